@@ -1,0 +1,171 @@
+// Package testutil starts the real servers the tests talk to: private redis-server
+// processes on free ports, and fresh MariaDB schemas. A helper fails the test when
+// its server cannot be had; it never skips, so a broken set-up cannot look green.
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisServer is a redis-server process owned by one test. It listens on a free
+// loopback port and keeps its data in a private temporary directory, so it can be
+// killed and started again on the same address with the same data.
+type RedisServer struct {
+	t    testing.TB
+	Addr string
+	dir  string
+	args []string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+// StartRedis starts a redis-server for the test and stops it at cleanup. Extra
+// arguments are passed to redis-server (for example "--appendonly", "yes").
+func StartRedis(t testing.TB, extraArgs ...string) *RedisServer {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server not found in PATH (make test installs it): %v", err)
+	}
+	s := &RedisServer{t: t, dir: t.TempDir()}
+	for attempt := 0; attempt < 5; attempt++ {
+		port := freePort(t)
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		s.args = append([]string{
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--dir", s.dir, "--save", "", "--appendonly", "no",
+			"--protected-mode", "no", "--loglevel", "warning",
+			"--logfile", filepath.Join(s.dir, "redis.log"),
+		}, extraArgs...)
+		s.args = append([]string{bin}, s.args...)
+		if err := s.start(); err == nil {
+			t.Cleanup(s.Kill)
+			return s
+		}
+	}
+	t.Fatalf("could not start redis-server: see %s", filepath.Join(s.dir, "redis.log"))
+	return nil
+}
+
+// Start starts the server again after Kill or Stop, on the same address and data.
+func (s *RedisServer) Start() {
+	s.t.Helper()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("restart redis-server on %s: %v", s.Addr, err)
+	}
+}
+
+func (s *RedisServer) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cmd := exec.Command(s.args[0], s.args[1:]...)
+	cmd.Dir = s.dir
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server exited at start")
+		default:
+		}
+		if ping(s.Addr) == nil {
+			s.cmd = cmd
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+	return fmt.Errorf("redis-server did not answer on %s", s.Addr)
+}
+
+// Kill stops the server with SIGKILL, as a crash would. It is a no-op when the
+// server is not running.
+func (s *RedisServer) Kill() { s.signalAndWait(syscall.SIGKILL) }
+
+// Stop stops the server with SIGTERM, letting it flush its append-only file.
+func (s *RedisServer) Stop() { s.signalAndWait(syscall.SIGTERM) }
+
+func (s *RedisServer) signalAndWait(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot act on SIGTERM
+	_ = s.cmd.Process.Signal(sig)
+	for i := 0; i < 1000 && ping(s.Addr) == nil; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i := 0; i < 1000 && s.cmd.Process.Signal(syscall.Signal(0)) == nil; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.cmd = nil
+}
+
+// Pause freezes the server with SIGSTOP; Resume lets it go on. A paused server
+// accepts connections but answers nothing, like a server stuck in a long stall.
+func (s *RedisServer) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server.
+func (s *RedisServer) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *RedisServer) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
+}
+
+// Client returns a client of the server, closed at the end of the test.
+func (s *RedisServer) Client(t testing.TB) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func ping(addr string) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	return c.Ping(ctx).Err()
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Env returns the environment variable or the default.
+func Env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
