@@ -1,0 +1,126 @@
+// Package config reads the settings both binaries share from the environment.
+// Every variable, its default and its meaning are listed on Config.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DevJWTSecret is the signing secret used in dev mode when SECKILL_JWT_SECRET is unset.
+// It is public, so dev mode must never face real users.
+const DevJWTSecret = "seckill-dev-secret-do-not-use-in-production"
+
+// Config is what cmd/api and cmd/worker read from the environment.
+type Config struct {
+	// Env is SECKILL_ENV: "dev" allows the public DevJWTSecret; anything else is production.
+	Env string
+	// HTTPAddr is SECKILL_HTTP_ADDR [127.0.0.1:8080], where the API listens.
+	HTTPAddr string
+	// MetricsAddr is SECKILL_WORKER_METRICS_ADDR [127.0.0.1:9091], where the worker serves /metrics.
+	MetricsAddr string
+	// RedisAddr is SECKILL_REDIS_ADDR [127.0.0.1:6379].
+	RedisAddr string
+	// MySQLDSN is SECKILL_MYSQL_DSN [seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true].
+	MySQLDSN string
+	// JWTSecret is SECKILL_JWT_SECRET, at least 32 bytes; required outside dev mode.
+	JWTSecret string
+	// RateUser is SECKILL_RATE_USER [20]: requests per second per user; 0 turns the limit off.
+	RateUser float64
+	// RateIP is SECKILL_RATE_IP [200]: requests per second per client IP; 0 turns the limit off.
+	RateIP float64
+	// LockWait is SECKILL_LOCK_WAIT [500ms]: how long a purchase waits for the same user's
+	// earlier purchase in the same sale before answering 429 busy.
+	LockWait time.Duration
+	// WorkerConcurrency is SECKILL_WORKER_CONCURRENCY [256]: orders a worker holds at once.
+	WorkerConcurrency int
+	// PersistBatch is SECKILL_PERSIST_BATCH [50]: most orders written in one MySQL transaction.
+	PersistBatch int
+}
+
+// Load reads the environment. It fails on malformed values and, outside dev mode,
+// on a missing or short JWT secret.
+func Load() (Config, error) {
+	c := Config{
+		Env:         os.Getenv("SECKILL_ENV"),
+		HTTPAddr:    env("SECKILL_HTTP_ADDR", "127.0.0.1:8080"),
+		MetricsAddr: env("SECKILL_WORKER_METRICS_ADDR", "127.0.0.1:9091"),
+		RedisAddr:   env("SECKILL_REDIS_ADDR", "127.0.0.1:6379"),
+		MySQLDSN:    env("SECKILL_MYSQL_DSN", "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true"),
+		JWTSecret:   os.Getenv("SECKILL_JWT_SECRET"),
+	}
+	var errs []error
+	c.RateUser = number(&errs, "SECKILL_RATE_USER", 20)
+	c.RateIP = number(&errs, "SECKILL_RATE_IP", 200)
+	c.WorkerConcurrency = int(number(&errs, "SECKILL_WORKER_CONCURRENCY", 256))
+	c.PersistBatch = int(number(&errs, "SECKILL_PERSIST_BATCH", 50))
+	wait, err := time.ParseDuration(env("SECKILL_LOCK_WAIT", "500ms"))
+	if err != nil || wait < 0 {
+		errs = append(errs, fmt.Errorf("SECKILL_LOCK_WAIT: want a duration such as 500ms"))
+	}
+	c.LockWait = wait
+	if c.JWTSecret == "" && c.Dev() {
+		c.JWTSecret = DevJWTSecret
+	}
+	switch {
+	case c.JWTSecret == "":
+		errs = append(errs, errors.New("SECKILL_JWT_SECRET is required outside dev mode (SECKILL_ENV=dev)"))
+	case len(c.JWTSecret) < 32:
+		errs = append(errs, errors.New("SECKILL_JWT_SECRET must be at least 32 bytes"))
+	}
+	if c.WorkerConcurrency < 1 || c.PersistBatch < 1 {
+		errs = append(errs, errors.New("SECKILL_WORKER_CONCURRENCY and SECKILL_PERSIST_BATCH must be at least 1"))
+	}
+	return c, errors.Join(errs...)
+}
+
+// Dev reports whether SECKILL_ENV is "dev".
+func (c Config) Dev() bool { return c.Env == "dev" }
+
+// UsesDevSecret reports whether tokens are signed with the public DevJWTSecret.
+func (c Config) UsesDevSecret() bool { return c.JWTSecret == DevJWTSecret }
+
+// String lists the settings for the start-up log, with secrets masked.
+func (c Config) String() string {
+	secret := "set"
+	if c.UsesDevSecret() {
+		secret = "dev default (public!)"
+	}
+	return fmt.Sprintf("env=%q http=%s redis=%s mysql=%s jwt_secret=%s rate_user=%g rate_ip=%g lock_wait=%s worker_concurrency=%d persist_batch=%d",
+		c.Env, c.HTTPAddr, c.RedisAddr, maskDSN(c.MySQLDSN), secret, c.RateUser, c.RateIP,
+		c.LockWait, c.WorkerConcurrency, c.PersistBatch)
+}
+
+// maskDSN hides the password of user:password@tcp(...)/db.
+func maskDSN(dsn string) string {
+	at := strings.LastIndex(dsn, "@")
+	colon := strings.Index(dsn, ":")
+	if at < 0 || colon < 0 || colon > at {
+		return dsn
+	}
+	return dsn[:colon+1] + "***" + dsn[at:]
+}
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func number(errs *[]error, name string, def float64) float64 {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 {
+		*errs = append(*errs, fmt.Errorf("%s: want a number >= 0, got %q", name, v))
+		return def
+	}
+	return f
+}

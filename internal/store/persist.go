@@ -1,0 +1,241 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// NewOrder is an order Redis accepted, on its way into MySQL.
+type NewOrder struct {
+	Order
+	// Limit is the per-user limit the reservation was checked against. MySQL checks the
+	// user's units against it, so lowering a sale's limit never fails orders taken before.
+	Limit int
+}
+
+// Outcome is what PersistBatch did with one order.
+type Outcome struct {
+	// Status is the order's status in MySQL: created for a new order, failed for one
+	// MySQL refused, or whatever an order already stored has.
+	Status string
+	// Reason says why a failed order was refused.
+	Reason string
+	// Existed is true when the order was already stored before this call.
+	Existed bool
+}
+
+// guardError is a batch MySQL refused: the stock or a user's limit would be exceeded.
+type guardError struct{ reason string }
+
+func (e *guardError) Error() string { return e.reason }
+
+// PersistBatch writes orders in one transaction and returns each order's outcome by id.
+// It is idempotent: an order already stored is left as it is and reported with
+// Existed. In the same transaction it adds the units to activities.sold, guarded by
+// stock_total, and to user_purchases, guarded by each order's Limit. When a guard
+// refuses the batch, the orders are written one by one, oldest first, and each one the
+// guard refuses is stored as failed with a reason and counts nowhere.
+func (s *Store) PersistBatch(ctx context.Context, orders []NewOrder) (map[string]Outcome, error) {
+	orders = uniqueByID(orders)
+	out, err := s.persistRetrying(ctx, orders)
+	var guard *guardError
+	switch {
+	case err == nil:
+		return out, nil
+	case !errors.As(err, &guard):
+		return nil, err
+	case len(orders) == 1:
+		return s.persistFailed(ctx, orders[0], guard.reason)
+	}
+	sort.SliceStable(orders, func(i, j int) bool { return orders[i].CreatedAt.Before(orders[j].CreatedAt) })
+	out = make(map[string]Outcome, len(orders))
+	for _, o := range orders {
+		one, err := s.PersistBatch(ctx, []NewOrder{o})
+		if err != nil {
+			return nil, err
+		}
+		out[o.ID] = one[o.ID]
+	}
+	return out, nil
+}
+
+func (s *Store) persistRetrying(ctx context.Context, orders []NewOrder) (map[string]Outcome, error) {
+	var err error
+	for attempt := 0; attempt < 6; attempt++ {
+		var out map[string]Outcome
+		out, err = s.persist(ctx, orders)
+		if err == nil || !retryable(err) {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
+		}
+	}
+	return nil, err
+}
+
+// persist is one attempt of the batch transaction. Rows are touched in a fixed order
+// (user_purchases by activity and user, then activities by id, last so the hot sale
+// row is locked for the shortest time) so concurrent batches cannot deadlock.
+func (s *Store) persist(ctx context.Context, orders []NewOrder) (map[string]Outcome, error) {
+	out := make(map[string]Outcome, len(orders))
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		clear(out)
+		ids := make([]string, len(orders))
+		for i, o := range orders {
+			ids[i] = o.ID
+		}
+		var stored []Order
+		if err := tx.Select("id", "status", "failure_reason").Where("id IN ?", ids).Find(&stored).Error; err != nil {
+			return fmt.Errorf("find stored orders: %w", err)
+		}
+		for _, o := range stored {
+			out[o.ID] = Outcome{Status: o.Status, Reason: deref(o.FailureReason), Existed: true}
+		}
+		fresh := make([]Order, 0, len(orders))
+		var held []userUnits
+		now := s.now()
+		for _, o := range orders {
+			if _, ok := out[o.ID]; ok {
+				continue
+			}
+			row := o.Order
+			row.Status, row.FailureReason, row.PersistedAt = StatusCreated, nil, now
+			fresh = append(fresh, row)
+			held = append(held, userUnits{o.ActivityID, o.UserID, int64(o.Quantity), o.Limit})
+			out[o.ID] = Outcome{Status: StatusCreated}
+		}
+		if len(fresh) == 0 {
+			return nil
+		}
+		if err := addUserUnits(tx, held); err != nil {
+			return err
+		}
+		if err := tx.Create(&fresh).Error; err != nil {
+			return fmt.Errorf("insert orders: %w", err)
+		}
+		return addSold(tx, fresh)
+	})
+	return out, err
+}
+
+type userUnits struct {
+	activityID, userID, units int64
+	limit                     int
+}
+
+// addUserUnits adds units to user_purchases and refuses when a user would hold more
+// than the limit of the orders being added.
+func addUserUnits(tx *gorm.DB, rows []userUnits) error {
+	sum := map[[2]int64]*userUnits{}
+	var keys [][2]int64
+	for _, r := range rows {
+		k := [2]int64{r.activityID, r.userID}
+		if u, ok := sum[k]; ok {
+			u.units += r.units
+			u.limit = max(u.limit, r.limit)
+			continue
+		}
+		r := r
+		sum[k] = &r
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1]
+	})
+	values := make([]string, len(keys))
+	args := make([]any, 0, 3*len(keys))
+	pairs := make([]string, len(keys))
+	pairArgs := make([]any, 0, 2*len(keys))
+	for i, k := range keys {
+		values[i], pairs[i] = "(?, ?, ?)", "(?, ?)"
+		args = append(args, k[0], k[1], sum[k].units)
+		pairArgs = append(pairArgs, k[0], k[1])
+	}
+	if err := tx.Exec("INSERT INTO user_purchases (activity_id, user_id, units) VALUES "+
+		strings.Join(values, ", ")+" ON DUPLICATE KEY UPDATE units = units + VALUES(units)", args...).Error; err != nil {
+		return fmt.Errorf("add user units: %w", err)
+	}
+	var now []struct {
+		ActivityID, UserID, Units int64
+	}
+	if err := tx.Raw("SELECT activity_id, user_id, units FROM user_purchases WHERE (activity_id, user_id) IN ("+
+		strings.Join(pairs, ", ")+")", pairArgs...).Scan(&now).Error; err != nil {
+		return fmt.Errorf("read user units: %w", err)
+	}
+	for _, n := range now {
+		if u := sum[[2]int64{n.ActivityID, n.UserID}]; u != nil && n.Units > int64(u.limit) {
+			return &guardError{fmt.Sprintf("over the per-user limit of %d in MySQL", u.limit)}
+		}
+	}
+	return nil
+}
+
+// addSold adds the orders' units to their activities, refusing to pass stock_total.
+func addSold(tx *gorm.DB, orders []Order) error {
+	units := map[int64]int64{}
+	var acts []int64
+	for _, o := range orders {
+		if _, ok := units[o.ActivityID]; !ok {
+			acts = append(acts, o.ActivityID)
+		}
+		units[o.ActivityID] += int64(o.Quantity)
+	}
+	sort.Slice(acts, func(i, j int) bool { return acts[i] < acts[j] })
+	for _, id := range acts {
+		res := tx.Exec("UPDATE activities SET sold = sold + ? WHERE id = ? AND sold + ? <= stock_total",
+			units[id], id, units[id])
+		if res.Error != nil {
+			return fmt.Errorf("add sold units: %w", res.Error)
+		}
+		if res.RowsAffected != 1 {
+			return &guardError{"sold out in MySQL: no stock left for this order"}
+		}
+	}
+	return nil
+}
+
+// persistFailed stores an order MySQL refused as failed, counting it nowhere.
+func (s *Store) persistFailed(ctx context.Context, o NewOrder, reason string) (map[string]Outcome, error) {
+	row := o.Order
+	row.Status, row.FailureReason, row.PersistedAt = StatusFailed, &reason, s.now()
+	err := s.db.WithContext(ctx).Create(&row).Error
+	if retryable(err) { // stored meanwhile by another delivery of the same task
+		stored, gerr := s.GetOrder(ctx, o.ID)
+		if gerr != nil {
+			return nil, gerr
+		}
+		return map[string]Outcome{o.ID: {Status: stored.Status, Reason: deref(stored.FailureReason), Existed: true}}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("insert failed order: %w", err)
+	}
+	return map[string]Outcome{o.ID: {Status: StatusFailed, Reason: reason}}, nil
+}
+
+func uniqueByID(orders []NewOrder) []NewOrder {
+	seen := make(map[string]bool, len(orders))
+	out := orders[:0:0]
+	for _, o := range orders {
+		if !seen[o.ID] {
+			seen[o.ID] = true
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

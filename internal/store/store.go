@@ -1,0 +1,209 @@
+// Package store is the MySQL side of the flash sale: the activities, orders and
+// user_purchases tables, written through GORM. It refuses oversell and over-limit
+// orders inside the transaction that writes them, whatever Redis believed.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+)
+
+// Order statuses, the same words as the API. Queued orders live in Redis only.
+const (
+	StatusQueued    = "queued"
+	StatusCreated   = "created"
+	StatusPaid      = "paid"
+	StatusCancelled = "cancelled"
+	StatusFailed    = "failed"
+)
+
+// ErrNotFound means no such activity or order.
+var ErrNotFound = errors.New("not found")
+
+// Activity is one row of activities.
+type Activity struct {
+	ID               int64 `gorm:"primaryKey"`
+	Name             string
+	ProductName      string
+	PriceCents       int64
+	StockTotal       int64
+	Sold             int64 // units in created and paid orders
+	PerUserLimit     int
+	StartsAt         time.Time
+	EndsAt           time.Time
+	PayWindowSeconds int
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// Order is one row of orders.
+type Order struct {
+	ID            string `gorm:"primaryKey"`
+	ActivityID    int64
+	UserID        int64
+	Quantity      int
+	AmountCents   int64
+	Status        string
+	FailureReason *string
+	CreatedAt     time.Time `gorm:"autoCreateTime:false"`
+	ExpiresAt     time.Time
+	PaidAt        *time.Time
+	CancelledAt   *time.Time
+	PersistedAt   time.Time
+}
+
+// Store reads and writes the sale tables.
+type Store struct {
+	db  *gorm.DB
+	now func() time.Time
+}
+
+// New returns a Store on db.
+func New(db *gorm.DB) *Store { return &Store{db: db, now: time.Now} }
+
+// SetClock replaces the clock the store stamps rows with (tests).
+func (s *Store) SetClock(now func() time.Time) { s.now = now }
+
+// Ping checks that MySQL answers.
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+// CreateActivity inserts a and sets its ID and timestamps. Before it returns, ready
+// runs inside the transaction with the stored row; if ready fails the row is not kept.
+func (s *Store) CreateActivity(ctx context.Context, a *Activity, ready func(Activity) error) error {
+	now := s.now()
+	a.CreatedAt, a.UpdatedAt, a.Sold = now, now, 0
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(a).Error; err != nil {
+			return fmt.Errorf("insert activity: %w", err)
+		}
+		return ready(*a)
+	})
+}
+
+// GetActivity returns the activity or ErrNotFound.
+func (s *Store) GetActivity(ctx context.Context, id int64) (Activity, error) {
+	var a Activity
+	err := s.db.WithContext(ctx).Take(&a, id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return a, ErrNotFound
+	}
+	return a, err
+}
+
+// ListActivities returns every activity, newest first.
+func (s *Store) ListActivities(ctx context.Context) ([]Activity, error) {
+	var as []Activity
+	err := s.db.WithContext(ctx).Order("id DESC").Find(&as).Error
+	return as, err
+}
+
+// UpdateActivity changes an activity under a row lock: change edits the row (and may
+// refuse with an error), then apply runs with the new row before the commit; if apply
+// fails nothing is changed.
+func (s *Store) UpdateActivity(ctx context.Context, id int64, change func(*Activity) error, apply func(Activity) error) (Activity, error) {
+	var a Activity
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Set("gorm:query_option", "FOR UPDATE").Take(&a, id).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if err := change(&a); err != nil {
+			return err
+		}
+		a.UpdatedAt = s.now()
+		if err := tx.Model(&Activity{}).Where("id = ?", id).Updates(map[string]any{
+			"per_user_limit": a.PerUserLimit, "ends_at": a.EndsAt,
+			"stock_total": a.StockTotal, "updated_at": a.UpdatedAt,
+		}).Error; err != nil {
+			return err
+		}
+		return apply(a)
+	})
+	return a, err
+}
+
+// GetOrder returns the order or ErrNotFound.
+func (s *Store) GetOrder(ctx context.Context, id string) (Order, error) {
+	var o Order
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return o, ErrNotFound
+	}
+	return o, err
+}
+
+// ListUserOrders returns up to limit of the user's orders, newest first.
+func (s *Store) ListUserOrders(ctx context.Context, userID int64, limit int) ([]Order, error) {
+	var os []Order
+	err := s.db.WithContext(ctx).Where("user_id = ?", userID).
+		Order("created_at DESC, id DESC").Limit(limit).Find(&os).Error
+	return os, err
+}
+
+// OrdersByID returns the stored orders among ids, by id.
+func (s *Store) OrdersByID(ctx context.Context, ids []string) (map[string]Order, error) {
+	found := make(map[string]Order, len(ids))
+	if len(ids) == 0 {
+		return found, nil
+	}
+	var os []Order
+	if err := s.db.WithContext(ctx).Where("id IN ?", ids).Find(&os).Error; err != nil {
+		return nil, err
+	}
+	for _, o := range os {
+		found[o.ID] = o
+	}
+	return found, nil
+}
+
+// StatusCount is the number of orders and units of one status in one activity.
+type StatusCount struct {
+	Status string
+	Orders int64
+	Units  int64
+}
+
+// CountOrders returns the orders and units of an activity by status.
+func (s *Store) CountOrders(ctx context.Context, activityID int64) (map[string]StatusCount, error) {
+	var rows []StatusCount
+	err := s.db.WithContext(ctx).Model(&Order{}).
+		Select("status, COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units").
+		Where("activity_id = ?", activityID).Group("status").Scan(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	counts := make(map[string]StatusCount, len(rows))
+	for _, r := range rows {
+		counts[r.Status] = r
+	}
+	return counts, nil
+}
+
+// retryable reports MySQL errors that a fresh attempt of the same transaction may
+// not meet again: deadlock, lock wait timeout, and a duplicate key from a concurrent
+// writer of the same order.
+func retryable(err error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case 1213, 1205, 1062:
+		return true
+	}
+	return false
+}

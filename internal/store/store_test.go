@@ -1,0 +1,136 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/store"
+	"seckill/internal/testutil"
+)
+
+func newActivity(t *testing.T, s *store.Store, stock int64, limit int) store.Activity {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	a := store.Activity{Name: "sale", ProductName: "phone", PriceCents: 100, StockTotal: stock,
+		PerUserLimit: limit, StartsAt: now, EndsAt: now.Add(time.Hour), PayWindowSeconds: 900}
+	if err := s.CreateActivity(context.Background(), &a, func(store.Activity) error { return nil }); err != nil {
+		t.Fatalf("create activity: %v", err)
+	}
+	return a
+}
+
+var seq int
+
+func order(a store.Activity, user int64, qty int) store.NewOrder {
+	seq++
+	now := time.Now().UTC().Truncate(time.Millisecond).Add(time.Duration(seq) * time.Millisecond)
+	return store.NewOrder{Limit: a.PerUserLimit, Order: store.Order{
+		ID: fmt.Sprintf("o%d-%d", a.ID, seq), ActivityID: a.ID, UserID: user, Quantity: qty,
+		AmountCents: a.PriceCents * int64(qty), CreatedAt: now, ExpiresAt: now.Add(15 * time.Minute)}}
+}
+
+func TestPersistBatchGuards(t *testing.T) {
+	db := testutil.MySQL(t)
+	s := store.New(db.Gorm)
+	ctx := context.Background()
+	a := newActivity(t, s, 5, 2)
+
+	first := []store.NewOrder{order(a, 1, 2), order(a, 2, 1), order(a, 3, 1)}
+	tests := []struct {
+		name       string
+		batch      []store.NewOrder
+		want       []string // status per order of batch
+		wantExists []bool
+		wantSold   int64
+	}{
+		{"fits", first, []string{"created", "created", "created"}, []bool{false, false, false}, 4},
+		{"delivered again", first, []string{"created", "created", "created"}, []bool{true, true, true}, 4},
+		{"over the user's limit", []store.NewOrder{order(a, 1, 1)}, []string{"failed"}, []bool{false}, 4},
+		{"last unit then over stock", []store.NewOrder{order(a, 4, 1), order(a, 5, 1), order(a, 6, 2)},
+			[]string{"created", "failed", "failed"}, []bool{false, false, false}, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := s.PersistBatch(ctx, tt.batch)
+			if err != nil {
+				t.Fatalf("PersistBatch: %v", err)
+			}
+			for i, o := range tt.batch {
+				got := out[o.ID]
+				if got.Status != tt.want[i] || got.Existed != tt.wantExists[i] {
+					t.Errorf("order %d: got %+v, want status %s existed %v", i, got, tt.want[i], tt.wantExists[i])
+				}
+				if got.Status == "failed" && got.Reason == "" {
+					t.Errorf("order %d failed without a reason", i)
+				}
+			}
+			stored, err := s.GetActivity(ctx, a.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stored.Sold != tt.wantSold {
+				t.Errorf("sold = %d, want %d", stored.Sold, tt.wantSold)
+			}
+		})
+	}
+}
+
+// Many batches at once on one sale: MySQL never passes the stock, and every order
+// is stored exactly once, created or failed.
+func TestPersistBatchConcurrent(t *testing.T) {
+	db := testutil.MySQL(t)
+	s := store.New(db.Gorm)
+	ctx := context.Background()
+	a := newActivity(t, s, 100, 3)
+
+	var batches [][]store.NewOrder
+	for b := 0; b < 20; b++ {
+		var batch []store.NewOrder
+		for i := 0; i < 10; i++ {
+			batch = append(batch, order(a, int64(i%7+1+b%3*7), 1))
+		}
+		batches = append(batches, batch)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(batches)*2)
+	for _, b := range batches {
+		for rep := 0; rep < 2; rep++ { // each batch delivered twice, concurrently
+			wg.Add(1)
+			go func(b []store.NewOrder) {
+				defer wg.Done()
+				if _, err := s.PersistBatch(ctx, b); err != nil {
+					errs <- err
+				}
+			}(b)
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("PersistBatch: %v", err)
+	}
+	counts, err := s.CountOrders(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := counts["created"].Orders + counts["failed"].Orders
+	if total != 200 {
+		t.Errorf("stored %d orders, want 200 (each once)", total)
+	}
+	act, _ := s.GetActivity(ctx, a.ID)
+	if act.Sold != counts["created"].Units || act.Sold > act.StockTotal {
+		t.Errorf("sold = %d, created units = %d, stock = %d", act.Sold, counts["created"].Units, act.StockTotal)
+	}
+	var over int64
+	db.Gorm.Raw("SELECT COUNT(*) FROM user_purchases WHERE units > 3").Scan(&over)
+	if over != 0 {
+		t.Errorf("%d users above the limit", over)
+	}
+	// 21 users x limit 3 = 63 units can be created; the rest fail.
+	if counts["created"].Units != 63 {
+		t.Errorf("created units = %d, want 63", counts["created"].Units)
+	}
+}

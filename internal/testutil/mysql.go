@@ -1,0 +1,87 @@
+package testutil
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"seckill/migrations"
+)
+
+// DefaultMySQLDSN is the DSN tests use when SECKILL_MYSQL_DSN is unset; make test
+// creates its user with the right to create seckill_* databases.
+const DefaultMySQLDSN = "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true"
+
+// MySQLDB is a fresh, migrated database owned by one test.
+type MySQLDB struct {
+	// DSN reaches the database, in the form SECKILL_MYSQL_DSN takes.
+	DSN string
+	// Name is the database name.
+	Name string
+	// Gorm is an open handle, closed at cleanup.
+	Gorm *gorm.DB
+}
+
+// MySQL creates a database named seckill_test_<random> on the server of
+// SECKILL_MYSQL_DSN, applies the migrations, and drops it when the test ends. It fails
+// the test when the server does not answer.
+func MySQL(t testing.TB) *MySQLDB {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(Env("SECKILL_MYSQL_DSN", DefaultMySQLDSN))
+	if err != nil {
+		t.Fatalf("parse SECKILL_MYSQL_DSN: %v", err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "seckill_test_" + hex.EncodeToString(b[:])
+
+	admin := *cfg
+	admin.DBName = ""
+	server, err := sql.Open("mysql", admin.FormatDSN())
+	if err != nil {
+		t.Fatalf("open MySQL: %v", err)
+	}
+	defer server.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := server.ExecContext(ctx, "CREATE DATABASE `"+name+"`"); err != nil {
+		t.Fatalf("MySQL at %s is needed (make test starts it): create database: %v", cfg.Addr, err)
+	}
+	t.Cleanup(func() {
+		c, err := sql.Open("mysql", admin.FormatDSN())
+		if err == nil {
+			_, _ = c.Exec("DROP DATABASE IF EXISTS `" + name + "`")
+			_ = c.Close()
+		}
+	})
+
+	cfg.DBName = name
+	cfg.ParseTime = true
+	d := &MySQLDB{DSN: cfg.FormatDSN(), Name: name}
+	sqlDB, err := sql.Open("mysql", d.DSN)
+	if err != nil {
+		t.Fatalf("open %s: %v", name, err)
+	}
+	if _, err := migrations.Up(ctx, sqlDB); err != nil {
+		t.Fatalf("migrate %s: %v", name, err)
+	}
+	_ = sqlDB.Close()
+	d.Gorm, err = gorm.Open(gormmysql.Open(d.DSN), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatalf("gorm open %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if s, err := d.Gorm.DB(); err == nil {
+			_ = s.Close()
+		}
+	})
+	return d
+}
