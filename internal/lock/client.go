@@ -1,0 +1,49 @@
+package lock
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Client takes locks on one Redis server (or one Redis Cluster). It holds the
+// go-redis client it was given and one pub/sub connection, opened on first
+// use, on which every waiter of the Client learns about releases.
+type Client struct {
+	rdb redis.UniversalClient
+	hub *releaseHub
+}
+
+// New returns a Client that takes locks on rdb. Close it to close its pub/sub
+// connection; rdb stays open and belongs to the caller.
+func New(rdb redis.UniversalClient) *Client {
+	return &Client{rdb: rdb, hub: newReleaseHub(rdb)}
+}
+
+// Close closes the Client's pub/sub connection and wakes its waiters. It does
+// not close the go-redis client, nor release locks.
+func (c *Client) Close() error { return c.hub.close() }
+
+// NewToken returns a random owner token: 26 base32 characters carrying 130
+// bits from crypto/rand.
+func NewToken() string { return rand.Text() }
+
+// WaitRelease waits until a release of key is published, then returns nil,
+// or until ctx ends, then returns ctx.Err(). It is for code that takes a lock
+// in a script of its own (see Adopt): after the script found the key taken,
+// wait, then run the script again.
+//
+// A release published before the subscription is active is not seen, so
+// always give ctx a deadline: it is the backstop, as a backoff is for Obtain.
+// The wait shares the Client's one pub/sub connection. When that connection
+// cannot subscribe, WaitRelease returns the error at once.
+func (c *Client) WaitRelease(ctx context.Context, key string) error {
+	w, err := watchRelease(ctx, []*releaseHub{c.hub}, key)
+	defer w.close()
+	if err != nil {
+		return fmt.Errorf("wait for release of %s: %w", key, err)
+	}
+	return w.wait(ctx, 0)
+}

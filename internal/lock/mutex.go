@@ -1,0 +1,184 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Options tune Obtain. The zero value, or nil, makes one attempt with a fresh
+// token.
+type Options struct {
+	// Retry decides how long to wait between attempts while the lock is busy.
+	// Nil makes one attempt.
+	Retry RetryStrategy
+
+	// Token is the owner token to store under the key. Empty means NewToken().
+	Token string
+}
+
+func (o *Options) retry() RetryStrategy {
+	if o == nil {
+		return nil
+	}
+	return o.Retry
+}
+
+func (o *Options) token() string {
+	if o == nil || o.Token == "" {
+		return NewToken()
+	}
+	return o.Token
+}
+
+// obtainScript takes a free lock, or refreshes one that already holds our
+// token (so a retry after a lost reply succeeds), and numbers the acquisition.
+//
+//	KEYS[1] lock key        ARGV[1] owner token
+//	KEYS[2] fence counter   ARGV[2] TTL in milliseconds
+//
+// Returns the new fencing token (>= 1), or -1 when another owner holds the key.
+var obtainScript = redis.NewScript(`
+if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+	return redis.call("INCR", KEYS[2])
+end
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	redis.call("PEXPIRE", KEYS[1], ARGV[2])
+	return redis.call("INCR", KEYS[2])
+end
+return -1
+`)
+
+// Obtain takes the lock named key for ttl, retrying as opts.Retry says while
+// another owner holds it. The key then holds exactly the owner token, with a
+// PX TTL. Waiters wake when the lock is released, and otherwise after their
+// backoff.
+//
+// When the lock stays busy, Obtain returns ErrNotObtained; when ctx ends
+// first, an error that matches both ErrNotObtained and ctx.Err().
+func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts *Options) (*Lock, error) {
+	if err := checkTTL(ttl); err != nil {
+		return nil, err
+	}
+	token := opts.token()
+	keys := []string{key, fenceKey(key)}
+	try := func(ctx context.Context) (*Lock, error) {
+		start := time.Now()
+		fence, err := scriptResult(ctx, c.rdb, obtainScript, keys, token, ttl.Milliseconds())
+		if err != nil {
+			return nil, err
+		}
+		return newLock(c, key, token, fence, ttl, start), nil
+	}
+	l, err := acquire(ctx, []*releaseHub{c.hub}, key, opts.retry(), try)
+	if err != nil {
+		return nil, fmt.Errorf("obtain lock %s: %w", key, err)
+	}
+	return l, nil
+}
+
+// Adopt returns a Lock for a key that a script of your own took with
+// SET key token NX PX ttl. The Lock releases and extends it like one from
+// Obtain. It has no fencing token (Fence returns 0), and its lease is counted
+// from the call to Adopt, so call it as soon as the script returned.
+func (c *Client) Adopt(key, token string, ttl time.Duration) *Lock {
+	return newLock(c, key, token, 0, ttl, time.Now())
+}
+
+// releaseScript deletes the lock if it holds our token and tells waiters.
+//
+//	KEYS[1] lock key   ARGV[1] owner token   ARGV[2] release channel
+//
+// Returns 1 when released, -2 when the key does not hold our token.
+var releaseScript = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	redis.call("DEL", KEYS[1])
+	redis.call("PUBLISH", ARGV[2], "")
+	return 1
+end
+return -2
+`)
+
+func (c *Client) release(ctx context.Context, key, token string) error {
+	_, err := scriptResult(ctx, c.rdb, releaseScript, []string{key}, token, ReleaseChannel(key))
+	return err
+}
+
+// extendScript sets a new TTL on the lock if it holds our token.
+//
+//	KEYS[1] lock key   ARGV[1] owner token   ARGV[2] TTL in milliseconds
+//
+// Returns 1 when extended, -2 when the key does not hold our token.
+var extendScript = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	redis.call("PEXPIRE", KEYS[1], ARGV[2])
+	return 1
+end
+return -2
+`)
+
+func (c *Client) extend(ctx context.Context, key, token string, ttl time.Duration) error {
+	_, err := scriptResult(ctx, c.rdb, extendScript, []string{key}, token, ttl.Milliseconds())
+	return err
+}
+
+// acquire calls try until it takes the lock, fails with an error other than
+// ErrNotObtained, retry gives up, or ctx ends. Before trying again it
+// subscribes to the key's release channel on hubs, so that a release between
+// an attempt and the wait after it wakes the waiter.
+func acquire(ctx context.Context, hubs []*releaseHub, key string, retry RetryStrategy,
+	try func(context.Context) (*Lock, error)) (*Lock, error) {
+	l, err := try(ctx)
+	if err == nil || !errors.Is(err, ErrNotObtained) {
+		return l, notObtained(ctx, err)
+	}
+	if retry == nil {
+		return nil, notObtained(ctx, err)
+	}
+	first := time.Now()
+	failed := 1
+	backoff, ok := retry.NextBackoff(failed, 0)
+	if !ok {
+		return nil, notObtained(ctx, err)
+	}
+	w, _ := watchRelease(ctx, hubs, key) // a hub that cannot subscribe leaves the backoff
+	defer w.close()
+	w.awaitReady(ctx, backoff)
+	// Try once more now that a release wakes us: one may have come before.
+	w.reset()
+	if l, err = try(ctx); err == nil || !errors.Is(err, ErrNotObtained) {
+		return l, notObtained(ctx, err)
+	}
+	for {
+		if err := w.wait(ctx, backoff); err != nil {
+			return nil, notObtained(ctx, err)
+		}
+		w.reset()
+		if l, err = try(ctx); err == nil || !errors.Is(err, ErrNotObtained) {
+			return l, notObtained(ctx, err)
+		}
+		failed++
+		if backoff, ok = retry.NextBackoff(failed, time.Since(first)); !ok {
+			return nil, notObtained(ctx, err)
+		}
+	}
+}
+
+// notObtained joins err with ErrNotObtained and ctx.Err() once ctx has ended,
+// so that a timeout and a busy lock can be told apart.
+func notObtained(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() == nil {
+		return err
+	}
+	errs := []error{ErrNotObtained, ctx.Err()}
+	if !errors.Is(err, ErrNotObtained) && !errors.Is(err, ctx.Err()) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
