@@ -1,0 +1,45 @@
+package stock
+
+import "strconv"
+
+// Every key of one sale carries the hash tag {act:<id>}, so one script's keys always
+// live in one Redis Cluster slot.
+func prefix(activityID int64) string {
+	return "seckill:{act:" + strconv.FormatInt(activityID, 10) + "}:"
+}
+
+// saleKey is a hash of the sale's state: avail, total, limit, start and end (unix ms),
+// price (cents) and paywin (seconds).
+func saleKey(activityID int64) string { return prefix(activityID) + "sale" }
+
+// usersKey is a hash of user id -> units the user holds in queued, created and paid orders.
+func usersKey(activityID int64) string { return prefix(activityID) + "users" }
+
+// queuedKey is a hash of order id -> "user quantity created_ms limit" for orders taken
+// from stock and not yet settled by the worker.
+func queuedKey(activityID int64) string { return prefix(activityID) + "queued" }
+
+// userQueuedKey is the set of one user's queued order ids.
+func userQueuedKey(activityID, userID int64) string {
+	return prefix(activityID) + "queued:user:" + strconv.FormatInt(userID, 10)
+}
+
+// claimedKey is the set of queued order ids a worker has begun to persist; the API no
+// longer gives those back when its enqueue failed.
+func claimedKey(activityID int64) string { return prefix(activityID) + "claimed" }
+
+// idempotencyKey holds "<fingerprint> <order id>" for a user's Idempotency-Key.
+func idempotencyKey(activityID, userID int64, key string) string {
+	return prefix(activityID) + "idem:" + strconv.FormatInt(userID, 10) + ":" + key
+}
+
+// UserLockKey is the per-user lock of a sale. The reserve script takes it (value: the
+// owner token, with a TTL) in the same step that takes the units; the caller releases it
+// with internal/lock once the order is enqueued.
+func UserLockKey(activityID, userID int64) string {
+	return prefix(activityID) + "lock:" + strconv.FormatInt(userID, 10)
+}
+
+// ReturnedChannel carries the id of a sale whose units came back to stock, so every API
+// process clears its sold-out flag for it.
+const ReturnedChannel = "seckill:stock-returned"

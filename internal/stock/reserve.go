@@ -1,0 +1,174 @@
+package stock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// reserveScript takes units for one purchase, atomically.
+//
+// KEYS[1] sale hash         KEYS[2] users hash        KEYS[3] queued hash
+// KEYS[4] user's queued set KEYS[5] idempotency key   KEYS[6] user lock
+// ARGV[1] now (unix ms)     ARGV[2] user id           ARGV[3] quantity
+// ARGV[4] order id          ARGV[5] request fingerprint, "" without an Idempotency-Key
+// ARGV[6] lock owner token  ARGV[7] lock TTL (ms)     ARGV[8] idempotency key TTL (s)
+//
+// Returns one of
+//
+//	{0, available after, limit, price, pay window}  reserved; the user lock is now held
+//	{1, order id}             the key already made this order with the same body (replay)
+//	{-1}                      no such sale
+//	{-2}                      the user lock is held (an earlier purchase is in flight)
+//	{-3} / {-4}               before the sale's start / at or after its end
+//	{-5, available}           fewer units left than asked for
+//	{-6, held, limit}         the user would pass the limit
+//	{-7, order id}            the key was used with another body
+//	{-8, limit}               quantity alone is above the limit
+//
+// Only a reservation takes the lock, and every check comes after the lock check, so a
+// second request of the same user sees the outcome of the first.
+var reserveScript = redis.NewScript(`
+local sale = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'start', 'end', 'price', 'paywin')
+if not sale[1] then return {-1} end
+if redis.call('EXISTS', KEYS[6]) == 1 then return {-2} end
+if ARGV[5] ~= '' then
+  local prior = redis.call('GET', KEYS[5])
+  if prior then
+    local fp, id = string.match(prior, '^(%S+) (%S+)$')
+    if fp == ARGV[5] then return {1, id} end
+    return {-7, id}
+  end
+end
+local now = tonumber(ARGV[1])
+if now < tonumber(sale[3]) then return {-3} end
+if now >= tonumber(sale[4]) then return {-4} end
+local qty, limit, avail = tonumber(ARGV[3]), tonumber(sale[2]), tonumber(sale[1])
+if qty > limit then return {-8, limit} end
+if avail < qty then return {-5, avail} end
+local held = tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '0')
+if held + qty > limit then return {-6, held, limit} end
+redis.call('HINCRBY', KEYS[1], 'avail', -qty)
+redis.call('HINCRBY', KEYS[2], ARGV[2], qty)
+redis.call('HSET', KEYS[3], ARGV[4], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[1] .. ' ' .. sale[2])
+redis.call('SADD', KEYS[4], ARGV[4])
+if ARGV[5] ~= '' then redis.call('SET', KEYS[5], ARGV[5] .. ' ' .. ARGV[4], 'EX', ARGV[8]) end
+redis.call('SET', KEYS[6], ARGV[6], 'PX', ARGV[7])
+return {0, avail - qty, sale[2], sale[5], sale[6]}
+`)
+
+// IdempotencyTTL is how long an Idempotency-Key is remembered.
+const IdempotencyTTL = 24 * time.Hour
+
+// Reservation asks for units of a sale for one user.
+type Reservation struct {
+	ActivityID int64
+	UserID     int64
+	Quantity   int
+	// OrderID names the order if units are taken.
+	OrderID string
+	// IdempotencyKey is the client's key, "" for none.
+	IdempotencyKey string
+	Now            time.Time
+	// LockToken and LockTTL take the user's lock (UserLockKey) with the units.
+	LockToken string
+	LockTTL   time.Duration
+}
+
+// Reserved is a successful Reserve.
+type Reserved struct {
+	// OrderID is the new order, or for a replay the order the key made before.
+	OrderID string
+	// Replayed is true when the Idempotency-Key already made OrderID; nothing was taken
+	// and no lock is held.
+	Replayed bool
+	// Available is what is left after this purchase.
+	Available  int64
+	Limit      int
+	PriceCents int64
+	PayWindow  time.Duration
+}
+
+// Reserve takes r.Quantity units for r.UserID and takes the user's lock, in one round
+// trip. On success the order is queued in Redis and the lock is held by r.LockToken;
+// the caller enqueues the order, then releases the lock. Errors: ErrNoSale, ErrBusy,
+// ErrNotStarted, ErrEnded, ErrSoldOut, ErrLimitExceeded, ErrQuantityOverLimit,
+// ErrKeyReused (with the earlier order's id in a *KeyReusedError).
+//
+// Once a sale is sold out, Reserve answers ErrSoldOut from a flag in this process
+// without asking Redis, until units come back (see Watch).
+func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
+	fingerprint := ""
+	if r.IdempotencyKey != "" {
+		fingerprint = "q" + strconv.Itoa(r.Quantity)
+	} else if s.soldOut.isSet(r.ActivityID, r.Now) {
+		return Reserved{}, &DetailError{ErrSoldOut, "no units are left"}
+	}
+	epoch := s.soldOut.epoch()
+	keys := []string{saleKey(r.ActivityID), usersKey(r.ActivityID), queuedKey(r.ActivityID),
+		userQueuedKey(r.ActivityID, r.UserID), idempotencyKey(r.ActivityID, r.UserID, r.IdempotencyKey),
+		UserLockKey(r.ActivityID, r.UserID)}
+	res, err := reply(reserveScript.Run(ctx, s.rdb, keys,
+		r.Now.UnixMilli(), r.UserID, r.Quantity, r.OrderID, fingerprint,
+		r.LockToken, r.LockTTL.Milliseconds(), int64(IdempotencyTTL/time.Second)).Result())
+	if err != nil {
+		return Reserved{}, fmt.Errorf("reserve: %w", err)
+	}
+	code, err := integer(res[0])
+	if err != nil {
+		return Reserved{}, fmt.Errorf("reserve: %w", err)
+	}
+	switch code {
+	case 1, -7:
+		id, ok := res[len(res)-1].(string)
+		if !ok || len(res) != 2 {
+			break
+		}
+		if code == 1 {
+			return Reserved{OrderID: id, Replayed: true}, nil
+		}
+		return Reserved{}, &KeyReusedError{OrderID: id}
+	case -1:
+		return Reserved{}, ErrNoSale
+	case -2:
+		return Reserved{}, ErrBusy
+	case -3:
+		return Reserved{}, ErrNotStarted
+	case -4:
+		return Reserved{}, ErrEnded
+	}
+	n, err := integers(res[1:])
+	if err != nil {
+		return Reserved{}, fmt.Errorf("reserve: %w", err)
+	}
+	switch {
+	case code == 0 && len(n) == 4:
+		if n[0] == 0 {
+			s.soldOut.set(r.ActivityID, epoch, r.Now)
+		}
+		return Reserved{OrderID: r.OrderID, Available: n[0], Limit: int(n[1]),
+			PriceCents: n[2], PayWindow: time.Duration(n[3]) * time.Second}, nil
+	case code == -5 && len(n) == 1:
+		if n[0] == 0 {
+			s.soldOut.set(r.ActivityID, epoch, r.Now)
+			return Reserved{}, &DetailError{ErrSoldOut, "no units are left"}
+		}
+		return Reserved{}, &DetailError{ErrSoldOut, fmt.Sprintf("only %d left", n[0])}
+	case code == -6 && len(n) == 2:
+		return Reserved{}, &DetailError{ErrLimitExceeded,
+			fmt.Sprintf("you hold %d of at most %d units", n[0], n[1])}
+	case code == -8 && len(n) == 1:
+		return Reserved{}, &DetailError{ErrQuantityOverLimit,
+			fmt.Sprintf("quantity must be between 1 and %d", n[0])}
+	}
+	return Reserved{}, fmt.Errorf("reserve: unexpected script reply %v", res)
+}
+
+// KeyReusedError is ErrKeyReused with the order the key made first.
+type KeyReusedError struct{ OrderID string }
+
+func (e *KeyReusedError) Error() string { return ErrKeyReused.Error() }
+func (e *KeyReusedError) Unwrap() error { return ErrKeyReused }

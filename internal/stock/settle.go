@@ -1,0 +1,191 @@
+package stock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// rollbackScript gives back a reservation whose order could not be enqueued.
+//
+// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] user's queued set
+// KEYS[5] claimed set  KEYS[6] idempotency key (any key when the purchase had none)
+// ARGV[1] order id  ARGV[2] activity id (published on the returned-units channel)
+// ARGV[3] the returned-units channel
+//
+// Returns 1 given back; 0 a worker already claimed it (the enqueue did happen, so the
+// order stands); -1 not queued (given back or settled before).
+var rollbackScript = redis.NewScript(`
+if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then return 0 end
+local v = redis.call('HGET', KEYS[3], ARGV[1])
+if not v then return -1 end
+local user, qty = string.match(v, '^(%d+) (%d+)')
+redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('SREM', KEYS[4], ARGV[1])
+redis.call('HINCRBY', KEYS[1], 'avail', qty)
+if redis.call('HINCRBY', KEYS[2], user, -tonumber(qty)) <= 0 then redis.call('HDEL', KEYS[2], user) end
+local prior = redis.call('GET', KEYS[6])
+if prior and string.sub(prior, -#ARGV[1] - 1) == ' ' .. ARGV[1] then redis.call('DEL', KEYS[6]) end
+redis.call('PUBLISH', ARGV[3], ARGV[2])
+return 1
+`)
+
+// RollbackResult says what Rollback did.
+type RollbackResult int
+
+// Rollback outcomes.
+const (
+	// RolledBack: the units and the user's allowance are back; no order exists.
+	RolledBack RollbackResult = iota
+	// AlreadyClaimed: a worker holds the order, so it was enqueued after all and stands.
+	AlreadyClaimed
+	// NotQueued: nothing was queued under that id any more.
+	NotQueued
+)
+
+// Rollback gives back the reservation of an order that could not be enqueued, unless
+// a worker already claimed it.
+func (s *Stock) Rollback(ctx context.Context, activityID, userID int64, orderID, idemKey string) (RollbackResult, error) {
+	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID),
+		userQueuedKey(activityID, userID), claimedKey(activityID),
+		idempotencyKey(activityID, userID, idemKey)}
+	n, err := rollbackScript.Run(ctx, s.rdb, keys, orderID, activityID, ReturnedChannel).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("roll back reservation: %w", err)
+	}
+	switch n {
+	case 1:
+		s.soldOut.clear(activityID)
+		return RolledBack, nil
+	case 0:
+		return AlreadyClaimed, nil
+	case -1:
+		return NotQueued, nil
+	}
+	return 0, fmt.Errorf("roll back reservation: unexpected reply %d", n)
+}
+
+// claimScript marks queued orders as being persisted.
+//
+// KEYS[1] queued hash  KEYS[2] claimed set
+// ARGV[i] order ids
+// Returns an array with, per order id, 1 claimed (it is queued) or 0 not queued.
+var claimScript = redis.NewScript(`
+local r = {}
+for i, id in ipairs(ARGV) do
+  if redis.call('HEXISTS', KEYS[1], id) == 1 then
+    redis.call('SADD', KEYS[2], id)
+    r[i] = 1
+  else
+    r[i] = 0
+  end
+end
+return r
+`)
+
+// Claim marks queued orders of one sale as taken by a worker, so the API will not give
+// them back any more. It returns the ids that are queued and now claimed; an id that is
+// not queued was either given back by the API (it must not be persisted) or settled
+// already (it is in MySQL).
+func (s *Stock) Claim(ctx context.Context, activityID int64, orderIDs []string) (map[string]bool, error) {
+	args := make([]any, len(orderIDs))
+	for i, id := range orderIDs {
+		args[i] = id
+	}
+	res, err := claimScript.Run(ctx, s.rdb, []string{queuedKey(activityID), claimedKey(activityID)}, args...).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("claim orders: %w", err)
+	}
+	if len(res) != len(orderIDs) {
+		return nil, fmt.Errorf("claim orders: %d answers for %d orders", len(res), len(orderIDs))
+	}
+	claimed := make(map[string]bool, len(orderIDs))
+	for i, id := range orderIDs {
+		if res[i] == 1 {
+			claimed[id] = true
+		}
+	}
+	return claimed, nil
+}
+
+// settleScript ends the queued state of orders the worker has written to MySQL.
+//
+// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
+// KEYS[4+i] the queued set of order i's user
+// ARGV[1] activity id  ARGV[2] the returned-units channel
+// ARGV[1+2i] order i's id  ARGV[2+2i] "1" when order i failed (its units come back), else "0"
+//
+// Each order is settled once: an order no longer queued is skipped. Returns the units
+// given back.
+var settleScript = redis.NewScript(`
+local back = 0
+for i = 1, (#ARGV - 2) / 2 do
+  local id = ARGV[1 + 2 * i]
+  local v = redis.call('HGET', KEYS[3], id)
+  if v then
+    redis.call('HDEL', KEYS[3], id)
+    redis.call('SREM', KEYS[4], id)
+    redis.call('SREM', KEYS[4 + i], id)
+    if ARGV[2 + 2 * i] == '1' then
+      local user, qty = string.match(v, '^(%d+) (%d+)')
+      redis.call('HINCRBY', KEYS[1], 'avail', qty)
+      if redis.call('HINCRBY', KEYS[2], user, -tonumber(qty)) <= 0 then redis.call('HDEL', KEYS[2], user) end
+      back = back + tonumber(qty)
+    end
+  end
+end
+if back > 0 then redis.call('PUBLISH', ARGV[2], ARGV[1]) end
+return back
+`)
+
+// Settlement is one order the worker has written to MySQL.
+type Settlement struct {
+	OrderID string
+	UserID  int64
+	// Failed is true when MySQL refused the order: its units go back to stock and to
+	// the user's allowance.
+	Failed bool
+}
+
+// Settle removes orders of one sale from the queued state, giving back the units of
+// failed ones. It is idempotent per order.
+func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlement) error {
+	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID), claimedKey(activityID)}
+	args := []any{activityID, ReturnedChannel}
+	for _, o := range orders {
+		keys = append(keys, userQueuedKey(activityID, o.UserID))
+		failed := "0"
+		if o.Failed {
+			failed = "1"
+		}
+		args = append(args, o.OrderID, failed)
+	}
+	back, err := settleScript.Run(ctx, s.rdb, keys, args...).Int64()
+	if err != nil {
+		return fmt.Errorf("settle orders: %w", err)
+	}
+	if back > 0 {
+		s.soldOut.clear(activityID)
+	}
+	return nil
+}
+
+// Users returns the units every user holds in a sale, by user id.
+func (s *Stock) Users(ctx context.Context, activityID int64) (map[int64]int64, error) {
+	all, err := s.rdb.HGetAll(ctx, usersKey(activityID)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read users: %w", err)
+	}
+	out := make(map[int64]int64, len(all))
+	for k, v := range all {
+		u, err1 := strconv.ParseInt(k, 10, 64)
+		n, err2 := strconv.ParseInt(v, 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("read users: malformed %q=%q", k, v)
+		}
+		out[u] = n
+	}
+	return out, nil
+}

@@ -1,0 +1,259 @@
+// Package stock keeps the sale's stock in Redis: it loads a sale, takes units for a
+// purchase in one atomic Lua script, gives them back, and tracks orders from the moment
+// they are taken from stock (queued) until the worker has written them to MySQL.
+// It owns every Redis key of a sale (see keys.go).
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors of a purchase. Handlers map them to the HTTP contract.
+var (
+	ErrNoSale            = errors.New("no such sale in Redis")
+	ErrBusy              = errors.New("the same user's previous purchase is still in progress")
+	ErrNotStarted        = errors.New("the sale has not started yet")
+	ErrEnded             = errors.New("the sale has ended")
+	ErrSoldOut           = errors.New("the sale is sold out")
+	ErrLimitExceeded     = errors.New("the purchase would exceed the per-user limit")
+	ErrQuantityOverLimit = errors.New("quantity is above the per-user limit")
+	ErrKeyReused         = errors.New("the Idempotency-Key was used with a different body")
+)
+
+// DetailError is a purchase error with a sentence for the buyer.
+type DetailError struct {
+	Err    error
+	Detail string
+}
+
+func (e *DetailError) Error() string { return e.Err.Error() + ": " + e.Detail }
+func (e *DetailError) Unwrap() error { return e.Err }
+
+// Stock is the Redis side of every sale.
+type Stock struct {
+	rdb     redis.UniversalClient
+	soldOut *soldOutFlags
+}
+
+// New returns a Stock on rdb.
+func New(rdb redis.UniversalClient) *Stock {
+	return &Stock{rdb: rdb, soldOut: newSoldOutFlags()}
+}
+
+// Sale is the state Redis checks purchases against.
+type Sale struct {
+	ActivityID int64
+	Available  int64
+	Total      int64
+	Limit      int
+	StartsAt   time.Time
+	EndsAt     time.Time
+	PriceCents int64
+	PayWindow  time.Duration
+}
+
+// Load writes a new sale's state. The sale can be bought from when Load returns.
+func (s *Stock) Load(ctx context.Context, sale Sale) error {
+	err := s.rdb.HSet(ctx, saleKey(sale.ActivityID),
+		"avail", sale.Available, "total", sale.Total, "limit", sale.Limit,
+		"start", sale.StartsAt.UnixMilli(), "end", sale.EndsAt.UnixMilli(),
+		"price", sale.PriceCents, "paywin", int64(sale.PayWindow/time.Second)).Err()
+	if err != nil {
+		return fmt.Errorf("load sale %d: %w", sale.ActivityID, err)
+	}
+	return nil
+}
+
+// Patch changes a sale: a new limit and end time when not nil, and addStock more units.
+func (s *Stock) Patch(ctx context.Context, activityID int64, limit *int, endsAt *time.Time, addStock int64) error {
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		key := saleKey(activityID)
+		if limit != nil {
+			p.HSet(ctx, key, "limit", *limit)
+		}
+		if endsAt != nil {
+			p.HSet(ctx, key, "end", endsAt.UnixMilli())
+		}
+		if addStock > 0 {
+			p.HIncrBy(ctx, key, "avail", addStock)
+			p.HIncrBy(ctx, key, "total", addStock)
+			p.Publish(ctx, ReturnedChannel, activityID)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("patch sale %d: %w", activityID, err)
+	}
+	return nil
+}
+
+// Sales returns the Redis state of the given sales; a sale Redis does not know is absent.
+func (s *Stock) Sales(ctx context.Context, activityIDs []int64) (map[int64]Sale, error) {
+	cmds := make([]*redis.SliceCmd, len(activityIDs))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range activityIDs {
+			cmds[i] = p.HMGet(ctx, saleKey(id), "avail", "total", "limit", "start", "end", "price", "paywin")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read sales: %w", err)
+	}
+	sales := make(map[int64]Sale, len(activityIDs))
+	for i, id := range activityIDs {
+		v := cmds[i].Val()
+		if v[0] == nil {
+			continue
+		}
+		n := make([]int64, len(v))
+		for j := range v {
+			str, _ := v[j].(string)
+			if n[j], err = strconv.ParseInt(str, 10, 64); err != nil {
+				return nil, fmt.Errorf("read sale %d: field %d is %q", id, j, str)
+			}
+		}
+		sales[id] = Sale{ActivityID: id, Available: n[0], Total: n[1], Limit: int(n[2]),
+			StartsAt: time.UnixMilli(n[3]).UTC(), EndsAt: time.UnixMilli(n[4]).UTC(),
+			PriceCents: n[5], PayWindow: time.Duration(n[6]) * time.Second}
+	}
+	return sales, nil
+}
+
+// Ping checks that Redis answers.
+func (s *Stock) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
+
+// QueuedOrder is an order taken from stock that the worker has not yet settled.
+type QueuedOrder struct {
+	OrderID    string
+	ActivityID int64
+	UserID     int64
+	Quantity   int
+	CreatedAt  time.Time
+	// Limit is the per-user limit the reservation was checked against.
+	Limit int
+}
+
+func parseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
+	f := strings.Fields(v)
+	if len(f) != 4 {
+		return QueuedOrder{}, fmt.Errorf("queued order %s: malformed %q", orderID, v)
+	}
+	var n [4]int64
+	for i := range f {
+		var err error
+		if n[i], err = strconv.ParseInt(f[i], 10, 64); err != nil {
+			return QueuedOrder{}, fmt.Errorf("queued order %s: malformed %q", orderID, v)
+		}
+	}
+	return QueuedOrder{OrderID: orderID, ActivityID: activityID, UserID: n[0], Quantity: int(n[1]),
+		CreatedAt: time.UnixMilli(n[2]).UTC(), Limit: int(n[3])}, nil
+}
+
+// ErrNotQueued means the order is not (or no longer) queued in Redis.
+var ErrNotQueued = errors.New("order not queued")
+
+// Queued returns a queued order, or ErrNotQueued.
+func (s *Stock) Queued(ctx context.Context, activityID int64, orderID string) (QueuedOrder, error) {
+	v, err := s.rdb.HGet(ctx, queuedKey(activityID), orderID).Result()
+	if errors.Is(err, redis.Nil) {
+		return QueuedOrder{}, ErrNotQueued
+	}
+	if err != nil {
+		return QueuedOrder{}, fmt.Errorf("read queued order: %w", err)
+	}
+	return parseQueued(activityID, orderID, v)
+}
+
+// QueuedOrders returns every queued order of a sale.
+func (s *Stock) QueuedOrders(ctx context.Context, activityID int64) ([]QueuedOrder, error) {
+	all, err := s.rdb.HGetAll(ctx, queuedKey(activityID)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read queued orders: %w", err)
+	}
+	out := make([]QueuedOrder, 0, len(all))
+	for id, v := range all {
+		q, err := parseQueued(activityID, id, v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}
+
+// UserQueued returns a user's queued orders in the given sales.
+func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, userID int64) ([]QueuedOrder, error) {
+	cmds := make([]*redis.StringSliceCmd, len(activityIDs))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range activityIDs {
+			cmds[i] = p.SMembers(ctx, userQueuedKey(id, userID))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read user's queued orders: %w", err)
+	}
+	var out []QueuedOrder
+	for i, id := range activityIDs {
+		for _, orderID := range cmds[i].Val() {
+			q, err := s.Queued(ctx, id, orderID)
+			if errors.Is(err, ErrNotQueued) {
+				continue // settled meanwhile
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
+// Held returns the units a user holds in a sale (queued, created and paid orders).
+func (s *Stock) Held(ctx context.Context, activityID, userID int64) (int64, error) {
+	n, err := s.rdb.HGet(ctx, usersKey(activityID), strconv.FormatInt(userID, 10)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// reply turns a script's array reply into integers, refusing any other shape.
+func reply(v any, err error) ([]any, error) {
+	if err != nil {
+		return nil, err
+	}
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return nil, fmt.Errorf("unexpected script reply %#v", v)
+	}
+	return arr, nil
+}
+
+func integers(vs []any) ([]int64, error) {
+	n := make([]int64, len(vs))
+	for i, v := range vs {
+		var err error
+		if n[i], err = integer(v); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+func integer(v any) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case string:
+		return strconv.ParseInt(x, 10, 64)
+	}
+	return 0, fmt.Errorf("unexpected script value %#v", v)
+}

@@ -1,0 +1,257 @@
+package stock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"seckill/internal/stock"
+	"seckill/internal/testutil"
+)
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func newSale(t *testing.T, s *stock.Stock, id, avail int64, limit int) {
+	t.Helper()
+	err := s.Load(context.Background(), stock.Sale{ActivityID: id, Available: avail, Total: avail,
+		Limit: limit, StartsAt: t0, EndsAt: t0.Add(time.Hour), PriceCents: 1999, PayWindow: 15 * time.Minute})
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+}
+
+var orderSeq atomic.Int64
+
+func reservation(act, user int64, qty int, key string, now time.Time) stock.Reservation {
+	return stock.Reservation{ActivityID: act, UserID: user, Quantity: qty, IdempotencyKey: key,
+		OrderID: fmt.Sprintf("o%d", orderSeq.Add(1)), Now: now,
+		LockToken: fmt.Sprintf("t%d", orderSeq.Add(1)), LockTTL: time.Millisecond}
+}
+
+// Each step runs against a sale of 5 units with a limit of 3, in order, on one Redis.
+func TestReserveEdges(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newSale(t, s, 1, 5, 3)
+	in := t0.Add(time.Minute)
+
+	steps := []struct {
+		name      string
+		r         stock.Reservation
+		wantErr   error
+		wantAvail int64
+		replay    bool
+	}{
+		{"before the window", reservation(1, 10, 1, "", t0.Add(-time.Millisecond)), stock.ErrNotStarted, 0, false},
+		{"at the end", reservation(1, 10, 1, "", t0.Add(time.Hour)), stock.ErrEnded, 0, false},
+		{"at the start", reservation(1, 10, 1, "", t0), nil, 4, false},
+		{"quantity above the limit", reservation(1, 11, 4, "", in), stock.ErrQuantityOverLimit, 0, false},
+		{"up to the limit", reservation(1, 10, 2, "k1", in), nil, 2, false},
+		{"one past the limit", reservation(1, 10, 1, "", in), stock.ErrLimitExceeded, 0, false},
+		{"replayed key", reservation(1, 10, 2, "k1", in), nil, 0, true},
+		{"same key, other body", reservation(1, 10, 1, "k1", in), stock.ErrKeyReused, 0, false},
+		{"more than is left", reservation(1, 11, 3, "", in), stock.ErrSoldOut, 0, false},
+		{"exactly the last units", reservation(1, 11, 2, "", in), nil, 0, false},
+		{"sold out", reservation(1, 12, 1, "", in), stock.ErrSoldOut, 0, false},
+		{"no such sale", reservation(2, 12, 1, "", in), stock.ErrNoSale, 0, false},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			time.Sleep(2 * time.Millisecond) // the 1 ms user lock of the previous step expires
+			got, err := s.Reserve(ctx, st.r)
+			if !errors.Is(err, st.wantErr) {
+				t.Fatalf("err = %v, want %v", err, st.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if got.Replayed != st.replay {
+				t.Errorf("replayed = %v, want %v", got.Replayed, st.replay)
+			}
+			if !st.replay && got.Available != st.wantAvail {
+				t.Errorf("available = %d, want %d", got.Available, st.wantAvail)
+			}
+			if !st.replay && (got.PriceCents != 1999 || got.Limit != 3 || got.PayWindow != 15*time.Minute) {
+				t.Errorf("sale details = %+v", got)
+			}
+		})
+	}
+	held, _ := s.Held(ctx, 1, 10)
+	if held != 3 {
+		t.Errorf("user 10 holds %d, want 3", held)
+	}
+	var kr *stock.KeyReusedError
+	_, err := s.Reserve(ctx, reservation(1, 10, 3, "k1", in))
+	if !errors.As(err, &kr) || kr.OrderID == "" {
+		t.Errorf("key reused error %v carries no order id", err)
+	}
+}
+
+func TestReserveBusyWhileUserLockHeld(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newSale(t, s, 1, 5, 5)
+	first := reservation(1, 7, 1, "", t0)
+	first.LockTTL = time.Minute
+	if _, err := s.Reserve(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(ctx, reservation(1, 7, 1, "", t0)); !errors.Is(err, stock.ErrBusy) {
+		t.Fatalf("same user while locked: err = %v, want ErrBusy", err)
+	}
+	if _, err := s.Reserve(ctx, reservation(1, 8, 1, "", t0)); err != nil {
+		t.Fatalf("another user: %v", err)
+	}
+}
+
+func TestRollbackClaimSettle(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newSale(t, s, 1, 3, 3)
+	take := func(user int64, key string) stock.Reservation {
+		r := reservation(1, user, 1, key, t0)
+		if _, err := s.Reserve(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+		return r
+	}
+	a, b, c := take(1, "ka"), take(2, ""), take(3, "")
+
+	// a: enqueue failed, nobody claimed it: units, allowance and key come back.
+	if got, err := s.Rollback(ctx, 1, 1, a.OrderID, "ka"); err != nil || got != stock.RolledBack {
+		t.Fatalf("rollback a = %v, %v", got, err)
+	}
+	if got, _ := s.Rollback(ctx, 1, 1, a.OrderID, "ka"); got != stock.NotQueued {
+		t.Errorf("second rollback of a = %v, want NotQueued", got)
+	}
+	again := reservation(1, 1, 1, "ka", t0)
+	if r, err := s.Reserve(ctx, again); err != nil || r.Replayed {
+		t.Errorf("key of a rolled-back order must be free again: %+v, %v", r, err)
+	}
+
+	// b: claimed by a worker before the API gave up: the rollback must not happen.
+	claimed, err := s.Claim(ctx, 1, []string{b.OrderID, a.OrderID})
+	if err != nil || !claimed[b.OrderID] || claimed[a.OrderID] {
+		t.Fatalf("claim = %v, %v", claimed, err)
+	}
+	if got, _ := s.Rollback(ctx, 1, 2, b.OrderID, ""); got != stock.AlreadyClaimed {
+		t.Errorf("rollback of claimed b = %v, want AlreadyClaimed", got)
+	}
+
+	// Settle b as created and c as failed, twice: c's unit comes back once.
+	settle := []stock.Settlement{{OrderID: b.OrderID, UserID: 2}, {OrderID: c.OrderID, UserID: 3, Failed: true}}
+	for i := 0; i < 2; i++ {
+		if err := s.Settle(ctx, 1, settle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sales, _ := s.Sales(ctx, []int64{1})
+	if sales[1].Available != 1 {
+		t.Errorf("available = %d, want 1 (3 - a again - b)", sales[1].Available)
+	}
+	users, _ := s.Users(ctx, 1)
+	if users[2] != 1 || users[3] != 0 || users[1] != 1 {
+		t.Errorf("users = %v, want 1:1 2:1 and none for 3", users)
+	}
+	queued, _ := s.QueuedOrders(ctx, 1)
+	if len(queued) != 1 || queued[0].OrderID != again.OrderID {
+		t.Errorf("queued = %+v, want only %s", queued, again.OrderID)
+	}
+	mine, _ := s.UserQueued(ctx, []int64{1}, 1)
+	if len(mine) != 1 || mine[0].OrderID != again.OrderID || mine[0].Quantity != 1 || mine[0].Limit != 3 {
+		t.Errorf("user 1's queued = %+v", mine)
+	}
+}
+
+// Many buyers at once: exactly the stock is taken, nobody above the limit.
+func TestReserveConcurrent(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newSale(t, s, 1, 50, 2)
+	var wg sync.WaitGroup
+	var taken, busy atomic.Int64
+	for u := 0; u < 100; u++ {
+		for k := 0; k < 4; k++ {
+			wg.Add(1)
+			go func(user int64) {
+				defer wg.Done()
+				for {
+					_, err := s.Reserve(ctx, reservation(1, user, 1, "", t0))
+					if errors.Is(err, stock.ErrBusy) {
+						busy.Add(1)
+						time.Sleep(time.Millisecond)
+						continue
+					}
+					if err == nil {
+						taken.Add(1)
+					}
+					return
+				}
+			}(int64(u))
+		}
+	}
+	wg.Wait()
+	sales, _ := s.Sales(ctx, []int64{1})
+	if taken.Load() != 50 || sales[1].Available != 0 {
+		t.Errorf("taken %d, available %d; want 50 and 0", taken.Load(), sales[1].Available)
+	}
+	users, _ := s.Users(ctx, 1)
+	var sum int64
+	for u, n := range users {
+		if n > 2 {
+			t.Errorf("user %d holds %d > limit 2", u, n)
+		}
+		sum += n
+	}
+	if sum != 50 {
+		t.Errorf("users hold %d units, want 50", sum)
+	}
+}
+
+// A sold-out flag answers without Redis until units come back, on every process.
+func TestSoldOutFlagClearedWhenUnitsComeBack(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	apiA, apiB := stock.New(srv.Client(t)), stock.New(srv.Client(t))
+	go apiA.Watch(ctx)
+	go apiB.Watch(ctx)
+	time.Sleep(100 * time.Millisecond) // subscriptions in place
+	newSale(t, apiA, 1, 1, 1)
+	r := reservation(1, 1, 1, "", t0)
+	if _, err := apiA.Reserve(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, api := range []*stock.Stock{apiA, apiB} {
+		if _, err := api.Reserve(ctx, reservation(1, 2, 1, "", t0)); !errors.Is(err, stock.ErrSoldOut) {
+			t.Fatalf("err = %v, want sold out", err)
+		}
+	}
+	srv.Pause() // flagged: answers without Redis
+	sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err := apiB.Reserve(sctx, reservation(1, 2, 1, "", t0))
+	scancel()
+	srv.Resume()
+	if !errors.Is(err, stock.ErrSoldOut) {
+		t.Fatalf("flagged sale: err = %v, want sold out without Redis", err)
+	}
+	if err := apiA.Settle(ctx, 1, []stock.Settlement{{OrderID: r.OrderID, UserID: 1, Failed: true}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(500 * time.Millisecond) // well within the flag's 1 s TTL
+	for {
+		_, err := apiB.Reserve(ctx, reservation(1, 2, 1, "", t0))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B still refuses after units came back: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
