@@ -40,7 +40,7 @@ func NewToken() string { return rand.Text() }
 // The wait shares the Client's one pub/sub connection. When that connection
 // cannot subscribe, WaitRelease returns the error at once.
 func (c *Client) WaitRelease(ctx context.Context, key string) error {
-	w, err := watchRelease(ctx, []*releaseHub{c.hub}, key)
+	w, err := watchRelease(ctx, []*releaseHub{c.hub}, key, true)
 	defer w.close()
 	if err != nil {
 		return fmt.Errorf("wait for release of %s: %w", key, err)

@@ -3,7 +3,9 @@ package lock
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,8 +27,8 @@ type releaseHub struct {
 }
 
 type channelWaiters struct {
-	waiters map[*releaseWatch]struct{}
-	ready   chan struct{} // closed when Redis confirmed the subscription
+	waiters []*releaseWatch // in the order they will be woken
+	ready   chan struct{}   // closed when Redis confirmed the subscription
 	isReady bool
 }
 
@@ -59,17 +61,17 @@ func (h *releaseHub) add(ctx context.Context, channel string, w *releaseWatch) (
 			h.ps = h.rdb.Subscribe(context.WithoutCancel(ctx))
 			go h.receive(h.ps)
 		}
-		cw = &channelWaiters{waiters: make(map[*releaseWatch]struct{}), ready: make(chan struct{})}
+		cw = &channelWaiters{ready: make(chan struct{})}
 		h.channels[channel] = cw
 		h.pending[channel]++
 		if err := h.ps.Subscribe(ctx, channel); err != nil {
 			// go-redis subscribes again when it reconnects; until then the
 			// waiter relies on its backoff.
-			cw.waiters[w] = struct{}{}
-			return cw.ready, err
+			cw.waiters = append(cw.waiters, w)
+			return nil, err
 		}
 	}
-	cw.waiters[w] = struct{}{}
+	cw.waiters = append(cw.waiters, w)
 	return cw.ready, nil
 }
 
@@ -81,7 +83,11 @@ func (h *releaseHub) remove(channel string, w *releaseWatch) {
 	if cw == nil {
 		return
 	}
-	delete(cw.waiters, w)
+	cw.waiters = slices.DeleteFunc(cw.waiters, func(x *releaseWatch) bool { return x == w })
+	if len(w.woken) > 0 {
+		// w leaves without using its wake-up: pass it on.
+		h.wakeLocked(cw)
+	}
 	if len(cw.waiters) > 0 || h.closed {
 		return
 	}
@@ -146,9 +152,29 @@ func (h *releaseHub) wake(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if cw := h.channels[channel]; cw != nil {
-		for w := range cw.waiters {
+		h.wakeLocked(cw)
+	}
+}
+
+// wakeLocked hands a release to the waiters of a channel. Only one lock
+// holder can follow, so of the waiters parked in Obtain only the first is
+// woken, and then moves to the back of the line; waking them all would only
+// turn one release into a burst of failing attempts. Waiters between two
+// attempts, and those in WaitRelease, are always told.
+func (h *releaseHub) wakeLocked(cw *channelWaiters) {
+	woke := -1
+	for i, w := range cw.waiters {
+		switch {
+		case w.broadcast || !w.parked.Load():
 			w.notify()
+		case woke < 0:
+			w.notify()
+			woke = i
 		}
+	}
+	if woke >= 0 {
+		w := cw.waiters[woke]
+		cw.waiters = append(slices.Delete(cw.waiters, woke, woke+1), w)
 	}
 }
 
@@ -165,7 +191,7 @@ func (h *releaseHub) wakeAll(reconnecting bool) {
 		if reconnecting {
 			cw.markReady()
 		}
-		for w := range cw.waiters {
+		for _, w := range cw.waiters {
 			w.notify()
 		}
 	}
@@ -190,26 +216,32 @@ func (h *releaseHub) close() error {
 // releaseWatch waits for releases of one key on one or more hubs (one per
 // Redis server of a Redlock).
 type releaseWatch struct {
-	channel string
-	hubs    []*releaseHub
-	ready   []<-chan struct{}
-	woken   chan struct{} // holds one pending wake-up
+	channel   string
+	broadcast bool // woken by every release, as WaitRelease is
+	hubs      []*releaseHub
+	ready     []<-chan struct{}
+	woken     chan struct{} // holds one pending wake-up
+	parked    atomic.Bool   // in wait, as opposed to between attempts
 }
 
 // watchRelease subscribes to key's release channel on every hub. A hub that
-// cannot subscribe is skipped: its waiters fall back to their backoff.
-func watchRelease(ctx context.Context, hubs []*releaseHub, key string) (*releaseWatch, error) {
-	w := &releaseWatch{channel: ReleaseChannel(key), woken: make(chan struct{}, 1)}
+// cannot subscribe now is still watched, as go-redis subscribes again when it
+// reconnects; meanwhile the backoff covers it.
+func watchRelease(ctx context.Context, hubs []*releaseHub, key string, broadcast bool) (*releaseWatch, error) {
+	w := &releaseWatch{channel: ReleaseChannel(key), broadcast: broadcast, woken: make(chan struct{}, 1)}
 	var errs []error
 	for _, h := range hubs {
 		ready, err := h.add(ctx, w.channel, w)
-		if ready != nil {
-			w.hubs = append(w.hubs, h)
-			w.ready = append(w.ready, ready)
+		if errors.Is(err, errClosed) {
+			errs = append(errs, err)
+			continue
 		}
+		w.hubs = append(w.hubs, h)
 		if err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		w.ready = append(w.ready, ready)
 	}
 	return w, errors.Join(errs...)
 }
@@ -255,6 +287,8 @@ func (w *releaseWatch) wait(ctx context.Context, d time.Duration) error {
 		defer timer.Stop()
 		timeout = timer.C
 	}
+	w.parked.Store(true)
+	defer w.parked.Store(false)
 	select {
 	case <-w.woken:
 		return nil

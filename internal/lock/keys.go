@@ -1,6 +1,9 @@
 package lock
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // The names of every Redis key and channel this package uses are built here.
 // A lock named key owns the key itself (the token, or the reentrant hash), a
@@ -42,4 +45,10 @@ func hasHashTag(key string) bool {
 		return false
 	}
 	return strings.IndexByte(key[open+1:], '}') > 0
+}
+
+// lastRunKey holds the number of the last period in which RunOnce ran the
+// job name with that period. It expires after three idle periods.
+func lastRunKey(name string, period time.Duration) string {
+	return name + ":lastrun:" + period.String()
 }

@@ -17,8 +17,17 @@ type Options struct {
 	Retry RetryStrategy
 
 	// Token is the owner token to store under the key. Empty means NewToken().
+	// Reentrant locks ignore it: their owner comes from the context.
 	Token string
+
+	// Watchdog, when true, renews the lock every TTL/3 until it is released
+	// or lost, so a holder may work for longer than the TTL while a crashed
+	// holder still loses the lock within one TTL. Watch Lock.Context: it ends
+	// as soon as the lock is known lost.
+	Watchdog bool
 }
+
+func (o *Options) watchdog() bool { return o != nil && o.Watchdog }
 
 func (o *Options) retry() RetryStrategy {
 	if o == nil {
@@ -71,21 +80,31 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts
 		if err != nil {
 			return nil, err
 		}
-		return newLock(c, key, token, fence, ttl, start), nil
+		return newLock(ctx, c, key, token, fence, ttl, start), nil
 	}
-	l, err := acquire(ctx, []*releaseHub{c.hub}, key, opts.retry(), try)
+	return obtain(ctx, []*releaseHub{c.hub}, key, opts, try)
+}
+
+// obtain acquires a lock with try and the options, and starts its watchdog.
+func obtain(ctx context.Context, hubs []*releaseHub, key string, opts *Options,
+	try func(context.Context) (*Lock, error)) (*Lock, error) {
+	l, err := acquire(ctx, hubs, key, opts.retry(), try)
 	if err != nil {
 		return nil, fmt.Errorf("obtain lock %s: %w", key, err)
+	}
+	if opts.watchdog() {
+		l.startWatchdog()
 	}
 	return l, nil
 }
 
 // Adopt returns a Lock for a key that a script of your own took with
 // SET key token NX PX ttl. The Lock releases and extends it like one from
-// Obtain. It has no fencing token (Fence returns 0), and its lease is counted
-// from the call to Adopt, so call it as soon as the script returned.
+// Obtain. It has no fencing token (Fence returns 0) and no watchdog, and its
+// lease is counted from the call to Adopt, so call it as soon as the script
+// returned.
 func (c *Client) Adopt(key, token string, ttl time.Duration) *Lock {
-	return newLock(c, key, token, 0, ttl, time.Now())
+	return newLock(context.Background(), c, key, token, 0, ttl, time.Now())
 }
 
 // releaseScript deletes the lock if it holds our token and tells waiters.
@@ -120,7 +139,7 @@ end
 return -2
 `)
 
-func (c *Client) extend(ctx context.Context, key, token string, ttl time.Duration) error {
+func (c *Client) extend(ctx context.Context, key, token string, ttl time.Duration, _ time.Time) error {
 	_, err := scriptResult(ctx, c.rdb, extendScript, []string{key}, token, ttl.Milliseconds())
 	return err
 }
@@ -144,7 +163,7 @@ func acquire(ctx context.Context, hubs []*releaseHub, key string, retry RetryStr
 	if !ok {
 		return nil, notObtained(ctx, err)
 	}
-	w, _ := watchRelease(ctx, hubs, key) // a hub that cannot subscribe leaves the backoff
+	w, _ := watchRelease(ctx, hubs, key, false) // a hub that cannot subscribe leaves the backoff
 	defer w.close()
 	w.awaitReady(ctx, backoff)
 	// Try once more now that a release wakes us: one may have come before.

@@ -1,0 +1,257 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redlock takes locks on N independent Redis masters with the Redlock
+// algorithm: a lock is held when a majority (N/2+1) of them took it, and its
+// validity is the TTL less the time acquiring took and less the clock drift
+// allowance (TTL/100 + 2ms). Locks come back as *Lock, with the same Release,
+// Extend, watchdog and Context as on one server, and with a fencing token
+// that grows across the quorum (see Obtain).
+//
+// Redlock is only as safe as the servers' memory: a master that restarts
+// without the keys it had can grant a lock twice. Run the masters with
+// appendonly yes and appendfsync always, or keep a restarted master out for
+// longer than the longest TTL. The fencing counters need the first: they
+// never expire.
+type Redlock struct {
+	nodes       []*redlockNode
+	quorum      int
+	nodeTimeout time.Duration
+}
+
+type redlockNode struct {
+	rdb redis.UniversalClient
+	hub *releaseHub
+}
+
+// RedlockOptions tune a Redlock. The zero value, or nil, gives the defaults.
+type RedlockOptions struct {
+	// NodeTimeout bounds each command to one master, so that a dead master
+	// costs an attempt little of the TTL. Default 50ms; a command is also
+	// never given more than a tenth of the TTL.
+	NodeTimeout time.Duration
+}
+
+// NewRedlock returns a Redlock over the masters, which must be independent
+// servers (not replicas of each other). It panics when given none. Close it to
+// close its pub/sub connections; the masters' clients belong to the caller.
+func NewRedlock(masters []redis.UniversalClient, opts *RedlockOptions) *Redlock {
+	if len(masters) == 0 {
+		panic("lock: NewRedlock needs at least one master")
+	}
+	r := &Redlock{quorum: len(masters)/2 + 1, nodeTimeout: 50 * time.Millisecond}
+	if opts != nil && opts.NodeTimeout > 0 {
+		r.nodeTimeout = opts.NodeTimeout
+	}
+	for _, rdb := range masters {
+		r.nodes = append(r.nodes, &redlockNode{rdb: rdb, hub: newReleaseHub(rdb)})
+	}
+	return r
+}
+
+// Close closes the pub/sub connections and wakes the waiters.
+func (r *Redlock) Close() error {
+	var errs []error
+	for _, n := range r.nodes {
+		errs = append(errs, n.hub.close())
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Redlock) hubs() []*releaseHub {
+	hubs := make([]*releaseHub, len(r.nodes))
+	for i, n := range r.nodes {
+		hubs[i] = n.hub
+	}
+	return hubs
+}
+
+// Obtain takes the lock named key on a majority of the masters for ttl,
+// retrying as opts.Retry says. An attempt that does not win a majority
+// within the validity releases what it took on every master. Waiters are
+// woken by a release on any master.
+//
+// The fencing token is one more than the highest counter among the masters
+// that granted the lock, written back to them while the lock is still ours.
+// Any two majorities share a master, so the next holder reads a counter at
+// least this high: tokens grow across the quorum even as masters fail, as
+// long as the masters keep their data (see Redlock).
+//
+// The errors are those of Client.Obtain; when masters failed, ErrNotObtained
+// is joined with their errors.
+func (r *Redlock) Obtain(ctx context.Context, key string, ttl time.Duration, opts *Options) (*Lock, error) {
+	if err := checkTTL(ttl); err != nil {
+		return nil, err
+	}
+	token := opts.token()
+	try := func(ctx context.Context) (*Lock, error) { return r.try(ctx, key, token, ttl) }
+	return obtain(ctx, r.hubs(), key, opts, try)
+}
+
+// redlockObtainScript takes the lock on one master and reads its counter.
+//
+//	KEYS[1] lock key        ARGV[1] owner token
+//	KEYS[2] fence counter   ARGV[2] TTL in milliseconds
+//
+// Returns the master's fence counter (0 when it has none), or -1 when another
+// owner holds the key.
+var redlockObtainScript = redis.NewScript(`
+if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+	if redis.call("GET", KEYS[1]) ~= ARGV[1] then
+		return -1
+	end
+	redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+return tonumber(redis.call("GET", KEYS[2]) or "0")
+`)
+
+// redlockFenceScript raises one master's fence counter while we hold the lock
+// there.
+//
+//	KEYS[1] lock key        ARGV[1] owner token
+//	KEYS[2] fence counter   ARGV[2] fencing token
+//
+// Returns 1 when the counter is at least the token now, -2 when the key does
+// not hold our token.
+var redlockFenceScript = redis.NewScript(`
+if redis.call("GET", KEYS[1]) ~= ARGV[1] then
+	return -2
+end
+if tonumber(redis.call("GET", KEYS[2]) or "0") < tonumber(ARGV[2]) then
+	redis.call("SET", KEYS[2], ARGV[2])
+end
+return 1
+`)
+
+// try makes one Redlock attempt.
+func (r *Redlock) try(ctx context.Context, key, token string, ttl time.Duration) (*Lock, error) {
+	keys := []string{key, fenceKey(key)}
+	start := time.Now()
+	counters, errs := r.each(ctx, ttl, func(ctx context.Context, n *redlockNode) (int64, error) {
+		return scriptResult(ctx, n.rdb, redlockObtainScript, keys, token, ttl.Milliseconds())
+	})
+	var granted []*redlockNode
+	var problems []error // why masters did not grant, other than being busy
+	var fence int64
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			granted = append(granted, r.nodes[i])
+			fence = max(fence, counters[i])
+		case !errors.Is(err, ErrNotObtained):
+			problems = append(problems, fmt.Errorf("master %d: %w", i, err))
+		}
+	}
+	fence++
+	deadline := leaseEnd(start, ttl)
+	if len(granted) >= r.quorum && time.Now().Before(deadline) {
+		_, fenceErrs := r.eachOf(ctx, granted, ttl, func(ctx context.Context, n *redlockNode) (int64, error) {
+			return scriptResult(ctx, n.rdb, redlockFenceScript, keys, token, fence)
+		})
+		if countNil(fenceErrs) >= r.quorum && time.Now().Before(deadline) {
+			return newLock(ctx, r, key, token, fence, ttl, start), nil
+		}
+		for _, err := range fenceErrs {
+			if err != nil {
+				problems = append(problems, fmt.Errorf("write fence: %w", err))
+			}
+		}
+	}
+	// Failed: undo on every master, including those whose reply was lost.
+	_ = r.release(context.WithoutCancel(ctx), key, token)
+	return nil, errors.Join(append([]error{ErrNotObtained}, problems...)...)
+}
+
+// release releases on every master. It succeeds when a majority released,
+// returns ErrNotHeld when too many masters refused for a majority to have
+// held the lock, and the masters' errors otherwise; the key then goes at its
+// TTL on the masters that did not answer.
+func (r *Redlock) release(ctx context.Context, key, token string) error {
+	_, errs := r.each(ctx, 0, func(ctx context.Context, n *redlockNode) (int64, error) {
+		return scriptResult(ctx, n.rdb, releaseScript, []string{key}, token, ReleaseChannel(key))
+	})
+	return r.outcome(errs)
+}
+
+// extend extends on every master, and succeeds when a majority did within the
+// new validity.
+func (r *Redlock) extend(ctx context.Context, key, token string, ttl time.Duration, start time.Time) error {
+	_, errs := r.each(ctx, ttl, func(ctx context.Context, n *redlockNode) (int64, error) {
+		return scriptResult(ctx, n.rdb, extendScript, []string{key}, token, ttl.Milliseconds())
+	})
+	if err := r.outcome(errs); err != nil {
+		return err
+	}
+	if !time.Now().Before(leaseEnd(start, ttl)) {
+		return fmt.Errorf("%w: extended on a majority after the validity", ErrNotHeld)
+	}
+	return nil
+}
+
+// outcome turns per-master results into nil (a majority succeeded),
+// ErrNotHeld (a majority cannot have succeeded) or the masters' errors.
+func (r *Redlock) outcome(errs []error) error {
+	ok, refused := 0, 0
+	var failed []error
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, ErrNotHeld):
+			refused++
+		default:
+			failed = append(failed, fmt.Errorf("master %d: %w", i, err))
+		}
+	}
+	switch {
+	case ok >= r.quorum:
+		return nil
+	case refused > len(errs)-r.quorum:
+		return ErrNotHeld
+	}
+	return errors.Join(append([]error{fmt.Errorf("%d of %d masters answered, %d needed", ok, len(errs), r.quorum)}, failed...)...)
+}
+
+// each runs f on every master at once, each under the node timeout.
+func (r *Redlock) each(ctx context.Context, ttl time.Duration, f func(context.Context, *redlockNode) (int64, error)) ([]int64, []error) {
+	return r.eachOf(ctx, r.nodes, ttl, f)
+}
+
+func (r *Redlock) eachOf(ctx context.Context, nodes []*redlockNode, ttl time.Duration,
+	f func(context.Context, *redlockNode) (int64, error)) ([]int64, []error) {
+	timeout := r.nodeTimeout
+	if ttl > 0 {
+		timeout = min(timeout, ttl/10)
+	}
+	vals := make([]int64, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			vals[i], errs[i] = f(ctx, n)
+		})
+	}
+	wg.Wait()
+	return vals, errs
+}
+
+func countNil(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		if err == nil {
+			n++
+		}
+	}
+	return n
+}
