@@ -22,8 +22,15 @@ const (
 	StatusFailed    = "failed"
 )
 
-// ErrNotFound means no such activity or order.
-var ErrNotFound = errors.New("not found")
+// Errors of the store.
+var (
+	// ErrNotFound means no such activity or order.
+	ErrNotFound = errors.New("not found")
+	// ErrNotPayable means the order is not awaiting payment (not created).
+	ErrNotPayable = errors.New("the order is not awaiting payment")
+	// ErrExpired means the order's pay window has passed.
+	ErrExpired = errors.New("the order's pay window has passed")
+)
 
 // Activity is one row of activities.
 type Activity struct {

@@ -1,0 +1,148 @@
+package handler
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"seckill/internal/sale"
+)
+
+type createActivityRequest struct {
+	Name             *string `json:"name"`
+	ProductName      *string `json:"product_name"`
+	PriceCents       *int64  `json:"price_cents"`
+	Stock            *int64  `json:"stock"`
+	PerUserLimit     *int    `json:"per_user_limit"`
+	StartsAt         *string `json:"starts_at"`
+	EndsAt           *string `json:"ends_at"`
+	PayWindowSeconds *int    `json:"pay_window_seconds"`
+}
+
+func (r createActivityRequest) toNew() (sale.NewActivity, error) {
+	var n sale.NewActivity
+	switch {
+	case r.Name == nil:
+		return n, required("name")
+	case r.ProductName == nil:
+		return n, required("product_name")
+	case r.PriceCents == nil:
+		return n, required("price_cents")
+	case r.Stock == nil:
+		return n, required("stock")
+	case r.PerUserLimit == nil:
+		return n, required("per_user_limit")
+	case r.StartsAt == nil:
+		return n, required("starts_at")
+	case r.EndsAt == nil:
+		return n, required("ends_at")
+	}
+	starts, err := timeField("starts_at", r.StartsAt)
+	if err != nil {
+		return n, err
+	}
+	ends, err := timeField("ends_at", r.EndsAt)
+	if err != nil {
+		return n, err
+	}
+	n = sale.NewActivity{Name: *r.Name, ProductName: *r.ProductName, PriceCents: *r.PriceCents,
+		Stock: *r.Stock, PerUserLimit: *r.PerUserLimit, StartsAt: *starts, EndsAt: *ends}
+	if r.PayWindowSeconds != nil {
+		if *r.PayWindowSeconds == 0 {
+			return n, &sale.FieldError{Field: "pay_window_seconds", Message: "must be between 10 and 86400"}
+		}
+		n.PayWindowSeconds = *r.PayWindowSeconds
+	}
+	return n, n.Validate()
+}
+
+func (h *Handler) createActivity(c *gin.Context) {
+	var req createActivityRequest
+	if err := decode(c, &req); err != nil {
+		respondError(c, err)
+		return
+	}
+	n, err := req.toNew()
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	a, err := h.svc.CreateActivity(c.Request.Context(), n)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, a)
+}
+
+func (h *Handler) listActivities(c *gin.Context) {
+	as, err := h.svc.ListActivities(c.Request.Context())
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"activities": as})
+}
+
+func (h *Handler) getActivity(c *gin.Context) {
+	id, ok := pathID(c, "id")
+	if !ok {
+		respondError(c, errBadPathActivity)
+		return
+	}
+	a, err := h.svc.GetActivity(c.Request.Context(), id)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, a)
+}
+
+type patchActivityRequest struct {
+	PerUserLimit *int    `json:"per_user_limit"`
+	EndsAt       *string `json:"ends_at"`
+	AddStock     *int64  `json:"add_stock"`
+}
+
+func (h *Handler) patchActivity(c *gin.Context) {
+	id, ok := pathID(c, "id")
+	if !ok {
+		respondError(c, errBadPathActivity)
+		return
+	}
+	var req patchActivityRequest
+	if err := decode(c, &req); err != nil {
+		respondError(c, err)
+		return
+	}
+	ends, err := timeField("ends_at", req.EndsAt)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	if req.PerUserLimit == nil && ends == nil && req.AddStock == nil {
+		respondError(c, &invalidRequest{"give at least one of per_user_limit, ends_at and add_stock"})
+		return
+	}
+	a, err := h.svc.PatchActivity(c.Request.Context(), id,
+		sale.ActivityPatch{PerUserLimit: req.PerUserLimit, EndsAt: ends, AddStock: req.AddStock})
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, a)
+}
+
+func (h *Handler) stats(c *gin.Context) {
+	id, ok := pathID(c, "id")
+	if !ok {
+		respondError(c, errBadPathActivity)
+		return
+	}
+	st, err := h.svc.Stats(c.Request.Context(), id)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, st)
+}

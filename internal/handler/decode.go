@@ -1,0 +1,76 @@
+package handler
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// maxBody is the largest request body the API reads.
+const maxBody = 64 << 10
+
+// decode reads the request's JSON object into v. Unknown fields are ignored; a body
+// that is not one JSON object, or a value of the wrong type, is an *invalidRequest
+// naming the field; a body over 64 KiB is errTooLarge.
+func decode(c *gin.Context, v any) error {
+	dec := json.NewDecoder(c.Request.Body)
+	err := dec.Decode(v)
+	if err == nil {
+		if _, extra := dec.Token(); extra != io.EOF {
+			return &invalidRequest{"the body must hold one JSON object and nothing after it"}
+		}
+		return nil
+	}
+	var tooLarge *http.MaxBytesError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &tooLarge):
+		return errTooLarge
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return &invalidRequest{fmt.Sprintf("%s must be %s", typeErr.Field, kind(typeErr.Type.Kind().String()))}
+	case errors.As(err, &typeErr):
+		return errMalformedJSON
+	case errors.Is(err, io.EOF):
+		return &invalidRequest{"the request needs a JSON body"}
+	}
+	return &invalidRequest{"the body is not valid JSON"}
+}
+
+func kind(k string) string {
+	switch k {
+	case "int", "int64", "int32":
+		return "an integer in range"
+	case "string":
+		return "a string"
+	case "ptr":
+		return "of the documented type"
+	}
+	return "of the documented type"
+}
+
+// timeField parses an RFC 3339 time with a zone.
+func timeField(name string, v *string) (*time.Time, error) {
+	if v == nil {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *v)
+	if err != nil {
+		return nil, &invalidRequest{name + " must be an RFC 3339 time with a zone, such as 2026-11-21T20:00:00Z"}
+	}
+	return &t, nil
+}
+
+// required returns the error for a missing field.
+func required(name string) error { return &invalidRequest{name + " is required"} }
+
+// pathID parses a positive integer path parameter.
+func pathID(c *gin.Context, name string) (int64, bool) {
+	id, err := strconv.ParseInt(c.Param(name), 10, 64)
+	return id, err == nil && id > 0
+}

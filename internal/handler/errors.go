@@ -1,0 +1,152 @@
+package handler
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+
+	"github.com/gin-gonic/gin"
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/sale"
+	"seckill/internal/stock"
+	"seckill/internal/store"
+)
+
+// errorBody is the contract's error body.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Errors the handlers themselves detect.
+var (
+	errUnauthorized    = errors.New("a valid bearer token is required")
+	errForbidden       = errors.New("this route is for admins")
+	errTooLarge        = errors.New("the request body is larger than 64 KiB")
+	errNoRoute         = errors.New("no such route")
+	errMethod          = errors.New("method not allowed on this route")
+	errRateLimited     = errors.New("too many requests; slow down")
+	errInvalidIdemKey  = errors.New("Idempotency-Key must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
+	errMalformedJSON   = errors.New("the body must be a JSON object")
+	errBadPathActivity = errors.New("no such activity")
+	errBadPathOrder    = errors.New("no such order")
+)
+
+// invalidRequest is a 400 with its own sentence.
+type invalidRequest struct{ msg string }
+
+func (e *invalidRequest) Error() string { return e.msg }
+
+// mapping decides the status and code of the errors that are answers.
+var mapping = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{errUnauthorized, http.StatusUnauthorized, "unauthorized"},
+	{errForbidden, http.StatusForbidden, "forbidden"},
+	{errTooLarge, http.StatusRequestEntityTooLarge, "payload_too_large"},
+	{errNoRoute, http.StatusNotFound, "not_found"},
+	{errMethod, http.StatusMethodNotAllowed, "method_not_allowed"},
+	{errRateLimited, http.StatusTooManyRequests, "rate_limited"},
+	{errInvalidIdemKey, http.StatusBadRequest, "invalid_request"},
+	{errMalformedJSON, http.StatusBadRequest, "invalid_request"},
+	{errBadPathActivity, http.StatusNotFound, "not_found"},
+	{errBadPathOrder, http.StatusNotFound, "not_found"},
+	{sale.ErrNotFound, http.StatusNotFound, "not_found"},
+	{stock.ErrNotStarted, http.StatusConflict, "sale_not_started"},
+	{stock.ErrEnded, http.StatusConflict, "sale_ended"},
+	{stock.ErrSoldOut, http.StatusConflict, "sold_out"},
+	{stock.ErrLimitExceeded, http.StatusConflict, "limit_exceeded"},
+	{stock.ErrQuantityOverLimit, http.StatusBadRequest, "invalid_request"},
+	{stock.ErrKeyReused, http.StatusUnprocessableEntity, "idempotency_key_reused"},
+	{stock.ErrBusy, http.StatusTooManyRequests, "busy"},
+	{store.ErrNotPayable, http.StatusConflict, "order_not_payable"},
+	{store.ErrExpired, http.StatusConflict, "order_expired"},
+	{sale.ErrNotImplemented, http.StatusNotImplemented, "not_implemented"},
+	{sale.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+}
+
+// respondError writes the error body for err and ends the request. It is the one
+// place where errors become statuses. Errors that are not answers become 503 when a
+// storage server could not be reached, else 500 with nothing internal in the body.
+func respondError(c *gin.Context, err error) {
+	var fe *sale.FieldError
+	var ir *invalidRequest
+	switch {
+	case errors.As(err, &fe):
+		abort(c, http.StatusBadRequest, "invalid_request", sentence(fe.Error()))
+		return
+	case errors.As(err, &ir):
+		abort(c, http.StatusBadRequest, "invalid_request", sentence(ir.msg))
+		return
+	}
+	for _, m := range mapping {
+		if errors.Is(err, m.err) {
+			if m.status == http.StatusTooManyRequests && c.Writer.Header().Get("Retry-After") == "" {
+				c.Header("Retry-After", "1")
+			}
+			if m.status == http.StatusServiceUnavailable {
+				slog.Warn("unavailable", "path", c.FullPath(), "err", err)
+			}
+			abort(c, m.status, m.code, message(err, m.err))
+			return
+		}
+	}
+	if unreachable(err) {
+		slog.Warn("storage unreachable", "path", c.FullPath(), "err", err)
+		abort(c, http.StatusServiceUnavailable, "unavailable", sentence(sale.ErrUnavailable.Error()))
+		return
+	}
+	slog.Error("internal error", "path", c.FullPath(), "err", err)
+	abort(c, http.StatusInternalServerError, "internal", "Something went wrong on our side.")
+}
+
+func abort(c *gin.Context, status int, code, msg string) {
+	c.AbortWithStatusJSON(status, errorBody{errorDetail{Code: code, Message: msg}})
+}
+
+// message is the sentence for a mapped error: its detail for the buyer if it has one.
+func message(err, sentinel error) string {
+	var d *stock.DetailError
+	if errors.As(err, &d) {
+		return sentence(d.Err.Error() + ": " + d.Detail)
+	}
+	return sentence(sentinel.Error())
+}
+
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
+
+// unreachable reports errors of a Redis or MySQL that cannot be reached in time.
+func unreachable(err error) bool {
+	var ne net.Error
+	var me *mysql.MySQLError
+	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
+		strings.Contains(err.Error(), "LOADING") ||
+		(errors.As(err, &me) && me.Number == 1040) // too many connections
+}

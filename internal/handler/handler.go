@@ -1,0 +1,203 @@
+// Package handler is the HTTP API of ../shared/api-contract.md (documented in
+// api/openapi.yaml) on Gin: routes, authentication, rate limits, body limits, and the
+// one place where errors become statuses (errors.go).
+package handler
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"seckill/internal/auth"
+	"seckill/internal/ratelimit"
+	"seckill/internal/sale"
+)
+
+// Service is what the handlers need from internal/sale.
+type Service interface {
+	Ready(ctx context.Context) error
+	CreateActivity(ctx context.Context, n sale.NewActivity) (sale.Activity, error)
+	ListActivities(ctx context.Context) ([]sale.Activity, error)
+	GetActivity(ctx context.Context, id int64) (sale.Activity, error)
+	PatchActivity(ctx context.Context, id int64, p sale.ActivityPatch) (sale.Activity, error)
+	Stats(ctx context.Context, id int64) (sale.Stats, error)
+	Buy(ctx context.Context, r sale.BuyRequest) (sale.Order, bool, error)
+	GetOrder(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
+	ListOrders(ctx context.Context, userID int64) ([]sale.Order, error)
+	Pay(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
+	Cancel(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
+}
+
+var _ Service = (*sale.Service)(nil)
+
+// Options configure the handlers.
+type Options struct {
+	// JWTSecret signs and checks bearer tokens.
+	JWTSecret string
+	// RateUser and RateIP are requests per second per user and per client IP; 0 is no limit.
+	RateUser, RateIP float64
+	// Registry receives the HTTP metrics; /metrics serves it.
+	Registry *prometheus.Registry
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// Handler serves the API.
+type Handler struct {
+	svc     Service
+	tokens  *auth.Verifier
+	perUser *ratelimit.Limiter
+	perIP   *ratelimit.Limiter
+	metrics *metrics
+	reg     *prometheus.Registry
+	now     func() time.Time
+}
+
+// New returns a Handler over svc.
+func New(svc Service, o Options) *Handler {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret),
+		perUser: ratelimit.New(o.RateUser), perIP: ratelimit.New(o.RateIP),
+		metrics: newMetrics(o.Registry), reg: o.Registry, now: o.Now}
+}
+
+// Routes returns the API's http.Handler.
+func (h *Handler) Routes() http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	_ = r.SetTrustedProxies(nil) // the client IP is the peer's, never a header's
+	r.Use(h.recover, h.metrics.observe, limitBody)
+	r.NoRoute(func(c *gin.Context) { respondError(c, errNoRoute) })
+	r.NoMethod(func(c *gin.Context) { respondError(c, errMethod) })
+
+	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/readyz", h.ready)
+	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(h.reg, promhttp.HandlerOpts{})))
+
+	api := r.Group("/api/v1", h.limitIP)
+	api.GET("/activities", h.listActivities)
+	api.GET("/activities/:id", h.getActivity)
+
+	buyer := api.Group("", h.authenticate, h.limitUser)
+	buyer.POST("/activities/:id/orders", h.buy)
+	buyer.GET("/orders", h.listOrders)
+	buyer.GET("/orders/:id", h.getOrder)
+	buyer.POST("/orders/:id/pay", h.pay)
+	buyer.POST("/orders/:id/cancel", h.cancel)
+
+	admin := api.Group("/admin", h.authenticate, h.requireAdmin)
+	admin.POST("/activities", h.createActivity)
+	admin.GET("/activities", h.listActivities)
+	admin.PATCH("/activities/:id", h.patchActivity)
+	admin.GET("/activities/:id/stats", h.stats)
+	return r
+}
+
+func (h *Handler) ready(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	if err := h.svc.Ready(ctx); err != nil {
+		abort(c, http.StatusServiceUnavailable, "unavailable", "Not ready: "+err.Error()+".")
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+}
+
+// recover turns a panic into 500 internal, with the details in the log only.
+func (h *Handler) recover(c *gin.Context) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			respondError(c, panicError{p})
+		}
+	}()
+	c.Next()
+}
+
+type panicError struct{ v any }
+
+func (p panicError) Error() string { return "panic: " + strings.TrimSpace(strings.ReplaceAll(toString(p.v), "\n", " ")) }
+
+func toString(v any) string {
+	if err, ok := v.(error); ok {
+		return err.Error()
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return "non-string panic value"
+}
+
+// limitBody refuses bodies over 64 KiB: at once when Content-Length says so, else
+// when reading passes the limit.
+func limitBody(c *gin.Context) {
+	if c.Request.ContentLength > maxBody {
+		respondError(c, errTooLarge)
+		return
+	}
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
+	c.Next()
+}
+
+const identityKey = "identity"
+
+// authenticate checks the bearer token and stores the caller.
+func (h *Handler) authenticate(c *gin.Context) {
+	header := c.GetHeader("Authorization")
+	token, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok || token == "" {
+		respondError(c, errUnauthorized)
+		return
+	}
+	id, err := h.tokens.Verify(token, h.now())
+	if err != nil {
+		respondError(c, errUnauthorized)
+		return
+	}
+	c.Set(identityKey, id)
+	c.Next()
+}
+
+func caller(c *gin.Context) sale.Caller {
+	id := c.MustGet(identityKey).(auth.Identity)
+	return sale.Caller{UserID: id.UserID, Admin: id.Admin}
+}
+
+func (h *Handler) requireAdmin(c *gin.Context) {
+	if !caller(c).Admin {
+		respondError(c, errForbidden)
+		return
+	}
+	c.Next()
+}
+
+func (h *Handler) limitIP(c *gin.Context) {
+	h.limit(c, h.perIP, c.ClientIP())
+}
+
+func (h *Handler) limitUser(c *gin.Context) {
+	h.limit(c, h.perUser, strconv.FormatInt(caller(c).UserID, 10))
+}
+
+func (h *Handler) limit(c *gin.Context, l *ratelimit.Limiter, key string) {
+	if ok, wait := l.Allow(key, h.now()); !ok {
+		c.Header("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+		respondError(c, errRateLimited)
+		return
+	}
+	c.Next()
+}

@@ -1,0 +1,277 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"seckill/internal/stock"
+	"seckill/internal/store"
+)
+
+// Activity statuses.
+const (
+	StatusUpcoming = "upcoming"
+	StatusActive   = "active"
+	StatusSoldOut  = "sold_out"
+	StatusEnded    = "ended"
+)
+
+// Activity is a sale as the API shows it.
+type Activity struct {
+	ID               int64     `json:"id"`
+	Name             string    `json:"name"`
+	ProductName      string    `json:"product_name"`
+	PriceCents       int64     `json:"price_cents"`
+	StockTotal       int64     `json:"stock_total"`
+	StockAvailable   int64     `json:"stock_available"`
+	PerUserLimit     int       `json:"per_user_limit"`
+	StartsAt         time.Time `json:"starts_at"`
+	EndsAt           time.Time `json:"ends_at"`
+	PayWindowSeconds int       `json:"pay_window_seconds"`
+	Status           string    `json:"status"`
+}
+
+// NewActivity is an admin's new sale.
+type NewActivity struct {
+	Name             string
+	ProductName      string
+	PriceCents       int64
+	Stock            int64
+	PerUserLimit     int
+	StartsAt         time.Time
+	EndsAt           time.Time
+	PayWindowSeconds int // 0 for the default
+}
+
+// Bounds of an activity's values.
+const (
+	MaxPriceCents    = 1_000_000_000_000
+	MaxStock         = 1_000_000_000
+	MaxPerUserLimit  = 1_000_000
+	MaxNameLength    = 200
+	MinPayWindow     = 10
+	MaxPayWindow     = 86400
+	DefaultPayWindow = 900
+	maxListedOrders  = 500
+)
+
+// Validate checks every value and returns a *FieldError for the first bad one.
+func (n *NewActivity) Validate() error {
+	if n.PayWindowSeconds == 0 {
+		n.PayWindowSeconds = DefaultPayWindow
+	}
+	switch {
+	case n.Name == "" || utf8.RuneCountInString(n.Name) > MaxNameLength:
+		return &FieldError{"name", "must be 1 to 200 characters"}
+	case n.ProductName == "" || utf8.RuneCountInString(n.ProductName) > MaxNameLength:
+		return &FieldError{"product_name", "must be 1 to 200 characters"}
+	case n.PriceCents < 0 || n.PriceCents > MaxPriceCents:
+		return &FieldError{"price_cents", "must be between 0 and 1000000000000"}
+	case n.Stock < 1 || n.Stock > MaxStock:
+		return &FieldError{"stock", "must be between 1 and 1000000000"}
+	case n.PerUserLimit < 1 || n.PerUserLimit > MaxPerUserLimit:
+		return &FieldError{"per_user_limit", "must be between 1 and 1000000"}
+	case !n.EndsAt.After(n.StartsAt):
+		return &FieldError{"ends_at", "must be after starts_at"}
+	case n.PayWindowSeconds < MinPayWindow || n.PayWindowSeconds > MaxPayWindow:
+		return &FieldError{"pay_window_seconds", "must be between 10 and 86400"}
+	}
+	return nil
+}
+
+// CreateActivity stores a new sale and loads its stock into Redis; it can be bought
+// from as soon as this returns.
+func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, error) {
+	if err := n.Validate(); err != nil {
+		return Activity{}, err
+	}
+	a := store.Activity{Name: n.Name, ProductName: n.ProductName, PriceCents: n.PriceCents,
+		StockTotal: n.Stock, PerUserLimit: n.PerUserLimit, StartsAt: n.StartsAt.UTC(),
+		EndsAt: n.EndsAt.UTC(), PayWindowSeconds: n.PayWindowSeconds}
+	err := s.store.CreateActivity(ctx, &a, func(a store.Activity) error {
+		return s.stock.Load(ctx, saleOf(a, a.StockTotal))
+	})
+	if err != nil {
+		return Activity{}, fmt.Errorf("create activity: %w", err)
+	}
+	return s.view(a, map[int64]stock.Sale{a.ID: saleOf(a, a.StockTotal)}), nil
+}
+
+func saleOf(a store.Activity, available int64) stock.Sale {
+	return stock.Sale{ActivityID: a.ID, Available: available, Total: a.StockTotal,
+		Limit: a.PerUserLimit, StartsAt: a.StartsAt, EndsAt: a.EndsAt, PriceCents: a.PriceCents,
+		PayWindow: time.Duration(a.PayWindowSeconds) * time.Second}
+}
+
+// ListActivities returns every sale, newest first, with the stock Redis has left.
+func (s *Service) ListActivities(ctx context.Context) ([]Activity, error) {
+	as, err := s.store.ListActivities(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list activities: %w", err)
+	}
+	ids := make([]int64, len(as))
+	for i, a := range as {
+		ids[i] = a.ID
+	}
+	sales, err := s.stock.Sales(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Activity, len(as))
+	for i, a := range as {
+		out[i] = s.view(a, sales)
+	}
+	return out, nil
+}
+
+// GetActivity returns one sale or ErrNotFound.
+func (s *Service) GetActivity(ctx context.Context, id int64) (Activity, error) {
+	a, err := s.store.GetActivity(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return Activity{}, ErrNotFound
+	}
+	if err != nil {
+		return Activity{}, fmt.Errorf("get activity: %w", err)
+	}
+	sales, err := s.stock.Sales(ctx, []int64{id})
+	if err != nil {
+		return Activity{}, err
+	}
+	return s.view(a, sales), nil
+}
+
+// view shows a stored activity with Redis's live state when Redis has it.
+func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
+	v := Activity{ID: a.ID, Name: a.Name, ProductName: a.ProductName, PriceCents: a.PriceCents,
+		StockTotal: a.StockTotal, StockAvailable: a.StockTotal - a.Sold, PerUserLimit: a.PerUserLimit,
+		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), PayWindowSeconds: a.PayWindowSeconds}
+	if live, ok := sales[a.ID]; ok {
+		v.StockAvailable, v.StockTotal, v.PerUserLimit, v.EndsAt = live.Available, live.Total, live.Limit, live.EndsAt
+	}
+	now := s.now()
+	switch {
+	case now.Before(v.StartsAt):
+		v.Status = StatusUpcoming
+	case !now.Before(v.EndsAt):
+		v.Status = StatusEnded
+	case v.StockAvailable <= 0:
+		v.Status = StatusSoldOut
+	default:
+		v.Status = StatusActive
+	}
+	return v
+}
+
+// ActivityPatch is an admin's change to a sale; nil fields stay as they are.
+type ActivityPatch struct {
+	PerUserLimit *int
+	EndsAt       *time.Time
+	AddStock     *int64
+}
+
+// PatchActivity changes a sale in MySQL and Redis; every API instance sees the change
+// at its next request, since purchases read the sale's state from Redis.
+func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) (Activity, error) {
+	switch {
+	case p.PerUserLimit != nil && (*p.PerUserLimit < 1 || *p.PerUserLimit > MaxPerUserLimit):
+		return Activity{}, &FieldError{"per_user_limit", "must be between 1 and 1000000"}
+	case p.AddStock != nil && (*p.AddStock < 1 || *p.AddStock > MaxStock):
+		return Activity{}, &FieldError{"add_stock", "must be between 1 and 1000000000"}
+	}
+	a, err := s.store.UpdateActivity(ctx, id, func(a *store.Activity) error {
+		if p.PerUserLimit != nil {
+			a.PerUserLimit = *p.PerUserLimit
+		}
+		if p.EndsAt != nil {
+			if !p.EndsAt.After(a.StartsAt) {
+				return &FieldError{"ends_at", "must be after starts_at"}
+			}
+			a.EndsAt = p.EndsAt.UTC()
+		}
+		if p.AddStock != nil {
+			a.StockTotal += *p.AddStock
+		}
+		return nil
+	}, func(a store.Activity) error {
+		var add int64
+		if p.AddStock != nil {
+			add = *p.AddStock
+		}
+		return s.stock.Patch(ctx, id, p.PerUserLimit, p.EndsAt, add)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return Activity{}, ErrNotFound
+	}
+	if err != nil {
+		return Activity{}, fmt.Errorf("patch activity: %w", err)
+	}
+	sales, err := s.stock.Sales(ctx, []int64{id})
+	if err != nil {
+		return Activity{}, err
+	}
+	return s.view(a, sales), nil
+}
+
+// Stats are an activity's figures for admins.
+type Stats struct {
+	ActivityID     int64       `json:"activity_id"`
+	StockTotal     int64       `json:"stock_total"`
+	StockAvailable int64       `json:"stock_available"`
+	Sold           int64       `json:"sold"`
+	Orders         OrderCounts `json:"orders"`
+}
+
+// OrderCounts counts an activity's orders by status.
+type OrderCounts struct {
+	Queued    int64 `json:"queued"`
+	Created   int64 `json:"created"`
+	Paid      int64 `json:"paid"`
+	Cancelled int64 `json:"cancelled"`
+	Failed    int64 `json:"failed"`
+}
+
+// Stats returns an activity's figures. Sold counts units of queued (Redis), created
+// and paid (MySQL) orders. Redis is read first; an order that reached MySQL between
+// the reads is counted once, as queued. Orders taken after the first read are left
+// out, so during a sale the figures trail by the duration of the call.
+func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
+	a, err := s.GetActivity(ctx, id)
+	if err != nil {
+		return Stats{}, err
+	}
+	queued, err := s.stock.QueuedOrders(ctx, id)
+	if err != nil {
+		return Stats{}, err
+	}
+	counts, err := s.store.CountOrders(ctx, id)
+	if err != nil {
+		return Stats{}, fmt.Errorf("count orders: %w", err)
+	}
+	st := Stats{ActivityID: id, StockTotal: a.StockTotal, StockAvailable: a.StockAvailable,
+		Orders: OrderCounts{Queued: int64(len(queued))}}
+	queuedIDs := make([]string, len(queued))
+	for i, q := range queued {
+		st.Sold += int64(q.Quantity)
+		queuedIDs[i] = q.OrderID
+	}
+	// Orders both queued and already in MySQL are counted once, as queued.
+	stored, err := s.store.OrdersByID(ctx, queuedIDs)
+	if err != nil {
+		return Stats{}, fmt.Errorf("count orders: %w", err)
+	}
+	for _, o := range stored {
+		c := counts[o.Status]
+		c.Orders--
+		if o.Status == store.StatusCreated || o.Status == store.StatusPaid {
+			c.Units -= int64(o.Quantity)
+		}
+		counts[o.Status] = c
+	}
+	st.Orders.Created, st.Orders.Paid = counts[store.StatusCreated].Orders, counts[store.StatusPaid].Orders
+	st.Orders.Cancelled, st.Orders.Failed = counts[store.StatusCancelled].Orders, counts[store.StatusFailed].Orders
+	st.Sold += counts[store.StatusCreated].Units + counts[store.StatusPaid].Units
+	return st, nil
+}

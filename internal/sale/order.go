@@ -1,0 +1,274 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"seckill/internal/lock"
+	"seckill/internal/queue"
+	"seckill/internal/stock"
+	"seckill/internal/store"
+)
+
+// Order is an order as the API shows it.
+type Order struct {
+	ID            string     `json:"id"`
+	ActivityID    int64      `json:"activity_id"`
+	UserID        int64      `json:"user_id"`
+	Quantity      int        `json:"quantity"`
+	AmountCents   int64      `json:"amount_cents"`
+	Status        string     `json:"status"`
+	CreatedAt     time.Time  `json:"created_at"`
+	ExpiresAt     time.Time  `json:"expires_at"`
+	PaidAt        *time.Time `json:"paid_at,omitempty"`
+	FailureReason string     `json:"failure_reason,omitempty"`
+}
+
+// BuyRequest is a buyer's purchase.
+type BuyRequest struct {
+	ActivityID int64
+	UserID     int64
+	Quantity   int
+	// IdempotencyKey is the client's Idempotency-Key, "" for none.
+	IdempotencyKey string
+}
+
+// Buy takes the units from stock and queues the order for MySQL. It returns the
+// queued order; with replayed true it returns the order an earlier request with the
+// same Idempotency-Key made, and nothing new happened.
+//
+// The units and the user's lock are taken by one script. While a purchase of the same
+// user in the same sale is in flight, Buy waits up to LockWait, then returns
+// stock.ErrBusy. If the order cannot be enqueued the units are given back and Buy
+// returns ErrUnavailable. The purchase runs to its end even if ctx is cancelled (the
+// client went away), so it never stops half-done.
+func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool, err error) {
+	if r.Quantity < 1 || r.Quantity > MaxPerUserLimit {
+		return Order{}, false, &FieldError{"quantity", "must be between 1 and the sale's per-user limit"}
+	}
+	ctx = context.WithoutCancel(ctx)
+	now := s.now()
+	res := stock.Reservation{ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
+		IdempotencyKey: r.IdempotencyKey, OrderID: newOrderID(r.ActivityID, now), Now: now,
+		LockToken: lock.NewToken(), LockTTL: s.LockTTL}
+	got, err := s.reserve(ctx, res)
+	switch {
+	case errors.Is(err, stock.ErrNoSale):
+		return Order{}, false, s.noSale(ctx, r.ActivityID)
+	case err != nil:
+		return Order{}, false, err
+	case got.Replayed:
+		o, err := s.GetOrder(ctx, got.OrderID, Caller{UserID: r.UserID})
+		return o, true, err
+	}
+
+	defer s.releaseLock(ctx, res)
+	q := queue.Order{ID: res.OrderID, ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
+		AmountCents: got.PriceCents * int64(r.Quantity), CreatedAtMs: now.UnixMilli(),
+		ExpiresAtMs: now.Add(got.PayWindow).UnixMilli(), Limit: got.Limit}
+	ectx, cancel := context.WithTimeout(ctx, s.IOTimeout)
+	err = s.queue.Enqueue(ectx, q)
+	cancel()
+	if err != nil {
+		if s.giveBack(ctx, res) != stock.AlreadyClaimed {
+			return Order{}, false, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
+	return queuedView(q), false, nil
+}
+
+// reserve runs the reserve script, waiting for the user's lock up to LockWait. A
+// release wakes the waiter at once; short backoffs cover a release missed while
+// subscribing.
+func (s *Service) reserve(ctx context.Context, res stock.Reservation) (stock.Reserved, error) {
+	deadline := time.Now().Add(s.LockWait)
+	backoff := 2 * time.Millisecond
+	for {
+		rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
+		got, err := s.stock.Reserve(rctx, res)
+		cancel()
+		if err == nil || !errors.Is(err, stock.ErrBusy) {
+			if err != nil && !isDomain(err) {
+				// The script may have run before the reply was lost: give back what it
+				// may have taken, so a 503 never leaves units taken.
+				s.giveBack(ctx, res)
+				s.releaseLock(ctx, res)
+				return got, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			}
+			return got, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return got, err
+		}
+		wctx, cancel := context.WithTimeout(ctx, min(backoff, left))
+		_ = s.locks.WaitRelease(wctx, stock.UserLockKey(res.ActivityID, res.UserID))
+		cancel()
+		backoff = min(2*backoff, 50*time.Millisecond)
+		res.Now = s.now()
+	}
+}
+
+// giveBack rolls back a reservation whose order was not enqueued.
+func (s *Service) giveBack(ctx context.Context, res stock.Reservation) stock.RollbackResult {
+	rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
+	defer cancel()
+	got, err := s.stock.Rollback(rctx, res.ActivityID, res.UserID, res.OrderID, res.IdempotencyKey)
+	if err != nil {
+		// Redis is gone: the reservation stays queued without a task; the worker's
+		// repair pass enqueues it when Redis is back.
+		slog.Error("roll back reservation", "order", res.OrderID, "err", err)
+	}
+	return got
+}
+
+// releaseLock releases the user's lock if res's script took it.
+func (s *Service) releaseLock(ctx context.Context, res stock.Reservation) {
+	rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
+	defer cancel()
+	held := s.locks.Adopt(stock.UserLockKey(res.ActivityID, res.UserID), res.LockToken, res.LockTTL)
+	if err := held.Release(rctx); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+		slog.Warn("release user lock", "err", err)
+	}
+}
+
+// isDomain reports the purchase errors that are answers, not failures.
+func isDomain(err error) bool {
+	for _, e := range []error{stock.ErrNoSale, stock.ErrNotStarted, stock.ErrEnded, stock.ErrSoldOut,
+		stock.ErrLimitExceeded, stock.ErrQuantityOverLimit, stock.ErrKeyReused} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// noSale tells a sale MySQL does not know (404) from one Redis lost (503).
+func (s *Service) noSale(ctx context.Context, activityID int64) error {
+	_, err := s.store.GetActivity(ctx, activityID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return ErrNotFound
+	case err != nil:
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	slog.Error("sale is in MySQL but not in Redis: Redis lost its data", "activity", activityID)
+	return fmt.Errorf("%w: sale %d missing in Redis", ErrUnavailable, activityID)
+}
+
+func queuedView(q queue.Order) Order {
+	return Order{ID: q.ID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
+		AmountCents: q.AmountCents, Status: store.StatusQueued,
+		CreatedAt: time.UnixMilli(q.CreatedAtMs).UTC(), ExpiresAt: time.UnixMilli(q.ExpiresAtMs).UTC()}
+}
+
+func storedView(o store.Order) Order {
+	v := Order{ID: o.ID, ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity,
+		AmountCents: o.AmountCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(),
+		ExpiresAt: o.ExpiresAt.UTC()}
+	if o.PaidAt != nil {
+		t := o.PaidAt.UTC()
+		v.PaidAt = &t
+	}
+	if o.FailureReason != nil {
+		v.FailureReason = *o.FailureReason
+	}
+	return v
+}
+
+// GetOrder returns an order to its owner or an admin; anyone else gets ErrNotFound.
+// A queued order is read from Redis, before MySQL: the worker settles an order in
+// Redis only after MySQL has it, so one of the two reads always finds it.
+func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, error) {
+	activityID, ok := activityOfOrder(id)
+	if !ok {
+		return Order{}, ErrNotFound
+	}
+	var o Order
+	q, err := s.stock.Queued(ctx, activityID, id)
+	switch {
+	case err == nil:
+		if o, err = s.queuedOrder(ctx, q); err != nil {
+			return Order{}, err
+		}
+	case errors.Is(err, stock.ErrNotQueued):
+		stored, err := s.store.GetOrder(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return Order{}, ErrNotFound
+		}
+		if err != nil {
+			return Order{}, fmt.Errorf("get order: %w", err)
+		}
+		o = storedView(stored)
+	default:
+		return Order{}, err
+	}
+	if !c.Admin && o.UserID != c.UserID {
+		return Order{}, ErrNotFound
+	}
+	return o, nil
+}
+
+// queuedOrder shows a queued order, with the price and pay window of its sale.
+func (s *Service) queuedOrder(ctx context.Context, q stock.QueuedOrder) (Order, error) {
+	sales, err := s.stock.Sales(ctx, []int64{q.ActivityID})
+	if err != nil {
+		return Order{}, err
+	}
+	sale := sales[q.ActivityID]
+	return queuedView(queue.Order{ID: q.OrderID, ActivityID: q.ActivityID, UserID: q.UserID,
+		Quantity: q.Quantity, AmountCents: sale.PriceCents * int64(q.Quantity),
+		CreatedAtMs: q.CreatedAt.UnixMilli(), ExpiresAtMs: q.CreatedAt.Add(sale.PayWindow).UnixMilli()}), nil
+}
+
+// ListOrders returns the user's newest orders (at most 500), queued ones included.
+func (s *Service) ListOrders(ctx context.Context, userID int64) ([]Order, error) {
+	acts, err := s.store.ListActivities(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list orders: %w", err)
+	}
+	ids := make([]int64, len(acts))
+	for i, a := range acts {
+		ids[i] = a.ID
+	}
+	queued, err := s.stock.UserQueued(ctx, ids, userID)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := s.store.ListUserOrders(ctx, userID, maxListedOrders)
+	if err != nil {
+		return nil, fmt.Errorf("list orders: %w", err)
+	}
+	out := make([]Order, 0, len(queued)+len(stored))
+	seen := make(map[string]bool, len(stored))
+	for _, o := range stored {
+		seen[o.ID] = true
+		out = append(out, storedView(o))
+	}
+	for _, q := range queued {
+		if seen[q.OrderID] {
+			continue
+		}
+		o, err := s.queuedOrder(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	return out[:min(len(out), maxListedOrders)], nil
+}
+
+// Pay marks a created order paid (payment is simulated).
+func (s *Service) Pay(ctx context.Context, id string, c Caller) (Order, error) {
+	return Order{}, ErrNotImplemented
+}
+
+// Cancel cancels a created order and returns its units.
+func (s *Service) Cancel(ctx context.Context, id string, c Caller) (Order, error) {
+	return Order{}, ErrNotImplemented
+}

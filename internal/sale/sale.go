@@ -1,0 +1,115 @@
+// Package sale is what the API does: it runs sales for admins and purchases for
+// buyers over the Redis stock (internal/stock), the order queue (internal/queue) and
+// MySQL (internal/store). Handlers turn its results and errors into HTTP.
+package sale
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"seckill/internal/lock"
+	"seckill/internal/queue"
+	"seckill/internal/stock"
+	"seckill/internal/store"
+)
+
+// Errors of the service besides those of internal/stock and internal/store.
+var (
+	// ErrUnavailable means Redis or MySQL could not be reached; nothing was taken.
+	ErrUnavailable = errors.New("a storage server is unavailable")
+	// ErrNotFound means no such activity or order, or an order of another user.
+	ErrNotFound = errors.New("not found")
+	// ErrNotImplemented marks routes of a later release.
+	ErrNotImplemented = errors.New("not implemented yet")
+)
+
+// FieldError is a request value out of range, named by its JSON field.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + " " + e.Message }
+
+// Enqueuer puts an order on the queue to MySQL.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, o queue.Order) error
+}
+
+// Locker waits for and releases the per-user locks the reserve script takes.
+type Locker interface {
+	WaitRelease(ctx context.Context, key string) error
+	Adopt(key, token string, ttl time.Duration) *lock.Lock
+}
+
+var (
+	_ Enqueuer = (*queue.Enqueuer)(nil)
+	_ Locker   = (*lock.Client)(nil)
+)
+
+// Service runs sales and purchases.
+type Service struct {
+	store *store.Store
+	stock *stock.Stock
+	queue Enqueuer
+	locks Locker
+	now   func() time.Time
+
+	// LockWait is how long a purchase waits for the same user's purchase in flight.
+	LockWait time.Duration
+	// LockTTL bounds how long a crashed API can keep a user's lock.
+	LockTTL time.Duration
+	// IOTimeout bounds each storage call of a purchase.
+	IOTimeout time.Duration
+}
+
+// New returns a Service.
+func New(st *store.Store, sk *stock.Stock, q Enqueuer, locks Locker) *Service {
+	return &Service{store: st, stock: sk, queue: q, locks: locks, now: time.Now,
+		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second}
+}
+
+// SetClock replaces the service's clock (tests).
+func (s *Service) SetClock(now func() time.Time) { s.now = now }
+
+// Ready reports whether Redis and MySQL answer.
+func (s *Service) Ready(ctx context.Context) error {
+	if err := s.stock.Ping(ctx); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if err := s.store.Ping(ctx); err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	return nil
+}
+
+// Caller is who makes a request.
+type Caller struct {
+	UserID int64
+	Admin  bool
+}
+
+// newOrderID returns an unguessable order id: a ULID (time + 80 random bits from
+// crypto/rand) followed by the activity id, so a queued order can be found in Redis.
+// Clients treat it as opaque.
+func newOrderID(activityID int64, now time.Time) string {
+	return ulid.MustNew(ulid.Timestamp(now), rand.Reader).String() + strconv.FormatInt(activityID, 10)
+}
+
+// activityOfOrder returns the activity id inside an order id.
+func activityOfOrder(orderID string) (int64, bool) {
+	if len(orderID) <= ulid.EncodedSize || len(orderID) > 48 {
+		return 0, false
+	}
+	if _, err := ulid.ParseStrict(orderID[:ulid.EncodedSize]); err != nil {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(orderID[ulid.EncodedSize:], 10, 64)
+	return id, err == nil && id > 0
+}
