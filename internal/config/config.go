@@ -1,14 +1,22 @@
-// Package config reads the settings both binaries share from the environment.
-// Every variable, its default and its meaning are listed on Config.
+// Package config reads the settings both binaries share from the environment, and
+// opens the Redis and MySQL clients they describe. Every variable, its default and its
+// meaning are listed on Config.
 package config
 
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 )
 
 // DevJWTSecret is the signing secret used in dev mode when SECKILL_JWT_SECRET is unset.
@@ -123,4 +131,50 @@ func number(errs *[]error, name string, def float64) float64 {
 		return def
 	}
 	return f
+}
+
+// Redis returns a client for RedisAddr with bounded timeouts, so a dead Redis fails a
+// request in about a second instead of hanging it. Commands are never retried: a
+// script whose reply was lost may have run.
+func (c Config) Redis() *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr: c.RedisAddr, PoolSize: 256, MinIdleConns: 8, MaxRetries: -1,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+		PoolTimeout: 2 * time.Second,
+	})
+}
+
+// MySQL opens MySQLDSN through GORM. Connect, read and write timeouts are added to the
+// DSN when it has none, so a frozen MySQL fails calls instead of hanging them.
+func (c Config) MySQL() (*gorm.DB, error) {
+	dsn, err := mysql.ParseDSN(c.MySQLDSN)
+	if err != nil {
+		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: %w", err)
+	}
+	dsn.ParseTime = true
+	if dsn.Timeout == 0 {
+		dsn.Timeout = 2 * time.Second
+	}
+	if dsn.ReadTimeout == 0 {
+		dsn.ReadTimeout = 10 * time.Second
+	}
+	if dsn.WriteTimeout == 0 {
+		dsn.WriteTimeout = 10 * time.Second
+	}
+	db, err := gorm.Open(gormmysql.Open(dsn.FormatDSN()), &gorm.Config{
+		SkipDefaultTransaction: true,
+		Logger: logger.New(slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn), logger.Config{
+			SlowThreshold: time.Second, LogLevel: logger.Warn, IgnoreRecordNotFoundError: true}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open MySQL: %w", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	sqlDB.SetMaxOpenConns(64)
+	sqlDB.SetMaxIdleConns(64)
+	sqlDB.SetConnMaxLifetime(5 * time.Minute)
+	return db, nil
 }

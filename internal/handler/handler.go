@@ -130,7 +130,9 @@ func (h *Handler) recover(c *gin.Context) {
 
 type panicError struct{ v any }
 
-func (p panicError) Error() string { return "panic: " + strings.TrimSpace(strings.ReplaceAll(toString(p.v), "\n", " ")) }
+func (p panicError) Error() string {
+	return "panic: " + strings.TrimSpace(strings.ReplaceAll(toString(p.v), "\n", " "))
+}
 
 func toString(v any) string {
 	if err, ok := v.(error); ok {

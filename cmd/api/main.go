@@ -1,0 +1,154 @@
+// Command api serves the flash-sale HTTP API.
+//
+//	api            serve (applies migrations first)
+//	api migrate    apply migrations/ and exit
+//	api token -user 42 [-admin] [-ttl 1h]   print a token signed with the configured secret
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"gorm.io/gorm"
+
+	"seckill/internal/auth"
+	"seckill/internal/config"
+	"seckill/internal/handler"
+	"seckill/internal/lock"
+	"seckill/internal/queue"
+	"seckill/internal/sale"
+	"seckill/internal/stock"
+	"seckill/internal/store"
+	"seckill/migrations"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "api:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, cfg)
+	case "migrate":
+		db, err := cfg.MySQL()
+		if err != nil {
+			return err
+		}
+		return migrate(ctx, db)
+	case "token":
+		return token(cfg, args, stdout)
+	}
+	return fmt.Errorf("unknown command %q (want serve, migrate or token)", cmd)
+}
+
+func migrate(ctx context.Context, db *gorm.DB) error {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	applied, err := migrations.Up(ctx, sqlDB)
+	if err != nil {
+		return err
+	}
+	slog.Info("migrations applied", "versions", applied)
+	return nil
+}
+
+func token(cfg config.Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("token", flag.ContinueOnError)
+	user := fs.Int64("user", 0, "user id (required, > 0)")
+	admin := fs.Bool("admin", false, "give the admin role")
+	ttl := fs.Duration("ttl", time.Hour, "how long the token is valid")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *user <= 0 || *ttl <= 0 {
+		return errors.New("token: -user must be > 0 and -ttl positive")
+	}
+	t, err := auth.Sign(cfg.JWTSecret, *user, *admin, *ttl, time.Now())
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, t)
+	return err
+}
+
+func serve(ctx context.Context, cfg config.Config) error {
+	slog.Info("starting api", "config", cfg.String())
+	if cfg.UsesDevSecret() {
+		slog.Warn("dev mode: tokens are signed with the public dev secret; set SECKILL_JWT_SECRET for anything real")
+	}
+	rdb := cfg.Redis()
+	defer rdb.Close()
+	db, err := cfg.MySQL()
+	if err != nil {
+		return err
+	}
+	if err := migrate(ctx, db); err != nil {
+		return err
+	}
+
+	sk := stock.New(rdb)
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	go sk.Watch(watchCtx)
+	locks := lock.New(rdb)
+	defer locks.Close()
+	enq := asynq.NewClientFromRedisClient(rdb)
+	svc := sale.New(store.New(db), sk, queue.NewEnqueuer(enq), locks)
+	svc.LockWait = cfg.LockWait
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, RateUser: cfg.RateUser,
+		RateIP: cfg.RateIP, Registry: reg})
+
+	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h.Routes(),
+		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 15 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	slog.Info("api listening", "url", "http://"+ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	slog.Info("shutting down: finishing requests in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}

@@ -1,0 +1,91 @@
+// Command worker writes queued orders to MySQL: an asynq server whose handlers hand
+// orders to a batching persister.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"seckill/internal/config"
+	"seckill/internal/queue"
+	"seckill/internal/stock"
+	"seckill/internal/store"
+	"seckill/internal/worker"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
+
+// writers is how many batches are written to MySQL at once.
+const writers = 4
+
+func run(ctx context.Context) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	slog.Info("starting worker", "config", cfg.String())
+	rdb := cfg.Redis()
+	defer rdb.Close()
+	db, err := cfg.MySQL()
+	if err != nil {
+		return err
+	}
+
+	persister := worker.NewPersister(store.New(db), stock.New(rdb), cfg.PersistBatch)
+	// The persister outlives the asynq server's shutdown, so handlers in flight get
+	// their batch's result.
+	persistCtx, stopPersist := context.WithCancel(context.Background())
+	defer stopPersist()
+	persister.Run(persistCtx, writers)
+
+	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
+		Concurrency:       cfg.WorkerConcurrency,
+		Queues:            map[string]int{queue.Name: 1},
+		RetryDelayFunc:    queue.RetryDelay,
+		TaskCheckInterval: 50 * time.Millisecond,
+		ShutdownTimeout:   20 * time.Second,
+		LogLevel:          asynq.WarnLevel,
+	})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(queue.TypePersistOrder, persister.HandleTask)
+	if err := srv.Start(mux); err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := &http.Server{Addr: cfg.MetricsAddr, ReadHeaderTimeout: 5 * time.Second,
+		Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
+	go func() {
+		if err := metrics.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("worker metrics server", "err", err)
+		}
+	}()
+	slog.Info("worker running", "queue", queue.Name, "concurrency", cfg.WorkerConcurrency, "metrics", "http://"+cfg.MetricsAddr+"/metrics")
+
+	<-ctx.Done()
+	slog.Info("shutting down: finishing orders in flight")
+	srv.Shutdown() // waits for handlers in flight; unfinished tasks go back to the queue
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return metrics.Shutdown(sctx)
+}
