@@ -1,0 +1,225 @@
+package testutil
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"seckill/internal/auth"
+)
+
+// JWTSecret is the signing secret of the stacks tests start.
+const JWTSecret = "test-secret-0123456789abcdef-0123456789"
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// Binaries builds cmd/api and cmd/worker once per test binary and returns their paths.
+func Binaries(t testing.TB) (api, worker string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		buildDir, buildErr = os.MkdirTemp("", "seckill-bin-")
+		if buildErr != nil {
+			return
+		}
+		for _, name := range []string{"api", "worker"} {
+			cmd := exec.Command("go", "build", "-race", "-o", filepath.Join(buildDir, name), "./cmd/"+name)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("build %s: %v\n%s", name, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("%v", buildErr)
+	}
+	return filepath.Join(buildDir, "api"), filepath.Join(buildDir, "worker")
+}
+
+// Process is a cmd/api or cmd/worker process owned by a test.
+type Process struct {
+	t    testing.TB
+	name string
+	bin  string
+	env  []string
+	args []string
+	log  *syncBuffer
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// StartProcess runs bin with env added to a clean environment, and stops it at cleanup.
+// Its output is kept, and printed when the test fails.
+func StartProcess(t testing.TB, name, bin string, env []string, args ...string) *Process {
+	t.Helper()
+	p := &Process{t: t, name: name, bin: bin, env: env, args: args, log: &syncBuffer{}}
+	p.Start()
+	t.Cleanup(func() {
+		p.Signal(syscall.SIGKILL)
+		if t.Failed() {
+			t.Logf("--- %s output ---\n%s", name, p.log.String())
+		}
+	})
+	return p
+}
+
+// Start starts the process (again).
+func (p *Process) Start() {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, p.env...)
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	if err := cmd.Start(); err != nil {
+		p.t.Fatalf("start %s: %v", p.name, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	p.cmd, p.done = cmd, done
+}
+
+// Signal sends sig and, for SIGKILL and SIGTERM, waits until the process has exited.
+func (p *Process) Signal(sig syscall.Signal) {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	if sig == syscall.SIGKILL || sig == syscall.SIGTERM {
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			p.t.Errorf("%s did not exit after %v", p.name, sig)
+		}
+	}
+}
+
+// Exited reports whether the process has exited, and its exit code.
+func (p *Process) Exited() (bool, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.done:
+		return true, p.cmd.ProcessState.ExitCode()
+	default:
+		return false, 0
+	}
+}
+
+// Output returns what the process printed so far.
+func (p *Process) Output() string { return p.log.String() }
+
+// Stack is an API and a worker on a private Redis and a fresh MySQL database.
+type Stack struct {
+	URL    string
+	Redis  *RedisServer
+	MySQL  *MySQLDB
+	API    *Process
+	Worker *Process
+	Env    []string
+}
+
+// StartStack starts Redis (with AOF on), a fresh database, the API and the worker,
+// and waits until the API is ready. extraEnv adds or overrides variables.
+func StartStack(t testing.TB, extraEnv ...string) *Stack {
+	t.Helper()
+	api, worker := Binaries(t)
+	s := &Stack{Redis: StartRedis(t, "--appendonly", "yes", "--appendfsync", "everysec"), MySQL: MySQL(t)}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	s.URL = "http://" + addr
+	s.Env = append([]string{
+		"SECKILL_HTTP_ADDR=" + addr,
+		"SECKILL_REDIS_ADDR=" + s.Redis.Addr,
+		"SECKILL_MYSQL_DSN=" + s.MySQL.DSN,
+		"SECKILL_JWT_SECRET=" + JWTSecret,
+		"SECKILL_WORKER_METRICS_ADDR=127.0.0.1:" + strconv.Itoa(freePort(t)),
+		"SECKILL_RATE_IP=0",
+		"SECKILL_RATE_USER=0",
+	}, extraEnv...)
+	s.API = StartProcess(t, "api", api, s.Env)
+	s.WaitReady(t)
+	s.Worker = StartProcess(t, "worker", worker, s.Env)
+	return s
+}
+
+// StartAPI starts one more API process on another port, sharing Redis and MySQL.
+func (s *Stack) StartAPI(t testing.TB) (*Process, string) {
+	t.Helper()
+	api, _ := Binaries(t)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	p := StartProcess(t, "api "+addr, api, append(append([]string{}, s.Env...), "SECKILL_HTTP_ADDR="+addr))
+	waitReady(t, "http://"+addr, p)
+	return p, "http://" + addr
+}
+
+// WaitReady waits until the stack's API answers /readyz with 200.
+func (s *Stack) WaitReady(t testing.TB) { waitReady(t, s.URL, s.API) }
+
+func waitReady(t testing.TB, url string, p *Process) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if exited, code := p.Exited(); exited {
+			t.Fatalf("%s exited with %d:\n%s", p.name, code, p.Output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s not ready at %s:\n%s", p.name, url, p.Output())
+}
+
+// Token returns a valid token for the user of the stacks tests start.
+func Token(t testing.TB, userID int64, admin bool) string {
+	t.Helper()
+	tok, err := auth.Sign(JWTSecret, userID, admin, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
