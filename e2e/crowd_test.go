@@ -1,0 +1,242 @@
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"seckill/internal/testutil"
+)
+
+// crowd is a flash crowd's outcome as its clients saw it.
+type crowd struct {
+	mu       sync.Mutex
+	accepted map[string]order    // order id -> order, from 202 answers
+	byKey    map[string][]string // "user/key" -> order ids of its 200 and 202 answers
+	codes    map[string]int      // answers by status and error code
+	attempts atomic.Int64
+	failed   atomic.Int64 // no answer (transport error)
+	elapsed  time.Duration
+	errs     []string
+}
+
+func (cr *crowd) record(user int64, key string, r response, err error) {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	if err != nil {
+		cr.failed.Add(1)
+		cr.codes["no answer"]++
+		return
+	}
+	label := fmt.Sprint(r.Status)
+	if code := r.errorCode(); code != "" {
+		label += " " + code
+	}
+	cr.codes[label]++
+	switch r.Status {
+	case http.StatusAccepted, http.StatusOK:
+		var o order
+		if err := jsonUnmarshal(r.Body, &o); err != nil || o.ID == "" {
+			cr.errs = append(cr.errs, fmt.Sprintf("undecodable order %s", r.Body))
+			return
+		}
+		if o.UserID != user {
+			cr.errs = append(cr.errs, fmt.Sprintf("user %d got an order of user %d", user, o.UserID))
+		}
+		if r.Status == http.StatusAccepted {
+			if o.Status != "queued" {
+				cr.errs = append(cr.errs, fmt.Sprintf("202 with status %q", o.Status))
+			}
+			if _, dup := cr.accepted[o.ID]; dup {
+				cr.errs = append(cr.errs, fmt.Sprintf("order %s accepted twice", o.ID))
+			}
+			cr.accepted[o.ID] = o
+		} else if key == "" {
+			cr.errs = append(cr.errs, "200 for a purchase without Idempotency-Key")
+		}
+		if key != "" {
+			k := fmt.Sprintf("%d/%s", user, key)
+			cr.byKey[k] = append(cr.byKey[k], o.ID)
+		}
+	case http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable:
+	default:
+		cr.errs = append(cr.errs, fmt.Sprintf("unexpected answer %d %s", r.Status, r.Body))
+	}
+}
+
+// crowdPlan says who buys how.
+type crowdPlan struct {
+	users       int // user ids 1000..1000+users-1
+	concurrency int
+	// endpoints are API base URLs; requests go round robin.
+	endpoints []string
+	// during, if set, runs while the crowd is buying (to inject a fault).
+	during func()
+}
+
+// runCrowd fires, for each user: two concurrent requests with the same
+// Idempotency-Key (a double click), two concurrent requests without a key (two
+// devices), and one more keyed request: five attempts per user, quantities 1 or 2.
+func runCrowd(t *testing.T, activityID int64, p crowdPlan) *crowd {
+	t.Helper()
+	cr := &crowd{accepted: map[string]order{}, byKey: map[string][]string{}, codes: map[string]int{}}
+	clients := make([]*client, len(p.endpoints))
+	for i, e := range p.endpoints {
+		clients[i] = newClient(t, e)
+	}
+	var next atomic.Int64
+	pick := func() *client { return clients[int(next.Add(1))%len(clients)] }
+	tokens := make([]string, p.users)
+	for i := range tokens {
+		tokens[i] = testutil.Token(t, int64(1000+i), false)
+	}
+	type attempt struct {
+		user  int64
+		token string
+		qty   int
+		key   string
+	}
+	var groups [][]attempt // attempts in a group are sent at once
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < p.users; i++ {
+		u, tok := int64(1000+i), tokens[i]
+		k1 := fmt.Sprintf("click-%d", u)
+		groups = append(groups,
+			[]attempt{{u, tok, 1, k1}, {u, tok, 1, k1}},
+			[]attempt{{u, tok, 1 + rng.IntN(2), ""}, {u, tok, 1 + rng.IntN(2), ""}},
+			[]attempt{{u, tok, 1, fmt.Sprintf("later-%d", u)}})
+	}
+	rng.Shuffle(len(groups), func(i, j int) { groups[i], groups[j] = groups[j], groups[i] })
+
+	sem := make(chan struct{}, p.concurrency)
+	var wg sync.WaitGroup
+	start := time.Now()
+	var faultDone chan struct{}
+	if p.during != nil {
+		faultDone = make(chan struct{})
+		go func() { defer close(faultDone); p.during() }()
+	}
+	for _, g := range groups {
+		for _, a := range g {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func(a attempt) {
+				defer func() { <-sem; wg.Done() }()
+				cr.attempts.Add(1)
+				var hdr []string
+				if a.key != "" {
+					hdr = []string{"Idempotency-Key", a.key}
+				}
+				r, err := pick().do("POST", fmt.Sprintf("/api/v1/activities/%d/orders", activityID), a.token,
+					map[string]int{"quantity": a.qty}, hdr...)
+				cr.record(a.user, a.key, r, err)
+			}(a)
+		}
+	}
+	wg.Wait()
+	cr.elapsed = time.Since(start)
+	if faultDone != nil {
+		<-faultDone
+	}
+	for _, e := range cr.errs {
+		t.Error(e)
+	}
+	return cr
+}
+
+// checkReplays: every answer for one Idempotency-Key names the same order.
+func (cr *crowd) checkReplays(t *testing.T) (replayed int) {
+	t.Helper()
+	for k, ids := range cr.byKey {
+		for _, id := range ids[1:] {
+			if id != ids[0] {
+				t.Errorf("key %s answered with orders %v", k, ids)
+				break
+			}
+		}
+		replayed += len(ids) - 1
+	}
+	return replayed
+}
+
+// audit checks MySQL after the queue drained. With strict, every order in MySQL must
+// have had its 202 (no process died mid-request).
+func audit(t *testing.T, s *testutil.Stack, a activity, cr *crowd, strict bool) {
+	t.Helper()
+	db := s.MySQL.Gorm
+	var rows []struct {
+		ID       string
+		UserID   int64
+		Quantity int
+		Status   string
+	}
+	if err := db.Raw("SELECT id, user_id, quantity, status FROM orders WHERE activity_id = ?", a.ID).Scan(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	inMySQL := map[string]bool{}
+	units := int64(0)
+	perUser := map[int64]int{}
+	for _, r := range rows {
+		if inMySQL[r.ID] {
+			t.Errorf("order %s stored twice", r.ID)
+		}
+		inMySQL[r.ID] = true
+		if r.Status == "created" || r.Status == "paid" {
+			units += int64(r.Quantity)
+			perUser[r.UserID] += r.Quantity
+		}
+		if r.Status == "failed" {
+			t.Errorf("order %s failed in MySQL", r.ID)
+		}
+		if acc, ok := cr.accepted[r.ID]; ok && (acc.Quantity != r.Quantity || acc.UserID != r.UserID) {
+			t.Errorf("order %s: MySQL has %d x user %d, the 202 said %d x user %d", r.ID, r.Quantity, r.UserID, acc.Quantity, acc.UserID)
+		}
+	}
+	lost := 0
+	for id := range cr.accepted {
+		if !inMySQL[id] {
+			lost++
+		}
+	}
+	unacknowledged := 0
+	for id := range inMySQL {
+		if _, ok := cr.accepted[id]; !ok {
+			unacknowledged++
+		}
+	}
+	over := 0
+	for u, n := range perUser {
+		if n > a.PerUserLimit {
+			over++
+			t.Errorf("user %d holds %d > limit %d", u, n, a.PerUserLimit)
+		}
+	}
+	if lost != 0 {
+		t.Errorf("%d acknowledged orders missing in MySQL", lost)
+	}
+	if units > a.StockTotal {
+		t.Errorf("oversold: %d units of %d", units, a.StockTotal)
+	}
+	if strict && unacknowledged != 0 {
+		t.Errorf("%d orders in MySQL without a 202", unacknowledged)
+	}
+	if !strict && unacknowledged > int(cr.failed.Load())+cr.codes["503 unavailable"] {
+		t.Errorf("%d orders without a 202, more than the %d requests left without an answer or with 503",
+			unacknowledged, cr.failed.Load()+int64(cr.codes["503 unavailable"]))
+	}
+	var sold int64
+	db.Raw("SELECT sold FROM activities WHERE id = ?", a.ID).Scan(&sold)
+	if sold != units {
+		t.Errorf("activities.sold = %d, units in created and paid orders = %d", sold, units)
+	}
+	st := newClient(t, s.URL).waitDrained(testutil.Token(t, 1, true), a.ID, time.Minute)
+	if st.StockAvailable+units != a.StockTotal {
+		t.Errorf("ledger: available %d + sold %d != total %d", st.StockAvailable, units, a.StockTotal)
+	}
+	t.Logf("audit: %d orders in MySQL, %d units of %d sold, %d lost, %d without a 202, %d users over the limit",
+		len(rows), units, a.StockTotal, lost, unacknowledged, over)
+}
