@@ -28,6 +28,7 @@ import (
 	"seckill/internal/config"
 	"seckill/internal/handler"
 	"seckill/internal/lock"
+	"seckill/internal/order"
 	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
@@ -124,7 +125,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 	locks := lock.New(rdb)
 	defer locks.Close()
 	enq := asynq.NewClientFromRedisClient(rdb)
-	svc := sale.New(store.New(db), sk, queue.NewEnqueuer(enq), locks)
+	st := store.New(db)
+	svc := sale.New(st, sk, order.New(st, sk), queue.NewEnqueuer(enq), locks)
 	svc.LockWait = cfg.LockWait
 
 	reg := prometheus.NewRegistry()

@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"seckill/internal/config"
+	"seckill/internal/lock"
+	"seckill/internal/order"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/store"
@@ -50,7 +52,8 @@ func run(ctx context.Context) error {
 		return err
 	}
 
-	persister := worker.NewPersister(store.New(db), stock.New(rdb), cfg.PersistBatch)
+	st, sk := store.New(db), stock.New(rdb)
+	persister := worker.NewPersister(st, sk, cfg.PersistBatch)
 	// The persister outlives the asynq server's shutdown, so handlers in flight get
 	// their batch's result.
 	persistCtx, stopPersist := context.WithCancel(context.Background())
@@ -70,6 +73,26 @@ func run(ctx context.Context) error {
 	if err := srv.Start(mux); err != nil {
 		return err
 	}
+
+	locks := lock.New(rdb)
+	defer locks.Close()
+	lifecycle := order.New(st, sk)
+	repairer := worker.NewRepairer(st, sk, queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)))
+	jobsCtx, stopJobs := context.WithCancel(ctx)
+	defer stopJobs()
+	worker.RunPeriodic(jobsCtx, locks,
+		worker.Job{Name: "expire-orders", Period: time.Second, Run: func(ctx context.Context) error {
+			_, err := lifecycle.ExpireDue(ctx, 1000)
+			return err
+		}},
+		worker.Job{Name: "return-units", Period: 2 * time.Second, Run: func(ctx context.Context) error {
+			_, err := lifecycle.ReturnPending(ctx, 1000)
+			return err
+		}},
+		worker.Job{Name: "repair-queue", Period: 2 * time.Second, Run: func(ctx context.Context) error {
+			_, err := repairer.Repair(ctx)
+			return err
+		}})
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

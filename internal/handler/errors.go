@@ -75,7 +75,7 @@ var mapping = []struct {
 	{stock.ErrBusy, http.StatusTooManyRequests, "busy"},
 	{store.ErrNotPayable, http.StatusConflict, "order_not_payable"},
 	{store.ErrExpired, http.StatusConflict, "order_expired"},
-	{sale.ErrNotImplemented, http.StatusNotImplemented, "not_implemented"},
+	{store.ErrNotCancellable, http.StatusConflict, "order_not_cancellable"},
 	{sale.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 }
 

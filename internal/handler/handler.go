@@ -17,6 +17,7 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
+	"seckill/web"
 )
 
 // Service is what the handlers need from internal/sale.
@@ -79,6 +80,7 @@ func (h *Handler) Routes() http.Handler {
 	r.HandleMethodNotAllowed = true
 	_ = r.SetTrustedProxies(nil) // the client IP is the peer's, never a header's
 	r.Use(h.recover, h.metrics.observe, limitBody)
+	web.Register(r) // the buyer's page at /, the admin's at /admin
 	r.NoRoute(func(c *gin.Context) { respondError(c, errNoRoute) })
 	r.NoMethod(func(c *gin.Context) { respondError(c, errMethod) })
 

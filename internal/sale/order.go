@@ -263,12 +263,35 @@ func (s *Service) ListOrders(ctx context.Context, userID int64) ([]Order, error)
 	return out[:min(len(out), maxListedOrders)], nil
 }
 
-// Pay marks a created order paid (payment is simulated).
+// Pay marks a created order paid (payment is simulated). Errors: ErrNotFound,
+// store.ErrNotPayable (including a queued order, not yet in MySQL), store.ErrExpired.
 func (s *Service) Pay(ctx context.Context, id string, c Caller) (Order, error) {
-	return Order{}, ErrNotImplemented
+	return s.afterCreated(ctx, id, c, store.ErrNotPayable, s.orders.Pay)
 }
 
-// Cancel cancels a created order and returns its units.
+// Cancel cancels a created order; its units go back to stock and to the user's
+// allowance. Cancelling a cancelled order returns it again. Errors: ErrNotFound,
+// store.ErrNotCancellable (paid, failed, or still queued).
 func (s *Service) Cancel(ctx context.Context, id string, c Caller) (Order, error) {
-	return Order{}, ErrNotImplemented
+	return s.afterCreated(ctx, id, c, store.ErrNotCancellable, s.orders.Cancel)
+}
+
+// afterCreated runs an action on an order MySQL has; a queued order gets errQueued.
+func (s *Service) afterCreated(ctx context.Context, id string, c Caller, errQueued error,
+	act func(context.Context, string, store.Access) (store.Order, error)) (Order, error) {
+	o, err := s.GetOrder(ctx, id, c)
+	if err != nil {
+		return Order{}, err
+	}
+	if o.Status == store.StatusQueued {
+		return Order{}, errQueued
+	}
+	stored, err := act(context.WithoutCancel(ctx), id, store.Access{UserID: c.UserID, Admin: c.Admin})
+	if errors.Is(err, store.ErrNotFound) {
+		return Order{}, ErrNotFound
+	}
+	if err != nil {
+		return Order{}, err
+	}
+	return storedView(stored), nil
 }

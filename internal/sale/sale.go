@@ -14,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"seckill/internal/lock"
+	"seckill/internal/order"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/store"
@@ -25,8 +26,6 @@ var (
 	ErrUnavailable = errors.New("a storage server is unavailable")
 	// ErrNotFound means no such activity or order, or an order of another user.
 	ErrNotFound = errors.New("not found")
-	// ErrNotImplemented marks routes of a later release.
-	ErrNotImplemented = errors.New("not implemented yet")
 )
 
 // FieldError is a request value out of range, named by its JSON field.
@@ -55,11 +54,12 @@ var (
 
 // Service runs sales and purchases.
 type Service struct {
-	store *store.Store
-	stock *stock.Stock
-	queue Enqueuer
-	locks Locker
-	now   func() time.Time
+	store  *store.Store
+	stock  *stock.Stock
+	orders *order.Lifecycle
+	queue  Enqueuer
+	locks  Locker
+	now    func() time.Time
 
 	// LockWait is how long a purchase waits for the same user's purchase in flight.
 	LockWait time.Duration
@@ -70,13 +70,16 @@ type Service struct {
 }
 
 // New returns a Service.
-func New(st *store.Store, sk *stock.Stock, q Enqueuer, locks Locker) *Service {
-	return &Service{store: st, stock: sk, queue: q, locks: locks, now: time.Now,
+func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, q Enqueuer, locks Locker) *Service {
+	return &Service{store: st, stock: sk, orders: orders, queue: q, locks: locks, now: time.Now,
 		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second}
 }
 
-// SetClock replaces the service's clock (tests).
-func (s *Service) SetClock(now func() time.Time) { s.now = now }
+// SetClock replaces the clock of the service and of its order lifecycle (tests).
+func (s *Service) SetClock(now func() time.Time) {
+	s.now = now
+	s.orders.SetClock(now)
+}
 
 // Ready reports whether Redis and MySQL answer.
 func (s *Service) Ready(ctx context.Context) error {

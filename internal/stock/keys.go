@@ -43,3 +43,7 @@ func UserLockKey(activityID, userID int64) string {
 // ReturnedChannel carries the id of a sale whose units came back to stock, so every API
 // process clears its sold-out flag for it.
 const ReturnedChannel = "seckill:stock-returned"
+
+// returnedKey is the set of cancelled order ids whose units went back to stock, so
+// each order's units come back once.
+func returnedKey(activityID int64) string { return prefix(activityID) + "returned" }

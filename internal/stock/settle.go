@@ -189,3 +189,33 @@ func (s *Stock) Users(ctx context.Context, activityID int64) (map[int64]int64, e
 	}
 	return out, nil
 }
+
+// returnScript gives a cancelled order's units back to stock and to the user's
+// allowance, once per order.
+//
+// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] returned set (order ids already returned)
+// ARGV[1] order id  ARGV[2] user id  ARGV[3] quantity  ARGV[4] activity id
+// ARGV[5] the returned-units channel
+//
+// Returns 1 when the units were given back now, 0 when they had been before.
+var returnScript = redis.NewScript(`
+if redis.call('SADD', KEYS[3], ARGV[1]) == 0 then return 0 end
+redis.call('HINCRBY', KEYS[1], 'avail', ARGV[3])
+if redis.call('HINCRBY', KEYS[2], ARGV[2], -tonumber(ARGV[3])) <= 0 then redis.call('HDEL', KEYS[2], ARGV[2]) end
+redis.call('PUBLISH', ARGV[5], ARGV[4])
+return 1
+`)
+
+// Return gives the units of a cancelled (or expired) order back to stock and to the
+// user's allowance. It is idempotent per order: calling it again changes nothing.
+func (s *Stock) Return(ctx context.Context, activityID, userID int64, orderID string, quantity int) error {
+	keys := []string{saleKey(activityID), usersKey(activityID), returnedKey(activityID)}
+	n, err := returnScript.Run(ctx, s.rdb, keys, orderID, userID, quantity, activityID, ReturnedChannel).Int64()
+	if err != nil {
+		return fmt.Errorf("return units: %w", err)
+	}
+	if n == 1 {
+		s.soldOut.clear(activityID)
+	}
+	return nil
+}

@@ -138,6 +138,8 @@ type QueuedOrder struct {
 	CreatedAt  time.Time
 	// Limit is the per-user limit the reservation was checked against.
 	Limit int
+	// Claimed is true once a worker has begun to persist the order (QueuedOrders only).
+	Claimed bool
 }
 
 func parseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
@@ -171,18 +173,29 @@ func (s *Stock) Queued(ctx context.Context, activityID int64, orderID string) (Q
 	return parseQueued(activityID, orderID, v)
 }
 
-// QueuedOrders returns every queued order of a sale.
+// QueuedOrders returns every queued order of a sale, marking those a worker claimed.
 func (s *Stock) QueuedOrders(ctx context.Context, activityID int64) ([]QueuedOrder, error) {
-	all, err := s.rdb.HGetAll(ctx, queuedKey(activityID)).Result()
+	var all *redis.MapStringStringCmd
+	var claimed *redis.StringSliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		all = p.HGetAll(ctx, queuedKey(activityID))
+		claimed = p.SMembers(ctx, claimedKey(activityID))
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read queued orders: %w", err)
 	}
-	out := make([]QueuedOrder, 0, len(all))
-	for id, v := range all {
+	isClaimed := make(map[string]bool, len(claimed.Val()))
+	for _, id := range claimed.Val() {
+		isClaimed[id] = true
+	}
+	out := make([]QueuedOrder, 0, len(all.Val()))
+	for id, v := range all.Val() {
 		q, err := parseQueued(activityID, id, v)
 		if err != nil {
 			return nil, err
 		}
+		q.Claimed = isClaimed[id]
 		out = append(out, q)
 	}
 	return out, nil

@@ -1,0 +1,221 @@
+package handler_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"seckill/internal/handler"
+	"seckill/internal/testutil"
+)
+
+// Every error of the contract, through the HTTP handlers, against real Redis and MySQL.
+// Steps run in order on one stack; each names the contract's status and code.
+func TestContractErrors(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	now := time.Now()
+	open := s.sale(10, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	upcoming := s.sale(5, 1, now.Add(time.Hour), now.Add(2*time.Hour))
+	ended := s.sale(5, 1, now.Add(-2*time.Hour), now.Add(-time.Hour))
+	tiny := s.sale(1, 1, now.Add(-time.Minute), now.Add(time.Hour))
+	admin, buyer, other := testutil.Token(t, 1, true), testutil.Token(t, 42, false), testutil.Token(t, 43, false)
+	buy := func(act int64) string { return fmt.Sprintf("/api/v1/activities/%d/orders", act) }
+
+	// A paid order and a created one for the order steps.
+	first := s.do(call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1}`, header: map[string]string{"Idempotency-Key": "k-1"}})
+	if first.status != http.StatusAccepted {
+		t.Fatalf("first purchase: %d %s", first.status, first.body)
+	}
+	paidID := orderID(t, first.body)
+	s.waitCreated(paidID, buyer)
+	if a := s.do(call{method: "POST", path: "/api/v1/orders/" + paidID + "/pay", token: buyer}); a.status != http.StatusOK || !strings.Contains(a.body, `"status":"paid"`) {
+		t.Fatalf("pay: %d %s", a.status, a.body)
+	}
+	sold := s.do(call{method: "POST", path: buy(tiny), token: other, body: `{"quantity":1}`})
+	if sold.status != http.StatusAccepted {
+		t.Fatalf("buy the last unit: %d %s", sold.status, sold.body)
+	}
+	createdID := orderID(t, sold.body)
+	s.waitCreated(createdID, other)
+
+	const secret = testutil.JWTSecret
+	sign := func(c jwt.MapClaims, key string) string {
+		tok, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString([]byte(key))
+		return tok
+	}
+	expired := sign(jwt.MapClaims{"sub": "42", "role": "user", "exp": now.Add(-time.Minute).Unix()}, secret)
+	wrongKey := sign(jwt.MapClaims{"sub": "42", "role": "user", "exp": now.Add(time.Hour).Unix()}, strings.Repeat("k", 40))
+	none := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`)) + "." +
+		base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf(`{"sub":"42","role":"admin","exp":%d}`, now.Add(time.Hour).Unix()))) + "."
+	// validSale is a valid new sale with some fields replaced (a nil value drops the field).
+	validSale := func(replace map[string]any) string {
+		body := map[string]any{"name": "n", "product_name": "p", "price_cents": 100, "stock": 10,
+			"per_user_limit": 1, "starts_at": now.Format(time.RFC3339), "ends_at": now.Add(time.Hour).Format(time.RFC3339)}
+		for k, v := range replace {
+			if v == nil {
+				delete(body, k)
+			} else {
+				body[k] = v
+			}
+		}
+		b, _ := json.Marshal(body)
+		return string(b)
+	}
+
+	tests := []struct {
+		name   string
+		c      call
+		status int
+		code   string
+		inMsg  string // the message must name this
+	}{
+		{"malformed JSON", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":`}, 400, "invalid_request", "JSON"},
+		{"wrong type", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":"two"}`}, 400, "invalid_request", "quantity"},
+		{"missing field", call{method: "POST", path: buy(open), token: buyer, body: `{"qty":1}`}, 400, "invalid_request", "quantity"},
+		{"quantity zero", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":0}`}, 400, "invalid_request", "quantity"},
+		{"quantity above the limit", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":3}`}, 400, "invalid_request", "quantity"},
+		{"bad Idempotency-Key", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1}`, header: map[string]string{"Idempotency-Key": "no spaces!"}}, 400, "invalid_request", "Idempotency-Key"},
+		{"trailing data", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1} {}`}, 400, "invalid_request", "JSON"},
+		{"admin: missing name", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"name": nil})}, 400, "invalid_request", "name"},
+		{"admin: price out of range", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"price_cents": 1000000000001})}, 400, "invalid_request", "price_cents"},
+		{"admin: stock too big for int64", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock": json.Number("1e30")})}, 400, "invalid_request", "stock"},
+		{"admin: time without zone", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"starts_at": "2026-01-01T10:00:00"})}, 400, "invalid_request", "starts_at"},
+		{"admin: pay window too short", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"pay_window_seconds": 5})}, 400, "invalid_request", "pay_window_seconds"},
+		{"admin: patch limit 0", call{method: "PATCH", path: fmt.Sprintf("/api/v1/admin/activities/%d", open), token: admin, body: `{"per_user_limit":0}`}, 400, "invalid_request", "per_user_limit"},
+		{"admin: patch ends before start", call{method: "PATCH", path: fmt.Sprintf("/api/v1/admin/activities/%d", open), token: admin, body: fmt.Sprintf(`{"ends_at":%q}`, now.Add(-time.Hour).Format(time.RFC3339))}, 400, "invalid_request", "ends_at"},
+		{"no token", call{method: "POST", path: buy(open), body: `{"quantity":1}`}, 401, "unauthorized", ""},
+		{"malformed token", call{method: "POST", path: buy(open), token: "abc.def", body: `{"quantity":1}`}, 401, "unauthorized", ""},
+		{"expired token", call{method: "GET", path: "/api/v1/orders", token: expired}, 401, "unauthorized", ""},
+		{"token of another key", call{method: "GET", path: "/api/v1/orders", token: wrongKey}, 401, "unauthorized", ""},
+		{"alg none", call{method: "GET", path: "/api/v1/admin/activities", token: none}, 401, "unauthorized", ""},
+		{"user on an admin route", call{method: "POST", path: "/api/v1/admin/activities", token: buyer, body: validSale(nil)}, 403, "forbidden", ""},
+		{"no such activity", call{method: "GET", path: "/api/v1/activities/999999"}, 404, "not_found", ""},
+		{"buy from no such activity", call{method: "POST", path: buy(999999), token: buyer, body: `{"quantity":1}`}, 404, "not_found", ""},
+		{"activity id not a number", call{method: "GET", path: "/api/v1/activities/abc"}, 404, "not_found", ""},
+		{"no such order", call{method: "GET", path: "/api/v1/orders/01ARZ3NDEKTSV4RRFFQ69G5FAV7", token: buyer}, 404, "not_found", ""},
+		{"another user's order", call{method: "GET", path: "/api/v1/orders/" + paidID, token: other}, 404, "not_found", ""},
+		{"pay another user's order", call{method: "POST", path: "/api/v1/orders/" + createdID + "/pay", token: buyer}, 404, "not_found", ""},
+		{"no such route", call{method: "GET", path: "/api/v1/nothing"}, 404, "not_found", ""},
+		{"sale not started", call{method: "POST", path: buy(upcoming), token: buyer, body: `{"quantity":1}`}, 409, "sale_not_started", ""},
+		{"sale ended", call{method: "POST", path: buy(ended), token: buyer, body: `{"quantity":1}`}, 409, "sale_ended", ""},
+		{"sold out", call{method: "POST", path: buy(tiny), token: buyer, body: `{"quantity":1}`}, 409, "sold_out", ""},
+		{"limit exceeded", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":2}`}, 409, "limit_exceeded", ""},
+		{"pay a paid order", call{method: "POST", path: "/api/v1/orders/" + paidID + "/pay", token: buyer}, 409, "order_not_payable", ""},
+		{"cancel a paid order", call{method: "POST", path: "/api/v1/orders/" + paidID + "/cancel", token: buyer}, 409, "order_not_cancellable", ""},
+		{"body over 64 KiB", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1,"pad":"` + strings.Repeat("x", 70<<10) + `"}`}, 413, "payload_too_large", ""},
+		{"key reused with another body", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":2}`, header: map[string]string{"Idempotency-Key": "k-1"}}, 422, "idempotency_key_reused", ""},
+		{"wrong method", call{method: "DELETE", path: "/api/v1/orders"}, 405, "method_not_allowed", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := s.do(tt.c)
+			wantError(t, a, tt.status, tt.code)
+			if tt.inMsg != "" && !strings.Contains(strings.ToLower(a.body), strings.ToLower(tt.inMsg)) {
+				t.Errorf("message %s does not name %q", a.body, tt.inMsg)
+			}
+		})
+	}
+
+	t.Run("replay answers 200 with the same order", func(t *testing.T) {
+		a := s.do(call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1}`, header: map[string]string{"Idempotency-Key": "k-1"}})
+		if a.status != http.StatusOK || orderID(t, a.body) != paidID {
+			t.Errorf("got %d %s; want 200 with order %s", a.status, a.body, paidID)
+		}
+	})
+	t.Run("busy: the user's lock stays held past the wait", func(t *testing.T) {
+		key := fmt.Sprintf("seckill:{act:%d}:lock:42", open)
+		if err := s.rdb.Set(t.Context(), key, "someone-else", 10*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+		a := s.do(call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1}`})
+		wantError(t, a, 429, "busy")
+		if a.header.Get("Retry-After") == "" {
+			t.Error("429 busy without Retry-After")
+		}
+		s.rdb.Del(t.Context(), key)
+	})
+	t.Run("order expired", func(t *testing.T) {
+		s.clock.Advance(2 * time.Minute) // past the 60 s pay window
+		defer s.clock.Advance(-2 * time.Minute)
+		wantError(t, s.do(call{method: "POST", path: "/api/v1/orders/" + createdID + "/pay", token: other}), 409, "order_expired")
+	})
+	t.Run("cancel gives the unit back", func(t *testing.T) {
+		a := s.do(call{method: "POST", path: "/api/v1/orders/" + createdID + "/cancel", token: other})
+		if a.status != http.StatusOK || !strings.Contains(a.body, `"status":"cancelled"`) {
+			t.Fatalf("cancel: %d %s", a.status, a.body)
+		}
+		again := s.do(call{method: "POST", path: buy(tiny), token: buyer, body: `{"quantity":1}`})
+		if again.status != http.StatusAccepted {
+			t.Errorf("buy after the cancel: %d %s; want 202", again.status, again.body)
+		}
+	})
+}
+
+func TestRateLimited(t *testing.T) {
+	s := newStack(t, handler.Options{RateUser: 2, RateIP: 0})
+	buyer := testutil.Token(t, 7, false)
+	var limited answer
+	for i := 0; i < 10 && limited.status == 0; i++ {
+		if a := s.do(call{method: "GET", path: "/api/v1/orders", token: buyer}); a.status == http.StatusTooManyRequests {
+			limited = a
+		}
+	}
+	wantError(t, limited, 429, "rate_limited")
+	if ra := limited.header.Get("Retry-After"); ra == "" || ra == "0" {
+		t.Errorf("Retry-After = %q, want whole seconds >= 1", ra)
+	}
+	if a := s.do(call{method: "GET", path: "/api/v1/orders", token: testutil.Token(t, 8, false)}); a.status != http.StatusOK {
+		t.Errorf("another user: %d %s, want 200", a.status, a.body)
+	}
+
+	ipLimited := newStack(t, handler.Options{RateIP: 1})
+	codes := map[int]int{}
+	for i := 0; i < 5; i++ {
+		codes[ipLimited.do(call{method: "GET", path: "/api/v1/activities"}).status]++
+	}
+	if codes[http.StatusTooManyRequests] == 0 {
+		t.Errorf("IP limit 1/s: 5 requests got %v, want some 429", codes)
+	}
+}
+
+// Redis stopped: purchases answer 503 quickly, /readyz says 503, and both recover.
+func TestRedisDownIsUnavailable(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	now := time.Now()
+	act := s.sale(10, 5, now.Add(-time.Minute), now.Add(time.Hour))
+	buyer := testutil.Token(t, 9, false)
+	path := fmt.Sprintf("/api/v1/activities/%d/orders", act)
+
+	s.redis.Kill()
+	start := time.Now()
+	a := s.do(call{method: "POST", path: path, token: buyer, body: `{"quantity":1}`})
+	took := time.Since(start)
+	wantError(t, a, 503, "unavailable")
+	if strings.Contains(a.body, "dial") || strings.Contains(a.body, "127.0.0.1") {
+		t.Errorf("503 body leaks internals: %s", a.body)
+	}
+	t.Logf("purchase with Redis down answered %d in %v", a.status, took)
+	wantError(t, s.do(call{method: "GET", path: "/readyz"}), 503, "unavailable")
+
+	s.redis.Start()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a := s.do(call{method: "POST", path: path, token: buyer, body: `{"quantity":1}`})
+		if a.status == http.StatusAccepted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after Redis came back: %d %s", a.status, a.body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if a := s.do(call{method: "GET", path: "/readyz"}); a.status != http.StatusOK {
+		t.Errorf("readyz after recovery: %d %s", a.status, a.body)
+	}
+}

@@ -1,0 +1,158 @@
+package handler_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/config"
+	"seckill/internal/handler"
+	"seckill/internal/lock"
+	"seckill/internal/order"
+	"seckill/internal/queue"
+	"seckill/internal/sale"
+	"seckill/internal/stock"
+	"seckill/internal/store"
+	"seckill/internal/testutil"
+	"seckill/internal/worker"
+)
+
+// clock is a settable clock for the service; the HTTP layer keeps real time.
+type clock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.off += d
+}
+
+// stack is the API in-process over a private Redis and a fresh database, with an
+// in-process asynq worker writing orders to MySQL.
+type stack struct {
+	t     *testing.T
+	url   string
+	redis *testutil.RedisServer
+	rdb   *redis.Client
+	svc   *sale.Service
+	clock *clock
+}
+
+func newStack(t *testing.T, o handler.Options) *stack {
+	t.Helper()
+	srv := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "everysec")
+	rdb := config.Config{RedisAddr: srv.Addr}.Redis() // the service's own client settings
+	t.Cleanup(func() { _ = rdb.Close() })
+	db := testutil.MySQL(t)
+	st, sk := store.New(db.Gorm), stock.New(rdb)
+	locks := lock.New(rdb)
+	t.Cleanup(func() { _ = locks.Close() })
+	c := &clock{}
+	svc := sale.New(st, sk, order.New(st, sk), queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
+	svc.SetClock(c.Now)
+	svc.LockWait = 100 * time.Millisecond
+
+	ctx, cancel := context.WithCancel(context.Background())
+	persister := worker.NewPersister(st, sk, 50)
+	persister.Run(ctx, 2)
+	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 20, Queues: map[string]int{queue.Name: 1},
+		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(queue.TypePersistOrder, persister.HandleTask)
+	if err := w.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Shutdown(); cancel() })
+
+	o.JWTSecret = testutil.JWTSecret
+	ts := httptest.NewServer(handler.New(svc, o).Routes())
+	t.Cleanup(ts.Close)
+	return &stack{t: t, url: ts.URL, redis: srv, rdb: rdb, svc: svc, clock: c}
+}
+
+// sale creates a sale directly through the service.
+func (s *stack) sale(stockUnits int64, limit int, starts, ends time.Time) int64 {
+	s.t.Helper()
+	a, err := s.svc.CreateActivity(context.Background(), sale.NewActivity{Name: "s", ProductName: "p",
+		PriceCents: 250, Stock: stockUnits, PerUserLimit: limit, StartsAt: starts, EndsAt: ends, PayWindowSeconds: 60})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return a.ID
+}
+
+type call struct {
+	method, path, token, body string
+	header                    map[string]string
+}
+
+type answer struct {
+	status int
+	body   string
+	header http.Header
+}
+
+func (s *stack) do(c call) answer {
+	s.t.Helper()
+	req, _ := http.NewRequest(c.method, s.url+c.path, strings.NewReader(c.body))
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for k, v := range c.header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", c.method, c.path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{resp.StatusCode, string(b), resp.Header}
+}
+
+// waitCreated waits until the worker has written the order.
+func (s *stack) waitCreated(id, token string) {
+	s.t.Helper()
+	for i := 0; i < 200; i++ {
+		if a := s.do(call{method: "GET", path: "/api/v1/orders/" + id, token: token}); strings.Contains(a.body, `"status":"created"`) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.t.Fatalf("order %s never reached created", id)
+}
+
+func orderID(t *testing.T, body string) string {
+	t.Helper()
+	i := strings.Index(body, `"id":"`)
+	if i < 0 {
+		t.Fatalf("no order id in %s", body)
+	}
+	rest := body[i+6:]
+	return rest[:strings.Index(rest, `"`)]
+}
+
+func wantError(t *testing.T, a answer, status int, code string) {
+	t.Helper()
+	if a.status != status || !strings.Contains(a.body, fmt.Sprintf(`"code":"%s"`, code)) ||
+		!strings.Contains(a.body, `"message":"`) || !strings.HasPrefix(a.body, `{"error":{`) {
+		t.Errorf("got %d %s; want %d with code %s in the contract's error body", a.status, a.body, status, code)
+	}
+}

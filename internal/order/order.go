@@ -1,0 +1,100 @@
+// Package order carries an order after MySQL has it: payment, cancellation by the
+// buyer, expiry when the pay window passes, and the return of cancelled units to the
+// Redis stock, exactly once. The API and the worker share it.
+package order
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"seckill/internal/stock"
+	"seckill/internal/store"
+)
+
+// Lifecycle pays, cancels and expires stored orders.
+type Lifecycle struct {
+	store *store.Store
+	stock *stock.Stock
+	now   func() time.Time
+}
+
+// New returns a Lifecycle.
+func New(st *store.Store, sk *stock.Stock) *Lifecycle {
+	return &Lifecycle{store: st, stock: sk, now: time.Now}
+}
+
+// SetClock replaces the clock (tests).
+func (l *Lifecycle) SetClock(now func() time.Time) { l.now = now }
+
+// Pay marks a created order paid. Errors: store.ErrNotFound, store.ErrNotPayable,
+// store.ErrExpired.
+func (l *Lifecycle) Pay(ctx context.Context, id string, who store.Access) (store.Order, error) {
+	return l.store.PayOrder(ctx, id, who, l.now().UTC())
+}
+
+// Cancel cancels a created order and gives its units back to stock and to the user's
+// allowance. Cancelling a cancelled order returns it unchanged. Errors:
+// store.ErrNotFound, store.ErrNotCancellable.
+//
+// MySQL is changed first, then Redis. If Redis fails in between, the order stays
+// marked return_pending and ReturnPending gives the units back later.
+func (l *Lifecycle) Cancel(ctx context.Context, id string, who store.Access) (store.Order, error) {
+	o, changed, err := l.store.CancelOrder(ctx, id, who, l.now().UTC())
+	if err != nil || !changed {
+		return o, err
+	}
+	if err := l.giveBack(ctx, o); err != nil {
+		slog.Warn("cancelled order's units not yet back in Redis; the worker will retry", "order", id, "err", err)
+	}
+	return o, nil
+}
+
+func (l *Lifecycle) giveBack(ctx context.Context, o store.Order) error {
+	if err := l.stock.Return(ctx, o.ActivityID, o.UserID, o.ID, o.Quantity); err != nil {
+		return err
+	}
+	return l.store.ReturnedToStock(ctx, o.ID)
+}
+
+// ExpireDue cancels up to limit created orders whose pay window has passed, and
+// returns how many it cancelled. A payment racing with the expiry of the same order
+// is decided by the order's row lock: one of them wins.
+func (l *Lifecycle) ExpireDue(ctx context.Context, limit int) (int, error) {
+	ids, err := l.store.DueOrders(ctx, l.now().UTC(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("find expired orders: %w", err)
+	}
+	n := 0
+	for _, id := range ids {
+		o, changed, err := l.store.CancelOrder(ctx, id, store.Access{Admin: true}, l.now().UTC())
+		if errors.Is(err, store.ErrNotCancellable) || err == nil && !changed {
+			continue // paid (or cancelled) since DueOrders read it
+		}
+		if err != nil {
+			return n, fmt.Errorf("expire order %s: %w", id, err)
+		}
+		n++
+		if err := l.giveBack(ctx, o); err != nil {
+			return n, fmt.Errorf("expire order %s: %w", id, err)
+		}
+	}
+	return n, nil
+}
+
+// ReturnPending gives back the units of up to limit cancelled orders whose return to
+// Redis was interrupted, and returns how many it handled.
+func (l *Lifecycle) ReturnPending(ctx context.Context, limit int) (int, error) {
+	os, err := l.store.PendingReturns(ctx, limit)
+	if err != nil {
+		return 0, fmt.Errorf("find pending returns: %w", err)
+	}
+	for i, o := range os {
+		if err := l.giveBack(ctx, o); err != nil {
+			return i, err
+		}
+	}
+	return len(os), nil
+}
