@@ -1,0 +1,205 @@
+package order_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"seckill/internal/config"
+	"seckill/internal/order"
+	"seckill/internal/stock"
+	"seckill/internal/store"
+	"seckill/internal/testutil"
+)
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// fixture is a sale of 10 units, limit 5, pay window 60 s, with orders persisted
+// the way the worker does it: reserve in Redis, persist in MySQL, settle in Redis.
+type fixture struct {
+	t     *testing.T
+	redis *testutil.RedisServer
+	st    *store.Store
+	sk    *stock.Stock
+	life  *order.Lifecycle
+	now   atomic.Pointer[time.Time]
+	act   int64
+	seq   int
+}
+
+func newFixture(t *testing.T) *fixture {
+	f := &fixture{t: t, redis: testutil.StartRedis(t, "--appendonly", "yes")}
+	rdb := config.Config{RedisAddr: f.redis.Addr}.Redis()
+	t.Cleanup(func() { rdb.Close() })
+	f.st, f.sk = store.New(testutil.MySQL(t).Gorm), stock.New(rdb)
+	f.life = order.New(f.st, f.sk)
+	f.set(t0)
+	f.life.SetClock(func() time.Time { return *f.now.Load() })
+	a := store.Activity{Name: "s", ProductName: "p", PriceCents: 100, StockTotal: 10, PerUserLimit: 5,
+		StartsAt: t0.Add(-time.Hour), EndsAt: t0.Add(time.Hour), PayWindowSeconds: 60}
+	err := f.st.CreateActivity(context.Background(), &a, func(a store.Activity) error {
+		return f.sk.Load(context.Background(), stock.Sale{ActivityID: a.ID, Available: 10, Total: 10, Limit: 5,
+			StartsAt: a.StartsAt, EndsAt: a.EndsAt, PriceCents: 100, PayWindow: time.Minute})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.act = a.ID
+	return f
+}
+
+func (f *fixture) set(now time.Time) { f.now.Store(&now) }
+
+// created makes a created order of qty units for user.
+func (f *fixture) created(user int64, qty int) store.Order {
+	f.t.Helper()
+	ctx := context.Background()
+	f.seq++
+	id := fmt.Sprintf("o%d", f.seq)
+	_, err := f.sk.Reserve(ctx, stock.Reservation{ActivityID: f.act, UserID: user, Quantity: qty, OrderID: id,
+		Now: t0, LockToken: id, LockTTL: time.Millisecond})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond)
+	o := store.Order{ID: id, ActivityID: f.act, UserID: user, Quantity: qty, AmountCents: 100 * int64(qty),
+		CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}
+	if _, err := f.st.PersistBatch(ctx, []store.NewOrder{{Order: o, Limit: 5}}); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.sk.Settle(ctx, f.act, []stock.Settlement{{OrderID: id, UserID: user}}); err != nil {
+		f.t.Fatal(err)
+	}
+	return o
+}
+
+// ledger checks stock_total = available + units held, in Redis and MySQL alike.
+func (f *fixture) ledger(wantAvailable int64) {
+	f.t.Helper()
+	ctx := context.Background()
+	sales, err := f.sk.Sales(ctx, []int64{f.act})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	a, _ := f.st.GetActivity(ctx, f.act)
+	counts, _ := f.st.CountOrders(ctx, f.act)
+	held := counts[store.StatusCreated].Units + counts[store.StatusPaid].Units
+	if sales[f.act].Available != wantAvailable || a.Sold != held || wantAvailable+held != a.StockTotal {
+		f.t.Errorf("ledger: available %d (want %d), sold %d, held in orders %d, total %d",
+			sales[f.act].Available, wantAvailable, a.Sold, held, a.StockTotal)
+	}
+}
+
+func TestPayCancelExpire(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	me := store.Access{UserID: 1}
+	paid, cancelled, expired := f.created(1, 2), f.created(1, 1), f.created(2, 3)
+	f.ledger(4)
+
+	steps := []struct {
+		name    string
+		at      time.Duration // after t0
+		do      func() (store.Order, error)
+		want    string
+		wantErr error
+	}{
+		{"pay", 10 * time.Second, func() (store.Order, error) { return f.life.Pay(ctx, paid.ID, me) }, "paid", nil},
+		{"pay again", 11 * time.Second, func() (store.Order, error) { return f.life.Pay(ctx, paid.ID, me) }, "", store.ErrNotPayable},
+		{"pay someone else's", 11 * time.Second, func() (store.Order, error) { return f.life.Pay(ctx, expired.ID, me) }, "", store.ErrNotFound},
+		{"cancel", 20 * time.Second, func() (store.Order, error) { return f.life.Cancel(ctx, cancelled.ID, me) }, "cancelled", nil},
+		{"cancel again", 21 * time.Second, func() (store.Order, error) { return f.life.Cancel(ctx, cancelled.ID, me) }, "cancelled", nil},
+		{"cancel a paid order", 22 * time.Second, func() (store.Order, error) { return f.life.Cancel(ctx, paid.ID, me) }, "", store.ErrNotCancellable},
+		{"pay at the end of the window", time.Minute, func() (store.Order, error) { return f.life.Pay(ctx, expired.ID, store.Access{UserID: 2}) }, "", store.ErrExpired},
+	}
+	for _, st := range steps {
+		f.set(t0.Add(st.at))
+		o, err := st.do()
+		if !errors.Is(err, st.wantErr) || err == nil && o.Status != st.want {
+			t.Errorf("%s: got %q, %v; want %q, %v", st.name, o.Status, err, st.want, st.wantErr)
+		}
+	}
+	f.ledger(5) // the cancelled unit came back, once
+
+	f.set(t0.Add(time.Minute + time.Second))
+	n, err := f.life.ExpireDue(ctx, 100)
+	if err != nil || n != 1 {
+		t.Fatalf("ExpireDue = %d, %v; want 1", n, err)
+	}
+	if n, _ := f.life.ExpireDue(ctx, 100); n != 0 {
+		t.Errorf("second ExpireDue expired %d more", n)
+	}
+	f.ledger(8)
+	if held, _ := f.sk.Held(ctx, f.act, 2); held != 0 {
+		t.Errorf("user 2 still holds %d units after expiry", held)
+	}
+	if _, err := f.life.Pay(ctx, expired.ID, store.Access{UserID: 2}); !errors.Is(err, store.ErrExpired) {
+		t.Errorf("pay an expired order: %v, want ErrExpired", err)
+	}
+}
+
+// Payment and expiry of the same orders at once: exactly one wins each order.
+func TestPayRacesExpiry(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var orders []store.Order
+	for u := int64(1); u <= 10; u++ {
+		orders = append(orders, f.created(u, 1))
+	}
+	f.set(t0.Add(time.Minute - time.Millisecond)) // the payers' last moment...
+	var wg sync.WaitGroup
+	var paid, refused atomic.Int64
+	for _, o := range orders {
+		wg.Add(1)
+		go func(o store.Order) {
+			defer wg.Done()
+			if _, err := f.life.Pay(ctx, o.ID, store.Access{UserID: o.UserID}); err == nil {
+				paid.Add(1)
+			} else if errors.Is(err, store.ErrExpired) {
+				refused.Add(1)
+			} else {
+				t.Errorf("pay: %v", err)
+			}
+		}(o)
+	}
+	f.set(t0.Add(time.Minute)) // ...while the expiry runs
+	expired, err := f.life.ExpireDue(ctx, 100)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if paid.Load()+int64(expired) != 10 || refused.Load() != int64(expired) {
+		t.Errorf("paid %d, expired %d, payments refused %d: want each order once", paid.Load(), expired, refused.Load())
+	}
+	f.ledger(int64(expired))
+	t.Logf("paid %d, expired %d", paid.Load(), expired)
+}
+
+// Redis down while a cancel runs: MySQL cancels, the units come back later, once.
+func TestCancelWhileRedisDown(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	o := f.created(1, 2)
+	f.redis.Kill()
+	got, err := f.life.Cancel(ctx, o.ID, store.Access{UserID: 1})
+	if err != nil || got.Status != store.StatusCancelled {
+		t.Fatalf("cancel with Redis down: %q, %v; want cancelled (MySQL is the record)", got.Status, err)
+	}
+	if n, err := f.life.ReturnPending(ctx, 10); err == nil {
+		t.Fatalf("ReturnPending with Redis down returned %d, nil", n)
+	}
+	f.redis.Start()
+	for i := 0; i < 2; i++ {
+		if _, err := f.life.ReturnPending(ctx, 10); err != nil {
+			t.Fatalf("ReturnPending: %v", err)
+		}
+	}
+	f.ledger(10)
+	if pending, _ := f.st.PendingReturns(ctx, 10); len(pending) != 0 {
+		t.Errorf("%d returns still pending", len(pending))
+	}
+}
