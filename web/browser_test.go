@@ -1,0 +1,363 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/log"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"seckill/internal/testutil"
+)
+
+// TestPagesInBrowser runs a sale through the pages in Debian's chromium, against the
+// real API and worker: the admin creates a sale (after a validation message shows
+// beside its field), a buyer buys, sees the order created, pays and sees it paid,
+// another buyer meets sold out, the admin adds a unit, the second buyer buys and
+// cancels, and the admin ends the sale. Screenshots of every step go to the
+// artifacts directory.
+func TestPagesInBrowser(t *testing.T) {
+	s := testutil.StartStack(t)
+	b := startBrowser(t)
+
+	admin := b.open(t, "admin", 1280, 900)
+	admin.do("open the admin page", chromedp.Navigate(s.URL+"/admin#token="+testutil.Token(t, 1, true)))
+	admin.waitFor("the create form", `!document.querySelector('#console').hidden`)
+	admin.waitFor("the empty list", `document.querySelector('#sales-note').textContent.includes('No sales yet')`)
+	admin.screenshot("admin-signed-in")
+
+	// A bad price: the API's message shows beside the price field.
+	admin.do("fill the sale",
+		chromedp.SendKeys(chromedp.CSS("#f-name"), "Launch"),
+		chromedp.SendKeys(chromedp.CSS("#f-product"), "Phone"),
+		chromedp.SetValue(chromedp.CSS("#f-price"), "-1"),
+		chromedp.SetValue(chromedp.CSS("#f-stock"), "1"),
+		chromedp.SetValue(chromedp.CSS("#f-limit"), "1"),
+		chromedp.Click(chromedp.CSS("#create-button")),
+	)
+	admin.waitFor("the price's validation message", `document.querySelector('#f-price-error').textContent !== ''`)
+	if got := admin.text("#f-price-error"); !strings.HasPrefix(got, "Price_cents must be between 0 and") {
+		t.Errorf("message beside the price: got %q, want the API's Price_cents message", got)
+	}
+	if got := admin.eval(`document.activeElement.id + ' ' + document.querySelector('#f-price').getAttribute('aria-invalid')`); got != "f-price true" {
+		t.Errorf("focus and aria-invalid after the bad price: got %q, want %q", got, "f-price true")
+	}
+	admin.screenshot("admin-validation")
+
+	// Fixed, and sent with Enter from the focused field, as a keyboard user would.
+	admin.do("correct the price and press Enter",
+		chromedp.SetValue(chromedp.CSS("#f-price"), "499.00"),
+		chromedp.Focus(chromedp.CSS("#f-price")),
+		chromedp.KeyEvent("\r"),
+	)
+	admin.waitFor("the new sale", `document.querySelector('#sales li[data-status="active"]') !== null`)
+	if got := admin.text("#create-result"); !strings.Contains(got, "created with 1 unit:") {
+		t.Errorf("create result: got %q, want it to say the sale was created", got)
+	}
+	admin.waitFor("the sale's figures", figureIs("f-available", "1"))
+	admin.screenshot("admin-sale-created")
+
+	// The first buyer, on a phone-width screen, buys the only unit and pays.
+	buyer := b.open(t, "buyer", 390, 844)
+	buyer.do("open the buyer page", chromedp.Navigate(s.URL+"/#token="+testutil.Token(t, 42, false)))
+	buyer.waitFor("a sale on sale", `(() => { const b = document.querySelector('#sales li[data-status="active"] .buy-button'); return b !== null && !b.disabled })()`)
+	if got := buyer.text("#sales li .stock-text"); got != "1 of 1 left" {
+		t.Errorf("stock shown: got %q, want %q", got, "1 of 1 left")
+	}
+	if got := buyer.eval(`location.hash`); got != "" {
+		t.Errorf("the token stayed in the address bar: hash %q", got)
+	}
+	buyer.screenshot("buyer-sale-phone")
+	buyer.do("buy with the keyboard: Enter in the quantity field",
+		chromedp.Focus(chromedp.CSS("#sales li .qty")),
+		chromedp.KeyEvent("\r"),
+	)
+	buyer.waitFor("the order created", `document.querySelector('#orders li[data-status="created"] .pay') !== null`)
+	if got := buyer.text("#orders li .pay-clock"); !strings.HasPrefix(got, "Pay within 1") {
+		t.Errorf("pay window: got %q, want a countdown from 15m", got)
+	}
+	buyer.screenshot("buyer-created-phone")
+	buyer.do("pay", chromedp.Click(chromedp.CSS(`#orders li[data-status="created"] .pay`)))
+	buyer.waitFor("the order paid", `document.querySelector('#orders li[data-status="paid"]') !== null`)
+	if got := buyer.text(`#orders li[data-status="paid"] .order-status`); !strings.HasPrefix(got, "Paid on") {
+		t.Errorf("paid order: got %q, want it to say paid", got)
+	}
+	buyer.screenshot("buyer-paid-phone")
+
+	// The second buyer meets sold out.
+	other := b.open(t, "other", 1280, 900)
+	other.do("open the buyer page", chromedp.Navigate(s.URL+"/#token="+testutil.Token(t, 43, false)))
+	other.waitFor("the sale sold out", `document.querySelector('#sales li[data-status="sold_out"]') !== null`)
+	if got := other.text("#sales li .message"); got != "Sold out: every unit has been taken." {
+		t.Errorf("second buyer's sentence: got %q, want the sold-out sentence", got)
+	}
+	if got := other.eval(`String(document.querySelector('#sales li .buy-button').disabled)`); got != "true" {
+		t.Errorf("Buy enabled on a sold-out sale")
+	}
+	other.screenshot("buyer-sold-out")
+
+	admin.waitFor("the figures after the payment",
+		figureIs("f-available", "0")+" && "+figureIs("f-sold", "1")+" && "+figureIs("f-paid", "1")+" && "+figureIs("f-queued", "0"))
+	admin.screenshot("admin-figures")
+	admin.do("narrow the admin page", chromedp.EmulateViewport(390, 844))
+	admin.screenshot("admin-figures-phone")
+	admin.do("widen the admin page", chromedp.EmulateViewport(1280, 900))
+
+	// The admin adds a unit: the second buyer buys it and cancels, and the first buyer
+	// is at the per-user limit.
+	admin.do("add a unit",
+		chromedp.SetValue(chromedp.CSS("#sales li .stock-input"), "1"),
+		chromedp.Click(chromedp.CSS("#sales li .add-stock button")),
+	)
+	admin.waitFor("the added unit", figureIs("f-available", "1")+" && "+figureIs("f-total", "2"))
+	buyer.waitFor("the limit sentence", `document.querySelector('#sales li .message').textContent.startsWith('Limit reached')`)
+	other.waitFor("the sale on sale again", `(() => { const b = document.querySelector('#sales li[data-status="active"] .buy-button'); return b !== null && !b.disabled })()`)
+	other.do("buy", chromedp.Click(chromedp.CSS("#sales li .buy-button")))
+	other.waitFor("the order created", `document.querySelector('#orders li[data-status="created"] .cancel') !== null`)
+	other.do("cancel", chromedp.Click(chromedp.CSS(`#orders li[data-status="created"] .cancel`)))
+	other.waitFor("the order cancelled", `document.querySelector('#orders li[data-status="cancelled"]') !== null`)
+	other.waitFor("the unit back in stock", `document.querySelector('#sales li .stock-text').textContent === '1 of 2 left'`)
+	other.screenshot("buyer-cancelled")
+
+	// The admin ends the sale; the buyer sees it ended.
+	admin.do("end the sale",
+		chromedp.Click(chromedp.CSS("#sales li .end-button")),
+		chromedp.Click(chromedp.CSS("#sales li .end-yes")),
+	)
+	admin.waitFor("the sale ended", `document.querySelector('#sales li[data-status="ended"]') !== null`)
+	admin.waitFor("the figures after the cancel", figureIs("f-cancelled", "1")+" && "+figureIs("f-paid", "1"))
+	other.waitFor("the buyer told it ended", `document.querySelector('#sales li .message').textContent === 'This sale has ended.'`)
+	other.screenshot("buyer-ended")
+	admin.screenshot("admin-ended")
+
+	for _, tb := range []*tab{admin, buyer, other} {
+		tb.checkConsole()
+	}
+}
+
+// figureIs is a JavaScript test that the first sale's figure (its dd class) reads want.
+func figureIs(class, want string) string {
+	return fmt.Sprintf(`document.querySelector('#sales li .%s')?.textContent === %s`, class, strconv.Quote(want))
+}
+
+// browser is one chromium process for a test.
+type browser struct {
+	ctx context.Context
+	dir string // where screenshots go
+}
+
+// chromiumPath is the browser the tests drive: $SECKILL_CHROMIUM, else Debian's
+// chromium. A missing browser fails the test: a setup without it must not pass.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("SECKILL_CHROMIUM"); p != "" {
+		return p
+	}
+	p, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium is missing (%v): run `make services`, which installs Debian's chromium, or `apt-get install chromium`", err)
+	}
+	return p
+}
+
+func startBrowser(t *testing.T) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1280, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	// The first action starts the browser, on ctx itself: a derived context that
+	// ends would end the browser with it.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return &browser{ctx: ctx, dir: screenshotDir(t)}
+}
+
+// screenshotDir is $SECKILL_ARTIFACTS/screenshots, else artifacts/screenshots at the
+// repository's root.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	root := os.Getenv("SECKILL_ARTIFACTS")
+	if root == "" {
+		_, file, _, _ := runtime.Caller(0)
+		root = filepath.Join(filepath.Dir(file), "..", "artifacts")
+	}
+	dir := filepath.Join(root, "screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("screenshot directory: %v", err)
+	}
+	return dir
+}
+
+// tab is one person's tab, in a browser context of its own (its own storage).
+type tab struct {
+	t    *testing.T
+	name string
+	ctx  context.Context
+	dir  string
+
+	mu       sync.Mutex
+	problems []string
+}
+
+func (b *browser) open(t *testing.T, name string, width, height int64) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	tb := &tab{t: t, name: name, ctx: ctx, dir: b.dir}
+	if err := chromedp.Listen(ctx, tb.record); err != nil {
+		t.Fatalf("%s: listen: %v", name, err)
+	}
+	if _, err := chromedp.Call(ctx, log.Enable, cdp.Empty{}); err != nil {
+		t.Fatalf("%s: enable the log: %v", name, err)
+	}
+	tb.do("set the viewport", chromedp.EmulateViewport(width, height))
+	return tb
+}
+
+// record keeps the page's uncaught exceptions, console errors and log errors (a
+// refused script, a failed load), which checkConsole reports.
+func (tb *tab) record(ev any) {
+	var problem string
+	switch ev := ev.(type) {
+	case *cdpruntime.EventExceptionThrown:
+		problem = "exception: " + ev.ExceptionDetails.Text
+		if ev.ExceptionDetails.Exception != nil {
+			problem += " " + ev.ExceptionDetails.Exception.Description
+		}
+	case *cdpruntime.EventConsoleAPICalled:
+		if ev.Type == cdpruntime.ConsoleAPICalledTypeError {
+			problem = "console.error"
+			for _, a := range ev.Args {
+				problem += " " + string(a.Value) + a.Description
+			}
+		}
+	case *log.EventEntryAdded:
+		// The API's refusals (a 400, a 409) are answers the pages show, not faults.
+		apiAnswer := ev.Entry.Source == log.EntrySourceNetwork && strings.Contains(ev.Entry.URL, "/api/v1/")
+		if ev.Entry.Level == log.EntryLevelError && !apiAnswer {
+			problem = "log: " + ev.Entry.Text + " " + ev.Entry.URL
+		}
+	}
+	if problem != "" {
+		tb.mu.Lock()
+		tb.problems = append(tb.problems, problem)
+		tb.mu.Unlock()
+	}
+}
+
+func (tb *tab) checkConsole() {
+	tb.t.Helper()
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	for _, p := range tb.problems {
+		tb.t.Errorf("%s page: %s", tb.name, p)
+	}
+}
+
+// do runs steps, failing the test with what when one fails.
+func (tb *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		tb.fail("%s: %v", what, err)
+	}
+}
+
+// waitFor waits until the JavaScript expression is true.
+func (tb *tab) waitFor(what, expr string) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(25*time.Second)))
+	if err != nil {
+		tb.fail("wait for %s: %v", what, err)
+	}
+}
+
+// text returns the text of the first element that matches the CSS selector.
+func (tb *tab) text(selector string) string {
+	tb.t.Helper()
+	return tb.eval(fmt.Sprintf(`document.querySelector(%s)?.textContent ?? '(no element)'`, strconv.Quote(selector)))
+}
+
+// eval returns the string the expression gives.
+func (tb *tab) eval(expr string) string {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		tb.fail("evaluate %s: %v", expr, err)
+	}
+	return strings.TrimSpace(got)
+}
+
+// screenshot writes the whole page as <dir>/<name>.png.
+func (tb *tab) screenshot(name string) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		tb.fail("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(tb.dir, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		tb.t.Fatalf("write %s: %v", path, err)
+	}
+	tb.t.Logf("screenshot %s", path)
+}
+
+// fail ends the test with a screenshot of the tab and the page's text, so a
+// failure in CI can be read without a browser.
+func (tb *tab) fail(format string, args ...any) {
+	tb.t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		path := filepath.Join(tb.dir, "failed-"+tb.name+".png")
+		if os.WriteFile(path, png, 0o644) == nil {
+			msg += "\nscreenshot: " + path
+		}
+	}
+	if body, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`)); err == nil {
+		msg += "\n--- " + tb.name + " page text ---\n" + body
+	}
+	tb.mu.Lock()
+	for _, p := range tb.problems {
+		msg += "\n" + tb.name + " page: " + p
+	}
+	tb.mu.Unlock()
+	tb.t.Fatalf("%s: %s", tb.name, msg)
+}

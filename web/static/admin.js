@@ -1,0 +1,363 @@
+// The admin's page: sign in with an admin token, create a sale (the API's
+// validation messages beside their fields), and watch and change every sale.
+import {
+  api, clock, Session, decodeClaims, money, duration, when, el, setText, statusLabel, poller,
+} from './common.js';
+
+const session = new Session('seckill.admin.token');
+const sales = new Map(); // activity id -> {data, stats, node, busy}
+// Stats are fetched for this many of the newest sales at each refresh.
+const maxStatsSales = 50;
+
+const $ = (id) => document.getElementById(id);
+const units = (n) => `${Number(n).toLocaleString('en-US')} ${n === 1 ? 'unit' : 'units'}`;
+
+// ---- signing in ----
+
+function showSignedIn(signedIn) {
+  $('signin').hidden = signedIn;
+  $('console').hidden = !signedIn;
+  $('who').hidden = !signedIn;
+  if (signedIn) {
+    const claims = session.claims() || {};
+    setText($('who-name'), `Signed in as admin ${claims.sub || ''}`.trim());
+  }
+}
+
+function signOut(reason) {
+  session.set('');
+  sales.clear();
+  $('sales').replaceChildren();
+  $('token').value = '';
+  setText($('token-error'), reason || '');
+  $('token').setAttribute('aria-invalid', reason ? 'true' : 'false');
+  showSignedIn(false);
+  $('token').focus();
+}
+
+// refused handles 401 and 403 anywhere on the page; it reports whether it did.
+function refused(res) {
+  if (res.status === 401) {
+    signOut('The server did not accept this token: it is malformed, expired, or signed with another secret.');
+    return true;
+  }
+  if (res.status === 403) {
+    signOut('This token is a buyer’s. Sign in with an admin token (made with -admin).');
+    return true;
+  }
+  return false;
+}
+
+async function signIn(token) {
+  const claims = decodeClaims(token);
+  if (!token) return signOut('Paste a token first.');
+  if (!claims) return signOut('This is not a token: a token is three parts separated by dots.');
+  if (claims.exp && claims.exp * 1000 < clock.now()) {
+    return signOut('This token has expired. Get a new one with go run ./cmd/api token -user 1 -admin.');
+  }
+  session.set(token);
+  const res = await api('GET', '/api/v1/admin/activities', { token });
+  if (refused(res)) return undefined;
+  setText($('token-error'), '');
+  showSignedIn(true);
+  defaultTimes();
+  salesPoll.kick();
+  return undefined;
+}
+
+$('signin-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  signIn($('token').value.trim());
+});
+
+$('sign-out').addEventListener('click', () => signOut(''));
+
+// ---- creating a sale ----
+
+// fields maps the API's JSON field names to the form's inputs.
+const fields = {
+  name: 'f-name',
+  product_name: 'f-product',
+  price_cents: 'f-price',
+  stock: 'f-stock',
+  per_user_limit: 'f-limit',
+  starts_at: 'f-starts',
+  ends_at: 'f-ends',
+  pay_window_seconds: 'f-pay-window',
+};
+
+// fieldOf returns the JSON field a validation message is about: the API's 400
+// messages start with the field's name, such as "Price_cents must be ...".
+function fieldOf(message) {
+  const m = /^([A-Za-z_]+)/.exec(message || '');
+  return m ? m[1].toLowerCase() : '';
+}
+
+function localInputValue(ms) {
+  const d = new Date(ms);
+  const two = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}T${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+}
+
+// defaultTimes proposes a sale that starts now and lasts an hour.
+function defaultTimes() {
+  const now = Math.floor(clock.now() / 1000) * 1000;
+  if (!$('f-starts').value) $('f-starts').value = localInputValue(now);
+  if (!$('f-ends').value) $('f-ends').value = localInputValue(now + 3600 * 1000);
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'this device’s zone';
+  document.querySelectorAll('.zone').forEach((z) => setText(z, zone));
+}
+
+function clearCreateErrors() {
+  for (const id of Object.values(fields)) {
+    setText($(`${id}-error`), '');
+    $(id).removeAttribute('aria-invalid');
+  }
+  setText($('create-error'), '');
+}
+
+// createBody reads the form. Empty fields are left out, so the API names what is missing.
+function createBody() {
+  const body = {};
+  const text = (id) => $(id).value.trim();
+  const number = (id) => (text(id) === '' ? undefined : Number(text(id)));
+  const time = (id) => {
+    if (!$(id).value) return undefined;
+    const d = new Date($(id).value);
+    return Number.isNaN(d.getTime()) ? $(id).value : d.toISOString();
+  };
+  if (text('f-name') !== '') body.name = $('f-name').value;
+  if (text('f-product') !== '') body.product_name = $('f-product').value;
+  const price = number('f-price');
+  if (price !== undefined) body.price_cents = Number.isFinite(price) ? Math.round(price * 100) : price;
+  body.stock = number('f-stock');
+  body.per_user_limit = number('f-limit');
+  body.starts_at = time('f-starts');
+  body.ends_at = time('f-ends');
+  body.pay_window_seconds = number('f-pay-window');
+  return body;
+}
+
+$('create-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  clearCreateErrors();
+  setText($('create-result'), '');
+  const button = $('create-button');
+  button.disabled = true;
+  setText(button, 'Creating…');
+  const res = await api('POST', '/api/v1/admin/activities', { token: session.token, body: createBody() });
+  button.disabled = false;
+  setText(button, 'Create sale');
+  if (res.ok) {
+    const a = res.data;
+    setText($('create-result'),
+      `Sale ${a.id}, “${a.name}”, created with ${units(a.stock_total)}: on sale from ${when(a.starts_at)} to ${when(a.ends_at)}.`);
+    $('f-name').value = '';
+    $('f-product').value = '';
+    salesPoll.kick();
+    return;
+  }
+  if (refused(res)) return;
+  const id = res.error.code === 'invalid_request' ? fields[fieldOf(res.error.message)] : undefined;
+  if (id) {
+    setText($(`${id}-error`), res.error.message);
+    $(id).setAttribute('aria-invalid', 'true');
+    $(id).focus();
+  } else {
+    setText($('create-error'), `The sale was not created: ${res.error.message}`);
+  }
+});
+
+// ---- the sales ----
+
+function newSaleCard(a) {
+  const node = $('sale-template').content.firstElementChild.cloneNode(true);
+  node.dataset.activityId = a.id;
+  const entry = { data: a, stats: null, node, busy: false };
+  const pairs = [['.limit-input', '.limit-label', '.limit-error', 'limit'], ['.stock-input', '.stock-label', '.stock-error', 'stock']];
+  for (const [input, label, error, name] of pairs) {
+    el(node, input).id = `sale-${a.id}-${name}`;
+    el(node, label).htmlFor = `sale-${a.id}-${name}`;
+    el(node, error).id = `sale-${a.id}-${name}-error`;
+    el(node, input).setAttribute('aria-describedby', `sale-${a.id}-${name}-error sale-${a.id}-name`);
+  }
+  el(node, '.sale-name').id = `sale-${a.id}-name`;
+  el(node, '.end-button').setAttribute('aria-describedby', `sale-${a.id}-name`);
+  el(node, '.set-limit').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const value = el(node, '.limit-input').value.trim();
+    if (value === '') return showPatchError(entry, 'per_user_limit', 'Enter the new per-user limit.');
+    return patch(entry, { per_user_limit: Number(value) }, (b) => `Per-user limit set to ${b.per_user_limit}.`);
+  });
+  el(node, '.add-stock').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const value = el(node, '.stock-input').value.trim();
+    if (value === '') return showPatchError(entry, 'add_stock', 'Enter how many units to add.');
+    return patch(entry, { add_stock: Number(value) },
+      (b) => `Added ${units(Number(value))}: ${b.stock_available} of ${b.stock_total} available.`);
+  });
+  el(node, '.end-button').addEventListener('click', () => {
+    setText(el(node, '.confirm-text'), `End “${entry.data.name}” now? Buyers can no longer buy from it.`);
+    el(node, '.end-button').hidden = true;
+    el(node, '.confirm').hidden = false;
+    el(node, '.end-no').focus();
+  });
+  el(node, '.end-no').addEventListener('click', () => closeConfirm(entry));
+  el(node, '.end-yes').addEventListener('click', async () => {
+    closeConfirm(entry);
+    await patch(entry, { ends_at: new Date(clock.now()).toISOString() }, () => 'The sale has ended.');
+  });
+  return entry;
+}
+
+function closeConfirm(entry) {
+  el(entry.node, '.confirm').hidden = true;
+  el(entry.node, '.end-button').hidden = false;
+  el(entry.node, '.end-button').focus();
+}
+
+// patchErrorSlot is where a PATCH's validation message goes, by the field it names.
+const patchErrorSlot = { per_user_limit: '.limit-error', add_stock: '.stock-error', ends_at: '.end-error' };
+const patchInput = { per_user_limit: '.limit-input', add_stock: '.stock-input' };
+
+function clearPatchErrors(entry) {
+  for (const [field, slot] of Object.entries(patchErrorSlot)) {
+    setText(el(entry.node, slot), '');
+    if (patchInput[field]) el(entry.node, patchInput[field]).removeAttribute('aria-invalid');
+  }
+  setText(el(entry.node, '.message'), '');
+}
+
+function showPatchError(entry, field, message) {
+  clearPatchErrors(entry);
+  const slot = patchErrorSlot[field];
+  if (slot) {
+    setText(el(entry.node, slot), message);
+    if (patchInput[field]) {
+      el(entry.node, patchInput[field]).setAttribute('aria-invalid', 'true');
+      el(entry.node, patchInput[field]).focus();
+    }
+    return;
+  }
+  const msg = el(entry.node, '.message');
+  msg.className = 'message error';
+  setText(msg, message);
+}
+
+async function patch(entry, body, done) {
+  if (entry.busy) return;
+  entry.busy = true;
+  clearPatchErrors(entry);
+  const res = await api('PATCH', `/api/v1/admin/activities/${entry.data.id}`, { token: session.token, body });
+  entry.busy = false;
+  if (res.ok) {
+    entry.data = res.data;
+    el(entry.node, '.limit-input').value = '';
+    el(entry.node, '.stock-input').value = '';
+    renderSale(entry);
+    const msg = el(entry.node, '.message');
+    msg.className = 'message ok';
+    setText(msg, done(res.data));
+    salesPoll.kick();
+    return;
+  }
+  if (refused(res)) return;
+  const field = res.error.code === 'invalid_request' ? fieldOf(res.error.message) : '';
+  showPatchError(entry, field, res.error.message);
+}
+
+function figure(entry, selector, value) {
+  setText(el(entry.node, selector), value === undefined || value === null ? '…' : Number(value).toLocaleString('en-US'));
+}
+
+function renderSale(entry) {
+  const a = entry.data;
+  const st = entry.stats;
+  const node = entry.node;
+  const now = clock.now();
+  let status = a.status;
+  if (status === 'upcoming' && now >= Date.parse(a.starts_at)) status = 'active';
+  if (status !== 'ended' && now >= Date.parse(a.ends_at)) status = 'ended';
+  node.dataset.status = status;
+  setText(el(node, '.sale-name'), `${a.id}. ${a.name}`);
+  const badge = el(node, '.sale-status');
+  setText(badge, statusLabel(status));
+  badge.className = `badge sale-status status-${status}`;
+  setText(el(node, '.product'), `${a.product_name} at ${money(a.price_cents)}; pay window ${duration(a.pay_window_seconds * 1000)}`);
+  let times = `${when(a.starts_at)} to ${when(a.ends_at)}`;
+  if (status === 'upcoming') times += `; starts in ${duration(Date.parse(a.starts_at) - now)}`;
+  else if (status !== 'ended') times += `; ends in ${duration(Date.parse(a.ends_at) - now)}`;
+  setText(el(node, '.times'), times);
+  figure(entry, '.f-available', st ? st.stock_available : a.stock_available);
+  figure(entry, '.f-total', st ? st.stock_total : a.stock_total);
+  figure(entry, '.f-limit', a.per_user_limit);
+  figure(entry, '.f-sold', st && st.sold);
+  const counts = (st && st.orders) || {};
+  figure(entry, '.f-queued', st && counts.queued);
+  figure(entry, '.f-created', st && counts.created);
+  figure(entry, '.f-paid', st && counts.paid);
+  figure(entry, '.f-cancelled', st && counts.cancelled);
+  figure(entry, '.f-failed', st && counts.failed);
+  const ended = status === 'ended';
+  el(node, '.end').hidden = ended;
+}
+
+function showSales(list) {
+  const parent = $('sales');
+  const seen = new Set();
+  list.forEach((a, i) => {
+    seen.add(a.id);
+    let entry = sales.get(a.id);
+    if (!entry) {
+      entry = newSaleCard(a);
+      sales.set(a.id, entry);
+    }
+    if (!entry.busy) entry.data = a;
+    renderSale(entry);
+    if (parent.children[i] !== entry.node) parent.insertBefore(entry.node, parent.children[i] || null);
+  });
+  for (const [id, entry] of sales) {
+    if (!seen.has(id)) {
+      entry.node.remove();
+      sales.delete(id);
+    }
+  }
+  let note = list.length === 0 ? 'No sales yet: create one above.' : '';
+  if (list.length > maxStatsSales) note = `Order figures refresh for the ${maxStatsSales} newest sales.`;
+  setText($('sales-note'), note);
+}
+
+const salesPoll = poller(async () => {
+  if (!session.token || $('console').hidden) return 2000;
+  const res = await api('GET', '/api/v1/admin/activities', { token: session.token });
+  if (!res.ok) {
+    if (refused(res)) return 2000;
+    if (res.status === 429) return (res.retryAfter || 1) * 1000;
+    setText($('sales-note'), `Could not load the sales: ${res.error.message} Trying again…`);
+    return 5000;
+  }
+  const list = res.data.activities || [];
+  showSales(list);
+  const shown = list.slice(0, maxStatsSales);
+  const stats = await Promise.all(shown.map((a) => api('GET', `/api/v1/admin/activities/${a.id}/stats`, { token: session.token })));
+  shown.forEach((a, i) => {
+    const entry = sales.get(a.id);
+    if (entry && stats[i].ok) {
+      entry.stats = stats[i].data;
+      renderSale(entry);
+    }
+  });
+  return 2000;
+});
+
+setInterval(() => {
+  for (const entry of sales.values()) renderSale(entry);
+}, 1000);
+
+// ---- start ----
+
+if (session.token) {
+  signIn(session.token);
+} else {
+  showSignedIn(false);
+}

@@ -1,0 +1,77 @@
+package web_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"seckill/web"
+)
+
+func newEngine() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	web.Register(r)
+	r.NoRoute(func(c *gin.Context) { c.String(http.StatusNotFound, "no route") })
+	return r
+}
+
+func TestRegisterServesThePages(t *testing.T) {
+	r := newEngine()
+	tests := []struct {
+		path, contentType, contains string
+		csp                         bool
+	}{
+		{"/", "text/html; charset=utf-8", "<title>Flash sales</title>", true},
+		{"/admin", "text/html; charset=utf-8", "<title>Flash sales: admin</title>", true},
+		{"/static/buyer.js", "text/javascript; charset=utf-8", "Idempotency-Key", false},
+		{"/static/admin.js", "text/javascript; charset=utf-8", "/api/v1/admin/activities", false},
+		{"/static/common.js", "text/javascript; charset=utf-8", "export async function api", false},
+		{"/static/style.css", "text/css; charset=utf-8", ":focus-visible", false},
+		{"/static/icon.svg", "image/svg+xml", "<svg", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, tt.path, nil))
+			if w.Code != http.StatusOK {
+				t.Fatalf("status: got %d, want 200", w.Code)
+			}
+			if got := w.Header().Get("Content-Type"); got != tt.contentType {
+				t.Errorf("Content-Type: got %q, want %q", got, tt.contentType)
+			}
+			if !strings.Contains(w.Body.String(), tt.contains) {
+				t.Errorf("body does not contain %q", tt.contains)
+			}
+			if got := w.Header().Get("Content-Security-Policy") != ""; got != tt.csp {
+				t.Errorf("has a Content-Security-Policy: got %v, want %v", got, tt.csp)
+			}
+			if got := w.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+				t.Errorf("X-Content-Type-Options: got %q, want nosniff", got)
+			}
+
+			// The same file again with its ETag: 304 and no body.
+			req := httptest.NewRequest(http.MethodGet, tt.path, nil)
+			req.Header.Set("If-None-Match", w.Header().Get("ETag"))
+			w2 := httptest.NewRecorder()
+			r.ServeHTTP(w2, req)
+			if w2.Code != http.StatusNotModified || w2.Body.Len() != 0 {
+				t.Errorf("revalidation: got %d with %d bytes, want 304 and none", w2.Code, w2.Body.Len())
+			}
+		})
+	}
+}
+
+func TestRegisterLeavesOtherPathsToNoRoute(t *testing.T) {
+	r := newEngine()
+	for _, path := range []string{"/static/", "/static/missing.js", "/static/index.html", "/static/../web.go", "/nope"} {
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		if w.Code == http.StatusOK {
+			t.Errorf("GET %s: got 200, want it left to NoRoute", path)
+		}
+	}
+}
