@@ -23,3 +23,16 @@ test: services vet
 # Stops the Redis and MariaDB that `make run` or `make test` started (not others).
 stop:
 	scripts/services.sh down
+
+# Load tests (loadtest/README.md), against an API, a worker and a Redis of their own on
+# free ports and a fresh seckill_loadtest database; figures go to docs/performance.md.
+#   make loadtest   audit a crowd's orders in MySQL, then measure issue 5's ratios (~1 min)
+#   make k6         the k6 flash-sale script; installs k6 with go install when missing
+.PHONY: loadtest k6
+
+loadtest: services build
+	loadtest/run.sh audit ratios
+
+k6: services build
+	@command -v k6 >/dev/null || [ -x "$$(go env GOPATH)/bin/k6" ] || go install go.k6.io/k6@latest
+	loadtest/run.sh k6

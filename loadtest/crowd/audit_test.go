@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/internal/store"
+	"seckill/internal/testutil"
+)
+
+// sale is one activity of a test database, with helpers that write its orders through
+// the store (as the worker does) and bend them with SQL on the contract's columns only.
+type sale struct {
+	t     *testing.T
+	db    *sql.DB
+	st    *store.Store
+	a     store.Activity
+	seq   int
+	stock int64
+}
+
+func newSale(t *testing.T, db *testutil.MySQLDB, sqlDB *sql.DB, stock int64, limit int) *sale {
+	t.Helper()
+	st := store.New(db.Gorm)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	a := store.Activity{Name: "audit", ProductName: "unit", PriceCents: 100, StockTotal: stock,
+		PerUserLimit: limit, StartsAt: now, EndsAt: now.Add(time.Hour), PayWindowSeconds: 900}
+	if err := st.CreateActivity(context.Background(), &a, func(store.Activity) error { return nil }); err != nil {
+		t.Fatalf("create activity: %v", err)
+	}
+	return &sale{t: t, db: sqlDB, st: st, a: a, stock: stock}
+}
+
+// persist stores an order of qty units for the user and returns its id and status.
+func (s *sale) persist(user int64, qty int) (string, string) {
+	s.t.Helper()
+	s.seq++
+	now := time.Now().UTC().Truncate(time.Millisecond).Add(time.Duration(s.seq) * time.Millisecond)
+	id := fmt.Sprintf("a%d-o%d", s.a.ID, s.seq)
+	out, err := s.st.PersistBatch(context.Background(), []store.NewOrder{{Limit: s.a.PerUserLimit,
+		Order: store.Order{ID: id, ActivityID: s.a.ID, UserID: user, Quantity: qty,
+			AmountCents: 100 * int64(qty), CreatedAt: now, ExpiresAt: now.Add(15 * time.Minute)}}})
+	if err != nil {
+		s.t.Fatalf("persist: %v", err)
+	}
+	return id, out[id].Status
+}
+
+func (s *sale) exec(query string, args ...any) {
+	s.t.Helper()
+	if _, err := s.db.Exec(query, args...); err != nil {
+		s.t.Fatalf("%s: %v", query, err)
+	}
+}
+
+func (s *sale) audit(l *ledger) report {
+	s.t.Helper()
+	ctx := context.Background()
+	row, err := loadSale(ctx, s.db, s.a.ID)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	stored, err := loadOrders(ctx, s.db, s.a.ID)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return audit(row, stored, l)
+}
+
+// figures are the audit's counts that must be 0 after a correct sale.
+type figures struct {
+	Oversold, Lost, Phantom, KeyDuplicates, Repeated, Mismatched, OverLimit, Unanswered int
+	HeldUnits                                                                           int64
+	OK, Inconclusive                                                                    bool
+}
+
+func figuresOf(r report) figures {
+	return figures{Oversold: int(r.Oversold), Lost: len(r.Lost), Phantom: len(r.Phantom),
+		KeyDuplicates: len(r.KeyDuplicates), Repeated: r.Repeated, Mismatched: len(r.Mismatched),
+		OverLimit: len(r.OverLimit), Unanswered: r.Unanswered, HeldUnits: r.HeldUnits,
+		OK: r.OK(), Inconclusive: r.Inconclusive()}
+}
+
+func TestAudit(t *testing.T) {
+	db := testutil.MySQL(t)
+	sqlDB, err := sql.Open("mysql", db.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sqlDB.Close() })
+
+	tests := []struct {
+		name  string
+		stock int64
+		limit int
+		// sell stores orders and returns what the API answered about them.
+		sell func(s *sale, l *ledger)
+		want figures
+	}{
+		{"a clean sale", 10, 2, func(s *sale, l *ledger) {
+			id1, _ := s.persist(1, 2)
+			l.record(id1, ack{UserID: 1, Quantity: 2, Key: "k1"}, true)
+			l.record(id1, ack{UserID: 1, Quantity: 2, Key: "k1"}, false) // a replay: 200, same order
+			id2, _ := s.persist(2, 1)
+			l.record(id2, ack{UserID: 2, Quantity: 1}, true)
+		}, figures{HeldUnits: 3, OK: true}},
+
+		{"failed and cancelled orders hold nothing", 4, 5, func(s *sale, l *ledger) {
+			id1, _ := s.persist(1, 2)
+			id3, _ := s.persist(3, 2)
+			id2, status := s.persist(2, 1) // over stock: MySQL stores it as failed
+			if status != "failed" {
+				t.Fatalf("order over stock stored as %q, want failed", status)
+			}
+			s.exec("UPDATE orders SET status = 'cancelled' WHERE id = ?", id1)
+			for _, o := range []struct {
+				id   string
+				user int64
+				qty  int64
+			}{{id1, 1, 2}, {id2, 2, 1}, {id3, 3, 2}} {
+				l.record(o.id, ack{UserID: o.user, Quantity: o.qty}, true)
+			}
+		}, figures{HeldUnits: 2, OK: true}},
+
+		{"oversold", 3, 5, func(s *sale, l *ledger) {
+			id1, _ := s.persist(1, 2)
+			id2, _ := s.persist(2, 1)
+			s.exec("UPDATE orders SET quantity = 3 WHERE id = ?", id2)
+			l.record(id1, ack{UserID: 1, Quantity: 2}, true)
+			l.record(id2, ack{UserID: 2, Quantity: 3}, true)
+		}, figures{Oversold: 2, HeldUnits: 5}},
+
+		{"lost: a 202 MySQL never got", 10, 2, func(s *sale, l *ledger) {
+			id1, _ := s.persist(1, 1)
+			l.record(id1, ack{UserID: 1, Quantity: 1}, true)
+			l.record("never-stored", ack{UserID: 2, Quantity: 1}, true)
+		}, figures{Lost: 1, HeldUnits: 1}},
+
+		{"lost: a replay's order MySQL never got", 10, 2, func(s *sale, l *ledger) {
+			l.record("never-stored", ack{UserID: 2, Quantity: 1, Key: "k"}, false)
+		}, figures{Lost: 1}},
+
+		{"duplicated: an order no answer named", 10, 2, func(s *sale, l *ledger) {
+			id1, _ := s.persist(1, 1)
+			s.persist(2, 1)
+			l.record(id1, ack{UserID: 1, Quantity: 1}, true)
+		}, figures{Phantom: 1, HeldUnits: 2}},
+
+		{"duplicated: one key, two orders", 10, 2, func(s *sale, l *ledger) {
+			id1, _ := s.persist(1, 1)
+			id2, _ := s.persist(1, 1)
+			l.record(id1, ack{UserID: 1, Quantity: 1, Key: "same"}, true)
+			l.record(id2, ack{UserID: 1, Quantity: 1, Key: "same"}, false)
+		}, figures{KeyDuplicates: 1, HeldUnits: 2}},
+
+		{"the same key of two users is two keys", 10, 2, func(s *sale, l *ledger) {
+			id1, _ := s.persist(1, 1)
+			id2, _ := s.persist(2, 1)
+			l.record(id1, ack{UserID: 1, Quantity: 1, Key: "same"}, true)
+			l.record(id2, ack{UserID: 2, Quantity: 1, Key: "same"}, true)
+		}, figures{HeldUnits: 2, OK: true}},
+
+		{"duplicated: two 202s for one order", 10, 2, func(s *sale, l *ledger) {
+			id1, _ := s.persist(1, 1)
+			l.record(id1, ack{UserID: 1, Quantity: 1}, true)
+			l.record(id1, ack{UserID: 1, Quantity: 1}, true)
+		}, figures{Repeated: 1, HeldUnits: 1}},
+
+		{"over the limit", 10, 2, func(s *sale, l *ledger) {
+			id1, _ := s.persist(1, 2)
+			id2, _ := s.persist(2, 1)
+			s.exec("UPDATE orders SET user_id = 1 WHERE id = ?", id2)
+			l.record(id1, ack{UserID: 1, Quantity: 2}, true)
+			l.record(id2, ack{UserID: 1, Quantity: 1}, true)
+		}, figures{OverLimit: 1, HeldUnits: 3}},
+
+		{"mismatched: not what the buyer asked", 10, 2, func(s *sale, l *ledger) {
+			id1, _ := s.persist(1, 2)
+			l.record(id1, ack{UserID: 1, Quantity: 1}, true)
+		}, figures{Mismatched: 1, HeldUnits: 2}},
+
+		{"inconclusive: a purchase without an answer", 10, 2, func(s *sale, l *ledger) {
+			s.persist(1, 1)
+			l.noteUnanswered()
+		}, figures{Phantom: 1, Unanswered: 1, HeldUnits: 1, Inconclusive: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSale(t, db, sqlDB, tt.stock, tt.limit)
+			l := newLedger()
+			tt.sell(s, l)
+			r := s.audit(l)
+			if got := figuresOf(r); got != tt.want {
+				var b strings.Builder
+				r.print(&b)
+				t.Errorf("audit figures:\n got %+v\nwant %+v\nreport:\n%s", got, tt.want, b.String())
+			}
+		})
+	}
+}
+
+func TestWaitPersisted(t *testing.T) {
+	db := testutil.MySQL(t)
+	sqlDB, err := sql.Open("mysql", db.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sqlDB.Close() })
+	ctx := context.Background()
+	s := newSale(t, db, sqlDB, 10, 5)
+	id1, _ := s.persist(1, 1)
+
+	// An order that arrives while it waits.
+	late := make(chan string)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		id, _ := s.persist(2, 1)
+		late <- id
+	}()
+	want := map[string]bool{id1: true, fmt.Sprintf("a%d-o%d", s.a.ID, 2): true}
+	start := time.Now()
+	at, all, err := waitPersisted(ctx, sqlDB, s.a.ID, want, 10*time.Millisecond, time.Now().Add(30*time.Second))
+	if got := <-late; !want[got] {
+		t.Fatalf("late order id %s, want one of %v", got, want)
+	}
+	if err != nil || !all {
+		t.Fatalf("waitPersisted = %v, %v, want all stored", all, err)
+	}
+	if at.Before(start) {
+		t.Errorf("all stored at %v, before the wait began at %v", at, start)
+	}
+
+	// An order that never arrives: it gives up at the deadline.
+	want["never"] = true
+	_, all, err = waitPersisted(ctx, sqlDB, s.a.ID, want, 10*time.Millisecond, time.Now().Add(300*time.Millisecond))
+	if err != nil || all {
+		t.Fatalf("waitPersisted with a missing order = %v, %v, want false, nil", all, err)
+	}
+}
+
+// TestCrowdAgainstStack runs both modes, small, against the real api and worker.
+func TestCrowdAgainstStack(t *testing.T) {
+	stack := testutil.StartStack(t)
+	sqlDB, err := sql.Open("mysql", stack.MySQL.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sqlDB.Close() })
+	ctx := context.Background()
+	a := newAPI([]string{stack.URL}, 20, 10*time.Second, testutil.JWTSecret)
+
+	var out strings.Builder
+	ok, err := runAudit(ctx, &out, a, sqlDB, crowdConfig{Users: 150, Attempts: 3, Conns: 20, Stock: 200,
+		Limit: 3, MaxQty: 2, Together: 0.5, Replay: 0.5, NoKey: 0.2, FirstUser: 100, Seed: 1,
+		Drain: time.Minute})
+	if err != nil || !ok {
+		t.Fatalf("audit = %v, %v; want a pass:\n%s", ok, err, out.String())
+	}
+	for _, want := range []string{"202: ", "200: ", "409 limit_exceeded: ", "audit: PASS"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("audit output has no %q:\n%s", want, out.String())
+		}
+	}
+
+	out.Reset()
+	ok, err = runRatios(ctx, &out, a, sqlDB, ratiosConfig{Conns: 10, Phase: 300 * time.Millisecond,
+		Buyers: 2000, FirstUser: 10_000, Drain: time.Minute})
+	if err != nil || !ok {
+		t.Fatalf("ratios = %v, %v; want ok:\n%s", ok, err, out.String())
+	}
+	for _, want := range []string{"409 sold_out: ", "successful purchases/s vs healthz",
+		"audit of sale", "oversold 0, lost 0, duplicated 0, over limit 0, mismatched 0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("ratios output has no %q:\n%s", want, out.String())
+		}
+	}
+	t.Logf("\n%s", out.String())
+}

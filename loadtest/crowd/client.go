@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"seckill/internal/auth"
+)
+
+// api talks to one or more API processes, round-robin, over keep-alive connections.
+type api struct {
+	urls   []string
+	next   atomic.Uint64
+	http   *http.Client
+	secret string
+}
+
+// newAPI returns a client for the base URLs whose pool keeps conns idle connections per
+// instance, so a crowd of conns goroutines never opens a connection twice.
+func newAPI(urls []string, conns int, timeout time.Duration, secret string) *api {
+	tr := &http.Transport{
+		Proxy:                 nil, // load goes to the given addresses, never through a proxy
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          2 * conns * len(urls),
+		MaxIdleConnsPerHost:   2 * conns,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: timeout,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+	}
+	return &api{urls: urls, http: &http.Client{Transport: tr, Timeout: timeout}, secret: secret}
+}
+
+// base returns the next instance's base URL.
+func (a *api) base() string {
+	if len(a.urls) == 1 {
+		return a.urls[0]
+	}
+	return a.urls[(a.next.Add(1)-1)%uint64(len(a.urls))]
+}
+
+// token signs a token for the user, valid for a day.
+func (a *api) token(userID int64, admin bool) (string, error) {
+	return auth.Sign(a.secret, userID, admin, 24*time.Hour, time.Now())
+}
+
+// tokens signs tokens for users first..first+n-1.
+func (a *api) tokens(first int64, n int) ([]string, error) {
+	out := make([]string, n)
+	for i := range out {
+		t, err := a.token(first+int64(i), false)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+// answer is what one request got.
+type answer struct {
+	status  int    // 0 when the request got no answer
+	code    string // the error body's code, "" on success
+	body    []byte
+	err     error // transport error or timeout
+	latency time.Duration
+}
+
+// label names an answer in the tallies: "202", "409 sold_out", "error".
+func (r answer) label() string {
+	switch {
+	case r.err != nil:
+		return "no answer"
+	case r.code != "":
+		return fmt.Sprintf("%d %s", r.status, r.code)
+	}
+	return fmt.Sprint(r.status)
+}
+
+type errorBody struct {
+	Error struct {
+		Code string `json:"code"`
+	} `json:"error"`
+}
+
+// do sends one request to the next instance. token and key may be "".
+func (a *api) do(ctx context.Context, method, path, token, key string, body []byte) answer {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.base()+path, rd)
+	if err != nil {
+		return answer{err: err}
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	start := time.Now()
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return answer{err: err, latency: time.Since(start)}
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	r := answer{status: resp.StatusCode, body: b, latency: time.Since(start)}
+	if err != nil {
+		r.status, r.err = 0, err
+		return r
+	}
+	if resp.StatusCode >= 300 {
+		var e errorBody
+		if json.Unmarshal(b, &e) == nil {
+			r.code = e.Error.Code
+		}
+		if r.code == "" {
+			r.code = "?"
+		}
+	}
+	return r
+}
+
+// order is the part of the contract's order object the tool reads.
+type order struct {
+	ID         string `json:"id"`
+	ActivityID int64  `json:"activity_id"`
+	UserID     int64  `json:"user_id"`
+	Quantity   int    `json:"quantity"`
+	Status     string `json:"status"`
+}
+
+// buy posts a purchase of quantity units.
+func (a *api) buy(ctx context.Context, activityID int64, token, key string, quantity int) answer {
+	return a.do(ctx, http.MethodPost, fmt.Sprintf("/api/v1/activities/%d/orders", activityID),
+		token, key, fmt.Appendf(nil, `{"quantity":%d}`, quantity))
+}
+
+// saleSpec is a sale to create.
+type saleSpec struct {
+	Name         string `json:"name"`
+	ProductName  string `json:"product_name"`
+	PriceCents   int64  `json:"price_cents"`
+	Stock        int64  `json:"stock"`
+	PerUserLimit int    `json:"per_user_limit"`
+	StartsAt     string `json:"starts_at"`
+	EndsAt       string `json:"ends_at"`
+}
+
+// createSale creates a sale that is on from a second ago for an hour, and returns its id.
+func (a *api) createSale(ctx context.Context, name string, stock int64, limit int) (int64, error) {
+	admin, err := a.token(1, true)
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now().UTC()
+	body, _ := json.Marshal(saleSpec{Name: name, ProductName: "load-test unit", PriceCents: 100,
+		Stock: stock, PerUserLimit: limit, StartsAt: now.Add(-time.Second).Format(time.RFC3339),
+		EndsAt: now.Add(time.Hour).Format(time.RFC3339)})
+	r := a.do(ctx, http.MethodPost, "/api/v1/admin/activities", admin, "", body)
+	if r.err != nil || r.status != http.StatusCreated {
+		return 0, fmt.Errorf("create sale: %s %s", r.label(), bytes.TrimSpace(r.body))
+	}
+	var got struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.Unmarshal(r.body, &got); err != nil || got.ID <= 0 {
+		return 0, fmt.Errorf("create sale: unexpected body %s", r.body)
+	}
+	return got.ID, nil
+}
+
+// waitHealthy waits until every instance answers GET /healthz.
+func (a *api) waitHealthy(ctx context.Context) error {
+	for _, u := range a.urls {
+		for {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+"/healthz", nil)
+			resp, err := a.http.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s does not answer /healthz: %v", u, err)
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// tally counts answers by label, with the latencies of all of them.
+type tally struct {
+	counts    map[string]int
+	latencies []time.Duration
+}
+
+func newTally() *tally { return &tally{counts: map[string]int{}} }
+
+func (t *tally) add(r answer) {
+	t.counts[r.label()]++
+	t.latencies = append(t.latencies, r.latency)
+}
+
+func (t *tally) merge(o *tally) {
+	for k, v := range o.counts {
+		t.counts[k] += v
+	}
+	t.latencies = append(t.latencies, o.latencies...)
+}
+
+func (t *tally) total() int { return len(t.latencies) }
+
+// percentile returns the p-th percentile (0..100) of the latencies, nearest rank.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p/100*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// summary is "p50 x p99 y max z" of the tally's latencies.
+func (t *tally) percentiles() (p50, p99, worst time.Duration) {
+	s := slices.Clone(t.latencies)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0, 0, 0
+	}
+	return percentile(s, 50), percentile(s, 99), s[len(s)-1]
+}
+
+// breakdown lists the counts, most frequent first: "202: 9000, 409 sold_out: 12".
+func (t *tally) breakdown() string {
+	keys := make([]string, 0, len(t.counts))
+	for k := range t.counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if t.counts[a] != t.counts[b] {
+			return t.counts[b] - t.counts[a]
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, t.counts[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }

@@ -1,0 +1,197 @@
+// Command crowd loads the flash-sale API with a crowd of buyers and checks the result
+// in MySQL. See loadtest/README.md.
+//
+//	crowd audit   a crowd (users x attempts, concurrent and replayed purchases) on a
+//	              small sale; waits for the queue to drain and audits MySQL: oversold,
+//	              lost, duplicated and over-limit must all be 0, else exit 1
+//	crowd ratios  issue 5's figures in one run: healthz req/s, purchases/s, sold-out
+//	              answers/s, accepted/s vs persisted/s, purchase p99, and their ratios
+//	crowd sale    create a sale (optionally sold out) and print its id (for ab.sh)
+//	crowd token   print a token for a user (for ab.sh and k6)
+//
+// Tokens are signed in-process with SECKILL_JWT_SECRET (the dev secret when unset); the
+// API must run with SECKILL_RATE_IP=0 and SECKILL_RATE_USER=0. -api takes several base
+// URLs, comma-separated, to spread the load over several API processes.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"seckill/internal/config"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ok, err := run(ctx, os.Args[1:], os.Stdout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crowd:", err)
+		os.Exit(2)
+	}
+	if !ok {
+		os.Exit(1)
+	}
+}
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// common are the flags every mode takes.
+type common struct {
+	urls    string
+	dsn     string
+	secret  string
+	conns   int
+	timeout time.Duration
+}
+
+func (c *common) register(fs *flag.FlagSet, conns int) {
+	fs.StringVar(&c.urls, "api", "http://"+env("SECKILL_HTTP_ADDR", "127.0.0.1:8080"),
+		"API base URLs, comma-separated; requests go round-robin (several API processes)")
+	fs.StringVar(&c.dsn, "mysql", env("SECKILL_MYSQL_DSN", "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true"),
+		"MySQL DSN of the API's database, for the audit [$SECKILL_MYSQL_DSN]")
+	fs.StringVar(&c.secret, "secret", env("SECKILL_JWT_SECRET", config.DevJWTSecret),
+		"JWT secret [$SECKILL_JWT_SECRET, else the dev secret]")
+	fs.IntVar(&c.conns, "conns", conns, "concurrent connections (buyers at once)")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "timeout of one request")
+}
+
+func (c *common) api() *api {
+	var urls []string
+	for u := range strings.SplitSeq(c.urls, ",") {
+		if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	return newAPI(urls, max(c.conns, 1), c.timeout, c.secret)
+}
+
+func (c *common) db() (*sql.DB, error) {
+	db, err := sql.Open("mysql", c.dsn)
+	if err != nil {
+		return nil, fmt.Errorf("-mysql: %w", err)
+	}
+	db.SetMaxOpenConns(4)
+	return db, nil
+}
+
+func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
+	if len(args) == 0 {
+		return false, fmt.Errorf("usage: crowd audit|ratios|sale|token [flags]  (crowd MODE -h lists the flags)")
+	}
+	mode, args := args[0], args[1:]
+	fs := flag.NewFlagSet("crowd "+mode, flag.ContinueOnError)
+	var c common
+	switch mode {
+	case "audit":
+		var cfg crowdConfig
+		c.register(fs, 100)
+		fs.IntVar(&cfg.Users, "users", 2000, "distinct buyers")
+		fs.IntVar(&cfg.Attempts, "attempts", 4, "purchases per buyer")
+		fs.Int64Var(&cfg.Stock, "stock", 4000, "units of the sale (the default sells out late: buyers want about 6000)")
+		fs.IntVar(&cfg.Limit, "limit", 3, "per-user limit")
+		fs.IntVar(&cfg.MaxQty, "max-qty", 2, "each purchase asks for 1..max-qty units")
+		fs.Float64Var(&cfg.Together, "together", 0.3, "share of buyers whose first two purchases go at the same time")
+		fs.Float64Var(&cfg.Replay, "replay", 0.3, "share of keyed purchases sent again with the same Idempotency-Key")
+		fs.Float64Var(&cfg.NoKey, "nokey", 0.2, "share of purchases without an Idempotency-Key")
+		fs.Int64Var(&cfg.FirstUser, "first-user", 1000, "user id of the first buyer")
+		fs.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()), "random seed of the buyers' scripts")
+		fs.DurationVar(&cfg.Drain, "drain", 2*time.Minute, "longest wait for MySQL to hold every accepted order")
+		if err := fs.Parse(args); err != nil {
+			return false, err
+		}
+		cfg.Conns = c.conns
+		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runAudit(ctx, w, a, db, cfg) })
+	case "ratios":
+		var cfg ratiosConfig
+		c.register(fs, 100)
+		fs.DurationVar(&cfg.Phase, "phase", 8*time.Second, "length of each measured phase")
+		fs.IntVar(&cfg.Buyers, "buyers", 100_000, "distinct users signed for the purchase phase")
+		fs.Int64Var(&cfg.FirstUser, "first-user", 1_000_000, "user id of the first buyer")
+		fs.BoolVar(&cfg.PurchaseKey, "purchase-key", false, "send an Idempotency-Key with every purchase")
+		fs.DurationVar(&cfg.Drain, "drain", 2*time.Minute, "longest wait for MySQL to hold every accepted order")
+		fs.BoolVar(&cfg.Strict, "strict", false, "exit 1 when a target is missed")
+		if err := fs.Parse(args); err != nil {
+			return false, err
+		}
+		cfg.Conns = c.conns
+		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runRatios(ctx, w, a, db, cfg) })
+	case "sale":
+		c.register(fs, 1)
+		stock := fs.Int64("stock", 1, "units")
+		limit := fs.Int("limit", 1, "per-user limit")
+		soldOut := fs.Bool("sold-out", false, "buy every unit (as user 2, limit permitting) so the sale answers sold_out")
+		if err := fs.Parse(args); err != nil {
+			return false, err
+		}
+		a := c.api()
+		id, err := a.createSale(ctx, "crowd sale", *stock, *limit)
+		if err != nil {
+			return false, err
+		}
+		if *soldOut {
+			if int64(*limit) < *stock {
+				return false, fmt.Errorf("-sold-out needs -limit >= -stock")
+			}
+			tok, err := a.token(2, false)
+			if err != nil {
+				return false, err
+			}
+			if r := a.buy(ctx, id, tok, "", int(*stock)); r.status != 202 {
+				return false, fmt.Errorf("buy out sale %d: %s %s", id, r.label(), r.body)
+			}
+		}
+		_, err = fmt.Fprintln(w, id)
+		return err == nil, err
+	case "token":
+		c.register(fs, 1)
+		user := fs.Int64("user", 42, "user id")
+		admin := fs.Bool("admin", false, "admin role")
+		if err := fs.Parse(args); err != nil {
+			return false, err
+		}
+		tok, err := c.api().token(*user, *admin)
+		if err != nil {
+			return false, err
+		}
+		_, err = fmt.Fprintln(w, tok)
+		return err == nil, err
+	}
+	return false, fmt.Errorf("unknown mode %q (want audit, ratios, sale or token)", mode)
+}
+
+func withAPI(ctx context.Context, c common, f func(*api, *sql.DB) (bool, error)) (bool, error) {
+	a := c.api()
+	if len(a.urls) == 0 {
+		return false, fmt.Errorf("-api: no URL")
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := a.waitHealthy(wctx); err != nil {
+		return false, err
+	}
+	db, err := c.db()
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	if err := db.PingContext(ctx); err != nil {
+		return false, fmt.Errorf("MySQL: %w", err)
+	}
+	return f(a, db)
+}

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ratiosConfig is the measurement of issue 5's targets, in one run against the same
+// API processes, as ratios to GET /healthz so the machine's noise cancels.
+type ratiosConfig struct {
+	Conns       int           // connections (goroutines with one request in flight each)
+	Phase       time.Duration // length of each measured phase
+	Buyers      int           // distinct users signed for the purchase phase; it ends early when they run out
+	FirstUser   int64
+	PurchaseKey bool          // send an Idempotency-Key with every purchase
+	Drain       time.Duration // how long to wait for MySQL to hold every accepted order
+	Strict      bool          // exit 1 when a target is missed
+}
+
+// Targets of issue 5.
+const (
+	wantPurchaseRatio = 0.20
+	wantSoldOutRatio  = 0.70
+	wantPersistRatio  = 0.90
+	wantPurchaseP99   = 25 * time.Millisecond
+)
+
+// phase is one measured stretch of load.
+type phase struct {
+	name    string
+	tally   *tally
+	elapsed time.Duration
+}
+
+func (p phase) rate() float64 { return float64(p.tally.total()) / p.elapsed.Seconds() }
+
+func (p phase) rateOf(label string) float64 {
+	return float64(p.tally.counts[label]) / p.elapsed.Seconds()
+}
+
+func (p phase) print(w io.Writer) {
+	p50, p99, worst := p.tally.percentiles()
+	fmt.Fprintf(w, "  %-16s %8d req in %5.2fs = %7.0f req/s  p50 %7s  p99 %7s  max %7s  [%s]\n",
+		p.name, p.tally.total(), p.elapsed.Seconds(), p.rate(), ms(p50), ms(p99), ms(worst), p.tally.breakdown())
+}
+
+// hammer runs conns goroutines, each sending one request at a time through fn, until d
+// has passed or fn reports it has nothing left to send. The phase lasts from the first
+// request to the last answer.
+func hammer(ctx context.Context, name string, conns int, d time.Duration,
+	fn func(ctx context.Context, worker int) (answer, bool)) phase {
+	tallies := make([]*tally, conns)
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := range conns {
+		t := newTally()
+		tallies[w] = t
+		wg.Go(func() {
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				r, ok := fn(ctx, w)
+				if !ok {
+					return
+				}
+				t.add(r)
+			}
+		})
+	}
+	wg.Wait()
+	p := phase{name: name, tally: newTally(), elapsed: time.Since(start)}
+	for _, t := range tallies {
+		p.tally.merge(t)
+	}
+	return p
+}
+
+// accepted202 is a 202 of the purchase phase: the buyer's index and the body.
+type accepted202 struct {
+	buyer int
+	body  []byte
+}
+
+// runRatios measures, against the same API processes, in this order:
+//
+//	healthz 1  GET /healthz
+//	purchase   POST .../orders by distinct users, one unit each, on a sale with 10^9 units
+//	drain      orders accepted/s in the purchase phase against orders persisted/s,
+//	           persisted/s = accepted orders / (first purchase request -> the poll that
+//	           saw MySQL hold every one of them)
+//	healthz 2
+//	sold out   POST .../orders on a sale whose only unit is sold, by the same users
+//	healthz 3
+//
+// and prints the figures and their ratios against the targets. Each rate is compared
+// with the mean of the healthz phases just before and just after it, so a machine that
+// gets slower or faster during the run (other work on it) moves both sides. It returns whether
+// the audit of the purchase sale passed and (with Strict) every target was met.
+func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosConfig) (bool, error) {
+	fmt.Fprintf(w, "ratios: %d API instance(s) %v, %d connections, %s phases; this tool: %d CPUs, GOMAXPROCS %d (it shares them with the API)\n",
+		len(a.urls), a.urls, cfg.Conns, cfg.Phase, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	tokens, err := a.tokens(cfg.FirstUser, cfg.Buyers)
+	if err != nil {
+		return false, err
+	}
+	healthz := func(ctx context.Context, _ int) (answer, bool) {
+		return a.do(ctx, http.MethodGet, "/healthz", "", "", nil), true
+	}
+
+	hammer(ctx, "warm-up", cfg.Conns, time.Second, healthz) // opens the connections
+	h1 := hammer(ctx, "healthz 1", cfg.Conns, cfg.Phase, healthz)
+	h1.print(w)
+
+	// Purchases: distinct users, plentiful stock.
+	buyID, err := a.createSale(ctx, "ratios purchase", 1_000_000_000, 1)
+	if err != nil {
+		return false, err
+	}
+	var next atomic.Int64
+	got := make([][]accepted202, cfg.Conns)
+	purchase := hammer(ctx, "purchase", cfg.Conns, cfg.Phase, func(ctx context.Context, wk int) (answer, bool) {
+		i := int(next.Add(1) - 1)
+		if i >= len(tokens) {
+			return answer{}, false
+		}
+		key := ""
+		if cfg.PurchaseKey {
+			key = "ratios-" + strconv.Itoa(i)
+		}
+		r := a.buy(ctx, buyID, tokens[i], key, 1)
+		if r.status == http.StatusAccepted {
+			got[wk] = append(got[wk], accepted202{i, r.body})
+		}
+		return r, true
+	})
+	burstEnd := time.Now()
+	purchase.print(w)
+	used := min(int(next.Load()), len(tokens))
+	if used == len(tokens) && purchase.elapsed < cfg.Phase {
+		fmt.Fprintf(w, "  (the purchase phase ran out of its %d buyers; raise -buyers)\n", len(tokens))
+	}
+
+	// Drain: when does MySQL hold every accepted order?
+	l := newLedger()
+	for _, g := range got {
+		for _, acc := range g {
+			var o order
+			if err := json.Unmarshal(acc.body, &o); err != nil || o.ID == "" {
+				return false, fmt.Errorf("202 without an order id: %s", acc.body)
+			}
+			l.record(o.ID, ack{UserID: cfg.FirstUser + int64(acc.buyer), Quantity: 1}, true)
+		}
+	}
+	want := l.acknowledged()
+	atBurstEnd, err := countOrders(ctx, db, buyID)
+	if err != nil {
+		return false, err
+	}
+	drained, all, err := waitPersisted(ctx, db, buyID, want, 20*time.Millisecond, time.Now().Add(cfg.Drain))
+	if err != nil {
+		return false, err
+	}
+	start := burstEnd.Add(-purchase.elapsed)
+	acceptedRate := float64(len(want)) / purchase.elapsed.Seconds()
+	persistedRate := float64(len(want)) / drained.Sub(start).Seconds()
+	fmt.Fprintf(w, "  drain            %d orders accepted in %.2fs = %.0f/s; MySQL held %d when the burst ended (%.0f/s)",
+		len(want), purchase.elapsed.Seconds(), acceptedRate, atBurstEnd, float64(atBurstEnd)/purchase.elapsed.Seconds())
+	if all {
+		fmt.Fprintf(w, " and all of them %.2fs later; persisted/s = %d / %.2fs = %.0f/s\n",
+			drained.Sub(burstEnd).Seconds(), len(want), drained.Sub(start).Seconds(), persistedRate)
+	} else {
+		fmt.Fprintf(w, "; still missing orders after waiting %s\n", cfg.Drain)
+		persistedRate = 0
+	}
+	s, err := loadSale(ctx, db, buyID)
+	if err != nil {
+		return false, err
+	}
+	stored, err := loadOrders(ctx, db, buyID)
+	if err != nil {
+		return false, err
+	}
+	rep := audit(s, stored, l)
+	fmt.Fprintf(w, "  audit of sale %d: oversold %d, lost %d, duplicated %d, over limit %d, mismatched %d\n",
+		buyID, rep.Oversold, len(rep.Lost), rep.Duplicated(), len(rep.OverLimit), len(rep.Mismatched))
+
+	h2 := hammer(ctx, "healthz 2", cfg.Conns, cfg.Phase, healthz)
+	h2.print(w)
+
+	// Sold out: a sale whose only unit is gone, hammered by users who are already known.
+	soldID, err := a.createSale(ctx, "ratios sold out", 1, 1)
+	if err != nil {
+		return false, err
+	}
+	if r := a.buy(ctx, soldID, tokens[0], "", 1); r.status != http.StatusAccepted {
+		return false, fmt.Errorf("buy the only unit of sale %d: %s %s", soldID, r.label(), r.body)
+	}
+	var n atomic.Int64
+	soldOut := hammer(ctx, "sold out", cfg.Conns, cfg.Phase, func(ctx context.Context, _ int) (answer, bool) {
+		i := int(n.Add(1)-1) % max(used, 1)
+		return a.buy(ctx, soldID, tokens[i], "", 1), true
+	})
+	soldOut.print(w)
+
+	h3 := hammer(ctx, "healthz 3", cfg.Conns, cfg.Phase, healthz)
+	h3.print(w)
+
+	buyYard, soldYard := (h1.rate()+h2.rate())/2, (h2.rate()+h3.rate())/2
+	_, p99, _ := purchase.tally.percentiles()
+	results := []struct {
+		name     string
+		measured string
+		ratio    float64
+		want     string
+		ok       bool
+	}{
+		{"successful purchases/s vs healthz", fmt.Sprintf("%.0f/s", purchase.rateOf("202")),
+			purchase.rateOf("202") / buyYard, fmt.Sprintf(">= %.2f", wantPurchaseRatio), purchase.rateOf("202")/buyYard >= wantPurchaseRatio},
+		{"sold-out answers/s vs healthz", fmt.Sprintf("%.0f/s", soldOut.rateOf("409 sold_out")),
+			soldOut.rateOf("409 sold_out") / soldYard, fmt.Sprintf(">= %.2f", wantSoldOutRatio), soldOut.rateOf("409 sold_out")/soldYard >= wantSoldOutRatio},
+		{"orders persisted/s vs accepted/s", fmt.Sprintf("%.0f/s", persistedRate),
+			persistedRate / acceptedRate, fmt.Sprintf(">= %.2f", wantPersistRatio), persistedRate/acceptedRate >= wantPersistRatio},
+		{"purchase p99", ms(p99), -1, "<= " + ms(wantPurchaseP99), p99 <= wantPurchaseP99},
+	}
+	fmt.Fprintf(w, "  healthz yardsticks: %.0f req/s for purchases (mean of healthz 1 and 2), %.0f req/s for sold out (healthz 2 and 3)\n",
+		buyYard, soldYard)
+	fmt.Fprintf(w, "  %-36s %10s %7s %9s\n", "target", "measured", "ratio", "want")
+	met := true
+	for _, r := range results {
+		ratio, verdict := "", "met"
+		if r.ratio >= 0 {
+			ratio = fmt.Sprintf("%.3f", r.ratio)
+		}
+		if !r.ok {
+			verdict, met = "MISSED", false
+		}
+		fmt.Fprintf(w, "  %-36s %10s %7s %9s  %s\n", r.name, r.measured, ratio, r.want, verdict)
+	}
+	if !rep.OK() {
+		fmt.Fprintln(w, "ratios: FAIL (the purchase sale's audit found problems)")
+		return false, nil
+	}
+	if !met && cfg.Strict {
+		fmt.Fprintln(w, "ratios: FAIL (targets missed, -strict)")
+		return false, nil
+	}
+	return true, nil
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Runs load scenarios against an API and a worker of its own, and stops them afterwards.
+#
+#   loadtest/run.sh [audit] [ratios] [k6] [ab]     (default: audit ratios, about a minute)
+#
+# It starts, on free ports: a private redis-server (AOF everysec, as scripts/services.sh
+# runs it), API_INSTANCES API processes (default 1) and one worker, with
+# SECKILL_RATE_IP=0 and SECKILL_RATE_USER=0, on a fresh MySQL database seckill_loadtest
+# on the server of SECKILL_MYSQL_DSN. A private Redis keeps the orders queue away from
+# any other worker on this machine. Logs go to .data/loadtest/. Every process it started
+# is stopped by its PID when it ends, however it ends.
+#
+# Environment:
+#   API_INSTANCES=1       API processes; the crowd spreads its requests over all of them
+#   SECKILL_API_BIN, SECKILL_WORKER_BIN   binaries to run [bin/api, bin/worker; built when missing]
+#   AUDIT_FLAGS, RATIOS_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
+#   LOADTEST_DB=seckill_loadtest          database to (re)create on the MySQL server
+# Called by `make loadtest` (audit ratios) and `make k6` (k6).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+scenarios=("$@")
+[ ${#scenarios[@]} -eq 0 ] && scenarios=(audit ratios)
+for s in "${scenarios[@]}"; do
+	case $s in audit | ratios | k6 | ab) ;; *)
+		echo "usage: $0 [audit] [ratios] [k6] [ab]" >&2
+		exit 2
+		;;
+	esac
+done
+
+logs="$root/.data/loadtest"
+mkdir -p "$logs"
+api_bin=${SECKILL_API_BIN:-bin/api}
+worker_bin=${SECKILL_WORKER_BIN:-bin/worker}
+[ -x "$api_bin" ] || go build -o bin/api ./cmd/api
+[ -x "$worker_bin" ] || go build -o bin/worker ./cmd/worker
+go build -o bin/crowd ./loadtest/crowd
+
+pids=()
+redis_dir=""
+stop() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	[ -z "$redis_dir" ] || rm -rf "$redis_dir"
+}
+trap stop EXIT
+trap 'exit 130' INT TERM
+
+answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+taken_ports=" "
+free_port() { # sets port to one nothing listens on, not handed out before
+	local p
+	for _ in $(seq 200); do
+		p=$((20000 + RANDOM % 30000))
+		if [[ $taken_ports != *" $p "* ]] && ! answers "$p"; then
+			taken_ports+="$p "
+			port=$p
+			return 0
+		fi
+	done
+	echo "no free port found" >&2
+	exit 1
+}
+
+# MySQL: a fresh database on the configured server.
+base_dsn=${SECKILL_MYSQL_DSN:-'seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true'}
+db=${LOADTEST_DB:-seckill_loadtest}
+mysql_user=$(sed -E 's/^([^:@]*).*/\1/' <<<"$base_dsn")
+mysql_pass=$(sed -E 's/^[^:@]*:?([^@]*)@.*/\1/' <<<"$base_dsn")
+mysql_host=$(sed -E 's/.*@tcp\(([^:)]*).*/\1/' <<<"$base_dsn")
+mysql_port=$(sed -E 's/.*@tcp\([^:)]*:?([0-9]*)\).*/\1/' <<<"$base_dsn")
+MYSQL_PWD=$mysql_pass mariadb -h "$mysql_host" -P "${mysql_port:-3306}" -u "$mysql_user" \
+	-e "DROP DATABASE IF EXISTS \`$db\`; CREATE DATABASE \`$db\`"
+dsn=$(sed -E "s#\)/[^?]*#)/$db#" <<<"$base_dsn")
+
+# Redis: private, on a free port.
+free_port
+redis_port=$port
+redis_dir=$(mktemp -d)
+redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$redis_dir" --appendonly yes \
+	--appendfsync everysec --save "" --protected-mode no --logfile "$logs/redis.log" &
+pids+=($!)
+for _ in $(seq 100); do answers "$redis_port" && break; sleep 0.1; done
+
+export SECKILL_ENV=${SECKILL_ENV-dev}
+export SECKILL_REDIS_ADDR=127.0.0.1:$redis_port SECKILL_MYSQL_DSN=$dsn
+export SECKILL_RATE_IP=0 SECKILL_RATE_USER=0
+free_port
+export SECKILL_WORKER_METRICS_ADDR=127.0.0.1:$port
+
+"$api_bin" migrate >"$logs/migrate.log" 2>&1
+urls=()
+for i in $(seq "${API_INSTANCES:-1}"); do
+	free_port
+	SECKILL_HTTP_ADDR=127.0.0.1:$port "$api_bin" >"$logs/api$i.log" 2>&1 &
+	pids+=($!)
+	urls+=("http://127.0.0.1:$port")
+done
+"$worker_bin" >"$logs/worker.log" 2>&1 &
+pids+=($!)
+for u in "${urls[@]}"; do
+	for _ in $(seq 200); do curl -fs "$u/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+	curl -fs "$u/readyz" >/dev/null || {
+		echo "API at $u not ready; see $logs" >&2
+		exit 1
+	}
+done
+api_list=$(IFS=,; echo "${urls[*]}")
+echo "loadtest: API ${urls[*]} (pids ${pids[*]:1}), worker, redis :$redis_port (pid ${pids[0]}), MySQL database $db; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+
+status=0
+for s in "${scenarios[@]}"; do
+	echo
+	case $s in
+	audit)
+		# shellcheck disable=SC2086
+		bin/crowd audit -api "$api_list" -mysql "$dsn" ${AUDIT_FLAGS:-} || status=1
+		;;
+	ratios)
+		# shellcheck disable=SC2086
+		bin/crowd ratios -api "$api_list" -mysql "$dsn" ${RATIOS_FLAGS:-} || status=1
+		;;
+	k6)
+		k6=$(command -v k6 || echo "$(go env GOPATH)/bin/k6")
+		[ -x "$k6" ] || { echo "k6 is missing: make k6 installs it" >&2; exit 1; }
+		# shellcheck disable=SC2086
+		"$k6" run -e BASE_URL="${urls[0]}" -e SECKILL_JWT_SECRET="${SECKILL_JWT_SECRET:-}" \
+			${K6_FLAGS:-} loadtest/k6/flash_sale.js || status=1
+		;;
+	ab)
+		# shellcheck disable=SC2086
+		BASE_URL=${urls[0]} CROWD=bin/crowd loadtest/ab.sh ${AB_FLAGS:-} || status=1
+		;;
+	esac
+done
+exit $status
