@@ -26,12 +26,19 @@ done
 
 admin=$(bin/api token -user 1 -admin -ttl 24h)
 buyer=$(bin/api token -user 42 -ttl 24h)
+# A server listening on all interfaces is reached on this machine at 127.0.0.1.
+page=$addr
+case $page in 0.0.0.0:* | :*) page=127.0.0.1:${addr##*:} ;; esac
 start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 end=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
 cat <<MSG
 
   Flash sale running at http://$addr   (logs: .data/logs/api.log, .data/logs/worker.log)
   API pid $api, worker pid $worker. Ctrl-C stops both.
+
+  Web pages (dev mode sign-in links, valid 24h; open them in a browser):
+    Buyer: http://$page/#token=$buyer
+    Admin: http://$page/admin#token=$admin
 
   Tokens (dev mode, valid 24h):
     export ADMIN=$admin

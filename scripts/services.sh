@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Brings up what the service needs on this machine, from nothing:
-#   scripts/services.sh up     install Redis and MariaDB from Debian packages when missing,
+#   scripts/services.sh up     install Redis, MariaDB and chromium (for the browser tests)
+#                              from Debian packages when missing,
 #                              start them (data under .data/) when nothing answers on the
 #                              configured ports, create the database and the user.
 #   scripts/services.sh down   stop the servers this script started (by their pid files).
@@ -35,6 +36,7 @@ install_missing() {
 	command -v redis-cli >/dev/null || pkgs+=(redis-tools)
 	command -v mariadbd >/dev/null || pkgs+=(mariadb-server)
 	command -v mariadb >/dev/null || pkgs+=(mariadb-client)
+	command -v chromium >/dev/null || pkgs+=(chromium) # the browser tests of web/
 	for extra in ${SECKILL_EXTRA_PACKAGES:-}; do
 		dpkg -s "$extra" >/dev/null 2>&1 || pkgs+=("$extra")
 	done

@@ -56,12 +56,19 @@ func TestPagesInBrowser(t *testing.T) {
 	admin.screenshot("admin-validation")
 
 	// Fixed, and sent with Enter from the focused field, as a keyboard user would.
-	admin.do("correct the price and press Enter",
+	// The sale starts in a few seconds, so the buyer sees the countdown first.
+	startsAt := admin.eval(`(() => {
+		const d = new Date(Date.now() + 8000), two = (n) => String(n).padStart(2, '0');
+		return d.getFullYear() + '-' + two(d.getMonth() + 1) + '-' + two(d.getDate()) + 'T' +
+			two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds());
+	})()`)
+	admin.do("correct the price, start in 8s and press Enter",
+		chromedp.SetValue(chromedp.CSS("#f-starts"), startsAt),
 		chromedp.SetValue(chromedp.CSS("#f-price"), "499.00"),
 		chromedp.Focus(chromedp.CSS("#f-price")),
 		chromedp.KeyEvent("\r"),
 	)
-	admin.waitFor("the new sale", `document.querySelector('#sales li[data-status="active"]') !== null`)
+	admin.waitFor("the new sale", `document.querySelector('#sales li[data-status="upcoming"]') !== null`)
 	if got := admin.text("#create-result"); !strings.Contains(got, "created with 1 unit:") {
 		t.Errorf("create result: got %q, want it to say the sale was created", got)
 	}
@@ -71,14 +78,23 @@ func TestPagesInBrowser(t *testing.T) {
 	// The first buyer, on a phone-width screen, buys the only unit and pays.
 	buyer := b.open(t, "buyer", 390, 844)
 	buyer.do("open the buyer page", chromedp.Navigate(s.URL+"/#token="+testutil.Token(t, 42, false)))
-	buyer.waitFor("a sale on sale", `(() => { const b = document.querySelector('#sales li[data-status="active"] .buy-button'); return b !== null && !b.disabled })()`)
-	if got := buyer.text("#sales li .stock-text"); got != "1 of 1 left" {
-		t.Errorf("stock shown: got %q, want %q", got, "1 of 1 left")
+	buyer.waitFor("the sale not started", `document.querySelector('#sales li[data-status="upcoming"]') !== null`)
+	if got := buyer.text("#sales li .message"); !strings.HasPrefix(got, "Not started yet: the sale opens on") {
+		t.Errorf("sentence before the start: got %q, want the not-started sentence", got)
+	}
+	if got := buyer.text("#sales li .clock"); !strings.HasPrefix(got, "Starts in ") {
+		t.Errorf("countdown: got %q, want it to start with %q", got, "Starts in ")
 	}
 	if got := buyer.eval(`location.hash`); got != "" {
 		t.Errorf("the token stayed in the address bar: hash %q", got)
 	}
-	buyer.screenshot("buyer-sale-phone")
+	buyer.screenshot("buyer-not-started-phone")
+	// No reload: the page's clock opens the sale.
+	buyer.waitFor("the sale on sale", `(() => { const b = document.querySelector('#sales li[data-status="active"] .buy-button'); return b !== null && !b.disabled })()`)
+	if got := buyer.text("#sales li .stock-text"); got != "1 of 1 left" {
+		t.Errorf("stock shown: got %q, want %q", got, "1 of 1 left")
+	}
+	buyer.screenshot("buyer-on-sale-phone")
 	buyer.do("buy with the keyboard: Enter in the quantity field",
 		chromedp.Focus(chromedp.CSS("#sales li .qty")),
 		chromedp.KeyEvent("\r"),
@@ -96,8 +112,17 @@ func TestPagesInBrowser(t *testing.T) {
 	buyer.screenshot("buyer-paid-phone")
 
 	// The second buyer meets sold out.
+	// The second buyer comes without a token: the sales show, and the sign-in form
+	// takes a pasted token.
 	other := b.open(t, "other", 1280, 900)
-	other.do("open the buyer page", chromedp.Navigate(s.URL+"/#token="+testutil.Token(t, 43, false)))
+	other.do("open the buyer page signed out", chromedp.Navigate(s.URL+"/"))
+	other.waitFor("the sign-in form and the sale", `!document.querySelector('#signin').hidden && document.querySelector('#sales li') !== null`)
+	other.screenshot("buyer-signed-out")
+	other.do("sign in with a pasted token",
+		chromedp.SendKeys(chromedp.CSS("#token"), testutil.Token(t, 43, false)),
+		chromedp.Click(chromedp.CSS("#signin-form button")),
+	)
+	other.waitFor("signed in", `document.querySelector('#signin').hidden && !document.querySelector('#orders-section').hidden`)
 	other.waitFor("the sale sold out", `document.querySelector('#sales li[data-status="sold_out"]') !== null`)
 	if got := other.text("#sales li .message"); got != "Sold out: every unit has been taken." {
 		t.Errorf("second buyer's sentence: got %q, want the sold-out sentence", got)

@@ -109,7 +109,7 @@ function saleState(a) {
   const held = unitsHeld(a.id);
   const limitReached = signedIn && ordersLoaded && held >= a.per_user_limit;
   let sentence = '';
-  if (status === 'upcoming') sentence = `Not started yet: the sale opens on ${when(a.starts_at)}.`;
+  if (status === 'upcoming') sentence = `Not started yet: the sale opens on ${when(a.starts_at, true)}.`;
   else if (status === 'ended') sentence = 'This sale has ended.';
   else if (status === 'sold_out') sentence = 'Sold out: every unit has been taken.';
   else if (!signedIn) sentence = 'Sign in above to buy.';
@@ -244,7 +244,7 @@ function buyError(res, a) {
     case 'limit_exceeded':
       return `Limit reached: each buyer may hold at most ${a.per_user_limit} of this sale, counting queued, created and paid orders.`;
     case 'sale_not_started':
-      return `Not started yet: the sale opens on ${when(a.starts_at)}.`;
+      return `Not started yet: the sale opens on ${when(a.starts_at, true)}.`;
     case 'sale_ended':
       return 'This sale has ended.';
     case 'busy':

@@ -125,11 +125,12 @@ export function duration(ms) {
   return `${s}s`;
 }
 
-// when writes an RFC 3339 time in the reader's zone, e.g. "21 Nov 2026, 20:00".
-export function when(iso) {
+// when writes an RFC 3339 time in the reader's zone, e.g. "21 Nov 2026, 20:00";
+// with seconds true, "21 Nov 2026, 20:00:00".
+export function when(iso, seconds = false) {
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return '';
-  return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: seconds ? 'medium' : 'short' });
 }
 
 // idempotencyKey returns a fresh key of 32 hex digits, within the contract's
