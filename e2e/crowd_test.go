@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,8 +22,10 @@ type crowd struct {
 	codes    map[string]int      // answers by status and error code
 	attempts atomic.Int64
 	failed   atomic.Int64 // no answer (transport error)
-	elapsed  time.Duration
-	errs     []string
+	// dropped counts requests cut off after they reached a server (not refused at connect).
+	dropped atomic.Int64
+	elapsed time.Duration
+	errs    []string
 }
 
 func (cr *crowd) record(user int64, key string, r response, err error) {
@@ -30,6 +34,9 @@ func (cr *crowd) record(user int64, key string, r response, err error) {
 	if err != nil {
 		cr.failed.Add(1)
 		cr.codes["no answer"]++
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			cr.dropped.Add(1)
+		}
 		return
 	}
 	label := fmt.Sprint(r.Status)
@@ -76,6 +83,8 @@ type crowdPlan struct {
 	endpoints []string
 	// during, if set, runs while the crowd is buying (to inject a fault).
 	during func()
+	// pace spreads the crowd: a pause after each user's attempts are sent.
+	pace time.Duration
 }
 
 // runCrowd fires, for each user: two concurrent requests with the same
@@ -121,6 +130,9 @@ func runCrowd(t *testing.T, activityID int64, p crowdPlan) *crowd {
 		go func() { defer close(faultDone); p.during() }()
 	}
 	for _, g := range groups {
+		if p.pace > 0 {
+			time.Sleep(p.pace / 3)
+		}
 		for _, a := range g {
 			sem <- struct{}{}
 			wg.Add(1)
@@ -163,10 +175,11 @@ func (cr *crowd) checkReplays(t *testing.T) (replayed int) {
 	return replayed
 }
 
-// audit checks MySQL after the queue drained. With strict, every order in MySQL must
+// audit waits until the queue has drained, then checks MySQL. With strict, every order in MySQL must
 // have had its 202 (no process died mid-request).
 func audit(t *testing.T, s *testutil.Stack, a activity, cr *crowd, strict bool) {
 	t.Helper()
+	st := newClient(t, s.URL).waitDrained(testutil.Token(t, 1, true), a.ID, 2*time.Minute)
 	db := s.MySQL.Gorm
 	var rows []struct {
 		ID       string
@@ -233,7 +246,6 @@ func audit(t *testing.T, s *testutil.Stack, a activity, cr *crowd, strict bool) 
 	if sold != units {
 		t.Errorf("activities.sold = %d, units in created and paid orders = %d", sold, units)
 	}
-	st := newClient(t, s.URL).waitDrained(testutil.Token(t, 1, true), a.ID, time.Minute)
 	if st.StockAvailable+units != a.StockTotal {
 		t.Errorf("ledger: available %d + sold %d != total %d", st.StockAvailable, units, a.StockTotal)
 	}

@@ -77,7 +77,7 @@ func run(ctx context.Context) error {
 	locks := lock.New(rdb)
 	defer locks.Close()
 	lifecycle := order.New(st, sk)
-	repairer := worker.NewRepairer(st, sk, queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)))
+	repairer := worker.NewRepairer(st, sk, persister)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
 	worker.RunPeriodic(jobsCtx, locks,

@@ -35,7 +35,13 @@ type MySQLDB struct {
 // the test when the server does not answer.
 func MySQL(t testing.TB) *MySQLDB {
 	t.Helper()
-	cfg, err := mysql.ParseDSN(Env("SECKILL_MYSQL_DSN", DefaultMySQLDSN))
+	return MySQLOn(t, Env("SECKILL_MYSQL_DSN", DefaultMySQLDSN))
+}
+
+// MySQLOn is MySQL on the server and with the credentials of dsn.
+func MySQLOn(t testing.TB, dsn string) *MySQLDB {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatalf("parse SECKILL_MYSQL_DSN: %v", err)
 	}

@@ -162,8 +162,15 @@ type Stack struct {
 // and waits until the API is ready. extraEnv adds or overrides variables.
 func StartStack(t testing.TB, extraEnv ...string) *Stack {
 	t.Helper()
+	return StartStackOn(t, MySQL(t), extraEnv...)
+}
+
+// StartStackOn is StartStack on a given database (for example one on a private
+// MariaDB server that the test freezes).
+func StartStackOn(t testing.TB, db *MySQLDB, extraEnv ...string) *Stack {
+	t.Helper()
 	api, worker := Binaries(t)
-	s := &Stack{Redis: StartRedis(t, "--appendonly", "yes", "--appendfsync", "everysec"), MySQL: MySQL(t)}
+	s := &Stack{Redis: StartRedis(t, "--appendonly", "yes", "--appendfsync", "everysec"), MySQL: db}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
 	s.URL = "http://" + addr
 	s.Env = append([]string{

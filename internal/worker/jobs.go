@@ -45,26 +45,31 @@ func RunPeriodic(ctx context.Context, locks *lock.Client, jobs ...Job) {
 	}
 }
 
-// Repairer finds reservations whose task never reached the queue (the API died
-// between taking the units and enqueueing, or a task was lost) and enqueues them again.
+// Repairer finds orders that stayed queued too long and writes them to MySQL itself:
+// a reservation whose task never reached the queue (the API died between taking the
+// units and enqueueing, or a task was lost), or whose task is stuck with a worker that
+// died (asynq hands such a task back only after its lease and recovery interval, a
+// minute or more). Persisting is idempotent, so a task that runs later finds its order
+// stored and is acknowledged.
 type Repairer struct {
-	store *store.Store
-	stock *stock.Stock
-	queue *queue.Enqueuer
-	// MinAge is how old an unclaimed reservation must be before it counts as lost; the
+	store     *store.Store
+	stock     *stock.Stock
+	persister *Persister
+	// MinAge is how long an order must have been queued before it counts as stuck; the
 	// API enqueues within its I/O timeout (2 s) or gives the units back.
 	MinAge time.Duration
-	now    func() time.Time
+	// Batch bounds the orders one pass writes per sale.
+	Batch int
+	now   func() time.Time
 }
 
-// NewRepairer returns a Repairer.
-func NewRepairer(st *store.Store, sk *stock.Stock, q *queue.Enqueuer) *Repairer {
-	return &Repairer{store: st, stock: sk, queue: q, MinAge: 5 * time.Second, now: time.Now}
+// NewRepairer returns a Repairer that writes stuck orders with p.
+func NewRepairer(st *store.Store, sk *stock.Stock, p *Persister) *Repairer {
+	return &Repairer{store: st, stock: sk, persister: p, MinAge: 5 * time.Second, Batch: 500, now: time.Now}
 }
 
-// Repair enqueues every queued order older than MinAge that no worker has claimed, and
-// returns how many it enqueued. An order whose task still exists is not duplicated: the
-// task id is the order id.
+// Repair writes every order queued for longer than MinAge (up to Batch per sale) and
+// returns how many are now settled.
 func (r *Repairer) Repair(ctx context.Context) (int, error) {
 	acts, err := r.store.ListActivities(ctx)
 	if err != nil {
@@ -76,19 +81,31 @@ func (r *Repairer) Repair(ctx context.Context) (int, error) {
 		if err != nil {
 			return n, fmt.Errorf("repair: %w", err)
 		}
+		var stuck []queue.Order
 		for _, q := range queued {
-			if q.Claimed || r.now().Sub(q.CreatedAt) < r.MinAge {
+			if r.now().Sub(q.CreatedAt) < r.MinAge || len(stuck) == r.Batch {
 				continue
 			}
-			o := queue.Order{ID: q.OrderID, ActivityID: a.ID, UserID: q.UserID, Quantity: q.Quantity,
-				AmountCents: a.PriceCents * int64(q.Quantity), CreatedAtMs: q.CreatedAt.UnixMilli(),
+			stuck = append(stuck, queue.Order{ID: q.OrderID, ActivityID: a.ID, UserID: q.UserID,
+				Quantity: q.Quantity, AmountCents: a.PriceCents * int64(q.Quantity),
+				CreatedAtMs: q.CreatedAt.UnixMilli(),
 				ExpiresAtMs: q.CreatedAt.Add(time.Duration(a.PayWindowSeconds) * time.Second).UnixMilli(),
-				Limit: q.Limit}
-			if err := r.queue.Enqueue(ctx, o); err != nil {
-				return n, fmt.Errorf("repair: %w", err)
+				Limit:       q.Limit})
+		}
+		if len(stuck) == 0 {
+			continue
+		}
+		var failed error
+		for id, err := range r.persister.Persist(ctx, stuck) {
+			if err != nil {
+				failed = fmt.Errorf("repair order %s: %w", id, err)
+				continue
 			}
-			slog.Info("repair: enqueued a reservation that had no task", "order", q.OrderID)
 			n++
+		}
+		slog.Info("repair: wrote orders that stayed queued", "activity", a.ID, "orders", len(stuck), "settled", n)
+		if failed != nil {
+			return n, failed
 		}
 	}
 	return n, nil

@@ -1,0 +1,173 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"seckill/internal/config"
+	"seckill/internal/stock"
+	"seckill/internal/testutil"
+)
+
+// faultCrowd is the crowd of every fault test: 900 users, 4,500 attempts spread over a
+// few seconds, on a sale of 2,000 units with a limit of 3, so selling goes on while the
+// fault happens.
+func faultCrowd(t *testing.T, s *testutil.Stack, endpoints []string, fault func()) (activity, *crowd) {
+	t.Helper()
+	a := newClient(t, s.URL).createSale(testutil.Token(t, 1, true), 2000, 3)
+	cr := runCrowd(t, a.ID, crowdPlan{users: 900, concurrency: 64, endpoints: endpoints,
+		pace: 5 * time.Millisecond, during: fault})
+	t.Logf("%d attempts in %v; answers %v", cr.attempts.Load(), cr.elapsed.Round(time.Millisecond), cr.codes)
+	return a, cr
+}
+
+func after(d time.Duration, f func()) { time.Sleep(d); f() }
+
+func TestWorkerKilledMidCrowd(t *testing.T) {
+	s := testutil.StartStack(t)
+	a, cr := faultCrowd(t, s, []string{s.URL}, func() {
+		after(time.Second, func() { s.Worker.Signal(syscall.SIGKILL) })
+		t.Log("worker killed with SIGKILL")
+		after(time.Second, s.Worker.Start)
+		t.Log("worker restarted")
+	})
+	cr.checkReplays(t)
+	audit(t, s, a, cr, true)
+}
+
+func TestOneOfTwoAPIsKilledMidCrowd(t *testing.T) {
+	s := testutil.StartStack(t)
+	second, url2 := s.StartAPI(t)
+	a, cr := faultCrowd(t, s, []string{s.URL, url2}, func() {
+		after(time.Second, func() { second.Signal(syscall.SIGKILL) })
+		t.Log("second API killed with SIGKILL")
+		after(time.Second, second.Start)
+		t.Log("second API restarted")
+	})
+	cr.checkReplays(t)
+	if cr.failed.Load() == 0 {
+		t.Error("no request met the killed API: the fault did not land during the crowd")
+	}
+	// A request cut off after its units were taken may leave an order without a 202;
+	// the repair pass enqueues it within seconds, and the audit counts it as unanswered.
+	time.Sleep(8 * time.Second)
+	audit(t, s, a, cr, false)
+}
+
+func TestMariaDBFrozenMidCrowd(t *testing.T) {
+	db := testutil.StartMariaDB(t)
+	s := testutil.StartStackOn(t, testutil.MySQLOn(t, db.DSN))
+	var probe response
+	var probeTook time.Duration
+	a, cr := faultCrowd(t, s, []string{s.URL}, func() {
+		after(500*time.Millisecond, db.Pause)
+		t.Log("MariaDB frozen with SIGSTOP")
+		// While MySQL answers nothing, a purchase still gets its 202 at once.
+		time.Sleep(time.Second)
+		start := time.Now()
+		probe = newClient(t, s.URL).must("POST", "/api/v1/activities/1/orders", testutil.Token(t, 99999, false),
+			map[string]int{"quantity": 1})
+		probeTook = time.Since(start)
+		time.Sleep(4 * time.Second)
+		db.Resume()
+		t.Log("MariaDB resumed with SIGCONT after 5s")
+	})
+	t.Logf("purchase while MySQL was frozen: %d in %v", probe.Status, probeTook)
+	if probe.Status != http.StatusAccepted && probe.errorCode() != "sold_out" {
+		t.Errorf("purchase while MySQL was frozen: %d %s; want 202", probe.Status, probe.Body)
+	}
+	if probe.Status == http.StatusAccepted {
+		var o order
+		probe.decode(t, &o)
+		cr.accepted[o.ID] = o
+	}
+	cr.checkReplays(t)
+	audit(t, s, a, cr, true)
+}
+
+func TestRedisRestartedMidCrowd(t *testing.T) {
+	s := testutil.StartStack(t)
+	a, cr := faultCrowd(t, s, []string{s.URL}, func() {
+		after(time.Second, s.Redis.Kill)
+		t.Log("Redis killed with SIGKILL (AOF everysec)")
+		after(time.Second, s.Redis.Start)
+		t.Log("Redis restarted from its AOF")
+	})
+	cr.checkReplays(t)
+	if cr.codes["503 unavailable"] == 0 {
+		t.Error("no request met the Redis outage: the fault did not land during the crowd")
+	}
+	if cr.dropped.Load() != 0 {
+		t.Errorf("%d requests got no HTTP answer while Redis was down; want 503s", cr.dropped.Load())
+	}
+	time.Sleep(8 * time.Second) // the repair pass re-enqueues reservations whose reply was lost
+	audit(t, s, a, cr, false)
+}
+
+// The API died between taking the units and enqueueing: the repair pass finds the
+// reservation and the order reaches MySQL.
+func TestRepairEnqueuesLostReservation(t *testing.T) {
+	s := testutil.StartStack(t)
+	c := newClient(t, s.URL)
+	admin := testutil.Token(t, 1, true)
+	a := c.createSale(admin, 10, 2)
+	rdb := config.Config{RedisAddr: s.Redis.Addr}.Redis()
+	defer rdb.Close()
+	id := "01KAAAAAAAAAAAAAAAAAAAAAAA" + fmt.Sprint(a.ID)
+	_, err := stock.New(rdb).Reserve(context.Background(), stock.Reservation{ActivityID: a.ID, UserID: 77,
+		Quantity: 2, OrderID: id, Now: time.Now(), LockToken: "dead-api", LockTTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var o order
+	for time.Since(start) < 20*time.Second {
+		r := c.must("GET", "/api/v1/orders/"+id, admin, nil)
+		if r.Status == http.StatusOK {
+			r.decode(t, &o)
+			if o.Status == "created" {
+				break
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if o.Status != "created" || o.Quantity != 2 || o.UserID != 77 || o.AmountCents != 2*1500 {
+		t.Fatalf("lost reservation: order = %+v after %v, want created, 2 units of user 77", o, time.Since(start))
+	}
+	t.Logf("the repair pass wrote the lost reservation; created %v after it was taken", time.Since(start).Round(100*time.Millisecond))
+	st := c.waitDrained(admin, a.ID, time.Minute)
+	if st.StockAvailable != 8 || st.Sold != 2 {
+		t.Errorf("stats %+v, want 8 available and 2 sold", st)
+	}
+}
+
+// SIGTERM: the API answers the requests it has, the worker finishes or hands back its
+// tasks; after restarts nothing is lost.
+func TestGracefulShutdown(t *testing.T) {
+	s := testutil.StartStack(t)
+	a, cr := faultCrowd(t, s, []string{s.URL}, func() {
+		after(time.Second, func() { s.Worker.Signal(syscall.SIGTERM) })
+		t.Log("worker stopped with SIGTERM")
+		after(200*time.Millisecond, func() { s.API.Signal(syscall.SIGTERM) })
+		t.Log("API stopped with SIGTERM")
+		if exited, code := s.API.Exited(); !exited || code != 0 {
+			t.Errorf("API after SIGTERM: exited %v with %d, want a clean exit", exited, code)
+		}
+		s.API.Start()
+		s.WaitReady(t)
+		s.Worker.Start()
+		t.Log("API and worker restarted")
+	})
+	if cr.dropped.Load() != 0 {
+		t.Errorf("%d requests cut off mid-request by a graceful shutdown", cr.dropped.Load())
+	}
+	if cr.failed.Load() == 0 {
+		t.Error("no request met the stopped API: the fault did not land during the crowd")
+	}
+	cr.checkReplays(t)
+	audit(t, s, a, cr, true)
+}
