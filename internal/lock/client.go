@@ -35,12 +35,12 @@ func NewToken() string { return rand.Text() }
 // in a script of its own (see Adopt): after the script found the key taken,
 // wait, then run the script again.
 //
-// A release published before the subscription is active is not seen, so
-// always give ctx a deadline: it is the backstop, as a backoff is for Obtain.
-// The wait shares the Client's one pub/sub connection. When that connection
-// cannot subscribe, WaitRelease returns the error at once.
+// A release published before the subscription is active is not seen, nor
+// one published while the pub/sub connection is down, so always give ctx a
+// deadline: it is the backstop, as a backoff is for Obtain. The wait shares
+// the Client's one pub/sub connection. After Close, WaitRelease fails at once.
 func (c *Client) WaitRelease(ctx context.Context, key string) error {
-	w, err := watchRelease(ctx, []*releaseHub{c.hub}, key, true)
+	w, err := watchRelease([]*releaseHub{c.hub}, key, true)
 	defer w.close()
 	if err != nil {
 		return fmt.Errorf("wait for release of %s: %w", key, err)

@@ -14,16 +14,22 @@ import (
 // releaseHub is a Client's one pub/sub connection to a Redis server. Waiters
 // register for a key's release channel; the hub subscribes to a channel while
 // at least one waiter wants it and unsubscribes when the last one leaves.
+//
+// Two goroutines run once the connection is opened: send brings Redis's
+// subscriptions in line with what the waiters want, so that a waiter never
+// waits for the network (nor for a dead server) to register, and receive
+// hands out the messages.
 type releaseHub struct {
 	rdb redis.UniversalClient
 
-	// mu guards the fields below. SUBSCRIBE and UNSUBSCRIBE are sent while
-	// holding it, so the commands reach Redis in the order of the changes.
 	mu       sync.Mutex
 	ps       *redis.PubSub // opened on first use
 	closed   bool
-	channels map[string]*channelWaiters
-	pending  map[string]int // SUBSCRIBE commands sent and not yet confirmed
+	channels map[string]*channelWaiters // the channels waiters want
+	sent     map[string]bool            // SUBSCRIBE sent, and no UNSUBSCRIBE since
+	pending  map[string]int             // SUBSCRIBE commands not yet confirmed
+	kick     chan struct{}              // the channels changed
+	done     chan struct{}              // closed by close
 }
 
 type channelWaiters struct {
@@ -43,39 +49,40 @@ func newReleaseHub(rdb redis.UniversalClient) *releaseHub {
 	return &releaseHub{
 		rdb:      rdb,
 		channels: make(map[string]*channelWaiters),
+		sent:     make(map[string]bool),
 		pending:  make(map[string]int),
+		kick:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
 	}
 }
 
 // add registers w for messages on channel and returns a channel that is
 // closed once the subscription is active.
-func (h *releaseHub) add(ctx context.Context, channel string, w *releaseWatch) (<-chan struct{}, error) {
+func (h *releaseHub) add(channel string, w *releaseWatch) (<-chan struct{}, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil, errClosed
 	}
+	if h.ps == nil {
+		h.ps = h.rdb.Subscribe(context.Background())
+		go h.send(h.ps)
+		go h.receive(h.ps)
+	}
 	cw := h.channels[channel]
 	if cw == nil {
-		if h.ps == nil {
-			h.ps = h.rdb.Subscribe(context.WithoutCancel(ctx))
-			go h.receive(h.ps)
-		}
 		cw = &channelWaiters{ready: make(chan struct{})}
 		h.channels[channel] = cw
-		h.pending[channel]++
-		if err := h.ps.Subscribe(ctx, channel); err != nil {
-			// go-redis subscribes again when it reconnects; until then the
-			// waiter relies on its backoff.
-			cw.waiters = append(cw.waiters, w)
-			return nil, err
+		if h.sent[channel] && h.pending[channel] == 0 {
+			cw.markReady() // left and came back before send ran
 		}
+		h.kickLocked()
 	}
 	cw.waiters = append(cw.waiters, w)
 	return cw.ready, nil
 }
 
-// remove unregisters w and unsubscribes from channel when nobody is left.
+// remove unregisters w, and lets the channel go when nobody is left.
 func (h *releaseHub) remove(channel string, w *releaseWatch) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -88,17 +95,59 @@ func (h *releaseHub) remove(channel string, w *releaseWatch) {
 		// w leaves without using its wake-up: pass it on.
 		h.wakeLocked(cw)
 	}
-	if len(cw.waiters) > 0 || h.closed {
-		return
+	if len(cw.waiters) == 0 {
+		delete(h.channels, channel)
+		h.kickLocked()
 	}
-	delete(h.channels, channel)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = h.ps.Unsubscribe(ctx, channel) // on error the reconnect drops it anyway
 }
 
-// receive dispatches messages until the hub is closed.
+func (h *releaseHub) kickLocked() {
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// send subscribes to the channels waiters want and unsubscribes from the
+// others, until the hub is closed. go-redis remembers the subscriptions, even
+// those whose command failed, and makes them again when it reconnects.
+func (h *releaseHub) send(ps *redis.PubSub) {
+	for {
+		select {
+		case <-h.done:
+			return
+		case <-h.kick:
+		}
+		var subscribe, unsubscribe []string
+		h.mu.Lock()
+		for channel := range h.channels {
+			if !h.sent[channel] {
+				subscribe = append(subscribe, channel)
+				h.sent[channel] = true
+				h.pending[channel]++
+			}
+		}
+		for channel := range h.sent {
+			if h.channels[channel] == nil {
+				unsubscribe = append(unsubscribe, channel)
+				delete(h.sent, channel)
+			}
+		}
+		h.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if len(unsubscribe) > 0 {
+			_ = ps.Unsubscribe(ctx, unsubscribe...)
+		}
+		if len(subscribe) > 0 {
+			_ = ps.Subscribe(ctx, subscribe...)
+		}
+		cancel()
+	}
+}
+
+// receive hands out messages until the hub is closed.
 func (h *releaseHub) receive(ps *redis.PubSub) {
+	connected := false
 	pause := 10 * time.Millisecond
 	for {
 		msg, err := ps.Receive(context.Background())
@@ -106,13 +155,21 @@ func (h *releaseHub) receive(ps *redis.PubSub) {
 			if h.isClosed() || errors.Is(err, redis.ErrClosed) {
 				return
 			}
-			// Messages may have been lost while the connection was down: wake
-			// everyone to try again, and trust go-redis to subscribe again.
-			h.wakeAll(true)
-			time.Sleep(pause)
+			if connected {
+				// Messages may have been lost while the connection was
+				// down: wake everyone to try again.
+				h.wakeAll(true)
+				connected = false
+			}
+			select {
+			case <-h.done:
+				return
+			case <-time.After(pause):
+			}
 			pause = min(2*pause, time.Second)
 			continue
 		}
+		connected = true
 		pause = 10 * time.Millisecond
 		switch m := msg.(type) {
 		case *redis.Message:
@@ -157,24 +214,28 @@ func (h *releaseHub) wake(channel string) {
 }
 
 // wakeLocked hands a release to the waiters of a channel. Only one lock
-// holder can follow, so of the waiters parked in Obtain only the first is
-// woken, and then moves to the back of the line; waking them all would only
-// turn one release into a burst of failing attempts. Waiters between two
+// holder can follow, so one waiter of Obtain is enough: one that is between
+// two attempts already, or else the first parked one, which then moves to the
+// back of the line. Waking them all would turn each release into a burst of
+// failing attempts (and, under Redlock, into split votes). Waiters between
 // attempts, and those in WaitRelease, are always told.
 func (h *releaseHub) wakeLocked(cw *channelWaiters) {
-	woke := -1
-	for i, w := range cw.waiters {
-		switch {
-		case w.broadcast || !w.parked.Load():
+	trying := false
+	for _, w := range cw.waiters {
+		if w.broadcast || !w.parked.Load() {
 			w.notify()
-		case woke < 0:
-			w.notify()
-			woke = i
+			trying = trying || !w.broadcast
 		}
 	}
-	if woke >= 0 {
-		w := cw.waiters[woke]
-		cw.waiters = append(slices.Delete(cw.waiters, woke, woke+1), w)
+	if trying {
+		return
+	}
+	for i, w := range cw.waiters {
+		if !w.broadcast && w.parked.CompareAndSwap(true, false) {
+			w.notify()
+			cw.waiters = append(slices.Delete(cw.waiters, i, i+1), w)
+			return
+		}
 	}
 }
 
@@ -204,6 +265,7 @@ func (h *releaseHub) close() error {
 		return nil
 	}
 	h.closed = true
+	close(h.done)
 	ps := h.ps
 	h.mu.Unlock()
 	h.wakeAll(false)
@@ -224,26 +286,19 @@ type releaseWatch struct {
 	parked    atomic.Bool   // in wait, as opposed to between attempts
 }
 
-// watchRelease subscribes to key's release channel on every hub. A hub that
-// cannot subscribe now is still watched, as go-redis subscribes again when it
-// reconnects; meanwhile the backoff covers it.
-func watchRelease(ctx context.Context, hubs []*releaseHub, key string, broadcast bool) (*releaseWatch, error) {
+// watchRelease subscribes to key's release channel on every hub. It fails
+// only when the hubs are closed.
+func watchRelease(hubs []*releaseHub, key string, broadcast bool) (*releaseWatch, error) {
 	w := &releaseWatch{channel: ReleaseChannel(key), broadcast: broadcast, woken: make(chan struct{}, 1)}
-	var errs []error
 	for _, h := range hubs {
-		ready, err := h.add(ctx, w.channel, w)
-		if errors.Is(err, errClosed) {
-			errs = append(errs, err)
-			continue
+		ready, err := h.add(w.channel, w)
+		if err != nil {
+			return w, err
 		}
 		w.hubs = append(w.hubs, h)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
 		w.ready = append(w.ready, ready)
 	}
-	return w, errors.Join(errs...)
+	return w, nil
 }
 
 func (w *releaseWatch) notify() {

@@ -109,13 +109,15 @@ func (c *Client) Adopt(key, token string, ttl time.Duration) *Lock {
 
 // releaseScript deletes the lock if it holds our token and tells waiters.
 //
-//	KEYS[1] lock key   ARGV[1] owner token   ARGV[2] release channel
+//	KEYS[1] lock key   ARGV[1] owner token   ARGV[2] release channel, or "" to tell nobody
 //
 // Returns 1 when released, -2 when the key does not hold our token.
 var releaseScript = redis.NewScript(`
 if redis.call("GET", KEYS[1]) == ARGV[1] then
 	redis.call("DEL", KEYS[1])
-	redis.call("PUBLISH", ARGV[2], "")
+	if ARGV[2] ~= "" then
+		redis.call("PUBLISH", ARGV[2], "")
+	end
 	return 1
 end
 return -2
@@ -163,26 +165,32 @@ func acquire(ctx context.Context, hubs []*releaseHub, key string, retry RetryStr
 	if !ok {
 		return nil, notObtained(ctx, err)
 	}
-	w, _ := watchRelease(ctx, hubs, key, false) // a hub that cannot subscribe leaves the backoff
+	w, err := watchRelease(hubs, key, false)
 	defer w.close()
-	w.awaitReady(ctx, backoff)
-	// Try once more now that a release wakes us: one may have come before.
-	w.reset()
-	if l, err = try(ctx); err == nil || !errors.Is(err, ErrNotObtained) {
-		return l, notObtained(ctx, err)
+	if err != nil {
+		return nil, err
 	}
+	w.awaitReady(ctx, backoff)
 	for {
+		// The first time round, try again now that a release wakes us: one
+		// may have come before.
+		w.reset()
+		if l, err = try(ctx); err == nil {
+			w.reset() // the release that woke us was ours to use
+			return l, nil
+		}
+		if !errors.Is(err, ErrNotObtained) {
+			return nil, notObtained(ctx, err)
+		}
+		if failed > 1 {
+			if backoff, ok = retry.NextBackoff(failed, time.Since(first)); !ok {
+				return nil, notObtained(ctx, err)
+			}
+		}
 		if err := w.wait(ctx, backoff); err != nil {
 			return nil, notObtained(ctx, err)
 		}
-		w.reset()
-		if l, err = try(ctx); err == nil || !errors.Is(err, ErrNotObtained) {
-			return l, notObtained(ctx, err)
-		}
 		failed++
-		if backoff, ok = retry.NextBackoff(failed, time.Since(first)); !ok {
-			return nil, notObtained(ctx, err)
-		}
 	}
 }
 

@@ -293,8 +293,13 @@ func TestOnePubSubConnectionPerClient(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 30 {
 		wg.Go(func() {
-			if _, err := c.Obtain(ctx, keys[i%len(keys)], time.Minute, &Options{Retry: LinearBackoff(time.Hour)}); err != nil {
+			l, err := c.Obtain(ctx, keys[i%len(keys)], time.Minute, &Options{Retry: LinearBackoff(time.Hour)})
+			if err != nil {
 				t.Errorf("waiter: %v", err)
+				return
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Errorf("waiter release: %v", err)
 			}
 		})
 	}
@@ -315,8 +320,15 @@ func TestOnePubSubConnectionPerClient(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	if chans := rdb.PubSubChannels(ctx, "*").Val(); len(chans) != 3 {
-		t.Errorf("channels %v: want the 3 still held", chans)
+	// The last waiter gone, the channels are unsubscribed.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		chans := rdb.PubSubChannels(ctx, "*").Val()
+		if len(chans) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still subscribed to %v with no waiter", chans)
+		}
 	}
 }
 

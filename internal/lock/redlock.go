@@ -134,18 +134,19 @@ return 1
 
 // try makes one Redlock attempt.
 func (r *Redlock) try(ctx context.Context, key, token string, ttl time.Duration) (*Lock, error) {
+	hold := r.newHold()
 	keys := []string{key, fenceKey(key)}
 	start := time.Now()
-	counters, errs := r.each(ctx, ttl, func(ctx context.Context, n *redlockNode) (int64, error) {
+	counters, errs := hold.each(ctx, r.all(), ttl, func(ctx context.Context, n *redlockNode) (int64, error) {
 		return scriptResult(ctx, n.rdb, redlockObtainScript, keys, token, ttl.Milliseconds())
 	})
-	var granted []*redlockNode
+	var granted []int
 	var problems []error // why masters did not grant, other than being busy
 	var fence int64
 	for i, err := range errs {
 		switch {
 		case err == nil:
-			granted = append(granted, r.nodes[i])
+			granted = append(granted, i)
 			fence = max(fence, counters[i])
 		case !errors.Is(err, ErrNotObtained):
 			problems = append(problems, fmt.Errorf("master %d: %w", i, err))
@@ -154,41 +155,68 @@ func (r *Redlock) try(ctx context.Context, key, token string, ttl time.Duration)
 	fence++
 	deadline := leaseEnd(start, ttl)
 	if len(granted) >= r.quorum && time.Now().Before(deadline) {
-		_, fenceErrs := r.eachOf(ctx, granted, ttl, func(ctx context.Context, n *redlockNode) (int64, error) {
+		_, fenceErrs := hold.each(ctx, granted, ttl, func(ctx context.Context, n *redlockNode) (int64, error) {
 			return scriptResult(ctx, n.rdb, redlockFenceScript, keys, token, fence)
 		})
 		if countNil(fenceErrs) >= r.quorum && time.Now().Before(deadline) {
-			return newLock(ctx, r, key, token, fence, ttl, start), nil
+			return newLock(ctx, hold, key, token, fence, ttl, start), nil
 		}
-		for _, err := range fenceErrs {
+		for j, err := range fenceErrs {
 			if err != nil {
-				problems = append(problems, fmt.Errorf("write fence: %w", err))
+				problems = append(problems, fmt.Errorf("master %d: write fence: %w", granted[j], err))
 			}
 		}
 	}
-	// Failed: undo on every master, including those whose reply was lost.
-	_ = r.release(context.WithoutCancel(ctx), key, token)
+	// Failed: undo on every master, including those whose reply was lost or
+	// late, without waking waiters: nobody held the lock.
+	hold.each(context.WithoutCancel(ctx), r.all(), 0, func(ctx context.Context, n *redlockNode) (int64, error) {
+		return scriptResult(ctx, n.rdb, releaseScript, []string{key}, token, "")
+	})
 	return nil, errors.Join(append([]error{ErrNotObtained}, problems...)...)
+}
+
+// redlockHold is one lock on the masters, from the first attempt to take it
+// to its release. Its commands to each master run one after another, so that
+// a release never overtakes a slow SET, which would then take the lock after
+// it was given up.
+type redlockHold struct {
+	r  *Redlock
+	mu sync.Mutex
+	// last holds, per master, a channel closed when the latest command sent
+	// to it has returned.
+	last []<-chan struct{}
+}
+
+func (r *Redlock) newHold() *redlockHold {
+	return &redlockHold{r: r, last: make([]<-chan struct{}, len(r.nodes))}
+}
+
+func (r *Redlock) all() []int {
+	all := make([]int, len(r.nodes))
+	for i := range all {
+		all[i] = i
+	}
+	return all
 }
 
 // release releases on every master. It succeeds when a majority released,
 // returns ErrNotHeld when too many masters refused for a majority to have
 // held the lock, and the masters' errors otherwise; the key then goes at its
 // TTL on the masters that did not answer.
-func (r *Redlock) release(ctx context.Context, key, token string) error {
-	_, errs := r.each(ctx, 0, func(ctx context.Context, n *redlockNode) (int64, error) {
+func (h *redlockHold) release(ctx context.Context, key, token string) error {
+	_, errs := h.each(context.WithoutCancel(ctx), h.r.all(), 0, func(ctx context.Context, n *redlockNode) (int64, error) {
 		return scriptResult(ctx, n.rdb, releaseScript, []string{key}, token, ReleaseChannel(key))
 	})
-	return r.outcome(errs)
+	return h.r.outcome(errs)
 }
 
 // extend extends on every master, and succeeds when a majority did within the
 // new validity.
-func (r *Redlock) extend(ctx context.Context, key, token string, ttl time.Duration, start time.Time) error {
-	_, errs := r.each(ctx, ttl, func(ctx context.Context, n *redlockNode) (int64, error) {
+func (h *redlockHold) extend(ctx context.Context, key, token string, ttl time.Duration, start time.Time) error {
+	_, errs := h.each(ctx, h.r.all(), ttl, func(ctx context.Context, n *redlockNode) (int64, error) {
 		return scriptResult(ctx, n.rdb, extendScript, []string{key}, token, ttl.Milliseconds())
 	})
-	if err := r.outcome(errs); err != nil {
+	if err := h.r.outcome(errs); err != nil {
 		return err
 	}
 	if !time.Now().Before(leaseEnd(start, ttl)) {
@@ -221,28 +249,64 @@ func (r *Redlock) outcome(errs []error) error {
 	return errors.Join(append([]error{fmt.Errorf("%d of %d masters answered, %d needed", ok, len(errs), r.quorum)}, failed...)...)
 }
 
-// each runs f on every master at once, each under the node timeout.
-func (r *Redlock) each(ctx context.Context, ttl time.Duration, f func(context.Context, *redlockNode) (int64, error)) ([]int64, []error) {
-	return r.eachOf(ctx, r.nodes, ttl, f)
-}
+// errNoAnswer stands for a master that did not answer in time. go-redis does
+// not always honour a context deadline (not while a connection to a stalled
+// server says hello), so the node timeout is kept here too.
+var errNoAnswer = errors.New("no answer within the node timeout")
 
-func (r *Redlock) eachOf(ctx context.Context, nodes []*redlockNode, ttl time.Duration,
+// each runs f on the masters numbered in nodes at once, each after the
+// command before it on the same master and under the node timeout, and
+// returns their results in the order of nodes as soon as a quorum succeeded,
+// all answered, or the timeout passed. A master not waited for reports
+// errNoAnswer; its command goes on to its end.
+func (h *redlockHold) each(ctx context.Context, nodes []int, ttl time.Duration,
 	f func(context.Context, *redlockNode) (int64, error)) ([]int64, []error) {
-	timeout := r.nodeTimeout
+	timeout := h.r.nodeTimeout
 	if ttl > 0 {
 		timeout = min(timeout, ttl/10)
 	}
-	vals := make([]int64, len(nodes))
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() {
+	type result struct {
+		i   int
+		val int64
+		err error
+	}
+	results := make(chan result, len(nodes))
+	h.mu.Lock()
+	for i, node := range nodes {
+		before := h.last[node]
+		done := make(chan struct{})
+		h.last[node] = done
+		go func() {
+			defer close(done)
+			if before != nil {
+				<-before
+			}
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			vals[i], errs[i] = f(ctx, n)
-		})
+			val, err := f(ctx, h.r.nodes[node])
+			results <- result{i, val, err}
+		}()
 	}
-	wg.Wait()
+	h.mu.Unlock()
+
+	vals := make([]int64, len(nodes))
+	errs := make([]error, len(nodes))
+	for i := range errs {
+		errs[i] = errNoAnswer
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for answered, ok := 0, 0; answered < len(nodes) && ok < h.r.quorum; answered++ {
+		select {
+		case res := <-results:
+			vals[res.i], errs[res.i] = res.val, res.err
+			if res.err == nil {
+				ok++
+			}
+		case <-timer.C:
+			return vals, errs
+		}
+	}
 	return vals, errs
 }
 
