@@ -249,6 +249,15 @@ func audit(t *testing.T, s *testutil.Stack, a activity, cr *crowd, strict bool) 
 	if st.StockAvailable+units != a.StockTotal {
 		t.Errorf("ledger: available %d + sold %d != total %d", st.StockAvailable, units, a.StockTotal)
 	}
+	r := newClient(t, s.URL).must("GET", fmt.Sprintf("/api/v1/admin/activities/%d/ledger", a.ID), testutil.Token(t, 1, true), nil)
+	var l struct {
+		Balanced   bool  `json:"balanced"`
+		Difference int64 `json:"difference"`
+	}
+	r.decode(t, &l)
+	if r.Status != http.StatusOK || !l.Balanced {
+		t.Errorf("ledger route: %d %s", r.Status, r.Body)
+	}
 	t.Logf("audit: %d orders in MySQL, %d units of %d sold, %d lost, %d without a 202, %d users over the limit",
 		len(rows), units, a.StockTotal, lost, unacknowledged, over)
 }

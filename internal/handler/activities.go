@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -84,20 +85,6 @@ func (h *Handler) listActivities(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"activities": as})
 }
 
-func (h *Handler) getActivity(c *gin.Context) {
-	id, ok := pathID(c, "id")
-	if !ok {
-		respondError(c, errBadPathActivity)
-		return
-	}
-	a, err := h.svc.GetActivity(c.Request.Context(), id)
-	if err != nil {
-		respondError(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, a)
-}
-
 type patchActivityRequest struct {
 	PerUserLimit *int    `json:"per_user_limit"`
 	EndsAt       *string `json:"ends_at"`
@@ -133,16 +120,19 @@ func (h *Handler) patchActivity(c *gin.Context) {
 	c.JSON(http.StatusOK, a)
 }
 
-func (h *Handler) stats(c *gin.Context) {
-	id, ok := pathID(c, "id")
-	if !ok {
-		respondError(c, errBadPathActivity)
-		return
+// byActivity answers 200 with what get returns for the activity in the path.
+func byActivity[T any](get func(context.Context, int64) (T, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id, ok := pathID(c, "id")
+		if !ok {
+			respondError(c, errBadPathActivity)
+			return
+		}
+		v, err := get(c.Request.Context(), id)
+		if err != nil {
+			respondError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, v)
 	}
-	st, err := h.svc.Stats(c.Request.Context(), id)
-	if err != nil {
-		respondError(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, st)
 }

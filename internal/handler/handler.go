@@ -28,6 +28,7 @@ type Service interface {
 	GetActivity(ctx context.Context, id int64) (sale.Activity, error)
 	PatchActivity(ctx context.Context, id int64, p sale.ActivityPatch) (sale.Activity, error)
 	Stats(ctx context.Context, id int64) (sale.Stats, error)
+	Ledger(ctx context.Context, id int64) (sale.Ledger, error)
 	Buy(ctx context.Context, r sale.BuyRequest) (sale.Order, bool, error)
 	GetOrder(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	ListOrders(ctx context.Context, userID int64) ([]sale.Order, error)
@@ -90,7 +91,7 @@ func (h *Handler) Routes() http.Handler {
 
 	api := r.Group("/api/v1", h.limitIP)
 	api.GET("/activities", h.listActivities)
-	api.GET("/activities/:id", h.getActivity)
+	api.GET("/activities/:id", byActivity(h.svc.GetActivity))
 
 	buyer := api.Group("", h.authenticate, h.limitUser)
 	buyer.POST("/activities/:id/orders", h.buy)
@@ -103,7 +104,8 @@ func (h *Handler) Routes() http.Handler {
 	admin.POST("/activities", h.createActivity)
 	admin.GET("/activities", h.listActivities)
 	admin.PATCH("/activities/:id", h.patchActivity)
-	admin.GET("/activities/:id/stats", h.stats)
+	admin.GET("/activities/:id/stats", byActivity(h.svc.Stats))
+	admin.GET("/activities/:id/ledger", byActivity(h.svc.Ledger))
 	return r
 }
 

@@ -3,7 +3,6 @@ package stock
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -170,24 +169,6 @@ func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlemen
 		s.soldOut.clear(activityID)
 	}
 	return nil
-}
-
-// Users returns the units every user holds in a sale, by user id.
-func (s *Stock) Users(ctx context.Context, activityID int64) (map[int64]int64, error) {
-	all, err := s.rdb.HGetAll(ctx, usersKey(activityID)).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read users: %w", err)
-	}
-	out := make(map[int64]int64, len(all))
-	for k, v := range all {
-		u, err1 := strconv.ParseInt(k, 10, 64)
-		n, err2 := strconv.ParseInt(v, 10, 64)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("read users: malformed %q=%q", k, v)
-		}
-		out[u] = n
-	}
-	return out, nil
 }
 
 // returnScript gives a cancelled order's units back to stock and to the user's

@@ -270,3 +270,52 @@ func integer(v any) (int64, error) {
 	}
 	return 0, fmt.Errorf("unexpected script value %#v", v)
 }
+
+// Snapshot is a sale's Redis state read in one transaction.
+type Snapshot struct {
+	Sale   Sale
+	Queued []QueuedOrder
+	// Users is the units each user holds (queued, created and paid orders).
+	Users map[int64]int64
+}
+
+// Snapshot reads a sale's state, its queued orders and its users' units atomically.
+func (s *Stock) Snapshot(ctx context.Context, activityID int64) (Snapshot, error) {
+	var sale *redis.SliceCmd
+	var queued, users *redis.MapStringStringCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		sale = p.HMGet(ctx, saleKey(activityID), "avail", "total")
+		queued = p.HGetAll(ctx, queuedKey(activityID))
+		users = p.HGetAll(ctx, usersKey(activityID))
+		return nil
+	})
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("snapshot sale %d: %w", activityID, err)
+	}
+	var snap Snapshot
+	if sale.Val()[0] == nil {
+		return snap, ErrNoSale
+	}
+	n, err := integers(sale.Val())
+	if err != nil {
+		return snap, fmt.Errorf("snapshot sale %d: %w", activityID, err)
+	}
+	snap.Sale = Sale{ActivityID: activityID, Available: n[0], Total: n[1]}
+	for id, v := range queued.Val() {
+		q, err := parseQueued(activityID, id, v)
+		if err != nil {
+			return snap, err
+		}
+		snap.Queued = append(snap.Queued, q)
+	}
+	snap.Users = make(map[int64]int64, len(users.Val()))
+	for k, v := range users.Val() {
+		u, err1 := strconv.ParseInt(k, 10, 64)
+		units, err2 := strconv.ParseInt(v, 10, 64)
+		if err1 != nil || err2 != nil {
+			return snap, fmt.Errorf("snapshot sale %d: malformed user %q=%q", activityID, k, v)
+		}
+		snap.Users[u] = units
+	}
+	return snap, nil
+}

@@ -154,7 +154,8 @@ func TestRollbackClaimSettle(t *testing.T) {
 	if sales[1].Available != 1 {
 		t.Errorf("available = %d, want 1 (3 - a again - b)", sales[1].Available)
 	}
-	users, _ := s.Users(ctx, 1)
+	snap, _ := s.Snapshot(ctx, 1)
+	users := snap.Users
 	if users[2] != 1 || users[3] != 0 || users[1] != 1 {
 		t.Errorf("users = %v, want 1:1 2:1 and none for 3", users)
 	}
@@ -200,7 +201,8 @@ func TestReserveConcurrent(t *testing.T) {
 	if taken.Load() != 50 || sales[1].Available != 0 {
 		t.Errorf("taken %d, available %d; want 50 and 0", taken.Load(), sales[1].Available)
 	}
-	users, _ := s.Users(ctx, 1)
+	snap, _ := s.Snapshot(ctx, 1)
+	users := snap.Users
 	var sum int64
 	for u, n := range users {
 		if n > 2 {

@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -213,4 +214,48 @@ func retryable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// Figures are an activity's stored totals, for the stock ledger.
+type Figures struct {
+	// Units by order status.
+	Units map[string]int64
+	// Sold is activities.sold.
+	Sold int64
+	// ReturnPending is the units of cancelled orders not yet confirmed back in Redis.
+	ReturnPending int64
+	// Users is user_purchases.units by user.
+	Users map[int64]int64
+}
+
+// Figures reads an activity's totals in one consistent read.
+func (s *Store) Figures(ctx context.Context, activityID int64) (Figures, error) {
+	f := Figures{Units: map[string]int64{}, Users: map[int64]int64{}}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var rows []StatusCount
+		if err := tx.Model(&Order{}).Select("status, COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units").
+			Where("activity_id = ?", activityID).Group("status").Scan(&rows).Error; err != nil {
+			return err
+		}
+		for _, r := range rows {
+			f.Units[r.Status] = r.Units
+		}
+		if err := tx.Model(&Activity{}).Where("id = ?", activityID).Pluck("sold", &f.Sold).Error; err != nil {
+			return err
+		}
+		if err := tx.Model(&Order{}).Where("activity_id = ? AND return_pending", activityID).
+			Select("COALESCE(SUM(quantity), 0)").Scan(&f.ReturnPending).Error; err != nil {
+			return err
+		}
+		var users []struct{ UserID, Units int64 }
+		if err := tx.Table("user_purchases").Select("user_id, units").Where("activity_id = ?", activityID).
+			Scan(&users).Error; err != nil {
+			return err
+		}
+		for _, u := range users {
+			f.Users[u.UserID] = u.Units
+		}
+		return nil
+	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	return f, err
 }

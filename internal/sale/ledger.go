@@ -1,0 +1,126 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"seckill/internal/stock"
+	"seckill/internal/store"
+)
+
+// Ledger is the stock balance of a sale: every unit is either available or held by an
+// order that is queued, created or paid (or, for a moment after a cancel, on its way
+// back to Redis).
+type Ledger struct {
+	ActivityID     int64 `json:"activity_id"`
+	StockTotal     int64 `json:"stock_total"`
+	RedisTotal     int64 `json:"redis_stock_total"`
+	Available      int64 `json:"available"`
+	QueuedUnits    int64 `json:"queued_units"`
+	CreatedUnits   int64 `json:"created_units"`
+	PaidUnits      int64 `json:"paid_units"`
+	ReturningUnits int64 `json:"returning_units"`
+	// Difference is stock_total - (available + queued + created + paid + returning).
+	Difference int64 `json:"difference"`
+	// SoldColumn is activities.sold, which must equal created + paid units.
+	SoldColumn int64 `json:"sold_column"`
+	// UserDifferences lists users whose units in Redis differ from MySQL's
+	// user_purchases plus their queued units (at most 20).
+	UserDifferences []UserDifference `json:"user_differences"`
+	Balanced        bool             `json:"balanced"`
+	// Attempts is how many reads it took to see a stable balance (orders moving from
+	// queued to created between the Redis and MySQL reads can unbalance one read).
+	Attempts int `json:"attempts"`
+}
+
+// UserDifference is one user's units in Redis and in MySQL.
+type UserDifference struct {
+	UserID int64 `json:"user_id"`
+	Redis  int64 `json:"redis"`
+	MySQL  int64 `json:"mysql"`
+}
+
+// Ledger checks that a sale's stock balances, in Redis and MySQL. While orders flow it
+// reads up to five times, 200 ms apart, until one read balances; run it on a quiet
+// sale for a certain answer.
+func (s *Service) Ledger(ctx context.Context, id int64) (Ledger, error) {
+	var l Ledger
+	var err error
+	for attempt := 1; attempt <= 5; attempt++ {
+		if l, err = s.ledgerOnce(ctx, id); err != nil || l.Balanced {
+			l.Attempts = attempt
+			return l, err
+		}
+		l.Attempts = attempt
+		select {
+		case <-ctx.Done():
+			return l, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return l, nil
+}
+
+func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
+	a, err := s.store.GetActivity(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return Ledger{}, ErrNotFound
+	}
+	if err != nil {
+		return Ledger{}, fmt.Errorf("ledger: %w", err)
+	}
+	snap, err := s.stock.Snapshot(ctx, id)
+	if errors.Is(err, stock.ErrNoSale) {
+		return Ledger{}, fmt.Errorf("%w: sale %d missing in Redis", ErrUnavailable, id)
+	}
+	if err != nil {
+		return Ledger{}, err
+	}
+	f, err := s.store.Figures(ctx, id)
+	if err != nil {
+		return Ledger{}, fmt.Errorf("ledger: %w", err)
+	}
+	ids := make([]string, len(snap.Queued))
+	for i, q := range snap.Queued {
+		ids[i] = q.OrderID
+	}
+	stored, err := s.store.OrdersByID(ctx, ids)
+	if err != nil {
+		return Ledger{}, fmt.Errorf("ledger: %w", err)
+	}
+	l := Ledger{ActivityID: id, StockTotal: a.StockTotal, RedisTotal: snap.Sale.Total,
+		Available: snap.Sale.Available, CreatedUnits: f.Units[store.StatusCreated],
+		PaidUnits: f.Units[store.StatusPaid], ReturningUnits: f.ReturnPending, SoldColumn: f.Sold,
+		UserDifferences: []UserDifference{}}
+	expect := make(map[int64]int64, len(f.Users))
+	for u, n := range f.Users {
+		expect[u] = n
+	}
+	for _, q := range snap.Queued {
+		// Written to MySQL after the Redis read: count it once, as queued.
+		if o, inMySQL := stored[q.OrderID]; inMySQL {
+			if o.Status == store.StatusCreated || o.Status == store.StatusPaid {
+				l.CreatedUnits -= int64(o.Quantity)
+				expect[q.UserID] -= int64(o.Quantity)
+			}
+		}
+		l.QueuedUnits += int64(q.Quantity)
+		expect[q.UserID] += int64(q.Quantity)
+	}
+	l.Difference = l.StockTotal - (l.Available + l.QueuedUnits + l.CreatedUnits + l.PaidUnits + l.ReturningUnits)
+	for u, want := range expect {
+		if got := snap.Users[u]; got != want && len(l.UserDifferences) < 20 {
+			l.UserDifferences = append(l.UserDifferences, UserDifference{UserID: u, Redis: got, MySQL: want})
+		}
+	}
+	for u, got := range snap.Users {
+		if _, known := expect[u]; !known && got != 0 && len(l.UserDifferences) < 20 {
+			l.UserDifferences = append(l.UserDifferences, UserDifference{UserID: u, Redis: got})
+		}
+	}
+	l.Balanced = l.Difference == 0 && l.RedisTotal == l.StockTotal &&
+		l.SoldColumn == f.Units[store.StatusCreated]+f.Units[store.StatusPaid] && len(l.UserDifferences) == 0
+	return l, nil
+}
