@@ -86,11 +86,11 @@ func respondError(c *gin.Context, err error) {
 	var fe *sale.FieldError
 	var ir *invalidRequest
 	switch {
-	case errors.As(err, &fe):
-		abort(c, http.StatusBadRequest, "invalid_request", sentence(fe.Error()))
+	case errors.As(err, &fe): // starts with the field's JSON name, kept as it is spelled
+		abort(c, http.StatusBadRequest, "invalid_request", period(fe.Error()))
 		return
 	case errors.As(err, &ir):
-		abort(c, http.StatusBadRequest, "invalid_request", sentence(ir.msg))
+		abort(c, http.StatusBadRequest, "invalid_request", period(ir.msg))
 		return
 	}
 	for _, m := range mapping {
@@ -127,11 +127,15 @@ func message(err, sentinel error) string {
 	return sentence(sentinel.Error())
 }
 
+// sentence capitalises s and ends it with a period.
 func sentence(s string) string {
 	if s == "" {
 		return s
 	}
-	s = strings.ToUpper(s[:1]) + s[1:]
+	return period(strings.ToUpper(s[:1]) + s[1:])
+}
+
+func period(s string) string {
 	if !strings.HasSuffix(s, ".") {
 		s += "."
 	}

@@ -5,6 +5,7 @@ package handler
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -113,7 +114,8 @@ func (h *Handler) ready(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 	defer cancel()
 	if err := h.svc.Ready(ctx); err != nil {
-		abort(c, http.StatusServiceUnavailable, "unavailable", "Not ready: "+err.Error()+".")
+		slog.Warn("not ready", "err", err)
+		abort(c, http.StatusServiceUnavailable, "unavailable", "Not ready: Redis or MySQL does not answer.")
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready"})
