@@ -40,10 +40,12 @@ go build -o bin/crowd ./loadtest/crowd
 
 pids=()
 redis_dir=""
-stop() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+stop() { # the API and the worker first, Redis (started first) last
+	local i
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		kill "${pids[i]}" 2>/dev/null || true
+		wait "${pids[i]}" 2>/dev/null || true
+	done
 	[ -z "$redis_dir" ] || rm -rf "$redis_dir"
 }
 trap stop EXIT
@@ -83,6 +85,7 @@ redis_dir=$(mktemp -d)
 redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$redis_dir" --appendonly yes \
 	--appendfsync everysec --save "" --protected-mode no --logfile "$logs/redis.log" &
 pids+=($!)
+watch="redis=$!"
 for _ in $(seq 100); do answers "$redis_port" && break; sleep 0.1; done
 
 export SECKILL_ENV=${SECKILL_ENV-dev}
@@ -97,10 +100,14 @@ for i in $(seq "${API_INSTANCES:-1}"); do
 	free_port
 	SECKILL_HTTP_ADDR=127.0.0.1:$port "$api_bin" >"$logs/api$i.log" 2>&1 &
 	pids+=($!)
+	watch+=",api$i=$!"
 	urls+=("http://127.0.0.1:$port")
 done
 "$worker_bin" >"$logs/worker.log" 2>&1 &
 pids+=($!)
+watch+=",worker=$!"
+mysqld=$(pidof mariadbd mysqld 2>/dev/null | awk '{print $1}') || true
+[ -z "$mysqld" ] || watch+=",mysqld=$mysqld"
 for u in "${urls[@]}"; do
 	for _ in $(seq 200); do curl -fs "$u/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 	curl -fs "$u/readyz" >/dev/null || {
@@ -109,7 +116,13 @@ for u in "${urls[@]}"; do
 	}
 done
 api_list=$(IFS=,; echo "${urls[*]}")
-echo "loadtest: API ${urls[*]} (pids ${pids[*]:1}), worker, redis :$redis_port (pid ${pids[0]}), MySQL database $db; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+if [ -n "${SECKILL_API_BIN:-}${SECKILL_WORKER_BIN:-}" ]; then
+	built="binaries $api_bin $worker_bin"
+else
+	built="binaries bin/ of the work tree at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+	git diff --quiet HEAD -- cmd internal migrations go.mod 2>/dev/null || built+=" with uncommitted changes"
+fi
+echo "loadtest: API ${urls[*]} (pids ${pids[*]:1}), worker, redis :$redis_port (pid ${pids[0]}), MySQL database $db; $built"
 
 status=0
 for s in "${scenarios[@]}"; do
@@ -121,7 +134,7 @@ for s in "${scenarios[@]}"; do
 		;;
 	ratios)
 		# shellcheck disable=SC2086
-		bin/crowd ratios -api "$api_list" -mysql "$dsn" ${RATIOS_FLAGS:-} || status=1
+		bin/crowd ratios -api "$api_list" -mysql "$dsn" -watch "$watch" ${RATIOS_FLAGS:-} || status=1
 		;;
 	k6)
 		k6=$(command -v k6 || echo "$(go env GOPATH)/bin/k6")

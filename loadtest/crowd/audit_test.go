@@ -268,7 +268,7 @@ func TestCrowdAgainstStack(t *testing.T) {
 
 	out.Reset()
 	ok, err = runRatios(ctx, &out, a, sqlDB, ratiosConfig{Conns: 10, Phase: 300 * time.Millisecond,
-		Buyers: 2000, FirstUser: 10_000, Drain: time.Minute})
+		Slice: 100 * time.Millisecond, Buyers: 2000, FirstUser: 10_000, Drain: time.Minute})
 	if err != nil || !ok {
 		t.Fatalf("ratios = %v, %v; want ok:\n%s", ok, err, out.String())
 	}

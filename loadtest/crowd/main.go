@@ -126,7 +126,14 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		fs.BoolVar(&cfg.PurchaseKey, "purchase-key", false, "send an Idempotency-Key with every purchase")
 		fs.DurationVar(&cfg.Drain, "drain", 2*time.Minute, "longest wait for MySQL to hold every accepted order")
 		fs.BoolVar(&cfg.Strict, "strict", false, "exit 1 when a target is missed")
+		fs.DurationVar(&cfg.Settle, "settle", 3*time.Second, "pause after the drain, before the last healthz phase")
+		fs.DurationVar(&cfg.Slice, "slice", time.Second, "length of one turn when sold out and healthz alternate")
+		watch := fs.String("watch", "", "name=pid,... of processes whose CPU use each phase reports (e.g. api=123,worker=456)")
 		if err := fs.Parse(args); err != nil {
+			return false, err
+		}
+		var err error
+		if cfg.Watch, err = parseWatch(*watch); err != nil {
 			return false, err
 		}
 		cfg.Conns = c.conns

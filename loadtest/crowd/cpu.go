@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTick is the unit of the CPU times in /proc (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// cpuWatch reads from /proc how much CPU named processes, this tool and the whole
+// machine used, so a phase can say where its CPU went. On a system without /proc it
+// reports nothing.
+type cpuWatch struct {
+	names []string
+	pids  []int
+}
+
+// parseWatch reads "api=123,worker=456".
+func parseWatch(s string) (cpuWatch, error) {
+	var c cpuWatch
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		name, pid, ok := strings.Cut(part, "=")
+		n, err := strconv.Atoi(pid)
+		if !ok || err != nil || n <= 0 {
+			return c, fmt.Errorf("-watch: want name=pid, got %q", part)
+		}
+		c.names, c.pids = append(c.names, name), append(c.pids, n)
+	}
+	return c, nil
+}
+
+// cpuSample is the CPU time used so far by each watched process, this tool, and the
+// machine (busy and all), read at one moment.
+type cpuSample struct {
+	at        time.Time
+	procs     []time.Duration // -1 when the process could not be read
+	self      time.Duration
+	busy, all time.Duration
+	ok        bool
+}
+
+func (c cpuWatch) sample() cpuSample {
+	s := cpuSample{at: time.Now(), procs: make([]time.Duration, len(c.pids))}
+	for i, pid := range c.pids {
+		s.procs[i] = procCPU(strconv.Itoa(pid))
+	}
+	s.self = procCPU("self")
+	s.busy, s.all, s.ok = machineCPU()
+	return s
+}
+
+// procCPU returns utime+stime of /proc/<pid>/stat, -1 if it cannot be read.
+func procCPU(pid string) time.Duration {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return -1
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command name may hold spaces
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state): utime is field 14, stime 15
+	if len(f) < 13 {
+		return -1
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	k, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return time.Duration(u+k) * clockTick
+}
+
+// machineCPU returns the busy and total CPU time of all cores from /proc/stat.
+func machineCPU() (busy, all time.Duration, ok bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, 0, false
+	}
+	var total, idle int64
+	for i, v := range f[1:] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		if i >= 8 { // guest and guest_nice are already counted in user and nice
+			break
+		}
+		total += n
+		if i == 3 || i == 4 { // idle, iowait
+			idle += n
+		}
+	}
+	return time.Duration(total-idle) * clockTick, time.Duration(total) * clockTick, true
+}
+
+// usage says, in cores, what each watched process, this tool and everything else used
+// between two samples: "api 1.10, worker 0.20, crowd 0.55, other 0.10 of 2.00 busy".
+func (c cpuWatch) usage(from, to cpuSample) string {
+	secs := to.at.Sub(from.at).Seconds()
+	if secs <= 0 || !from.ok || !to.ok {
+		return ""
+	}
+	cores := func(d time.Duration) float64 { return d.Seconds() / secs }
+	var parts []string
+	known := to.self - from.self
+	for i, name := range c.names {
+		if from.procs[i] < 0 || to.procs[i] < 0 {
+			continue
+		}
+		d := to.procs[i] - from.procs[i]
+		known += d
+		parts = append(parts, fmt.Sprintf("%s %.2f", name, cores(d)))
+	}
+	busy := to.busy - from.busy
+	parts = append(parts, fmt.Sprintf("crowd %.2f", cores(to.self-from.self)),
+		fmt.Sprintf("other %.2f", cores(max(0, busy-known))))
+	return fmt.Sprintf("%s; busy %.2f of %.0f cores", strings.Join(parts, ", "), cores(busy),
+		cores(to.all-from.all))
+}
