@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -12,14 +13,19 @@ import (
 // go-redis client it was given and one pub/sub connection, opened on first
 // use, on which every waiter of the Client learns about releases.
 type Client struct {
-	rdb redis.UniversalClient
-	hub *releaseHub
+	rdb   redis.UniversalClient
+	id    string // the message of our releases, so our hub can skip them
+	hub   *releaseHub
+	lines *lines
+	now   func() time.Time // the wall clock of RunOnce; tests set it
 }
 
 // New returns a Client that takes locks on rdb. Close it to close its pub/sub
 // connection; rdb stays open and belongs to the caller.
 func New(rdb redis.UniversalClient) *Client {
-	return &Client{rdb: rdb, hub: newReleaseHub(rdb)}
+	id := NewToken()
+	hub := newReleaseHub(rdb, id)
+	return &Client{rdb: rdb, id: id, hub: hub, lines: newLines([]*releaseHub{hub}), now: time.Now}
 }
 
 // Close closes the Client's pub/sub connection and wakes its waiters. It does
@@ -40,7 +46,7 @@ func NewToken() string { return rand.Text() }
 // deadline: it is the backstop, as a backoff is for Obtain. The wait shares
 // the Client's one pub/sub connection. After Close, WaitRelease fails at once.
 func (c *Client) WaitRelease(ctx context.Context, key string) error {
-	w, err := watchRelease([]*releaseHub{c.hub}, key, true)
+	w, err := watchRelease([]*releaseHub{c.hub}, key)
 	defer w.close()
 	if err != nil {
 		return fmt.Errorf("wait for release of %s: %w", key, err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,7 +19,8 @@ import (
 // waits for the network (nor for a dead server) to register, and receive
 // hands out the messages.
 type releaseHub struct {
-	rdb redis.UniversalClient
+	rdb  redis.UniversalClient
+	self string // the payload of our own releases, which wake our waiters directly
 
 	mu       sync.Mutex
 	ps       *redis.PubSub // opened on first use
@@ -45,9 +45,10 @@ func (cw *channelWaiters) markReady() {
 	}
 }
 
-func newReleaseHub(rdb redis.UniversalClient) *releaseHub {
+func newReleaseHub(rdb redis.UniversalClient, self string) *releaseHub {
 	return &releaseHub{
 		rdb:      rdb,
+		self:     self,
 		channels: make(map[string]*channelWaiters),
 		sent:     make(map[string]bool),
 		pending:  make(map[string]int),
@@ -91,10 +92,6 @@ func (h *releaseHub) remove(channel string, w *releaseWatch) {
 		return
 	}
 	cw.waiters = slices.DeleteFunc(cw.waiters, func(x *releaseWatch) bool { return x == w })
-	if len(w.woken) > 0 {
-		// w leaves without using its wake-up: pass it on.
-		h.wakeLocked(cw)
-	}
 	if len(cw.waiters) == 0 {
 		delete(h.channels, channel)
 		h.kickLocked()
@@ -173,7 +170,9 @@ func (h *releaseHub) receive(ps *redis.PubSub) {
 		pause = 10 * time.Millisecond
 		switch m := msg.(type) {
 		case *redis.Message:
-			h.wake(m.Channel)
+			if m.Payload != h.self {
+				h.wake(m.Channel)
+			}
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
 				h.confirm(m.Channel)
@@ -213,29 +212,12 @@ func (h *releaseHub) wake(channel string) {
 	}
 }
 
-// wakeLocked hands a release to the waiters of a channel. Only one lock
-// holder can follow, so one waiter of Obtain is enough: one that is between
-// two attempts already, or else the first parked one, which then moves to the
-// back of the line. Waking them all would turn each release into a burst of
-// failing attempts (and, under Redlock, into split votes). Waiters between
-// attempts, and those in WaitRelease, are always told.
+// wakeLocked tells every watch of a channel about a release. A Client has
+// one watch per busy key, shared by the waiters of the key's line, and only
+// the head of the line tries again; watches of WaitRelease come on top.
 func (h *releaseHub) wakeLocked(cw *channelWaiters) {
-	trying := false
 	for _, w := range cw.waiters {
-		if w.broadcast || !w.parked.Load() {
-			w.notify()
-			trying = trying || !w.broadcast
-		}
-	}
-	if trying {
-		return
-	}
-	for i, w := range cw.waiters {
-		if !w.broadcast && w.parked.CompareAndSwap(true, false) {
-			w.notify()
-			cw.waiters = append(slices.Delete(cw.waiters, i, i+1), w)
-			return
-		}
+		w.notify()
 	}
 }
 
@@ -278,18 +260,16 @@ func (h *releaseHub) close() error {
 // releaseWatch waits for releases of one key on one or more hubs (one per
 // Redis server of a Redlock).
 type releaseWatch struct {
-	channel   string
-	broadcast bool // woken by every release, as WaitRelease is
-	hubs      []*releaseHub
-	ready     []<-chan struct{}
-	woken     chan struct{} // holds one pending wake-up
-	parked    atomic.Bool   // in wait, as opposed to between attempts
+	channel string
+	hubs    []*releaseHub
+	ready   []<-chan struct{}
+	woken   chan struct{} // holds one pending wake-up
 }
 
 // watchRelease subscribes to key's release channel on every hub. It fails
 // only when the hubs are closed.
-func watchRelease(hubs []*releaseHub, key string, broadcast bool) (*releaseWatch, error) {
-	w := &releaseWatch{channel: ReleaseChannel(key), broadcast: broadcast, woken: make(chan struct{}, 1)}
+func watchRelease(hubs []*releaseHub, key string) (*releaseWatch, error) {
+	w := &releaseWatch{channel: ReleaseChannel(key), woken: make(chan struct{}, 1)}
 	for _, h := range hubs {
 		ready, err := h.add(w.channel, w)
 		if err != nil {
@@ -326,7 +306,11 @@ func (w *releaseWatch) awaitReady(ctx context.Context, max time.Duration) bool {
 }
 
 // reset forgets a wake-up that arrived before the attempt about to start.
+// It does nothing on a nil watch.
 func (w *releaseWatch) reset() {
+	if w == nil {
+		return
+	}
 	select {
 	case <-w.woken:
 	default:
@@ -342,8 +326,6 @@ func (w *releaseWatch) wait(ctx context.Context, d time.Duration) error {
 		defer timer.Stop()
 		timeout = timer.C
 	}
-	w.parked.Store(true)
-	defer w.parked.Store(false)
 	select {
 	case <-w.woken:
 		return nil

@@ -36,6 +36,8 @@ func (o *Options) retry() RetryStrategy {
 	return o.Retry
 }
 
+func (o *Options) freshToken() bool { return o == nil || o.Token == "" }
+
 func (o *Options) token() string {
 	if o == nil || o.Token == "" {
 		return NewToken()
@@ -82,13 +84,16 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts
 		}
 		return newLock(ctx, c, key, token, fence, ttl, start), nil
 	}
-	return obtain(ctx, []*releaseHub{c.hub}, key, opts, try)
+	return obtain(ctx, c.lines, key, opts, opts.freshToken(), try)
 }
 
 // obtain acquires a lock with try and the options, and starts its watchdog.
-func obtain(ctx context.Context, hubs []*releaseHub, key string, opts *Options,
+// With skipFirst, a caller makes no attempt of its own while other waiters of
+// this Client queue for the key; skip it only when the caller cannot hold the
+// lock already (a fresh token), or it would queue behind waiters for itself.
+func obtain(ctx context.Context, q *lines, key string, opts *Options, skipFirst bool,
 	try func(context.Context) (*Lock, error)) (*Lock, error) {
-	l, err := acquire(ctx, hubs, key, opts.retry(), try)
+	l, err := q.acquire(ctx, key, opts.retry(), skipFirst, try)
 	if err != nil {
 		return nil, fmt.Errorf("obtain lock %s: %w", key, err)
 	}
@@ -109,14 +114,16 @@ func (c *Client) Adopt(key, token string, ttl time.Duration) *Lock {
 
 // releaseScript deletes the lock if it holds our token and tells waiters.
 //
-//	KEYS[1] lock key   ARGV[1] owner token   ARGV[2] release channel, or "" to tell nobody
+//	KEYS[1] lock key   ARGV[1] owner token
+//	                   ARGV[2] release channel, or "" to tell nobody
+//	                   ARGV[3] message: the releasing Client's id
 //
 // Returns 1 when released, -2 when the key does not hold our token.
 var releaseScript = redis.NewScript(`
 if redis.call("GET", KEYS[1]) == ARGV[1] then
 	redis.call("DEL", KEYS[1])
 	if ARGV[2] ~= "" then
-		redis.call("PUBLISH", ARGV[2], "")
+		redis.call("PUBLISH", ARGV[2], ARGV[3])
 	end
 	return 1
 end
@@ -124,7 +131,10 @@ return -2
 `)
 
 func (c *Client) release(ctx context.Context, key, token string) error {
-	_, err := scriptResult(ctx, c.rdb, releaseScript, []string{key}, token, ReleaseChannel(key))
+	_, err := scriptResult(ctx, c.rdb, releaseScript, []string{key}, token, ReleaseChannel(key), c.id)
+	if err == nil {
+		c.hub.wake(ReleaseChannel(key))
+	}
 	return err
 }
 
@@ -144,54 +154,6 @@ return -2
 func (c *Client) extend(ctx context.Context, key, token string, ttl time.Duration, _ time.Time) error {
 	_, err := scriptResult(ctx, c.rdb, extendScript, []string{key}, token, ttl.Milliseconds())
 	return err
-}
-
-// acquire calls try until it takes the lock, fails with an error other than
-// ErrNotObtained, retry gives up, or ctx ends. Before trying again it
-// subscribes to the key's release channel on hubs, so that a release between
-// an attempt and the wait after it wakes the waiter.
-func acquire(ctx context.Context, hubs []*releaseHub, key string, retry RetryStrategy,
-	try func(context.Context) (*Lock, error)) (*Lock, error) {
-	l, err := try(ctx)
-	if err == nil || !errors.Is(err, ErrNotObtained) {
-		return l, notObtained(ctx, err)
-	}
-	if retry == nil {
-		return nil, notObtained(ctx, err)
-	}
-	first := time.Now()
-	failed := 1
-	backoff, ok := retry.NextBackoff(failed, 0)
-	if !ok {
-		return nil, notObtained(ctx, err)
-	}
-	w, err := watchRelease(hubs, key, false)
-	defer w.close()
-	if err != nil {
-		return nil, err
-	}
-	w.awaitReady(ctx, backoff)
-	for {
-		// The first time round, try again now that a release wakes us: one
-		// may have come before.
-		w.reset()
-		if l, err = try(ctx); err == nil {
-			w.reset() // the release that woke us was ours to use
-			return l, nil
-		}
-		if !errors.Is(err, ErrNotObtained) {
-			return nil, notObtained(ctx, err)
-		}
-		if failed > 1 {
-			if backoff, ok = retry.NextBackoff(failed, time.Since(first)); !ok {
-				return nil, notObtained(ctx, err)
-			}
-		}
-		if err := w.wait(ctx, backoff); err != nil {
-			return nil, notObtained(ctx, err)
-		}
-		failed++
-	}
 }
 
 // notObtained joins err with ErrNotObtained and ctx.Err() once ctx has ended,

@@ -216,7 +216,7 @@ func TestContendedNeverTwoHolders(t *testing.T) {
 }
 
 func TestWaiterWokenByRelease(t *testing.T) {
-	c, _ := newTestClient(t)
+	c, srv := newTestClient(t)
 	ctx := context.Background()
 	l, err := c.Obtain(ctx, "k", time.Minute, nil)
 	if err != nil {
@@ -231,8 +231,12 @@ func TestWaiterWokenByRelease(t *testing.T) {
 		_, err := c.Obtain(wctx, "k", time.Minute, &Options{Retry: LinearBackoff(time.Hour)})
 		got <- err
 	}()
-	waitSubscribed(t, c, "k", 1)
-	if err := l.Release(ctx); err != nil {
+	waitQueued(t, c, "k", 1)
+	// Released through another Client, as by another replica: only the
+	// pub/sub message can wake the waiter.
+	other := New(srv.Client(t))
+	defer other.Close()
+	if err := other.Adopt("k", l.Token(), time.Minute).Release(ctx); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	if err := <-got; err != nil {
@@ -304,7 +308,10 @@ func TestOnePubSubConnectionPerClient(t *testing.T) {
 		})
 	}
 	for _, k := range keys {
-		waitSubscribed(t, c, k, 10)
+		waitQueued(t, c, k, 10)
+	}
+	if n := watches(c, "a"); n != 1 {
+		t.Errorf("%d watches of one key, want 1 for the line of waiters", n)
 	}
 	conns, err := rdb.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").Text()
 	if err != nil {
@@ -354,7 +361,39 @@ func splitLines(s string) []string {
 	return append(lines, s[start:])
 }
 
-// waitSubscribed waits until n waiters of c wait for key on an active
+// waitQueued waits until n waiters of c queue for key, and the line's
+// subscription is active.
+func waitQueued(t *testing.T, c *Client, key string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		c.lines.mu.Lock()
+		ln := c.lines.m[key]
+		ok := ln != nil && ln.members >= n
+		c.lines.mu.Unlock()
+		if ok && subscribed(c, key, 1) {
+			return
+		}
+	}
+	t.Fatalf("no %d waiters queued for %s", n, key)
+}
+
+func watches(c *Client, key string) int {
+	c.hub.mu.Lock()
+	defer c.hub.mu.Unlock()
+	if cw := c.hub.channels[ReleaseChannel(key)]; cw != nil {
+		return len(cw.waiters)
+	}
+	return 0
+}
+
+func subscribed(c *Client, key string, n int) bool {
+	c.hub.mu.Lock()
+	defer c.hub.mu.Unlock()
+	cw := c.hub.channels[ReleaseChannel(key)]
+	return cw != nil && cw.isReady && len(cw.waiters) >= n
+}
+
+// waitSubscribed waits until n watches of c wait for key on an active
 // subscription.
 func waitSubscribed(t *testing.T, c *Client, key string, n int) {
 	t.Helper()

@@ -24,7 +24,7 @@ func (c *Client) RunOnce(ctx context.Context, name string, period time.Duration,
 	if period < time.Millisecond {
 		return false, fmt.Errorf("lock: period %v is shorter than 1ms", period)
 	}
-	start := time.Now().Truncate(period)
+	start := c.now().Truncate(period)
 	number := start.UnixMilli() / period.Milliseconds()
 	claimed, err := scriptResult(ctx, c.rdb, claimPeriodScript, []string{lastRunKey(name, period)},
 		number, (3 * period).Milliseconds())

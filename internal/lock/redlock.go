@@ -23,6 +23,8 @@ import (
 // longer than the longest TTL. The fencing counters need the first: they
 // never expire.
 type Redlock struct {
+	id          string // the message of our releases, so our hubs can skip them
+	lines       *lines
 	nodes       []*redlockNode
 	quorum      int
 	nodeTimeout time.Duration
@@ -35,26 +37,32 @@ type redlockNode struct {
 
 // RedlockOptions tune a Redlock. The zero value, or nil, gives the defaults.
 type RedlockOptions struct {
-	// NodeTimeout bounds each command to one master, so that a dead master
-	// costs an attempt little of the TTL. Default 50ms; a command is also
-	// never given more than a tenth of the TTL.
+	// NodeTimeout bounds each command to one master, so that a dead or
+	// stalled master costs an attempt little of the TTL. Default 100ms; a
+	// command is also never given more than a tenth of the TTL.
 	NodeTimeout time.Duration
 }
 
 // NewRedlock returns a Redlock over the masters, which must be independent
-// servers (not replicas of each other). It panics when given none. Close it to
+// servers (not replicas of each other). Give their clients MaxRetries -1 and
+// DialerRetries 1, so that a dead master fails an attempt at once rather than
+// after go-redis's retries. It panics when given none. Close it to
 // close its pub/sub connections; the masters' clients belong to the caller.
 func NewRedlock(masters []redis.UniversalClient, opts *RedlockOptions) *Redlock {
 	if len(masters) == 0 {
 		panic("lock: NewRedlock needs at least one master")
 	}
-	r := &Redlock{quorum: len(masters)/2 + 1, nodeTimeout: 50 * time.Millisecond}
+	r := &Redlock{id: NewToken(), quorum: len(masters)/2 + 1, nodeTimeout: 100 * time.Millisecond}
 	if opts != nil && opts.NodeTimeout > 0 {
 		r.nodeTimeout = opts.NodeTimeout
 	}
+	var hubs []*releaseHub
 	for _, rdb := range masters {
-		r.nodes = append(r.nodes, &redlockNode{rdb: rdb, hub: newReleaseHub(rdb)})
+		n := &redlockNode{rdb: rdb, hub: newReleaseHub(rdb, r.id)}
+		r.nodes = append(r.nodes, n)
+		hubs = append(hubs, n.hub)
 	}
+	r.lines = newLines(hubs)
 	return r
 }
 
@@ -65,14 +73,6 @@ func (r *Redlock) Close() error {
 		errs = append(errs, n.hub.close())
 	}
 	return errors.Join(errs...)
-}
-
-func (r *Redlock) hubs() []*releaseHub {
-	hubs := make([]*releaseHub, len(r.nodes))
-	for i, n := range r.nodes {
-		hubs[i] = n.hub
-	}
-	return hubs
 }
 
 // Obtain takes the lock named key on a majority of the masters for ttl,
@@ -94,7 +94,7 @@ func (r *Redlock) Obtain(ctx context.Context, key string, ttl time.Duration, opt
 	}
 	token := opts.token()
 	try := func(ctx context.Context) (*Lock, error) { return r.try(ctx, key, token, ttl) }
-	return obtain(ctx, r.hubs(), key, opts, try)
+	return obtain(ctx, r.lines, key, opts, opts.freshToken(), try)
 }
 
 // redlockObtainScript takes the lock on one master and reads its counter.
@@ -137,7 +137,7 @@ func (r *Redlock) try(ctx context.Context, key, token string, ttl time.Duration)
 	hold := r.newHold()
 	keys := []string{key, fenceKey(key)}
 	start := time.Now()
-	counters, errs := hold.each(ctx, r.all(), ttl, func(ctx context.Context, n *redlockNode) (int64, error) {
+	counters, errs := hold.each(ctx, r.all(), ttl, false, func(ctx context.Context, n *redlockNode) (int64, error) {
 		return scriptResult(ctx, n.rdb, redlockObtainScript, keys, token, ttl.Milliseconds())
 	})
 	var granted []int
@@ -148,29 +148,29 @@ func (r *Redlock) try(ctx context.Context, key, token string, ttl time.Duration)
 		case err == nil:
 			granted = append(granted, i)
 			fence = max(fence, counters[i])
-		case !errors.Is(err, ErrNotObtained):
+		case !errors.Is(err, ErrNotObtained) && err != errNotWaited:
 			problems = append(problems, fmt.Errorf("master %d: %w", i, err))
 		}
 	}
 	fence++
 	deadline := leaseEnd(start, ttl)
 	if len(granted) >= r.quorum && time.Now().Before(deadline) {
-		_, fenceErrs := hold.each(ctx, granted, ttl, func(ctx context.Context, n *redlockNode) (int64, error) {
+		_, fenceErrs := hold.each(ctx, granted, ttl, false, func(ctx context.Context, n *redlockNode) (int64, error) {
 			return scriptResult(ctx, n.rdb, redlockFenceScript, keys, token, fence)
 		})
 		if countNil(fenceErrs) >= r.quorum && time.Now().Before(deadline) {
 			return newLock(ctx, hold, key, token, fence, ttl, start), nil
 		}
 		for j, err := range fenceErrs {
-			if err != nil {
+			if err != nil && err != errNotWaited {
 				problems = append(problems, fmt.Errorf("master %d: write fence: %w", granted[j], err))
 			}
 		}
 	}
 	// Failed: undo on every master, including those whose reply was lost or
 	// late, without waking waiters: nobody held the lock.
-	hold.each(context.WithoutCancel(ctx), r.all(), 0, func(ctx context.Context, n *redlockNode) (int64, error) {
-		return scriptResult(ctx, n.rdb, releaseScript, []string{key}, token, "")
+	hold.each(context.WithoutCancel(ctx), r.all(), 0, true, func(ctx context.Context, n *redlockNode) (int64, error) {
+		return scriptResult(ctx, n.rdb, releaseScript, []string{key}, token, "", "")
 	})
 	return nil, errors.Join(append([]error{ErrNotObtained}, problems...)...)
 }
@@ -204,16 +204,20 @@ func (r *Redlock) all() []int {
 // held the lock, and the masters' errors otherwise; the key then goes at its
 // TTL on the masters that did not answer.
 func (h *redlockHold) release(ctx context.Context, key, token string) error {
-	_, errs := h.each(context.WithoutCancel(ctx), h.r.all(), 0, func(ctx context.Context, n *redlockNode) (int64, error) {
-		return scriptResult(ctx, n.rdb, releaseScript, []string{key}, token, ReleaseChannel(key))
+	_, errs := h.each(context.WithoutCancel(ctx), h.r.all(), 0, false, func(ctx context.Context, n *redlockNode) (int64, error) {
+		return scriptResult(ctx, n.rdb, releaseScript, []string{key}, token, ReleaseChannel(key), h.r.id)
 	})
-	return h.r.outcome(errs)
+	err := h.r.outcome(errs)
+	if err == nil {
+		h.r.nodes[0].hub.wake(ReleaseChannel(key))
+	}
+	return err
 }
 
 // extend extends on every master, and succeeds when a majority did within the
 // new validity.
 func (h *redlockHold) extend(ctx context.Context, key, token string, ttl time.Duration, start time.Time) error {
-	_, errs := h.each(ctx, h.r.all(), ttl, func(ctx context.Context, n *redlockNode) (int64, error) {
+	_, errs := h.each(ctx, h.r.all(), ttl, false, func(ctx context.Context, n *redlockNode) (int64, error) {
 		return scriptResult(ctx, n.rdb, extendScript, []string{key}, token, ttl.Milliseconds())
 	})
 	if err := h.r.outcome(errs); err != nil {
@@ -236,7 +240,7 @@ func (r *Redlock) outcome(errs []error) error {
 			ok++
 		case errors.Is(err, ErrNotHeld):
 			refused++
-		default:
+		case err != errNotWaited:
 			failed = append(failed, fmt.Errorf("master %d: %w", i, err))
 		}
 	}
@@ -246,20 +250,26 @@ func (r *Redlock) outcome(errs []error) error {
 	case refused > len(errs)-r.quorum:
 		return ErrNotHeld
 	}
-	return errors.Join(append([]error{fmt.Errorf("%d of %d masters answered, %d needed", ok, len(errs), r.quorum)}, failed...)...)
+	return errors.Join(append([]error{fmt.Errorf("%d of %d masters succeeded, %d needed", ok, len(errs), r.quorum)}, failed...)...)
 }
 
 // errNoAnswer stands for a master that did not answer in time. go-redis does
 // not always honour a context deadline (not while a connection to a stalled
-// server says hello), so the node timeout is kept here too.
-var errNoAnswer = errors.New("no answer within the node timeout")
+// server says hello), so the node timeout is kept here too. errNotWaited
+// stands for a master whose answer no longer mattered.
+var (
+	errNoAnswer  = errors.New("no answer within the node timeout")
+	errNotWaited = errors.New("not waited for")
+)
 
 // each runs f on the masters numbered in nodes at once, each after the
 // command before it on the same master and under the node timeout, and
-// returns their results in the order of nodes as soon as a quorum succeeded,
-// all answered, or the timeout passed. A master not waited for reports
-// errNoAnswer; its command goes on to its end.
-func (h *redlockHold) each(ctx context.Context, nodes []int, ttl time.Duration,
+// returns their results in the order of nodes once all answered or the
+// timeout passed; unless waitAll, also as soon as a quorum succeeded or too
+// few are left to make one. A master that did not answer in time reports
+// errNoAnswer, one not waited for errNotWaited; its command goes on to its
+// end, and the next command to that master waits for it.
+func (h *redlockHold) each(ctx context.Context, nodes []int, ttl time.Duration, waitAll bool,
 	f func(context.Context, *redlockNode) (int64, error)) ([]int64, []error) {
 	timeout := h.r.nodeTimeout
 	if ttl > 0 {
@@ -291,20 +301,31 @@ func (h *redlockHold) each(ctx context.Context, nodes []int, ttl time.Duration,
 
 	vals := make([]int64, len(nodes))
 	errs := make([]error, len(nodes))
-	for i := range errs {
-		errs[i] = errNoAnswer
-	}
+	answered := make([]bool, len(nodes))
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	for answered, ok := 0, 0; answered < len(nodes) && ok < h.r.quorum; answered++ {
+	decided := func(ok, left int) bool {
+		return !waitAll && (ok >= h.r.quorum || ok+left < h.r.quorum)
+	}
+	for n, ok := 0, 0; n < len(nodes) && !decided(ok, len(nodes)-n); n++ {
 		select {
 		case res := <-results:
-			vals[res.i], errs[res.i] = res.val, res.err
+			vals[res.i], errs[res.i], answered[res.i] = res.val, res.err, true
 			if res.err == nil {
 				ok++
 			}
 		case <-timer.C:
+			for i := range errs {
+				if !answered[i] {
+					errs[i] = errNoAnswer
+				}
+			}
 			return vals, errs
+		}
+	}
+	for i := range errs {
+		if !answered[i] {
+			errs[i] = errNotWaited
 		}
 	}
 	return vals, errs

@@ -22,7 +22,7 @@ func newTestRedlock(t *testing.T) (*Redlock, []*testutil.RedisServer) {
 	for range 5 {
 		s := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 		servers = append(servers, s)
-		masters = append(masters, redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1}))
+		masters = append(masters, redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialerRetries: 1}))
 	}
 	t.Cleanup(func() {
 		for _, m := range masters {
@@ -83,7 +83,10 @@ func TestRedlockSurvivesMasterLoss(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	// Four goroutines contend for the lock all along, while masters die.
+	// Four goroutines contend for the lock all along, while masters die. A
+	// master killed while it had the lock keeps it for the TTL after its
+	// restart (appendfsync always), so each phase lasts longer than the TTL.
+	const ttl, phaseTime = 300 * time.Millisecond, time.Second
 	var holders, max, acquired atomic.Int64
 	var lastFence atomic.Int64
 	stop := make(chan struct{})
@@ -97,7 +100,7 @@ func TestRedlockSurvivesMasterLoss(t *testing.T) {
 				default:
 				}
 				octx, cancel := context.WithTimeout(ctx, 3*time.Second)
-				l, err := r.Obtain(octx, "k", 2*time.Second, &Options{Retry: ExponentialBackoff(time.Millisecond, 50*time.Millisecond)})
+				l, err := r.Obtain(octx, "k", ttl, &Options{Retry: ExponentialBackoff(time.Millisecond, 50*time.Millisecond)})
 				cancel()
 				if err != nil {
 					continue // masters dying under us; the phase checks progress
@@ -120,11 +123,11 @@ func TestRedlockSurvivesMasterLoss(t *testing.T) {
 			servers[i].Kill()
 		}
 		before := acquired.Load()
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(phaseTime)
 		if got := acquired.Load() - before; got == 0 {
-			t.Errorf("%s: no acquisition in 500ms", name)
+			t.Errorf("%s: no acquisition in %v", name, phaseTime)
 		} else {
-			t.Logf("%s: %d acquisitions in 500ms", name, got)
+			t.Logf("%s: %d acquisitions in %v", name, got, phaseTime)
 		}
 		for _, i := range kill {
 			servers[i].Start()
@@ -144,7 +147,7 @@ func TestRedlockSurvivesMasterLoss(t *testing.T) {
 	for _, i := range []int{0, 2, 4} {
 		servers[i].Kill()
 	}
-	_, err := r.Obtain(ctx, "k", 2*time.Second, &Options{Retry: LimitWait(LinearBackoff(50*time.Millisecond), 300*time.Millisecond)})
+	_, err := r.Obtain(ctx, "k", ttl, &Options{Retry: LimitWait(LinearBackoff(50*time.Millisecond), 300*time.Millisecond)})
 	if !errors.Is(err, ErrNotObtained) || ctx.Err() != nil {
 		t.Fatalf("obtain with three masters down: got %v, want ErrNotObtained", err)
 	}

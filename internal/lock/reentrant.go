@@ -55,7 +55,7 @@ func (c *Client) ObtainReentrant(ctx context.Context, key string, ttl time.Durat
 		}
 		return newLock(ctx, store, key, owner, fence, ttl, start), nil
 	}
-	return obtain(ctx, []*releaseHub{c.hub}, key, opts, try)
+	return obtain(ctx, c.lines, key, opts, false, try)
 }
 
 // Holds returns how many holds the owner ctx carries has on the reentrant
@@ -100,6 +100,7 @@ return -1
 // waiters after the last.
 //
 //	KEYS[1] lock hash   ARGV[1] owner   ARGV[2] release channel
+//	                    ARGV[3] message: the releasing Client's id
 //
 // Returns the holds left (0 when the lock is gone), or -2 when the owner
 // holds none.
@@ -112,12 +113,15 @@ if left > 0 then
 	return left
 end
 redis.call("DEL", KEYS[1])
-redis.call("PUBLISH", ARGV[2], "")
+redis.call("PUBLISH", ARGV[2], ARGV[3])
 return 0
 `)
 
 func (r reentrant) release(ctx context.Context, key, owner string) error {
-	_, err := scriptResult(ctx, r.c.rdb, reentrantReleaseScript, []string{key}, owner, ReleaseChannel(key))
+	left, err := scriptResult(ctx, r.c.rdb, reentrantReleaseScript, []string{key}, owner, ReleaseChannel(key), r.c.id)
+	if err == nil && left == 0 {
+		r.c.hub.wake(ReleaseChannel(key))
+	}
 	return err
 }
 
