@@ -131,6 +131,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	svc.Register(reg)
 	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, RateUser: cfg.RateUser,
 		RateIP: cfg.RateIP, Registry: reg})
 

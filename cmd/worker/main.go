@@ -54,6 +54,10 @@ func run(ctx context.Context) error {
 
 	st, sk := store.New(db), stock.New(rdb)
 	persister := worker.NewPersister(st, sk, cfg.PersistBatch)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		worker.QueueDepth(asynq.NewInspectorFromRedisClient(rdb)))
+	persister.Register(reg)
 	// The persister outlives the asynq server's shutdown, so handlers in flight get
 	// their batch's result.
 	persistCtx, stopPersist := context.WithCancel(context.Background())
@@ -94,8 +98,6 @@ func run(ctx context.Context) error {
 			return err
 		}})
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := &http.Server{Addr: cfg.MetricsAddr, ReadHeaderTimeout: 5 * time.Second,
 		Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
 	go func() {

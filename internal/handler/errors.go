@@ -114,7 +114,11 @@ func respondError(c *gin.Context, err error) {
 	abort(c, http.StatusInternalServerError, "internal", "Something went wrong on our side.")
 }
 
+// errorCodeKey holds the error code of the answer, for the request metrics.
+const errorCodeKey = "error_code"
+
 func abort(c *gin.Context, status int, code, msg string) {
+	c.Set(errorCodeKey, code)
 	c.AbortWithStatusJSON(status, errorBody{errorDetail{Code: code, Message: msg}})
 }
 

@@ -18,8 +18,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_http_requests_total",
-			Help: "HTTP requests by route and status.",
-		}, []string{"route", "status"}),
+			Help: "HTTP requests by route, status and error code (\"\" for successes).",
+		}, []string{"route", "status", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "seckill_http_request_duration_seconds",
 			Help:    "HTTP request latency by route.",
@@ -37,6 +37,6 @@ func (m *metrics) observe(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
-	m.requests.WithLabelValues(route, strconv.Itoa(c.Writer.Status())).Inc()
+	m.requests.WithLabelValues(route, strconv.Itoa(c.Writer.Status()), c.GetString(errorCodeKey)).Inc()
 	m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
 }

@@ -81,30 +81,41 @@ func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool
 	return queuedView(q), false, nil
 }
 
+// firstBackoff is the first wait for a busy user lock; waits double up to 50 ms.
+const firstBackoff = 2 * time.Millisecond
+
 // reserve runs the reserve script, waiting for the user's lock up to LockWait. A
 // release wakes the waiter at once; short backoffs cover a release missed while
 // subscribing.
 func (s *Service) reserve(ctx context.Context, res stock.Reservation) (stock.Reserved, error) {
-	deadline := time.Now().Add(s.LockWait)
-	backoff := 2 * time.Millisecond
+	start := time.Now()
+	deadline := start.Add(s.LockWait)
+	backoff := firstBackoff
+	waited := false
+	defer func() {
+		if waited {
+			s.metrics.waited(time.Since(start))
+		}
+	}()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 		got, err := s.stock.Reserve(rctx, res)
 		cancel()
-		if err == nil || !errors.Is(err, stock.ErrBusy) {
-			if err != nil && !isDomain(err) {
-				// The script may have run before the reply was lost: give back what it
-				// may have taken, so a 503 never leaves units taken.
-				s.giveBack(ctx, res)
-				s.releaseLock(ctx, res)
-				return got, fmt.Errorf("%w: %v", ErrUnavailable, err)
-			}
+		switch {
+		case err == nil, isDomain(err):
 			return got, err
+		case !errors.Is(err, stock.ErrBusy):
+			// The script may have run before the reply was lost: give back what it may
+			// have taken, so a 503 never leaves units taken.
+			s.giveBack(ctx, res)
+			s.releaseLock(ctx, res)
+			return got, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
 			return got, err
 		}
+		waited = true
 		wctx, cancel := context.WithTimeout(ctx, min(backoff, left))
 		_ = s.locks.WaitRelease(wctx, stock.UserLockKey(res.ActivityID, res.UserID))
 		cancel()

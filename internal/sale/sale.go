@@ -58,8 +58,9 @@ type Service struct {
 	stock  *stock.Stock
 	orders *order.Lifecycle
 	queue  Enqueuer
-	locks  Locker
-	now    func() time.Time
+	locks   Locker
+	now     func() time.Time
+	metrics *metrics
 
 	// LockWait is how long a purchase waits for the same user's purchase in flight.
 	LockWait time.Duration

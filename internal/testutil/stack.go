@@ -150,7 +150,9 @@ func (p *Process) Output() string { return p.log.String() }
 
 // Stack is an API and a worker on a private Redis and a fresh MySQL database.
 type Stack struct {
-	URL    string
+	URL string
+	// WorkerMetricsURL is the worker's /metrics.
+	WorkerMetricsURL string
 	Redis  *RedisServer
 	MySQL  *MySQLDB
 	API    *Process
@@ -173,12 +175,14 @@ func StartStackOn(t testing.TB, db *MySQLDB, extraEnv ...string) *Stack {
 	s := &Stack{Redis: StartRedis(t, "--appendonly", "yes", "--appendfsync", "everysec"), MySQL: db}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
 	s.URL = "http://" + addr
+	metricsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	s.WorkerMetricsURL = "http://" + metricsAddr + "/metrics"
 	s.Env = append([]string{
 		"SECKILL_HTTP_ADDR=" + addr,
 		"SECKILL_REDIS_ADDR=" + s.Redis.Addr,
 		"SECKILL_MYSQL_DSN=" + s.MySQL.DSN,
 		"SECKILL_JWT_SECRET=" + JWTSecret,
-		"SECKILL_WORKER_METRICS_ADDR=127.0.0.1:" + strconv.Itoa(freePort(t)),
+		"SECKILL_WORKER_METRICS_ADDR=" + metricsAddr,
 		"SECKILL_RATE_IP=0",
 		"SECKILL_RATE_USER=0",
 	}, extraEnv...)

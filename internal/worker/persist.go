@@ -25,6 +25,7 @@ type Persister struct {
 	batch   int
 	timeout time.Duration
 	in      chan *pending
+	metrics *metrics
 }
 
 type pending struct {
@@ -140,6 +141,7 @@ func (p *Persister) Persist(ctx context.Context, batch []queue.Order) map[string
 			results[id] = err
 			if _, ok := stored[id]; err == nil && !ok {
 				slog.Info("order given back by the API before it was persisted; dropped", "order", id)
+				p.metrics.persisted(0, "dropped", 1)
 			}
 		}
 	}
@@ -152,7 +154,21 @@ func (p *Persister) Persist(ctx context.Context, batch []queue.Order) map[string
 		for _, o := range claimed {
 			results[o.ID] = fmt.Errorf("persist orders: %w", err)
 		}
+		p.metrics.persisted(0, "retry", len(claimed))
 		return results
+	}
+	counts := map[string]int{}
+	for _, out := range outcomes {
+		switch {
+		case out.Existed:
+			counts["existed"]++
+		default:
+			counts[out.Status]++
+		}
+	}
+	p.metrics.persisted(len(claimed), "", 0)
+	for outcome, n := range counts {
+		p.metrics.persisted(0, outcome, n)
 	}
 	settle := map[int64][]stock.Settlement{}
 	for _, o := range claimed {

@@ -1,0 +1,53 @@
+package sale
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics of purchases; nil until Register.
+type metrics struct {
+	lockWait prometheus.Histogram
+}
+
+// Register adds the service's metrics to reg: the time purchases waited for the same
+// user's purchase in flight, and the units every sale has left, read at each scrape.
+func (s *Service) Register(reg prometheus.Registerer) {
+	m := &metrics{lockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "seckill_purchase_lock_wait_seconds",
+		Help:    "Time a purchase waited for the same user's purchase in flight (only purchases that waited).",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+	})}
+	reg.MustRegister(m.lockWait, stockCollector{s})
+	s.metrics = m
+}
+
+func (m *metrics) waited(d time.Duration) {
+	if m != nil {
+		m.lockWait.Observe(d.Seconds())
+	}
+}
+
+var stockDesc = prometheus.NewDesc("seckill_stock_available", "Units a sale has left in Redis.",
+	[]string{"activity_id"}, nil)
+
+// stockCollector reads every sale's available units from Redis when scraped.
+type stockCollector struct{ s *Service }
+
+func (c stockCollector) Describe(ch chan<- *prometheus.Desc) { ch <- stockDesc }
+
+func (c stockCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	as, err := c.s.ListActivities(ctx)
+	if err != nil {
+		return // a scrape while a store is down shows no stock figures
+	}
+	for _, a := range as {
+		ch <- prometheus.MustNewConstMetric(stockDesc, prometheus.GaugeValue, float64(a.StockAvailable),
+			strconv.FormatInt(a.ID, 10))
+	}
+}

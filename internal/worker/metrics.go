@@ -1,0 +1,60 @@
+package worker
+
+import (
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"seckill/internal/queue"
+)
+
+// metrics of the persister; nil until Register.
+type metrics struct {
+	batch  prometheus.Histogram
+	orders *prometheus.CounterVec
+}
+
+// Register adds the persister's metrics to reg: batch sizes, and orders by outcome
+// (created, failed, existed: already stored by an earlier delivery, dropped: given back
+// by the API before it was stored, retry: to be retried).
+func (p *Persister) Register(reg prometheus.Registerer) {
+	m := &metrics{
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "seckill_persist_batch_size",
+			Help:    "Orders per MySQL transaction of the persister.",
+			Buckets: []float64{1, 2, 5, 10, 20, 30, 40, 50, 100, 200},
+		}),
+		orders: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_persisted_orders_total",
+			Help: "Orders the persister handled, by outcome.",
+		}, []string{"outcome"}),
+	}
+	reg.MustRegister(m.batch, m.orders)
+	p.metrics = m
+}
+
+func (m *metrics) persisted(batch int, outcome string, n int) {
+	if m == nil {
+		return
+	}
+	if batch > 0 {
+		m.batch.Observe(float64(batch))
+	}
+	if n > 0 {
+		m.orders.WithLabelValues(outcome).Add(float64(n))
+	}
+}
+
+// QueueDepth is a gauge of the tasks of the orders queue not yet done (pending,
+// active, scheduled and retrying), read from Redis at every scrape.
+func QueueDepth(insp *asynq.Inspector) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "seckill_queue_depth",
+		Help: "Order tasks in the queue not yet done: pending, active, scheduled and retrying.",
+	}, func() float64 {
+		info, err := insp.GetQueueInfo(queue.Name)
+		if err != nil {
+			return 0
+		}
+		return float64(info.Pending + info.Active + info.Scheduled + info.Retry)
+	})
+}
