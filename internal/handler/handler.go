@@ -97,9 +97,9 @@ func (h *Handler) Routes() http.Handler {
 	buyer := api.Group("", h.authenticate, h.limitUser)
 	buyer.POST("/activities/:id/orders", h.buy)
 	buyer.GET("/orders", h.listOrders)
-	buyer.GET("/orders/:id", h.getOrder)
-	buyer.POST("/orders/:id/pay", h.pay)
-	buyer.POST("/orders/:id/cancel", h.cancel)
+	buyer.GET("/orders/:id", byOrder(h.svc.GetOrder))
+	buyer.POST("/orders/:id/pay", byOrder(h.svc.Pay))
+	buyer.POST("/orders/:id/cancel", byOrder(h.svc.Cancel))
 
 	admin := api.Group("/admin", h.authenticate, h.requireAdmin)
 	admin.POST("/activities", h.createActivity)

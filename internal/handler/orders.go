@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -61,15 +62,6 @@ func (h *Handler) buy(c *gin.Context) {
 	c.JSON(http.StatusAccepted, o)
 }
 
-func (h *Handler) getOrder(c *gin.Context) {
-	o, err := h.svc.GetOrder(c.Request.Context(), c.Param("id"), caller(c))
-	if err != nil {
-		respondError(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, o)
-}
-
 func (h *Handler) listOrders(c *gin.Context) {
 	os, err := h.svc.ListOrders(c.Request.Context(), caller(c).UserID)
 	if err != nil {
@@ -79,20 +71,14 @@ func (h *Handler) listOrders(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"orders": os})
 }
 
-func (h *Handler) pay(c *gin.Context) {
-	o, err := h.svc.Pay(c.Request.Context(), c.Param("id"), caller(c))
-	if err != nil {
-		respondError(c, err)
-		return
+// byOrder answers 200 with the order act returns for the order id in the path.
+func byOrder(act func(context.Context, string, sale.Caller) (sale.Order, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		o, err := act(c.Request.Context(), c.Param("id"), caller(c))
+		if err != nil {
+			respondError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, o)
 	}
-	c.JSON(http.StatusOK, o)
-}
-
-func (h *Handler) cancel(c *gin.Context) {
-	o, err := h.svc.Cancel(c.Request.Context(), c.Param("id"), caller(c))
-	if err != nil {
-		respondError(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, o)
 }

@@ -54,10 +54,10 @@ var (
 
 // Service runs sales and purchases.
 type Service struct {
-	store  *store.Store
-	stock  *stock.Stock
-	orders *order.Lifecycle
-	queue  Enqueuer
+	store   *store.Store
+	stock   *stock.Stock
+	orders  *order.Lifecycle
+	queue   Enqueuer
 	locks   Locker
 	now     func() time.Time
 	metrics *metrics

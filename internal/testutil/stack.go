@@ -153,11 +153,11 @@ type Stack struct {
 	URL string
 	// WorkerMetricsURL is the worker's /metrics.
 	WorkerMetricsURL string
-	Redis  *RedisServer
-	MySQL  *MySQLDB
-	API    *Process
-	Worker *Process
-	Env    []string
+	Redis            *RedisServer
+	MySQL            *MySQLDB
+	API              *Process
+	Worker           *Process
+	Env              []string
 }
 
 // StartStack starts Redis (with AOF on), a fresh database, the API and the worker,
