@@ -91,17 +91,10 @@ func (h countCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	}
 }
 
-func newCountingClient(b *testing.B, srv *testutil.RedisServer) (*redis.Client, *atomic.Int64) {
-	rdb := srv.Client(b)
-	var n atomic.Int64
-	rdb.AddHook(countCommands{&n})
-	return rdb, &n
-}
-
 // library is one contender of a comparison.
 type library struct {
 	name     string
-	lock     locker
+	lockers  []locker // one per goroutine, or one for all
 	key      string
 	commands *atomic.Int64
 	elapsed  time.Duration
@@ -110,13 +103,23 @@ type library struct {
 }
 
 // compare runs b.N turns in which each library takes the lock batch times
-// with the given number of goroutines, and reports per library.
-func compare(b *testing.B, goroutines, batch int, retry time.Duration) {
+// with the given number of goroutines, and reports per library. The
+// goroutines share one client of each library, or with clientEach have one
+// each, as separate replicas would.
+func compare(b *testing.B, goroutines, batch int, retry time.Duration, clientEach bool) {
 	lockers, srv := benchLockers(b)
 	var libs []*library
 	for _, name := range libraries {
-		rdb, commands := newCountingClient(b, srv)
-		libs = append(libs, &library{name: name, lock: lockers[name](rdb), key: "bench:" + name, commands: commands})
+		var commands atomic.Int64
+		lib := &library{name: name, key: "bench:" + name, commands: &commands}
+		for range goroutines {
+			if clientEach || len(lib.lockers) == 0 {
+				rdb := srv.Client(b)
+				rdb.AddHook(countCommands{&commands})
+				lib.lockers = append(lib.lockers, lockers[name](rdb))
+			}
+		}
+		libs = append(libs, lib)
 	}
 	ctx := context.Background()
 	for _, lib := range libs {
@@ -145,7 +148,8 @@ func (lib *library) turn(b *testing.B, ctx context.Context, goroutines, batch in
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range goroutines {
+	for g := range goroutines {
+		lock := lib.lockers[g%len(lib.lockers)]
 		wg.Go(func() {
 			var waits []time.Duration
 			defer func() {
@@ -155,7 +159,7 @@ func (lib *library) turn(b *testing.B, ctx context.Context, goroutines, batch in
 			}()
 			for next.Add(1) <= int64(batch) {
 				asked := time.Now()
-				release, err := lib.lock(ctx, lib.key, retry)
+				release, err := lock(ctx, lib.key, retry)
 				if err != nil {
 					b.Errorf("%s: obtain: %v", lib.name, err)
 					return
@@ -177,8 +181,14 @@ func (lib *library) turn(b *testing.B, ctx context.Context, goroutines, batch in
 	lib.taken += batch
 }
 
-func BenchmarkUncontended(b *testing.B) { compare(b, 1, 500, time.Millisecond) }
+func BenchmarkUncontended(b *testing.B) { compare(b, 1, 500, time.Millisecond, false) }
 
-func BenchmarkContended16Retry1ms(b *testing.B) { compare(b, 16, 500, time.Millisecond) }
+func BenchmarkContended16Retry1ms(b *testing.B) { compare(b, 16, 500, time.Millisecond, false) }
 
-func BenchmarkContended16Retry100ms(b *testing.B) { compare(b, 16, 500, 100*time.Millisecond) }
+func BenchmarkContended16Retry100ms(b *testing.B) { compare(b, 16, 500, 100*time.Millisecond, false) }
+
+func BenchmarkContended16ClientsRetry1ms(b *testing.B) { compare(b, 16, 500, time.Millisecond, true) }
+
+func BenchmarkContended16ClientsRetry100ms(b *testing.B) {
+	compare(b, 16, 500, 100*time.Millisecond, true)
+}
