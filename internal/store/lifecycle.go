@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // ErrNotCancellable means the order is paid or failed, so it cannot be cancelled.
@@ -23,7 +24,7 @@ func (a Access) allows(o Order) bool { return a.Admin || o.UserID == a.UserID }
 // lockOrder reads an order for update, hiding it from callers who may not see it.
 func lockOrder(tx *gorm.DB, id string, who Access) (Order, error) {
 	var o Order
-	err := tx.Set("gorm:query_option", "FOR UPDATE").Where("id = ?", id).Take(&o).Error
+	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", id).Take(&o).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) || err == nil && !who.allows(o) {
 		return o, ErrNotFound
 	}
@@ -48,8 +49,8 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 			return ErrNotPayable
 		}
 		o.Status, o.PaidAt = StatusPaid, &now
-		return tx.Model(&Order{}).Where("id = ? AND status = ?", id, StatusCreated).
-			Updates(map[string]any{"status": StatusPaid, "paid_at": now}).Error
+		return guarded(tx.Model(&Order{}).Where("id = ? AND status = ?", id, StatusCreated).
+			Updates(map[string]any{"status": StatusPaid, "paid_at": now}))
 	})
 	return o, err
 }
@@ -72,8 +73,8 @@ func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time
 			return ErrNotCancellable
 		}
 		o.Status, o.CancelledAt, changed = StatusCancelled, &now, true
-		if err := tx.Model(&Order{}).Where("id = ? AND status = ?", id, StatusCreated).Updates(map[string]any{
-			"status": StatusCancelled, "cancelled_at": now, "return_pending": true}).Error; err != nil {
+		if err := guarded(tx.Model(&Order{}).Where("id = ? AND status = ?", id, StatusCreated).Updates(map[string]any{
+			"status": StatusCancelled, "cancelled_at": now, "return_pending": true})); err != nil {
 			return err
 		}
 		if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", o.Quantity, o.ActivityID).Error; err != nil {
@@ -83,6 +84,18 @@ func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time
 			o.Quantity, o.ActivityID, o.UserID).Error
 	})
 	return o, changed, err
+}
+
+// guarded checks that an update guarded by the order's status changed its row; the
+// row lock makes this certain, the check keeps it so if the lock is ever lost.
+func guarded(res *gorm.DB) error {
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected != 1 {
+		return fmt.Errorf("order changed under its row lock (%d rows updated)", res.RowsAffected)
+	}
+	return nil
 }
 
 // DueOrders returns up to limit created orders whose pay window ended by now, oldest first.

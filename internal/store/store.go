@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // Order statuses, the same words as the API. Queued orders live in Redis only.
@@ -122,7 +123,7 @@ func (s *Store) ListActivities(ctx context.Context) ([]Activity, error) {
 func (s *Store) UpdateActivity(ctx context.Context, id int64, change func(*Activity) error, apply func(Activity) error) (Activity, error) {
 	var a Activity
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		err := tx.Set("gorm:query_option", "FOR UPDATE").Take(&a, id).Error
+		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Take(&a, id).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return ErrNotFound
 		}
