@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,8 +37,12 @@ func main() {
 	}
 }
 
-// writers is how many batches are written to MySQL at once.
-const writers = 4
+// writers is how many batches are written to MySQL at once; fetchers is how many asynq
+// servers take tasks from the queue in parallel.
+const (
+	writers  = 4
+	fetchers = 4
+)
 
 func run(ctx context.Context) error {
 	cfg, err := config.Load()
@@ -64,18 +69,23 @@ func run(ctx context.Context) error {
 	defer stopPersist()
 	persister.Run(persistCtx, writers)
 
-	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
-		Concurrency:       cfg.WorkerConcurrency,
-		Queues:            map[string]int{queue.Name: 1},
-		RetryDelayFunc:    queue.RetryDelay,
-		TaskCheckInterval: 50 * time.Millisecond,
-		ShutdownTimeout:   20 * time.Second,
-		LogLevel:          asynq.WarnLevel,
-	})
+	// An asynq server fetches one task per round trip, one at a time; several servers
+	// in the process fetch in parallel, so the queue drains as fast as the API fills it.
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(queue.TypePersistOrder, persister.HandleTask)
-	if err := srv.Start(mux); err != nil {
-		return err
+	servers := make([]*asynq.Server, fetchers)
+	for i := range servers {
+		servers[i] = asynq.NewServerFromRedisClient(rdb, asynq.Config{
+			Concurrency:       max(1, cfg.WorkerConcurrency/fetchers),
+			Queues:            map[string]int{queue.Name: 1},
+			RetryDelayFunc:    queue.RetryDelay,
+			TaskCheckInterval: 50 * time.Millisecond,
+			ShutdownTimeout:   20 * time.Second,
+			LogLevel:          asynq.WarnLevel,
+		})
+		if err := servers[i].Start(mux); err != nil {
+			return err
+		}
 	}
 
 	locks := lock.New(rdb)
@@ -109,7 +119,12 @@ func run(ctx context.Context) error {
 
 	<-ctx.Done()
 	slog.Info("shutting down: finishing orders in flight")
-	srv.Shutdown() // waits for handlers in flight; unfinished tasks go back to the queue
+	var wg sync.WaitGroup
+	for _, srv := range servers {
+		wg.Add(1)
+		go func() { defer wg.Done(); srv.Shutdown() }() // waits for handlers in flight; unfinished tasks go back to the queue
+	}
+	wg.Wait()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return metrics.Shutdown(sctx)
