@@ -25,7 +25,7 @@ type Client struct {
 func New(rdb redis.UniversalClient) *Client {
 	id := NewToken()
 	hub := newReleaseHub(rdb, id)
-	return &Client{rdb: rdb, id: id, hub: hub, lines: newLines([]*releaseHub{hub}), now: time.Now}
+	return &Client{rdb: rdb, id: id, hub: hub, lines: newLines(id, []*releaseHub{hub}), now: time.Now}
 }
 
 // Close closes the Client's pub/sub connection and wakes its waiters. It does
@@ -46,7 +46,7 @@ func NewToken() string { return rand.Text() }
 // deadline: it is the backstop, as a backoff is for Obtain. The wait shares
 // the Client's one pub/sub connection. After Close, WaitRelease fails at once.
 func (c *Client) WaitRelease(ctx context.Context, key string) error {
-	w, err := watchRelease([]*releaseHub{c.hub}, key)
+	w, err := watchRelease([]*releaseHub{c.hub}, key, true)
 	defer w.close()
 	if err != nil {
 		return fmt.Errorf("wait for release of %s: %w", key, err)

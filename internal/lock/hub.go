@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -170,9 +171,7 @@ func (h *releaseHub) receive(ps *redis.PubSub) {
 		pause = 10 * time.Millisecond
 		switch m := msg.(type) {
 		case *redis.Message:
-			if m.Payload != h.self {
-				h.wake(m.Channel)
-			}
+			h.onMessage(m)
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
 				h.confirm(m.Channel)
@@ -204,21 +203,31 @@ func (h *releaseHub) confirm(channel string) {
 	}
 }
 
-func (h *releaseHub) wake(channel string) {
+// wake tells the watches of a channel about a release: all of them, or,
+// when the release picked another Client's waiters, only those of
+// WaitRelease. A Client has one watch per busy key, shared by its line of
+// waiters, whose head tries again.
+func (h *releaseHub) wake(channel string, all bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if cw := h.channels[channel]; cw != nil {
-		h.wakeLocked(cw)
+		for _, w := range cw.waiters {
+			if all || w.everyRelease {
+				w.notify()
+			}
+		}
 	}
 }
 
-// wakeLocked tells every watch of a channel about a release. A Client has
-// one watch per busy key, shared by the waiters of the key's line, and only
-// the head of the line tries again; watches of WaitRelease come on top.
-func (h *releaseHub) wakeLocked(cw *channelWaiters) {
-	for _, w := range cw.waiters {
-		w.notify()
+// onMessage handles a release message (see waitersLua): ours, already
+// handled by the release itself; one that picked us or nobody; or one that
+// picked another Client.
+func (h *releaseHub) onMessage(m *redis.Message) {
+	releaser, picked, _ := strings.Cut(m.Payload, " ")
+	if releaser == h.self {
+		return
 	}
+	h.wake(m.Channel, picked == "" || picked == h.self)
 }
 
 // wakeAll wakes every waiter. After a lost connection it also marks every
@@ -260,16 +269,17 @@ func (h *releaseHub) close() error {
 // releaseWatch waits for releases of one key on one or more hubs (one per
 // Redis server of a Redlock).
 type releaseWatch struct {
-	channel string
-	hubs    []*releaseHub
-	ready   []<-chan struct{}
-	woken   chan struct{} // holds one pending wake-up
+	channel      string
+	everyRelease bool // woken whichever waiter a release picked, as WaitRelease is
+	hubs         []*releaseHub
+	ready        []<-chan struct{}
+	woken        chan struct{} // holds one pending wake-up
 }
 
 // watchRelease subscribes to key's release channel on every hub. It fails
 // only when the hubs are closed.
-func watchRelease(hubs []*releaseHub, key string) (*releaseWatch, error) {
-	w := &releaseWatch{channel: ReleaseChannel(key), woken: make(chan struct{}, 1)}
+func watchRelease(hubs []*releaseHub, key string, everyRelease bool) (*releaseWatch, error) {
+	w := &releaseWatch{channel: ReleaseChannel(key), everyRelease: everyRelease, woken: make(chan struct{}, 1)}
 	for _, h := range hubs {
 		ready, err := h.add(w.channel, w)
 		if err != nil {

@@ -7,23 +7,28 @@ import (
 
 // The names of every Redis key and channel this package uses are built here.
 // A lock named key owns the key itself (the token, or the reentrant hash), a
-// fence counter and a release channel. The fence key and the channel share the
-// key's Redis Cluster hash tag, so a script that touches the lock and its
-// counter stays in one slot:
+// fence counter, a list of waiting Clients and a release channel. They share
+// the key's Redis Cluster hash tag, so a script that touches the lock and the
+// others stays in one slot:
 //
-//	key                         fence key                     release channel
-//	seckill:{user:7}:lock       seckill:{user:7}:lock:fence   seckill:{user:7}:lock:released
-//	job:nightly                 {job:nightly}:fence           {job:nightly}:released
+//	key                    fence key                   waiters key                   release channel
+//	seckill:{user:7}:buy   seckill:{user:7}:buy:fence  seckill:{user:7}:buy:waiters  seckill:{user:7}:buy:released
+//	job:nightly            {job:nightly}:fence         {job:nightly}:waiters         {job:nightly}:released
 //
 // A key without a hash tag is wrapped in one, which hashes to the key's own
 // slot. A key with a '}' but no tag is used as is; give such keys a tag when
 // running on a Cluster.
 
 // ReleaseChannel returns the pub/sub channel on which a release of key is
-// published. Every release by this package publishes an empty message there;
-// a script of your own that deletes a lock key should do the same, so that
-// waiters wake at once instead of at their next backoff.
+// published. A script of your own that deletes a lock key should publish an
+// empty message there, so that waiters wake at once instead of at their next
+// backoff (this package's own releases name the waiter to wake; see
+// waitersLua).
 func ReleaseChannel(key string) string { return related(key, ":released") }
+
+// waitersKey returns the sorted set that lists the Clients waiting for key
+// (see waitersLua).
+func waitersKey(key string) string { return related(key, ":waiters") }
 
 // fenceKey returns the counter that numbers the acquisitions of key. It never
 // expires: a fencing token must keep growing across lock lifetimes.

@@ -14,6 +14,7 @@ import (
 // moment. A release made by the same Client wakes the head at once (see
 // releaseHub.wake), without waiting for the pub/sub message.
 type lines struct {
+	id   string // the Client's id, how its waiters are listed in Redis
 	hubs []*releaseHub
 
 	mu sync.Mutex
@@ -29,8 +30,8 @@ type line struct {
 	fresh   bool // no head has waited on the watch yet
 }
 
-func newLines(hubs []*releaseHub) *lines {
-	return &lines{hubs: hubs, m: make(map[string]*line)}
+func newLines(id string, hubs []*releaseHub) *lines {
+	return &lines{id: id, hubs: hubs, m: make(map[string]*line)}
 }
 
 // busy reports whether waiters of this Client queue for key.
@@ -47,7 +48,7 @@ func (q *lines) enter(key string) (*line, error) {
 	defer q.mu.Unlock()
 	ln := q.m[key]
 	if ln == nil {
-		w, err := watchRelease(q.hubs, key)
+		w, err := watchRelease(q.hubs, key, false)
 		if err != nil {
 			w.close()
 			return nil, err
@@ -58,6 +59,14 @@ func (q *lines) enter(key string) (*line, error) {
 	}
 	ln.members++
 	return ln, nil
+}
+
+// listing returns how the head of a line lists the Client in Redis, when
+// its backoff is the given one.
+func (q *lines) listing(ln *line, backoff time.Duration) listing {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return listing{id: q.id, lifetime: 2*backoff + listingSlack, stay: ln.members > 1}
 }
 
 // leave quits the line, and unsubscribes with its last member.
@@ -77,7 +86,7 @@ func (q *lines) leave(key string, ln *line) {
 // that, the caller waits its turn in the key's line, then, as its head,
 // waits for a release (or its backoff) before each attempt.
 func (q *lines) acquire(ctx context.Context, key string, retry RetryStrategy, skipFirst bool,
-	try func(context.Context) (*Lock, error)) (*Lock, error) {
+	try func(context.Context, listing) (*Lock, error)) (*Lock, error) {
 	if retry != nil {
 		if _, ok := retry.NextBackoff(1, 0); !ok {
 			retry = nil
@@ -86,7 +95,7 @@ func (q *lines) acquire(ctx context.Context, key string, retry RetryStrategy, sk
 	var err error = ErrNotObtained
 	if retry == nil || !skipFirst || !q.busy(key) {
 		var l *Lock
-		if l, err = try(ctx); err == nil || !isBusy(err) || retry == nil {
+		if l, err = try(ctx, listing{}); err == nil || !isBusy(err) || retry == nil {
 			return l, notObtained(ctx, err)
 		}
 	}
@@ -127,7 +136,7 @@ func (q *lines) acquire(ctx context.Context, key string, retry RetryStrategy, sk
 		ln.fresh = false
 		w.awaitReady(ctx, backoff)
 		w.reset()
-		l, err := try(ctx)
+		l, err := try(ctx, q.listing(ln, backoff))
 		if err == nil || !isBusy(err) {
 			w.reset() // the release before this attempt was ours to use
 			return l, notObtained(ctx, err)
@@ -139,7 +148,7 @@ func (q *lines) acquire(ctx context.Context, key string, retry RetryStrategy, sk
 		}
 		failed++
 		w.reset()
-		l, err := try(ctx)
+		l, err := try(ctx, q.listing(ln, backoff))
 		if err == nil || !isBusy(err) {
 			w.reset()
 			return l, notObtained(ctx, err)

@@ -46,21 +46,31 @@ func (o *Options) token() string {
 }
 
 // obtainScript takes a free lock, or refreshes one that already holds our
-// token (so a retry after a lost reply succeeds), and numbers the acquisition.
+// token (so a retry after a lost reply succeeds), and numbers the acquisition;
+// it lists or delists the waiting Client (see waitersLua).
 //
 //	KEYS[1] lock key        ARGV[1] owner token
 //	KEYS[2] fence counter   ARGV[2] TTL in milliseconds
+//	KEYS[3] waiters         ARGV[3] waiting Client id, or ""
+//	                        ARGV[4] listing lifetime in milliseconds
+//	                        ARGV[5] "1" to stay listed after taking the lock
 //
 // Returns the new fencing token (>= 1), or -1 when another owner holds the key.
-var obtainScript = redis.NewScript(`
-if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
-	return redis.call("INCR", KEYS[2])
+var obtainScript = redis.NewScript(waitersLua + `
+local taken = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
+if not taken and redis.call("GET", KEYS[1]) == ARGV[1] then
+	taken = redis.call("PEXPIRE", KEYS[1], ARGV[2])
 end
-if redis.call("GET", KEYS[1]) == ARGV[1] then
-	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-	return redis.call("INCR", KEYS[2])
+if not taken then
+	enlist(KEYS[3], ARGV[3], ARGV[4])
+	return -1
 end
-return -1
+if ARGV[5] == "1" then
+	enlist(KEYS[3], ARGV[3], ARGV[4])
+else
+	delist(KEYS[3], ARGV[3])
+end
+return redis.call("INCR", KEYS[2])
 `)
 
 // Obtain takes the lock named key for ttl, retrying as opts.Retry says while
@@ -75,10 +85,11 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts
 		return nil, err
 	}
 	token := opts.token()
-	keys := []string{key, fenceKey(key)}
-	try := func(ctx context.Context) (*Lock, error) {
+	keys := []string{key, fenceKey(key), waitersKey(key)}
+	try := func(ctx context.Context, as listing) (*Lock, error) {
 		start := time.Now()
-		fence, err := scriptResult(ctx, c.rdb, obtainScript, keys, token, ttl.Milliseconds())
+		args := append([]any{token, ttl.Milliseconds()}, as.args()...)
+		fence, err := scriptResult(ctx, c.rdb, obtainScript, keys, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -92,7 +103,7 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts
 // this Client queue for the key; skip it only when the caller cannot hold the
 // lock already (a fresh token), or it would queue behind waiters for itself.
 func obtain(ctx context.Context, q *lines, key string, opts *Options, skipFirst bool,
-	try func(context.Context) (*Lock, error)) (*Lock, error) {
+	try func(context.Context, listing) (*Lock, error)) (*Lock, error) {
 	l, err := q.acquire(ctx, key, opts.retry(), skipFirst, try)
 	if err != nil {
 		return nil, fmt.Errorf("obtain lock %s: %w", key, err)
@@ -112,28 +123,29 @@ func (c *Client) Adopt(key, token string, ttl time.Duration) *Lock {
 	return newLock(context.Background(), c, key, token, 0, ttl, time.Now())
 }
 
-// releaseScript deletes the lock if it holds our token and tells waiters.
+// releaseScript deletes the lock if it holds our token, and tells the
+// waiters, naming the one to try first (see waitersLua).
 //
 //	KEYS[1] lock key   ARGV[1] owner token
-//	                   ARGV[2] release channel, or "" to tell nobody
-//	                   ARGV[3] message: the releasing Client's id
+//	KEYS[2] waiters    ARGV[2] release channel, or "" to tell nobody
+//	                   ARGV[3] the releasing Client's id
 //
 // Returns 1 when released, -2 when the key does not hold our token.
-var releaseScript = redis.NewScript(`
-if redis.call("GET", KEYS[1]) == ARGV[1] then
-	redis.call("DEL", KEYS[1])
-	if ARGV[2] ~= "" then
-		redis.call("PUBLISH", ARGV[2], ARGV[3])
-	end
-	return 1
+var releaseScript = redis.NewScript(waitersLua + `
+if redis.call("GET", KEYS[1]) ~= ARGV[1] then
+	return -2
 end
-return -2
+redis.call("DEL", KEYS[1])
+if ARGV[2] ~= "" then
+	redis.call("PUBLISH", ARGV[2], ARGV[3] .. " " .. pick(KEYS[2]))
+end
+return 1
 `)
 
 func (c *Client) release(ctx context.Context, key, token string) error {
-	_, err := scriptResult(ctx, c.rdb, releaseScript, []string{key}, token, ReleaseChannel(key), c.id)
+	_, err := scriptResult(ctx, c.rdb, releaseScript, []string{key, waitersKey(key)}, token, ReleaseChannel(key), c.id)
 	if err == nil {
-		c.hub.wake(ReleaseChannel(key))
+		c.hub.wake(ReleaseChannel(key), true)
 	}
 	return err
 }

@@ -62,7 +62,7 @@ func NewRedlock(masters []redis.UniversalClient, opts *RedlockOptions) *Redlock 
 		r.nodes = append(r.nodes, n)
 		hubs = append(hubs, n.hub)
 	}
-	r.lines = newLines(hubs)
+	r.lines = newLines(r.id, hubs)
 	return r
 }
 
@@ -93,23 +93,34 @@ func (r *Redlock) Obtain(ctx context.Context, key string, ttl time.Duration, opt
 		return nil, err
 	}
 	token := opts.token()
-	try := func(ctx context.Context) (*Lock, error) { return r.try(ctx, key, token, ttl) }
+	try := func(ctx context.Context, as listing) (*Lock, error) { return r.try(ctx, key, token, ttl, as) }
 	return obtain(ctx, r.lines, key, opts, opts.freshToken(), try)
 }
 
-// redlockObtainScript takes the lock on one master and reads its counter.
+// redlockObtainScript takes the lock on one master and reads its counter; it
+// lists or delists the waiting Redlock there (see waitersLua).
 //
 //	KEYS[1] lock key        ARGV[1] owner token
 //	KEYS[2] fence counter   ARGV[2] TTL in milliseconds
+//	KEYS[3] waiters         ARGV[3] waiting Redlock id, or ""
+//	                        ARGV[4] listing lifetime in milliseconds
+//	                        ARGV[5] "1" to stay listed after taking the lock
 //
 // Returns the master's fence counter (0 when it has none), or -1 when another
 // owner holds the key.
-var redlockObtainScript = redis.NewScript(`
-if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
-	if redis.call("GET", KEYS[1]) ~= ARGV[1] then
-		return -1
-	end
-	redis.call("PEXPIRE", KEYS[1], ARGV[2])
+var redlockObtainScript = redis.NewScript(waitersLua + `
+local taken = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
+if not taken and redis.call("GET", KEYS[1]) == ARGV[1] then
+	taken = redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+if not taken then
+	enlist(KEYS[3], ARGV[3], ARGV[4])
+	return -1
+end
+if ARGV[5] == "1" then
+	enlist(KEYS[3], ARGV[3], ARGV[4])
+else
+	delist(KEYS[3], ARGV[3])
 end
 return tonumber(redis.call("GET", KEYS[2]) or "0")
 `)
@@ -133,12 +144,13 @@ return 1
 `)
 
 // try makes one Redlock attempt.
-func (r *Redlock) try(ctx context.Context, key, token string, ttl time.Duration) (*Lock, error) {
+func (r *Redlock) try(ctx context.Context, key, token string, ttl time.Duration, as listing) (*Lock, error) {
 	hold := r.newHold()
-	keys := []string{key, fenceKey(key)}
+	keys := []string{key, fenceKey(key), waitersKey(key)}
+	args := append([]any{token, ttl.Milliseconds()}, as.args()...)
 	start := time.Now()
 	counters, errs := hold.each(ctx, r.all(), ttl, false, func(ctx context.Context, n *redlockNode) (int64, error) {
-		return scriptResult(ctx, n.rdb, redlockObtainScript, keys, token, ttl.Milliseconds())
+		return scriptResult(ctx, n.rdb, redlockObtainScript, keys, args...)
 	})
 	var granted []int
 	var problems []error // why masters did not grant, other than being busy
@@ -170,7 +182,7 @@ func (r *Redlock) try(ctx context.Context, key, token string, ttl time.Duration)
 	// Failed: undo on every master, including those whose reply was lost or
 	// late, without waking waiters: nobody held the lock.
 	hold.each(context.WithoutCancel(ctx), r.all(), 0, true, func(ctx context.Context, n *redlockNode) (int64, error) {
-		return scriptResult(ctx, n.rdb, releaseScript, []string{key}, token, "", "")
+		return scriptResult(ctx, n.rdb, releaseScript, []string{key, waitersKey(key)}, token, "", "")
 	})
 	return nil, errors.Join(append([]error{ErrNotObtained}, problems...)...)
 }
@@ -205,11 +217,11 @@ func (r *Redlock) all() []int {
 // TTL on the masters that did not answer.
 func (h *redlockHold) release(ctx context.Context, key, token string) error {
 	_, errs := h.each(context.WithoutCancel(ctx), h.r.all(), 0, false, func(ctx context.Context, n *redlockNode) (int64, error) {
-		return scriptResult(ctx, n.rdb, releaseScript, []string{key}, token, ReleaseChannel(key), h.r.id)
+		return scriptResult(ctx, n.rdb, releaseScript, []string{key, waitersKey(key)}, token, ReleaseChannel(key), h.r.id)
 	})
 	err := h.r.outcome(errs)
 	if err == nil {
-		h.r.nodes[0].hub.wake(ReleaseChannel(key))
+		h.r.nodes[0].hub.wake(ReleaseChannel(key), true)
 	}
 	return err
 }

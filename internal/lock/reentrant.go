@@ -46,10 +46,11 @@ func (c *Client) ObtainReentrant(ctx context.Context, key string, ttl time.Durat
 		return nil, ErrNoOwner
 	}
 	store := reentrant{c}
-	keys := []string{key, fenceKey(key)}
-	try := func(ctx context.Context) (*Lock, error) {
+	keys := []string{key, fenceKey(key), waitersKey(key)}
+	try := func(ctx context.Context, as listing) (*Lock, error) {
 		start := time.Now()
-		fence, err := scriptResult(ctx, c.rdb, reentrantObtainScript, keys, owner, ttl.Milliseconds())
+		args := append([]any{owner, ttl.Milliseconds()}, as.args()...)
+		fence, err := scriptResult(ctx, c.rdb, reentrantObtainScript, keys, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -73,38 +74,51 @@ func (c *Client) Holds(ctx context.Context, key string) (int, error) {
 }
 
 // reentrantObtainScript takes a free reentrant lock, or counts one more hold
-// for its owner.
+// for its owner; it lists or delists the waiting Client (see waitersLua).
 //
 //	KEYS[1] lock hash (owner -> holds)   ARGV[1] owner
 //	KEYS[2] fence counter                ARGV[2] TTL in milliseconds
+//	KEYS[3] waiters                      ARGV[3] waiting Client id, or ""
+//	                                     ARGV[4] listing lifetime in milliseconds
+//	                                     ARGV[5] "1" to stay listed after taking the lock
 //
 // Returns the fencing token: a new one for a first hold, the current one for
 // another hold by the same owner; or -1 when another owner holds the lock.
-var reentrantObtainScript = redis.NewScript(`
+var reentrantObtainScript = redis.NewScript(waitersLua + `
+local fence
 if redis.call("EXISTS", KEYS[1]) == 0 then
 	redis.call("HSET", KEYS[1], ARGV[1], 1)
 	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-	return redis.call("INCR", KEYS[2])
-end
-if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 1 then
+	fence = redis.call("INCR", KEYS[2])
+elseif redis.call("HEXISTS", KEYS[1], ARGV[1]) == 1 then
 	redis.call("HINCRBY", KEYS[1], ARGV[1], 1)
 	if redis.call("PTTL", KEYS[1]) < tonumber(ARGV[2]) then
 		redis.call("PEXPIRE", KEYS[1], ARGV[2])
 	end
-	return tonumber(redis.call("GET", KEYS[2]) or "0")
+	fence = tonumber(redis.call("GET", KEYS[2]) or "0")
+else
+	enlist(KEYS[3], ARGV[3], ARGV[4])
+	return -1
 end
-return -1
+if ARGV[5] == "1" then
+	enlist(KEYS[3], ARGV[3], ARGV[4])
+else
+	delist(KEYS[3], ARGV[3])
+end
+return fence
 `)
 
-// reentrantReleaseScript gives up one hold, and deletes the lock and tells
-// waiters after the last.
+// reentrantReleaseScript gives up one hold, and after the last one deletes
+// the lock and tells the waiters, naming the one to try first (see
+// waitersLua).
 //
-//	KEYS[1] lock hash   ARGV[1] owner   ARGV[2] release channel
-//	                    ARGV[3] message: the releasing Client's id
+//	KEYS[1] lock hash   ARGV[1] owner
+//	KEYS[2] waiters     ARGV[2] release channel
+//	                    ARGV[3] the releasing Client's id
 //
 // Returns the holds left (0 when the lock is gone), or -2 when the owner
 // holds none.
-var reentrantReleaseScript = redis.NewScript(`
+var reentrantReleaseScript = redis.NewScript(waitersLua + `
 if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 then
 	return -2
 end
@@ -113,14 +127,15 @@ if left > 0 then
 	return left
 end
 redis.call("DEL", KEYS[1])
-redis.call("PUBLISH", ARGV[2], ARGV[3])
+redis.call("PUBLISH", ARGV[2], ARGV[3] .. " " .. pick(KEYS[2]))
 return 0
 `)
 
 func (r reentrant) release(ctx context.Context, key, owner string) error {
-	left, err := scriptResult(ctx, r.c.rdb, reentrantReleaseScript, []string{key}, owner, ReleaseChannel(key), r.c.id)
+	left, err := scriptResult(ctx, r.c.rdb, reentrantReleaseScript, []string{key, waitersKey(key)},
+		owner, ReleaseChannel(key), r.c.id)
 	if err == nil && left == 0 {
-		r.c.hub.wake(ReleaseChannel(key))
+		r.c.hub.wake(ReleaseChannel(key), true)
 	}
 	return err
 }

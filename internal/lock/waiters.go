@@ -1,0 +1,75 @@
+package lock
+
+import "time"
+
+// While a lock is busy, the Clients that wait for it are listed beside it in
+// Redis, in a sorted set (the waiters key) of Client ids scored by when the
+// listing lapses. A release picks one listed Client and names it in its
+// message; only that Client's waiters try again, so that a release costs one
+// attempt rather than one per waiting replica. A Client is listed by its
+// failed attempts (each one renews the listing) and delisted when picked or
+// when it takes the lock; a Client that died stays listed only until its
+// listing lapses. Waiters who are not listed, and WaitRelease, wake on every
+// release, and every waiter keeps its backoff as the backstop.
+//
+// The release message is "<releasing Client id> <picked Client id>", the
+// second part empty when nobody is listed. A message from a script of your
+// own may be empty: it wakes everyone.
+
+// waitersLua defines the Lua functions the obtain and release scripts share.
+// It goes at the start of their text.
+//
+//	enlist(key, id, lifetime)  lists id until lifetime ms from now; id "" lists nobody
+//	delist(key, id)            removes id
+//	pick(key)                  removes and returns the listed id whose listing
+//	                           lapses first (the longest waiting), or ""
+const waitersLua = `
+local function now_ms()
+	local t = redis.call("TIME")
+	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function enlist(key, id, lifetime)
+	if id == "" then
+		return
+	end
+	redis.call("ZADD", key, now_ms() + tonumber(lifetime), id)
+	if redis.call("PTTL", key) < tonumber(lifetime) then
+		redis.call("PEXPIRE", key, lifetime)
+	end
+end
+local function delist(key, id)
+	if id ~= "" then
+		redis.call("ZREM", key, id)
+	end
+end
+local function pick(key)
+	redis.call("ZREMRANGEBYSCORE", key, "-inf", now_ms())
+	local id = redis.call("ZRANGE", key, 0, 0)[1]
+	if id then
+		redis.call("ZREM", key, id)
+		return id
+	end
+	return ""
+end
+`
+
+// listing is how an attempt lists its Client among the waiters of a lock.
+type listing struct {
+	id       string        // the Client's id; "" for an attempt outside the line of waiters
+	lifetime time.Duration // how long the listing lasts without another attempt
+	stay     bool          // more waiters of the Client remain: stay listed after taking the lock
+}
+
+// args returns the listing as the three script arguments the obtain scripts
+// take after their own: id, lifetime in milliseconds, and "1" to stay.
+func (l listing) args() []any {
+	stay := "0"
+	if l.stay {
+		stay = "1"
+	}
+	return []any{l.id, max(l.lifetime.Milliseconds(), 1), stay}
+}
+
+// listingSlack is added to a waiter's backoff to make its listing's lifetime:
+// the time between its attempts, and some for the round trips.
+const listingSlack = 100 * time.Millisecond
