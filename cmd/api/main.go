@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -138,6 +139,13 @@ func serve(ctx context.Context, cfg config.Config) error {
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h.Routes(),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 15 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10}
+	if cfg.PprofAddr != "" {
+		go func() {
+			slog.Info("pprof listening", "url", "http://"+cfg.PprofAddr+"/debug/pprof/")
+			err := http.ListenAndServe(cfg.PprofAddr, http.DefaultServeMux) // net/http/pprof registers there
+			slog.Error("pprof server", "err", err)
+		}()
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return err

@@ -48,6 +48,9 @@ type Config struct {
 	WorkerConcurrency int
 	// PersistBatch is SECKILL_PERSIST_BATCH [50]: most orders written in one MySQL transaction.
 	PersistBatch int
+	// PprofAddr is SECKILL_PPROF_ADDR [unset: off]: where the API serves net/http/pprof,
+	// for profiling under load. Keep it on loopback.
+	PprofAddr string
 }
 
 // Load reads the environment. It fails on malformed values and, outside dev mode,
@@ -60,6 +63,7 @@ func Load() (Config, error) {
 		RedisAddr:   env("SECKILL_REDIS_ADDR", "127.0.0.1:6379"),
 		MySQLDSN:    env("SECKILL_MYSQL_DSN", "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true"),
 		JWTSecret:   os.Getenv("SECKILL_JWT_SECRET"),
+		PprofAddr:   os.Getenv("SECKILL_PPROF_ADDR"),
 	}
 	var errs []error
 	c.RateUser = number(&errs, "SECKILL_RATE_USER", 20)
