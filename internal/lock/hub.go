@@ -18,15 +18,18 @@ import (
 // Two goroutines run once the connection is opened: send brings Redis's
 // subscriptions in line with what the waiters want, so that a waiter never
 // waits for the network (nor for a dead server) to register, and receive
-// hands out the messages.
+// hands out the messages. A channel stays subscribed for a while (linger)
+// after its last waiter left, so that a busy key does not subscribe and
+// unsubscribe with every acquisition.
 type releaseHub struct {
-	rdb  redis.UniversalClient
-	self string // the payload of our own releases, which wake our waiters directly
+	rdb    redis.UniversalClient
+	self   string        // the id in our own releases, which wake our waiters directly
+	linger time.Duration // how long an unwatched channel stays subscribed
 
 	mu       sync.Mutex
 	ps       *redis.PubSub // opened on first use
 	closed   bool
-	channels map[string]*channelWaiters // the channels waiters want
+	channels map[string]*channelWaiters // the channels watched, or lingering
 	sent     map[string]bool            // SUBSCRIBE sent, and no UNSUBSCRIBE since
 	pending  map[string]int             // SUBSCRIBE commands not yet confirmed
 	kick     chan struct{}              // the channels changed
@@ -34,9 +37,11 @@ type releaseHub struct {
 }
 
 type channelWaiters struct {
-	waiters []*releaseWatch // in the order they will be woken
-	ready   chan struct{}   // closed when Redis confirmed the subscription
-	isReady bool
+	waiters   []*releaseWatch
+	ready     chan struct{} // closed when Redis confirmed the subscription
+	isReady   bool
+	releases  uint64    // releases seen that woke every watch
+	idleSince time.Time // when the last watch left; zero while watched
 }
 
 func (cw *channelWaiters) markReady() {
@@ -50,6 +55,7 @@ func newReleaseHub(rdb redis.UniversalClient, self string) *releaseHub {
 	return &releaseHub{
 		rdb:      rdb,
 		self:     self,
+		linger:   2 * time.Second,
 		channels: make(map[string]*channelWaiters),
 		sent:     make(map[string]bool),
 		pending:  make(map[string]int),
@@ -80,8 +86,33 @@ func (h *releaseHub) add(channel string, w *releaseWatch) (<-chan struct{}, erro
 		}
 		h.kickLocked()
 	}
+	cw.idleSince = time.Time{}
 	cw.waiters = append(cw.waiters, w)
 	return cw.ready, nil
+}
+
+// releaseMark is what a hub knew of a channel at one moment.
+type releaseMark struct {
+	cw       *channelWaiters // nil when not watched
+	releases uint64
+	ready    bool
+}
+
+// mark returns what the hub knows of channel now.
+func (h *releaseHub) mark(channel string) releaseMark {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cw := h.channels[channel]
+	if cw == nil {
+		return releaseMark{}
+	}
+	return releaseMark{cw: cw, releases: cw.releases, ready: cw.isReady}
+}
+
+// quietSince reports whether the hub has been subscribed to the channel
+// without a break since the mark, and has seen no release since.
+func (h *releaseHub) quietSince(channel string, m releaseMark) bool {
+	return m.ready && h.mark(channel) == m
 }
 
 // remove unregisters w, and lets the channel go when nobody is left.
@@ -94,8 +125,7 @@ func (h *releaseHub) remove(channel string, w *releaseWatch) {
 	}
 	cw.waiters = slices.DeleteFunc(cw.waiters, func(x *releaseWatch) bool { return x == w })
 	if len(cw.waiters) == 0 {
-		delete(h.channels, channel)
-		h.kickLocked()
+		cw.idleSince = time.Now() // send unsubscribes after the linger
 	}
 }
 
@@ -106,18 +136,27 @@ func (h *releaseHub) kickLocked() {
 	}
 }
 
-// send subscribes to the channels waiters want and unsubscribes from the
-// others, until the hub is closed. go-redis remembers the subscriptions, even
-// those whose command failed, and makes them again when it reconnects.
+// send subscribes to the channels waiters want and unsubscribes from those
+// that lingered long enough, until the hub is closed. go-redis remembers the
+// subscriptions, even those whose command failed, and makes them again when
+// it reconnects.
 func (h *releaseHub) send(ps *redis.PubSub) {
+	sweep := time.NewTicker(h.linger / 2)
+	defer sweep.Stop()
 	for {
 		select {
 		case <-h.done:
 			return
 		case <-h.kick:
+		case <-sweep.C:
 		}
 		var subscribe, unsubscribe []string
 		h.mu.Lock()
+		for channel, cw := range h.channels {
+			if len(cw.waiters) == 0 && time.Since(cw.idleSince) >= h.linger {
+				delete(h.channels, channel)
+			}
+		}
 		for channel := range h.channels {
 			if !h.sent[channel] {
 				subscribe = append(subscribe, channel)
@@ -211,6 +250,9 @@ func (h *releaseHub) wake(channel string, all bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if cw := h.channels[channel]; cw != nil {
+		if all {
+			cw.releases++
+		}
 		for _, w := range cw.waiters {
 			if all || w.everyRelease {
 				w.notify()
@@ -243,6 +285,7 @@ func (h *releaseHub) wakeAll(reconnecting bool) {
 		if reconnecting {
 			cw.markReady()
 		}
+		cw.releases++
 		for _, w := range cw.waiters {
 			w.notify()
 		}

@@ -69,6 +69,26 @@ func (q *lines) listing(ln *line, backoff time.Duration) listing {
 	return listing{id: q.id, lifetime: 2*backoff + listingSlack, stay: ln.members > 1}
 }
 
+// marks returns what each hub knows of key's release channel now.
+func (q *lines) marks(key string) []releaseMark {
+	marks := make([]releaseMark, len(q.hubs))
+	for i, h := range q.hubs {
+		marks[i] = h.mark(ReleaseChannel(key))
+	}
+	return marks
+}
+
+// quietSince reports whether every hub stayed subscribed to key's release
+// channel since the marks, and saw no release.
+func (q *lines) quietSince(key string, marks []releaseMark) bool {
+	for i, h := range q.hubs {
+		if !h.quietSince(ReleaseChannel(key), marks[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // leave quits the line, and unsubscribes with its last member.
 func (q *lines) leave(key string, ln *line) {
 	q.mu.Lock()
@@ -92,6 +112,10 @@ func (q *lines) acquire(ctx context.Context, key string, retry RetryStrategy, sk
 			retry = nil
 		}
 	}
+	// Note what the hubs know before the first attempt: when they are
+	// subscribed already, the first head need not try again unless a release
+	// came since.
+	marks := q.marks(key)
 	var err error = ErrNotObtained
 	if retry == nil || !skipFirst || !q.busy(key) {
 		var l *Lock
@@ -131,15 +155,13 @@ func (q *lines) acquire(ctx context.Context, key string, retry RetryStrategy, sk
 
 	w := ln.watch
 	if ln.fresh {
-		// The first head: try again once the subscription is active, as a
-		// release may have come between the first attempt and now.
 		ln.fresh = false
-		w.awaitReady(ctx, backoff)
-		w.reset()
-		l, err := try(ctx, q.listing(ln, backoff))
-		if err == nil || !isBusy(err) {
-			w.reset() // the release before this attempt was ours to use
-			return l, notObtained(ctx, err)
+		// The first head: a release may have come between the first attempt
+		// and the watch. Unless it is known that none did, try again once
+		// the subscription is active.
+		if !q.quietSince(key, marks) {
+			w.awaitReady(ctx, backoff)
+			w.notify()
 		}
 	}
 	for {

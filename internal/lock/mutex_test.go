@@ -283,6 +283,7 @@ func TestAdoptAndWaitRelease(t *testing.T) {
 
 func TestOnePubSubConnectionPerClient(t *testing.T) {
 	c, srv := newTestClient(t)
+	c.hub.linger = 100 * time.Millisecond
 	ctx := context.Background()
 	rdb := srv.Client(t)
 	keys := []string{"a", "b", "c"}
@@ -327,7 +328,7 @@ func TestOnePubSubConnectionPerClient(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	// The last waiter gone, the channels are unsubscribed.
+	// The last waiter gone, the channels are unsubscribed after the linger.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		chans := rdb.PubSubChannels(ctx, "*").Val()
 		if len(chans) == 0 {
