@@ -26,13 +26,16 @@ func New(st *store.Store, sk *stock.Stock) *Lifecycle {
 	return &Lifecycle{store: st, stock: sk, now: time.Now}
 }
 
+// stamp is the time rows are stamped with: UTC, to the millisecond MySQL keeps.
+func (l *Lifecycle) stamp() time.Time { return l.now().UTC().Truncate(time.Millisecond) }
+
 // SetClock replaces the clock (tests).
 func (l *Lifecycle) SetClock(now func() time.Time) { l.now = now }
 
 // Pay marks a created order paid. Errors: store.ErrNotFound, store.ErrNotPayable,
 // store.ErrExpired.
 func (l *Lifecycle) Pay(ctx context.Context, id string, who store.Access) (store.Order, error) {
-	return l.store.PayOrder(ctx, id, who, l.now().UTC())
+	return l.store.PayOrder(ctx, id, who, l.stamp())
 }
 
 // Cancel cancels a created order and gives its units back to stock and to the user's
@@ -42,7 +45,7 @@ func (l *Lifecycle) Pay(ctx context.Context, id string, who store.Access) (store
 // MySQL is changed first, then Redis. If Redis fails in between, the order stays
 // marked return_pending and ReturnPending gives the units back later.
 func (l *Lifecycle) Cancel(ctx context.Context, id string, who store.Access) (store.Order, error) {
-	o, changed, err := l.store.CancelOrder(ctx, id, who, l.now().UTC())
+	o, changed, err := l.store.CancelOrder(ctx, id, who, l.stamp())
 	if err != nil || !changed {
 		return o, err
 	}
@@ -63,13 +66,13 @@ func (l *Lifecycle) giveBack(ctx context.Context, o store.Order) error {
 // returns how many it cancelled. A payment racing with the expiry of the same order
 // is decided by the order's row lock: one of them wins.
 func (l *Lifecycle) ExpireDue(ctx context.Context, limit int) (int, error) {
-	ids, err := l.store.DueOrders(ctx, l.now().UTC(), limit)
+	ids, err := l.store.DueOrders(ctx, l.stamp(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("find expired orders: %w", err)
 	}
 	n := 0
 	for _, id := range ids {
-		o, changed, err := l.store.CancelOrder(ctx, id, store.Access{Admin: true}, l.now().UTC())
+		o, changed, err := l.store.CancelOrder(ctx, id, store.Access{Admin: true}, l.stamp())
 		if errors.Is(err, store.ErrNotCancellable) || err == nil && !changed {
 			continue // paid (or cancelled) since DueOrders read it
 		}
