@@ -11,7 +11,9 @@ import (
 
 // Client takes locks on one Redis server (or one Redis Cluster). It holds the
 // go-redis client it was given and one pub/sub connection, opened on first
-// use, on which every waiter of the Client learns about releases.
+// use, on which every waiter of the Client learns about releases. Its waiters
+// for one key queue in the process, and only the first of them waits in
+// Redis. A Client is safe for concurrent use; make one per process.
 type Client struct {
 	rdb   redis.UniversalClient
 	id    string // the message of our releases, so our hub can skip them

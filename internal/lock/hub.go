@@ -13,7 +13,7 @@ import (
 
 // releaseHub is a Client's one pub/sub connection to a Redis server. Waiters
 // register for a key's release channel; the hub subscribes to a channel while
-// at least one waiter wants it and unsubscribes when the last one leaves.
+// at least one waiter wants it.
 //
 // Two goroutines run once the connection is opened: send brings Redis's
 // subscriptions in line with what the waiters want, so that a waiter never

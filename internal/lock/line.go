@@ -102,9 +102,9 @@ func (q *lines) leave(key string, ln *line) {
 // acquire calls try until it takes the lock, fails with an error other than
 // ErrNotObtained, retry gives up, or ctx ends. The first attempt is made at
 // once, unless skipFirst and waiters of this Client already queue for the
-// key: then the lock is taken, and the caller queues behind them. After
-// that, the caller waits its turn in the key's line, then, as its head,
-// waits for a release (or its backoff) before each attempt.
+// key: then the lock is busy, and the caller queues behind them. After that,
+// the caller waits its turn in the key's line, then, as its head, waits for a
+// release (or its backoff) before each attempt.
 func (q *lines) acquire(ctx context.Context, key string, retry RetryStrategy, skipFirst bool,
 	try func(context.Context, listing) (*Lock, error)) (*Lock, error) {
 	if retry != nil {
@@ -115,7 +115,10 @@ func (q *lines) acquire(ctx context.Context, key string, retry RetryStrategy, sk
 	// Note what the hubs know before the first attempt: when they are
 	// subscribed already, the first head need not try again unless a release
 	// came since.
-	marks := q.marks(key)
+	var marks []releaseMark
+	if retry != nil {
+		marks = q.marks(key)
+	}
 	var err error = ErrNotObtained
 	if retry == nil || !skipFirst || !q.busy(key) {
 		var l *Lock
