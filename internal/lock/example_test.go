@@ -256,7 +256,10 @@ func ExampleLock_Fence_mySQL() {
 	if err != nil {
 		return
 	}
-	locks := lock.New(redis.NewClient(&redis.Options{Addr: redisAddr}))
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locks := lock.New(rdb)
+	defer locks.Close()
 	l, err := locks.Obtain(ctx, "product:42", 10*time.Second, nil)
 	if err != nil {
 		return
@@ -282,7 +285,9 @@ func ExampleClient_RunOnce() {
 	for range 3 {
 		rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 		defer rdb.Close()
-		replicas = append(replicas, lock.New(rdb))
+		locks := lock.New(rdb)
+		defer locks.Close()
+		replicas = append(replicas, locks)
 	}
 	runs := 0
 	for _, r := range replicas {

@@ -17,7 +17,7 @@ import (
 
 func TestFencesStrictlyIncreaseUnderContention(t *testing.T) {
 	c, srv := newTestClient(t)
-	clients := []*Client{c, New(srv.Client(t))}
+	clients := []*Client{c, clientOf(t, srv)}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

@@ -14,9 +14,15 @@ import (
 func newTestClient(t *testing.T) (*Client, *testutil.RedisServer) {
 	t.Helper()
 	srv := testutil.StartRedis(t)
+	return clientOf(t, srv), srv
+}
+
+// clientOf returns another Client of srv, as another replica would have,
+// closed at the end of the test.
+func clientOf(t *testing.T, srv *testutil.RedisServer) *Client {
 	c := New(srv.Client(t))
 	t.Cleanup(func() { _ = c.Close() })
-	return c, srv
+	return c
 }
 
 func TestObtainRelease(t *testing.T) {
@@ -172,7 +178,7 @@ func TestContendedNeverTwoHolders(t *testing.T) {
 	c, srv := newTestClient(t)
 	// Half the goroutines share the Client, half have their own, so that
 	// wake-ups cross connections as they do between replicas.
-	clients := []*Client{c, New(srv.Client(t)), New(srv.Client(t)), New(srv.Client(t))}
+	clients := []*Client{c, clientOf(t, srv), clientOf(t, srv), clientOf(t, srv)}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -234,8 +240,7 @@ func TestWaiterWokenByRelease(t *testing.T) {
 	waitQueued(t, c, "k", 1)
 	// Released through another Client, as by another replica: only the
 	// pub/sub message can wake the waiter.
-	other := New(srv.Client(t))
-	defer other.Close()
+	other := clientOf(t, srv)
 	if err := other.Adopt("k", l.Token(), time.Minute).Release(ctx); err != nil {
 		t.Fatalf("release: %v", err)
 	}

@@ -23,7 +23,7 @@ func TestRunOnceOneInstancePerPeriod(t *testing.T) {
 	end := time.Now().Add(5 * period)
 	var wg sync.WaitGroup
 	for range instances {
-		c := New(srv.Client(t))
+		c := clientOf(t, srv)
 		wg.Go(func() {
 			for time.Now().Before(end) {
 				if _, err := c.RunOnce(ctx, "job:report", period, job); err != nil {
