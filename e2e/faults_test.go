@@ -138,7 +138,7 @@ func TestRepairEnqueuesLostReservation(t *testing.T) {
 	if o.Status != "created" || o.Quantity != 2 || o.UserID != 77 || o.AmountCents != 2*1500 {
 		t.Fatalf("lost reservation: order = %+v after %v, want created, 2 units of user 77", o, time.Since(start))
 	}
-	t.Logf("the repair pass wrote the lost reservation; created %v after it was taken", time.Since(start).Round(100*time.Millisecond))
+	t.Logf("the repair pass enqueued the lost reservation; created %v after it was taken", time.Since(start).Round(100*time.Millisecond))
 	st := c.waitDrained(admin, a.ID, time.Minute)
 	if st.StockAvailable != 8 || st.Sold != 2 {
 		t.Errorf("stats %+v, want 8 available and 2 sold", st)

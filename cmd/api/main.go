@@ -119,13 +119,17 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 
-	sk := stock.New(rdb)
+	ap, err := config.RedisPipelined(rdb)
+	if err != nil {
+		return err
+	}
+	sk := stock.New(ap)
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	go sk.Watch(watchCtx)
-	locks := lock.New(rdb)
+	locks := lock.New(ap)
 	defer locks.Close()
-	enq := asynq.NewClientFromRedisClient(rdb)
+	enq := asynq.NewClientFromRedisClient(ap)
 	st := store.New(db)
 	svc := sale.New(st, sk, order.New(st, sk), queue.NewEnqueuer(enq), locks)
 	svc.LockWait = cfg.LockWait

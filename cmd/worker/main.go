@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"sync"
@@ -57,7 +58,11 @@ func run(ctx context.Context) error {
 		return err
 	}
 
-	st, sk := store.New(db), stock.New(rdb)
+	ap, err := config.RedisPipelined(rdb)
+	if err != nil {
+		return err
+	}
+	st, sk := store.New(db), stock.New(ap)
 	persister := worker.NewPersister(st, sk, cfg.PersistBatch)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -71,11 +76,11 @@ func run(ctx context.Context) error {
 
 	// An asynq server fetches one task per round trip, one at a time; several servers
 	// in the process fetch in parallel, so the queue drains as fast as the API fills it.
-	mux := asynq.NewServeMux()
-	mux.HandleFunc(queue.TypePersistOrder, persister.HandleTask)
+	tasks := asynq.NewServeMux()
+	tasks.HandleFunc(queue.TypePersistOrder, persister.HandleTask)
 	servers := make([]*asynq.Server, fetchers)
 	for i := range servers {
-		servers[i] = asynq.NewServerFromRedisClient(rdb, asynq.Config{
+		servers[i] = asynq.NewServerFromRedisClient(ap, asynq.Config{
 			Concurrency:       max(1, cfg.WorkerConcurrency/fetchers),
 			Queues:            map[string]int{queue.Name: 1},
 			RetryDelayFunc:    queue.RetryDelay,
@@ -83,7 +88,7 @@ func run(ctx context.Context) error {
 			ShutdownTimeout:   20 * time.Second,
 			LogLevel:          asynq.WarnLevel,
 		})
-		if err := servers[i].Start(mux); err != nil {
+		if err := servers[i].Start(tasks); err != nil {
 			return err
 		}
 	}
@@ -91,7 +96,7 @@ func run(ctx context.Context) error {
 	locks := lock.New(rdb)
 	defer locks.Close()
 	lifecycle := order.New(st, sk)
-	repairer := worker.NewRepairer(st, sk, persister)
+	repairer := worker.NewRepairer(st, sk, queue.NewEnqueuer(asynq.NewClientFromRedisClient(ap)), persister)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
 	worker.RunPeriodic(jobsCtx, locks,
@@ -108,8 +113,11 @@ func run(ctx context.Context) error {
 			return err
 		}})
 
-	metrics := &http.Server{Addr: cfg.MetricsAddr, ReadHeaderTimeout: 5 * time.Second,
-		Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
+	// The metrics address is internal: it also serves net/http/pprof for profiling.
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/debug/pprof/", http.DefaultServeMux)
+	metrics := &http.Server{Addr: cfg.MetricsAddr, ReadHeaderTimeout: 5 * time.Second, Handler: mux}
 	go func() {
 		if err := metrics.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			slog.Error("worker metrics server", "err", err)

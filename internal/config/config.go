@@ -148,6 +148,19 @@ func (c Config) Redis() *redis.Client {
 	})
 }
 
+// RedisPipelined returns rdb's automatic pipeliner (go-redis): commands that goroutines
+// issue at the same moment travel to Redis together in one pipeline, one write and one
+// read for many, so a crowd of purchases costs far fewer system calls in both the API
+// and Redis. Each caller still gets its own reply. A command's own context deadline is
+// not honored once it is queued; rdb's read and write timeouts still bound every batch.
+func RedisPipelined(rdb *redis.Client) (*redis.AutoPipeliner, error) {
+	ap, err := rdb.AutoPipeline()
+	if err != nil {
+		return nil, fmt.Errorf("redis auto-pipelining: %w", err)
+	}
+	return ap, nil
+}
+
 // MySQL opens MySQLDSN through GORM. Connect, read and write timeouts are added to the
 // DSN when it has none, so a frozen MySQL fails calls instead of hanging them.
 func (c Config) MySQL() (*gorm.DB, error) {
@@ -156,6 +169,9 @@ func (c Config) MySQL() (*gorm.DB, error) {
 		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: %w", err)
 	}
 	dsn.ParseTime = true
+	// Arguments are interpolated by the driver, so a statement costs one round trip
+	// instead of prepare, execute and close.
+	dsn.InterpolateParams = true
 	if dsn.Timeout == 0 {
 		dsn.Timeout = 2 * time.Second
 	}

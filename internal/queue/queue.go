@@ -67,15 +67,25 @@ func NewEnqueuer(client *asynq.Client) *Enqueuer { return &Enqueuer{client: clie
 // Enqueue puts the order on the queue. An order whose task already exists counts as
 // enqueued, so enqueueing again is safe.
 func (e *Enqueuer) Enqueue(ctx context.Context, o Order) error {
+	_, err := e.EnqueueMissing(ctx, o)
+	return err
+}
+
+// EnqueueMissing enqueues the order unless its task exists, and reports whether it
+// had to.
+func (e *Enqueuer) EnqueueMissing(ctx context.Context, o Order) (bool, error) {
 	task, err := NewPersistTask(o)
 	if err != nil {
-		return err
+		return false, err
 	}
 	_, err = e.client.EnqueueContext(ctx, task)
-	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("enqueue order %s: %w", o.ID, err)
+	switch {
+	case errors.Is(err, asynq.ErrTaskIDConflict):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("enqueue order %s: %w", o.ID, err)
 	}
-	return nil
+	return true, nil
 }
 
 // RetryDelay is the worker's backoff between attempts of a task: 1 s doubling up to

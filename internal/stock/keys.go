@@ -9,7 +9,7 @@ func prefix(activityID int64) string {
 }
 
 // saleKey is a hash of the sale's state: avail, total, limit, start and end (unix ms),
-// price (cents) and paywin (seconds).
+// price (cents), paywin (seconds), and qunits (units of its queued orders).
 func saleKey(activityID int64) string { return prefix(activityID) + "sale" }
 
 // usersKey is a hash of user id -> units the user holds in queued, created and paid orders.
@@ -18,6 +18,10 @@ func usersKey(activityID int64) string { return prefix(activityID) + "users" }
 // queuedKey is a hash of order id -> "user quantity created_ms limit" for orders taken
 // from stock and not yet settled by the worker.
 func queuedKey(activityID int64) string { return prefix(activityID) + "queued" }
+
+// queuedSinceKey is a sorted set of the queued order ids by the time they were taken
+// (unix ms), so the worker's repair pass finds the old ones without reading them all.
+func queuedSinceKey(activityID int64) string { return prefix(activityID) + "queued:since" }
 
 // userQueuedKey is the set of one user's queued order ids.
 func userQueuedKey(activityID, userID int64) string {

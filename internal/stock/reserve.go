@@ -13,6 +13,7 @@ import (
 //
 // KEYS[1] sale hash         KEYS[2] users hash        KEYS[3] queued hash
 // KEYS[4] user's queued set KEYS[5] idempotency key   KEYS[6] user lock
+// KEYS[7] queued-since sorted set
 // ARGV[1] now (unix ms)     ARGV[2] user id           ARGV[3] quantity
 // ARGV[4] order id          ARGV[5] request fingerprint, "" without an Idempotency-Key
 // ARGV[6] lock owner token  ARGV[7] lock TTL (ms)     ARGV[8] idempotency key TTL (s)
@@ -52,9 +53,11 @@ if avail < qty then return {-5, avail} end
 local held = tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '0')
 if held + qty > limit then return {-6, held, limit} end
 redis.call('HINCRBY', KEYS[1], 'avail', -qty)
+redis.call('HINCRBY', KEYS[1], 'qunits', qty)
 redis.call('HINCRBY', KEYS[2], ARGV[2], qty)
 redis.call('HSET', KEYS[3], ARGV[4], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[1] .. ' ' .. sale[2])
 redis.call('SADD', KEYS[4], ARGV[4])
+redis.call('ZADD', KEYS[7], ARGV[1], ARGV[4])
 if ARGV[5] ~= '' then redis.call('SET', KEYS[5], ARGV[5] .. ' ' .. ARGV[4], 'EX', ARGV[8]) end
 redis.call('SET', KEYS[6], ARGV[6], 'PX', ARGV[7])
 return {0, avail - qty, sale[2], sale[5], sale[6]}
@@ -110,7 +113,7 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 	epoch := s.soldOut.epoch()
 	keys := []string{saleKey(r.ActivityID), usersKey(r.ActivityID), queuedKey(r.ActivityID),
 		userQueuedKey(r.ActivityID, r.UserID), idempotencyKey(r.ActivityID, r.UserID, r.IdempotencyKey),
-		UserLockKey(r.ActivityID, r.UserID)}
+		UserLockKey(r.ActivityID, r.UserID), queuedSinceKey(r.ActivityID)}
 	res, err := reply(reserveScript.Run(ctx, s.rdb, keys,
 		r.Now.UnixMilli(), r.UserID, r.Quantity, r.OrderID, fingerprint,
 		r.LockToken, r.LockTTL.Milliseconds(), int64(IdempotencyTTL/time.Second)).Result())

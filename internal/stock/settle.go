@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -11,6 +12,7 @@ import (
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] user's queued set
 // KEYS[5] claimed set  KEYS[6] idempotency key (any key when the purchase had none)
+// KEYS[7] queued-since sorted set
 // ARGV[1] order id  ARGV[2] activity id (published on the returned-units channel)
 // ARGV[3] the returned-units channel
 //
@@ -23,7 +25,9 @@ if not v then return -1 end
 local user, qty = string.match(v, '^(%d+) (%d+)')
 redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('SREM', KEYS[4], ARGV[1])
+redis.call('ZREM', KEYS[7], ARGV[1])
 redis.call('HINCRBY', KEYS[1], 'avail', qty)
+redis.call('HINCRBY', KEYS[1], 'qunits', -tonumber(qty))
 if redis.call('HINCRBY', KEYS[2], user, -tonumber(qty)) <= 0 then redis.call('HDEL', KEYS[2], user) end
 local prior = redis.call('GET', KEYS[6])
 if prior and string.sub(prior, -#ARGV[1] - 1) == ' ' .. ARGV[1] then redis.call('DEL', KEYS[6]) end
@@ -49,7 +53,7 @@ const (
 func (s *Stock) Rollback(ctx context.Context, activityID, userID int64, orderID, idemKey string) (RollbackResult, error) {
 	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID),
 		userQueuedKey(activityID, userID), claimedKey(activityID),
-		idempotencyKey(activityID, userID, idemKey)}
+		idempotencyKey(activityID, userID, idemKey), queuedSinceKey(activityID)}
 	n, err := rollbackScript.Run(ctx, s.rdb, keys, orderID, activityID, ReturnedChannel).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("roll back reservation: %w", err)
@@ -112,7 +116,7 @@ func (s *Stock) Claim(ctx context.Context, activityID int64, orderIDs []string) 
 // settleScript ends the queued state of orders the worker has written to MySQL.
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
-// KEYS[4+i] the queued set of order i's user
+// KEYS[5] queued-since sorted set  KEYS[5+i] the queued set of order i's user
 // ARGV[1] activity id  ARGV[2] the returned-units channel
 // ARGV[1+2i] order i's id  ARGV[2+2i] "1" when order i failed (its units come back), else "0"
 //
@@ -124,11 +128,13 @@ for i = 1, (#ARGV - 2) / 2 do
   local id = ARGV[1 + 2 * i]
   local v = redis.call('HGET', KEYS[3], id)
   if v then
+    local user, qty = string.match(v, '^(%d+) (%d+)')
     redis.call('HDEL', KEYS[3], id)
     redis.call('SREM', KEYS[4], id)
-    redis.call('SREM', KEYS[4 + i], id)
+    redis.call('ZREM', KEYS[5], id)
+    redis.call('SREM', KEYS[5 + i], id)
+    redis.call('HINCRBY', KEYS[1], 'qunits', -tonumber(qty))
     if ARGV[2 + 2 * i] == '1' then
-      local user, qty = string.match(v, '^(%d+) (%d+)')
       redis.call('HINCRBY', KEYS[1], 'avail', qty)
       if redis.call('HINCRBY', KEYS[2], user, -tonumber(qty)) <= 0 then redis.call('HDEL', KEYS[2], user) end
       back = back + tonumber(qty)
@@ -151,7 +157,8 @@ type Settlement struct {
 // Settle removes orders of one sale from the queued state, giving back the units of
 // failed ones. It is idempotent per order.
 func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlement) error {
-	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID), claimedKey(activityID)}
+	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID), claimedKey(activityID),
+		queuedSinceKey(activityID)}
 	args := []any{activityID, ReturnedChannel}
 	for _, o := range orders {
 		keys = append(keys, userQueuedKey(activityID, o.UserID))
@@ -199,4 +206,55 @@ func (s *Stock) Return(ctx context.Context, activityID, userID int64, orderID st
 		s.soldOut.clear(activityID)
 	}
 	return nil
+}
+
+// staleScript lists queued orders taken before a time, oldest first.
+//
+// KEYS[1] queued-since sorted set  KEYS[2] queued hash  KEYS[3] claimed set
+// ARGV[1] taken at or before (unix ms)  ARGV[2] most orders to list
+//
+// Returns a flat array of order id, its queued value, and 1 when claimed else 0.
+var staleScript = redis.NewScript(`
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+local out = {}
+for _, id in ipairs(ids) do
+  local v = redis.call('HGET', KEYS[2], id)
+  if v then
+    table.insert(out, id)
+    table.insert(out, v)
+    table.insert(out, redis.call('SISMEMBER', KEYS[3], id))
+  else
+    redis.call('ZREM', KEYS[1], id)
+  end
+end
+return out
+`)
+
+// Stale returns up to limit queued orders of a sale taken at or before before, oldest
+// first, with Claimed set for those a worker has begun to persist.
+func (s *Stock) Stale(ctx context.Context, activityID int64, before time.Time, limit int) ([]QueuedOrder, error) {
+	res, err := staleScript.Run(ctx, s.rdb, []string{queuedSinceKey(activityID), queuedKey(activityID),
+		claimedKey(activityID)}, before.UnixMilli(), limit).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("stale queued orders: %w", err)
+	}
+	if len(res)%3 != 0 {
+		return nil, fmt.Errorf("stale queued orders: reply of %d values", len(res))
+	}
+	out := make([]QueuedOrder, 0, len(res)/3)
+	for i := 0; i < len(res); i += 3 {
+		id, ok1 := res[i].(string)
+		v, ok2 := res[i+1].(string)
+		claimed, ok3 := res[i+2].(int64)
+		if !ok1 || !ok2 || !ok3 {
+			return nil, fmt.Errorf("stale queued orders: unexpected reply %v", res[i:i+3])
+		}
+		q, err := parseQueued(activityID, id, v)
+		if err != nil {
+			return nil, err
+		}
+		q.Claimed = claimed == 1
+		out = append(out, q)
+	}
+	return out, nil
 }

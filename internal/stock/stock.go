@@ -138,7 +138,7 @@ type QueuedOrder struct {
 	CreatedAt  time.Time
 	// Limit is the per-user limit the reservation was checked against.
 	Limit int
-	// Claimed is true once a worker has begun to persist the order (QueuedOrders only).
+	// Claimed is true once a worker has begun to persist the order (Stale only).
 	Claimed bool
 }
 
@@ -173,32 +173,20 @@ func (s *Stock) Queued(ctx context.Context, activityID int64, orderID string) (Q
 	return parseQueued(activityID, orderID, v)
 }
 
-// QueuedOrders returns every queued order of a sale, marking those a worker claimed.
-func (s *Stock) QueuedOrders(ctx context.Context, activityID int64) ([]QueuedOrder, error) {
-	var all *redis.MapStringStringCmd
-	var claimed *redis.StringSliceCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		all = p.HGetAll(ctx, queuedKey(activityID))
-		claimed = p.SMembers(ctx, claimedKey(activityID))
+// QueuedTotals returns how many orders of a sale are queued and their units.
+func (s *Stock) QueuedTotals(ctx context.Context, activityID int64) (orders, units int64, err error) {
+	var n *redis.IntCmd
+	var u *redis.StringCmd
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		n = p.HLen(ctx, queuedKey(activityID))
+		u = p.HGet(ctx, saleKey(activityID), "qunits")
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("read queued orders: %w", err)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, 0, fmt.Errorf("read queued totals: %w", err)
 	}
-	isClaimed := make(map[string]bool, len(claimed.Val()))
-	for _, id := range claimed.Val() {
-		isClaimed[id] = true
-	}
-	out := make([]QueuedOrder, 0, len(all.Val()))
-	for id, v := range all.Val() {
-		q, err := parseQueued(activityID, id, v)
-		if err != nil {
-			return nil, err
-		}
-		q.Claimed = isClaimed[id]
-		out = append(out, q)
-	}
-	return out, nil
+	units, _ = strconv.ParseInt(u.Val(), 10, 64)
+	return n.Val(), units, nil
 }
 
 // UserQueued returns a user's queued orders in the given sales.

@@ -159,9 +159,16 @@ func TestRollbackClaimSettle(t *testing.T) {
 	if users[2] != 1 || users[3] != 0 || users[1] != 1 {
 		t.Errorf("users = %v, want 1:1 2:1 and none for 3", users)
 	}
-	queued, _ := s.QueuedOrders(ctx, 1)
-	if len(queued) != 1 || queued[0].OrderID != again.OrderID {
-		t.Errorf("queued = %+v, want only %s", queued, again.OrderID)
+	queued, units, err := s.QueuedTotals(ctx, 1)
+	if err != nil || queued != 1 || units != 1 {
+		t.Errorf("queued totals = %d orders, %d units, %v; want 1, 1", queued, units, err)
+	}
+	stale, err := s.Stale(ctx, 1, t0, 10)
+	if err != nil || len(stale) != 1 || stale[0].OrderID != again.OrderID || stale[0].Claimed {
+		t.Errorf("stale = %+v, %v; want only unclaimed %s", stale, err, again.OrderID)
+	}
+	if none, _ := s.Stale(ctx, 1, t0.Add(-time.Millisecond), 10); len(none) != 0 {
+		t.Errorf("orders taken after the cut-off listed as stale: %+v", none)
 	}
 	mine, _ := s.UserQueued(ctx, []int64{1}, 1)
 	if len(mine) != 1 || mine[0].OrderID != again.OrderID || mine[0].Quantity != 1 || mine[0].Limit != 3 {

@@ -45,31 +45,38 @@ func RunPeriodic(ctx context.Context, locks *lock.Client, jobs ...Job) {
 	}
 }
 
-// Repairer finds orders that stayed queued too long and writes them to MySQL itself:
-// a reservation whose task never reached the queue (the API died between taking the
-// units and enqueueing, or a task was lost), or whose task is stuck with a worker that
-// died (asynq hands such a task back only after its lease and recovery interval, a
-// minute or more). Persisting is idempotent, so a task that runs later finds its order
-// stored and is acknowledged.
+// Repairer finds orders that stayed queued too long. An order no worker has claimed
+// after MinAge has no task in the queue if the API died between taking the units and
+// enqueueing, or if a task was lost: it is enqueued again (a task that does exist is
+// left alone, its id being the order id). An order a worker claimed but did not settle
+// within StuckAge belongs to a worker that died: asynq hands such a task back only
+// after its lease and a recovery interval (a minute or more), so the Repairer writes
+// the order to MySQL itself. Persisting is idempotent: a task that runs later finds
+// its order stored and is acknowledged.
 type Repairer struct {
 	store     *store.Store
 	stock     *stock.Stock
+	queue     *queue.Enqueuer
 	persister *Persister
-	// MinAge is how long an order must have been queued before it counts as stuck; the
-	// API enqueues within its I/O timeout (2 s) or gives the units back.
+	// MinAge is how old an unclaimed order must be to be checked; the API enqueues
+	// within its I/O timeout (2 s) or gives the units back.
 	MinAge time.Duration
-	// Batch bounds the orders one pass writes per sale.
+	// StuckAge is how old a claimed order must be to be written by the Repairer; a
+	// live worker settles a claimed order in milliseconds, unless MySQL is down.
+	StuckAge time.Duration
+	// Batch bounds the orders one pass looks at per sale.
 	Batch int
 	now   func() time.Time
 }
 
-// NewRepairer returns a Repairer that writes stuck orders with p.
-func NewRepairer(st *store.Store, sk *stock.Stock, p *Persister) *Repairer {
-	return &Repairer{store: st, stock: sk, persister: p, MinAge: 5 * time.Second, Batch: 500, now: time.Now}
+// NewRepairer returns a Repairer that enqueues lost orders with q and writes stuck
+// ones with p.
+func NewRepairer(st *store.Store, sk *stock.Stock, q *queue.Enqueuer, p *Persister) *Repairer {
+	return &Repairer{store: st, stock: sk, queue: q, persister: p, MinAge: 5 * time.Second,
+		StuckAge: 20 * time.Second, Batch: 500, now: time.Now}
 }
 
-// Repair writes every order queued for longer than MinAge (up to Batch per sale) and
-// returns how many are now settled.
+// Repair runs one pass over every sale and returns how many orders it enqueued or wrote.
 func (r *Repairer) Repair(ctx context.Context) (int, error) {
 	acts, err := r.store.ListActivities(ctx)
 	if err != nil {
@@ -77,35 +84,41 @@ func (r *Repairer) Repair(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, a := range acts {
-		queued, err := r.stock.QueuedOrders(ctx, a.ID)
+		now := r.now()
+		stale, err := r.stock.Stale(ctx, a.ID, now.Add(-r.MinAge), r.Batch)
 		if err != nil {
 			return n, fmt.Errorf("repair: %w", err)
 		}
 		var stuck []queue.Order
-		for _, q := range queued {
-			if r.now().Sub(q.CreatedAt) < r.MinAge || len(stuck) == r.Batch {
+		for _, q := range stale {
+			o := queue.Order{ID: q.OrderID, ActivityID: a.ID, UserID: q.UserID, Quantity: q.Quantity,
+				AmountCents: a.PriceCents * int64(q.Quantity), CreatedAtMs: q.CreatedAt.UnixMilli(),
+				ExpiresAtMs: q.CreatedAt.Add(time.Duration(a.PayWindowSeconds) * time.Second).UnixMilli(),
+				Limit:       q.Limit}
+			if q.Claimed {
+				if now.Sub(q.CreatedAt) >= r.StuckAge {
+					stuck = append(stuck, o)
+				}
 				continue
 			}
-			stuck = append(stuck, queue.Order{ID: q.OrderID, ActivityID: a.ID, UserID: q.UserID,
-				Quantity: q.Quantity, AmountCents: a.PriceCents * int64(q.Quantity),
-				CreatedAtMs: q.CreatedAt.UnixMilli(),
-				ExpiresAtMs: q.CreatedAt.Add(time.Duration(a.PayWindowSeconds) * time.Second).UnixMilli(),
-				Limit:       q.Limit})
+			enqueued, err := r.queue.EnqueueMissing(ctx, o)
+			if err != nil {
+				return n, fmt.Errorf("repair: %w", err)
+			}
+			if enqueued {
+				slog.Info("repair: enqueued an order that had no task", "order", o.ID)
+				n++
+			}
 		}
 		if len(stuck) == 0 {
 			continue
 		}
-		var failed error
+		slog.Info("repair: writing orders a worker claimed but never settled", "activity", a.ID, "orders", len(stuck))
 		for id, err := range r.persister.Persist(ctx, stuck) {
 			if err != nil {
-				failed = fmt.Errorf("repair order %s: %w", id, err)
-				continue
+				return n, fmt.Errorf("repair order %s: %w", id, err)
 			}
 			n++
-		}
-		slog.Info("repair: wrote orders that stayed queued", "activity", a.ID, "orders", len(stuck), "settled", n)
-		if failed != nil {
-			return n, failed
 		}
 	}
 	return n, nil

@@ -26,6 +26,9 @@ type Persister struct {
 	timeout time.Duration
 	in      chan *pending
 	metrics *metrics
+	// Linger is how long a writer waits for more orders before it writes a batch that
+	// is not full; it adds at most that much to the time an order stays queued.
+	Linger time.Duration
 }
 
 type pending struct {
@@ -36,7 +39,7 @@ type pending struct {
 // NewPersister returns a Persister that writes up to batch orders per transaction.
 func NewPersister(st *store.Store, sk *stock.Stock, batch int) *Persister {
 	return &Persister{store: st, stock: sk, batch: batch, timeout: 30 * time.Second,
-		in: make(chan *pending, 4*batch)}
+		in: make(chan *pending, 4*batch), Linger: 5 * time.Millisecond}
 }
 
 // HandleTask is the asynq handler of queue.TypePersistOrder.
@@ -67,6 +70,8 @@ func (p *Persister) Run(ctx context.Context, writers int) {
 }
 
 func (p *Persister) write(ctx context.Context) {
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for {
 		var batch []*pending
 		select {
@@ -75,15 +80,19 @@ func (p *Persister) write(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-	gather: // take what is already waiting: batches grow with the load
+		// Wait up to Linger for the batch to fill: one transaction of many orders costs
+		// MySQL little more than one of a single order.
+		linger.Reset(p.Linger)
+	gather:
 		for len(batch) < p.batch {
 			select {
 			case pd := <-p.in:
 				batch = append(batch, pd)
-			default:
+			case <-linger.C:
 				break gather
 			}
 		}
+		linger.Stop()
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
 		results := p.Persist(bctx, orders(batch))
 		cancel()
