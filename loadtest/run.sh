@@ -125,7 +125,9 @@ fi
 echo "loadtest: API ${urls[*]} (pids ${pids[*]:1}), worker, redis :$redis_port (pid ${pids[0]}), MySQL database $db; $built"
 
 status=0
-trap 'curl -fs "http://$SECKILL_WORKER_METRICS_ADDR/metrics" 2>/dev/null | grep "^seckill_" >"$logs/worker-metrics.txt" || true; stop' EXIT
+# On the way out, keep the worker's metrics and Redis's per-command figures for a look.
+trap 'curl -fs "http://$SECKILL_WORKER_METRICS_ADDR/metrics" 2>/dev/null | grep "^seckill_" >"$logs/worker-metrics.txt" || true
+redis-cli -p "$redis_port" info commandstats >"$logs/redis-commandstats.txt" 2>/dev/null || true; stop' EXIT
 for s in "${scenarios[@]}"; do
 	echo
 	case $s in

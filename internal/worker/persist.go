@@ -39,7 +39,7 @@ type pending struct {
 // NewPersister returns a Persister that writes up to batch orders per transaction.
 func NewPersister(st *store.Store, sk *stock.Stock, batch int) *Persister {
 	return &Persister{store: st, stock: sk, batch: batch, timeout: 30 * time.Second,
-		in: make(chan *pending, 4*batch), Linger: 5 * time.Millisecond}
+		in: make(chan *pending, 4*batch), Linger: 10 * time.Millisecond}
 }
 
 // HandleTask is the asynq handler of queue.TypePersistOrder.
