@@ -2,6 +2,7 @@ package stock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -105,12 +106,30 @@ type Reserved struct {
 // without asking Redis, until units come back (see Watch).
 func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 	fingerprint := ""
+	var recheck *soldOutFlag
 	if r.IdempotencyKey != "" {
-		fingerprint = "q" + strconv.Itoa(r.Quantity)
-	} else if s.soldOut.isSet(r.ActivityID, r.Now) {
-		return Reserved{}, &DetailError{ErrSoldOut, "no units are left"}
+		fingerprint = "q" + strconv.Itoa(r.Quantity) // a replay is answered even when sold out
+	} else {
+		var soldOut bool
+		if soldOut, recheck = s.soldOut.check(r.ActivityID, r.Now); soldOut {
+			return Reserved{}, &DetailError{ErrSoldOut, "no units are left"}
+		}
 	}
 	epoch := s.soldOut.epoch()
+	got, err := s.reserve(ctx, r, fingerprint, epoch)
+	if recheck != nil && !errors.Is(err, errNoneLeft) {
+		s.soldOut.dropRecheck(r.ActivityID, recheck)
+	}
+	if errors.Is(err, errNoneLeft) {
+		err = &DetailError{ErrSoldOut, "no units are left"}
+	}
+	return got, err
+}
+
+// errNoneLeft is reserve's sold out with no unit left, the answer that sets the flag.
+var errNoneLeft = errors.New("no units are left")
+
+func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string, epoch uint64) (Reserved, error) {
 	keys := []string{saleKey(r.ActivityID), usersKey(r.ActivityID), queuedKey(r.ActivityID),
 		userQueuedKey(r.ActivityID, r.UserID), idempotencyKey(r.ActivityID, r.UserID, r.IdempotencyKey),
 		UserLockKey(r.ActivityID, r.UserID), queuedSinceKey(r.ActivityID)}
@@ -157,7 +176,7 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 	case code == -5 && len(n) == 1:
 		if n[0] == 0 {
 			s.soldOut.set(r.ActivityID, epoch, r.Now)
-			return Reserved{}, &DetailError{ErrSoldOut, "no units are left"}
+			return Reserved{}, errNoneLeft
 		}
 		return Reserved{}, &DetailError{ErrSoldOut, fmt.Sprintf("only %d left", n[0])}
 	case code == -6 && len(n) == 2:

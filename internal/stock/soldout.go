@@ -17,28 +17,50 @@ const soldOutTTL = time.Second
 
 // soldOutFlags remembers, in this process, the sales Redis said were sold out. A
 // purchase of a flagged sale is refused without a round trip. A flag is dropped when
-// units come back (a message on ReturnedChannel), and after soldOutTTL.
+// units come back (a message on ReturnedChannel). Once a flag is older than
+// soldOutTTL, one purchase at a time goes to Redis to check it again, while the
+// others are still refused from the flag.
 type soldOutFlags struct {
-	flags sync.Map // activity id -> time the flag was set
+	flags sync.Map // activity id -> *soldOutFlag
 	// gen changes whenever flags are cleared; a flag computed from a Redis answer
 	// older than the last clearing is not set, so a late "sold out" cannot hide units
 	// that came back meanwhile.
 	gen atomic.Uint64
 }
 
+type soldOutFlag struct {
+	at         time.Time
+	rechecking atomic.Bool
+}
+
 func newSoldOutFlags() *soldOutFlags { return &soldOutFlags{} }
 
 func (f *soldOutFlags) epoch() uint64 { return f.gen.Load() }
 
-func (f *soldOutFlags) isSet(activityID int64, now time.Time) bool {
+// check reports whether a purchase is refused from the flag. When the flag is stale
+// it lets exactly one caller through with recheck set: that caller must end with set
+// (still sold out) or dropRecheck (anything else).
+func (f *soldOutFlags) check(activityID int64, now time.Time) (soldOut bool, recheck *soldOutFlag) {
 	v, ok := f.flags.Load(activityID)
-	return ok && now.Sub(v.(time.Time)) < soldOutTTL
+	if !ok {
+		return false, nil
+	}
+	fl := v.(*soldOutFlag)
+	if now.Sub(fl.at) < soldOutTTL || !fl.rechecking.CompareAndSwap(false, true) {
+		return true, nil
+	}
+	return false, fl
 }
 
 func (f *soldOutFlags) set(activityID int64, epoch uint64, now time.Time) {
 	if f.gen.Load() == epoch {
-		f.flags.Store(activityID, now)
+		f.flags.Store(activityID, &soldOutFlag{at: now})
 	}
+}
+
+// dropRecheck removes a flag whose re-check did not find the sale sold out.
+func (f *soldOutFlags) dropRecheck(activityID int64, fl *soldOutFlag) {
+	f.flags.CompareAndDelete(activityID, fl)
 }
 
 func (f *soldOutFlags) clear(activityID int64) {

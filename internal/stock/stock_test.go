@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/config"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
 )
@@ -262,5 +263,49 @@ func TestSoldOutFlagClearedWhenUnitsComeBack(t *testing.T) {
 			t.Fatalf("B still refuses after units came back: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A stale sold-out flag is checked again by one purchase at a time; the others are
+// still answered from the flag.
+func TestSoldOutFlagRecheckedByOne(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	rdb := config.Config{RedisAddr: srv.Addr}.Redis() // the service's 1 s timeouts
+	t.Cleanup(func() { rdb.Close() })
+	s := stock.New(rdb)
+	ctx := context.Background()
+	newSale(t, s, 1, 1, 1)
+	if _, err := s.Reserve(ctx, reservation(1, 1, 1, "", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(ctx, reservation(1, 2, 1, "", t0)); !errors.Is(err, stock.ErrSoldOut) {
+		t.Fatalf("err = %v, want sold out", err)
+	}
+	srv.Pause() // a re-check that reaches Redis now hangs until its deadline
+	later := t0.Add(2 * time.Second)
+	var wg sync.WaitGroup
+	var fromFlag, toRedis atomic.Int64
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(user int64) {
+			defer wg.Done()
+			rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			defer cancel()
+			_, err := s.Reserve(rctx, reservation(1, user, 1, "", later))
+			if errors.Is(err, stock.ErrSoldOut) {
+				fromFlag.Add(1)
+			} else {
+				toRedis.Add(1)
+			}
+		}(int64(10 + i))
+	}
+	wg.Wait()
+	srv.Resume()
+	if toRedis.Load() != 1 || fromFlag.Load() != 19 {
+		t.Errorf("%d went to Redis, %d answered from the flag; want 1 and 19", toRedis.Load(), fromFlag.Load())
+	}
+	// The failed re-check dropped the flag: the next purchase asks Redis and sets it again.
+	if _, err := s.Reserve(ctx, reservation(1, 99, 1, "", later)); !errors.Is(err, stock.ErrSoldOut) {
+		t.Errorf("after the re-check: err = %v, want sold out from Redis", err)
 	}
 }
