@@ -4,10 +4,11 @@ package queue
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -25,35 +26,55 @@ const (
 
 // Order is the payload of a TypePersistOrder task.
 type Order struct {
-	ID          string `json:"id"`
-	ActivityID  int64  `json:"activity_id"`
-	UserID      int64  `json:"user_id"`
-	Quantity    int    `json:"quantity"`
-	AmountCents int64  `json:"amount_cents"`
-	CreatedAtMs int64  `json:"created_at_ms"`
-	ExpiresAtMs int64  `json:"expires_at_ms"`
+	ID          string
+	ActivityID  int64
+	UserID      int64
+	Quantity    int
+	AmountCents int64
+	CreatedAtMs int64
+	ExpiresAtMs int64
 	// Limit is the per-user limit the reservation was checked against.
-	Limit int `json:"limit"`
+	Limit int
+}
+
+// The payload is the order's fields separated by spaces, in the order of Order's
+// fields: readable in queue tools, and cheap to write and read for every order.
+const payloadFields = 8
+
+func (o Order) payload() []byte {
+	b := make([]byte, 0, 24+len(o.ID)+7*12)
+	b = append(b, o.ID...)
+	for _, n := range []int64{o.ActivityID, o.UserID, int64(o.Quantity), o.AmountCents,
+		o.CreatedAtMs, o.ExpiresAtMs, int64(o.Limit)} {
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, n, 10)
+	}
+	return b
 }
 
 // NewPersistTask returns the task that writes o to MySQL.
-func NewPersistTask(o Order) (*asynq.Task, error) {
-	b, err := json.Marshal(o)
-	if err != nil {
-		return nil, err
-	}
-	return asynq.NewTask(TypePersistOrder, b,
-		asynq.TaskID(o.ID), asynq.Queue(Name), asynq.MaxRetry(MaxRetry), asynq.Timeout(time.Minute)), nil
+func NewPersistTask(o Order) *asynq.Task {
+	return asynq.NewTask(TypePersistOrder, o.payload(),
+		asynq.TaskID(o.ID), asynq.Queue(Name), asynq.MaxRetry(MaxRetry), asynq.Timeout(time.Minute))
 }
 
 // ParseOrder decodes the payload of a TypePersistOrder task.
 func ParseOrder(payload []byte) (Order, error) {
-	var o Order
-	if err := json.Unmarshal(payload, &o); err != nil {
-		return o, fmt.Errorf("decode order task: %w", err)
+	f := strings.Fields(string(payload))
+	if len(f) != payloadFields {
+		return Order{}, fmt.Errorf("decode order task: %d fields in %q", len(f), payload)
 	}
-	if o.ID == "" || o.ActivityID <= 0 || o.UserID <= 0 || o.Quantity <= 0 {
-		return o, fmt.Errorf("decode order task: incomplete %+v", o)
+	var n [payloadFields - 1]int64
+	for i := range n {
+		var err error
+		if n[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
+			return Order{}, fmt.Errorf("decode order task: field %d of %q", i+2, payload)
+		}
+	}
+	o := Order{ID: f[0], ActivityID: n[0], UserID: n[1], Quantity: int(n[2]), AmountCents: n[3],
+		CreatedAtMs: n[4], ExpiresAtMs: n[5], Limit: int(n[6])}
+	if o.ActivityID <= 0 || o.UserID <= 0 || o.Quantity <= 0 || o.Limit <= 0 {
+		return Order{}, fmt.Errorf("decode order task: incomplete %q", payload)
 	}
 	return o, nil
 }
@@ -74,11 +95,7 @@ func (e *Enqueuer) Enqueue(ctx context.Context, o Order) error {
 // EnqueueMissing enqueues the order unless its task exists, and reports whether it
 // had to.
 func (e *Enqueuer) EnqueueMissing(ctx context.Context, o Order) (bool, error) {
-	task, err := NewPersistTask(o)
-	if err != nil {
-		return false, err
-	}
-	_, err = e.client.EnqueueContext(ctx, task)
+	_, err := e.client.EnqueueContext(ctx, NewPersistTask(o))
 	switch {
 	case errors.Is(err, asynq.ErrTaskIDConflict):
 		return false, nil
