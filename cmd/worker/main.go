@@ -44,12 +44,10 @@ func main() {
 	}
 }
 
-// writers is how many batches are written to MySQL at once; fetchers is how many asynq
-// servers take tasks from the queue in parallel.
-const (
-	writers  = 2
-	fetchers = 4
-)
+// servers is how many asynq servers the worker runs. Each one aggregates every group
+// of the queue once per second (queue.Groups x SECKILL_PERSIST_BATCH orders at most),
+// so two double the rate the queue can be emptied at.
+const servers = 4
 
 func run(ctx context.Context) error {
 	cfg, err := config.Load()
@@ -69,34 +67,36 @@ func run(ctx context.Context) error {
 		return err
 	}
 	st, sk := store.New(db), stock.New(ap)
-	persister := worker.NewPersister(st, sk, cfg.PersistBatch)
+	persister := worker.NewPersister(st, sk)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		worker.QueueDepth(asynq.NewInspectorFromRedisClient(rdb)))
 	persister.Register(reg)
-	// The persister outlives the asynq server's shutdown, so handlers in flight get
-	// their batch's result.
-	persistCtx, stopPersist := context.WithCancel(context.Background())
-	defer stopPersist()
-	persister.Run(persistCtx, writers)
-
-	// An asynq server fetches one task per round trip, one at a time; several servers
-	// in the process fetch in parallel, so the queue drains as fast as the API fills it.
+	// Orders wait in asynq groups; each server aggregates a group's orders (up to
+	// SECKILL_PERSIST_BATCH, at least once a second) into one task, which the persister
+	// writes in one transaction.
 	tasks := asynq.NewServeMux()
-	tasks.HandleFunc(queue.TypePersistOrder, persister.HandleTask)
-	servers := make([]*asynq.Server, fetchers)
-	for i := range servers {
-		servers[i] = asynq.NewServerFromRedisClient(ap, asynq.Config{
-			Concurrency:       max(1, cfg.WorkerConcurrency/fetchers),
+	tasks.HandleFunc(queue.TypePersistOrders, persister.HandleTask)
+	running := make([]*asynq.Server, servers)
+	for i := range running {
+		running[i] = asynq.NewServerFromRedisClient(ap, asynq.Config{
+			Concurrency:       max(1, cfg.WorkerConcurrency/servers),
 			Queues:            map[string]int{queue.Name: 1},
 			RetryDelayFunc:    queue.RetryDelay,
 			TaskCheckInterval: 50 * time.Millisecond,
 			ShutdownTimeout:   20 * time.Second,
 			LogLevel:          asynq.WarnLevel,
+			GroupAggregator:   asynq.GroupAggregatorFunc(queue.Aggregate),
+			GroupMaxSize:      cfg.PersistBatch,
+			GroupGracePeriod:  time.Second,
+			GroupMaxDelay:     time.Second,
 		})
-		if err := servers[i].Start(tasks); err != nil {
+		if err := running[i].Start(tasks); err != nil {
 			return err
 		}
+		// Servers start a quarter second apart, so their once-a-second aggregations
+		// take turns instead of landing on Redis together.
+		time.Sleep(time.Second / servers)
 	}
 
 	locks := lock.New(rdb)
@@ -134,7 +134,7 @@ func run(ctx context.Context) error {
 	<-ctx.Done()
 	slog.Info("shutting down: finishing orders in flight")
 	var wg sync.WaitGroup
-	for _, srv := range servers {
+	for _, srv := range running {
 		wg.Add(1)
 		go func() { defer wg.Done(); srv.Shutdown() }() // waits for handlers in flight; unfinished tasks go back to the queue
 	}

@@ -44,9 +44,11 @@ type Config struct {
 	// LockWait is SECKILL_LOCK_WAIT [500ms]: how long a purchase waits for the same user's
 	// earlier purchase in the same sale before answering 429 busy.
 	LockWait time.Duration
-	// WorkerConcurrency is SECKILL_WORKER_CONCURRENCY [256]: orders a worker holds at once.
+	// WorkerConcurrency is SECKILL_WORKER_CONCURRENCY [8]: batches of orders a worker
+	// writes at once.
 	WorkerConcurrency int
-	// PersistBatch is SECKILL_PERSIST_BATCH [50]: most orders written in one MySQL transaction.
+	// PersistBatch is SECKILL_PERSIST_BATCH [250]: most orders aggregated into one task and
+	// written in one MySQL transaction.
 	PersistBatch int
 	// PprofAddr is SECKILL_PPROF_ADDR [unset: off]: where the API serves net/http/pprof,
 	// for profiling under load. Keep it on loopback.
@@ -68,8 +70,8 @@ func Load() (Config, error) {
 	var errs []error
 	c.RateUser = number(&errs, "SECKILL_RATE_USER", 20)
 	c.RateIP = number(&errs, "SECKILL_RATE_IP", 200)
-	c.WorkerConcurrency = int(number(&errs, "SECKILL_WORKER_CONCURRENCY", 256))
-	c.PersistBatch = int(number(&errs, "SECKILL_PERSIST_BATCH", 50))
+	c.WorkerConcurrency = int(number(&errs, "SECKILL_WORKER_CONCURRENCY", 8))
+	c.PersistBatch = int(number(&errs, "SECKILL_PERSIST_BATCH", 250))
 	wait, err := time.ParseDuration(env("SECKILL_LOCK_WAIT", "500ms"))
 	if err != nil || wait < 0 {
 		errs = append(errs, fmt.Errorf("SECKILL_LOCK_WAIT: want a duration such as 500ms"))

@@ -69,17 +69,17 @@ func newStack(t *testing.T, o handler.Options) *stack {
 	svc.SetClock(c.Now)
 	svc.LockWait = 100 * time.Millisecond
 
-	ctx, cancel := context.WithCancel(context.Background())
-	persister := worker.NewPersister(st, sk, 50)
-	persister.Run(ctx, 2)
-	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 20, Queues: map[string]int{queue.Name: 1},
-		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel})
+	persister := worker.NewPersister(st, sk)
+	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: map[string]int{queue.Name: 1},
+		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel,
+		GroupAggregator: asynq.GroupAggregatorFunc(queue.Aggregate), GroupMaxSize: 100,
+		GroupGracePeriod: time.Second, GroupMaxDelay: time.Second})
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(queue.TypePersistOrder, persister.HandleTask)
+	mux.HandleFunc(queue.TypePersistOrders, persister.HandleTask)
 	if err := w.Start(mux); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.Shutdown(); cancel() })
+	t.Cleanup(w.Shutdown)
 
 	o.JWTSecret = testutil.JWTSecret
 	ts := httptest.NewServer(handler.New(svc, o).Routes())
@@ -130,7 +130,7 @@ func (s *stack) do(c call) answer {
 // waitCreated waits until the worker has written the order.
 func (s *stack) waitCreated(id, token string) {
 	s.t.Helper()
-	for i := 0; i < 200; i++ {
+	for i := 0; i < 500; i++ { // orders are aggregated at least once a second
 		if a := s.do(call{method: "GET", path: "/api/v1/orders/" + id, token: token}); strings.Contains(a.body, `"status":"created"`) {
 			return
 		}

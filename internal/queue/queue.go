@@ -1,11 +1,15 @@
 // Package queue carries orders from the API to the worker as asynq tasks: one task per
-// order, whose TaskID is the order id, on the "orders" queue.
+// order, whose TaskID is the order id, on the "orders" queue. The tasks wait in one of
+// Groups asynq groups, and the worker's server aggregates a group's tasks into one
+// TypePersistOrders task, written to MySQL in one transaction.
 package queue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -19,6 +23,12 @@ const (
 	Name = "orders"
 	// TypePersistOrder is the task type of an order to write to MySQL.
 	TypePersistOrder = "order:persist"
+	// TypePersistOrders is the task type of the orders of a group, aggregated.
+	TypePersistOrders = "orders:persist"
+	// Groups is how many asynq groups orders are spread over. A worker server
+	// aggregates each group at most once per check (every second), so the groups
+	// bound the rate: Groups x the batch size orders per second per server.
+	Groups = 32
 	// MaxRetry bounds the retries of a task; with RetryDelay's 30 s ceiling it keeps
 	// trying for about three days, long enough to outlast a MySQL outage.
 	MaxRetry = 10000
@@ -54,8 +64,42 @@ func (o Order) payload() []byte {
 
 // NewPersistTask returns the task that writes o to MySQL.
 func NewPersistTask(o Order) *asynq.Task {
-	return asynq.NewTask(TypePersistOrder, o.payload(),
-		asynq.TaskID(o.ID), asynq.Queue(Name), asynq.MaxRetry(MaxRetry), asynq.Timeout(time.Minute))
+	return asynq.NewTask(TypePersistOrder, o.payload(), asynq.TaskID(o.ID), asynq.Queue(Name),
+		asynq.Group(group(o.ID)), asynq.MaxRetry(MaxRetry), asynq.Timeout(time.Minute))
+}
+
+// group spreads orders over the groups by their id.
+func group(orderID string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(orderID))
+	return "g" + strconv.Itoa(int(h.Sum32()%Groups))
+}
+
+// Aggregate is the worker's asynq.GroupAggregator: one TypePersistOrders task whose
+// payload is the orders' payloads, one per line.
+func Aggregate(_ string, tasks []*asynq.Task) *asynq.Task {
+	var b []byte
+	for i, t := range tasks {
+		if i > 0 {
+			b = append(b, '\n')
+		}
+		b = append(b, t.Payload()...)
+	}
+	return asynq.NewTask(TypePersistOrders, b, asynq.Queue(Name), asynq.MaxRetry(MaxRetry),
+		asynq.Timeout(2*time.Minute))
+}
+
+// ParseOrders decodes the payload of a TypePersistOrders task.
+func ParseOrders(payload []byte) ([]Order, error) {
+	lines := bytes.Split(payload, []byte{'\n'})
+	orders := make([]Order, len(lines))
+	for i, line := range lines {
+		var err error
+		if orders[i], err = ParseOrder(line); err != nil {
+			return nil, err
+		}
+	}
+	return orders, nil
 }
 
 // ParseOrder decodes the payload of a TypePersistOrder task.

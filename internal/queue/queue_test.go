@@ -1,7 +1,10 @@
 package queue
 
 import (
+	"fmt"
 	"testing"
+
+	"github.com/hibiken/asynq"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -28,5 +31,30 @@ func TestParseOrderRefusesMalformed(t *testing.T) {
 		if o, err := ParseOrder([]byte(p)); err == nil {
 			t.Errorf("ParseOrder(%q) = %+v, want an error", p, o)
 		}
+	}
+}
+
+func TestAggregate(t *testing.T) {
+	var tasks []*asynq.Task
+	var want []Order
+	for i := int64(1); i <= 3; i++ {
+		o := Order{ID: fmt.Sprintf("01KAAAAAAAAAAAAAAAAAAAAAA%d1", i), ActivityID: 1, UserID: i, Quantity: 1,
+			AmountCents: 100, CreatedAtMs: 1, ExpiresAtMs: 2, Limit: 1}
+		want = append(want, o)
+		tasks = append(tasks, NewPersistTask(o))
+	}
+	agg := Aggregate("g1", tasks)
+	if agg.Type() != TypePersistOrders {
+		t.Fatalf("type %q", agg.Type())
+	}
+	got, err := ParseOrders(agg.Payload())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("orders (-want +got):\n%s", diff)
+	}
+	if _, err := ParseOrders([]byte("bad\n")); err == nil {
+		t.Error("a malformed line must fail the batch")
 	}
 }

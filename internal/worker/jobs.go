@@ -46,13 +46,13 @@ func RunPeriodic(ctx context.Context, locks *lock.Client, jobs ...Job) {
 }
 
 // Repairer finds orders that stayed queued too long. An order no worker has claimed
-// after MinAge has no task in the queue if the API died between taking the units and
-// enqueueing, or if a task was lost: it is enqueued again (a task that does exist is
-// left alone, its id being the order id). An order a worker claimed but did not settle
-// within StuckAge belongs to a worker that died: asynq hands such a task back only
-// after its lease and a recovery interval (a minute or more), so the Repairer writes
-// the order to MySQL itself. Persisting is idempotent: a task that runs later finds
-// its order stored and is acknowledged.
+// after MinAge has no task if the API died between taking the units and enqueueing, or
+// if a task was lost: it is enqueued again (a task that does exist is left alone, its
+// id being the order id). An order still queued after StuckAge, claimed or not, is
+// written to MySQL by the Repairer itself: its task is stuck with a worker that died
+// (asynq hands such a task back only after its lease and a recovery interval, a minute
+// or more) or in an aggregation that never finished. Persisting is idempotent: a task
+// that runs later finds its orders stored and is acknowledged.
 type Repairer struct {
 	store     *store.Store
 	stock     *stock.Stock
@@ -61,8 +61,8 @@ type Repairer struct {
 	// MinAge is how old an unclaimed order must be to be checked; the API enqueues
 	// within its I/O timeout (2 s) or gives the units back.
 	MinAge time.Duration
-	// StuckAge is how old a claimed order must be to be written by the Repairer; a
-	// live worker settles a claimed order in milliseconds, unless MySQL is down.
+	// StuckAge is how old an order must be to be written by the Repairer; a live worker
+	// settles an order within a few seconds, unless MySQL is down.
 	StuckAge time.Duration
 	// Batch bounds the orders one pass looks at per sale.
 	Batch int
@@ -72,8 +72,8 @@ type Repairer struct {
 // NewRepairer returns a Repairer that enqueues lost orders with q and writes stuck
 // ones with p.
 func NewRepairer(st *store.Store, sk *stock.Stock, q *queue.Enqueuer, p *Persister) *Repairer {
-	return &Repairer{store: st, stock: sk, queue: q, persister: p, MinAge: 5 * time.Second,
-		StuckAge: 20 * time.Second, Batch: 500, now: time.Now}
+	return &Repairer{store: st, stock: sk, queue: q, persister: p, MinAge: 10 * time.Second,
+		StuckAge: 30 * time.Second, Batch: 500, now: time.Now}
 }
 
 // Repair runs one pass over every sale and returns how many orders it enqueued or wrote.
@@ -95,10 +95,11 @@ func (r *Repairer) Repair(ctx context.Context) (int, error) {
 				AmountCents: a.PriceCents * int64(q.Quantity), CreatedAtMs: q.CreatedAt.UnixMilli(),
 				ExpiresAtMs: q.CreatedAt.Add(time.Duration(a.PayWindowSeconds) * time.Second).UnixMilli(),
 				Limit:       q.Limit}
+			if now.Sub(q.CreatedAt) >= r.StuckAge {
+				stuck = append(stuck, o)
+				continue
+			}
 			if q.Claimed {
-				if now.Sub(q.CreatedAt) >= r.StuckAge {
-					stuck = append(stuck, o)
-				}
 				continue
 			}
 			enqueued, err := r.queue.EnqueueMissing(ctx, o)
@@ -113,7 +114,7 @@ func (r *Repairer) Repair(ctx context.Context) (int, error) {
 		if len(stuck) == 0 {
 			continue
 		}
-		slog.Info("repair: writing orders a worker claimed but never settled", "activity", a.ID, "orders", len(stuck))
+		slog.Info("repair: writing orders queued too long", "activity", a.ID, "orders", len(stuck))
 		for id, err := range r.persister.Persist(ctx, stuck) {
 			if err != nil {
 				return n, fmt.Errorf("repair order %s: %w", id, err)

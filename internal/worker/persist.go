@@ -15,99 +15,33 @@ import (
 	"seckill/internal/store"
 )
 
-// Persister writes order tasks to MySQL in batches. Each task's handler hands its
-// order to a batch and returns only when that batch is committed in MySQL and settled
-// in Redis, so asynq acknowledges a task only once its order is safe; a crash before
-// that leaves the task to be retried, and persisting again is harmless.
+// Persister writes the orders of an aggregated task (queue.TypePersistOrders) to MySQL
+// in one transaction. Its handler returns only once every order is committed in MySQL
+// and settled in Redis, so asynq acknowledges the task only then; a crash before
+// leaves the task to be retried, and persisting again is harmless.
 type Persister struct {
 	store   *store.Store
 	stock   *stock.Stock
-	batch   int
-	timeout time.Duration
-	in      chan *pending
 	metrics *metrics
-	// Linger is how long a writer waits for more orders before it writes a batch that
-	// is not full; it adds at most that much to the time an order stays queued.
-	Linger time.Duration
 }
 
-type pending struct {
-	order queue.Order
-	done  chan error
+// NewPersister returns a Persister.
+func NewPersister(st *store.Store, sk *stock.Stock) *Persister {
+	return &Persister{store: st, stock: sk}
 }
 
-// NewPersister returns a Persister that writes up to batch orders per transaction.
-func NewPersister(st *store.Store, sk *stock.Stock, batch int) *Persister {
-	return &Persister{store: st, stock: sk, batch: batch, timeout: 30 * time.Second,
-		in: make(chan *pending, 4*batch), Linger: 10 * time.Millisecond}
-}
-
-// HandleTask is the asynq handler of queue.TypePersistOrder.
+// HandleTask is the asynq handler of queue.TypePersistOrders.
 func (p *Persister) HandleTask(ctx context.Context, t *asynq.Task) error {
-	o, err := queue.ParseOrder(t.Payload())
+	orders, err := queue.ParseOrders(t.Payload())
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
-	pd := &pending{order: o, done: make(chan error, 1)}
-	select {
-	case p.in <- pd:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-pd.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err() // the batch may still commit; the retry will find the order stored
-	}
-}
-
-// Run writes batches with the given number of concurrent writers until ctx ends.
-func (p *Persister) Run(ctx context.Context, writers int) {
-	for i := 0; i < writers; i++ {
-		go p.write(ctx)
-	}
-}
-
-func (p *Persister) write(ctx context.Context) {
-	linger := time.NewTimer(time.Hour)
-	linger.Stop()
-	for {
-		var batch []*pending
-		select {
-		case pd := <-p.in:
-			batch = append(batch, pd)
-		case <-ctx.Done():
-			return
-		}
-		// Wait up to Linger for the batch to fill: one transaction of many orders costs
-		// MySQL little more than one of a single order.
-		linger.Reset(p.Linger)
-	gather:
-		for len(batch) < p.batch {
-			select {
-			case pd := <-p.in:
-				batch = append(batch, pd)
-			case <-linger.C:
-				break gather
-			}
-		}
-		linger.Stop()
-		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
-		results := p.Persist(bctx, orders(batch))
-		cancel()
-		for _, pd := range batch {
-			pd.done <- results[pd.order.ID]
+	for id, err := range p.Persist(ctx, orders) {
+		if err != nil {
+			return fmt.Errorf("order %s: %w", id, err)
 		}
 	}
-}
-
-func orders(batch []*pending) []queue.Order {
-	os := make([]queue.Order, len(batch))
-	for i, pd := range batch {
-		os[i] = pd.order
-	}
-	return os
+	return nil
 }
 
 // Persist writes a batch of orders and returns, by order id, nil for an order that is
