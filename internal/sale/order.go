@@ -55,7 +55,8 @@ func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool
 	res := stock.Reservation{ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
 		IdempotencyKey: r.IdempotencyKey, OrderID: newOrderID(r.ActivityID, now), Now: now,
 		LockToken: lock.NewToken(), LockTTL: s.LockTTL}
-	got, err := s.reserve(ctx, res)
+	got, err := s.reserve(ctx, &res)
+	now = res.Now // the time of the attempt that ran
 	switch {
 	case errors.Is(err, stock.ErrNoSale):
 		return Order{}, false, s.noSale(ctx, r.ActivityID)
@@ -86,8 +87,8 @@ const firstBackoff = 2 * time.Millisecond
 
 // reserve runs the reserve script, waiting for the user's lock up to LockWait. A
 // release wakes the waiter at once; short backoffs cover a release missed while
-// subscribing.
-func (s *Service) reserve(ctx context.Context, res stock.Reservation) (stock.Reserved, error) {
+// subscribing. Each attempt runs at the current time, left in res.Now.
+func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Reserved, error) {
 	start := time.Now()
 	deadline := start.Add(s.LockWait)
 	backoff := firstBackoff
@@ -99,7 +100,7 @@ func (s *Service) reserve(ctx context.Context, res stock.Reservation) (stock.Res
 	}()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
-		got, err := s.stock.Reserve(rctx, res)
+		got, err := s.stock.Reserve(rctx, *res)
 		cancel()
 		switch {
 		case err == nil, isDomain(err):
@@ -107,8 +108,8 @@ func (s *Service) reserve(ctx context.Context, res stock.Reservation) (stock.Res
 		case !errors.Is(err, stock.ErrBusy):
 			// The script may have run before the reply was lost: give back what it may
 			// have taken, so a 503 never leaves units taken.
-			s.giveBack(ctx, res)
-			s.releaseLock(ctx, res)
+			s.giveBack(ctx, *res)
+			s.releaseLock(ctx, *res)
 			return got, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		left := time.Until(deadline)
