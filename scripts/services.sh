@@ -36,7 +36,7 @@ install_missing() {
 	command -v redis-cli >/dev/null || pkgs+=(redis-tools)
 	command -v mariadbd >/dev/null || pkgs+=(mariadb-server)
 	command -v mariadb >/dev/null || pkgs+=(mariadb-client)
-	command -v chromium >/dev/null || pkgs+=(chromium) # the browser tests of web/
+	command -v chromium >/dev/null || pkgs+=(chromium fonts-liberation) # the browser tests of web/
 	for extra in ${SECKILL_EXTRA_PACKAGES:-}; do
 		dpkg -s "$extra" >/dev/null 2>&1 || pkgs+=("$extra")
 	done
