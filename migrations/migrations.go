@@ -10,16 +10,35 @@ import (
 	"fmt"
 
 	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 )
 
 //go:embed *.sql
 var files embed.FS
 
+const lockName = "seckill_migrations"
+
 // Up applies every migration not yet applied and returns the versions it applied.
+//
+// The whole of it runs under MySQL's GET_LOCK, held on a connection of its own: goose's
+// session locker covers applying migrations but not its first look at the version
+// table, where a second instance can find the table created (DDL commits at once in
+// MySQL) but not yet its first row.
 func Up(ctx context.Context, db *sql.DB) ([]int64, error) {
-	p, err := goose.NewProvider(goose.DialectMySQL, db, files,
-		goose.WithSessionLocker(namedLock{}))
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	defer conn.Close()
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 60)", lockName).Scan(&got); err != nil {
+		return nil, fmt.Errorf("migrations: take lock: %w", err)
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return nil, fmt.Errorf("migrations: another instance held the lock for 60s")
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", lockName) //nolint:errcheck // the lock also ends with the connection
+
+	p, err := goose.NewProvider(goose.DialectMySQL, db, files)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %w", err)
 	}
@@ -32,28 +51,4 @@ func Up(ctx context.Context, db *sql.DB) ([]int64, error) {
 		applied = append(applied, r.Source.Version)
 	}
 	return applied, nil
-}
-
-// namedLock serialises migrations with MySQL's GET_LOCK, held by the session goose
-// migrates on; a crashed holder's lock goes with its connection.
-type namedLock struct{}
-
-var _ lock.SessionLocker = namedLock{}
-
-const lockName = "seckill_migrations"
-
-func (namedLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
-	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 60)", lockName).Scan(&got); err != nil {
-		return fmt.Errorf("take migration lock: %w", err)
-	}
-	if !got.Valid || got.Int64 != 1 {
-		return fmt.Errorf("take migration lock: another migration held it for 60s")
-	}
-	return nil
-}
-
-func (namedLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
-	_, err := conn.ExecContext(ctx, "SELECT RELEASE_LOCK(?)", lockName)
-	return err
 }
