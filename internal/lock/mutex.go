@@ -56,22 +56,34 @@ func (o *Options) token() string {
 //	                        ARGV[5] "1" to stay listed after taking the lock
 //
 // Returns the new fencing token (>= 1), or -1 when another owner holds the key.
-var obtainScript = redis.NewScript(waitersLua + `
-local taken = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
-if not taken and redis.call("GET", KEYS[1]) == ARGV[1] then
-	taken = redis.call("PEXPIRE", KEYS[1], ARGV[2])
-end
-if not taken then
-	enlist(KEYS[3], ARGV[3], ARGV[4])
+var obtainScript = redis.NewScript(takeLua + `
+if not take() then
 	return -1
-end
-if ARGV[5] == "1" then
-	enlist(KEYS[3], ARGV[3], ARGV[4])
-else
-	delist(KEYS[3], ARGV[3])
 end
 return redis.call("INCR", KEYS[2])
 `)
+
+// takeLua defines take(), the start of obtainScript and redlockObtainScript (same
+// KEYS and ARGV): it takes a free lock or refreshes one holding our token, lists or
+// delists the waiter, and reports whether the lock is ours.
+const takeLua = waitersLua + `
+local function take()
+	local taken = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
+	if not taken and redis.call("GET", KEYS[1]) == ARGV[1] then
+		taken = redis.call("PEXPIRE", KEYS[1], ARGV[2])
+	end
+	if not taken then
+		enlist(KEYS[3], ARGV[3], ARGV[4])
+		return false
+	end
+	if ARGV[5] == "1" then
+		enlist(KEYS[3], ARGV[3], ARGV[4])
+	else
+		delist(KEYS[3], ARGV[3])
+	end
+	return true
+end
+`
 
 // Obtain takes the lock named key for ttl, retrying as opts.Retry says while
 // another owner holds it. The key then holds exactly the owner token, with a

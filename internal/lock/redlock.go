@@ -108,19 +108,9 @@ func (r *Redlock) Obtain(ctx context.Context, key string, ttl time.Duration, opt
 //
 // Returns the master's fence counter (0 when it has none), or -1 when another
 // owner holds the key.
-var redlockObtainScript = redis.NewScript(waitersLua + `
-local taken = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
-if not taken and redis.call("GET", KEYS[1]) == ARGV[1] then
-	taken = redis.call("PEXPIRE", KEYS[1], ARGV[2])
-end
-if not taken then
-	enlist(KEYS[3], ARGV[3], ARGV[4])
+var redlockObtainScript = redis.NewScript(takeLua + `
+if not take() then
 	return -1
-end
-if ARGV[5] == "1" then
-	enlist(KEYS[3], ARGV[3], ARGV[4])
-else
-	delist(KEYS[3], ARGV[3])
 end
 return tonumber(redis.call("GET", KEYS[2]) or "0")
 `)
