@@ -239,13 +239,9 @@ func (s *Service) queuedOrder(ctx context.Context, q stock.QueuedOrder) (Order, 
 
 // ListOrders returns the user's newest orders (at most 500), queued ones included.
 func (s *Service) ListOrders(ctx context.Context, userID int64) ([]Order, error) {
-	acts, err := s.store.ListActivities(ctx)
+	ids, err := s.store.ActivityIDs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
-	}
-	ids := make([]int64, len(acts))
-	for i, a := range acts {
-		ids[i] = a.ID
 	}
 	queued, err := s.stock.UserQueued(ctx, ids, userID)
 	if err != nil {

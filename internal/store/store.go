@@ -117,6 +117,13 @@ func (s *Store) ListActivities(ctx context.Context) ([]Activity, error) {
 	return as, err
 }
 
+// ActivityIDs returns the id of every activity.
+func (s *Store) ActivityIDs(ctx context.Context) ([]int64, error) {
+	var ids []int64
+	err := s.db.WithContext(ctx).Model(&Activity{}).Pluck("id", &ids).Error
+	return ids, err
+}
+
 // UpdateActivity changes an activity under a row lock: change edits the row (and may
 // refuse with an error), then apply runs with the new row before the commit; if apply
 // fails nothing is changed.
