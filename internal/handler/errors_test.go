@@ -152,7 +152,15 @@ func TestContractErrors(t *testing.T) {
 		}
 		again := s.do(call{method: "POST", path: buy(tiny), token: buyer, body: `{"quantity":1}`})
 		if again.status != http.StatusAccepted {
-			t.Errorf("buy after the cancel: %d %s; want 202", again.status, again.body)
+			t.Fatalf("buy after the cancel: %d %s; want 202", again.status, again.body)
+		}
+		// The buyer's list has the new order (queued or already created) first, then
+		// the paid one; nobody else's.
+		list := s.do(call{method: "GET", path: "/api/v1/orders", token: buyer})
+		newID := orderID(t, again.body)
+		iNew, iPaid := strings.Index(list.body, newID), strings.Index(list.body, paidID)
+		if list.status != http.StatusOK || iNew < 0 || iPaid < 0 || iNew > iPaid || strings.Contains(list.body, createdID) {
+			t.Errorf("orders of the buyer: %d %s; want %s before %s and not %s", list.status, list.body, newID, paidID, createdID)
 		}
 	})
 }
