@@ -34,8 +34,9 @@ func (cr *crowd) record(user int64, key string, r response, err error) {
 	if err != nil {
 		cr.failed.Add(1)
 		cr.codes["no answer"]++
-		if !errors.Is(err, syscall.ECONNREFUSED) {
+		if !errors.Is(err, syscall.ECONNREFUSED) { // refused: nothing listened
 			cr.dropped.Add(1)
+			cr.codes["cut off: "+err.Error()]++
 		}
 		return
 	}
