@@ -126,8 +126,8 @@
 //
 // This package against github.com/bsm/redislock v0.9.4 and
 // github.com/go-redsync/redsync/v4 v4.18.1 (one server), in one run against a
-// private redis-server 7.0 on the same machine (2 shared vCPUs, AMD EPYC, Go
-// 1.26, other work running; the libraries take turns of 500 acquisitions so
+// private redis-server 7.0 on the same machine (2 vCPUs, AMD EPYC, Go 1.26,
+// little else running; the libraries take turns of 500 acquisitions so
 // that the noise falls on all alike). Each acquisition obtains with a 10s TTL
 // and releases. Contended: 16 goroutines on one key, retrying every 1ms or
 // every 100ms while it is busy, sharing one client of each library, or with
@@ -137,11 +137,11 @@
 //
 //	                                 this package         redislock            redsync
 //	                                 acq/s cmd/acq  p99   acq/s cmd/acq  p99   acq/s cmd/acq  p99
-//	uncontended                       9080   2.00    -    10306   2.00    -     8857   2.00    -
-//	16 goroutines, retry 1ms          7647   2.04  11ms    8646   3.29  20ms    7379   4.84  17ms
-//	16 goroutines, retry 100ms        8669   2.18   4ms     381   2.31 908ms     617   2.36 608ms
-//	16 clients, retry 1ms             5481   4.50  17ms    8540   3.30  17ms    7121   4.89  19ms
-//	16 clients, retry 100ms           4690   3.52  24ms     495   2.28 707ms     449   2.44 709ms
+//	uncontended                       9603   2.00    -    10444   2.00    -     8887   2.00    -
+//	16 goroutines, retry 1ms          7588   2.04  10ms    8695   3.28  20ms    7315   4.85  18ms
+//	16 goroutines, retry 100ms        7886   2.11   2ms     412   2.30 911ms     449   2.52 812ms
+//	16 clients, retry 1ms             5591   4.44  16ms    8667   3.29  20ms    7143   4.93  18ms
+//	16 clients, retry 100ms           5168   3.44  32ms     412   2.32 809ms     549   2.38 609ms
 //
 // Reproduce with:
 //

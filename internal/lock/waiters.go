@@ -43,6 +43,9 @@ local function delist(key, id)
 	end
 end
 local function pick(key)
+	if redis.call("EXISTS", key) == 0 then
+		return "" -- nobody listed: the common case, kept cheap
+	end
 	redis.call("ZREMRANGEBYSCORE", key, "-inf", now_ms())
 	local id = redis.call("ZRANGE", key, 0, 0)[1]
 	if id then
