@@ -106,10 +106,14 @@ func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Re
 		case err == nil, isDomain(err):
 			return got, err
 		case !errors.Is(err, stock.ErrBusy):
-			// The script may have run before the reply was lost: give back what it may
-			// have taken, so a 503 never leaves units taken.
-			s.giveBack(ctx, *res)
-			s.releaseLock(ctx, *res)
+			// The script may have run before its reply was lost: give back what it may
+			// have taken and the lock. That is done in the background, so a Redis that
+			// stopped answering delays the 503 by one timeout, not three; if Redis stays
+			// unreachable, the repair pass enqueues whatever the script took.
+			go func(res stock.Reservation) {
+				s.giveBack(ctx, res)
+				s.releaseLock(ctx, res)
+			}(*res)
 			return got, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		left := time.Until(deadline)
