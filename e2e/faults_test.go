@@ -104,8 +104,10 @@ func TestRedisRestartedMidCrowd(t *testing.T) {
 		t.Log("Redis restarted from its AOF")
 	})
 	cr.checkReplays(t)
-	if cr.codes["503 unavailable"] == 0 {
-		t.Error("no request met the Redis outage: the fault did not land during the crowd")
+	// Requests during the outage get 503 or, when go-redis's redial outlasts the
+	// outage, wait and succeed; either way the outage must fall inside the crowd.
+	if cr.elapsed < 2*time.Second {
+		t.Errorf("the crowd lasted %v: Redis was killed at 1 s and back at 2 s, outside it", cr.elapsed)
 	}
 	if cr.dropped.Load() != 0 {
 		t.Errorf("%d requests got no HTTP answer while Redis was down; want 503s", cr.dropped.Load())
