@@ -134,8 +134,8 @@ func TestPayCancelExpire(t *testing.T) {
 		t.Errorf("second ExpireDue expired %d more", n)
 	}
 	f.ledger(8)
-	if held, _ := f.sk.Held(ctx, f.act, 2); held != 0 {
-		t.Errorf("user 2 still holds %d units after expiry", held)
+	if snap, _ := f.sk.Snapshot(ctx, f.act); snap.Users[2] != 0 {
+		t.Errorf("user 2 still holds %d units after expiry", snap.Users[2])
 	}
 	if _, err := f.life.Pay(ctx, expired.ID, store.Access{UserID: 2}); !errors.Is(err, store.ErrExpired) {
 		t.Errorf("pay an expired order: %v, want ErrExpired", err)

@@ -112,24 +112,25 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 	} else {
 		var soldOut bool
 		if soldOut, recheck = s.soldOut.check(r.ActivityID, r.Now); soldOut {
-			return Reserved{}, &DetailError{ErrSoldOut, "no units are left"}
+			return Reserved{}, errNoneLeft
 		}
 	}
 	epoch := s.soldOut.epoch()
-	got, err := s.reserve(ctx, r, fingerprint, epoch)
-	if recheck != nil && !errors.Is(err, errNoneLeft) {
+	got, err := s.reserve(ctx, r, fingerprint)
+	switch {
+	case errors.Is(err, errNoneLeft), err == nil && !got.Replayed && got.Available == 0:
+		s.soldOut.set(r.ActivityID, epoch, r.Now)
+	case recheck != nil:
 		s.soldOut.dropRecheck(r.ActivityID, recheck)
-	}
-	if errors.Is(err, errNoneLeft) {
-		err = &DetailError{ErrSoldOut, "no units are left"}
 	}
 	return got, err
 }
 
-// errNoneLeft is reserve's sold out with no unit left, the answer that sets the flag.
-var errNoneLeft = errors.New("no units are left")
+// errNoneLeft is sold out with no unit left: the answer that sets the sold-out flag,
+// and the one the flag gives.
+var errNoneLeft = &DetailError{ErrSoldOut, "no units are left"}
 
-func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string, epoch uint64) (Reserved, error) {
+func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) (Reserved, error) {
 	keys := []string{saleKey(r.ActivityID), usersKey(r.ActivityID), queuedKey(r.ActivityID),
 		userQueuedKey(r.ActivityID, r.UserID), idempotencyKey(r.ActivityID, r.UserID, r.IdempotencyKey),
 		UserLockKey(r.ActivityID, r.UserID), queuedSinceKey(r.ActivityID)}
@@ -168,14 +169,10 @@ func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string, 
 	}
 	switch {
 	case code == 0 && len(n) == 4:
-		if n[0] == 0 {
-			s.soldOut.set(r.ActivityID, epoch, r.Now)
-		}
 		return Reserved{OrderID: r.OrderID, Available: n[0], Limit: int(n[1]),
 			PriceCents: n[2], PayWindow: time.Duration(n[3]) * time.Second}, nil
 	case code == -5 && len(n) == 1:
 		if n[0] == 0 {
-			s.soldOut.set(r.ActivityID, epoch, r.Now)
 			return Reserved{}, errNoneLeft
 		}
 		return Reserved{}, &DetailError{ErrSoldOut, fmt.Sprintf("only %d left", n[0])}

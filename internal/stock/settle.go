@@ -8,6 +8,30 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// unitsLua defines the two steps the scripts below share, so each is written once.
+//
+//	unqueue(sale, queued, claimed, since, user_set, id): ends order id's queued state
+//	  and returns its user and quantity, or nil when it is not queued.
+//	give_back(sale, users, user, qty): qty units back to stock and to user's allowance.
+const unitsLua = `
+local function unqueue(sale, queued, claimed, since, user_set, id)
+  local v = redis.call('HGET', queued, id)
+  if not v then return nil end
+  local user, qty = string.match(v, '^(%d+) (%d+)')
+  qty = tonumber(qty)
+  redis.call('HDEL', queued, id)
+  redis.call('SREM', claimed, id)
+  redis.call('ZREM', since, id)
+  redis.call('SREM', user_set, id)
+  redis.call('HINCRBY', sale, 'qunits', -qty)
+  return user, qty
+end
+local function give_back(sale, users, user, qty)
+  redis.call('HINCRBY', sale, 'avail', qty)
+  if redis.call('HINCRBY', users, user, -qty) <= 0 then redis.call('HDEL', users, user) end
+end
+`
+
 // rollbackScript gives back a reservation whose order could not be enqueued.
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] user's queued set
@@ -18,17 +42,11 @@ import (
 //
 // Returns 1 given back; 0 a worker already claimed it (the enqueue did happen, so the
 // order stands); -1 not queued (given back or settled before).
-var rollbackScript = redis.NewScript(`
+var rollbackScript = redis.NewScript(unitsLua + `
 if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then return 0 end
-local v = redis.call('HGET', KEYS[3], ARGV[1])
-if not v then return -1 end
-local user, qty = string.match(v, '^(%d+) (%d+)')
-redis.call('HDEL', KEYS[3], ARGV[1])
-redis.call('SREM', KEYS[4], ARGV[1])
-redis.call('ZREM', KEYS[7], ARGV[1])
-redis.call('HINCRBY', KEYS[1], 'avail', qty)
-redis.call('HINCRBY', KEYS[1], 'qunits', -tonumber(qty))
-if redis.call('HINCRBY', KEYS[2], user, -tonumber(qty)) <= 0 then redis.call('HDEL', KEYS[2], user) end
+local user, qty = unqueue(KEYS[1], KEYS[3], KEYS[5], KEYS[7], KEYS[4], ARGV[1])
+if not user then return -1 end
+give_back(KEYS[1], KEYS[2], user, qty)
 local prior = redis.call('GET', KEYS[6])
 if prior and string.sub(prior, -#ARGV[1] - 1) == ' ' .. ARGV[1] then redis.call('DEL', KEYS[6]) end
 redis.call('PUBLISH', ARGV[3], ARGV[2])
@@ -122,23 +140,13 @@ func (s *Stock) Claim(ctx context.Context, activityID int64, orderIDs []string) 
 //
 // Each order is settled once: an order no longer queued is skipped. Returns the units
 // given back.
-var settleScript = redis.NewScript(`
+var settleScript = redis.NewScript(unitsLua + `
 local back = 0
 for i = 1, (#ARGV - 2) / 2 do
-  local id = ARGV[1 + 2 * i]
-  local v = redis.call('HGET', KEYS[3], id)
-  if v then
-    local user, qty = string.match(v, '^(%d+) (%d+)')
-    redis.call('HDEL', KEYS[3], id)
-    redis.call('SREM', KEYS[4], id)
-    redis.call('ZREM', KEYS[5], id)
-    redis.call('SREM', KEYS[5 + i], id)
-    redis.call('HINCRBY', KEYS[1], 'qunits', -tonumber(qty))
-    if ARGV[2 + 2 * i] == '1' then
-      redis.call('HINCRBY', KEYS[1], 'avail', qty)
-      if redis.call('HINCRBY', KEYS[2], user, -tonumber(qty)) <= 0 then redis.call('HDEL', KEYS[2], user) end
-      back = back + tonumber(qty)
-    end
+  local user, qty = unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[5 + i], ARGV[1 + 2 * i])
+  if user and ARGV[2 + 2 * i] == '1' then
+    give_back(KEYS[1], KEYS[2], user, qty)
+    back = back + qty
   end
 end
 if back > 0 then redis.call('PUBLISH', ARGV[2], ARGV[1]) end
@@ -186,10 +194,9 @@ func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlemen
 // ARGV[5] the returned-units channel
 //
 // Returns 1 when the units were given back now, 0 when they had been before.
-var returnScript = redis.NewScript(`
+var returnScript = redis.NewScript(unitsLua + `
 if redis.call('SADD', KEYS[3], ARGV[1]) == 0 then return 0 end
-redis.call('HINCRBY', KEYS[1], 'avail', ARGV[3])
-if redis.call('HINCRBY', KEYS[2], ARGV[2], -tonumber(ARGV[3])) <= 0 then redis.call('HDEL', KEYS[2], ARGV[2]) end
+give_back(KEYS[1], KEYS[2], ARGV[2], tonumber(ARGV[3]))
 redis.call('PUBLISH', ARGV[5], ARGV[4])
 return 1
 `)

@@ -189,12 +189,24 @@ func (s *Stock) QueuedTotals(ctx context.Context, activityID int64) (orders, uni
 	return n.Val(), units, nil
 }
 
-// UserQueued returns a user's queued orders in the given sales.
+// UserQueued returns a user's queued orders in the given sales, in two round trips.
 func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, userID int64) ([]QueuedOrder, error) {
-	cmds := make([]*redis.StringSliceCmd, len(activityIDs))
+	sets := make([]*redis.StringSliceCmd, len(activityIDs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range activityIDs {
-			cmds[i] = p.SMembers(ctx, userQueuedKey(id, userID))
+			sets[i] = p.SMembers(ctx, userQueuedKey(id, userID))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read user's queued orders: %w", err)
+	}
+	values := make([]*redis.SliceCmd, len(activityIDs))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range activityIDs {
+			if ids := sets[i].Val(); len(ids) > 0 {
+				values[i] = p.HMGet(ctx, queuedKey(id), ids...)
+			}
 		}
 		return nil
 	})
@@ -203,11 +215,15 @@ func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, userID int6
 	}
 	var out []QueuedOrder
 	for i, id := range activityIDs {
-		for _, orderID := range cmds[i].Val() {
-			q, err := s.Queued(ctx, id, orderID)
-			if errors.Is(err, ErrNotQueued) {
+		if values[i] == nil {
+			continue
+		}
+		for j, v := range values[i].Val() {
+			str, ok := v.(string)
+			if !ok {
 				continue // settled meanwhile
 			}
+			q, err := parseQueued(id, sets[i].Val()[j], str)
 			if err != nil {
 				return nil, err
 			}
@@ -215,15 +231,6 @@ func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, userID int6
 		}
 	}
 	return out, nil
-}
-
-// Held returns the units a user holds in a sale (queued, created and paid orders).
-func (s *Stock) Held(ctx context.Context, activityID, userID int64) (int64, error) {
-	n, err := s.rdb.HGet(ctx, usersKey(activityID), strconv.FormatInt(userID, 10)).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	return n, err
 }
 
 // reply turns a script's array reply into integers, refusing any other shape.

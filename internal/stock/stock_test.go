@@ -81,9 +81,9 @@ func TestReserveEdges(t *testing.T) {
 			}
 		})
 	}
-	held, _ := s.Held(ctx, 1, 10)
-	if held != 3 {
-		t.Errorf("user 10 holds %d, want 3", held)
+	snap, _ := s.Snapshot(ctx, 1)
+	if held := snap.Users[10]; held != 3 {
+		t.Errorf("user 10 holds %d, want 3", snap.Users[10])
 	}
 	var kr *stock.KeyReusedError
 	_, err := s.Reserve(ctx, reservation(1, 10, 3, "k1", in))
