@@ -68,18 +68,21 @@ func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool
 	}
 
 	defer s.releaseLock(ctx, res)
-	q := queue.Order{ID: res.OrderID, ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
-		AmountCents: got.PriceCents * int64(r.Quantity), CreatedAtMs: now.UnixMilli(),
-		ExpiresAtMs: now.Add(got.PayWindow).UnixMilli(), Limit: got.Limit}
+	o = queuedOrderView(stock.QueuedOrder{OrderID: res.OrderID, ActivityID: r.ActivityID, UserID: r.UserID,
+		Quantity: r.Quantity, CreatedAt: time.UnixMilli(now.UnixMilli()).UTC()},
+		stock.Sale{PriceCents: got.PriceCents, PayWindow: got.PayWindow})
+	q := queue.Order{ID: o.ID, ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity,
+		AmountCents: o.AmountCents, CreatedAtMs: o.CreatedAt.UnixMilli(), ExpiresAtMs: o.ExpiresAt.UnixMilli(),
+		Limit: got.Limit}
 	ectx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 	err = s.queue.Enqueue(ectx, q)
 	cancel()
 	if err != nil {
 		if s.giveBack(ctx, res) != stock.AlreadyClaimed {
-			return Order{}, false, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return Order{}, false, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 	}
-	return queuedView(q), false, nil
+	return o, false, nil
 }
 
 // firstBackoff is the first wait for a busy user lock; waits double up to 50 ms.
@@ -114,7 +117,7 @@ func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Re
 				s.giveBack(ctx, res)
 				s.releaseLock(ctx, res)
 			}(*res)
-			return got, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return got, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -170,16 +173,10 @@ func (s *Service) noSale(ctx context.Context, activityID int64) error {
 	case errors.Is(err, store.ErrNotFound):
 		return ErrNotFound
 	case err != nil:
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	slog.Error("sale is in MySQL but not in Redis: Redis lost its data", "activity", activityID)
 	return fmt.Errorf("%w: sale %d missing in Redis", ErrUnavailable, activityID)
-}
-
-func queuedView(q queue.Order) Order {
-	return Order{ID: q.ID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
-		AmountCents: q.AmountCents, Status: store.StatusQueued,
-		CreatedAt: time.UnixMilli(q.CreatedAtMs).UTC(), ExpiresAt: time.UnixMilli(q.ExpiresAtMs).UTC()}
 }
 
 func storedView(o store.Order) Order {
@@ -208,9 +205,11 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 	q, err := s.stock.Queued(ctx, activityID, id)
 	switch {
 	case err == nil:
-		if o, err = s.queuedOrder(ctx, q); err != nil {
+		sales, err := s.stock.Sales(ctx, []int64{activityID})
+		if err != nil {
 			return Order{}, err
 		}
+		o = queuedOrderView(q, sales[activityID])
 	case errors.Is(err, stock.ErrNotQueued):
 		stored, err := s.store.GetOrder(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -229,16 +228,11 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 	return o, nil
 }
 
-// queuedOrder shows a queued order, with the price and pay window of its sale.
-func (s *Service) queuedOrder(ctx context.Context, q stock.QueuedOrder) (Order, error) {
-	sales, err := s.stock.Sales(ctx, []int64{q.ActivityID})
-	if err != nil {
-		return Order{}, err
-	}
-	sale := sales[q.ActivityID]
-	return queuedView(queue.Order{ID: q.OrderID, ActivityID: q.ActivityID, UserID: q.UserID,
-		Quantity: q.Quantity, AmountCents: sale.PriceCents * int64(q.Quantity),
-		CreatedAtMs: q.CreatedAt.UnixMilli(), ExpiresAtMs: q.CreatedAt.Add(sale.PayWindow).UnixMilli()}), nil
+// queuedOrderView shows a queued order with the price and pay window of its sale.
+func queuedOrderView(q stock.QueuedOrder, sale stock.Sale) Order {
+	return Order{ID: q.OrderID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
+		AmountCents: sale.PriceCents * int64(q.Quantity), Status: store.StatusQueued,
+		CreatedAt: q.CreatedAt, ExpiresAt: q.CreatedAt.Add(sale.PayWindow)}
 }
 
 // ListOrders returns the user's newest orders (at most 500), queued ones included.
@@ -261,15 +255,18 @@ func (s *Service) ListOrders(ctx context.Context, userID int64) ([]Order, error)
 		seen[o.ID] = true
 		out = append(out, storedView(o))
 	}
+	var queuedSales []int64
 	for _, q := range queued {
-		if seen[q.OrderID] {
-			continue
+		queuedSales = append(queuedSales, q.ActivityID)
+	}
+	sales, err := s.stock.Sales(ctx, queuedSales)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range queued {
+		if !seen[q.OrderID] {
+			out = append(out, queuedOrderView(q, sales[q.ActivityID]))
 		}
-		o, err := s.queuedOrder(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
 	return out[:min(len(out), maxListedOrders)], nil
@@ -288,15 +285,22 @@ func (s *Service) Cancel(ctx context.Context, id string, c Caller) (Order, error
 	return s.afterCreated(ctx, id, c, store.ErrNotCancellable, s.orders.Cancel)
 }
 
-// afterCreated runs an action on an order MySQL has; a queued order gets errQueued.
+// afterCreated runs an action on an order MySQL has; a queued order (still only in
+// Redis) gets errQueued. The action checks who may act on the order.
 func (s *Service) afterCreated(ctx context.Context, id string, c Caller, errQueued error,
 	act func(context.Context, string, store.Access) (store.Order, error)) (Order, error) {
-	o, err := s.GetOrder(ctx, id, c)
-	if err != nil {
-		return Order{}, err
+	activityID, ok := activityOfOrder(id)
+	if !ok {
+		return Order{}, ErrNotFound
 	}
-	if o.Status == store.StatusQueued {
+	q, err := s.stock.Queued(ctx, activityID, id)
+	switch {
+	case err == nil && !c.Admin && q.UserID != c.UserID:
+		return Order{}, ErrNotFound
+	case err == nil:
 		return Order{}, errQueued
+	case !errors.Is(err, stock.ErrNotQueued):
+		return Order{}, err
 	}
 	stored, err := act(context.WithoutCancel(ctx), id, store.Access{UserID: c.UserID, Admin: c.Admin})
 	if errors.Is(err, store.ErrNotFound) {
