@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -33,7 +34,7 @@ func decode(c *gin.Context, v any) error {
 	case errors.As(err, &tooLarge):
 		return errTooLarge
 	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return &invalidRequest{fmt.Sprintf("%s must be %s", typeErr.Field, kind(typeErr.Type.Kind().String()))}
+		return &invalidRequest{fmt.Sprintf("%s must be %s", typeErr.Field, kind(typeErr.Type.Kind()))}
 	case errors.As(err, &typeErr):
 		return errMalformedJSON
 	case errors.Is(err, io.EOF):
@@ -42,14 +43,13 @@ func decode(c *gin.Context, v any) error {
 	return &invalidRequest{"the body is not valid JSON"}
 }
 
-func kind(k string) string {
-	switch k {
-	case "int", "int64", "int32":
+// kind names the JSON type of a Go kind for a message.
+func kind(k reflect.Kind) string {
+	switch {
+	case k >= reflect.Int && k <= reflect.Uint64:
 		return "an integer in range"
-	case "string":
+	case k == reflect.String:
 		return "a string"
-	case "ptr":
-		return "of the documented type"
 	}
 	return "of the documented type"
 }

@@ -38,16 +38,18 @@ var (
 	errNoRoute         = errors.New("no such route")
 	errMethod          = errors.New("method not allowed on this route")
 	errRateLimited     = errors.New("too many requests; slow down")
-	errInvalidIdemKey  = errors.New("Idempotency-Key must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
-	errMalformedJSON   = errors.New("the body must be a JSON object")
 	errBadPathActivity = errors.New("no such activity")
-	errBadPathOrder    = errors.New("no such order")
 )
 
 // invalidRequest is a 400 with its own sentence.
 type invalidRequest struct{ msg string }
 
 func (e *invalidRequest) Error() string { return e.msg }
+
+var (
+	errInvalidIdemKey = &invalidRequest{"Idempotency-Key must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -"}
+	errMalformedJSON  = &invalidRequest{"the body must be a JSON object"}
+)
 
 // mapping decides the status and code of the errors that are answers.
 var mapping = []struct {
@@ -61,10 +63,7 @@ var mapping = []struct {
 	{errNoRoute, http.StatusNotFound, "not_found"},
 	{errMethod, http.StatusMethodNotAllowed, "method_not_allowed"},
 	{errRateLimited, http.StatusTooManyRequests, "rate_limited"},
-	{errInvalidIdemKey, http.StatusBadRequest, "invalid_request"},
-	{errMalformedJSON, http.StatusBadRequest, "invalid_request"},
 	{errBadPathActivity, http.StatusNotFound, "not_found"},
-	{errBadPathOrder, http.StatusNotFound, "not_found"},
 	{sale.ErrNotFound, http.StatusNotFound, "not_found"},
 	{stock.ErrNotStarted, http.StatusConflict, "sale_not_started"},
 	{stock.ErrEnded, http.StatusConflict, "sale_ended"},
@@ -155,6 +154,6 @@ func unreachable(err error) bool {
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
-		strings.Contains(err.Error(), "LOADING") ||
+		redis.HasErrorPrefix(err, "LOADING") || // restarting Redis still reading its AOF
 		(errors.As(err, &me) && me.Number == 1040) // too many connections
 }

@@ -5,8 +5,10 @@ package handler
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -128,26 +130,10 @@ func (h *Handler) recover(c *gin.Context) {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			respondError(c, panicError{p})
+			respondError(c, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
 		}
 	}()
 	c.Next()
-}
-
-type panicError struct{ v any }
-
-func (p panicError) Error() string {
-	return "panic: " + strings.TrimSpace(strings.ReplaceAll(toString(p.v), "\n", " "))
-}
-
-func toString(v any) string {
-	if err, ok := v.(error); ok {
-		return err.Error()
-	}
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return "non-string panic value"
 }
 
 // limitBody refuses bodies over 64 KiB: at once when Content-Length says so, else
