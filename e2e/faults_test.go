@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -69,6 +71,7 @@ func TestMariaDBFrozenMidCrowd(t *testing.T) {
 	s := testutil.StartStackOn(t, testutil.MySQLOn(t, db.DSN))
 	var probe response
 	var probeTook time.Duration
+	var depth float64
 	a, cr := faultCrowd(t, s, []string{s.URL}, func() {
 		after(500*time.Millisecond, db.Pause)
 		t.Log("MariaDB frozen with SIGSTOP")
@@ -78,11 +81,17 @@ func TestMariaDBFrozenMidCrowd(t *testing.T) {
 		probe = newClient(t, s.URL).must("POST", "/api/v1/activities/1/orders", testutil.Token(t, 99999, false),
 			map[string]int{"quantity": 1})
 		probeTook = time.Since(start)
+		// The orders MySQL cannot take wait in the queue, and the worker says so.
+		m := newClient(t, "").must("GET", s.WorkerMetricsURL, "", nil)
+		depth = metricValue(string(m.Body), "seckill_queue_depth")
 		time.Sleep(4 * time.Second)
 		db.Resume()
 		t.Log("MariaDB resumed with SIGCONT after 5s")
 	})
-	t.Logf("purchase while MySQL was frozen: %d in %v", probe.Status, probeTook)
+	t.Logf("purchase while MySQL was frozen: %d in %v; queue depth %v", probe.Status, probeTook, depth)
+	if depth <= 0 {
+		t.Errorf("seckill_queue_depth = %v while MySQL was frozen, want the waiting orders counted", depth)
+	}
 	if probe.Status != http.StatusAccepted && probe.errorCode() != "sold_out" {
 		t.Errorf("purchase while MySQL was frozen: %d %s; want 202", probe.Status, probe.Body)
 	}
@@ -264,4 +273,17 @@ func TestRedisFrozenAnswers503InBoundedTime(t *testing.T) {
 	// order without a 202 for that 503, and nothing else.
 	time.Sleep(12 * time.Second) // the repair pass enqueues a reservation 10 s old
 	audit(t, s, a, cr, false)
+}
+
+// metricValue reads one unlabelled value from Prometheus text, or -1 when absent.
+func metricValue(text, name string) float64 {
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err == nil {
+				return f
+			}
+		}
+	}
+	return -1
 }

@@ -32,29 +32,32 @@ func (p *Persister) Register(reg prometheus.Registerer) {
 	p.metrics = m
 }
 
-func (m *metrics) persisted(batch int, outcome string, n int) {
-	if m == nil {
-		return
+// batchWritten counts a transaction of n orders.
+func (m *metrics) batchWritten(n int) {
+	if m != nil {
+		m.batch.Observe(float64(n))
 	}
-	if batch > 0 {
-		m.batch.Observe(float64(batch))
-	}
-	if n > 0 {
+}
+
+// handled counts n orders with an outcome.
+func (m *metrics) handled(outcome string, n int) {
+	if m != nil && n > 0 {
 		m.orders.WithLabelValues(outcome).Add(float64(n))
 	}
 }
 
-// QueueDepth is a gauge of the tasks of the orders queue not yet done (pending,
-// active, scheduled and retrying), read from Redis at every scrape.
+// QueueDepth is a gauge of the tasks of the orders queue not yet done (waiting in a
+// group to be aggregated, pending, active, scheduled and retrying), read from Redis at
+// every scrape.
 func QueueDepth(insp *asynq.Inspector) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "seckill_queue_depth",
-		Help: "Order tasks in the queue not yet done: pending, active, scheduled and retrying.",
+		Help: "Tasks in the orders queue not yet done: aggregating, pending, active, scheduled and retrying.",
 	}, func() float64 {
 		info, err := insp.GetQueueInfo(queue.Name)
 		if err != nil {
 			return 0
 		}
-		return float64(info.Pending + info.Active + info.Scheduled + info.Retry)
+		return float64(info.Aggregating + info.Pending + info.Active + info.Scheduled + info.Retry)
 	})
 }

@@ -84,7 +84,7 @@ func (p *Persister) Persist(ctx context.Context, batch []queue.Order) map[string
 			results[id] = err
 			if _, ok := stored[id]; err == nil && !ok {
 				slog.Info("order given back by the API before it was persisted; dropped", "order", id)
-				p.metrics.persisted(0, "dropped", 1)
+				p.metrics.handled("dropped", 1)
 			}
 		}
 	}
@@ -97,27 +97,21 @@ func (p *Persister) Persist(ctx context.Context, batch []queue.Order) map[string
 		for _, o := range claimed {
 			results[o.ID] = fmt.Errorf("persist orders: %w", err)
 		}
-		p.metrics.persisted(0, "retry", len(claimed))
+		p.metrics.handled("retry", len(claimed))
 		return results
 	}
-	counts := map[string]int{}
-	for _, out := range outcomes {
-		switch {
-		case out.Existed:
-			counts["existed"]++
-		default:
-			counts[out.Status]++
-		}
-	}
-	p.metrics.persisted(len(claimed), "", 0)
-	for outcome, n := range counts {
-		p.metrics.persisted(0, outcome, n)
-	}
+	p.metrics.batchWritten(len(claimed))
 	settle := map[int64][]stock.Settlement{}
 	for _, o := range claimed {
 		out := outcomes[o.ID]
-		if out.Status == store.StatusFailed && !out.Existed {
+		switch {
+		case out.Existed:
+			p.metrics.handled("existed", 1)
+		case out.Status == store.StatusFailed:
 			slog.Warn("order refused by MySQL", "order", o.ID, "reason", out.Reason)
+			fallthrough
+		default:
+			p.metrics.handled(out.Status, 1)
 		}
 		settle[o.ActivityID] = append(settle[o.ActivityID],
 			stock.Settlement{OrderID: o.ID, UserID: o.UserID, Failed: out.Status == store.StatusFailed})
