@@ -2,7 +2,6 @@ package sale
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -130,13 +129,15 @@ func (s *Service) ListActivities(ctx context.Context) ([]Activity, error) {
 // GetActivity returns one sale or ErrNotFound.
 func (s *Service) GetActivity(ctx context.Context, id int64) (Activity, error) {
 	a, err := s.store.GetActivity(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return Activity{}, ErrNotFound
-	}
 	if err != nil {
 		return Activity{}, fmt.Errorf("get activity: %w", err)
 	}
-	sales, err := s.stock.Sales(ctx, []int64{id})
+	return s.liveView(ctx, a)
+}
+
+// liveView shows a stored activity with the state Redis has now.
+func (s *Service) liveView(ctx context.Context, a store.Activity) (Activity, error) {
+	sales, err := s.stock.Sales(ctx, []int64{a.ID})
 	if err != nil {
 		return Activity{}, err
 	}
@@ -202,17 +203,10 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 		}
 		return s.stock.Patch(ctx, id, p.PerUserLimit, p.EndsAt, add)
 	})
-	if errors.Is(err, store.ErrNotFound) {
-		return Activity{}, ErrNotFound
-	}
 	if err != nil {
 		return Activity{}, fmt.Errorf("patch activity: %w", err)
 	}
-	sales, err := s.stock.Sales(ctx, []int64{id})
-	if err != nil {
-		return Activity{}, err
-	}
-	return s.view(a, sales), nil
+	return s.liveView(ctx, a)
 }
 
 // Stats are an activity's figures for admins.

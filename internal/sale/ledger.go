@@ -65,9 +65,6 @@ func (s *Service) Ledger(ctx context.Context, id int64) (Ledger, error) {
 
 func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 	a, err := s.store.GetActivity(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return Ledger{}, ErrNotFound
-	}
 	if err != nil {
 		return Ledger{}, fmt.Errorf("ledger: %w", err)
 	}

@@ -170,8 +170,8 @@ func isDomain(err error) bool {
 func (s *Service) noSale(ctx context.Context, activityID int64) error {
 	_, err := s.store.GetActivity(ctx, activityID)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return ErrNotFound
+	case errors.Is(err, ErrNotFound):
+		return err
 	case err != nil:
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -212,9 +212,6 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 		o = queuedOrderView(q, sales[activityID])
 	case errors.Is(err, stock.ErrNotQueued):
 		stored, err := s.store.GetOrder(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return Order{}, ErrNotFound
-		}
 		if err != nil {
 			return Order{}, fmt.Errorf("get order: %w", err)
 		}
@@ -303,9 +300,6 @@ func (s *Service) afterCreated(ctx context.Context, id string, c Caller, errQueu
 		return Order{}, err
 	}
 	stored, err := act(context.WithoutCancel(ctx), id, store.Access{UserID: c.UserID, Admin: c.Admin})
-	if errors.Is(err, store.ErrNotFound) {
-		return Order{}, ErrNotFound
-	}
 	if err != nil {
 		return Order{}, err
 	}

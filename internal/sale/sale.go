@@ -24,8 +24,9 @@ import (
 var (
 	// ErrUnavailable means Redis or MySQL could not be reached; nothing was taken.
 	ErrUnavailable = errors.New("a storage server is unavailable")
-	// ErrNotFound means no such activity or order, or an order of another user.
-	ErrNotFound = errors.New("not found")
+	// ErrNotFound means no such activity or order, or an order of another user. It is
+	// the store's own, so a miss in MySQL needs no translating.
+	ErrNotFound = store.ErrNotFound
 )
 
 // FieldError is a request value out of range, named by its JSON field.
