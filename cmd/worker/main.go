@@ -45,8 +45,8 @@ func main() {
 }
 
 // servers is how many asynq servers the worker runs. Each one aggregates every group
-// of the queue once per second (queue.Groups x SECKILL_PERSIST_BATCH orders at most),
-// so two double the rate the queue can be emptied at.
+// of the queue once per second (queue.Groups x SECKILL_PERSIST_BATCH tasks at most,
+// each of one order or more), so two double the rate the queue can be emptied at.
 const servers = 4
 
 func run(ctx context.Context) error {
@@ -68,13 +68,15 @@ func run(ctx context.Context) error {
 	}
 	st, sk := store.New(db), stock.New(ap)
 	persister := worker.NewPersister(st, sk)
+	persister.Batch = cfg.PersistBatch
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		worker.QueueDepth(asynq.NewInspectorFromRedisClient(rdb)))
 	persister.Register(reg)
-	// Orders wait in asynq groups; each server aggregates a group's orders (up to
-	// SECKILL_PERSIST_BATCH, at least once a second) into one task, which the persister
-	// writes in one transaction.
+	// Orders wait in asynq groups, in tasks of the orders an API enqueued together; each
+	// server aggregates a group's tasks (up to SECKILL_PERSIST_BATCH, at least once a
+	// second) into one task, whose orders the persister writes in transactions of up to
+	// SECKILL_PERSIST_BATCH orders.
 	tasks := asynq.NewServeMux()
 	tasks.HandleFunc(queue.TypePersistOrders, persister.HandleTask)
 	running := make([]*asynq.Server, servers)

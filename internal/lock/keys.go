@@ -42,6 +42,16 @@ func related(key, suffix string) string {
 	return "{" + key + "}" + suffix
 }
 
+// hashSlotOf returns what Redis Cluster hashes of key: its hash tag, or the
+// whole key.
+func hashSlotOf(key string) string {
+	if !hasHashTag(key) {
+		return key
+	}
+	open := strings.IndexByte(key, '{')
+	return key[open+1 : open+1+strings.IndexByte(key[open+1:], '}')]
+}
+
 // hasHashTag reports whether Redis Cluster hashes only part of key: the
 // non-empty text between the first '{' and the first '}' after it.
 func hasHashTag(key string) bool {

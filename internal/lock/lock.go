@@ -151,6 +151,19 @@ func (l *Lock) loseLocked(err error) {
 // token, and when the Lock was released before. It is done once: when it
 // fails on the network, the key goes at its TTL.
 func (l *Lock) Release(ctx context.Context) error {
+	if err := l.giveUp(); err != nil {
+		return err
+	}
+	if err := l.store.release(ctx, l.key, l.token); err != nil {
+		return fmt.Errorf("release lock %s: %w", l.key, err)
+	}
+	return nil
+}
+
+// giveUp is the start of a release: it marks the lock released, cancels its
+// Context and stops its watchdog, waiting for a renewal in flight. It returns
+// ErrNotHeld when the lock was released before.
+func (l *Lock) giveUp() error {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
@@ -167,10 +180,6 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Unlock()
 	if stopped != nil {
 		<-stopped
-	}
-
-	if err := l.store.release(ctx, l.key, l.token); err != nil {
-		return fmt.Errorf("release lock %s: %w", l.key, err)
 	}
 	return nil
 }

@@ -135,23 +135,47 @@ func (c *Client) Adopt(key, token string, ttl time.Duration) *Lock {
 	return newLock(context.Background(), c, key, token, 0, ttl, time.Now())
 }
 
-// releaseScript deletes the lock if it holds our token, and tells the
-// waiters, naming the one to try first (see waitersLua).
+// releaseLua defines release(), which deletes a lock if it holds our token and
+// tells its waiters, naming the one to try first (see waitersLua). It returns 1
+// when released, -2 when the key does not hold our token.
+const releaseLua = waitersLua + `
+local function release(key, waiters, token, channel, id)
+	if redis.call("GET", key) ~= token then
+		return -2
+	end
+	redis.call("DEL", key)
+	if channel ~= "" then
+		redis.call("PUBLISH", channel, id .. " " .. pick(waiters))
+	end
+	return 1
+end
+`
+
+// releaseScript releases one lock.
 //
 //	KEYS[1] lock key   ARGV[1] owner token
 //	KEYS[2] waiters    ARGV[2] release channel, or "" to tell nobody
 //	                   ARGV[3] the releasing Client's id
 //
 // Returns 1 when released, -2 when the key does not hold our token.
-var releaseScript = redis.NewScript(waitersLua + `
-if redis.call("GET", KEYS[1]) ~= ARGV[1] then
-	return -2
+var releaseScript = redis.NewScript(releaseLua + `
+return release(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3])
+`)
+
+// releaseAllScript releases n locks of one hash slot.
+//
+//	KEYS[2i-1] lock i's key       ARGV[1]    the releasing Client's id
+//	KEYS[2i]   lock i's waiters   ARGV[2i]   lock i's owner token
+//	                              ARGV[2i+1] lock i's release channel
+//
+// Returns an array with, for each lock, 1 when released or -2 when its key does
+// not hold our token.
+var releaseAllScript = redis.NewScript(releaseLua + `
+local released = {}
+for i = 1, #KEYS / 2 do
+	released[i] = release(KEYS[2*i-1], KEYS[2*i], ARGV[2*i], ARGV[2*i+1], ARGV[1])
 end
-redis.call("DEL", KEYS[1])
-if ARGV[2] ~= "" then
-	redis.call("PUBLISH", ARGV[2], ARGV[3] .. " " .. pick(KEYS[2]))
-end
-return 1
+return released
 `)
 
 func (c *Client) release(ctx context.Context, key, token string) error {
@@ -160,6 +184,67 @@ func (c *Client) release(ctx context.Context, key, token string) error {
 		c.hub.wake(ReleaseChannel(key), true)
 	}
 	return err
+}
+
+// ReleaseAll releases locks as Release does, with one script per hash slot
+// instead of one per lock: the locks of many holders that share a hash tag go
+// in one round trip. Locks of another Client, a Redlock or a reentrant lock
+// are released one by one. The error joins those of the locks that failed;
+// errors.Is(err, ErrNotHeld) tells that one of them was not held.
+func (c *Client) ReleaseAll(ctx context.Context, locks ...*Lock) error {
+	var errs []error
+	var slots []string
+	bySlot := map[string][]*Lock{}
+	for _, l := range locks {
+		if l.store != backend(c) {
+			errs = append(errs, l.Release(ctx))
+			continue
+		}
+		if err := l.giveUp(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		slot := hashSlotOf(l.key)
+		if _, ok := bySlot[slot]; !ok {
+			slots = append(slots, slot)
+		}
+		bySlot[slot] = append(bySlot[slot], l)
+	}
+	for _, slot := range slots {
+		errs = append(errs, c.releaseSlot(ctx, bySlot[slot]))
+	}
+	return errors.Join(errs...)
+}
+
+// releaseSlot runs releaseAllScript on locks of one hash slot.
+func (c *Client) releaseSlot(ctx context.Context, locks []*Lock) error {
+	keys := make([]string, 0, 2*len(locks))
+	args := make([]any, 1, 1+2*len(locks))
+	args[0] = c.id
+	for _, l := range locks {
+		keys = append(keys, l.key, waitersKey(l.key))
+		args = append(args, l.token, ReleaseChannel(l.key))
+	}
+	v, err := releaseAllScript.Run(ctx, c.rdb, keys, args...).Int64Slice()
+	if err == nil && len(v) != len(locks) {
+		err = fmt.Errorf("lock: %d replies to a release of %d locks", len(v), len(locks))
+	}
+	if err != nil {
+		errs := make([]error, len(locks))
+		for i, l := range locks {
+			errs[i] = fmt.Errorf("release lock %s: %w", l.key, err)
+		}
+		return errors.Join(errs...)
+	}
+	var errs []error
+	for i, l := range locks {
+		if v[i] == replyNotHeld {
+			errs = append(errs, fmt.Errorf("release lock %s: %w", l.key, ErrNotHeld))
+			continue
+		}
+		c.hub.wake(ReleaseChannel(l.key), true)
+	}
+	return errors.Join(errs...)
 }
 
 // extendScript sets a new TTL on the lock if it holds our token.

@@ -3,10 +3,14 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/testutil"
 )
@@ -414,4 +418,100 @@ func waitSubscribed(t *testing.T, c *Client, key string, n int) {
 		}
 	}
 	t.Fatalf("no %d waiters subscribed to %s", n, channel)
+}
+
+// ReleaseAll releases the locks of one hash slot with one script and tells
+// their waiters, refuses the locks it does not hold, and releases locks of
+// other kinds one by one.
+func TestReleaseAll(t *testing.T) {
+	c, srv := newTestClient(t)
+	ctx := context.Background()
+	rdb := srv.Client(t)
+	adopt := func(key string) *Lock {
+		token := NewToken()
+		if !rdb.SetNX(ctx, key, token, time.Minute).Val() {
+			t.Fatalf("SET NX %s failed", key)
+		}
+		return c.Adopt(key, token, time.Minute)
+	}
+	obtained, err := c.Obtain(ctx, "seckill:{act:1}:lock:1", time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSlot := adopt("seckill:{act:1}:lock:2")
+	otherSlot := adopt("seckill:{act:2}:lock:1")
+	untagged := adopt("job")
+	released := adopt("seckill:{act:1}:lock:3")
+	if err := released.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stolen := adopt("seckill:{act:1}:lock:4")
+	rdb.Set(ctx, stolen.Key(), "someone else", time.Minute)
+	reentrant, err := c.ObtainReentrant(WithOwner(ctx), "seckill:{act:1}:lock:5", time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Another Client, as another API process, waits for one of them.
+	other := clientOf(t, srv)
+	woken := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		woken <- other.WaitRelease(wctx, sameSlot.Key())
+	}()
+	waitSubscribed(t, other, sameSlot.Key(), 1)
+
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	err = c.ReleaseAll(ctx, obtained, sameSlot, otherSlot, untagged, released, stolen, reentrant)
+	if !errors.Is(err, ErrNotHeld) {
+		t.Errorf("ReleaseAll: got %v, want ErrNotHeld for the released and the stolen lock", err)
+	}
+	for _, l := range []*Lock{released, stolen} {
+		if err == nil || !strings.Contains(err.Error(), l.Key()) {
+			t.Errorf("the error %v does not name %s", err, l.Key())
+		}
+	}
+	for _, l := range []*Lock{obtained, sameSlot, otherSlot, untagged, reentrant} {
+		if n := rdb.Exists(ctx, l.Key()).Val(); n != 0 {
+			t.Errorf("%s still exists after ReleaseAll", l.Key())
+		}
+		if err := l.Release(ctx); !errors.Is(err, ErrNotHeld) {
+			t.Errorf("Release of %s after ReleaseAll: got %v, want ErrNotHeld", l.Key(), err)
+		}
+	}
+	if got := rdb.Get(ctx, stolen.Key()).Val(); got != "someone else" {
+		t.Errorf("the stolen lock's key holds %q: ReleaseAll deleted another owner's lock", got)
+	}
+	if err := <-woken; err != nil {
+		t.Errorf("the waiter of another Client: %v", err)
+	}
+	// One script for the slot act:1 (obtained, sameSlot, stolen), one for act:2,
+	// one for job; the reentrant lock has its own release script.
+	if n := scriptsRun(t, rdb); n != 4 {
+		t.Errorf("%d scripts ran, want 4: one per slot (3) and the reentrant lock's", n)
+	}
+}
+
+// scriptsRun returns how many scripts Redis ran since CONFIG RESETSTAT: EVALSHA
+// calls that found their script, and EVAL calls.
+func scriptsRun(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(rdb.Info(context.Background(), "commandstats").Val(), "\n") {
+		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+			continue
+		}
+		var calls, usec, rejected, failed int
+		var perCall float64
+		if _, err := fmt.Sscanf(fields, "calls=%d,usec=%d,usec_per_call=%f,rejected_calls=%d,failed_calls=%d",
+			&calls, &usec, &perCall, &rejected, &failed); err != nil {
+			t.Fatalf("commandstats line %q: %v", line, err)
+		}
+		n += calls - failed
+	}
+	return n
 }

@@ -1,7 +1,9 @@
-// Package queue carries orders from the API to the worker as asynq tasks: one task per
-// order, whose TaskID is the order id, on the "orders" queue. The tasks wait in one of
+// Package queue carries orders from the API to the worker as asynq tasks on the
+// "orders" queue. A TypePersistOrder task carries one order per line: the orders an
+// API process enqueued together (EnqueueBatch), or one order the worker's repair pass
+// enqueued (EnqueueMissing, whose TaskID is the order id). The tasks wait in one of
 // Groups asynq groups, and the worker's server aggregates a group's tasks into one
-// TypePersistOrders task, written to MySQL in one transaction.
+// TypePersistOrders task, whose orders it writes to MySQL in a few transactions.
 package queue
 
 import (
@@ -62,10 +64,27 @@ func (o Order) payload() []byte {
 	return b
 }
 
-// NewPersistTask returns the task that writes o to MySQL.
+// NewPersistTask returns the task that writes o to MySQL. Its TaskID is the order id,
+// so it is enqueued at most once while it waits.
 func NewPersistTask(o Order) *asynq.Task {
-	return asynq.NewTask(TypePersistOrder, o.payload(), asynq.TaskID(o.ID), asynq.Queue(Name),
-		asynq.Group(group(o.ID)), asynq.MaxRetry(MaxRetry), asynq.Timeout(time.Minute))
+	return persistTask(o.payload(), o.ID, asynq.TaskID(o.ID))
+}
+
+// NewBatchTask returns the task that writes orders (at least one) to MySQL.
+func NewBatchTask(orders []Order) *asynq.Task {
+	var b []byte
+	for i, o := range orders {
+		if i > 0 {
+			b = append(b, '\n')
+		}
+		b = append(b, o.payload()...)
+	}
+	return persistTask(b, orders[0].ID)
+}
+
+func persistTask(payload []byte, firstID string, opts ...asynq.Option) *asynq.Task {
+	return asynq.NewTask(TypePersistOrder, payload, append(opts, asynq.Queue(Name),
+		asynq.Group(group(firstID)), asynq.MaxRetry(MaxRetry), asynq.Timeout(time.Minute))...)
 }
 
 // group spreads orders over the groups by their id.
@@ -129,11 +148,15 @@ type Enqueuer struct{ client *asynq.Client }
 // NewEnqueuer returns an Enqueuer that uses client.
 func NewEnqueuer(client *asynq.Client) *Enqueuer { return &Enqueuer{client: client} }
 
-// Enqueue puts the order on the queue. An order whose task already exists counts as
-// enqueued, so enqueueing again is safe.
-func (e *Enqueuer) Enqueue(ctx context.Context, o Order) error {
-	_, err := e.EnqueueMissing(ctx, o)
-	return err
+// EnqueueBatch puts orders on the queue in one task, in one Redis round trip.
+func (e *Enqueuer) EnqueueBatch(ctx context.Context, orders []Order) error {
+	if len(orders) == 0 {
+		return nil
+	}
+	if _, err := e.client.EnqueueContext(ctx, NewBatchTask(orders)); err != nil {
+		return fmt.Errorf("enqueue %d orders: %w", len(orders), err)
+	}
+	return nil
 }
 
 // EnqueueMissing enqueues the order unless its task exists, and reports whether it

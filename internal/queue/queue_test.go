@@ -35,13 +35,17 @@ func TestParseOrderRefusesMalformed(t *testing.T) {
 }
 
 func TestAggregate(t *testing.T) {
-	var tasks []*asynq.Task
 	var want []Order
-	for i := int64(1); i <= 3; i++ {
-		o := Order{ID: fmt.Sprintf("01KAAAAAAAAAAAAAAAAAAAAAA%d1", i), ActivityID: 1, UserID: i, Quantity: 1,
-			AmountCents: 100, CreatedAtMs: 1, ExpiresAtMs: 2, Limit: 1}
-		want = append(want, o)
-		tasks = append(tasks, NewPersistTask(o))
+	for i := int64(1); i <= 4; i++ {
+		want = append(want, Order{ID: fmt.Sprintf("01KAAAAAAAAAAAAAAAAAAAAAA%d1", i), ActivityID: 1, UserID: i,
+			Quantity: 1, AmountCents: 100, CreatedAtMs: 1, ExpiresAtMs: 2, Limit: 1})
+	}
+	// An API's batch of three, and one order from the repair pass.
+	tasks := []*asynq.Task{NewBatchTask(want[:3]), NewPersistTask(want[3])}
+	for _, task := range tasks {
+		if task.Type() != TypePersistOrder {
+			t.Fatalf("type %q", task.Type())
+		}
 	}
 	agg := Aggregate("g1", tasks)
 	if agg.Type() != TypePersistOrders {

@@ -10,24 +10,36 @@ import (
 
 // metrics of purchases; nil until Register.
 type metrics struct {
-	lockWait prometheus.Histogram
+	lockWait    prometheus.Histogram
+	commitBatch prometheus.Histogram
 }
 
 // Register adds the service's metrics to reg: the time purchases waited for the same
-// user's purchase in flight, and the units every sale has left, read at each scrape.
+// user's purchase in flight, the purchases committed together (one asynq task, one
+// lock release script), and the units every sale has left, read at each scrape.
 func (s *Service) Register(reg prometheus.Registerer) {
 	m := &metrics{lockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "seckill_purchase_lock_wait_seconds",
 		Help:    "Time a purchase waited for the same user's purchase in flight (only purchases that waited).",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+	}), commitBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "seckill_purchase_commit_batch_size",
+		Help:    "Purchases whose orders were enqueued in one asynq task and whose user locks were released together.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 8),
 	})}
-	reg.MustRegister(m.lockWait, stockCollector{s})
+	reg.MustRegister(m.lockWait, m.commitBatch, stockCollector{s})
 	s.metrics = m
 }
 
 func (m *metrics) waited(d time.Duration) {
 	if m != nil {
 		m.lockWait.Observe(d.Seconds())
+	}
+}
+
+func (m *metrics) committed(n int) {
+	if m != nil {
+		m.commitBatch.Observe(float64(n))
 	}
 }
 

@@ -43,8 +43,9 @@ type BuyRequest struct {
 //
 // The units and the user's lock are taken by one script. While a purchase of the same
 // user in the same sale is in flight, Buy waits up to LockWait, then returns
-// stock.ErrBusy. If the order cannot be enqueued the units are given back and Buy
-// returns ErrUnavailable. The purchase runs to its end even if ctx is cancelled (the
+// stock.ErrBusy. The order is enqueued, and the lock released, together with those of
+// the purchases that end at the same time (see committer). If the order cannot be
+// enqueued the units are given back and Buy returns ErrUnavailable. The purchase runs to its end even if ctx is cancelled (the
 // client went away), so it never stops half-done.
 func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool, err error) {
 	if r.Quantity < 1 || r.Quantity > MaxPerUserLimit {
@@ -67,20 +68,17 @@ func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool
 		return o, true, err
 	}
 
-	defer s.releaseLock(ctx, res)
 	o = queuedOrderView(stock.QueuedOrder{OrderID: res.OrderID, ActivityID: r.ActivityID, UserID: r.UserID,
 		Quantity: r.Quantity, CreatedAt: time.UnixMilli(now.UnixMilli()).UTC()},
 		stock.Sale{PriceCents: got.PriceCents, PayWindow: got.PayWindow})
 	q := queue.Order{ID: o.ID, ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity,
 		AmountCents: o.AmountCents, CreatedAtMs: o.CreatedAt.UnixMilli(), ExpiresAtMs: o.ExpiresAt.UnixMilli(),
 		Limit: got.Limit}
-	ectx, cancel := context.WithTimeout(ctx, s.IOTimeout)
-	err = s.queue.Enqueue(ectx, q)
-	cancel()
-	if err != nil {
-		if s.giveBack(ctx, res) != stock.AlreadyClaimed {
-			return Order{}, false, fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
+	c := &commit{order: q, res: res, done: make(chan struct{})}
+	s.commits.add(c)
+	<-c.done
+	if c.err != nil {
+		return Order{}, false, c.err
 	}
 	return o, false, nil
 }
@@ -115,7 +113,7 @@ func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Re
 			// unreachable, the repair pass enqueues whatever the script took.
 			go func(res stock.Reservation) {
 				s.giveBack(ctx, res)
-				s.releaseLock(ctx, res)
+				s.releaseLocks(ctx, res)
 			}(*res)
 			return got, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
@@ -143,16 +141,6 @@ func (s *Service) giveBack(ctx context.Context, res stock.Reservation) stock.Rol
 		slog.Error("roll back reservation", "order", res.OrderID, "err", err)
 	}
 	return got
-}
-
-// releaseLock releases the user's lock if res's script took it.
-func (s *Service) releaseLock(ctx context.Context, res stock.Reservation) {
-	rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
-	defer cancel()
-	held := s.locks.Adopt(stock.UserLockKey(res.ActivityID, res.UserID), res.LockToken, res.LockTTL)
-	if err := held.Release(rctx); err != nil && !errors.Is(err, lock.ErrNotHeld) {
-		slog.Warn("release user lock", "err", err)
-	}
 }
 
 // isDomain reports the purchase errors that are answers, not failures.

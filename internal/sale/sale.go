@@ -37,15 +37,16 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + " " + e.Message }
 
-// Enqueuer puts an order on the queue to MySQL.
+// Enqueuer puts orders on the queue to MySQL.
 type Enqueuer interface {
-	Enqueue(ctx context.Context, o queue.Order) error
+	EnqueueBatch(ctx context.Context, orders []queue.Order) error
 }
 
 // Locker waits for and releases the per-user locks the reserve script takes.
 type Locker interface {
 	WaitRelease(ctx context.Context, key string) error
 	Adopt(key, token string, ttl time.Duration) *lock.Lock
+	ReleaseAll(ctx context.Context, locks ...*lock.Lock) error
 }
 
 var (
@@ -62,6 +63,7 @@ type Service struct {
 	locks   Locker
 	now     func() time.Time
 	metrics *metrics
+	commits committer
 
 	// LockWait is how long a purchase waits for the same user's purchase in flight.
 	LockWait time.Duration
@@ -73,8 +75,10 @@ type Service struct {
 
 // New returns a Service.
 func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, q Enqueuer, locks Locker) *Service {
-	return &Service{store: st, stock: sk, orders: orders, queue: q, locks: locks, now: time.Now,
+	s := &Service{store: st, stock: sk, orders: orders, queue: q, locks: locks, now: time.Now,
 		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second}
+	s.commits.flush = s.commitBatch
+	return s
 }
 
 // SetClock replaces the clock of the service and of its order lifecycle (tests).

@@ -12,7 +12,7 @@ import (
 	"seckill/internal/worker"
 )
 
-// An order's task waits in a group until a worker aggregates it; the queue depth
+// A task of orders waits in a group until a worker aggregates it; the queue depth
 // counts it from the moment it is enqueued.
 func TestQueueDepthCountsTasksWaitingInGroups(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
@@ -21,14 +21,19 @@ func TestQueueDepthCountsTasksWaitingInGroups(t *testing.T) {
 		t.Fatalf("empty queue: depth %v, want 0", got)
 	}
 	enq := queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb))
-	for i, id := range []string{"01KAAAAAAAAAAAAAAAAAAAAAAA1", "01KAAAAAAAAAAAAAAAAAAAAAAB1"} {
-		o := queue.Order{ID: id, ActivityID: 1, UserID: int64(i + 1), Quantity: 1, AmountCents: 1,
-			CreatedAtMs: 1, ExpiresAtMs: 2, Limit: 1}
-		if err := enq.Enqueue(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
+	var orders []queue.Order
+	for i, id := range []string{"01KAAAAAAAAAAAAAAAAAAAAAAA1", "01KAAAAAAAAAAAAAAAAAAAAAAB1", "01KAAAAAAAAAAAAAAAAAAAAAAC1"} {
+		orders = append(orders, queue.Order{ID: id, ActivityID: 1, UserID: int64(i + 1), Quantity: 1,
+			AmountCents: 1, CreatedAtMs: 1, ExpiresAtMs: 2, Limit: 1})
+	}
+	// Two orders in one task, as an API enqueues them, and one as the repair pass does.
+	if err := enq.EnqueueBatch(context.Background(), orders[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := enq.EnqueueMissing(context.Background(), orders[2]); err != nil {
+		t.Fatal(err)
 	}
 	if got := promtest.ToFloat64(depth); got != 2 {
-		t.Errorf("two orders waiting in their groups: depth %v, want 2", got)
+		t.Errorf("two tasks waiting in their groups: depth %v, want 2", got)
 	}
 }

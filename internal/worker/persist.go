@@ -16,18 +16,21 @@ import (
 )
 
 // Persister writes the orders of an aggregated task (queue.TypePersistOrders) to MySQL
-// in one transaction. Its handler returns only once every order is committed in MySQL
-// and settled in Redis, so asynq acknowledges the task only then; a crash before
-// leaves the task to be retried, and persisting again is harmless.
+// in transactions of up to Batch orders. Its handler returns only once every order is
+// committed in MySQL and settled in Redis, so asynq acknowledges the task only then; a
+// crash before leaves the task to be retried, and persisting again is harmless.
 type Persister struct {
 	store   *store.Store
 	stock   *stock.Stock
 	metrics *metrics
+
+	// Batch is the most orders written in one transaction.
+	Batch int
 }
 
-// NewPersister returns a Persister.
+// NewPersister returns a Persister that writes up to 250 orders per transaction.
 func NewPersister(st *store.Store, sk *stock.Stock) *Persister {
-	return &Persister{store: st, stock: sk}
+	return &Persister{store: st, stock: sk, Batch: 250}
 }
 
 // HandleTask is the asynq handler of queue.TypePersistOrders.
@@ -36,10 +39,14 @@ func (p *Persister) HandleTask(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
-	for id, err := range p.Persist(ctx, orders) {
-		if err != nil {
-			return fmt.Errorf("order %s: %w", id, err)
+	for len(orders) > 0 {
+		n := min(len(orders), max(1, p.Batch))
+		for id, err := range p.Persist(ctx, orders[:n]) {
+			if err != nil {
+				return fmt.Errorf("order %s: %w", id, err)
+			}
 		}
+		orders = orders[n:]
 	}
 	return nil
 }
