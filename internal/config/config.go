@@ -155,8 +155,16 @@ func (c Config) Redis() *redis.Client {
 // read for many, so a crowd of purchases costs far fewer system calls in both the API
 // and Redis. Each caller still gets its own reply. A command's own context deadline is
 // not honored once it is queued; rdb's read and write timeouts still bound every batch.
+//
+// It runs full duplex: one connection with a writer that sends commands as they come
+// and a reader that hands out replies as they arrive. The default (half duplex) sends
+// the next batch only once the reply to the last one is read, so a command waits for
+// the batch in flight and Redis idles between batches; full duplex took `make loadtest`
+// from 10,761 to 13,328 purchases/s (docs/performance.md).
 func RedisPipelined(rdb *redis.Client) (*redis.AutoPipeliner, error) {
-	ap, err := rdb.AutoPipeline()
+	opts := redis.DefaultBlockingAutoPipelineOptions()
+	opts.FullDuplex = true
+	ap, err := rdb.AutoPipelineWithOptions(opts)
 	if err != nil {
 		return nil, fmt.Errorf("redis auto-pipelining: %w", err)
 	}

@@ -121,7 +121,7 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		var cfg ratiosConfig
 		c.register(fs, 100)
 		fs.DurationVar(&cfg.Phase, "phase", 8*time.Second, "length of each measured phase")
-		fs.IntVar(&cfg.Buyers, "buyers", 100_000, "distinct users signed for the purchase phase")
+		fs.IntVar(&cfg.Buyers, "buyers", 300_000, "distinct users signed for the purchase phase")
 		fs.Int64Var(&cfg.FirstUser, "first-user", 1_000_000, "user id of the first buyer")
 		fs.BoolVar(&cfg.PurchaseKey, "purchase-key", false, "send an Idempotency-Key with every purchase")
 		fs.DurationVar(&cfg.Drain, "drain", 2*time.Minute, "longest wait for MySQL to hold every accepted order")
