@@ -1,0 +1,93 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"seckill/internal/lock"
+	"seckill/internal/queue"
+	"seckill/internal/stock"
+	"seckill/internal/store"
+	"seckill/internal/testutil"
+	"seckill/internal/worker"
+)
+
+// An aggregated task holds the orders of many API batches; the persister writes them in
+// transactions of at most Batch orders, and every order ends created and settled.
+func TestPersisterWritesAnAggregatedTaskInBatches(t *testing.T) {
+	ctx := context.Background()
+	rdb := testutil.StartRedis(t).Client(t)
+	st, sk := store.New(testutil.MySQL(t).Gorm), stock.New(rdb)
+	now := time.Now()
+	a := store.Activity{Name: "s", ProductName: "p", PriceCents: 100, StockTotal: 10, PerUserLimit: 1,
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PayWindowSeconds: 60}
+	if err := st.CreateActivity(ctx, &a, func(a store.Activity) error {
+		return sk.Load(ctx, stock.Sale{ActivityID: a.ID, Available: 10, Total: 10, Limit: 1,
+			StartsAt: a.StartsAt, EndsAt: a.EndsAt, PriceCents: 100, PayWindow: time.Minute})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var orders []queue.Order
+	for u := int64(1); u <= 5; u++ {
+		id := fmt.Sprintf("01KAAAAAAAAAAAAAAAAAAAAAA%d%d", u, a.ID)
+		if _, err := sk.Reserve(ctx, stock.Reservation{ActivityID: a.ID, UserID: u, Quantity: 1, OrderID: id,
+			Now: now, LockToken: lock.NewToken(), LockTTL: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		orders = append(orders, queue.Order{ID: id, ActivityID: a.ID, UserID: u, Quantity: 1, AmountCents: 100,
+			CreatedAtMs: now.UnixMilli(), ExpiresAtMs: now.Add(time.Minute).UnixMilli(), Limit: 1})
+	}
+	// Two API batches and a lone order, aggregated into one task.
+	task := queue.Aggregate("g1", []*asynq.Task{queue.NewBatchTask(orders[:2]), queue.NewBatchTask(orders[2:4]),
+		queue.NewPersistTask(orders[4])})
+
+	p := worker.NewPersister(st, sk)
+	p.Batch = 2
+	reg := prometheus.NewRegistry()
+	p.Register(reg)
+	if err := p.HandleTask(ctx, asynq.NewTask(task.Type(), task.Payload())); err != nil {
+		t.Fatal(err)
+	}
+
+	ids := make([]string, len(orders))
+	for i, o := range orders {
+		ids[i] = o.ID
+	}
+	stored, err := st.OrdersByID(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if stored[id].Status != store.StatusCreated {
+			t.Errorf("order %s: status %q, want created", id, stored[id].Status)
+		}
+	}
+	if snap, err := sk.Snapshot(ctx, a.ID); err != nil || len(snap.Queued) != 0 {
+		t.Errorf("queued in Redis after the task: %v %v, want none", snap.Queued, err)
+	}
+	if n, sum := batchSizes(t, reg); n != 3 || sum != 5 {
+		t.Errorf("%v orders in %v transactions, want 5 in 3 (2, 2, 1)", sum, n)
+	}
+}
+
+// batchSizes reads the persister's batch size histogram: transactions and orders.
+func batchSizes(t *testing.T, reg *prometheus.Registry) (count uint64, sum float64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "seckill_persist_batch_size" {
+			h := mf.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	t.Fatal("no seckill_persist_batch_size metric")
+	return 0, 0
+}
