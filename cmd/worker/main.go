@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"sync"
 	"syscall"
 	"time"
 
@@ -44,11 +43,6 @@ func main() {
 	}
 }
 
-// servers is how many asynq servers the worker runs. Each one aggregates every group
-// of the queue once per second (queue.Groups x SECKILL_PERSIST_BATCH tasks at most,
-// each of one order or more), so two double the rate the queue can be emptied at.
-const servers = 4
-
 func run(ctx context.Context) error {
 	cfg, err := config.Load()
 	if err != nil {
@@ -73,32 +67,20 @@ func run(ctx context.Context) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		worker.QueueDepth(asynq.NewInspectorFromRedisClient(rdb)))
 	persister.Register(reg)
-	// Orders wait in asynq groups, in tasks of the orders an API enqueued together; each
-	// server aggregates a group's tasks (up to SECKILL_PERSIST_BATCH, at least once a
-	// second) into one task, whose orders the persister writes in transactions of up to
-	// SECKILL_PERSIST_BATCH orders.
+	// Each task holds the orders of purchases an API committed together; the persister
+	// writes them in transactions of up to SECKILL_PERSIST_BATCH orders.
 	tasks := asynq.NewServeMux()
-	tasks.HandleFunc(queue.TypePersistOrders, persister.HandleTask)
-	running := make([]*asynq.Server, servers)
-	for i := range running {
-		running[i] = asynq.NewServerFromRedisClient(ap, asynq.Config{
-			Concurrency:       max(1, cfg.WorkerConcurrency/servers),
-			Queues:            map[string]int{queue.Name: 1},
-			RetryDelayFunc:    queue.RetryDelay,
-			TaskCheckInterval: 50 * time.Millisecond,
-			ShutdownTimeout:   20 * time.Second,
-			LogLevel:          asynq.WarnLevel,
-			GroupAggregator:   asynq.GroupAggregatorFunc(queue.Aggregate),
-			GroupMaxSize:      cfg.PersistBatch,
-			GroupGracePeriod:  time.Second,
-			GroupMaxDelay:     time.Second,
-		})
-		if err := running[i].Start(tasks); err != nil {
-			return err
-		}
-		// Servers start a quarter second apart, so their once-a-second aggregations
-		// take turns instead of landing on Redis together.
-		time.Sleep(time.Second / servers)
+	tasks.HandleFunc(queue.TypePersistOrder, persister.HandleTask)
+	srv := asynq.NewServerFromRedisClient(ap, asynq.Config{
+		Concurrency:       cfg.WorkerConcurrency,
+		Queues:            map[string]int{queue.Name: 1},
+		RetryDelayFunc:    queue.RetryDelay,
+		TaskCheckInterval: 50 * time.Millisecond,
+		ShutdownTimeout:   20 * time.Second,
+		LogLevel:          asynq.WarnLevel,
+	})
+	if err := srv.Start(tasks); err != nil {
+		return err
 	}
 
 	locks := lock.New(rdb)
@@ -135,12 +117,7 @@ func run(ctx context.Context) error {
 
 	<-ctx.Done()
 	slog.Info("shutting down: finishing orders in flight")
-	var wg sync.WaitGroup
-	for _, srv := range running {
-		wg.Add(1)
-		go func() { defer wg.Done(); srv.Shutdown() }() // waits for handlers in flight; unfinished tasks go back to the queue
-	}
-	wg.Wait()
+	srv.Shutdown() // waits for handlers in flight; unfinished tasks go back to the queue
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return metrics.Shutdown(sctx)

@@ -47,8 +47,8 @@ type Config struct {
 	// WorkerConcurrency is SECKILL_WORKER_CONCURRENCY [8]: batches of orders a worker
 	// writes at once.
 	WorkerConcurrency int
-	// PersistBatch is SECKILL_PERSIST_BATCH [100]: most tasks of orders aggregated into one
-	// task, and most orders written in one MySQL transaction.
+	// PersistBatch is SECKILL_PERSIST_BATCH [100]: most orders the worker writes in one
+	// MySQL transaction.
 	PersistBatch int
 	// PprofAddr is SECKILL_PPROF_ADDR [unset: off]: where the API serves net/http/pprof,
 	// for profiling under load. Keep it on loopback.

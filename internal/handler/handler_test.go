@@ -71,11 +71,9 @@ func newStack(t *testing.T, o handler.Options) *stack {
 
 	persister := worker.NewPersister(st, sk)
 	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: map[string]int{queue.Name: 1},
-		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel,
-		GroupAggregator: asynq.GroupAggregatorFunc(queue.Aggregate), GroupMaxSize: 100,
-		GroupGracePeriod: time.Second, GroupMaxDelay: time.Second})
+		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel})
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(queue.TypePersistOrders, persister.HandleTask)
+	mux.HandleFunc(queue.TypePersistOrder, persister.HandleTask)
 	if err := w.Start(mux); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +128,7 @@ func (s *stack) do(c call) answer {
 // waitCreated waits until the worker has written the order.
 func (s *stack) waitCreated(id, token string) {
 	s.t.Helper()
-	for i := 0; i < 500; i++ { // orders are aggregated at least once a second
+	for i := 0; i < 500; i++ { // the in-process worker writes it within milliseconds
 		if a := s.do(call{method: "GET", path: "/api/v1/orders/" + id, token: token}); strings.Contains(a.body, `"status":"created"`) {
 			return
 		}

@@ -1,9 +1,8 @@
 // Package queue carries orders from the API to the worker as asynq tasks on the
-// "orders" queue. A TypePersistOrder task carries one order per line: the orders an
-// API process enqueued together (EnqueueBatch), or one order the worker's repair pass
-// enqueued (EnqueueMissing, whose TaskID is the order id). The tasks wait in one of
-// Groups asynq groups, and the worker's server aggregates a group's tasks into one
-// TypePersistOrders task, whose orders it writes to MySQL in a few transactions.
+// "orders" queue. A TypePersistOrder task carries one order per line: the orders of the
+// purchases an API process committed together (EnqueueBatch), or one order the worker's
+// repair pass enqueued (EnqueueMissing, whose TaskID is the order id). The worker writes
+// a task's orders to MySQL in one transaction per SECKILL_PERSIST_BATCH orders.
 package queue
 
 import (
@@ -11,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -23,20 +21,14 @@ import (
 const (
 	// Name is the asynq queue orders travel on.
 	Name = "orders"
-	// TypePersistOrder is the task type of an order to write to MySQL.
+	// TypePersistOrder is the task type of orders to write to MySQL.
 	TypePersistOrder = "order:persist"
-	// TypePersistOrders is the task type of the orders of a group, aggregated.
-	TypePersistOrders = "orders:persist"
-	// Groups is how many asynq groups orders are spread over. A worker server
-	// aggregates each group at most once per check (every second), so the groups
-	// bound the rate: Groups x the batch size orders per second per server.
-	Groups = 32
 	// MaxRetry bounds the retries of a task; with RetryDelay's 30 s ceiling it keeps
 	// trying for about three days, long enough to outlast a MySQL outage.
 	MaxRetry = 10000
 )
 
-// Order is the payload of a TypePersistOrder task.
+// Order is one line of the payload of a TypePersistOrder task.
 type Order struct {
 	ID          string
 	ActivityID  int64
@@ -67,7 +59,7 @@ func (o Order) payload() []byte {
 // NewPersistTask returns the task that writes o to MySQL. Its TaskID is the order id,
 // so it is enqueued at most once while it waits.
 func NewPersistTask(o Order) *asynq.Task {
-	return persistTask(o.payload(), o.ID, asynq.TaskID(o.ID))
+	return persistTask(o.payload(), asynq.TaskID(o.ID))
 }
 
 // NewBatchTask returns the task that writes orders (at least one) to MySQL.
@@ -79,36 +71,15 @@ func NewBatchTask(orders []Order) *asynq.Task {
 		}
 		b = append(b, o.payload()...)
 	}
-	return persistTask(b, orders[0].ID)
+	return persistTask(b)
 }
 
-func persistTask(payload []byte, firstID string, opts ...asynq.Option) *asynq.Task {
+func persistTask(payload []byte, opts ...asynq.Option) *asynq.Task {
 	return asynq.NewTask(TypePersistOrder, payload, append(opts, asynq.Queue(Name),
-		asynq.Group(group(firstID)), asynq.MaxRetry(MaxRetry), asynq.Timeout(time.Minute))...)
+		asynq.MaxRetry(MaxRetry), asynq.Timeout(2*time.Minute))...)
 }
 
-// group spreads orders over the groups by their id.
-func group(orderID string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(orderID))
-	return "g" + strconv.Itoa(int(h.Sum32()%Groups))
-}
-
-// Aggregate is the worker's asynq.GroupAggregator: one TypePersistOrders task whose
-// payload is the orders' payloads, one per line.
-func Aggregate(_ string, tasks []*asynq.Task) *asynq.Task {
-	var b []byte
-	for i, t := range tasks {
-		if i > 0 {
-			b = append(b, '\n')
-		}
-		b = append(b, t.Payload()...)
-	}
-	return asynq.NewTask(TypePersistOrders, b, asynq.Queue(Name), asynq.MaxRetry(MaxRetry),
-		asynq.Timeout(2*time.Minute))
-}
-
-// ParseOrders decodes the payload of a TypePersistOrders task.
+// ParseOrders decodes the payload of a TypePersistOrder task: one order per line.
 func ParseOrders(payload []byte) ([]Order, error) {
 	lines := bytes.Split(payload, []byte{'\n'})
 	orders := make([]Order, len(lines))
@@ -121,7 +92,7 @@ func ParseOrders(payload []byte) ([]Order, error) {
 	return orders, nil
 }
 
-// ParseOrder decodes the payload of a TypePersistOrder task.
+// ParseOrder decodes one order.
 func ParseOrder(payload []byte) (Order, error) {
 	f := strings.Fields(string(payload))
 	if len(f) != payloadFields {

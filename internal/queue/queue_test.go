@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -34,24 +32,18 @@ func TestParseOrderRefusesMalformed(t *testing.T) {
 	}
 }
 
-func TestAggregate(t *testing.T) {
+// An API's batch becomes one task whose payload holds every order, one per line.
+func TestBatchTask(t *testing.T) {
 	var want []Order
-	for i := int64(1); i <= 4; i++ {
+	for i := int64(1); i <= 3; i++ {
 		want = append(want, Order{ID: fmt.Sprintf("01KAAAAAAAAAAAAAAAAAAAAAA%d1", i), ActivityID: 1, UserID: i,
 			Quantity: 1, AmountCents: 100, CreatedAtMs: 1, ExpiresAtMs: 2, Limit: 1})
 	}
-	// An API's batch of three, and one order from the repair pass.
-	tasks := []*asynq.Task{NewBatchTask(want[:3]), NewPersistTask(want[3])}
-	for _, task := range tasks {
-		if task.Type() != TypePersistOrder {
-			t.Fatalf("type %q", task.Type())
-		}
+	task := NewBatchTask(want)
+	if task.Type() != TypePersistOrder {
+		t.Fatalf("type %q", task.Type())
 	}
-	agg := Aggregate("g1", tasks)
-	if agg.Type() != TypePersistOrders {
-		t.Fatalf("type %q", agg.Type())
-	}
-	got, err := ParseOrders(agg.Payload())
+	got, err := ParseOrders(task.Payload())
 	if err != nil {
 		t.Fatal(err)
 	}

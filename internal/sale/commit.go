@@ -14,12 +14,14 @@ import (
 // A purchase ends by enqueueing its order and releasing the user's lock. Purchases
 // that end at the same time do both together (group commit): one asynq task carries
 // the orders of up to maxCommitBatch purchases, and one script per sale releases
-// their locks. While commitFlushes commits run, the purchases that arrive wait for
-// the next one, so under a crowd Redis runs two scripts per batch instead of two per
-// purchase, and a lone purchase waits for nobody.
+// their locks. While a commit runs, the purchases that arrive wait for the next one,
+// so under a crowd Redis runs two scripts per batch instead of two per purchase, the
+// worker writes each batch in one transaction, and a lone purchase waits for nobody.
+// (Two commits in flight made batches half as large: more purchases per second in
+// Redis, fewer in MySQL; docs/performance.md.)
 const (
-	maxCommitBatch = 128
-	commitFlushes  = 2
+	maxCommitBatch = 100
+	commitFlushes  = 1
 )
 
 // commit is one purchase waiting for its order to be enqueued.
@@ -30,8 +32,8 @@ type commit struct {
 	done  chan struct{} // closed once the order is enqueued or given back
 }
 
-// committer batches commits. It has no goroutine of its own: the first commit that
-// finds fewer than commitFlushes running starts one, which runs until nothing waits.
+// committer batches commits. It has no goroutine of its own: a commit that finds
+// fewer than commitFlushes running starts one, which runs until nothing waits.
 type committer struct {
 	flush func([]*commit)
 

@@ -79,44 +79,42 @@ func (f *fixture) buyAll(users []int64) ([]sale.Order, []error) {
 	return orders, errs
 }
 
-// queuedTasks returns the orders of every task waiting in the queue's groups, by
-// order id, and how many tasks carry them.
+// queuedTasks returns the orders of every task waiting in the queue, by order id, and
+// how many tasks carry them.
 func (f *fixture) queuedTasks(t *testing.T) (map[string]int, int) {
 	t.Helper()
-	insp := asynq.NewInspectorFromRedisClient(f.rdb)
-	groups, err := insp.Groups(queue.Name)
+	ts, err := asynq.NewInspectorFromRedisClient(f.rdb).ListPendingTasks(queue.Name, asynq.PageSize(10000))
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
-	tasks := 0
-	for _, g := range groups {
-		ts, err := insp.ListAggregatingTasks(queue.Name, g.Group, asynq.PageSize(10000))
+	for _, task := range ts {
+		orders, err := queue.ParseOrders(task.Payload)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, task := range ts {
-			tasks++
-			orders, err := queue.ParseOrders(task.Payload)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, o := range orders {
-				seen[o.ID]++
-			}
+		for _, o := range orders {
+			seen[o.ID]++
 		}
 	}
-	return seen, tasks
+	return seen, len(ts)
 }
 
-// lockKeys returns the user lock keys left in Redis.
+// lockKeys returns the user lock keys left in Redis once the commits in flight are
+// done: a purchase is answered as soon as its order is enqueued, and its lock is
+// released right after, so it waits a little for them.
 func (f *fixture) lockKeys(t *testing.T) []string {
 	t.Helper()
-	keys, err := f.rdb.Keys(context.Background(), strings.TrimSuffix(stock.UserLockKey(f.act, 0), "0")+"*").Result()
-	if err != nil {
-		t.Fatal(err)
+	pattern := strings.TrimSuffix(stock.UserLockKey(f.act, 0), "0") + "*"
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		keys, err := f.rdb.Keys(context.Background(), pattern).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) == 0 || time.Now().After(deadline) {
+			return keys
+		}
 	}
-	return keys
 }
 
 func users(from, n int) []int64 {

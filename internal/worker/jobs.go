@@ -47,12 +47,13 @@ func RunPeriodic(ctx context.Context, locks *lock.Client, jobs ...Job) {
 
 // Repairer finds orders that stayed queued too long. An order no worker has claimed
 // after MinAge has no task if the API died between taking the units and enqueueing, or
-// if a task was lost: it is enqueued again (a task that does exist is left alone, its
-// id being the order id). An order still queued after StuckAge, claimed or not, is
-// written to MySQL by the Repairer itself: its task is stuck with a worker that died
-// (asynq hands such a task back only after its lease and a recovery interval, a minute
-// or more) or in an aggregation that never finished. Persisting is idempotent: a task
-// that runs later finds its orders stored and is acknowledged.
+// if a task was lost: it is enqueued again in a task of its own (whose id is the order
+// id, so that task is enqueued once; should the order's first task still be waiting,
+// the order is written by whichever runs first and the other finds it settled). An
+// order still queued after StuckAge, claimed or not, is written to MySQL by the Repairer
+// itself: its task is stuck with a worker that died (asynq hands such a task back only
+// after its lease and a recovery interval, a minute or more). Persisting is idempotent:
+// a task that runs later finds its orders stored and is acknowledged.
 type Repairer struct {
 	store     *store.Store
 	stock     *stock.Stock

@@ -46,19 +46,18 @@ func (m *metrics) handled(outcome string, n int) {
 	}
 }
 
-// QueueDepth is a gauge of the tasks of the orders queue not yet done (waiting in a
-// group to be aggregated, pending, active, scheduled and retrying), read from Redis at
-// every scrape. A task carries one order or more: those an API enqueued together, or
-// a group's aggregated.
+// QueueDepth is a gauge of the tasks of the orders queue not yet done (pending,
+// active, scheduled and retrying), read from Redis at every scrape. A task carries the
+// orders an API enqueued together, or one order of the repair pass.
 func QueueDepth(insp *asynq.Inspector) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "seckill_queue_depth",
-		Help: "Tasks (of one order or more) in the orders queue not yet done: aggregating, pending, active, scheduled and retrying.",
+		Help: "Tasks (of one order or more) in the orders queue not yet done: pending, active, scheduled and retrying.",
 	}, func() float64 {
 		info, err := insp.GetQueueInfo(queue.Name)
 		if err != nil {
 			return 0
 		}
-		return float64(info.Aggregating + info.Pending + info.Active + info.Scheduled + info.Retry)
+		return float64(info.Pending + info.Active + info.Scheduled + info.Retry)
 	})
 }

@@ -12,9 +12,8 @@ import (
 	"seckill/internal/worker"
 )
 
-// A task of orders waits in a group until a worker aggregates it; the queue depth
-// counts it from the moment it is enqueued.
-func TestQueueDepthCountsTasksWaitingInGroups(t *testing.T) {
+// The queue depth counts tasks from the moment they are enqueued.
+func TestQueueDepthCountsTasks(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
 	depth := worker.QueueDepth(asynq.NewInspectorFromRedisClient(rdb))
 	if got := promtest.ToFloat64(depth); got != 0 {
@@ -34,6 +33,6 @@ func TestQueueDepthCountsTasksWaitingInGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := promtest.ToFloat64(depth); got != 2 {
-		t.Errorf("two tasks waiting in their groups: depth %v, want 2", got)
+		t.Errorf("two tasks waiting: depth %v, want 2", got)
 	}
 }

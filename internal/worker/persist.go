@@ -15,8 +15,8 @@ import (
 	"seckill/internal/store"
 )
 
-// Persister writes the orders of an aggregated task (queue.TypePersistOrders) to MySQL
-// in transactions of up to Batch orders. Its handler returns only once every order is
+// Persister writes the orders of a task (queue.TypePersistOrder) to MySQL in
+// transactions of up to Batch orders. Its handler returns only once every order is
 // committed in MySQL and settled in Redis, so asynq acknowledges the task only then; a
 // crash before leaves the task to be retried, and persisting again is harmless.
 type Persister struct {
@@ -33,7 +33,7 @@ func NewPersister(st *store.Store, sk *stock.Stock) *Persister {
 	return &Persister{store: st, stock: sk, Batch: 100}
 }
 
-// HandleTask is the asynq handler of queue.TypePersistOrders.
+// HandleTask is the asynq handler of queue.TypePersistOrder.
 func (p *Persister) HandleTask(ctx context.Context, t *asynq.Task) error {
 	orders, err := queue.ParseOrders(t.Payload())
 	if err != nil {

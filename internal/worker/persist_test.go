@@ -17,9 +17,9 @@ import (
 	"seckill/internal/worker"
 )
 
-// An aggregated task holds the orders of many API batches; the persister writes them in
-// transactions of at most Batch orders, and every order ends created and settled.
-func TestPersisterWritesAnAggregatedTaskInBatches(t *testing.T) {
+// A task holds the orders of an API's batch; the persister writes them in transactions
+// of at most Batch orders, and every order ends created and settled.
+func TestPersisterWritesATaskInBatches(t *testing.T) {
 	ctx := context.Background()
 	rdb := testutil.StartRedis(t).Client(t)
 	st, sk := store.New(testutil.MySQL(t).Gorm), stock.New(rdb)
@@ -42,9 +42,7 @@ func TestPersisterWritesAnAggregatedTaskInBatches(t *testing.T) {
 		orders = append(orders, queue.Order{ID: id, ActivityID: a.ID, UserID: u, Quantity: 1, AmountCents: 100,
 			CreatedAtMs: now.UnixMilli(), ExpiresAtMs: now.Add(time.Minute).UnixMilli(), Limit: 1})
 	}
-	// Two API batches and a lone order, aggregated into one task.
-	task := queue.Aggregate("g1", []*asynq.Task{queue.NewBatchTask(orders[:2]), queue.NewBatchTask(orders[2:4]),
-		queue.NewPersistTask(orders[4])})
+	task := queue.NewBatchTask(orders)
 
 	p := worker.NewPersister(st, sk)
 	p.Batch = 2
