@@ -13,7 +13,9 @@
 // stored value is exactly the token (another script may take the same lock
 // with SET key token NX PX ttl; see Client.Adopt). Release and Extend are Lua
 // compare-and-act scripts: nobody releases or extends a lock that is not
-// theirs. The errors say what happened:
+// theirs. Client.ReleaseAll releases many locks with one script per hash slot
+// (the purchase path releases a batch of user locks that way). The errors say
+// what happened:
 //
 //   - ErrNotObtained: the lock is busy. When the context ended first, the
 //     error also matches ctx.Err(), so a timeout and a busy lock can be told
