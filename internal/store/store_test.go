@@ -36,7 +36,7 @@ func TestPersistBatchGuards(t *testing.T) {
 	db := testutil.MySQL(t)
 	s := store.New(db.Gorm)
 	ctx := context.Background()
-	a := newActivity(t, s, 5, 2)
+	a := newActivity(t, s, 6, 2)
 
 	first := []store.NewOrder{order(a, 1, 2), order(a, 2, 1), order(a, 3, 1)}
 	tests := []struct {
@@ -48,9 +48,11 @@ func TestPersistBatchGuards(t *testing.T) {
 	}{
 		{"fits", first, []string{"created", "created", "created"}, []bool{false, false, false}, 4},
 		{"delivered again", first, []string{"created", "created", "created"}, []bool{true, true, true}, 4},
-		{"over the user's limit", []store.NewOrder{order(a, 1, 1)}, []string{"failed"}, []bool{false}, 4},
+		{"one stored, one new", []store.NewOrder{first[1], order(a, 7, 1)}, []string{"created", "created"},
+			[]bool{true, false}, 5},
+		{"over the user's limit", []store.NewOrder{order(a, 1, 1)}, []string{"failed"}, []bool{false}, 5},
 		{"last unit then over stock", []store.NewOrder{order(a, 4, 1), order(a, 5, 1), order(a, 6, 2)},
-			[]string{"created", "failed", "failed"}, []bool{false, false, false}, 5},
+			[]string{"created", "failed", "failed"}, []bool{false, false, false}, 6},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
