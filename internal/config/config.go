@@ -44,9 +44,8 @@ type Config struct {
 	// LockWait is SECKILL_LOCK_WAIT [500ms]: how long a purchase waits for the same user's
 	// earlier purchase in the same sale before answering 429 busy.
 	LockWait time.Duration
-	// WorkerConcurrency is SECKILL_WORKER_CONCURRENCY [4]: batches of orders a worker
-	// writes at once. The batches of one sale queue on its activities row anyway, so
-	// more only wait longer (8 gave a p99 2 ms higher in make loadtest).
+	// WorkerConcurrency is SECKILL_WORKER_CONCURRENCY [8]: batches of orders a worker
+	// writes at once.
 	WorkerConcurrency int
 	// PersistBatch is SECKILL_PERSIST_BATCH [100]: most orders the worker writes in one
 	// MySQL transaction.
@@ -71,7 +70,7 @@ func Load() (Config, error) {
 	var errs []error
 	c.RateUser = number(&errs, "SECKILL_RATE_USER", 20)
 	c.RateIP = number(&errs, "SECKILL_RATE_IP", 200)
-	c.WorkerConcurrency = int(number(&errs, "SECKILL_WORKER_CONCURRENCY", 4))
+	c.WorkerConcurrency = int(number(&errs, "SECKILL_WORKER_CONCURRENCY", 8))
 	c.PersistBatch = int(number(&errs, "SECKILL_PERSIST_BATCH", 100))
 	wait, err := time.ParseDuration(env("SECKILL_LOCK_WAIT", "500ms"))
 	if err != nil || wait < 0 {
