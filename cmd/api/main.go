@@ -171,5 +171,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	slog.Info("shutting down: finishing requests in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	return srv.Shutdown(sctx)
+	err = srv.Shutdown(sctx)
+	svc.Close()
+	return err
 }

@@ -40,6 +40,7 @@ type committer struct {
 	mu       sync.Mutex
 	waiting  []*commit
 	flushing int
+	running  sync.WaitGroup // the runs under way, so Close can wait for them
 }
 
 // add queues c and returns at once; c.done is closed when it is committed.
@@ -52,7 +53,7 @@ func (b *committer) add(c *commit) {
 	}
 	b.mu.Unlock()
 	if start {
-		go b.run()
+		b.running.Go(b.run)
 	}
 }
 
