@@ -108,7 +108,7 @@ func TestRedisRestartedMidCrowd(t *testing.T) {
 	s := testutil.StartStack(t)
 	a, cr := faultCrowd(t, s, []string{s.URL}, func() {
 		after(time.Second, s.Redis.Kill)
-		t.Log("Redis killed with SIGKILL (AOF everysec)")
+		t.Log("Redis killed with SIGKILL (AOF, appendfsync always)")
 		after(time.Second, s.Redis.Start)
 		t.Log("Redis restarted from its AOF")
 	})

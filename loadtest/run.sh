@@ -3,7 +3,7 @@
 #
 #   loadtest/run.sh [audit] [ratios] [k6] [ab]     (default: audit ratios, about a minute)
 #
-# It starts, on free ports: a private redis-server (AOF everysec, as scripts/services.sh
+# It starts, on free ports: a private redis-server (AOF, appendfsync always, as scripts/services.sh
 # runs it), API_INSTANCES API processes (default 1) and one worker, with
 # SECKILL_RATE_IP=0 and SECKILL_RATE_USER=0, on a fresh MySQL database seckill_loadtest
 # on the server of SECKILL_MYSQL_DSN. A private Redis keeps the orders queue away from
@@ -83,7 +83,7 @@ free_port
 redis_port=$port
 redis_dir=$(mktemp -d)
 redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$redis_dir" --appendonly yes \
-	--appendfsync everysec --save "" --protected-mode no --logfile "$logs/redis.log" &
+	--appendfsync always --save "" --protected-mode no --logfile "$logs/redis.log" &
 pids+=($!)
 watch="redis=$!"
 for _ in $(seq 100); do answers "$redis_port" && break; sleep 0.1; done

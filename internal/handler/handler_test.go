@@ -57,7 +57,7 @@ type stack struct {
 
 func newStack(t *testing.T, o handler.Options) *stack {
 	t.Helper()
-	srv := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "everysec")
+	srv := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 	rdb := config.Config{RedisAddr: srv.Addr}.Redis() // the service's own client settings
 	t.Cleanup(func() { _ = rdb.Close() })
 	db := testutil.MySQL(t)

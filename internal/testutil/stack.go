@@ -172,7 +172,7 @@ func StartStack(t testing.TB, extraEnv ...string) *Stack {
 func StartStackOn(t testing.TB, db *MySQLDB, extraEnv ...string) *Stack {
 	t.Helper()
 	api, worker := Binaries(t)
-	s := &Stack{Redis: StartRedis(t, "--appendonly", "yes", "--appendfsync", "everysec"), MySQL: db}
+	s := &Stack{Redis: StartRedis(t, "--appendonly", "yes", "--appendfsync", "always"), MySQL: db}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
 	s.URL = "http://" + addr
 	metricsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
