@@ -3,8 +3,9 @@
 #
 #   loadtest/run.sh [audit] [ratios] [k6] [ab]     (default: audit ratios, about a minute)
 #
-# It starts, on free ports: a private redis-server (AOF, appendfsync always, as scripts/services.sh
-# runs it), API_INSTANCES API processes (default 1) and one worker, with
+# It starts, on free ports: a private redis-server (AOF, appendfsync always as
+# scripts/services.sh runs it, or LOADTEST_APPENDFSYNC), API_INSTANCES API processes
+# (default 1) and one worker, with
 # SECKILL_RATE_IP=0 and SECKILL_RATE_USER=0, on a fresh MySQL database seckill_loadtest
 # on the server of SECKILL_MYSQL_DSN. A private Redis keeps the orders queue away from
 # any other worker on this machine. Logs go to .data/loadtest/. Every process it started
@@ -15,6 +16,8 @@
 #   SECKILL_API_BIN, SECKILL_WORKER_BIN   binaries to run [bin/api, bin/worker; built when missing]
 #   AUDIT_FLAGS, RATIOS_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
 #   LOADTEST_DB=seckill_loadtest          database to (re)create on the MySQL server
+#   LOADTEST_APPENDFSYNC=always           the private Redis's appendfsync (everysec: faster, and
+#                                         acknowledged writes can be lost; README, Durability)
 # Called by `make loadtest` (audit ratios) and `make k6` (k6).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -83,7 +86,7 @@ free_port
 redis_port=$port
 redis_dir=$(mktemp -d)
 redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$redis_dir" --appendonly yes \
-	--appendfsync always --save "" --protected-mode no --logfile "$logs/redis.log" &
+	--appendfsync "${LOADTEST_APPENDFSYNC:-always}" --save "" --protected-mode no --logfile "$logs/redis.log" &
 pids+=($!)
 watch="redis=$!"
 for _ in $(seq 100); do answers "$redis_port" && break; sleep 0.1; done
