@@ -37,9 +37,6 @@ install_missing() {
 	command -v mariadbd >/dev/null || pkgs+=(mariadb-server)
 	command -v mariadb >/dev/null || pkgs+=(mariadb-client)
 	command -v chromium >/dev/null || pkgs+=(chromium fonts-liberation) # the browser tests of web/
-	for extra in ${SECKILL_EXTRA_PACKAGES:-}; do
-		dpkg -s "$extra" >/dev/null 2>&1 || pkgs+=("$extra")
-	done
 	[ ${#pkgs[@]} -eq 0 ] && return 0
 	log "installing ${pkgs[*]} from Debian packages"
 	if [ "$(id -u)" -ne 0 ]; then

@@ -1,5 +1,5 @@
-// Command worker writes queued orders to MySQL: an asynq server whose handlers hand
-// orders to a batching persister.
+// Command worker writes queued orders to MySQL: an asynq server whose handler writes
+// each task's orders in transactions, plus the periodic expiry, return and repair jobs.
 package main
 
 import (

@@ -44,7 +44,7 @@ type Config struct {
 	// LockWait is SECKILL_LOCK_WAIT [500ms]: how long a purchase waits for the same user's
 	// earlier purchase in the same sale before answering 429 busy.
 	LockWait time.Duration
-	// WorkerConcurrency is SECKILL_WORKER_CONCURRENCY [8]: batches of orders a worker
+	// WorkerConcurrency is SECKILL_WORKER_CONCURRENCY [8]: tasks of orders a worker
 	// writes at once.
 	WorkerConcurrency int
 	// PersistBatch is SECKILL_PERSIST_BATCH [100]: most orders the worker writes in one

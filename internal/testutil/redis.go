@@ -100,9 +100,6 @@ func (s *RedisServer) start() error {
 // server is not running.
 func (s *RedisServer) Kill() { s.signalAndWait(syscall.SIGKILL) }
 
-// Stop stops the server with SIGTERM, letting it flush its append-only file.
-func (s *RedisServer) Stop() { s.signalAndWait(syscall.SIGTERM) }
-
 func (s *RedisServer) signalAndWait(sig syscall.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
