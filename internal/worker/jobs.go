@@ -116,12 +116,10 @@ func (r *Repairer) Repair(ctx context.Context) (int, error) {
 			continue
 		}
 		slog.Info("repair: writing orders queued too long", "activity", a.ID, "orders", len(stuck))
-		for id, err := range r.persister.Persist(ctx, stuck) {
-			if err != nil {
-				return n, fmt.Errorf("repair order %s: %w", id, err)
-			}
-			n++
+		if err := r.persister.Persist(ctx, stuck); err != nil {
+			return n, fmt.Errorf("repair: %w", err)
 		}
+		n += len(stuck)
 	}
 	return n, nil
 }

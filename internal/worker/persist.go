@@ -39,9 +39,16 @@ func (p *Persister) HandleTask(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
+	return p.Persist(ctx, orders)
+}
+
+// Persist writes orders in transactions of up to Batch orders. It returns nil once every
+// order is safely stored (or must not be stored), and otherwise the error of the first
+// order to retry.
+func (p *Persister) Persist(ctx context.Context, orders []queue.Order) error {
 	for len(orders) > 0 {
 		n := min(len(orders), max(1, p.Batch))
-		for id, err := range p.Persist(ctx, orders[:n]) {
+		for id, err := range p.persistBatch(ctx, orders[:n]) {
 			if err != nil {
 				return fmt.Errorf("order %s: %w", id, err)
 			}
@@ -51,15 +58,15 @@ func (p *Persister) HandleTask(ctx context.Context, t *asynq.Task) error {
 	return nil
 }
 
-// Persist writes a batch of orders and returns, by order id, nil for an order that is
-// safely stored (or must not be stored) and an error for one to retry.
+// persistBatch writes one batch of orders and returns, by order id, nil for an order
+// that is safely stored (or must not be stored) and an error for one to retry.
 //
 //  1. Claim the orders in Redis, so the API can no longer give them back. An order
 //     that is not queued is either in MySQL already or was given back by the API
 //     (its enqueue failed) and must not be stored.
 //  2. Write the claimed ones in one transaction; MySQL's guards may fail some.
 //  3. Settle them in Redis: they stop being queued; failed ones return their units.
-func (p *Persister) Persist(ctx context.Context, batch []queue.Order) map[string]error {
+func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[string]error {
 	results := make(map[string]error, len(batch))
 	byActivity := map[int64][]queue.Order{}
 	for _, o := range batch {
