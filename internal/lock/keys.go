@@ -34,32 +34,25 @@ func waitersKey(key string) string { return related(key, ":waiters") }
 // expires: a fencing token must keep growing across lock lifetimes.
 func fenceKey(key string) string { return related(key, ":fence") }
 
-// related names a key that shares key's hash slot.
+// related names a key that shares key's hash slot. A key with a '}' is used as
+// is: it has a hash tag, or it is used as is anyway (see above).
 func related(key, suffix string) string {
-	if hasHashTag(key) || strings.IndexByte(key, '}') >= 0 {
+	if strings.IndexByte(key, '}') >= 0 {
 		return key + suffix
 	}
 	return "{" + key + "}" + suffix
 }
 
-// hashSlotOf returns what Redis Cluster hashes of key: its hash tag, or the
-// whole key.
+// hashSlotOf returns what Redis Cluster hashes of key: its hash tag (the
+// non-empty text between the first '{' and the first '}' after it), or else
+// the whole key.
 func hashSlotOf(key string) string {
-	if !hasHashTag(key) {
-		return key
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			return key[open+1 : open+1+end]
+		}
 	}
-	open := strings.IndexByte(key, '{')
-	return key[open+1 : open+1+strings.IndexByte(key[open+1:], '}')]
-}
-
-// hasHashTag reports whether Redis Cluster hashes only part of key: the
-// non-empty text between the first '{' and the first '}' after it.
-func hasHashTag(key string) bool {
-	open := strings.IndexByte(key, '{')
-	if open < 0 {
-		return false
-	}
-	return strings.IndexByte(key[open+1:], '}') > 0
+	return key
 }
 
 // lastRunKey holds the number of the last period in which RunOnce ran the

@@ -219,11 +219,13 @@ func (c *Client) ReleaseAll(ctx context.Context, locks ...*Lock) error {
 // releaseSlot runs releaseAllScript on locks of one hash slot.
 func (c *Client) releaseSlot(ctx context.Context, locks []*Lock) error {
 	keys := make([]string, 0, 2*len(locks))
+	channels := make([]string, len(locks))
 	args := make([]any, 1, 1+2*len(locks))
 	args[0] = c.id
-	for _, l := range locks {
+	for i, l := range locks {
+		channels[i] = ReleaseChannel(l.key)
 		keys = append(keys, l.key, waitersKey(l.key))
-		args = append(args, l.token, ReleaseChannel(l.key))
+		args = append(args, l.token, channels[i])
 	}
 	v, err := releaseAllScript.Run(ctx, c.rdb, keys, args...).Int64Slice()
 	if err == nil && len(v) != len(locks) {
@@ -242,7 +244,7 @@ func (c *Client) releaseSlot(ctx context.Context, locks []*Lock) error {
 			errs = append(errs, fmt.Errorf("release lock %s: %w", l.key, ErrNotHeld))
 			continue
 		}
-		c.hub.wake(ReleaseChannel(l.key), true)
+		c.hub.wake(channels[i], true)
 	}
 	return errors.Join(errs...)
 }
