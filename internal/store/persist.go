@@ -98,7 +98,7 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder) (map[string]Outc
 			return fmt.Errorf("find stored orders: %w", err)
 		}
 		for _, o := range stored {
-			out[o.ID] = Outcome{Status: o.Status, Reason: deref(o.FailureReason), Existed: true}
+			out[o.ID] = storedOutcome(o)
 		}
 		fresh := make([]Order, 0, len(orders))
 		var held []userUnits
@@ -213,12 +213,17 @@ func (s *Store) persistFailed(ctx context.Context, o NewOrder, reason string) (m
 		if gerr != nil {
 			return nil, gerr
 		}
-		return map[string]Outcome{o.ID: {Status: stored.Status, Reason: deref(stored.FailureReason), Existed: true}}, nil
+		return map[string]Outcome{o.ID: storedOutcome(stored)}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("insert failed order: %w", err)
 	}
 	return map[string]Outcome{o.ID: {Status: StatusFailed, Reason: reason}}, nil
+}
+
+// storedOutcome is the outcome of an order found already stored.
+func storedOutcome(o Order) Outcome {
+	return Outcome{Status: o.Status, Reason: deref(o.FailureReason), Existed: true}
 }
 
 func uniqueByID(orders []NewOrder) []NewOrder {

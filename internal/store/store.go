@@ -195,9 +195,13 @@ type StatusCount struct {
 
 // CountOrders returns the orders and units of an activity by status.
 func (s *Store) CountOrders(ctx context.Context, activityID int64) (map[string]StatusCount, error) {
+	return countOrders(s.db.WithContext(ctx), activityID)
+}
+
+// countOrders is CountOrders on db, which may be a transaction.
+func countOrders(db *gorm.DB, activityID int64) (map[string]StatusCount, error) {
 	var rows []StatusCount
-	err := s.db.WithContext(ctx).Model(&Order{}).
-		Select("status, COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units").
+	err := db.Model(&Order{}).Select("status, COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units").
 		Where("activity_id = ?", activityID).Group("status").Scan(&rows).Error
 	if err != nil {
 		return nil, err
@@ -240,13 +244,12 @@ type Figures struct {
 func (s *Store) Figures(ctx context.Context, activityID int64) (Figures, error) {
 	f := Figures{Units: map[string]int64{}, Users: map[int64]int64{}}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var rows []StatusCount
-		if err := tx.Model(&Order{}).Select("status, COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units").
-			Where("activity_id = ?", activityID).Group("status").Scan(&rows).Error; err != nil {
+		counts, err := countOrders(tx, activityID)
+		if err != nil {
 			return err
 		}
-		for _, r := range rows {
-			f.Units[r.Status] = r.Units
+		for status, c := range counts {
+			f.Units[status] = c.Units
 		}
 		if err := tx.Model(&Activity{}).Where("id = ?", activityID).Pluck("sold", &f.Sold).Error; err != nil {
 			return err
