@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"seckill/internal/stock"
 )
 
 const (
@@ -41,6 +43,14 @@ type Order struct {
 	Limit int
 }
 
+// Queued is the order queued in Redis as q, at its sale's unit price and pay window:
+// the one place an order's amount and expiry are worked out.
+func Queued(q stock.QueuedOrder, sale stock.Sale) Order {
+	return Order{ID: q.OrderID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
+		AmountCents: sale.PriceCents * int64(q.Quantity), CreatedAtMs: q.CreatedAt.UnixMilli(),
+		ExpiresAtMs: q.CreatedAt.Add(sale.PayWindow).UnixMilli(), Limit: q.Limit}
+}
+
 // The payload is the order's fields separated by spaces, in the order of Order's
 // fields: readable in queue tools, and cheap to write and read for every order.
 const payloadFields = 8
@@ -56,9 +66,9 @@ func (o Order) payload() []byte {
 	return b
 }
 
-// NewPersistTask returns the task that writes o to MySQL. Its TaskID is the order id,
+// newPersistTask returns the task that writes o to MySQL. Its TaskID is the order id,
 // so it is enqueued at most once while it waits.
-func NewPersistTask(o Order) *asynq.Task {
+func newPersistTask(o Order) *asynq.Task {
 	return persistTask(o.payload(), asynq.TaskID(o.ID))
 }
 
@@ -85,15 +95,15 @@ func ParseOrders(payload []byte) ([]Order, error) {
 	orders := make([]Order, len(lines))
 	for i, line := range lines {
 		var err error
-		if orders[i], err = ParseOrder(line); err != nil {
+		if orders[i], err = parseOrder(line); err != nil {
 			return nil, err
 		}
 	}
 	return orders, nil
 }
 
-// ParseOrder decodes one order.
-func ParseOrder(payload []byte) (Order, error) {
+// parseOrder decodes one order.
+func parseOrder(payload []byte) (Order, error) {
 	f := strings.Fields(string(payload))
 	if len(f) != payloadFields {
 		return Order{}, fmt.Errorf("decode order task: %d fields in %q", len(f), payload)
@@ -133,7 +143,7 @@ func (e *Enqueuer) EnqueueBatch(ctx context.Context, orders []Order) error {
 // EnqueueMissing enqueues the order unless its task exists, and reports whether it
 // had to.
 func (e *Enqueuer) EnqueueMissing(ctx context.Context, o Order) (bool, error) {
-	_, err := e.client.EnqueueContext(ctx, NewPersistTask(o))
+	_, err := e.client.EnqueueContext(ctx, newPersistTask(o))
 	switch {
 	case errors.Is(err, asynq.ErrTaskIDConflict):
 		return false, nil

@@ -3,18 +3,21 @@ package queue
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"seckill/internal/stock"
 )
 
 func TestPayloadRoundTrip(t *testing.T) {
 	o := Order{ID: "01KAAAAAAAAAAAAAAAAAAAAAAA42", ActivityID: 42, UserID: 7, Quantity: 3,
 		AmountCents: 3_000_000_000_000_000, CreatedAtMs: 1795306517000, ExpiresAtMs: 1795307417000, Limit: 5}
-	task := NewPersistTask(o)
+	task := newPersistTask(o)
 	if task.Type() != TypePersistOrder {
 		t.Fatalf("type %q", task.Type())
 	}
-	got, err := ParseOrder(task.Payload())
+	got, err := parseOrder(task.Payload())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,8 +29,8 @@ func TestPayloadRoundTrip(t *testing.T) {
 func TestParseOrderRefusesMalformed(t *testing.T) {
 	for _, p := range []string{"", "x", "id 1 2 3 4 5 6", "id 1 2 3 4 5 6 7 8", "id a 2 3 4 5 6 7",
 		"id 0 2 3 4 5 6 7", "id 1 2 0 4 5 6 7", "id 1 2 3 4 5 6 0", `{"id":"x"}`} {
-		if o, err := ParseOrder([]byte(p)); err == nil {
-			t.Errorf("ParseOrder(%q) = %+v, want an error", p, o)
+		if o, err := parseOrder([]byte(p)); err == nil {
+			t.Errorf("parseOrder(%q) = %+v, want an error", p, o)
 		}
 	}
 }
@@ -52,5 +55,18 @@ func TestBatchTask(t *testing.T) {
 	}
 	if _, err := ParseOrders([]byte("bad\n")); err == nil {
 		t.Error("a malformed line must fail the batch")
+	}
+}
+
+// A queued order's amount is the unit price times the quantity, and it expires one pay
+// window after it was taken.
+func TestQueued(t *testing.T) {
+	created := time.UnixMilli(1795306517123).UTC()
+	got := Queued(stock.QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAAA7", ActivityID: 7, UserID: 3, Quantity: 2,
+		CreatedAt: created, Limit: 4}, stock.Sale{PriceCents: 1250, PayWindow: 15 * time.Minute})
+	want := Order{ID: "01KAAAAAAAAAAAAAAAAAAAAAAA7", ActivityID: 7, UserID: 3, Quantity: 2, AmountCents: 2500,
+		CreatedAtMs: 1795306517123, ExpiresAtMs: 1795306517123 + 15*60*1000, Limit: 4}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Queued (-want +got):\n%s", diff)
 	}
 }

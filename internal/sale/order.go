@@ -68,19 +68,16 @@ func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool
 		return o, true, err
 	}
 
-	o = queuedOrderView(stock.QueuedOrder{OrderID: res.OrderID, ActivityID: r.ActivityID, UserID: r.UserID,
-		Quantity: r.Quantity, CreatedAt: time.UnixMilli(now.UnixMilli()).UTC()},
+	q := queue.Queued(stock.QueuedOrder{OrderID: res.OrderID, ActivityID: r.ActivityID, UserID: r.UserID,
+		Quantity: r.Quantity, CreatedAt: now, Limit: got.Limit},
 		stock.Sale{PriceCents: got.PriceCents, PayWindow: got.PayWindow})
-	q := queue.Order{ID: o.ID, ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity,
-		AmountCents: o.AmountCents, CreatedAtMs: o.CreatedAt.UnixMilli(), ExpiresAtMs: o.ExpiresAt.UnixMilli(),
-		Limit: got.Limit}
 	c := &commit{order: q, res: res, done: make(chan struct{})}
 	s.commits.add(c)
 	<-c.done
 	if c.err != nil {
 		return Order{}, false, c.err
 	}
-	return o, false, nil
+	return queuedView(q), false, nil
 }
 
 // firstBackoff is the first wait for a busy user lock; waits double up to 50 ms.
@@ -215,9 +212,14 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 
 // queuedOrderView shows a queued order with the price and pay window of its sale.
 func queuedOrderView(q stock.QueuedOrder, sale stock.Sale) Order {
-	return Order{ID: q.OrderID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
-		AmountCents: sale.PriceCents * int64(q.Quantity), Status: store.StatusQueued,
-		CreatedAt: q.CreatedAt, ExpiresAt: q.CreatedAt.Add(sale.PayWindow)}
+	return queuedView(queue.Queued(q, sale))
+}
+
+// queuedView shows an order on its way to MySQL.
+func queuedView(q queue.Order) Order {
+	return Order{ID: q.ID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
+		AmountCents: q.AmountCents, Status: store.StatusQueued, CreatedAt: time.UnixMilli(q.CreatedAtMs).UTC(),
+		ExpiresAt: time.UnixMilli(q.ExpiresAtMs).UTC()}
 }
 
 // ListOrders returns the user's newest orders (at most 500), queued ones included.

@@ -92,10 +92,8 @@ func (r *Repairer) Repair(ctx context.Context) (int, error) {
 		}
 		var stuck []queue.Order
 		for _, q := range stale {
-			o := queue.Order{ID: q.OrderID, ActivityID: a.ID, UserID: q.UserID, Quantity: q.Quantity,
-				AmountCents: a.PriceCents * int64(q.Quantity), CreatedAtMs: q.CreatedAt.UnixMilli(),
-				ExpiresAtMs: q.CreatedAt.Add(time.Duration(a.PayWindowSeconds) * time.Second).UnixMilli(),
-				Limit:       q.Limit}
+			o := queue.Queued(q, stock.Sale{PriceCents: a.PriceCents,
+				PayWindow: time.Duration(a.PayWindowSeconds) * time.Second})
 			if now.Sub(q.CreatedAt) >= r.StuckAge {
 				stuck = append(stuck, o)
 				continue
