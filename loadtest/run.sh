@@ -13,7 +13,7 @@
 #
 # Environment:
 #   API_INSTANCES=1       API processes; the crowd spreads its requests over all of them
-#   SECKILL_API_BIN, SECKILL_WORKER_BIN   binaries to run [bin/api, bin/worker; built when missing]
+#   SECKILL_API_BIN, SECKILL_WORKER_BIN   binaries to run [bin/api, bin/worker, built from the work tree]
 #   AUDIT_FLAGS, RATIOS_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
 #   LOADTEST_DB=seckill_loadtest          database to (re)create on the MySQL server
 #   LOADTEST_APPENDFSYNC=always           the private Redis's appendfsync (everysec: faster, and
@@ -35,10 +35,15 @@ done
 
 logs="$root/.data/loadtest"
 mkdir -p "$logs"
+# bin/ is built from the work tree every time (go build is quick when nothing changed),
+# so the banner's commit is what runs; given binaries must exist.
 api_bin=${SECKILL_API_BIN:-bin/api}
 worker_bin=${SECKILL_WORKER_BIN:-bin/worker}
-[ -x "$api_bin" ] || go build -o bin/api ./cmd/api
-[ -x "$worker_bin" ] || go build -o bin/worker ./cmd/worker
+[ -n "${SECKILL_API_BIN:-}" ] || go build -o bin/api ./cmd/api
+[ -n "${SECKILL_WORKER_BIN:-}" ] || go build -o bin/worker ./cmd/worker
+for b in "$api_bin" "$worker_bin"; do
+	[ -x "$b" ] || { echo "$b is not an executable" >&2; exit 1; }
+done
 go build -o bin/crowd ./loadtest/crowd
 
 pids=()
