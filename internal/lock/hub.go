@@ -81,9 +81,6 @@ func (h *releaseHub) add(channel string, w *releaseWatch) (<-chan struct{}, erro
 	if cw == nil {
 		cw = &channelWaiters{ready: make(chan struct{})}
 		h.channels[channel] = cw
-		if h.sent[channel] && h.pending[channel] == 0 {
-			cw.markReady() // left and came back before send ran
-		}
 		h.kickLocked()
 	}
 	cw.idleSince = time.Time{}
