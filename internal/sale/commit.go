@@ -2,65 +2,81 @@ package sale
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"seckill/internal/lock"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
 )
 
-// A purchase ends by enqueueing its order and releasing the user's lock. Purchases
-// that end at the same time do both together (group commit): one asynq task carries
-// the orders of up to maxCommitBatch purchases, and one script per sale releases
-// their locks. While a commit runs, the purchases that arrive wait for the next one,
-// so under a crowd Redis runs two scripts per batch instead of two per purchase, the
-// worker writes each batch in one transaction, and a lone purchase waits for nobody.
-// (Two commits in flight made batches half as large: more purchases per second in
-// Redis, fewer in MySQL; docs/performance.md.)
+// A purchase is answered as soon as its reserve script has run. That script records the
+// order in the sale's queued hash, and Redis (appendfsync always) writes it to disk
+// before it replies, so an acknowledged order is already safe: if its enqueue fails, or
+// the API dies first, the worker's repair pass enqueues it from there.
+//
+// Enqueueing the order and releasing the user's lock come after the answer, batched
+// (group commit): one asynq task carries the orders of up to maxCommitBatch purchases,
+// and one script per sale releases their locks. One commit runs at a time; the
+// purchases that arrive meanwhile go into the next, and a commit of fewer than
+// lingerBelow purchases first waits commitLinger for more. Larger batches mean fewer
+// tasks, fewer MySQL transactions and fewer scripts, and cost the buyer nothing, since
+// nobody waits for the commit: only the same user's next purchase, which waits for the
+// lock (docs/performance.md has the measurements).
+//
+// If more than maxBacklog purchases are waiting for their commit, a purchase is answered
+// only once its own commit is done, so the backlog of one process stays bounded when
+// Redis falls behind.
 const (
-	maxCommitBatch = 100
-	commitFlushes  = 1
+	maxCommitBatch = 500
+	lingerBelow    = 100
+	commitLinger   = 2 * time.Millisecond
+	maxBacklog     = 5000
 )
 
 // commit is one purchase waiting for its order to be enqueued.
 type commit struct {
 	order queue.Order
 	res   stock.Reservation
-	err   error         // set before done is closed
-	done  chan struct{} // closed once the order is enqueued or given back
+	done  chan struct{} // closed once the order's commit is over, enqueued or not
 }
 
-// committer batches commits. It has no goroutine of its own: a commit that finds
-// fewer than commitFlushes running starts one, which runs until nothing waits.
+// committer batches commits. It has no goroutine of its own: a commit that finds none
+// running starts one, which runs until nothing waits.
 type committer struct {
 	flush func([]*commit)
 
 	mu       sync.Mutex
 	waiting  []*commit
-	flushing int
-	running  sync.WaitGroup // the runs under way, so Close can wait for them
+	flushing bool
+	running  sync.WaitGroup // the run under way, so Close can wait for it
 }
 
-// add queues c and returns at once; c.done is closed when it is committed.
-func (b *committer) add(c *commit) {
+// add queues c and returns at once, telling whether the backlog is so long that the
+// caller must wait for c.done before it answers.
+func (b *committer) add(c *commit) (wait bool) {
 	b.mu.Lock()
 	b.waiting = append(b.waiting, c)
-	start := b.flushing < commitFlushes
-	if start {
-		b.flushing++
-	}
+	wait = len(b.waiting) > maxBacklog
+	start := !b.flushing
+	b.flushing = true
 	b.mu.Unlock()
 	if start {
 		b.running.Go(b.run)
 	}
+	return wait
 }
 
 // run flushes what waits, batch after batch, until nothing does.
 func (b *committer) run() {
 	b.mu.Lock()
 	for len(b.waiting) > 0 {
+		if len(b.waiting) < lingerBelow {
+			b.mu.Unlock()
+			time.Sleep(commitLinger)
+			b.mu.Lock()
+		}
 		n := min(len(b.waiting), maxCommitBatch)
 		batch := b.waiting[:n:n]
 		b.waiting = b.waiting[n:]
@@ -71,43 +87,31 @@ func (b *committer) run() {
 		b.flush(batch)
 		b.mu.Lock()
 	}
-	b.flushing--
+	b.flushing = false
 	b.mu.Unlock()
 }
 
-// commitBatch enqueues the orders of a batch in one task and answers their
-// purchases, then releases their user locks. If the task cannot be enqueued, each
-// reservation is given back, and its purchase fails with ErrUnavailable unless the
-// worker had claimed the order already (the enqueue worked but its reply was lost).
+// commitBatch enqueues the orders of a batch in one task, then releases their user
+// locks. A failed enqueue leaves the orders queued in Redis, where the worker's repair
+// pass finds them (worker.Repairer's MinAge after they were taken) and enqueues them.
 func (s *Service) commitBatch(batch []*commit) {
 	ctx := context.Background()
 	orders := make([]queue.Order, len(batch))
+	res := make([]stock.Reservation, len(batch))
 	for i, c := range batch {
-		orders[i] = c.order
+		orders[i], res[i] = c.order, c.res
 	}
 	ectx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 	err := s.queue.EnqueueBatch(ectx, orders)
 	cancel()
-	s.metrics.committed(len(batch))
-	var wg sync.WaitGroup
-	for _, c := range batch {
-		if err == nil {
-			close(c.done)
-			continue
-		}
-		wg.Go(func() { // one timeout for the batch, not one per order, if Redis is gone
-			if s.giveBack(ctx, c.res) != stock.AlreadyClaimed {
-				c.err = fmt.Errorf("%w: %w", ErrUnavailable, err)
-			}
-			close(c.done)
-		})
-	}
-	wg.Wait()
-	res := make([]stock.Reservation, len(batch))
-	for i, c := range batch {
-		res[i] = c.res
+	s.metrics.committed(len(batch), err)
+	if err != nil {
+		slog.Warn("enqueue orders: left for the worker's repair pass", "orders", len(batch), "err", err)
 	}
 	s.releaseLocks(ctx, res...)
+	for _, c := range batch {
+		close(c.done)
+	}
 }
 
 // releaseLocks releases the user locks that the reserve scripts of res took.

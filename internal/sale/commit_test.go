@@ -19,17 +19,23 @@ import (
 	"seckill/internal/stock"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
+	"seckill/internal/worker"
 )
 
 // breakableQueue is the real asynq enqueuer with a switch that makes its enqueues
 // fail, as they do when Redis drops the connection between the reserve script and
-// the enqueue.
+// the enqueue, and a gate that holds them, as a slow Redis does.
 type breakableQueue struct {
 	*queue.Enqueuer
-	broken atomic.Bool
+	broken  atomic.Bool
+	gate    sync.RWMutex // enqueues wait while a test holds it (Lock)
+	started atomic.Int64 // orders in the enqueues that have begun
 }
 
 func (q *breakableQueue) EnqueueBatch(ctx context.Context, orders []queue.Order) error {
+	q.started.Add(int64(len(orders)))
+	q.gate.RLock()
+	defer q.gate.RUnlock()
 	if q.broken.Load() {
 		return errors.New("connection reset")
 	}
@@ -38,6 +44,7 @@ func (q *breakableQueue) EnqueueBatch(ctx context.Context, orders []queue.Order)
 
 type fixture struct {
 	svc   *sale.Service
+	store *store.Store
 	rdb   *redis.Client
 	stock *stock.Stock
 	queue *breakableQueue
@@ -61,7 +68,7 @@ func newFixture(t *testing.T, units int64, limit int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{svc: svc, rdb: rdb, stock: sk, queue: q, act: a.ID}
+	return &fixture{svc: svc, store: st, rdb: rdb, stock: sk, queue: q, act: a.ID}
 }
 
 // buyAll runs one purchase of one unit for each user at once.
@@ -79,11 +86,14 @@ func (f *fixture) buyAll(users []int64) ([]sale.Order, []error) {
 	return orders, errs
 }
 
-// queuedTasks returns the orders of every task waiting in the queue, by order id, and
-// how many tasks carry them.
+// queuedTasks returns how many tasks waiting in the queue carry each order, by order
+// id, and how many tasks there are.
 func (f *fixture) queuedTasks(t *testing.T) (map[string]int, int) {
 	t.Helper()
 	ts, err := asynq.NewInspectorFromRedisClient(f.rdb).ListPendingTasks(queue.Name, asynq.PageSize(10000))
+	if errors.Is(err, asynq.ErrQueueNotFound) { // nothing was ever enqueued
+		return map[string]int{}, 0
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +111,7 @@ func (f *fixture) queuedTasks(t *testing.T) (map[string]int, int) {
 }
 
 // lockKeys returns the user lock keys left in Redis once the commits under way are
-// done (Close): a purchase is answered as soon as its order is enqueued, and its lock
-// is released right after.
+// done (Close): a purchase's lock is released when its order has been enqueued.
 func (f *fixture) lockKeys(t *testing.T) []string {
 	t.Helper()
 	f.svc.Close()
@@ -113,6 +122,20 @@ func (f *fixture) lockKeys(t *testing.T) []string {
 	return keys
 }
 
+// queuedInRedis returns the ids of the sale's orders queued in Redis.
+func (f *fixture) queuedInRedis(t *testing.T) map[string]bool {
+	t.Helper()
+	snap, err := f.stock.Snapshot(context.Background(), f.act)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, q := range snap.Queued {
+		ids[q.OrderID] = true
+	}
+	return ids
+}
+
 func users(from, n int) []int64 {
 	us := make([]int64, n)
 	for i := range us {
@@ -121,17 +144,26 @@ func users(from, n int) []int64 {
 	return us
 }
 
+func mustAllSucceed(t *testing.T, orders []sale.Order, errs []error) {
+	t.Helper()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("purchase %d: %v", i+1, err)
+		}
+		if orders[i].Status != "queued" {
+			t.Fatalf("purchase %d answered status %q, want queued", i+1, orders[i].Status)
+		}
+	}
+}
+
 // Purchases that end together are enqueued together: every acknowledged order is in
 // exactly one task, there are fewer tasks than orders, and no user lock is left.
 func TestPurchasesCommitTogether(t *testing.T) {
 	f := newFixture(t, 1000, 1)
 	const n = 300
 	orders, errs := f.buyAll(users(1, n))
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("purchase of user %d: %v", i+1, err)
-		}
-	}
+	mustAllSucceed(t, orders, errs)
+	f.svc.Close()
 	seen, tasks := f.queuedTasks(t)
 	for _, o := range orders {
 		if seen[o.ID] != 1 {
@@ -150,49 +182,133 @@ func TestPurchasesCommitTogether(t *testing.T) {
 	}
 }
 
-// When a batch cannot be enqueued, every purchase in it fails as unavailable, its
-// units and the user's allowance come back, its lock is released, and the users can
-// buy again once the queue works.
-func TestFailedCommitGivesEverythingBack(t *testing.T) {
+// A purchase is answered once its reserve script has recorded the order in Redis,
+// before the order is enqueued. Until the enqueue is done the user's lock is held, so
+// the same user's next purchase waits for it; then the lock is released.
+func TestAnsweredBeforeEnqueue(t *testing.T) {
+	f := newFixture(t, 100, 2)
+	f.svc.IOTimeout = time.Minute // the gate below holds the enqueue, not Redis
+	f.svc.LockWait = 100 * time.Millisecond
+	f.queue.gate.Lock()
+	orders, errs := f.buyAll(users(1, 20))
+	mustAllSucceed(t, orders, errs)
+	queued := f.queuedInRedis(t)
+	for _, o := range orders {
+		if !queued[o.ID] {
+			t.Errorf("acknowledged order %s is not queued in Redis", o.ID)
+		}
+	}
+	if seen, _ := f.queuedTasks(t); len(seen) != 0 {
+		t.Errorf("%d orders enqueued while the enqueue was held", len(seen))
+	}
+	_, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{ActivityID: f.act, UserID: 1, Quantity: 1})
+	if !errors.Is(err, stock.ErrBusy) {
+		t.Errorf("second purchase of user 1 while its first is being enqueued: got %v, want ErrBusy", err)
+	}
+
+	f.queue.gate.Unlock()
+	f.svc.Close()
+	if seen, _ := f.queuedTasks(t); len(seen) != len(orders) {
+		t.Errorf("%d orders enqueued, want %d", len(seen), len(orders))
+	}
+	if keys := f.lockKeys(t); len(keys) > 0 {
+		t.Errorf("user locks left after the enqueue: %v", keys)
+	}
+	if _, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{ActivityID: f.act, UserID: 1, Quantity: 1}); err != nil {
+		t.Errorf("second purchase of user 1 once the first is enqueued: %v", err)
+	}
+}
+
+// When a batch cannot be enqueued, its purchases stand: they were answered, their
+// orders stay queued in Redis with their units taken, their locks are released, and
+// the worker's repair pass enqueues every one of them.
+func TestFailedCommitLeavesOrdersForRepair(t *testing.T) {
 	f := newFixture(t, 100, 1)
 	ctx := context.Background()
 	f.queue.broken.Store(true)
-	buyers := users(1, 50)
-	_, errs := f.buyAll(buyers)
-	for i, err := range errs {
-		if !errors.Is(err, sale.ErrUnavailable) {
-			t.Errorf("purchase of user %d with the queue broken: got %v, want ErrUnavailable", i+1, err)
-		}
-	}
-	snap, err := f.stock.Snapshot(ctx, f.act)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if snap.Sale.Available != 100 || len(snap.Queued) != 0 {
-		t.Errorf("after failed commits: %d units available, %d orders queued; want 100 and 0",
-			snap.Sale.Available, len(snap.Queued))
-	}
-	for u, units := range snap.Users {
-		if units != 0 {
-			t.Errorf("user %d still holds %d units", u, units)
-		}
-	}
+	orders, errs := f.buyAll(users(1, 50))
+	mustAllSucceed(t, orders, errs)
 	if keys := f.lockKeys(t); len(keys) > 0 {
 		t.Errorf("user locks left after the failed commits: %v", keys)
 	}
-
-	f.queue.broken.Store(false)
-	orders, errs := f.buyAll(buyers)
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("purchase of user %d once the queue works: %v", i+1, err)
+	if seen, _ := f.queuedTasks(t); len(seen) != 0 {
+		t.Errorf("%d orders in the queue, want none", len(seen))
+	}
+	queued := f.queuedInRedis(t)
+	for _, o := range orders {
+		if !queued[o.ID] {
+			t.Errorf("acknowledged order %s is not queued in Redis after its enqueue failed", o.ID)
 		}
 	}
-	seen, _ := f.queuedTasks(t)
-	if len(seen) != len(orders) {
-		t.Errorf("%d orders queued, want %d", len(seen), len(orders))
-	}
 	if snap, err := f.stock.Snapshot(ctx, f.act); err != nil || snap.Sale.Available != 50 {
-		t.Errorf("after 50 purchases: %+v %v, want 50 units available", snap.Sale, err)
+		t.Errorf("after 50 purchases whose enqueue failed: %+v %v, want 50 units available", snap.Sale, err)
+	}
+	if _, _, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: f.act, UserID: 1, Quantity: 1}); !errors.Is(err, stock.ErrLimitExceeded) {
+		t.Errorf("another purchase of user 1: got %v, want ErrLimitExceeded (the first one stands)", err)
+	}
+
+	f.queue.broken.Store(false)
+	rep := worker.NewRepairer(f.store, f.stock, f.queue.Enqueuer, worker.NewPersister(f.store, f.stock))
+	rep.MinAge = 0
+	n, err := rep.Repair(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, _ := f.queuedTasks(t)
+	for _, o := range orders {
+		if seen[o.ID] != 1 {
+			t.Errorf("order %s is in %d tasks after the repair pass, want 1", o.ID, seen[o.ID])
+		}
+	}
+	if n != len(orders) {
+		t.Errorf("the repair pass enqueued %d orders, want %d", n, len(orders))
+	}
+}
+
+// While more purchases wait for their commit than the backlog bound (5000), a
+// purchase is answered only once its own commit is done.
+func TestBacklogHoldsAnswers(t *testing.T) {
+	const bound, extra = 5000, 300
+	f := newFixture(t, 10000, 1)
+	f.svc.IOTimeout = time.Minute
+	f.queue.gate.Lock()
+	buyers := users(1, 1)
+	var answered atomic.Int64
+	var wg sync.WaitGroup
+	buy := func(u int64) {
+		wg.Go(func() {
+			if _, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{ActivityID: f.act, UserID: u, Quantity: 1}); err != nil {
+				t.Errorf("purchase of user %d: %v", u, err)
+			}
+			answered.Add(1)
+		})
+	}
+	// The first purchase starts a commit, held at the gate with its batch.
+	buy(buyers[0])
+	for f.queue.started.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	inFlight := f.queue.started.Load()
+	total := bound + extra
+	for _, u := range users(2, total-1) {
+		buy(u)
+	}
+	// Those in the held batch and the first `bound` of the others are answered;
+	// the rest wait for their commits.
+	want := inFlight + bound
+	deadline := time.Now().Add(time.Minute)
+	for answered.Load() < want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := answered.Load(); got != want {
+		t.Errorf("with the enqueue held: %d of %d purchases answered, want %d (%d in the held batch + %d)",
+			got, total, want, inFlight, bound)
+	}
+	f.queue.gate.Unlock()
+	wg.Wait()
+	f.svc.Close()
+	if seen, _ := f.queuedTasks(t); len(seen) != total {
+		t.Errorf("%d orders enqueued, want %d", len(seen), total)
 	}
 }

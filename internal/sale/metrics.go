@@ -10,13 +10,15 @@ import (
 
 // metrics of purchases; nil until Register.
 type metrics struct {
-	lockWait    prometheus.Histogram
-	commitBatch prometheus.Histogram
+	lockWait      prometheus.Histogram
+	commitBatch   prometheus.Histogram
+	commitsFailed prometheus.Counter
 }
 
 // Register adds the service's metrics to reg: the time purchases waited for the same
 // user's purchase in flight, the purchases committed together (one asynq task, one
-// lock release script), and the units every sale has left, read at each scrape.
+// lock release script), the commits whose enqueue failed, and the units every sale
+// has left, read at each scrape.
 func (s *Service) Register(reg prometheus.Registerer) {
 	m := &metrics{lockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "seckill_purchase_lock_wait_seconds",
@@ -25,9 +27,12 @@ func (s *Service) Register(reg prometheus.Registerer) {
 	}), commitBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "seckill_purchase_commit_batch_size",
 		Help:    "Purchases whose orders were enqueued in one asynq task and whose user locks were released together.",
-		Buckets: prometheus.ExponentialBuckets(1, 2, 8),
+		Buckets: prometheus.ExponentialBuckets(1, 2, 10),
+	}), commitsFailed: prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "seckill_purchase_commit_failures_total",
+		Help: "Batches of acknowledged orders whose enqueue failed; the worker's repair pass enqueues them.",
 	})}
-	reg.MustRegister(m.lockWait, m.commitBatch, stockCollector{s})
+	reg.MustRegister(m.lockWait, m.commitBatch, m.commitsFailed, stockCollector{s})
 	s.metrics = m
 }
 
@@ -37,9 +42,13 @@ func (m *metrics) waited(d time.Duration) {
 	}
 }
 
-func (m *metrics) committed(n int) {
-	if m != nil {
-		m.commitBatch.Observe(float64(n))
+func (m *metrics) committed(n int, err error) {
+	if m == nil {
+		return
+	}
+	m.commitBatch.Observe(float64(n))
+	if err != nil {
+		m.commitsFailed.Inc()
 	}
 }
 

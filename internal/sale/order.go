@@ -72,10 +72,8 @@ func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool
 		Quantity: r.Quantity, CreatedAt: now, Limit: got.Limit},
 		stock.Sale{PriceCents: got.PriceCents, PayWindow: got.PayWindow})
 	c := &commit{order: q, res: res, done: make(chan struct{})}
-	s.commits.add(c)
-	<-c.done
-	if c.err != nil {
-		return Order{}, false, c.err
+	if s.commits.add(c) {
+		<-c.done
 	}
 	return queuedView(q), false, nil
 }
@@ -127,17 +125,16 @@ func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Re
 	}
 }
 
-// giveBack rolls back a reservation whose order was not enqueued.
-func (s *Service) giveBack(ctx context.Context, res stock.Reservation) stock.RollbackResult {
+// giveBack rolls back a reservation whose reserve script may have run without its
+// reply reaching us (nothing was answered for it).
+func (s *Service) giveBack(ctx context.Context, res stock.Reservation) {
 	rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 	defer cancel()
-	got, err := s.stock.Rollback(rctx, res.ActivityID, res.UserID, res.OrderID, res.IdempotencyKey)
-	if err != nil {
+	if _, err := s.stock.Rollback(rctx, res.ActivityID, res.UserID, res.OrderID, res.IdempotencyKey); err != nil {
 		// Redis is gone: the reservation stays queued without a task; the worker's
 		// repair pass enqueues it when Redis is back.
 		slog.Error("roll back reservation", "order", res.OrderID, "err", err)
 	}
-	return got
 }
 
 // isDomain reports the purchase errors that are answers, not failures.

@@ -81,9 +81,10 @@ func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, q Enqueuer, 
 	return s
 }
 
-// Close waits for the commits under way: a purchase is answered once its order is
-// enqueued, and its user lock is released just after. Call it once the HTTP server has
-// shut down, so no lock is left to expire on its own.
+// Close waits for the commits under way: a purchase is answered before its order is
+// enqueued and its user lock released (commit.go). Call it once the HTTP server has
+// shut down, so every acknowledged order is enqueued at once rather than by the
+// worker's repair pass, and no lock is left to expire on its own.
 func (s *Service) Close() { s.commits.running.Wait() }
 
 // SetClock replaces the clock of the service and of its order lifecycle (tests).

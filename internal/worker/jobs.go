@@ -46,8 +46,9 @@ func RunPeriodic(ctx context.Context, locks *lock.Client, jobs ...Job) {
 }
 
 // Repairer finds orders that stayed queued too long. An order no worker has claimed
-// after MinAge has no task if the API died between taking the units and enqueueing, or
-// if a task was lost: it is enqueued again in a task of its own (whose id is the order
+// after MinAge has no task if the API died between taking the units and enqueueing, if
+// the API's enqueue failed (the purchase was answered already: internal/sale/commit.go),
+// or if a task was lost: it is enqueued again in a task of its own (whose id is the order
 // id, so that task is enqueued once; should the order's first task still be waiting,
 // the order is written by whichever runs first and the other finds it settled). An
 // order still queued after StuckAge, claimed or not, is written to MySQL by the Repairer
@@ -59,8 +60,9 @@ type Repairer struct {
 	stock     *stock.Stock
 	queue     *queue.Enqueuer
 	persister *Persister
-	// MinAge is how old an unclaimed order must be to be checked; the API enqueues
-	// within its I/O timeout (2 s) or gives the units back.
+	// MinAge is how old an unclaimed order must be to be checked; the API enqueues an
+	// order within milliseconds of taking its units, or fails to within its I/O
+	// timeout (2 s) and leaves it to this pass.
 	MinAge time.Duration
 	// StuckAge is how old an order must be to be written by the Repairer; a live worker
 	// settles an order within a few seconds, unless MySQL is down.
