@@ -34,7 +34,7 @@ import (
 // Only a reservation takes the lock, and every check comes after the lock check, so a
 // second request of the same user sees the outcome of the first.
 var reserveScript = redis.NewScript(`
-local sale = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'start', 'end', 'price', 'paywin')
+local sale = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'start', 'end', 'price', 'paywin', 'qunits')
 if not sale[1] then return {-1} end
 if redis.call('EXISTS', KEYS[6]) == 1 then return {-2} end
 if ARGV[5] ~= '' then
@@ -53,8 +53,7 @@ if qty > limit then return {-8, limit} end
 if avail < qty then return {-5, avail} end
 local held = tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '0')
 if held + qty > limit then return {-6, held, limit} end
-redis.call('HINCRBY', KEYS[1], 'avail', -qty)
-redis.call('HINCRBY', KEYS[1], 'qunits', qty)
+redis.call('HSET', KEYS[1], 'avail', avail - qty, 'qunits', tonumber(sale[7] or '0') + qty)
 redis.call('HINCRBY', KEYS[2], ARGV[2], qty)
 redis.call('HSET', KEYS[3], ARGV[4], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[1] .. ' ' .. sale[2])
 redis.call('SADD', KEYS[4], ARGV[4])

@@ -8,23 +8,41 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// unitsLua defines the two steps the scripts below share, so each is written once.
+// unitsLua defines the steps the scripts below share, so each is written once.
 //
-//	unqueue(sale, queued, claimed, since, user_set, id): ends order id's queued state
-//	  and returns its user and quantity, or nil when it is not queued.
+//	each(cmd, key, list): runs cmd on key with the values of list as arguments, in
+//	  calls of at most 1000 (Lua's stack bounds unpack).
+//	unqueue(sale, queued, claimed, since, ids, user_sets): ends the queued state of the
+//	  orders ids (user_sets[i] is the queued set of order i's user) and returns, by
+//	  position, each one's user and quantity; nil for an id not queued (or seen before
+//	  in ids). The queued hash, the claimed set, the since index and the sale's qunits
+//	  are each written once for all of them.
 //	give_back(sale, users, user, qty): qty units back to stock and to user's allowance.
 const unitsLua = `
-local function unqueue(sale, queued, claimed, since, user_set, id)
-  local v = redis.call('HGET', queued, id)
-  if not v then return nil end
-  local user, qty = string.match(v, '^(%d+) (%d+)')
-  qty = tonumber(qty)
-  redis.call('HDEL', queued, id)
-  redis.call('SREM', claimed, id)
-  redis.call('ZREM', since, id)
-  redis.call('SREM', user_set, id)
-  redis.call('HINCRBY', sale, 'qunits', -qty)
-  return user, qty
+local function each(cmd, key, list)
+  for i = 1, #list, 1000 do
+    redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
+  end
+end
+local function unqueue(sale, queued, claimed, since, ids, user_sets)
+  local users, qtys, gone, units = {}, {}, {}, 0
+  for i, id in ipairs(ids) do
+    local v = redis.call('HGET', queued, id)
+    if v then
+      local user, qty = string.match(v, '^(%d+) (%d+)')
+      users[i], qtys[i] = user, tonumber(qty)
+      units = units + qtys[i]
+      gone[#gone + 1] = id
+      redis.call('HDEL', queued, id)
+      redis.call('SREM', user_sets[i], id)
+    end
+  end
+  if #gone > 0 then
+    each('SREM', claimed, gone)
+    each('ZREM', since, gone)
+    redis.call('HINCRBY', sale, 'qunits', -units)
+  end
+  return users, qtys
 end
 local function give_back(sale, users, user, qty)
   redis.call('HINCRBY', sale, 'avail', qty)
@@ -44,9 +62,9 @@ end
 // order stands); -1 not queued (given back or settled before).
 var rollbackScript = redis.NewScript(unitsLua + `
 if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then return 0 end
-local user, qty = unqueue(KEYS[1], KEYS[3], KEYS[5], KEYS[7], KEYS[4], ARGV[1])
-if not user then return -1 end
-give_back(KEYS[1], KEYS[2], user, qty)
+local users, qtys = unqueue(KEYS[1], KEYS[3], KEYS[5], KEYS[7], {ARGV[1]}, {KEYS[4]})
+if not users[1] then return -1 end
+give_back(KEYS[1], KEYS[2], users[1], qtys[1])
 local prior = redis.call('GET', KEYS[6])
 if prior and string.sub(prior, -#ARGV[1] - 1) == ' ' .. ARGV[1] then redis.call('DEL', KEYS[6]) end
 redis.call('PUBLISH', ARGV[3], ARGV[2])
@@ -93,16 +111,13 @@ func (s *Stock) Rollback(ctx context.Context, activityID, userID int64, orderID,
 // KEYS[1] queued hash  KEYS[2] claimed set
 // ARGV[i] order ids
 // Returns an array with, per order id, 1 claimed (it is queued) or 0 not queued.
-var claimScript = redis.NewScript(`
-local r = {}
+var claimScript = redis.NewScript(unitsLua + `
+local r, queued = {}, {}
 for i, id in ipairs(ARGV) do
-  if redis.call('HEXISTS', KEYS[1], id) == 1 then
-    redis.call('SADD', KEYS[2], id)
-    r[i] = 1
-  else
-    r[i] = 0
-  end
+  r[i] = redis.call('HEXISTS', KEYS[1], id)
+  if r[i] == 1 then queued[#queued + 1] = id end
 end
+if #queued > 0 then each('SADD', KEYS[2], queued) end
 return r
 `)
 
@@ -141,12 +156,15 @@ func (s *Stock) Claim(ctx context.Context, activityID int64, orderIDs []string) 
 // Each order is settled once: an order no longer queued is skipped. Returns the units
 // given back.
 var settleScript = redis.NewScript(unitsLua + `
+local n = (#ARGV - 2) / 2
+local ids, sets = {}, {}
+for i = 1, n do ids[i], sets[i] = ARGV[1 + 2 * i], KEYS[5 + i] end
+local users, qtys = unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], ids, sets)
 local back = 0
-for i = 1, (#ARGV - 2) / 2 do
-  local user, qty = unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[5 + i], ARGV[1 + 2 * i])
-  if user and ARGV[2 + 2 * i] == '1' then
-    give_back(KEYS[1], KEYS[2], user, qty)
-    back = back + qty
+for i = 1, n do
+  if users[i] and ARGV[2 + 2 * i] == '1' then
+    give_back(KEYS[1], KEYS[2], users[i], qtys[i])
+    back = back + qtys[i]
   end
 end
 if back > 0 then redis.call('PUBLISH', ARGV[2], ARGV[1]) end

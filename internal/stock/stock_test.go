@@ -144,8 +144,10 @@ func TestRollbackClaimSettle(t *testing.T) {
 		t.Errorf("rollback of claimed b = %v, want AlreadyClaimed", got)
 	}
 
-	// Settle b as created and c as failed, twice: c's unit comes back once.
-	settle := []stock.Settlement{{OrderID: b.OrderID, UserID: 2}, {OrderID: c.OrderID, UserID: 3, Failed: true}}
+	// Settle b as created and c as failed, c twice in the batch and the batch twice:
+	// c's unit comes back once, and the queued units drop by two.
+	settle := []stock.Settlement{{OrderID: b.OrderID, UserID: 2}, {OrderID: c.OrderID, UserID: 3, Failed: true},
+		{OrderID: c.OrderID, UserID: 3, Failed: true}}
 	for i := 0; i < 2; i++ {
 		if err := s.Settle(ctx, 1, settle); err != nil {
 			t.Fatal(err)
