@@ -47,7 +47,7 @@ type Config struct {
 	// WorkerConcurrency is SECKILL_WORKER_CONCURRENCY [8]: tasks of orders a worker
 	// writes at once.
 	WorkerConcurrency int
-	// PersistBatch is SECKILL_PERSIST_BATCH [100]: most orders the worker writes in one
+	// PersistBatch is SECKILL_PERSIST_BATCH [250]: most orders the worker writes in one
 	// MySQL transaction.
 	PersistBatch int
 	// PprofAddr is SECKILL_PPROF_ADDR [unset: off]: where the API serves net/http/pprof,
@@ -71,7 +71,7 @@ func Load() (Config, error) {
 	c.RateUser = number(&errs, "SECKILL_RATE_USER", 20)
 	c.RateIP = number(&errs, "SECKILL_RATE_IP", 200)
 	c.WorkerConcurrency = int(number(&errs, "SECKILL_WORKER_CONCURRENCY", 8))
-	c.PersistBatch = int(number(&errs, "SECKILL_PERSIST_BATCH", 100))
+	c.PersistBatch = int(number(&errs, "SECKILL_PERSIST_BATCH", 250))
 	wait, err := time.ParseDuration(env("SECKILL_LOCK_WAIT", "500ms"))
 	if err != nil || wait < 0 {
 		errs = append(errs, fmt.Errorf("SECKILL_LOCK_WAIT: want a duration such as 500ms"))

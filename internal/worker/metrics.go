@@ -21,7 +21,7 @@ func (p *Persister) Register(reg prometheus.Registerer) {
 		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "seckill_persist_batch_size",
 			Help:    "Orders per MySQL transaction of the persister.",
-			Buckets: []float64{1, 2, 5, 10, 25, 50, 75, 100},
+			Buckets: []float64{1, 2, 5, 10, 25, 50, 100, 150, 200, 250, 500},
 		}),
 		orders: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_persisted_orders_total",

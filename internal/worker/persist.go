@@ -28,9 +28,9 @@ type Persister struct {
 	Batch int
 }
 
-// NewPersister returns a Persister that writes up to 100 orders per transaction.
+// NewPersister returns a Persister that writes up to 250 orders per transaction.
 func NewPersister(st *store.Store, sk *stock.Stock) *Persister {
-	return &Persister{store: st, stock: sk, Batch: 100}
+	return &Persister{store: st, stock: sk, Batch: 250}
 }
 
 // HandleTask is the asynq handler of queue.TypePersistOrder.
