@@ -196,6 +196,9 @@ type report struct {
 	KeyDuplicates []string
 	// Repeated counts 202 answers that named an already accepted order.
 	Repeated int
+	// Refused are orders an answer named that MySQL stored as failed: Redis took their
+	// units, and MySQL's guards turned them down (only a Redis that lost writes does that).
+	Refused []string
 	// Mismatched are orders whose user or quantity in MySQL is not what the buyer asked.
 	Mismatched []string
 	// OverLimit maps users past per_user_limit to the units they hold.
@@ -211,11 +214,11 @@ func (r report) Duplicated() int { return len(r.Phantom) + len(r.KeyDuplicates) 
 // Inconclusive reports phantom orders that purchases without an answer may explain.
 func (r report) Inconclusive() bool { return r.Unanswered > 0 && len(r.Phantom) > 0 }
 
-// OK reports whether nothing was oversold, lost, duplicated, mismatched or over a limit,
-// and every purchase got an answer.
+// OK reports whether nothing was oversold, lost, refused, duplicated, mismatched or over
+// a limit, and every purchase got an answer.
 func (r report) OK() bool {
-	return r.Oversold == 0 && len(r.Lost) == 0 && r.Duplicated() == 0 && len(r.Mismatched) == 0 &&
-		len(r.OverLimit) == 0 && r.Unanswered == 0
+	return r.Oversold == 0 && len(r.Lost) == 0 && len(r.Refused) == 0 && r.Duplicated() == 0 &&
+		len(r.Mismatched) == 0 && len(r.OverLimit) == 0 && r.Unanswered == 0
 }
 
 // audit compares MySQL's sale and orders with what the API answered.
@@ -253,6 +256,10 @@ func audit(s saleRow, stored []storedOrder, l *ledger) report {
 				if !slices.Contains(r.Lost, id) {
 					r.Lost = append(r.Lost, id)
 				}
+			case o.Status == "failed":
+				if !slices.Contains(r.Refused, id) {
+					r.Refused = append(r.Refused, id)
+				}
 			case o.UserID != a.UserID || o.Quantity != a.Quantity:
 				if !slices.Contains(r.Mismatched, id) {
 					r.Mismatched = append(r.Mismatched, id)
@@ -268,6 +275,7 @@ func audit(s saleRow, stored []storedOrder, l *ledger) report {
 		}
 	}
 	sort.Strings(r.Lost)
+	sort.Strings(r.Refused)
 	sort.Strings(r.Phantom)
 	sort.Strings(r.KeyDuplicates)
 	sort.Strings(r.Mismatched)
@@ -288,6 +296,7 @@ func (r report) print(w io.Writer) {
 	}
 	line("oversold", int(r.Oversold), " (units in created+paid orders beyond stock_total)")
 	line("lost", len(r.Lost), examples(r.Lost))
+	line("refused", len(r.Refused), " (acknowledged, then stored as failed by MySQL's guards)"+examples(r.Refused))
 	line("duplicated", r.Duplicated(), fmt.Sprintf(" (in MySQL without a 202/200: %d%s; keys with 2+ orders: %d%s; repeated 202s: %d)",
 		len(r.Phantom), examples(r.Phantom), len(r.KeyDuplicates), examples(r.KeyDuplicates), r.Repeated))
 	users := make([]string, 0, len(r.OverLimit))

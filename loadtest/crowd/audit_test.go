@@ -73,13 +73,13 @@ func (s *sale) audit(l *ledger) report {
 
 // figures are the audit's counts that must be 0 after a correct sale.
 type figures struct {
-	Oversold, Lost, Phantom, KeyDuplicates, Repeated, Mismatched, OverLimit, Unanswered int
-	HeldUnits                                                                           int64
-	OK, Inconclusive                                                                    bool
+	Oversold, Lost, Refused, Phantom, KeyDuplicates, Repeated, Mismatched, OverLimit, Unanswered int
+	HeldUnits                                                                                    int64
+	OK, Inconclusive                                                                             bool
 }
 
 func figuresOf(r report) figures {
-	return figures{Oversold: int(r.Oversold), Lost: len(r.Lost), Phantom: len(r.Phantom),
+	return figures{Oversold: int(r.Oversold), Lost: len(r.Lost), Refused: len(r.Refused), Phantom: len(r.Phantom),
 		KeyDuplicates: len(r.KeyDuplicates), Repeated: r.Repeated, Mismatched: len(r.Mismatched),
 		OverLimit: len(r.OverLimit), Unanswered: r.Unanswered, HeldUnits: r.HeldUnits,
 		OK: r.OK(), Inconclusive: r.Inconclusive()}
@@ -109,7 +109,7 @@ func TestAudit(t *testing.T) {
 			l.record(id2, ack{UserID: 2, Quantity: 1}, true)
 		}, figures{HeldUnits: 3, OK: true}},
 
-		{"failed and cancelled orders hold nothing", 4, 5, func(s *sale, l *ledger) {
+		{"an acknowledged order stored as failed is refused; it and a cancelled one hold nothing", 4, 5, func(s *sale, l *ledger) {
 			id1, _ := s.persist(1, 2)
 			id3, _ := s.persist(3, 2)
 			id2, status := s.persist(2, 1) // over stock: MySQL stores it as failed
@@ -124,7 +124,7 @@ func TestAudit(t *testing.T) {
 			}{{id1, 1, 2}, {id2, 2, 1}, {id3, 3, 2}} {
 				l.record(o.id, ack{UserID: o.user, Quantity: o.qty}, true)
 			}
-		}, figures{HeldUnits: 2, OK: true}},
+		}, figures{Refused: 1, HeldUnits: 2}},
 
 		{"oversold", 3, 5, func(s *sale, l *ledger) {
 			id1, _ := s.persist(1, 2)
@@ -273,7 +273,7 @@ func TestCrowdAgainstStack(t *testing.T) {
 		t.Fatalf("ratios = %v, %v; want ok:\n%s", ok, err, out.String())
 	}
 	for _, want := range []string{"409 sold_out: ", "successful purchases/s vs healthz",
-		"audit of sale", "oversold 0, lost 0, duplicated 0, over limit 0, mismatched 0"} {
+		"audit of sale", "oversold 0, lost 0, refused 0, duplicated 0, over limit 0, mismatched 0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("ratios output has no %q:\n%s", want, out.String())
 		}

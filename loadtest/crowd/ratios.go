@@ -249,8 +249,8 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 		return false, err
 	}
 	rep := audit(s, stored, l)
-	fmt.Fprintf(w, "  audit of sale %d: oversold %d, lost %d, duplicated %d, over limit %d, mismatched %d\n",
-		buyID, rep.Oversold, len(rep.Lost), rep.Duplicated(), len(rep.OverLimit), len(rep.Mismatched))
+	fmt.Fprintf(w, "  audit of sale %d: oversold %d, lost %d, refused %d, duplicated %d, over limit %d, mismatched %d\n",
+		buyID, rep.Oversold, len(rep.Lost), len(rep.Refused), rep.Duplicated(), len(rep.OverLimit), len(rep.Mismatched))
 
 	select {
 	case <-ctx.Done():
