@@ -172,6 +172,10 @@ func serve(ctx context.Context, cfg config.Config) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	err = srv.Shutdown(sctx)
-	svc.Close()
+	cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer ccancel()
+	if left := svc.Close(cctx); left > 0 {
+		slog.Warn("shutting down: orders left for the worker's repair pass", "orders", left)
+	}
 	return err
 }

@@ -23,19 +23,26 @@ import (
 // lingerBelow purchases first waits commitLinger for more. Larger batches mean fewer
 // tasks, fewer MySQL transactions and fewer scripts, and cost the buyer nothing, since
 // nobody waits for the commit: only the same user's next purchase, which waits for the
-// lock. Under a crowd of ~12,000 purchases/s this makes tasks of ~170 orders instead of
-// ~70 with a 2 ms linger below 100, and the worker and MariaDB spend about a quarter
-// less CPU per order (docs/performance.md).
+// lock. Under a crowd of ~12,000 purchases/s this makes transactions of ~170 orders
+// instead of ~70 with a 2 ms linger below 100; together with SECKILL_PERSIST_BATCH 250
+// (was 100), the worker and MariaDB spent ~31 instead of ~42 µs of CPU per order
+// (docs/performance.md).
 //
 // If more than maxBacklog purchases are waiting for their commit, a purchase is answered
 // only once its own commit is done, so the backlog of one process stays bounded when
-// Redis falls behind.
+// Redis falls behind. A failed enqueue is tried again after enqueueRetries' waits
+// before the orders are left to the repair pass (one task per order, after 10 s).
 const (
 	maxCommitBatch = 500
 	lingerBelow    = 250
 	commitLinger   = 5 * time.Millisecond
 	maxBacklog     = 5000
 )
+
+// enqueueRetries are the waits before each new attempt of a failed enqueue. A task
+// enqueued twice (an attempt that timed out had worked) is harmless: the worker writes
+// each order once.
+var enqueueRetries = []time.Duration{100 * time.Millisecond, 500 * time.Millisecond}
 
 // commit is one purchase waiting for its order to be enqueued.
 type commit struct {
@@ -52,13 +59,20 @@ type committer struct {
 	mu       sync.Mutex
 	waiting  []*commit
 	flushing bool
-	running  sync.WaitGroup // the run under way, so Close can wait for it
+	inFlight int            // purchases in the batch being committed
+	closed   bool           // after close, add commits in its caller
+	running  sync.WaitGroup // the run under way, so close can wait for it
 }
 
 // add queues c and returns at once, telling whether the backlog is so long that the
-// caller must wait for c.done before it answers.
+// caller must wait for c.done before it answers. After close, it commits c itself.
 func (b *committer) add(c *commit) (wait bool) {
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		b.flush([]*commit{c})
+		return false
+	}
 	b.waiting = append(b.waiting, c)
 	wait = len(b.waiting) > maxBacklog
 	start := !b.flushing
@@ -68,6 +82,27 @@ func (b *committer) add(c *commit) (wait bool) {
 		b.running.Go(b.run)
 	}
 	return wait
+}
+
+// close stops starting runs and waits for the one under way, up to ctx's end. It
+// returns how many purchases were still waiting for their commit or in it then.
+func (b *committer) close(ctx context.Context) int {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		b.running.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return 0
+	case <-ctx.Done():
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.waiting) + b.inFlight
+	}
 }
 
 // run flushes what waits, batch after batch, until nothing does.
@@ -85,9 +120,11 @@ func (b *committer) run() {
 		if len(b.waiting) == 0 {
 			b.waiting = nil // let the backing array go
 		}
+		b.inFlight = n
 		b.mu.Unlock()
 		b.flush(batch)
 		b.mu.Lock()
+		b.inFlight = 0
 	}
 	b.flushing = false
 	b.mu.Unlock()
@@ -103,9 +140,7 @@ func (s *Service) commitBatch(batch []*commit) {
 	for i, c := range batch {
 		orders[i], res[i] = c.order, c.res
 	}
-	ectx, cancel := context.WithTimeout(ctx, s.IOTimeout)
-	err := s.queue.EnqueueBatch(ectx, orders)
-	cancel()
+	err := s.enqueue(ctx, orders)
 	s.metrics.committed(len(batch), err)
 	if err != nil {
 		slog.Warn("enqueue orders: left for the worker's repair pass", "orders", len(batch), "err", err)
@@ -113,6 +148,19 @@ func (s *Service) commitBatch(batch []*commit) {
 	s.releaseLocks(ctx, res...)
 	for _, c := range batch {
 		close(c.done)
+	}
+}
+
+// enqueue enqueues orders in one task, trying again after each of enqueueRetries.
+func (s *Service) enqueue(ctx context.Context, orders []queue.Order) error {
+	for attempt := 0; ; attempt++ {
+		ectx, cancel := context.WithTimeout(ctx, s.IOTimeout)
+		err := s.queue.EnqueueBatch(ectx, orders)
+		cancel()
+		if err == nil || attempt == len(enqueueRetries) {
+			return err
+		}
+		time.Sleep(enqueueRetries[attempt])
 	}
 }
 

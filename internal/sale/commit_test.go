@@ -28,6 +28,7 @@ import (
 type breakableQueue struct {
 	*queue.Enqueuer
 	broken  atomic.Bool
+	failing atomic.Int32 // so many enqueues fail from now on
 	gate    sync.RWMutex // enqueues wait while a test holds it (Lock)
 	started atomic.Int64 // orders in the enqueues that have begun
 }
@@ -36,7 +37,7 @@ func (q *breakableQueue) EnqueueBatch(ctx context.Context, orders []queue.Order)
 	q.started.Add(int64(len(orders)))
 	q.gate.RLock()
 	defer q.gate.RUnlock()
-	if q.broken.Load() {
+	if q.broken.Load() || q.failing.Add(-1) >= 0 {
 		return errors.New("connection reset")
 	}
 	return q.Enqueuer.EnqueueBatch(ctx, orders)
@@ -114,12 +115,33 @@ func (f *fixture) queuedTasks(t *testing.T) (map[string]int, int) {
 // done (Close): a purchase's lock is released when its order has been enqueued.
 func (f *fixture) lockKeys(t *testing.T) []string {
 	t.Helper()
-	f.svc.Close()
+	f.close(t)
 	keys, err := f.rdb.Keys(context.Background(), strings.TrimSuffix(stock.UserLockKey(f.act, 0), "0")+"*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return keys
+}
+
+// eachInOneTask checks that every order is in exactly one task waiting in the queue,
+// and returns how many tasks wait.
+func (f *fixture) eachInOneTask(t *testing.T, orders []sale.Order) int {
+	t.Helper()
+	seen, tasks := f.queuedTasks(t)
+	for _, o := range orders {
+		if seen[o.ID] != 1 {
+			t.Errorf("order %s is in %d tasks, want 1", o.ID, seen[o.ID])
+		}
+	}
+	return tasks
+}
+
+// close waits for the commits under way and checks none was cut off.
+func (f *fixture) close(t *testing.T) {
+	t.Helper()
+	if left := f.svc.Close(context.Background()); left != 0 {
+		t.Fatalf("Close left %d purchases uncommitted", left)
+	}
 }
 
 // queuedInRedis returns the ids of the sale's orders queued in Redis.
@@ -163,14 +185,9 @@ func TestPurchasesCommitTogether(t *testing.T) {
 	const n = 300
 	orders, errs := f.buyAll(users(1, n))
 	mustAllSucceed(t, orders, errs)
-	f.svc.Close()
-	seen, tasks := f.queuedTasks(t)
-	for _, o := range orders {
-		if seen[o.ID] != 1 {
-			t.Errorf("order %s is in %d tasks, want 1", o.ID, seen[o.ID])
-		}
-	}
-	if len(seen) != n {
+	f.close(t)
+	tasks := f.eachInOneTask(t, orders)
+	if seen, _ := f.queuedTasks(t); len(seen) != n {
 		t.Errorf("%d orders in the queue, want %d", len(seen), n)
 	}
 	t.Logf("%d purchases at once were enqueued in %d tasks", n, tasks)
@@ -190,7 +207,19 @@ func TestAnsweredBeforeEnqueue(t *testing.T) {
 	f.svc.IOTimeout = time.Minute // the gate below holds the enqueue, not Redis
 	f.svc.LockWait = 100 * time.Millisecond
 	f.queue.gate.Lock()
-	orders, errs := f.buyAll(users(1, 20))
+	var orders []sale.Order
+	var errs []error
+	answered := make(chan struct{})
+	go func() {
+		orders, errs = f.buyAll(users(1, 20))
+		close(answered)
+	}()
+	select {
+	case <-answered:
+	case <-time.After(30 * time.Second):
+		f.queue.gate.Unlock()
+		t.Fatal("purchases not answered in 30 s while their enqueue was held")
+	}
 	mustAllSucceed(t, orders, errs)
 	queued := f.queuedInRedis(t)
 	for _, o := range orders {
@@ -207,7 +236,7 @@ func TestAnsweredBeforeEnqueue(t *testing.T) {
 	}
 
 	f.queue.gate.Unlock()
-	f.svc.Close()
+	f.close(t)
 	if seen, _ := f.queuedTasks(t); len(seen) != len(orders) {
 		t.Errorf("%d orders enqueued, want %d", len(seen), len(orders))
 	}
@@ -254,12 +283,7 @@ func TestFailedCommitLeavesOrdersForRepair(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen, _ := f.queuedTasks(t)
-	for _, o := range orders {
-		if seen[o.ID] != 1 {
-			t.Errorf("order %s is in %d tasks after the repair pass, want 1", o.ID, seen[o.ID])
-		}
-	}
+	f.eachInOneTask(t, orders)
 	if n != len(orders) {
 		t.Errorf("the repair pass enqueued %d orders, want %d", n, len(orders))
 	}
@@ -307,8 +331,47 @@ func TestBacklogHoldsAnswers(t *testing.T) {
 	}
 	f.queue.gate.Unlock()
 	wg.Wait()
-	f.svc.Close()
+	f.close(t)
 	if seen, _ := f.queuedTasks(t); len(seen) != total {
 		t.Errorf("%d orders enqueued, want %d", len(seen), total)
 	}
+}
+
+// After Close a purchase is committed before it is answered; a Close whose context
+// ends first says how many purchases it left to the repair pass.
+func TestClose(t *testing.T) {
+	f := newFixture(t, 100, 1)
+	f.svc.IOTimeout = time.Minute
+	f.queue.gate.Lock()
+	orders, errs := f.buyAll(users(1, 30))
+	mustAllSucceed(t, orders, errs)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if left := f.svc.Close(ctx); left != len(orders) {
+		t.Errorf("Close with the enqueue held: %d purchases left, want %d", left, len(orders))
+	}
+	f.queue.gate.Unlock()
+	f.close(t)
+
+	o, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{ActivityID: f.act, UserID: 99, Quantity: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen, _ := f.queuedTasks(t); seen[o.ID] != 1 {
+		t.Errorf("a purchase after Close was answered before its order was enqueued")
+	}
+	if keys := f.lockKeys(t); len(keys) > 0 {
+		t.Errorf("user locks left: %v", keys)
+	}
+}
+
+// An enqueue that fails is tried again: the orders reach the queue without the repair
+// pass.
+func TestFailedEnqueueIsRetried(t *testing.T) {
+	f := newFixture(t, 100, 1)
+	f.queue.failing.Store(2) // the first attempt and the first retry fail
+	orders, errs := f.buyAll(users(1, 20))
+	mustAllSucceed(t, orders, errs)
+	f.close(t)
+	f.eachInOneTask(t, orders)
 }

@@ -43,10 +43,11 @@ type BuyRequest struct {
 //
 // The units and the user's lock are taken by one script. While a purchase of the same
 // user in the same sale is in flight, Buy waits up to LockWait, then returns
-// stock.ErrBusy. The order is enqueued, and the lock released, together with those of
-// the purchases that end at the same time (see committer). If the order cannot be
-// enqueued the units are given back and Buy returns ErrUnavailable. The purchase runs to its end even if ctx is cancelled (the
-// client went away), so it never stops half-done.
+// stock.ErrBusy. Buy returns once that script has run: the order is then enqueued, and
+// the lock released, in the background together with those of other purchases (see
+// commit.go); an order whose enqueue fails is enqueued by the worker's repair pass.
+// The purchase runs to its end even if ctx is cancelled (the client went away), so it
+// never stops half-done.
 func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool, err error) {
 	if r.Quantity < 1 || r.Quantity > MaxPerUserLimit {
 		return Order{}, false, &FieldError{"quantity", "must be between 1 and the sale's per-user limit"}

@@ -81,11 +81,13 @@ func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, q Enqueuer, 
 	return s
 }
 
-// Close waits for the commits under way: a purchase is answered before its order is
-// enqueued and its user lock released (commit.go). Call it once the HTTP server has
-// shut down, so every acknowledged order is enqueued at once rather than by the
-// worker's repair pass, and no lock is left to expire on its own.
-func (s *Service) Close() { s.commits.running.Wait() }
+// Close waits for the commits under way, up to ctx's end: a purchase is answered before
+// its order is enqueued and its user lock released (commit.go). Call it once the HTTP
+// server has shut down, so the acknowledged orders are enqueued now rather than by the
+// worker's repair pass, and no lock is left to expire on its own. A purchase that
+// arrives after Close commits before it is answered. Close returns how many purchases
+// were still waiting for their commit when ctx ended (their orders are safe in Redis).
+func (s *Service) Close(ctx context.Context) int { return s.commits.close(ctx) }
 
 // SetClock replaces the clock of the service and of its order lifecycle (tests).
 func (s *Service) SetClock(now func() time.Time) {

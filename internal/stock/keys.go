@@ -29,7 +29,7 @@ func userQueuedKey(activityID, userID int64) string {
 }
 
 // claimedKey is the set of queued order ids a worker has begun to persist; the API no
-// longer gives those back when its enqueue failed.
+// longer gives those back when the reply of their reserve script was lost.
 func claimedKey(activityID int64) string { return prefix(activityID) + "claimed" }
 
 // idempotencyKey holds "<fingerprint> <order id>" for a user's Idempotency-Key.
@@ -39,7 +39,7 @@ func idempotencyKey(activityID, userID int64, key string) string {
 
 // UserLockKey is the per-user lock of a sale. The reserve script takes it (value: the
 // owner token, with a TTL) in the same step that takes the units; the caller releases it
-// with internal/lock once the order is enqueued.
+// with internal/lock once the order is enqueued (after the purchase was answered).
 func UserLockKey(activityID, userID int64) string {
 	return prefix(activityID) + "lock:" + strconv.FormatInt(userID, 10)
 }

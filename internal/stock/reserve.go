@@ -32,7 +32,9 @@ import (
 //	{-8, limit}               quantity alone is above the limit
 //
 // Only a reservation takes the lock, and every check comes after the lock check, so a
-// second request of the same user sees the outcome of the first.
+// second request of the same user sees the outcome of the first. Counts computed in Lua
+// are written with string.format('%d'): some Redis versions (7.2.0-7.2.4) turn a Lua
+// number such as 900000000 into "9e+08", which HINCRBY then refuses.
 var reserveScript = redis.NewScript(`
 local sale = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'start', 'end', 'price', 'paywin', 'qunits')
 if not sale[1] then return {-1} end
@@ -53,7 +55,8 @@ if qty > limit then return {-8, limit} end
 if avail < qty then return {-5, avail} end
 local held = tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '0')
 if held + qty > limit then return {-6, held, limit} end
-redis.call('HSET', KEYS[1], 'avail', avail - qty, 'qunits', tonumber(sale[7] or '0') + qty)
+redis.call('HSET', KEYS[1], 'avail', string.format('%d', avail - qty),
+  'qunits', string.format('%d', tonumber(sale[7] or '0') + qty))
 redis.call('HINCRBY', KEYS[2], ARGV[2], qty)
 redis.call('HSET', KEYS[3], ARGV[4], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[1] .. ' ' .. sale[2])
 redis.call('SADD', KEYS[4], ARGV[4])

@@ -40,7 +40,7 @@ local function unqueue(sale, queued, claimed, since, ids, user_sets)
   if #gone > 0 then
     each('SREM', claimed, gone)
     each('ZREM', since, gone)
-    redis.call('HINCRBY', sale, 'qunits', -units)
+    redis.call('HINCRBY', sale, 'qunits', string.format('%d', -units))
   end
   return users, qtys
 end
@@ -50,7 +50,8 @@ local function give_back(sale, users, user, qty)
 end
 `
 
-// rollbackScript gives back a reservation whose order could not be enqueued.
+// rollbackScript gives back a reservation whose reserve script's reply was lost (the
+// purchase was answered 503, so no order stands for it).
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] user's queued set
 // KEYS[5] claimed set  KEYS[6] idempotency key (any key when the purchase had none)
@@ -58,8 +59,8 @@ end
 // ARGV[1] order id  ARGV[2] activity id (published on the returned-units channel)
 // ARGV[3] the returned-units channel
 //
-// Returns 1 given back; 0 a worker already claimed it (the enqueue did happen, so the
-// order stands); -1 not queued (given back or settled before).
+// Returns 1 given back; 0 a worker already claimed it (the repair pass enqueued it
+// meanwhile, so the order stands); -1 not queued (given back or settled before).
 var rollbackScript = redis.NewScript(unitsLua + `
 if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then return 0 end
 local users, qtys = unqueue(KEYS[1], KEYS[3], KEYS[5], KEYS[7], {ARGV[1]}, {KEYS[4]})
@@ -78,14 +79,14 @@ type RollbackResult int
 const (
 	// RolledBack: the units and the user's allowance are back; no order exists.
 	RolledBack RollbackResult = iota
-	// AlreadyClaimed: a worker holds the order, so it was enqueued after all and stands.
+	// AlreadyClaimed: a worker holds the order (the repair pass enqueued it), so it stands.
 	AlreadyClaimed
 	// NotQueued: nothing was queued under that id any more.
 	NotQueued
 )
 
-// Rollback gives back the reservation of an order that could not be enqueued, unless
-// a worker already claimed it.
+// Rollback gives back a reservation whose reserve script's reply was lost, unless a
+// worker already claimed its order.
 func (s *Stock) Rollback(ctx context.Context, activityID, userID int64, orderID, idemKey string) (RollbackResult, error) {
 	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID),
 		userQueuedKey(activityID, userID), claimedKey(activityID),

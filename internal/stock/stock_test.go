@@ -123,7 +123,7 @@ func TestRollbackClaimSettle(t *testing.T) {
 	}
 	a, b, c := take(1, "ka"), take(2, ""), take(3, "")
 
-	// a: enqueue failed, nobody claimed it: units, allowance and key come back.
+	// a: its reserve reply was lost, nobody claimed it: units, allowance and key come back.
 	if got, err := s.Rollback(ctx, 1, 1, a.OrderID, "ka"); err != nil || got != stock.RolledBack {
 		t.Fatalf("rollback a = %v, %v", got, err)
 	}
@@ -135,7 +135,7 @@ func TestRollbackClaimSettle(t *testing.T) {
 		t.Errorf("key of a rolled-back order must be free again: %+v, %v", r, err)
 	}
 
-	// b: claimed by a worker before the API gave up: the rollback must not happen.
+	// b: claimed by a worker before the API's rollback: the rollback must not happen.
 	claimed, err := s.Claim(ctx, 1, []string{b.OrderID, a.OrderID})
 	if err != nil || !claimed[b.OrderID] || claimed[a.OrderID] {
 		t.Fatalf("claim = %v, %v", claimed, err)

@@ -60,9 +60,10 @@ type Repairer struct {
 	stock     *stock.Stock
 	queue     *queue.Enqueuer
 	persister *Persister
-	// MinAge is how old an unclaimed order must be to be checked; the API enqueues an
-	// order within milliseconds of taking its units, or fails to within its I/O
-	// timeout (2 s) and leaves it to this pass.
+	// MinAge is how old an unclaimed order must be to be checked. The API enqueues an
+	// order milliseconds after taking its units, or gives up after its retries (a few
+	// seconds) and leaves it to this pass; behind a long backlog of commits it can
+	// take longer, and then the order is enqueued twice, which is harmless.
 	MinAge time.Duration
 	// StuckAge is how old an order must be to be written by the Repairer; a live worker
 	// settles an order within a few seconds, unless MySQL is down.

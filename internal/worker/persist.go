@@ -63,7 +63,8 @@ func (p *Persister) Persist(ctx context.Context, orders []queue.Order) error {
 //
 //  1. Claim the orders in Redis, so the API can no longer give them back. An order
 //     that is not queued is either in MySQL already or was given back by the API
-//     (its enqueue failed) and must not be stored.
+//     (its reserve script's reply was lost, and the buyer got 503) and must not be
+//     stored.
 //  2. Write the claimed ones in one transaction; MySQL's guards may fail some.
 //  3. Settle them in Redis: they stop being queued; failed ones return their units.
 func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[string]error {
