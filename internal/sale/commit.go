@@ -76,10 +76,16 @@ func (b *committer) add(c *commit) (wait bool) {
 	b.waiting = append(b.waiting, c)
 	wait = len(b.waiting) > maxBacklog
 	start := !b.flushing
-	b.flushing = true
+	if start {
+		b.flushing = true
+		b.running.Add(1) // under mu, so close, which sets closed under mu, waits for this run
+	}
 	b.mu.Unlock()
 	if start {
-		b.running.Go(b.run)
+		go func() {
+			defer b.running.Done()
+			b.run()
+		}()
 	}
 	return wait
 }
