@@ -51,13 +51,22 @@ func scriptResult(ctx context.Context, rdb redis.Scripter, s *redis.Script, keys
 	if !ok {
 		return 0, fmt.Errorf("lock: unexpected script reply %T %v", v, v)
 	}
-	switch {
-	case n == replyBusy:
-		return 0, ErrNotObtained
-	case n == replyNotHeld:
-		return 0, ErrNotHeld
-	case n < 0:
-		return 0, fmt.Errorf("lock: unexpected script reply %d", n)
+	if err := replyErr(n); err != nil {
+		return 0, err
 	}
 	return n, nil
+}
+
+// replyErr is the error of a script's reply code: ErrNotObtained, ErrNotHeld, an
+// error for another negative code, nil for a success.
+func replyErr(n int64) error {
+	switch {
+	case n == replyBusy:
+		return ErrNotObtained
+	case n == replyNotHeld:
+		return ErrNotHeld
+	case n < 0:
+		return fmt.Errorf("lock: unexpected script reply %d", n)
+	}
+	return nil
 }

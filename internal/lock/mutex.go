@@ -231,17 +231,13 @@ func (c *Client) releaseSlot(ctx context.Context, locks []*Lock) error {
 	if err == nil && len(v) != len(locks) {
 		err = fmt.Errorf("lock: %d replies to a release of %d locks", len(v), len(locks))
 	}
-	if err != nil {
-		errs := make([]error, len(locks))
-		for i, l := range locks {
-			errs[i] = fmt.Errorf("release lock %s: %w", l.key, err)
-		}
-		return errors.Join(errs...)
+	if err != nil { // one error for the batch, not a copy per lock
+		return fmt.Errorf("release %d locks (%s, ...): %w", len(locks), locks[0].key, err)
 	}
 	var errs []error
 	for i, l := range locks {
-		if v[i] == replyNotHeld {
-			errs = append(errs, fmt.Errorf("release lock %s: %w", l.key, ErrNotHeld))
+		if err := replyErr(v[i]); err != nil {
+			errs = append(errs, fmt.Errorf("release lock %s: %w", l.key, err))
 			continue
 		}
 		c.hub.wake(channels[i], true)
