@@ -61,8 +61,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	st, sk := store.New(db), stock.New(ap)
-	persister := worker.NewPersister(st, sk)
-	persister.Batch = cfg.PersistBatch
+	persister := worker.NewPersister(st, sk, cfg.PersistBatch)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		worker.QueueDepth(asynq.NewInspectorFromRedisClient(rdb)))

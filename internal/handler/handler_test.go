@@ -69,7 +69,7 @@ func newStack(t *testing.T, o handler.Options) *stack {
 	svc.SetClock(c.Now)
 	svc.LockWait = 100 * time.Millisecond
 
-	persister := worker.NewPersister(st, sk)
+	persister := worker.NewPersister(st, sk, 100)
 	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: map[string]int{queue.Name: 1},
 		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel})
 	mux := asynq.NewServeMux()

@@ -277,7 +277,7 @@ func TestFailedCommitLeavesOrdersForRepair(t *testing.T) {
 	}
 
 	f.queue.broken.Store(false)
-	rep := worker.NewRepairer(f.store, f.stock, f.queue.Enqueuer, worker.NewPersister(f.store, f.stock))
+	rep := worker.NewRepairer(f.store, f.stock, f.queue.Enqueuer, worker.NewPersister(f.store, f.stock, 100))
 	rep.MinAge = 0
 	n, err := rep.Repair(ctx)
 	if err != nil {

@@ -93,10 +93,10 @@ func (r *Repairer) Repair(ctx context.Context) (int, error) {
 		if err != nil {
 			return n, fmt.Errorf("repair: %w", err)
 		}
+		terms := stock.Sale{PriceCents: a.PriceCents, PayWindow: time.Duration(a.PayWindowSeconds) * time.Second}
 		var stuck []queue.Order
 		for _, q := range stale {
-			o := queue.Queued(q, stock.Sale{PriceCents: a.PriceCents,
-				PayWindow: time.Duration(a.PayWindowSeconds) * time.Second})
+			o := queue.Queued(q, terms)
 			if now.Sub(q.CreatedAt) >= r.StuckAge {
 				stuck = append(stuck, o)
 				continue

@@ -28,9 +28,10 @@ type Persister struct {
 	Batch int
 }
 
-// NewPersister returns a Persister that writes up to 250 orders per transaction.
-func NewPersister(st *store.Store, sk *stock.Stock) *Persister {
-	return &Persister{store: st, stock: sk, Batch: 250}
+// NewPersister returns a Persister that writes up to batch orders per transaction
+// (SECKILL_PERSIST_BATCH; config.Load has its default).
+func NewPersister(st *store.Store, sk *stock.Stock, batch int) *Persister {
+	return &Persister{store: st, stock: sk, Batch: batch}
 }
 
 // HandleTask is the asynq handler of queue.TypePersistOrder.

@@ -44,8 +44,7 @@ func TestPersisterWritesATaskInBatches(t *testing.T) {
 	}
 	task := queue.NewBatchTask(orders)
 
-	p := worker.NewPersister(st, sk)
-	p.Batch = 2
+	p := worker.NewPersister(st, sk, 2)
 	reg := prometheus.NewRegistry()
 	p.Register(reg)
 	if err := p.HandleTask(ctx, asynq.NewTask(task.Type(), task.Payload())); err != nil {
