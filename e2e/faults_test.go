@@ -134,7 +134,7 @@ func TestRepairEnqueuesLostReservation(t *testing.T) {
 	c := newClient(t, s.URL)
 	admin := testutil.Token(t, 1, true)
 	a := c.createSale(admin, 10, 2)
-	rdb := config.Config{RedisAddr: s.Redis.Addr}.Redis()
+	rdb := config.Config{RedisAddrs: []string{s.Redis.Addr}}.Redis()
 	defer rdb.Close()
 	id := "01KAAAAAAAAAAAAAAAAAAAAAAA" + fmt.Sprint(a.ID)
 	_, err := stock.New(rdb).Reserve(context.Background(), stock.Reservation{ActivityID: a.ID, UserID: 77,
@@ -200,7 +200,7 @@ func TestAPIAnswersRequestsInFlightOnSIGTERM(t *testing.T) {
 	s := testutil.StartStack(t)
 	c := newClient(t, s.URL)
 	a := c.createSale(testutil.Token(t, 1, true), 100, 3)
-	rdb := config.Config{RedisAddr: s.Redis.Addr}.Redis()
+	rdb := config.Config{RedisAddrs: []string{s.Redis.Addr}}.Redis()
 	defer rdb.Close()
 	const user = 4242
 	if err := rdb.Set(context.Background(), stock.UserLockKey(a.ID, user), "held-by-a-test", 300*time.Millisecond).Err(); err != nil {

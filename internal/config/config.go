@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -31,8 +32,22 @@ type Config struct {
 	HTTPAddr string
 	// MetricsAddr is SECKILL_WORKER_METRICS_ADDR [127.0.0.1:9091], where the worker serves /metrics.
 	MetricsAddr string
-	// RedisAddr is SECKILL_REDIS_ADDR [127.0.0.1:6379].
-	RedisAddr string
+	// RedisAddrs is SECKILL_REDIS_ADDR [127.0.0.1:6379]: one address, or a
+	// comma-separated list (a cluster's seed nodes, or Sentinels).
+	RedisAddrs []string
+	// RedisCluster is SECKILL_REDIS_CLUSTER [false]: true talks to a Redis Cluster whose
+	// seed nodes are RedisAddrs.
+	RedisCluster bool
+	// RedisMasterName is SECKILL_REDIS_MASTER_NAME [unset]: set, RedisAddrs are Sentinels
+	// and this is the name of the master they monitor.
+	RedisMasterName string
+	// MinReplicas is SECKILL_REDIS_MIN_REPLICAS [0]: a purchase is answered 202 only once
+	// this many replicas of its master hold its reservation (WAIT after a barrier write,
+	// once per group of purchases per master).
+	MinReplicas int
+	// TrustedProxies is SECKILL_TRUSTED_PROXIES [none]: comma-separated CIDRs (or
+	// addresses) whose X-Forwarded-For the API believes for the client IP.
+	TrustedProxies []string
 	// MySQLDSN is SECKILL_MYSQL_DSN [seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true].
 	MySQLDSN string
 	// JWTSecret is SECKILL_JWT_SECRET, at least 32 bytes; required outside dev mode.
@@ -62,7 +77,9 @@ func Load() (Config, error) {
 		Env:         os.Getenv("SECKILL_ENV"),
 		HTTPAddr:    env("SECKILL_HTTP_ADDR", "127.0.0.1:8080"),
 		MetricsAddr: env("SECKILL_WORKER_METRICS_ADDR", "127.0.0.1:9091"),
-		RedisAddr:   env("SECKILL_REDIS_ADDR", "127.0.0.1:6379"),
+		RedisAddrs:      list(env("SECKILL_REDIS_ADDR", "127.0.0.1:6379")),
+		RedisMasterName: os.Getenv("SECKILL_REDIS_MASTER_NAME"),
+		TrustedProxies:  list(os.Getenv("SECKILL_TRUSTED_PROXIES")),
 		MySQLDSN:    env("SECKILL_MYSQL_DSN", "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true"),
 		JWTSecret:   os.Getenv("SECKILL_JWT_SECRET"),
 		PprofAddr:   os.Getenv("SECKILL_PPROF_ADDR"),
@@ -72,6 +89,29 @@ func Load() (Config, error) {
 	c.RateIP = number(&errs, "SECKILL_RATE_IP", 200)
 	c.WorkerConcurrency = int(number(&errs, "SECKILL_WORKER_CONCURRENCY", 8))
 	c.PersistBatch = int(number(&errs, "SECKILL_PERSIST_BATCH", 250))
+	c.MinReplicas = int(number(&errs, "SECKILL_REDIS_MIN_REPLICAS", 0))
+	switch v := os.Getenv("SECKILL_REDIS_CLUSTER"); v {
+	case "", "false", "0":
+	case "true", "1":
+		c.RedisCluster = true
+	default:
+		errs = append(errs, fmt.Errorf("SECKILL_REDIS_CLUSTER: want true or false, got %q", v))
+	}
+	switch {
+	case len(c.RedisAddrs) == 0:
+		errs = append(errs, errors.New("SECKILL_REDIS_ADDR: want at least one host:port"))
+	case c.RedisCluster && c.RedisMasterName != "":
+		errs = append(errs, errors.New("SECKILL_REDIS_CLUSTER and SECKILL_REDIS_MASTER_NAME exclude each other"))
+	case !c.RedisCluster && c.RedisMasterName == "" && len(c.RedisAddrs) > 1:
+		errs = append(errs, errors.New("SECKILL_REDIS_ADDR lists several addresses: set SECKILL_REDIS_CLUSTER=true or SECKILL_REDIS_MASTER_NAME"))
+	}
+	for _, p := range c.TrustedProxies {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			if _, err := netip.ParseAddr(p); err != nil {
+				errs = append(errs, fmt.Errorf("SECKILL_TRUSTED_PROXIES: %q is neither a CIDR nor an address", p))
+			}
+		}
+	}
 	wait, err := time.ParseDuration(env("SECKILL_LOCK_WAIT", "500ms"))
 	if err != nil || wait < 0 {
 		errs = append(errs, fmt.Errorf("SECKILL_LOCK_WAIT: want a duration such as 500ms"))
@@ -104,9 +144,9 @@ func (c Config) String() string {
 	if c.UsesDevSecret() {
 		secret = "dev default (public!)"
 	}
-	return fmt.Sprintf("env=%q http=%s redis=%s mysql=%s jwt_secret=%s rate_user=%g rate_ip=%g lock_wait=%s worker_concurrency=%d persist_batch=%d",
-		c.Env, c.HTTPAddr, c.RedisAddr, maskDSN(c.MySQLDSN), secret, c.RateUser, c.RateIP,
-		c.LockWait, c.WorkerConcurrency, c.PersistBatch)
+	return fmt.Sprintf("env=%q http=%s redis=%s (%s) min_replicas=%d mysql=%s jwt_secret=%s rate_user=%g rate_ip=%g trusted_proxies=%q lock_wait=%s worker_concurrency=%d persist_batch=%d",
+		c.Env, c.HTTPAddr, strings.Join(c.RedisAddrs, ","), c.RedisTopology(), c.MinReplicas, maskDSN(c.MySQLDSN),
+		secret, c.RateUser, c.RateIP, c.TrustedProxies, c.LockWait, c.WorkerConcurrency, c.PersistBatch)
 }
 
 // maskDSN hides the password of user:password@tcp(...)/db.
@@ -126,6 +166,17 @@ func env(name, def string) string {
 	return def
 }
 
+// list splits a comma-separated value, dropping blanks.
+func list(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 func number(errs *[]error, name string, def float64) float64 {
 	v := os.Getenv(name)
 	if v == "" {
@@ -139,14 +190,55 @@ func number(errs *[]error, name string, def float64) float64 {
 	return f
 }
 
-// Redis returns a client for RedisAddr with bounded timeouts, so a dead Redis fails a
-// request in about a second instead of hanging it. Commands are never retried: a
-// script whose reply was lost may have run.
-func (c Config) Redis() *redis.Client {
+// RedisTopology names the Redis set-up the settings describe: "single", "sentinel"
+// or "cluster".
+func (c Config) RedisTopology() string {
+	switch {
+	case c.RedisCluster:
+		return "cluster"
+	case c.RedisMasterName != "":
+		return "sentinel"
+	}
+	return "single"
+}
+
+// Redis returns the one client every part of a process uses, for the topology the
+// settings name: one server, a master found through Sentinels, or a Redis Cluster.
+// Timeouts are bounded, so a dead Redis fails a request in about a second instead of
+// hanging it.
+//
+// A single server's client never retries: a command whose reply was lost is reported,
+// and a purchase then gives back what its script may have taken. A cluster client must
+// follow MOVED and ASK and retry TRYAGAIN and a failed node, and it replays a command
+// whose reply was lost; every script is safe to run twice (the reserve script knows its
+// own order, stock.Reserve), so the default budget of 3 redirects is kept. Its view of
+// the slots is reloaded every second as well as on MOVED, so after a failover a client
+// finds the new master within about a second of its election (docs/scale-out.md).
+func (c Config) Redis() redis.UniversalClient {
+	const (
+		pool     = 256
+		minIdle  = 8
+		dial     = time.Second
+		rw       = time.Second
+		poolWait = 2 * time.Second
+	)
+	switch c.RedisTopology() {
+	case "cluster":
+		return redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: c.RedisAddrs, PoolSize: pool, MinIdleConns: minIdle,
+			DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, PoolTimeout: poolWait,
+			ClusterStateReloadInterval: time.Second,
+		})
+	case "sentinel":
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: c.RedisMasterName, SentinelAddrs: c.RedisAddrs,
+			PoolSize: pool, MinIdleConns: minIdle, MaxRetries: -1,
+			DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, PoolTimeout: poolWait,
+		})
+	}
 	return redis.NewClient(&redis.Options{
-		Addr: c.RedisAddr, PoolSize: 256, MinIdleConns: 8, MaxRetries: -1,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
-		PoolTimeout: 2 * time.Second,
+		Addr: c.RedisAddrs[0], PoolSize: pool, MinIdleConns: minIdle, MaxRetries: -1,
+		DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, PoolTimeout: poolWait,
 	})
 }
 
@@ -161,7 +253,7 @@ func (c Config) Redis() *redis.Client {
 // the next batch only once the reply to the last one is read, so a command waits for
 // the batch in flight and Redis idles between batches; full duplex took `make loadtest`
 // from 10,761 to 13,328 purchases/s (docs/performance.md).
-func RedisPipelined(rdb *redis.Client) (*redis.AutoPipeliner, error) {
+func RedisPipelined(rdb redis.UniversalClient) (*redis.AutoPipeliner, error) {
 	opts := redis.DefaultBlockingAutoPipelineOptions()
 	opts.FullDuplex = true
 	ap, err := rdb.AutoPipelineWithOptions(opts)

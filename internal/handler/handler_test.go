@@ -50,7 +50,7 @@ type stack struct {
 	t     *testing.T
 	url   string
 	redis *testutil.RedisServer
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	svc   *sale.Service
 	clock *clock
 }
@@ -58,7 +58,7 @@ type stack struct {
 func newStack(t *testing.T, o handler.Options) *stack {
 	t.Helper()
 	srv := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
-	rdb := config.Config{RedisAddr: srv.Addr}.Redis() // the service's own client settings
+	rdb := config.Config{RedisAddrs: []string{srv.Addr}}.Redis() // the service's own client settings
 	t.Cleanup(func() { _ = rdb.Close() })
 	db := testutil.MySQL(t)
 	st, sk := store.New(db.Gorm), stock.New(rdb)

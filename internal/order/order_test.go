@@ -33,7 +33,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	f := &fixture{t: t, redis: testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")}
-	rdb := config.Config{RedisAddr: f.redis.Addr}.Redis()
+	rdb := config.Config{RedisAddrs: []string{f.redis.Addr}}.Redis()
 	t.Cleanup(func() { rdb.Close() })
 	f.st, f.sk = store.New(testutil.MySQL(t).Gorm), stock.New(rdb)
 	f.life = order.New(f.st, f.sk)

@@ -65,9 +65,15 @@ func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool
 	case err != nil:
 		return Order{}, false, err
 	case got.Replayed:
+		if err := s.confirmReplicated(ctx, r.ActivityID, ""); err != nil {
+			return Order{}, false, err
+		}
 		o, err := s.GetOrder(ctx, got.OrderID, Caller{UserID: r.UserID})
 		return o, true, err
 	}
+	// Before the commit, which may let the worker settle the order: the barrier looks
+	// for it among the queued ones.
+	replicated := s.confirmReplicated(ctx, r.ActivityID, res.OrderID)
 
 	q := queue.Queued(stock.QueuedOrder{OrderID: res.OrderID, ActivityID: r.ActivityID, UserID: r.UserID,
 		Quantity: r.Quantity, CreatedAt: now, Limit: got.Limit},
@@ -76,7 +82,25 @@ func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool
 	if s.commits.add(c) {
 		<-c.done
 	}
+	if replicated != nil {
+		// The order is committed all the same: if the reservation survives, it is an
+		// order, and a retry with the same Idempotency-Key returns it.
+		return Order{}, false, replicated
+	}
 	return queuedView(q), false, nil
+}
+
+// confirmReplicated waits until Replicas confirms a reservation, when it is set.
+func (s *Service) confirmReplicated(ctx context.Context, activityID int64, orderID string) error {
+	if s.Replicas == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
+	defer cancel()
+	if err := s.Replicas.Confirm(cctx, activityID, orderID); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return nil
 }
 
 // firstBackoff is the first wait for a busy user lock; waits double up to 50 ms.

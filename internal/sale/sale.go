@@ -49,9 +49,16 @@ type Locker interface {
 	ReleaseAll(ctx context.Context, locks ...*lock.Lock) error
 }
 
+// ReplicaConfirmer confirms that replicas of a sale's master hold a reservation
+// (orderID "" for the master's writes so far) before the purchase is answered.
+type ReplicaConfirmer interface {
+	Confirm(ctx context.Context, activityID int64, orderID string) error
+}
+
 var (
-	_ Enqueuer = (*queue.Enqueuer)(nil)
-	_ Locker   = (*lock.Client)(nil)
+	_ Enqueuer         = (*queue.Enqueuer)(nil)
+	_ Locker           = (*lock.Client)(nil)
+	_ ReplicaConfirmer = (*stock.Replicas)(nil)
 )
 
 // Service runs sales and purchases.
@@ -71,6 +78,9 @@ type Service struct {
 	LockTTL time.Duration
 	// IOTimeout bounds each storage call of a purchase.
 	IOTimeout time.Duration
+	// Replicas, when set, must confirm a reservation before its purchase is answered
+	// (SECKILL_REDIS_MIN_REPLICAS); a purchase it cannot confirm answers ErrUnavailable.
+	Replicas ReplicaConfirmer
 }
 
 // New returns a Service.

@@ -51,3 +51,7 @@ const ReturnedChannel = "seckill:stock-returned"
 // returnedKey is the set of cancelled order ids whose units went back to stock, so
 // each order's units come back once.
 func returnedKey(activityID int64) string { return prefix(activityID) + "returned" }
+
+// barrierKey is a counter the replication barrier increments: a write in the sale's
+// slot, so that WAIT on the same connection covers the sale's reservations before it.
+func barrierKey(activityID int64) string { return prefix(activityID) + "barrier" }

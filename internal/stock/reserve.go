@@ -22,6 +22,8 @@ import (
 // Returns one of
 //
 //	{0, available after, limit, price, pay window}  reserved; the user lock is now held
+//	                          (also the answer when ARGV[4] is already queued: a retry of
+//	                          a script that ran but whose reply was lost)
 //	{1, order id}             the key already made this order with the same body (replay)
 //	{-1}                      no such sale
 //	{-2}                      the user lock is held (an earlier purchase is in flight)
@@ -32,12 +34,18 @@ import (
 //	{-8, limit}               quantity alone is above the limit
 //
 // Only a reservation takes the lock, and every check comes after the lock check, so a
-// second request of the same user sees the outcome of the first. Counts computed in Lua
+// second request of the same user sees the outcome of the first. The script may run twice
+// for one purchase: a cluster client retries a command whose reply was lost (a timeout,
+// a node failing over) and replays what its pipeline had not answered. The order id is
+// new for each purchase, so finding it queued means this is such a retry, and it gets
+// the answer of the run that reserved instead of meeting its own lock (busy) with its
+// units taken. Counts computed in Lua
 // are written with string.format('%d'): some Redis versions (7.2.0-7.2.4) turn a Lua
 // number such as 900000000 into "9e+08", which HINCRBY then refuses.
 var reserveScript = redis.NewScript(`
 local sale = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'start', 'end', 'price', 'paywin', 'qunits')
 if not sale[1] then return {-1} end
+if redis.call('HEXISTS', KEYS[3], ARGV[4]) == 1 then return {0, tonumber(sale[1]), sale[2], sale[5], sale[6]} end
 if redis.call('EXISTS', KEYS[6]) == 1 then return {-2} end
 if ARGV[5] ~= '' then
   local prior = redis.call('GET', KEYS[5])

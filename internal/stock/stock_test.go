@@ -109,6 +109,43 @@ func TestReserveBusyWhileUserLockHeld(t *testing.T) {
 	}
 }
 
+// A cluster client runs a script again when its reply was lost (a timeout, a failover)
+// and replays what its pipeline had not answered. The second run of a reservation must
+// answer as the first did and take nothing more, whether the user lock is still held or
+// has expired meanwhile.
+func TestReserveRunTwiceTakesOnce(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	for _, lockTTL := range []time.Duration{time.Minute, time.Millisecond} {
+		t.Run(lockTTL.String(), func(t *testing.T) {
+			act := int64(lockTTL / time.Millisecond)
+			newSale(t, s, act, 5, 3)
+			r := reservation(act, 7, 2, "", t0)
+			r.LockTTL = lockTTL
+			first, err := s.Reserve(ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Millisecond)
+			again, err := s.Reserve(ctx, r)
+			if err != nil {
+				t.Fatalf("second run: %v, want the first run's answer", err)
+			}
+			if again.OrderID != r.OrderID || again.Replayed || again.Available != first.Available || again.Limit != 3 {
+				t.Errorf("second run = %+v, want %+v", again, first)
+			}
+			snap, err := s.Snapshot(ctx, act)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.Sale.Available != 3 || snap.Users[7] != 2 || len(snap.Queued) != 1 {
+				t.Errorf("after two runs: available %d, user holds %d, queued %d; want 3, 2, 1",
+					snap.Sale.Available, snap.Users[7], len(snap.Queued))
+			}
+		})
+	}
+}
+
 func TestRollbackClaimSettle(t *testing.T) {
 	s := stock.New(testutil.StartRedis(t).Client(t))
 	ctx := context.Background()
@@ -272,7 +309,7 @@ func TestSoldOutFlagClearedWhenUnitsComeBack(t *testing.T) {
 // still answered from the flag.
 func TestSoldOutFlagRecheckedByOne(t *testing.T) {
 	srv := testutil.StartRedis(t)
-	rdb := config.Config{RedisAddr: srv.Addr}.Redis() // the service's 1 s timeouts
+	rdb := config.Config{RedisAddrs: []string{srv.Addr}}.Redis() // the service's 1 s timeouts
 	t.Cleanup(func() { rdb.Close() })
 	s := stock.New(rdb)
 	ctx := context.Background()

@@ -1,0 +1,201 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors of Replicas.Confirm.
+var (
+	// ErrNotReplicated means fewer replicas than required acknowledged the reservation
+	// in time. It may still be there; a retry with the same Idempotency-Key finds it.
+	ErrNotReplicated = errors.New("the reservation is not yet held by enough replicas")
+	// ErrReservationLost means the sale's master no longer holds the reservation: a
+	// replica that had not received it took over.
+	ErrReservationLost = errors.New("the reservation was lost in a failover")
+)
+
+// barrierScript checks that orders are still queued on the master it runs on, and
+// writes, so that the WAIT after it on the same connection covers every write the
+// master made before it: the replication stream is ordered, so a replica that has the
+// barrier has the reservations that were answered before it was sent.
+//
+// KEYS[1] queued hash  KEYS[2] barrier counter (a key of the sale, so on its master)
+// ARGV[i] order ids
+// Returns the ids that are not queued.
+var barrierScript = redis.NewScript(`
+local missing = {}
+for _, id in ipairs(ARGV) do
+  if redis.call('HEXISTS', KEYS[1], id) == 0 then missing[#missing + 1] = id end
+end
+redis.call('INCR', KEYS[2])
+return missing
+`)
+
+// Replicas confirms that replicas hold reservations before a purchase is answered.
+// Replication is asynchronous: a master that dies can take its last writes with it, and
+// the replica promoted in its place never had them. Confirm waits until n replicas of
+// the sale's master have a reservation, grouping the purchases that wait at the same
+// moment: one barrier script per sale and one WAIT per master, on one connection (a
+// pipeline of a plain client), for all of them. WAIT only counts for the connection
+// that wrote, which is why it is not sent through the auto-pipeliner.
+//
+// WAIT is best effort: a replica that acknowledged can still lose the election to one
+// that did not. Run the masters with min-replicas-to-write so that a master cut off
+// from its replicas refuses reservations instead of taking them alone.
+type Replicas struct {
+	rdb     redis.UniversalClient
+	n       int
+	timeout time.Duration
+
+	mu      sync.Mutex
+	masters map[string]*barrierQueue // by master address
+}
+
+// NewReplicas returns a Replicas that waits for n replicas, at most timeout per WAIT,
+// on rdb: a *redis.Client (one server, or a master found through Sentinels) or a
+// *redis.ClusterClient. Give it the client itself, not its auto-pipeliner. The timeout
+// must stay below rdb's read timeout.
+func NewReplicas(rdb redis.UniversalClient, n int, timeout time.Duration) *Replicas {
+	return &Replicas{rdb: rdb, n: n, timeout: timeout, masters: map[string]*barrierQueue{}}
+}
+
+// barrierQueue is the group commit of one master: one barrier runs at a time, and the
+// confirmations that arrive meanwhile go into the next.
+type barrierQueue struct {
+	mu      sync.Mutex
+	node    *redis.Client
+	waiting []*confirmation
+	running bool
+}
+
+type confirmation struct {
+	activityID int64
+	orderID    string // "" to confirm only that the master's writes so far are replicated
+	err        error
+	done       chan struct{}
+}
+
+// Confirm returns nil once n replicas of the sale's master hold the reservation of
+// orderID (and everything written before it). With orderID "" it only waits for the
+// master's writes so far (a replayed purchase, whose order may be settled already).
+// Errors: ErrReservationLost, ErrNotReplicated, or a Redis error.
+func (r *Replicas) Confirm(ctx context.Context, activityID int64, orderID string) error {
+	node, addr, err := r.master(ctx, activityID)
+	if err != nil {
+		return fmt.Errorf("confirm replication: %w", err)
+	}
+	c := &confirmation{activityID: activityID, orderID: orderID, done: make(chan struct{})}
+	r.mu.Lock()
+	q := r.masters[addr]
+	if q == nil {
+		q = &barrierQueue{}
+		r.masters[addr] = q
+	}
+	r.mu.Unlock()
+
+	q.mu.Lock()
+	q.node = node
+	q.waiting = append(q.waiting, c)
+	start := !q.running
+	q.running = true
+	q.mu.Unlock()
+	if start {
+		go r.run(q)
+	}
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return fmt.Errorf("confirm replication: %w", ctx.Err())
+	}
+}
+
+// master returns the client of the master that holds a sale's keys now, and its address.
+func (r *Replicas) master(ctx context.Context, activityID int64) (*redis.Client, string, error) {
+	switch c := r.rdb.(type) {
+	case *redis.ClusterClient:
+		node, err := c.MasterForKey(ctx, saleKey(activityID))
+		if err != nil {
+			return nil, "", err
+		}
+		return node, node.Options().Addr, nil
+	case *redis.Client:
+		return c, "", nil
+	}
+	return nil, "", fmt.Errorf("replicas: unsupported client %T", r.rdb)
+}
+
+// run confirms what waits, barrier after barrier, until nothing does.
+func (r *Replicas) run(q *barrierQueue) {
+	for {
+		q.mu.Lock()
+		batch, node := q.waiting, q.node
+		q.waiting = nil
+		if len(batch) == 0 {
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		r.barrier(node, batch)
+		for _, c := range batch {
+			close(c.done)
+		}
+	}
+}
+
+// barrier runs one barrier script per sale of batch and one WAIT, pipelined on one
+// connection of node, and sets each confirmation's outcome.
+func (r *Replicas) barrier(node *redis.Client, batch []*confirmation) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout+time.Second)
+	defer cancel()
+	ids := map[int64][]any{}
+	var sales []int64
+	for _, c := range batch {
+		if _, ok := ids[c.activityID]; !ok {
+			sales = append(sales, c.activityID)
+			ids[c.activityID] = []any{}
+		}
+		if c.orderID != "" {
+			ids[c.activityID] = append(ids[c.activityID], c.orderID)
+		}
+	}
+	checks := make(map[int64]*redis.Cmd, len(sales))
+	var wait *redis.Cmd
+	_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, id := range sales {
+			checks[id] = barrierScript.Eval(ctx, p, []string{queuedKey(id), barrierKey(id)}, ids[id]...)
+		}
+		wait = p.Do(ctx, "WAIT", r.n, r.timeout.Milliseconds())
+		return nil
+	})
+	acked, waitErr := wait.Int64()
+	missing := map[string]bool{}
+	for _, c := range batch {
+		check := checks[c.activityID]
+		lost, err := check.StringSlice()
+		switch {
+		case err != nil:
+			c.err = fmt.Errorf("replication barrier: %w", err)
+			continue
+		case waitErr != nil:
+			c.err = fmt.Errorf("wait for replicas: %w", waitErr)
+			continue
+		}
+		for _, id := range lost {
+			missing[id] = true
+		}
+		switch {
+		case c.orderID != "" && missing[c.orderID]:
+			c.err = ErrReservationLost
+		case acked < int64(r.n):
+			c.err = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, r.n, r.timeout)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package stock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/stock"
+	"seckill/internal/testutil"
+)
+
+// replicated starts a master and a replica of it, and returns a client of the master
+// once the replica has finished its first sync.
+func replicated(t *testing.T) (master, replica *testutil.RedisServer, rdb *redis.Client) {
+	t.Helper()
+	master = testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always", "--repl-diskless-sync-delay", "0")
+	host, port, _ := net.SplitHostPort(master.Addr)
+	replica = testutil.StartRedis(t, "--replicaof", host, port)
+	rc := replica.Client(t)
+	for i := 0; ; i++ {
+		info, _ := rc.Info(context.Background(), "replication").Result()
+		if strings.Contains(info, "master_link_status:up") {
+			break
+		}
+		if i == 500 {
+			t.Fatalf("replica never linked:\n%s", info)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return master, replica, master.Client(t)
+}
+
+func commandCalls(t *testing.T, rdb *redis.Client, cmd string) int {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
+			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			return n
+		}
+	}
+	return 0
+}
+
+// Purchases confirmed at the same moment share one WAIT, and each learns the outcome
+// for its own reservation.
+func TestReplicasConfirm(t *testing.T) {
+	_, replica, rdb := replicated(t)
+	s := stock.New(rdb)
+	ctx := context.Background()
+	newSale(t, s, 1, 1000, 1000)
+	newSale(t, s, 2, 1000, 1000)
+
+	const buyers = 200
+	var wg sync.WaitGroup
+	errs := make([]error, buyers)
+	orders := make([]string, buyers)
+	reps := stock.NewReplicas(rdb, 1, 500*time.Millisecond)
+	for i := range buyers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := reservation(int64(1+i%2), int64(i), 1, "", t0)
+			if _, err := s.Reserve(ctx, r); err != nil {
+				errs[i] = err
+				return
+			}
+			orders[i] = r.OrderID
+			errs[i] = reps.Confirm(ctx, r.ActivityID, r.OrderID)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("buyer %d: %v", i, err)
+		}
+	}
+	waits := commandCalls(t, rdb, "wait")
+	if waits == 0 || waits >= buyers {
+		t.Errorf("%d WAITs for %d confirmations, want at least 1 and fewer than %d", waits, buyers, buyers)
+	}
+	// What was confirmed is on the replica.
+	rc := replica.Client(t)
+	for _, act := range []int64{1, 2} {
+		n, err := rc.HLen(ctx, fmt.Sprintf("seckill:{act:%d}:queued", act)).Result()
+		if err != nil || n != buyers/2 {
+			t.Errorf("replica holds %d queued orders of sale %d (%v), want %d", n, act, err, buyers/2)
+		}
+	}
+	t.Logf("%d confirmations in %d WAITs", buyers, waits)
+
+	tests := []struct {
+		name    string
+		reps    *stock.Replicas
+		orderID string
+		want    error
+	}{
+		{"confirmed", reps, orders[0], nil},
+		{"a replayed purchase: the master's writes so far", reps, "", nil},
+		{"more replicas than there are", stock.NewReplicas(rdb, 2, 100*time.Millisecond), orders[0], stock.ErrNotReplicated},
+		{"an order the master does not hold", reps, "01NOTQUEUED1", stock.ErrReservationLost},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.reps.Confirm(ctx, 1, tc.orderID); !errors.Is(err, tc.want) {
+				t.Fatalf("Confirm = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+// A replica that stops answering (frozen) leaves reservations unconfirmed: the
+// purchase must not be acknowledged.
+func TestReplicasFrozenReplica(t *testing.T) {
+	_, replica, rdb := replicated(t)
+	s := stock.New(rdb)
+	ctx := context.Background()
+	newSale(t, s, 1, 10, 10)
+	reps := stock.NewReplicas(rdb, 1, 200*time.Millisecond)
+
+	replica.Pause()
+	defer replica.Resume()
+	r := reservation(1, 1, 1, "", t0)
+	if _, err := s.Reserve(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := reps.Confirm(ctx, 1, r.OrderID); !errors.Is(err, stock.ErrNotReplicated) {
+		t.Fatalf("Confirm with a frozen replica = %v, want ErrNotReplicated", err)
+	}
+	replica.Resume()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := reps.Confirm(ctx, 1, r.OrderID)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the replica resumed: %v", err)
+		}
+	}
+}
