@@ -110,6 +110,10 @@ func token(cfg config.Config, args []string, stdout io.Writer) error {
 	return err
 }
 
+// replicaWait bounds one WAIT for SECKILL_REDIS_MIN_REPLICAS replicas; it stays below
+// the Redis client's 1 s read timeout (config.Redis).
+const replicaWait = 500 * time.Millisecond
+
 func serve(ctx context.Context, cfg config.Config) error {
 	slog.Info("starting api", "config", cfg.String())
 	if cfg.UsesDevSecret() {
@@ -139,6 +143,10 @@ func serve(ctx context.Context, cfg config.Config) error {
 	st := store.New(db)
 	svc := sale.New(st, sk, order.New(st, sk), queue.NewEnqueuer(enq), locks)
 	svc.LockWait = cfg.LockWait
+	if cfg.MinReplicas > 0 {
+		// WAIT on the connection that wrote: the client itself, not its auto-pipeliner.
+		svc.Replicas = stock.NewReplicas(rdb, cfg.MinReplicas, replicaWait)
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
