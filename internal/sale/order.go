@@ -72,8 +72,15 @@ func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool
 		return o, true, err
 	}
 	// Before the commit, which may let the worker settle the order: the barrier looks
-	// for it among the queued ones.
-	replicated := s.confirmReplicated(ctx, r.ActivityID, res.OrderID)
+	// for it among the queued ones. A reservation the replicas do not confirm is given
+	// back, so its 503 means, as any other, that nothing was taken. (If the master dies
+	// before the rollback reaches a replica, the order may still appear; a retry with
+	// the same Idempotency-Key then returns it.)
+	if err := s.confirmReplicated(ctx, r.ActivityID, res.OrderID); err != nil {
+		s.giveBack(ctx, res)
+		s.releaseLocks(ctx, res)
+		return Order{}, false, err
+	}
 
 	q := queue.Queued(stock.QueuedOrder{OrderID: res.OrderID, ActivityID: r.ActivityID, UserID: r.UserID,
 		Quantity: r.Quantity, CreatedAt: now, Limit: got.Limit},
@@ -81,11 +88,6 @@ func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool
 	c := &commit{order: q, res: res, done: make(chan struct{})}
 	if s.commits.add(c) {
 		<-c.done
-	}
-	if replicated != nil {
-		// The order is committed all the same: if the reservation survives, it is an
-		// order, and a retry with the same Idempotency-Key returns it.
-		return Order{}, false, replicated
 	}
 	return queuedView(q), false, nil
 }

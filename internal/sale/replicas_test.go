@@ -1,0 +1,39 @@
+package sale_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"seckill/internal/sale"
+	"seckill/internal/stock"
+)
+
+// A purchase whose reservation the replicas do not confirm answers ErrUnavailable with
+// nothing taken: its units, the user's allowance and lock are given back.
+func TestUnreplicatedPurchaseIsGivenBack(t *testing.T) {
+	f := newFixture(t, 10, 2)
+	ctx := context.Background()
+	// The fixture's Redis has no replica, so WAIT 1 never succeeds.
+	f.svc.Replicas = stock.NewReplicas(f.rdb, 1, 50*time.Millisecond)
+	for i := range 3 { // the same user again: the lock was released, so never busy
+		_, _, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: f.act, UserID: 7, Quantity: 2, IdempotencyKey: "k"})
+		if !errors.Is(err, sale.ErrUnavailable) || !errors.Is(err, stock.ErrNotReplicated) {
+			t.Fatalf("attempt %d: err = %v, want ErrUnavailable from ErrNotReplicated", i, err)
+		}
+	}
+	snap, err := f.stock.Snapshot(ctx, f.act)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Sale.Available != 10 || len(snap.Queued) != 0 || snap.Users[7] != 0 {
+		t.Fatalf("after unconfirmed purchases: available %d, queued %d, user holds %d; want 10, 0, 0",
+			snap.Sale.Available, len(snap.Queued), snap.Users[7])
+	}
+	f.svc.Replicas = nil
+	o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: f.act, UserID: 7, Quantity: 2, IdempotencyKey: "k"})
+	if err != nil || replayed || o.Quantity != 2 {
+		t.Fatalf("without Replicas: %+v replayed=%v err=%v; want a new order (the key was given back)", o, replayed, err)
+	}
+}
