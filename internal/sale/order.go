@@ -77,8 +77,7 @@ func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool
 	// before the rollback reaches a replica, the order may still appear; a retry with
 	// the same Idempotency-Key then returns it.)
 	if err := s.confirmReplicated(ctx, r.ActivityID, res.OrderID); err != nil {
-		s.giveBack(ctx, res)
-		s.releaseLocks(ctx, res)
+		s.abandon(ctx, res)
 		return Order{}, false, err
 	}
 
@@ -130,13 +129,8 @@ func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Re
 			return got, err
 		case !errors.Is(err, stock.ErrBusy):
 			// The script may have run before its reply was lost: give back what it may
-			// have taken and the lock. That is done in the background, so a Redis that
-			// stopped answering delays the 503 by one timeout, not three; if Redis stays
-			// unreachable, the repair pass enqueues whatever the script took.
-			go func(res stock.Reservation) {
-				s.giveBack(ctx, res)
-				s.releaseLocks(ctx, res)
-			}(*res)
+			// have taken and the lock.
+			s.abandon(ctx, *res)
 			return got, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		left := time.Until(deadline)
@@ -150,6 +144,17 @@ func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Re
 		backoff = min(2*backoff, 50*time.Millisecond)
 		res.Now = s.now()
 	}
+}
+
+// abandon gives back a reservation that no answer stands for, and its user lock. That
+// is done in the background, so a Redis that stopped answering delays the 503 by one
+// timeout, not three; if Redis stays unreachable, the repair pass enqueues whatever
+// the reservation took.
+func (s *Service) abandon(ctx context.Context, res stock.Reservation) {
+	go func() {
+		s.giveBack(ctx, res)
+		s.releaseLocks(ctx, res)
+	}()
 }
 
 // giveBack rolls back a reservation whose reserve script may have run without its

@@ -17,19 +17,27 @@ func TestUnreplicatedPurchaseIsGivenBack(t *testing.T) {
 	ctx := context.Background()
 	// The fixture's Redis has no replica, so WAIT 1 never succeeds.
 	f.svc.Replicas = stock.NewReplicas(f.rdb, 1, 50*time.Millisecond)
-	for i := range 3 { // the same user again: the lock was released, so never busy
+	for i := range 3 {
 		_, _, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: f.act, UserID: 7, Quantity: 2, IdempotencyKey: "k"})
 		if !errors.Is(err, sale.ErrUnavailable) || !errors.Is(err, stock.ErrNotReplicated) {
 			t.Fatalf("attempt %d: err = %v, want ErrUnavailable from ErrNotReplicated", i, err)
 		}
-	}
-	snap, err := f.stock.Snapshot(ctx, f.act)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if snap.Sale.Available != 10 || len(snap.Queued) != 0 || snap.Users[7] != 0 {
-		t.Fatalf("after unconfirmed purchases: available %d, queued %d, user holds %d; want 10, 0, 0",
-			snap.Sale.Available, len(snap.Queued), snap.Users[7])
+		// The give-back runs in the background; the user's lock goes last.
+		lock := stock.UserLockKey(f.act, 7)
+		for deadline := time.Now().Add(5 * time.Second); f.rdb.Exists(ctx, lock).Val() == 1; {
+			if time.Now().After(deadline) {
+				t.Fatalf("attempt %d: the user lock is still held", i)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		snap, err := f.stock.Snapshot(ctx, f.act)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Sale.Available != 10 || len(snap.Queued) != 0 || snap.Users[7] != 0 {
+			t.Fatalf("after unconfirmed purchase %d: available %d, queued %d, user holds %d; want 10, 0, 0",
+				i, snap.Sale.Available, len(snap.Queued), snap.Users[7])
+		}
 	}
 	f.svc.Replicas = nil
 	o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: f.act, UserID: 7, Quantity: 2, IdempotencyKey: "k"})
