@@ -28,7 +28,9 @@ stop:
 # free ports and a fresh seckill_loadtest database; figures go to docs/performance.md.
 #   make loadtest   audit a crowd's orders in MySQL, then measure issue 5's ratios (~1 min)
 #   make k6         the k6 flash-sale script; installs k6 with go install when missing
-.PHONY: loadtest k6
+#   make loadtest-cluster   the ratios on a private 3+3 Redis Cluster, with
+#                           SECKILL_REDIS_MIN_REPLICAS=0 and then 1, back to back (~2.5 min)
+.PHONY: loadtest k6 loadtest-cluster
 
 loadtest: services build
 	loadtest/run.sh audit ratios
@@ -36,3 +38,7 @@ loadtest: services build
 k6: services build
 	@command -v k6 >/dev/null || [ -x "$$(go env GOPATH)/bin/k6" ] || go install go.k6.io/k6@latest
 	loadtest/run.sh k6
+
+loadtest-cluster: services build
+	LOADTEST_REDIS=cluster LOADTEST_MIN_REPLICAS=0 loadtest/run.sh ratios
+	LOADTEST_REDIS=cluster LOADTEST_MIN_REPLICAS=1 loadtest/run.sh ratios

@@ -18,6 +18,10 @@
 #   LOADTEST_DB=seckill_loadtest          database to (re)create on the MySQL server
 #   LOADTEST_APPENDFSYNC=always           the private Redis's appendfsync (everysec: faster, and
 #                                         acknowledged writes can be lost; README, Durability)
+#   LOADTEST_REDIS=single                 single: one redis-server; cluster: a private Redis
+#                                         Cluster of 3 masters + 3 replicas (SECKILL_REDIS_CLUSTER)
+#   LOADTEST_MIN_REPLICAS=0               SECKILL_REDIS_MIN_REPLICAS of the APIs; with a cluster,
+#                                         also the masters' min-replicas-to-write
 # Called by `make loadtest` (audit ratios) and `make k6` (k6).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,15 +90,56 @@ MYSQL_PWD=$mysql_pass mariadb -h "$mysql_host" -P "${mysql_port:-3306}" -u "$mys
 	-e "DROP DATABASE IF EXISTS \`$db\`; CREATE DATABASE \`$db\`"
 dsn=$(sed -E "s#\)/[^?]*#)/$db#" <<<"$base_dsn")
 
-# Redis: private, on a free port.
-free_port
-redis_port=$port
+# Redis: private, on free ports; one server, or a cluster of 3 masters + 3 replicas.
 redis_dir=$(mktemp -d)
-redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$redis_dir" --appendonly yes \
-	--appendfsync "${LOADTEST_APPENDFSYNC:-always}" --save "" --protected-mode no --logfile "$logs/redis.log" &
-pids+=($!)
-watch="redis=$!"
-for _ in $(seq 100); do answers "$redis_port" && break; sleep 0.1; done
+redis_ports=()
+start_redis() { # name, extra redis-server arguments...
+	local name=$1
+	shift
+	free_port
+	redis_ports+=("$port")
+	mkdir -p "$redis_dir/$port"
+	redis-server --bind 127.0.0.1 --port "$port" --dir "$redis_dir/$port" --appendonly yes \
+		--appendfsync "${LOADTEST_APPENDFSYNC:-always}" --save "" --protected-mode no \
+		--logfile "$logs/redis-$port.log" "$@" &
+	pids+=($!)
+	watch+="${watch:+,}$name=$!"
+	for _ in $(seq 100); do answers "$port" && break; sleep 0.1; done
+}
+watch=""
+min_replicas=${LOADTEST_MIN_REPLICAS:-0}
+case ${LOADTEST_REDIS:-single} in
+single)
+	start_redis redis
+	export SECKILL_REDIS_ADDR=127.0.0.1:${redis_ports[0]}
+	;;
+cluster)
+	for i in 1 2 3 4 5 6; do
+		start_redis "redis$i" --cluster-enabled yes --cluster-config-file nodes.conf \
+			--cluster-node-timeout 2000 --repl-diskless-sync-delay 0 \
+			--min-replicas-to-write "$min_replicas" --min-replicas-max-lag 10
+	done
+	nodes=("${redis_ports[@]/#/127.0.0.1:}")
+	redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$logs/cluster-create.log" 2>&1
+	# Every replica synced before the load: a purchase waits for one with MIN_REPLICAS=1.
+	for _ in $(seq 300); do
+		linked=0
+		for p in "${redis_ports[@]}"; do
+			info=$(redis-cli -p "$p" info replication)
+			[[ $info == *role:master* || $info == *master_link_status:up* ]] && linked=$((linked + 1))
+		done
+		[ "$linked" -eq 6 ] && [[ $(redis-cli -p "${redis_ports[0]}" cluster info) == *cluster_state:ok* ]] && break
+		sleep 0.1
+	done
+	export SECKILL_REDIS_CLUSTER=true SECKILL_REDIS_ADDR=$(IFS=,; echo "${nodes[*]}")
+	;;
+*)
+	echo "LOADTEST_REDIS: want single or cluster" >&2
+	exit 2
+	;;
+esac
+redis_port=${redis_ports[0]}
+export SECKILL_REDIS_MIN_REPLICAS=$min_replicas
 
 export SECKILL_ENV=${SECKILL_ENV-dev}
 export SECKILL_REDIS_ADDR=127.0.0.1:$redis_port SECKILL_MYSQL_DSN=$dsn
@@ -130,12 +175,12 @@ else
 	built="binaries bin/ of the work tree at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 	git diff --quiet HEAD -- cmd internal migrations go.mod 2>/dev/null || built+=" with uncommitted changes"
 fi
-echo "loadtest: API ${urls[*]} (pids ${pids[*]:1}), worker, redis :$redis_port (pid ${pids[0]}), MySQL database $db; $built"
+echo "loadtest: API ${urls[*]}, worker, redis ${LOADTEST_REDIS:-single} on :${redis_ports[*]} (min replicas $min_replicas), MySQL database $db; $built"
 
 status=0
 # On the way out, keep the worker's metrics and Redis's per-command figures for a look.
 trap 'curl -fs "http://$SECKILL_WORKER_METRICS_ADDR/metrics" 2>/dev/null | grep "^seckill_" >"$logs/worker-metrics.txt" || true
-redis-cli -p "$redis_port" info commandstats >"$logs/redis-commandstats.txt" 2>/dev/null || true; stop' EXIT
+for p in "${redis_ports[@]}"; do redis-cli -p "$p" info commandstats; done >"$logs/redis-commandstats.txt" 2>/dev/null || true; stop' EXIT
 for s in "${scenarios[@]}"; do
 	echo
 	case $s in
