@@ -37,6 +37,7 @@ install_missing() {
 	command -v mariadbd >/dev/null || pkgs+=(mariadb-server)
 	command -v mariadb >/dev/null || pkgs+=(mariadb-client)
 	command -v chromium >/dev/null || pkgs+=(chromium fonts-liberation) # the browser tests of web/
+	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || pkgs+=(nginx-light) # the front of make run-cluster and the e2e tests
 	[ ${#pkgs[@]} -eq 0 ] && return 0
 	log "installing ${pkgs[*]} from Debian packages"
 	if [ "$(id -u)" -ne 0 ]; then

@@ -148,16 +148,21 @@ func (p *Process) Exited() (bool, int) {
 // Output returns what the process printed so far.
 func (p *Process) Output() string { return p.log.String() }
 
-// Stack is an API and a worker on a private Redis and a fresh MySQL database.
+// Stack is API and worker processes on a private Redis (one server, a Cluster or a
+// Sentinel set) and a fresh MySQL database.
 type Stack struct {
-	URL string
-	// WorkerMetricsURL is the worker's /metrics.
+	// URL is the first API's base URL; URLs has every API's.
+	URL  string
+	URLs []string
+	// WorkerMetricsURL is the first worker's /metrics.
 	WorkerMetricsURL string
-	Redis            *RedisServer
-	MySQL            *MySQLDB
-	API              *Process
-	Worker           *Process
-	Env              []string
+	// Redis is the server of a single-server stack (nil on a Cluster or Sentinel).
+	Redis *RedisServer
+	MySQL *MySQLDB
+	// API and Worker are the first of APIs and Workers.
+	API, Worker   *Process
+	APIs, Workers []*Process
+	Env           []string
 }
 
 // StartStack starts Redis (with AOF on), a fresh database, the API and the worker,
@@ -171,24 +176,45 @@ func StartStack(t testing.TB, extraEnv ...string) *Stack {
 // MariaDB server that the test freezes).
 func StartStackOn(t testing.TB, db *MySQLDB, extraEnv ...string) *Stack {
 	t.Helper()
+	redis := StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+	s := StartStackOnRedis(t, db, []string{"SECKILL_REDIS_ADDR=" + redis.Addr}, 1, 1, extraEnv...)
+	s.Redis = redis
+	return s
+}
+
+// StartStackOnRedis starts apis API processes and workers workers on the Redis that
+// redisEnv names (SECKILL_REDIS_* settings, such as Cluster.Env), and waits until every
+// API is ready. extraEnv adds or overrides variables.
+func StartStackOnRedis(t testing.TB, db *MySQLDB, redisEnv []string, apis, workers int, extraEnv ...string) *Stack {
+	t.Helper()
 	api, worker := Binaries(t)
-	s := &Stack{Redis: StartRedis(t, "--appendonly", "yes", "--appendfsync", "always"), MySQL: db}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	s.URL = "http://" + addr
-	metricsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	s.WorkerMetricsURL = "http://" + metricsAddr + "/metrics"
-	s.Env = append([]string{
-		"SECKILL_HTTP_ADDR=" + addr,
-		"SECKILL_REDIS_ADDR=" + s.Redis.Addr,
+	s := &Stack{MySQL: db}
+	s.Env = append(append([]string{
 		"SECKILL_MYSQL_DSN=" + s.MySQL.DSN,
 		"SECKILL_JWT_SECRET=" + JWTSecret,
-		"SECKILL_WORKER_METRICS_ADDR=" + metricsAddr,
 		"SECKILL_RATE_IP=0",
 		"SECKILL_RATE_USER=0",
-	}, extraEnv...)
-	s.API = StartProcess(t, "api", api, s.Env)
-	s.WaitReady(t)
-	s.Worker = StartProcess(t, "worker", worker, s.Env)
+	}, redisEnv...), extraEnv...)
+	for i := range apis {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+		p := StartProcess(t, fmt.Sprintf("api%d %s", i+1, addr), api, append(append([]string{}, s.Env...), "SECKILL_HTTP_ADDR="+addr))
+		s.APIs, s.URLs = append(s.APIs, p), append(s.URLs, "http://"+addr)
+	}
+	for i, p := range s.APIs {
+		waitReady(t, s.URLs[i], p) // the first has migrated the database by then
+	}
+	for i := range workers {
+		metrics := "127.0.0.1:" + strconv.Itoa(freePort(t))
+		p := StartProcess(t, fmt.Sprintf("worker%d", i+1), worker, append(append([]string{}, s.Env...), "SECKILL_WORKER_METRICS_ADDR="+metrics))
+		s.Workers = append(s.Workers, p)
+		if i == 0 {
+			s.WorkerMetricsURL = "http://" + metrics + "/metrics"
+		}
+	}
+	s.URL, s.API = s.URLs[0], s.APIs[0]
+	if len(s.Workers) > 0 {
+		s.Worker = s.Workers[0]
+	}
 	return s
 }
 

@@ -1,0 +1,81 @@
+package testutil
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// StartNginx runs a private nginx in front of backends (host:port of API instances):
+// one upstream, HTTP/1.1 with keep-alive, X-Forwarded-For set to the client's address,
+// and a purchase (a POST) never sent to a second backend (nginx retries only idempotent
+// requests). It returns the front's base URL and fails the test when nginx is missing.
+func StartNginx(t testing.TB, backends []string) string {
+	t.Helper()
+	bin, err := exec.LookPath("nginx")
+	if err != nil { // Debian's is in /usr/sbin, which a user's PATH may lack
+		bin, err = exec.LookPath("/usr/sbin/nginx")
+	}
+	if err != nil {
+		t.Fatalf("nginx not found in PATH (make test installs it): %v", err)
+	}
+	dir := t.TempDir()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	var servers strings.Builder
+	for _, b := range backends {
+		fmt.Fprintf(&servers, "    server %s;\n", b)
+	}
+	conf := fmt.Sprintf(`worker_processes 1;
+daemon off;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path %[1]s/body;
+  proxy_temp_path %[1]s/proxy;
+  fastcgi_temp_path %[1]s/fastcgi;
+  uwsgi_temp_path %[1]s/uwsgi;
+  scgi_temp_path %[1]s/scgi;
+  upstream api {
+%[2]s    keepalive 64;
+  }
+  server {
+    listen %[3]s;
+    location / {
+      proxy_pass http://api;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+    }
+  }
+}
+`, dir, servers.String(), addr)
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := StartProcess(t, "nginx", bin, nil, "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log"))
+	// SIGTERM, before StartProcess's SIGKILL: the master stops its worker, which a
+	// SIGKILL of the master would leave running.
+	t.Cleanup(func() { p.Signal(syscall.SIGTERM) })
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return "http://" + addr
+		}
+		if exited, code := p.Exited(); exited || i == 100 {
+			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			t.Fatalf("nginx did not start (exited %v, code %d):\n%s%s", exited, code, p.Output(), log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
