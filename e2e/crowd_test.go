@@ -25,6 +25,8 @@ type crowd struct {
 	// dropped counts requests cut off after they reached a server (not refused at connect).
 	dropped atomic.Int64
 	elapsed time.Duration
+	// slowest is the longest a request waited for its answer (or its failure), in ns.
+	slowest atomic.Int64
 	errs    []string
 }
 
@@ -144,8 +146,14 @@ func runCrowd(t *testing.T, activityID int64, p crowdPlan) *crowd {
 				if a.key != "" {
 					hdr = []string{"Idempotency-Key", a.key}
 				}
+				began := time.Now()
 				r, err := pick().do("POST", fmt.Sprintf("/api/v1/activities/%d/orders", activityID), a.token,
 					map[string]int{"quantity": a.qty}, hdr...)
+				for took := int64(time.Since(began)); ; {
+					if old := cr.slowest.Load(); took <= old || cr.slowest.CompareAndSwap(old, took) {
+						break
+					}
+				}
 				cr.record(a.user, a.key, r, err)
 			}(a)
 		}

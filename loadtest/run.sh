@@ -116,7 +116,7 @@ single)
 cluster)
 	for i in 1 2 3 4 5 6; do
 		start_redis "redis$i" --cluster-enabled yes --cluster-config-file nodes.conf \
-			--cluster-node-timeout 2000 --repl-diskless-sync-delay 0 \
+			--cluster-node-timeout 2000 --repl-diskless-sync-delay 0 --cluster-require-full-coverage no \
 			--min-replicas-to-write "$min_replicas" --min-replicas-max-lag 10
 	done
 	nodes=("${redis_ports[@]/#/127.0.0.1:}")

@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/testutil"
+)
+
+var (
+	clusterOnce sync.Once
+	cluster     *testutil.Cluster
+	stopCluster func()
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if stopCluster != nil {
+		stopCluster()
+	}
+	os.Exit(code)
+}
+
+// sharedCluster returns the package's one Redis Cluster (3 masters, 3 replicas, AOF
+// always, masters refusing writes without a replica), started on first use and emptied
+// for the test. Tests that kill or move its nodes leave it healthy again.
+func sharedCluster(t *testing.T) *testutil.Cluster {
+	t.Helper()
+	clusterOnce.Do(func() {
+		cluster, stopCluster = testutil.StartClusterMain(testutil.ClusterOptions{
+			ExtraArgs: []string{"--min-replicas-to-write", "1", "--min-replicas-max-lag", "10"}})
+	})
+	cluster.WaitHealthy(t, time.Minute)
+	for _, m := range cluster.Masters() {
+		if err := m.Client(t).FlushAll(context.Background()).Err(); err != nil {
+			t.Fatalf("flush %s: %v", m.Addr, err)
+		}
+	}
+	return cluster
+}
+
+// salesOnEveryMaster creates n sales and checks that their keys sit on all three
+// masters; it returns them, and them by master.
+func salesOnEveryMaster(t *testing.T, c *client, cl *testutil.Cluster, n int, stock int64, limit int) ([]activity, map[*testutil.RedisServer][]activity) {
+	t.Helper()
+	admin := testutil.Token(t, 1, true)
+	var sales []activity
+	byMaster := map[*testutil.RedisServer][]activity{}
+	for range n {
+		a := c.createSale(admin, stock, limit)
+		sales = append(sales, a)
+		m := cl.MasterOf(saleTag(a.ID))
+		if m == nil {
+			t.Fatalf("no master serves sale %d", a.ID)
+		}
+		byMaster[m] = append(byMaster[m], a)
+	}
+	if len(byMaster) != 3 {
+		t.Fatalf("the %d sales sit on %d masters, want all 3", n, len(byMaster))
+	}
+	for m, as := range byMaster {
+		t.Logf("master %s holds %d sales", m.Addr, len(as))
+	}
+	return sales, byMaster
+}
+
+// saleTag is the hash tag of a sale's keys (internal/stock): all of them share its slot.
+func saleTag(id int64) string { return fmt.Sprintf("{act:%d}", id) }
+
+// crowds runs a crowd on every sale at once; during runs once, meanwhile.
+func crowds(t *testing.T, sales []activity, p crowdPlan, during func()) map[int64]*crowd {
+	t.Helper()
+	out := make(map[int64]*crowd, len(sales))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	if during != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); during() }()
+	}
+	for _, a := range sales {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cr := runCrowd(t, a.ID, p)
+			mu.Lock()
+			out[a.ID] = cr
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func hostPorts(urls []string) []string {
+	out := make([]string, len(urls))
+	for i, u := range urls {
+		out[i] = strings.TrimPrefix(u, "http://")
+	}
+	return out
+}
+
+var purchasesServed = regexp.MustCompile(`seckill_http_requests_total\{[^}]*status="202"[^}]*\} (\d+)`)
+
+// TestClusterCrowdThroughNginx: three APIs behind nginx and two workers on a 3+3
+// cluster, purchases confirmed by a replica (MIN_REPLICAS=1), twelve sales on all three
+// masters bought at once.
+func TestClusterCrowdThroughNginx(t *testing.T) {
+	cl := sharedCluster(t)
+	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), cl.Env(), 3, 2,
+		"SECKILL_REDIS_MIN_REPLICAS=1", "SECKILL_TRUSTED_PROXIES=127.0.0.1/32")
+	front := testutil.StartNginx(t, hostPorts(s.URLs))
+	sales, _ := salesOnEveryMaster(t, newClient(t, front), cl, 12, 60, 3)
+	results := crowds(t, sales, crowdPlan{users: 40, concurrency: 12, endpoints: []string{front}}, nil)
+	for _, a := range sales {
+		cr := results[a.ID]
+		if cr.codes["503 unavailable"] != 0 || cr.failed.Load() != 0 {
+			t.Errorf("sale %d on a healthy cluster: answers %v", a.ID, cr.codes)
+		}
+		cr.checkReplays(t)
+		audit(t, s, a, cr, true)
+	}
+	// nginx spread the purchases over the three instances.
+	for _, u := range s.URLs {
+		m := newClient(t, u).must("GET", "/metrics", "", nil)
+		served := 0
+		for _, g := range purchasesServed.FindAllStringSubmatch(string(m.Body), -1) {
+			n, _ := strconv.Atoi(g[1])
+			served += n
+		}
+		if served == 0 {
+			t.Errorf("API %s answered no purchase with 202", u)
+		}
+	}
+}
+
+// TestClusterMasterKilledMidCrowd: SIGKILL of the master holding the most sales while
+// twelve sales are bought; its replica takes over (cluster-node-timeout 1.5 s), and once
+// the killed node is back as a replica its sales sell again. With MIN_REPLICAS=1 no
+// acknowledged order is lost; the purchases caught in the failover get 503, never a
+// hang or a 500.
+func TestClusterMasterKilledMidCrowd(t *testing.T) {
+	cl := sharedCluster(t)
+	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), cl.Env(), 3, 2, "SECKILL_REDIS_MIN_REPLICAS=1")
+	sales, byMaster := salesOnEveryMaster(t, newClient(t, s.URL), cl, 12, 200, 3)
+	var victim *testutil.RedisServer
+	for m, as := range byMaster {
+		if victim == nil || len(as) > len(byMaster[victim]) {
+			victim = m
+		}
+	}
+	var killed, promoted, back time.Time
+	during := func() {
+		time.Sleep(1500 * time.Millisecond)
+		victim.Kill()
+		killed = time.Now()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if m := cl.MasterOf(saleTag(byMaster[victim][0].ID)); m != nil && m != victim {
+				promoted = time.Now()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("no replica took over in 30 s")
+				return
+			}
+		}
+		time.Sleep(time.Second)
+		victim.Start() // it comes back as the new master's replica
+		cl.WaitHealthy(t, time.Minute)
+		back = time.Now()
+	}
+	results := crowds(t, sales, crowdPlan{users: 60, concurrency: 8, endpoints: s.URLs,
+		pace: 150 * time.Millisecond}, during)
+	t.Logf("killed %s; a replica took over %v later; the node was back as a replica %v after the kill",
+		victim.Addr, promoted.Sub(killed).Round(time.Millisecond), back.Sub(killed).Round(time.Millisecond))
+
+	failedOver := map[int64]bool{}
+	for _, a := range byMaster[victim] {
+		failedOver[a.ID] = true
+	}
+	unavailable := 0
+	for _, a := range sales {
+		cr := results[a.ID]
+		if failedOver[a.ID] {
+			unavailable += cr.codes["503 unavailable"]
+		}
+		if cr.failed.Load() != 0 {
+			t.Errorf("sale %d: %d purchases got no answer (%v)", a.ID, cr.failed.Load(), cr.codes)
+		}
+		if slowest := time.Duration(cr.slowest.Load()); slowest > 5*time.Second {
+			t.Errorf("sale %d: a purchase took %v", a.ID, slowest)
+		}
+		t.Logf("sale %d (failed over %v): %v, slowest %v", a.ID, failedOver[a.ID], cr.codes,
+			time.Duration(cr.slowest.Load()).Round(time.Millisecond))
+		cr.checkReplays(t)
+		audit(t, s, a, cr, false)
+	}
+	if unavailable == 0 {
+		t.Errorf("no purchase of the failed-over sales got 503: the kill came too late to test anything")
+	}
+	// After the failover every sale of the killed master sells again.
+	c := newClient(t, s.URLs[1])
+	for i, a := range byMaster[victim] {
+		r := c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", a.ID), testutil.Token(t, int64(9000+i), false),
+			map[string]int{"quantity": 1})
+		if r.Status != http.StatusAccepted {
+			t.Errorf("sale %d after the failover: %d %s", a.ID, r.Status, r.Body)
+		}
+	}
+}
+
+// TestClusterSlotMigratedMidCrowd: a live sale's slot moves to another master while it
+// is bought (clients meet ASK, TRYAGAIN, then MOVED); nothing is lost or oversold.
+func TestClusterSlotMigratedMidCrowd(t *testing.T) {
+	cl := sharedCluster(t)
+	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), cl.Env(), 2, 1, "SECKILL_REDIS_MIN_REPLICAS=1")
+	a := newClient(t, s.URL).createSale(testutil.Token(t, 1, true), 300, 3)
+	from := cl.MasterOf(saleTag(a.ID))
+	var to *testutil.RedisServer
+	for _, m := range cl.Masters() {
+		if m != from {
+			to = m
+		}
+	}
+	results := crowds(t, []activity{a}, crowdPlan{users: 150, concurrency: 16, endpoints: s.URLs,
+		pace: 30 * time.Millisecond}, func() {
+		time.Sleep(time.Second)
+		cl.MigrateSlot(t, testutil.SlotOf(saleTag(a.ID)), to)
+	})
+	if got := cl.MasterOf(saleTag(a.ID)); got != to {
+		t.Fatalf("the sale's slot is on %s, want %s", got.Addr, to.Addr)
+	}
+	cr := results[a.ID]
+	t.Logf("slot moved from %s to %s mid-crowd: %v", from.Addr, to.Addr, cr.codes)
+	if cr.failed.Load() != 0 {
+		t.Errorf("%d purchases got no answer", cr.failed.Load())
+	}
+	cr.checkReplays(t)
+	audit(t, s, a, cr, false)
+	r := newClient(t, s.URL).must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", a.ID),
+		testutil.Token(t, 9000, false), map[string]int{"quantity": 1})
+	if r.Status != http.StatusAccepted && r.errorCode() != "sold_out" {
+		t.Errorf("after the migration: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestSentinelMasterKilledMidCrowd: one master, one replica, three Sentinels; the master
+// is killed mid-crowd and comes back as a replica. The same audit.
+func TestSentinelMasterKilledMidCrowd(t *testing.T) {
+	ss := testutil.StartSentinel(t)
+	for _, srv := range ss.Servers() {
+		if err := srv.Client(t).ConfigSet(context.Background(), "min-replicas-to-write", "1").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), ss.Env(), 2, 1, "SECKILL_REDIS_MIN_REPLICAS=1")
+	c := newClient(t, s.URL)
+	admin := testutil.Token(t, 1, true)
+	sales := []activity{c.createSale(admin, 200, 3), c.createSale(admin, 200, 3)}
+	old := ss.Master(t)
+	var killed, promoted time.Time
+	results := crowds(t, sales, crowdPlan{users: 60, concurrency: 8, endpoints: s.URLs,
+		pace: 150 * time.Millisecond}, func() {
+		time.Sleep(1500 * time.Millisecond)
+		old.Kill()
+		killed = time.Now()
+		ss.WaitFailover(t, old, 30*time.Second)
+		promoted = time.Now()
+		time.Sleep(time.Second)
+		old.Start() // the Sentinels turn it into the new master's replica
+	})
+	t.Logf("master killed; a replica was promoted %v later", promoted.Sub(killed).Round(time.Millisecond))
+	for _, a := range sales {
+		cr := results[a.ID]
+		t.Logf("sale %d: %v, slowest %v", a.ID, cr.codes, time.Duration(cr.slowest.Load()).Round(time.Millisecond))
+		if cr.failed.Load() != 0 {
+			t.Errorf("sale %d: %d purchases got no answer", a.ID, cr.failed.Load())
+		}
+		if slowest := time.Duration(cr.slowest.Load()); slowest > 5*time.Second {
+			t.Errorf("sale %d: a purchase took %v", a.ID, slowest)
+		}
+		cr.checkReplays(t)
+		audit(t, s, a, cr, false)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r := c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", sales[0].ID), testutil.Token(t, 9000, false),
+			map[string]int{"quantity": 1})
+		if r.Status == http.StatusAccepted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the failover purchases still get %d %s", r.Status, r.Body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
