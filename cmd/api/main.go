@@ -152,7 +152,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	svc.Register(reg)
 	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, RateUser: cfg.RateUser,
-		RateIP: cfg.RateIP, Registry: reg})
+		RateIP: cfg.RateIP, Redis: ap, TrustedProxies: cfg.TrustedProxies, Registry: reg})
 
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h.Routes(),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,

@@ -74,15 +74,15 @@ type Config struct {
 // on a missing or short JWT secret.
 func Load() (Config, error) {
 	c := Config{
-		Env:         os.Getenv("SECKILL_ENV"),
-		HTTPAddr:    env("SECKILL_HTTP_ADDR", "127.0.0.1:8080"),
-		MetricsAddr: env("SECKILL_WORKER_METRICS_ADDR", "127.0.0.1:9091"),
+		Env:             os.Getenv("SECKILL_ENV"),
+		HTTPAddr:        env("SECKILL_HTTP_ADDR", "127.0.0.1:8080"),
+		MetricsAddr:     env("SECKILL_WORKER_METRICS_ADDR", "127.0.0.1:9091"),
 		RedisAddrs:      list(env("SECKILL_REDIS_ADDR", "127.0.0.1:6379")),
 		RedisMasterName: os.Getenv("SECKILL_REDIS_MASTER_NAME"),
 		TrustedProxies:  list(os.Getenv("SECKILL_TRUSTED_PROXIES")),
-		MySQLDSN:    env("SECKILL_MYSQL_DSN", "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true"),
-		JWTSecret:   os.Getenv("SECKILL_JWT_SECRET"),
-		PprofAddr:   os.Getenv("SECKILL_PPROF_ADDR"),
+		MySQLDSN:        env("SECKILL_MYSQL_DSN", "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true"),
+		JWTSecret:       os.Getenv("SECKILL_JWT_SECRET"),
+		PprofAddr:       os.Getenv("SECKILL_PPROF_ADDR"),
 	}
 	var errs []error
 	c.RateUser = number(&errs, "SECKILL_RATE_USER", 20)

@@ -1,10 +1,13 @@
 package handler_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -225,5 +228,69 @@ func TestRedisDownIsUnavailable(t *testing.T) {
 	}
 	if a := s.do(call{method: "GET", path: "/readyz"}); a.status != http.StatusOK {
 		t.Errorf("readyz after recovery: %d %s", a.status, a.body)
+	}
+}
+
+// Limits that hold across instances: two handlers on one Redis, one user's requests
+// alternating between them, get one allowance (burst 2 x 3/s = 6), not one each.
+func TestRateLimitSharedAcrossInstances(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	var urls []string
+	for range 2 {
+		ts := httptest.NewServer(handler.New(s.svc, handler.Options{JWTSecret: testutil.JWTSecret,
+			RateUser: 3, Redis: s.rdb}).Routes())
+		t.Cleanup(ts.Close)
+		urls = append(urls, ts.URL)
+	}
+	buyer := testutil.Token(t, 7, false)
+	codes := map[int]int{}
+	var limited answer
+	for i := range 12 {
+		s.url = urls[i%2]
+		a := s.do(call{method: "GET", path: "/api/v1/orders", token: buyer})
+		codes[a.status]++
+		if a.status == http.StatusTooManyRequests {
+			limited = a
+		}
+	}
+	if codes[http.StatusOK] < 6 || codes[http.StatusOK] > 7 {
+		t.Errorf("12 requests over two instances: %v, want 6 (one burst; 7 if a token came back meanwhile) allowed", codes)
+	}
+	wantError(t, limited, 429, "rate_limited")
+	if ra := limited.header.Get("Retry-After"); ra == "" || ra == "0" {
+		t.Errorf("Retry-After = %q, want whole seconds >= 1", ra)
+	}
+}
+
+// X-Forwarded-For names the client only when the peer is a trusted proxy: behind one,
+// two clients get an allowance each; from an untrusted peer the header changes nothing.
+func TestClientIPFromTrustedProxiesOnly(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	tests := []struct {
+		name    string
+		proxies []string
+		want    map[int]int // answers to 3 requests each from two forwarded clients
+	}{
+		{"trusted proxy", []string{"127.0.0.1/32"}, map[int]int{200: 4, 429: 2}},
+		{"no trusted proxy", nil, map[int]int{200: 2, 429: 4}},
+		{"another proxy", []string{"10.0.0.0/8"}, map[int]int{200: 2, 429: 4}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := httptest.NewServer(handler.New(s.svc, handler.Options{JWTSecret: testutil.JWTSecret,
+				RateIP: 1, Redis: s.rdb, TrustedProxies: tc.proxies}).Routes())
+			t.Cleanup(ts.Close)
+			s.url = ts.URL
+			_ = s.rdb.FlushAll(context.Background()) // a fresh allowance per case
+			codes := map[int]int{}
+			for i := range 6 {
+				client := []string{"203.0.113.7", "198.51.100.9"}[i%2]
+				codes[s.do(call{method: "GET", path: "/api/v1/activities", header: map[string]string{
+					"X-Forwarded-For": client}}).status]++
+			}
+			if !reflect.DeepEqual(codes, tc.want) {
+				t.Errorf("answers %v, want %v", codes, tc.want)
+			}
+		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/auth"
 	"seckill/internal/ratelimit"
@@ -47,6 +48,12 @@ type Options struct {
 	JWTSecret string
 	// RateUser and RateIP are requests per second per user and per client IP; 0 is no limit.
 	RateUser, RateIP float64
+	// Redis, when set, holds the rate limits, so they hold across every API instance
+	// that shares it; nil limits in this process only.
+	Redis redis.UniversalClient
+	// TrustedProxies are the CIDRs (or addresses) whose X-Forwarded-For names the
+	// client IP; none by default, so the client IP is the peer's.
+	TrustedProxies []string
 	// Registry receives the HTTP metrics; /metrics serves it.
 	Registry *prometheus.Registry
 	// Now is the clock (tests); nil means time.Now.
@@ -62,6 +69,7 @@ type Handler struct {
 	metrics *metrics
 	reg     *prometheus.Registry
 	now     func() time.Time
+	proxies []string
 }
 
 // New returns a Handler over svc.
@@ -73,8 +81,8 @@ func New(svc Service, o Options) *Handler {
 		o.Registry = prometheus.NewRegistry()
 	}
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret),
-		perUser: ratelimit.New(o.RateUser), perIP: ratelimit.New(o.RateIP),
-		metrics: newMetrics(o.Registry), reg: o.Registry, now: o.Now}
+		perUser: ratelimit.New(o.Redis, "user", o.RateUser), perIP: ratelimit.New(o.Redis, "ip", o.RateIP),
+		metrics: newMetrics(o.Registry), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies}
 }
 
 // Routes returns the API's http.Handler.
@@ -82,7 +90,10 @@ func (h *Handler) Routes() http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	_ = r.SetTrustedProxies(nil) // the client IP is the peer's, never a header's
+	// The client IP is the peer's, or, from a trusted proxy only, the last address of
+	// X-Forwarded-For that is not itself a trusted proxy. config.Load checked the CIDRs.
+	r.RemoteIPHeaders = []string{"X-Forwarded-For"}
+	_ = r.SetTrustedProxies(h.proxies)
 	r.Use(h.recover, h.metrics.observe, limitBody)
 	web.Register(r) // the buyer's page at /, the admin's at /admin
 	r.NoRoute(func(c *gin.Context) { respondError(c, errNoRoute) })
@@ -188,7 +199,7 @@ func (h *Handler) limitUser(c *gin.Context) {
 }
 
 func (h *Handler) limit(c *gin.Context, l *ratelimit.Limiter, key string) {
-	if ok, wait := l.Allow(key, h.now()); !ok {
+	if ok, wait := l.Allow(c.Request.Context(), key, h.now()); !ok {
 		c.Header("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
 		respondError(c, errRateLimited)
 		return

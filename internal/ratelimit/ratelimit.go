@@ -1,20 +1,85 @@
-// Package ratelimit limits requests per key (a user, a client IP) with token buckets
-// held in this process. Each API instance limits on its own.
+// Package ratelimit limits requests per key (a user, a client IP). A Limiter on a Redis
+// holds across every API instance that shares it: the allowance of a key is one GCRA
+// bucket in Redis (github.com/go-redis/redis_rate, one round trip, one key per limited
+// key, so it spreads over a cluster), whichever instance the requests reach. In front
+// of it each process keeps a token bucket of the same rate: a key that already passed
+// its allowance in this process is refused without asking Redis, so a client hammering
+// one instance costs that instance no Redis call per request. Every request that is
+// allowed has passed the shared bucket, so the sum over the instances stays within one
+// allowance (rate per second, bursts of twice the rate).
+//
+// When Redis does not answer, the shared check fails open to the process's own bucket
+// (the limit then holds per instance, as without Redis) and says so in the log, at
+// most once a minute: an unreachable Redis answers purchases 503 anyway, and a limiter
+// must not turn every other request into an error.
 package ratelimit
 
 import (
+	"context"
 	"hash/maphash"
+	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 )
 
-const shards = 64
-
 // Limiter allows each key perSecond requests per second, with bursts of twice that.
 type Limiter struct {
+	local  *buckets
+	shared *redis_rate.Limiter // nil: this process only
+	limit  redis_rate.Limit
+	name   string
+	warned atomic.Int64 // unix seconds of the last fail-open log line
+}
+
+// New returns a Limiter named name (a part of its Redis keys, such as "user" or "ip").
+// With rdb nil it limits in this process only. perSecond 0 means no limit (Allow always
+// says yes).
+func New(rdb redis.UniversalClient, name string, perSecond float64) *Limiter {
+	l := &Limiter{local: newBuckets(perSecond), name: name}
+	if rdb != nil && perSecond > 0 {
+		l.shared = redis_rate.NewLimiter(rdb)
+		l.limit = redis_rate.Limit{Rate: 1, Period: time.Duration(float64(time.Second) / perSecond),
+			Burst: l.local.burst}
+		if perSecond == math.Trunc(perSecond) {
+			l.limit = redis_rate.Limit{Rate: int(perSecond), Period: time.Second, Burst: l.local.burst}
+		}
+	}
+	return l
+}
+
+// Allow reports whether a request of key may go ahead at now; if not, it returns how
+// long to wait before the next one would be allowed.
+func (l *Limiter) Allow(ctx context.Context, key string, now time.Time) (bool, time.Duration) {
+	if l == nil {
+		return true, 0
+	}
+	ok, wait := l.local.allow(key, now)
+	if !ok || l.shared == nil {
+		return ok, wait
+	}
+	res, err := l.shared.Allow(ctx, "{rl:"+l.name+":"+key+"}", l.limit)
+	if err != nil {
+		if last := l.warned.Load(); now.Unix()-last >= 60 && l.warned.CompareAndSwap(last, now.Unix()) {
+			slog.Warn("rate limit: Redis did not answer; limiting in this process only", "limit", l.name, "err", err)
+		}
+		return true, 0
+	}
+	if res.Allowed == 0 {
+		return false, max(res.RetryAfter, time.Millisecond)
+	}
+	return true, 0
+}
+
+const shards = 64
+
+// buckets are the token buckets of this process, one per key.
+type buckets struct {
 	perSecond float64
 	burst     int
 	seed      maphash.Seed
@@ -32,19 +97,17 @@ type bucket struct {
 	seen time.Time
 }
 
-// New returns a Limiter; perSecond 0 means no limit (Allow always says yes).
-func New(perSecond float64) *Limiter {
-	l := &Limiter{perSecond: perSecond, burst: max(1, int(math.Ceil(2*perSecond))), seed: maphash.MakeSeed()}
+func newBuckets(perSecond float64) *buckets {
+	l := &buckets{perSecond: perSecond, burst: max(1, int(math.Ceil(2*perSecond))), seed: maphash.MakeSeed()}
 	for i := range l.shards {
 		l.shards[i].buckets = map[string]*bucket{}
 	}
 	return l
 }
 
-// Allow reports whether a request of key may go ahead at now; if not, it returns how
-// long to wait before the next one would be allowed.
-func (l *Limiter) Allow(key string, now time.Time) (bool, time.Duration) {
-	if l == nil || l.perSecond <= 0 {
+// allow is Allow in this process only.
+func (l *buckets) allow(key string, now time.Time) (bool, time.Duration) {
+	if l.perSecond <= 0 {
 		return true, 0
 	}
 	s := &l.shards[maphash.String(l.seed, key)%shards]

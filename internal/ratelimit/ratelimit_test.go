@@ -1,38 +1,159 @@
 package ratelimit_test
 
 import (
+	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"seckill/internal/ratelimit"
+	"seckill/internal/testutil"
 )
 
 func TestLimiter(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	l := ratelimit.New(5) // burst 10
+	ctx := context.Background()
+	l := ratelimit.New(nil, "user", 5) // burst 10
 	allowed := 0
 	for i := 0; i < 20; i++ {
-		if ok, _ := l.Allow("a", now); ok {
+		if ok, _ := l.Allow(ctx, "a", now); ok {
 			allowed++
 		}
 	}
 	if allowed != 10 {
 		t.Errorf("burst allowed %d, want 10", allowed)
 	}
-	ok, wait := l.Allow("a", now)
+	ok, wait := l.Allow(ctx, "a", now)
 	if ok || wait <= 0 || wait > 200*time.Millisecond {
 		t.Errorf("over the limit: ok=%v wait=%v, want refused with a wait up to 200ms", ok, wait)
 	}
-	if ok, _ := l.Allow("b", now); !ok {
+	if ok, _ := l.Allow(ctx, "b", now); !ok {
 		t.Error("another key must not share the bucket")
 	}
-	if ok, _ := l.Allow("a", now.Add(time.Second)); !ok {
+	if ok, _ := l.Allow(ctx, "a", now.Add(time.Second)); !ok {
 		t.Error("a second later the key must be allowed again")
 	}
-	off := ratelimit.New(0)
+	off := ratelimit.New(nil, "user", 0)
 	for i := 0; i < 1000; i++ {
-		if ok, _ := off.Allow("a", now); !ok {
+		if ok, _ := off.Allow(ctx, "a", now); !ok {
 			t.Fatal("limit 0 must allow everything")
 		}
+	}
+}
+
+// Three instances on one Redis share one allowance per key: a key's requests spread
+// over them get the burst once, not three times, and the limit refuses with a wait.
+func TestSharedAcrossInstances(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	ctx := context.Background()
+	tests := []struct {
+		name      string
+		perSecond float64
+		instances int
+		want      int // allowed at once: the burst, 2 x rate
+	}{
+		{"one instance", 5, 1, 10},
+		{"three instances", 5, 3, 10},
+		{"a fractional rate", 2.5, 3, 5},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var ls []*ratelimit.Limiter
+			for range tc.instances {
+				ls = append(ls, ratelimit.New(rdb, "user", tc.perSecond))
+			}
+			key := string(rune('a' + i))
+			now := time.Now()
+			var allowed atomic.Int64
+			var wg sync.WaitGroup
+			for j := range 60 { // concurrent requests, round robin over the instances
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if ok, _ := ls[j%len(ls)].Allow(ctx, key, now); ok {
+						allowed.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			if got := int(allowed.Load()); got != tc.want {
+				t.Errorf("allowed %d of 60 at once over %d instances, want %d", got, tc.instances, tc.want)
+			}
+			ok, wait := ls[0].Allow(ctx, key, now)
+			if ok || wait <= 0 || wait > time.Second {
+				t.Errorf("over the limit: ok=%v wait=%v, want a refusal with a wait up to 1s", ok, wait)
+			}
+		})
+	}
+}
+
+// Over a window the instances together allow one allowance: rate x window + burst.
+func TestSharedOverTime(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	ctx := context.Background()
+	a, b := ratelimit.New(rdb, "user", 20), ratelimit.New(rdb, "user", 20)
+	start := time.Now()
+	allowed := 0
+	for i := 0; time.Since(start) < 1500*time.Millisecond; i++ {
+		l := a
+		if i%2 == 1 {
+			l = b
+		}
+		if ok, _ := l.Allow(ctx, "u", time.Now()); ok {
+			allowed++
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	window := time.Since(start).Seconds()
+	most := int(20*window) + 40 + 1
+	if allowed > most || allowed < 40 {
+		t.Errorf("allowed %d in %.2fs over two instances, want between the burst 40 and %d (per-instance limits would allow up to %d)",
+			allowed, window, most, 2*most)
+	}
+}
+
+// A Redis that does not answer leaves the limit to each process, instead of failing
+// every request.
+func TestSharedFailsOpenToLocal(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 50 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	l := ratelimit.New(rdb, "ip", 5)
+	srv.Kill()
+	now := time.Now()
+	allowed := 0
+	for range 20 {
+		if ok, _ := l.Allow(context.Background(), "1.2.3.4", now); ok {
+			allowed++
+		}
+	}
+	if allowed != 10 {
+		t.Errorf("with Redis down: allowed %d, want the local burst 10", allowed)
+	}
+}
+
+// BenchmarkAllow is the cost of a limited request: in this process, and shared through
+// a real Redis (one round trip; the auto-pipeliner of the API batches them). Run with
+// go test -bench Allow -run - ./internal/ratelimit
+func BenchmarkAllow(b *testing.B) {
+	rdb := testutil.StartRedis(b).Client(b)
+	for _, bc := range []struct {
+		name string
+		l    *ratelimit.Limiter
+	}{
+		{"local", ratelimit.New(nil, "user", 1e9)},
+		{"shared", ratelimit.New(rdb, "user", 1e9)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.RunParallel(func(pb *testing.PB) {
+				for i := 0; pb.Next(); i++ {
+					bc.l.Allow(ctx, "k", time.Now())
+				}
+			})
+		})
 	}
 }
