@@ -1,8 +1,10 @@
 # make run    the service (API + worker) with Redis and MariaDB, set up from nothing
 # make test   the whole test suite against real Redis and MariaDB
+# make run-cluster   the same scaled out: a 3+3 Redis Cluster, three APIs behind nginx,
+#                    two workers (scripts/cluster.sh; docs/scale-out.md)
 SHELL := /bin/bash
 
-.PHONY: run test services stop build vet
+.PHONY: run run-cluster test services stop build vet
 
 services:
 	scripts/services.sh up
@@ -14,14 +16,18 @@ build:
 run: services build
 	scripts/run.sh
 
+run-cluster: services build
+	scripts/cluster.sh up
+
 vet:
 	go vet ./...
 
 test: services vet
 	go test -race -count=1 -timeout 60m ./...
 
-# Stops the Redis and MariaDB that `make run` or `make test` started (not others).
+# Stops what `make run`, `make run-cluster` or `make test` started (by pid file, not others).
 stop:
+	scripts/cluster.sh down
 	scripts/services.sh down
 
 # Load tests (loadtest/README.md), against an API, a worker and a Redis of their own on

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,10 +14,9 @@ import (
 	"time"
 )
 
-// StartNginx runs a private nginx in front of backends (host:port of API instances):
-// one upstream, HTTP/1.1 with keep-alive, X-Forwarded-For set to the client's address,
-// and a purchase (a POST) never sent to a second backend (nginx retries only idempotent
-// requests). It returns the front's base URL and fails the test when nginx is missing.
+// StartNginx runs a private nginx in front of backends (host:port of API instances)
+// with the project's own front, deploy/nginx/seckill.conf.template. It returns the
+// front's base URL and fails the test when nginx is missing.
 func StartNginx(t testing.TB, backends []string) string {
 	t.Helper()
 	bin, err := exec.LookPath("nginx")
@@ -28,9 +28,18 @@ func StartNginx(t testing.TB, backends []string) string {
 	}
 	dir := t.TempDir()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	var servers strings.Builder
+	var upstream strings.Builder
 	for _, b := range backends {
-		fmt.Fprintf(&servers, "    server %s;\n", b)
+		fmt.Fprintf(&upstream, "server %s; ", b)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	template, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "deploy", "nginx", "seckill.conf.template"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := strings.NewReplacer("${SECKILL_NGINX_LISTEN}", addr, "${SECKILL_NGINX_UPSTREAM}", upstream.String()).Replace(string(template))
+	if err := os.WriteFile(filepath.Join(dir, "seckill.conf"), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	conf := fmt.Sprintf(`worker_processes 1;
 daemon off;
@@ -44,21 +53,9 @@ http {
   fastcgi_temp_path %[1]s/fastcgi;
   uwsgi_temp_path %[1]s/uwsgi;
   scgi_temp_path %[1]s/scgi;
-  upstream api {
-%[2]s    keepalive 64;
-  }
-  server {
-    listen %[3]s;
-    location / {
-      proxy_pass http://api;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-    }
-  }
+  include %[1]s/seckill.conf;
 }
-`, dir, servers.String(), addr)
+`, dir)
 	path := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
