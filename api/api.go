@@ -1,4 +1,4 @@
-// Package api holds the OpenAPI document of the HTTP API of ../shared/api-contract.md,
+// Package api holds the OpenAPI document of the service's HTTP API (cmd/api),
 // embedded so that tools and tests read the same bytes that are committed. Its tests
 // check the document against the real router, error mapping and JSON types.
 package api

@@ -29,7 +29,7 @@ import (
 	"seckill/web"
 )
 
-// The error codes of shared/api-contract.md, by status.
+// The error codes of the HTTP API, by status.
 var contractCodes = []statusCode{
 	{400, "invalid_request"}, {401, "unauthorized"}, {403, "forbidden"}, {404, "not_found"},
 	{409, "sale_not_started"}, {409, "sale_ended"}, {409, "sold_out"}, {409, "limit_exceeded"},

@@ -1,6 +1,6 @@
 // Package web serves the buyer's page (/) and the admin's page (/admin): plain HTML,
 // CSS and JavaScript embedded in the binary, which call the API of
-// ../shared/api-contract.md from the browser with the token the person signs in with.
+// api/openapi.yaml from the browser with the token the person signs in with.
 // There is nothing to build: the files in static/ are served as they are.
 package web
 

@@ -1,5 +1,4 @@
-// Package handler is the HTTP API of ../shared/api-contract.md (documented in
-// api/openapi.yaml) on Gin: routes, authentication, rate limits, body limits, and the
+// Package handler is the HTTP API documented in api/openapi.yaml, on Gin: routes, authentication, rate limits, body limits, and the
 // one place where errors become statuses (errors.go).
 package handler
 
