@@ -20,6 +20,7 @@
 #                                         acknowledged writes can be lost; README, Durability)
 #   LOADTEST_REDIS=single                 single: one redis-server; cluster: a private Redis
 #                                         Cluster of 3 masters + 3 replicas (SECKILL_REDIS_CLUSTER)
+#   LOADTEST_RATE=0                       SECKILL_RATE_USER and SECKILL_RATE_IP (0: off)
 #   LOADTEST_MIN_REPLICAS=0               SECKILL_REDIS_MIN_REPLICAS of the APIs; with a cluster,
 #                                         also the masters' min-replicas-to-write
 # Called by `make loadtest` (audit ratios) and `make k6` (k6).
@@ -143,7 +144,9 @@ export SECKILL_REDIS_MIN_REPLICAS=$min_replicas
 
 export SECKILL_ENV=${SECKILL_ENV-dev}
 export SECKILL_REDIS_ADDR=127.0.0.1:$redis_port SECKILL_MYSQL_DSN=$dsn
-export SECKILL_RATE_IP=0 SECKILL_RATE_USER=0
+# LOADTEST_RATE: both limits at this rate (a rate no buyer reaches measures what the
+# shared limits cost); unset, both are off, as a crowd from one address needs.
+export SECKILL_RATE_IP=${LOADTEST_RATE:-0} SECKILL_RATE_USER=${LOADTEST_RATE:-0}
 free_port
 export SECKILL_WORKER_METRICS_ADDR=127.0.0.1:$port
 

@@ -4,9 +4,13 @@
 // key, so it spreads over a cluster), whichever instance the requests reach. In front
 // of it each process keeps a token bucket of the same rate: a key that already passed
 // its allowance in this process is refused without asking Redis, so a client hammering
-// one instance costs that instance no Redis call per request. Every request that is
-// allowed has passed the shared bucket, so the sum over the instances stays within one
-// allowance (rate per second, bursts of twice the rate).
+// one instance costs that instance no Redis call per request. And an instance takes a
+// key's allowance from Redis a tenth of a burst at a time (a lease, kept for the time
+// the rate takes to earn it), so a key's steady requests cost a Redis call per lease,
+// not per request. Every request that is allowed was taken from the shared bucket, so
+// the sum over the instances stays within one allowance (rate per second, bursts of
+// twice the rate); a lease an instance does not use in time is lost, which can only
+// allow less.
 //
 // When Redis does not answer, the shared check fails open to the process's own bucket
 // (the limit then holds per instance, as without Redis) and says so in the log, at
@@ -30,11 +34,13 @@ import (
 
 // Limiter allows each key perSecond requests per second, with bursts of twice that.
 type Limiter struct {
-	local  *buckets
-	shared *redis_rate.Limiter // nil: this process only
-	limit  redis_rate.Limit
-	name   string
-	warned atomic.Int64 // unix seconds of the last fail-open log line
+	local    *buckets
+	shared   *redis_rate.Limiter // nil: this process only
+	limit    redis_rate.Limit
+	lease    int           // requests taken from Redis at once
+	leaseFor time.Duration // how long a lease stays usable
+	name     string
+	warned   atomic.Int64 // unix seconds of the last fail-open log line
 }
 
 // New returns a Limiter named name (a part of its Redis keys, such as "user" or "ip").
@@ -49,6 +55,8 @@ func New(rdb redis.UniversalClient, name string, perSecond float64) *Limiter {
 		if perSecond == math.Trunc(perSecond) {
 			l.limit = redis_rate.Limit{Rate: int(perSecond), Period: time.Second, Burst: l.local.burst}
 		}
+		l.lease = max(1, l.local.burst/10)
+		l.leaseFor = min(time.Second, time.Duration(float64(l.lease)/perSecond*float64(time.Second)))
 	}
 	return l
 }
@@ -59,11 +67,11 @@ func (l *Limiter) Allow(ctx context.Context, key string, now time.Time) (bool, t
 	if l == nil {
 		return true, 0
 	}
-	ok, wait := l.local.allow(key, now)
-	if !ok || l.shared == nil {
+	ok, wait, leased := l.local.allow(key, now)
+	if !ok || l.shared == nil || leased {
 		return ok, wait
 	}
-	res, err := l.shared.Allow(ctx, "{rl:"+l.name+":"+key+"}", l.limit)
+	res, err := l.shared.AllowAtMost(ctx, "{rl:"+l.name+":"+key+"}", l.limit, l.lease)
 	if err != nil {
 		if last := l.warned.Load(); now.Unix()-last >= 60 && l.warned.CompareAndSwap(last, now.Unix()) {
 			slog.Warn("rate limit: Redis did not answer; limiting in this process only", "limit", l.name, "err", err)
@@ -72,6 +80,9 @@ func (l *Limiter) Allow(ctx context.Context, key string, now time.Time) (bool, t
 	}
 	if res.Allowed == 0 {
 		return false, max(res.RetryAfter, time.Millisecond)
+	}
+	if res.Allowed > 1 {
+		l.local.addLease(key, res.Allowed-1, now.Add(l.leaseFor))
 	}
 	return true, 0
 }
@@ -95,6 +106,10 @@ type shard struct {
 type bucket struct {
 	lim  *rate.Limiter
 	seen time.Time
+	// lease is how many requests of the key this process took from Redis and has not
+	// used yet, usable until leaseUntil.
+	lease      int
+	leaseUntil time.Time
 }
 
 func newBuckets(perSecond float64) *buckets {
@@ -105,10 +120,11 @@ func newBuckets(perSecond float64) *buckets {
 	return l
 }
 
-// allow is Allow in this process only.
-func (l *buckets) allow(key string, now time.Time) (bool, time.Duration) {
+// allow is Allow in this process only; leased says the request used a lease taken
+// from Redis before.
+func (l *buckets) allow(key string, now time.Time) (ok bool, wait time.Duration, leased bool) {
 	if l.perSecond <= 0 {
-		return true, 0
+		return true, 0, false
 	}
 	s := &l.shards[maphash.String(l.seed, key)%shards]
 	s.mu.Lock()
@@ -130,7 +146,21 @@ func (l *buckets) allow(key string, now time.Time) (bool, time.Duration) {
 	r := b.lim.ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
-		return false, d
+		return false, d, false
 	}
-	return true, 0
+	if b.lease > 0 && now.Before(b.leaseUntil) {
+		b.lease--
+		return true, 0, true
+	}
+	return true, 0, false
+}
+
+// addLease keeps n requests of key taken from Redis for this process, until until.
+func (l *buckets) addLease(key string, n int, until time.Time) {
+	s := &l.shards[maphash.String(l.seed, key)%shards]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.buckets[key]; ok {
+		b.lease, b.leaseUntil = n, until
+	}
 }

@@ -2,6 +2,8 @@ package ratelimit_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -155,5 +157,35 @@ func BenchmarkAllow(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// A key's steady requests take their allowance from Redis a tenth of a burst at a
+// time: 100 requests at rate 100 (burst 200, leases of 20) cost 5 scripts, not 100.
+func TestSharedLeases(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	ctx := context.Background()
+	l := ratelimit.New(rdb, "user", 100)
+	now := time.Now()
+	for i := range 100 {
+		if ok, _ := l.Allow(ctx, "k", now); !ok {
+			t.Fatalf("request %d refused within the burst", i)
+		}
+	}
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for _, cmd := range []string{"evalsha", "eval"} {
+		if _, rest, ok := strings.Cut(info, "cmdstat_"+cmd+":calls="); ok {
+			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			_, failed, _ := strings.Cut(rest, "failed_calls=") // EVALSHA before the script is loaded
+			f, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(failed, "\r", 2)[0]))
+			calls += n - f
+		}
+	}
+	if calls != 5 {
+		t.Errorf("100 requests ran %d scripts in Redis (failed runs aside), want 5 (leases of 20)", calls)
 	}
 }
