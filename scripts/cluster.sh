@@ -106,6 +106,10 @@ CONF
 
 up() {
 	mkdir -p "$run"
+	local p
+	for p in "${api_ports[@]}" "${worker_ports[@]}"; do
+		answers "$p" && { log "something already listens on :$p (a run-cluster still running? make stop ends it)"; exit 1; }
+	done
 	start_nodes
 	export SECKILL_ENV=${SECKILL_ENV-dev}
 	export SECKILL_REDIS_CLUSTER=true
