@@ -24,6 +24,7 @@ import (
 
 	"seckill/internal/auth"
 	"seckill/internal/handler"
+	"seckill/internal/presence"
 	"seckill/internal/sale"
 	"seckill/internal/store"
 	"seckill/web"
@@ -785,11 +786,12 @@ func TestSchemasMatchJSON(t *testing.T) {
 		{"Order", reflect.TypeFor[sale.Order]()},
 		{"Stats", reflect.TypeFor[sale.Stats]()},
 		{"Ledger", reflect.TypeFor[sale.Ledger]()},
+		{"Instance", reflect.TypeFor[presence.Instance]()},
 	}
 	for _, tt := range tests {
 		checkSchema(t, d, tt.schema, d.schema(tt.schema), tt.typ)
 	}
-	for list, item := range map[string]string{"ActivityList": "activities", "OrderList": "orders"} {
+	for list, item := range map[string]string{"ActivityList": "activities", "OrderList": "orders", "InstanceList": "instances"} {
 		s := d.schema(list)
 		if got := asStrings(s["required"]); !slices.Equal(got, []string{item}) {
 			t.Errorf("%s required: got %v, want [%s]", list, got, item)
@@ -840,6 +842,11 @@ func checkSchema(t *testing.T, d doc, name string, s map[string]any, typ reflect
 			want = "integer"
 		case ft.Kind() == reflect.Bool:
 			want = "boolean"
+		case ft.Kind() == reflect.Map && ft.Key().Kind() == reflect.String && ft.Elem().Kind() == reflect.Float64:
+			want = "object"
+			if get(p, "additionalProperties", "type") != "number" {
+				t.Errorf("%s.%s: a map of numbers without additionalProperties of type number", name, tag)
+			}
 		case ft.Kind() == reflect.Struct:
 			want = "object"
 			checkSchema(t, d, name+"."+tag, p, ft)

@@ -127,6 +127,11 @@ func TestClusterCrowdThroughNginx(t *testing.T) {
 		cr.checkReplays(t)
 		audit(t, s, a, cr, true)
 	}
+	// Every process is listed by its heartbeat, on the cluster too.
+	waitInstances(t, newClient(t, front), 10*time.Second, "three APIs and two workers", func(l []instance) bool {
+		apis, workers := countKinds(l)
+		return apis == 3 && workers == 2
+	})
 	// nginx spread the purchases over the three instances.
 	for _, u := range s.URLs {
 		m := newClient(t, u).must("GET", "/metrics", "", nil)

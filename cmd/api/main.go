@@ -31,6 +31,7 @@ import (
 	"seckill/internal/handler"
 	"seckill/internal/lock"
 	"seckill/internal/order"
+	"seckill/internal/presence"
 	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
@@ -151,8 +152,9 @@ func serve(ctx context.Context, cfg config.Config) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	svc.Register(reg)
+	live := presence.New(ap)
 	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, RateUser: cfg.RateUser,
-		RateIP: cfg.RateIP, Redis: ap, TrustedProxies: cfg.TrustedProxies, Registry: reg})
+		RateIP: cfg.RateIP, Redis: ap, TrustedProxies: cfg.TrustedProxies, Registry: reg, Instances: live})
 
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h.Routes(),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
@@ -171,11 +173,18 @@ func serve(ctx context.Context, cfg config.Config) error {
 	slog.Info("api listening", "url", "http://"+ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	// The heartbeat (GET /api/v1/admin/instances) stops first on shutdown, so the
+	// instance leaves the list at once.
+	stopBeat := live.Start(presence.NewInstance("api", ln.Addr().String()), presence.FromRegistry(reg,
+		presence.Figure{Name: "requests_per_second", Metric: "seckill_http_requests_total", Rate: true},
+		presence.Figure{Name: "purchases_per_second", Metric: "seckill_http_requests_total", Label: "status", Value: "202", Rate: true}))
+	defer stopBeat()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
+	stopBeat()
 	slog.Info("shutting down: finishing requests in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -187,3 +196,4 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	return err
 }
+

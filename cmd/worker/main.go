@@ -23,6 +23,7 @@ import (
 	"seckill/internal/config"
 	"seckill/internal/lock"
 	"seckill/internal/order"
+	"seckill/internal/presence"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/store"
@@ -113,8 +114,16 @@ func run(ctx context.Context) error {
 		}
 	}()
 	slog.Info("worker running", "queue", queue.Name, "concurrency", cfg.WorkerConcurrency, "metrics", "http://"+cfg.MetricsAddr+"/metrics")
+	// The heartbeat (GET /api/v1/admin/instances) stops first on shutdown, so the
+	// instance leaves the list at once.
+	stopBeat := presence.New(ap).Start(presence.NewInstance("worker", cfg.MetricsAddr), presence.FromRegistry(reg,
+		presence.Figure{Name: "orders_written_per_second", Metric: "seckill_persisted_orders_total", Label: "outcome", Value: "created", Rate: true},
+		presence.Figure{Name: "transactions_per_second", Metric: "seckill_persist_batch_size", Rate: true},
+		presence.Figure{Name: "queue_depth", Metric: "seckill_queue_depth"}))
+	defer stopBeat()
 
 	<-ctx.Done()
+	stopBeat()
 	slog.Info("shutting down: finishing orders in flight")
 	srv.Shutdown() // waits for handlers in flight; unfinished tasks go back to the queue
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

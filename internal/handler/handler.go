@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/auth"
+	"seckill/internal/presence"
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
 	"seckill/web"
@@ -41,6 +43,13 @@ type Service interface {
 
 var _ Service = (*sale.Service)(nil)
 
+// InstanceLister lists the processes alive now, by their heartbeats.
+type InstanceLister interface {
+	List(ctx context.Context) ([]presence.Instance, error)
+}
+
+var _ InstanceLister = (*presence.Registry)(nil)
+
 // Options configure the handlers.
 type Options struct {
 	// JWTSecret signs and checks bearer tokens.
@@ -53,6 +62,9 @@ type Options struct {
 	// TrustedProxies are the CIDRs (or addresses) whose X-Forwarded-For names the
 	// client IP; none by default, so the client IP is the peer's.
 	TrustedProxies []string
+	// Instances lists the live API and worker processes for the admin (presence);
+	// nil answers an empty list.
+	Instances InstanceLister
 	// Registry receives the HTTP metrics; /metrics serves it.
 	Registry *prometheus.Registry
 	// Now is the clock (tests); nil means time.Now.
@@ -69,6 +81,7 @@ type Handler struct {
 	reg     *prometheus.Registry
 	now     func() time.Time
 	proxies []string
+	live    InstanceLister
 }
 
 // New returns a Handler over svc.
@@ -81,7 +94,8 @@ func New(svc Service, o Options) *Handler {
 	}
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret),
 		perUser: ratelimit.New(o.Redis, "user", o.RateUser), perIP: ratelimit.New(o.Redis, "ip", o.RateIP),
-		metrics: newMetrics(o.Registry), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies}
+		metrics: newMetrics(o.Registry), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
+		live: o.Instances}
 }
 
 // Routes returns the API's http.Handler.
@@ -119,7 +133,28 @@ func (h *Handler) Routes() http.Handler {
 	admin.PATCH("/activities/:id", h.patchActivity)
 	admin.GET("/activities/:id/stats", byActivity(h.svc.Stats))
 	admin.GET("/activities/:id/ledger", byActivity(h.svc.Ledger))
+	admin.GET("/instances", h.instances)
 	return r
+}
+
+// instances lists the live processes: APIs first, then workers, the oldest first.
+func (h *Handler) instances(c *gin.Context) {
+	out := []presence.Instance{}
+	if h.live != nil {
+		list, err := h.live.List(c.Request.Context())
+		if err != nil {
+			respondError(c, fmt.Errorf("%w: %w", sale.ErrUnavailable, err))
+			return
+		}
+		out = append(out, list...)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].StartedAt.Before(out[j].StartedAt)
+	})
+	c.JSON(http.StatusOK, gin.H{"instances": out})
 }
 
 func (h *Handler) ready(c *gin.Context) {

@@ -1,0 +1,85 @@
+package presence_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"seckill/internal/presence"
+	"seckill/internal/testutil"
+)
+
+func TestHeartbeats(t *testing.T) {
+	r := presence.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	r.SetClock(func() time.Time { return now })
+	api, worker := presence.NewInstance("api", "127.0.0.1:8081"), presence.NewInstance("worker", "127.0.0.1:9092")
+	steps := []struct {
+		name  string
+		act   func() error
+		after time.Duration // the clock moves on by this before the list
+		want  []string      // kinds listed, in any order
+	}{
+		{"two beat", func() error {
+			if err := r.Beat(ctx, api); err != nil {
+				return err
+			}
+			return r.Beat(ctx, worker)
+		}, 0, []string{"api", "worker"}},
+		{"the worker beats again, the api is silent", func() error { return r.Beat(ctx, worker) }, presence.Timeout - time.Second, []string{"api", "worker"}},
+		{"past the timeout the silent one is gone", func() error { return r.Beat(ctx, worker) }, 2 * time.Second, []string{"worker"}},
+		{"a clean leave is at once", func() error { return r.Leave(ctx, worker.ID) }, 0, nil},
+	}
+	for _, st := range steps {
+		if err := st.act(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		now = now.Add(st.after)
+		got, err := r.List(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		kinds := map[string]int{}
+		for _, in := range got {
+			kinds[in.Kind]++
+			if in.Version == "" || in.StartedAt.IsZero() || in.LastSeen.IsZero() || in.Figures == nil {
+				t.Errorf("%s: incomplete instance %+v", st.name, in)
+			}
+		}
+		if len(got) != len(st.want) {
+			t.Errorf("%s: listed %v, want %v", st.name, kinds, st.want)
+		}
+		for _, k := range st.want {
+			if kinds[k] != 1 {
+				t.Errorf("%s: listed %v, want %v", st.name, kinds, st.want)
+			}
+		}
+	}
+}
+
+func TestFiguresFromRegistry(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "req_total"}, []string{"status"})
+	depth := prometheus.NewGauge(prometheus.GaugeOpts{Name: "depth"})
+	reg.MustRegister(requests, depth)
+	read := presence.FromRegistry(reg,
+		presence.Figure{Name: "all", Metric: "req_total", Rate: true},
+		presence.Figure{Name: "accepted", Metric: "req_total", Label: "status", Value: "202", Rate: true},
+		presence.Figure{Name: "depth", Metric: "depth"})
+	requests.WithLabelValues("202").Add(5)
+	if got := read(); got["all"] != 0 || got["accepted"] != 0 {
+		t.Errorf("first read %v, want rates 0", got)
+	}
+	requests.WithLabelValues("202").Add(10)
+	requests.WithLabelValues("409").Add(30)
+	depth.Set(7)
+	time.Sleep(100 * time.Millisecond)
+	got := read()
+	// 40 and 10 more in about 0.1 s: rates of about 400/s and 100/s.
+	if got["all"] < 200 || got["all"] > 400 || got["accepted"] < 50 || got["accepted"] > 100 || got["depth"] != 7 {
+		t.Errorf("second read %v, want about all 400/s, accepted 100/s, depth 7", got)
+	}
+}
