@@ -196,4 +196,3 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	return err
 }
-
