@@ -85,7 +85,14 @@ type confirmation struct {
 // orderID (and everything written before it). With orderID "" it only waits for the
 // master's writes so far (a replayed purchase, whose order may be settled already).
 // Errors: ErrReservationLost, ErrNotReplicated, or a Redis error.
+//
+// While the sale's slot moves to another master (MOVED, ASK, TRYAGAIN), the barrier is
+// tried again on the master the refreshed slot map names, until ctx ends.
 func (r *Replicas) Confirm(ctx context.Context, activityID int64, orderID string) error {
+	return whileMoving(ctx, r.rdb, func() error { return r.confirmOnce(ctx, activityID, orderID) })
+}
+
+func (r *Replicas) confirmOnce(ctx context.Context, activityID int64, orderID string) error {
 	node, addr, err := r.master(ctx, activityID)
 	if err != nil {
 		return fmt.Errorf("confirm replication: %w", err)

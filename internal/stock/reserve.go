@@ -144,9 +144,13 @@ func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) 
 	keys := []string{saleKey(r.ActivityID), usersKey(r.ActivityID), queuedKey(r.ActivityID),
 		userQueuedKey(r.ActivityID, r.UserID), idempotencyKey(r.ActivityID, r.UserID, r.IdempotencyKey),
 		UserLockKey(r.ActivityID, r.UserID), queuedSinceKey(r.ActivityID)}
-	res, err := reply(reserveScript.Run(ctx, s.rdb, keys,
-		r.Now.UnixMilli(), r.UserID, r.Quantity, r.OrderID, fingerprint,
-		r.LockToken, r.LockTTL.Milliseconds(), int64(IdempotencyTTL/time.Second)).Result())
+	var res []any
+	err := whileMoving(ctx, s.rdb, func() (err error) {
+		res, err = reply(reserveScript.Run(ctx, s.rdb, keys,
+			r.Now.UnixMilli(), r.UserID, r.Quantity, r.OrderID, fingerprint,
+			r.LockToken, r.LockTTL.Milliseconds(), int64(IdempotencyTTL/time.Second)).Result())
+		return err
+	})
 	if err != nil {
 		return Reserved{}, fmt.Errorf("reserve: %w", err)
 	}

@@ -91,7 +91,11 @@ func (s *Stock) Rollback(ctx context.Context, activityID, userID int64, orderID,
 	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID),
 		userQueuedKey(activityID, userID), claimedKey(activityID),
 		idempotencyKey(activityID, userID, idemKey), queuedSinceKey(activityID)}
-	n, err := rollbackScript.Run(ctx, s.rdb, keys, orderID, activityID, ReturnedChannel).Int64()
+	var n int64
+	err := whileMoving(ctx, s.rdb, func() (err error) {
+		n, err = rollbackScript.Run(ctx, s.rdb, keys, orderID, activityID, ReturnedChannel).Int64()
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("roll back reservation: %w", err)
 	}

@@ -314,3 +314,28 @@ func (s *Stock) Snapshot(ctx context.Context, activityID int64) (Snapshot, error
 	}
 	return snap, nil
 }
+
+// whileMoving runs fn until it returns anything but the errors of a slot on its way to
+// another master (MOVED, ASK, TRYAGAIN), or ctx ends; between runs it waits 20 ms and
+// refreshes a cluster client's slot map. A cluster client follows those itself, but
+// within a budget of three redirects, which a live migration exhausts: a script whose
+// keys are split between the two masters meets TRYAGAIN until the last key has moved.
+// Only for scripts that are safe to run twice.
+func whileMoving(ctx context.Context, rdb redis.UniversalClient, fn func() error) error {
+	for {
+		err := fn()
+		_, moved := redis.IsMovedError(err)
+		_, ask := redis.IsAskError(err)
+		if !moved && !ask && !redis.IsTryAgainError(err) {
+			return err
+		}
+		if c, ok := rdb.(*redis.ClusterClient); ok {
+			c.ReloadState(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
