@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -307,5 +308,39 @@ func TestSentinelMasterKilledMidCrowd(t *testing.T) {
 			t.Fatalf("after the failover purchases still get %d %s", r.Status, r.Body)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestClusterWorkersKilledMidCrowd: both workers on the cluster are killed with SIGKILL
+// mid-crowd, in the middle of their tasks, and started again: asynq's recoverer (tasks
+// whose lease ran out) and the worker's repair pass run on the cluster, and every
+// acknowledged order reaches MySQL once.
+func TestClusterWorkersKilledMidCrowd(t *testing.T) {
+	cl := sharedCluster(t)
+	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), cl.Env(), 2, 2, "SECKILL_REDIS_MIN_REPLICAS=1")
+	sales, _ := salesOnEveryMaster(t, newClient(t, s.URL), cl, 6, 150, 3)
+	results := crowds(t, sales, crowdPlan{users: 50, concurrency: 8, endpoints: s.URLs,
+		pace: 60 * time.Millisecond}, func() {
+		time.Sleep(time.Second)
+		for _, w := range s.Workers {
+			w.Signal(syscall.SIGKILL)
+		}
+		time.Sleep(time.Second)
+		for _, w := range s.Workers {
+			w.Start()
+		}
+	})
+	for _, a := range sales {
+		cr := results[a.ID]
+		if cr.failed.Load() != 0 || cr.codes["503 unavailable"] != 0 {
+			t.Errorf("sale %d: %v (the workers' death must not touch purchases)", a.ID, cr.codes)
+		}
+		cr.checkReplays(t)
+		audit(t, s, a, cr, true)
+	}
+	for _, w := range s.Workers {
+		if strings.Contains(w.Output(), "CROSSSLOT") {
+			t.Errorf("a worker met CROSSSLOT:\n%s", w.Output())
+		}
 	}
 }
