@@ -1,8 +1,11 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -386,4 +389,42 @@ func (tb *tab) fail(format string, args ...any) {
 	}
 	tb.mu.Unlock()
 	tb.t.Fatalf("%s: %s", tb.name, msg)
+}
+
+// TestBuyerPageOrder: the buyer sees the sales on now first, then the upcoming ones
+// with their countdown, then the ended ones, whatever order they were created in.
+func TestBuyerPageOrder(t *testing.T) {
+	s := testutil.StartStack(t)
+	now := time.Now().UTC()
+	for _, sale := range []struct {
+		name         string
+		starts, ends time.Time
+	}{
+		{"Ended", now.Add(-2 * time.Hour), now.Add(-time.Hour)},
+		{"Later", now.Add(2 * time.Hour), now.Add(3 * time.Hour)},
+		{"Soon", now.Add(time.Hour), now.Add(3 * time.Hour)},
+		{"Now", now.Add(-time.Minute), now.Add(time.Hour)},
+	} {
+		body, _ := json.Marshal(map[string]any{"name": sale.name, "product_name": "p", "price_cents": 100,
+			"stock": 5, "per_user_limit": 1, "starts_at": sale.starts.Format(time.RFC3339), "ends_at": sale.ends.Format(time.RFC3339)})
+		req, _ := http.NewRequest("POST", s.URL+"/api/v1/admin/activities", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testutil.Token(t, 1, true))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create %s: %v %v", sale.name, err, resp)
+		}
+		resp.Body.Close()
+	}
+	b := startBrowser(t)
+	buyer := b.open(t, "buyer-order", 1280, 900)
+	buyer.do("open the buyer page", chromedp.Navigate(s.URL+"/"))
+	buyer.waitFor("four sales", `document.querySelectorAll('#sales li').length === 4`)
+	got := buyer.eval(`[...document.querySelectorAll('#sales li .sale-name')].map((n) => n.textContent).join(' ')`)
+	if got != "Now Soon Later Ended" {
+		t.Errorf("sales in the order %q, want %q", got, "Now Soon Later Ended")
+	}
+	if clock := buyer.text(`#sales li[data-status="upcoming"] .clock`); !strings.HasPrefix(clock, "Starts in ") {
+		t.Errorf("the first upcoming sale shows %q, want a countdown", clock)
+	}
+	buyer.screenshot("buyer-sales-order")
 }

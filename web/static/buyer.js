@@ -192,7 +192,17 @@ function renderAllSales() {
   for (const entry of sales.values()) renderSaleCard(entry);
 }
 
+// saleOrder puts the sales on now first (ending soonest first), then the upcoming ones
+// (starting soonest first, each with its countdown), then the ended ones (the latest
+// first).
+function saleOrder(list) {
+  const rank = (a) => ({ upcoming: 1, ended: 2 })[effectiveStatus(a)] || 0;
+  const when = (a) => [Date.parse(a.ends_at), Date.parse(a.starts_at), -Date.parse(a.ends_at)][rank(a)];
+  return [...list].sort((x, y) => rank(x) - rank(y) || when(x) - when(y) || x.id - y.id);
+}
+
 function showSales(list) {
+  list = saleOrder(list);
   const seen = new Set();
   const parent = $('sales');
   list.forEach((a, i) => {
