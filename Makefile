@@ -9,9 +9,12 @@ SHELL := /bin/bash
 services:
 	scripts/services.sh up
 
+# The commit goes into the binaries, for GET /api/v1/admin/instances.
+LDFLAGS := -X seckill/internal/presence.commit=$(shell git describe --always --dirty 2>/dev/null)
+
 build:
-	go build -o bin/api ./cmd/api
-	go build -o bin/worker ./cmd/worker
+	go build -ldflags "$(LDFLAGS)" -o bin/api ./cmd/api
+	go build -ldflags "$(LDFLAGS)" -o bin/worker ./cmd/worker
 
 run: services build
 	scripts/run.sh

@@ -78,6 +78,14 @@ func TestPagesInBrowser(t *testing.T) {
 	}
 	admin.waitFor("the sale's figures", figureIs("f-available", "1"))
 	admin.screenshot("admin-sale-created")
+	// The live processes: the stack's API and worker, by their heartbeats.
+	admin.waitFor("the processes", `document.querySelectorAll('#instances-body tr').length === 2`)
+	if got := admin.text("#instances-note"); got != "1 API instance and 1 worker alive." {
+		t.Errorf("processes note: got %q", got)
+	}
+	if got := admin.text(`#instances-body tr[data-kind="worker"]`); !strings.Contains(got, "tasks queued") {
+		t.Errorf("the worker's row %q shows no queue depth", got)
+	}
 
 	// The first buyer, on a phone-width screen, buys the only unit and pays.
 	buyer := b.open(t, "buyer", 390, 844)

@@ -139,9 +139,16 @@ func NewInstance(kind, addr string) Instance {
 		StartedAt: time.Now().UTC()}
 }
 
+// commit is set at link time by make build (-X seckill/internal/presence.commit=...),
+// for builds without VCS stamps (GOFLAGS=-buildvcs=false).
+var commit string
+
 // Version is the commit the binary was built from ("+dirty" for uncommitted changes),
 // or "unknown".
 func Version() string {
+	if commit != "" {
+		return commit
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"

@@ -62,6 +62,7 @@ async function signIn(token) {
   showSignedIn(true);
   defaultTimes();
   salesPoll.kick();
+  instancesPoll.kick();
   return undefined;
 }
 
@@ -348,6 +349,55 @@ const salesPoll = poller(async () => {
     }
   });
   return 2000;
+});
+
+// ---- processes ----
+
+// figureText names a heartbeat's live figures, such as "12.5 purchases/s".
+function figureText(figures) {
+  const names = {
+    requests_per_second: 'requests/s', purchases_per_second: 'purchases/s',
+    orders_written_per_second: 'orders written/s', transactions_per_second: 'transactions/s',
+    queue_depth: 'tasks queued',
+  };
+  return Object.entries(figures || {})
+    .map(([k, v]) => `${Number(v).toLocaleString('en-US')} ${names[k] || k}`)
+    .join(', ');
+}
+
+function showInstances(list) {
+  const now = clock.now();
+  const rows = list.map((p) => {
+    const tr = document.createElement('tr');
+    tr.dataset.kind = p.kind;
+    const cells = [p.kind === 'api' ? 'API' : 'Worker', p.addr, p.version,
+      duration(now - Date.parse(p.started_at)), `${Math.max(0, Math.round((now - Date.parse(p.last_seen)) / 1000))} s ago`,
+      figureText(p.figures)];
+    for (const c of cells) {
+      const td = document.createElement('td');
+      td.textContent = c;
+      tr.append(td);
+    }
+    return tr;
+  });
+  $('instances-body').replaceChildren(...rows);
+  $('instances').hidden = list.length === 0;
+  const apis = list.filter((p) => p.kind === 'api').length;
+  setText($('instances-note'), list.length === 0 ? 'No process has sent a heartbeat.'
+    : `${apis} API ${apis === 1 ? 'instance' : 'instances'} and ${list.length - apis} ${list.length - apis === 1 ? 'worker' : 'workers'} alive.`);
+}
+
+const instancesPoll = poller(async () => {
+  if (!session.token || $('console').hidden) return 2000;
+  const res = await api('GET', '/api/v1/admin/instances', { token: session.token });
+  if (res.ok) {
+    showInstances(res.data.instances || []);
+    return 2000;
+  }
+  if (refused(res)) return 2000;
+  if (res.status === 429) return (res.retryAfter || 1) * 1000;
+  setText($('instances-note'), `Could not load the processes: ${res.error.message} Trying again…`);
+  return 5000;
 });
 
 setInterval(() => {
