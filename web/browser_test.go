@@ -436,3 +436,67 @@ func TestBuyerPageOrder(t *testing.T) {
 	}
 	buyer.screenshot("buyer-sales-order")
 }
+
+// TestAdminChartsMove: during a crowd the admin's charts draw and move: the sale's
+// chart gains points and its sold line rises, the answers chart shows purchases per
+// second from the APIs' heartbeats, and the sale's time to sell out appears.
+func TestAdminChartsMove(t *testing.T) {
+	s := testutil.StartStack(t)
+	now := time.Now().UTC()
+	body, _ := json.Marshal(map[string]any{"name": "Crowd", "product_name": "p", "price_cents": 100,
+		"stock": 120, "per_user_limit": 1, "starts_at": now.Add(-time.Second).Format(time.RFC3339),
+		"ends_at": now.Add(time.Hour).Format(time.RFC3339)})
+	post := func(path, token string, body []byte) int {
+		req, _ := http.NewRequest("POST", s.URL+path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Errorf("POST %s: %v", path, err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("/api/v1/admin/activities", testutil.Token(t, 1, true), body); code != http.StatusCreated {
+		t.Fatalf("create the sale: %d", code)
+	}
+	b := startBrowser(t)
+	admin := b.open(t, "admin-charts", 1280, 1000)
+	admin.do("open the admin page", chromedp.Navigate(s.URL+"/admin#token="+testutil.Token(t, 1, true)))
+	admin.waitFor("the sale's chart drawn", `(() => { const c = document.querySelector('#sales .sale-chart');
+		return c !== null && c.querySelector('canvas') !== null && Number(c.dataset.points) >= 1 })()`)
+	before := admin.eval(`document.querySelector('#sales .sale-chart').dataset.points`)
+
+	// A crowd of 160 buyers over about 8 s, one unit each, for 120 units.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for u := range 160 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				post("/api/v1/activities/1/orders", testutil.Token(t, int64(100+u), false), []byte(`{"quantity":1}`))
+			}()
+			time.Sleep(50 * time.Millisecond)
+		}
+		wg.Wait()
+	}()
+	admin.waitFor("purchases per second on the answers chart", `(() => { const c = document.querySelector('#answers-chart');
+		return c.querySelector('canvas') !== null && Number((c.dataset.last || '0').split(' ')[0]) > 0 })()`)
+	admin.waitFor("purchases per second on the sale's chart", `Number((document.querySelector('#sales .sale-chart').dataset.last || '').split(' ')[2]) > 0`)
+	admin.screenshot("admin-charts-crowd")
+	<-done
+	admin.waitFor("the sale sold out on its chart", `(document.querySelector('#sales .sale-chart').dataset.last || '').split(' ')[0] === '0'`)
+	admin.waitFor("the time to sell out", `document.querySelector('#sales .sellout').textContent.startsWith('Sold out ')`)
+	after := admin.eval(`document.querySelector('#sales .sale-chart').dataset.points`)
+	if a, b := atoi(after), atoi(before); a < b+3 {
+		t.Errorf("the sale's chart has %d points after the crowd, %d before: it did not move", a, b)
+	}
+	admin.screenshot("admin-charts-sold-out")
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}

@@ -177,7 +177,10 @@ func serve(ctx context.Context, cfg config.Config) error {
 	// instance leaves the list at once.
 	stopBeat := live.Start(presence.NewInstance("api", ln.Addr().String()), presence.FromRegistry(reg,
 		presence.Figure{Name: "requests_per_second", Metric: "seckill_http_requests_total", Rate: true},
-		presence.Figure{Name: "purchases_per_second", Metric: "seckill_http_requests_total", Label: "status", Value: "202", Rate: true}))
+		presence.Figure{Name: "purchases_per_second", Metric: "seckill_http_requests_total", Label: "status", Value: "202", Rate: true},
+		presence.Figure{Name: "answers_409_per_second", Metric: "seckill_http_requests_total", Label: "status", Value: "409", Rate: true},
+		presence.Figure{Name: "answers_429_per_second", Metric: "seckill_http_requests_total", Label: "status", Value: "429", Rate: true},
+		presence.Figure{Name: "answers_503_per_second", Metric: "seckill_http_requests_total", Label: "status", Value: "503", Rate: true}))
 	defer stopBeat()
 	select {
 	case err := <-errc:

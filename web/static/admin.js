@@ -3,6 +3,7 @@
 import {
   api, clock, Session, decodeClaims, money, duration, when, el, setText, statusLabel, poller,
 } from './common.js';
+import { liveChart, perSecond } from './charts.js';
 
 const session = new Session('seckill.admin.token');
 const sales = new Map(); // activity id -> {data, stats, node, busy}
@@ -174,7 +175,7 @@ $('create-form').addEventListener('submit', async (ev) => {
 function newSaleCard(a) {
   const node = $('sale-template').content.firstElementChild.cloneNode(true);
   node.dataset.activityId = a.id;
-  const entry = { data: a, stats: null, node, busy: false };
+  const entry = { data: a, stats: null, node, busy: false, chart: null, rate: perSecond() };
   const pairs = [['.limit-input', '.limit-label', '.limit-error', 'limit'], ['.stock-input', '.stock-label', '.stock-error', 'stock']];
   for (const [input, label, error, name] of pairs) {
     el(node, input).id = `sale-${a.id}-${name}`;
@@ -267,6 +268,22 @@ async function patch(entry, body, done) {
   showPatchError(entry, field, res.error.message);
 }
 
+// chartSale adds the sale's latest stats to its chart, and notes when it sold out.
+function chartSale(entry, at) {
+  const st = entry.stats;
+  if (!entry.chart) {
+    entry.chart = liveChart(el(entry.node, '.sale-chart'), [
+      { label: 'Available', color: '#1b7f3b' },
+      { label: 'Sold', color: '#0b5cd5' },
+      { label: 'Purchases/s', color: '#c2410c', scale: 'rate' },
+      { label: 'Queued', color: '#6b7280', scale: 'rate' },
+    ]);
+  }
+  entry.chart.add(at, [st.stock_available, st.sold, entry.rate(at, st.sold), (st.orders || {}).queued || 0]);
+  if (st.stock_available === 0 && !entry.soldOutAt) entry.soldOutAt = at;
+  if (st.stock_available > 0) entry.soldOutAt = 0;
+}
+
 function figure(entry, selector, value) {
   setText(el(entry.node, selector), value === undefined || value === null ? '…' : Number(value).toLocaleString('en-US'));
 }
@@ -301,6 +318,9 @@ function renderSale(entry) {
   figure(entry, '.f-failed', st && counts.failed);
   const ended = status === 'ended';
   el(node, '.end').hidden = ended;
+  const start = Date.parse(a.starts_at);
+  setText(el(node, '.sellout'), entry.soldOutAt && entry.soldOutAt >= start
+    ? `Sold out ${duration(entry.soldOutAt - start)} after the start (within 2 s).` : '');
 }
 
 function showSales(list) {
@@ -341,10 +361,12 @@ const salesPoll = poller(async () => {
   showSales(list);
   const shown = list.slice(0, maxStatsSales);
   const stats = await Promise.all(shown.map((a) => api('GET', `/api/v1/admin/activities/${a.id}/stats`, { token: session.token })));
+  const at = clock.now();
   shown.forEach((a, i) => {
     const entry = sales.get(a.id);
     if (entry && stats[i].ok) {
       entry.stats = stats[i].data;
+      chartSale(entry, at);
       renderSale(entry);
     }
   });
@@ -357,6 +379,7 @@ const salesPoll = poller(async () => {
 function figureText(figures) {
   const names = {
     requests_per_second: 'requests/s', purchases_per_second: 'purchases/s',
+    answers_409_per_second: '409/s', answers_429_per_second: '429/s', answers_503_per_second: '503/s',
     orders_written_per_second: 'orders written/s', transactions_per_second: 'transactions/s',
     queue_depth: 'tasks queued',
   };
@@ -365,7 +388,22 @@ function figureText(figures) {
     .join(', ');
 }
 
+// The answers chart sums the API instances' heartbeat figures.
+let answersChart = null;
+const outcomes = [['202', '#1b7f3b'], ['409', '#0b5cd5'], ['429', '#b45309'], ['503', '#b91c1c']];
+
+function chartAnswers(list) {
+  if (!answersChart) {
+    answersChart = liveChart($('answers-chart'), outcomes.map(([code, color]) => ({ label: code, color })));
+  }
+  const figure = (code) => (code === '202' ? 'purchases_per_second' : `answers_${code}_per_second`);
+  const sum = (code) => list.filter((p) => p.kind === 'api')
+    .reduce((n, p) => n + ((p.figures || {})[figure(code)] || 0), 0);
+  answersChart.add(clock.now(), outcomes.map(([code]) => Math.round(sum(code) * 10) / 10));
+}
+
 function showInstances(list) {
+  chartAnswers(list);
   const now = clock.now();
   const rows = list.map((p) => {
     const tr = document.createElement('tr');
