@@ -80,7 +80,8 @@ func (cr *crowd) record(user int64, key string, r response, err error) {
 
 // crowdPlan says who buys how.
 type crowdPlan struct {
-	users       int // user ids 1000..1000+users-1
+	users       int   // user ids firstUser..firstUser+users-1
+	firstUser   int64 // 1000 when 0
 	concurrency int
 	// endpoints are API base URLs; requests go round robin.
 	endpoints []string
@@ -102,9 +103,12 @@ func runCrowd(t *testing.T, activityID int64, p crowdPlan) *crowd {
 	}
 	var next atomic.Int64
 	pick := func() *client { return clients[int(next.Add(1))%len(clients)] }
+	if p.firstUser == 0 {
+		p.firstUser = 1000
+	}
 	tokens := make([]string, p.users)
 	for i := range tokens {
-		tokens[i] = testutil.Token(t, int64(1000+i), false)
+		tokens[i] = testutil.Token(t, p.firstUser+int64(i), false)
 	}
 	type attempt struct {
 		user  int64
@@ -115,7 +119,7 @@ func runCrowd(t *testing.T, activityID int64, p crowdPlan) *crowd {
 	var groups [][]attempt // attempts in a group are sent at once
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < p.users; i++ {
-		u, tok := int64(1000+i), tokens[i]
+		u, tok := p.firstUser+int64(i), tokens[i]
 		k1 := fmt.Sprintf("click-%d", u)
 		groups = append(groups,
 			[]attempt{{u, tok, 1, k1}, {u, tok, 1, k1}},
@@ -167,6 +171,22 @@ func runCrowd(t *testing.T, activityID int64, p crowdPlan) *crowd {
 		t.Error(e)
 	}
 	return cr
+}
+
+// merge adds the outcome of another crowd on the same sale to cr.
+func (cr *crowd) merge(o *crowd) {
+	for id, a := range o.accepted {
+		cr.accepted[id] = a
+	}
+	for k, ids := range o.byKey {
+		cr.byKey[k] = append(cr.byKey[k], ids...)
+	}
+	for c, n := range o.codes {
+		cr.codes[c] += n
+	}
+	cr.attempts.Add(o.attempts.Load())
+	cr.failed.Add(o.failed.Load())
+	cr.dropped.Add(o.dropped.Load())
 }
 
 // checkReplays: every answer for one Idempotency-Key names the same order.

@@ -494,6 +494,8 @@ func TestAdminChartsMove(t *testing.T) {
 		t.Errorf("the sale's chart has %d points after the crowd, %d before: it did not move", a, b)
 	}
 	admin.screenshot("admin-charts-sold-out")
+	admin.do("rebuild the sale from MySQL", chromedp.Click(chromedp.CSS(`#sales .rebuild-button`)))
+	admin.waitFor("the rebuild's answer", `document.querySelector('#sales .message').textContent.startsWith('Redis holds the sale: 0 of 120 available')`)
 }
 
 func atoi(s string) int {

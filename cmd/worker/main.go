@@ -25,6 +25,7 @@ import (
 	"seckill/internal/order"
 	"seckill/internal/presence"
 	"seckill/internal/queue"
+	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 	"seckill/internal/worker"
@@ -86,6 +87,7 @@ func run(ctx context.Context) error {
 	locks := lock.New(rdb)
 	defer locks.Close()
 	lifecycle := order.New(st, sk)
+	rebuilder := sale.NewRebuilder(st, sk)
 	repairer := worker.NewRepairer(st, sk, queue.NewEnqueuer(asynq.NewClientFromRedisClient(ap)), persister)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
@@ -100,6 +102,11 @@ func run(ctx context.Context) error {
 		}},
 		worker.Job{Name: "repair-queue", Period: 2 * time.Second, Run: func(ctx context.Context) error {
 			_, err := repairer.Repair(ctx)
+			return err
+		}},
+		// A live sale Redis has lost is rebuilt from MySQL (internal/sale.Rebuilder).
+		worker.Job{Name: "rebuild-lost-sales", Period: 2 * time.Second, Run: func(ctx context.Context) error {
+			_, err := rebuilder.RebuildLost(ctx, time.Now())
 			return err
 		}})
 

@@ -99,6 +99,7 @@ func respondError(c *gin.Context, err error) {
 			}
 			if m.status == http.StatusServiceUnavailable {
 				slog.Warn("unavailable", "path", c.FullPath(), "err", err)
+				c.Header("Retry-After", "1") // a failover, a rebuild: seconds, not minutes
 			}
 			abort(c, m.status, m.code, message(err, m.err))
 			return

@@ -34,6 +34,7 @@ type Service interface {
 	PatchActivity(ctx context.Context, id int64, p sale.ActivityPatch) (sale.Activity, error)
 	Stats(ctx context.Context, id int64) (sale.Stats, error)
 	Ledger(ctx context.Context, id int64) (sale.Ledger, error)
+	Rebuild(ctx context.Context, id int64) (sale.Stats, error)
 	Buy(ctx context.Context, r sale.BuyRequest) (sale.Order, bool, error)
 	GetOrder(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	ListOrders(ctx context.Context, userID int64) ([]sale.Order, error)
@@ -133,6 +134,7 @@ func (h *Handler) Routes() http.Handler {
 	admin.PATCH("/activities/:id", h.patchActivity)
 	admin.GET("/activities/:id/stats", byActivity(h.svc.Stats))
 	admin.GET("/activities/:id/ledger", byActivity(h.svc.Ledger))
+	admin.POST("/activities/:id/rebuild", byActivity(h.svc.Rebuild))
 	admin.GET("/instances", h.instances)
 	return r
 }

@@ -180,7 +180,8 @@ func isDomain(err error) bool {
 	return false
 }
 
-// noSale tells a sale MySQL does not know (404) from one Redis lost (503).
+// noSale tells a sale MySQL does not know (404) from one Redis lost (503, and a
+// rebuild starts).
 func (s *Service) noSale(ctx context.Context, activityID int64) error {
 	_, err := s.store.GetActivity(ctx, activityID)
 	switch {
@@ -189,8 +190,11 @@ func (s *Service) noSale(ctx context.Context, activityID int64) error {
 	case err != nil:
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	slog.Error("sale is in MySQL but not in Redis: Redis lost its data", "activity", activityID)
-	return fmt.Errorf("%w: sale %d missing in Redis", ErrUnavailable, activityID)
+	// Redis lost it: rebuild it from MySQL (once, whoever notices first); until then
+	// its purchases answer 503.
+	slog.Warn("sale is in MySQL but not in Redis: rebuilding it from MySQL", "activity", activityID)
+	s.rebuild.Kick(activityID)
+	return fmt.Errorf("%w: sale %d missing in Redis, being rebuilt", ErrUnavailable, activityID)
 }
 
 func storedView(o store.Order) Order {

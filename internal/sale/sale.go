@@ -71,6 +71,7 @@ type Service struct {
 	now     func() time.Time
 	metrics *metrics
 	commits committer
+	rebuild *Rebuilder
 
 	// LockWait is how long a purchase waits for the same user's purchase in flight.
 	LockWait time.Duration
@@ -86,7 +87,8 @@ type Service struct {
 // New returns a Service.
 func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, q Enqueuer, locks Locker) *Service {
 	s := &Service{store: st, stock: sk, orders: orders, queue: q, locks: locks, now: time.Now,
-		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second}
+		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second,
+		rebuild: NewRebuilder(st, sk)}
 	s.commits.flush = s.commitBatch
 	return s
 }

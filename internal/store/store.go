@@ -270,3 +270,21 @@ func (s *Store) Figures(ctx context.Context, activityID int64) (Figures, error) 
 	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	return f, err
 }
+
+// Holdings returns, in one query, the units each user holds in an activity's orders
+// that hold stock in MySQL: created, paid, and cancelled ones whose units are not yet
+// back in Redis (return_pending). It is what a sale's Redis state is rebuilt from.
+func (s *Store) Holdings(ctx context.Context, activityID int64) (map[int64]int64, error) {
+	var rows []struct{ UserID, Units int64 }
+	err := s.db.WithContext(ctx).Model(&Order{}).Select("user_id, SUM(quantity) AS units").
+		Where("activity_id = ? AND (status IN ? OR return_pending)", activityID, []string{StatusCreated, StatusPaid}).
+		Group("user_id").Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("holdings of activity %d: %w", activityID, err)
+	}
+	out := make(map[int64]int64, len(rows))
+	for _, r := range rows {
+		out[r.UserID] = r.Units
+	}
+	return out, nil
+}

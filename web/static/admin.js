@@ -204,6 +204,20 @@ function newSaleCard(a) {
     el(node, '.confirm').hidden = false;
     el(node, '.end-no').focus();
   });
+  el(node, '.rebuild-button').addEventListener('click', async () => {
+    const res = await api('POST', `/api/v1/admin/activities/${entry.data.id}/rebuild`, { token: session.token });
+    if (refused(res)) return;
+    const message = el(node, '.message');
+    if (res.ok) {
+      entry.stats = res.data;
+      setText(message, `Redis holds the sale: ${res.data.stock_available} of ${res.data.stock_total} available.`);
+      message.className = 'message ok';
+      renderSale(entry);
+    } else {
+      setText(message, `Could not rebuild: ${res.error.message}`);
+      message.className = 'message error';
+    }
+  });
   el(node, '.end-no').addEventListener('click', () => closeConfirm(entry));
   el(node, '.end-yes').addEventListener('click', async () => {
     closeConfirm(entry);
