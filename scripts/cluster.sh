@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The scaled-out service on this machine, from nothing:
 #   scripts/cluster.sh up     a Redis Cluster of 3 masters + 3 replicas (redis-server
-#                             processes, AOF always, data under .data/cluster/), three API
-#                             instances and two workers on it, nginx in front; prints the
-#                             URL and tokens, then stays in the foreground (Ctrl-C stops
-#                             the APIs and workers; the cluster and nginx stay for the next
-#                             run, and `make stop` stops them)
-#   scripts/cluster.sh down   stop everything it started, by pid file
+#                             processes, AOF always, data under .data/cluster/<port>/;
+#                             created once, reused by the next run), three API instances
+#                             and two workers on it, a private nginx in front; prints the
+#                             URL and tokens, then stays in the foreground like make run:
+#                             Ctrl-C stops the APIs, workers and nginx; the cluster stays
+#                             for the next run (as make run's Redis does) until make stop
+#   scripts/cluster.sh down   stop everything it started, by pid file (.data/cluster/)
 # Called by `make run-cluster` after scripts/services.sh up (MariaDB, packages) and the
 # build. Ports (environment): SECKILL_CLUSTER_PORTS [7001 7002 7003 7004 7005 7006],
 # SECKILL_API_PORTS [8081 8082 8083], SECKILL_WORKER_METRICS_PORTS [9092 9093],
@@ -24,23 +25,40 @@ front=${SECKILL_FRONT_ADDR:-127.0.0.1:8080}
 log() { printf 'cluster: %s\n' "$*" >&2; }
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 nginx_bin() { command -v nginx || echo /usr/sbin/nginx; }
+nginx_pid="$data/nginx/nginx.pid"
 
-stop_pid() { # pidfile
+alive() { # pidfile: its process runs
 	local pid
-	pid=$(cat "$1" 2>/dev/null) || return 0 # gone meanwhile: its process stopped with the foreground run
-	if kill -0 "$pid" 2>/dev/null; then
-		log "stopping $(basename "$1" .pid) (pid $pid)"
-		kill "$pid"
-		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	fi
-	rm -f "$1"
+	pid=$(cat "$1" 2>/dev/null) && kill -0 "$pid" 2>/dev/null
 }
 
-down() {
-	for f in "$run"/*.pid "$data"/nginx/nginx.pid "$data"/redis-*/redis.pid; do
-		[ -e "$f" ] && stop_pid "$f"
+stop_pids() { # pidfile...: SIGTERM to all, then wait for each (15 s at most)
+	local f pid pids=()
+	for f in "$@"; do
+		pid=$(cat "$f" 2>/dev/null) || continue # gone meanwhile: another stop got there first
+		rm -f "$f"
+		kill -0 "$pid" 2>/dev/null || continue
+		log "stopping $(basename "$(dirname "$f")")/$(basename "$f" .pid) (pid $pid)"
+		kill "$pid" 2>/dev/null || true
+		pids+=("$pid")
+	done
+	for pid in "${pids[@]}"; do
+		for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -0 "$pid" 2>/dev/null && log "pid $pid still runs after 15 s"
 	done
 	return 0
+}
+
+# What the foreground run started: the APIs, the workers, nginx.
+stop_run() {
+	stop_pids "$run"/*.pid "$nginx_pid"
+}
+
+# Everything, the cluster's nodes too (*/redis.pid: .data/cluster/<port>/, and the
+# redis-<port>/ of earlier versions of this script).
+down() {
+	stop_run
+	stop_pids "$data"/*/redis.pid
 }
 
 # Six nodes. Masters refuse writes without a replica in sync (min-replicas-to-write 1),
@@ -50,20 +68,25 @@ start_nodes() {
 	local p
 	for p in "${redis_ports[@]}"; do
 		answers "$p" && continue
-		mkdir -p "$data/redis-$p"
-		redis-server --bind 127.0.0.1 --port "$p" --dir "$data/redis-$p" --daemonize yes \
-			--pidfile "$data/redis-$p/redis.pid" --logfile "$data/redis-$p/redis.log" \
+		mkdir -p "$data/$p"
+		log "starting redis-server on 127.0.0.1:$p (data in .data/cluster/$p)"
+		redis-server --bind 127.0.0.1 --port "$p" --dir "$data/$p" --daemonize yes \
+			--pidfile "$data/$p/redis.pid" --logfile "$data/$p/redis.log" \
 			--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
 			--cluster-require-full-coverage no --appendonly yes --appendfsync always --save "" \
 			--min-replicas-to-write 1 --min-replicas-max-lag 10 --repl-diskless-sync-delay 0
 	done
 	for p in "${redis_ports[@]}"; do
 		for _ in $(seq 100); do answers "$p" && break; sleep 0.1; done
-		answers "$p" || { log "redis-server on :$p did not start: see .data/cluster/redis-$p/redis.log"; exit 1; }
+		answers "$p" || { log "redis-server on :$p did not start: see .data/cluster/$p/redis.log"; exit 1; }
+		redis-cli -p "$p" cluster info >/dev/null 2>&1 ||
+			{ log "the server on :$p is no cluster node (SECKILL_CLUSTER_PORTS picks other ports)"; exit 1; }
 	done
 	if [ "$(redis-cli -p "${redis_ports[0]}" cluster info | tr -d '\r' | sed -n 's/^cluster_known_nodes://p')" = 1 ]; then
-		log "creating the cluster (3 masters, 3 replicas)"
+		log "creating the cluster (3 masters, 3 replicas; redis-cli output in .data/cluster/create.log)"
 		redis-cli --cluster create "${redis_ports[@]/#/127.0.0.1:}" --cluster-replicas 1 --cluster-yes >"$data/create.log"
+	else
+		log "the cluster on :${redis_ports[*]} exists already: reusing it"
 	fi
 	log "waiting until every slot is served and every replica is in sync"
 	for _ in $(seq 300); do
@@ -79,6 +102,8 @@ start_nodes() {
 	exit 1
 }
 
+# A private nginx (its own prefix, config, pid file and logs under .data/cluster/nginx),
+# from the one template the tests and the compose profile use too.
 start_nginx() {
 	mkdir -p "$data/nginx"
 	local upstream="" p
@@ -87,11 +112,12 @@ start_nginx() {
 		deploy/nginx/seckill.conf.template >"$data/nginx/seckill.conf"
 	cat >"$data/nginx/nginx.conf" <<CONF
 worker_processes 2;
-pid $data/nginx/nginx.pid;
+pid $nginx_pid;
 error_log $data/nginx/error.log warn;
 events { worker_connections 4096; }
 http {
-  access_log off;
+  log_format upstream '\$remote_addr [\$time_local] "\$request" \$status upstream \$upstream_addr \$request_time';
+  access_log $data/nginx/access.log upstream;
   client_body_temp_path $data/nginx/body;
   proxy_temp_path $data/nginx/proxy;
   fastcgi_temp_path $data/nginx/fastcgi;
@@ -100,16 +126,25 @@ http {
   include $data/nginx/seckill.conf;
 }
 CONF
-	stop_pid "$data/nginx/nginx.pid" # a new config on every run
+	log "starting nginx on $front (config .data/cluster/nginx/nginx.conf)"
 	"$(nginx_bin)" -p "$data/nginx" -c "$data/nginx/nginx.conf" -e "$data/nginx/error.log"
+	for _ in $(seq 50); do alive "$nginx_pid" && answers "${front##*:}" && return 0; sleep 0.1; done
+	log "nginx did not start: see .data/cluster/nginx/error.log"
+	exit 1
+}
+
+free_port() { # port
+	answers "$1" || return 0
+	log "something already listens on :$1 (a run-cluster or make run still running? make stop ends them)"
+	exit 1
 }
 
 up() {
 	mkdir -p "$run"
 	local p
-	for p in "${api_ports[@]}" "${worker_ports[@]}"; do
-		answers "$p" && { log "something already listens on :$p (a run-cluster still running? make stop ends it)"; exit 1; }
-	done
+	for p in "${api_ports[@]}" "${worker_ports[@]}"; do free_port "$p"; done
+	stop_pids "$nginx_pid" # one left by a run that was killed outright
+	free_port "${front##*:}"
 	start_nodes
 	export SECKILL_ENV=${SECKILL_ENV-dev}
 	export SECKILL_REDIS_CLUSTER=true
@@ -117,7 +152,12 @@ up() {
 	export SECKILL_REDIS_ADDR
 	export SECKILL_REDIS_MIN_REPLICAS=${SECKILL_REDIS_MIN_REPLICAS:-1}
 	export SECKILL_TRUSTED_PROXIES=${SECKILL_TRUSTED_PROXIES:-127.0.0.1/32}
+	unset SECKILL_REDIS_MASTER_NAME
 	bin/api migrate
+	# From here on, leaving (Ctrl-C, a process that stopped, an error) stops what this run started.
+	trap stop_run EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
 	local pids=() i
 	for i in "${!api_ports[@]}"; do
 		SECKILL_HTTP_ADDR=127.0.0.1:${api_ports[i]} bin/api >"$run/api$((i + 1)).log" 2>&1 &
@@ -129,45 +169,31 @@ up() {
 		pids+=($!)
 		echo $! >"$run/worker$((i + 1)).pid"
 	done
-	trap 'for f in "$run"/*.pid; do [ -e "$f" ] && stop_pid "$f"; done' EXIT INT TERM
-	for p in "${api_ports[@]}"; do
+	for i in "${!api_ports[@]}"; do
+		p=${api_ports[i]}
 		for _ in $(seq 100); do curl -fs "http://127.0.0.1:$p/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-		curl -fs "http://127.0.0.1:$p/readyz" >/dev/null || { log "API on :$p not ready: see .data/cluster/run/"; exit 1; }
+		curl -fs "http://127.0.0.1:$p/readyz" >/dev/null || { log "API on :$p not ready: see .data/cluster/run/api$((i + 1)).log"; exit 1; }
 	done
 	start_nginx
 
-	local admin buyer start end
-	admin=$(bin/api token -user 1 -admin -ttl 24h)
-	buyer=$(bin/api token -user 42 -ttl 24h)
-	start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-	end=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
 	cat <<MSG
 
-  Flash sale running at http://$front   (nginx in front of APIs on :${api_ports[*]})
+  Flash sale running at http://$front   (nginx in front of the APIs on :${api_ports[*]})
   Redis Cluster on :${redis_ports[*]} (3 masters, 3 replicas; purchases confirmed by $SECKILL_REDIS_MIN_REPLICAS replica)
-  Two workers (metrics on :${worker_ports[*]}). Logs: .data/cluster/run/, .data/cluster/redis-*/
-  Ctrl-C stops the APIs and workers; \`make stop\` stops the cluster and nginx too.
+  Two workers (metrics on :${worker_ports[*]}). Logs: .data/cluster/run/, .data/cluster/<port>/, .data/cluster/nginx/
+  Ctrl-C stops the APIs, workers and nginx; the cluster stays for the next run. \`make stop\` stops all of it.
 
-  Web pages (dev mode sign-in links, valid 24h):
-    Buyer: http://$front/#token=$buyer
-    Admin: http://$front/admin#token=$admin
-
-  Tokens (dev mode, valid 24h):
-    export ADMIN=$admin
-    export BUYER=$buyer
-
-  Create a sale (admin):
-    curl -s -X POST http://$front/api/v1/admin/activities -H "Authorization: Bearer \$ADMIN" \\
-      -d '{"name":"Launch","product_name":"Phone","price_cents":49900,"stock":100,"per_user_limit":2,"starts_at":"$start","ends_at":"$end"}'
-  Buy (buyer; use the id the line above printed):
-    curl -s -X POST http://$front/api/v1/activities/1/orders -H "Authorization: Bearer \$BUYER" \\
-      -H 'Idempotency-Key: first-try' -d '{"quantity":1}'
+MSG
+	scripts/howto.sh "$front"
+	cat <<MSG
   Which master holds sale 1:
     redis-cli -p ${redis_ports[0]} cluster keyslot '{act:1}'; redis-cli -p ${redis_ports[0]} cluster nodes
 
 MSG
-	wait -n "${pids[@]}" || true
-	log "a process stopped; see .data/cluster/run/"
+	local status=0
+	wait -n "${pids[@]}" || status=$?
+	log "a process stopped (exit status $status; Ctrl-C, make stop, or see .data/cluster/run/): stopping the others"
+	exit "$status"
 }
 
 case "${1:-up}" in

@@ -24,37 +24,12 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 
-admin=$(bin/api token -user 1 -admin -ttl 24h)
-buyer=$(bin/api token -user 42 -ttl 24h)
-# A server listening on all interfaces is reached on this machine at 127.0.0.1.
-page=$addr
-case $page in 0.0.0.0:* | :*) page=127.0.0.1:${addr##*:} ;; esac
-start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-end=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
 cat <<MSG
 
   Flash sale running at http://$addr   (logs: .data/logs/api.log, .data/logs/worker.log)
   API pid $api, worker pid $worker. Ctrl-C stops both.
 
-  Web pages (dev mode sign-in links, valid 24h; open them in a browser):
-    Buyer: http://$page/#token=$buyer
-    Admin: http://$page/admin#token=$admin
-
-  Tokens (dev mode, valid 24h):
-    export ADMIN=$admin
-    export BUYER=$buyer
-
-  Create a sale (admin):
-    curl -s -X POST http://$addr/api/v1/admin/activities -H "Authorization: Bearer \$ADMIN" \\
-      -d '{"name":"Launch","product_name":"Phone","price_cents":49900,"stock":100,"per_user_limit":2,"starts_at":"$start","ends_at":"$end"}'
-  Buy (buyer; use the id the line above printed):
-    curl -s -X POST http://$addr/api/v1/activities/1/orders -H "Authorization: Bearer \$BUYER" \\
-      -H 'Idempotency-Key: first-try' -d '{"quantity":1}'
-  See the order move from queued to created:
-    curl -s http://$addr/api/v1/orders -H "Authorization: Bearer \$BUYER"
-  Sale figures (admin):
-    curl -s http://$addr/api/v1/admin/activities/1/stats -H "Authorization: Bearer \$ADMIN"
-
 MSG
+scripts/howto.sh "$addr"
 wait -n "$api" "$worker" || true
 echo "a process stopped; see .data/logs" >&2

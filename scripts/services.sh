@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Brings up what the service needs on this machine, from nothing:
-#   scripts/services.sh up     install Redis, MariaDB and chromium (for the browser tests)
+#   scripts/services.sh up     install Redis, MariaDB, nginx (the front of make run-cluster
+#                              and of the tests) and chromium (for the browser tests)
 #                              from Debian packages when missing,
 #                              start them (data under .data/) when nothing answers on the
 #                              configured ports, create the database and the user.
@@ -37,7 +38,7 @@ install_missing() {
 	command -v mariadbd >/dev/null || pkgs+=(mariadb-server)
 	command -v mariadb >/dev/null || pkgs+=(mariadb-client)
 	command -v chromium >/dev/null || pkgs+=(chromium fonts-liberation) # the browser tests of web/
-	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || pkgs+=(nginx-light) # the front of make run-cluster and the e2e tests
+	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || pkgs+=(nginx) # the front of make run-cluster and the e2e tests
 	[ ${#pkgs[@]} -eq 0 ] && return 0
 	log "installing ${pkgs[*]} from Debian packages"
 	if [ "$(id -u)" -ne 0 ]; then
