@@ -232,29 +232,41 @@ func TestRedisDownIsUnavailable(t *testing.T) {
 }
 
 // Limits that hold across instances: two handlers on one Redis, one user's requests
-// alternating between them, get one allowance (burst 2 x 3/s = 6), not one each.
+// alternating between them for 1.5 s, get one allowance between them (5/s x the window +
+// the burst of 10), not one each, and the refusals are the contract's 429.
 func TestRateLimitSharedAcrossInstances(t *testing.T) {
 	s := newStack(t, handler.Options{})
+	const rate, burst = 5, 10
 	var urls []string
 	for range 2 {
 		ts := httptest.NewServer(handler.New(s.svc, handler.Options{JWTSecret: testutil.JWTSecret,
-			RateUser: 3, Redis: s.rdb}).Routes())
+			RateUser: rate, Redis: s.rdb}).Routes())
 		t.Cleanup(ts.Close)
 		urls = append(urls, ts.URL)
 	}
 	buyer := testutil.Token(t, 7, false)
 	codes := map[int]int{}
 	var limited answer
-	for i := range 12 {
+	start := time.Now()
+	for i := 0; time.Since(start) < 1500*time.Millisecond; i++ {
 		s.url = urls[i%2]
 		a := s.do(call{method: "GET", path: "/api/v1/orders", token: buyer})
 		codes[a.status]++
 		if a.status == http.StatusTooManyRequests {
 			limited = a
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	if codes[http.StatusOK] < 6 || codes[http.StatusOK] > 7 {
-		t.Errorf("12 requests over two instances: %v, want 6 (one burst; 7 if a token came back meanwhile) allowed", codes)
+	window := time.Since(start).Seconds()
+	allowance := int(rate*window) + burst
+	t.Logf("%.2f s over two instances: %v", window, codes)
+	if got := codes[http.StatusOK]; got > allowance+1 || got < burst+int(rate*window/2) {
+		t.Errorf("%.2f s over two instances: %v; want at most one allowance, %d (+1 for a token earned meanwhile; "+
+			"per-instance limits would allow %d), and at least the burst and half the refill, %d",
+			window, codes, allowance, 2*allowance, burst+int(rate*window/2))
+	}
+	if len(codes) != 2 {
+		t.Errorf("answers %v, want only 200 and 429", codes)
 	}
 	wantError(t, limited, 429, "rate_limited")
 	if ra := limited.header.Get("Retry-After"); ra == "" || ra == "0" {

@@ -105,9 +105,13 @@ func (h *Handler) Routes() http.Handler {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	// The client IP is the peer's, or, from a trusted proxy only, the last address of
-	// X-Forwarded-For that is not itself a trusted proxy. config.Load checked the CIDRs.
+	// X-Forwarded-For that is not itself a trusted proxy. config.Load checked the CIDRs;
+	// one gin still refuses is said in the log (gin then trusts the entries before it).
+	r.TrustedPlatform = "" // no platform header (CF-Connecting-IP and the like) is believed
 	r.RemoteIPHeaders = []string{"X-Forwarded-For"}
-	_ = r.SetTrustedProxies(h.proxies)
+	if err := r.SetTrustedProxies(h.proxies); err != nil {
+		slog.Error("trusted proxies: an entry is refused", "proxies", h.proxies, "err", err)
+	}
 	r.Use(h.recover, h.metrics.observe, limitBody)
 	web.Register(r) // the buyer's page at /, the admin's at /admin
 	r.NoRoute(func(c *gin.Context) { respondError(c, errNoRoute) })

@@ -1,21 +1,27 @@
 // Package ratelimit limits requests per key (a user, a client IP). A Limiter on a Redis
 // holds across every API instance that shares it: the allowance of a key is one GCRA
 // bucket in Redis (github.com/go-redis/redis_rate, one round trip, one key per limited
-// key, so it spreads over a cluster), whichever instance the requests reach. In front
-// of it each process keeps a token bucket of the same rate: a key that already passed
-// its allowance in this process is refused without asking Redis, so a client hammering
-// one instance costs that instance no Redis call per request. And an instance takes a
-// key's allowance from Redis a tenth of a burst at a time (a lease, kept for the time
-// the rate takes to earn it), so a key's steady requests cost a Redis call per lease,
-// not per request. Every request that is allowed was taken from the shared bucket, so
-// the sum over the instances stays within one allowance (rate per second, bursts of
-// twice the rate); a lease an instance does not use in time is lost, which can only
-// allow less.
+// key, hash-tagged so the keys spread over a cluster: see sharedKey), whichever instance the
+// requests reach. In front of it each process keeps a token bucket of the same rate: a
+// key that already passed its allowance in this process is refused without asking
+// Redis, so a client hammering one instance costs that instance no Redis call per
+// request (the local bucket counts every request it lets through to Redis, so it can
+// only refuse what the shared bucket would refuse as well, or sooner). And an instance
+// takes a key's allowance from Redis a tenth of a burst at a time (a lease, kept for the
+// time the rate takes to earn it), so a key's steady requests cost a Redis call per
+// lease, not per request.
+//
+// Every request that is allowed was taken from the shared bucket, so from a key's first
+// request the sum over the instances stays within one allowance: rate x elapsed time +
+// burst (bursts are twice the rate). A window that starts later may also see the leases
+// taken just before it, at most rate x lease time, a tenth of a burst; a lease an
+// instance does not use in time is lost, which can only allow less.
 //
 // When Redis does not answer, the shared check fails open to the process's own bucket
-// (the limit then holds per instance, as without Redis) and says so in the log, at
-// most once a minute: an unreachable Redis answers purchases 503 anyway, and a limiter
-// must not turn every other request into an error.
+// (the limit then holds per instance, as without Redis), says so in the log at most once
+// a minute, and is not asked again for a second (retryShared), so a dead Redis costs a
+// limiter one timeout a second rather than one per request: an unreachable Redis answers
+// purchases 503 anyway, and a limiter must not turn every other request into an error.
 package ratelimit
 
 import (
@@ -41,7 +47,11 @@ type Limiter struct {
 	leaseFor time.Duration // how long a lease stays usable
 	name     string
 	warned   atomic.Int64 // unix seconds of the last fail-open log line
+	downTill atomic.Int64 // unix nanoseconds before which Redis is not asked (it failed)
 }
+
+// retryShared is how long a Limiter limits in this process only after Redis failed.
+const retryShared = time.Second
 
 // New returns a Limiter named name (a part of its Redis keys, such as "user" or "ip").
 // With rdb nil it limits in this process only. perSecond 0 means no limit (Allow always
@@ -68,11 +78,15 @@ func (l *Limiter) Allow(ctx context.Context, key string, now time.Time) (bool, t
 		return true, 0
 	}
 	ok, wait, leased := l.local.allow(key, now)
-	if !ok || l.shared == nil || leased {
+	if !ok || l.shared == nil || leased || now.UnixNano() < l.downTill.Load() {
 		return ok, wait
 	}
-	res, err := l.shared.AllowAtMost(ctx, "{rl:"+l.name+":"+key+"}", l.limit, l.lease)
+	res, err := l.shared.AllowAtMost(ctx, sharedKey(l.name, key), l.limit, l.lease)
 	if err != nil {
+		if ctx.Err() != nil { // the caller gave up, not Redis
+			return true, 0
+		}
+		l.downTill.Store(now.Add(retryShared).UnixNano())
 		if last := l.warned.Load(); now.Unix()-last >= 60 && l.warned.CompareAndSwap(last, now.Unix()) {
 			slog.Warn("rate limit: Redis did not answer; limiting in this process only", "limit", l.name, "err", err)
 		}
@@ -86,6 +100,11 @@ func (l *Limiter) Allow(ctx context.Context, key string, now time.Time) (bool, t
 	}
 	return true, 0
 }
+
+// sharedKey names the shared bucket of k in limit name, such as {rl:user:42}; redis_rate
+// stores it as rate:{rl:user:42}. The hash tag is the whole name, so one limit's keys
+// spread over a cluster's slots and each call touches one key.
+func sharedKey(name, k string) string { return "{rl:" + name + ":" + k + "}" }
 
 const shards = 64
 

@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/config"
 	"seckill/internal/ratelimit"
 	"seckill/internal/testutil"
 )
@@ -118,42 +120,89 @@ func TestSharedOverTime(t *testing.T) {
 }
 
 // A Redis that does not answer leaves the limit to each process, instead of failing
-// every request.
+// every request, and is not asked again for a second: the requests meanwhile cost no
+// dial. Once it answers again, the limit is shared again.
 func TestSharedFailsOpenToLocal(t *testing.T) {
 	srv := testutil.StartRedis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 50 * time.Millisecond, MaxRetries: -1})
+	var dials atomic.Int64
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 50 * time.Millisecond, MaxRetries: -1,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}})
 	t.Cleanup(func() { _ = rdb.Close() })
 	l := ratelimit.New(rdb, "ip", 5)
 	srv.Kill()
 	now := time.Now()
 	allowed := 0
+	var failed int64 // dials of the first request that asked the dead Redis
 	for range 20 {
 		if ok, _ := l.Allow(context.Background(), "1.2.3.4", now); ok {
 			allowed++
+		}
+		if failed == 0 {
+			failed = dials.Load()
 		}
 	}
 	if allowed != 10 {
 		t.Errorf("with Redis down: allowed %d, want the local burst 10", allowed)
 	}
+	if got := dials.Load(); failed == 0 || got != failed {
+		t.Errorf("with Redis down: the first request dialed %d times, all 20 %d; want no dial after the first failure (a second in this process only)", failed, got)
+	}
+
+	srv.Start()
+	later := now.Add(2 * time.Second) // the local bucket has 10 again; Redis has the full burst
+	other := ratelimit.New(rdb, "ip", 5)
+	for i := range 10 {
+		if ok, _ := other.Allow(context.Background(), "1.2.3.4", later); !ok {
+			t.Fatalf("another instance, request %d: refused within the burst", i)
+		}
+	}
+	if ok, _ := l.Allow(context.Background(), "1.2.3.4", later); ok {
+		t.Error("after Redis came back: the key's shared burst is spent on another instance, yet this one allowed it")
+	}
 }
 
-// BenchmarkAllow is the cost of a limited request: in this process, and shared through
-// a real Redis (one round trip; the auto-pipeliner of the API batches them). Run with
+// BenchmarkAllow is the cost of a limited request, 32 x GOMAXPROCS at once: in this
+// process only;
+// shared through a real Redis when the key's steady requests use leases (hot), when
+// every request asks Redis (a new key each time: one script, on a plain client and on
+// the auto-pipeliner the API uses), and when the local bucket refuses a key over its
+// limit without asking Redis. Run with
 // go test -bench Allow -run - ./internal/ratelimit
 func BenchmarkAllow(b *testing.B) {
 	rdb := testutil.StartRedis(b).Client(b)
+	ap, err := config.RedisPipelined(rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ap.Close() })
+	var fresh atomic.Int64
+	newKey := func(int) string { return "k" + strconv.FormatInt(fresh.Add(1), 10) }
+	hotKey := func(int) string { return "k" }
+	over := ratelimit.New(rdb, "user", 5)
+	for range 20 { // spend the key's burst, locally and in Redis
+		over.Allow(context.Background(), "over", time.Now())
+	}
 	for _, bc := range []struct {
 		name string
 		l    *ratelimit.Limiter
+		key  func(int) string
 	}{
-		{"local", ratelimit.New(nil, "user", 1e9)},
-		{"shared", ratelimit.New(rdb, "user", 1e9)},
+		{"local", ratelimit.New(nil, "user", 1e9), hotKey},
+		{"shared-hot-key-leases", ratelimit.New(rdb, "user", 1e9), hotKey},
+		{"shared-script-per-request", ratelimit.New(rdb, "user", 5), newKey},
+		{"shared-script-per-request-autopipeline", ratelimit.New(ap, "user", 5), newKey},
+		{"shared-refused-locally", over, func(int) string { return "over" }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			ctx := context.Background()
+			b.SetParallelism(32) // many requests at once, as in the API
 			b.RunParallel(func(pb *testing.PB) {
 				for i := 0; pb.Next(); i++ {
-					bc.l.Allow(ctx, "k", time.Now())
+					bc.l.Allow(ctx, bc.key(i), time.Now())
 				}
 			})
 		})
