@@ -24,27 +24,64 @@ type SentinelSet struct {
 	sentinels  []*RedisServer
 }
 
+// SentinelOptions shape a Sentinel set; the zero value monitors "seckill", takes the
+// master for down after 1 s and gives a failover 5 s.
+type SentinelOptions struct {
+	// MasterName is the name the Sentinels monitor the master under.
+	MasterName string
+	// DownAfter is down-after-milliseconds: how long the master may not answer before
+	// a Sentinel takes it for down.
+	DownAfter time.Duration
+	// FailoverTimeout is failover-timeout: how long a failover may take before another
+	// is tried.
+	FailoverTimeout time.Duration
+	// ExtraArgs are passed to the master and the replica (not to the Sentinels).
+	ExtraArgs []string
+}
+
 // StartSentinel starts a master and a replica (AOF fsynced before every answer) and
-// three Sentinels (quorum 2, a master is down after 1 s), and waits until the replica
-// has synced and every Sentinel knows it. It fails the test when redis-server is
-// missing.
-func StartSentinel(t testing.TB) *SentinelSet {
+// three Sentinels (quorum 2), and waits until the replica has synced, every Sentinel
+// knows the replica and the two other Sentinels. At most one SentinelOptions; none is
+// the zero value. It fails the test when redis-server is missing.
+func StartSentinel(t testing.TB, opts ...SentinelOptions) *SentinelSet {
 	t.Helper()
-	aof := []string{"--appendonly", "yes", "--appendfsync", "always", "--repl-diskless-sync-delay", "0"}
-	master := StartRedis(t, aof...)
+	var o SentinelOptions
+	switch len(opts) {
+	case 0:
+	case 1:
+		o = opts[0]
+	default:
+		t.Fatalf("StartSentinel takes one SentinelOptions at most, got %d", len(opts))
+	}
+	if o.MasterName == "" {
+		o.MasterName = "seckill"
+	}
+	if o.DownAfter == 0 {
+		o.DownAfter = time.Second
+	}
+	if o.FailoverTimeout == 0 {
+		o.FailoverTimeout = 5 * time.Second
+	}
+	args := append([]string{"--appendonly", "yes", "--appendfsync", "always", "--repl-diskless-sync-delay", "0"}, o.ExtraArgs...)
+	master := StartRedis(t, args...)
 	host, port, _ := net.SplitHostPort(master.Addr)
-	replica := StartRedis(t, append([]string{"--replicaof", host, port}, aof...)...)
-	ss := &SentinelSet{MasterName: "seckill", servers: []*RedisServer{master, replica}}
+	replica := StartRedis(t, append(args, "--replicaof", host, port)...)
+	ss := &SentinelSet{MasterName: o.MasterName, servers: []*RedisServer{master, replica}}
 	waitFor(t, 30*time.Second, "replica linked", func() bool {
-		return strings.Contains(infoOf(replica.Addr, "replication"), "master_link_status:up")
+		return infoField(infoOf(replica.Addr, "replication"), "master_link_status") == "up"
 	})
 	for range 3 {
-		ss.sentinels = append(ss.sentinels, startSentinelProcess(t, ss.MasterName, master.Addr))
+		ss.sentinels = append(ss.sentinels, startSentinelProcess(t, o, master.Addr))
 	}
-	waitFor(t, 30*time.Second, "sentinels see the replica", func() bool {
+	// Sentinels find each other by hello messages every 2 s; until they have, a
+	// failover could not be voted.
+	waitFor(t, 30*time.Second, "sentinels see the replica and each other", func() bool {
 		for _, s := range ss.sentinels {
 			n, err := do(s.Addr, "SENTINEL", "REPLICAS", ss.MasterName).Slice()
 			if err != nil || len(n) == 0 {
+				return false
+			}
+			if sentinelMaster(s.Addr, ss.MasterName)["num-other-sentinels"] != strconv.Itoa(len(ss.sentinels)-1) {
 				return false
 			}
 		}
@@ -55,7 +92,7 @@ func StartSentinel(t testing.TB) *SentinelSet {
 
 // startSentinelProcess runs redis-server in Sentinel mode with a config file of its own
 // (a Sentinel rewrites it).
-func startSentinelProcess(t testing.TB, name, masterAddr string) *RedisServer {
+func startSentinelProcess(t testing.TB, o SentinelOptions, masterAddr string) *RedisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -66,16 +103,17 @@ func startSentinelProcess(t testing.TB, name, masterAddr string) *RedisServer {
 	p := freePort(t)
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 	conf := filepath.Join(s.dir, "sentinel.conf")
-	body := fmt.Sprintf(`port %d
+	body := fmt.Sprintf(`port %[1]d
 bind 127.0.0.1
-dir %s
-logfile %s
+dir %[2]s
+logfile %[3]s
 sentinel resolve-hostnames no
-sentinel monitor %s %s %s 2
-sentinel down-after-milliseconds %s 1000
-sentinel failover-timeout %s 10000
-sentinel parallel-syncs %s 1
-`, p, s.dir, filepath.Join(s.dir, "sentinel.log"), name, host, port, name, name, name)
+sentinel monitor %[4]s %[5]s %[6]s 2
+sentinel down-after-milliseconds %[4]s %[7]d
+sentinel failover-timeout %[4]s %[8]d
+sentinel parallel-syncs %[4]s 1
+`, p, s.dir, filepath.Join(s.dir, "sentinel.log"), o.MasterName, host, port,
+		o.DownAfter.Milliseconds(), o.FailoverTimeout.Milliseconds())
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +125,8 @@ sentinel parallel-syncs %s 1
 	return s
 }
 
-// Addrs returns the Sentinels' addresses.
-func (ss *SentinelSet) Addrs() []string {
+// SentinelAddrs returns the Sentinels' addresses.
+func (ss *SentinelSet) SentinelAddrs() []string {
 	out := make([]string, len(ss.sentinels))
 	for i, s := range ss.sentinels {
 		out[i] = s.Addr
@@ -96,17 +134,42 @@ func (ss *SentinelSet) Addrs() []string {
 	return out
 }
 
-// Env returns the settings that put the service on this set.
-func (ss *SentinelSet) Env() []string {
-	return []string{"SECKILL_REDIS_ADDR=" + strings.Join(ss.Addrs(), ","), "SECKILL_REDIS_MASTER_NAME=" + ss.MasterName}
+// Sentinels returns the Sentinel processes (Kill, Start, Pause and Resume work on them).
+func (ss *SentinelSet) Sentinels() []*RedisServer { return ss.sentinels }
+
+// Topology returns the settings that put the service on this set.
+func (ss *SentinelSet) Topology() Topology {
+	return Topology{"SECKILL_REDIS_ADDR=" + strings.Join(ss.SentinelAddrs(), ","), "SECKILL_REDIS_MASTER_NAME=" + ss.MasterName}
 }
+
+// Env is Topology (the name the e2e tests use).
+func (ss *SentinelSet) Env() []string { return ss.Topology() }
 
 // Servers returns the two data servers, master and replica (in either role now).
 func (ss *SentinelSet) Servers() []*RedisServer { return ss.servers }
 
-// Master returns the server the Sentinels name as master now.
+// Master returns the server a Sentinel names as master now (SENTINEL
+// GET-MASTER-ADDR-BY-NAME); it fails the test when no Sentinel names one of the set's.
 func (ss *SentinelSet) Master(t testing.TB) *RedisServer {
 	t.Helper()
+	m, err := ss.master()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// Replica returns the data server that the Sentinels do not name as master: the
+// replica, or the old master while it is down after a failover.
+func (ss *SentinelSet) Replica(t testing.TB) *RedisServer {
+	t.Helper()
+	if m := ss.Master(t); m == ss.servers[0] {
+		return ss.servers[1]
+	}
+	return ss.servers[0]
+}
+
+func (ss *SentinelSet) master() (*RedisServer, error) {
 	for _, s := range ss.sentinels {
 		addr, err := do(s.Addr, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", ss.MasterName).StringSlice()
 		if err != nil || len(addr) != 2 {
@@ -114,12 +177,11 @@ func (ss *SentinelSet) Master(t testing.TB) *RedisServer {
 		}
 		for _, srv := range ss.servers {
 			if srv.Addr == net.JoinHostPort(addr[0], addr[1]) {
-				return srv
+				return srv, nil
 			}
 		}
 	}
-	t.Fatalf("no sentinel names a master of %s", ss.MasterName)
-	return nil
+	return nil, fmt.Errorf("no sentinel names a master of %s", ss.MasterName)
 }
 
 // WaitFailover waits until the Sentinels name a master other than old and it says
@@ -127,10 +189,21 @@ func (ss *SentinelSet) Master(t testing.TB) *RedisServer {
 func (ss *SentinelSet) WaitFailover(t testing.TB, old *RedisServer, timeout time.Duration) *RedisServer {
 	t.Helper()
 	var m *RedisServer
-	waitFor(t, timeout, "sentinel failover", func() bool {
-		m = ss.Master(t)
-		return m != old && strings.Contains(infoOf(m.Addr, "replication"), "role:master")
+	waitFor(t, timeout, "sentinel failover from "+old.Addr, func() bool {
+		var err error
+		m, err = ss.master()
+		return err == nil && m != old && infoField(infoOf(m.Addr, "replication"), "role") == "master"
 	})
+	return m
+}
+
+// sentinelMaster returns what a Sentinel knows of a master (SENTINEL MASTER), nil when
+// it does not answer.
+func sentinelMaster(addr, name string) map[string]string {
+	c := redis.NewSentinelClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second,
+		MaxRetries: -1, PoolSize: 1})
+	defer c.Close()
+	m, _ := c.Master(context.Background(), name).Result()
 	return m
 }
 

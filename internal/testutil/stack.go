@@ -177,16 +177,28 @@ func StartStack(t testing.TB, extraEnv ...string) *Stack {
 func StartStackOn(t testing.TB, db *MySQLDB, extraEnv ...string) *Stack {
 	t.Helper()
 	redis := StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
-	s := StartStackOnRedis(t, db, []string{"SECKILL_REDIS_ADDR=" + redis.Addr}, 1, 1, extraEnv...)
+	s := StartStackOnTopology(t, db, redis.Topology(), 1, 1, extraEnv...)
 	s.Redis = redis
 	return s
 }
 
-// StartStackOnRedis starts apis API processes and workers workers on the Redis that
-// redisEnv names (SECKILL_REDIS_* settings, such as Cluster.Env), and waits until every
-// API is ready. extraEnv adds or overrides variables.
-func StartStackOnRedis(t testing.TB, db *MySQLDB, redisEnv []string, apis, workers int, extraEnv ...string) *Stack {
+// Topology is the SECKILL_REDIS_* settings that put the service on one Redis: a
+// server (RedisServer.Topology), a Cluster (Cluster.Topology) or a Sentinel set
+// (SentinelSet.Topology). Settings of how to use it, such as
+// SECKILL_REDIS_MIN_REPLICAS, go in a stack's extraEnv.
+type Topology []string
+
+// Topology returns the settings that put the service on this one server.
+func (s *RedisServer) Topology() Topology { return Topology{"SECKILL_REDIS_ADDR=" + s.Addr} }
+
+// StartStackOnTopology starts apis API processes and workers workers on the Redis of
+// topo and on db, and waits until every API is ready. extraEnv adds or overrides
+// variables.
+func StartStackOnTopology(t testing.TB, db *MySQLDB, topo Topology, apis, workers int, extraEnv ...string) *Stack {
 	t.Helper()
+	if apis < 1 {
+		t.Fatalf("a stack of %d APIs: it wants one at least (the first migrates the database)", apis)
+	}
 	api, worker := Binaries(t)
 	s := &Stack{MySQL: db}
 	s.Env = append(append([]string{
@@ -194,7 +206,7 @@ func StartStackOnRedis(t testing.TB, db *MySQLDB, redisEnv []string, apis, worke
 		"SECKILL_JWT_SECRET=" + JWTSecret,
 		"SECKILL_RATE_IP=0",
 		"SECKILL_RATE_USER=0",
-	}, redisEnv...), extraEnv...)
+	}, topo...), extraEnv...)
 	for i := range apis {
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
 		p := StartProcess(t, fmt.Sprintf("api%d %s", i+1, addr), api, append(append([]string{}, s.Env...), "SECKILL_HTTP_ADDR="+addr))
@@ -216,6 +228,12 @@ func StartStackOnRedis(t testing.TB, db *MySQLDB, redisEnv []string, apis, worke
 		s.Worker = s.Workers[0]
 	}
 	return s
+}
+
+// StartStackOnRedis is StartStackOnTopology (the name the e2e tests use).
+func StartStackOnRedis(t testing.TB, db *MySQLDB, redisEnv []string, apis, workers int, extraEnv ...string) *Stack {
+	t.Helper()
+	return StartStackOnTopology(t, db, redisEnv, apis, workers, extraEnv...)
 }
 
 // StartAPI starts one more API process on another port, sharing Redis and MySQL.
