@@ -153,8 +153,10 @@ func serve(ctx context.Context, cfg config.Config) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	svc.Register(reg)
 	live := presence.New(ap)
+	answers := presence.NewAnswers()
 	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, RateUser: cfg.RateUser,
-		RateIP: cfg.RateIP, Redis: ap, TrustedProxies: cfg.TrustedProxies, Registry: reg, Instances: live})
+		RateIP: cfg.RateIP, Redis: ap, TrustedProxies: cfg.TrustedProxies, Registry: reg, Instances: live,
+		Answers: answers})
 
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h.Routes(),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
@@ -180,7 +182,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 		presence.Figure{Name: "purchases_per_second", Metric: "seckill_http_requests_total", Label: "status", Value: "202", Rate: true},
 		presence.Figure{Name: "answers_409_per_second", Metric: "seckill_http_requests_total", Label: "status", Value: "409", Rate: true},
 		presence.Figure{Name: "answers_429_per_second", Metric: "seckill_http_requests_total", Label: "status", Value: "429", Rate: true},
-		presence.Figure{Name: "answers_503_per_second", Metric: "seckill_http_requests_total", Label: "status", Value: "503", Rate: true}))
+		presence.Figure{Name: "answers_503_per_second", Metric: "seckill_http_requests_total", Label: "status", Value: "503", Rate: true}),
+		presence.WithSales(answers))
 	defer stopBeat()
 	select {
 	case err := <-errc:

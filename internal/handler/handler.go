@@ -68,6 +68,8 @@ type Options struct {
 	Instances InstanceLister
 	// Registry receives the HTTP metrics; /metrics serves it.
 	Registry *prometheus.Registry
+	// Answers, when set, counts purchase answers per sale for the heartbeat.
+	Answers *presence.Answers
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -95,7 +97,7 @@ func New(svc Service, o Options) *Handler {
 	}
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret),
 		perUser: ratelimit.New(o.Redis, "user", o.RateUser), perIP: ratelimit.New(o.Redis, "ip", o.RateIP),
-		metrics: newMetrics(o.Registry), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
+		metrics: newMetrics(o.Registry, o.Answers), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
 		live: o.Instances}
 }
 

@@ -1,20 +1,25 @@
 package handler
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"seckill/internal/presence"
 )
 
-// metrics are the API's request counters and latency histograms.
+// metrics are the API's request counters and latency histograms, and the purchase
+// answers per sale for the heartbeat.
 type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	answers  *presence.Answers // nil: not counted
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer, answers *presence.Answers) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_http_requests_total",
@@ -25,10 +30,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "HTTP request latency by route.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route"}),
+		answers: answers,
 	}
 	reg.MustRegister(m.requests, m.latency)
 	return m
 }
+
+// purchaseRoute is the route whose answers are counted per sale.
+const purchaseRoute = "/api/v1/activities/:id/orders"
 
 func (m *metrics) observe(c *gin.Context) {
 	start := time.Now()
@@ -37,6 +46,37 @@ func (m *metrics) observe(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
-	m.requests.WithLabelValues(route, strconv.Itoa(c.Writer.Status()), c.GetString(errorCodeKey)).Inc()
+	status, code := c.Writer.Status(), c.GetString(errorCodeKey)
+	m.requests.WithLabelValues(route, strconv.Itoa(status), code).Inc()
 	m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	// Per sale, outside Prometheus: a label per sale would grow /metrics with every sale.
+	if m.answers != nil && route == purchaseRoute && c.Request.Method == http.MethodPost {
+		if o, ok := purchaseOutcome(status, code); ok {
+			if id, err := strconv.ParseInt(c.Param("id"), 10, 64); err == nil && id > 0 {
+				m.answers.Count(id, o)
+			}
+		}
+	}
+}
+
+// purchaseOutcome is the outcome of a purchase answered status with the error code
+// code; false for answers not counted per sale (a replay's 200, a 400, a 404, a 500).
+func purchaseOutcome(status int, code string) (presence.Outcome, bool) {
+	switch status {
+	case http.StatusAccepted:
+		return presence.Accepted, true
+	case http.StatusConflict:
+		switch code {
+		case "sold_out":
+			return presence.SoldOut, true
+		case "limit_exceeded":
+			return presence.LimitExceeded, true
+		}
+		return presence.Refused, true
+	case http.StatusTooManyRequests:
+		return presence.RateLimited, true
+	case http.StatusServiceUnavailable:
+		return presence.Unavailable, true
+	}
+	return 0, false
 }

@@ -2,7 +2,9 @@
 // Redis: each process writes its own record every Interval, a record not refreshed for
 // Timeout is gone (a process killed with SIGKILL disappears within Timeout+Interval),
 // and a process that shuts down cleanly removes its record at once. Both keys share one
-// hash tag, so the scripts run on a Redis Cluster as on one server.
+// hash tag, so the scripts run on a Redis Cluster as on one server. A record carries the
+// process's live figures (FromRegistry) and, for an API, its purchase answers per sale
+// and outcome (Answers, WithSales).
 package presence
 
 import (
@@ -42,7 +44,14 @@ type Instance struct {
 	// Figures are the process's live rates and levels at its last heartbeat, such as
 	// requests_per_second or queue_depth.
 	Figures map[string]float64 `json:"figures"`
+	// Sales are an API's purchase answers per second by sale and outcome in the
+	// interval before its last heartbeat, for the sales it answered then (WithSales).
+	Sales []SaleAnswers `json:"sales,omitempty"`
 }
+
+// Option adds to each heartbeat: it fills fields of the instance just before the
+// heartbeat is written.
+type Option func(*Instance)
 
 // beatScript writes one heartbeat.
 //
@@ -175,14 +184,17 @@ func Version() string {
 }
 
 // Run writes inst's heartbeat every Interval, with the figures figures returns (nil for
-// none), until ctx ends; then it removes inst. A failed heartbeat is logged and tried
-// again at the next beat.
-func (r *Registry) Run(ctx context.Context, inst Instance, figures func() map[string]float64) {
+// none) and what opts add, until ctx ends; then it removes inst. A failed heartbeat is
+// logged and tried again at the next beat.
+func (r *Registry) Run(ctx context.Context, inst Instance, figures func() map[string]float64, opts ...Option) {
 	t := time.NewTicker(Interval)
 	defer t.Stop()
 	for {
 		if figures != nil {
 			inst.Figures = figures()
+		}
+		for _, o := range opts {
+			o(&inst)
 		}
 		bctx, cancel := context.WithTimeout(ctx, Interval)
 		if err := r.Beat(bctx, inst); err != nil && ctx.Err() == nil {
@@ -204,12 +216,12 @@ func (r *Registry) Run(ctx context.Context, inst Instance, figures func() map[st
 
 // Start runs Run in the background and returns a function that stops it: it removes
 // the instance and waits for that, and may be called more than once.
-func (r *Registry) Start(inst Instance, figures func() map[string]float64) (stop func()) {
+func (r *Registry) Start(inst Instance, figures func() map[string]float64, opts ...Option) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.Run(ctx, inst, figures)
+		r.Run(ctx, inst, figures, opts...)
 	}()
 	return func() {
 		cancel()
