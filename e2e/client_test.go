@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"seckill/internal/testutil"
 )
 
 // client calls the API as a buyer or an admin would.
@@ -138,4 +140,30 @@ func (c *client) waitDrained(admin string, activityID int64, timeout time.Durati
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// stats reads a sale's stats, asking again for up to 5 s while the answer is 503 (a
+// Redis that has just restarted).
+func (c *client) stats(admin string, activityID int64) stats {
+	c.t.Helper()
+	r := c.must("GET", fmt.Sprintf("/api/v1/admin/activities/%d/stats", activityID), admin, nil)
+	for deadline := time.Now().Add(5 * time.Second); r.Status == http.StatusServiceUnavailable && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		r = c.must("GET", fmt.Sprintf("/api/v1/admin/activities/%d/stats", activityID), admin, nil)
+	}
+	if r.Status != http.StatusOK {
+		c.t.Fatalf("stats of sale %d: %d %s", activityID, r.Status, r.Body)
+	}
+	var st stats
+	r.decode(c.t, &st)
+	return st
+}
+
+// userOrders lists a user's orders, newest first.
+func userOrders(t testing.TB, c *client, user int64) []order {
+	t.Helper()
+	r := c.must("GET", "/api/v1/orders", testutil.Token(t, user, false), nil)
+	var list struct{ Orders []order }
+	r.decode(t, &list)
+	return list.Orders
 }

@@ -13,18 +13,20 @@ import (
 )
 
 // Rebuilder rebuilds from MySQL, the record, the Redis state of sales that Redis has
-// lost (a FLUSHALL, a server run without AOF, a wiped shard): the settings, the units
-// available (stock_total minus the units of orders that hold stock in MySQL: created,
-// paid, and cancelled ones whose units are not back yet), and each user's units. The
-// API starts it when a purchase finds its sale missing, and the worker checks every live
-// sale periodically. The write is one script that does nothing when the sale exists, so
-// however many processes notice the loss at once, it is rebuilt once.
+// lost (a FLUSHALL, a server run without AOF, a wiped shard) or holds stale (an old AOF,
+// a replica promoted without the last writes: its generation is below the one MySQL
+// recorded; see internal/stock/rebuild.go): the settings, the units available (stock_total
+// minus the units of orders that hold stock in MySQL: created, paid, and cancelled ones
+// whose units are not back yet, and minus those of orders Redis still holds as queued
+// that MySQL has not), and each user's units. The API starts it when a purchase finds
+// its sale missing, and the worker checks every live sale periodically. The write is one
+// script that does nothing when the sale changed since it was read, so however many
+// processes notice the loss at once, it is rebuilt once, and a worker persisting orders
+// meanwhile makes it read again rather than count an order twice or not at all.
 //
-// What it cannot recover: the orders only Redis held (queued, not yet in MySQL) are gone
-// with it. With appendfsync always on one server, or MIN_REPLICAS on a cluster, a crash
-// or a failover loses none; a FLUSHALL or a lost disk does. And a Redis that comes back
-// with old data (yesterday's AOF) still has the sale, so it is not rebuilt: telling
-// stale state from current is not done yet.
+// What it cannot recover: the orders only the lost Redis held (queued, not yet in
+// MySQL) are gone with it. With appendfsync always on one server, or MIN_REPLICAS on a
+// cluster, a crash or a failover loses none; a FLUSHALL or a lost disk does.
 type Rebuilder struct {
 	store   *store.Store
 	stock   *stock.Stock
@@ -36,27 +38,60 @@ func NewRebuilder(st *store.Store, sk *stock.Stock) *Rebuilder {
 	return &Rebuilder{store: st, stock: sk}
 }
 
-// Rebuild rebuilds a sale's Redis state if Redis has lost it, and reports whether it
-// did. ErrNotFound for a sale MySQL does not know.
-func (r *Rebuilder) Rebuild(ctx context.Context, id int64) (bool, error) {
-	a, err := r.store.GetActivity(ctx, id)
-	if err != nil {
-		return false, err
+// rebuildAttempts bounds how often Rebuild reads again when orders moved meanwhile.
+const rebuildAttempts = 20
+
+// Rebuild rebuilds a sale's Redis state from MySQL if Redis has lost it, or always with
+// force (a current state is rebuilt to the same figures, its queued orders kept), and
+// reports whether it did. ErrNotFound for a sale MySQL does not know.
+func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (bool, error) {
+	for attempt := 0; attempt < rebuildAttempts; attempt++ {
+		from, err := r.stock.RebuildPoint(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		if from.Exists && !force {
+			return false, nil
+		}
+		ids := make([]string, len(from.Queued))
+		for i, q := range from.Queued {
+			ids[i] = q.OrderID
+		}
+		a, users, stored, err := r.store.RebuildFacts(ctx, id, ids)
+		if err != nil {
+			return false, err
+		}
+		held := int64(0)
+		for _, n := range users {
+			held += n
+		}
+		var settled []stock.QueuedOrder
+		for _, q := range from.Queued {
+			if stored[q.OrderID] {
+				settled = append(settled, q)
+			}
+		}
+		sale := saleOf(a, 0)
+		sale.Gen = max(from.Gen, a.RedisGen) + 1
+		err = r.stock.Rebuild(ctx, from, sale, users, held, settled)
+		switch {
+		case err == nil:
+			slog.Warn("rebuilt a sale's Redis state from MySQL", "activity", id, "was_there", from.Exists,
+				"redis_gen", from.Gen, "mysql_gen", a.RedisGen, "held", held, "users", len(users),
+				"kept_queued", len(from.Queued)-len(settled))
+			return true, nil
+		case !errors.Is(err, stock.ErrMoved):
+			return false, err
+		case !from.Exists:
+			return false, nil // another process rebuilt it meanwhile
+		}
+		select { // orders moved meanwhile: read both again
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
+		}
 	}
-	users, err := r.store.Holdings(ctx, id)
-	if err != nil {
-		return false, err
-	}
-	held := int64(0)
-	for _, n := range users {
-		held += n
-	}
-	rebuilt, err := r.stock.Rebuild(ctx, saleOf(a, max(0, a.StockTotal-held)), users)
-	if rebuilt {
-		slog.Warn("rebuilt from MySQL a sale Redis had lost", "activity", id,
-			"available", max(0, a.StockTotal-held), "held", held, "users", len(users))
-	}
-	return rebuilt, err
+	return false, fmt.Errorf("rebuild sale %d: %w %d times", id, stock.ErrMoved, rebuildAttempts)
 }
 
 // Kick starts Rebuild in the background, unless one runs for the sale in this process.
@@ -68,23 +103,26 @@ func (r *Rebuilder) Kick(id int64) {
 		defer r.running.Delete(id)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, err := r.Rebuild(ctx, id); err != nil {
+		if _, err := r.Rebuild(ctx, id, false); err != nil {
 			slog.Error("rebuild a sale Redis lost", "activity", id, "err", err)
 		}
 	}()
 }
 
-// RebuildLost rebuilds every sale that has not ended and that Redis has lost, and
-// returns how many it rebuilt (the worker's periodic check).
+// RebuildLost rebuilds every sale that has not ended and that Redis has lost or holds
+// stale, and returns how many it rebuilt (the worker's periodic check). MySQL is read
+// before Redis, so a current sale's generation in Redis is at least MySQL's.
 func (r *Rebuilder) RebuildLost(ctx context.Context, now time.Time) (int, error) {
 	as, err := r.store.ListActivities(ctx)
 	if err != nil {
 		return 0, err
 	}
 	var live []int64
+	recorded := map[int64]int64{} // MySQL's generation by sale
 	for _, a := range as {
 		if now.Before(a.EndsAt) {
 			live = append(live, a.ID)
+			recorded[a.ID] = a.RedisGen
 		}
 	}
 	if len(live) == 0 {
@@ -97,10 +135,15 @@ func (r *Rebuilder) RebuildLost(ctx context.Context, now time.Time) (int, error)
 	n := 0
 	var errs []error
 	for _, id := range live {
-		if _, ok := present[id]; ok {
+		sale, ok := present[id]
+		if ok && sale.Gen >= recorded[id] {
 			continue
 		}
-		rebuilt, err := r.Rebuild(ctx, id)
+		if ok {
+			slog.Warn("a sale's Redis state is stale: its generation is below MySQL's", "activity", id,
+				"redis_gen", sale.Gen, "mysql_gen", recorded[id])
+		}
+		rebuilt, err := r.Rebuild(ctx, id, ok)
 		if rebuilt {
 			n++
 		}
@@ -109,10 +152,11 @@ func (r *Rebuilder) RebuildLost(ctx context.Context, now time.Time) (int, error)
 	return n, errors.Join(errs...)
 }
 
-// Rebuild rebuilds a sale's Redis state from MySQL if Redis has lost it, and returns
-// its stats. A sale Redis still holds is left as it is. ErrNotFound for an unknown id.
+// Rebuild rebuilds a sale's Redis state from MySQL (the admin's button) and returns its
+// stats. A current state comes out with the same figures: the orders Redis holds as
+// queued are kept. ErrNotFound for an unknown id.
 func (s *Service) Rebuild(ctx context.Context, id int64) (Stats, error) {
-	if _, err := s.rebuild.Rebuild(ctx, id); err != nil {
+	if _, err := s.rebuild.Rebuild(ctx, id, true); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return Stats{}, err
 		}

@@ -2,6 +2,7 @@ package stock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -9,44 +10,153 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// rebuildScript writes the state of a sale that Redis lost, once: it does nothing when
-// the sale's hash exists, so two processes that notice the loss at once rebuild it once.
+// A sale's generation (the field gen of its hash) tells current Redis state from stale.
+// It goes up by one with every write that moves an order between Redis and MySQL: a
+// worker's claim (before its MySQL transaction), its settle, a cancelled order's units
+// coming back. The worker records in MySQL (activities.redis_gen) the generation its
+// claim got, in the transaction that writes the orders; so MySQL's figure was reached
+// in Redis before MySQL had it, and a current Redis is never behind it. A Redis that is
+// (an AOF from yesterday, a replica promoted without the last writes) lost writes that
+// MySQL saw, and its sale must be rebuilt. A rebuild sets the generation past both.
+
+// bumpGenLua is the step the scripts that move orders share: the sale's generation goes
+// up by one, if the sale exists (a lost sale stays missing, to be rebuilt). It returns
+// the new generation, 0 for a missing sale. A sale exists when its hash has total: a
+// script that adds to a lost sale's counts (avail, qunits) leaves a partial hash.
+const bumpGenLua = `
+local function bump_gen(sale)
+  if redis.call('HEXISTS', sale, 'total') == 0 then return 0 end
+  return redis.call('HINCRBY', sale, 'gen', 1)
+end
+`
+
+// RebuildPoint is what a rebuild starts from: whether Redis has the sale, its
+// generation, and the orders it holds as queued.
+type RebuildPoint struct {
+	Exists bool
+	Gen    int64
+	Queued []QueuedOrder
+}
+
+// RebuildPoint reads, atomically, what Rebuild needs to know of a sale's Redis state.
+func (s *Stock) RebuildPoint(ctx context.Context, activityID int64) (RebuildPoint, error) {
+	var sale *redis.SliceCmd
+	var queued *redis.MapStringStringCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		sale = p.HMGet(ctx, saleKey(activityID), "total", "gen")
+		queued = p.HGetAll(ctx, queuedKey(activityID))
+		return nil
+	})
+	if err != nil {
+		return RebuildPoint{}, fmt.Errorf("read sale %d before a rebuild: %w", activityID, err)
+	}
+	v := sale.Val()
+	gen, _ := v[1].(string)
+	pt := RebuildPoint{Exists: v[0] != nil}
+	for id, v := range queued.Val() {
+		q, err := parseQueued(activityID, id, v)
+		if err != nil {
+			return pt, err
+		}
+		pt.Queued = append(pt.Queued, q)
+	}
+	if gen != "" {
+		if pt.Gen, err = strconv.ParseInt(gen, 10, 64); err != nil {
+			return pt, fmt.Errorf("sale %d: generation %q", activityID, gen)
+		}
+	}
+	return pt, nil
+}
+
+// rebuildScript writes a sale's state from its record (MySQL), keeping the orders Redis
+// still holds as queued that MySQL does not have, only if the sale is as the caller read
+// it (the RebuildPoint): missing when it was missing, at the same generation when it was
+// there. Otherwise something moved meanwhile (another process rebuilt it, a worker
+// claimed or settled orders) and nothing is written.
 //
-// KEYS[1] sale hash  KEYS[2] users hash
-// ARGV[1..7] avail, total, limit, start (unix ms), end (unix ms), price, pay window (s)
-// ARGV[8] activity id  ARGV[9] the returned-units channel
-// ARGV[10..] user id, units, user id, units, ...
-// Returns 1 rebuilt, 0 the sale was there.
+// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
+// KEYS[5] queued-since sorted set  KEYS[6] returned set
+// KEYS[6+i] the queued set of the user of ARGV[12+i]
+// ARGV[1] the generation read, "" when the sale was missing
+// ARGV[2..8] total, limit, start (unix ms), end (unix ms), price, pay window (s),
+// the units MySQL's orders hold
+// ARGV[9] the new generation  ARGV[10] activity id  ARGV[11] the returned-units channel
+// ARGV[12] n, the number of queued order ids MySQL has
+// ARGV[13..12+n] those ids (they are settled here: MySQL's units count them)
+// ARGV[13+n..] user id, units, ... as MySQL's orders hold them
+//
+// The units available are the total minus MySQL's units minus those of the orders that
+// stay queued, and each user holds MySQL's units plus those of their queued orders. The
+// returned set is cleared: the orders whose units are still on their way back are held
+// in MySQL's figures, and come back once more by the repair pass.
+// Returns 1 rebuilt, 0 the sale moved meanwhile.
 var rebuildScript = redis.NewScript(unitsLua + `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'avail', ARGV[1], 'total', ARGV[2], 'limit', ARGV[3], 'start', ARGV[4],
-  'end', ARGV[5], 'price', ARGV[6], 'paywin', ARGV[7], 'qunits', '0')
-redis.call('DEL', KEYS[2])
+local gen = redis.call('HGET', KEYS[1], 'gen')
+if ARGV[1] == '' then
+  if redis.call('HEXISTS', KEYS[1], 'total') == 1 then return 0 end
+elseif gen ~= ARGV[1] and not (gen == false and ARGV[1] == '0') then
+  return 0
+end
+local n = tonumber(ARGV[12])
+local stored, sets = {}, {}
+for i = 1, n do stored[i], sets[i] = ARGV[12 + i], KEYS[6 + i] end
+unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], stored, sets)
+redis.call('DEL', KEYS[2], KEYS[6])
 local users = {}
-for i = 10, #ARGV do users[#users + 1] = ARGV[i] end
+for i = 13 + n, #ARGV do users[#users + 1] = ARGV[i] end
 if #users > 0 then each('HSET', KEYS[2], users) end
-redis.call('PUBLISH', ARGV[9], ARGV[8])
+local queued = redis.call('HVALS', KEYS[3])
+local qunits = 0
+for _, v in ipairs(queued) do
+  local user, qty = string.match(v, '^(%d+) (%d+)')
+  redis.call('HINCRBY', KEYS[2], user, qty)
+  qunits = qunits + tonumber(qty)
+end
+local avail = math.max(0, tonumber(ARGV[2]) - tonumber(ARGV[8]) - qunits)
+redis.call('HSET', KEYS[1], 'avail', string.format('%d', avail), 'total', ARGV[2], 'limit', ARGV[3],
+  'start', ARGV[4], 'end', ARGV[5], 'price', ARGV[6], 'paywin', ARGV[7],
+  'qunits', string.format('%d', qunits), 'gen', ARGV[9])
+redis.call('PUBLISH', ARGV[11], ARGV[10])
 return 1
 `)
 
-// Rebuild writes a sale's state from its record (MySQL) when Redis has lost it: sale
-// holds the settings and the units available, users the units each user holds. It
-// returns false, changing nothing, when Redis has the sale (it is then the newer).
-// Every API process's sold-out flag of the sale is cleared.
-func (s *Stock) Rebuild(ctx context.Context, sale Sale, users map[int64]int64) (bool, error) {
-	args := []any{sale.Available, sale.Total, sale.Limit, sale.StartsAt.UnixMilli(), sale.EndsAt.UnixMilli(),
-		sale.PriceCents, int64(sale.PayWindow / time.Second), sale.ActivityID, ReturnedChannel}
+// ErrMoved is a rebuild that found the sale changed since its RebuildPoint.
+var ErrMoved = errors.New("the sale changed in Redis during the rebuild")
+
+// Rebuild writes a sale's state from its record (MySQL) when Redis has lost it or holds
+// it stale. from is what RebuildPoint read before MySQL was; sale holds the settings and
+// the new generation (sale.Gen, above both Redis's and MySQL's); users the units each
+// user holds in MySQL, held their sum; stored the orders of from.Queued that MySQL has.
+// Orders Redis still holds as queued and MySQL does not stay queued and keep their
+// units. It returns ErrMoved, writing nothing, when the sale is no longer as from says
+// (rebuilt by another process, or orders moved meanwhile: read both again). Every API
+// process's sold-out flag of the sale is cleared.
+func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, sale Sale, users map[int64]int64, held int64, stored []QueuedOrder) error {
+	expect := ""
+	if from.Exists {
+		expect = strconv.FormatInt(from.Gen, 10)
+	}
+	args := []any{expect, sale.Total, sale.Limit, sale.StartsAt.UnixMilli(), sale.EndsAt.UnixMilli(),
+		sale.PriceCents, int64(sale.PayWindow / time.Second), held, sale.Gen, sale.ActivityID, ReturnedChannel,
+		len(stored)}
+	keys := []string{saleKey(sale.ActivityID), usersKey(sale.ActivityID), queuedKey(sale.ActivityID),
+		claimedKey(sale.ActivityID), queuedSinceKey(sale.ActivityID), returnedKey(sale.ActivityID)}
+	for _, q := range stored {
+		args = append(args, q.OrderID)
+		keys = append(keys, userQueuedKey(sale.ActivityID, q.UserID))
+	}
 	for u, n := range users {
 		if n > 0 {
 			args = append(args, strconv.FormatInt(u, 10), n)
 		}
 	}
-	n, err := rebuildScript.Run(ctx, s.rdb, []string{saleKey(sale.ActivityID), usersKey(sale.ActivityID)}, args...).Int64()
+	n, err := rebuildScript.Run(ctx, s.rdb, keys, args...).Int64()
 	if err != nil {
-		return false, fmt.Errorf("rebuild sale %d: %w", sale.ActivityID, err)
+		return fmt.Errorf("rebuild sale %d: %w", sale.ActivityID, err)
 	}
-	if n == 1 {
-		s.soldOut.clear(sale.ActivityID)
+	if n == 0 {
+		return ErrMoved
 	}
-	return n == 1, nil
+	s.soldOut.clear(sale.ActivityID)
+	return nil
 }

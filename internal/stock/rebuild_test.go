@@ -2,42 +2,56 @@ package stock_test
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
 )
 
-// A lost sale is rebuilt once: the first Rebuild writes it, a second finds it there and
-// changes nothing; purchases then run against the rebuilt units and allowances.
-func TestRebuild(t *testing.T) {
+// A lost sale is rebuilt once, however many processes try at once; purchases then run
+// against the rebuilt units and allowances.
+func TestRebuildLostOnce(t *testing.T) {
 	s := stock.New(testutil.StartRedis(t).Client(t))
 	ctx := context.Background()
-	sale := stock.Sale{ActivityID: 9, Available: 2, Total: 10, Limit: 3, StartsAt: t0, EndsAt: t0.Add(3600e9),
-		PriceCents: 100, PayWindow: 60e9}
+	sale := stock.Sale{ActivityID: 9, Total: 10, Limit: 3, StartsAt: t0, EndsAt: t0.Add(time.Hour),
+		PriceCents: 100, PayWindow: time.Minute, Gen: 1}
 	users := map[int64]int64{7: 3, 8: 5}
-	steps := []struct {
-		name        string
-		sale        stock.Sale
-		wantRebuilt bool
-	}{
-		{"lost: rebuilt", sale, true},
-		{"there: left as it is", stock.Sale{ActivityID: 9, Available: 99, Total: 99, Limit: 99, EndsAt: t0}, false},
+	from, err := s.RebuildPoint(ctx, 9)
+	if err != nil || from.Exists {
+		t.Fatalf("rebuild point of a missing sale = %+v, %v", from, err)
 	}
-	for _, st := range steps {
-		got, err := s.Rebuild(ctx, st.sale, users)
-		if err != nil || got != st.wantRebuilt {
-			t.Fatalf("%s: rebuilt %v, %v; want %v", st.name, got, err, st.wantRebuilt)
-		}
-		snap, err := s.Snapshot(ctx, 9)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if snap.Sale.Available != 2 || snap.Sale.Total != 10 || snap.Users[7] != 3 || snap.Users[8] != 5 {
-			t.Fatalf("%s: snapshot %+v, want the first rebuild's state", st.name, snap)
-		}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.Rebuild(ctx, from, sale, users, 8, nil)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				outcomes["rebuilt"]++
+			case errors.Is(err, stock.ErrMoved):
+				outcomes["moved"]++
+			default:
+				t.Error(err)
+			}
+		}()
 	}
-	in := t0.Add(60e9)
+	wg.Wait()
+	if outcomes["rebuilt"] != 1 || outcomes["moved"] != 7 {
+		t.Fatalf("8 rebuilds at once: %v, want 1 rebuilt and 7 that found it there", outcomes)
+	}
+	snap, err := s.Snapshot(ctx, 9)
+	if err != nil || snap.Sale.Available != 2 || snap.Sale.Total != 10 || snap.Users[7] != 3 || snap.Users[8] != 5 {
+		t.Fatalf("snapshot %+v, %v; want 2 of 10 available, users 7:3 8:5", snap, err)
+	}
+	in := t0.Add(time.Minute)
 	if _, err := s.Reserve(ctx, reservation(9, 7, 1, "", in)); err == nil {
 		t.Errorf("user 7 holds 3 of 3 after the rebuild, yet bought one more")
 	}
@@ -46,5 +60,76 @@ func TestRebuild(t *testing.T) {
 	}
 	if _, err := s.Reserve(ctx, reservation(9, 2, 1, "", in)); err == nil {
 		t.Errorf("the rebuilt sale had 2 units; a third sold")
+	}
+}
+
+// A stale sale (Redis behind MySQL) is rebuilt over what Redis holds: the queued orders
+// MySQL has are settled (MySQL's units count them), the others stay queued with their
+// units, and a cancelled order on its way back comes back once more. Every script that
+// moves an order raises the generation, and a rebuild read before such a move writes
+// nothing.
+func TestRebuildStale(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newSale(t, s, 4, 10, 5)
+	in := t0.Add(time.Minute)
+	var ids []string
+	for _, user := range []int64{1, 2, 2} {
+		r := reservation(4, user, 2, "", in)
+		if _, err := s.Reserve(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.OrderID)
+		time.Sleep(2 * time.Millisecond) // the user lock's TTL
+	}
+	from, err := s.RebuildPoint(ctx, 4)
+	if err != nil || !from.Exists || from.Gen != 0 || len(from.Queued) != 3 {
+		t.Fatalf("rebuild point = %+v, %v; want the sale at generation 0 with 3 queued", from, err)
+	}
+	sale := stock.Sale{ActivityID: 4, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 7}
+	if _, gen, err := s.Claim(ctx, 4, ids[:1]); err != nil || gen != 1 {
+		t.Fatalf("claim: generation %d, %v; want 1", gen, err)
+	}
+	if err := s.Rebuild(ctx, from, sale, nil, 0, nil); !errors.Is(err, stock.ErrMoved) {
+		t.Fatalf("rebuild read before a claim: %v, want ErrMoved", err)
+	}
+
+	// MySQL: user 1's order (ids[0]) is stored; user 3 holds 1 unit of an older order.
+	from, _ = s.RebuildPoint(ctx, 4)
+	var stored []stock.QueuedOrder
+	for _, q := range from.Queued {
+		if q.OrderID == ids[0] {
+			stored = append(stored, q)
+		}
+	}
+	if err := s.Return(ctx, 4, 3, "cancelled-before", 1); err != nil { // the returned set has it
+		t.Fatal(err)
+	}
+	from, _ = s.RebuildPoint(ctx, 4) // the return moved the generation too
+	if from.Gen != 2 {
+		t.Fatalf("generation after a claim and a return = %d, want 2", from.Gen)
+	}
+	if err := s.Rebuild(ctx, from, sale, map[int64]int64{1: 2, 3: 1}, 3, stored); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot(ctx, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 10 - MySQL's 3 - the 4 units of user 2's two orders still queued.
+	if snap.Sale.Available != 3 || len(snap.Queued) != 2 || snap.Users[1] != 2 || snap.Users[2] != 4 || snap.Users[3] != 1 {
+		t.Errorf("after the rebuild: %+v; want 3 available, user 2's 2 orders queued, users 1:2 2:4 3:1", snap)
+	}
+	if _, units, err := s.QueuedTotals(ctx, 4); err != nil || units != 4 {
+		t.Errorf("queued units = %d, %v; want 4", units, err)
+	}
+	if sales, _ := s.Sales(ctx, []int64{4}); sales[4].Gen != 7 {
+		t.Errorf("generation after the rebuild = %d, want 7", sales[4].Gen)
+	}
+	if err := s.Return(ctx, 4, 3, "cancelled-before", 1); err != nil { // still pending in MySQL: back again
+		t.Fatal(err)
+	}
+	if sales, _ := s.Sales(ctx, []int64{4}); sales[4].Available != 4 {
+		t.Errorf("available after the pending return = %d, want 4", sales[4].Available)
 	}
 }

@@ -25,7 +25,7 @@ import (
 //	                          (also the answer when ARGV[4] is already queued: a retry of
 //	                          a script that ran but whose reply was lost)
 //	{1, order id}             the key already made this order with the same body (replay)
-//	{-1}                      no such sale
+//	{-1}                      no such sale (or only a count of a lost one)
 //	{-2}                      the user lock is held (an earlier purchase is in flight)
 //	{-3} / {-4}               before the sale's start / at or after its end
 //	{-5, available}           fewer units left than asked for
@@ -44,7 +44,7 @@ import (
 // number such as 900000000 into "9e+08", which HINCRBY then refuses.
 var reserveScript = redis.NewScript(`
 local sale = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'start', 'end', 'price', 'paywin', 'qunits')
-if not sale[1] then return {-1} end
+if not sale[1] or not sale[3] then return {-1} end
 if redis.call('HEXISTS', KEYS[3], ARGV[4]) == 1 then return {0, tonumber(sale[1]), sale[2], sale[5], sale[6]} end
 if redis.call('EXISTS', KEYS[6]) == 1 then return {-2} end
 if ARGV[5] ~= '' then

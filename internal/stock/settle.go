@@ -113,34 +113,38 @@ func (s *Stock) Rollback(ctx context.Context, activityID, userID int64, orderID,
 
 // claimScript marks queued orders as being persisted.
 //
-// KEYS[1] queued hash  KEYS[2] claimed set
+// KEYS[1] queued hash  KEYS[2] claimed set  KEYS[3] sale hash
 // ARGV[i] order ids
-// Returns an array with, per order id, 1 claimed (it is queued) or 0 not queued.
-var claimScript = redis.NewScript(unitsLua + `
+// Returns an array with, per order id, 1 claimed (it is queued) or 0 not queued, then
+// the sale's generation after this claim (0 for a missing sale).
+var claimScript = redis.NewScript(unitsLua + bumpGenLua + `
 local r, queued = {}, {}
 for i, id in ipairs(ARGV) do
   r[i] = redis.call('HEXISTS', KEYS[1], id)
   if r[i] == 1 then queued[#queued + 1] = id end
 end
 if #queued > 0 then each('SADD', KEYS[2], queued) end
+r[#ARGV + 1] = bump_gen(KEYS[3])
 return r
 `)
 
 // Claim marks queued orders of one sale as taken by a worker, so the API will not give
-// them back any more. It returns the ids that are queued and now claimed; an id that is
-// not queued was either given back by the API (it must not be persisted) or settled
-// already (it is in MySQL).
-func (s *Stock) Claim(ctx context.Context, activityID int64, orderIDs []string) (map[string]bool, error) {
+// them back any more. It returns the ids that are queued and now claimed, and the
+// sale's generation after the claim, which the worker records in MySQL with the orders
+// (see rebuild.go); an id that is not queued was either given back by the API (it must
+// not be persisted) or settled already (it is in MySQL).
+func (s *Stock) Claim(ctx context.Context, activityID int64, orderIDs []string) (map[string]bool, int64, error) {
 	args := make([]any, len(orderIDs))
 	for i, id := range orderIDs {
 		args[i] = id
 	}
-	res, err := claimScript.Run(ctx, s.rdb, []string{queuedKey(activityID), claimedKey(activityID)}, args...).Int64Slice()
+	res, err := claimScript.Run(ctx, s.rdb, []string{queuedKey(activityID), claimedKey(activityID), saleKey(activityID)},
+		args...).Int64Slice()
 	if err != nil {
-		return nil, fmt.Errorf("claim orders: %w", err)
+		return nil, 0, fmt.Errorf("claim orders: %w", err)
 	}
-	if len(res) != len(orderIDs) {
-		return nil, fmt.Errorf("claim orders: %d answers for %d orders", len(res), len(orderIDs))
+	if len(res) != len(orderIDs)+1 {
+		return nil, 0, fmt.Errorf("claim orders: %d answers for %d orders", len(res), len(orderIDs))
 	}
 	claimed := make(map[string]bool, len(orderIDs))
 	for i, id := range orderIDs {
@@ -148,7 +152,7 @@ func (s *Stock) Claim(ctx context.Context, activityID int64, orderIDs []string) 
 			claimed[id] = true
 		}
 	}
-	return claimed, nil
+	return claimed, res[len(orderIDs)], nil
 }
 
 // settleScript ends the queued state of orders the worker has written to MySQL.
@@ -158,9 +162,9 @@ func (s *Stock) Claim(ctx context.Context, activityID int64, orderIDs []string) 
 // ARGV[1] activity id  ARGV[2] the returned-units channel
 // ARGV[1+2i] order i's id  ARGV[2+2i] "1" when order i failed (its units come back), else "0"
 //
-// Each order is settled once: an order no longer queued is skipped. Returns the units
-// given back.
-var settleScript = redis.NewScript(unitsLua + `
+// Each order is settled once: an order no longer queued is skipped. The sale's
+// generation goes up. Returns the units given back.
+var settleScript = redis.NewScript(unitsLua + bumpGenLua + `
 local n = (#ARGV - 2) / 2
 local ids, sets = {}, {}
 for i = 1, n do ids[i], sets[i] = ARGV[1 + 2 * i], KEYS[5 + i] end
@@ -173,6 +177,7 @@ for i = 1, n do
   end
 end
 if back > 0 then redis.call('PUBLISH', ARGV[2], ARGV[1]) end
+bump_gen(KEYS[1])
 return back
 `)
 
@@ -216,10 +221,12 @@ func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlemen
 // ARGV[1] order id  ARGV[2] user id  ARGV[3] quantity  ARGV[4] activity id
 // ARGV[5] the returned-units channel
 //
+// The sale's generation goes up. A lost sale gets nothing: its rebuild counts the order
+// as held while return_pending, and not once this return is recorded in MySQL.
 // Returns 1 when the units were given back now, 0 when they had been before.
-var returnScript = redis.NewScript(unitsLua + `
+var returnScript = redis.NewScript(unitsLua + bumpGenLua + `
 if redis.call('SADD', KEYS[3], ARGV[1]) == 0 then return 0 end
-give_back(KEYS[1], KEYS[2], ARGV[2], tonumber(ARGV[3]))
+if bump_gen(KEYS[1]) > 0 then give_back(KEYS[1], KEYS[2], ARGV[2], tonumber(ARGV[3])) end
 redis.call('PUBLISH', ARGV[5], ARGV[4])
 return 1
 `)

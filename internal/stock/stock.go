@@ -57,6 +57,8 @@ type Sale struct {
 	EndsAt     time.Time
 	PriceCents int64
 	PayWindow  time.Duration
+	// Gen is the sale's generation in Redis (see rebuild.go).
+	Gen int64
 }
 
 // Load writes a new sale's state. The sale can be bought from when Load returns.
@@ -99,7 +101,7 @@ func (s *Stock) Sales(ctx context.Context, activityIDs []int64) (map[int64]Sale,
 	cmds := make([]*redis.SliceCmd, len(activityIDs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range activityIDs {
-			cmds[i] = p.HMGet(ctx, saleKey(id), "avail", "total", "limit", "start", "end", "price", "paywin")
+			cmds[i] = p.HMGet(ctx, saleKey(id), "avail", "total", "limit", "start", "end", "price", "paywin", "gen")
 		}
 		return nil
 	})
@@ -109,19 +111,22 @@ func (s *Stock) Sales(ctx context.Context, activityIDs []int64) (map[int64]Sale,
 	sales := make(map[int64]Sale, len(activityIDs))
 	for i, id := range activityIDs {
 		v := cmds[i].Val()
-		if v[0] == nil {
+		if v[0] == nil || v[1] == nil { // lost, or a count of a lost sale
 			continue
 		}
 		n := make([]int64, len(v))
 		for j := range v {
 			str, _ := v[j].(string)
+			if str == "" && j == len(v)-1 { // no generation yet: 0
+				continue
+			}
 			if n[j], err = strconv.ParseInt(str, 10, 64); err != nil {
 				return nil, fmt.Errorf("read sale %d: field %d is %q", id, j, str)
 			}
 		}
 		sales[id] = Sale{ActivityID: id, Available: n[0], Total: n[1], Limit: int(n[2]),
 			StartsAt: time.UnixMilli(n[3]).UTC(), EndsAt: time.UnixMilli(n[4]).UTC(),
-			PriceCents: n[5], PayWindow: time.Duration(n[6]) * time.Second}
+			PriceCents: n[5], PayWindow: time.Duration(n[6]) * time.Second, Gen: n[7]}
 	}
 	return sales, nil
 }
@@ -288,7 +293,7 @@ func (s *Stock) Snapshot(ctx context.Context, activityID int64) (Snapshot, error
 		return Snapshot{}, fmt.Errorf("snapshot sale %d: %w", activityID, err)
 	}
 	var snap Snapshot
-	if sale.Val()[0] == nil {
+	if sale.Val()[0] == nil || sale.Val()[1] == nil {
 		return snap, ErrNoSale
 	}
 	n, err := integers(sale.Val())

@@ -173,9 +173,9 @@ func TestRollbackClaimSettle(t *testing.T) {
 	}
 
 	// b: claimed by a worker before the API's rollback: the rollback must not happen.
-	claimed, err := s.Claim(ctx, 1, []string{b.OrderID, a.OrderID})
-	if err != nil || !claimed[b.OrderID] || claimed[a.OrderID] {
-		t.Fatalf("claim = %v, %v", claimed, err)
+	claimed, gen, err := s.Claim(ctx, 1, []string{b.OrderID, a.OrderID})
+	if err != nil || !claimed[b.OrderID] || claimed[a.OrderID] || gen != 1 {
+		t.Fatalf("claim = %v, generation %d, %v; want b claimed, generation 1", claimed, gen, err)
 	}
 	if got, _ := s.Rollback(ctx, 1, 2, b.OrderID, ""); got != stock.AlreadyClaimed {
 		t.Errorf("rollback of claimed b = %v, want AlreadyClaimed", got)

@@ -17,6 +17,9 @@ type NewOrder struct {
 	// Limit is the per-user limit the reservation was checked against. MySQL checks the
 	// user's units against it, so lowering a sale's limit never fails orders taken before.
 	Limit int
+	// Gen is the sale's Redis generation the worker's claim of the order reached; the
+	// activity's redis_gen keeps the highest.
+	Gen int64
 }
 
 // Outcome is what PersistBatch did with one order.
@@ -100,16 +103,15 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder) (map[string]Outc
 		for _, o := range stored {
 			out[o.ID] = storedOutcome(o)
 		}
-		fresh := make([]Order, 0, len(orders))
+		fresh := make([]NewOrder, 0, len(orders))
 		var held []userUnits
 		now := s.now()
 		for _, o := range orders {
 			if _, ok := out[o.ID]; ok {
 				continue
 			}
-			row := o.Order
-			row.Status, row.FailureReason, row.PersistedAt = StatusCreated, nil, now
-			fresh = append(fresh, row)
+			o.Status, o.FailureReason, o.PersistedAt = StatusCreated, nil, now
+			fresh = append(fresh, o)
 			held = append(held, userUnits{o.ActivityID, o.UserID, int64(o.Quantity), o.Limit})
 			out[o.ID] = Outcome{Status: StatusCreated}
 		}
@@ -119,7 +121,11 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder) (map[string]Outc
 		if err := addUserUnits(tx, held); err != nil {
 			return err
 		}
-		if err := tx.Create(&fresh).Error; err != nil {
+		rows := make([]Order, len(fresh))
+		for i, o := range fresh {
+			rows[i] = o.Order
+		}
+		if err := tx.Create(&rows).Error; err != nil {
 			return fmt.Errorf("insert orders: %w", err)
 		}
 		return addSold(tx, fresh)
@@ -179,20 +185,22 @@ func addUserUnits(tx *gorm.DB, rows []userUnits) error {
 	return nil
 }
 
-// addSold adds the orders' units to their activities, refusing to pass stock_total.
-func addSold(tx *gorm.DB, orders []Order) error {
-	units := map[int64]int64{}
+// addSold adds the orders' units to their activities, refusing to pass stock_total,
+// and raises each activity's redis_gen to the orders' highest Gen.
+func addSold(tx *gorm.DB, orders []NewOrder) error {
+	units, gens := map[int64]int64{}, map[int64]int64{}
 	var acts []int64
 	for _, o := range orders {
 		if _, ok := units[o.ActivityID]; !ok {
 			acts = append(acts, o.ActivityID)
 		}
 		units[o.ActivityID] += int64(o.Quantity)
+		gens[o.ActivityID] = max(gens[o.ActivityID], o.Gen)
 	}
 	sort.Slice(acts, func(i, j int) bool { return acts[i] < acts[j] })
 	for _, id := range acts {
-		res := tx.Exec("UPDATE activities SET sold = sold + ? WHERE id = ? AND sold + ? <= stock_total",
-			units[id], id, units[id])
+		res := tx.Exec("UPDATE activities SET sold = sold + ?, redis_gen = GREATEST(redis_gen, ?) "+
+			"WHERE id = ? AND sold + ? <= stock_total", units[id], gens[id], id, units[id])
 		if res.Error != nil {
 			return fmt.Errorf("add sold units: %w", res.Error)
 		}

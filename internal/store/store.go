@@ -46,8 +46,11 @@ type Activity struct {
 	StartsAt         time.Time
 	EndsAt           time.Time
 	PayWindowSeconds int
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// RedisGen is the highest generation of the sale's Redis state that orders were
+	// written under (see internal/stock/rebuild.go).
+	RedisGen  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Order is one row of orders.
@@ -275,8 +278,12 @@ func (s *Store) Figures(ctx context.Context, activityID int64) (Figures, error) 
 // that hold stock in MySQL: created, paid, and cancelled ones whose units are not yet
 // back in Redis (return_pending). It is what a sale's Redis state is rebuilt from.
 func (s *Store) Holdings(ctx context.Context, activityID int64) (map[int64]int64, error) {
+	return holdings(s.db.WithContext(ctx), activityID)
+}
+
+func holdings(db *gorm.DB, activityID int64) (map[int64]int64, error) {
 	var rows []struct{ UserID, Units int64 }
-	err := s.db.WithContext(ctx).Model(&Order{}).Select("user_id, SUM(quantity) AS units").
+	err := db.Model(&Order{}).Select("user_id, SUM(quantity) AS units").
 		Where("activity_id = ? AND (status IN ? OR return_pending)", activityID, []string{StatusCreated, StatusPaid}).
 		Group("user_id").Scan(&rows).Error
 	if err != nil {
@@ -287,4 +294,39 @@ func (s *Store) Holdings(ctx context.Context, activityID int64) (map[int64]int64
 		out[r.UserID] = r.Units
 	}
 	return out, nil
+}
+
+// RebuildFacts reads, in one consistent snapshot, what a sale's Redis state is rebuilt
+// from: the activity, each user's Holdings, and which of the orders Redis holds as
+// queued (ids) MySQL has already (those count in the holdings, not as queued).
+func (s *Store) RebuildFacts(ctx context.Context, activityID int64, ids []string) (Activity, map[int64]int64, map[string]bool, error) {
+	var a Activity
+	var users map[int64]int64
+	stored := map[string]bool{}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.First(&a, activityID).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return ErrNotFound
+			}
+			return err
+		}
+		var err error
+		if users, err = holdings(tx, activityID); err != nil {
+			return err
+		}
+		for i := 0; i < len(ids); i += 1000 {
+			var found []string
+			if err := tx.Model(&Order{}).Where("id IN ?", ids[i:min(i+1000, len(ids))]).Pluck("id", &found).Error; err != nil {
+				return err
+			}
+			for _, id := range found {
+				stored[id] = true
+			}
+		}
+		return nil
+	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return Activity{}, nil, nil, fmt.Errorf("rebuild facts of activity %d: %w", activityID, err)
+	}
+	return a, users, stored, nil
 }

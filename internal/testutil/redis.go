@@ -117,6 +117,41 @@ func (s *RedisServer) signalAndWait(sig syscall.Signal) {
 	s.cmd = nil
 }
 
+// CopyData copies the server's data files (its AOF and RDB) as they are now into a
+// new directory and returns it, for ReplaceData: yesterday's backup, in a test.
+func (s *RedisServer) CopyData() string {
+	s.t.Helper()
+	dst := s.t.TempDir()
+	if out, err := exec.Command("cp", "-a", s.dir+"/.", dst).CombinedOutput(); err != nil {
+		s.t.Fatalf("copy redis data: %v: %s", err, out)
+	}
+	_ = os.Remove(filepath.Join(dst, "redis.log"))
+	return dst
+}
+
+// ReplaceData replaces the data files of a stopped server with a CopyData copy, or
+// with none when from is "" (a lost disk); the log file stays.
+func (s *RedisServer) ReplaceData(from string) {
+	s.t.Helper()
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != "redis.log" {
+			if err := os.RemoveAll(filepath.Join(s.dir, e.Name())); err != nil {
+				s.t.Fatal(err)
+			}
+		}
+	}
+	if from == "" {
+		return
+	}
+	if out, err := exec.Command("cp", "-a", from+"/.", s.dir).CombinedOutput(); err != nil {
+		s.t.Fatalf("restore redis data: %v: %s", err, out)
+	}
+}
+
 // Pause freezes the server with SIGSTOP; Resume lets it go on. A paused server
 // accepts connections but answers nothing, like a server stuck in a long stall.
 func (s *RedisServer) Pause() { s.signal(syscall.SIGSTOP) }

@@ -62,7 +62,8 @@ func (p *Persister) Persist(ctx context.Context, orders []queue.Order) error {
 // persistBatch writes one batch of orders and returns, by order id, nil for an order
 // that is safely stored (or must not be stored) and an error for one to retry.
 //
-//  1. Claim the orders in Redis, so the API can no longer give them back. An order
+//  1. Claim the orders in Redis, so the API can no longer give them back (the sale's
+//     generation goes up; MySQL records it with the orders: see stock's rebuild.go). An order
 //     that is not queued is either in MySQL already or was given back by the API
 //     (its reserve script's reply was lost, and the buyer got 503) and must not be
 //     stored.
@@ -82,13 +83,15 @@ func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[s
 		for i, o := range os {
 			ids[i] = o.ID
 		}
-		got, err := p.stock.Claim(ctx, act, ids)
+		got, gen, err := p.stock.Claim(ctx, act, ids)
 		for _, o := range os {
 			switch {
 			case err != nil:
 				results[o.ID] = err
 			case got[o.ID]:
-				claimed = append(claimed, newOrder(o))
+				n := newOrder(o)
+				n.Gen = gen
+				claimed = append(claimed, n)
 			default:
 				notQueued = append(notQueued, o.ID)
 			}
