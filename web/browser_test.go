@@ -148,6 +148,9 @@ func TestPagesInBrowser(t *testing.T) {
 		figureIs("f-available", "0")+" && "+figureIs("f-sold", "1")+" && "+figureIs("f-paid", "1")+" && "+figureIs("f-queued", "0"))
 	admin.screenshot("admin-figures")
 	admin.do("narrow the admin page", chromedp.EmulateViewport(390, 844))
+	if got := admin.eval(`String(document.documentElement.scrollWidth)`); atoi(got) > 390 {
+		t.Errorf("the admin page is %s px wide on a 390 px screen: it scrolls sideways", got)
+	}
 	admin.screenshot("admin-figures-phone")
 	admin.do("widen the admin page", chromedp.EmulateViewport(1280, 900))
 
@@ -437,17 +440,21 @@ func TestBuyerPageOrder(t *testing.T) {
 	buyer.screenshot("buyer-sales-order")
 }
 
-// TestAdminChartsMove: during a crowd the admin's charts draw and move: the sale's
-// chart gains points and its sold line rises, the answers chart shows purchases per
-// second from the APIs' heartbeats, and the sale's time to sell out appears.
+// TestAdminChartsMove: during a crowd on two APIs the admin's charts draw and move:
+// the sale's chart gains points and its sold line rises, the answers chart shows
+// purchases per second from the APIs' heartbeats, the sale's answers chart shows its
+// own answers by outcome (202, 409 sold out, 409 over the limit, 429) summed over both
+// APIs, every process's row draws its heartbeat figures over time (requests/s on both
+// APIs, orders written/s on the worker), and the sale's time to sell out appears.
 func TestAdminChartsMove(t *testing.T) {
-	s := testutil.StartStack(t)
+	s := testutil.StartStack(t, "SECKILL_RATE_USER=2") // bursts of 4 per buyer: the eager ones meet 429
+	_, url2 := s.StartAPI(t)
 	now := time.Now().UTC()
 	body, _ := json.Marshal(map[string]any{"name": "Crowd", "product_name": "p", "price_cents": 100,
 		"stock": 120, "per_user_limit": 1, "starts_at": now.Add(-time.Second).Format(time.RFC3339),
 		"ends_at": now.Add(time.Hour).Format(time.RFC3339)})
-	post := func(path, token string, body []byte) int {
-		req, _ := http.NewRequest("POST", s.URL+path, bytes.NewReader(body))
+	post := func(base, path, token string, body []byte) int {
+		req, _ := http.NewRequest("POST", base+path, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -457,7 +464,7 @@ func TestAdminChartsMove(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	if code := post("/api/v1/admin/activities", testutil.Token(t, 1, true), body); code != http.StatusCreated {
+	if code := post(s.URL, "/api/v1/admin/activities", testutil.Token(t, 1, true), body); code != http.StatusCreated {
 		t.Fatalf("create the sale: %d", code)
 	}
 	b := startBrowser(t)
@@ -465,9 +472,17 @@ func TestAdminChartsMove(t *testing.T) {
 	admin.do("open the admin page", chromedp.Navigate(s.URL+"/admin#token="+testutil.Token(t, 1, true)))
 	admin.waitFor("the sale's chart drawn", `(() => { const c = document.querySelector('#sales .sale-chart');
 		return c !== null && c.querySelector('canvas') !== null && Number(c.dataset.points) >= 1 })()`)
+	admin.waitFor("the sale's answers chart drawn", `(() => { const c = document.querySelector('#sales .sale-answers-chart');
+		return c.querySelector('canvas') !== null && Number(c.dataset.points) >= 1 })()`)
+	admin.waitFor("a sparkline in each process's row", `(() => { const rows = document.querySelectorAll('#instances-body tr');
+		return rows.length === 3 && [...rows].every((r) => r.querySelector('.sparkline canvas') !== null && Number(r.querySelector('.sparkline').dataset.points) >= 1) })()`)
 	before := admin.eval(`document.querySelector('#sales .sale-chart').dataset.points`)
+	answersBefore := admin.eval(`document.querySelector('#sales .sale-answers-chart').dataset.points`)
+	sparkBefore := admin.eval(`[...document.querySelectorAll('#instances-body .sparkline')].map((c) => c.dataset.points).join(' ')`)
 
-	// A crowd of 160 buyers over about 8 s, one unit each, for 120 units.
+	// A crowd of 160 buyers over about 8 s, one unit each, for 120 units, spread over
+	// the two APIs; every eighth buyer tries five more times at once (over the
+	// per-user limit, then over the rate limit).
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -476,7 +491,17 @@ func TestAdminChartsMove(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				post("/api/v1/activities/1/orders", testutil.Token(t, int64(100+u), false), []byte(`{"quantity":1}`))
+				base, token := s.URL, testutil.Token(t, int64(100+u), false)
+				if u%2 == 1 {
+					base = url2
+				}
+				tries := 1
+				if u%8 == 0 {
+					tries = 6
+				}
+				for range tries {
+					post(base, "/api/v1/activities/1/orders", token, []byte(`{"quantity":1}`))
+				}
 			}()
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -485,17 +510,39 @@ func TestAdminChartsMove(t *testing.T) {
 	admin.waitFor("purchases per second on the answers chart", `(() => { const c = document.querySelector('#answers-chart');
 		return c.querySelector('canvas') !== null && Number((c.dataset.last || '0').split(' ')[0]) > 0 })()`)
 	admin.waitFor("purchases per second on the sale's chart", `Number((document.querySelector('#sales .sale-chart').dataset.last || '').split(' ')[2]) > 0`)
+	admin.waitFor("202 per second on the sale's answers chart", `Number((document.querySelector('#sales .sale-answers-chart').dataset.last || '').split(' ')[0]) > 0`)
+	admin.waitFor("requests per second in both APIs' rows", `[...document.querySelectorAll('#instances-body tr[data-kind="api"] .sparkline')]
+		.filter((c) => Number((c.dataset.last || '').split(' ')[0]) > 0).length === 2`)
 	admin.screenshot("admin-charts-crowd")
 	<-done
 	admin.waitFor("the sale sold out on its chart", `(document.querySelector('#sales .sale-chart').dataset.last || '').split(' ')[0] === '0'`)
 	admin.waitFor("the time to sell out", `document.querySelector('#sales .sellout').textContent.startsWith('Sold out ')`)
+	// The highest points drawn: 202, 409 sold out, 409 limit, 409 other, 429, 503.
+	admin.waitFor("sold out, over the limit and 429 on the sale's answers chart", `(() => {
+		const max = (document.querySelector('#sales .sale-answers-chart').dataset.max || '').split(' ').map(Number);
+		return max[0] > 0 && max[1] > 0 && max[2] > 0 && max[4] > 0 })()`)
+	admin.waitFor("orders written per second in the worker's row", `Number((document.querySelector('#instances-body tr[data-kind="worker"] .sparkline').dataset.max || '').split(' ')[0]) > 0`)
 	after := admin.eval(`document.querySelector('#sales .sale-chart').dataset.points`)
 	if a, b := atoi(after), atoi(before); a < b+3 {
 		t.Errorf("the sale's chart has %d points after the crowd, %d before: it did not move", a, b)
 	}
+	answersAfter := admin.eval(`document.querySelector('#sales .sale-answers-chart').dataset.points`)
+	if a, b := atoi(answersAfter), atoi(answersBefore); a < b+3 {
+		t.Errorf("the sale's answers chart has %d points after the crowd, %d before: it did not move", a, b)
+	}
+	sparkAfter := admin.eval(`[...document.querySelectorAll('#instances-body .sparkline')].map((c) => c.dataset.points).join(' ')`)
+	for i, a := range strings.Fields(sparkAfter) {
+		if b := strings.Fields(sparkBefore); i < len(b) && atoi(a) < atoi(b[i])+3 {
+			t.Errorf("process row %d's sparkline has %s points after the crowd, %s before: it did not move", i+1, a, b[i])
+		}
+	}
+	if got := admin.eval(`document.querySelector('#instances-body tr[data-kind="api"] .sparkline').getAttribute('aria-label')`); !strings.HasPrefix(got, "API 127.0.0.1:") || !strings.Contains(got, "requests/s") {
+		t.Errorf("an API's sparkline is named %q, want its address and requests/s", got)
+	}
 	admin.screenshot("admin-charts-sold-out")
 	admin.do("rebuild the sale from MySQL", chromedp.Click(chromedp.CSS(`#sales .rebuild-button`)))
 	admin.waitFor("the rebuild's answer", `document.querySelector('#sales .message').textContent.startsWith('Redis holds the sale: 0 of 120 available')`)
+	admin.checkConsole()
 }
 
 func atoi(s string) int {

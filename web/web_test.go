@@ -30,6 +30,8 @@ func TestRegisterServesThePages(t *testing.T) {
 		{"/static/buyer.js", "text/javascript; charset=utf-8", "Idempotency-Key", false},
 		{"/static/admin.js", "text/javascript; charset=utf-8", "/api/v1/admin/activities", false},
 		{"/static/common.js", "text/javascript; charset=utf-8", "export async function api", false},
+		{"/static/charts.js", "text/javascript; charset=utf-8", "export function sparkline", false},
+		{"/static/vendor/uplot/uPlot.esm.js", "text/javascript; charset=utf-8", "export { uPlot as default }", false},
 		{"/static/style.css", "text/css; charset=utf-8", ":focus-visible", false},
 		{"/static/icon.svg", "image/svg+xml", "<svg", false},
 	}

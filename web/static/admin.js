@@ -3,7 +3,7 @@
 import {
   api, clock, Session, decodeClaims, money, duration, when, el, setText, statusLabel, poller,
 } from './common.js';
-import { liveChart, perSecond } from './charts.js';
+import { liveChart, sparkline, perSecond } from './charts.js';
 
 const session = new Session('seckill.admin.token');
 const sales = new Map(); // activity id -> {data, stats, node, busy}
@@ -175,7 +175,7 @@ $('create-form').addEventListener('submit', async (ev) => {
 function newSaleCard(a) {
   const node = $('sale-template').content.firstElementChild.cloneNode(true);
   node.dataset.activityId = a.id;
-  const entry = { data: a, stats: null, node, busy: false, chart: null, rate: perSecond() };
+  const entry = { data: a, stats: null, node, busy: false, chart: null, answers: null, rate: perSecond() };
   const pairs = [['.limit-input', '.limit-label', '.limit-error', 'limit'], ['.stock-input', '.stock-label', '.stock-error', 'stock']];
   for (const [input, label, error, name] of pairs) {
     el(node, input).id = `sale-${a.id}-${name}`;
@@ -416,24 +416,101 @@ function chartAnswers(list) {
   answersChart.add(clock.now(), outcomes.map(([code]) => Math.round(sum(code) * 10) / 10));
 }
 
+// saleOutcomes are the keys of a heartbeat's per-sale answers, as the sale's answers
+// chart draws them.
+const saleOutcomes = [
+  ['202', '202', '#1b7f3b'], ['409_sold_out', '409 sold out', '#0b5cd5'],
+  ['409_limit_exceeded', '409 limit', '#7c3aed'], ['409_other', '409 other', '#6b7280'],
+  ['429', '429', '#b45309'], ['503', '503', '#b91c1c'],
+];
+
+// chartSaleAnswers sums the APIs' per-sale answers and adds them to each charted
+// sale's answers chart (0 for a sale no API answered in its last interval).
+function chartSaleAnswers(list) {
+  const bySale = new Map();
+  for (const p of list) {
+    if (p.kind !== 'api') continue;
+    for (const sale of p.sales || []) {
+      const sum = bySale.get(sale.activity_id) || {};
+      for (const [k, v] of Object.entries(sale.answers_per_second || {})) sum[k] = (sum[k] || 0) + v;
+      bySale.set(sale.activity_id, sum);
+    }
+  }
+  const at = clock.now();
+  for (const entry of sales.values()) {
+    if (!entry.chart) continue; // only the sales whose stats are charted
+    if (!entry.answers) {
+      entry.answers = liveChart(el(entry.node, '.sale-answers-chart'),
+        saleOutcomes.map(([, label, color]) => ({ label, color })));
+    }
+    const sum = bySale.get(entry.data.id) || {};
+    entry.answers.add(at, saleOutcomes.map(([key]) => Math.round((sum[key] || 0) * 10) / 10));
+  }
+}
+
+// trends are the heartbeat figures each kind of process draws over time in its row.
+const trends = {
+  api: [
+    { label: 'requests/s', color: '#0b5cd5', figure: 'requests_per_second' },
+    { label: 'purchases/s', color: '#1b7f3b', figure: 'purchases_per_second' },
+  ],
+  worker: [
+    { label: 'orders written/s', color: '#7c3aed', figure: 'orders_written_per_second' },
+    { label: 'transactions/s', color: '#c2410c', figure: 'transactions_per_second' },
+  ],
+};
+
+const processes = new Map(); // instance id -> {row, cells, trend, lastSeen}
+
+// processRow returns the instance's row, made at its first heartbeat and kept while it
+// is listed, so its sparkline gathers one point per heartbeat.
+function processRow(p) {
+  let proc = processes.get(p.id);
+  if (!proc) {
+    const row = document.createElement('tr');
+    row.dataset.kind = p.kind;
+    row.dataset.id = p.id;
+    const cells = Array.from({ length: 7 }, () => row.appendChild(document.createElement('td')));
+    const spark = document.createElement('div');
+    spark.className = 'sparkline';
+    cells[6].append(spark);
+    const lines = trends[p.kind] || trends.api;
+    const name = `${p.kind === 'api' ? 'API' : 'Worker'} ${p.addr}`;
+    const trend = sparkline(spark, lines,
+      (values) => `${name} at its last heartbeat: ${lines.map((l, i) => `${values[i]} ${l.label}`).join(', ')}`);
+    proc = { row, cells, lines, trend, lastSeen: '' };
+    processes.set(p.id, proc);
+  }
+  return proc;
+}
+
 function showInstances(list) {
   chartAnswers(list);
+  chartSaleAnswers(list);
   const now = clock.now();
-  const rows = list.map((p) => {
-    const tr = document.createElement('tr');
-    tr.dataset.kind = p.kind;
-    const cells = [p.kind === 'api' ? 'API' : 'Worker', p.addr, p.version,
+  const parent = $('instances-body');
+  const seen = new Set();
+  list.forEach((p, i) => {
+    seen.add(p.id);
+    const proc = processRow(p);
+    const texts = [p.kind === 'api' ? 'API' : 'Worker', p.addr, p.version,
       duration(now - Date.parse(p.started_at)), `${Math.max(0, Math.round((now - Date.parse(p.last_seen)) / 1000))} s ago`,
       figureText(p.figures)];
-    for (const c of cells) {
-      const td = document.createElement('td');
-      td.textContent = c;
-      tr.append(td);
+    texts.forEach((text, c) => setText(proc.cells[c], text));
+    if (p.last_seen !== proc.lastSeen) { // a new heartbeat
+      proc.lastSeen = p.last_seen;
+      proc.trend.add(Date.parse(p.last_seen), proc.lines.map((l) => (p.figures || {})[l.figure] || 0));
     }
-    return tr;
+    if (parent.children[i] !== proc.row) parent.insertBefore(proc.row, parent.children[i] || null);
   });
-  $('instances-body').replaceChildren(...rows);
+  for (const [id, proc] of processes) {
+    if (!seen.has(id)) {
+      proc.row.remove();
+      processes.delete(id);
+    }
+  }
   $('instances').hidden = list.length === 0;
+  $('instances-trend-help').hidden = list.length === 0;
   const apis = list.filter((p) => p.kind === 'api').length;
   setText($('instances-note'), list.length === 0 ? 'No process has sent a heartbeat.'
     : `${apis} API ${apis === 1 ? 'instance' : 'instances'} and ${list.length - apis} ${list.length - apis === 1 ? 'worker' : 'workers'} alive.`);
