@@ -37,6 +37,9 @@ var contractCodes = []statusCode{
 	{409, "order_not_payable"}, {409, "order_expired"}, {413, "payload_too_large"},
 	{422, "idempotency_key_reused"}, {429, "rate_limited"}, {429, "busy"},
 	{503, "unavailable"}, {500, "internal"},
+	// Group-buy sales (the contract's second round).
+	{409, "group_full"}, {409, "group_closed"}, {409, "already_in_group"}, {409, "not_a_group_sale"},
+	{409, "group_sale"},
 }
 
 // projectCodes are the codes the project added beyond the contract. A new code in
@@ -660,6 +663,9 @@ func TestNewActivityBounds(t *testing.T) {
 				shown = fmt.Sprintf("%d characters", len([]rune(s)))
 			}
 			body := valid()
+			if strings.HasPrefix(field, "group_") { // the group fields belong to a group-buy sale
+				body["kind"], body["group_size"], body["group_window_seconds"] = "group", 3, 60
+			}
 			body[field] = v
 			got := send(body)
 			if ok && got.status != http.StatusCreated {
@@ -769,7 +775,8 @@ func TestBoundsMatchConstants(t *testing.T) {
 		t.Errorf("Activity status enum: got %v, want %v", got, want)
 	}
 	if got, want := asStrings(get(d.schema("Order"), "properties", "status", "enum")),
-		[]string{store.StatusCancelled, store.StatusCreated, store.StatusFailed, store.StatusPaid, store.StatusQueued}; !slices.Equal(got, want) {
+		[]string{store.StatusCancelled, store.StatusCreated, store.StatusFailed, store.StatusGrouping, store.StatusPaid,
+			store.StatusQueued}; !slices.Equal(got, want) {
 		t.Errorf("Order status enum: got %v, want %v", got, want)
 	}
 }

@@ -102,7 +102,7 @@ type stats struct {
 	StockAvailable int64 `json:"stock_available"`
 	Sold           int64 `json:"sold"`
 	Orders         struct {
-		Queued, Created, Paid, Cancelled, Failed int64
+		Queued, Grouping, Created, Paid, Cancelled, Failed int64
 	} `json:"orders"`
 }
 

@@ -18,7 +18,7 @@ func TestConcurrentUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, stmt := range []string{"DROP TABLE user_purchases", "DROP TABLE orders", "DROP TABLE activities", "DROP TABLE goose_db_version"} {
+	for _, stmt := range []string{"DROP TABLE sale_groups", "DROP TABLE user_purchases", "DROP TABLE orders", "DROP TABLE activities", "DROP TABLE goose_db_version"} {
 		if _, err := sqlDB.Exec(stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}

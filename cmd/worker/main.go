@@ -96,6 +96,11 @@ func run(ctx context.Context) error {
 			_, err := lifecycle.ExpireDue(ctx, 1000)
 			return err
 		}},
+		// Groups whose window passed unfilled fail: units back, orders cancelled.
+		worker.Job{Name: "fail-groups", Period: time.Second, Run: func(ctx context.Context) error {
+			_, err := lifecycle.FailDueGroups(ctx, 1000)
+			return err
+		}},
 		worker.Job{Name: "return-units", Period: 2 * time.Second, Run: func(ctx context.Context) error {
 			_, err := lifecycle.ReturnPending(ctx, 1000)
 			return err

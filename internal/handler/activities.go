@@ -18,6 +18,11 @@ type createActivityRequest struct {
 	StartsAt         *string `json:"starts_at"`
 	EndsAt           *string `json:"ends_at"`
 	PayWindowSeconds *int    `json:"pay_window_seconds"`
+	// Group-buy (kind "group") and the cap on participations of any kind.
+	Kind                  *string `json:"kind"`
+	GroupSize             *int    `json:"group_size"`
+	GroupWindowSeconds    *int    `json:"group_window_seconds"`
+	PerUserParticipations *int    `json:"per_user_participations"`
 }
 
 func (r createActivityRequest) toNew() (sale.NewActivity, error) {
@@ -47,7 +52,14 @@ func (r createActivityRequest) toNew() (sale.NewActivity, error) {
 		return n, err
 	}
 	n = sale.NewActivity{Name: *r.Name, ProductName: *r.ProductName, PriceCents: *r.PriceCents,
-		Stock: *r.Stock, PerUserLimit: *r.PerUserLimit, StartsAt: *starts, EndsAt: *ends}
+		Stock: *r.Stock, PerUserLimit: *r.PerUserLimit, StartsAt: *starts, EndsAt: *ends,
+		GroupSize: r.GroupSize, GroupWindowSeconds: r.GroupWindowSeconds, PerUserParticipations: r.PerUserParticipations}
+	if r.Kind != nil {
+		if *r.Kind == "" {
+			return n, &sale.FieldError{Field: "kind", Message: `must be "sale" or "group"`}
+		}
+		n.Kind = *r.Kind
+	}
 	if r.PayWindowSeconds != nil {
 		if *r.PayWindowSeconds == 0 {
 			return n, &sale.FieldError{Field: "pay_window_seconds", Message: "must be between 10 and 86400"}

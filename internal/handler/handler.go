@@ -40,6 +40,10 @@ type Service interface {
 	ListOrders(ctx context.Context, userID int64) ([]sale.Order, error)
 	Pay(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	Cancel(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
+	Seat(ctx context.Context, r sale.SeatRequest) (sale.Group, sale.Order, bool, error)
+	GetGroup(ctx context.Context, id string, members bool) (sale.Group, error)
+	OpenGroups(ctx context.Context, activityID int64, members bool) ([]sale.Group, error)
+	AllGroups(ctx context.Context, activityID int64, members bool) ([]sale.Group, error)
 }
 
 var _ Service = (*sale.Service)(nil)
@@ -126,9 +130,13 @@ func (h *Handler) Routes() http.Handler {
 	api := r.Group("/api/v1", h.limitIP)
 	api.GET("/activities", h.listActivities)
 	api.GET("/activities/:id", byActivity(h.svc.GetActivity))
+	api.GET("/activities/:id/groups", h.listGroups(false))
+	api.GET("/groups/:gid", h.getGroup)
 
 	buyer := api.Group("", h.authenticate, h.limitUser)
 	buyer.POST("/activities/:id/orders", h.buy)
+	buyer.POST("/activities/:id/groups", h.seat(true))
+	buyer.POST("/groups/:gid/join", h.seat(false))
 	buyer.GET("/orders", h.listOrders)
 	buyer.GET("/orders/:id", byOrder(h.svc.GetOrder))
 	buyer.POST("/orders/:id/pay", byOrder(h.svc.Pay))
@@ -141,6 +149,7 @@ func (h *Handler) Routes() http.Handler {
 	admin.GET("/activities/:id/stats", byActivity(h.svc.Stats))
 	admin.GET("/activities/:id/ledger", byActivity(h.svc.Ledger))
 	admin.POST("/activities/:id/rebuild", byActivity(h.svc.Rebuild))
+	admin.GET("/activities/:id/groups", h.listGroups(true))
 	admin.GET("/instances", h.instances)
 	return r
 }

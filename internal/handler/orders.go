@@ -26,40 +26,111 @@ func validIdempotencyKey(k string) bool {
 	return true
 }
 
+// purchase reads what every purchase carries: the body's quantity and the optional
+// Idempotency-Key header. It answers the error itself and returns false on a bad one.
+func purchase(c *gin.Context) (quantity int, key string, ok bool) {
+	keys, hasKey := c.Request.Header["Idempotency-Key"]
+	if hasKey && (len(keys) != 1 || !validIdempotencyKey(keys[0])) {
+		respondError(c, errInvalidIdemKey)
+		return 0, "", false
+	}
+	var req buyRequest
+	if err := decode(c, &req); err != nil {
+		respondError(c, err)
+		return 0, "", false
+	}
+	if req.Quantity == nil {
+		respondError(c, required("quantity"))
+		return 0, "", false
+	}
+	if hasKey {
+		key = keys[0]
+	}
+	return *req.Quantity, key, true
+}
+
+// accepted answers a purchase: 202 for a new one, 200 for a replay of its key.
+func accepted(c *gin.Context, replayed bool, body any) {
+	if replayed {
+		c.JSON(http.StatusOK, body)
+		return
+	}
+	c.JSON(http.StatusAccepted, body)
+}
+
 func (h *Handler) buy(c *gin.Context) {
 	id, ok := pathID(c, "id")
 	if !ok {
 		respondError(c, errBadPathActivity)
 		return
 	}
-	key, hasKey := c.Request.Header["Idempotency-Key"]
-	if hasKey && (len(key) != 1 || !validIdempotencyKey(key[0])) {
-		respondError(c, errInvalidIdemKey)
+	qty, key, ok := purchase(c)
+	if !ok {
 		return
 	}
-	var req buyRequest
-	if err := decode(c, &req); err != nil {
-		respondError(c, err)
-		return
-	}
-	if req.Quantity == nil {
-		respondError(c, required("quantity"))
-		return
-	}
-	r := sale.BuyRequest{ActivityID: id, UserID: caller(c).UserID, Quantity: *req.Quantity}
-	if hasKey {
-		r.IdempotencyKey = key[0]
-	}
-	o, replayed, err := h.svc.Buy(c.Request.Context(), r)
+	o, replayed, err := h.svc.Buy(c.Request.Context(), sale.BuyRequest{ActivityID: id, UserID: caller(c).UserID,
+		Quantity: qty, IdempotencyKey: key})
 	if err != nil {
 		respondError(c, err)
 		return
 	}
-	if replayed {
-		c.JSON(http.StatusOK, o)
+	accepted(c, replayed, o)
+}
+
+// seat opens a group (the path names a sale) or joins one (the path names a group).
+func (h *Handler) seat(open bool) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		r := sale.SeatRequest{Open: open, Group: c.Param("gid"), UserID: caller(c).UserID}
+		if open {
+			id, ok := pathID(c, "id")
+			if !ok {
+				respondError(c, errBadPathActivity)
+				return
+			}
+			r.ActivityID = id
+		}
+		var ok bool
+		if r.Quantity, r.IdempotencyKey, ok = purchase(c); !ok {
+			return
+		}
+		g, o, replayed, err := h.svc.Seat(c.Request.Context(), r)
+		if err != nil {
+			respondError(c, err)
+			return
+		}
+		accepted(c, replayed, gin.H{"group": g, "order": o})
+	}
+}
+
+func (h *Handler) getGroup(c *gin.Context) {
+	g, err := h.svc.GetGroup(c.Request.Context(), c.Param("gid"), false)
+	if err != nil {
+		respondError(c, err)
 		return
 	}
-	c.JSON(http.StatusAccepted, o)
+	c.JSON(http.StatusOK, g)
+}
+
+// listGroups lists a group-buy sale's open groups; admins see every group and its
+// members, from MySQL.
+func (h *Handler) listGroups(admin bool) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id, ok := pathID(c, "id")
+		if !ok {
+			respondError(c, errBadPathActivity)
+			return
+		}
+		list := h.svc.OpenGroups
+		if admin {
+			list = h.svc.AllGroups
+		}
+		gs, err := list(c.Request.Context(), id, admin)
+		if err != nil {
+			respondError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"groups": gs})
+	}
 }
 
 func (h *Handler) listOrders(c *gin.Context) {

@@ -101,3 +101,64 @@ func (l *Lifecycle) ReturnPending(ctx context.Context, limit int) (int, error) {
 	}
 	return len(os), nil
 }
+
+// FailDueGroups fails the open groups of live group-buy sales whose window has passed
+// unfilled, and returns how many it failed. Redis decides, in one step per group: the
+// group turns failed and every seat's units and participation come back, once (a
+// group that filled in time is complete, and stays so). MySQL follows: the group's
+// grouping orders are cancelled and its units taken out of the sold units. A group
+// failed in Redis is listed as failing until MySQL has done so, so a worker killed in
+// between leaves it to the next run. A group a seat of which is still on its way to
+// MySQL waits for the next run.
+func (l *Lifecycle) FailDueGroups(ctx context.Context, limit int) (int, error) {
+	acts, err := l.store.ListActivities(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("fail groups: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, a := range acts {
+		if a.Kind != "group" || l.now().After(a.EndsAt.Add(time.Duration(*a.GroupWindowSeconds)*time.Second+time.Hour)) {
+			continue // long over: every group of it has had its outcome
+		}
+		due, err := l.stock.DueGroups(ctx, a.ID, l.now(), limit)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, id := range due {
+			failed, err := l.stock.FailGroup(ctx, a.ID, id, l.now())
+			switch {
+			case errors.Is(err, stock.ErrGroupPending):
+			case err != nil:
+				errs = append(errs, err)
+			case failed:
+				n++
+			}
+		}
+		failing, err := l.stock.Failing(ctx, a.ID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, id := range failing {
+			errs = append(errs, l.recordFailed(ctx, a.ID, id))
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// recordFailed cancels in MySQL the orders of a group that failed in Redis.
+func (l *Lifecycle) recordFailed(ctx context.Context, activityID int64, id string) error {
+	g, err := l.stock.GetGroup(ctx, activityID, id, false)
+	if err != nil {
+		return err
+	}
+	cancelled, err := l.store.FailGroup(ctx, activityID, id, g.Size, g.ExpiresAt, l.stamp())
+	if err != nil {
+		return fmt.Errorf("fail group %s in MySQL: %w", id, err)
+	}
+	slog.Info("group failed: its window passed unfilled", "activity", activityID, "group", id,
+		"members", g.Members, "size", g.Size, "orders_cancelled", len(cancelled))
+	return l.stock.DoneFailing(ctx, activityID, id)
+}

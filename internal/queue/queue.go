@@ -41,29 +41,54 @@ type Order struct {
 	ExpiresAtMs int64
 	// Limit is the per-user limit the reservation was checked against.
 	Limit int
+	// Participations is the cap on the user's orders it was checked against (0: none).
+	Participations int
+	// Group, GroupSize and GroupExpiresAtMs are the order's group in a group-buy sale
+	// ("" outside one). ExpiresAtMs - CreatedAtMs is then the pay window, which starts
+	// when the group fills.
+	Group            string
+	GroupSize        int
+	GroupExpiresAtMs int64
 }
 
 // Queued is the order queued in Redis as q, at its sale's unit price and pay window:
 // the one place an order's amount and expiry are worked out.
 func Queued(q stock.QueuedOrder, sale stock.Sale) Order {
-	return Order{ID: q.OrderID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
+	o := Order{ID: q.OrderID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
 		AmountCents: sale.PriceCents * int64(q.Quantity), CreatedAtMs: q.CreatedAt.UnixMilli(),
-		ExpiresAtMs: q.CreatedAt.Add(sale.PayWindow).UnixMilli(), Limit: q.Limit}
+		ExpiresAtMs: q.CreatedAt.Add(sale.PayWindow).UnixMilli(), Limit: q.Limit,
+		Participations: q.Participations, Group: q.Group, GroupSize: q.GroupSize}
+	if q.Group != "" {
+		o.GroupExpiresAtMs = q.GroupExpiresAt.UnixMilli()
+	}
+	return o
 }
 
 // The payload is the order's fields separated by spaces, in the order of Order's
-// fields: readable in queue tools, and cheap to write and read for every order.
-const payloadFields = 8
+// fields: readable in queue tools, and cheap to write and read for every order. The
+// last four (cap on participations, group, its size and end) are there only when the
+// order has a cap or a group (group "-" when it has none).
+const payloadFields, payloadFieldsCapped = 8, 12
 
 func (o Order) payload() []byte {
-	b := make([]byte, 0, 24+len(o.ID)+7*12)
+	b := make([]byte, 0, 24+len(o.ID)+len(o.Group)+10*12)
 	b = append(b, o.ID...)
 	for _, n := range []int64{o.ActivityID, o.UserID, int64(o.Quantity), o.AmountCents,
 		o.CreatedAtMs, o.ExpiresAtMs, int64(o.Limit)} {
 		b = append(b, ' ')
 		b = strconv.AppendInt(b, n, 10)
 	}
-	return b
+	if o.Participations == 0 && o.Group == "" {
+		return b
+	}
+	group := o.Group
+	if group == "" {
+		group = "-"
+	}
+	b = strconv.AppendInt(append(b, ' '), int64(o.Participations), 10)
+	b = append(append(append(b, ' '), group...), ' ')
+	b = strconv.AppendInt(b, int64(o.GroupSize), 10)
+	return strconv.AppendInt(append(b, ' '), o.GroupExpiresAtMs, 10)
 }
 
 // newPersistTask returns the task that writes o to MySQL. Its TaskID is the order id,
@@ -105,18 +130,24 @@ func ParseOrders(payload []byte) ([]Order, error) {
 // parseOrder decodes one order.
 func parseOrder(payload []byte) (Order, error) {
 	f := strings.Fields(string(payload))
-	if len(f) != payloadFields {
+	if len(f) != payloadFields && len(f) != payloadFieldsCapped {
 		return Order{}, fmt.Errorf("decode order task: %d fields in %q", len(f), payload)
 	}
-	var n [payloadFields - 1]int64
-	for i := range n {
+	var n [payloadFieldsCapped - 1]int64
+	for i := range f[1:] {
+		if i == 8 { // the group id
+			continue
+		}
 		var err error
 		if n[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
 			return Order{}, fmt.Errorf("decode order task: field %d of %q", i+2, payload)
 		}
 	}
 	o := Order{ID: f[0], ActivityID: n[0], UserID: n[1], Quantity: int(n[2]), AmountCents: n[3],
-		CreatedAtMs: n[4], ExpiresAtMs: n[5], Limit: int(n[6])}
+		CreatedAtMs: n[4], ExpiresAtMs: n[5], Limit: int(n[6]), Participations: int(n[7])}
+	if len(f) == payloadFieldsCapped && f[9] != "-" {
+		o.Group, o.GroupSize, o.GroupExpiresAtMs = f[9], int(n[9]), n[10]
+	}
 	if o.ActivityID <= 0 || o.UserID <= 0 || o.Quantity <= 0 || o.Limit <= 0 {
 		return Order{}, fmt.Errorf("decode order task: incomplete %q", payload)
 	}

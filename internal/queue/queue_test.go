@@ -11,23 +11,30 @@ import (
 )
 
 func TestPayloadRoundTrip(t *testing.T) {
-	o := Order{ID: "01KAAAAAAAAAAAAAAAAAAAAAAA42", ActivityID: 42, UserID: 7, Quantity: 3,
+	plain := Order{ID: "01KAAAAAAAAAAAAAAAAAAAAAAA42", ActivityID: 42, UserID: 7, Quantity: 3,
 		AmountCents: 3_000_000_000_000_000, CreatedAtMs: 1795306517000, ExpiresAtMs: 1795307417000, Limit: 5}
-	task := newPersistTask(o)
-	if task.Type() != TypePersistOrder {
-		t.Fatalf("type %q", task.Type())
-	}
-	got, err := parseOrder(task.Payload())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(o, got); diff != "" {
-		t.Errorf("round trip (-want +got):\n%s", diff)
+	capped := plain
+	capped.Participations = 2
+	seat := capped
+	seat.Group, seat.GroupSize, seat.GroupExpiresAtMs = "01KBBBBBBBBBBBBBBBBBBBBBBB42", 3, 1795306577000
+	for name, o := range map[string]Order{"plain": plain, "capped": capped, "seat in a group": seat} {
+		task := newPersistTask(o)
+		if task.Type() != TypePersistOrder {
+			t.Fatalf("%s: type %q", name, task.Type())
+		}
+		got, err := parseOrder(task.Payload())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if diff := cmp.Diff(o, got); diff != "" {
+			t.Errorf("%s: round trip (-want +got):\n%s", name, diff)
+		}
 	}
 }
 
 func TestParseOrderRefusesMalformed(t *testing.T) {
 	for _, p := range []string{"", "x", "id 1 2 3 4 5 6", "id 1 2 3 4 5 6 7 8", "id a 2 3 4 5 6 7",
+		"id 1 2 3 4 5 6 7 1 g 3", "id 1 2 3 4 5 6 7 1 g x 9",
 		"id 0 2 3 4 5 6 7", "id 1 2 0 4 5 6 7", "id 1 2 3 4 5 6 0", `{"id":"x"}`} {
 		if o, err := parseOrder([]byte(p)); err == nil {
 			t.Errorf("parseOrder(%q) = %+v, want an error", p, o)

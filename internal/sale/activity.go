@@ -31,7 +31,18 @@ type Activity struct {
 	EndsAt           time.Time `json:"ends_at"`
 	PayWindowSeconds int       `json:"pay_window_seconds"`
 	Status           string    `json:"status"`
+	// Kind is "sale" or "group" (group-buy); the group fields are set for "group".
+	Kind                  string `json:"kind"`
+	GroupSize             *int   `json:"group_size,omitempty"`
+	GroupWindowSeconds    *int   `json:"group_window_seconds,omitempty"`
+	PerUserParticipations *int   `json:"per_user_participations,omitempty"`
 }
+
+// Kinds of sale.
+const (
+	KindSale  = "sale"
+	KindGroup = "group"
+)
 
 // NewActivity is an admin's new sale.
 type NewActivity struct {
@@ -43,6 +54,13 @@ type NewActivity struct {
 	StartsAt         time.Time
 	EndsAt           time.Time
 	PayWindowSeconds int // 0 for the default
+	// Kind is KindSale ("" for it) or KindGroup, which needs GroupSize and
+	// GroupWindowSeconds.
+	Kind               string
+	GroupSize          *int
+	GroupWindowSeconds *int
+	// PerUserParticipations caps the orders one user holds; nil for no cap.
+	PerUserParticipations *int
 }
 
 // Bounds of an activity's values.
@@ -54,6 +72,10 @@ const (
 	MinPayWindow     = 10
 	MaxPayWindow     = 86400
 	DefaultPayWindow = 900
+	MinGroupSize     = 2
+	MaxGroupSize     = 100
+	MinGroupWindow   = 60
+	MaxGroupWindow   = 604800
 	maxListedOrders  = 500
 )
 
@@ -77,6 +99,34 @@ func (n *NewActivity) Validate() error {
 		return &FieldError{"ends_at", "must be after starts_at"}
 	case n.PayWindowSeconds < MinPayWindow || n.PayWindowSeconds > MaxPayWindow:
 		return &FieldError{"pay_window_seconds", "must be between 10 and 86400"}
+	case n.PerUserParticipations != nil && (*n.PerUserParticipations < 1 || *n.PerUserParticipations > MaxPerUserLimit):
+		return &FieldError{"per_user_participations", "must be between 1 and 1000000"}
+	}
+	return n.validateKind()
+}
+
+// validateKind checks the kind and the group fields it needs (and refuses them on a
+// plain sale).
+func (n *NewActivity) validateKind() error {
+	switch n.Kind {
+	case "", KindSale:
+		n.Kind = KindSale
+		switch {
+		case n.GroupSize != nil:
+			return &FieldError{"group_size", "is only for a sale of kind group"}
+		case n.GroupWindowSeconds != nil:
+			return &FieldError{"group_window_seconds", "is only for a sale of kind group"}
+		}
+		return nil
+	case KindGroup:
+	default:
+		return &FieldError{"kind", `must be "sale" or "group"`}
+	}
+	switch {
+	case n.GroupSize == nil || *n.GroupSize < MinGroupSize || *n.GroupSize > MaxGroupSize:
+		return &FieldError{"group_size", "must be between 2 and 100 for a sale of kind group"}
+	case n.GroupWindowSeconds == nil || *n.GroupWindowSeconds < MinGroupWindow || *n.GroupWindowSeconds > MaxGroupWindow:
+		return &FieldError{"group_window_seconds", "must be between 60 and 604800 for a sale of kind group"}
 	}
 	return nil
 }
@@ -89,7 +139,8 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 	}
 	a := store.Activity{Name: n.Name, ProductName: n.ProductName, PriceCents: n.PriceCents,
 		StockTotal: n.Stock, PerUserLimit: n.PerUserLimit, StartsAt: n.StartsAt.UTC(),
-		EndsAt: n.EndsAt.UTC(), PayWindowSeconds: n.PayWindowSeconds}
+		EndsAt: n.EndsAt.UTC(), PayWindowSeconds: n.PayWindowSeconds, Kind: n.Kind, GroupSize: n.GroupSize,
+		GroupWindowSeconds: n.GroupWindowSeconds, PerUserParticipations: n.PerUserParticipations}
 	err := s.store.CreateActivity(ctx, &a, func(a store.Activity) error {
 		return s.stock.Load(ctx, saleOf(a, a.StockTotal))
 	})
@@ -100,9 +151,16 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 }
 
 func saleOf(a store.Activity, available int64) stock.Sale {
-	return stock.Sale{ActivityID: a.ID, Available: available, Total: a.StockTotal,
+	sale := stock.Sale{ActivityID: a.ID, Available: available, Total: a.StockTotal,
 		Limit: a.PerUserLimit, StartsAt: a.StartsAt, EndsAt: a.EndsAt, PriceCents: a.PriceCents,
-		PayWindow: time.Duration(a.PayWindowSeconds) * time.Second}
+		PayWindow: time.Duration(a.PayWindowSeconds) * time.Second, Kind: a.Kind}
+	if a.GroupSize != nil && a.GroupWindowSeconds != nil {
+		sale.GroupSize, sale.GroupWindow = *a.GroupSize, time.Duration(*a.GroupWindowSeconds)*time.Second
+	}
+	if a.PerUserParticipations != nil {
+		sale.Participations = *a.PerUserParticipations
+	}
+	return sale
 }
 
 // ListActivities returns every sale, newest first, with the stock Redis has left.
@@ -148,7 +206,12 @@ func (s *Service) liveView(ctx context.Context, a store.Activity) (Activity, err
 func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 	v := Activity{ID: a.ID, Name: a.Name, ProductName: a.ProductName, PriceCents: a.PriceCents,
 		StockTotal: a.StockTotal, StockAvailable: a.StockTotal - a.Sold, PerUserLimit: a.PerUserLimit,
-		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), PayWindowSeconds: a.PayWindowSeconds}
+		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), PayWindowSeconds: a.PayWindowSeconds,
+		Kind: a.Kind, GroupSize: a.GroupSize, GroupWindowSeconds: a.GroupWindowSeconds,
+		PerUserParticipations: a.PerUserParticipations}
+	if v.Kind == "" {
+		v.Kind = KindSale
+	}
 	if live, ok := sales[a.ID]; ok {
 		v.StockAvailable, v.StockTotal, v.PerUserLimit, v.EndsAt = live.Available, live.Total, live.Limit, live.EndsAt
 	}
@@ -221,14 +284,15 @@ type Stats struct {
 // OrderCounts counts an activity's orders by status.
 type OrderCounts struct {
 	Queued    int64 `json:"queued"`
+	Grouping  int64 `json:"grouping"`
 	Created   int64 `json:"created"`
 	Paid      int64 `json:"paid"`
 	Cancelled int64 `json:"cancelled"`
 	Failed    int64 `json:"failed"`
 }
 
-// Stats returns an activity's figures. Sold counts units of queued (Redis), created
-// and paid (MySQL) orders. The two stores are read one after the other, so while
+// Stats returns an activity's figures. Sold counts units of queued (Redis), grouping,
+// created and paid (MySQL) orders. The two stores are read one after the other, so while
 // orders flow an order moving from queued to created can be counted in both or in
 // neither: the figures of a busy sale are right to within the orders persisted during
 // the call. GET .../ledger gives an exact balance.
@@ -246,8 +310,9 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 		return Stats{}, fmt.Errorf("count orders: %w", err)
 	}
 	return Stats{ActivityID: id, StockTotal: a.StockTotal, StockAvailable: a.StockAvailable,
-		Sold: queuedUnits + counts[store.StatusCreated].Units + counts[store.StatusPaid].Units,
-		Orders: OrderCounts{Queued: queued, Created: counts[store.StatusCreated].Orders,
+		Sold: queuedUnits + counts[store.StatusGrouping].Units + counts[store.StatusCreated].Units +
+			counts[store.StatusPaid].Units,
+		Orders: OrderCounts{Queued: queued, Grouping: counts[store.StatusGrouping].Orders, Created: counts[store.StatusCreated].Orders,
 			Paid: counts[store.StatusPaid].Orders, Cancelled: counts[store.StatusCancelled].Orders,
 			Failed: counts[store.StatusFailed].Orders}}, nil
 }

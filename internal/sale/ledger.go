@@ -19,12 +19,14 @@ type Ledger struct {
 	RedisTotal     int64 `json:"redis_stock_total"`
 	Available      int64 `json:"available"`
 	QueuedUnits    int64 `json:"queued_units"`
+	GroupingUnits  int64 `json:"grouping_units"`
 	CreatedUnits   int64 `json:"created_units"`
 	PaidUnits      int64 `json:"paid_units"`
 	ReturningUnits int64 `json:"returning_units"`
-	// Difference is stock_total - (available + queued + created + paid + returning).
+	// Difference is stock_total - (available + queued + grouping + created + paid +
+	// returning).
 	Difference int64 `json:"difference"`
-	// SoldColumn is activities.sold, which must equal created + paid units.
+	// SoldColumn is activities.sold, which must equal grouping + created + paid units.
 	SoldColumn int64 `json:"sold_column"`
 	// UserDifferences lists users whose units in Redis differ from MySQL's
 	// user_purchases plus their queued units (at most 20).
@@ -88,7 +90,7 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 		return Ledger{}, fmt.Errorf("ledger: %w", err)
 	}
 	l := Ledger{ActivityID: id, StockTotal: a.StockTotal, RedisTotal: snap.Sale.Total,
-		Available: snap.Sale.Available, CreatedUnits: f.Units[store.StatusCreated],
+		Available: snap.Sale.Available, CreatedUnits: f.Units[store.StatusCreated], GroupingUnits: f.Units[store.StatusGrouping],
 		PaidUnits: f.Units[store.StatusPaid], ReturningUnits: f.ReturnPending, SoldColumn: f.Sold,
 		UserDifferences: []UserDifference{}}
 	expect := make(map[int64]int64, len(f.Users))
@@ -98,15 +100,19 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 	for _, q := range snap.Queued {
 		// Written to MySQL after the Redis read: count it once, as queued.
 		if o, inMySQL := stored[q.OrderID]; inMySQL {
-			if o.Status == store.StatusCreated || o.Status == store.StatusPaid {
+			switch o.Status {
+			case store.StatusCreated, store.StatusPaid:
 				l.CreatedUnits -= int64(o.Quantity)
+				expect[q.UserID] -= int64(o.Quantity)
+			case store.StatusGrouping:
+				l.GroupingUnits -= int64(o.Quantity)
 				expect[q.UserID] -= int64(o.Quantity)
 			}
 		}
 		l.QueuedUnits += int64(q.Quantity)
 		expect[q.UserID] += int64(q.Quantity)
 	}
-	l.Difference = l.StockTotal - (l.Available + l.QueuedUnits + l.CreatedUnits + l.PaidUnits + l.ReturningUnits)
+	l.Difference = l.StockTotal - (l.Available + l.QueuedUnits + l.GroupingUnits + l.CreatedUnits + l.PaidUnits + l.ReturningUnits)
 	for u, want := range expect {
 		if got := snap.Users[u]; got != want && len(l.UserDifferences) < 20 {
 			l.UserDifferences = append(l.UserDifferences, UserDifference{UserID: u, Redis: got, MySQL: want})
@@ -118,6 +124,7 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 		}
 	}
 	l.Balanced = l.Difference == 0 && l.RedisTotal == l.StockTotal &&
-		l.SoldColumn == f.Units[store.StatusCreated]+f.Units[store.StatusPaid] && len(l.UserDifferences) == 0
+		l.SoldColumn == f.Units[store.StatusGrouping]+f.Units[store.StatusCreated]+f.Units[store.StatusPaid] &&
+		len(l.UserDifferences) == 0
 	return l, nil
 }

@@ -26,6 +26,8 @@ type Order struct {
 	ExpiresAt     time.Time  `json:"expires_at"`
 	PaidAt        *time.Time `json:"paid_at,omitempty"`
 	FailureReason string     `json:"failure_reason,omitempty"`
+	// GroupID is the order's group in a group-buy sale.
+	GroupID string `json:"group_id,omitempty"`
 }
 
 // BuyRequest is a buyer's purchase.
@@ -35,6 +37,10 @@ type BuyRequest struct {
 	Quantity   int
 	// IdempotencyKey is the client's Idempotency-Key, "" for none.
 	IdempotencyKey string
+	// Group is the group to join in a group-buy sale; with OpenGroup, a new group is
+	// opened instead (Seat sets both).
+	Group     string
+	OpenGroup bool
 }
 
 // Buy takes the units from stock and queues the order for MySQL. It returns the
@@ -49,27 +55,37 @@ type BuyRequest struct {
 // The purchase runs to its end even if ctx is cancelled (the client went away), so it
 // never stops half-done.
 func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool, err error) {
+	o, _, replayed, err = s.buy(ctx, r)
+	return o, replayed, err
+}
+
+// buy is Buy, for a purchase or a seat in a group; for a seat it returns the group as
+// the seat left it (nil for a replay: GetOrder then tells the group).
+func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Group, replayed bool, err error) {
 	if r.Quantity < 1 || r.Quantity > MaxPerUserLimit {
-		return Order{}, false, &FieldError{"quantity", "must be between 1 and the sale's per-user limit"}
+		return Order{}, nil, false, &FieldError{"quantity", "must be between 1 and the sale's per-user limit"}
 	}
 	ctx = context.WithoutCancel(ctx)
 	now := s.now()
 	res := stock.Reservation{ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
 		IdempotencyKey: r.IdempotencyKey, OrderID: newOrderID(r.ActivityID, now), Now: now,
-		LockToken: lock.NewToken(), LockTTL: s.LockTTL}
+		LockToken: lock.NewToken(), LockTTL: s.LockTTL, Group: r.Group, OpenGroup: r.OpenGroup}
+	if r.OpenGroup {
+		res.Group = newOrderID(r.ActivityID, now) // a group id has an order id's form
+	}
 	got, err := s.reserve(ctx, &res)
 	now = res.Now // the time of the attempt that ran
 	switch {
 	case errors.Is(err, stock.ErrNoSale):
-		return Order{}, false, s.noSale(ctx, r.ActivityID)
+		return Order{}, nil, false, s.noSale(ctx, r.ActivityID)
 	case err != nil:
-		return Order{}, false, err
+		return Order{}, nil, false, err
 	case got.Replayed:
 		if err := s.confirmReplicated(ctx, r.ActivityID, ""); err != nil {
-			return Order{}, false, err
+			return Order{}, nil, false, err
 		}
 		o, err := s.GetOrder(ctx, got.OrderID, Caller{UserID: r.UserID})
-		return o, true, err
+		return o, nil, true, err
 	}
 	// Before the commit, which may let the worker settle the order: the barrier looks
 	// for it among the queued ones. A reservation the replicas do not confirm is given
@@ -78,17 +94,20 @@ func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool
 	// the same Idempotency-Key then returns it.)
 	if err := s.confirmReplicated(ctx, r.ActivityID, res.OrderID); err != nil {
 		s.abandon(ctx, res)
-		return Order{}, false, err
+		return Order{}, nil, false, err
 	}
 
-	q := queue.Queued(stock.QueuedOrder{OrderID: res.OrderID, ActivityID: r.ActivityID, UserID: r.UserID,
-		Quantity: r.Quantity, CreatedAt: now, Limit: got.Limit},
-		stock.Sale{PriceCents: got.PriceCents, PayWindow: got.PayWindow})
+	queued := stock.QueuedOrder{OrderID: res.OrderID, ActivityID: r.ActivityID, UserID: r.UserID,
+		Quantity: r.Quantity, CreatedAt: now, Limit: got.Limit, Participations: got.Participations}
+	if got.Group != nil {
+		queued.Group, queued.GroupSize, queued.GroupExpiresAt = got.Group.ID, got.Group.Size, got.Group.ExpiresAt
+	}
+	q := queue.Queued(queued, stock.Sale{PriceCents: got.PriceCents, PayWindow: got.PayWindow})
 	c := &commit{order: q, res: res, done: make(chan struct{})}
 	if s.commits.add(c) {
 		<-c.done
 	}
-	return queuedView(q), false, nil
+	return queuedView(q), got.Group, false, nil
 }
 
 // confirmReplicated waits until Replicas confirms a reservation, when it is set.
@@ -172,7 +191,8 @@ func (s *Service) giveBack(ctx context.Context, res stock.Reservation) {
 // isDomain reports the purchase errors that are answers, not failures.
 func isDomain(err error) bool {
 	for _, e := range []error{stock.ErrNoSale, stock.ErrNotStarted, stock.ErrEnded, stock.ErrSoldOut,
-		stock.ErrLimitExceeded, stock.ErrQuantityOverLimit, stock.ErrKeyReused} {
+		stock.ErrLimitExceeded, stock.ErrQuantityOverLimit, stock.ErrKeyReused, stock.ErrGroupSale,
+		stock.ErrNotGroupSale, stock.ErrNoGroup, stock.ErrGroupClosed, stock.ErrAlreadyInGroup, stock.ErrGroupFull} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -207,6 +227,9 @@ func storedView(o store.Order) Order {
 	}
 	if o.FailureReason != nil {
 		v.FailureReason = *o.FailureReason
+	}
+	if o.GroupID != nil {
+		v.GroupID = *o.GroupID
 	}
 	return v
 }
@@ -252,7 +275,7 @@ func queuedOrderView(q stock.QueuedOrder, sale stock.Sale) Order {
 func queuedView(q queue.Order) Order {
 	return Order{ID: q.ID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
 		AmountCents: q.AmountCents, Status: store.StatusQueued, CreatedAt: time.UnixMilli(q.CreatedAtMs).UTC(),
-		ExpiresAt: time.UnixMilli(q.ExpiresAtMs).UTC()}
+		ExpiresAt: time.UnixMilli(q.ExpiresAtMs).UTC(), GroupID: q.Group}
 }
 
 // ListOrders returns the user's newest orders (at most 500), queued ones included.

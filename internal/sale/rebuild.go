@@ -57,27 +57,28 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (bool, er
 		for i, q := range from.Queued {
 			ids[i] = q.OrderID
 		}
-		a, users, stored, err := r.store.RebuildFacts(ctx, id, ids)
+		f, err := r.store.RebuildFacts(ctx, id, ids)
 		if err != nil {
 			return false, err
 		}
 		held := int64(0)
-		for _, n := range users {
+		for _, n := range f.Units {
 			held += n
 		}
 		var settled []stock.QueuedOrder
 		for _, q := range from.Queued {
-			if stored[q.OrderID] {
+			if f.Stored[q.OrderID] {
 				settled = append(settled, q)
 			}
 		}
+		a := f.Activity
 		sale := saleOf(a, 0)
 		sale.Gen = max(from.Gen, a.RedisGen) + 1
-		err = r.stock.Rebuild(ctx, from, sale, users, held, settled)
+		err = r.stock.Rebuild(ctx, from, sale, f.Units, f.Orders, held, settled)
 		switch {
 		case err == nil:
 			slog.Warn("rebuilt a sale's Redis state from MySQL", "activity", id, "was_there", from.Exists,
-				"redis_gen", from.Gen, "mysql_gen", a.RedisGen, "held", held, "users", len(users),
+				"redis_gen", from.Gen, "mysql_gen", a.RedisGen, "held", held, "users", len(f.Units),
 				"kept_queued", len(from.Queued)-len(settled))
 			return true, nil
 		case !errors.Is(err, stock.ErrMoved):

@@ -55,3 +55,26 @@ func returnedKey(activityID int64) string { return prefix(activityID) + "returne
 // barrierKey is a counter the replication barrier increments: a write in the sale's
 // slot, so that WAIT on the same connection covers the sale's reservations before it.
 func barrierKey(activityID int64) string { return prefix(activityID) + "barrier" }
+
+// groupKey is a hash of one group of a group-buy sale: size, members (seats taken),
+// expires (unix ms) and status (see GroupStatus).
+func groupKey(activityID int64, groupID string) string {
+	return prefix(activityID) + "group:" + groupID
+}
+
+// groupSeatsKey is a hash of user id -> "<order id> <quantity>", the seats of a group.
+func groupSeatsKey(activityID int64, groupID string) string {
+	return prefix(activityID) + "group:" + groupID + ":seats"
+}
+
+// openGroupsKey is a sorted set of a sale's open groups by the time their window ends
+// (unix ms): the buyers' list, and the groups the worker fails once it has passed.
+func openGroupsKey(activityID int64) string { return prefix(activityID) + "groups:open" }
+
+// failingKey is the set of groups that failed in Redis (their units are back) and whose
+// orders MySQL has not yet cancelled.
+func failingKey(activityID int64) string { return prefix(activityID) + "groups:failing" }
+
+// participationsField is the field of the users hash that counts a user's orders
+// (participations) in a sale that caps them; the user's own field counts units.
+func participationsField(userID int64) string { return "p" + strconv.FormatInt(userID, 10) }

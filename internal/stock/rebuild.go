@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -76,19 +75,21 @@ func (s *Stock) RebuildPoint(ctx context.Context, activityID int64) (RebuildPoin
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
 // KEYS[5] queued-since sorted set  KEYS[6] returned set
-// KEYS[6+i] the queued set of the user of ARGV[12+i]
+// KEYS[6+i] the queued set of the user of stored order i
 // ARGV[1] the generation read, "" when the sale was missing
-// ARGV[2..8] total, limit, start (unix ms), end (unix ms), price, pay window (s),
-// the units MySQL's orders hold
-// ARGV[9] the new generation  ARGV[10] activity id  ARGV[11] the returned-units channel
-// ARGV[12] n, the number of queued order ids MySQL has
-// ARGV[13..12+n] those ids (they are settled here: MySQL's units count them)
-// ARGV[13+n..] user id, units, ... as MySQL's orders hold them
+// ARGV[2] total  ARGV[3] the units MySQL's orders hold  ARGV[4] the new generation
+// ARGV[5] activity id  ARGV[6] the returned-units channel
+// ARGV[7] f, then ARGV[8..7+f] the sale's settings as field, value, ... (Sale.fields)
+// ARGV[8+f] n, then the n queued order ids MySQL has (they are settled here: MySQL's
+// units count them)
+// then field, value, ... of the users hash as MySQL's orders make it (units, and
+// participations p<user>)
 //
 // The units available are the total minus MySQL's units minus those of the orders that
-// stay queued, and each user holds MySQL's units plus those of their queued orders. The
-// returned set is cleared: the orders whose units are still on their way back are held
-// in MySQL's figures, and come back once more by the repair pass.
+// stay queued, and each user holds MySQL's units plus those of their queued orders (and
+// one participation each, for values that carry a cap). The returned set is cleared:
+// the orders whose units are still on their way back are held in MySQL's figures, and
+// come back once more by the repair pass. Groups are not rebuilt.
 // Returns 1 rebuilt, 0 the sale moved meanwhile.
 var rebuildScript = redis.NewScript(unitsLua + `
 local gen = redis.call('HGET', KEYS[1], 'gen')
@@ -97,26 +98,28 @@ if ARGV[1] == '' then
 elseif gen ~= ARGV[1] and not (gen == false and ARGV[1] == '0') then
   return 0
 end
-local n = tonumber(ARGV[12])
+local f = tonumber(ARGV[7])
+local n = tonumber(ARGV[8 + f])
 local stored, sets = {}, {}
-for i = 1, n do stored[i], sets[i] = ARGV[12 + i], KEYS[6 + i] end
+for i = 1, n do stored[i], sets[i] = ARGV[8 + f + i], KEYS[6 + i] end
 unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], stored, sets)
 redis.call('DEL', KEYS[2], KEYS[6])
 local users = {}
-for i = 13 + n, #ARGV do users[#users + 1] = ARGV[i] end
+for i = 9 + f + n, #ARGV do users[#users + 1] = ARGV[i] end
 if #users > 0 then each('HSET', KEYS[2], users) end
 local queued = redis.call('HVALS', KEYS[3])
 local qunits = 0
 for _, v in ipairs(queued) do
-  local user, qty = string.match(v, '^(%d+) (%d+)')
+  local user, qty, capped = string.match(v, '^(%d+) (%d+) %d+ %d+( ?)')
   redis.call('HINCRBY', KEYS[2], user, qty)
+  if capped == ' ' then redis.call('HINCRBY', KEYS[2], 'p' .. user, 1) end
   qunits = qunits + tonumber(qty)
 end
-local avail = math.max(0, tonumber(ARGV[2]) - tonumber(ARGV[8]) - qunits)
-redis.call('HSET', KEYS[1], 'avail', string.format('%d', avail), 'total', ARGV[2], 'limit', ARGV[3],
-  'start', ARGV[4], 'end', ARGV[5], 'price', ARGV[6], 'paywin', ARGV[7],
-  'qunits', string.format('%d', qunits), 'gen', ARGV[9])
-redis.call('PUBLISH', ARGV[11], ARGV[10])
+local avail = math.max(0, tonumber(ARGV[2]) - tonumber(ARGV[3]) - qunits)
+local fields = {'avail', string.format('%d', avail), 'qunits', string.format('%d', qunits), 'gen', ARGV[4]}
+for i = 8, 7 + f do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(fields))
+redis.call('PUBLISH', ARGV[6], ARGV[5])
 return 1
 `)
 
@@ -126,19 +129,21 @@ var ErrMoved = errors.New("the sale changed in Redis during the rebuild")
 // Rebuild writes a sale's state from its record (MySQL) when Redis has lost it or holds
 // it stale. from is what RebuildPoint read before MySQL was; sale holds the settings and
 // the new generation (sale.Gen, above both Redis's and MySQL's); users the units each
-// user holds in MySQL, held their sum; stored the orders of from.Queued that MySQL has.
+// user holds in MySQL, held their sum, parts the orders each holds (participations,
+// counted where the sale caps them or sells in groups); stored the orders of
+// from.Queued that MySQL has.
 // Orders Redis still holds as queued and MySQL does not stay queued and keep their
 // units. It returns ErrMoved, writing nothing, when the sale is no longer as from says
 // (rebuilt by another process, or orders moved meanwhile: read both again). Every API
 // process's sold-out flag of the sale is cleared.
-func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, sale Sale, users map[int64]int64, held int64, stored []QueuedOrder) error {
+func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, sale Sale, users, parts map[int64]int64, held int64, stored []QueuedOrder) error {
 	expect := ""
 	if from.Exists {
 		expect = strconv.FormatInt(from.Gen, 10)
 	}
-	args := []any{expect, sale.Total, sale.Limit, sale.StartsAt.UnixMilli(), sale.EndsAt.UnixMilli(),
-		sale.PriceCents, int64(sale.PayWindow / time.Second), held, sale.Gen, sale.ActivityID, ReturnedChannel,
-		len(stored)}
+	fields := sale.fields()
+	args := append([]any{expect, sale.Total, held, sale.Gen, sale.ActivityID, ReturnedChannel, len(fields)}, fields...)
+	args = append(args, len(stored))
 	keys := []string{saleKey(sale.ActivityID), usersKey(sale.ActivityID), queuedKey(sale.ActivityID),
 		claimedKey(sale.ActivityID), queuedSinceKey(sale.ActivityID), returnedKey(sale.ActivityID)}
 	for _, q := range stored {
@@ -148,6 +153,12 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, sale Sale, users
 	for u, n := range users {
 		if n > 0 {
 			args = append(args, strconv.FormatInt(u, 10), n)
+		}
+	}
+	counted := sale.Kind == "group" || sale.Participations > 0
+	for u, n := range parts {
+		if n > 0 && counted {
+			args = append(args, participationsField(u), n)
 		}
 	}
 	n, err := rebuildScript.Run(ctx, s.rdb, keys, args...).Int64()

@@ -30,7 +30,7 @@ func TestRebuildLostOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.Rebuild(ctx, from, sale, users, 8, nil)
+			err := s.Rebuild(ctx, from, sale, users, nil, 8, nil)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -90,7 +90,7 @@ func TestRebuildStale(t *testing.T) {
 	if _, gen, err := s.Claim(ctx, 4, ids[:1]); err != nil || gen != 1 {
 		t.Fatalf("claim: generation %d, %v; want 1", gen, err)
 	}
-	if err := s.Rebuild(ctx, from, sale, nil, 0, nil); !errors.Is(err, stock.ErrMoved) {
+	if err := s.Rebuild(ctx, from, sale, nil, nil, 0, nil); !errors.Is(err, stock.ErrMoved) {
 		t.Fatalf("rebuild read before a claim: %v, want ErrMoved", err)
 	}
 
@@ -109,7 +109,7 @@ func TestRebuildStale(t *testing.T) {
 	if from.Gen != 2 {
 		t.Fatalf("generation after a claim and a return = %d, want 2", from.Gen)
 	}
-	if err := s.Rebuild(ctx, from, sale, map[int64]int64{1: 2, 3: 1}, 3, stored); err != nil {
+	if err := s.Rebuild(ctx, from, sale, map[int64]int64{1: 2, 3: 1}, nil, 3, stored); err != nil {
 		t.Fatal(err)
 	}
 	snap, err := s.Snapshot(ctx, 4)

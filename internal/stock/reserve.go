@@ -10,18 +10,26 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// reserveScript takes units for one purchase, atomically.
+// reserveScript takes units for one purchase, atomically. In a group-buy sale the
+// purchase is a seat: it opens a group (the first seat) or joins one, in the same step.
 //
 // KEYS[1] sale hash         KEYS[2] users hash        KEYS[3] queued hash
 // KEYS[4] user's queued set KEYS[5] idempotency key   KEYS[6] user lock
 // KEYS[7] queued-since sorted set
+// KEYS[8] group hash        KEYS[9] group seats hash  KEYS[10] open groups sorted set
+// (8-10: any key of the sale's slot for a plain purchase; they are not touched)
 // ARGV[1] now (unix ms)     ARGV[2] user id           ARGV[3] quantity
 // ARGV[4] order id          ARGV[5] request fingerprint, "" without an Idempotency-Key
 // ARGV[6] lock owner token  ARGV[7] lock TTL (ms)     ARGV[8] idempotency key TTL (s)
+// ARGV[9] "" a purchase, "open" a new group, "join" a seat in a group
+// ARGV[10] the group's id ("" for a purchase)
 //
 // Returns one of
 //
-//	{0, available after, limit, price, pay window}  reserved; the user lock is now held
+//	{0, available after, limit, price, pay window, members, size, expires, status, cap}
+//	                          reserved; the user lock is now held; members to status
+//	                          are the group's after this seat (0 for a purchase); cap
+//	                          the sale's cap on participations (0: none)
 //	                          (also the answer when ARGV[4] is already queued: a retry of
 //	                          a script that ran but whose reply was lost)
 //	{1, order id}             the key already made this order with the same body (replay)
@@ -32,6 +40,12 @@ import (
 //	{-6, held, limit}         the user would pass the limit
 //	{-7, order id}            the key was used with another body
 //	{-8, limit}               quantity alone is above the limit
+//	{-9} / {-10}              a purchase in a group sale / a seat in a plain sale
+//	{-11}                     no such group
+//	{-12}                     the group failed, or its window has passed
+//	{-13}                     the user holds a seat in the group
+//	{-14}                     no seat is left: the group is complete
+//	{-15, held, cap}          the user would pass the cap on participations
 //
 // Only a reservation takes the lock, and every check comes after the lock check, so a
 // second request of the same user sees the outcome of the first. The script may run twice
@@ -39,13 +53,21 @@ import (
 // a node failing over) and replays what its pipeline had not answered. The order id is
 // new for each purchase, so finding it queued means this is such a retry, and it gets
 // the answer of the run that reserved instead of meeting its own lock (busy) with its
-// units taken. Counts computed in Lua
+// units taken. A user's participations (orders held, in a sale that caps them or sells
+// in groups) are the field p<user> of the users hash. Counts computed in Lua
 // are written with string.format('%d'): some Redis versions (7.2.0-7.2.4) turn a Lua
 // number such as 900000000 into "9e+08", which HINCRBY then refuses.
 var reserveScript = redis.NewScript(`
-local sale = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'start', 'end', 'price', 'paywin', 'qunits')
+local sale = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'start', 'end', 'price', 'paywin', 'qunits',
+  'kind', 'gsize', 'gwin', 'plimit')
 if not sale[1] or not sale[3] then return {-1} end
-if redis.call('HEXISTS', KEYS[3], ARGV[4]) == 1 then return {0, tonumber(sale[1]), sale[2], sale[5], sale[6]} end
+local function reserved(avail)
+  local cap = sale[11] or '0'
+  if ARGV[9] == '' then return {0, avail, sale[2], sale[5], sale[6], 0, 0, 0, 0, cap} end
+  local g = redis.call('HMGET', KEYS[8], 'members', 'size', 'expires', 'status')
+  return {0, avail, sale[2], sale[5], sale[6], g[1], g[2], g[3], g[4], cap}
+end
+if redis.call('HEXISTS', KEYS[3], ARGV[4]) == 1 then return reserved(tonumber(sale[1])) end
 if redis.call('EXISTS', KEYS[6]) == 1 then return {-2} end
 if ARGV[5] ~= '' then
   local prior = redis.call('GET', KEYS[5])
@@ -58,20 +80,52 @@ end
 local now = tonumber(ARGV[1])
 if now < tonumber(sale[3]) then return {-3} end
 if now >= tonumber(sale[4]) then return {-4} end
+local group = sale[8] == 'group'
+if ARGV[9] == '' and group then return {-9} end
+if ARGV[9] ~= '' and not group then return {-10} end
+if ARGV[9] == 'join' then
+  local g = redis.call('HMGET', KEYS[8], 'members', 'size', 'expires', 'status')
+  if not g[1] then return {-11} end
+  if redis.call('HEXISTS', KEYS[9], ARGV[2]) == 1 then return {-13} end
+  if g[4] == '1' or tonumber(g[1]) >= tonumber(g[2]) then return {-14} end
+  if g[4] ~= '0' or now >= tonumber(g[3]) then return {-12} end
+end
 local qty, limit, avail = tonumber(ARGV[3]), tonumber(sale[2]), tonumber(sale[1])
 if qty > limit then return {-8, limit} end
 if avail < qty then return {-5, avail} end
 local held = tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '0')
 if held + qty > limit then return {-6, held, limit} end
+local cap, pfield = tonumber(sale[11] or '0'), 'p' .. ARGV[2]
+if cap > 0 then
+  local parts = tonumber(redis.call('HGET', KEYS[2], pfield) or '0')
+  if parts >= cap then return {-15, parts, cap} end
+end
 redis.call('HSET', KEYS[1], 'avail', string.format('%d', avail - qty),
   'qunits', string.format('%d', tonumber(sale[7] or '0') + qty))
 redis.call('HINCRBY', KEYS[2], ARGV[2], qty)
-redis.call('HSET', KEYS[3], ARGV[4], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[1] .. ' ' .. sale[2])
+if cap > 0 or group then redis.call('HINCRBY', KEYS[2], pfield, 1) end
+local value = ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[1] .. ' ' .. sale[2]
+if group then
+  if ARGV[9] == 'open' then
+    local expires = string.format('%d', now + tonumber(sale[10]) * 1000)
+    redis.call('HSET', KEYS[8], 'members', 1, 'size', sale[9], 'expires', expires, 'status', 0)
+    redis.call('ZADD', KEYS[10], expires, ARGV[10])
+  elseif redis.call('HINCRBY', KEYS[8], 'members', 1) >= tonumber(redis.call('HGET', KEYS[8], 'size')) then
+    redis.call('HSET', KEYS[8], 'status', 1)
+    redis.call('ZREM', KEYS[10], ARGV[10])
+  end
+  redis.call('HSET', KEYS[9], ARGV[2], ARGV[4] .. ' ' .. ARGV[3])
+  local g = redis.call('HMGET', KEYS[8], 'size', 'expires')
+  value = value .. ' ' .. cap .. ' ' .. ARGV[10] .. ' ' .. g[1] .. ' ' .. g[2]
+elseif cap > 0 then
+  value = value .. ' ' .. cap .. ' - 0 0'
+end
+redis.call('HSET', KEYS[3], ARGV[4], value)
 redis.call('SADD', KEYS[4], ARGV[4])
 redis.call('ZADD', KEYS[7], ARGV[1], ARGV[4])
 if ARGV[5] ~= '' then redis.call('SET', KEYS[5], ARGV[5] .. ' ' .. ARGV[4], 'EX', ARGV[8]) end
 redis.call('SET', KEYS[6], ARGV[6], 'PX', ARGV[7])
-return {0, avail - qty, sale[2], sale[5], sale[6]}
+return reserved(avail - qty)
 `)
 
 // IdempotencyTTL is how long an Idempotency-Key is remembered.
@@ -90,6 +144,21 @@ type Reservation struct {
 	// LockToken and LockTTL take the user's lock (UserLockKey) with the units.
 	LockToken string
 	LockTTL   time.Duration
+	// Group is, in a group-buy sale, the group the seat is in: a new one when
+	// OpenGroup, else one to join. "" for a plain purchase.
+	Group     string
+	OpenGroup bool
+}
+
+// mode is the reserve script's ARGV[9].
+func (r Reservation) mode() string {
+	switch {
+	case r.Group == "":
+		return ""
+	case r.OpenGroup:
+		return "open"
+	}
+	return "join"
 }
 
 // Reserved is a successful Reserve.
@@ -104,13 +173,20 @@ type Reserved struct {
 	Limit      int
 	PriceCents int64
 	PayWindow  time.Duration
+	// Participations is the cap on the user's orders the purchase was checked
+	// against (0: none).
+	Participations int
+	// Group is the seat's group after it was taken (a purchase in a group-buy sale).
+	Group *Group
 }
 
 // Reserve takes r.Quantity units for r.UserID and takes the user's lock, in one round
 // trip. On success the order is queued in Redis and the lock is held by r.LockToken;
 // the caller enqueues the order, then releases the lock. Errors: ErrNoSale, ErrBusy,
 // ErrNotStarted, ErrEnded, ErrSoldOut, ErrLimitExceeded, ErrQuantityOverLimit,
-// ErrKeyReused (with the earlier order's id in a *KeyReusedError).
+// ErrKeyReused (with the earlier order's id in a *KeyReusedError), and for group-buy
+// sales ErrGroupSale, ErrNotGroupSale, ErrNoGroup, ErrGroupClosed, ErrAlreadyInGroup,
+// ErrGroupFull.
 //
 // Once a sale is sold out, Reserve answers ErrSoldOut from a flag in this process
 // without asking Redis, until units come back (see Watch).
@@ -119,6 +195,11 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 	var recheck *soldOutFlag
 	if r.IdempotencyKey != "" {
 		fingerprint = "q" + strconv.Itoa(r.Quantity) // a replay is answered even when sold out
+		if m := r.mode(); m == "join" {
+			fingerprint += ":join:" + r.Group
+		} else if m == "open" {
+			fingerprint += ":open"
+		}
 	} else {
 		var soldOut bool
 		if soldOut, recheck = s.soldOut.check(r.ActivityID, r.Now); soldOut {
@@ -143,12 +224,13 @@ var errNoneLeft = &DetailError{ErrSoldOut, "no units are left"}
 func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) (Reserved, error) {
 	keys := []string{saleKey(r.ActivityID), usersKey(r.ActivityID), queuedKey(r.ActivityID),
 		userQueuedKey(r.ActivityID, r.UserID), idempotencyKey(r.ActivityID, r.UserID, r.IdempotencyKey),
-		UserLockKey(r.ActivityID, r.UserID), queuedSinceKey(r.ActivityID)}
+		UserLockKey(r.ActivityID, r.UserID), queuedSinceKey(r.ActivityID),
+		groupKey(r.ActivityID, r.Group), groupSeatsKey(r.ActivityID, r.Group), openGroupsKey(r.ActivityID)}
 	var res []any
 	err := whileMoving(ctx, s.rdb, func() (err error) {
 		res, err = reply(reserveScript.Run(ctx, s.rdb, keys,
 			r.Now.UnixMilli(), r.UserID, r.Quantity, r.OrderID, fingerprint,
-			r.LockToken, r.LockTTL.Milliseconds(), int64(IdempotencyTTL/time.Second)).Result())
+			r.LockToken, r.LockTTL.Milliseconds(), int64(IdempotencyTTL/time.Second), r.mode(), r.Group).Result())
 		return err
 	})
 	if err != nil {
@@ -176,15 +258,32 @@ func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) 
 		return Reserved{}, ErrNotStarted
 	case -4:
 		return Reserved{}, ErrEnded
+	case -9:
+		return Reserved{}, ErrGroupSale
+	case -10:
+		return Reserved{}, ErrNotGroupSale
+	case -11:
+		return Reserved{}, ErrNoGroup
+	case -12:
+		return Reserved{}, ErrGroupClosed
+	case -13:
+		return Reserved{}, ErrAlreadyInGroup
+	case -14:
+		return Reserved{}, ErrGroupFull
 	}
 	n, err := integers(res[1:])
 	if err != nil {
 		return Reserved{}, fmt.Errorf("reserve: %w", err)
 	}
 	switch {
-	case code == 0 && len(n) == 4:
-		return Reserved{OrderID: r.OrderID, Available: n[0], Limit: int(n[1]),
-			PriceCents: n[2], PayWindow: time.Duration(n[3]) * time.Second}, nil
+	case code == 0 && len(n) == 9:
+		got := Reserved{OrderID: r.OrderID, Available: n[0], Limit: int(n[1]),
+			PriceCents: n[2], PayWindow: time.Duration(n[3]) * time.Second, Participations: int(n[8])}
+		if r.Group != "" {
+			got.Group = &Group{ID: r.Group, ActivityID: r.ActivityID, Members: int(n[4]), Size: int(n[5]),
+				ExpiresAt: time.UnixMilli(n[6]).UTC(), Status: GroupStatus(n[7])}
+		}
+		return got, nil
 	case code == -5 && len(n) == 1:
 		if n[0] == 0 {
 			return Reserved{}, errNoneLeft
@@ -193,6 +292,9 @@ func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) 
 	case code == -6 && len(n) == 2:
 		return Reserved{}, &DetailError{ErrLimitExceeded,
 			fmt.Sprintf("you hold %d of at most %d units", n[0], n[1])}
+	case code == -15 && len(n) == 2:
+		return Reserved{}, &DetailError{ErrLimitExceeded,
+			fmt.Sprintf("you take part %d times, at most %d are allowed", n[0], n[1])}
 	case code == -8 && len(n) == 1:
 		return Reserved{}, &DetailError{ErrQuantityOverLimit,
 			fmt.Sprintf("quantity must be between 1 and %d", n[0])}

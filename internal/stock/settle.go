@@ -17,7 +17,8 @@ import (
 //	  position, each one's user and quantity; nil for an id not queued (or seen before
 //	  in ids). The queued hash, the claimed set, the since index and the sale's qunits
 //	  are each written once for all of them.
-//	give_back(sale, users, user, qty): qty units back to stock and to user's allowance.
+//	give_back(sale, users, user, qty): qty units back to stock and to user's allowance,
+//	  and one participation, where the sale counts them (the field p<user>).
 const unitsLua = `
 local function each(cmd, key, list)
   for i = 1, #list, 1000 do
@@ -47,6 +48,9 @@ end
 local function give_back(sale, users, user, qty)
   redis.call('HINCRBY', sale, 'avail', qty)
   if redis.call('HINCRBY', users, user, -qty) <= 0 then redis.call('HDEL', users, user) end
+  if redis.call('HEXISTS', users, 'p' .. user) == 1 and redis.call('HINCRBY', users, 'p' .. user, -1) <= 0 then
+    redis.call('HDEL', users, 'p' .. user)
+  end
 end
 `
 
@@ -158,22 +162,34 @@ func (s *Stock) Claim(ctx context.Context, activityID int64, orderIDs []string) 
 // settleScript ends the queued state of orders the worker has written to MySQL.
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
-// KEYS[5] queued-since sorted set  KEYS[5+i] the queued set of order i's user
+// KEYS[5] queued-since sorted set  KEYS[6] open groups sorted set
+// KEYS[4+3i] the queued set of order i's user, KEYS[5+3i] and KEYS[6+3i] the hash and
+// the seats of its group (any key of the sale's slot outside a group)
 // ARGV[1] activity id  ARGV[2] the returned-units channel
-// ARGV[1+2i] order i's id  ARGV[2+2i] "1" when order i failed (its units come back), else "0"
+// ARGV[3i] order i's id  ARGV[1+3i] "1" when order i failed (its units come back), else
+// "0"  ARGV[2+3i] its group's id, "" outside a group
 //
-// Each order is settled once: an order no longer queued is skipped. The sale's
+// Each order is settled once: an order no longer queued is skipped. A failed order's
+// seat in its group is free again (the group reopens until its window ends). The sale's
 // generation goes up. Returns the units given back.
 var settleScript = redis.NewScript(unitsLua + bumpGenLua + `
-local n = (#ARGV - 2) / 2
+local n = (#ARGV - 2) / 3
 local ids, sets = {}, {}
-for i = 1, n do ids[i], sets[i] = ARGV[1 + 2 * i], KEYS[5 + i] end
+for i = 1, n do ids[i], sets[i] = ARGV[3 * i], KEYS[4 + 3 * i] end
 local users, qtys = unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], ids, sets)
 local back = 0
 for i = 1, n do
-  if users[i] and ARGV[2 + 2 * i] == '1' then
+  if users[i] and ARGV[1 + 3 * i] == '1' then
     give_back(KEYS[1], KEYS[2], users[i], qtys[i])
     back = back + qtys[i]
+    local group, seats = KEYS[5 + 3 * i], KEYS[6 + 3 * i]
+    if ARGV[2 + 3 * i] ~= '' and redis.call('HDEL', seats, users[i]) == 1 then
+      redis.call('HINCRBY', group, 'members', -1)
+      if redis.call('HGET', group, 'status') == '1' then
+        redis.call('HSET', group, 'status', 0)
+        redis.call('ZADD', KEYS[6], redis.call('HGET', group, 'expires'), ARGV[2 + 3 * i])
+      end
+    end
   end
 end
 if back > 0 then redis.call('PUBLISH', ARGV[2], ARGV[1]) end
@@ -186,23 +202,26 @@ type Settlement struct {
 	OrderID string
 	UserID  int64
 	// Failed is true when MySQL refused the order: its units go back to stock and to
-	// the user's allowance.
+	// the user's allowance, and its seat to its group.
 	Failed bool
+	// Group is the order's group in a group-buy sale, "" outside one.
+	Group string
 }
 
 // Settle removes orders of one sale from the queued state, giving back the units of
 // failed ones. It is idempotent per order.
 func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlement) error {
 	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID), claimedKey(activityID),
-		queuedSinceKey(activityID)}
+		queuedSinceKey(activityID), openGroupsKey(activityID)}
 	args := []any{activityID, ReturnedChannel}
 	for _, o := range orders {
-		keys = append(keys, userQueuedKey(activityID, o.UserID))
+		keys = append(keys, userQueuedKey(activityID, o.UserID), groupKey(activityID, o.Group),
+			groupSeatsKey(activityID, o.Group))
 		failed := "0"
 		if o.Failed {
 			failed = "1"
 		}
-		args = append(args, o.OrderID, failed)
+		args = append(args, o.OrderID, failed, o.Group)
 	}
 	back, err := settleScript.Run(ctx, s.rdb, keys, args...).Int64()
 	if err != nil {

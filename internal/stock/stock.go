@@ -59,14 +59,31 @@ type Sale struct {
 	PayWindow  time.Duration
 	// Gen is the sale's generation in Redis (see rebuild.go).
 	Gen int64
+	// Group-buy: Kind is "group" for a sale of seats in groups of GroupSize that fill
+	// within GroupWindow, else "sale". Participations caps the orders one user holds
+	// (0: no cap), in a sale of either kind.
+	Kind           string
+	GroupSize      int
+	GroupWindow    time.Duration
+	Participations int
+}
+
+// fields are the settings of a sale's hash, as Load and Rebuild write them.
+func (sale Sale) fields() []any {
+	kind := sale.Kind
+	if kind == "" {
+		kind = "sale"
+	}
+	return []any{"total", sale.Total, "limit", sale.Limit,
+		"start", sale.StartsAt.UnixMilli(), "end", sale.EndsAt.UnixMilli(),
+		"price", sale.PriceCents, "paywin", int64(sale.PayWindow / time.Second),
+		"kind", kind, "gsize", sale.GroupSize, "gwin", int64(sale.GroupWindow / time.Second),
+		"plimit", sale.Participations}
 }
 
 // Load writes a new sale's state. The sale can be bought from when Load returns.
 func (s *Stock) Load(ctx context.Context, sale Sale) error {
-	err := s.rdb.HSet(ctx, saleKey(sale.ActivityID),
-		"avail", sale.Available, "total", sale.Total, "limit", sale.Limit,
-		"start", sale.StartsAt.UnixMilli(), "end", sale.EndsAt.UnixMilli(),
-		"price", sale.PriceCents, "paywin", int64(sale.PayWindow/time.Second)).Err()
+	err := s.rdb.HSet(ctx, saleKey(sale.ActivityID), append([]any{"avail", sale.Available}, sale.fields()...)...).Err()
 	if err != nil {
 		return fmt.Errorf("load sale %d: %w", sale.ActivityID, err)
 	}
@@ -143,24 +160,40 @@ type QueuedOrder struct {
 	CreatedAt  time.Time
 	// Limit is the per-user limit the reservation was checked against.
 	Limit int
+	// Participations is the cap on a user's orders it was checked against (0: none).
+	Participations int
+	// Group, GroupSize and GroupExpiresAt are the seat's group ("" for a purchase).
+	Group          string
+	GroupSize      int
+	GroupExpiresAt time.Time
 	// Claimed is true once a worker has begun to persist the order (Stale only).
 	Claimed bool
 }
 
+// parseQueued reads a queued hash value, "user quantity created_ms limit", followed
+// for a sale that caps participations or sells in groups by "cap group size
+// expires_ms" (group "-" and 0s outside a group).
 func parseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
 	f := strings.Fields(v)
-	if len(f) != 4 {
+	if len(f) != 4 && len(f) != 8 {
 		return QueuedOrder{}, fmt.Errorf("queued order %s: malformed %q", orderID, v)
 	}
-	var n [4]int64
+	var n [8]int64
 	for i := range f {
+		if i == 5 {
+			continue // the group id
+		}
 		var err error
 		if n[i], err = strconv.ParseInt(f[i], 10, 64); err != nil {
 			return QueuedOrder{}, fmt.Errorf("queued order %s: malformed %q", orderID, v)
 		}
 	}
-	return QueuedOrder{OrderID: orderID, ActivityID: activityID, UserID: n[0], Quantity: int(n[1]),
-		CreatedAt: time.UnixMilli(n[2]).UTC(), Limit: int(n[3])}, nil
+	q := QueuedOrder{OrderID: orderID, ActivityID: activityID, UserID: n[0], Quantity: int(n[1]),
+		CreatedAt: time.UnixMilli(n[2]).UTC(), Limit: int(n[3]), Participations: int(n[4])}
+	if len(f) == 8 && f[5] != "-" {
+		q.Group, q.GroupSize, q.GroupExpiresAt = f[5], int(n[6]), time.UnixMilli(n[7]).UTC()
+	}
+	return q, nil
 }
 
 // ErrNotQueued means the order is not (or no longer) queued in Redis.
@@ -310,6 +343,9 @@ func (s *Stock) Snapshot(ctx context.Context, activityID int64) (Snapshot, error
 	}
 	snap.Users = make(map[int64]int64, len(users.Val()))
 	for k, v := range users.Val() {
+		if strings.HasPrefix(k, "p") { // a participations count
+			continue
+		}
 		u, err1 := strconv.ParseInt(k, 10, 64)
 		units, err2 := strconv.ParseInt(v, 10, 64)
 		if err1 != nil || err2 != nil {

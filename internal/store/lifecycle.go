@@ -80,10 +80,59 @@ func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time
 		if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", o.Quantity, o.ActivityID).Error; err != nil {
 			return fmt.Errorf("take back sold units: %w", err)
 		}
-		return tx.Exec("UPDATE user_purchases SET units = units - ? WHERE activity_id = ? AND user_id = ?",
-			o.Quantity, o.ActivityID, o.UserID).Error
+		return tx.Exec("UPDATE user_purchases SET units = units - ?, participations = participations - 1 "+
+			"WHERE activity_id = ? AND user_id = ?", o.Quantity, o.ActivityID, o.UserID).Error
 	})
 	return o, changed, err
+}
+
+// FailGroup records in MySQL that a group failed (its window passed unfilled; Redis has
+// given its units and participations back): the group is marked failed and its grouping
+// orders cancelled, their units taken out of the sale's sold units and the users'
+// totals, in one transaction. It returns the orders it cancelled; a group failed before
+// changes nothing. A group none of whose orders reached MySQL gets its row here.
+func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size int, expiresAt, now time.Time) ([]Order, error) {
+	var cancelled []Order
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		cancelled = nil
+		if err := tx.Exec("INSERT INTO sale_groups (id, activity_id, size, members, status, expires_at, created_at) "+
+			"VALUES (?, ?, ?, 0, 'open', ?, ?) ON DUPLICATE KEY UPDATE id = id", id, activityID, size, expiresAt, now).Error; err != nil {
+			return fmt.Errorf("record group: %w", err)
+		}
+		var status string
+		if err := tx.Raw("SELECT status FROM sale_groups WHERE id = ? FOR UPDATE", id).Scan(&status).Error; err != nil {
+			return fmt.Errorf("lock group: %w", err)
+		}
+		if status != "open" {
+			return nil
+		}
+		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).
+			Where("group_id = ? AND status = ?", id, StatusGrouping).Order("id").Find(&cancelled).Error; err != nil {
+			return fmt.Errorf("read group orders: %w", err)
+		}
+		if err := tx.Exec("UPDATE sale_groups SET status = ?, failed_at = ? WHERE id = ?", groupFailed, now, id).Error; err != nil {
+			return fmt.Errorf("fail group: %w", err)
+		}
+		units := int64(0)
+		for i := range cancelled {
+			o := &cancelled[i]
+			o.Status, o.CancelledAt = StatusCancelled, &now
+			units += int64(o.Quantity)
+			if err := tx.Exec("UPDATE user_purchases SET units = units - ?, participations = participations - 1 "+
+				"WHERE activity_id = ? AND user_id = ?", o.Quantity, o.ActivityID, o.UserID).Error; err != nil {
+				return fmt.Errorf("take back user units: %w", err)
+			}
+		}
+		if len(cancelled) == 0 {
+			return nil
+		}
+		if err := tx.Model(&Order{}).Where("group_id = ? AND status = ?", id, StatusGrouping).
+			Updates(map[string]any{"status": StatusCancelled, "cancelled_at": now}).Error; err != nil {
+			return fmt.Errorf("cancel group orders: %w", err)
+		}
+		return tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", units, activityID).Error
+	})
+	return cancelled, err
 }
 
 // guarded checks that an update guarded by the order's status changed its row; the
@@ -118,3 +167,54 @@ func (s *Store) PendingReturns(ctx context.Context, limit int) ([]Order, error) 
 func (s *Store) ReturnedToStock(ctx context.Context, id string) error {
 	return s.db.WithContext(ctx).Model(&Order{}).Where("id = ?", id).Update("return_pending", false).Error
 }
+
+// Group is one row of sale_groups, with the users whose orders hold its seats.
+type Group struct {
+	ID         string
+	ActivityID int64
+	Size       int
+	Members    int
+	Status     string
+	ExpiresAt  time.Time
+	// Users are the members' user ids (orders of the group that are grouping, created,
+	// paid, or cancelled with the group when it failed).
+	Users []int64 `gorm:"-"`
+}
+
+// ListGroups returns every group of a sale MySQL has (a group gets its row with its
+// first stored seat), newest first, with its members, in two queries.
+func (s *Store) ListGroups(ctx context.Context, activityID int64) ([]Group, error) {
+	var gs []Group
+	if err := s.db.WithContext(ctx).Table("sale_groups").Where("activity_id = ?", activityID).
+		Order("created_at DESC").Limit(maxListedGroups).Find(&gs).Error; err != nil {
+		return nil, fmt.Errorf("list groups: %w", err)
+	}
+	if len(gs) == 0 {
+		return gs, nil
+	}
+	ids := make([]string, len(gs))
+	for i, g := range gs {
+		ids[i] = g.ID
+	}
+	var members []struct {
+		GroupID string
+		UserID  int64
+	}
+	if err := s.db.WithContext(ctx).Model(&Order{}).Select("group_id, user_id").
+		Where("group_id IN ? AND status <> ?", ids, StatusFailed).Order("created_at").Scan(&members).Error; err != nil {
+		return nil, fmt.Errorf("list group members: %w", err)
+	}
+	byID := map[string]*Group{}
+	for i := range gs {
+		byID[gs[i].ID] = &gs[i]
+	}
+	for _, m := range members {
+		if g := byID[m.GroupID]; g != nil {
+			g.Users = append(g.Users, m.UserID)
+		}
+	}
+	return gs, nil
+}
+
+// maxListedGroups bounds ListGroups.
+const maxListedGroups = 500

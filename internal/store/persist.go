@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 )
 
@@ -20,6 +21,13 @@ type NewOrder struct {
 	// Gen is the sale's Redis generation the worker's claim of the order reached; the
 	// activity's redis_gen keeps the highest.
 	Gen int64
+	// Participations is the cap on the user's orders in the sale it was checked
+	// against (0: none); MySQL checks it too.
+	Participations int
+	// GroupSize and GroupExpiresAt describe the order's group (Order.GroupID) as Redis
+	// opened it, so MySQL can record the group with its first stored seat.
+	GroupSize      int
+	GroupExpiresAt time.Time
 }
 
 // Outcome is what PersistBatch did with one order.
@@ -41,7 +49,10 @@ func (e *guardError) Error() string { return e.reason }
 // PersistBatch writes orders in one transaction and returns each order's outcome by id.
 // It is idempotent: an order already stored is left as it is and reported with
 // Existed. In the same transaction it adds the units to activities.sold, guarded by
-// stock_total, and to user_purchases, guarded by each order's Limit. When a guard
+// stock_total, and the units and orders to user_purchases, guarded by each order's
+// Limit and Participations. An order of a group takes a seat in sale_groups, guarded
+// by the group's size: it is stored grouping, and the seat that fills the group turns
+// every order of it created, their pay windows starting then. When a guard
 // refuses the batch, the orders are written one by one, oldest first, and each one the
 // guard refuses is stored as failed with a reason and counts nowhere.
 func (s *Store) PersistBatch(ctx context.Context, orders []NewOrder) (map[string]Outcome, error) {
@@ -112,14 +123,19 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder) (map[string]Outc
 			}
 			o.Status, o.FailureReason, o.PersistedAt = StatusCreated, nil, now
 			fresh = append(fresh, o)
-			held = append(held, userUnits{o.ActivityID, o.UserID, int64(o.Quantity), o.Limit})
-			out[o.ID] = Outcome{Status: StatusCreated}
+			held = append(held, userUnits{o.ActivityID, o.UserID, int64(o.Quantity), 1, o.Limit, o.Participations})
 		}
 		if len(fresh) == 0 {
 			return nil
 		}
 		if err := addUserUnits(tx, held); err != nil {
 			return err
+		}
+		if err := takeSeats(tx, fresh, now); err != nil {
+			return err
+		}
+		for _, o := range fresh {
+			out[o.ID] = Outcome{Status: o.Status}
 		}
 		rows := make([]Order, len(fresh))
 		for i, o := range fresh {
@@ -134,12 +150,13 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder) (map[string]Outc
 }
 
 type userUnits struct {
-	activityID, userID, units int64
-	limit                     int
+	activityID, userID, units, orders int64
+	limit, participations             int
 }
 
-// addUserUnits adds units to user_purchases and refuses when a user would hold more
-// than the limit of the orders being added.
+// addUserUnits adds units and orders to user_purchases and refuses when a user would
+// hold more than the limit, or more orders than the cap on participations, of the
+// orders being added.
 func addUserUnits(tx *gorm.DB, rows []userUnits) error {
 	sum := map[[2]int64]*userUnits{}
 	var keys [][2]int64
@@ -147,7 +164,9 @@ func addUserUnits(tx *gorm.DB, rows []userUnits) error {
 		k := [2]int64{r.activityID, r.userID}
 		if u, ok := sum[k]; ok {
 			u.units += r.units
+			u.orders += r.orders
 			u.limit = max(u.limit, r.limit)
+			u.participations = max(u.participations, r.participations)
 			continue
 		}
 		r := r
@@ -158,32 +177,122 @@ func addUserUnits(tx *gorm.DB, rows []userUnits) error {
 		return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1]
 	})
 	values := make([]string, len(keys))
-	args := make([]any, 0, 3*len(keys))
+	args := make([]any, 0, 4*len(keys))
 	pairs := make([]string, len(keys))
 	pairArgs := make([]any, 0, 2*len(keys))
 	for i, k := range keys {
-		values[i], pairs[i] = "(?, ?, ?)", "(?, ?)"
-		args = append(args, k[0], k[1], sum[k].units)
+		values[i], pairs[i] = "(?, ?, ?, ?)", "(?, ?)"
+		args = append(args, k[0], k[1], sum[k].units, sum[k].orders)
 		pairArgs = append(pairArgs, k[0], k[1])
 	}
-	if err := tx.Exec("INSERT INTO user_purchases (activity_id, user_id, units) VALUES "+
-		strings.Join(values, ", ")+" ON DUPLICATE KEY UPDATE units = units + VALUES(units)", args...).Error; err != nil {
+	if err := tx.Exec("INSERT INTO user_purchases (activity_id, user_id, units, participations) VALUES "+
+		strings.Join(values, ", ")+" ON DUPLICATE KEY UPDATE units = units + VALUES(units), "+
+		"participations = participations + VALUES(participations)", args...).Error; err != nil {
 		return fmt.Errorf("add user units: %w", err)
 	}
 	var now []struct {
-		ActivityID, UserID, Units int64
+		ActivityID, UserID, Units, Participations int64
 	}
-	if err := tx.Raw("SELECT activity_id, user_id, units FROM user_purchases WHERE (activity_id, user_id) IN ("+
+	if err := tx.Raw("SELECT activity_id, user_id, units, participations FROM user_purchases WHERE (activity_id, user_id) IN ("+
 		strings.Join(pairs, ", ")+")", pairArgs...).Scan(&now).Error; err != nil {
 		return fmt.Errorf("read user units: %w", err)
 	}
 	for _, n := range now {
-		if u := sum[[2]int64{n.ActivityID, n.UserID}]; u != nil && n.Units > int64(u.limit) {
+		u := sum[[2]int64{n.ActivityID, n.UserID}]
+		switch {
+		case u == nil:
+		case n.Units > int64(u.limit):
 			return &guardError{fmt.Sprintf("over the per-user limit of %d in MySQL", u.limit)}
+		case u.participations > 0 && n.Participations > int64(u.participations):
+			return &guardError{fmt.Sprintf("over the cap of %d participations in MySQL", u.participations)}
 		}
 	}
 	return nil
 }
+
+// takeSeats records the seats of the group orders among orders (in place: their
+// Status and ExpiresAt) in sale_groups, whose CHECK refuses a seat past the group's
+// size. A group's first stored seat creates its row. Orders of a group that is not full
+// are stored grouping, until its window ends (ExpiresAt); the seat that fills it marks
+// it complete and turns its grouping orders created, their pay window starting now.
+func takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time) error {
+	seats := map[string]int{}
+	var ids []string
+	first := map[string]NewOrder{}
+	for _, o := range orders {
+		if o.GroupID == nil {
+			continue
+		}
+		g := *o.GroupID
+		if _, ok := seats[g]; !ok {
+			ids = append(ids, g)
+			first[g] = o
+		}
+		seats[g]++
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	sort.Strings(ids) // rows locked in one order, so concurrent batches cannot deadlock
+	for _, g := range ids {
+		o := first[g]
+		err := tx.Exec("INSERT INTO sale_groups (id, activity_id, size, members, status, expires_at, created_at) "+
+			"VALUES (?, ?, ?, ?, 'open', ?, ?) ON DUPLICATE KEY UPDATE members = members + VALUES(members)",
+			g, o.ActivityID, o.GroupSize, seats[g], o.GroupExpiresAt, now).Error
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && me.Number == 4025 { // CHECK sale_groups_members
+			return &guardError{"no seat left in the group in MySQL"}
+		}
+		if err != nil {
+			return fmt.Errorf("take group seats: %w", err)
+		}
+	}
+	var groups []struct {
+		ID            string
+		Size, Members int
+		Status        string
+		ExpiresAt     time.Time
+	}
+	if err := tx.Raw("SELECT id, size, members, status, expires_at FROM sale_groups WHERE id IN ?", ids).
+		Scan(&groups).Error; err != nil {
+		return fmt.Errorf("read groups: %w", err)
+	}
+	complete := map[string]bool{}
+	for _, g := range groups {
+		switch {
+		case g.Status == groupFailed:
+			return &guardError{"the group failed in MySQL"}
+		case g.Members < g.Size:
+			continue
+		}
+		complete[g.ID] = true
+		if err := tx.Exec("UPDATE sale_groups SET status = 'complete', completed_at = ? WHERE id = ? AND status = 'open'",
+			now, g.ID).Error; err != nil {
+			return fmt.Errorf("complete group: %w", err)
+		}
+	}
+	for i := range orders {
+		o := &orders[i]
+		if o.GroupID == nil {
+			continue
+		}
+		payWindow := o.ExpiresAt.Sub(o.CreatedAt)
+		if complete[*o.GroupID] {
+			o.Status, o.ExpiresAt = StatusCreated, now.Add(payWindow)
+			// The group's other orders, stored before, start their pay window now too.
+			if err := tx.Exec("UPDATE orders SET status = ?, expires_at = ? WHERE group_id = ? AND status = ?",
+				StatusCreated, now.Add(payWindow), *o.GroupID, StatusGrouping).Error; err != nil {
+				return fmt.Errorf("complete group orders: %w", err)
+			}
+			continue
+		}
+		o.Status, o.ExpiresAt = StatusGrouping, o.GroupExpiresAt
+	}
+	return nil
+}
+
+// groupFailed is the status of a group whose window passed unfilled.
+const groupFailed = "failed"
 
 // addSold adds the orders' units to their activities, refusing to pass stock_total,
 // and raises each activity's redis_gen to the orders' highest Gen.

@@ -18,6 +18,7 @@ import (
 // Order statuses, the same words as the API. Queued orders live in Redis only.
 const (
 	StatusQueued    = "queued"
+	StatusGrouping  = "grouping" // a seat in a group that has not filled yet
 	StatusCreated   = "created"
 	StatusPaid      = "paid"
 	StatusCancelled = "cancelled"
@@ -48,9 +49,15 @@ type Activity struct {
 	PayWindowSeconds int
 	// RedisGen is the highest generation of the sale's Redis state that orders were
 	// written under (see internal/stock/rebuild.go).
-	RedisGen  int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	RedisGen int64
+	// Kind is "sale" or "group" (group-buy: GroupSize and GroupWindowSeconds are set).
+	Kind               string `gorm:"default:sale"`
+	GroupSize          *int
+	GroupWindowSeconds *int
+	// PerUserParticipations caps the orders one user holds in the sale; nil: no cap.
+	PerUserParticipations *int
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
 }
 
 // Order is one row of orders.
@@ -67,6 +74,8 @@ type Order struct {
 	PaidAt        *time.Time
 	CancelledAt   *time.Time
 	PersistedAt   time.Time
+	// GroupID is the order's group in a group-buy sale.
+	GroupID *string
 }
 
 // Store reads and writes the sale tables.
@@ -282,36 +291,53 @@ func (s *Store) Holdings(ctx context.Context, activityID int64) (map[int64]int64
 }
 
 func holdings(db *gorm.DB, activityID int64) (map[int64]int64, error) {
-	var rows []struct{ UserID, Units int64 }
-	err := db.Model(&Order{}).Select("user_id, SUM(quantity) AS units").
-		Where("activity_id = ? AND (status IN ? OR return_pending)", activityID, []string{StatusCreated, StatusPaid}).
+	units, _, err := holdingsAndOrders(db, activityID)
+	return units, err
+}
+
+// holdingsAndOrders is Holdings with, by user, the number of those orders (the user's
+// participations).
+func holdingsAndOrders(db *gorm.DB, activityID int64) (units, orders map[int64]int64, err error) {
+	var rows []struct{ UserID, Units, Orders int64 }
+	err = db.Model(&Order{}).Select("user_id, SUM(quantity) AS units, COUNT(*) AS orders").
+		Where("activity_id = ? AND (status IN ? OR return_pending)", activityID, holding).
 		Group("user_id").Scan(&rows).Error
 	if err != nil {
-		return nil, fmt.Errorf("holdings of activity %d: %w", activityID, err)
+		return nil, nil, fmt.Errorf("holdings of activity %d: %w", activityID, err)
 	}
-	out := make(map[int64]int64, len(rows))
+	units, orders = make(map[int64]int64, len(rows)), make(map[int64]int64, len(rows))
 	for _, r := range rows {
-		out[r.UserID] = r.Units
+		units[r.UserID], orders[r.UserID] = r.Units, r.Orders
 	}
-	return out, nil
+	return units, orders, nil
+}
+
+// holding are the statuses of stored orders that hold units of stock.
+var holding = []string{StatusGrouping, StatusCreated, StatusPaid}
+
+// RebuildFacts are what a sale's Redis state is rebuilt from.
+type RebuildFacts struct {
+	Activity Activity
+	// Units and Orders are, by user, the units and orders of Holdings.
+	Units, Orders map[int64]int64
+	// Stored are the orders Redis holds as queued that MySQL has already (those count
+	// in the holdings, not as queued).
+	Stored map[string]bool
 }
 
 // RebuildFacts reads, in one consistent snapshot, what a sale's Redis state is rebuilt
-// from: the activity, each user's Holdings, and which of the orders Redis holds as
-// queued (ids) MySQL has already (those count in the holdings, not as queued).
-func (s *Store) RebuildFacts(ctx context.Context, activityID int64, ids []string) (Activity, map[int64]int64, map[string]bool, error) {
-	var a Activity
-	var users map[int64]int64
-	stored := map[string]bool{}
+// from, given the ids of the orders Redis holds as queued.
+func (s *Store) RebuildFacts(ctx context.Context, activityID int64, ids []string) (RebuildFacts, error) {
+	f := RebuildFacts{Stored: map[string]bool{}}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.First(&a, activityID).Error; err != nil {
+		if err := tx.First(&f.Activity, activityID).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return ErrNotFound
 			}
 			return err
 		}
 		var err error
-		if users, err = holdings(tx, activityID); err != nil {
+		if f.Units, f.Orders, err = holdingsAndOrders(tx, activityID); err != nil {
 			return err
 		}
 		for i := 0; i < len(ids); i += 1000 {
@@ -320,13 +346,13 @@ func (s *Store) RebuildFacts(ctx context.Context, activityID int64, ids []string
 				return err
 			}
 			for _, id := range found {
-				stored[id] = true
+				f.Stored[id] = true
 			}
 		}
 		return nil
 	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
-		return Activity{}, nil, nil, fmt.Errorf("rebuild facts of activity %d: %w", activityID, err)
+		return RebuildFacts{}, fmt.Errorf("rebuild facts of activity %d: %w", activityID, err)
 	}
-	return a, users, stored, nil
+	return f, nil
 }

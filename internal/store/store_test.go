@@ -136,3 +136,73 @@ func TestPersistBatchConcurrent(t *testing.T) {
 		t.Errorf("created units = %d, want 63", counts["created"].Units)
 	}
 }
+
+// seatOrder is an order of a seat in group g of size 3.
+func seatOrder(a store.Activity, user int64, g string) store.NewOrder {
+	o := order(a, user, 1)
+	o.GroupID, o.GroupSize, o.GroupExpiresAt, o.Participations = &g, 3, o.CreatedAt.Add(time.Minute), 2
+	return o
+}
+
+// Seats in MySQL: orders wait grouping until the seat that fills the group turns every
+// order of it created (pay window from then); a seat past the size, or a user past the
+// cap on participations, is refused and stored failed; a failed group cancels its
+// grouping orders once, giving their units back.
+func TestPersistSeatsAndFailGroup(t *testing.T) {
+	db := testutil.MySQL(t)
+	s := store.New(db.Gorm)
+	ctx := context.Background()
+	a := newActivity(t, s, 100, 5)
+	steps := []struct {
+		name  string
+		batch []store.NewOrder
+		want  []string
+	}{
+		{"two seats of g1", []store.NewOrder{seatOrder(a, 1, "g1"), seatOrder(a, 2, "g1")}, []string{"grouping", "grouping"}},
+		{"the seat that fills g1, and one past its size", []store.NewOrder{seatOrder(a, 3, "g1"), seatOrder(a, 4, "g1")},
+			[]string{"created", "failed"}},
+		{"user 1 in two more groups: past the cap of 2", []store.NewOrder{seatOrder(a, 1, "g2"), seatOrder(a, 1, "g3")},
+			[]string{"grouping", "failed"}},
+		{"a seat of g4", []store.NewOrder{seatOrder(a, 5, "g4")}, []string{"grouping"}},
+	}
+	for _, st := range steps {
+		out, err := s.PersistBatch(ctx, st.batch)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		for i, o := range st.batch {
+			if got := out[o.ID].Status; got != st.want[i] {
+				t.Errorf("%s: order %d is %s (%s), want %s", st.name, i, got, out[o.ID].Reason, st.want[i])
+			}
+		}
+	}
+	var g1 []store.Order
+	db.Gorm.Where("group_id = ?", "g1").Find(&g1)
+	for _, o := range g1 {
+		if o.Status == "created" && o.ExpiresAt.Before(o.PersistedAt.Add(14*time.Minute)) {
+			t.Errorf("order %s of the complete group expires at %v: its pay window must start when the group filled", o.ID, o.ExpiresAt)
+		}
+	}
+	for i, want := range []int{1, 0} {
+		cancelled, err := s.FailGroup(ctx, a.ID, "g4", 3, time.Now(), time.Now())
+		if err != nil || len(cancelled) != want {
+			t.Fatalf("fail g4 #%d: %d orders cancelled, %v; want %d", i+1, len(cancelled), err, want)
+		}
+	}
+	stored, _ := s.GetActivity(ctx, a.ID)
+	if stored.Sold != 4 { // g1's three seats and user 1's seat in g2
+		t.Errorf("sold = %d, want 4", stored.Sold)
+	}
+	gs, err := s.ListGroups(ctx, a.ID)
+	if err != nil || len(gs) != 3 {
+		t.Fatalf("groups = %+v, %v; want g1, g2, g4", gs, err)
+	}
+	for _, g := range gs {
+		if g.ID == "g1" && (g.Status != "complete" || g.Members != 3 || len(g.Users) != 3) {
+			t.Errorf("g1 = %+v, want complete with 3 members", g)
+		}
+		if g.ID == "g4" && g.Status != "failed" {
+			t.Errorf("g4 = %+v, want failed", g)
+		}
+	}
+}

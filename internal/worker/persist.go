@@ -132,8 +132,8 @@ func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[s
 		default:
 			p.metrics.handled(out.Status, 1)
 		}
-		settle[o.ActivityID] = append(settle[o.ActivityID],
-			stock.Settlement{OrderID: o.ID, UserID: o.UserID, Failed: out.Status == store.StatusFailed})
+		settle[o.ActivityID] = append(settle[o.ActivityID], stock.Settlement{OrderID: o.ID, UserID: o.UserID,
+			Failed: out.Status == store.StatusFailed, Group: deref(o.GroupID)})
 	}
 	for act, ss := range settle {
 		err := p.stock.Settle(ctx, act, ss)
@@ -145,7 +145,19 @@ func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[s
 }
 
 func newOrder(o queue.Order) store.NewOrder {
-	return store.NewOrder{Limit: o.Limit, Order: store.Order{ID: o.ID, ActivityID: o.ActivityID,
-		UserID: o.UserID, Quantity: o.Quantity, AmountCents: o.AmountCents,
+	n := store.NewOrder{Limit: o.Limit, Participations: o.Participations, Order: store.Order{ID: o.ID,
+		ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity, AmountCents: o.AmountCents,
 		CreatedAt: time.UnixMilli(o.CreatedAtMs).UTC(), ExpiresAt: time.UnixMilli(o.ExpiresAtMs).UTC()}}
+	if o.Group != "" {
+		g := o.Group
+		n.GroupID, n.GroupSize, n.GroupExpiresAt = &g, o.GroupSize, time.UnixMilli(o.GroupExpiresAtMs).UTC()
+	}
+	return n
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

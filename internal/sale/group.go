@@ -1,0 +1,134 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"seckill/internal/stock"
+)
+
+// Group is a group of a group-buy sale as the API shows it.
+type Group struct {
+	ID         string    `json:"id"`
+	ActivityID int64     `json:"activity_id"`
+	Size       int       `json:"size"`
+	Members    int       `json:"members"`
+	Status     string    `json:"status"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	// MemberIDs are the members' user ids, for admins only.
+	MemberIDs []int64 `json:"member_ids,omitempty"`
+}
+
+func groupView(g stock.Group) Group {
+	v := Group{ID: g.ID, ActivityID: g.ActivityID, Size: g.Size, Members: g.Members, Status: g.Status.String(),
+		ExpiresAt: g.ExpiresAt}
+	for u := range g.Seats {
+		v.MemberIDs = append(v.MemberIDs, u)
+	}
+	return v
+}
+
+// SeatRequest is a buyer's seat in a group-buy sale: a new group (Open), or the group
+// Group.
+type SeatRequest struct {
+	ActivityID     int64 // for Open
+	Group          string
+	Open           bool
+	UserID         int64
+	Quantity       int
+	IdempotencyKey string
+}
+
+// Seat opens a group or takes a seat in one: a purchase (Buy), whose order waits in
+// its group until the group fills. It returns the group as the seat left it and the
+// queued order; with replayed true, the order an earlier request with the same
+// Idempotency-Key made, and its group now. Errors of Buy, and stock.ErrNotGroupSale,
+// ErrGroupClosed, ErrAlreadyInGroup, ErrGroupFull; ErrNotFound for an unknown group.
+func (s *Service) Seat(ctx context.Context, r SeatRequest) (Group, Order, bool, error) {
+	if !r.Open {
+		id, ok := activityOfOrder(r.Group)
+		if !ok {
+			return Group{}, Order{}, false, ErrNotFound
+		}
+		r.ActivityID = id
+	}
+	o, g, replayed, err := s.buy(ctx, BuyRequest{ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
+		IdempotencyKey: r.IdempotencyKey, Group: r.Group, OpenGroup: r.Open})
+	switch {
+	case errors.Is(err, stock.ErrNoGroup):
+		return Group{}, Order{}, false, ErrNotFound
+	case err != nil:
+		return Group{}, Order{}, false, err
+	case g != nil:
+		return groupView(*g), o, replayed, nil
+	}
+	if o.GroupID == "" { // a replayed key of a purchase of another kind: cannot happen in one sale
+		return Group{}, Order{}, false, fmt.Errorf("order %s has no group", o.ID)
+	}
+	gr, err := s.GetGroup(ctx, o.GroupID, false)
+	return gr, o, replayed, err
+}
+
+// GetGroup returns a group (with its members' ids when members is true), or
+// ErrNotFound.
+func (s *Service) GetGroup(ctx context.Context, id string, members bool) (Group, error) {
+	activityID, ok := activityOfOrder(id)
+	if !ok {
+		return Group{}, ErrNotFound
+	}
+	g, err := s.stock.GetGroup(ctx, activityID, id, members)
+	if errors.Is(err, stock.ErrNoGroup) {
+		return Group{}, ErrNotFound
+	}
+	if err != nil {
+		return Group{}, err
+	}
+	return groupView(g), nil
+}
+
+// OpenGroups returns a group-buy sale's open groups, fullest first (with their
+// members' ids when members is true). ErrNotFound for an unknown sale;
+// stock.ErrNotGroupSale for a plain one.
+func (s *Service) OpenGroups(ctx context.Context, activityID int64, members bool) ([]Group, error) {
+	a, err := s.store.GetActivity(ctx, activityID)
+	if err != nil {
+		return nil, err
+	}
+	if a.Kind != KindGroup {
+		return nil, stock.ErrNotGroupSale
+	}
+	gs, err := s.stock.OpenGroups(ctx, activityID, s.now(), members)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Group, len(gs))
+	for i, g := range gs {
+		out[i] = groupView(g)
+	}
+	return out, nil
+}
+
+// AllGroups returns a group-buy sale's groups as MySQL records them (open, complete and
+// failed; a group appears with its first stored seat), newest first, with their
+// members. ErrNotFound for an unknown sale; stock.ErrNotGroupSale for a plain one.
+func (s *Service) AllGroups(ctx context.Context, activityID int64, _ bool) ([]Group, error) {
+	a, err := s.store.GetActivity(ctx, activityID)
+	if err != nil {
+		return nil, err
+	}
+	if a.Kind != KindGroup {
+		return nil, stock.ErrNotGroupSale
+	}
+	gs, err := s.store.ListGroups(ctx, activityID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Group, len(gs))
+	for i, g := range gs {
+		out[i] = Group{ID: g.ID, ActivityID: g.ActivityID, Size: g.Size, Members: g.Members, Status: g.Status,
+			ExpiresAt: g.ExpiresAt.UTC(), MemberIDs: g.Users}
+	}
+	return out, nil
+}

@@ -1,0 +1,221 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors of a seat in a group-buy sale. Handlers map them to the HTTP contract.
+var (
+	ErrGroupSale      = errors.New("this is a group-buy sale: open or join a group")
+	ErrNotGroupSale   = errors.New("this sale is not a group-buy sale")
+	ErrNoGroup        = errors.New("no such group")
+	ErrGroupClosed    = errors.New("the group is no longer open")
+	ErrAlreadyInGroup = errors.New("you already hold a seat in this group")
+	ErrGroupFull      = errors.New("no seat is left in this group")
+)
+
+// GroupStatus is where a group stands; Redis decides it, MySQL follows.
+type GroupStatus int
+
+// Group statuses, as the reserve and fail scripts write them.
+const (
+	GroupOpen GroupStatus = iota
+	GroupComplete
+	GroupFailed
+)
+
+func (s GroupStatus) String() string {
+	switch s {
+	case GroupComplete:
+		return "complete"
+	case GroupFailed:
+		return "failed"
+	}
+	return "open"
+}
+
+// Group is a group of a group-buy sale as Redis holds it.
+type Group struct {
+	ID         string
+	ActivityID int64
+	Size       int
+	Members    int
+	Status     GroupStatus
+	ExpiresAt  time.Time
+	// Seats are the members' orders by user id (Group with seats only).
+	Seats map[int64]Seat
+}
+
+// Seat is one member's order in a group.
+type Seat struct {
+	OrderID  string
+	Quantity int
+}
+
+// GetGroup returns a group, with its seats when seats is true, or ErrNoGroup.
+func (s *Stock) GetGroup(ctx context.Context, activityID int64, id string, seats bool) (Group, error) {
+	groups, err := s.groups(ctx, activityID, []string{id}, seats)
+	if err != nil {
+		return Group{}, err
+	}
+	if len(groups) == 0 {
+		return Group{}, ErrNoGroup
+	}
+	return groups[0], nil
+}
+
+// OpenGroups returns a sale's open groups whose window has not passed at now, fullest
+// first, then those that close soonest.
+func (s *Stock) OpenGroups(ctx context.Context, activityID int64, now time.Time, seats bool) ([]Group, error) {
+	ids, err := s.rdb.ZRangeByScore(ctx, openGroupsKey(activityID), &redis.ZRangeBy{
+		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("open groups of sale %d: %w", activityID, err)
+	}
+	groups, err := s.groups(ctx, activityID, ids, seats)
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(groups, func(i, j int) bool {
+		gi, gj := groups[i], groups[j]
+		return gi.Members > gj.Members || gi.Members == gj.Members && gi.ExpiresAt.Before(gj.ExpiresAt)
+	})
+	return groups, nil
+}
+
+// groups reads groups in one round trip; a group Redis does not have is left out.
+func (s *Stock) groups(ctx context.Context, activityID int64, ids []string, seats bool) ([]Group, error) {
+	hashes := make([]*redis.SliceCmd, len(ids))
+	members := make([]*redis.MapStringStringCmd, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			hashes[i] = p.HMGet(ctx, groupKey(activityID, id), "members", "size", "expires", "status")
+			if seats {
+				members[i] = p.HGetAll(ctx, groupSeatsKey(activityID, id))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read groups of sale %d: %w", activityID, err)
+	}
+	out := make([]Group, 0, len(ids))
+	for i, id := range ids {
+		v := hashes[i].Val()
+		if v[0] == nil {
+			continue
+		}
+		n, err := integers(v)
+		if err != nil {
+			return nil, fmt.Errorf("group %s: %w", id, err)
+		}
+		g := Group{ID: id, ActivityID: activityID, Members: int(n[0]), Size: int(n[1]),
+			ExpiresAt: time.UnixMilli(n[2]).UTC(), Status: GroupStatus(n[3])}
+		if seats {
+			g.Seats = map[int64]Seat{}
+			for u, v := range members[i].Val() {
+				user, err1 := strconv.ParseInt(u, 10, 64)
+				order, qty, _ := strings.Cut(v, " ")
+				q, err2 := strconv.Atoi(qty)
+				if err1 != nil || err2 != nil {
+					return nil, fmt.Errorf("group %s: malformed seat %q=%q", id, u, v)
+				}
+				g.Seats[user] = Seat{OrderID: order, Quantity: q}
+			}
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// failScript fails a group whose window has passed unfilled: every seat's units and
+// participation go back, at once and once (the status changes in the same step), and
+// the group is listed as failing until MySQL has cancelled its orders.
+//
+// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] group hash
+// KEYS[5] group seats hash  KEYS[6] open groups sorted set  KEYS[7] failing set
+// ARGV[1] now (unix ms)  ARGV[2] group id  ARGV[3] activity id
+// ARGV[4] the returned-units channel
+//
+// Returns 1 failed now; 0 nothing to do (complete, failed before, window not passed, or
+// no such group); -1 not yet: a seat's order is still on its way to MySQL (the worker
+// writes it first, so MySQL cancels every order of the group in one go).
+var failScript = redis.NewScript(unitsLua + bumpGenLua + `
+local g = redis.call('HMGET', KEYS[4], 'members', 'size', 'expires', 'status')
+if not g[1] or g[4] ~= '0' then
+  redis.call('ZREM', KEYS[6], ARGV[2])
+  return 0
+end
+if tonumber(ARGV[1]) < tonumber(g[3]) then return 0 end
+local seats = redis.call('HGETALL', KEYS[5])
+for i = 1, #seats, 2 do
+  local id = string.match(seats[i + 1], '^(%S+)')
+  if redis.call('HEXISTS', KEYS[3], id) == 1 then return -1 end
+end
+for i = 1, #seats, 2 do
+  local qty = tonumber(string.match(seats[i + 1], ' (%d+)$'))
+  give_back(KEYS[1], KEYS[2], seats[i], qty)
+end
+redis.call('HSET', KEYS[4], 'status', 2)
+redis.call('ZREM', KEYS[6], ARGV[2])
+redis.call('SADD', KEYS[7], ARGV[2])
+bump_gen(KEYS[1])
+if #seats > 0 then redis.call('PUBLISH', ARGV[4], ARGV[3]) end
+return 1
+`)
+
+// ErrGroupPending is a group that cannot fail yet: a seat's order is still queued.
+var ErrGroupPending = errors.New("a seat's order is still on its way to MySQL")
+
+// FailGroup fails a group whose window passed at or before now without filling: its
+// units and participations come back, and it joins the failing groups (Failing) until
+// DoneFailing. It reports whether it failed the group now; ErrGroupPending when a
+// seat's order is not in MySQL yet (try again later).
+func (s *Stock) FailGroup(ctx context.Context, activityID int64, id string, now time.Time) (bool, error) {
+	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID), groupKey(activityID, id),
+		groupSeatsKey(activityID, id), openGroupsKey(activityID), failingKey(activityID)}
+	n, err := failScript.Run(ctx, s.rdb, keys, now.UnixMilli(), id, activityID, ReturnedChannel).Int64()
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("fail group %s: %w", id, err)
+	case n == -1:
+		return false, ErrGroupPending
+	case n == 1:
+		s.soldOut.clear(activityID)
+	}
+	return n == 1, nil
+}
+
+// DueGroups returns up to limit ids of a sale's open groups whose window passed at or
+// before now.
+func (s *Stock) DueGroups(ctx context.Context, activityID int64, now time.Time, limit int) ([]string, error) {
+	ids, err := s.rdb.ZRangeByScore(ctx, openGroupsKey(activityID), &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(limit)}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("due groups of sale %d: %w", activityID, err)
+	}
+	return ids, nil
+}
+
+// Failing returns the groups of a sale that failed in Redis and whose orders MySQL has
+// not yet cancelled.
+func (s *Stock) Failing(ctx context.Context, activityID int64) ([]string, error) {
+	ids, err := s.rdb.SMembers(ctx, failingKey(activityID)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("failing groups of sale %d: %w", activityID, err)
+	}
+	return ids, nil
+}
+
+// DoneFailing records that MySQL has cancelled a failed group's orders.
+func (s *Stock) DoneFailing(ctx context.Context, activityID int64, id string) error {
+	return s.rdb.SRem(ctx, failingKey(activityID), id).Err()
+}

@@ -1,0 +1,165 @@
+package stock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/stock"
+	"seckill/internal/testutil"
+)
+
+// newGroupSale loads a group-buy sale: groups of size, a window of a minute, a cap of
+// caps participations per user (0: none).
+func newGroupSale(t *testing.T, s *stock.Stock, id, avail int64, size, caps int) {
+	t.Helper()
+	err := s.Load(context.Background(), stock.Sale{ActivityID: id, Available: avail, Total: avail, Limit: 5,
+		StartsAt: t0, EndsAt: t0.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Kind: "group",
+		GroupSize: size, GroupWindow: time.Minute, Participations: caps})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func seat(act, user int64, group string, open bool, at time.Time) stock.Reservation {
+	r := reservation(act, user, 1, "", at)
+	r.Group, r.OpenGroup = group, open
+	return r
+}
+
+// Seats, step by step on one group of 3 in a sale that caps participations at 2.
+func TestGroupSeats(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newGroupSale(t, s, 1, 100, 3, 2)
+	newSale(t, s, 2, 10, 1)
+	in := t0.Add(time.Second)
+	steps := []struct {
+		name    string
+		r       stock.Reservation
+		want    error
+		members int
+		status  stock.GroupStatus
+	}{
+		{"a purchase in a group sale", reservation(1, 1, 1, "", in), stock.ErrGroupSale, 0, 0},
+		{"a seat in a plain sale", seat(2, 1, "gx", true, in), stock.ErrNotGroupSale, 0, 0},
+		{"join an unknown group", seat(1, 1, "nope", false, in), stock.ErrNoGroup, 0, 0},
+		{"user 1 opens g1", seat(1, 1, "g1", true, in), nil, 1, stock.GroupOpen},
+		{"user 1 again in g1", seat(1, 1, "g1", false, in), stock.ErrAlreadyInGroup, 0, 0},
+		{"user 2 joins g1", seat(1, 2, "g1", false, in), nil, 2, stock.GroupOpen},
+		{"user 1 opens g2", seat(1, 1, "g2", true, in), nil, 1, stock.GroupOpen},
+		{"user 1 past the cap of 2 participations", seat(1, 1, "g3", true, in), stock.ErrLimitExceeded, 0, 0},
+		{"user 3 fills g1", seat(1, 3, "g1", false, in), nil, 3, stock.GroupComplete},
+		{"user 4 on the complete g1", seat(1, 4, "g1", false, in), stock.ErrGroupFull, 0, 0},
+		{"user 3 again on the complete g1", seat(1, 3, "g1", false, in), stock.ErrAlreadyInGroup, 0, 0},
+		{"user 4 on g2 after its window", seat(1, 4, "g2", false, in.Add(time.Minute)), stock.ErrGroupClosed, 0, 0},
+	}
+	for _, st := range steps {
+		got, err := s.Reserve(ctx, st.r)
+		time.Sleep(2 * time.Millisecond) // the user lock's TTL
+		if !errors.Is(err, st.want) {
+			t.Fatalf("%s: %v, want %v", st.name, err, st.want)
+		}
+		if err != nil {
+			continue
+		}
+		if got.Group == nil || got.Group.Members != st.members || got.Group.Status != st.status || got.Group.Size != 3 {
+			t.Fatalf("%s: group %+v, want %d of 3 members, %v", st.name, got.Group, st.members, st.status)
+		}
+	}
+	g, err := s.GetGroup(ctx, 1, "g1", true)
+	if err != nil || len(g.Seats) != 3 || g.Seats[2].Quantity != 1 {
+		t.Fatalf("g1 = %+v, %v; want three seats", g, err)
+	}
+	open, err := s.OpenGroups(ctx, 1, in, false)
+	if err != nil || len(open) != 1 || open[0].ID != "g2" {
+		t.Errorf("open groups = %+v, %v; want only g2", open, err)
+	}
+}
+
+// Fifty buyers race for the last two seats of a group of 3: exactly two get one, and
+// the group is complete with 3 members.
+func TestGroupLastSeatRace(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newGroupSale(t, s, 1, 1000, 3, 0)
+	in := t0.Add(time.Second)
+	if _, err := s.Reserve(ctx, seat(1, 1, "g", true, in)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	for u := int64(100); u < 150; u++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.Reserve(ctx, seat(1, u, "g", false, in))
+			mu.Lock()
+			defer mu.Unlock()
+			outcomes[fmt.Sprint(err)]++
+		}()
+	}
+	wg.Wait()
+	if outcomes["<nil>"] != 2 || outcomes[stock.ErrGroupFull.Error()] != 48 {
+		t.Errorf("50 buyers for 2 seats: %v; want 2 seats taken, 48 refused", outcomes)
+	}
+	g, err := s.GetGroup(ctx, 1, "g", true)
+	if err != nil || g.Members != 3 || len(g.Seats) != 3 || g.Status != stock.GroupComplete {
+		t.Errorf("group = %+v, %v; want complete with 3 seats", g, err)
+	}
+	if sales, _ := s.Sales(ctx, []int64{1}); sales[1].Available != 997 {
+		t.Errorf("available = %d, want 997", sales[1].Available)
+	}
+}
+
+// A group whose window passed unfilled fails once its seats' orders are settled: units
+// and participations come back once; a complete group never fails. A seat whose order
+// MySQL refused is free again.
+func TestGroupFail(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newGroupSale(t, s, 1, 10, 3, 1)
+	in := t0.Add(time.Second)
+	a, b := seat(1, 1, "g", true, in), seat(1, 2, "g", false, in)
+	for _, r := range []stock.Reservation{a, b} {
+		if _, err := s.Reserve(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := in.Add(time.Minute)
+	if due, _ := s.DueGroups(ctx, 1, after, 10); len(due) != 1 {
+		t.Fatalf("due groups after the window: %v, want g", due)
+	}
+	if _, err := s.FailGroup(ctx, 1, "g", after); !errors.Is(err, stock.ErrGroupPending) {
+		t.Fatalf("fail with seats still queued: %v, want ErrGroupPending", err)
+	}
+	// MySQL refuses b (its seat comes back), stores a.
+	if err := s.Settle(ctx, 1, []stock.Settlement{{OrderID: a.OrderID, UserID: 1, Group: "g"},
+		{OrderID: b.OrderID, UserID: 2, Group: "g", Failed: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := s.GetGroup(ctx, 1, "g", true); g.Members != 1 || len(g.Seats) != 1 {
+		t.Fatalf("after b failed in MySQL: %+v, want 1 member", g)
+	}
+	for i, want := range []bool{true, false} {
+		failed, err := s.FailGroup(ctx, 1, "g", after)
+		if err != nil || failed != want {
+			t.Fatalf("fail #%d: %v, %v; want %v", i+1, failed, err, want)
+		}
+	}
+	snap, _ := s.Snapshot(ctx, 1)
+	if snap.Sale.Available != 10 || len(snap.Users) != 0 {
+		t.Errorf("after the failure: %+v; want every unit back and no user holding any", snap)
+	}
+	if failing, _ := s.Failing(ctx, 1); len(failing) != 1 {
+		t.Errorf("failing = %v, want g until MySQL has cancelled its orders", failing)
+	}
+	// User 1's participation came back: the cap of 1 lets them open another group.
+	if _, err := s.Reserve(ctx, seat(1, 1, "h", true, after)); err != nil {
+		t.Errorf("user 1 after their group failed: %v", err)
+	}
+}
