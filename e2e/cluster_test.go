@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"seckill/internal/testutil"
 )
 
@@ -342,5 +344,43 @@ func TestClusterWorkersKilledMidCrowd(t *testing.T) {
 		if strings.Contains(w.Output(), "CROSSSLOT") {
 			t.Errorf("a worker met CROSSSLOT:\n%s", w.Output())
 		}
+	}
+}
+
+// TestClusterGroupBuy: group-buy sales on the cluster, one on each master,
+// bought at once through three APIs and two workers with MIN_REPLICAS=1: seats opened
+// and joined, windows closing mid-crowd, groups failed by the worker; the same audit as
+// on one server, per sale.
+func TestClusterGroupBuy(t *testing.T) {
+	cl := sharedCluster(t)
+	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), cl.Env(), 3, 2, "SECKILL_REDIS_MIN_REPLICAS=1")
+	c := newClient(t, s.URLs[0])
+	admin := testutil.Token(t, 1, true)
+	onMaster := func(id int64) redis.Cmdable { return cl.MasterOf(saleTag(id)).Client(t) }
+	masters := map[*testutil.RedisServer]int{}
+	var sales []activity
+	for len(masters) < 3 || len(sales) < 3 {
+		a := createGroupSale(t, onMaster, c, admin, 200, 3, 3, 2, 4*time.Second)
+		if m := cl.MasterOf(saleTag(a.ID)); masters[m] < 1 {
+			masters[m]++
+			sales = append(sales, a)
+		}
+		if len(sales)+len(masters) > 40 {
+			t.Fatal("no sale landed on one of the masters")
+		}
+	}
+	results := make([]*groupCrowd, len(sales))
+	var wg sync.WaitGroup
+	for i, a := range sales {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = runGroupCrowd(t, s.URLs, a, 20, 20, i == 0)
+		}()
+	}
+	wg.Wait()
+	for i, a := range sales {
+		waitGroupsSettled(t, c, a)
+		auditGroups(t, s, a, results[i])
 	}
 }

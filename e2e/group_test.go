@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"seckill/internal/testutil"
 )
 
@@ -29,9 +31,10 @@ type seatAnswer struct {
 }
 
 // createGroupSale creates an active group-buy sale, then shortens its group window in
-// Redis to window: the contract's shortest is a minute, and Redis is what decides when
-// a group's window ends (the orders carry the end it gave them).
-func createGroupSale(t *testing.T, s *testutil.Stack, c *client, admin string, stock int64, limit, size, parts int, window time.Duration) activity {
+// Redis (on the server rdb gives for the sale) to window: the contract's shortest is a
+// minute, and Redis is what decides when a group's window ends (the orders carry the
+// end it gave them).
+func createGroupSale(t *testing.T, rdb func(activityID int64) redis.Cmdable, c *client, admin string, stock int64, limit, size, parts int, window time.Duration) activity {
 	t.Helper()
 	now := time.Now().UTC()
 	r := c.must("POST", "/api/v1/admin/activities", admin, map[string]any{
@@ -45,7 +48,7 @@ func createGroupSale(t *testing.T, s *testutil.Stack, c *client, admin string, s
 	var a activity
 	r.decode(t, &a)
 	key := fmt.Sprintf("seckill:{act:%d}:sale", a.ID)
-	if err := s.Redis.Client(t).HSet(context.Background(), key, "gwin", int(window/time.Second)).Err(); err != nil {
+	if err := rdb(a.ID).HSet(context.Background(), key, "gwin", int(window/time.Second)).Err(); err != nil {
 		t.Fatal(err)
 	}
 	return a
@@ -84,6 +87,11 @@ func (gc *groupCrowd) record(t *testing.T, r response, err error) {
 	}
 }
 
+// singleRedis is createGroupSale's Redis on a single-server stack.
+func singleRedis(t *testing.T, s *testutil.Stack) func(int64) redis.Cmdable {
+	return func(int64) redis.Cmdable { return s.Redis.Client(t) }
+}
+
 // TestGroupBuyCrowd: buyers open groups and take seats on two API instances at once,
 // with double clicks (one Idempotency-Key) and two devices (no key), fifty of them race
 // for the last seat of a group, and windows close mid-crowd. Then the audit: every
@@ -97,96 +105,18 @@ func TestGroupBuyCrowd(t *testing.T) {
 	urls := []string{s.URL, url2}
 	c := newClient(t, s.URL)
 	admin := testutil.Token(t, 1, true)
-	a := createGroupSale(t, s, c, admin, 400, 3, 3, 2, 4*time.Second)
-	gc := &groupCrowd{accepted: map[string]seatAnswer{}, codes: map[string]int{}}
-	call := func(i int, path string, user int64, qty int, key string) {
-		var hdr []string
-		if key != "" {
-			hdr = []string{"Idempotency-Key", key}
-		}
-		r, err := newClient(t, urls[i%2]).do("POST", path, testutil.Token(t, user, false), map[string]int{"quantity": qty}, hdr...)
-		gc.record(t, r, err)
+	a := createGroupSale(t, singleRedis(t, s), c, admin, 400, 3, 3, 2, 4*time.Second)
+	if r := c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", a.ID), testutil.Token(t, 7, false),
+		map[string]int{"quantity": 1}); r.Status != http.StatusConflict || r.errorCode() != "group_sale" {
+		t.Errorf("a plain purchase in a group sale: %d %s, want 409 group_sale", r.Status, r.Body)
 	}
-
-	// 60 openers, each double-clicking "open a group" (one key: one group).
-	var wg sync.WaitGroup
-	for u := int64(1000); u < 1060; u++ {
-		for i := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				call(i, fmt.Sprintf("/api/v1/activities/%d/groups", a.ID), u, 1, fmt.Sprintf("open-%d", u))
-			}()
-		}
-	}
-	wg.Wait()
-	var open struct{ Groups []group }
-	c.must("GET", fmt.Sprintf("/api/v1/activities/%d/groups", a.ID), "", nil).decode(t, &open)
-	if len(open.Groups) != 60 {
-		t.Fatalf("%d open groups after 60 openers, want 60 (answers %v)", len(open.Groups), gc.codes)
-	}
-
-	// Fifty buyers race for the two seats left of the first group.
-	race := open.Groups[0].ID
-	for u := int64(5000); u < 5050; u++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			call(int(u), "/api/v1/groups/"+race+"/join", u, 1, "")
-		}()
-	}
-	wg.Wait()
-	var raced group
-	c.must("GET", "/api/v1/groups/"+race, "", nil).decode(t, &raced)
-	if raced.Members != 3 || raced.Status != "complete" {
-		t.Errorf("the raced group: %+v, want complete with 3 members", raced)
-	}
-
-	// 60 joiners on random groups, over 6 s, so the 4 s windows close mid-crowd: each
-	// joins one group from two devices at once and another with a key, some twice in
-	// the same group.
-	rng := rand.New(rand.NewPCG(3, 4))
-	for u := int64(2000); u < 2060; u++ {
-		g1, g2 := open.Groups[rng.IntN(len(open.Groups))].ID, open.Groups[rng.IntN(len(open.Groups))].ID
-		qty := 1 + rng.IntN(2)
-		for i := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				call(i, "/api/v1/groups/"+g1+"/join", u, qty, "")
-			}()
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			call(int(u), "/api/v1/groups/"+g2+"/join", u, 1, fmt.Sprintf("join-%d", u))
-		}()
-		if u%10 == 9 {
-			wg.Wait()
-			time.Sleep(time.Second)
-		}
-	}
-	wg.Wait()
-	t.Logf("answers: %v", gc.codes)
+	gc := runGroupCrowd(t, urls, a, 60, 60, true)
 	for _, want := range []string{"202", "200", "409 already_in_group", "409 group_full", "409 group_closed"} {
 		if gc.codes[want] == 0 {
 			t.Errorf("no %q answer: the crowd did not exercise it (%v)", want, gc.codes)
 		}
 	}
-
-	// The windows pass; the worker fails the groups that did not fill.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c.must("GET", fmt.Sprintf("/api/v1/activities/%d/groups", a.ID), "", nil).decode(t, &open)
-		st := c.waitDrained(admin, a.ID, time.Minute)
-		if len(open.Groups) == 0 && st.Orders.Grouping == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("groups still open or grouping 30 s after their windows: %d open, %+v", len(open.Groups), st)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitGroupsSettled(t, c, a)
 	auditGroups(t, s, a, gc)
 
 	// An order of a complete group can be paid; one of a failed group cannot.
@@ -211,6 +141,101 @@ func TestGroupBuyCrowd(t *testing.T) {
 	}
 	if !paid || !refused {
 		t.Errorf("the crowd left no complete group (%v) or no failed one (%v) to pay", paid, refused)
+	}
+}
+
+// runGroupCrowd: openers buyers each open a group, double-clicking (one key: one
+// group); with race, fifty buyers race for the two seats left of the fullest group; then
+// joiners buyers, ten a second so the windows close mid-crowd, each join one random
+// group from two devices at once (no key) and another with a key. Requests go round
+// robin over urls.
+func runGroupCrowd(t *testing.T, urls []string, a activity, openers, joiners int, race bool) *groupCrowd {
+	t.Helper()
+	c := newClient(t, urls[0])
+	gc := &groupCrowd{accepted: map[string]seatAnswer{}, codes: map[string]int{}}
+	call := func(i int, path string, user int64, qty int, key string) {
+		var hdr []string
+		if key != "" {
+			hdr = []string{"Idempotency-Key", key}
+		}
+		r, err := newClient(t, urls[i%len(urls)]).do("POST", path, testutil.Token(t, user, false), map[string]int{"quantity": qty}, hdr...)
+		gc.record(t, r, err)
+	}
+	var wg sync.WaitGroup
+	for u := int64(1000); u < 1000+int64(openers); u++ {
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				call(i, fmt.Sprintf("/api/v1/activities/%d/groups", a.ID), u, 1, fmt.Sprintf("open-%d", u))
+			}()
+		}
+	}
+	wg.Wait()
+	var open struct{ Groups []group }
+	c.must("GET", fmt.Sprintf("/api/v1/activities/%d/groups", a.ID), "", nil).decode(t, &open)
+	if len(open.Groups) != openers {
+		t.Fatalf("%d open groups after %d openers (answers %v)", len(open.Groups), openers, gc.codes)
+	}
+	if race {
+		id := open.Groups[0].ID
+		for u := int64(5000); u < 5050; u++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				call(int(u), "/api/v1/groups/"+id+"/join", u, 1, "")
+			}()
+		}
+		wg.Wait()
+		var raced group
+		c.must("GET", "/api/v1/groups/"+id, "", nil).decode(t, &raced)
+		if raced.Members != raced.Size || raced.Status != "complete" {
+			t.Errorf("the raced group: %+v, want complete with %d members", raced, raced.Size)
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for u := int64(2000); u < 2000+int64(joiners); u++ {
+		g1, g2 := open.Groups[rng.IntN(len(open.Groups))].ID, open.Groups[rng.IntN(len(open.Groups))].ID
+		qty := 1 + rng.IntN(2)
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				call(i, "/api/v1/groups/"+g1+"/join", u, qty, "")
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			call(int(u), "/api/v1/groups/"+g2+"/join", u, 1, fmt.Sprintf("join-%d", u))
+		}()
+		if u%10 == 9 {
+			wg.Wait()
+			time.Sleep(time.Second)
+		}
+	}
+	wg.Wait()
+	t.Logf("sale %d answers: %v", a.ID, gc.codes)
+	return gc
+}
+
+// waitGroupsSettled waits until every group of the sale has its outcome in MySQL (none
+// open, no order grouping or queued).
+func waitGroupsSettled(t *testing.T, c *client, a activity) {
+	t.Helper()
+	admin := testutil.Token(t, 1, true)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var open struct{ Groups []group }
+		c.must("GET", fmt.Sprintf("/api/v1/activities/%d/groups", a.ID), "", nil).decode(t, &open)
+		st := c.waitDrained(admin, a.ID, time.Minute)
+		if len(open.Groups) == 0 && st.Orders.Grouping == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("groups still open or grouping 30 s after their windows: %d open, %+v", len(open.Groups), st)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -330,7 +355,7 @@ func TestGroupsFailWithWorkerKilled(t *testing.T) {
 	s := testutil.StartStack(t)
 	c := newClient(t, s.URL)
 	admin := testutil.Token(t, 1, true)
-	a := createGroupSale(t, s, c, admin, 500, 2, 5, 1, 2*time.Second)
+	a := createGroupSale(t, singleRedis(t, s), c, admin, 500, 2, 5, 1, 2*time.Second)
 	for u := int64(1000); u < 1060; u++ {
 		path := fmt.Sprintf("/api/v1/activities/%d/groups", a.ID)
 		if r := c.must("POST", path, testutil.Token(t, u, false), map[string]int{"quantity": 2}); r.Status != http.StatusAccepted {

@@ -2,9 +2,12 @@ package stock
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -74,20 +77,23 @@ func (s *Stock) RebuildPoint(ctx context.Context, activityID int64) (RebuildPoin
 // claimed or settled orders) and nothing is written.
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
-// KEYS[5] queued-since sorted set  KEYS[6] returned set
-// KEYS[6+i] the queued set of the user of stored order i
+// KEYS[5] queued-since sorted set  KEYS[6] returned set  KEYS[7] the users hash as
+// MySQL's orders make it (units, and participations p<user>), written beforehand in
+// chunks (it becomes the users hash; it may not exist when no user holds any)
+// KEYS[7+i] the queued set of the user of stored order i
 // ARGV[1] the generation read, "" when the sale was missing
 // ARGV[2] total  ARGV[3] the units MySQL's orders hold  ARGV[4] the new generation
 // ARGV[5] activity id  ARGV[6] the returned-units channel
 // ARGV[7] f, then ARGV[8..7+f] the sale's settings as field, value, ... (Sale.fields)
 // ARGV[8+f] n, then the n queued order ids MySQL has (they are settled here: MySQL's
 // units count them)
-// then field, value, ... of the users hash as MySQL's orders make it (units, and
-// participations p<user>)
 //
 // The units available are the total minus MySQL's units minus those of the orders that
 // stay queued, and each user holds MySQL's units plus those of their queued orders (and
-// one participation each, for values that carry a cap). The returned set is cleared:
+// one participation each, for values that carry a cap). The users hash is written by
+// the caller beforehand under another key, in chunks, so that a sale of many buyers
+// does not block Redis for the whole of it; the script renames it in place. The
+// returned set is cleared:
 // the orders whose units are still on their way back are held in MySQL's figures, and
 // come back once more by the repair pass. Groups are not rebuilt.
 // Returns 1 rebuilt, 0 the sale moved meanwhile.
@@ -101,12 +107,13 @@ end
 local f = tonumber(ARGV[7])
 local n = tonumber(ARGV[8 + f])
 local stored, sets = {}, {}
-for i = 1, n do stored[i], sets[i] = ARGV[8 + f + i], KEYS[6 + i] end
+for i = 1, n do stored[i], sets[i] = ARGV[8 + f + i], KEYS[7 + i] end
 unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], stored, sets)
-redis.call('DEL', KEYS[2], KEYS[6])
-local users = {}
-for i = 9 + f + n, #ARGV do users[#users + 1] = ARGV[i] end
-if #users > 0 then each('HSET', KEYS[2], users) end
+redis.call('UNLINK', KEYS[2], KEYS[6])
+if redis.call('EXISTS', KEYS[7]) == 1 then
+  redis.call('RENAME', KEYS[7], KEYS[2])
+  redis.call('PERSIST', KEYS[2])
+end
 local queued = redis.call('HVALS', KEYS[3])
 local qunits = 0
 for _, v in ipairs(queued) do
@@ -144,30 +151,75 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, sale Sale, users
 	fields := sale.fields()
 	args := append([]any{expect, sale.Total, held, sale.Gen, sale.ActivityID, ReturnedChannel, len(fields)}, fields...)
 	args = append(args, len(stored))
+	staged, err := s.stageUsers(ctx, sale, users, parts)
+	if err != nil {
+		return err
+	}
 	keys := []string{saleKey(sale.ActivityID), usersKey(sale.ActivityID), queuedKey(sale.ActivityID),
-		claimedKey(sale.ActivityID), queuedSinceKey(sale.ActivityID), returnedKey(sale.ActivityID)}
+		claimedKey(sale.ActivityID), queuedSinceKey(sale.ActivityID), returnedKey(sale.ActivityID), staged}
 	for _, q := range stored {
 		args = append(args, q.OrderID)
 		keys = append(keys, userQueuedKey(sale.ActivityID, q.UserID))
-	}
-	for u, n := range users {
-		if n > 0 {
-			args = append(args, strconv.FormatInt(u, 10), n)
-		}
-	}
-	counted := sale.Kind == "group" || sale.Participations > 0
-	for u, n := range parts {
-		if n > 0 && counted {
-			args = append(args, participationsField(u), n)
-		}
 	}
 	n, err := rebuildScript.Run(ctx, s.rdb, keys, args...).Int64()
 	if err != nil {
 		return fmt.Errorf("rebuild sale %d: %w", sale.ActivityID, err)
 	}
 	if n == 0 {
+		_ = s.rdb.Unlink(ctx, staged).Err() // it expires anyway
 		return ErrMoved
 	}
 	s.soldOut.clear(sale.ActivityID)
 	return nil
+}
+
+// stageChunk is how many fields one HSET of stageUsers writes: each one keeps Redis
+// busy for a few milliseconds at most.
+const stageChunk = 5000
+
+// stageUsers writes the users hash a rebuild will put in place (each user's units, and
+// participations where the sale counts them) under a key of its own in the sale's slot,
+// in pipelined chunks, and returns that key. The key expires in a minute should the
+// rebuild not take it.
+func (s *Stock) stageUsers(ctx context.Context, sale Sale, users, parts map[int64]int64) (string, error) {
+	key := prefix(sale.ActivityID) + "users:rebuild:" + strconv.FormatInt(sale.Gen, 10) + ":" + newToken()
+	fields := make([]any, 0, 2*stageChunk)
+	counted := sale.Kind == "group" || sale.Participations > 0
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		flush := func() {
+			if len(fields) > 0 {
+				p.HSet(ctx, key, fields...)
+				p.Expire(ctx, key, time.Minute)
+				fields = make([]any, 0, 2*stageChunk)
+			}
+		}
+		add := func(field string, n int64) {
+			if fields = append(fields, field, n); len(fields) == 2*stageChunk {
+				flush()
+			}
+		}
+		for u, n := range users {
+			if n > 0 {
+				add(strconv.FormatInt(u, 10), n)
+			}
+		}
+		for u, n := range parts {
+			if n > 0 && counted {
+				add(participationsField(u), n)
+			}
+		}
+		flush()
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("rebuild sale %d: stage users: %w", sale.ActivityID, err)
+	}
+	return key, nil
+}
+
+// newToken is 8 random bytes in hex, so two processes' staged hashes never meet.
+func newToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
