@@ -398,3 +398,59 @@ func TestGroupsFailWithWorkerKilled(t *testing.T) {
 		t.Errorf("ledger: %s", r.Body)
 	}
 }
+
+// TestGroupSaleRebuiltAfterFlush: Redis loses everything (FLUSHALL) while groups wait
+// for members. The sale is rebuilt from MySQL with its groups: a group with two of three
+// seats stored fills when a buyer joins it again, the others fail when their window
+// passes, and the audit is clean.
+func TestGroupSaleRebuiltAfterFlush(t *testing.T) {
+	s := testutil.StartStack(t)
+	c := newClient(t, s.URL)
+	admin := testutil.Token(t, 1, true)
+	a := createGroupSale(t, singleRedis(t, s), c, admin, 100, 2, 3, 2, 6*time.Second)
+	gc := &groupCrowd{accepted: map[string]seatAnswer{}, codes: map[string]int{}}
+	var groups []string
+	for u := int64(1000); u < 1005; u++ {
+		r, err := c.do("POST", fmt.Sprintf("/api/v1/activities/%d/groups", a.ID), testutil.Token(t, u, false), map[string]int{"quantity": 1})
+		gc.record(t, r, err)
+		var ans seatAnswer
+		r.decode(t, &ans)
+		groups = append(groups, ans.Group.ID)
+	}
+	r, err := c.do("POST", "/api/v1/groups/"+groups[0]+"/join", testutil.Token(t, 2000, false), map[string]int{"quantity": 2})
+	gc.record(t, r, err)
+	c.waitDrained(admin, a.ID, time.Minute)
+
+	if err := s.Redis.Client(t).FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	flushed := time.Now()
+	for {
+		r, err := c.do("POST", "/api/v1/groups/"+groups[0]+"/join", testutil.Token(t, 2001, false),
+			map[string]int{"quantity": 1}, "Idempotency-Key", "after-flush")
+		if err == nil && r.Status == http.StatusAccepted {
+			gc.record(t, r, err)
+			var ans seatAnswer
+			r.decode(t, &ans)
+			if ans.Group.Members != 3 || ans.Group.Status != "complete" {
+				t.Errorf("the rebuilt group after the third seat: %+v, want complete", ans.Group)
+			}
+			break
+		}
+		if err == nil && r.Status != http.StatusServiceUnavailable && r.Status != http.StatusNotFound {
+			t.Fatalf("join after the flush: %d %s", r.Status, r.Body)
+		}
+		if time.Since(flushed) > 10*time.Second {
+			t.Fatalf("no seat 10 s after the flush: %d %s", r.Status, r.Body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("a seat again %v after the flush", time.Since(flushed).Round(10*time.Millisecond))
+	var open struct{ Groups []group }
+	c.must("GET", fmt.Sprintf("/api/v1/activities/%d/groups", a.ID), "", nil).decode(t, &open)
+	if len(open.Groups) != 4 {
+		t.Errorf("%d open groups after the rebuild, want the other 4", len(open.Groups))
+	}
+	waitGroupsSettled(t, c, a)
+	auditGroups(t, s, a, gc)
+}

@@ -77,10 +77,11 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (bool, er
 		err = r.stock.Rebuild(ctx, from, sale, f.Units, f.Orders, held, settled)
 		switch {
 		case err == nil:
+			groups, err := r.stock.RestoreGroups(ctx, id, groupsOf(f.Seats))
 			slog.Warn("rebuilt a sale's Redis state from MySQL", "activity", id, "was_there", from.Exists,
 				"redis_gen", from.Gen, "mysql_gen", a.RedisGen, "held", held, "users", len(f.Units),
-				"kept_queued", len(from.Queued)-len(settled))
-			return true, nil
+				"kept_queued", len(from.Queued)-len(settled), "groups_restored", groups)
+			return true, err
 		case !errors.Is(err, stock.ErrMoved):
 			return false, err
 		case !from.Exists:
@@ -93,6 +94,32 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (bool, er
 		}
 	}
 	return false, fmt.Errorf("rebuild sale %d: %w %d times", id, stock.ErrMoved, rebuildAttempts)
+}
+
+// groupsOf gathers MySQL's seats by group.
+func groupsOf(seats []store.GroupSeat) []stock.Group {
+	var out []stock.Group
+	at := map[string]int{}
+	for _, s := range seats {
+		i, ok := at[s.GroupID]
+		if !ok {
+			status := stock.GroupOpen
+			switch s.Status {
+			case "complete":
+				status = stock.GroupComplete
+			case "failed":
+				status = stock.GroupFailed
+			}
+			i = len(out)
+			at[s.GroupID] = i
+			out = append(out, stock.Group{ID: s.GroupID, Size: s.Size, Status: status, ExpiresAt: s.ExpiresAt,
+				Seats: map[int64]stock.Seat{}})
+		}
+		if s.OrderID != "" {
+			out[i].Seats[s.UserID] = stock.Seat{OrderID: s.OrderID, Quantity: s.Quantity}
+		}
+	}
+	return out
 }
 
 // Kick starts Rebuild in the background, unless one runs for the sale in this process.

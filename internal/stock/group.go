@@ -219,3 +219,58 @@ func (s *Stock) Failing(ctx context.Context, activityID int64) ([]string, error)
 func (s *Stock) DoneFailing(ctx context.Context, activityID int64, id string) error {
 	return s.rdb.SRem(ctx, failingKey(activityID), id).Err()
 }
+
+// restoreScript writes groups a lost sale had, as MySQL records them, each one only if
+// Redis does not have it.
+//
+// KEYS[1] open groups sorted set; KEYS[2i] and KEYS[2i+1] group i's hash and seats
+// ARGV, per group: id, size, expires (unix ms), status (GroupStatus), n seats, then n x
+// (user id, "<order id> <quantity>")
+// Returns how many groups it wrote.
+var restoreScript = redis.NewScript(`
+local a, written = 1, 0
+for g = 1, (#KEYS - 1) / 2 do
+  local group, seats = KEYS[2 * g], KEYS[2 * g + 1]
+  local id, size, expires, status, n = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4])
+  a = a + 5
+  if redis.call('EXISTS', group) == 0 then
+    redis.call('HSET', group, 'members', n, 'size', size, 'expires', expires, 'status', status)
+    for i = 0, n - 1 do redis.call('HSET', seats, ARGV[a + 2 * i], ARGV[a + 2 * i + 1]) end
+    if status == '0' then redis.call('ZADD', KEYS[1], expires, id) end
+    written = written + 1
+  end
+  a = a + 2 * n
+end
+return written
+`)
+
+// restoreChunk is how many groups one restoreScript call writes.
+const restoreChunk = 200
+
+// RestoreGroups writes the groups of a rebuilt sale, as MySQL records them, that Redis
+// does not have (a group Redis still has is newer: its seats may not all be in MySQL
+// yet). An open group whose window has passed is failed by the worker as usual; its
+// seats' units count as held in the rebuilt sale, so they come back then. It returns
+// how many groups it wrote.
+func (s *Stock) RestoreGroups(ctx context.Context, activityID int64, groups []Group) (int, error) {
+	written := 0
+	for len(groups) > 0 {
+		chunk := groups[:min(restoreChunk, len(groups))]
+		groups = groups[len(chunk):]
+		keys := []string{openGroupsKey(activityID)}
+		var args []any
+		for _, g := range chunk {
+			keys = append(keys, groupKey(activityID, g.ID), groupSeatsKey(activityID, g.ID))
+			args = append(args, g.ID, g.Size, g.ExpiresAt.UnixMilli(), int(g.Status), len(g.Seats))
+			for u, seat := range g.Seats {
+				args = append(args, u, seat.OrderID+" "+strconv.Itoa(seat.Quantity))
+			}
+		}
+		n, err := restoreScript.Run(ctx, s.rdb, keys, args...).Int()
+		if err != nil {
+			return written, fmt.Errorf("restore groups of sale %d: %w", activityID, err)
+		}
+		written += n
+	}
+	return written, nil
+}

@@ -95,7 +95,8 @@ func (s *Stock) RebuildPoint(ctx context.Context, activityID int64) (RebuildPoin
 // does not block Redis for the whole of it; the script renames it in place. The
 // returned set is cleared:
 // the orders whose units are still on their way back are held in MySQL's figures, and
-// come back once more by the repair pass. Groups are not rebuilt.
+// come back once more by the repair pass. A group-buy sale's groups are written after
+// it (RestoreGroups).
 // Returns 1 rebuilt, 0 the sale moved meanwhile.
 var rebuildScript = redis.NewScript(unitsLua + `
 local gen = redis.call('HGET', KEYS[1], 'gen')

@@ -323,6 +323,20 @@ type RebuildFacts struct {
 	// Stored are the orders Redis holds as queued that MySQL has already (those count
 	// in the holdings, not as queued).
 	Stored map[string]bool
+	// Seats are, for a group-buy sale, its groups with the seats MySQL has (one row per
+	// seat; a group without one has a row with OrderID "").
+	Seats []GroupSeat
+}
+
+// GroupSeat is a group of a sale and one seat of it whose order holds stock.
+type GroupSeat struct {
+	GroupID   string
+	Size      int
+	Status    string
+	ExpiresAt time.Time
+	OrderID   string
+	UserID    int64
+	Quantity  int
 }
 
 // RebuildFacts reads, in one consistent snapshot, what a sale's Redis state is rebuilt
@@ -339,6 +353,14 @@ func (s *Store) RebuildFacts(ctx context.Context, activityID int64, ids []string
 		var err error
 		if f.Units, f.Orders, err = holdingsAndOrders(tx, activityID); err != nil {
 			return err
+		}
+		if f.Activity.Kind == "group" {
+			if err := tx.Raw("SELECT g.id AS group_id, g.size, g.status, g.expires_at, "+
+				"COALESCE(o.id, '') AS order_id, COALESCE(o.user_id, 0) AS user_id, COALESCE(o.quantity, 0) AS quantity "+
+				"FROM sale_groups g LEFT JOIN orders o ON o.group_id = g.id AND o.status IN ? "+
+				"WHERE g.activity_id = ? ORDER BY g.id", holding, activityID).Scan(&f.Seats).Error; err != nil {
+				return err
+			}
 		}
 		for i := 0; i < len(ids); i += 1000 {
 			var found []string
