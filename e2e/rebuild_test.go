@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -164,5 +165,47 @@ func TestRedisRestartedFromOldAOF(t *testing.T) {
 	}
 	// The second crowd's buyers who hold the limit still cannot pass it.
 	cr.merge(runCrowd(t, a.ID, crowdPlan{users: 120, firstUser: 2000, concurrency: 16, endpoints: []string{s.URL}}))
+	audit(t, s, a, cr, auditStrict)
+}
+
+// TestSaleLostWhileTasksWait: the worker is stopped (SIGSTOP) while a crowd buys, so
+// the orders wait in asynq's queue; then the sale's own keys are lost (as when the
+// master of its slot loses its last writes while the queue lives on another). The sale
+// is rebuilt from MySQL, and when the worker goes on, every order of a surviving task is
+// adopted on the rebuilt sale instead of dropped: no acknowledged order is lost, the
+// audit is strict.
+func TestSaleLostWhileTasksWait(t *testing.T) {
+	s := testutil.StartStack(t)
+	c := newClient(t, s.URL)
+	admin := testutil.Token(t, 1, true)
+	a := c.createSale(admin, 300, 3)
+	s.Worker.Signal(syscall.SIGSTOP)
+	cr := runCrowd(t, a.ID, crowdPlan{users: 60, concurrency: 16, endpoints: []string{s.URL}})
+	rdb := s.Redis.Client(t)
+	keys, err := rdb.Keys(context.Background(), fmt.Sprintf("seckill:{act:%d}:*", a.ID)).Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("the sale's keys: %v, %v", keys, err)
+	}
+	if err := rdb.Del(context.Background(), keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.Worker.Signal(syscall.SIGCONT)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var stored int64
+		s.MySQL.Gorm.Raw("SELECT COUNT(*) FROM orders WHERE activity_id = ?", a.ID).Scan(&stored)
+		if stored >= int64(len(cr.accepted)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d acknowledged orders in MySQL a minute after the loss", stored, len(cr.accepted))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := strings.Count(s.Worker.Output(), "adopted on the rebuilt sale"); n == 0 {
+		t.Error("no order was adopted: the loss did not meet waiting tasks")
+	} else {
+		t.Logf("%d orders adopted of %d acknowledged", n, len(cr.accepted))
+	}
 	audit(t, s, a, cr, auditStrict)
 }

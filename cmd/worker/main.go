@@ -64,6 +64,8 @@ func run(ctx context.Context) error {
 	}
 	st, sk := store.New(db), stock.New(ap)
 	persister := worker.NewPersister(st, sk, cfg.PersistBatch)
+	rebuilder := sale.NewRebuilder(st, sk)
+	persister.LostSale = rebuilder.Kick // a task whose sale Redis lost starts its rebuild
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		worker.QueueDepth(asynq.NewInspectorFromRedisClient(rdb)))
@@ -87,7 +89,6 @@ func run(ctx context.Context) error {
 	locks := lock.New(rdb)
 	defer locks.Close()
 	lifecycle := order.New(st, sk)
-	rebuilder := sale.NewRebuilder(st, sk)
 	repairer := worker.NewRepairer(st, sk, queue.NewEnqueuer(asynq.NewClientFromRedisClient(ap)), persister)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()

@@ -78,3 +78,7 @@ func failingKey(activityID int64) string { return prefix(activityID) + "groups:f
 // participationsField is the field of the users hash that counts a user's orders
 // (participations) in a sale that caps them; the user's own field counts units.
 func participationsField(userID int64) string { return "p" + strconv.FormatInt(userID, 10) }
+
+// givenBackKey is the set of order ids whose reservation the API gave back (their buyer
+// got 503): a task that still names one must not bring it back (see Adopt).
+func givenBackKey(activityID int64) string { return prefix(activityID) + "givenback" }

@@ -149,7 +149,7 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, sale Sale, users
 	if from.Exists {
 		expect = strconv.FormatInt(from.Gen, 10)
 	}
-	fields := sale.fields()
+	fields := append(sale.fields(), "rebuilt", time.Now().UnixMilli()) // see Adopt
 	args := append([]any{expect, sale.Total, held, sale.Gen, sale.ActivityID, ReturnedChannel, len(fields)}, fields...)
 	args = append(args, len(stored))
 	staged, err := s.stageUsers(ctx, sale, users, parts)
@@ -223,4 +223,100 @@ func newToken() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// adoptScript brings back orders whose task survived while their sale's Redis state was
+// lost (a shard wiped, a failover without the last writes, while the queue lives on
+// another master): each one not queued, not given back by the API, and taken before the
+// sale was last rebuilt has its units taken again, if there are enough, and is queued
+// and claimed, as it was.
+//
+// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
+// KEYS[5] given-back set
+// ARGV per order: id, its queued value ("user quantity created_ms limit [cap - 0 0]")
+// Returns per order: 1 queued and claimed (adopted now, or queued already), 2 an orphan
+// but too few units are left (nothing taken), 0 not an orphan, 3 the sale itself is
+// missing (not rebuilt yet).
+var adoptScript = redis.NewScript(`
+local out = {}
+if redis.call('HEXISTS', KEYS[1], 'total') == 0 then
+  for i = 1, #ARGV, 2 do out[#out + 1] = 3 end
+  return out
+end
+local rebuilt = tonumber(redis.call('HGET', KEYS[1], 'rebuilt') or '0')
+for i = 1, #ARGV, 2 do
+  local id, v = ARGV[i], ARGV[i + 1]
+  local user, qty, created, _, cap = string.match(v, '^(%d+) (%d+) (%d+) (%d+) ?(%d*)')
+  qty = tonumber(qty)
+  local r = 0
+  if redis.call('HEXISTS', KEYS[3], id) == 1 then
+    redis.call('SADD', KEYS[4], id)
+    r = 1
+  elseif tonumber(created) < rebuilt and redis.call('SISMEMBER', KEYS[5], id) == 0 then
+    local avail = tonumber(redis.call('HGET', KEYS[1], 'avail'))
+    if avail >= qty then
+      redis.call('HSET', KEYS[1], 'avail', string.format('%d', avail - qty))
+      redis.call('HINCRBY', KEYS[1], 'qunits', qty)
+      redis.call('HINCRBY', KEYS[2], user, qty)
+      if cap ~= '' and cap ~= '0' then redis.call('HINCRBY', KEYS[2], 'p' .. user, 1) end
+      redis.call('HSET', KEYS[3], id, v)
+      redis.call('SADD', KEYS[4], id)
+      r = 1
+    else
+      r = 2
+    end
+  end
+  out[#out + 1] = r
+end
+return out
+`)
+
+// Adoption is what Adopt did with one order.
+type Adoption int
+
+// Adopt outcomes.
+const (
+	NotOrphan      Adoption = iota // given back by the API, taken after the rebuild, or no such sale
+	Adopted                        // queued and claimed again, its units taken
+	OrphanNoStock                  // an orphan, but too few units are left: nothing taken
+	SaleMissing                    // the sale is lost and not rebuilt yet: ask again later
+)
+
+// Adopt brings back the orders of a sale that a worker's task names but Redis no longer
+// holds as queued and MySQL does not have (the caller checked both): orders whose state
+// was lost with the sale's, after Redis had acknowledged them. Seats of group-buy sales
+// are not adopted (their group's state went with them). It returns each order's
+// outcome by id.
+func (s *Stock) Adopt(ctx context.Context, activityID int64, orders []QueuedOrder) (map[string]Adoption, error) {
+	out := make(map[string]Adoption, len(orders))
+	var args []any
+	var ids []string
+	for _, q := range orders {
+		if q.Group != "" {
+			out[q.OrderID] = NotOrphan
+			continue
+		}
+		v := fmt.Sprintf("%d %d %d %d", q.UserID, q.Quantity, q.CreatedAt.UnixMilli(), q.Limit)
+		if q.Participations > 0 {
+			v += fmt.Sprintf(" %d - 0 0", q.Participations)
+		}
+		args = append(args, q.OrderID, v)
+		ids = append(ids, q.OrderID)
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID), claimedKey(activityID),
+		givenBackKey(activityID)}
+	res, err := adoptScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("adopt orders: %w", err)
+	}
+	if len(res) != len(ids) {
+		return nil, fmt.Errorf("adopt orders: %d answers for %d orders", len(res), len(ids))
+	}
+	for i, id := range ids {
+		out[id] = Adoption(res[i])
+	}
+	return out, nil
 }

@@ -133,3 +133,58 @@ func TestRebuildStale(t *testing.T) {
 		t.Errorf("available after the pending return = %d, want 4", sales[4].Available)
 	}
 }
+
+// Orders whose state was lost with their sale's (their tasks survived) are adopted on
+// the rebuilt sale: their units taken again, queued and claimed; but not one the API gave
+// back, nor one taken after the rebuild, nor when too few units are left, nor before the
+// sale is rebuilt.
+func TestAdoptOrphans(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	s := stock.New(rdb)
+	ctx := context.Background()
+	newSale(t, s, 5, 10, 5)
+	in := t0.Add(time.Minute)
+	given := reservation(5, 9, 1, "", in)
+	if _, err := s.Reserve(ctx, given); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Rollback(ctx, 5, 9, given.OrderID, ""); err != nil || got != stock.RolledBack {
+		t.Fatalf("rollback: %v, %v", got, err)
+	}
+	lost := []stock.QueuedOrder{
+		{OrderID: "lost-1", ActivityID: 5, UserID: 1, Quantity: 3, Limit: 5, CreatedAt: in},
+		{OrderID: "lost-2", ActivityID: 5, UserID: 2, Quantity: 4, Limit: 5, CreatedAt: in},
+		{OrderID: "lost-3", ActivityID: 5, UserID: 3, Quantity: 4, Limit: 5, CreatedAt: in},
+		{OrderID: given.OrderID, ActivityID: 5, UserID: 9, Quantity: 1, Limit: 5, CreatedAt: in},
+		{OrderID: "seat", ActivityID: 5, UserID: 4, Quantity: 1, Limit: 5, CreatedAt: in, Group: "g"},
+	}
+	if err := rdb.Del(ctx, "seckill:{act:5}:sale", "seckill:{act:5}:users").Err(); err != nil { // the loss
+		t.Fatal(err)
+	}
+	got, err := s.Adopt(ctx, 5, lost[:1])
+	if err != nil || got["lost-1"] != stock.SaleMissing {
+		t.Fatalf("before the rebuild: %v, %v; want SaleMissing", got, err)
+	}
+	from, _ := s.RebuildPoint(ctx, 5)
+	sale := stock.Sale{ActivityID: 5, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 1}
+	if err := s.Rebuild(ctx, from, sale, nil, nil, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	later := stock.QueuedOrder{OrderID: "after", ActivityID: 5, UserID: 5, Quantity: 1, Limit: 5, CreatedAt: time.Now().Add(time.Second)}
+	got, err = s.Adopt(ctx, 5, append(lost, later))
+	want := map[string]stock.Adoption{"lost-1": stock.Adopted, "lost-2": stock.Adopted, "lost-3": stock.OrphanNoStock,
+		given.OrderID: stock.NotOrphan, "seat": stock.NotOrphan, "after": stock.NotOrphan}
+	for id, w := range want {
+		if err != nil || got[id] != w {
+			t.Errorf("adopt %s: %v (%v), want %v", id, got[id], err, w)
+		}
+	}
+	snap, _ := s.Snapshot(ctx, 5)
+	if snap.Sale.Available != 3 || len(snap.Queued) != 2 || snap.Users[1] != 3 || snap.Users[2] != 4 {
+		t.Errorf("after adopting: %+v; want 3 available, lost-1 and lost-2 queued with their users' units", snap)
+	}
+	claimed, _, err := s.Claim(ctx, 5, []string{"lost-1", "lost-2"})
+	if err != nil || !claimed["lost-1"] || !claimed["lost-2"] {
+		t.Errorf("the adopted orders are queued: claim %v, %v", claimed, err)
+	}
+}

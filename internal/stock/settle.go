@@ -59,17 +59,20 @@ end
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] user's queued set
 // KEYS[5] claimed set  KEYS[6] idempotency key (any key when the purchase had none)
-// KEYS[7] queued-since sorted set
+// KEYS[7] queued-since sorted set  KEYS[8] given-back set
 // ARGV[1] order id  ARGV[2] activity id (published on the returned-units channel)
 // ARGV[3] the returned-units channel
 //
-// Returns 1 given back; 0 a worker already claimed it (the repair pass enqueued it
-// meanwhile, so the order stands); -1 not queued (given back or settled before).
+// Returns 1 given back (and recorded as such for a day); 0 a worker already claimed it
+// (the repair pass enqueued it meanwhile, so the order stands); -1 not queued (given
+// back or settled before).
 var rollbackScript = redis.NewScript(unitsLua + `
 if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then return 0 end
 local users, qtys = unqueue(KEYS[1], KEYS[3], KEYS[5], KEYS[7], {ARGV[1]}, {KEYS[4]})
 if not users[1] then return -1 end
 give_back(KEYS[1], KEYS[2], users[1], qtys[1])
+redis.call('SADD', KEYS[8], ARGV[1])
+redis.call('EXPIRE', KEYS[8], 86400)
 local prior = redis.call('GET', KEYS[6])
 if prior and string.sub(prior, -#ARGV[1] - 1) == ' ' .. ARGV[1] then redis.call('DEL', KEYS[6]) end
 redis.call('PUBLISH', ARGV[3], ARGV[2])
@@ -94,7 +97,7 @@ const (
 func (s *Stock) Rollback(ctx context.Context, activityID, userID int64, orderID, idemKey string) (RollbackResult, error) {
 	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID),
 		userQueuedKey(activityID, userID), claimedKey(activityID),
-		idempotencyKey(activityID, userID, idemKey), queuedSinceKey(activityID)}
+		idempotencyKey(activityID, userID, idemKey), queuedSinceKey(activityID), givenBackKey(activityID)}
 	var n int64
 	err := whileMoving(ctx, s.rdb, func() (err error) {
 		n, err = rollbackScript.Run(ctx, s.rdb, keys, orderID, activityID, ReturnedChannel).Int64()

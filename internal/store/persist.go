@@ -320,6 +320,13 @@ func addSold(tx *gorm.DB, orders []NewOrder) error {
 	return nil
 }
 
+// StoreFailed stores an order as failed with reason, counting it nowhere (an order
+// whose units could not be had); an order stored before is left as it is.
+func (s *Store) StoreFailed(ctx context.Context, o NewOrder, reason string) (Outcome, error) {
+	out, err := s.persistFailed(ctx, o, reason)
+	return out[o.ID], err
+}
+
 // persistFailed stores an order MySQL refused as failed, counting it nowhere.
 func (s *Store) persistFailed(ctx context.Context, o NewOrder, reason string) (map[string]Outcome, error) {
 	row := o.Order

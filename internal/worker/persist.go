@@ -26,6 +26,9 @@ type Persister struct {
 
 	// Batch is the most orders written in one transaction.
 	Batch int
+	// LostSale, when set, is told of a sale Redis has lost that a task's orders belong
+	// to (to start its rebuild; the task is retried meanwhile).
+	LostSale func(activityID int64)
 }
 
 // NewPersister returns a Persister that writes up to batch orders per transaction
@@ -77,7 +80,7 @@ func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[s
 	}
 
 	var claimed []store.NewOrder
-	var notQueued []string
+	var notQueued []queue.Order
 	for act, os := range byActivity {
 		ids := make([]string, len(os))
 		for i, o := range os {
@@ -93,20 +96,11 @@ func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[s
 				n.Gen = gen
 				claimed = append(claimed, n)
 			default:
-				notQueued = append(notQueued, o.ID)
+				notQueued = append(notQueued, o)
 			}
 		}
 	}
-	if len(notQueued) > 0 {
-		stored, err := p.store.OrdersByID(ctx, notQueued)
-		for _, id := range notQueued {
-			results[id] = err
-			if _, ok := stored[id]; err == nil && !ok {
-				slog.Info("order given back by the API before it was persisted; dropped", "order", id)
-				p.metrics.handled("dropped", 1)
-			}
-		}
-	}
+	claimed = append(claimed, p.adoptOrphans(ctx, batch, notQueued, results)...)
 	if len(claimed) == 0 {
 		return results
 	}
@@ -142,6 +136,63 @@ func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[s
 		}
 	}
 	return results
+}
+
+// adoptOrphans decides about the orders of a batch that Redis no longer holds as
+// queued: one MySQL has is done (a task delivered again); one the API gave back (its
+// buyer got 503) is dropped; one whose state Redis lost with its sale's, after it was
+// acknowledged, is adopted (its units taken again on the rebuilt sale) and returned to
+// be persisted, or stored failed if no units are left. A sale not rebuilt yet leaves its
+// orders to a retry of the task. results gets each one decided here.
+func (p *Persister) adoptOrphans(ctx context.Context, batch, notQueued []queue.Order, results map[string]error) []store.NewOrder {
+	if len(notQueued) == 0 {
+		return nil
+	}
+	ids := make([]string, len(notQueued))
+	for i, o := range notQueued {
+		ids[i] = o.ID
+	}
+	stored, err := p.store.OrdersByID(ctx, ids)
+	byActivity := map[int64][]stock.QueuedOrder{}
+	for _, o := range notQueued {
+		results[o.ID] = err
+		if _, ok := stored[o.ID]; err == nil && !ok {
+			byActivity[o.ActivityID] = append(byActivity[o.ActivityID], stock.QueuedOrder{OrderID: o.ID,
+				ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity, Limit: o.Limit,
+				CreatedAt: time.UnixMilli(o.CreatedAtMs), Participations: o.Participations, Group: o.Group})
+		}
+	}
+	orders := make(map[string]queue.Order, len(batch))
+	for _, o := range batch {
+		orders[o.ID] = o
+	}
+	var adopted []store.NewOrder
+	for act, qs := range byActivity {
+		got, err := p.stock.Adopt(ctx, act, qs)
+		for _, q := range qs {
+			switch {
+			case err != nil:
+				results[q.OrderID] = err
+			case got[q.OrderID] == stock.Adopted:
+				slog.Warn("order whose Redis state was lost with its sale's: adopted on the rebuilt sale", "order", q.OrderID)
+				adopted = append(adopted, newOrder(orders[q.OrderID]))
+				p.metrics.handled("adopted", 1)
+			case got[q.OrderID] == stock.OrphanNoStock:
+				reason := "Redis lost this order with its sale's state, and no units were left when it came back"
+				_, results[q.OrderID] = p.store.StoreFailed(ctx, newOrder(orders[q.OrderID]), reason)
+				p.metrics.handled(store.StatusFailed, 1)
+			case got[q.OrderID] == stock.SaleMissing:
+				results[q.OrderID] = fmt.Errorf("order %s: its sale is lost in Redis and not rebuilt yet", q.OrderID)
+				if p.LostSale != nil {
+					p.LostSale(act)
+				}
+			default:
+				slog.Info("order given back by the API before it was persisted; dropped", "order", q.OrderID)
+				p.metrics.handled("dropped", 1)
+			}
+		}
+	}
+	return adopted
 }
 
 func newOrder(o queue.Order) store.NewOrder {
