@@ -163,3 +163,75 @@ func TestGroupFail(t *testing.T) {
 		t.Errorf("user 1 after their group failed: %v", err)
 	}
 }
+
+// A group that fills in the same instant its window ends has one outcome: the last seat
+// (taken just before the end) and the failure (at the end) race, fifty times over, and
+// each group ends either complete with its units held or failed with every unit back,
+// never both.
+func TestGroupFillRacesFailure(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newGroupSale(t, s, 1, 1000, 2, 0)
+	opened := t0.Add(time.Second)
+	end := opened.Add(time.Minute) // the group window of newGroupSale
+	outcomes := map[string]int{}
+	for i := range 50 {
+		g := fmt.Sprintf("g%d", i)
+		opener, joiner := int64(1000+i), int64(2000+i)
+		if _, err := s.Reserve(ctx, seat(1, opener, g, true, opened)); err != nil {
+			t.Fatal(err)
+		}
+		var joined error
+		var failed bool
+		var failErr error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); _, joined = s.Reserve(ctx, seat(1, joiner, g, false, end.Add(-time.Millisecond))) }()
+		go func() {
+			defer wg.Done()
+			for { // the fail waits for the seats' orders to be settled, as the worker's job does
+				failed, failErr = s.FailGroup(ctx, 1, g, end)
+				if !errors.Is(failErr, stock.ErrGroupPending) {
+					return
+				}
+				settleAll(t, s, 1)
+			}
+		}()
+		wg.Wait()
+		settleAll(t, s, 1)
+		grp, err := s.GetGroup(ctx, 1, g, false)
+		switch {
+		case err != nil || failErr != nil:
+			t.Fatalf("group %s: %v, %v", g, err, failErr)
+		case joined == nil && !failed && grp.Status == stock.GroupComplete && grp.Members == 2:
+			outcomes["complete"]++
+		case joined != nil && failed && grp.Status == stock.GroupFailed:
+			outcomes["failed"]++
+		default:
+			t.Fatalf("group %s: join %v, failed %v, ends %+v: two outcomes or none", g, joined, failed, grp)
+		}
+	}
+	snap, _ := s.Snapshot(ctx, 1)
+	if held := 1000 - snap.Sale.Available; held != int64(2*outcomes["complete"]) {
+		t.Errorf("%d units held, want 2 per complete group (%v)", held, outcomes)
+	}
+	t.Logf("outcomes: %v", outcomes)
+}
+
+// settleAll settles every queued order of a sale as stored (what the worker does).
+func settleAll(t *testing.T, s *stock.Stock, activityID int64) {
+	t.Helper()
+	snap, err := s.Snapshot(context.Background(), activityID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ss []stock.Settlement
+	for _, q := range snap.Queued {
+		ss = append(ss, stock.Settlement{OrderID: q.OrderID, UserID: q.UserID, Group: q.Group})
+	}
+	if len(ss) > 0 {
+		if err := s.Settle(context.Background(), activityID, ss); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
