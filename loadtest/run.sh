@@ -3,6 +3,9 @@
 #
 #   loadtest/run.sh [audit] [ratios] [k6] [ab]     (default: audit ratios, about a minute)
 #
+# ratios ends with a group-buy phase (seats taken/s against the purchases/s of the same
+# run, then an audit of the group sale); RATIOS_FLAGS='-group-size 0' leaves it out.
+#
 # It starts, on free ports: a private redis-server (AOF, appendfsync always as
 # scripts/services.sh runs it, or LOADTEST_APPENDFSYNC), API_INSTANCES API processes
 # (default 1) and one worker, with
@@ -40,6 +43,16 @@ done
 
 logs="$root/.data/loadtest"
 mkdir -p "$logs"
+
+# One run at a time on this machine: each recreates its database (two runs on
+# seckill_loadtest drop each other's tables) and they would share the cores they
+# measure. A second run waits for the first; the servers started below do not hold
+# the lock (9>&-).
+exec 9>"${TMPDIR:-/tmp}/seckill-loadtest.lock"
+if ! flock -n 9; then
+	echo "loadtest: another loadtest/run.sh is running on this machine; waiting for it to end" >&2
+	flock 9
+fi
 # bin/ is built from the work tree every time (go build is quick when nothing changed),
 # so the banner's commit is what runs; given binaries must exist.
 api_bin=${SECKILL_API_BIN:-bin/api}
@@ -102,7 +115,7 @@ start_redis() { # name, extra redis-server arguments...
 	mkdir -p "$redis_dir/$port"
 	redis-server --bind 127.0.0.1 --port "$port" --dir "$redis_dir/$port" --appendonly yes \
 		--appendfsync "${LOADTEST_APPENDFSYNC:-always}" --save "" --protected-mode no \
-		--logfile "$logs/redis-$port.log" "$@" &
+		--logfile "$logs/redis-$port.log" "$@" 9>&- &
 	pids+=($!)
 	watch+="${watch:+,}$name=$!"
 	for _ in $(seq 100); do answers "$port" && break; sleep 0.1; done
@@ -154,12 +167,12 @@ export SECKILL_WORKER_METRICS_ADDR=127.0.0.1:$port
 urls=()
 for i in $(seq "${API_INSTANCES:-1}"); do
 	free_port
-	SECKILL_HTTP_ADDR=127.0.0.1:$port "$api_bin" >"$logs/api$i.log" 2>&1 &
+	SECKILL_HTTP_ADDR=127.0.0.1:$port "$api_bin" >"$logs/api$i.log" 2>&1 9>&- &
 	pids+=($!)
 	watch+=",api$i=$!"
 	urls+=("http://127.0.0.1:$port")
 done
-"$worker_bin" >"$logs/worker.log" 2>&1 &
+"$worker_bin" >"$logs/worker.log" 2>&1 9>&- &
 pids+=($!)
 watch+=",worker=$!"
 mysqld=$(pidof mariadbd mysqld 2>/dev/null | awk '{print $1}') || true

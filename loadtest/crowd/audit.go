@@ -15,7 +15,9 @@ import (
 
 // The audit reads MySQL through the storage facts of the API contract only:
 // activities(id, stock_total, per_user_limit) and
-// orders(id, activity_id, user_id, quantity, status).
+// orders(id, activity_id, user_id, quantity, status, group_id); for group-buy sales
+// also activities(sold, per_user_participations) and sale_groups(id, size, members,
+// status) (groups.go).
 
 // saleRow is an activity as MySQL holds it.
 type saleRow struct {
@@ -30,12 +32,14 @@ type storedOrder struct {
 	UserID   int64
 	Quantity int64
 	Status   string
+	GroupID  string // "" for an order of a plain sale
 }
 
 // holds reports the statuses whose units are taken from stock and count against the
-// per-user limit. MySQL never holds queued orders today; counting them too is stricter.
+// per-user limit: an order of a group that has not filled yet (grouping) holds its
+// units too. MySQL never holds queued orders today; counting them too is stricter.
 func holds(status string) bool {
-	return status == "queued" || status == "created" || status == "paid"
+	return status == "queued" || status == "grouping" || status == "created" || status == "paid"
 }
 
 func loadSale(ctx context.Context, db *sql.DB, activityID int64) (saleRow, error) {
@@ -50,7 +54,7 @@ func loadSale(ctx context.Context, db *sql.DB, activityID int64) (saleRow, error
 
 func loadOrders(ctx context.Context, db *sql.DB, activityID int64) ([]storedOrder, error) {
 	rows, err := db.QueryContext(ctx,
-		"SELECT id, user_id, quantity, status FROM orders WHERE activity_id = ?", activityID)
+		"SELECT id, user_id, quantity, status, COALESCE(group_id, '') FROM orders WHERE activity_id = ?", activityID)
 	if err != nil {
 		return nil, fmt.Errorf("load orders: %w", err)
 	}
@@ -58,7 +62,7 @@ func loadOrders(ctx context.Context, db *sql.DB, activityID int64) ([]storedOrde
 	var out []storedOrder
 	for rows.Next() {
 		var o storedOrder
-		if err := rows.Scan(&o.ID, &o.UserID, &o.Quantity, &o.Status); err != nil {
+		if err := rows.Scan(&o.ID, &o.UserID, &o.Quantity, &o.Status, &o.GroupID); err != nil {
 			return nil, fmt.Errorf("load orders: %w", err)
 		}
 		out = append(out, o)
@@ -77,35 +81,45 @@ func countOrders(ctx context.Context, db *sql.DB, activityID int64) (int, error)
 // (returning false), so an audit still runs and counts the missing orders as lost.
 func waitPersisted(ctx context.Context, db *sql.DB, activityID int64, want map[string]bool,
 	poll time.Duration, deadline time.Time) (time.Time, bool, error) {
-	for {
+	return pollUntil(ctx, &poll, deadline, func() (bool, error) {
 		n, err := countOrders(ctx, db, activityID)
+		if err != nil || n < len(want) {
+			return false, err
+		}
+		stored, err := loadOrders(ctx, db, activityID)
 		if err != nil {
-			return time.Time{}, false, err
+			return false, err
 		}
+		missing := len(want)
+		for _, o := range stored {
+			if want[o.ID] {
+				missing--
+			}
+		}
+		poll = max(poll, 250*time.Millisecond) // full reads from here on: go slower
+		return missing == 0, nil
+	})
+}
+
+// pollUntil runs check every *poll (check may change it) until check reports done,
+// and returns the time the run that did began. It gives up (false) after the first run
+// that began past deadline.
+func pollUntil(ctx context.Context, poll *time.Duration, deadline time.Time, check func() (bool, error)) (time.Time, bool, error) {
+	for {
 		seen := time.Now()
-		if n >= len(want) {
-			stored, err := loadOrders(ctx, db, activityID)
-			if err != nil {
-				return time.Time{}, false, err
-			}
-			missing := len(want)
-			for _, o := range stored {
-				if want[o.ID] {
-					missing--
-				}
-			}
-			if missing == 0 {
-				return seen, true, nil
-			}
-			poll = max(poll, 250*time.Millisecond) // full reads from here on: go slower
-		}
-		if seen.After(deadline) {
+		done, err := check()
+		switch {
+		case err != nil:
+			return time.Time{}, false, err
+		case done:
+			return seen, true, nil
+		case seen.After(deadline):
 			return seen, false, nil
 		}
 		select {
 		case <-ctx.Done():
 			return seen, false, ctx.Err()
-		case <-time.After(poll):
+		case <-time.After(*poll):
 		}
 	}
 }
@@ -115,6 +129,7 @@ type ack struct {
 	UserID   int64
 	Quantity int64
 	Key      string // Idempotency-Key, "" for none
+	Group    string // the seat's group in a group-buy sale, "" for a purchase
 }
 
 // ledger is what the API told the crowd about one sale. It is safe for concurrent use.
@@ -184,7 +199,7 @@ type report struct {
 	Sale      saleRow
 	Orders    int
 	ByStatus  map[string]int
-	HeldUnits int64 // units in queued, created and paid orders
+	HeldUnits int64 // units in queued, grouping, created and paid orders
 	Accepted  int   // 202 answers
 	// Oversold is how many units more than stock_total the orders hold (0 when fine).
 	Oversold int64
@@ -199,7 +214,8 @@ type report struct {
 	// Refused are orders an answer named that MySQL stored as failed: Redis took their
 	// units, and MySQL's guards turned them down (only a Redis that lost writes does that).
 	Refused []string
-	// Mismatched are orders whose user or quantity in MySQL is not what the buyer asked.
+	// Mismatched are orders whose user, quantity or group in MySQL is not what the
+	// buyer asked and the answer said.
 	Mismatched []string
 	// OverLimit maps users past per_user_limit to the units they hold.
 	OverLimit map[int64]int64
@@ -260,7 +276,7 @@ func audit(s saleRow, stored []storedOrder, l *ledger) report {
 				if !slices.Contains(r.Refused, id) {
 					r.Refused = append(r.Refused, id)
 				}
-			case o.UserID != a.UserID || o.Quantity != a.Quantity:
+			case o.UserID != a.UserID || o.Quantity != a.Quantity || o.GroupID != a.Group:
 				if !slices.Contains(r.Mismatched, id) {
 					r.Mismatched = append(r.Mismatched, id)
 				}
@@ -284,17 +300,12 @@ func audit(s saleRow, stored []storedOrder, l *ledger) report {
 
 // print writes the audit, one figure a line, with a few examples of each problem.
 func (r report) print(w io.Writer) {
-	statuses := make([]string, 0, len(r.ByStatus))
-	for s, n := range r.ByStatus {
-		statuses = append(statuses, fmt.Sprintf("%s %d", s, n))
-	}
-	sort.Strings(statuses)
 	fmt.Fprintf(w, "  MySQL: %d orders (%s); units held %d of stock_total %d; 202 answers %d\n",
-		r.Orders, strings.Join(statuses, ", "), r.HeldUnits, r.Sale.StockTotal, r.Accepted)
+		r.Orders, byStatus(r.ByStatus), r.HeldUnits, r.Sale.StockTotal, r.Accepted)
 	line := func(name string, n int, detail string) {
 		fmt.Fprintf(w, "  %-12s %d%s\n", name, n, detail)
 	}
-	line("oversold", int(r.Oversold), " (units in created+paid orders beyond stock_total)")
+	line("oversold", int(r.Oversold), " (units in grouping+created+paid orders beyond stock_total)")
 	line("lost", len(r.Lost), examples(r.Lost))
 	line("refused", len(r.Refused), " (acknowledged, then stored as failed by MySQL's guards)"+examples(r.Refused))
 	line("duplicated", r.Duplicated(), fmt.Sprintf(" (in MySQL without a 202/200: %d%s; keys with 2+ orders: %d%s; repeated 202s: %d)",
@@ -310,6 +321,16 @@ func (r report) print(w io.Writer) {
 	if r.Inconclusive() {
 		fmt.Fprintln(w, "  inconclusive: purchases without an answer may have made the orders MySQL has without one")
 	}
+}
+
+// byStatus lists counts by status in the order of the names: "created 3, paid 1".
+func byStatus(counts map[string]int) string {
+	out := make([]string, 0, len(counts))
+	for s, n := range counts {
+		out = append(out, fmt.Sprintf("%s %d", s, n))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 func examples(s []string) string {

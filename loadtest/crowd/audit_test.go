@@ -268,12 +268,17 @@ func TestCrowdAgainstStack(t *testing.T) {
 
 	out.Reset()
 	ok, err = runRatios(ctx, &out, a, sqlDB, ratiosConfig{Conns: 10, Phase: 300 * time.Millisecond,
-		Slice: 100 * time.Millisecond, Buyers: 2000, FirstUser: 10_000, Drain: time.Minute})
+		Slice: 100 * time.Millisecond, Buyers: 2000, FirstUser: 10_000, Drain: time.Minute,
+		Group: groupConfig{Size: 3, Window: time.Minute, Seats: 2, Open: 0.2, Refresh: 200 * time.Millisecond,
+			Buyers: 2000, FirstUser: 12_000}})
 	if err != nil || !ok {
 		t.Fatalf("ratios = %v, %v; want ok:\n%s", ok, err, out.String())
 	}
 	for _, want := range []string{"409 sold_out: ", "successful purchases/s vs healthz",
-		"audit of sale", "oversold 0, lost 0, refused 0, duplicated 0, over limit 0, mismatched 0"} {
+		"audit of sale", "oversold 0, lost 0, refused 0, duplicated 0, over limit 0, mismatched 0",
+		"open 202: ", "join 202: ", "list 200: ", "group seats/s vs purchases/s",
+		"over size 0, miscounted 0, twice in a group 0, over the cap 0, without a group 0, unsettled 0, sold minus held units 0",
+		"contradicting 202s 0, unexpected answers 0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("ratios output has no %q:\n%s", want, out.String())
 		}

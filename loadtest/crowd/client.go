@@ -68,6 +68,7 @@ func (a *api) tokens(first int64, n int) ([]string, error) {
 
 // answer is what one request got.
 type answer struct {
+	kind    string // what the request was, when a phase sends several kinds ("open", "join")
 	status  int    // 0 when the request got no answer
 	code    string // the error body's code, "" on success
 	body    []byte
@@ -75,15 +76,22 @@ type answer struct {
 	latency time.Duration
 }
 
-// label names an answer in the tallies: "202", "409 sold_out", "error".
+// label names an answer in the tallies: "202", "409 sold_out", "no answer", prefixed
+// with its kind when it has one: "join 409 group_full".
 func (r answer) label() string {
+	var l string
 	switch {
 	case r.err != nil:
-		return "no answer"
+		l = "no answer"
 	case r.code != "":
-		return fmt.Sprintf("%d %s", r.status, r.code)
+		l = fmt.Sprintf("%d %s", r.status, r.code)
+	default:
+		l = fmt.Sprint(r.status)
 	}
-	return fmt.Sprint(r.status)
+	if r.kind != "" {
+		return r.kind + " " + l
+	}
+	return l
 }
 
 type errorBody struct {
@@ -142,6 +150,7 @@ type order struct {
 	UserID     int64  `json:"user_id"`
 	Quantity   int    `json:"quantity"`
 	Status     string `json:"status"`
+	GroupID    string `json:"group_id"` // "" outside group-buy sales
 }
 
 // buy posts a purchase of quantity units.
@@ -159,18 +168,29 @@ type saleSpec struct {
 	PerUserLimit int    `json:"per_user_limit"`
 	StartsAt     string `json:"starts_at"`
 	EndsAt       string `json:"ends_at"`
+	// A group-buy sale: Kind "group" and its group settings; empty for a plain sale.
+	Kind                  string `json:"kind,omitempty"`
+	GroupSize             int    `json:"group_size,omitempty"`
+	GroupWindowSeconds    int    `json:"group_window_seconds,omitempty"`
+	PerUserParticipations int    `json:"per_user_participations,omitempty"`
 }
 
 // createSale creates a sale that is on from a second ago for an hour, and returns its id.
 func (a *api) createSale(ctx context.Context, name string, stock int64, limit int) (int64, error) {
+	return a.create(ctx, saleSpec{Name: name, Stock: stock, PerUserLimit: limit})
+}
+
+// create creates the sale spec describes, with its product, price and times filled in
+// as createSale's, and returns its id.
+func (a *api) create(ctx context.Context, spec saleSpec) (int64, error) {
 	admin, err := a.token(1, true)
 	if err != nil {
 		return 0, err
 	}
 	now := time.Now().UTC()
-	body, _ := json.Marshal(saleSpec{Name: name, ProductName: "load-test unit", PriceCents: 100,
-		Stock: stock, PerUserLimit: limit, StartsAt: now.Add(-time.Second).Format(time.RFC3339),
-		EndsAt: now.Add(time.Hour).Format(time.RFC3339)})
+	spec.ProductName, spec.PriceCents = "load-test unit", 100
+	spec.StartsAt, spec.EndsAt = now.Add(-time.Second).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339)
+	body, _ := json.Marshal(spec)
 	r := a.do(ctx, http.MethodPost, "/api/v1/admin/activities", admin, "", body)
 	if r.err != nil || r.status != http.StatusCreated {
 		return 0, fmt.Errorf("create sale: %s %s", r.label(), bytes.TrimSpace(r.body))

@@ -5,7 +5,9 @@
 //	              small sale; waits for the queue to drain and audits MySQL: oversold,
 //	              lost, duplicated and over-limit must all be 0, else exit 1
 //	crowd ratios  issue 5's figures in one run: healthz req/s, purchases/s, sold-out
-//	              answers/s, accepted/s vs persisted/s, purchase p99, and their ratios
+//	              answers/s, accepted/s vs persisted/s, purchase p99, and their ratios;
+//	              then seats taken/s in a group-buy sale against purchases/s, and an
+//	              audit of the group sale
 //	crowd sale    create a sale (optionally sold out) and print its id (for ab.sh)
 //	crowd token   print a token for a user (for ab.sh and k6)
 //
@@ -128,6 +130,12 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		fs.BoolVar(&cfg.Strict, "strict", false, "exit 1 when a target is missed")
 		fs.DurationVar(&cfg.Settle, "settle", 3*time.Second, "pause after the drain, before the last healthz phase")
 		fs.DurationVar(&cfg.Slice, "slice", time.Second, "length of one turn when sold out and healthz alternate")
+		fs.IntVar(&cfg.Group.Size, "group-size", 3, "seats of a group in the group phase (0: no group phase)")
+		fs.DurationVar(&cfg.Group.Window, "group-window", 10*time.Minute, "group window: no group may close during the run")
+		fs.IntVar(&cfg.Group.Seats, "group-seats", 2, "seats each user of the group phase takes, in as many groups (the per-user limit and cap)")
+		fs.Float64Var(&cfg.Group.Open, "group-open", 0.2, "share of seats that open a group although the buyer's list shows one to join")
+		fs.DurationVar(&cfg.Group.Refresh, "group-refresh", time.Second, "a buyer fetches the open groups again when its list is this old")
+		fs.IntVar(&cfg.Group.Buyers, "group-buyers", 150_000, "distinct users signed for the group phase")
 		watch := fs.String("watch", "", "name=pid,... of processes whose CPU use each phase reports (e.g. api=123,worker=456)")
 		if err := fs.Parse(args); err != nil {
 			return false, err
@@ -137,6 +145,15 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 			return false, err
 		}
 		cfg.Conns = c.conns
+		cfg.Group.FirstUser = cfg.FirstUser + int64(cfg.Buyers) // users the purchase phase did not see
+		switch g := cfg.Group; {
+		case g.Size != 0 && (g.Size < 2 || g.Size > 100):
+			return false, fmt.Errorf("-group-size: want 0 or 2..100")
+		case g.Size != 0 && (g.Window < time.Minute || g.Window > 7*24*time.Hour):
+			return false, fmt.Errorf("-group-window: want 1m..168h")
+		case g.Size != 0 && (g.Seats < 1 || g.Buyers < 1 || g.Refresh <= 0):
+			return false, fmt.Errorf("-group-seats, -group-buyers and -group-refresh must be positive")
+		}
 		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runRatios(ctx, w, a, db, cfg) })
 	case "sale":
 		c.register(fs, 1)

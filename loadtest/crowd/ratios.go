@@ -27,6 +27,7 @@ type ratiosConfig struct {
 	Settle      time.Duration // pause after the drain, before the last healthz phase
 	Slice       time.Duration // length of one turn when sold out and healthz alternate
 	Watch       cpuWatch      // processes whose CPU use each phase reports
+	Group       groupConfig   // the group-buy phase after healthz 3 (groups.go)
 }
 
 // Targets of issue 5.
@@ -36,6 +37,16 @@ const (
 	wantPersistRatio  = 0.90
 	wantPurchaseP99   = 25 * time.Millisecond
 )
+
+// figure is a line of the ratios' table: a measured figure, its ratio (-1 for none)
+// and its target (want "" for none).
+type figure struct {
+	name     string
+	measured string
+	ratio    float64
+	want     string
+	ok       bool
+}
 
 // phase is one measured stretch of load.
 type phase struct {
@@ -121,13 +132,17 @@ type accepted202 struct {
 //	           saw MySQL hold every one of them)
 //	(settle)   a pause, so MySQL's and Redis's after-work does not weigh on healthz 3
 //	healthz 3
+//	group seats  buyers open groups of a group-buy sale with plentiful stock and join
+//	           the open ones (Group; groups.go), seats taken/s against the purchase
+//	           phase's purchases/s; then the groups left open are filled and the sale
+//	           audited
 //
 // and prints the figures and their ratios against the targets. Sold-out answers are
 // compared with the healthz turns they alternate with; purchases with the mean of the
 // healthz phases just before and just after them (turns would let the worker drain
 // during the healthz turns). Either way a machine that gets slower or faster during
-// the run (other work on it) moves both sides. It returns
-// whether the audit of the purchase sale passed and (with Strict) every target was met.
+// the run (other work on it) moves both sides. It returns whether the audits of the
+// purchase sale and of the group sale passed and (with Strict) every target was met.
 func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosConfig) (bool, error) {
 	fmt.Fprintf(w, "ratios: %d API instance(s) %v, %d connections, %s phases; this tool: %d CPUs, GOMAXPROCS %d (it shares them with the API)\n",
 		len(a.urls), a.urls, cfg.Conns, cfg.Phase, runtime.NumCPU(), runtime.GOMAXPROCS(0))
@@ -259,18 +274,19 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 	}
 	h3 := run("healthz 3", cfg.Phase, healthz)
 
+	seats := groupResult{ok: true}
+	if cfg.Group.Size > 0 {
+		if seats, err = runGroups(ctx, w, a, db, cfg, run); err != nil {
+			return false, err
+		}
+	}
+
 	soldYard, buyYard := h1.rate(), (h2.rate()+h3.rate())/2
 	_, p99, _ := purchase.tally.percentiles()
 	buyRatio := purchase.rateOf("202") / buyYard
 	soldRatio := soldOut.rateOf("409 sold_out") / soldYard
 	persistRatio := persistedRate / acceptedRate
-	results := []struct {
-		name     string
-		measured string
-		ratio    float64
-		want     string
-		ok       bool
-	}{
+	results := []figure{
 		{"successful purchases/s vs healthz", fmt.Sprintf("%.0f/s", purchase.rateOf("202")),
 			buyRatio, fmt.Sprintf(">= %.2f", wantPurchaseRatio), buyRatio >= wantPurchaseRatio},
 		{"sold-out answers/s vs healthz", fmt.Sprintf("%.0f/s", soldOut.rateOf("409 sold_out")),
@@ -278,6 +294,10 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 		{"orders persisted/s vs accepted/s", fmt.Sprintf("%.0f/s", persistedRate),
 			persistRatio, fmt.Sprintf(">= %.2f", wantPersistRatio), persistRatio >= wantPersistRatio},
 		{"purchase p99", ms(p99), -1, "<= " + ms(wantPurchaseP99), p99 <= wantPurchaseP99},
+	}
+	if cfg.Group.Size > 0 { // no target: how a seat compares with a purchase
+		results = append(results, figure{"group seats/s vs purchases/s", fmt.Sprintf("%.0f/s", seats.seatRate),
+			seats.seatRate / purchase.rateOf("202"), "", true})
 	}
 	fmt.Fprintf(w, "  healthz yardsticks: %.0f req/s for sold out (healthz 1, its turns), %.0f req/s for purchases (mean of healthz 2 and 3)\n",
 		soldYard, buyYard)
@@ -288,6 +308,9 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 		if r.ratio >= 0 {
 			ratio = fmt.Sprintf("%.3f", r.ratio)
 		}
+		if r.want == "" {
+			verdict = "(no target)"
+		}
 		if !r.ok {
 			verdict, met = "MISSED", false
 		}
@@ -295,6 +318,10 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 	}
 	if !rep.OK() {
 		fmt.Fprintln(w, "ratios: FAIL (the purchase sale's audit found problems)")
+		return false, nil
+	}
+	if !seats.ok {
+		fmt.Fprintln(w, "ratios: FAIL (the group sale's audit found problems)")
 		return false, nil
 	}
 	if !met && cfg.Strict {
