@@ -16,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -548,4 +550,295 @@ func TestAdminChartsMove(t *testing.T) {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// TestGroupBuyInBrowser runs a group-buy sale through the pages: the admin creates it
+// from the form (after the API's message beside the group size), buyer A opens a
+// group and copies its share link, B (on a phone) and C open the link and join, the
+// group fills and A's page shows it complete with the order payable without a reload,
+// a buyer whose page had not seen the group fill is told it is full, and the admin's
+// card lists the group complete with its members.
+func TestGroupBuyInBrowser(t *testing.T) {
+	s := testutil.StartStack(t)
+	b := startBrowser(t)
+
+	admin := b.open(t, "admin-group", 1280, 900)
+	admin.do("open the admin page", chromedp.Navigate(s.URL+"/admin#token="+testutil.Token(t, 1, true)))
+	admin.waitFor("the create form", `!document.querySelector('#console').hidden`)
+	if got := admin.eval(`String(document.querySelector('#f-group-size').closest('.field').hidden)`); got != "true" {
+		t.Errorf("the group size shows for a plain sale (hidden %s)", got)
+	}
+	admin.do("choose a group-buy with the keyboard and fill it, with a group of one",
+		chromedp.SendKeys(chromedp.CSS("#f-kind"), "g"),
+		chromedp.SendKeys(chromedp.CSS("#f-name"), "Team tea"),
+		chromedp.SendKeys(chromedp.CSS("#f-product"), "Tea box"),
+		chromedp.SetValue(chromedp.CSS("#f-price"), "12.50"),
+		chromedp.SetValue(chromedp.CSS("#f-stock"), "30"),
+		chromedp.SetValue(chromedp.CSS("#f-limit"), "2"),
+		chromedp.SetValue(chromedp.CSS("#f-participations"), "1"),
+	)
+	admin.waitFor("the group fields", `!document.querySelector('#f-group-size').closest('.field').hidden`)
+	admin.do("a group of one",
+		chromedp.SetValue(chromedp.CSS("#f-group-size"), "1"),
+		chromedp.SetValue(chromedp.CSS("#f-group-window"), "600"),
+		chromedp.Click(chromedp.CSS("#create-button")),
+	)
+	admin.waitFor("the group size's validation message", `document.querySelector('#f-group-size-error').textContent !== ''`)
+	if got := admin.text("#f-group-size-error"); !strings.HasPrefix(got, "group_size must be between 2 and 100") {
+		t.Errorf("message beside the group size: got %q, want the API's group_size message", got)
+	}
+	if got := admin.eval(`document.activeElement.id + ' ' + document.querySelector('#f-group-size').getAttribute('aria-invalid')`); got != "f-group-size true" {
+		t.Errorf("focus and aria-invalid after the bad group size: got %q, want %q", got, "f-group-size true")
+	}
+	admin.screenshot("admin-group-validation")
+	admin.do("a group of three, sent with Enter",
+		chromedp.SetValue(chromedp.CSS("#f-group-size"), "3"),
+		chromedp.Focus(chromedp.CSS("#f-group-size")),
+		chromedp.KeyEvent("\r"),
+	)
+	admin.waitFor("the new group sale", `document.querySelector('#sales li[data-status="active"]') !== null`)
+	if got := admin.text("#create-result"); !strings.Contains(got, "created with 30 units in groups of 3 (each has 10m 00s to fill)") {
+		t.Errorf("create result: got %q, want it to name the groups", got)
+	}
+	if got := admin.text("#sales li .kind-text"); got != "Group-buy: groups of 3, each with 10m 00s to fill from its first seat. At most 1 participation per buyer." {
+		t.Errorf("the sale's kind: got %q", got)
+	}
+
+	// Buyer A opens a group.
+	a := b.open(t, "buyer-a", 1280, 900)
+	a.do("open the buyer page", chromedp.Navigate(s.URL+"/#token="+testutil.Token(t, 42, false)))
+	a.waitFor("Open a group", `(() => { const b = document.querySelector('#sales li .open-group-button'); return b !== null && !b.hidden && !b.disabled })()`)
+	if got := a.eval(`String(document.querySelector('#sales li .buy-button').hidden)`); got != "true" {
+		t.Errorf("Buy shows on a group-buy sale")
+	}
+	a.waitFor("no open group yet", `document.querySelector('#sales li .open-groups-note').textContent === 'No group is open right now: open the first one.'`)
+	if got := a.text("#sales li .group-rule"); !strings.HasPrefix(got, "Group-buy: 3 buyers per group.") {
+		t.Errorf("the group rule: got %q", got)
+	}
+	a.screenshot("buyer-group-sale")
+	a.do("open a group", chromedp.Click(chromedp.CSS("#sales li .open-group-button")))
+	a.waitFor("the order in its open group", `document.querySelector('#orders li[data-group="open"] .share-url') !== null`)
+	if got := a.text("#sales li .message"); !strings.HasPrefix(got, "You opened a group: 1 of 3 joined.") {
+		t.Errorf("after opening: got %q", got)
+	}
+	if got := a.text("#orders li .group-state"); got != "Group: 1 of 3 joined, 2 seats left. Share the link so that it fills." {
+		t.Errorf("A's group: got %q", got)
+	}
+	if got := a.text("#orders li .group-clock"); !strings.HasPrefix(got, "It closes in 9m") && !strings.HasPrefix(got, "It closes in 10m") {
+		t.Errorf("A's group countdown: got %q", got)
+	}
+	// The sale lists A's group as A's, and A has used the one participation allowed.
+	a.waitFor("A's group in the sale's list", `document.querySelector('#sales li .group-item[data-mine="true"] .group-yours') !== null`)
+	a.waitFor("the participation used", `document.querySelector('#sales li .open-group-button').disabled`)
+	if got := a.text("#sales li .limit-text"); got != "Up to 2 per buyer, in at most 1 group at once. You have 1, in 1 group." {
+		t.Errorf("A's allowance: got %q", got)
+	}
+	a.waitFor("the order waiting for its group", `document.querySelector('#orders li[data-status="grouping"]') !== null`)
+	if got := a.text(`#orders li .order-badge`); got != "Waiting for group" {
+		t.Errorf("A's order badge: got %q", got)
+	}
+
+	// The share link, copied to the clipboard.
+	shareURL := a.eval(`document.querySelector('#orders li .share-url').value`)
+	if !strings.HasPrefix(shareURL, s.URL+"/?group=") {
+		t.Fatalf("share link %q, want %s/?group=<id>", shareURL, s.URL)
+	}
+	groupID := strings.TrimPrefix(shareURL, s.URL+"/?group=")
+	a.allowClipboard(s.URL)
+	a.do("copy the link", chromedp.Click(chromedp.CSS("#orders li .copy")))
+	a.waitFor("the link copied", `document.querySelector('#orders li .share-result').textContent.startsWith('Link copied.')`)
+	if got := a.evalPromise(`navigator.clipboard.readText()`); got != shareURL {
+		t.Errorf("clipboard: got %q, want %q", got, shareURL)
+	}
+	a.screenshot("buyer-group-opened")
+
+	// B opens the link on a phone and joins.
+	bb := b.open(t, "buyer-b", 390, 844)
+	bb.do("open the share link", chromedp.Navigate(shareURL+"#token="+testutil.Token(t, 43, false)))
+	bb.waitFor("the invitation", `document.querySelector('#invite').dataset.members === '1' && !document.querySelector('#invite-join').disabled`)
+	if got := bb.text("#invite-state"); got != "1 of 3 joined: 2 seats left." {
+		t.Errorf("B's invitation: got %q", got)
+	}
+	if got := bb.text("#invite-sale"); got != "Team tea: Tea box at 12.50 each, in groups of 3." {
+		t.Errorf("B's invitation names %q", got)
+	}
+	if got := bb.eval(`location.search + ' ' + location.hash`); got != "?group="+groupID {
+		t.Errorf("B's address: got %q, want the group kept and the token gone", got)
+	}
+	bb.screenshot("buyer-group-invite-phone")
+	bb.do("join", chromedp.Click(chromedp.CSS("#invite-join")))
+	bb.waitFor("B in the group", `document.querySelector('#invite').dataset.mine === 'true' && document.querySelector('#invite').dataset.members === '2'`)
+	if got := bb.text("#invite-state"); got != "You are in this group: 2 of 3 joined, 1 seat left. Share the link so that it fills." {
+		t.Errorf("B after joining: got %q", got)
+	}
+	if got := bb.text("#invite-message"); !strings.HasPrefix(got, "You joined the group: 2 of 3.") {
+		t.Errorf("B's join message: got %q", got)
+	}
+	bb.waitFor("B's order in the group", `document.querySelector('#orders li[data-group="open"]') !== null`)
+	if got := bb.eval(`String(document.documentElement.scrollWidth)`); atoi(got) > 390 {
+		t.Errorf("the buyer page is %s px wide on a 390 px screen: it scrolls sideways", got)
+	}
+	bb.screenshot("buyer-group-joined-phone")
+	a.waitFor("A sees B join without a reload", `document.querySelector('#orders li .group-state').textContent.startsWith('Group: 2 of 3 joined')`)
+
+	// D opens the link too, but its page does not hear of the group again (its reads
+	// of the group are blocked, as on a stalled connection) until it tries to join.
+	d := b.open(t, "buyer-d", 1280, 900)
+	d.do("open the share link", chromedp.Navigate(shareURL+"#token="+testutil.Token(t, 45, false)))
+	d.waitFor("the invitation", `document.querySelector('#invite').dataset.members === '2' && !document.querySelector('#invite-join').disabled`)
+	d.blockURL(s.URL + "/api/v1/groups/" + groupID)
+
+	// C fills the group.
+	c := b.open(t, "buyer-c", 1280, 900)
+	c.do("open the share link", chromedp.Navigate(shareURL+"#token="+testutil.Token(t, 44, false)))
+	c.waitFor("the invitation", `document.querySelector('#invite').dataset.members === '2' && !document.querySelector('#invite-join').disabled`)
+	c.do("join", chromedp.Click(chromedp.CSS("#invite-join")))
+	c.waitFor("C's join", `document.querySelector('#invite-message').textContent !== ''`)
+	if got := c.text("#invite-message"); !strings.HasPrefix(got, "You joined and filled the group: 3 of 3.") {
+		t.Errorf("C's join message: got %q", got)
+	}
+	c.waitFor("C's order payable", `document.querySelector('#orders li[data-group="complete"][data-status="created"] .pay') !== null`)
+	if got := c.text("#invite-state"); got != "This group is complete: 3 of 3 joined. Your order is now payable: pay it under Your orders." {
+		t.Errorf("C's group: got %q", got)
+	}
+
+	// D's page still offers the seat: the API answers group_full, which D reads as words.
+	d.do("join the full group", chromedp.Click(chromedp.CSS("#invite-join")))
+	d.waitFor("D's refusal", `document.querySelector('#invite-message').textContent !== ''`)
+	if got := d.text("#invite-message"); got != "This group is full: every seat was taken just before you. Join another group or open your own." {
+		t.Errorf("D's refusal: got %q, want the group_full sentence", got)
+	}
+	d.screenshot("buyer-group-full")
+	d.unblockURLs()
+	d.waitFor("the group full on D's page", `document.querySelector('#invite').dataset.status === 'complete'`)
+	if got := d.text("#invite-state"); got != "This group is full: all 3 seats are taken. Open your own group in the sale below." {
+		t.Errorf("D's invitation after: got %q", got)
+	}
+	if got := d.eval(`String(document.querySelector('#invite-form').hidden)`); got != "true" {
+		t.Errorf("D can still try to join a full group")
+	}
+
+	// A sees the group complete and the order payable without a reload, and pays.
+	a.waitFor("A's group complete and the order payable", `document.querySelector('#orders li[data-group="complete"][data-status="created"] .pay') !== null`)
+	if got := a.text("#orders li .group-state"); got != "Group complete: 3 of 3 joined. Your order is now payable." {
+		t.Errorf("A's group: got %q", got)
+	}
+	if got := a.text("#orders li .pay-clock"); !strings.HasPrefix(got, "Pay within 1") {
+		t.Errorf("A's pay window: got %q, want a countdown from 15m", got)
+	}
+	a.screenshot("buyer-group-complete")
+	a.do("pay", chromedp.Click(chromedp.CSS(`#orders li[data-status="created"] .pay`)))
+	a.waitFor("A's order paid", `document.querySelector('#orders li[data-status="paid"]') !== null`)
+
+	// The admin's card lists the group complete with its members.
+	admin.do("scroll to the sale's groups", chromedp.ScrollIntoView(chromedp.CSS("#sales li .groups-admin")))
+	admin.waitFor("the group complete", fmt.Sprintf(`document.querySelector('#sales li .groups-table tr[data-group-id=%q][data-status="complete"]') !== null`, groupID))
+	row := fmt.Sprintf(`#sales li .groups-table tr[data-group-id=%q]`, groupID)
+	if got := admin.eval(`[...document.querySelector(` + strconv.Quote(row) + `).cells].map((c) => c.textContent).join(' | ')`); got != groupID+" | Complete | 3 of 3 | 42, 43, 44 | Filled" {
+		t.Errorf("the admin's row: got %q", got)
+	}
+	if got := admin.text("#sales li .groups-note"); got != "1 group: 0 open, 1 complete, 0 failed." {
+		t.Errorf("the admin's groups note: got %q", got)
+	}
+	admin.waitFor("the figures", figureIs("f-grouping", "0")+" && "+figureIs("f-paid", "1")+" && "+figureIs("f-created", "2"))
+	admin.screenshot("admin-groups")
+
+	// A group that does not fill: E opens one, F joins it from the sale's list of open
+	// groups, and its window passes. The contract's shortest window is a minute; Redis
+	// decides when a group's window ends, so the test shortens the sale's there (as the
+	// e2e tests do) before E opens it.
+	saleID := admin.eval(`document.querySelector('#sales li').dataset.activityId`)
+	if err := s.Redis.Client(t).HSet(context.Background(), "seckill:{act:"+saleID+"}:sale", "gwin", 8).Err(); err != nil {
+		t.Fatal(err)
+	}
+	e := b.open(t, "buyer-e", 1280, 900)
+	e.do("open the buyer page", chromedp.Navigate(s.URL+"/#token="+testutil.Token(t, 46, false)))
+	e.waitFor("Open a group", `(() => { const b = document.querySelector('#sales li .open-group-button'); return b !== null && !b.disabled })()`)
+	e.do("open a group", chromedp.Click(chromedp.CSS("#sales li .open-group-button")))
+	e.waitFor("E's group", `document.querySelector('#orders li[data-group="open"]') !== null`)
+	f := b.open(t, "buyer-f", 1280, 900)
+	f.do("open the buyer page", chromedp.Navigate(s.URL+"/#token="+testutil.Token(t, 47, false)))
+	f.waitFor("E's group in the list", `(() => { const j = document.querySelector('#sales li .group-item[data-members="1"] .join-button'); return j !== null && !j.hidden && !j.disabled })()`)
+	if got := f.text("#sales li .group-item .group-seats"); got != "1 of 3 joined: 2 seats left" {
+		t.Errorf("the listed group: got %q", got)
+	}
+	f.do("join from the list", chromedp.Click(chromedp.CSS("#sales li .group-item .join-button")))
+	f.waitFor("F's seat", `document.querySelector('#orders li[data-group="open"]') !== null`)
+	if got := f.text("#sales li .message"); !strings.HasPrefix(got, "You joined the group: 2 of 3.") {
+		t.Errorf("F's join message: got %q", got)
+	}
+	if got := f.eval(`document.activeElement.className`); got != "order-title" {
+		t.Errorf("focus after joining from the list: got %q, want the order's title", got)
+	}
+	f.waitFor("F's group marked as F's", `document.querySelector('#sales li .group-item[data-mine="true"]') !== null`)
+	f.screenshot("buyer-group-joined-from-list")
+	e.waitFor("E's group failed and the order cancelled", `document.querySelector('#orders li[data-status="cancelled"]') !== null &&
+		document.querySelector('#orders li .group-state').textContent === 'The group did not fill in time: 2 of 3 joined.'`)
+	if got := e.text("#orders li .order-status"); got != "Cancelled: the group did not fill in time. The units went back to stock; nothing is owed." {
+		t.Errorf("E's order: got %q", got)
+	}
+	if got := e.eval(`String(document.querySelector('#orders li .actions').hidden)`); got != "true" {
+		t.Errorf("E can pay or cancel a cancelled order")
+	}
+	e.screenshot("buyer-group-failed")
+	admin.waitFor("the failed group", `document.querySelector('#sales li .groups-table tr[data-status="failed"]') !== null`)
+	if got := admin.eval(`[...document.querySelector('#sales li .groups-table tr[data-status="failed"]').cells].slice(1, 4).map((c) => c.textContent).join(' | ')`); got != "Failed | 2 of 3 | 46, 47" {
+		t.Errorf("the admin's failed row: got %q", got)
+	}
+	if got := admin.eval(`[...document.querySelectorAll('#sales li .groups-table tbody tr')].map((r) => r.dataset.status).join(' ')`); got != "failed complete" {
+		t.Errorf("the admin's groups, newest first: got %q", got)
+	}
+	admin.screenshot("admin-groups-failed")
+
+	for _, tb := range []*tab{admin, a, bb, c, d, e, f} {
+		tb.checkConsole()
+	}
+}
+
+// allowClipboard lets the tab's pages on origin read and write the clipboard.
+func (tb *tab) allowClipboard(origin string) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	for _, name := range []string{"clipboard-read", "clipboard-write"} {
+		_, err := chromedp.CallBrowser(ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+			Permission: &cdpbrowser.PermissionDescriptor{Name: name, AllowWithoutSanitization: true},
+			Setting:    cdpbrowser.PermissionSettingGranted, Origin: origin,
+			BrowserContextID: chromedp.FromContext(tb.ctx).BrowserContextID})
+		if err != nil {
+			tb.fail("grant %s: %v", name, err)
+		}
+	}
+}
+
+// evalPromise returns the string the promise of the expression resolves to.
+func (tb *tab) evalPromise(expr string) string {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		tb.fail("evaluate %s: %v", expr, err)
+	}
+	return got
+}
+
+// blockURL makes the tab's requests to exactly url fail, as a stalled connection would.
+func (tb *tab) blockURL(url string) {
+	tb.t.Helper()
+	tb.setBlocked([]*network.BlockPattern{{URLPattern: url, Block: true}})
+}
+
+func (tb *tab) unblockURLs() {
+	tb.t.Helper()
+	tb.setBlocked(nil)
+}
+
+func (tb *tab) setBlocked(patterns []*network.BlockPattern) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	if _, err := chromedp.Call(ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: patterns}); err != nil {
+		tb.fail("block URLs: %v", err)
+	}
 }

@@ -77,3 +77,26 @@ func TestRegisterLeavesOtherPathsToNoRoute(t *testing.T) {
 		}
 	}
 }
+
+// TestPagesCarryGroupBuy: the pages served are the ones with the group-buy controls
+// (the browser test drives them).
+func TestPagesCarryGroupBuy(t *testing.T) {
+	r := newEngine()
+	tests := []struct{ path, contains string }{
+		{"/", `id="invite-form"`},
+		{"/", `class="open-group-button"`},
+		{"/admin", `id="f-group-size"`},
+		{"/admin", `class="groups-table"`},
+		{"/static/buyer.js", "/join`"},
+		{"/static/buyer.js", "navigator.clipboard.writeText"},
+		{"/static/admin.js", "/groups`"},
+		{"/static/common.js", "export function onScreen"},
+	}
+	for _, tt := range tests {
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, tt.path, nil))
+		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), tt.contains) {
+			t.Errorf("GET %s: got %d, want 200 with %q", tt.path, w.Code, tt.contains)
+		}
+	}
+}

@@ -2,6 +2,7 @@
 // validation messages beside their fields), and watch and change every sale.
 import {
   api, clock, Session, decodeClaims, money, duration, when, el, setText, statusLabel, poller,
+  groupWindowOver, onScreen, offScreen,
 } from './common.js';
 import { liveChart, sparkline, perSecond } from './charts.js';
 
@@ -9,6 +10,11 @@ const session = new Session('seckill.admin.token');
 const sales = new Map(); // activity id -> {data, stats, node, busy}
 // Stats are fetched for this many of the newest sales at each refresh.
 const maxStatsSales = 50;
+// A group sale's card lists this many of its newest groups.
+const maxGroupRows = 50;
+// A group sale's groups are read at most this often, and only while its card is on
+// screen (or near it).
+const groupsEvery = 2000;
 
 const $ = (id) => document.getElementById(id);
 const units = (n) => `${Number(n).toLocaleString('en-US')} ${n === 1 ? 'unit' : 'units'}`;
@@ -27,6 +33,7 @@ function showSignedIn(signedIn) {
 
 function signOut(reason) {
   session.set('');
+  for (const entry of sales.values()) offScreen(entry.node);
   sales.clear();
   $('sales').replaceChildren();
   $('token').value = '';
@@ -86,7 +93,18 @@ const fields = {
   starts_at: 'f-starts',
   ends_at: 'f-ends',
   pay_window_seconds: 'f-pay-window',
+  kind: 'f-kind',
+  group_size: 'f-group-size',
+  group_window_seconds: 'f-group-window',
+  per_user_participations: 'f-participations',
 };
+
+// showKindFields shows the group fields for a group-buy sale only.
+function showKindFields() {
+  const group = $('f-kind').value === 'group';
+  document.querySelectorAll('#create-form .group-only').forEach((f) => { f.hidden = !group; });
+}
+$('f-kind').addEventListener('change', showKindFields);
 
 // fieldOf returns the JSON field a validation message is about: the API's 400
 // messages start with the field's name, such as "Price_cents must be ...".
@@ -137,6 +155,12 @@ function createBody() {
   body.starts_at = time('f-starts');
   body.ends_at = time('f-ends');
   body.pay_window_seconds = number('f-pay-window');
+  body.kind = $('f-kind').value;
+  if (body.kind === 'group') { // the API refuses group fields on a plain sale
+    body.group_size = number('f-group-size');
+    body.group_window_seconds = number('f-group-window');
+  }
+  body.per_user_participations = number('f-participations');
   return body;
 }
 
@@ -152,8 +176,10 @@ $('create-form').addEventListener('submit', async (ev) => {
   setText(button, 'Create sale');
   if (res.ok) {
     const a = res.data;
-    setText($('create-result'),
-      `Sale ${a.id}, “${a.name}”, created with ${units(a.stock_total)}: on sale from ${when(a.starts_at)} to ${when(a.ends_at)}.`);
+    const kind = a.kind === 'group'
+      ? `Group-buy sale ${a.id}, “${a.name}”, created with ${units(a.stock_total)} in groups of ${a.group_size} (each has ${duration(a.group_window_seconds * 1000)} to fill)`
+      : `Sale ${a.id}, “${a.name}”, created with ${units(a.stock_total)}`;
+    setText($('create-result'), `${kind}: on sale from ${when(a.starts_at)} to ${when(a.ends_at)}.`);
     $('f-name').value = '';
     $('f-product').value = '';
     salesPoll.kick();
@@ -175,7 +201,8 @@ $('create-form').addEventListener('submit', async (ev) => {
 function newSaleCard(a) {
   const node = $('sale-template').content.firstElementChild.cloneNode(true);
   node.dataset.activityId = a.id;
-  const entry = { data: a, stats: null, node, busy: false, chart: null, answers: null, rate: perSecond() };
+  const entry = { data: a, stats: null, node, busy: false, chart: null, answers: null, rate: perSecond(),
+    groups: null, groupsAt: 0, groupsError: '', groupsBusy: false, onScreen: false, groupRows: new Map() };
   const pairs = [['.limit-input', '.limit-label', '.limit-error', 'limit'], ['.stock-input', '.stock-label', '.stock-error', 'stock']];
   for (const [input, label, error, name] of pairs) {
     el(node, input).id = `sale-${a.id}-${name}`;
@@ -185,6 +212,16 @@ function newSaleCard(a) {
   }
   el(node, '.sale-name').id = `sale-${a.id}-name`;
   el(node, '.end-button').setAttribute('aria-describedby', `sale-${a.id}-name`);
+  if (a.kind === 'group') {
+    el(node, '.groups-title').id = `sale-${a.id}-groups`;
+    el(node, '.groups-admin .table-scroll').setAttribute('aria-labelledby', `sale-${a.id}-groups sale-${a.id}-name`);
+    // The groups are read only while the card can be seen: one request per such sale
+    // every groupsEvery, and at once when it scrolls into view.
+    onScreen(node, (visible) => {
+      entry.onScreen = visible;
+      if (visible) fetchGroups(entry);
+    });
+  }
   el(node, '.set-limit').addEventListener('submit', (ev) => {
     ev.preventDefault();
     const value = el(node, '.limit-input').value.trim();
@@ -330,11 +367,111 @@ function renderSale(entry) {
   figure(entry, '.f-paid', st && counts.paid);
   figure(entry, '.f-cancelled', st && counts.cancelled);
   figure(entry, '.f-failed', st && counts.failed);
+  const group = a.kind === 'group';
+  const cap = a.per_user_participations;
+  const parts = cap ? ` At most ${cap} ${cap === 1 ? 'participation' : 'participations'} per buyer.` : '';
+  setText(el(node, '.kind-text'), group
+    ? `Group-buy: groups of ${a.group_size}, each with ${duration(a.group_window_seconds * 1000)} to fill from its first seat.${parts}`
+    : parts.trim());
+  el(node, '.figures .group-only').hidden = !group;
+  el(node, '.group-answers-note').hidden = !group;
+  figure(entry, '.f-grouping', st && counts.grouping);
+  el(node, '.groups-admin').hidden = !group;
+  if (group) renderGroups(entry);
   const ended = status === 'ended';
   el(node, '.end').hidden = ended;
   const start = Date.parse(a.starts_at);
   setText(el(node, '.sellout'), entry.soldOutAt && entry.soldOutAt >= start
     ? `Sold out ${duration(entry.soldOutAt - start)} after the start (within 2 s).` : '');
+}
+
+// ---- a group sale's groups ----
+
+// groupsSettled reports a group sale that can no longer change: ended, and no group
+// open at a reading taken well after the end (a group shows in MySQL with its first
+// stored seat, within a second; open ones fail when their window passes).
+function groupsSettled(entry) {
+  const ends = Date.parse(entry.data.ends_at);
+  return entry.groups !== null && entry.groupsAt > ends + 10000 && clock.now() >= ends
+    && entry.groups.every((g) => g.status !== 'open');
+}
+
+// fetchGroups reads a group sale's groups, unless they were read less than
+// groupsEvery ago, a read is in flight, or nothing can change any more.
+async function fetchGroups(entry) {
+  const now = clock.now();
+  if (entry.data.kind !== 'group' || entry.groupsBusy || now - entry.groupsAt < groupsEvery - 200
+    || groupsSettled(entry)) return;
+  entry.groupsBusy = true;
+  const res = await api('GET', `/api/v1/admin/activities/${entry.data.id}/groups`, { token: session.token });
+  entry.groupsBusy = false;
+  entry.groupsAt = clock.now();
+  if (res.ok) {
+    entry.groups = res.data.groups || [];
+    entry.groupsError = '';
+  } else {
+    if (refused(res)) return;
+    entry.groupsError = `Could not load the groups: ${res.error.message} Trying again…`;
+  }
+  renderGroups(entry);
+}
+
+// groupTimeLeft is what the admin reads in a group's "Time left" column.
+function groupTimeLeft(g) {
+  if (g.status === 'complete') return 'Filled';
+  if (g.status === 'failed') return `Did not fill by ${when(g.expires_at)}`;
+  if (groupWindowOver(g)) return 'Window passed: failing';
+  return `Closes in ${duration(Date.parse(g.expires_at) - clock.now())}`;
+}
+
+function renderGroups(entry) {
+  const node = entry.node;
+  const note = el(node, '.groups-note');
+  const table = el(node, '.groups-table');
+  if (entry.groups === null) {
+    setText(note, entry.groupsError || 'Loading the groups…');
+    table.hidden = true;
+    return;
+  }
+  const list = entry.groups;
+  const count = (status) => list.filter((g) => g.status === status).length;
+  let text = list.length === 0
+    ? 'No group yet: a buyer opens one with the first seat.'
+    : `${list.length} ${list.length === 1 ? 'group' : 'groups'}: ${count('open')} open, ${count('complete')} complete, ${count('failed')} failed.`;
+  if (list.length > maxGroupRows) text += ` The ${maxGroupRows} newest are listed.`;
+  if (entry.groupsError) text = `${entry.groupsError} ${text}`;
+  setText(note, text);
+  table.hidden = list.length === 0;
+  const parent = el(table, 'tbody');
+  const seen = new Set();
+  list.slice(0, maxGroupRows).forEach((g, i) => {
+    seen.add(g.id);
+    let row = entry.groupRows.get(g.id);
+    if (!row) {
+      row = document.createElement('tr');
+      row.dataset.groupId = g.id;
+      for (let c = 0; c < 5; c++) row.appendChild(document.createElement('td'));
+      const badge = document.createElement('span');
+      row.cells[1].append(badge);
+      entry.groupRows.set(g.id, row);
+    }
+    row.dataset.status = g.status;
+    const ids = g.member_ids || [];
+    setText(row.cells[0], g.id);
+    const badge = row.cells[1].firstChild;
+    setText(badge, statusLabel(g.status));
+    badge.className = `badge status-${g.status}`;
+    setText(row.cells[2], `${g.members} of ${g.size}`);
+    setText(row.cells[3], ids.length ? ids.join(', ') : '—');
+    setText(row.cells[4], groupTimeLeft(g));
+    if (parent.children[i] !== row) parent.insertBefore(row, parent.children[i] || null);
+  });
+  for (const [id, row] of entry.groupRows) {
+    if (!seen.has(id)) {
+      row.remove();
+      entry.groupRows.delete(id);
+    }
+  }
 }
 
 function showSales(list) {
@@ -353,6 +490,7 @@ function showSales(list) {
   });
   for (const [id, entry] of sales) {
     if (!seen.has(id)) {
+      offScreen(entry.node);
       entry.node.remove();
       sales.delete(id);
     }
@@ -374,6 +512,8 @@ const salesPoll = poller(async () => {
   const list = res.data.activities || [];
   showSales(list);
   const shown = list.slice(0, maxStatsSales);
+  const groups = Promise.all(shown.map((a) => sales.get(a.id))
+    .filter((entry) => entry && entry.onScreen).map(fetchGroups));
   const stats = await Promise.all(shown.map((a) => api('GET', `/api/v1/admin/activities/${a.id}/stats`, { token: session.token })));
   const at = clock.now();
   shown.forEach((a, i) => {
@@ -384,6 +524,7 @@ const salesPoll = poller(async () => {
       renderSale(entry);
     }
   });
+  await groups;
   return 2000;
 });
 

@@ -165,7 +165,44 @@ export function statusLabel(status) {
     paid: 'Paid',
     cancelled: 'Cancelled',
     failed: 'Failed',
+    grouping: 'Waiting for group',
+    open: 'Open',
+    complete: 'Complete',
   }[status] || status;
+}
+
+// groupWindowOver reports whether a group's window has passed by the server's clock:
+// an open group then cannot be joined, and the worker fails it within seconds.
+export function groupWindowOver(group) {
+  return clock.now() >= Date.parse(group.expires_at);
+}
+
+// onScreen calls change(true) when node comes within a screen of the viewport and
+// change(false) when it leaves, so that a page asks the server only about what can be
+// seen. Without IntersectionObserver everything counts as on screen.
+let observer = null;
+const observed = new WeakMap();
+export function onScreen(node, change) {
+  if (!('IntersectionObserver' in window)) {
+    change(true);
+    return;
+  }
+  if (!observer) {
+    observer = new IntersectionObserver((entries) => {
+      for (const e of entries) {
+        const f = observed.get(e.target);
+        if (f) f(e.isIntersecting);
+      }
+    }, { rootMargin: '100% 0px' });
+  }
+  observed.set(node, change);
+  observer.observe(node);
+}
+
+// offScreen stops watching node.
+export function offScreen(node) {
+  if (observer) observer.unobserve(node);
+  observed.delete(node);
 }
 
 // poller runs fn now and then again after the delay fn returns (milliseconds),
