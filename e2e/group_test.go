@@ -173,7 +173,7 @@ func runGroupCrowd(t *testing.T, urls []string, a activity, openers, joiners int
 	}
 	wg.Wait()
 	var open struct{ Groups []group }
-	c.must("GET", fmt.Sprintf("/api/v1/activities/%d/groups", a.ID), "", nil).decode(t, &open)
+	c.must("GET", fmt.Sprintf("/api/v1/activities/%d/groups?limit=500", a.ID), "", nil).decode(t, &open)
 	if len(open.Groups) != openers {
 		t.Fatalf("%d open groups after %d openers (answers %v)", len(open.Groups), openers, gc.codes)
 	}
@@ -227,7 +227,7 @@ func waitGroupsSettled(t *testing.T, c *client, a activity) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var open struct{ Groups []group }
-		c.must("GET", fmt.Sprintf("/api/v1/activities/%d/groups", a.ID), "", nil).decode(t, &open)
+		c.must("GET", fmt.Sprintf("/api/v1/activities/%d/groups?limit=500", a.ID), "", nil).decode(t, &open)
 		st := c.waitDrained(admin, a.ID, time.Minute)
 		if len(open.Groups) == 0 && st.Orders.Grouping == 0 {
 			return
@@ -447,7 +447,7 @@ func TestGroupSaleRebuiltAfterFlush(t *testing.T) {
 	}
 	t.Logf("a seat again %v after the flush", time.Since(flushed).Round(10*time.Millisecond))
 	var open struct{ Groups []group }
-	c.must("GET", fmt.Sprintf("/api/v1/activities/%d/groups", a.ID), "", nil).decode(t, &open)
+	c.must("GET", fmt.Sprintf("/api/v1/activities/%d/groups?limit=500", a.ID), "", nil).decode(t, &open)
 	if len(open.Groups) != 4 {
 		t.Errorf("%d open groups after the rebuild, want the other 4", len(open.Groups))
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -113,8 +114,8 @@ type saleAnswers struct {
 // TestInstancesCountAnswersPerSale: purchases spread over two APIs are in their
 // heartbeats per sale and outcome. Summed over every heartbeat (rate x the time since
 // the instance's previous one) they give each sale's answers by outcome, as the
-// buyers got them; a sale nobody bought from is never carried, nor is any sale once
-// the purchases stop.
+// buyers got them, seats of a group-buy sale included; a sale nobody bought from is
+// never carried, nor is any sale once the purchases stop.
 func TestInstancesCountAnswersPerSale(t *testing.T) {
 	s := testutil.StartStack(t, "SECKILL_RATE_USER=1") // a burst of 2 per user
 	_, url2 := s.StartAPI(t)
@@ -134,6 +135,7 @@ func TestInstancesCountAnswersPerSale(t *testing.T) {
 	}
 	var later activity
 	r.decode(t, &later)
+	grouped := createGroupSale(t, singleRedis(t, s), c, admin, 10, 1, 2, 1, time.Minute)
 
 	// Every heartbeat from here on is read once: the list is polled ten times per
 	// heartbeat interval.
@@ -196,7 +198,15 @@ func TestInstancesCountAnswersPerSale(t *testing.T) {
 		}
 		return out
 	}
-	want := map[int64]map[string]float64{onSale.ID: {}, later.ID: {}}
+	seat := func(cl *client, user int64, path string) []response {
+		r, err := cl.do("POST", path, testutil.Token(t, user, false), map[string]any{"quantity": 1})
+		if err != nil {
+			t.Errorf("user %d: POST %s: %v", user, path, err)
+			return nil
+		}
+		return []response{r}
+	}
+	want := map[int64]map[string]float64{onSale.ID: {}, later.ID: {}, grouped.ID: {}}
 	tally := func(activityID int64, rs []response) {
 		for _, r := range rs {
 			key := strconv.Itoa(r.Status)
@@ -227,6 +237,17 @@ func TestInstancesCountAnswersPerSale(t *testing.T) {
 			tally(onSale.ID, buy(u, onSale.ID, 1))
 		}
 		tally(later.ID, buy(300, later.ID, 8))
+		// A group of two opened on one API and filled on the other; a third buyer
+		// finds it full.
+		opened := seat(c, 400, fmt.Sprintf("/api/v1/activities/%d/groups", grouped.ID))
+		tally(grouped.ID, opened)
+		var g seatAnswer
+		if len(opened) == 0 || json.Unmarshal(opened[0].Body, &g) != nil || g.Group.ID == "" {
+			t.Errorf("open a group: %+v", opened)
+			return
+		}
+		tally(grouped.ID, seat(c2, 401, "/api/v1/groups/"+g.Group.ID+"/join"))
+		tally(grouped.ID, seat(c, 402, "/api/v1/groups/"+g.Group.ID+"/join"))
 	}()
 	// Until the purchases are done and then two heartbeats of each instance in a row
 	// carry no sale.
@@ -251,6 +272,9 @@ func TestInstancesCountAnswersPerSale(t *testing.T) {
 	}
 	if w := want[later.ID]; w["409_other"] < 1 || w["429"] < 1 {
 		t.Fatalf("the hammering buyer got %v, want some 409 sale_not_started and some 429", w)
+	}
+	if w := want[grouped.ID]; w["202"] != 2 || w["409_other"] != 1 {
+		t.Fatalf("the group's buyers got %v, want 2 seats taken and 1 group_full", w)
 	}
 	if _, ok := got[quiet.ID]; ok {
 		t.Errorf("the sale nobody bought from was carried: %v", got[quiet.ID])

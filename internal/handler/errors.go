@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -49,6 +50,7 @@ func (e *invalidRequest) Error() string { return e.msg }
 var (
 	errInvalidIdemKey = &invalidRequest{"Idempotency-Key must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -"}
 	errMalformedJSON  = &invalidRequest{"the body must be a JSON object"}
+	errBadGroupLimit  = &invalidRequest{"limit must be an integer from 1 to " + strconv.Itoa(maxListedGroups)}
 )
 
 // mapping decides the status and code of the errors that are answers.

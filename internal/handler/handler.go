@@ -42,8 +42,8 @@ type Service interface {
 	Cancel(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	Seat(ctx context.Context, r sale.SeatRequest) (sale.Group, sale.Order, bool, error)
 	GetGroup(ctx context.Context, id string, members bool) (sale.Group, error)
-	OpenGroups(ctx context.Context, activityID int64, members bool) ([]sale.Group, error)
-	AllGroups(ctx context.Context, activityID int64, members bool) ([]sale.Group, error)
+	OpenGroups(ctx context.Context, activityID int64, limit int) ([]sale.Group, error)
+	AllGroups(ctx context.Context, activityID int64, limit int) ([]sale.Group, error)
 }
 
 var _ Service = (*sale.Service)(nil)

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"seckill/internal/presence"
+	"seckill/internal/sale"
 )
 
 // metrics are the API's request counters and latency histograms, and the purchase
@@ -36,8 +37,29 @@ func newMetrics(reg prometheus.Registerer, answers *presence.Answers) *metrics {
 	return m
 }
 
-// purchaseRoute is the route whose answers are counted per sale.
-const purchaseRoute = "/api/v1/activities/:id/orders"
+// The routes whose answers are counted per sale: a purchase, and in a group-buy sale a
+// seat (a group opened or joined).
+const (
+	purchaseRoute  = "/api/v1/activities/:id/orders"
+	openGroupRoute = "/api/v1/activities/:id/groups"
+	joinGroupRoute = "/api/v1/groups/:gid/join"
+)
+
+// saleOfPurchase returns the sale a purchase or a seat is for; false for any other
+// request (or a path naming no sale).
+func saleOfPurchase(c *gin.Context, route string) (int64, bool) {
+	if c.Request.Method != http.MethodPost {
+		return 0, false
+	}
+	switch route {
+	case purchaseRoute, openGroupRoute:
+		id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+		return id, err == nil && id > 0
+	case joinGroupRoute:
+		return sale.ActivityOf(c.Param("gid"))
+	}
+	return 0, false
+}
 
 func (m *metrics) observe(c *gin.Context) {
 	start := time.Now()
@@ -50,9 +72,9 @@ func (m *metrics) observe(c *gin.Context) {
 	m.requests.WithLabelValues(route, strconv.Itoa(status), code).Inc()
 	m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	// Per sale, outside Prometheus: a label per sale would grow /metrics with every sale.
-	if m.answers != nil && route == purchaseRoute && c.Request.Method == http.MethodPost {
-		if o, ok := purchaseOutcome(status, code); ok {
-			if id, err := strconv.ParseInt(c.Param("id"), 10, 64); err == nil && id > 0 {
+	if m.answers != nil {
+		if id, ok := saleOfPurchase(c, route); ok {
+			if o, ok := purchaseOutcome(status, code); ok {
 				m.answers.Count(id, o)
 			}
 		}

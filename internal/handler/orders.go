@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -111,20 +112,29 @@ func (h *Handler) getGroup(c *gin.Context) {
 	c.JSON(http.StatusOK, g)
 }
 
-// listGroups lists a group-buy sale's open groups; admins see every group and its
-// members, from MySQL.
+// listGroups lists a group-buy sale's open groups, fullest first; admins see every
+// group and its members, from MySQL, newest first. ?limit= bounds the list.
 func (h *Handler) listGroups(admin bool) gin.HandlerFunc {
+	list, def := h.svc.OpenGroups, defaultListedGroups
+	if admin {
+		list, def = h.svc.AllGroups, maxListedGroups
+	}
 	return func(c *gin.Context) {
 		id, ok := pathID(c, "id")
 		if !ok {
 			respondError(c, errBadPathActivity)
 			return
 		}
-		list := h.svc.OpenGroups
-		if admin {
-			list = h.svc.AllGroups
+		limit := def
+		if q, given := c.GetQuery("limit"); given {
+			n, err := strconv.Atoi(q)
+			if err != nil || n < 1 || n > maxListedGroups {
+				respondError(c, errBadGroupLimit)
+				return
+			}
+			limit = n
 		}
-		gs, err := list(c.Request.Context(), id, admin)
+		gs, err := list(c.Request.Context(), id, limit)
 		if err != nil {
 			respondError(c, err)
 			return
@@ -132,6 +142,13 @@ func (h *Handler) listGroups(admin bool) gin.HandlerFunc {
 		c.JSON(http.StatusOK, gin.H{"groups": gs})
 	}
 }
+
+// The lists of groups: a buyer is shown the fullest defaultListedGroups open ones
+// unless ?limit= asks for another number, up to maxListedGroups.
+const (
+	defaultListedGroups = 50
+	maxListedGroups     = 500
+)
 
 func (h *Handler) listOrders(c *gin.Context) {
 	os, err := h.svc.ListOrders(c.Request.Context(), caller(c).UserID)

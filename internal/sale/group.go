@@ -88,18 +88,14 @@ func (s *Service) GetGroup(ctx context.Context, id string, members bool) (Group,
 	return groupView(g), nil
 }
 
-// OpenGroups returns a group-buy sale's open groups, fullest first (with their
-// members' ids when members is true). ErrNotFound for an unknown sale;
-// stock.ErrNotGroupSale for a plain one.
-func (s *Service) OpenGroups(ctx context.Context, activityID int64, members bool) ([]Group, error) {
-	a, err := s.store.GetActivity(ctx, activityID)
-	if err != nil {
-		return nil, err
+// OpenGroups returns up to limit of a group-buy sale's open groups, fullest first, from
+// Redis alone. ErrNotFound for an unknown sale; stock.ErrNotGroupSale for a plain one;
+// ErrUnavailable while a sale Redis lost is rebuilt.
+func (s *Service) OpenGroups(ctx context.Context, activityID int64, limit int) ([]Group, error) {
+	gs, err := s.stock.OpenGroups(ctx, activityID, s.now(), limit)
+	if errors.Is(err, stock.ErrNoSale) {
+		return nil, s.noSale(ctx, activityID)
 	}
-	if a.Kind != KindGroup {
-		return nil, stock.ErrNotGroupSale
-	}
-	gs, err := s.stock.OpenGroups(ctx, activityID, s.now(), members)
 	if err != nil {
 		return nil, err
 	}
@@ -110,10 +106,11 @@ func (s *Service) OpenGroups(ctx context.Context, activityID int64, members bool
 	return out, nil
 }
 
-// AllGroups returns a group-buy sale's groups as MySQL records them (open, complete and
-// failed; a group appears with its first stored seat), newest first, with their
-// members. ErrNotFound for an unknown sale; stock.ErrNotGroupSale for a plain one.
-func (s *Service) AllGroups(ctx context.Context, activityID int64, _ bool) ([]Group, error) {
+// AllGroups returns up to limit of a group-buy sale's groups as MySQL records them
+// (open, complete and failed; a group appears with its first stored seat), newest
+// first, with their members. ErrNotFound for an unknown sale; stock.ErrNotGroupSale for
+// a plain one.
+func (s *Service) AllGroups(ctx context.Context, activityID int64, limit int) ([]Group, error) {
 	a, err := s.store.GetActivity(ctx, activityID)
 	if err != nil {
 		return nil, err
@@ -121,7 +118,7 @@ func (s *Service) AllGroups(ctx context.Context, activityID int64, _ bool) ([]Gr
 	if a.Kind != KindGroup {
 		return nil, stock.ErrNotGroupSale
 	}
-	gs, err := s.store.ListGroups(ctx, activityID)
+	gs, err := s.store.ListGroups(ctx, activityID, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -131,7 +131,10 @@ func newOrderID(activityID int64, now time.Time) string {
 	return ulid.MustNew(ulid.Timestamp(now), rand.Reader).String() + strconv.FormatInt(activityID, 10)
 }
 
-// activityOfOrder returns the activity id inside an order id.
+// ActivityOf returns the activity id inside an order's or a group's id.
+func ActivityOf(id string) (int64, bool) { return activityOfOrder(id) }
+
+// activityOfOrder returns the activity id inside an order id (or a group's).
 func activityOfOrder(orderID string) (int64, bool) {
 	if len(orderID) <= ulid.EncodedSize || len(orderID) > 48 {
 		return 0, false

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +41,23 @@ func (s GroupStatus) String() string {
 	return "open"
 }
 
+// listGroupLua defines list_group, which puts a group in the sale's two sorted sets of
+// open groups (by the end of its window, and fullest first) when its hash says it is
+// open, and takes it out of both otherwise (complete, failed, or no such group). Every
+// script that changes a group's members or status calls it, so the two sets agree.
+const listGroupLua = `
+local function list_group(open, fill, group, id)
+  local g = redis.call('HMGET', group, 'members', 'expires', 'status')
+  if g[3] == '0' then
+    redis.call('ZADD', open, g[2], id)
+    redis.call('ZADD', fill, string.format('%d', tonumber(g[1]) * 1e13 - tonumber(g[2])), id)
+  else
+    redis.call('ZREM', open, id)
+    redis.call('ZREM', fill, id)
+  end
+end
+`
+
 // Group is a group of a group-buy sale as Redis holds it.
 type Group struct {
 	ID         string
@@ -72,23 +88,48 @@ func (s *Stock) GetGroup(ctx context.Context, activityID int64, id string, seats
 	return groups[0], nil
 }
 
-// OpenGroups returns a sale's open groups whose window has not passed at now, fullest
-// first, then those that close soonest.
-func (s *Stock) OpenGroups(ctx context.Context, activityID int64, now time.Time, seats bool) ([]Group, error) {
-	ids, err := s.rdb.ZRangeByScore(ctx, openGroupsKey(activityID), &redis.ZRangeBy{
-		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"}).Result()
-	if err != nil {
-		return nil, fmt.Errorf("open groups of sale %d: %w", activityID, err)
+// OpenGroups returns up to limit of a sale's open groups whose window has not passed
+// at now, fullest first, then those that close soonest: the top of the sale's fullest-
+// first set, so the cost is that of the groups returned, not of every open group. A
+// group whose window has passed but that the worker has not failed yet is skipped.
+// ErrNoSale when Redis does not hold the sale, ErrNotGroupSale for a plain one.
+func (s *Stock) OpenGroups(ctx context.Context, activityID int64, now time.Time, limit int) ([]Group, error) {
+	page := int64(limit + 10)
+	out := make([]Group, 0, limit)
+	for from := int64(0); ; from += page {
+		var sale *redis.SliceCmd
+		var ids *redis.StringSliceCmd
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if from == 0 {
+				sale = p.HMGet(ctx, saleKey(activityID), "start", "kind")
+			}
+			ids = p.ZRevRange(ctx, fillGroupsKey(activityID), from, from+page-1)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open groups of sale %d: %w", activityID, err)
+		}
+		if sale != nil {
+			switch v := sale.Val(); {
+			case v[0] == nil:
+				return nil, ErrNoSale
+			case v[1] != "group":
+				return nil, ErrNotGroupSale
+			}
+		}
+		groups, err := s.groups(ctx, activityID, ids.Val(), false)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range groups {
+			if g.Status == GroupOpen && g.ExpiresAt.After(now) && len(out) < limit {
+				out = append(out, g)
+			}
+		}
+		if len(out) == limit || int64(len(ids.Val())) < page {
+			return out, nil
+		}
 	}
-	groups, err := s.groups(ctx, activityID, ids, seats)
-	if err != nil {
-		return nil, err
-	}
-	sort.SliceStable(groups, func(i, j int) bool {
-		gi, gj := groups[i], groups[j]
-		return gi.Members > gj.Members || gi.Members == gj.Members && gi.ExpiresAt.Before(gj.ExpiresAt)
-	})
-	return groups, nil
 }
 
 // groups reads groups in one round trip; a group Redis does not have is left out.
@@ -142,16 +183,17 @@ func (s *Stock) groups(ctx context.Context, activityID int64, ids []string, seat
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] group hash
 // KEYS[5] group seats hash  KEYS[6] open groups sorted set  KEYS[7] failing set
+// KEYS[8] open groups, fullest first
 // ARGV[1] now (unix ms)  ARGV[2] group id  ARGV[3] activity id
 // ARGV[4] the returned-units channel
 //
 // Returns 1 failed now; 0 nothing to do (complete, failed before, window not passed, or
 // no such group); -1 not yet: a seat's order is still on its way to MySQL (the worker
 // writes it first, so MySQL cancels every order of the group in one go).
-var failScript = redis.NewScript(unitsLua + bumpGenLua + `
+var failScript = redis.NewScript(unitsLua + bumpGenLua + listGroupLua + `
 local g = redis.call('HMGET', KEYS[4], 'members', 'size', 'expires', 'status')
 if not g[1] or g[4] ~= '0' then
-  redis.call('ZREM', KEYS[6], ARGV[2])
+  list_group(KEYS[6], KEYS[8], KEYS[4], ARGV[2])
   return 0
 end
 if tonumber(ARGV[1]) < tonumber(g[3]) then return 0 end
@@ -165,7 +207,7 @@ for i = 1, #seats, 2 do
   give_back(KEYS[1], KEYS[2], seats[i], qty)
 end
 redis.call('HSET', KEYS[4], 'status', 2)
-redis.call('ZREM', KEYS[6], ARGV[2])
+list_group(KEYS[6], KEYS[8], KEYS[4], ARGV[2])
 redis.call('SADD', KEYS[7], ARGV[2])
 bump_gen(KEYS[1])
 if #seats > 0 then redis.call('PUBLISH', ARGV[4], ARGV[3]) end
@@ -181,7 +223,7 @@ var ErrGroupPending = errors.New("a seat's order is still on its way to MySQL")
 // seat's order is not in MySQL yet (try again later).
 func (s *Stock) FailGroup(ctx context.Context, activityID int64, id string, now time.Time) (bool, error) {
 	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID), groupKey(activityID, id),
-		groupSeatsKey(activityID, id), openGroupsKey(activityID), failingKey(activityID)}
+		groupSeatsKey(activityID, id), openGroupsKey(activityID), failingKey(activityID), fillGroupsKey(activityID)}
 	n, err := failScript.Run(ctx, s.rdb, keys, now.UnixMilli(), id, activityID, ReturnedChannel).Int64()
 	switch {
 	case err != nil:
@@ -223,20 +265,21 @@ func (s *Stock) DoneFailing(ctx context.Context, activityID int64, id string) er
 // restoreScript writes groups a lost sale had, as MySQL records them, each one only if
 // Redis does not have it.
 //
-// KEYS[1] open groups sorted set; KEYS[2i] and KEYS[2i+1] group i's hash and seats
+// KEYS[1] open groups sorted set  KEYS[2] open groups, fullest first
+// KEYS[1+2i] and KEYS[2+2i] group i's hash and seats
 // ARGV, per group: id, size, expires (unix ms), status (GroupStatus), n seats, then n x
 // (user id, "<order id> <quantity>")
 // Returns how many groups it wrote.
-var restoreScript = redis.NewScript(`
+var restoreScript = redis.NewScript(listGroupLua + `
 local a, written = 1, 0
-for g = 1, (#KEYS - 1) / 2 do
-  local group, seats = KEYS[2 * g], KEYS[2 * g + 1]
+for g = 1, (#KEYS - 2) / 2 do
+  local group, seats = KEYS[1 + 2 * g], KEYS[2 + 2 * g]
   local id, size, expires, status, n = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4])
   a = a + 5
   if redis.call('EXISTS', group) == 0 then
     redis.call('HSET', group, 'members', n, 'size', size, 'expires', expires, 'status', status)
     for i = 0, n - 1 do redis.call('HSET', seats, ARGV[a + 2 * i], ARGV[a + 2 * i + 1]) end
-    if status == '0' then redis.call('ZADD', KEYS[1], expires, id) end
+    list_group(KEYS[1], KEYS[2], group, id)
     written = written + 1
   end
   a = a + 2 * n
@@ -257,7 +300,7 @@ func (s *Stock) RestoreGroups(ctx context.Context, activityID int64, groups []Gr
 	for len(groups) > 0 {
 		chunk := groups[:min(restoreChunk, len(groups))]
 		groups = groups[len(chunk):]
-		keys := []string{openGroupsKey(activityID)}
+		keys := []string{openGroupsKey(activityID), fillGroupsKey(activityID)}
 		var args []any
 		for _, g := range chunk {
 			keys = append(keys, groupKey(activityID, g.ID), groupSeatsKey(activityID, g.ID))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 
 // newGroupSale loads a group-buy sale: groups of size, a window of a minute, a cap of
 // caps participations per user (0: none).
-func newGroupSale(t *testing.T, s *stock.Stock, id, avail int64, size, caps int) {
+func newGroupSale(t testing.TB, s *stock.Stock, id, avail int64, size, caps int) {
 	t.Helper()
 	err := s.Load(context.Background(), stock.Sale{ActivityID: id, Available: avail, Total: avail, Limit: 5,
 		StartsAt: t0, EndsAt: t0.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Kind: "group",
@@ -74,7 +75,7 @@ func TestGroupSeats(t *testing.T) {
 	if err != nil || len(g.Seats) != 3 || g.Seats[2].Quantity != 1 {
 		t.Fatalf("g1 = %+v, %v; want three seats", g, err)
 	}
-	open, err := s.OpenGroups(ctx, 1, in, false)
+	open, err := s.OpenGroups(ctx, 1, in, 10)
 	if err != nil || len(open) != 1 || open[0].ID != "g2" {
 		t.Errorf("open groups = %+v, %v; want only g2", open, err)
 	}
@@ -186,7 +187,10 @@ func TestGroupFillRacesFailure(t *testing.T) {
 		var failErr error
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); _, joined = s.Reserve(ctx, seat(1, joiner, g, false, end.Add(-time.Millisecond))) }()
+		go func() {
+			defer wg.Done()
+			_, joined = s.Reserve(ctx, seat(1, joiner, g, false, end.Add(-time.Millisecond)))
+		}()
 		go func() {
 			defer wg.Done()
 			for { // the fail waits for the seats' orders to be settled, as the worker's job does
@@ -234,4 +238,138 @@ func settleAll(t *testing.T, s *stock.Stock, activityID int64) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// The buyers' list of open groups is fullest first, then soonest to close, and follows
+// every change of a group: seats taken, a seat whose order MySQL refused (a complete
+// group reopens), a group filled or failed, groups restored by a rebuild. Groups whose
+// window has passed but that the worker has not failed yet are skipped, also when they
+// fill more than a page of the sorted set.
+func TestOpenGroupsFullestFirst(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	rdb := srv.Client(t)
+	s := stock.New(rdb)
+	ctx := context.Background()
+	newGroupSale(t, s, 1, 1000, 4, 0)
+	newSale(t, s, 2, 10, 1)
+	user := int64(100)
+	seats := map[string][]stock.Reservation{}
+	take := func(g string, n int, at time.Time) {
+		t.Helper()
+		for i := range n {
+			user++
+			r := seat(1, user, g, i == 0 && len(seats[g]) == 0, at)
+			if _, err := s.Reserve(ctx, r); err != nil {
+				t.Fatalf("seat %d of %s: %v", i, g, err)
+			}
+			seats[g] = append(seats[g], r)
+		}
+	}
+	// Twelve groups of 3 opened first (they close first); g1..g5 a second apart after.
+	for i := range 12 {
+		take(fmt.Sprintf("old%d", i), 3, t0.Add(100*time.Millisecond))
+	}
+	for i, n := range []int{3, 3, 1, 4, 2} {
+		take(fmt.Sprintf("g%d", i+1), n, t0.Add(time.Duration(i+1)*time.Second))
+	}
+	now := t0.Add(60500 * time.Millisecond) // the old groups' windows have passed
+	settle := func(g string, i int, failed bool) {
+		t.Helper()
+		r := seats[g][i]
+		if err := s.Settle(ctx, 1, []stock.Settlement{{OrderID: r.OrderID, UserID: r.UserID, Group: g, Failed: failed}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name   string
+		change func()
+		limit  int
+		want   string
+	}{
+		{"fullest first, then soonest to close", func() {}, 10, "g1:3 g2:3 g5:2 g3:1"},
+		{"a limit below the expired groups' page", func() {}, 3, "g1:3 g2:3 g5:2"},
+		{"a limit of one", func() {}, 1, "g1:3"},
+		{"g1 loses a seat MySQL refused", func() { settle("g1", 1, true) }, 10, "g2:3 g1:2 g5:2 g3:1"},
+		{"complete g4 reopens with a refused seat", func() { settle("g4", 3, true) }, 10, "g2:3 g4:3 g1:2 g5:2 g3:1"},
+		{"g2 fills", func() { take("g2", 1, t0.Add(10*time.Second)) }, 10, "g4:3 g1:2 g5:2 g3:1"},
+		{"g3 fails after its window", func() {
+			settle("g3", 0, false)
+			if failed, err := s.FailGroup(ctx, 1, "g3", t0.Add(64*time.Second)); !failed || err != nil {
+				t.Fatalf("fail g3: %v, %v", failed, err)
+			}
+		}, 10, "g4:3 g1:2 g5:2"},
+		{"the old groups fail", func() {
+			settleAll(t, s, 1)
+			due, err := s.DueGroups(ctx, 1, now, 100)
+			if err != nil || len(due) != 12 {
+				t.Fatalf("due groups: %v, %v; want the 12 old ones", due, err)
+			}
+			for _, g := range due {
+				if failed, err := s.FailGroup(ctx, 1, g, now); !failed || err != nil {
+					t.Fatalf("fail %s: %v, %v", g, failed, err)
+				}
+			}
+		}, 2, "g4:3 g1:2"},
+	}
+	for _, st := range steps {
+		st.change()
+		open, err := s.OpenGroups(ctx, 1, now, st.limit)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := listed(open); got != st.want {
+			t.Errorf("%s: open groups %q, want %q", st.name, got, st.want)
+		}
+	}
+	// Both sorted sets hold the same groups: the end of the windows and the fullest first.
+	byEnd, _ := rdb.ZRange(ctx, "seckill:{act:1}:groups:open", 0, -1).Result()
+	byFill, _ := rdb.ZRange(ctx, "seckill:{act:1}:groups:fill", 0, -1).Result()
+	if len(byEnd) != 3 || len(byFill) != 3 {
+		t.Errorf("sorted sets of open groups: by end %v, fullest first %v; want g1, g4 and g5 in both", byEnd, byFill)
+	}
+
+	// A rebuilt sale lists the open groups it restored, in the same order.
+	newGroupSale(t, s, 3, 1000, 4, 0)
+	restored := []stock.Group{
+		{ID: "r1", Size: 4, ExpiresAt: t0.Add(2 * time.Minute), Seats: seatsOf(1)},
+		{ID: "r2", Size: 4, ExpiresAt: t0.Add(3 * time.Minute), Seats: seatsOf(3)},
+		{ID: "r3", Size: 4, ExpiresAt: t0.Add(time.Minute), Seats: seatsOf(3)},
+		{ID: "r4", Size: 4, ExpiresAt: t0.Add(time.Minute), Seats: seatsOf(4), Status: stock.GroupComplete},
+	}
+	for i := range restored {
+		restored[i].Members = len(restored[i].Seats)
+	}
+	if n, err := s.RestoreGroups(ctx, 3, restored); n != 4 || err != nil {
+		t.Fatalf("restore: %d, %v", n, err)
+	}
+	if open, err := s.OpenGroups(ctx, 3, t0, 10); err != nil || listed(open) != "r3:3 r2:3 r1:1" {
+		t.Errorf("restored groups listed %q (%v), want r3:3 r2:3 r1:1", listed(open), err)
+	}
+
+	for _, c := range []struct {
+		id   int64
+		want error
+	}{{2, stock.ErrNotGroupSale}, {9, stock.ErrNoSale}} {
+		if _, err := s.OpenGroups(ctx, c.id, now, 10); !errors.Is(err, c.want) {
+			t.Errorf("open groups of sale %d: %v, want %v", c.id, err, c.want)
+		}
+	}
+}
+
+// listed writes groups as "id:members" in their order.
+func listed(gs []stock.Group) string {
+	out := make([]string, len(gs))
+	for i, g := range gs {
+		out[i] = fmt.Sprintf("%s:%d", g.ID, g.Members)
+	}
+	return strings.Join(out, " ")
+}
+
+// seatsOf returns n seats of users 1..n.
+func seatsOf(n int) map[int64]stock.Seat {
+	m := map[int64]stock.Seat{}
+	for u := int64(1); u <= int64(n); u++ {
+		m[u] = stock.Seat{OrderID: fmt.Sprintf("x%d", u), Quantity: 1}
+	}
+	return m
 }

@@ -71,6 +71,11 @@ func groupSeatsKey(activityID int64, groupID string) string {
 // (unix ms): the buyers' list, and the groups the worker fails once it has passed.
 func openGroupsKey(activityID int64) string { return prefix(activityID) + "groups:open" }
 
+// fillGroupsKey is a sorted set of the same open groups, fullest first: the score is
+// members * 10^13 - expires (unix ms), so among groups with as many members the one
+// that closes soonest comes first. The buyers' list reads the top of it.
+func fillGroupsKey(activityID int64) string { return prefix(activityID) + "groups:fill" }
+
 // failingKey is the set of groups that failed in Redis (their units are back) and whose
 // orders MySQL has not yet cancelled.
 func failingKey(activityID int64) string { return prefix(activityID) + "groups:failing" }

@@ -276,10 +276,10 @@ type Adoption int
 
 // Adopt outcomes.
 const (
-	NotOrphan      Adoption = iota // given back by the API, taken after the rebuild, or no such sale
-	Adopted                        // queued and claimed again, its units taken
-	OrphanNoStock                  // an orphan, but too few units are left: nothing taken
-	SaleMissing                    // the sale is lost and not rebuilt yet: ask again later
+	NotOrphan     Adoption = iota // given back by the API, taken after the rebuild, or no such sale
+	Adopted                       // queued and claimed again, its units taken
+	OrphanNoStock                 // an orphan, but too few units are left: nothing taken
+	SaleMissing                   // the sale is lost and not rebuilt yet: ask again later
 )
 
 // Adopt brings back the orders of a sale that a worker's task names but Redis no longer

@@ -17,7 +17,8 @@ import (
 // KEYS[4] user's queued set KEYS[5] idempotency key   KEYS[6] user lock
 // KEYS[7] queued-since sorted set
 // KEYS[8] group hash        KEYS[9] group seats hash  KEYS[10] open groups sorted set
-// (8-10: any key of the sale's slot for a plain purchase; they are not touched)
+// KEYS[11] open groups, fullest first
+// (8-11: any key of the sale's slot for a plain purchase; they are not touched)
 // ARGV[1] now (unix ms)     ARGV[2] user id           ARGV[3] quantity
 // ARGV[4] order id          ARGV[5] request fingerprint, "" without an Idempotency-Key
 // ARGV[6] lock owner token  ARGV[7] lock TTL (ms)     ARGV[8] idempotency key TTL (s)
@@ -57,7 +58,7 @@ import (
 // in groups) are the field p<user> of the users hash. Counts computed in Lua
 // are written with string.format('%d'): some Redis versions (7.2.0-7.2.4) turn a Lua
 // number such as 900000000 into "9e+08", which HINCRBY then refuses.
-var reserveScript = redis.NewScript(`
+var reserveScript = redis.NewScript(listGroupLua + `
 local sale = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'start', 'end', 'price', 'paywin', 'qunits',
   'kind', 'gsize', 'gwin', 'plimit')
 if not sale[1] or not sale[3] then return {-1} end
@@ -109,11 +110,10 @@ if group then
   if ARGV[9] == 'open' then
     local expires = string.format('%d', now + tonumber(sale[10]) * 1000)
     redis.call('HSET', KEYS[8], 'members', 1, 'size', sale[9], 'expires', expires, 'status', 0)
-    redis.call('ZADD', KEYS[10], expires, ARGV[10])
   elseif redis.call('HINCRBY', KEYS[8], 'members', 1) >= tonumber(redis.call('HGET', KEYS[8], 'size')) then
     redis.call('HSET', KEYS[8], 'status', 1)
-    redis.call('ZREM', KEYS[10], ARGV[10])
   end
+  list_group(KEYS[10], KEYS[11], KEYS[8], ARGV[10])
   redis.call('HSET', KEYS[9], ARGV[2], ARGV[4] .. ' ' .. ARGV[3])
   local g = redis.call('HMGET', KEYS[8], 'size', 'expires')
   value = value .. ' ' .. cap .. ' ' .. ARGV[10] .. ' ' .. g[1] .. ' ' .. g[2]
@@ -225,7 +225,8 @@ func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) 
 	keys := []string{saleKey(r.ActivityID), usersKey(r.ActivityID), queuedKey(r.ActivityID),
 		userQueuedKey(r.ActivityID, r.UserID), idempotencyKey(r.ActivityID, r.UserID, r.IdempotencyKey),
 		UserLockKey(r.ActivityID, r.UserID), queuedSinceKey(r.ActivityID),
-		groupKey(r.ActivityID, r.Group), groupSeatsKey(r.ActivityID, r.Group), openGroupsKey(r.ActivityID)}
+		groupKey(r.ActivityID, r.Group), groupSeatsKey(r.ActivityID, r.Group), openGroupsKey(r.ActivityID),
+		fillGroupsKey(r.ActivityID)}
 	var res []any
 	err := whileMoving(ctx, s.rdb, func() (err error) {
 		res, err = reply(reserveScript.Run(ctx, s.rdb, keys,

@@ -166,7 +166,8 @@ func (s *Stock) Claim(ctx context.Context, activityID int64, orderIDs []string) 
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
 // KEYS[5] queued-since sorted set  KEYS[6] open groups sorted set
-// KEYS[4+3i] the queued set of order i's user, KEYS[5+3i] and KEYS[6+3i] the hash and
+// KEYS[7] open groups, fullest first
+// KEYS[5+3i] the queued set of order i's user, KEYS[6+3i] and KEYS[7+3i] the hash and
 // the seats of its group (any key of the sale's slot outside a group)
 // ARGV[1] activity id  ARGV[2] the returned-units channel
 // ARGV[3i] order i's id  ARGV[1+3i] "1" when order i failed (its units come back), else
@@ -175,23 +176,21 @@ func (s *Stock) Claim(ctx context.Context, activityID int64, orderIDs []string) 
 // Each order is settled once: an order no longer queued is skipped. A failed order's
 // seat in its group is free again (the group reopens until its window ends). The sale's
 // generation goes up. Returns the units given back.
-var settleScript = redis.NewScript(unitsLua + bumpGenLua + `
+var settleScript = redis.NewScript(unitsLua + bumpGenLua + listGroupLua + `
 local n = (#ARGV - 2) / 3
 local ids, sets = {}, {}
-for i = 1, n do ids[i], sets[i] = ARGV[3 * i], KEYS[4 + 3 * i] end
+for i = 1, n do ids[i], sets[i] = ARGV[3 * i], KEYS[5 + 3 * i] end
 local users, qtys = unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], ids, sets)
 local back = 0
 for i = 1, n do
   if users[i] and ARGV[1 + 3 * i] == '1' then
     give_back(KEYS[1], KEYS[2], users[i], qtys[i])
     back = back + qtys[i]
-    local group, seats = KEYS[5 + 3 * i], KEYS[6 + 3 * i]
+    local group, seats = KEYS[6 + 3 * i], KEYS[7 + 3 * i]
     if ARGV[2 + 3 * i] ~= '' and redis.call('HDEL', seats, users[i]) == 1 then
       redis.call('HINCRBY', group, 'members', -1)
-      if redis.call('HGET', group, 'status') == '1' then
-        redis.call('HSET', group, 'status', 0)
-        redis.call('ZADD', KEYS[6], redis.call('HGET', group, 'expires'), ARGV[2 + 3 * i])
-      end
+      if redis.call('HGET', group, 'status') == '1' then redis.call('HSET', group, 'status', 0) end
+      list_group(KEYS[6], KEYS[7], group, ARGV[2 + 3 * i])
     end
   end
 end
@@ -215,7 +214,7 @@ type Settlement struct {
 // failed ones. It is idempotent per order.
 func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlement) error {
 	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID), claimedKey(activityID),
-		queuedSinceKey(activityID), openGroupsKey(activityID)}
+		queuedSinceKey(activityID), openGroupsKey(activityID), fillGroupsKey(activityID)}
 	args := []any{activityID, ReturnedChannel}
 	for _, o := range orders {
 		keys = append(keys, userQueuedKey(activityID, o.UserID), groupKey(activityID, o.Group),

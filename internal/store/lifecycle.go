@@ -181,12 +181,12 @@ type Group struct {
 	Users []int64 `gorm:"-"`
 }
 
-// ListGroups returns every group of a sale MySQL has (a group gets its row with its
-// first stored seat), newest first, with its members, in two queries.
-func (s *Store) ListGroups(ctx context.Context, activityID int64) ([]Group, error) {
+// ListGroups returns up to limit of the groups of a sale MySQL has (a group gets its
+// row with its first stored seat), newest first, with their members, in two queries.
+func (s *Store) ListGroups(ctx context.Context, activityID int64, limit int) ([]Group, error) {
 	var gs []Group
 	if err := s.db.WithContext(ctx).Table("sale_groups").Where("activity_id = ?", activityID).
-		Order("created_at DESC").Limit(maxListedGroups).Find(&gs).Error; err != nil {
+		Order("created_at DESC").Limit(limit).Find(&gs).Error; err != nil {
 		return nil, fmt.Errorf("list groups: %w", err)
 	}
 	if len(gs) == 0 {
@@ -215,6 +215,3 @@ func (s *Store) ListGroups(ctx context.Context, activityID int64) ([]Group, erro
 	}
 	return gs, nil
 }
-
-// maxListedGroups bounds ListGroups.
-const maxListedGroups = 500

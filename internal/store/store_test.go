@@ -193,7 +193,7 @@ func TestPersistSeatsAndFailGroup(t *testing.T) {
 	if stored.Sold != 4 { // g1's three seats and user 1's seat in g2
 		t.Errorf("sold = %d, want 4", stored.Sold)
 	}
-	gs, err := s.ListGroups(ctx, a.ID)
+	gs, err := s.ListGroups(ctx, a.ID, 500)
 	if err != nil || len(gs) != 3 {
 		t.Fatalf("groups = %+v, %v; want g1, g2, g4", gs, err)
 	}
