@@ -173,21 +173,35 @@ func TestRedisRestartedFromOldAOF(t *testing.T) {
 // master of its slot loses its last writes while the queue lives on another). The sale
 // is rebuilt from MySQL, and when the worker goes on, every order of a surviving task is
 // adopted on the rebuilt sale instead of dropped: no acknowledged order is lost, the
-// audit is strict.
+// audit is strict. Seats of a group-buy sale lost the same way are stored failed, with
+// the reason (their groups went with the sale).
 func TestSaleLostWhileTasksWait(t *testing.T) {
 	s := testutil.StartStack(t)
 	c := newClient(t, s.URL)
 	admin := testutil.Token(t, 1, true)
 	a := c.createSale(admin, 300, 3)
+	gs := createGroupSale(t, singleRedis(t, s), c, admin, 100, 2, 3, 5, time.Minute)
 	s.Worker.Signal(syscall.SIGSTOP)
 	cr := runCrowd(t, a.ID, crowdPlan{users: 60, concurrency: 16, endpoints: []string{s.URL}})
-	rdb := s.Redis.Client(t)
-	keys, err := rdb.Keys(context.Background(), fmt.Sprintf("seckill:{act:%d}:*", a.ID)).Result()
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("the sale's keys: %v, %v", keys, err)
+	var seats []string // five groups opened while the worker is stopped
+	for u := int64(7000); u < 7005; u++ {
+		r := c.must("POST", fmt.Sprintf("/api/v1/activities/%d/groups", gs.ID), testutil.Token(t, u, false), map[string]int{"quantity": 1})
+		var sa seatAnswer
+		if r.Status != http.StatusAccepted {
+			t.Fatalf("open a group: %d %s", r.Status, r.Body)
+		}
+		r.decode(t, &sa)
+		seats = append(seats, sa.Order.ID)
 	}
-	if err := rdb.Del(context.Background(), keys...).Err(); err != nil {
-		t.Fatal(err)
+	rdb := s.Redis.Client(t)
+	for _, id := range []int64{a.ID, gs.ID} {
+		keys, err := rdb.Keys(context.Background(), fmt.Sprintf("seckill:{act:%d}:*", id)).Result()
+		if err != nil || len(keys) == 0 {
+			t.Fatalf("sale %d's keys: %v, %v", id, keys, err)
+		}
+		if err := rdb.Del(context.Background(), keys...).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s.Worker.Signal(syscall.SIGCONT)
 	deadline := time.Now().Add(time.Minute)
@@ -208,4 +222,24 @@ func TestSaleLostWhileTasksWait(t *testing.T) {
 		t.Logf("%d orders adopted of %d acknowledged", n, len(cr.accepted))
 	}
 	audit(t, s, a, cr, auditStrict)
+	// The seats are not adopted (their groups went with the sale) but not lost either:
+	// each is stored failed, with the reason.
+	for _, id := range seats {
+		var o struct {
+			Status        string
+			FailureReason string
+		}
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			s.MySQL.Gorm.Raw("SELECT status, COALESCE(failure_reason, '') AS failure_reason FROM orders WHERE id = ?", id).Scan(&o)
+			if o.Status != "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("seat %s not in MySQL a minute after the loss", id)
+			}
+		}
+		if o.Status != "failed" || !strings.Contains(o.FailureReason, "lost this seat") {
+			t.Errorf("seat %s: %+v, want failed because its group was lost", id, o)
+		}
+	}
 }

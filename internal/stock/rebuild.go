@@ -229,14 +229,16 @@ func newToken() string {
 // lost (a shard wiped, a failover without the last writes, while the queue lives on
 // another master): each one not queued, not given back by the API, and taken before the
 // sale was last rebuilt has its units taken again, if there are enough, and is queued
-// and claimed, as it was.
+// and claimed, as it was. A seat of a group-buy sale is not: its group's state went
+// with the sale's, so it is reported (nothing taken) for the worker to store failed.
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
 // KEYS[5] given-back set
-// ARGV per order: id, its queued value ("user quantity created_ms limit [cap - 0 0]")
+// ARGV per order: id, its queued value ("user quantity created_ms limit [cap group
+// size expires]", group "-" outside one)
 // Returns per order: 1 queued and claimed (adopted now, or queued already), 2 an orphan
 // but too few units are left (nothing taken), 0 not an orphan, 3 the sale itself is
-// missing (not rebuilt yet).
+// missing (not rebuilt yet), 4 an orphan seat (nothing taken).
 var adoptScript = redis.NewScript(`
 local out = {}
 if redis.call('HEXISTS', KEYS[1], 'total') == 0 then
@@ -247,12 +249,17 @@ local rebuilt = tonumber(redis.call('HGET', KEYS[1], 'rebuilt') or '0')
 for i = 1, #ARGV, 2 do
   local id, v = ARGV[i], ARGV[i + 1]
   local user, qty, created, _, cap = string.match(v, '^(%d+) (%d+) (%d+) (%d+) ?(%d*)')
+  local group = string.match(v, '^%d+ %d+ %d+ %d+ %d+ (%S+)')
   qty = tonumber(qty)
   local r = 0
   if redis.call('HEXISTS', KEYS[3], id) == 1 then
     redis.call('SADD', KEYS[4], id)
     r = 1
-  elseif tonumber(created) < rebuilt and redis.call('SISMEMBER', KEYS[5], id) == 0 then
+  elseif tonumber(created) >= rebuilt or redis.call('SISMEMBER', KEYS[5], id) == 1 then
+    r = 0
+  elseif group and group ~= '-' then
+    r = 4
+  else
     local avail = tonumber(redis.call('HGET', KEYS[1], 'avail'))
     if avail >= qty then
       redis.call('HSET', KEYS[1], 'avail', string.format('%d', avail - qty))
@@ -280,24 +287,24 @@ const (
 	Adopted                       // queued and claimed again, its units taken
 	OrphanNoStock                 // an orphan, but too few units are left: nothing taken
 	SaleMissing                   // the sale is lost and not rebuilt yet: ask again later
+	OrphanSeat                    // a seat in a group whose state was lost: nothing taken
 )
 
 // Adopt brings back the orders of a sale that a worker's task names but Redis no longer
 // holds as queued and MySQL does not have (the caller checked both): orders whose state
 // was lost with the sale's, after Redis had acknowledged them. Seats of group-buy sales
-// are not adopted (their group's state went with them). It returns each order's
-// outcome by id.
+// are not adopted (their group's state went with them: OrphanSeat). It returns each
+// order's outcome by id.
 func (s *Stock) Adopt(ctx context.Context, activityID int64, orders []QueuedOrder) (map[string]Adoption, error) {
 	out := make(map[string]Adoption, len(orders))
 	var args []any
 	var ids []string
 	for _, q := range orders {
-		if q.Group != "" {
-			out[q.OrderID] = NotOrphan
-			continue
-		}
 		v := fmt.Sprintf("%d %d %d %d", q.UserID, q.Quantity, q.CreatedAt.UnixMilli(), q.Limit)
-		if q.Participations > 0 {
+		switch {
+		case q.Group != "":
+			v += fmt.Sprintf(" %d %s %d %d", q.Participations, q.Group, q.GroupSize, q.GroupExpiresAt.UnixMilli())
+		case q.Participations > 0:
 			v += fmt.Sprintf(" %d - 0 0", q.Participations)
 		}
 		args = append(args, q.OrderID, v)

@@ -136,8 +136,9 @@ func TestRebuildStale(t *testing.T) {
 
 // Orders whose state was lost with their sale's (their tasks survived) are adopted on
 // the rebuilt sale: their units taken again, queued and claimed; but not one the API gave
-// back, nor one taken after the rebuild, nor when too few units are left, nor before the
-// sale is rebuilt.
+// back, nor one taken after the rebuild, nor when too few units are left, nor a seat
+// (its group went with the sale: reported, nothing taken), nor before the sale is
+// rebuilt.
 func TestAdoptOrphans(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
 	s := stock.New(rdb)
@@ -156,7 +157,8 @@ func TestAdoptOrphans(t *testing.T) {
 		{OrderID: "lost-2", ActivityID: 5, UserID: 2, Quantity: 4, Limit: 5, CreatedAt: in},
 		{OrderID: "lost-3", ActivityID: 5, UserID: 3, Quantity: 4, Limit: 5, CreatedAt: in},
 		{OrderID: given.OrderID, ActivityID: 5, UserID: 9, Quantity: 1, Limit: 5, CreatedAt: in},
-		{OrderID: "seat", ActivityID: 5, UserID: 4, Quantity: 1, Limit: 5, CreatedAt: in, Group: "g"},
+		{OrderID: "seat", ActivityID: 5, UserID: 4, Quantity: 1, Limit: 5, CreatedAt: in, Group: "g",
+			GroupSize: 3, GroupExpiresAt: in.Add(time.Minute), Participations: 2},
 	}
 	if err := rdb.Del(ctx, "seckill:{act:5}:sale", "seckill:{act:5}:users").Err(); err != nil { // the loss
 		t.Fatal(err)
@@ -173,7 +175,7 @@ func TestAdoptOrphans(t *testing.T) {
 	later := stock.QueuedOrder{OrderID: "after", ActivityID: 5, UserID: 5, Quantity: 1, Limit: 5, CreatedAt: time.Now().Add(time.Second)}
 	got, err = s.Adopt(ctx, 5, append(lost, later))
 	want := map[string]stock.Adoption{"lost-1": stock.Adopted, "lost-2": stock.Adopted, "lost-3": stock.OrphanNoStock,
-		given.OrderID: stock.NotOrphan, "seat": stock.NotOrphan, "after": stock.NotOrphan}
+		given.OrderID: stock.NotOrphan, "seat": stock.OrphanSeat, "after": stock.NotOrphan}
 	for id, w := range want {
 		if err != nil || got[id] != w {
 			t.Errorf("adopt %s: %v (%v), want %v", id, got[id], err, w)

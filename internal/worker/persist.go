@@ -142,7 +142,8 @@ func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[s
 // queued: one MySQL has is done (a task delivered again); one the API gave back (its
 // buyer got 503) is dropped; one whose state Redis lost with its sale's, after it was
 // acknowledged, is adopted (its units taken again on the rebuilt sale) and returned to
-// be persisted, or stored failed if no units are left. A sale not rebuilt yet leaves its
+// be persisted, or stored failed if no units are left, or if it is a seat (its group was
+// lost with the sale). A sale not rebuilt yet leaves its
 // orders to a retry of the task. results gets each one decided here.
 func (p *Persister) adoptOrphans(ctx context.Context, batch, notQueued []queue.Order, results map[string]error) []store.NewOrder {
 	if len(notQueued) == 0 {
@@ -179,6 +180,10 @@ func (p *Persister) adoptOrphans(ctx context.Context, batch, notQueued []queue.O
 				p.metrics.handled("adopted", 1)
 			case got[q.OrderID] == stock.OrphanNoStock:
 				reason := "Redis lost this order with its sale's state, and no units were left when it came back"
+				_, results[q.OrderID] = p.store.StoreFailed(ctx, newOrder(orders[q.OrderID]), reason)
+				p.metrics.handled(store.StatusFailed, 1)
+			case got[q.OrderID] == stock.OrphanSeat:
+				reason := "Redis lost this seat with its sale's state, and its group with it"
 				_, results[q.OrderID] = p.store.StoreFailed(ctx, newOrder(orders[q.OrderID]), reason)
 				p.metrics.handled(store.StatusFailed, 1)
 			case got[q.OrderID] == stock.SaleMissing:
