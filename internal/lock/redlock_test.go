@@ -29,7 +29,11 @@ func newTestRedlock(t *testing.T) (*Redlock, []*testutil.RedisServer) {
 			_ = m.Close()
 		}
 	})
-	r := NewRedlock(masters, &RedlockOptions{NodeTimeout: 200 * time.Millisecond})
+	// A second per node: on a loaded machine (the whole suite at once, -race) a healthy
+	// master can take longer than the default to answer, and these tests check what each
+	// master holds. The masters they stop are killed (refused at once) or paused
+	// (TestRedlockStalledMasterCostsOnlyItsTimeout waits this second).
+	r := NewRedlock(masters, &RedlockOptions{NodeTimeout: time.Second})
 	t.Cleanup(func() { _ = r.Close() })
 	return r, servers
 }

@@ -228,9 +228,11 @@ func newToken() string {
 // adoptScript brings back orders whose task survived while their sale's Redis state was
 // lost (a shard wiped, a failover without the last writes, while the queue lives on
 // another master): each one not queued, not given back by the API, and taken before the
-// sale was last rebuilt has its units taken again, if there are enough, and is queued
-// and claimed, as it was. A seat of a group-buy sale is not: its group's state went
-// with the sale's, so it is reported (nothing taken) for the worker to store failed.
+// sale was last rebuilt has its units taken again, if there are enough and its buyer
+// stays within the limit and the cap on participations (the buyer may have bought again
+// on the rebuilt sale, which did not count it), and is queued and claimed, as it was. A
+// seat of a group-buy sale is not: its group's state went with the sale's. An orphan
+// not adopted is reported (nothing taken) for the worker to store failed.
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
 // KEYS[5] given-back set
@@ -238,7 +240,8 @@ func newToken() string {
 // size expires]", group "-" outside one)
 // Returns per order: 1 queued and claimed (adopted now, or queued already), 2 an orphan
 // but too few units are left (nothing taken), 0 not an orphan, 3 the sale itself is
-// missing (not rebuilt yet), 4 an orphan seat (nothing taken).
+// missing (not rebuilt yet), 4 an orphan seat (nothing taken), 5 an orphan whose buyer
+// would pass the limit or the cap (nothing taken).
 var adoptScript = redis.NewScript(`
 local out = {}
 if redis.call('HEXISTS', KEYS[1], 'total') == 0 then
@@ -248,9 +251,10 @@ end
 local rebuilt = tonumber(redis.call('HGET', KEYS[1], 'rebuilt') or '0')
 for i = 1, #ARGV, 2 do
   local id, v = ARGV[i], ARGV[i + 1]
-  local user, qty, created, _, cap = string.match(v, '^(%d+) (%d+) (%d+) (%d+) ?(%d*)')
+  local user, qty, created, limit, cap = string.match(v, '^(%d+) (%d+) (%d+) (%d+) ?(%d*)')
   local group = string.match(v, '^%d+ %d+ %d+ %d+ %d+ (%S+)')
-  qty = tonumber(qty)
+  qty, cap = tonumber(qty), tonumber(cap) or 0
+  local held = redis.call('HMGET', KEYS[2], user, 'p' .. user)
   local r = 0
   if redis.call('HEXISTS', KEYS[3], id) == 1 then
     redis.call('SADD', KEYS[4], id)
@@ -259,13 +263,15 @@ for i = 1, #ARGV, 2 do
     r = 0
   elseif group and group ~= '-' then
     r = 4
+  elseif tonumber(held[1] or '0') + qty > tonumber(limit) or (cap > 0 and tonumber(held[2] or '0') >= cap) then
+    r = 5
   else
     local avail = tonumber(redis.call('HGET', KEYS[1], 'avail'))
     if avail >= qty then
       redis.call('HSET', KEYS[1], 'avail', string.format('%d', avail - qty))
       redis.call('HINCRBY', KEYS[1], 'qunits', qty)
       redis.call('HINCRBY', KEYS[2], user, qty)
-      if cap ~= '' and cap ~= '0' then redis.call('HINCRBY', KEYS[2], 'p' .. user, 1) end
+      if cap > 0 then redis.call('HINCRBY', KEYS[2], 'p' .. user, 1) end
       redis.call('HSET', KEYS[3], id, v)
       redis.call('SADD', KEYS[4], id)
       r = 1
@@ -283,11 +289,12 @@ type Adoption int
 
 // Adopt outcomes.
 const (
-	NotOrphan     Adoption = iota // given back by the API, taken after the rebuild, or no such sale
-	Adopted                       // queued and claimed again, its units taken
-	OrphanNoStock                 // an orphan, but too few units are left: nothing taken
-	SaleMissing                   // the sale is lost and not rebuilt yet: ask again later
-	OrphanSeat                    // a seat in a group whose state was lost: nothing taken
+	NotOrphan       Adoption = iota // given back by the API, taken after the rebuild, or no such sale
+	Adopted                         // queued and claimed again, its units taken
+	OrphanNoStock                   // an orphan, but too few units are left: nothing taken
+	SaleMissing                     // the sale is lost and not rebuilt yet: ask again later
+	OrphanSeat                      // a seat in a group whose state was lost: nothing taken
+	OrphanOverLimit                 // an orphan whose buyer would pass the limit or the cap: nothing taken
 )
 
 // Adopt brings back the orders of a sale that a worker's task names but Redis no longer

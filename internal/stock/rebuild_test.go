@@ -136,7 +136,8 @@ func TestRebuildStale(t *testing.T) {
 
 // Orders whose state was lost with their sale's (their tasks survived) are adopted on
 // the rebuilt sale: their units taken again, queued and claimed; but not one the API gave
-// back, nor one taken after the rebuild, nor when too few units are left, nor a seat
+// back, nor one taken after the rebuild, nor when too few units are left or its buyer
+// would pass the limit or the cap on participations, nor a seat
 // (its group went with the sale: reported, nothing taken), nor before the sale is
 // rebuilt.
 func TestAdoptOrphans(t *testing.T) {
@@ -154,8 +155,10 @@ func TestAdoptOrphans(t *testing.T) {
 	}
 	lost := []stock.QueuedOrder{
 		{OrderID: "lost-1", ActivityID: 5, UserID: 1, Quantity: 3, Limit: 5, CreatedAt: in},
-		{OrderID: "lost-2", ActivityID: 5, UserID: 2, Quantity: 4, Limit: 5, CreatedAt: in},
+		{OrderID: "lost-2", ActivityID: 5, UserID: 2, Quantity: 4, Limit: 5, CreatedAt: in, Participations: 1},
 		{OrderID: "lost-3", ActivityID: 5, UserID: 3, Quantity: 4, Limit: 5, CreatedAt: in},
+		{OrderID: "over-limit", ActivityID: 5, UserID: 1, Quantity: 3, Limit: 5, CreatedAt: in},
+		{OrderID: "over-cap", ActivityID: 5, UserID: 2, Quantity: 1, Limit: 5, CreatedAt: in, Participations: 1},
 		{OrderID: given.OrderID, ActivityID: 5, UserID: 9, Quantity: 1, Limit: 5, CreatedAt: in},
 		{OrderID: "seat", ActivityID: 5, UserID: 4, Quantity: 1, Limit: 5, CreatedAt: in, Group: "g",
 			GroupSize: 3, GroupExpiresAt: in.Add(time.Minute), Participations: 2},
@@ -175,6 +178,7 @@ func TestAdoptOrphans(t *testing.T) {
 	later := stock.QueuedOrder{OrderID: "after", ActivityID: 5, UserID: 5, Quantity: 1, Limit: 5, CreatedAt: time.Now().Add(time.Second)}
 	got, err = s.Adopt(ctx, 5, append(lost, later))
 	want := map[string]stock.Adoption{"lost-1": stock.Adopted, "lost-2": stock.Adopted, "lost-3": stock.OrphanNoStock,
+		"over-limit": stock.OrphanOverLimit, "over-cap": stock.OrphanOverLimit,
 		given.OrderID: stock.NotOrphan, "seat": stock.OrphanSeat, "after": stock.NotOrphan}
 	for id, w := range want {
 		if err != nil || got[id] != w {

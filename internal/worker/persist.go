@@ -142,8 +142,8 @@ func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[s
 // queued: one MySQL has is done (a task delivered again); one the API gave back (its
 // buyer got 503) is dropped; one whose state Redis lost with its sale's, after it was
 // acknowledged, is adopted (its units taken again on the rebuilt sale) and returned to
-// be persisted, or stored failed if no units are left, or if it is a seat (its group was
-// lost with the sale). A sale not rebuilt yet leaves its
+// be persisted, or stored failed if no units are left, if its buyer would pass a limit,
+// or if it is a seat (its group was lost with the sale). A sale not rebuilt yet leaves its
 // orders to a retry of the task. results gets each one decided here.
 func (p *Persister) adoptOrphans(ctx context.Context, batch, notQueued []queue.Order, results map[string]error) []store.NewOrder {
 	if len(notQueued) == 0 {
@@ -178,12 +178,8 @@ func (p *Persister) adoptOrphans(ctx context.Context, batch, notQueued []queue.O
 				slog.Warn("order whose Redis state was lost with its sale's: adopted on the rebuilt sale", "order", q.OrderID)
 				adopted = append(adopted, newOrder(orders[q.OrderID]))
 				p.metrics.handled("adopted", 1)
-			case got[q.OrderID] == stock.OrphanNoStock:
-				reason := "Redis lost this order with its sale's state, and no units were left when it came back"
-				_, results[q.OrderID] = p.store.StoreFailed(ctx, newOrder(orders[q.OrderID]), reason)
-				p.metrics.handled(store.StatusFailed, 1)
-			case got[q.OrderID] == stock.OrphanSeat:
-				reason := "Redis lost this seat with its sale's state, and its group with it"
+			case orphanReasons[got[q.OrderID]] != "":
+				reason := orphanReasons[got[q.OrderID]]
 				_, results[q.OrderID] = p.store.StoreFailed(ctx, newOrder(orders[q.OrderID]), reason)
 				p.metrics.handled(store.StatusFailed, 1)
 			case got[q.OrderID] == stock.SaleMissing:
@@ -199,6 +195,18 @@ func (p *Persister) adoptOrphans(ctx context.Context, batch, notQueued []queue.O
 	}
 	return adopted
 }
+
+// orphanReasons are the failure reasons of the orphans Adopt did not adopt, each
+// beginning with OrphanReasonPrefix.
+var orphanReasons = map[stock.Adoption]string{
+	stock.OrphanNoStock:   OrphanReasonPrefix + " order with its sale's state, and no units were left when it came back",
+	stock.OrphanOverLimit: OrphanReasonPrefix + " order with its sale's state, and by the time it came back its buyer had reached the sale's limit again",
+	stock.OrphanSeat:      OrphanReasonPrefix + " seat with its sale's state, and its group with it",
+}
+
+// OrphanReasonPrefix begins the failure reason of an acknowledged order that Redis lost
+// with its sale's state and that could not be adopted on the rebuilt sale.
+const OrphanReasonPrefix = "Redis lost this"
 
 func newOrder(o queue.Order) store.NewOrder {
 	n := store.NewOrder{Limit: o.Limit, Participations: o.Participations, Order: store.Order{ID: o.ID,
