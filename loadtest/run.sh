@@ -28,6 +28,8 @@
 #                                         also the masters' min-replicas-to-write
 # Called by `make loadtest` (audit ratios) and `make k6` (k6).
 set -euo pipefail
+# A command that fails ends the run (set -e); say which, rather than end silently.
+trap 'echo "loadtest/run.sh: line $LINENO failed (exit $?): $BASH_COMMAND; logs in .data/loadtest" >&2' ERR
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
@@ -80,10 +82,12 @@ trap 'exit 130' INT TERM
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 taken_ports=" "
 free_port() { # sets port to one nothing listens on, not handed out before
+	# Nor its cluster bus port (+10000, which a cluster node binds too), nor one that is
+	# another's bus port: 20000-29999, so the bus ports are 30000-39999.
 	local p
 	for _ in $(seq 200); do
-		p=$((20000 + RANDOM % 30000))
-		if [[ $taken_ports != *" $p "* ]] && ! answers "$p"; then
+		p=$((20000 + RANDOM % 10000))
+		if [[ $taken_ports != *" $p "* ]] && ! answers "$p" && ! answers $((p + 10000)); then
 			taken_ports+="$p "
 			port=$p
 			return 0
