@@ -149,6 +149,13 @@ func TestClusterCrowdThroughNginx(t *testing.T) {
 	}
 }
 
+// hangBound is the longest a purchase caught in a failover may take and still count as
+// answered, not hung. Its budget is one reserve call and one replica confirmation of up
+// to 2 s each (sale.IOTimeout) and the user-lock wait (0.5 s): 4.5 s; twice that leaves
+// room for the run queue of a loaded 2-core machine (a fresh-clone CI run saw 5.2 s).
+// The test client itself gives up at 30 s.
+const hangBound = 9 * time.Second
+
 // TestClusterMasterKilledMidCrowd: SIGKILL of the master holding the most sales while
 // twelve sales are bought; its replica takes over (cluster-node-timeout 1.5 s), and once
 // the killed node is back as a replica its sales sell again. With MIN_REPLICAS=1 no
@@ -202,7 +209,7 @@ func TestClusterMasterKilledMidCrowd(t *testing.T) {
 		if cr.failed.Load() != 0 {
 			t.Errorf("sale %d: %d purchases got no answer (%v)", a.ID, cr.failed.Load(), cr.codes)
 		}
-		if slowest := time.Duration(cr.slowest.Load()); slowest > 5*time.Second {
+		if slowest := time.Duration(cr.slowest.Load()); slowest > hangBound {
 			t.Errorf("sale %d: a purchase took %v", a.ID, slowest)
 		}
 		t.Logf("sale %d (failed over %v): %v, slowest %v", a.ID, failedOver[a.ID], cr.codes,
@@ -293,7 +300,7 @@ func TestSentinelMasterKilledMidCrowd(t *testing.T) {
 		if cr.failed.Load() != 0 {
 			t.Errorf("sale %d: %d purchases got no answer", a.ID, cr.failed.Load())
 		}
-		if slowest := time.Duration(cr.slowest.Load()); slowest > 5*time.Second {
+		if slowest := time.Duration(cr.slowest.Load()); slowest > hangBound {
 			t.Errorf("sale %d: a purchase took %v", a.ID, slowest)
 		}
 		cr.checkReplays(t)
