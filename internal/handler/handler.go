@@ -41,7 +41,7 @@ type Service interface {
 	Pay(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	Cancel(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	Seat(ctx context.Context, r sale.SeatRequest) (sale.Group, sale.Order, bool, error)
-	GetGroup(ctx context.Context, id string, members bool) (sale.Group, error)
+	GetGroup(ctx context.Context, id string) (sale.Group, error)
 	OpenGroups(ctx context.Context, activityID int64, limit int) ([]sale.Group, error)
 	AllGroups(ctx context.Context, activityID int64, limit int) ([]sale.Group, error)
 }

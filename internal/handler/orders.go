@@ -104,7 +104,7 @@ func (h *Handler) seat(open bool) gin.HandlerFunc {
 }
 
 func (h *Handler) getGroup(c *gin.Context) {
-	g, err := h.svc.GetGroup(c.Request.Context(), c.Param("gid"), false)
+	g, err := h.svc.GetGroup(c.Request.Context(), c.Param("gid"))
 	if err != nil {
 		respondError(c, err)
 		return

@@ -22,12 +22,8 @@ type Group struct {
 }
 
 func groupView(g stock.Group) Group {
-	v := Group{ID: g.ID, ActivityID: g.ActivityID, Size: g.Size, Members: g.Members, Status: g.Status.String(),
+	return Group{ID: g.ID, ActivityID: g.ActivityID, Size: g.Size, Members: g.Members, Status: g.Status.String(),
 		ExpiresAt: g.ExpiresAt}
-	for u := range g.Seats {
-		v.MemberIDs = append(v.MemberIDs, u)
-	}
-	return v
 }
 
 // SeatRequest is a buyer's seat in a group-buy sale: a new group (Open), or the group
@@ -48,7 +44,7 @@ type SeatRequest struct {
 // ErrGroupClosed, ErrAlreadyInGroup, ErrGroupFull; ErrNotFound for an unknown group.
 func (s *Service) Seat(ctx context.Context, r SeatRequest) (Group, Order, bool, error) {
 	if !r.Open {
-		id, ok := activityOfOrder(r.Group)
+		id, ok := ActivityOf(r.Group)
 		if !ok {
 			return Group{}, Order{}, false, ErrNotFound
 		}
@@ -67,18 +63,17 @@ func (s *Service) Seat(ctx context.Context, r SeatRequest) (Group, Order, bool, 
 	if o.GroupID == "" { // a replayed key of a purchase of another kind: cannot happen in one sale
 		return Group{}, Order{}, false, fmt.Errorf("order %s has no group", o.ID)
 	}
-	gr, err := s.GetGroup(ctx, o.GroupID, false)
+	gr, err := s.GetGroup(ctx, o.GroupID)
 	return gr, o, replayed, err
 }
 
-// GetGroup returns a group (with its members' ids when members is true), or
-// ErrNotFound.
-func (s *Service) GetGroup(ctx context.Context, id string, members bool) (Group, error) {
-	activityID, ok := activityOfOrder(id)
+// GetGroup returns a group, or ErrNotFound.
+func (s *Service) GetGroup(ctx context.Context, id string) (Group, error) {
+	activityID, ok := ActivityOf(id)
 	if !ok {
 		return Group{}, ErrNotFound
 	}
-	g, err := s.stock.GetGroup(ctx, activityID, id, members)
+	g, err := s.stock.GetGroup(ctx, activityID, id, false)
 	if errors.Is(err, stock.ErrNoGroup) {
 		return Group{}, ErrNotFound
 	}

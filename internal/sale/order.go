@@ -238,7 +238,7 @@ func storedView(o store.Order) Order {
 // A queued order is read from Redis, before MySQL: the worker settles an order in
 // Redis only after MySQL has it, so one of the two reads always finds it.
 func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, error) {
-	activityID, ok := activityOfOrder(id)
+	activityID, ok := ActivityOf(id)
 	if !ok {
 		return Order{}, ErrNotFound
 	}
@@ -332,7 +332,7 @@ func (s *Service) Cancel(ctx context.Context, id string, c Caller) (Order, error
 // Redis) gets errQueued. The action checks who may act on the order.
 func (s *Service) afterCreated(ctx context.Context, id string, c Caller, errQueued error,
 	act func(context.Context, string, store.Access) (store.Order, error)) (Order, error) {
-	activityID, ok := activityOfOrder(id)
+	activityID, ok := ActivityOf(id)
 	if !ok {
 		return Order{}, ErrNotFound
 	}

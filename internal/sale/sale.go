@@ -132,10 +132,7 @@ func newOrderID(activityID int64, now time.Time) string {
 }
 
 // ActivityOf returns the activity id inside an order's or a group's id.
-func ActivityOf(id string) (int64, bool) { return activityOfOrder(id) }
-
-// activityOfOrder returns the activity id inside an order id (or a group's).
-func activityOfOrder(orderID string) (int64, bool) {
+func ActivityOf(orderID string) (int64, bool) {
 	if len(orderID) <= ulid.EncodedSize || len(orderID) > 48 {
 		return 0, false
 	}
