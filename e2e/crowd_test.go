@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"seckill/internal/testutil"
+	"seckill/internal/worker"
 )
 
 // crowd is a flash crowd's outcome as its clients saw it.
@@ -205,11 +206,6 @@ func (cr *crowd) checkReplays(t *testing.T) (replayed int) {
 	return replayed
 }
 
-// orphanFailure begins the failure reason of an acknowledged order that Redis lost with
-// its sale's state and that the worker could not adopt on the rebuilt sale (no units
-// left, its buyer at the limit again, a seat whose group was lost): worker.OrphanReasonPrefix.
-const orphanFailure = "Redis lost this"
-
 // auditMode says what a fault the test injected may have cost.
 type auditMode int
 
@@ -254,7 +250,7 @@ func audit(t *testing.T, s *testutil.Stack, a activity, cr *crowd, mode auditMod
 			units += int64(r.Quantity)
 			perUser[r.UserID] += r.Quantity
 		}
-		if r.Status == "failed" && mode == auditRedisLost && strings.HasPrefix(r.FailureReason, orphanFailure) {
+		if r.Status == "failed" && mode == auditRedisLost && strings.HasPrefix(r.FailureReason, worker.OrphanReasonPrefix) {
 			orphansFailed++
 		} else if r.Status == "failed" {
 			t.Errorf("order %s failed in MySQL: %s", r.ID, r.FailureReason)

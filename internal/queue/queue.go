@@ -64,6 +64,17 @@ func Queued(q stock.QueuedOrder, sale stock.Sale) Order {
 	return o
 }
 
+// QueuedOrder is o as Redis queued it: Queued undone (the amount and expiry aside).
+func (o Order) QueuedOrder() stock.QueuedOrder {
+	q := stock.QueuedOrder{OrderID: o.ID, ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity,
+		CreatedAt: time.UnixMilli(o.CreatedAtMs).UTC(), Limit: o.Limit, Participations: o.Participations,
+		Group: o.Group, GroupSize: o.GroupSize}
+	if o.Group != "" {
+		q.GroupExpiresAt = time.UnixMilli(o.GroupExpiresAtMs).UTC()
+	}
+	return q
+}
+
 // The payload is the order's fields separated by spaces, in the order of Order's
 // fields: readable in queue tools, and cheap to write and read for every order. The
 // last four (cap on participations, group, its size and end) are there only when the

@@ -77,3 +77,19 @@ func TestQueued(t *testing.T) {
 		t.Errorf("Queued (-want +got):\n%s", diff)
 	}
 }
+
+// QueuedOrder undoes Queued: a task's order is the queued order it was made from, a
+// seat's group included.
+func TestQueuedOrderUndoesQueued(t *testing.T) {
+	created := time.UnixMilli(1795306517123).UTC()
+	plain := stock.QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAAA7", ActivityID: 7, UserID: 3, Quantity: 2,
+		CreatedAt: created, Limit: 4, Participations: 2}
+	seat := plain
+	seat.Group, seat.GroupSize, seat.GroupExpiresAt = "01KBBBBBBBBBBBBBBBBBBBBBBB7", 3, created.Add(time.Minute)
+	for name, q := range map[string]stock.QueuedOrder{"plain": plain, "seat in a group": seat} {
+		got := Queued(q, stock.Sale{PriceCents: 1250, PayWindow: 15 * time.Minute}).QueuedOrder()
+		if diff := cmp.Diff(q, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+}

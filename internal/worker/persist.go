@@ -158,9 +158,7 @@ func (p *Persister) adoptOrphans(ctx context.Context, batch, notQueued []queue.O
 	for _, o := range notQueued {
 		results[o.ID] = err
 		if _, ok := stored[o.ID]; err == nil && !ok {
-			byActivity[o.ActivityID] = append(byActivity[o.ActivityID], stock.QueuedOrder{OrderID: o.ID,
-				ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity, Limit: o.Limit,
-				CreatedAt: time.UnixMilli(o.CreatedAtMs), Participations: o.Participations, Group: o.Group})
+			byActivity[o.ActivityID] = append(byActivity[o.ActivityID], o.QueuedOrder())
 		}
 	}
 	orders := make(map[string]queue.Order, len(batch))
