@@ -80,10 +80,19 @@ func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time
 		if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", o.Quantity, o.ActivityID).Error; err != nil {
 			return fmt.Errorf("take back sold units: %w", err)
 		}
-		return tx.Exec("UPDATE user_purchases SET units = units - ?, participations = participations - 1 "+
-			"WHERE activity_id = ? AND user_id = ?", o.Quantity, o.ActivityID, o.UserID).Error
+		return takeBackFromUser(tx, o)
 	})
 	return o, changed, err
+}
+
+// takeBackFromUser takes a cancelled order's units and its participation out of its
+// buyer's totals.
+func takeBackFromUser(tx *gorm.DB, o Order) error {
+	if err := tx.Exec("UPDATE user_purchases SET units = units - ?, participations = participations - 1 "+
+		"WHERE activity_id = ? AND user_id = ?", o.Quantity, o.ActivityID, o.UserID).Error; err != nil {
+		return fmt.Errorf("take back user units: %w", err)
+	}
+	return nil
 }
 
 // FailGroup records in MySQL that a group failed (its window passed unfilled; Redis has
@@ -118,9 +127,8 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 			o := &cancelled[i]
 			o.Status, o.CancelledAt = StatusCancelled, &now
 			units += int64(o.Quantity)
-			if err := tx.Exec("UPDATE user_purchases SET units = units - ?, participations = participations - 1 "+
-				"WHERE activity_id = ? AND user_id = ?", o.Quantity, o.ActivityID, o.UserID).Error; err != nil {
-				return fmt.Errorf("take back user units: %w", err)
+			if err := takeBackFromUser(tx, *o); err != nil {
+				return err
 			}
 		}
 		if len(cancelled) == 0 {

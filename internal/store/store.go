@@ -287,11 +287,7 @@ func (s *Store) Figures(ctx context.Context, activityID int64) (Figures, error) 
 // that hold stock in MySQL: created, paid, and cancelled ones whose units are not yet
 // back in Redis (return_pending). It is what a sale's Redis state is rebuilt from.
 func (s *Store) Holdings(ctx context.Context, activityID int64) (map[int64]int64, error) {
-	return holdings(s.db.WithContext(ctx), activityID)
-}
-
-func holdings(db *gorm.DB, activityID int64) (map[int64]int64, error) {
-	units, _, err := holdingsAndOrders(db, activityID)
+	units, _, err := holdingsAndOrders(s.db.WithContext(ctx), activityID)
 	return units, err
 }
 
