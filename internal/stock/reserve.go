@@ -84,8 +84,9 @@ if now >= tonumber(sale[4]) then return {-4} end
 local group = sale[8] == 'group'
 if ARGV[9] == '' and group then return {-9} end
 if ARGV[9] ~= '' and not group then return {-10} end
+local g -- the seat's group: members, size, expires, status
 if ARGV[9] == 'join' then
-  local g = redis.call('HMGET', KEYS[8], 'members', 'size', 'expires', 'status')
+  g = redis.call('HMGET', KEYS[8], 'members', 'size', 'expires', 'status')
   if not g[1] then return {-11} end
   if redis.call('HEXISTS', KEYS[9], ARGV[2]) == 1 then return {-13} end
   if g[4] == '1' or tonumber(g[1]) >= tonumber(g[2]) then return {-14} end
@@ -108,15 +109,14 @@ if cap > 0 or group then redis.call('HINCRBY', KEYS[2], pfield, 1) end
 local value = ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[1] .. ' ' .. sale[2]
 if group then
   if ARGV[9] == 'open' then
-    local expires = string.format('%d', now + tonumber(sale[10]) * 1000)
-    redis.call('HSET', KEYS[8], 'members', 1, 'size', sale[9], 'expires', expires, 'status', 0)
-  elseif redis.call('HINCRBY', KEYS[8], 'members', 1) >= tonumber(redis.call('HGET', KEYS[8], 'size')) then
+    g = {1, sale[9], string.format('%d', now + tonumber(sale[10]) * 1000), '0'}
+    redis.call('HSET', KEYS[8], 'members', g[1], 'size', g[2], 'expires', g[3], 'status', g[4])
+  elseif redis.call('HINCRBY', KEYS[8], 'members', 1) >= tonumber(g[2]) then
     redis.call('HSET', KEYS[8], 'status', 1)
   end
   list_group(KEYS[10], KEYS[11], KEYS[8], ARGV[10])
   redis.call('HSET', KEYS[9], ARGV[2], ARGV[4] .. ' ' .. ARGV[3])
-  local g = redis.call('HMGET', KEYS[8], 'size', 'expires')
-  value = value .. ' ' .. cap .. ' ' .. ARGV[10] .. ' ' .. g[1] .. ' ' .. g[2]
+  value = value .. ' ' .. cap .. ' ' .. ARGV[10] .. ' ' .. g[2] .. ' ' .. g[3]
 elseif cap > 0 then
   value = value .. ' ' .. cap .. ' - 0 0'
 end
