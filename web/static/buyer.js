@@ -43,6 +43,9 @@ function showSignedIn() {
   renderAllSales();
 }
 
+// expiredSignIn is what the page says when the API refuses the buyer's token.
+const expiredSignIn = 'Your sign-in has expired or was not accepted. Sign in again.';
+
 function signOut(reason) {
   session.set('');
   orders.clear();
@@ -367,15 +370,8 @@ function buyError(res, a) {
 async function buy(entry) {
   if (entry.busy) return;
   const a = entry.data;
-  const qtyInput = el(entry.node, '.qty');
-  const quantity = Number(qtyInput.value);
-  const state = saleState(a);
-  if (!Number.isInteger(quantity) || quantity < 1) {
-    entry.result = { kind: 'error', text: 'Enter a whole number of at least 1 as the quantity.', key: state.key };
-    renderSaleCard(entry);
-    qtyInput.focus();
-    return;
-  }
+  const quantity = cardQuantity(entry);
+  if (!quantity) return;
   // One key per purchase: a retry after a lost answer sends the same key and body,
   // so the server answers with the first order instead of making a second one.
   if (!entry.pending || entry.pending.quantity !== quantity) {
@@ -403,7 +399,7 @@ async function buy(entry) {
     salesPoll.kick();
   } else {
     if (res.status === 401) {
-      signOut('Your sign-in has expired or was not accepted. Sign in again.');
+      signOut(expiredSignIn);
       return;
     }
     entry.result = { kind: 'error', text: buyError(res, a) };
@@ -546,7 +542,7 @@ async function act(entry, verb) {
   if (res.ok) {
     entry.data = res.data;
   } else if (res.status === 401) {
-    signOut('Your sign-in has expired or was not accepted. Sign in again.');
+    signOut(expiredSignIn);
     return;
   } else {
     entry.message = actionError(res, verb);
@@ -842,14 +838,28 @@ function joinedText(g) {
     + `${plural(g.size - g.members, 'more buyer joins', 'more buyers join')}; follow it under Your orders.`;
 }
 
-// seatQuantity reads a quantity field, or returns 0 when it is not a whole number of
+// wholeQuantity reads a quantity field, or returns 0 when it is not a whole number of
 // at least 1.
-function seatQuantity(input) {
+function wholeQuantity(input) {
   const quantity = Number(input.value);
   return Number.isInteger(quantity) && quantity >= 1 ? quantity : 0;
 }
 
 const quantityProblem = 'Enter a whole number of at least 1 as the quantity.';
+
+// cardQuantity reads a sale card's quantity (to buy, open a group or join one); when it
+// is not a whole number of at least 1 the card says so, the field gets the focus, and
+// it returns 0.
+function cardQuantity(entry) {
+  const input = el(entry.node, '.qty');
+  const quantity = wholeQuantity(input);
+  if (!quantity) {
+    entry.result = { kind: 'error', text: quantityProblem, key: saleState(entry.data).key };
+    renderSaleCard(entry);
+    input.focus();
+  }
+  return quantity;
+}
 
 // takeSeat opens a group or joins one with pending's quantity and Idempotency-Key: a
 // retry after a lost answer sends the same key and body, and gets the first seat back.
@@ -875,14 +885,8 @@ async function takeSeat(path, pending) {
 async function openGroup(entry) {
   if (entry.busy || entry.joining) return;
   const a = entry.data;
-  const qtyInput = el(entry.node, '.qty');
-  const quantity = seatQuantity(qtyInput);
-  if (!quantity) {
-    entry.result = { kind: 'error', text: quantityProblem, key: saleState(a).key };
-    renderSaleCard(entry);
-    qtyInput.focus();
-    return;
-  }
+  const quantity = cardQuantity(entry);
+  if (!quantity) return;
   if (!entry.pending || entry.pending.quantity !== quantity) entry.pending = { quantity, key: idempotencyKey() };
   entry.busy = true;
   entry.result = null;
@@ -891,7 +895,7 @@ async function openGroup(entry) {
   entry.busy = false;
   if (res.status !== 0) entry.pending = null;
   if (res.status === 401) {
-    signOut('Your sign-in has expired or was not accepted. Sign in again.');
+    signOut(expiredSignIn);
     return;
   }
   if (res.ok) {
@@ -915,14 +919,8 @@ const refreshAfter = ['group_full', 'group_closed', 'already_in_group', 'not_fou
 async function joinFromSale(entry, id) {
   if (entry.busy || entry.joining) return;
   const a = entry.data;
-  const qtyInput = el(entry.node, '.qty');
-  const quantity = seatQuantity(qtyInput);
-  if (!quantity) {
-    entry.result = { kind: 'error', text: quantityProblem, key: saleState(a).key };
-    renderSaleCard(entry);
-    qtyInput.focus();
-    return;
-  }
+  const quantity = cardQuantity(entry);
+  if (!quantity) return;
   const p = entry.joinPending;
   if (!p || p.group !== id || p.quantity !== quantity) entry.joinPending = { group: id, quantity, key: idempotencyKey() };
   entry.joining = id;
@@ -932,7 +930,7 @@ async function joinFromSale(entry, id) {
   entry.joining = '';
   if (res.status !== 0) entry.joinPending = null;
   if (res.status === 401) {
-    signOut('Your sign-in has expired or was not accepted. Sign in again.');
+    signOut(expiredSignIn);
     return;
   }
   if (res.ok) {
@@ -1029,7 +1027,7 @@ async function joinFromInvite() {
   const data = groups.get(invite.id)?.data;
   const sale = data && sales.get(data.activity_id);
   if (invite.busy || !sale) return;
-  const quantity = seatQuantity($('invite-qty'));
+  const quantity = wholeQuantity($('invite-qty'));
   if (!quantity) {
     invite.result = { kind: 'error', text: quantityProblem };
     renderInvite();
@@ -1044,7 +1042,7 @@ async function joinFromInvite() {
   invite.busy = false;
   if (res.status !== 0) invite.pending = null;
   if (res.status === 401) {
-    signOut('Your sign-in has expired or was not accepted. Sign in again.');
+    signOut(expiredSignIn);
     return;
   }
   if (res.ok) {
