@@ -36,13 +36,18 @@ stop:
 # Load tests (loadtest/README.md), against an API, a worker and a Redis of their own on
 # free ports and a fresh seckill_loadtest database; figures go to docs/performance.md.
 #   make loadtest   audit a crowd's orders in MySQL, then measure issue 5's ratios (~1 min)
+#   make loadtest-overload   an open-loop crowd (vegeta) at 4x what one API serves: 202/s
+#                   vs that capacity, p99 of all answers, connection errors, API RSS (~1 min)
 #   make k6         the k6 flash-sale script; installs k6 with go install when missing
 #   make loadtest-cluster   the ratios on a private 3+3 Redis Cluster, with
 #                           SECKILL_REDIS_MIN_REPLICAS=0 and then 1, back to back (~2.5 min)
-.PHONY: loadtest k6 loadtest-cluster
+.PHONY: loadtest loadtest-overload k6 loadtest-cluster
 
 loadtest: services build
 	loadtest/run.sh audit ratios
+
+loadtest-overload: services build
+	LOADTEST_LIMITS=off loadtest/run.sh overload
 
 k6: services build
 	@command -v k6 >/dev/null || [ -x "$$(go env GOPATH)/bin/k6" ] || go install go.k6.io/k6@latest

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs load scenarios against an API and a worker of its own, and stops them afterwards.
 #
-#   loadtest/run.sh [audit] [ratios] [k6] [ab]     (default: audit ratios, about a minute)
+#   loadtest/run.sh [audit] [ratios] [overload] [k6] [ab]     (default: audit ratios, about a minute)
 #
 # ratios ends with a group-buy phase (seats taken/s against the purchases/s of the same
 # run, then an audit of the group sale); RATIOS_FLAGS='-group-size 0' leaves it out.
@@ -17,7 +17,7 @@
 # Environment:
 #   API_INSTANCES=1       API processes; the crowd spreads its requests over all of them
 #   SECKILL_API_BIN, SECKILL_WORKER_BIN   binaries to run [bin/api, bin/worker, built from the work tree]
-#   AUDIT_FLAGS, RATIOS_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
+#   AUDIT_FLAGS, RATIOS_FLAGS, OVERLOAD_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
 #   LOADTEST_DB=seckill_loadtest          database to (re)create on the MySQL server
 #   LOADTEST_APPENDFSYNC=always           the private Redis's appendfsync (everysec: faster, and
 #                                         acknowledged writes can be lost; README, Durability)
@@ -44,8 +44,8 @@ root=$(pwd)
 scenarios=("$@")
 [ ${#scenarios[@]} -eq 0 ] && scenarios=(audit ratios)
 for s in "${scenarios[@]}"; do
-	case $s in audit | ratios | k6 | ab) ;; *)
-		echo "usage: $0 [audit] [ratios] [k6] [ab]" >&2
+	case $s in audit | ratios | overload | k6 | ab) ;; *)
+		echo "usage: $0 [audit] [ratios] [overload] [k6] [ab]" >&2
 		exit 2
 		;;
 	esac
@@ -177,12 +177,14 @@ export SECKILL_WORKER_METRICS_ADDR=127.0.0.1:$port
 
 "$api_bin" migrate >"$logs/migrate.log" 2>&1
 urls=()
+api_pids=()
 for i in $(seq "${API_INSTANCES:-1}"); do
 	free_port
 	env SECKILL_HTTP_ADDR=127.0.0.1:$port ${LOADTEST_PPROF_PORT:+SECKILL_PPROF_ADDR=127.0.0.1:$((LOADTEST_PPROF_PORT + i - 1))} \
 		"$api_bin" >"$logs/api$i.log" 2>&1 9>&- &
 	pids+=($!)
 	watch+=",api$i=$!"
+	api_pids+=($!)
 	urls+=("http://127.0.0.1:$port")
 done
 limited=""
@@ -230,6 +232,10 @@ for s in "${scenarios[@]}"; do
 	ratios)
 		# shellcheck disable=SC2086
 		bin/crowd ratios -api "$api_list" ${limited:+-limited "$limited"} -mysql "$dsn" -watch "$watch" ${RATIOS_FLAGS:-} || status=1
+		;;
+	overload)
+		# shellcheck disable=SC2086
+		bin/crowd overload -api "${urls[0]}" -mysql "$dsn" -rss-pid "${api_pids[0]}" -watch "$watch" ${OVERLOAD_FLAGS:-} || status=1
 		;;
 	k6)
 		k6=$(command -v k6 || echo "$(go env GOPATH)/bin/k6")

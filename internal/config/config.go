@@ -56,6 +56,12 @@ type Config struct {
 	RateUser float64
 	// RateIP is SECKILL_RATE_IP [200]: requests per second per client IP; 0 turns the limit off.
 	RateIP float64
+	// InFlight is SECKILL_PURCHASES_IN_FLIGHT [256]: purchases one API process answers at
+	// once; past it a purchase is refused 503 with Retry-After at once. 0: no bound.
+	InFlight int
+	// SaleInFlight is SECKILL_SALE_PURCHASES_IN_FLIGHT [192]: the same for one sale, so a
+	// hot sale leaves room for the others. 0: no bound.
+	SaleInFlight int
 	// LockWait is SECKILL_LOCK_WAIT [500ms]: how long a purchase waits for the same user's
 	// earlier purchase in the same sale before answering 429 busy.
 	LockWait time.Duration
@@ -87,6 +93,8 @@ func Load() (Config, error) {
 	var errs []error
 	c.RateUser = number(&errs, "SECKILL_RATE_USER", 20)
 	c.RateIP = number(&errs, "SECKILL_RATE_IP", 200)
+	c.InFlight = int(number(&errs, "SECKILL_PURCHASES_IN_FLIGHT", 256))
+	c.SaleInFlight = int(number(&errs, "SECKILL_SALE_PURCHASES_IN_FLIGHT", 192))
 	c.WorkerConcurrency = int(number(&errs, "SECKILL_WORKER_CONCURRENCY", 8))
 	c.PersistBatch = int(number(&errs, "SECKILL_PERSIST_BATCH", 250))
 	c.MinReplicas = int(number(&errs, "SECKILL_REDIS_MIN_REPLICAS", 0))
@@ -144,9 +152,9 @@ func (c Config) String() string {
 	if c.UsesDevSecret() {
 		secret = "dev default (public!)"
 	}
-	return fmt.Sprintf("env=%q http=%s redis=%s (%s) min_replicas=%d mysql=%s jwt_secret=%s rate_user=%g rate_ip=%g trusted_proxies=%q lock_wait=%s worker_concurrency=%d persist_batch=%d",
+	return fmt.Sprintf("env=%q http=%s redis=%s (%s) min_replicas=%d mysql=%s jwt_secret=%s rate_user=%g rate_ip=%g in_flight=%d sale_in_flight=%d trusted_proxies=%q lock_wait=%s worker_concurrency=%d persist_batch=%d",
 		c.Env, c.HTTPAddr, strings.Join(c.RedisAddrs, ","), c.RedisTopology(), c.MinReplicas, maskDSN(c.MySQLDSN),
-		secret, c.RateUser, c.RateIP, c.TrustedProxies, c.LockWait, c.WorkerConcurrency, c.PersistBatch)
+		secret, c.RateUser, c.RateIP, c.InFlight, c.SaleInFlight, c.TrustedProxies, c.LockWait, c.WorkerConcurrency, c.PersistBatch)
 }
 
 // maskDSN hides the password of user:password@tcp(...)/db.

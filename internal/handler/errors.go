@@ -32,6 +32,7 @@ var (
 	errMethod          = errors.New("method not allowed on this route")
 	errRateLimited     = errors.New("too many requests; slow down")
 	errBadPathActivity = errors.New("no such activity")
+	errOverloaded      = errors.New("too many purchases at once here; try again in a second")
 )
 
 // invalidRequest is a 400 with its own sentence.
@@ -76,6 +77,7 @@ var mapping = []struct {
 	{store.ErrExpired, http.StatusConflict, "order_expired"},
 	{store.ErrNotCancellable, http.StatusConflict, "order_not_cancellable"},
 	{sale.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+	{errOverloaded, http.StatusServiceUnavailable, "unavailable"},
 }
 
 // respondError writes the error body for err and ends the request. It is the one
@@ -98,8 +100,10 @@ func respondError(c *gin.Context, err error) {
 				c.Header("Retry-After", retryAfter(err))
 			}
 			if m.status == http.StatusServiceUnavailable {
-				slog.Warn("unavailable", "path", c.FullPath(), "err", err)
-				c.Header("Retry-After", "1") // a failover, a rebuild: seconds, not minutes
+				if m.err != errOverloaded { // a refusal per request past the bound: no log line each
+					slog.Warn("unavailable", "path", c.FullPath(), "err", err)
+				}
+				c.Header("Retry-After", "1") // a failover, a rebuild, a crowd: seconds, not minutes
 			}
 			abort(c, m.status, m.code, message(err, m.err))
 			return

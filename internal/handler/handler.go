@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"seckill/internal/admission"
 	"seckill/internal/auth"
 	"seckill/internal/presence"
 	"seckill/internal/ratelimit"
@@ -63,6 +64,10 @@ type Options struct {
 	// (internal/ratelimit); purchases that reach Redis are limited by the reserve
 	// script instead (sale.Service.UserRate).
 	RateUser, RateIP float64
+	// InFlight and SaleInFlight bound the purchases (and seats) this process has in
+	// flight, in all and of one sale; past either the answer is 503 unavailable with
+	// Retry-After at once (internal/admission). 0 is no bound.
+	InFlight, SaleInFlight int
 	// APIs counts the live API instances that share the limits (presence.Peers); nil
 	// means this one alone.
 	APIs func() int
@@ -86,6 +91,7 @@ type Handler struct {
 	tokens  *auth.Verifier
 	perUser *ratelimit.Limiter
 	perIP   *ratelimit.Limiter
+	gate    *admission.Gate
 	metrics *metrics
 	reg     *prometheus.Registry
 	now     func() time.Time
@@ -107,7 +113,12 @@ func New(svc Service, o Options) *Handler {
 			Help: "Live API instances, by the heartbeats, that this one shares the rate limits with.",
 		}, func() float64 { return float64(o.APIs()) }))
 	}
-	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret),
+	gate := admission.New(o.InFlight, o.SaleInFlight)
+	o.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "seckill_purchases_in_flight",
+		Help: "Purchases and seats this process is answering now (bound: SECKILL_PURCHASES_IN_FLIGHT).",
+	}, func() float64 { return float64(gate.InFlight()) }))
+	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret), gate: gate,
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
 		metrics: newMetrics(o.Registry, o.Answers), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
 		live: o.Instances}
@@ -143,7 +154,7 @@ func (h *Handler) Routes() http.Handler {
 
 	// Purchases are limited where they are answered: by the reserve script when they
 	// reach Redis, here when the process answers them itself (purchaseError).
-	buying := api.Group("", h.authenticate)
+	buying := api.Group("", h.admit, h.authenticate)
 	buying.POST("/activities/:id/orders", h.buy)
 	buying.POST("/activities/:id/groups", h.seat(true))
 	buying.POST("/groups/:gid/join", h.seat(false))
@@ -249,6 +260,19 @@ func (h *Handler) requireAdmin(c *gin.Context) {
 		respondError(c, errForbidden)
 		return
 	}
+	c.Next()
+}
+
+// admit counts a purchase in flight while it is answered; past the process's or the
+// sale's bound it is refused at once, before its token is checked or its body read.
+func (h *Handler) admit(c *gin.Context) {
+	id, _ := saleOfPurchase(c, c.FullPath()) // 0 for a path naming no sale: answered 404 soon
+	if !h.gate.Enter(id) {
+		h.metrics.shed.Inc()
+		respondError(c, errOverloaded)
+		return
+	}
+	defer h.gate.Leave(id)
 	c.Next()
 }
 

@@ -17,6 +17,7 @@ import (
 type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	shed     prometheus.Counter
 	answers  *presence.Answers // nil: not counted
 }
 
@@ -31,9 +32,13 @@ func newMetrics(reg prometheus.Registerer, answers *presence.Answers) *metrics {
 			Help:    "HTTP request latency by route.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route"}),
+		shed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_purchases_shed_total",
+			Help: "Purchases and seats refused 503 at once because this process had its bound in flight.",
+		}),
 		answers: answers,
 	}
-	reg.MustRegister(m.requests, m.latency)
+	reg.MustRegister(m.requests, m.latency, m.shed)
 	return m
 }
 

@@ -237,6 +237,19 @@ func (r report) OK() bool {
 		len(r.Mismatched) == 0 && len(r.OverLimit) == 0 && r.Unanswered == 0
 }
 
+// auditSale loads the sale and its orders from MySQL and audits them against l.
+func auditSale(ctx context.Context, db *sql.DB, activityID int64, l *ledger) (report, error) {
+	s, err := loadSale(ctx, db, activityID)
+	if err != nil {
+		return report{}, err
+	}
+	stored, err := loadOrders(ctx, db, activityID)
+	if err != nil {
+		return report{}, err
+	}
+	return audit(s, stored, l), nil
+}
+
 // audit compares MySQL's sale and orders with what the API answered.
 func audit(s saleRow, stored []storedOrder, l *ledger) report {
 	l.mu.Lock()

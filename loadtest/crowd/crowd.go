@@ -189,15 +189,10 @@ func runAudit(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg crowdCon
 	} else {
 		fmt.Fprintf(w, "  drain: MySQL still misses orders after %s\n", cfg.Drain)
 	}
-	s, err := loadSale(ctx, db, id)
+	rep, err := auditSale(ctx, db, id, b.ledger)
 	if err != nil {
 		return false, err
 	}
-	stored, err := loadOrders(ctx, db, id)
-	if err != nil {
-		return false, err
-	}
-	rep := audit(s, stored, b.ledger)
 	rep.print(w)
 	ok := rep.OK() && internal == 0
 	if internal > 0 {

@@ -8,6 +8,9 @@
 //	              answers/s, accepted/s vs persisted/s, purchase p99, and their ratios;
 //	              then seats taken/s in a group-buy sale against purchases/s, and an
 //	              audit of the group sale
+//	crowd overload  what one API serves (closed loop), then an open-loop crowd at a
+//	              multiple of it (vegeta): 202/s vs the capacity, p99 of all answers,
+//	              connection errors, the API's RSS, and the audit of what was accepted
 //	crowd sale    create a sale (optionally sold out) and print its id (for ab.sh)
 //	crowd token   print a token for a user (for ab.sh and k6)
 //
@@ -94,7 +97,7 @@ func (c *common) db() (*sql.DB, error) {
 
 func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 	if len(args) == 0 {
-		return false, fmt.Errorf("usage: crowd audit|ratios|sale|token [flags]  (crowd MODE -h lists the flags)")
+		return false, fmt.Errorf("usage: crowd audit|ratios|overload|sale|token [flags]  (crowd MODE -h lists the flags)")
 	}
 	mode, args := args[0], args[1:]
 	fs := flag.NewFlagSet("crowd "+mode, flag.ContinueOnError)
@@ -162,6 +165,31 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 			return false, fmt.Errorf("-group-seats, -group-buyers and -group-refresh must be positive")
 		}
 		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runRatios(ctx, w, a, db, cfg) })
+	case "overload":
+		var cfg overloadConfig
+		c.register(fs, 100)
+		fs.DurationVar(&cfg.Phase, "phase", 5*time.Second, "length of the closed-loop phase that measures the capacity")
+		fs.DurationVar(&cfg.Attack, "attack", 15*time.Second, "length of the open-loop crowd")
+		fs.Float64Var(&cfg.Times, "times", 4, "the crowd's arrival rate, in multiples of the capacity")
+		fs.IntVar(&cfg.Buyers, "buyers", 400_000, "distinct users signed, each buying once")
+		fs.Int64Var(&cfg.FirstUser, "first-user", 5_000_000, "user id of the first buyer")
+		fs.DurationVar(&cfg.Drain, "drain", 2*time.Minute, "longest wait for MySQL to hold every accepted order")
+		fs.IntVar(&cfg.MaxOpen, "max-open", 4000, "most requests of the crowd open at once (connections)")
+		fs.IntVar(&cfg.RSSPid, "rss-pid", 0, "pid of the API process whose memory is reported (0: none)")
+		fs.BoolVar(&cfg.Strict, "strict", false, "exit 1 when a target is missed")
+		watch := fs.String("watch", "", "name=pid,... of processes whose CPU use the crowd reports")
+		if err := fs.Parse(args); err != nil {
+			return false, err
+		}
+		var err error
+		if cfg.Watch, err = parseWatch(*watch); err != nil {
+			return false, err
+		}
+		cfg.Conns, cfg.Timeout = c.conns, c.timeout
+		if cfg.Times <= 0 || cfg.Attack <= 0 || cfg.Phase <= 0 || cfg.Buyers < 1 || cfg.MaxOpen < 1 {
+			return false, fmt.Errorf("-times, -attack, -phase, -buyers and -max-open must be positive")
+		}
+		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runOverload(ctx, w, a, db, cfg) })
 	case "sale":
 		c.register(fs, 1)
 		stock := fs.Int64("stock", 1, "units")
@@ -203,7 +231,7 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		_, err = fmt.Fprintln(w, tok)
 		return err == nil, err
 	}
-	return false, fmt.Errorf("unknown mode %q (want audit, ratios, sale or token)", mode)
+	return false, fmt.Errorf("unknown mode %q (want audit, ratios, overload, sale or token)", mode)
 }
 
 func withAPI(ctx context.Context, c common, f func(*api, *sql.DB) (bool, error)) (bool, error) {

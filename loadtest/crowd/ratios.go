@@ -305,15 +305,10 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 	if drainCPU != "" {
 		fmt.Fprintf(w, "  %-16s cpu in cores: %s\n", "", drainCPU)
 	}
-	s, err := loadSale(ctx, db, buyID)
+	rep, err := auditSale(ctx, db, buyID, l)
 	if err != nil {
 		return false, err
 	}
-	stored, err := loadOrders(ctx, db, buyID)
-	if err != nil {
-		return false, err
-	}
-	rep := audit(s, stored, l)
 	fmt.Fprintf(w, "  audit of sale %d: oversold %d, lost %d, refused %d, duplicated %d, over limit %d, mismatched %d\n",
 		buyID, rep.Oversold, len(rep.Lost), len(rep.Refused), rep.Duplicated(), len(rep.OverLimit), len(rep.Mismatched))
 
@@ -363,6 +358,24 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 	}
 	fmt.Fprintf(w, "  healthz yardsticks: %.0f req/s for sold out (healthz 1, its turns), %.0f req/s for purchases (mean of healthz 2 and 3)\n",
 		soldYard, buyYard)
+	met := printFigures(w, results)
+	if !rep.OK() {
+		fmt.Fprintln(w, "ratios: FAIL (the purchase sale's audit found problems)")
+		return false, nil
+	}
+	if !seats.ok {
+		fmt.Fprintln(w, "ratios: FAIL (the group sale's audit found problems)")
+		return false, nil
+	}
+	if !met && cfg.Strict {
+		fmt.Fprintln(w, "ratios: FAIL (targets missed, -strict)")
+		return false, nil
+	}
+	return true, nil
+}
+
+// printFigures prints the table of figures and reports whether every target was met.
+func printFigures(w io.Writer, results []figure) bool {
 	fmt.Fprintf(w, "  %-36s %10s %7s %9s\n", "target", "measured", "ratio", "want")
 	met := true
 	for _, r := range results {
@@ -378,17 +391,5 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 		}
 		fmt.Fprintf(w, "  %-36s %10s %7s %9s  %s\n", r.name, r.measured, ratio, r.want, verdict)
 	}
-	if !rep.OK() {
-		fmt.Fprintln(w, "ratios: FAIL (the purchase sale's audit found problems)")
-		return false, nil
-	}
-	if !seats.ok {
-		fmt.Fprintln(w, "ratios: FAIL (the group sale's audit found problems)")
-		return false, nil
-	}
-	if !met && cfg.Strict {
-		fmt.Fprintln(w, "ratios: FAIL (targets missed, -strict)")
-		return false, nil
-	}
-	return true, nil
+	return met
 }

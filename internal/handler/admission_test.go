@@ -1,0 +1,130 @@
+package handler_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/handler"
+	"seckill/internal/testutil"
+)
+
+// metric reads one unlabelled value from /metrics.
+func (s *stack) metric(name string) float64 {
+	s.t.Helper()
+	a := s.do(call{method: "GET", path: "/metrics"})
+	sc := bufio.NewScanner(strings.NewReader(a.body))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				s.t.Fatalf("%s: %v", name, err)
+			}
+			return f
+		}
+	}
+	s.t.Fatalf("%s is not on /metrics", name)
+	return 0
+}
+
+// Past the process's bound, or the sale's, a purchase is refused at once with 503
+// unavailable and Retry-After, and takes nothing; the purchases in flight finish as
+// they would have, and their places come back.
+func TestPurchasesInFlightBounded(t *testing.T) {
+	s := newStack(t, handler.Options{InFlight: 3, SaleInFlight: 2})
+	now := time.Now()
+	hot := s.sale(100, 5, now.Add(-time.Minute), now.Add(time.Hour))
+	other := s.sale(100, 5, now.Add(-time.Minute), now.Add(time.Hour))
+	third := s.sale(100, 5, now.Add(-time.Minute), now.Add(time.Hour))
+	post := func(act int64, user int64) answer {
+		return s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/orders", act),
+			token: testutil.Token(t, user, false), body: `{"quantity":1}`})
+	}
+
+	// Redis stopped: the purchases it admits wait in flight.
+	s.redis.Pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			s.redis.Resume()
+		}
+	}()
+	var wg sync.WaitGroup
+	statuses := make(chan int, 3)
+	start := func(act, user int64) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/v1/activities/%d/orders", s.url, act),
+				strings.NewReader(`{"quantity":1}`))
+			req.Header.Set("Authorization", "Bearer "+testutil.Token(t, user, false))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Errorf("an admitted purchase: %v", err)
+				return
+			}
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	waitInFlight := func(n float64) {
+		t.Helper()
+		for range 200 {
+			if s.metric("seckill_purchases_in_flight") == n {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatalf("seckill_purchases_in_flight never reached %g", n)
+	}
+	start(hot, 1)
+	start(hot, 2)
+	waitInFlight(2)
+	a := post(hot, 3) // the sale's bound
+	wantError(t, a, http.StatusServiceUnavailable, "unavailable")
+	if a.header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After %q, want 1", a.header.Get("Retry-After"))
+	}
+	start(other, 4) // another sale still gets in
+	waitInFlight(3)
+	wantError(t, post(third, 5), http.StatusServiceUnavailable, "unavailable") // the process's bound
+	if got := s.metric("seckill_purchases_shed_total"); got != 2 {
+		t.Errorf("seckill_purchases_shed_total %g, want 2", got)
+	}
+	s.redis.Resume()
+	resumed = true
+	wg.Wait()
+	close(statuses)
+	for st := range statuses {
+		if st != http.StatusAccepted {
+			t.Errorf("an admitted purchase answered %d, want 202", st)
+		}
+	}
+	waitInFlight(0)
+
+	// The refused took nothing; the places came back.
+	for _, tc := range []struct {
+		act  int64
+		want int64
+	}{{hot, 98}, {other, 99}, {third, 100}} {
+		a, err := s.svc.GetActivity(context.Background(), tc.act)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left := a.StockAvailable; left != tc.want {
+			t.Errorf("sale %d: %d units left, want %d", tc.act, left, tc.want)
+		}
+	}
+	for user := int64(3); user <= 5; user++ {
+		act := map[int64]int64{3: hot, 4: other, 5: third}[user]
+		if a := post(act, user+10); a.status != http.StatusAccepted {
+			t.Errorf("after the crowd, sale %d: %d %s, want 202", act, a.status, a.body)
+		}
+	}
+}
