@@ -38,16 +38,21 @@ stop:
 #   make loadtest   audit a crowd's orders in MySQL, then measure issue 5's ratios (~1 min)
 #   make loadtest-overload   an open-loop crowd (vegeta) at 4x what one API serves: 202/s
 #                   vs that capacity, p99 of all answers, connection errors, API RSS (~1 min)
+#   make soak       5 minutes of 1,500 purchases/s on a sale nobody pays (60 s pay window):
+#                   Redis', the API's and the worker's memory every 30 s (SOAK_FLAGS)
 #   make k6         the k6 flash-sale script; installs k6 with go install when missing
 #   make loadtest-cluster   the ratios on a private 3+3 Redis Cluster, with
 #                           SECKILL_REDIS_MIN_REPLICAS=0 and then 1, back to back (~2.5 min)
-.PHONY: loadtest loadtest-overload k6 loadtest-cluster
+.PHONY: loadtest loadtest-overload soak k6 loadtest-cluster
 
 loadtest: services build
 	loadtest/run.sh audit ratios
 
 loadtest-overload: services build
 	LOADTEST_LIMITS=off loadtest/run.sh overload
+
+soak: services build
+	LOADTEST_LIMITS=off loadtest/run.sh soak
 
 k6: services build
 	@command -v k6 >/dev/null || [ -x "$$(go env GOPATH)/bin/k6" ] || go install go.k6.io/k6@latest

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs load scenarios against an API and a worker of its own, and stops them afterwards.
 #
-#   loadtest/run.sh [audit] [ratios] [overload] [k6] [ab]     (default: audit ratios, about a minute)
+#   loadtest/run.sh [audit] [ratios] [overload] [soak] [k6] [ab]     (default: audit ratios, about a minute)
 #
 # ratios ends with a group-buy phase (seats taken/s against the purchases/s of the same
 # run, then an audit of the group sale); RATIOS_FLAGS='-group-size 0' leaves it out.
@@ -17,7 +17,7 @@
 # Environment:
 #   API_INSTANCES=1       API processes; the crowd spreads its requests over all of them
 #   SECKILL_API_BIN, SECKILL_WORKER_BIN   binaries to run [bin/api, bin/worker, built from the work tree]
-#   AUDIT_FLAGS, RATIOS_FLAGS, OVERLOAD_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
+#   AUDIT_FLAGS, RATIOS_FLAGS, OVERLOAD_FLAGS, SOAK_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
 #   LOADTEST_DB=seckill_loadtest          database to (re)create on the MySQL server
 #   LOADTEST_APPENDFSYNC=always           the private Redis's appendfsync (everysec: faster, and
 #                                         acknowledged writes can be lost; README, Durability)
@@ -44,8 +44,8 @@ root=$(pwd)
 scenarios=("$@")
 [ ${#scenarios[@]} -eq 0 ] && scenarios=(audit ratios)
 for s in "${scenarios[@]}"; do
-	case $s in audit | ratios | overload | k6 | ab) ;; *)
-		echo "usage: $0 [audit] [ratios] [overload] [k6] [ab]" >&2
+	case $s in audit | ratios | overload | soak | k6 | ab) ;; *)
+		echo "usage: $0 [audit] [ratios] [overload] [soak] [k6] [ab]" >&2
 		exit 2
 		;;
 	esac
@@ -199,6 +199,7 @@ if [ "${LOADTEST_LIMITS:-both}" = both ]; then
 fi
 "$worker_bin" >"$logs/worker.log" 2>&1 9>&- &
 pids+=($!)
+worker_pid=$!
 watch+=",worker=$!"
 mysqld=$(pidof mariadbd mysqld 2>/dev/null | awk '{print $1}') || true
 [ -z "$mysqld" ] || watch+=",mysqld=$mysqld"
@@ -236,6 +237,11 @@ for s in "${scenarios[@]}"; do
 	overload)
 		# shellcheck disable=SC2086
 		bin/crowd overload -api "${urls[0]}" -mysql "$dsn" -rss-pid "${api_pids[0]}" -watch "$watch" ${OVERLOAD_FLAGS:-} || status=1
+		;;
+	soak)
+		# shellcheck disable=SC2086
+		bin/crowd soak -api "${urls[0]}" -mysql "$dsn" -redis "127.0.0.1:$redis_port" -api-pid "${api_pids[0]}" \
+			-worker-pid "$worker_pid" ${SOAK_FLAGS:-} || status=1
 		;;
 	k6)
 		k6=$(command -v k6 || echo "$(go env GOPATH)/bin/k6")

@@ -45,21 +45,40 @@ func (l *Lifecycle) Pay(ctx context.Context, id string, who store.Access) (store
 // MySQL is changed first, then Redis. If Redis fails in between, the order stays
 // marked return_pending and ReturnPending gives the units back later.
 func (l *Lifecycle) Cancel(ctx context.Context, id string, who store.Access) (store.Order, error) {
+	read := time.Now()
 	o, changed, err := l.store.CancelOrder(ctx, id, who, l.stamp())
 	if err != nil || !changed {
 		return o, err
 	}
-	if err := l.giveBack(ctx, o); err != nil {
+	if err := l.giveBack(ctx, o, read); err != nil {
 		slog.Warn("cancelled order's units not yet back in Redis; the worker will retry", "order", id, "err", err)
 	}
 	return o, nil
 }
 
-func (l *Lifecycle) giveBack(ctx context.Context, o store.Order) error {
+// errStaleRead: the order was read as return_pending too long ago to return its units
+// on that word (stock.ReturnedRetention); it stays pending and a later pass reads again.
+var errStaleRead = errors.New("the pending return was read too long ago; read again")
+
+// giveBack returns a cancelled order's units to Redis, records that in MySQL, then lets
+// Redis forget the order after its retention. read is when MySQL said the return was
+// pending: Redis remembers a returned order ReturnedRetention after MySQL recorded it,
+// so a caller within half of that of its read cannot return an order twice.
+func (l *Lifecycle) giveBack(ctx context.Context, o store.Order, read time.Time) error {
+	if time.Since(read) > stock.ReturnedRetention/2 {
+		return errStaleRead
+	}
 	if err := l.stock.Return(ctx, o.ActivityID, o.UserID, o.ID, o.Quantity); err != nil {
 		return err
 	}
-	return l.store.ReturnedToStock(ctx, o.ID)
+	if err := l.store.ReturnedToStock(ctx, o.ID); err != nil {
+		return err
+	}
+	if err := l.stock.Forget(ctx, o.ActivityID, o.ID); err != nil {
+		// Remembered until the sale's next rebuild: one entry, no harm to the units.
+		slog.Warn("returned order not forgotten by Redis", "order", o.ID, "err", err)
+	}
+	return nil
 }
 
 // ExpireDue cancels up to limit created orders whose pay window has passed, and
@@ -72,6 +91,7 @@ func (l *Lifecycle) ExpireDue(ctx context.Context, limit int) (int, error) {
 	}
 	n := 0
 	for _, id := range ids {
+		read := time.Now()
 		o, changed, err := l.store.CancelOrder(ctx, id, store.Access{Admin: true}, l.stamp())
 		if errors.Is(err, store.ErrNotCancellable) || err == nil && !changed {
 			continue // paid (or cancelled) since DueOrders read it
@@ -80,7 +100,7 @@ func (l *Lifecycle) ExpireDue(ctx context.Context, limit int) (int, error) {
 			return n, fmt.Errorf("expire order %s: %w", id, err)
 		}
 		n++
-		if err := l.giveBack(ctx, o); err != nil {
+		if err := l.giveBack(ctx, o, read); err != nil {
 			return n, fmt.Errorf("expire order %s: %w", id, err)
 		}
 	}
@@ -90,12 +110,13 @@ func (l *Lifecycle) ExpireDue(ctx context.Context, limit int) (int, error) {
 // ReturnPending gives back the units of up to limit cancelled orders whose return to
 // Redis was interrupted, and returns how many it handled.
 func (l *Lifecycle) ReturnPending(ctx context.Context, limit int) (int, error) {
+	read := time.Now()
 	os, err := l.store.PendingReturns(ctx, limit)
 	if err != nil {
 		return 0, fmt.Errorf("find pending returns: %w", err)
 	}
 	for i, o := range os {
-		if err := l.giveBack(ctx, o); err != nil {
+		if err := l.giveBack(ctx, o, read); err != nil {
 			return i, err
 		}
 	}

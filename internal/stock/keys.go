@@ -55,9 +55,10 @@ func rateKey(activityID, userID int64) string {
 // process clears its sold-out flag for it.
 const ReturnedChannel = "seckill:stock-returned"
 
-// returnedKey is the set of cancelled order ids whose units went back to stock, so
-// each order's units come back once.
-func returnedKey(activityID int64) string { return prefix(activityID) + "returned" }
+// returnedKey is the sorted set of cancelled order ids whose units went back to stock,
+// so each order's units come back once: scored +inf until MySQL records the return
+// (Forget), then by Redis' clock, and trimmed ReturnedRetention later (settle.go).
+func returnedKey(activityID int64) string { return prefix(activityID) + "returns" }
 
 // barrierKey is a counter the replication barrier increments: a write in the sale's
 // slot, so that WAIT on the same connection covers the sale's reservations before it.

@@ -235,33 +235,84 @@ func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlemen
 	return nil
 }
 
+// ReturnedRetention is how long an order is remembered as returned once MySQL has
+// recorded its return (Forget). Only a caller that read the order as return_pending
+// before that can still try to return it, and such a caller must call Return within
+// half of this of its read (order.Lifecycle checks); a later caller reads MySQL again.
+// So the set holds the orders returned in the last half-minute, not the sale's history.
+const ReturnedRetention = 30 * time.Second
+
+// trimReturnedLua: trim_returned drops from the returned set what MySQL recorded as
+// returned more than keep_ms ago by Redis' clock, and returns that clock in ms.
+const trimReturnedLua = `
+local function trim_returned(key, keep_ms)
+  local t = redis.call('TIME')
+  local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. (now_ms - keep_ms))
+  return now_ms
+end
+`
+
 // returnScript gives a cancelled order's units back to stock and to the user's
 // allowance, once per order.
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] returned set (order ids already returned)
 // ARGV[1] order id  ARGV[2] user id  ARGV[3] quantity  ARGV[4] activity id
-// ARGV[5] the returned-units channel
+// ARGV[5] the returned-units channel  ARGV[6] ReturnedRetention in ms
 //
-// The sale's generation goes up. A lost sale gets nothing: its rebuild counts the order
-// as held while return_pending, and not once this return is recorded in MySQL.
+// The order is remembered with the score +inf until Forget. The sale's generation goes
+// up. A lost sale gets nothing: its rebuild counts the order as held while
+// return_pending, and not once this return is recorded in MySQL.
 // Returns 1 when the units were given back now, 0 when they had been before.
-var returnScript = redis.NewScript(unitsLua + bumpGenLua + `
-if redis.call('SADD', KEYS[3], ARGV[1]) == 0 then return 0 end
+var returnScript = redis.NewScript(unitsLua + bumpGenLua + trimReturnedLua + `
+trim_returned(KEYS[3], tonumber(ARGV[6]))
+if redis.call('ZSCORE', KEYS[3], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[3], '+inf', ARGV[1])
 if bump_gen(KEYS[1]) > 0 then give_back(KEYS[1], KEYS[2], ARGV[2], tonumber(ARGV[3])) end
 redis.call('PUBLISH', ARGV[5], ARGV[4])
 return 1
 `)
 
+// forgetScript starts the retention of returned orders that MySQL now records as
+// returned.
+//
+// KEYS[1] returned set
+// ARGV[1] .. ARGV[n-1] order ids  ARGV[n] ReturnedRetention in ms
+var forgetScript = redis.NewScript(trimReturnedLua + `
+local now_ms = trim_returned(KEYS[1], tonumber(ARGV[#ARGV]))
+for i = 1, #ARGV - 1 do redis.call('ZADD', KEYS[1], 'XX', now_ms, ARGV[i]) end
+return 0
+`)
+
 // Return gives the units of a cancelled (or expired) order back to stock and to the
-// user's allowance. It is idempotent per order: calling it again changes nothing.
+// user's allowance. It is idempotent per order while the order is remembered: from the
+// call until ReturnedRetention after Forget.
 func (s *Stock) Return(ctx context.Context, activityID, userID int64, orderID string, quantity int) error {
 	keys := []string{saleKey(activityID), usersKey(activityID), returnedKey(activityID)}
-	n, err := returnScript.Run(ctx, s.rdb, keys, orderID, userID, quantity, activityID, ReturnedChannel).Int64()
+	n, err := returnScript.Run(ctx, s.rdb, keys, orderID, userID, quantity, activityID, ReturnedChannel,
+		ReturnedRetention.Milliseconds()).Int64()
 	if err != nil {
 		return fmt.Errorf("return units: %w", err)
 	}
 	if n == 1 {
 		s.soldOut.clear(activityID)
+	}
+	return nil
+}
+
+// Forget says MySQL records the return of these orders of a sale: each is remembered
+// ReturnedRetention more, then dropped. An order not remembered is left out.
+func (s *Stock) Forget(ctx context.Context, activityID int64, orderIDs ...string) error {
+	if len(orderIDs) == 0 {
+		return nil
+	}
+	args := make([]any, 0, len(orderIDs)+1)
+	for _, id := range orderIDs {
+		args = append(args, id)
+	}
+	args = append(args, ReturnedRetention.Milliseconds())
+	if err := forgetScript.Run(ctx, s.rdb, []string{returnedKey(activityID)}, args...).Err(); err != nil {
+		return fmt.Errorf("forget returned orders: %w", err)
 	}
 	return nil
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/config"
 	"seckill/internal/stock"
@@ -437,5 +441,91 @@ func TestSoldOutFlagRecheckedByOne(t *testing.T) {
 	// The failed re-check dropped the flag: the next purchase asks Redis and sets it again.
 	if _, err := s.Reserve(ctx, reservation(1, 99, 1, "", later)); !errors.Is(err, stock.ErrSoldOut) {
 		t.Errorf("after the re-check: err = %v, want sold out from Redis", err)
+	}
+}
+
+// The returned set remembers an order from its return until ReturnedRetention after
+// MySQL records it (Forget), and no longer: it holds the last half-minute's returns,
+// not the sale's history. Ageing is simulated by rewriting a member's score.
+func TestReturnedSetBounded(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	s := stock.New(rdb)
+	ctx := context.Background()
+	newSale(t, s, 9, 10, 10)
+	const key = "seckill:{act:9}:returns"
+	available := func() int64 {
+		t.Helper()
+		sales, err := s.Sales(ctx, []int64{9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sales[9].Available
+	}
+	redisNow := func() time.Time {
+		now, err := rdb.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return now
+	}
+	score := func(id string) (float64, bool) {
+		v, err := rdb.ZScore(ctx, key, id).Result()
+		return v, err == nil
+	}
+	ret := func(id string) {
+		t.Helper()
+		if err := s.Return(ctx, 9, 3, id, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	age := func(id string, by time.Duration) { // as if MySQL recorded it by ago
+		t.Helper()
+		if err := rdb.ZAdd(ctx, key, redis.Z{Score: float64(redisNow().Add(-by).UnixMilli()), Member: id}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ret("o1")
+	ret("o1")
+	if got := available(); got != 11 {
+		t.Fatalf("after returning o1 twice: %d available, want 11 (once)", got)
+	}
+	if v, ok := score("o1"); !ok || !math.IsInf(v, 1) {
+		t.Fatalf("o1 before MySQL records it: score %v (%v), want +inf", v, ok)
+	}
+	if err := s.Forget(ctx, 9, "o1", "never-returned"); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := score("o1"); !ok || math.Abs(v-float64(redisNow().UnixMilli())) > 5000 {
+		t.Fatalf("o1 once forgotten: score %v (%v), want Redis' clock in ms", v, ok)
+	}
+	if _, ok := score("never-returned"); ok {
+		t.Error("Forget added an order that was never returned")
+	}
+	ret("o1") // within its retention: still remembered
+	if got := available(); got != 11 {
+		t.Fatalf("o1 returned again within its retention: %d available, want 11", got)
+	}
+
+	// A pinned order (+inf: MySQL has not recorded it) stays however old; forgotten ones
+	// older than the retention go at the next return or forget.
+	ret("pinned")
+	for i := range 1000 {
+		id := fmt.Sprintf("old%d", i)
+		ret(id)
+		age(id, stock.ReturnedRetention+time.Second)
+	}
+	age("o1", stock.ReturnedRetention-5*time.Second) // recent enough to stay
+	ret("o2")
+	members, err := rdb.ZRange(ctx, key, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(members)
+	if want := []string{"o1", "o2", "pinned"}; !slices.Equal(members, want) {
+		t.Errorf("returned set after the trim: %v, want %v", members, want)
+	}
+	if got := available(); got != 10+1+1+1000+1 {
+		t.Errorf("%d available, want %d: each order's units once", got, 10+1+1+1000+1)
 	}
 }

@@ -190,6 +190,7 @@ type saleSpec struct {
 	GroupSize             int    `json:"group_size,omitempty"`
 	GroupWindowSeconds    int    `json:"group_window_seconds,omitempty"`
 	PerUserParticipations int    `json:"per_user_participations,omitempty"`
+	PayWindowSeconds      int    `json:"pay_window_seconds,omitempty"` // 0: the default
 }
 
 // createSale creates a sale that is on from a second ago for an hour, and returns its id.

@@ -11,6 +11,8 @@
 //	crowd overload  what one API serves (closed loop), then an open-loop crowd at a
 //	              multiple of it (vegeta): 202/s vs the capacity, p99 of all answers,
 //	              connection errors, the API's RSS, and the audit of what was accepted
+//	crowd soak    a steady crowd for minutes on a sale nobody pays for: Redis', the
+//	              API's and the worker's memory every 30 s, levelling off or not
 //	crowd sale    create a sale (optionally sold out) and print its id (for ab.sh)
 //	crowd token   print a token for a user (for ab.sh and k6)
 //
@@ -97,7 +99,7 @@ func (c *common) db() (*sql.DB, error) {
 
 func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 	if len(args) == 0 {
-		return false, fmt.Errorf("usage: crowd audit|ratios|overload|sale|token [flags]  (crowd MODE -h lists the flags)")
+		return false, fmt.Errorf("usage: crowd audit|ratios|overload|soak|sale|token [flags]  (crowd MODE -h lists the flags)")
 	}
 	mode, args := args[0], args[1:]
 	fs := flag.NewFlagSet("crowd "+mode, flag.ContinueOnError)
@@ -190,6 +192,25 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 			return false, fmt.Errorf("-times, -attack, -phase, -buyers and -max-open must be positive")
 		}
 		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runOverload(ctx, w, a, db, cfg) })
+	case "soak":
+		var cfg soakConfig
+		c.register(fs, 1)
+		fs.IntVar(&cfg.Rate, "rate", 1500, "purchases per second, each by a new buyer")
+		fs.DurationVar(&cfg.Duration, "duration", 5*time.Minute, "length of the crowd")
+		fs.DurationVar(&cfg.PayWindow, "pay-window", time.Minute, "the sale's pay window (nobody pays)")
+		fs.DurationVar(&cfg.Every, "every", 30*time.Second, "time between two memory reports")
+		fs.Int64Var(&cfg.FirstUser, "first-user", 20_000_000, "user id of the first buyer")
+		fs.StringVar(&cfg.RedisAddr, "redis", env("SECKILL_REDIS_ADDR", "127.0.0.1:6379"), "the API's Redis, for INFO memory")
+		fs.IntVar(&cfg.APIPid, "api-pid", 0, "pid of the API, for its RSS (0: none)")
+		fs.IntVar(&cfg.WorkerPid, "worker-pid", 0, "pid of the worker, for its RSS (0: none)")
+		if err := fs.Parse(args); err != nil {
+			return false, err
+		}
+		cfg.Timeout = c.timeout
+		if cfg.Rate < 1 || cfg.Duration <= 0 || cfg.Every <= 0 || cfg.PayWindow < time.Second {
+			return false, fmt.Errorf("-rate, -duration and -every must be positive, -pay-window at least 1s")
+		}
+		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runSoak(ctx, w, a, db, cfg) })
 	case "sale":
 		c.register(fs, 1)
 		stock := fs.Int64("stock", 1, "units")
@@ -231,7 +252,7 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		_, err = fmt.Fprintln(w, tok)
 		return err == nil, err
 	}
-	return false, fmt.Errorf("unknown mode %q (want audit, ratios, overload, sale or token)", mode)
+	return false, fmt.Errorf("unknown mode %q (want audit, ratios, overload, soak, sale or token)", mode)
 }
 
 func withAPI(ctx context.Context, c common, f func(*api, *sql.DB) (bool, error)) (bool, error) {

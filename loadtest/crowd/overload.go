@@ -100,14 +100,7 @@ func runOverload(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg overl
 	if need := int(float64(rate)*cfg.Attack.Seconds()) + int(next.Load()); need > len(tokens) {
 		return false, fmt.Errorf("the crowd needs %d buyers, -buyers is %d", need, len(tokens))
 	}
-	targeter := func(t *vegeta.Target) error {
-		tok, _ := nextToken()
-		t.Method = http.MethodPost
-		t.URL = fmt.Sprintf("%s/api/v1/activities/%d/orders", a.urls[0], saleID)
-		t.Body = []byte(`{"quantity":1}`)
-		t.Header = http.Header{"Authorization": {"Bearer " + tok}, "Content-Type": {"application/json"}}
-		return nil
-	}
+	targeter := purchases(a.urls[0], saleID, func() string { tok, _ := nextToken(); return tok })
 	// At most MaxOpen requests open at once (a worker each, a connection each): past that
 	// the crowd cannot keep its rate, and the line says how far it fell short.
 	attacker := vegeta.NewAttacker(vegeta.Timeout(cfg.Timeout), vegeta.KeepAlive(true), vegeta.HTTP2(false),
@@ -197,6 +190,17 @@ func runOverload(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg overl
 		return false, nil
 	}
 	return true, nil
+}
+
+// purchases is a vegeta targeter of purchases of one unit of a sale, each with the
+// token next gives.
+func purchases(base string, saleID int64, next func() string) vegeta.Targeter {
+	url := fmt.Sprintf("%s/api/v1/activities/%d/orders", base, saleID)
+	return func(t *vegeta.Target) error {
+		t.Method, t.URL, t.Body = http.MethodPost, url, []byte(`{"quantity":1}`)
+		t.Header = http.Header{"Authorization": {"Bearer " + next()}, "Content-Type": {"application/json"}}
+		return nil
+	}
 }
 
 // breakdownOf lists answer counts, the most frequent first.
