@@ -11,7 +11,9 @@
 # Called by `make run-cluster` after scripts/services.sh up (MariaDB, packages) and the
 # build. Ports (environment): SECKILL_CLUSTER_PORTS [7001 7002 7003 7004 7005 7006],
 # SECKILL_API_PORTS [8081 8082 8083], SECKILL_WORKER_METRICS_PORTS [9092 9093],
-# SECKILL_FRONT_ADDR [127.0.0.1:8080] (nginx).
+# SECKILL_FRONT_ADDR [127.0.0.1:8080] (nginx). The per-IP limit is nginx's:
+# SECKILL_NGINX_RATE_IP [200] requests per second per client address (bursts of twice
+# that more); the APIs run with SECKILL_RATE_IP=0 and the per-user limit as configured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -21,6 +23,7 @@ read -r -a redis_ports <<<"${SECKILL_CLUSTER_PORTS:-7001 7002 7003 7004 7005 700
 read -r -a api_ports <<<"${SECKILL_API_PORTS:-8081 8082 8083}"
 read -r -a worker_ports <<<"${SECKILL_WORKER_METRICS_PORTS:-9092 9093}"
 front=${SECKILL_FRONT_ADDR:-127.0.0.1:8080}
+nginx_rate_ip=${SECKILL_NGINX_RATE_IP:-200}
 
 log() { printf 'cluster: %s\n' "$*" >&2; }
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -109,6 +112,7 @@ start_nginx() {
 	local upstream="" p
 	for p in "${api_ports[@]}"; do upstream+="server 127.0.0.1:$p; "; done
 	sed -e "s|\${SECKILL_NGINX_LISTEN}|$front|" -e "s|\${SECKILL_NGINX_UPSTREAM}|$upstream|" \
+		-e "s|\${SECKILL_NGINX_RATE_IP}|$nginx_rate_ip|" -e "s|\${SECKILL_NGINX_BURST_IP}|$((2 * nginx_rate_ip))|" \
 		deploy/nginx/seckill.conf.template >"$data/nginx/seckill.conf"
 	cat >"$data/nginx/nginx.conf" <<CONF
 worker_processes 2;
@@ -152,6 +156,7 @@ up() {
 	export SECKILL_REDIS_ADDR
 	export SECKILL_REDIS_MIN_REPLICAS=${SECKILL_REDIS_MIN_REPLICAS:-1}
 	export SECKILL_TRUSTED_PROXIES=${SECKILL_TRUSTED_PROXIES:-127.0.0.1/32}
+	export SECKILL_RATE_IP=0 # nginx limits per address (start_nginx)
 	unset SECKILL_REDIS_MASTER_NAME
 	bin/api migrate
 	# From here on, leaving (Ctrl-C, a process that stopped, an error) stops what this run started.

@@ -14,10 +14,15 @@ import (
 	"time"
 )
 
+// NoIPLimit is a per-IP rate for StartNginx that no test's crowd reaches.
+const NoIPLimit = 1_000_000
+
 // StartNginx runs a private nginx in front of backends (host:port of API instances)
 // with the project's own front, deploy/nginx/seckill.conf.template. It returns the
-// front's base URL and fails the test when nginx is missing.
-func StartNginx(t testing.TB, backends []string) string {
+// front's base URL and fails the test when nginx is missing. rateIP is nginx's per-IP
+// limit in requests per second (bursts of twice that more); the tests' crowds come from
+// one address, so most pass NoIPLimit.
+func StartNginx(t testing.TB, backends []string, rateIP int) string {
 	t.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil { // Debian's is in /usr/sbin, which a user's PATH may lack
@@ -37,7 +42,8 @@ func StartNginx(t testing.TB, backends []string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	site := strings.NewReplacer("${SECKILL_NGINX_LISTEN}", addr, "${SECKILL_NGINX_UPSTREAM}", upstream.String()).Replace(string(template))
+	site := strings.NewReplacer("${SECKILL_NGINX_LISTEN}", addr, "${SECKILL_NGINX_UPSTREAM}", upstream.String(),
+		"${SECKILL_NGINX_RATE_IP}", strconv.Itoa(rateIP), "${SECKILL_NGINX_BURST_IP}", strconv.Itoa(2*rateIP)).Replace(string(template))
 	if err := os.WriteFile(filepath.Join(dir, "seckill.conf"), []byte(site), 0o644); err != nil {
 		t.Fatal(err)
 	}

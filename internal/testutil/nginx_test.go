@@ -30,7 +30,7 @@ func TestNginxSpreadsOverBackends(t *testing.T) {
 			fmt.Fprintf(w, "%d %s", i, r.Header.Get("X-Forwarded-For"))
 		}))
 	}
-	url := StartNginx(t, backends)
+	url := StartNginx(t, backends, NoIPLimit)
 	seen := map[string]int{}
 	for range 10 {
 		resp, err := http.Get(url + "/x")
@@ -68,7 +68,7 @@ func TestNginxRetriesOnlyIdempotentRequests(t *testing.T) {
 				served.Add(1)
 				io.WriteString(w, "ok")
 			})
-			url := StartNginx(t, []string{bad, good})
+			url := StartNginx(t, []string{bad, good}, NoIPLimit)
 			codes := map[int]int{}
 			const n = 4
 			for range n {
@@ -96,5 +96,39 @@ func TestNginxRetriesOnlyIdempotentRequests(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The front's per-IP limit: an address past its burst gets 429 with the contract's error
+// body and Retry-After, from nginx, and the backend never sees those requests.
+func TestNginxLimitsPerIP(t *testing.T) {
+	var served atomic.Int64
+	b := backend(t, func(w http.ResponseWriter, r *http.Request) { served.Add(1) })
+	url := StartNginx(t, []string{b}, 5) // 5/s, bursts of 10 more
+	limited := 0
+	for range 30 {
+		resp, err := http.Get(url + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+		case http.StatusTooManyRequests:
+			limited++
+			if !strings.HasPrefix(string(body), `{"error":{"code":"rate_limited","message":"`) ||
+				resp.Header.Get("Retry-After") != "1" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+				t.Errorf("429 from the front: %s %q %q, want the contract's error body, JSON, Retry-After 1",
+					body, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"))
+			}
+		default:
+			t.Errorf("status %d", resp.StatusCode)
+		}
+	}
+	// 30 requests within well under a second: the burst (10) and the first (1), and a
+	// few more if the loop took long; the rest refused.
+	if limited < 10 || served.Load()+int64(limited) != 30 || served.Load() < 11 {
+		t.Errorf("served %d, limited %d of 30; want at least 11 served (1 + a burst of 10) and the rest limited", served.Load(), limited)
 	}
 }
