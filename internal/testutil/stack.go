@@ -199,7 +199,7 @@ func StartStackOnTopology(t testing.TB, db *MySQLDB, topo Topology, apis, worker
 	if apis < 1 {
 		t.Fatalf("a stack of %d APIs: it wants one at least (the first migrates the database)", apis)
 	}
-	api, worker := Binaries(t)
+	api, _ := Binaries(t)
 	s := &Stack{MySQL: db}
 	s.Env = append(append([]string{
 		"SECKILL_MYSQL_DSN=" + s.MySQL.DSN,
@@ -215,19 +215,26 @@ func StartStackOnTopology(t testing.TB, db *MySQLDB, topo Topology, apis, worker
 	for i, p := range s.APIs {
 		waitReady(t, s.URLs[i], p) // the first has migrated the database by then
 	}
-	for i := range workers {
-		metrics := "127.0.0.1:" + strconv.Itoa(freePort(t))
-		p := StartProcess(t, fmt.Sprintf("worker%d", i+1), worker, append(append([]string{}, s.Env...), "SECKILL_WORKER_METRICS_ADDR="+metrics))
-		s.Workers = append(s.Workers, p)
-		if i == 0 {
-			s.WorkerMetricsURL = "http://" + metrics + "/metrics"
-		}
-	}
 	s.URL, s.API = s.URLs[0], s.APIs[0]
-	if len(s.Workers) > 0 {
-		s.Worker = s.Workers[0]
+	for range workers {
+		s.StartWorker(t)
 	}
 	return s
+}
+
+// StartWorker starts one more worker on the stack's settings, with extraEnv added or
+// overriding them; the first worker of the stack becomes Worker.
+func (s *Stack) StartWorker(t testing.TB, extraEnv ...string) *Process {
+	t.Helper()
+	_, worker := Binaries(t)
+	metrics := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	env := append(append(append([]string{}, s.Env...), "SECKILL_WORKER_METRICS_ADDR="+metrics), extraEnv...)
+	p := StartProcess(t, fmt.Sprintf("worker%d", len(s.Workers)+1), worker, env)
+	s.Workers = append(s.Workers, p)
+	if len(s.Workers) == 1 {
+		s.Worker, s.WorkerMetricsURL = p, "http://"+metrics+"/metrics"
+	}
+	return p
 }
 
 // StartStackOnRedis is StartStackOnTopology (the name the e2e tests use).
