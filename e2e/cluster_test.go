@@ -172,7 +172,46 @@ func TestClusterMasterKilledMidCrowd(t *testing.T) {
 		}
 	}
 	var killed, promoted, back time.Time
+	// Purchases acknowledged before the kill, replayed with their Idempotency-Key all
+	// through the failover: each answer is their order (200) or 503 while Redis cannot
+	// answer at all, never 429.
+	made := acknowledged(t, newClient(t, s.URLs[0]), byMaster[victim], 8000, 10)
+	replays := map[string]int{}
+	var replayErrs []string
 	during := func() {
+		stop := make(chan struct{})
+		var replaying sync.WaitGroup
+		var mu sync.Mutex
+		for _, m := range made { // one buyer's app each, retrying every 20 ms
+			replaying.Go(func() {
+				c := newClient(t, s.URLs[2])
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+					r, err := c.do("POST", fmt.Sprintf("/api/v1/activities/%d/orders", m.sale), m.token,
+						map[string]int{"quantity": 1}, "Idempotency-Key", m.key)
+					var o order
+					if err == nil && r.Status == http.StatusOK {
+						r.decode(t, &o)
+					}
+					mu.Lock()
+					switch {
+					case err != nil:
+						replayErrs = append(replayErrs, fmt.Sprintf("replay of %s: %v", m.order.ID, err))
+					case r.Status == http.StatusOK && o.ID != m.order.ID:
+						replayErrs = append(replayErrs, fmt.Sprintf("replay of %s answered order %s", m.order.ID, o.ID))
+					case r.Status != http.StatusOK && r.Status != http.StatusServiceUnavailable:
+						replayErrs = append(replayErrs, fmt.Sprintf("replay of %s: %d %s", m.order.ID, r.Status, r.Body))
+					}
+					replays[fmt.Sprintf("%d %s", r.Status, r.errorCode())]++
+					mu.Unlock()
+				}
+			})
+		}
+		defer func() { close(stop); replaying.Wait() }()
 		time.Sleep(1500 * time.Millisecond)
 		victim.Kill()
 		killed = time.Now()
@@ -195,6 +234,16 @@ func TestClusterMasterKilledMidCrowd(t *testing.T) {
 		pace: 150 * time.Millisecond}, during)
 	t.Logf("killed %s; a replica took over %v later; the node was back as a replica %v after the kill",
 		victim.Addr, promoted.Sub(killed).Round(time.Millisecond), back.Sub(killed).Round(time.Millisecond))
+	t.Logf("replays of %d acknowledged purchases through the failover: %v", len(made), replays)
+	for _, e := range replayErrs {
+		t.Error(e)
+	}
+	if replays["200 "] == 0 || replays["503 unavailable"] == 0 {
+		t.Errorf("replays %v: want both 200 (before the kill or after the promotion) and 503 (while no master answered)", replays)
+	}
+	for _, m := range made { // their orders belong to their sales' audits
+		results[m.sale].accepted[m.order.ID] = m.order
+	}
 
 	failedOver := map[int64]bool{}
 	for _, a := range byMaster[victim] {
@@ -229,6 +278,31 @@ func TestClusterMasterKilledMidCrowd(t *testing.T) {
 			t.Errorf("sale %d after the failover: %d %s", a.ID, r.Status, r.Body)
 		}
 	}
+}
+
+// replayed is an acknowledged purchase a test sends again.
+type replayed struct {
+	sale       int64
+	token, key string
+	order      order
+}
+
+// acknowledged makes n purchases of one unit with an Idempotency-Key, by users from
+// firstUser on, spread over sales, and returns them; each must be answered 202.
+func acknowledged(t *testing.T, c *client, sales []activity, firstUser int64, n int) []replayed {
+	t.Helper()
+	var out []replayed
+	for i := range n {
+		m := replayed{sale: sales[i%len(sales)].ID, token: testutil.Token(t, firstUser+int64(i), false), key: fmt.Sprintf("ack-%d", i)}
+		r := c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", m.sale), m.token, map[string]int{"quantity": 1},
+			"Idempotency-Key", m.key)
+		if r.Status != http.StatusAccepted {
+			t.Fatalf("purchase %d before the fault: %d %s", i, r.Status, r.Body)
+		}
+		r.decode(t, &m.order)
+		out = append(out, m)
+	}
+	return out
 }
 
 // TestClusterSlotMigratedMidCrowd: a live sale's slot moves to another master while it
