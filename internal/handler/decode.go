@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,8 +20,34 @@ const maxBody = 64 << 10
 // decode reads the request's JSON object into v. Unknown fields are ignored; a body
 // that is not one JSON object, or a value of the wrong type, is an *invalidRequest
 // naming the field; a body over 64 KiB is errTooLarge.
+//
+// The body is read whole and decoded by json.Unmarshal, which takes exactly one value;
+// only a body it refuses is decoded again as a stream, to say what is wrong with it.
 func decode(c *gin.Context, v any) error {
-	dec := json.NewDecoder(c.Request.Body)
+	body, err := io.ReadAll(c.Request.Body)
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return errTooLarge
+	}
+	if err == nil && json.Unmarshal(body, v) == nil {
+		return nil
+	}
+	return explain(io.MultiReader(bytes.NewReader(body), errReader{err}), v)
+}
+
+// errReader fails with err once the body read before it is used up (nil: io.EOF).
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) {
+	if r.err == nil {
+		return 0, io.EOF
+	}
+	return 0, r.err
+}
+
+// explain decodes a body as a stream and says what is wrong with it.
+func explain(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
 	err := dec.Decode(v)
 	if err == nil {
 		if _, extra := dec.Token(); extra != io.EOF {
