@@ -153,8 +153,9 @@ func (h *Handler) Routes() http.Handler {
 	api.GET("/groups/:gid", h.getGroup)
 
 	// Purchases are limited where they are answered: by the reserve script when they
-	// reach Redis, here when the process answers them itself (purchaseError).
-	buying := api.Group("", h.admit, h.authenticate)
+	// reach Redis, here when the process answers them itself (purchaseError). Past the
+	// bound of purchases in flight they are refused before anything else is done.
+	buying := r.Group("/api/v1", h.admit, h.limitIP, h.authenticate)
 	buying.POST("/activities/:id/orders", h.buy)
 	buying.POST("/activities/:id/groups", h.seat(true))
 	buying.POST("/groups/:gid/join", h.seat(false))
