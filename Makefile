@@ -36,7 +36,7 @@ stop:
 # Load tests (loadtest/README.md), against an API, a worker and a Redis of their own on
 # free ports and a fresh seckill_loadtest database; figures go to docs/performance.md.
 #   make loadtest   audit a crowd's orders in MySQL, then measure issue 5's ratios (~1 min)
-#   make loadtest-overload   an open-loop crowd (vegeta) at 4x what one API serves: 202/s
+#   make loadtest-overload   an open-loop crowd (vegeta) at 3x what one API serves: 202/s
 #                   vs that capacity, p99 of all answers, connection errors, API RSS (~1 min)
 #   make soak       5 minutes of 1,500 purchases/s on a sale nobody pays (60 s pay window):
 #                   Redis', the API's and the worker's memory every 30 s (SOAK_FLAGS)

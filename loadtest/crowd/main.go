@@ -172,7 +172,7 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		c.register(fs, 100)
 		fs.DurationVar(&cfg.Phase, "phase", 5*time.Second, "length of the closed-loop phase that measures the capacity")
 		fs.DurationVar(&cfg.Attack, "attack", 15*time.Second, "length of the open-loop crowd")
-		fs.Float64Var(&cfg.Times, "times", 4, "the crowd's arrival rate, in multiples of the capacity")
+		fs.Float64Var(&cfg.Times, "times", 3, "the crowd's arrival rate, in multiples of the capacity")
 		fs.IntVar(&cfg.Buyers, "buyers", 400_000, "distinct users signed, each buying once")
 		fs.Int64Var(&cfg.FirstUser, "first-user", 5_000_000, "user id of the first buyer")
 		fs.DurationVar(&cfg.Drain, "drain", 2*time.Minute, "longest wait for MySQL to hold every accepted order")
