@@ -18,7 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/altcha"
 	"seckill/internal/auth"
+	"seckill/internal/line"
 	"seckill/internal/presence"
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
@@ -76,6 +78,11 @@ type Options struct {
 	Answers *presence.Answers
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// Line runs the sales' waiting rooms (internal/line); Passes checks the sale
+	// passes it hands out, in this process. Both are needed by the line's routes and
+	// by purchases of a waiting-room sale.
+	Line   Line
+	Passes *auth.Passes
 }
 
 // Handler serves the API.
@@ -89,6 +96,8 @@ type Handler struct {
 	now     func() time.Time
 	proxies []string
 	live    InstanceLister
+	line    Line
+	passes  *auth.Passes
 }
 
 // New returns a Handler over svc.
@@ -102,7 +111,7 @@ func New(svc Service, o Options) *Handler {
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret),
 		perUser: ratelimit.New(o.Redis, "user", o.RateUser), perIP: ratelimit.New(o.Redis, "ip", o.RateIP),
 		metrics: newMetrics(o.Registry, o.Answers), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
-		live: o.Instances}
+		live: o.Instances, line: o.Line, passes: o.Passes}
 }
 
 // Routes returns the API's http.Handler.
@@ -132,11 +141,16 @@ func (h *Handler) Routes() http.Handler {
 	api.GET("/activities/:id", byActivity(h.svc.GetActivity))
 	api.GET("/activities/:id/groups", h.listGroups(false))
 	api.GET("/groups/:gid", h.getGroup)
+	api.GET("/activities/:id/line/challenge", byActivity(func(ctx context.Context, id int64) (altcha.Challenge, error) {
+		return h.line.Challenge(ctx, id)
+	}))
 
 	buyer := api.Group("", h.authenticate, h.limitUser)
 	buyer.POST("/activities/:id/orders", h.buy)
 	buyer.POST("/activities/:id/groups", h.seat(true))
 	buyer.POST("/groups/:gid/join", h.seat(false))
+	buyer.POST("/activities/:id/line", h.joinLine)
+	buyer.GET("/activities/:id/line", h.ticket)
 	buyer.GET("/orders", h.listOrders)
 	buyer.GET("/orders/:id", byOrder(h.svc.GetOrder))
 	buyer.POST("/orders/:id/pay", byOrder(h.svc.Pay))
@@ -150,6 +164,9 @@ func (h *Handler) Routes() http.Handler {
 	admin.GET("/activities/:id/ledger", byActivity(h.svc.Ledger))
 	admin.POST("/activities/:id/rebuild", byActivity(h.svc.Rebuild))
 	admin.GET("/activities/:id/groups", h.listGroups(true))
+	admin.GET("/activities/:id/line", byActivity(func(ctx context.Context, id int64) (line.Figures, error) {
+		return h.line.Figures(ctx, id)
+	}))
 	admin.GET("/instances", h.instances)
 	return r
 }

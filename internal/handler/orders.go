@@ -69,10 +69,11 @@ func (h *Handler) buy(c *gin.Context) {
 	if !ok {
 		return
 	}
-	o, replayed, err := h.svc.Buy(c.Request.Context(), sale.BuyRequest{ActivityID: id, UserID: caller(c).UserID,
-		Quantity: qty, IdempotencyKey: key})
+	r := sale.BuyRequest{ActivityID: id, UserID: caller(c).UserID, Quantity: qty, IdempotencyKey: key}
+	refused := h.admission(c, &r)
+	o, replayed, err := h.svc.Buy(c.Request.Context(), r)
 	if err != nil {
-		respondError(c, err)
+		respondError(c, notAdmitted(err, refused))
 		return
 	}
 	accepted(c, replayed, o)
