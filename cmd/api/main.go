@@ -164,8 +164,11 @@ func serve(ctx context.Context, cfg config.Config) error {
 	svc.Register(reg)
 	live := presence.New(ap)
 	answers := presence.NewAnswers()
+	// The rate limits are split between the live API instances (their heartbeats).
+	svc.UserRate = cfg.RateUser
+	apis := live.WatchPeers(watchCtx, "api")
 	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, RateUser: cfg.RateUser,
-		RateIP: cfg.RateIP, Redis: ap, TrustedProxies: cfg.TrustedProxies, Registry: reg, Instances: live,
+		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, Registry: reg, Instances: live,
 		Answers: answers, Line: waitingRoom, Passes: passes, Now: now})
 
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h.Routes(),

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-sql-driver/mysql"
@@ -66,6 +67,7 @@ var mapping = []struct {
 	{errNoRoute, http.StatusNotFound, "not_found"},
 	{errMethod, http.StatusMethodNotAllowed, "method_not_allowed"},
 	{errRateLimited, http.StatusTooManyRequests, "rate_limited"},
+	{stock.ErrRateLimited, http.StatusTooManyRequests, "rate_limited"},
 	{errBadPathActivity, http.StatusNotFound, "not_found"},
 	{sale.ErrNotFound, http.StatusNotFound, "not_found"},
 	{stock.ErrNotStarted, http.StatusConflict, "sale_not_started"},
@@ -109,8 +111,8 @@ func respondError(c *gin.Context, err error) {
 	}
 	for _, m := range mapping {
 		if errors.Is(err, m.err) {
-			if m.status == http.StatusTooManyRequests && c.Writer.Header().Get("Retry-After") == "" {
-				c.Header("Retry-After", "1")
+			if m.status == http.StatusTooManyRequests {
+				c.Header("Retry-After", retryAfter(err))
 			}
 			if m.status == http.StatusServiceUnavailable {
 				slog.Warn("unavailable", "path", c.FullPath(), "err", err)
@@ -127,6 +129,16 @@ func respondError(c *gin.Context, err error) {
 	}
 	slog.Error("internal error", "path", c.FullPath(), "err", err)
 	abort(c, http.StatusInternalServerError, "internal", "Something went wrong on our side.")
+}
+
+// retryAfter is the Retry-After header for a 429: the whole seconds err says to wait
+// (RetryAfter), at least 1.
+func retryAfter(err error) string {
+	var ra interface{ RetryAfter() time.Duration }
+	if !errors.As(err, &ra) {
+		return "1"
+	}
+	return strconv.Itoa(max(1, int((ra.RetryAfter()+time.Second-1)/time.Second)))
 }
 
 // errorCodeKey holds the error code of the answer, for the request metrics.
@@ -172,4 +184,13 @@ func unreachable(err error) bool {
 		errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
 		redis.HasErrorPrefix(err, "LOADING") || // restarting Redis still reading its AOF
 		(errors.As(err, &me) && me.Number == 1040) // too many connections
+}
+
+// answeredInProcess reports the purchase answers this process gives without Redis: bad
+// input and the sold-out flag.
+func answeredInProcess(err error) bool {
+	var fe *sale.FieldError
+	var ir *invalidRequest
+	return stock.AnsweredInProcess(err) || errors.As(err, &fe) || errors.As(err, &ir) ||
+		errors.Is(err, errBadPathActivity) || errors.Is(err, errTooLarge)
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
@@ -61,11 +60,14 @@ var _ InstanceLister = (*presence.Registry)(nil)
 type Options struct {
 	// JWTSecret signs and checks bearer tokens.
 	JWTSecret string
-	// RateUser and RateIP are requests per second per user and per client IP; 0 is no limit.
+	// RateUser and RateIP are requests per second per user and per client IP over all
+	// the API instances; 0 is no limit. This process allows its share of them
+	// (internal/ratelimit); purchases that reach Redis are limited by the reserve
+	// script instead (sale.Service.UserRate).
 	RateUser, RateIP float64
-	// Redis, when set, holds the rate limits, so they hold across every API instance
-	// that shares it; nil limits in this process only.
-	Redis redis.UniversalClient
+	// APIs counts the live API instances that share the limits (presence.Peers); nil
+	// means this one alone.
+	APIs func() int
 	// TrustedProxies are the CIDRs (or addresses) whose X-Forwarded-For names the
 	// client IP; none by default, so the client IP is the peer's.
 	TrustedProxies []string
@@ -108,8 +110,14 @@ func New(svc Service, o Options) *Handler {
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
 	}
+	if o.APIs != nil {
+		o.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "seckill_api_instances",
+			Help: "Live API instances, by the heartbeats, that this one shares the rate limits with.",
+		}, func() float64 { return float64(o.APIs()) }))
+	}
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret),
-		perUser: ratelimit.New(o.Redis, "user", o.RateUser), perIP: ratelimit.New(o.Redis, "ip", o.RateIP),
+		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
 		metrics: newMetrics(o.Registry, o.Answers), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
 		live: o.Instances, line: o.Line, passes: o.Passes}
 }
@@ -145,10 +153,13 @@ func (h *Handler) Routes() http.Handler {
 		return h.line.Challenge(ctx, id)
 	}))
 
+	// Purchases are limited where they are answered: by the reserve script when they
+	// reach Redis, here when the process answers them itself (purchaseError).
+	buying := api.Group("", h.authenticate)
+	buying.POST("/activities/:id/orders", h.buy)
+	buying.POST("/activities/:id/groups", h.seat(true))
+	buying.POST("/groups/:gid/join", h.seat(false))
 	buyer := api.Group("", h.authenticate, h.limitUser)
-	buyer.POST("/activities/:id/orders", h.buy)
-	buyer.POST("/activities/:id/groups", h.seat(true))
-	buyer.POST("/groups/:gid/join", h.seat(false))
 	buyer.POST("/activities/:id/line", h.joinLine)
 	buyer.GET("/activities/:id/line", h.ticket)
 	buyer.GET("/orders", h.listOrders)
@@ -259,18 +270,32 @@ func (h *Handler) requireAdmin(c *gin.Context) {
 }
 
 func (h *Handler) limitIP(c *gin.Context) {
-	h.limit(c, h.perIP, c.ClientIP())
+	if h.allow(c, h.perIP, c.ClientIP()) {
+		c.Next()
+	}
 }
 
 func (h *Handler) limitUser(c *gin.Context) {
-	h.limit(c, h.perUser, strconv.FormatInt(caller(c).UserID, 10))
+	if h.allow(c, h.perUser, userKey(c)) {
+		c.Next()
+	}
 }
 
-func (h *Handler) limit(c *gin.Context, l *ratelimit.Limiter, key string) {
-	if ok, wait := l.Allow(c.Request.Context(), key, h.now()); !ok {
-		c.Header("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
-		respondError(c, errRateLimited)
-		return
+func userKey(c *gin.Context) string { return strconv.FormatInt(caller(c).UserID, 10) }
+
+// allow counts a request of key against l; past the limit it answers 429 with
+// Retry-After and returns false.
+func (h *Handler) allow(c *gin.Context, l *ratelimit.Limiter, key string) bool {
+	if ok, wait := l.Allow(key, h.now()); !ok {
+		respondError(c, &limited{wait})
+		return false
 	}
-	c.Next()
+	return true
 }
+
+// limited is errRateLimited with the wait until the next request is allowed.
+type limited struct{ wait time.Duration }
+
+func (e *limited) Error() string             { return errRateLimited.Error() }
+func (e *limited) Unwrap() error             { return errRateLimited }
+func (e *limited) RetryAfter() time.Duration { return e.wait }

@@ -72,6 +72,7 @@ func newStack(t *testing.T, o handler.Options) *stack {
 	svc := sale.New(st, sk, order.New(st, sk), queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
 	svc.SetClock(c.Now)
 	svc.LockWait = 100 * time.Millisecond
+	svc.UserRate = o.RateUser // as cmd/api: purchases that reach Redis are limited there
 
 	persister := worker.NewPersister(st, sk, 100)
 	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: map[string]int{queue.Name: 1},

@@ -73,7 +73,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	res := stock.Reservation{ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
 		IdempotencyKey: r.IdempotencyKey, OrderID: newOrderID(r.ActivityID, now), Now: now,
 		LockToken: lock.NewToken(), LockTTL: s.LockTTL, Group: r.Group, OpenGroup: r.OpenGroup,
-		RedisClock: !s.judgeByNow, PassExpires: r.PassExpires}
+		PerSecond: s.UserRate, RedisClock: !s.judgeByNow, PassExpires: r.PassExpires}
 	if r.OpenGroup {
 		res.Group = newOrderID(r.ActivityID, now) // a group id has an order id's form
 	}
@@ -166,6 +166,7 @@ func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Re
 		cancel()
 		backoff = min(2*backoff, 50*time.Millisecond)
 		res.Now = s.now()
+		res.PerSecond = 0 // the same attempt, counted once against the user's allowance
 	}
 }
 
@@ -195,7 +196,7 @@ func (s *Service) giveBack(ctx context.Context, res stock.Reservation) {
 // isDomain reports the purchase errors that are answers, not failures.
 func isDomain(err error) bool {
 	for _, e := range []error{stock.ErrNoSale, stock.ErrNotStarted, stock.ErrEnded, stock.ErrSoldOut,
-		stock.ErrLimitExceeded, stock.ErrQuantityOverLimit, stock.ErrKeyReused, stock.ErrGroupSale,
+		stock.ErrLimitExceeded, stock.ErrQuantityOverLimit, stock.ErrKeyReused, stock.ErrRateLimited, stock.ErrGroupSale,
 		stock.ErrNotGroupSale, stock.ErrNoGroup, stock.ErrGroupClosed, stock.ErrAlreadyInGroup, stock.ErrGroupFull,
 		stock.ErrNotAdmitted} {
 		if errors.Is(err, e) {
