@@ -50,16 +50,17 @@ func (c *clock) Advance(d time.Duration) {
 // stack is the API in-process over a private Redis and a fresh database, with an
 // in-process asynq worker writing orders to MySQL.
 type stack struct {
-	t     *testing.T
-	url   string
-	redis *testutil.RedisServer
-	rdb   redis.UniversalClient
-	svc   *sale.Service
-	clock *clock
-	line  *line.Line
+	t      testing.TB
+	url    string
+	routes http.Handler // the handler of url
+	redis  *testutil.RedisServer
+	rdb    redis.UniversalClient
+	svc    *sale.Service
+	clock  *clock
+	line   *line.Line
 }
 
-func newStack(t *testing.T, o handler.Options) *stack {
+func newStack(t testing.TB, o handler.Options) *stack {
 	t.Helper()
 	srv := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 	rdb := config.Config{RedisAddrs: []string{srv.Addr}}.Redis() // the service's own client settings
@@ -89,9 +90,10 @@ func newStack(t *testing.T, o handler.Options) *stack {
 	l := line.New(rdb, o.Passes, altcha.New(auth.DeriveKey(testutil.JWTSecret, "altcha")))
 	l.SetClock(c.Now)
 	o.Line = l
-	ts := httptest.NewServer(handler.New(svc, o).Routes())
+	routes := handler.New(svc, o).Routes()
+	ts := httptest.NewServer(routes)
 	t.Cleanup(ts.Close)
-	return &stack{t: t, url: ts.URL, redis: srv, rdb: rdb, svc: svc, clock: c, line: l}
+	return &stack{t: t, url: ts.URL, routes: routes, redis: srv, rdb: rdb, svc: svc, clock: c, line: l}
 }
 
 // sale creates a sale directly through the service.

@@ -70,6 +70,11 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	}
 	ctx = context.WithoutCancel(ctx)
 	now := s.now()
+	if r.IdempotencyKey == "" { // most of a crowd meets a sold-out sale: say so before minting ids
+		if err := s.stock.FlaggedSoldOut(r.ActivityID, now); err != nil {
+			return Order{}, nil, false, err
+		}
+	}
 	res := stock.Reservation{ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
 		IdempotencyKey: r.IdempotencyKey, OrderID: newOrderID(r.ActivityID, now), Now: now,
 		LockToken: lock.NewToken(), LockTTL: s.LockTTL, Group: r.Group, OpenGroup: r.OpenGroup,

@@ -292,6 +292,17 @@ var (
 	errFlaggedSoldOut = &DetailError{ErrSoldOut, "no units are left"}
 )
 
+// FlaggedSoldOut returns the sold-out answer Reserve would give a purchase without an
+// Idempotency-Key from this process's flag, without Redis, or nil when the flag does
+// not answer for the sale now (Reserve may then send one purchase to re-check it). A
+// caller checks it before preparing a reservation it would not need.
+func (s *Stock) FlaggedSoldOut(activityID int64, now time.Time) error {
+	if s.soldOut.answers(activityID, now) {
+		return errFlaggedSoldOut
+	}
+	return nil
+}
+
 // AnsweredInProcess reports whether Reserve gave err without asking Redis (the
 // sold-out flag), so the caller can count the attempt against what this process
 // allows (internal/ratelimit) rather than the script's allowance.
