@@ -12,8 +12,10 @@ func prefix(activityID int64) string { return stock.KeyPrefix(activityID) + "lin
 // its lowest scores.
 func waitKey(activityID int64) string { return prefix(activityID) + "wait" }
 
-// ticketsKey is a hash of user id -> "<admitted unix ms> <position> <pass expiry unix
-// ms>" for the buyers the line admitted.
+// ticketsKey is a hash of user id -> "<admitted, ms after the line's epoch> <position>
+// <pass expiry, ms after the admission>" for the buyers the line admitted: offsets, not
+// unix ms, to keep an admitted ticket small (the epoch is the first admission's instant,
+// in the meta hash).
 func ticketsKey(activityID int64) string { return prefix(activityID) + "tickets" }
 
 // passesKey is a sorted set of the admitted user ids by their pass's expiry (unix ms):
@@ -21,8 +23,9 @@ func ticketsKey(activityID int64) string { return prefix(activityID) + "tickets"
 func passesKey(activityID int64) string { return prefix(activityID) + "passes" }
 
 // metaKey is a hash of the line's counters: joined, seq (joins after the start),
-// admitted, next (the next admission's slot, unix ms), expired (passes that expired
-// unused), usedexp (passes that expired after their holder bought).
+// admitted, next (the next admission's slot, unix ms), epoch (the first admission's
+// instant, unix ms), expired (passes that expired unused), usedexp (passes that expired
+// after their holder bought).
 func metaKey(activityID int64) string { return prefix(activityID) + "meta" }
 
 // powKey marks a proof-of-work solution as accepted (until its challenge expires), so

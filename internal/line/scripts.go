@@ -34,10 +34,12 @@ local function read_ticket(user, now, sale)
   end
   local v = redis.call('HGET', KEYS[4], user)
   if not v then return nil end
-  local at, pos, exp = string.match(v, '^(%d+) (%d+) (%d+)$')
+  local at, pos, ttl = string.match(v, '^(%d+) (%d+) (%d+)$')
+  at = tonumber(redis.call('HGET', KEYS[2], 'epoch')) + tonumber(at)
+  local exp = at + tonumber(ttl)
   local status = 1
   if now >= tonumber(exp) and tonumber(redis.call('HGET', KEYS[5], user) or '0') <= 0 then status = 2 end
-  return {status, tonumber(pos), 0, tonumber(at), tonumber(exp)}
+  return {status, tonumber(pos), 0, at, exp}
 end
 local function answer(code, t, sale, now)
   return {code, t[1], t[2], t[3], t[4], t[5], tonumber(sale[1]), tonumber(sale[2]), tonumber(sale[5] or '0'), now}
@@ -155,9 +157,11 @@ if sale[4] == '1' and rate > 0 and avail > 0 and now >= tonumber(sale[2]) and no
     n = #popped / 2
     local before = redis.call('HINCRBY', KEYS[2], 'admitted', n) - n
     local exp = math.floor((now + tonumber(sale[6] or '300') * 1000) / 1000) * 1000
+    redis.call('HSETNX', KEYS[2], 'epoch', string.format('%d', now))
+    local since = now - tonumber(redis.call('HGET', KEYS[2], 'epoch'))
     for i = 1, n do
       local user = popped[2 * i - 1]
-      redis.call('HSET', KEYS[4], user, string.format('%d %d %d', now, before + i, exp))
+      redis.call('HSET', KEYS[4], user, string.format('%d %d %d', since, before + i, exp - now))
       redis.call('ZADD', KEYS[5], exp, user)
     end
     redis.call('HSET', KEYS[2], 'next', string.format('%.3f', slot + n * interval))
