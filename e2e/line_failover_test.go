@@ -12,15 +12,50 @@ import (
 	"seckill/internal/testutil"
 )
 
-// TestLineOnClusterThroughFailover: a waiting room on the Redis Cluster (two APIs, a
-// worker). 300 buyers join before the start; every key of the line sits on the master
-// of the sale's slot and none elsewhere. Once admission has begun, that master is
-// killed (SIGKILL): the buyers who keep reading their tickets get 200 or 503, never a
-// 500 or a hang; after its replica takes over every ticket reads again, the line goes on
-// admitting, and an admitted buyer buys with the pass.
-func TestLineOnClusterThroughFailover(t *testing.T) {
-	cl := sharedCluster(t)
-	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), cl.Env(), 2, 1, "SECKILL_REDIS_MIN_REPLICAS=1")
+// failoverTopology is a Redis with replicas the line runs on: its env for the stack,
+// the master holding a sale, and how to wait for a replica to take over from a killed
+// master. masters lists every master, to check where a sale's keys are.
+type failoverTopology struct {
+	env       []string
+	masterOf  func(sale int64) *testutil.RedisServer
+	masters   func() []*testutil.RedisServer
+	promoted  func(old *testutil.RedisServer, sale int64) bool
+	afterward func()
+}
+
+// TestLineThroughFailover: a waiting room on the Redis Cluster and on Sentinel (two
+// APIs, a worker). 300 buyers join before the start; every key of the line sits on the
+// master of the sale's slot and none elsewhere. Once admission has begun, that master
+// is killed (SIGKILL): the buyers who keep reading their tickets get 200 or 503, never
+// a 500 or a hang; after a replica takes over every ticket reads again, the line goes
+// on admitting, and an admitted buyer buys with the pass.
+func TestLineThroughFailover(t *testing.T) {
+	t.Run("cluster", func(t *testing.T) {
+		cl := sharedCluster(t)
+		lineThroughFailover(t, failoverTopology{env: cl.Env(),
+			masterOf: func(sale int64) *testutil.RedisServer { return cl.MasterOf(saleTag(sale)) },
+			masters:  cl.Masters,
+			promoted: func(old *testutil.RedisServer, sale int64) bool {
+				m := cl.MasterOf(saleTag(sale))
+				return m != nil && m != old
+			},
+			afterward: func() { cl.WaitHealthy(t, time.Minute) }})
+	})
+	t.Run("sentinel", func(t *testing.T) {
+		ss := testutil.StartSentinel(t)
+		lineThroughFailover(t, failoverTopology{env: ss.Env(),
+			masterOf: func(int64) *testutil.RedisServer { return ss.Master(t) },
+			masters:  func() []*testutil.RedisServer { return []*testutil.RedisServer{ss.Master(t)} },
+			promoted: func(old *testutil.RedisServer, _ int64) bool {
+				ss.WaitFailover(t, old, 30*time.Second)
+				return true
+			},
+			afterward: func() {}})
+	})
+}
+
+func lineThroughFailover(t *testing.T, topo failoverTopology) {
+	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), topo.env, 2, 1, "SECKILL_REDIS_MIN_REPLICAS=1")
 	clients := []*client{newClient(t, s.URLs[0]), newClient(t, s.URLs[1])}
 	c := clients[0]
 	admin := testutil.Token(t, 1, true)
@@ -32,9 +67,9 @@ func TestLineOnClusterThroughFailover(t *testing.T) {
 	joinAll(t, clients, a.ID, users)
 
 	// Every key of the sale, its line's among them, on the master of its slot.
-	master := cl.MasterOf(saleTag(a.ID))
+	master := topo.masterOf(a.ID)
 	pattern := fmt.Sprintf("seckill:%s:*", saleTag(a.ID))
-	for _, m := range cl.Masters() {
+	for _, m := range topo.masters() {
 		keys, err := m.Client(t).Keys(context.Background(), pattern).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -107,7 +142,7 @@ func TestLineOnClusterThroughFailover(t *testing.T) {
 	killed := time.Now()
 	var promoted time.Time
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if m := cl.MasterOf(saleTag(a.ID)); m != nil && m != master {
+		if topo.promoted(master, a.ID) {
 			promoted = time.Now()
 			break
 		}
@@ -121,7 +156,7 @@ func TestLineOnClusterThroughFailover(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	master.Start() // back as the new master's replica
-	t.Logf("master killed; its replica took over %v later; ticket reads meanwhile: %v, slowest %v",
+	t.Logf("master killed; a replica took over %v later; ticket reads meanwhile: %v, slowest %v",
 		promoted.Sub(killed).Round(time.Millisecond), codes, slowest.Round(time.Millisecond))
 	for code, n := range codes {
 		if code != http.StatusOK && code != http.StatusServiceUnavailable {
@@ -164,5 +199,5 @@ func TestLineOnClusterThroughFailover(t *testing.T) {
 			t.Fatalf("the pass holder's purchase after the failover: %v %d %s", err, r.Status, r.Body)
 		}
 	}
-	cl.WaitHealthy(t, time.Minute)
+	topo.afterward()
 }
