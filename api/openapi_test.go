@@ -22,8 +22,10 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/goccy/go-yaml"
 
+	"seckill/internal/altcha"
 	"seckill/internal/auth"
 	"seckill/internal/handler"
+	"seckill/internal/line"
 	"seckill/internal/presence"
 	"seckill/internal/sale"
 	"seckill/internal/store"
@@ -40,6 +42,9 @@ var contractCodes = []statusCode{
 	// Group-buy sales (the contract's second round).
 	{409, "group_full"}, {409, "group_closed"}, {409, "already_in_group"}, {409, "not_a_group_sale"},
 	{409, "group_sale"},
+	// The waiting room (the contract's third round).
+	{409, "not_admitted"}, {409, "line_not_open"}, {409, "no_waiting_room"}, {400, "challenge_required"},
+	{403, "challenge_failed"},
 }
 
 // projectCodes are the codes the project added beyond the contract. A new code in
@@ -538,7 +543,7 @@ func concrete(p string) string {
 
 // TestSecurityMatchesRouter sends every documented operation without a token and with
 // a user's token: 401 must come exactly where the document asks for a token, and 403
-// exactly where it lists 403.
+// forbidden exactly where it lists it.
 func TestSecurityMatchesRouter(t *testing.T) {
 	d := load(t)
 	r := router(t, stub{})
@@ -556,8 +561,10 @@ func TestSecurityMatchesRouter(t *testing.T) {
 				t.Errorf("without a token: got %d %s, want 401 only if the document asks for a token (%v)", got.status, got.code, needs)
 			}
 			got = call(t, r, o.method, p, user, "{}", nil)
-			if _, listed := res[403]; (got.status == http.StatusForbidden) != listed {
-				t.Errorf("with a user's token: got %d %s, and the document lists 403: %v", got.status, got.code, listed)
+			// 403 forbidden is the role's; another 403 (challenge_failed) is the request's.
+			listed := res[403] != nil && slices.Contains(d.errorCodes(res[403]), "forbidden")
+			if (got.status == http.StatusForbidden) != listed {
+				t.Errorf("with a user's token: got %d %s, and the document lists 403 forbidden: %v", got.status, got.code, listed)
 			}
 			got = call(t, r, o.method, p, admin, "{}", nil)
 			if got.status == http.StatusUnauthorized || got.status == http.StatusForbidden {
@@ -751,6 +758,18 @@ func TestBoundsMatchConstants(t *testing.T) {
 		{"Activity", "per_user_limit", "maximum", sale.MaxPerUserLimit},
 		{"Activity", "pay_window_seconds", "minimum", sale.MinPayWindow},
 		{"Activity", "pay_window_seconds", "maximum", sale.MaxPayWindow},
+		{"NewActivity", "admit_per_second", "maximum", sale.MaxAdmitPerSecond},
+		{"NewActivity", "pass_ttl_seconds", "minimum", sale.MinPassTTL},
+		{"NewActivity", "pass_ttl_seconds", "maximum", sale.MaxPassTTL},
+		{"NewActivity", "pass_ttl_seconds", "default", sale.DefaultPassTTL},
+		{"NewActivity", "prequeue_seconds", "maximum", sale.MaxPrequeue},
+		{"NewActivity", "prequeue_seconds", "default", sale.DefaultPrequeue},
+		{"NewActivity", "challenge_cost", "minimum", sale.MinChallengeCost},
+		{"NewActivity", "challenge_cost", "maximum", sale.MaxChallengeCost},
+		{"NewActivity", "challenge_cost", "default", sale.DefaultChallengeCost},
+		{"ActivityPatch", "admit_per_second", "maximum", sale.MaxAdmitPerSecond},
+		{"ActivityPatch", "pass_ttl_seconds", "minimum", sale.MinPassTTL},
+		{"ActivityPatch", "challenge_cost", "maximum", sale.MaxChallengeCost},
 	}
 	for _, tt := range tests {
 		got, ok := asInt(get(d.schema(tt.schema), "properties", tt.field, tt.keyword))
@@ -767,7 +786,8 @@ func TestBoundsMatchConstants(t *testing.T) {
 		anyOf = append(anyOf, asStrings(get(alt, "required"))...)
 	}
 	sort.Strings(anyOf)
-	if want := []string{"add_stock", "ends_at", "per_user_limit"}; !slices.Equal(anyOf, want) {
+	if want := []string{"add_stock", "admit_per_second", "challenge", "challenge_cost", "ends_at", "pass_ttl_seconds",
+		"per_user_limit", "prequeue_seconds", "waiting_room"}; !slices.Equal(anyOf, want) {
 		t.Errorf("ActivityPatch anyOf required: got %v, want one of each of %v", anyOf, want)
 	}
 	if got, want := asStrings(get(d.schema("Activity"), "properties", "status", "enum")),
@@ -794,6 +814,9 @@ func TestSchemasMatchJSON(t *testing.T) {
 		{"Stats", reflect.TypeFor[sale.Stats]()},
 		{"Ledger", reflect.TypeFor[sale.Ledger]()},
 		{"Instance", reflect.TypeFor[presence.Instance]()},
+		{"Ticket", reflect.TypeFor[line.Ticket]()},
+		{"LineFigures", reflect.TypeFor[line.Figures]()},
+		{"Challenge", reflect.TypeFor[altcha.Challenge]()},
 	}
 	for _, tt := range tests {
 		checkSchema(t, d, tt.schema, d.schema(tt.schema), tt.typ)
@@ -811,12 +834,26 @@ func TestSchemasMatchJSON(t *testing.T) {
 
 var timeType = reflect.TypeFor[time.Time]()
 
+// jsonFields are the fields encoding/json writes for typ: its own, and those of the
+// structs it embeds without a JSON name, in their place.
+func jsonFields(typ reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if f.Anonymous && f.Tag.Get("json") == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 func checkSchema(t *testing.T, d doc, name string, s map[string]any, typ reflect.Type) {
 	t.Helper()
 	props, _ := s["properties"].(map[string]any)
 	var fields, required []string
-	for i := range typ.NumField() {
-		f := typ.Field(i)
+	for _, f := range jsonFields(typ) {
 		tag, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if tag == "-" || !f.IsExported() {
 			continue

@@ -26,9 +26,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"gorm.io/gorm"
 
+	"seckill/internal/altcha"
 	"seckill/internal/auth"
 	"seckill/internal/config"
 	"seckill/internal/handler"
+	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/presence"
@@ -150,6 +152,14 @@ func serve(ctx context.Context, cfg config.Config) error {
 	st := store.New(db)
 	svc := sale.New(st, sk, order.New(st, sk), queue.NewEnqueuer(enq), locks)
 	svc.LockWait = cfg.LockWait
+	now := time.Now
+	if cfg.ClockOffset != 0 { // a test of a wrong clock (SECKILL_CLOCK_OFFSET)
+		slog.Warn("this process's clock is shifted", "offset", cfg.ClockOffset)
+		now = func() time.Time { return time.Now().Add(cfg.ClockOffset) }
+		svc.SetProcessClock(now)
+	}
+	passes := auth.NewPasses(cfg.JWTSecret)
+	waitingRoom := line.New(ap, passes, altcha.New(auth.DeriveKey(cfg.JWTSecret, "altcha")))
 	if cfg.MinReplicas > 0 {
 		// WAIT on the connection that wrote: the client itself, not its auto-pipeliner.
 		svc.Replicas = stock.NewReplicas(rdb, cfg.MinReplicas, replicaWait)
@@ -165,7 +175,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 	apis := live.WatchPeers(watchCtx, "api")
 	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, RateUser: cfg.RateUser,
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, Registry: reg, Instances: live,
-		Answers: answers, InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight})
+		Answers: answers, Line: waitingRoom, Passes: passes, Now: now,
+		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight})
 
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h.Routes(),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"seckill/internal/config"
+	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/presence"
@@ -90,6 +91,7 @@ func run(ctx context.Context) error {
 	defer locks.Close()
 	lifecycle := order.New(st, sk)
 	repairer := worker.NewRepairer(st, sk, queue.NewEnqueuer(asynq.NewClientFromRedisClient(ap)), persister)
+	admitter := line.NewAdmitter(line.New(ap, nil, nil), st)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
 	worker.RunPeriodic(jobsCtx, locks,
@@ -108,6 +110,12 @@ func run(ctx context.Context) error {
 		}},
 		worker.Job{Name: "repair-queue", Period: 2 * time.Second, Run: func(ctx context.Context) error {
 			_, err := repairer.Repair(ctx)
+			return err
+		}},
+		// Waiting rooms admit their lines at each sale's rate (internal/line); the
+		// admission's own schedule in Redis keeps the rate whoever runs it.
+		worker.Job{Name: "admit-lines", Period: 100 * time.Millisecond, Run: func(ctx context.Context) error {
+			_, err := admitter.Run(ctx)
 			return err
 		}},
 		// A live sale Redis has lost is rebuilt from MySQL (internal/sale.Rebuilder).

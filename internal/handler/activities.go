@@ -23,6 +23,7 @@ type createActivityRequest struct {
 	GroupSize             *int    `json:"group_size"`
 	GroupWindowSeconds    *int    `json:"group_window_seconds"`
 	PerUserParticipations *int    `json:"per_user_participations"`
+	roomRequest
 }
 
 func (r createActivityRequest) toNew() (sale.NewActivity, error) {
@@ -53,7 +54,8 @@ func (r createActivityRequest) toNew() (sale.NewActivity, error) {
 	}
 	n = sale.NewActivity{Name: *r.Name, ProductName: *r.ProductName, PriceCents: *r.PriceCents,
 		Stock: *r.Stock, PerUserLimit: *r.PerUserLimit, StartsAt: *starts, EndsAt: *ends,
-		GroupSize: r.GroupSize, GroupWindowSeconds: r.GroupWindowSeconds, PerUserParticipations: r.PerUserParticipations}
+		GroupSize: r.GroupSize, GroupWindowSeconds: r.GroupWindowSeconds, PerUserParticipations: r.PerUserParticipations,
+		Room: r.patch()}
 	if r.Kind != nil {
 		if *r.Kind == "" {
 			return n, &sale.FieldError{Field: "kind", Message: `must be "sale" or "group"`}
@@ -101,6 +103,7 @@ type patchActivityRequest struct {
 	PerUserLimit *int    `json:"per_user_limit"`
 	EndsAt       *string `json:"ends_at"`
 	AddStock     *int64  `json:"add_stock"`
+	roomRequest
 }
 
 func (h *Handler) patchActivity(c *gin.Context) {
@@ -119,12 +122,13 @@ func (h *Handler) patchActivity(c *gin.Context) {
 		respondError(c, err)
 		return
 	}
-	if req.PerUserLimit == nil && ends == nil && req.AddStock == nil {
-		respondError(c, &invalidRequest{"give at least one of per_user_limit, ends_at and add_stock"})
+	room := req.patch()
+	if req.PerUserLimit == nil && ends == nil && req.AddStock == nil && room.Empty() {
+		respondError(c, &invalidRequest{"give at least one of per_user_limit, ends_at, add_stock and the waiting room's settings"})
 		return
 	}
 	a, err := h.svc.PatchActivity(c.Request.Context(), id,
-		sale.ActivityPatch{PerUserLimit: req.PerUserLimit, EndsAt: ends, AddStock: req.AddStock})
+		sale.ActivityPatch{PerUserLimit: req.PerUserLimit, EndsAt: ends, AddStock: req.AddStock, Room: room})
 	if err != nil {
 		respondError(c, err)
 		return

@@ -18,6 +18,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/line"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
@@ -76,6 +77,13 @@ var mapping = []struct {
 	{store.ErrNotPayable, http.StatusConflict, "order_not_payable"},
 	{store.ErrExpired, http.StatusConflict, "order_expired"},
 	{store.ErrNotCancellable, http.StatusConflict, "order_not_cancellable"},
+	{stock.ErrNotAdmitted, http.StatusConflict, "not_admitted"},
+	{line.ErrNoSale, http.StatusNotFound, "not_found"},
+	{line.ErrNoTicket, http.StatusNotFound, "not_found"},
+	{line.ErrNoWaitingRoom, http.StatusConflict, "no_waiting_room"},
+	{line.ErrNotOpen, http.StatusConflict, "line_not_open"},
+	{line.ErrChallengeRequired, http.StatusBadRequest, "challenge_required"},
+	{line.ErrChallengeFailed, http.StatusForbidden, "challenge_failed"},
 	{sale.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 	{errOverloaded, http.StatusServiceUnavailable, "unavailable"},
 }

@@ -18,7 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"seckill/internal/admission"
+	"seckill/internal/altcha"
 	"seckill/internal/auth"
+	"seckill/internal/line"
 	"seckill/internal/presence"
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
@@ -83,6 +85,11 @@ type Options struct {
 	Answers *presence.Answers
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// Line runs the sales' waiting rooms (internal/line); Passes checks the sale
+	// passes it hands out, in this process. Both are needed by the line's routes and
+	// by purchases of a waiting-room sale.
+	Line   Line
+	Passes *auth.Passes
 }
 
 // Handler serves the API.
@@ -97,6 +104,8 @@ type Handler struct {
 	now     func() time.Time
 	proxies []string
 	live    InstanceLister
+	line    Line
+	passes  *auth.Passes
 }
 
 // New returns a Handler over svc.
@@ -121,7 +130,7 @@ func New(svc Service, o Options) *Handler {
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret), gate: gate,
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
 		metrics: newMetrics(o.Registry, o.Answers), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
-		live: o.Instances}
+		live: o.Instances, line: o.Line, passes: o.Passes}
 }
 
 // Routes returns the API's http.Handler.
@@ -151,6 +160,9 @@ func (h *Handler) Routes() http.Handler {
 	api.GET("/activities/:id", byActivity(h.svc.GetActivity))
 	api.GET("/activities/:id/groups", h.listGroups(false))
 	api.GET("/groups/:gid", h.getGroup)
+	api.GET("/activities/:id/line/challenge", byActivity(func(ctx context.Context, id int64) (altcha.Challenge, error) {
+		return h.line.Challenge(ctx, id)
+	}))
 
 	// Purchases are limited where they are answered: by the reserve script when they
 	// reach Redis, here when the process answers them itself (purchaseError). Past the
@@ -160,6 +172,8 @@ func (h *Handler) Routes() http.Handler {
 	buying.POST("/activities/:id/groups", h.seat(true))
 	buying.POST("/groups/:gid/join", h.seat(false))
 	buyer := api.Group("", h.authenticate, h.limitUser)
+	buyer.POST("/activities/:id/line", h.joinLine)
+	buyer.GET("/activities/:id/line", h.ticket)
 	buyer.GET("/orders", h.listOrders)
 	buyer.GET("/orders/:id", byOrder(h.svc.GetOrder))
 	buyer.POST("/orders/:id/pay", byOrder(h.svc.Pay))
@@ -173,6 +187,9 @@ func (h *Handler) Routes() http.Handler {
 	admin.GET("/activities/:id/ledger", byActivity(h.svc.Ledger))
 	admin.POST("/activities/:id/rebuild", byActivity(h.svc.Rebuild))
 	admin.GET("/activities/:id/groups", h.listGroups(true))
+	admin.GET("/activities/:id/line", byActivity(func(ctx context.Context, id int64) (line.Figures, error) {
+		return h.line.Figures(ctx, id)
+	}))
 	admin.GET("/instances", h.instances)
 	return r
 }

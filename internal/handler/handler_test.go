@@ -14,8 +14,11 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/altcha"
+	"seckill/internal/auth"
 	"seckill/internal/config"
 	"seckill/internal/handler"
+	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/queue"
@@ -54,6 +57,7 @@ type stack struct {
 	rdb    redis.UniversalClient
 	svc    *sale.Service
 	clock  *clock
+	line   *line.Line
 }
 
 func newStack(t testing.TB, o handler.Options) *stack {
@@ -82,10 +86,14 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	t.Cleanup(w.Shutdown)
 
 	o.JWTSecret = testutil.JWTSecret
+	o.Passes = auth.NewPasses(testutil.JWTSecret)
+	l := line.New(rdb, o.Passes, altcha.New(auth.DeriveKey(testutil.JWTSecret, "altcha")))
+	l.SetClock(c.Now)
+	o.Line = l
 	routes := handler.New(svc, o).Routes()
 	ts := httptest.NewServer(routes)
 	t.Cleanup(ts.Close)
-	return &stack{t: t, url: ts.URL, routes: routes, redis: srv, rdb: rdb, svc: svc, clock: c}
+	return &stack{t: t, url: ts.URL, routes: routes, redis: srv, rdb: rdb, svc: svc, clock: c, line: l}
 }
 
 // sale creates a sale directly through the service.

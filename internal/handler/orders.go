@@ -78,10 +78,11 @@ func (h *Handler) buy(c *gin.Context) {
 		h.purchaseError(c, err)
 		return
 	}
-	o, replayed, err := h.svc.Buy(c.Request.Context(), sale.BuyRequest{ActivityID: id, UserID: caller(c).UserID,
-		Quantity: qty, IdempotencyKey: key})
+	r := sale.BuyRequest{ActivityID: id, UserID: caller(c).UserID, Quantity: qty, IdempotencyKey: key}
+	refused := h.admission(c, &r)
+	o, replayed, err := h.svc.Buy(c.Request.Context(), r)
 	if err != nil {
-		h.purchaseError(c, err)
+		h.purchaseError(c, notAdmitted(err, refused))
 		return
 	}
 	accepted(c, replayed, o)

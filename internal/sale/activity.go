@@ -36,6 +36,7 @@ type Activity struct {
 	GroupSize             *int   `json:"group_size,omitempty"`
 	GroupWindowSeconds    *int   `json:"group_window_seconds,omitempty"`
 	PerUserParticipations *int   `json:"per_user_participations,omitempty"`
+	RoomSettings
 }
 
 // Kinds of sale.
@@ -61,6 +62,9 @@ type NewActivity struct {
 	GroupWindowSeconds *int
 	// PerUserParticipations caps the orders one user holds; nil for no cap.
 	PerUserParticipations *int
+	// Room sets the waiting room (room.go); Validate leaves the result in room.
+	Room RoomPatch
+	room RoomSettings
 }
 
 // Bounds of an activity's values.
@@ -102,7 +106,11 @@ func (n *NewActivity) Validate() error {
 	case n.PerUserParticipations != nil && (*n.PerUserParticipations < 1 || *n.PerUserParticipations > MaxPerUserLimit):
 		return &FieldError{"per_user_participations", "must be between 1 and 1000000"}
 	}
-	return n.validateKind()
+	if err := n.validateKind(); err != nil {
+		return err
+	}
+	n.room = defaultRoom
+	return n.Room.apply(&n.room, n.Kind)
 }
 
 // validateKind checks the kind and the group fields it needs (and refuses them on a
@@ -140,7 +148,7 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 	a := store.Activity{Name: n.Name, ProductName: n.ProductName, PriceCents: n.PriceCents,
 		StockTotal: n.Stock, PerUserLimit: n.PerUserLimit, StartsAt: n.StartsAt.UTC(),
 		EndsAt: n.EndsAt.UTC(), PayWindowSeconds: n.PayWindowSeconds, Kind: n.Kind, GroupSize: n.GroupSize,
-		GroupWindowSeconds: n.GroupWindowSeconds, PerUserParticipations: n.PerUserParticipations}
+		GroupWindowSeconds: n.GroupWindowSeconds, PerUserParticipations: n.PerUserParticipations, Room: n.room.stored()}
 	err := s.store.CreateActivity(ctx, &a, func(a store.Activity) error {
 		return s.stock.Load(ctx, saleOf(a, a.StockTotal))
 	})
@@ -153,7 +161,7 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 func saleOf(a store.Activity, available int64) stock.Sale {
 	sale := stock.Sale{ActivityID: a.ID, Available: available, Total: a.StockTotal,
 		Limit: a.PerUserLimit, StartsAt: a.StartsAt, EndsAt: a.EndsAt, PriceCents: a.PriceCents,
-		PayWindow: time.Duration(a.PayWindowSeconds) * time.Second, Kind: a.Kind}
+		PayWindow: time.Duration(a.PayWindowSeconds) * time.Second, Kind: a.Kind, Room: roomOf(a).stock()}
 	if a.GroupSize != nil && a.GroupWindowSeconds != nil {
 		sale.GroupSize, sale.GroupWindow = *a.GroupSize, time.Duration(*a.GroupWindowSeconds)*time.Second
 	}
@@ -208,7 +216,7 @@ func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 		StockTotal: a.StockTotal, StockAvailable: a.StockTotal - a.Sold, PerUserLimit: a.PerUserLimit,
 		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), PayWindowSeconds: a.PayWindowSeconds,
 		Kind: a.Kind, GroupSize: a.GroupSize, GroupWindowSeconds: a.GroupWindowSeconds,
-		PerUserParticipations: a.PerUserParticipations}
+		PerUserParticipations: a.PerUserParticipations, RoomSettings: roomOf(a)}
 	if v.Kind == "" {
 		v.Kind = KindSale
 	}
@@ -234,6 +242,7 @@ type ActivityPatch struct {
 	PerUserLimit *int
 	EndsAt       *time.Time
 	AddStock     *int64
+	Room         RoomPatch
 }
 
 // PatchActivity changes a sale in MySQL and Redis; every API instance sees the change
@@ -258,8 +267,18 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 		if p.AddStock != nil {
 			a.StockTotal += *p.AddStock
 		}
+		room := roomOf(*a)
+		if err := p.Room.apply(&room, a.Kind); err != nil {
+			return err
+		}
+		a.Room = room.stored()
 		return nil
 	}, func(a store.Activity) error {
+		if !p.Room.Empty() {
+			if err := s.stock.SetRoom(ctx, id, roomOf(a).stock()); err != nil {
+				return err
+			}
+		}
 		var add int64
 		if p.AddStock != nil {
 			add = *p.AddStock

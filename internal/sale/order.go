@@ -41,6 +41,9 @@ type BuyRequest struct {
 	// opened instead (Seat sets both).
 	Group     string
 	OpenGroup bool
+	// PassExpires is when the buyer's verified pass for this sale expires (a sale
+	// with a waiting room); zero for none.
+	PassExpires time.Time
 }
 
 // Buy takes the units from stock and queues the order for MySQL. It returns the
@@ -75,7 +78,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	res := stock.Reservation{ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
 		IdempotencyKey: r.IdempotencyKey, OrderID: newOrderID(r.ActivityID, now), Now: now,
 		LockToken: lock.NewToken(), LockTTL: s.LockTTL, Group: r.Group, OpenGroup: r.OpenGroup,
-		PerSecond: s.UserRate}
+		PerSecond: s.UserRate, RedisClock: !s.judgeByNow, PassExpires: r.PassExpires}
 	if r.OpenGroup {
 		res.Group = newOrderID(r.ActivityID, now) // a group id has an order id's form
 	}
@@ -199,7 +202,8 @@ func (s *Service) giveBack(ctx context.Context, res stock.Reservation) {
 func isDomain(err error) bool {
 	for _, e := range []error{stock.ErrNoSale, stock.ErrNotStarted, stock.ErrEnded, stock.ErrSoldOut,
 		stock.ErrLimitExceeded, stock.ErrQuantityOverLimit, stock.ErrKeyReused, stock.ErrRateLimited, stock.ErrGroupSale,
-		stock.ErrNotGroupSale, stock.ErrNoGroup, stock.ErrGroupClosed, stock.ErrAlreadyInGroup, stock.ErrGroupFull} {
+		stock.ErrNotGroupSale, stock.ErrNoGroup, stock.ErrGroupClosed, stock.ErrAlreadyInGroup, stock.ErrGroupFull,
+		stock.ErrNotAdmitted} {
 		if errors.Is(err, e) {
 			return true
 		}

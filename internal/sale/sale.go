@@ -72,6 +72,8 @@ type Service struct {
 	metrics *metrics
 	commits committer
 	rebuild *Rebuilder
+	// judgeByNow judges sale windows by now instead of Redis' clock (SetClock).
+	judgeByNow bool
 
 	// LockWait is how long a purchase waits for the same user's purchase in flight.
 	LockWait time.Duration
@@ -105,8 +107,18 @@ func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, q Enqueuer, 
 // were still waiting for their commit when ctx ended (their orders are safe in Redis).
 func (s *Service) Close(ctx context.Context) int { return s.commits.close(ctx) }
 
-// SetClock replaces the clock of the service and of its order lifecycle (tests).
+// SetClock replaces the clock of the service and of its order lifecycle, and judges
+// sale windows by it instead of Redis' clock (tests).
 func (s *Service) SetClock(now func() time.Time) {
+	s.now = now
+	s.judgeByNow = true
+	s.orders.SetClock(now)
+}
+
+// SetProcessClock replaces this process's own clock (the times orders record, the
+// status an activity shows) while sale windows stay judged by Redis' clock, one for
+// every instance: a process whose clock runs ahead still never sells early.
+func (s *Service) SetProcessClock(now func() time.Time) {
 	s.now = now
 	s.orders.SetClock(now)
 }

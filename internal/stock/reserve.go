@@ -31,6 +31,9 @@ import (
 //
 //	counted, no limit or a retry after the lock)  ARGV[12] its tolerance (µs)
 //
+// ARGV[13] "1": judge the sale's window and the pass by Redis' clock (TIME), else by ARGV[1]
+// ARGV[14] the expiry (unix ms) of the buyer's valid pass for this sale, "" for none
+//
 // Returns one of
 //
 //	{0, available after, limit, price, pay window, members, size, expires, status, cap}
@@ -55,6 +58,7 @@ import (
 //	{-15, held, cap}          the user would pass the cap on participations
 //	{-16, wait}               the user's attempts passed the allowance: the next is
 //	                          allowed in wait µs
+//	{-17}                     a waiting-room sale (room = 1) and no unexpired pass
 //
 // Only a reservation takes the lock, and every check of the purchase comes after the
 // lock check, so a second request of the same user sees the outcome of the first. The
@@ -75,7 +79,7 @@ import (
 // number such as 900000000 into "9e+08", which HINCRBY then refuses.
 var reserveScript = redis.NewScript(listGroupLua + `
 local sale = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'start', 'end', 'price', 'paywin', 'qunits',
-  'kind', 'gsize', 'gwin', 'plimit')
+  'kind', 'gsize', 'gwin', 'plimit', 'room')
 if not sale[1] or not sale[3] then return {-1} end
 local function reserved(avail)
   local cap = sale[11] or '0'
@@ -102,8 +106,11 @@ if ARGV[5] ~= '' then
 end
 if redis.call('EXISTS', KEYS[6]) == 1 then return {-2} end
 local now = tonumber(ARGV[1])
-if now < tonumber(sale[3]) then return {-3} end
-if now >= tonumber(sale[4]) then return {-4} end
+local clock = now -- one clock for every API instance: Redis'
+if ARGV[13] == '1' then local t = redis.call('TIME'); clock = t[1] * 1000 + math.floor(t[2] / 1000) end
+if clock < tonumber(sale[3]) then return {-3} end
+if clock >= tonumber(sale[4]) then return {-4} end
+if sale[12] == '1' and not (clock < (tonumber(ARGV[14]) or 0)) then return {-17} end
 local group = sale[8] == 'group'
 if ARGV[9] == '' and group then return {-9} end
 if ARGV[9] ~= '' and not group then return {-10} end
@@ -128,6 +135,7 @@ end
 redis.call('HSET', KEYS[1], 'avail', string.format('%d', avail - qty),
   'qunits', string.format('%d', tonumber(sale[7] or '0') + qty))
 redis.call('HINCRBY', KEYS[2], ARGV[2], qty)
+if sale[12] == '1' and held == 0 then redis.call('HINCRBY', KEYS[1], 'rused', 1) end -- a pass's first use
 if cap > 0 or group then redis.call('HINCRBY', KEYS[2], pfield, 1) end
 local value = ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[1] .. ' ' .. sale[2]
 if group then
@@ -167,6 +175,12 @@ type Reservation struct {
 	// LockToken and LockTTL take the user's lock (UserLockKey) with the units.
 	LockToken string
 	LockTTL   time.Duration
+	// RedisClock judges the sale's window and the pass by Redis' clock, the same for
+	// every API instance; false judges them by Now (tests inject it).
+	RedisClock bool
+	// PassExpires is when the buyer's pass for this sale expires (a waiting-room
+	// sale); zero for none. The caller has verified the pass.
+	PassExpires time.Time
 	// Group is, in a group-buy sale, the group the seat is in: a new one when
 	// OpenGroup, else one to join. "" for a plain purchase.
 	Group     string
@@ -198,6 +212,21 @@ func (r Reservation) mode() string {
 	return "join"
 }
 
+// clockArg and passArg are the reserve script's ARGV[13] and ARGV[14].
+func (r Reservation) clockArg() string {
+	if r.RedisClock {
+		return "1"
+	}
+	return ""
+}
+
+func (r Reservation) passArg() string {
+	if r.PassExpires.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(r.PassExpires.UnixMilli(), 10)
+}
+
 // Reserved is a successful Reserve.
 type Reserved struct {
 	// OrderID is the new order, or for a replay the order the key made before.
@@ -221,7 +250,7 @@ type Reserved struct {
 // trip. On success the order is queued in Redis and the lock is held by r.LockToken;
 // the caller enqueues the order, then releases the lock. Errors: ErrNoSale, ErrBusy,
 // ErrNotStarted, ErrEnded, ErrSoldOut, ErrLimitExceeded, ErrQuantityOverLimit,
-// ErrKeyReused (with the earlier order's id in a *KeyReusedError), and for group-buy
+// ErrKeyReused (with the earlier order's id in a *KeyReusedError), ErrNotAdmitted, and for group-buy
 // sales ErrGroupSale, ErrNotGroupSale, ErrNoGroup, ErrGroupClosed, ErrAlreadyInGroup,
 // ErrGroupFull.
 //
@@ -291,7 +320,7 @@ func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) 
 		res, err = reply(reserveScript.Run(ctx, s.rdb, keys,
 			r.Now.UnixMilli(), r.UserID, r.Quantity, r.OrderID, fingerprint,
 			r.LockToken, r.LockTTL.Milliseconds(), int64(IdempotencyTTL/time.Second), r.mode(), r.Group,
-			interval, tolerance).Result())
+			interval, tolerance, r.clockArg(), r.passArg()).Result())
 		return err
 	})
 	if err != nil {
@@ -331,6 +360,8 @@ func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) 
 		return Reserved{}, ErrAlreadyInGroup
 	case -14:
 		return Reserved{}, ErrGroupFull
+	case -17:
+		return Reserved{}, ErrNotAdmitted
 	}
 	n, err := integers(res[1:])
 	if err != nil {

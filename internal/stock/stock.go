@@ -77,6 +77,8 @@ type Sale struct {
 	GroupSize      int
 	GroupWindow    time.Duration
 	Participations int
+	// Room is the sale's waiting room (room.go).
+	Room Room
 }
 
 // fields are the settings of a sale's hash, as Load and Rebuild write them.
@@ -85,11 +87,12 @@ func (sale Sale) fields() []any {
 	if kind == "" {
 		kind = "sale"
 	}
-	return []any{"total", sale.Total, "limit", sale.Limit,
+	fields := []any{"total", sale.Total, "limit", sale.Limit,
 		"start", sale.StartsAt.UnixMilli(), "end", sale.EndsAt.UnixMilli(),
 		"price", sale.PriceCents, "paywin", int64(sale.PayWindow / time.Second),
 		"kind", kind, "gsize", sale.GroupSize, "gwin", int64(sale.GroupWindow / time.Second),
 		"plimit", sale.Participations}
+	return append(fields, sale.Room.fields()...)
 }
 
 // Load writes a new sale's state. The sale can be bought from when Load returns.

@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -56,8 +57,10 @@ type Activity struct {
 	GroupWindowSeconds *int
 	// PerUserParticipations caps the orders one user holds in the sale; nil: no cap.
 	PerUserParticipations *int
-	CreatedAt             time.Time
-	UpdatedAt             time.Time
+	// Room is the sale's waiting room (room.go).
+	Room      `gorm:"embedded"`
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Order is one row of orders.
@@ -153,10 +156,10 @@ func (s *Store) UpdateActivity(ctx context.Context, id int64, change func(*Activ
 			return err
 		}
 		a.UpdatedAt = s.now()
-		if err := tx.Model(&Activity{}).Where("id = ?", id).Updates(map[string]any{
-			"per_user_limit": a.PerUserLimit, "ends_at": a.EndsAt,
-			"stock_total": a.StockTotal, "updated_at": a.UpdatedAt,
-		}).Error; err != nil {
+		cols := map[string]any{"per_user_limit": a.PerUserLimit, "ends_at": a.EndsAt,
+			"stock_total": a.StockTotal, "updated_at": a.UpdatedAt}
+		maps.Copy(cols, a.Room.columns())
+		if err := tx.Model(&Activity{}).Where("id = ?", id).Updates(cols).Error; err != nil {
 			return err
 		}
 		return apply(a)

@@ -5,6 +5,7 @@ import {
   groupWindowOver, onScreen, offScreen,
 } from './common.js';
 import { liveChart, sparkline, perSecond } from './charts.js';
+import { roomFields, roomBody, wireRoom, renderRoom, readLines } from './admin-line.js';
 
 const session = new Session('seckill.admin.token');
 const sales = new Map(); // activity id -> {data, stats, node, busy}
@@ -97,6 +98,7 @@ const fields = {
   group_size: 'f-group-size',
   group_window_seconds: 'f-group-window',
   per_user_participations: 'f-participations',
+  ...roomFields,
 };
 
 // showKindFields shows the group fields for a group-buy sale only.
@@ -161,7 +163,7 @@ function createBody() {
     body.group_window_seconds = number('f-group-window');
   }
   body.per_user_participations = number('f-participations');
-  return body;
+  return Object.assign(body, roomBody());
 }
 
 $('create-form').addEventListener('submit', async (ev) => {
@@ -255,6 +257,7 @@ function newSaleCard(a) {
       message.className = 'message error';
     }
   });
+  wireRoom(entry, patch);
   el(node, '.end-no').addEventListener('click', () => closeConfirm(entry));
   el(node, '.end-yes').addEventListener('click', async () => {
     closeConfirm(entry);
@@ -270,8 +273,9 @@ function closeConfirm(entry) {
 }
 
 // patchErrorSlot is where a PATCH's validation message goes, by the field it names.
-const patchErrorSlot = { per_user_limit: '.limit-error', add_stock: '.stock-error', ends_at: '.end-error' };
-const patchInput = { per_user_limit: '.limit-input', add_stock: '.stock-input' };
+const patchErrorSlot = { per_user_limit: '.limit-error', add_stock: '.stock-error', ends_at: '.end-error',
+  waiting_room: '.room-error', admit_per_second: '.room-error', challenge: '.room-error' };
+const patchInput = { per_user_limit: '.limit-input', add_stock: '.stock-input', admit_per_second: '.room-rate' };
 
 function clearPatchErrors(entry) {
   for (const [field, slot] of Object.entries(patchErrorSlot)) {
@@ -383,6 +387,7 @@ function renderSale(entry) {
   const start = Date.parse(a.starts_at);
   setText(el(node, '.sellout'), entry.soldOutAt && entry.soldOutAt >= start
     ? `Sold out ${duration(entry.soldOutAt - start)} after the start (within 2 s).` : '');
+  renderRoom(entry);
 }
 
 // ---- a group sale's groups ----
@@ -524,7 +529,7 @@ const salesPoll = poller(async () => {
       renderSale(entry);
     }
   });
-  await groups;
+  await Promise.all([groups, readLines(shown.map((a) => sales.get(a.id)), session.token, at)]);
   return 2000;
 });
 

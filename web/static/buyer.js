@@ -2,11 +2,13 @@
 // buyer's orders moving from queued to created, with Pay and Cancel. In a group-buy
 // sale the buyer opens a group or joins one instead of buying, shares a link to it
 // (/?group=<id>, which shows that group with a Join button), and follows it until it
-// fills and the order becomes payable.
+// fills and the order becomes payable. A sale with a waiting room is bought from once
+// its line lets the buyer in (line.js).
 import {
   api, clock, Session, decodeClaims, money, duration, when, idempotencyKey,
   el, setText, statusLabel, poller, groupWindowOver, onScreen, offScreen,
 } from './common.js';
+import { setupLines, renderLine, wireLine, admittedPass, trackCards, startLines, forgetLines } from './line.js';
 
 const session = new Session('seckill.buyer.token');
 // activity id -> {data, node, result, pending, busy, and for a group sale: groups (the
@@ -48,6 +50,7 @@ const expiredSignIn = 'Your sign-in has expired or was not accepted. Sign in aga
 
 function signOut(reason) {
   session.set('');
+  forgetLines();
   orders.clear();
   $('orders').replaceChildren();
   ordersLoaded = false;
@@ -178,6 +181,7 @@ function newSaleCard(a) {
   el(node, '.sale-name').id = `sale-${a.id}-name`;
   el(node, '.buy-button').setAttribute('aria-describedby', `sale-${a.id}-name`);
   const entry = { data: a, node, result: null, pending: null, busy: false };
+  wireLine(entry);
   el(node, '.buy').addEventListener('submit', (ev) => {
     ev.preventDefault();
     if (isGroupSale(entry.data)) openGroup(entry);
@@ -227,7 +231,9 @@ function renderSaleCard(entry) {
   if (qty.max !== String(room)) qty.max = String(room);
   setText(el(node, '.limit-text'), limitText(a, state));
 
-  el(node, '.buy').hidden = state.status === 'ended';
+  // A waiting-room sale is bought from with the pass of an admitted ticket only.
+  const admitted = renderLine(entry, state.status);
+  el(node, '.buy').hidden = state.status === 'ended' || !admitted;
   const group = isGroupSale(a);
   const button = el(node, '.buy-button');
   button.hidden = group;
@@ -360,6 +366,8 @@ function buyError(res, a) {
       return 'This sale no longer exists.';
     case 'group_sale':
       return 'This is a group-buy sale: open a group or join one instead of buying.';
+    case 'not_admitted':
+      return 'Not your turn: join the line, and buy once it lets you in, before your pass expires.';
     case 'network':
       return 'Could not reach the server. Press Buy again to retry: you will not get a second order.';
     default:
@@ -383,7 +391,7 @@ async function buy(entry) {
   const res = await api('POST', `/api/v1/activities/${a.id}/orders`, {
     token: session.token,
     body: { quantity },
-    headers: { 'Idempotency-Key': entry.pending.key },
+    headers: { 'Idempotency-Key': entry.pending.key, ...(a.waiting_room ? { 'X-Sale-Pass': admittedPass(a.id) } : {}) },
   });
   entry.busy = false;
   if (res.status !== 0) entry.pending = null;
@@ -1139,7 +1147,10 @@ if (session.token) {
   const problem = tokenProblem(session.token);
   if (problem) signOut(problem);
 }
+setupLines(session, (entry) => renderSaleCard(entry));
+trackCards(() => [...sales.values()]);
 showSignedIn();
 salesPoll.kick();
 ordersPoll.kick();
 groupsPoll.kick();
+startLines();

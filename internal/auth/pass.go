@@ -1,0 +1,115 @@
+package auth
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// ErrInvalidPass is a sale pass that is malformed, wrongly signed, expired, or made
+// out to another user or another sale.
+var ErrInvalidPass = errors.New("invalid sale pass")
+
+// DeriveKey returns a key of its own for one purpose (the sale pass, the waiting room's
+// proof-of-work), derived from the JWT secret: HMAC-SHA256(secret, "seckill/"+purpose).
+// A token signed for one purpose never verifies for another, and the one secret every
+// instance shares (SECKILL_JWT_SECRET) is the only one to configure and rotate.
+func DeriveKey(secret, purpose string) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("seckill/" + purpose))
+	return m.Sum(nil)
+}
+
+// passClaims are a pass's claims: sub is the user id, sale the activity id.
+type passClaims struct {
+	Sale int64 `json:"sale"`
+	jwt.RegisteredClaims
+}
+
+// Passes signs and checks the waiting room's sale passes: HS256 JWTs under a key derived
+// from the JWT secret (DeriveKey "sale-pass"), naming the user, the sale and the expiry.
+// Any instance that shares the secret verifies a pass another signed, without a
+// storage call.
+// Passes it has verified are remembered until they expire (as the Verifier does for
+// bearer tokens), so a buyer's repeated purchases skip the signature and JSON work.
+type Passes struct {
+	key []byte
+
+	cache sync.Map // pass -> checkedPass
+	size  atomic.Int64
+}
+
+type checkedPass struct {
+	user, sale int64
+	exp        time.Time
+}
+
+// NewPasses returns Passes keyed from the JWT secret.
+func NewPasses(secret string) *Passes { return &Passes{key: DeriveKey(secret, "sale-pass")} }
+
+// Sign returns the pass of userID for activityID, valid until expires. The same
+// arguments give the same pass.
+func (p *Passes) Sign(userID, activityID int64, expires time.Time) (string, error) {
+	c := passClaims{Sale: activityID, RegisteredClaims: jwt.RegisteredClaims{
+		Subject: strconv.FormatInt(userID, 10), ExpiresAt: jwt.NewNumericDate(expires)}}
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(p.key)
+}
+
+// Verify checks that pass is valid at now for userID in activityID and returns when it
+// expires, or an error wrapping ErrInvalidPass that says what is wrong.
+func (p *Passes) Verify(pass string, userID, activityID int64, now time.Time) (time.Time, error) {
+	exp, err := p.Check(pass, userID, activityID)
+	if err == nil && !now.Before(exp) {
+		err = fmt.Errorf("%w: the pass has expired", ErrInvalidPass)
+	}
+	return exp, err
+}
+
+// Check is Verify without the expiry: it checks the signature and that the pass names
+// userID and activityID, and returns when it expires, for a caller that judges the
+// expiry by another clock (the purchase path: Redis', the one of every instance).
+func (p *Passes) Check(pass string, userID, activityID int64) (time.Time, error) {
+	if v, ok := p.cache.Load(pass); ok {
+		c := v.(checkedPass)
+		return c.exp, c.check(userID, activityID)
+	}
+	var c passClaims
+	// The expiry is checked by the caller: here it must only be present.
+	_, err := jwt.ParseWithClaims(pass, &c, func(*jwt.Token) (any, error) { return p.key, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithoutClaimsValidation())
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %v", ErrInvalidPass, err)
+	}
+	user, err := strconv.ParseInt(c.Subject, 10, 64)
+	switch {
+	case err != nil:
+		return time.Time{}, fmt.Errorf("%w: sub is not a user id", ErrInvalidPass)
+	case c.ExpiresAt == nil:
+		return time.Time{}, fmt.Errorf("%w: no expiry", ErrInvalidPass)
+	}
+	checked := checkedPass{user: user, sale: c.Sale, exp: c.ExpiresAt.Time}
+	if p.size.Add(1) > maxCached {
+		p.cache.Clear()
+		p.size.Store(1)
+	}
+	p.cache.Store(pass, checked)
+	return checked.exp, checked.check(userID, activityID)
+}
+
+// check tells whether a pass whose signature was verified names userID and activityID.
+func (c checkedPass) check(userID, activityID int64) error {
+	switch {
+	case c.user != userID:
+		return fmt.Errorf("%w: the pass is another user's", ErrInvalidPass)
+	case c.sale != activityID:
+		return fmt.Errorf("%w: the pass is for another sale", ErrInvalidPass)
+	}
+	return nil
+}

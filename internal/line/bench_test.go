@@ -1,0 +1,122 @@
+package line_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/altcha"
+	"seckill/internal/auth"
+	"seckill/internal/line"
+	"seckill/internal/stock"
+	"seckill/internal/testutil"
+)
+
+// BenchmarkLineOf200000 fills a sale's line with 200,000 buyers before the start (the
+// lottery's draws), then starts the sale and advances the line every 100 ms, as the
+// worker does, on Redis' own clock, until everyone is admitted. It reports Redis'
+// memory per waiting ticket and per admitted one (used_memory before and after, over
+// the tickets), the joins per second of 16 goroutines, and the seconds from the start
+// to the last admission beside what the rate alone takes. The sale has a unit per
+// buyer, so the inventory cap does not hold admission back.
+//
+//	go test -run '^$' -bench LineOf200000 -benchtime 1x ./internal/line/
+func BenchmarkLineOf200000(b *testing.B) {
+	const buyers, rate = 200_000, 20_000
+	ctx := context.Background()
+	for range b.N {
+		srv := testutil.StartRedis(b)
+		rdb := srv.Client(b)
+		st := stock.New(rdb)
+		l := line.New(rdb, auth.NewPasses(secret), altcha.New(auth.DeriveKey(secret, "altcha")))
+		now, err := rdb.Time(ctx).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		sale := stock.Sale{ActivityID: 1, Available: buyers, Total: buyers, Limit: 1, StartsAt: now.Add(time.Hour),
+			EndsAt: now.Add(2 * time.Hour), PriceCents: 100, PayWindow: time.Minute,
+			Room: stock.Room{On: true, AdmitPerSecond: rate, PassTTL: time.Hour, Prequeue: 2 * time.Hour, ChallengeCost: 1000}}
+		if err := st.Load(ctx, sale); err != nil {
+			b.Fatal(err)
+		}
+		before := usedMemory(b, rdb)
+
+		joinStart := time.Now()
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for u := next.Add(1); u <= buyers; u = next.Add(1) {
+					if _, _, err := l.Join(ctx, 1, u, ""); err != nil {
+						b.Errorf("user %d joins: %v", u, err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		joinSecs := time.Since(joinStart).Seconds()
+		waiting := usedMemory(b, rdb)
+
+		// The start is now, by Redis' clock.
+		if now, err = rdb.Time(ctx).Result(); err != nil {
+			b.Fatal(err)
+		}
+		sale.StartsAt = now
+		if err := st.Load(ctx, sale); err != nil {
+			b.Fatal(err)
+		}
+		var last time.Time
+		for left := int64(buyers); left > 0; {
+			step, err := l.Admit(ctx, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if step.Admitted > 0 {
+				if last, err = rdb.Time(ctx).Result(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			left = step.Waiting
+			time.Sleep(100 * time.Millisecond)
+		}
+		admitted := usedMemory(b, rdb)
+		f, err := l.Figures(ctx, 1)
+		if err != nil || f.Admitted != buyers || f.Waiting != 0 {
+			b.Fatalf("figures %+v (%v), want all %d admitted", f, err, buyers)
+		}
+		b.ReportMetric(float64(waiting-before)/buyers, "B/waiting-ticket")
+		b.ReportMetric(float64(admitted-before)/buyers, "B/admitted-ticket")
+		b.ReportMetric(buyers/joinSecs, "joins/s")
+		b.ReportMetric(last.Sub(now).Seconds(), "s-start-to-last-admission")
+		b.ReportMetric(float64(buyers)/rate, "s-at-the-rate")
+	}
+}
+
+// usedMemory is Redis' used_memory in bytes.
+func usedMemory(b *testing.B, rdb *redis.Client) int64 {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), "memory").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(l, "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Fatal("no used_memory in INFO memory")
+	return 0
+}

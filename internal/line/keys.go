@@ -1,0 +1,35 @@
+package line
+
+import "seckill/internal/stock"
+
+// A line's keys carry its sale's hash tag ({act:<id>}, stock.KeyPrefix), so every
+// script of the line runs in one slot with the sale's own keys.
+func prefix(activityID int64) string { return stock.KeyPrefix(activityID) + "line:" }
+
+// waitKey is a sorted set of the waiting user ids by their place: a buyer who joined
+// before the start has a uniformly random score below lateBase (the lottery), a later
+// one lateBase plus the count of later joins so far (arrival order). The admission pops
+// its lowest scores.
+func waitKey(activityID int64) string { return prefix(activityID) + "wait" }
+
+// ticketsKey is a hash of user id -> "<admitted, ms after the line's epoch> <position>
+// <pass expiry, ms after the admission>" for the buyers the line admitted: offsets, not
+// unix ms, to keep an admitted ticket small (the epoch is the first admission's instant,
+// in the meta hash).
+func ticketsKey(activityID int64) string { return prefix(activityID) + "tickets" }
+
+// passesKey is a sorted set of the admitted user ids by their pass's expiry (unix ms):
+// the passes outstanding, dropped by the admission once expired.
+func passesKey(activityID int64) string { return prefix(activityID) + "passes" }
+
+// metaKey is a hash of the line's counters: joined, seq (joins after the start),
+// admitted, next (the next admission's slot, unix ms), epoch (the first admission's
+// instant, unix ms), expired (passes that expired unused), usedexp (passes that expired
+// after their holder bought).
+func metaKey(activityID int64) string { return prefix(activityID) + "meta" }
+
+// powKey marks a proof-of-work solution as accepted (until its challenge expires), so
+// each solution joins once.
+func powKey(activityID int64, challenge string) string {
+	return prefix(activityID) + "pow:" + challenge
+}

@@ -1,0 +1,289 @@
+// Package line is a sale's waiting room: buyers join a line (one place per user per
+// sale, a proof-of-work first when the sale asks for one), everyone who joined before
+// the start is ordered by a lottery and later joiners follow in arrival order, the
+// line admits them at the sale's rate while its units can serve them, and an admitted
+// buyer gets a pass (internal/auth.Passes) that the purchase path checks without a
+// storage call. The line lives in Redis beside its sale, in the sale's slot; every
+// instant (the start, the end, a pass's expiry) is judged by Redis' clock.
+package line
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/altcha"
+	"seckill/internal/auth"
+	"seckill/internal/stock"
+)
+
+// Errors of the line. Handlers map them, and stock.ErrEnded and stock.ErrSoldOut, to
+// the HTTP contract.
+var (
+	ErrNoSale            = errors.New("no such sale")
+	ErrNoWaitingRoom     = errors.New("this sale has no waiting room")
+	ErrNotOpen           = errors.New("the line is not open yet")
+	ErrChallengeRequired = errors.New("joining this line needs a solved challenge (altcha)")
+	ErrChallengeFailed   = errors.New("the challenge's solution is wrong, expired or used before")
+	ErrNoTicket          = errors.New("you have not joined this line")
+)
+
+// Ticket statuses.
+const (
+	Waiting  = "waiting"
+	Admitted = "admitted"
+	Expired  = "expired"
+	SoldOut  = "sold_out"
+)
+
+var statuses = [...]string{Waiting, Admitted, Expired, SoldOut}
+
+// Ticket is a buyer's place in a sale's line.
+type Ticket struct {
+	ActivityID int64  `json:"activity_id"`
+	UserID     int64  `json:"user_id"`
+	Status     string `json:"status"`
+	// Position is the place in line (1 = first) counting the admitted buyers before;
+	// Ahead is how many waiting buyers are before this one.
+	Position  int64 `json:"position"`
+	Ahead     int64 `json:"ahead"`
+	UnitsLeft int64 `json:"units_left"`
+	// EstimatedWaitSeconds is the time until the start, if it is to come, plus the
+	// time to admit the buyers ahead at the sale's rate.
+	EstimatedWaitSeconds int64      `json:"estimated_wait_seconds"`
+	AdmittedAt           *time.Time `json:"admitted_at,omitempty"`
+	// Pass is present once admitted: send it as X-Sale-Pass with each purchase.
+	Pass          string     `json:"pass,omitempty"`
+	PassExpiresAt *time.Time `json:"pass_expires_at,omitempty"`
+}
+
+// Line runs the waiting rooms of every sale.
+type Line struct {
+	rdb    redis.UniversalClient
+	passes *auth.Passes
+	pow    *altcha.Issuer
+	now    func() time.Time // nil: Redis' clock
+	local  func() time.Time // this process's clock, for the challenge's expiry
+}
+
+// New returns a Line on rdb that signs passes with passes and challenges with pow.
+func New(rdb redis.UniversalClient, passes *auth.Passes, pow *altcha.Issuer) *Line {
+	return &Line{rdb: rdb, passes: passes, pow: pow, local: time.Now}
+}
+
+// SetClock makes the line judge every instant by now instead of Redis' clock (tests).
+func (l *Line) SetClock(now func() time.Time) { l.now, l.local = now, now }
+
+// clock is the scripts' ARGV[1].
+func (l *Line) clock() string {
+	if l.now == nil {
+		return ""
+	}
+	return strconv.FormatInt(l.now().UnixMilli(), 10)
+}
+
+// ticketKeys are the KEYS of the join and read scripts.
+func ticketKeys(activityID int64) []string {
+	return []string{stock.SaleKey(activityID), metaKey(activityID), waitKey(activityID),
+		ticketsKey(activityID), stock.UsersKey(activityID)}
+}
+
+// challengeTTL is how long a challenge may be solved and sent.
+const challengeTTL = 10 * time.Minute
+
+// Challenge returns a proof-of-work challenge for joining a sale's line, at the cost
+// the sale sets. Errors: ErrNoSale, ErrNoWaitingRoom.
+func (l *Line) Challenge(ctx context.Context, activityID int64) (altcha.Challenge, error) {
+	v, err := l.rdb.HMGet(ctx, stock.SaleKey(activityID), "start", "room", "cost").Result()
+	if err != nil {
+		return altcha.Challenge{}, fmt.Errorf("read waiting room: %w", err)
+	}
+	switch {
+	case v[0] == nil:
+		return altcha.Challenge{}, ErrNoSale
+	case v[1] != "1":
+		return altcha.Challenge{}, ErrNoWaitingRoom
+	}
+	cost, _ := strconv.ParseInt(fmt.Sprint(v[2]), 10, 64)
+	return l.pow.Create(max(cost, 1), l.local().Add(challengeTTL),
+		url.Values{"sale": {strconv.FormatInt(activityID, 10)}})
+}
+
+// Join gives userID a place in the sale's line, or returns the place it has (created
+// false). solution is the ALTCHA payload, "" for none; a sale with the challenge on
+// needs one for a first join, and accepts each solution once. Errors: ErrNoSale,
+// ErrNoWaitingRoom, ErrNotOpen, ErrChallengeRequired, ErrChallengeFailed,
+// stock.ErrEnded, stock.ErrSoldOut.
+func (l *Line) Join(ctx context.Context, activityID, userID int64, solution string) (t Ticket, created bool, err error) {
+	keys := append(ticketKeys(activityID), metaKey(activityID))
+	presented, remember := "", int64(0)
+	if solution != "" {
+		s, err := l.pow.Verify(solution, l.local())
+		if err != nil {
+			return Ticket{}, false, fmt.Errorf("%w: %w", ErrChallengeFailed, err)
+		}
+		if s.Params.Get("sale") != strconv.FormatInt(activityID, 10) {
+			return Ticket{}, false, fmt.Errorf("%w: the challenge is another sale's", ErrChallengeFailed)
+		}
+		keys[5] = powKey(activityID, s.Challenge)
+		presented, remember = "1", max(s.Expires.Sub(l.local()).Milliseconds(), 1000)
+	}
+	var draw [8]byte
+	if _, err := rand.Read(draw[:]); err != nil {
+		return Ticket{}, false, err
+	}
+	res, err := joinScript.Run(ctx, l.rdb, keys, l.clock(), userID,
+		binary.BigEndian.Uint64(draw[:])>>16, presented, remember).Int64Slice()
+	if err != nil {
+		return Ticket{}, false, fmt.Errorf("join line: %w", err)
+	}
+	switch res[0] {
+	case -2:
+		return Ticket{}, false, ErrNoWaitingRoom
+	case -3:
+		return Ticket{}, false, stock.ErrEnded
+	case -4:
+		return Ticket{}, false, stock.ErrSoldOut
+	case -5:
+		return Ticket{}, false, ErrNotOpen
+	case -6:
+		return Ticket{}, false, ErrChallengeRequired
+	case -7:
+		return Ticket{}, false, fmt.Errorf("%w: this solution joined the line before", ErrChallengeFailed)
+	}
+	t, err = l.ticket(activityID, userID, res)
+	return t, res[0] == 0, err
+}
+
+// Ticket returns userID's ticket in the sale's line. Errors: ErrNoSale, ErrNoTicket.
+func (l *Line) Ticket(ctx context.Context, activityID, userID int64) (Ticket, error) {
+	res, err := readScript.Run(ctx, l.rdb, ticketKeys(activityID), l.clock(), userID).Int64Slice()
+	if err != nil {
+		return Ticket{}, fmt.Errorf("read ticket: %w", err)
+	}
+	if res[0] == -8 {
+		return Ticket{}, ErrNoTicket
+	}
+	return l.ticket(activityID, userID, res)
+}
+
+// ticket turns an answer of the join or read script into a Ticket:
+// {code, status, position, ahead, admitted ms, pass expiry ms, avail, start, admit, now}.
+func (l *Line) ticket(activityID, userID int64, res []int64) (Ticket, error) {
+	switch {
+	case len(res) == 1 && res[0] == -1:
+		return Ticket{}, ErrNoSale
+	case len(res) != 10 || res[1] < 0 || res[1] >= int64(len(statuses)):
+		return Ticket{}, fmt.Errorf("line: unexpected script reply %v", res)
+	}
+	status, position, ahead, admittedMs, expiresMs := res[1], res[2], res[3], res[4], res[5]
+	avail, startMs, rate, nowMs := res[6], res[7], res[8], res[9]
+	t := Ticket{ActivityID: activityID, UserID: userID, Status: statuses[status], Position: position,
+		Ahead: ahead, UnitsLeft: max(avail, 0)}
+	if t.Status == Waiting {
+		wait := float64(ahead) * admissionInterval(rate).Seconds()
+		if nowMs < startMs {
+			wait += float64(startMs-nowMs) / 1000
+		}
+		t.EstimatedWaitSeconds = int64(math.Ceil(wait))
+	}
+	if admittedMs > 0 {
+		at, exp := time.UnixMilli(admittedMs).UTC(), time.UnixMilli(expiresMs).UTC()
+		t.AdmittedAt, t.PassExpiresAt = &at, &exp
+		if t.Status == Admitted {
+			pass, err := l.passes.Sign(userID, activityID, exp)
+			if err != nil {
+				return Ticket{}, err
+			}
+			t.Pass = pass
+		}
+	}
+	return t, nil
+}
+
+// Tolerance is how late an admission may come after its slot (admitScript): the
+// period of the job that advances the lines, with room for its runs to come late.
+const Tolerance = 250 * time.Millisecond
+
+// admissionInterval is the time between two admissions at rate per second, as the
+// admit script spaces them (0 for no rate).
+func admissionInterval(rate int64) time.Duration {
+	if rate < 1 {
+		return 0
+	}
+	return time.Duration(float64(10*time.Second+Tolerance) / float64(10*rate-1))
+}
+
+// Step is what one advance of a line did and left.
+type Step struct {
+	Admitted    int64 // admitted by this step
+	Waiting     int64 // waiting after it
+	Outstanding int64 // passes neither expired nor used
+	Used        int64 // passes whose holder bought, ever
+}
+
+// maxPerStep bounds the admissions of one step (one script run).
+const maxPerStep = 20_000
+
+// Admit advances the sale's line once: expired passes leave, and the buyers whose
+// admission slots have come are admitted (see admitScript). Call it often (the worker
+// does, every 100 ms, on one replica at a time); any caller, any number of them, keeps
+// the rate. Errors: ErrNoSale.
+func (l *Line) Admit(ctx context.Context, activityID int64) (Step, error) {
+	keys := []string{stock.SaleKey(activityID), metaKey(activityID), waitKey(activityID),
+		ticketsKey(activityID), passesKey(activityID), stock.UsersKey(activityID)}
+	res, err := admitScript.Run(ctx, l.rdb, keys, l.clock(), Tolerance.Milliseconds(), maxPerStep).Int64Slice()
+	if err != nil {
+		return Step{}, fmt.Errorf("advance line: %w", err)
+	}
+	switch {
+	case len(res) == 1 && res[0] == -1:
+		return Step{}, ErrNoSale
+	case len(res) != 4:
+		return Step{}, fmt.Errorf("advance line: unexpected script reply %v", res)
+	}
+	return Step{Admitted: res[0], Waiting: res[1], Outstanding: res[2], Used: res[3]}, nil
+}
+
+// Figures are a line's counts for the admin.
+type Figures struct {
+	Joined      int64 `json:"joined"`
+	Waiting     int64 `json:"waiting"`
+	Admitted    int64 `json:"admitted"`
+	Outstanding int64 `json:"passes_outstanding"`
+	Used        int64 `json:"passes_used"`
+	Expired     int64 `json:"passes_expired"`
+}
+
+// Figures reads a sale's line counts in one round trip.
+func (l *Line) Figures(ctx context.Context, activityID int64) (Figures, error) {
+	var meta *redis.SliceCmd
+	var waiting, passes *redis.IntCmd
+	var used *redis.StringCmd
+	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		meta = p.HMGet(ctx, metaKey(activityID), "joined", "admitted", "expired", "usedexp")
+		waiting = p.ZCard(ctx, waitKey(activityID))
+		passes = p.ZCard(ctx, passesKey(activityID))
+		used = p.HGet(ctx, stock.SaleKey(activityID), "rused")
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Figures{}, fmt.Errorf("read line figures: %w", err)
+	}
+	n := make([]int64, 4)
+	for i, v := range meta.Val() {
+		n[i], _ = strconv.ParseInt(fmt.Sprint(v), 10, 64)
+	}
+	f := Figures{Joined: n[0], Waiting: waiting.Val(), Admitted: n[1], Expired: n[2]}
+	f.Used, _ = strconv.ParseInt(used.Val(), 10, 64)
+	f.Outstanding = passes.Val() - min(passes.Val(), max(0, f.Used-n[3]))
+	return f, nil
+}

@@ -1,0 +1,171 @@
+package line
+
+import "github.com/redis/go-redis/v9"
+
+// Every script of the line takes its clock from ARGV[1]: "" reads Redis' own (TIME),
+// the one clock of every API instance and worker; tests pass unix ms instead.
+const clockLua = `
+local function clock_ms(arg)
+  if arg ~= '' then return tonumber(arg) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`
+
+// ticketLua reads a user's ticket, for the join and read scripts, whose KEYS are
+// KEYS[1] sale hash  KEYS[2] meta hash  KEYS[3] waiting sorted set  KEYS[4] tickets hash
+// KEYS[5] the sale's users hash (units each user holds)
+// and whose sale is HMGET of avail, start, end, room, admit.
+//
+// read_ticket returns nil (no ticket) or {status, position, ahead, admitted ms, pass
+// expiry ms}, status 0 waiting, 1 admitted, 2 expired (admitted, the pass unused past
+// its expiry), 3 sold out (waiting in a line that closed: no unit left, or the sale
+// ended; one look at the sale, never a write per ticket). A waiting buyer's position
+// counts the admitted ones before: everyone admitted was ahead in the line.
+// answer is a script's reply: {code, the ticket's five, avail, start, admit, now}.
+const ticketLua = clockLua + `
+local function read_ticket(user, now, sale)
+  local rank = redis.call('ZRANK', KEYS[3], user)
+  if rank then
+    local status = 0
+    if now >= tonumber(sale[3]) or tonumber(sale[1]) <= 0 then status = 3 end
+    local admitted = tonumber(redis.call('HGET', KEYS[2], 'admitted') or '0')
+    return {status, admitted + rank + 1, rank, 0, 0}
+  end
+  local v = redis.call('HGET', KEYS[4], user)
+  if not v then return nil end
+  local at, pos, ttl = string.match(v, '^(%d+) (%d+) (%d+)$')
+  at = tonumber(redis.call('HGET', KEYS[2], 'epoch')) + tonumber(at)
+  local exp = at + tonumber(ttl)
+  local status = 1
+  if now >= tonumber(exp) and tonumber(redis.call('HGET', KEYS[5], user) or '0') <= 0 then status = 2 end
+  return {status, tonumber(pos), 0, at, exp}
+end
+local function answer(code, t, sale, now)
+  return {code, t[1], t[2], t[3], t[4], t[5], tonumber(sale[1]), tonumber(sale[2]), tonumber(sale[5] or '0'), now}
+end
+`
+
+// joinScript gives a user a place in a sale's line, once.
+//
+// KEYS[1..5] as ticketLua  KEYS[6] the solution's proof-of-work key (any key of the
+// slot when none)
+// ARGV[1] clock ("" Redis')  ARGV[2] user id  ARGV[3] the lottery's draw for this user
+// (an integer below 2^48)  ARGV[4] "1" when a valid solution came with the join
+// ARGV[5] how long to remember the solution (ms)
+//
+// Returns answer(0, ...) for a new ticket, answer(1, ...) for the user's ticket (a
+// second join; nothing changes), or
+//
+//	{-1} no such sale   {-2} the sale has no waiting room   {-3} the sale has ended
+//	{-4} sold out       {-5} before the line opens (prequeue before the start)
+//	{-6} the challenge is on and no solution came   {-7} the solution was used before
+//
+// A join before the start (by Redis' clock) is placed by its draw: the order of those
+// joiners is a uniform lottery, fixed at join time, so nothing is shuffled at the
+// start. A later join is placed at 2^48 plus the count of later joins, behind them all,
+// in arrival order.
+var joinScript = redis.NewScript(ticketLua + `
+local sale = redis.call('HMGET', KEYS[1], 'avail', 'start', 'end', 'room', 'admit', 'preq', 'chal')
+if not sale[1] or not sale[2] then return {-1} end
+if sale[4] ~= '1' then return {-2} end
+local now = clock_ms(ARGV[1])
+local t = read_ticket(ARGV[2], now, sale)
+if t then return answer(1, t, sale, now) end
+if now >= tonumber(sale[3]) then return {-3} end
+if tonumber(sale[1]) <= 0 then return {-4} end
+if now < tonumber(sale[2]) - tonumber(sale[6] or '0') * 1000 then return {-5} end
+if sale[7] == '1' then
+  if ARGV[4] ~= '1' then return {-6} end
+  if not redis.call('SET', KEYS[6], '1', 'NX', 'PX', ARGV[5]) then return {-7} end
+end
+local score = ARGV[3]
+if now >= tonumber(sale[2]) then
+  score = string.format('%d', 2^48 + redis.call('HINCRBY', KEYS[2], 'seq', 1))
+end
+redis.call('ZADD', KEYS[3], score, ARGV[2])
+redis.call('HINCRBY', KEYS[2], 'joined', 1)
+return answer(0, read_ticket(ARGV[2], now, sale), sale, now)
+`)
+
+// readScript reads a user's ticket.
+//
+// KEYS[1..5] as ticketLua
+// ARGV[1] clock ("" Redis')  ARGV[2] user id
+//
+// Returns answer(1, ...), {-1} no such sale, or {-8} the user never joined.
+var readScript = redis.NewScript(ticketLua + `
+local sale = redis.call('HMGET', KEYS[1], 'avail', 'start', 'end', 'room', 'admit')
+if not sale[1] or not sale[2] then return {-1} end
+local now = clock_ms(ARGV[1])
+local t = read_ticket(ARGV[2], now, sale)
+if not t then return {-8} end
+return answer(1, t, sale, now)
+`)
+
+// admitScript advances a sale's line: it retires expired passes, then admits the next
+// waiting buyers whose slots have come.
+//
+// KEYS[1] sale hash  KEYS[2] meta hash  KEYS[3] waiting sorted set  KEYS[4] tickets hash
+// KEYS[5] passes sorted set  KEYS[6] the sale's users hash
+// ARGV[1] clock ("" Redis')  ARGV[2] tolerance (ms)  ARGV[3] most admissions in this run
+//
+// Returns {-1} for no such sale, else {admitted now, waiting, passes outstanding and
+// unused, passes used}.
+//
+// Admission slots are spaced by interval = (10 s + tolerance) / (10 x admit - 1) and the
+// next slot is never older than now - tolerance when a run starts: a buyer admitted at
+// t has a slot in [t - tolerance, t], so any 10 s window holds at most
+// (10 s + tolerance) / interval + 1 = 10 x admit admissions, however late or often the
+// runs come. Admission is from the start to the end of the sale (Redis' clock), while
+// units are left, and while the passes outstanding and unused are fewer than
+// max(admit, 2 x units left). A pass is used once its holder has bought (the reserve
+// script counts a pass holder's first purchase in the sale hash's rused); passes that
+// expire leave the count, those whose holder holds units counted as used (usedexp).
+var admitScript = redis.NewScript(clockLua + `
+local sale = redis.call('HMGET', KEYS[1], 'avail', 'start', 'end', 'room', 'admit', 'pttl', 'rused')
+if not sale[1] or not sale[2] then return {-1} end
+local now = clock_ms(ARGV[1])
+local tolerance = tonumber(ARGV[2])
+local meta = redis.call('HMGET', KEYS[2], 'next', 'usedexp')
+local usedexp = tonumber(meta[2] or '0')
+local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, 5000)
+if #gone > 0 then
+  local used = 0
+  for _, u in ipairs(gone) do
+    if tonumber(redis.call('HGET', KEYS[6], u) or '0') > 0 then used = used + 1 end
+  end
+  redis.call('ZREMRANGEBYRANK', KEYS[5], 0, #gone - 1)
+  usedexp = usedexp + used
+  redis.call('HINCRBY', KEYS[2], 'usedexp', used)
+  redis.call('HINCRBY', KEYS[2], 'expired', #gone - used)
+end
+local rused = tonumber(sale[7] or '0')
+local outstanding = redis.call('ZCARD', KEYS[5])
+local open = outstanding - math.min(outstanding, math.max(0, rused - usedexp))
+local rate, avail = tonumber(sale[5] or '0'), tonumber(sale[1])
+local n = 0
+if sale[4] == '1' and rate > 0 and avail > 0 and now >= tonumber(sale[2]) and now < tonumber(sale[3]) then
+  local interval = (10000 + tolerance) / (10 * rate - 1)
+  local slot = math.max(tonumber(meta[1] or '0'), now - tolerance)
+  if slot <= now then
+    n = math.max(0, math.min(math.floor((now - slot) / interval) + 1, math.max(rate, 2 * avail) - open,
+      tonumber(ARGV[3])))
+  end
+  if n > 0 then
+    local popped = redis.call('ZPOPMIN', KEYS[3], n)
+    n = #popped / 2
+    local before = redis.call('HINCRBY', KEYS[2], 'admitted', n) - n
+    local exp = math.floor((now + tonumber(sale[6] or '300') * 1000) / 1000) * 1000
+    redis.call('HSETNX', KEYS[2], 'epoch', string.format('%d', now))
+    local since = now - tonumber(redis.call('HGET', KEYS[2], 'epoch'))
+    for i = 1, n do
+      local user = popped[2 * i - 1]
+      redis.call('HSET', KEYS[4], user, string.format('%d %d %d', since, before + i, exp - now))
+      redis.call('ZADD', KEYS[5], exp, user)
+    end
+    redis.call('HSET', KEYS[2], 'next', string.format('%.3f', slot + n * interval))
+  end
+end
+return {n, redis.call('ZCARD', KEYS[3]), open + n, rused}
+`)

@@ -1,0 +1,58 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrNotAdmitted is a purchase of a waiting-room sale without a valid pass.
+var ErrNotAdmitted = errors.New("this sale admits buyers through its waiting room: join the line and buy with your pass")
+
+// Room is a sale's waiting room as its sale hash holds it. The reserve script reads
+// only the flag (room); internal/line reads the rest and owns the line itself.
+type Room struct {
+	On             bool
+	AdmitPerSecond int
+	PassTTL        time.Duration
+	Prequeue       time.Duration
+	// Challenge asks a proof-of-work of joiners; ChallengeCost is its maxnumber.
+	Challenge     bool
+	ChallengeCost int
+}
+
+// fields are the room's fields of the sale hash: room (1 on, 0 off), admit (per
+// second), pttl and preq (seconds), chal (1 on) and cost (the challenge's maxnumber).
+func (r Room) fields() []any {
+	return []any{"room", flag(r.On), "admit", r.AdmitPerSecond, "pttl", int64(r.PassTTL / time.Second),
+		"preq", int64(r.Prequeue / time.Second), "chal", flag(r.Challenge), "cost", r.ChallengeCost}
+}
+
+func flag(on bool) int {
+	if on {
+		return 1
+	}
+	return 0
+}
+
+// SetRoom changes a sale's waiting room; every API instance and the line see it at
+// their next script.
+func (s *Stock) SetRoom(ctx context.Context, activityID int64, r Room) error {
+	if err := s.rdb.HSet(ctx, saleKey(activityID), r.fields()...).Err(); err != nil {
+		return fmt.Errorf("set waiting room of sale %d: %w", activityID, err)
+	}
+	return nil
+}
+
+// SaleKey is the hash of a sale's state (see saleKey), for internal/line's scripts,
+// which read a sale's window, units left and room settings in the same slot.
+func SaleKey(activityID int64) string { return saleKey(activityID) }
+
+// UsersKey is the hash of each user's units in a sale (see usersKey), for
+// internal/line, which tells a pass that was used from one that was not.
+func UsersKey(activityID int64) string { return usersKey(activityID) }
+
+// KeyPrefix is the prefix of every key of a sale, with its hash tag, so a package
+// that keeps its own keys of a sale (internal/line) puts them in the sale's slot.
+func KeyPrefix(activityID int64) string { return prefix(activityID) }
