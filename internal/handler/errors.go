@@ -92,6 +92,10 @@ var mapping = []struct {
 // place where errors become statuses. Errors that are not answers become 503 when a
 // storage server could not be reached, else 500 with nothing internal in the body.
 func respondError(c *gin.Context, err error) {
+	if err == stock.ErrSoldOutFlagged { // most of a flash crowd: its body is written once
+		writeError(c, soldOutFlagged.status, soldOutFlagged.code, soldOutFlagged.body)
+		return
+	}
 	var fe *sale.FieldError
 	var ir *invalidRequest
 	switch {
@@ -143,16 +147,41 @@ const errorCodeKey = "error_code"
 // most of a flash crowd is answered with an error (sold out), and encoding/json's
 // reflection was a tenth of that answer's CPU (docs/performance.md).
 func abort(c *gin.Context, status int, code, msg string) {
-	c.Set(errorCodeKey, code)
+	writeError(c, status, code, errorJSON(code, msg))
+}
+
+// errorJSON is the contract's error body.
+func errorJSON(code, msg string) []byte {
 	b := make([]byte, 0, 40+len(code)+len(msg))
 	b = append(b, `{"error":{"code":`...)
 	b = appendJSONString(b, code)
 	b = append(b, `,"message":`...)
 	b = appendJSONString(b, msg)
-	b = append(b, "}}"...)
-	c.Abort()
-	c.Data(status, "application/json; charset=utf-8", b)
+	return append(b, "}}"...)
 }
+
+func writeError(c *gin.Context, status int, code string, body []byte) {
+	c.Set(errorCodeKey, code)
+	c.Abort()
+	c.Data(status, "application/json; charset=utf-8", body)
+}
+
+// soldOutFlagged is the answer to stock.ErrSoldOutFlagged, worked out once by the
+// mapping as any other error's.
+var soldOutFlagged = func() (a struct {
+	status int
+	code   string
+	body   []byte
+}) {
+	for _, m := range mapping {
+		if errors.Is(stock.ErrSoldOutFlagged, m.err) {
+			a.status, a.code = m.status, m.code
+			a.body = errorJSON(m.code, message(stock.ErrSoldOutFlagged, m.err))
+			return a
+		}
+	}
+	panic("stock.ErrSoldOutFlagged is not in the mapping")
+}()
 
 // appendJSONString appends s as a JSON string, escaped as encoding/json escapes it
 // (quotes, backslashes, control characters, <, > and &, U+2028 and U+2029; invalid

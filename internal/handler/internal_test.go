@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/gin-gonic/gin"
+
+	"seckill/internal/stock"
 )
 
 // A bug answers 500 internal, and the body carries nothing internal.
@@ -62,4 +64,24 @@ func FuzzErrorBody(f *testing.F) {
 			t.Errorf("Content-Type %q", ct)
 		}
 	})
+}
+
+// The sold-out flag's answer, written from a body worked out once, is the answer the
+// mapping gives the same error by the long way.
+func TestSoldOutFlaggedAnswer(t *testing.T) {
+	gin.SetMode(gin.ReleaseMode)
+	answer := func(err error) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		c, _ := gin.CreateTestContext(w)
+		respondError(c, err)
+		return w
+	}
+	fast, long := answer(stock.ErrSoldOutFlagged), answer(fmt.Errorf("wrapped: %w", stock.ErrSoldOutFlagged))
+	if fast.Code != http.StatusConflict || fast.Body.String() != long.Body.String() || fast.Code != long.Code ||
+		!strings.Contains(fast.Body.String(), `"code":"sold_out"`) {
+		t.Errorf("flag's answer %d %s; the mapping's %d %s; want the same 409 sold_out", fast.Code, fast.Body, long.Code, long.Body)
+	}
+	if ct := fast.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" {
+		t.Errorf("Content-Type %q", ct)
+	}
 }

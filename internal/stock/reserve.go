@@ -286,10 +286,12 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 }
 
 // errNoneLeft is sold out with no unit left: the answer that sets the sold-out flag.
-// errFlaggedSoldOut is the same answer given by the flag, without Redis.
+// ErrSoldOutFlagged is the same answer given by the flag, without Redis: always this
+// one value, so a caller may answer it with a body worked out once.
 var (
 	errNoneLeft       = &DetailError{ErrSoldOut, "no units are left"}
-	errFlaggedSoldOut = &DetailError{ErrSoldOut, "no units are left"}
+	ErrSoldOutFlagged = &DetailError{ErrSoldOut, "no units are left"}
+	errFlaggedSoldOut = ErrSoldOutFlagged
 )
 
 // FlaggedSoldOut returns the sold-out answer Reserve would give a purchase without an
