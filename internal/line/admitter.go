@@ -42,6 +42,9 @@ func (a *Admitter) Run(ctx context.Context) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("list waiting rooms: %w", err)
 		}
+		if ids == nil { // none: read, like a list, until the next refresh
+			ids = []int64{}
+		}
 		a.ids, a.read = ids, now
 	}
 	var admitted int64
