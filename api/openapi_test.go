@@ -537,12 +537,16 @@ func concrete(p string) string {
 }
 
 // TestSecurityMatchesRouter sends every documented operation without a token and with
-// a user's token: 401 must come exactly where the document asks for a token, and 403
-// exactly where it lists 403.
+// a user's and a service's token: 401 must come exactly where the document asks for a
+// token, and 403 exactly where it lists 403.
 func TestSecurityMatchesRouter(t *testing.T) {
 	d := load(t)
 	r := router(t, stub{})
 	user, admin := token(t, 42, false), token(t, 1, true)
+	service, err := auth.SignRole(secret, 9, auth.RoleService, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, o := range d.operations() {
 		t.Run(o.method+" "+o.path, func(t *testing.T) {
 			res := d.responses(o)
@@ -555,9 +559,11 @@ func TestSecurityMatchesRouter(t *testing.T) {
 			if (got.status == http.StatusUnauthorized) != needs {
 				t.Errorf("without a token: got %d %s, want 401 only if the document asks for a token (%v)", got.status, got.code, needs)
 			}
-			got = call(t, r, o.method, p, user, "{}", nil)
-			if _, listed := res[403]; (got.status == http.StatusForbidden) != listed {
-				t.Errorf("with a user's token: got %d %s, and the document lists 403: %v", got.status, got.code, listed)
+			byUser, byService := call(t, r, o.method, p, user, "{}", nil), call(t, r, o.method, p, service, "{}", nil)
+			forbidden := byUser.status == http.StatusForbidden || byService.status == http.StatusForbidden
+			if _, listed := res[403]; forbidden != listed {
+				t.Errorf("with a user's token: got %d %s, with a service's %d %s, and the document lists 403: %v",
+					byUser.status, byUser.code, byService.status, byService.code, listed)
 			}
 			got = call(t, r, o.method, p, admin, "{}", nil)
 			if got.status == http.StatusUnauthorized || got.status == http.StatusForbidden {

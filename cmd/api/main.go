@@ -2,7 +2,7 @@
 //
 //	api            serve (applies migrations first)
 //	api migrate    apply migrations/ and exit
-//	api token -user 42 [-admin] [-ttl 1h]   print a token signed with the configured secret
+//	api token -user 42 [-admin|-service] [-ttl 1h]   print a token signed with the configured secret
 package main
 
 import (
@@ -96,14 +96,22 @@ func token(cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
 	user := fs.Int64("user", 0, "user id (required, > 0)")
 	admin := fs.Bool("admin", false, "give the admin role")
+	service := fs.Bool("service", false, "give the service role (a shop's back end: pays and cancels any order)")
 	ttl := fs.Duration("ttl", time.Hour, "how long the token is valid")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *user <= 0 || *ttl <= 0 {
-		return errors.New("token: -user must be > 0 and -ttl positive")
+	if *user <= 0 || *ttl <= 0 || *admin && *service {
+		return errors.New("token: -user must be > 0, -ttl positive, and -admin and -service exclude each other")
 	}
-	t, err := auth.Sign(cfg.JWTSecret, *user, *admin, *ttl, time.Now())
+	role := auth.RoleUser
+	switch {
+	case *admin:
+		role = auth.RoleAdmin
+	case *service:
+		role = auth.RoleService
+	}
+	t, err := auth.SignRole(cfg.JWTSecret, *user, role, *ttl, time.Now())
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,6 @@
 // Package auth signs and checks the API's bearer tokens: HS256 JWTs whose sub is the
-// user id as a decimal string and whose role is "user" or "admin"; exp is required.
+// user id as a decimal string and whose role is "user", "admin" or "service"; exp is
+// required.
 package auth
 
 import (
@@ -20,12 +21,16 @@ var ErrInvalidToken = errors.New("invalid token")
 const (
 	RoleUser  = "user"
 	RoleAdmin = "admin"
+	// RoleService is a shop's back end: it confirms payments and cancels orders of any
+	// buyer, and is neither a buyer nor an admin.
+	RoleService = "service"
 )
 
 // Identity is who a valid token speaks for.
 type Identity struct {
-	UserID int64
-	Admin  bool
+	UserID  int64
+	Admin   bool
+	Service bool
 }
 
 type claims struct {
@@ -33,11 +38,19 @@ type claims struct {
 	jwt.RegisteredClaims
 }
 
-// Sign returns a token for the user, valid for ttl from now.
+// Sign returns a token for the user (or an admin), valid for ttl from now.
 func Sign(secret string, userID int64, admin bool, ttl time.Duration, now time.Time) (string, error) {
 	role := RoleUser
 	if admin {
 		role = RoleAdmin
+	}
+	return SignRole(secret, userID, role, ttl, now)
+}
+
+// SignRole returns a token of the role for userID, valid for ttl from now.
+func SignRole(secret string, userID int64, role string, ttl time.Duration, now time.Time) (string, error) {
+	if _, ok := identityOf(userID, role); !ok {
+		return "", fmt.Errorf("sign: unknown role %q", role)
 	}
 	c := claims{Role: role, RegisteredClaims: jwt.RegisteredClaims{
 		Subject:   strconv.FormatInt(userID, 10),
@@ -90,14 +103,27 @@ func (v *Verifier) Verify(token string, now time.Time) (Identity, error) {
 	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != c.Subject {
 		return Identity{}, fmt.Errorf("%w: sub must be a positive decimal user id", ErrInvalidToken)
 	}
-	if c.Role != RoleUser && c.Role != RoleAdmin {
-		return Identity{}, fmt.Errorf("%w: role must be user or admin", ErrInvalidToken)
+	ident, ok := identityOf(id, c.Role)
+	if !ok {
+		return Identity{}, fmt.Errorf("%w: role must be user, admin or service", ErrInvalidToken)
 	}
-	ident := Identity{UserID: id, Admin: c.Role == RoleAdmin}
 	if v.size.Add(1) > maxCached {
 		v.cache.Clear()
 		v.size.Store(1)
 	}
 	v.cache.Store(token, verified{id: ident, exp: c.ExpiresAt.Time})
 	return ident, nil
+}
+
+// identityOf is the identity of a token of role for userID; false for an unknown role.
+func identityOf(userID int64, role string) (Identity, bool) {
+	switch role {
+	case RoleUser:
+		return Identity{UserID: userID}, true
+	case RoleAdmin:
+		return Identity{UserID: userID, Admin: true}, true
+	case RoleService:
+		return Identity{UserID: userID, Service: true}, true
+	}
+	return Identity{}, false
 }

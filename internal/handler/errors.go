@@ -35,6 +35,7 @@ type errorDetail struct {
 var (
 	errUnauthorized    = errors.New("a valid bearer token is required")
 	errForbidden       = errors.New("this route is for admins")
+	errNotBuyer        = errors.New("this route is for buyers and admins, not for a service token")
 	errTooLarge        = errors.New("the request body is larger than 64 KiB")
 	errNoRoute         = errors.New("no such route")
 	errMethod          = errors.New("method not allowed on this route")
@@ -61,6 +62,7 @@ var mapping = []struct {
 }{
 	{errUnauthorized, http.StatusUnauthorized, "unauthorized"},
 	{errForbidden, http.StatusForbidden, "forbidden"},
+	{errNotBuyer, http.StatusForbidden, "forbidden"},
 	{errTooLarge, http.StatusRequestEntityTooLarge, "payload_too_large"},
 	{errNoRoute, http.StatusNotFound, "not_found"},
 	{errMethod, http.StatusMethodNotAllowed, "method_not_allowed"},

@@ -37,7 +37,7 @@ type Service interface {
 	Rebuild(ctx context.Context, id int64) (sale.Stats, error)
 	Buy(ctx context.Context, r sale.BuyRequest) (sale.Order, bool, error)
 	GetOrder(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
-	ListOrders(ctx context.Context, userID int64) ([]sale.Order, error)
+	ListOrders(ctx context.Context, c sale.Caller) ([]sale.Order, error)
 	Pay(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	Cancel(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	Seat(ctx context.Context, r sale.SeatRequest) (sale.Group, sale.Order, bool, error)
@@ -134,9 +134,9 @@ func (h *Handler) Routes() http.Handler {
 	api.GET("/groups/:gid", h.getGroup)
 
 	buyer := api.Group("", h.authenticate, h.limitUser)
-	buyer.POST("/activities/:id/orders", h.buy)
-	buyer.POST("/activities/:id/groups", h.seat(true))
-	buyer.POST("/groups/:gid/join", h.seat(false))
+	buyer.POST("/activities/:id/orders", h.requireBuyer, h.buy)
+	buyer.POST("/activities/:id/groups", h.requireBuyer, h.seat(true))
+	buyer.POST("/groups/:gid/join", h.requireBuyer, h.seat(false))
 	buyer.GET("/orders", h.listOrders)
 	buyer.GET("/orders/:id", byOrder(h.svc.GetOrder))
 	buyer.POST("/orders/:id/pay", byOrder(h.svc.Pay))
@@ -230,7 +230,7 @@ func (h *Handler) authenticate(c *gin.Context) {
 
 func caller(c *gin.Context) sale.Caller {
 	id := c.MustGet(identityKey).(auth.Identity)
-	return sale.Caller{UserID: id.UserID, Admin: id.Admin}
+	return sale.Caller{UserID: id.UserID, Admin: id.Admin, Service: id.Service}
 }
 
 func (h *Handler) requireAdmin(c *gin.Context) {
@@ -241,19 +241,53 @@ func (h *Handler) requireAdmin(c *gin.Context) {
 	c.Next()
 }
 
-func (h *Handler) limitIP(c *gin.Context) {
-	h.limit(c, h.perIP, c.ClientIP())
-}
-
-func (h *Handler) limitUser(c *gin.Context) {
-	h.limit(c, h.perUser, strconv.FormatInt(caller(c).UserID, 10))
-}
-
-func (h *Handler) limit(c *gin.Context, l *ratelimit.Limiter, key string) {
-	if ok, wait := l.Allow(c.Request.Context(), key, h.now()); !ok {
-		c.Header("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
-		respondError(c, errRateLimited)
+// requireBuyer refuses a shop's back end (role service) the routes that buy.
+func (h *Handler) requireBuyer(c *gin.Context) {
+	if caller(c).Service {
+		respondError(c, errNotBuyer)
 		return
 	}
 	c.Next()
+}
+
+// limitIP limits requests per client IP. A shop's back end confirms the payments of a
+// whole crowd from one address, so a request the limit refuses still passes when it
+// carries a valid service token (the check costs a verification only for requests
+// over the limit, and verified tokens are cached).
+func (h *Handler) limitIP(c *gin.Context) {
+	if ok, wait := h.perIP.Allow(c.Request.Context(), c.ClientIP(), h.now()); !ok && !h.fromService(c) {
+		refuse(c, wait)
+		return
+	}
+	c.Next()
+}
+
+// limitUser limits requests per user; a shop's back end (role service) is not a user.
+func (h *Handler) limitUser(c *gin.Context) {
+	who := caller(c)
+	if who.Service {
+		c.Next()
+		return
+	}
+	if ok, wait := h.perUser.Allow(c.Request.Context(), strconv.FormatInt(who.UserID, 10), h.now()); !ok {
+		refuse(c, wait)
+		return
+	}
+	c.Next()
+}
+
+// refuse answers 429 rate_limited, to be asked again after wait.
+func refuse(c *gin.Context, wait time.Duration) {
+	c.Header("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+	respondError(c, errRateLimited)
+}
+
+// fromService reports whether the request carries a valid token of role service.
+func (h *Handler) fromService(c *gin.Context) bool {
+	token, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		return false
+	}
+	id, err := h.tokens.Verify(token, h.now())
+	return err == nil && id.Service
 }

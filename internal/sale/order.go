@@ -260,7 +260,7 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 	default:
 		return Order{}, err
 	}
-	if !c.Admin && o.UserID != c.UserID {
+	if !c.reads(o.UserID) {
 		return Order{}, ErrNotFound
 	}
 	return o, nil
@@ -278,8 +278,13 @@ func queuedView(q queue.Order) Order {
 		ExpiresAt: time.UnixMilli(q.ExpiresAtMs).UTC(), GroupID: q.Group}
 }
 
-// ListOrders returns the user's newest orders (at most 500), queued ones included.
-func (s *Service) ListOrders(ctx context.Context, userID int64) ([]Order, error) {
+// ListOrders returns the caller's newest orders (at most 500), queued ones included;
+// a service caller has none.
+func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
+	if c.Service {
+		return []Order{}, nil
+	}
+	userID := c.UserID
 	ids, err := s.store.ActivityIDs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
@@ -315,15 +320,18 @@ func (s *Service) ListOrders(ctx context.Context, userID int64) ([]Order, error)
 	return out[:min(len(out), maxListedOrders)], nil
 }
 
-// Pay marks a created order paid (payment is simulated). Errors: ErrNotFound,
-// store.ErrNotPayable (including a queued order, not yet in MySQL), store.ErrExpired.
+// Pay marks a created order paid: the buyer's own (simulated) payment, or a shop's
+// confirmation of its payment (an admin or service caller, for any buyer's order).
+// Errors: ErrNotFound, store.ErrNotPayable (including a queued order, not yet in
+// MySQL), store.ErrExpired: the pay window ended first, and the order is cancelled.
 func (s *Service) Pay(ctx context.Context, id string, c Caller) (Order, error) {
 	return s.afterCreated(ctx, id, c, store.ErrNotPayable, s.orders.Pay)
 }
 
-// Cancel cancels a created order; its units go back to stock and to the user's
-// allowance. Cancelling a cancelled order returns it again. Errors: ErrNotFound,
-// store.ErrNotCancellable (paid, failed, or still queued).
+// Cancel cancels a created order (its buyer's, or any for an admin or service caller);
+// its units go back to stock and to the user's allowance. Cancelling a cancelled order
+// returns it again. Errors: ErrNotFound, store.ErrNotCancellable (paid, failed, or
+// still queued).
 func (s *Service) Cancel(ctx context.Context, id string, c Caller) (Order, error) {
 	return s.afterCreated(ctx, id, c, store.ErrNotCancellable, s.orders.Cancel)
 }
@@ -338,14 +346,14 @@ func (s *Service) afterCreated(ctx context.Context, id string, c Caller, errQueu
 	}
 	q, err := s.stock.Queued(ctx, activityID, id)
 	switch {
-	case err == nil && !c.Admin && q.UserID != c.UserID:
+	case err == nil && !c.actsOnAnyOrder() && q.UserID != c.UserID:
 		return Order{}, ErrNotFound
 	case err == nil:
 		return Order{}, errQueued
 	case !errors.Is(err, stock.ErrNotQueued):
 		return Order{}, err
 	}
-	stored, err := act(context.WithoutCancel(ctx), id, store.Access{UserID: c.UserID, Admin: c.Admin})
+	stored, err := act(context.WithoutCancel(ctx), id, store.Access{UserID: c.UserID, Admin: c.actsOnAnyOrder()})
 	if err != nil {
 		return Order{}, err
 	}

@@ -31,28 +31,45 @@ func lockOrder(tx *gorm.DB, id string, who Access) (Order, error) {
 	return o, err
 }
 
-// PayOrder marks a created order paid at now. A paid, cancelled or failed order is
-// ErrNotPayable, except one whose pay window has passed, which is ErrExpired. The row
-// lock makes a payment and an expiry of the same order exclude each other.
-func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Time) (Order, error) {
-	var o Order
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+// PayOrder marks a created order paid at now if its pay window is still open. One
+// conditional UPDATE decides (status created and the window not yet passed), under the
+// order's row lock, so a payment and the order's expiry or cancel exclude each other
+// whichever comes first. A payment that comes once the window has passed loses: if the
+// expiry has not cancelled the order yet, this transaction does, and PayOrder returns
+// ErrExpired with the cancelled order and cancelled true (its units are then to go back
+// to Redis). A paid, failed or cancelled order is ErrNotPayable, except one cancelled by
+// its expiry, which is ErrExpired.
+func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Time) (o Order, cancelled bool, err error) {
+	var lost error
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		cancelled, lost = false, nil
+		pay := tx.Model(&Order{}).Where("id = ? AND status = ? AND expires_at > ?", id, StatusCreated, now)
+		if !who.Admin {
+			pay = pay.Where("user_id = ?", who.UserID)
+		}
+		res := pay.Updates(map[string]any{"status": StatusPaid, "paid_at": now})
+		if res.Error != nil {
+			return fmt.Errorf("pay order: %w", res.Error)
+		}
 		var err error
-		if o, err = lockOrder(tx, id, who); err != nil {
+		if o, err = lockOrder(tx, id, who); err != nil || res.RowsAffected == 1 {
 			return err
 		}
-		expired := !now.Before(o.ExpiresAt)
 		switch {
-		case o.Status == StatusCreated && expired, o.Status == StatusCancelled && expired:
-			return ErrExpired
-		case o.Status != StatusCreated:
-			return ErrNotPayable
+		case o.Status == StatusCreated: // the UPDATE missed it: its window has passed
+			cancelled, lost = true, ErrExpired
+			return cancelCreated(tx, &o, now)
+		case o.Status == StatusCancelled && (!now.Before(o.ExpiresAt) || o.CancelledAt != nil && !o.CancelledAt.Before(o.ExpiresAt)):
+			lost = ErrExpired
+		default:
+			lost = ErrNotPayable
 		}
-		o.Status, o.PaidAt = StatusPaid, &now
-		return guarded(tx.Model(&Order{}).Where("id = ? AND status = ?", id, StatusCreated).
-			Updates(map[string]any{"status": StatusPaid, "paid_at": now}))
+		return nil
 	})
-	return o, err
+	if err == nil {
+		err = lost
+	}
+	return o, cancelled, err
 }
 
 // CancelOrder cancels a created order at now and takes its units out of the sale's
@@ -72,17 +89,25 @@ func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time
 		default:
 			return ErrNotCancellable
 		}
-		o.Status, o.CancelledAt, changed = StatusCancelled, &now, true
-		if err := guarded(tx.Model(&Order{}).Where("id = ? AND status = ?", id, StatusCreated).Updates(map[string]any{
-			"status": StatusCancelled, "cancelled_at": now, "return_pending": true})); err != nil {
-			return err
-		}
-		if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", o.Quantity, o.ActivityID).Error; err != nil {
-			return fmt.Errorf("take back sold units: %w", err)
-		}
-		return takeBackFromUser(tx, o)
+		changed = true
+		return cancelCreated(tx, &o, now)
 	})
 	return o, changed, err
+}
+
+// cancelCreated cancels o, a created order locked by tx, at now: it is marked
+// return_pending, and its units are taken out of the sale's sold units and its buyer's
+// totals.
+func cancelCreated(tx *gorm.DB, o *Order, now time.Time) error {
+	o.Status, o.CancelledAt = StatusCancelled, &now
+	if err := guarded(tx.Model(&Order{}).Where("id = ? AND status = ?", o.ID, StatusCreated).Updates(map[string]any{
+		"status": StatusCancelled, "cancelled_at": now, "return_pending": true})); err != nil {
+		return err
+	}
+	if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", o.Quantity, o.ActivityID).Error; err != nil {
+		return fmt.Errorf("take back sold units: %w", err)
+	}
+	return takeBackFromUser(tx, *o)
 }
 
 // takeBackFromUser takes a cancelled order's units and its participation out of its
