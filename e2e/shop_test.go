@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"seckill/internal/testutil"
 )
 
@@ -116,4 +118,73 @@ func TestConfirmationsRaceThePayWindow(t *testing.T) {
 	if r.Status != http.StatusOK || !l.Balanced {
 		t.Errorf("ledger: %d %s", r.Status, r.Body)
 	}
+}
+
+// Tokens of a shop's identity provider through the real API: RS256 and ES256 keys of a
+// local JWKS server, iss and aud, rotation limited to one fetch per 10 s, and the
+// provider stopped: the keys fetched last keep working, unknown ones get 401 (never a
+// 500), and readiness does not depend on it, even for an API started meanwhile.
+func TestIdentityProviderTokens(t *testing.T) {
+	p := testutil.StartIdP(t)
+	p.AddKey("rsa-1", "RS256")
+	p.AddKey("ec-1", "ES256")
+	s := testutil.StartStack(t, "SECKILL_JWT_JWKS_URL="+p.URL, "SECKILL_JWT_ISSUER=https://idp.example",
+		"SECKILL_JWT_AUDIENCE=seckill")
+	c := newClient(t, s.URL)
+	token := func(kid string, sub int, role string, replace ...any) string {
+		claims := jwt.MapClaims{"sub": fmt.Sprint(sub), "role": role, "iss": "https://idp.example", "aud": "seckill",
+			"exp": time.Now().Add(time.Hour).Unix()}
+		for i := 0; i+1 < len(replace); i += 2 {
+			claims[replace[i].(string)] = replace[i+1]
+		}
+		return p.Sign(kid, claims)
+	}
+	status := func(r response, want int, code string) {
+		t.Helper()
+		if r.Status != want || code != "" && r.errorCode() != code {
+			t.Errorf("got %d %s, want %d %s", r.Status, r.Body, want, code)
+		}
+	}
+
+	a := c.createSale(token("ec-1", 1, "admin"), 10, 2) // an ES256 admin token
+	status(c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", a.ID), token("rsa-1", 5001, "user"), map[string]int{"quantity": 1}), http.StatusAccepted, "")
+	status(c.must("GET", "/api/v1/orders", testutil.Token(t, 5001, false), nil), http.StatusOK, "") // HS256 beside them
+	status(c.must("GET", "/api/v1/orders", token("rsa-1", 5001, "user", "iss", "https://evil.example"), nil), http.StatusUnauthorized, "unauthorized")
+	status(c.must("GET", "/api/v1/orders", token("rsa-1", 5001, "user", "aud", "other"), nil), http.StatusUnauthorized, "unauthorized")
+	status(c.must("GET", "/api/v1/admin/activities", token("rsa-1", 5001, "user"), nil), http.StatusForbidden, "forbidden")
+
+	// Rotation: a new key is fetched on its first token; a second one within 10 s is not.
+	fetches := p.Fetches()
+	p.AddKey("rsa-2", "RS256")
+	status(c.must("GET", "/api/v1/orders", token("rsa-2", 5002, "user"), nil), http.StatusOK, "")
+	rotated := time.Now()
+	p.AddKey("rsa-3", "RS256")
+	for time.Since(rotated) < 7*time.Second {
+		status(c.must("GET", "/api/v1/orders", token("rsa-3", 5003, "user"), nil), http.StatusUnauthorized, "unauthorized")
+		time.Sleep(500 * time.Millisecond)
+	}
+	if got := p.Fetches() - fetches; got != 1 {
+		t.Errorf("%d fetches of the key set for two new keys within 7 s, want 1", got)
+	}
+	time.Sleep(time.Until(rotated.Add(10 * time.Second)))
+	status(c.must("GET", "/api/v1/orders", token("rsa-3", 5003, "user"), nil), http.StatusOK, "")
+
+	// The provider stops.
+	p.Stop()
+	p.AddKey("rsa-4", "RS256")
+	time.Sleep(10 * time.Second) // a fetch is allowed again, and fails
+	status(c.must("GET", "/api/v1/orders", token("rsa-1", 5011, "user"), nil), http.StatusOK, "")
+	status(c.must("GET", "/api/v1/orders", token("ec-1", 5012, "user"), nil), http.StatusOK, "")
+	status(c.must("GET", "/api/v1/orders", token("rsa-4", 5014, "user"), nil), http.StatusUnauthorized, "unauthorized")
+	status(c.must("GET", "/readyz", "", nil), http.StatusOK, "")
+	// An API started while the provider is down becomes ready, refuses its tokens, and
+	// takes them once the provider is back.
+	_, url := s.StartAPI(t)
+	late := newClient(t, url)
+	status(late.must("GET", "/api/v1/orders", token("rsa-1", 5021, "user"), nil), http.StatusUnauthorized, "unauthorized")
+	status(late.must("GET", "/api/v1/orders", testutil.Token(t, 5021, false), nil), http.StatusOK, "")
+	p.Start()
+	time.Sleep(10 * time.Second)
+	status(late.must("GET", "/api/v1/orders", token("rsa-4", 5024, "user"), nil), http.StatusOK, "")
+	status(late.must("GET", "/api/v1/orders", token("rsa-1", 5025, "user"), nil), http.StatusOK, "")
 }

@@ -162,7 +162,13 @@ func serve(ctx context.Context, cfg config.Config) error {
 	svc.Register(reg)
 	live := presence.New(ap)
 	answers := presence.NewAnswers()
-	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, RateUser: cfg.RateUser,
+	var idp *auth.IdP
+	if ic, ok := cfg.IdP(); ok { // a shop's identity provider: its tokens beside ours
+		if idp, err = auth.NewIdP(ctx, ic); err != nil {
+			return err
+		}
+	}
+	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, IdP: idp, RateUser: cfg.RateUser,
 		RateIP: cfg.RateIP, Redis: ap, TrustedProxies: cfg.TrustedProxies, Registry: reg, Instances: live,
 		Answers: answers})
 

@@ -50,7 +50,7 @@ func TestVerify(t *testing.T) {
 		{"garbage", "not.a.token", auth.Identity{}, false},
 		{"empty", "", auth.Identity{}, false},
 	}
-	v := auth.NewVerifier(secret)
+	v := auth.NewVerifier(secret, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for round := 0; round < 2; round++ { // the second round answers from the cache

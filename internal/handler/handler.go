@@ -59,6 +59,9 @@ var _ InstanceLister = (*presence.Registry)(nil)
 type Options struct {
 	// JWTSecret signs and checks bearer tokens.
 	JWTSecret string
+	// IdP, when set, is a shop's identity provider whose RS256 and ES256 tokens are
+	// accepted beside the HS256 ones.
+	IdP *auth.IdP
 	// RateUser and RateIP are requests per second per user and per client IP; 0 is no limit.
 	RateUser, RateIP float64
 	// Redis, when set, holds the rate limits, so they hold across every API instance
@@ -99,7 +102,7 @@ func New(svc Service, o Options) *Handler {
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
 	}
-	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret),
+	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP),
 		perUser: ratelimit.New(o.Redis, "user", o.RateUser), perIP: ratelimit.New(o.Redis, "ip", o.RateIP),
 		metrics: newMetrics(o.Registry, o.Answers), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
 		live: o.Instances}
