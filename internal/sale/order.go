@@ -15,20 +15,7 @@ import (
 )
 
 // Order is an order as the API shows it.
-type Order struct {
-	ID            string     `json:"id"`
-	ActivityID    int64      `json:"activity_id"`
-	UserID        int64      `json:"user_id"`
-	Quantity      int        `json:"quantity"`
-	AmountCents   int64      `json:"amount_cents"`
-	Status        string     `json:"status"`
-	CreatedAt     time.Time  `json:"created_at"`
-	ExpiresAt     time.Time  `json:"expires_at"`
-	PaidAt        *time.Time `json:"paid_at,omitempty"`
-	FailureReason string     `json:"failure_reason,omitempty"`
-	// GroupID is the order's group in a group-buy sale.
-	GroupID string `json:"group_id,omitempty"`
-}
+type Order = store.OrderView
 
 // BuyRequest is a buyer's purchase.
 type BuyRequest struct {
@@ -217,23 +204,6 @@ func (s *Service) noSale(ctx context.Context, activityID int64) error {
 	return fmt.Errorf("%w: sale %d missing in Redis, being rebuilt", ErrUnavailable, activityID)
 }
 
-func storedView(o store.Order) Order {
-	v := Order{ID: o.ID, ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity,
-		AmountCents: o.AmountCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(),
-		ExpiresAt: o.ExpiresAt.UTC()}
-	if o.PaidAt != nil {
-		t := o.PaidAt.UTC()
-		v.PaidAt = &t
-	}
-	if o.FailureReason != nil {
-		v.FailureReason = *o.FailureReason
-	}
-	if o.GroupID != nil {
-		v.GroupID = *o.GroupID
-	}
-	return v
-}
-
 // GetOrder returns an order to its owner or an admin; anyone else gets ErrNotFound.
 // A queued order is read from Redis, before MySQL: the worker settles an order in
 // Redis only after MySQL has it, so one of the two reads always finds it.
@@ -256,7 +226,7 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 		if err != nil {
 			return Order{}, fmt.Errorf("get order: %w", err)
 		}
-		o = storedView(stored)
+		o = stored.View()
 	default:
 		return Order{}, err
 	}
@@ -301,7 +271,7 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	seen := make(map[string]bool, len(stored))
 	for _, o := range stored {
 		seen[o.ID] = true
-		out = append(out, storedView(o))
+		out = append(out, o.View())
 	}
 	var queuedSales []int64
 	for _, q := range queued {
@@ -357,5 +327,5 @@ func (s *Service) afterCreated(ctx context.Context, id string, c Caller, errQueu
 	if err != nil {
 		return Order{}, err
 	}
-	return storedView(stored), nil
+	return stored.View(), nil
 }

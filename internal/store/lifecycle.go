@@ -8,6 +8,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"seckill/internal/outbox"
 )
 
 // ErrNotCancellable means the order is paid or failed, so it cannot be cancelled.
@@ -52,8 +54,11 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 			return fmt.Errorf("pay order: %w", res.Error)
 		}
 		var err error
-		if o, err = lockOrder(tx, id, who); err != nil || res.RowsAffected == 1 {
+		if o, err = lockOrder(tx, id, who); err != nil {
 			return err
+		}
+		if res.RowsAffected == 1 {
+			return outbox.Record(tx, orderEvent(outbox.OrderPaid, o, now))
 		}
 		switch {
 		case o.Status == StatusCreated: // the UPDATE missed it: its window has passed
@@ -96,8 +101,8 @@ func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time
 }
 
 // cancelCreated cancels o, a created order locked by tx, at now: it is marked
-// return_pending, and its units are taken out of the sale's sold units and its buyer's
-// totals.
+// return_pending, its units are taken out of the sale's sold units and its buyer's
+// totals, and its order.cancelled event is recorded.
 func cancelCreated(tx *gorm.DB, o *Order, now time.Time) error {
 	o.Status, o.CancelledAt = StatusCancelled, &now
 	if err := guarded(tx.Model(&Order{}).Where("id = ? AND status = ?", o.ID, StatusCreated).Updates(map[string]any{
@@ -107,7 +112,10 @@ func cancelCreated(tx *gorm.DB, o *Order, now time.Time) error {
 	if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", o.Quantity, o.ActivityID).Error; err != nil {
 		return fmt.Errorf("take back sold units: %w", err)
 	}
-	return takeBackFromUser(tx, *o)
+	if err := takeBackFromUser(tx, *o); err != nil {
+		return err
+	}
+	return outbox.Record(tx, orderEvent(outbox.OrderCancelled, *o, now))
 }
 
 // takeBackFromUser takes a cancelled order's units and its participation out of its
@@ -123,8 +131,9 @@ func takeBackFromUser(tx *gorm.DB, o Order) error {
 // FailGroup records in MySQL that a group failed (its window passed unfilled; Redis has
 // given its units and participations back): the group is marked failed and its grouping
 // orders cancelled, their units taken out of the sale's sold units and the users'
-// totals, in one transaction. It returns the orders it cancelled; a group failed before
-// changes nothing. A group none of whose orders reached MySQL gets its row here.
+// totals, and the events of the group and its orders recorded, in one transaction. It
+// returns the orders it cancelled; a group failed before changes nothing. A group none
+// of whose orders reached MySQL gets its row here.
 func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size int, expiresAt, now time.Time) ([]Order, error) {
 	var cancelled []Order
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -133,11 +142,12 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 			"VALUES (?, ?, ?, 0, 'open', ?, ?) ON DUPLICATE KEY UPDATE id = id", id, activityID, size, expiresAt, now).Error; err != nil {
 			return fmt.Errorf("record group: %w", err)
 		}
-		var status string
-		if err := tx.Raw("SELECT status FROM sale_groups WHERE id = ? FOR UPDATE", id).Scan(&status).Error; err != nil {
+		var g GroupView
+		if err := tx.Raw("SELECT id, activity_id, size, members, status, expires_at FROM sale_groups WHERE id = ? FOR UPDATE", id).
+			Scan(&g).Error; err != nil {
 			return fmt.Errorf("lock group: %w", err)
 		}
-		if status != "open" {
+		if g.Status != "open" {
 			return nil
 		}
 		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).
@@ -148,6 +158,7 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 			return fmt.Errorf("fail group: %w", err)
 		}
 		units := int64(0)
+		events := make([]outbox.Event, 0, len(cancelled)+1)
 		for i := range cancelled {
 			o := &cancelled[i]
 			o.Status, o.CancelledAt = StatusCancelled, &now
@@ -155,6 +166,11 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 			if err := takeBackFromUser(tx, *o); err != nil {
 				return err
 			}
+			events = append(events, orderEvent(outbox.OrderCancelled, *o, now))
+		}
+		g.Status, g.ExpiresAt = groupFailed, g.ExpiresAt.UTC()
+		if err := outbox.Record(tx, append(events, groupEvent(outbox.GroupFailed, g, now))...); err != nil {
+			return err
 		}
 		if len(cancelled) == 0 {
 			return nil
