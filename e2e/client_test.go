@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,4 +168,26 @@ func userOrders(t testing.TB, c *client, user int64) []order {
 	var list struct{ Orders []order }
 	r.decode(t, &list)
 	return list.Orders
+}
+
+// waitMetric waits until the API's /metrics shows the unlabelled metric name at want.
+func (c *client) waitMetric(name string, want float64, within time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	last := ""
+	for {
+		r := c.must("GET", "/metrics", "", nil)
+		for _, line := range strings.Split(string(r.Body), "\n") {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				last = v
+				if got, err := strconv.ParseFloat(v, 64); err == nil && got == want {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s at %s: %s = %q, want %v", c.base, time.Now().Format(time.TimeOnly), name, last, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -5,16 +5,20 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/presence"
 	"seckill/internal/testutil"
 )
 
 // TestRateLimitAcrossAPIProcesses: one user's requests alternate between two API
 // processes on one Redis; together they get one allowance (2/s, bursts of 4), not one
-// each.
+// each. Each process allows its share, having counted the other by its heartbeat.
 func TestRateLimitAcrossAPIProcesses(t *testing.T) {
 	s := testutil.StartStack(t, "SECKILL_RATE_USER=2")
 	_, url2 := s.StartAPI(t)
 	clients := []*client{newClient(t, s.URL), newClient(t, url2)}
+	for _, c := range clients {
+		c.waitMetric("seckill_api_instances", 2, 3*presence.Interval)
+	}
 	buyer := testutil.Token(t, 77, false)
 	start := time.Now()
 	allowed, limited := 0, 0

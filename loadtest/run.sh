@@ -26,6 +26,14 @@
 #   LOADTEST_RATE=0                       SECKILL_RATE_USER and SECKILL_RATE_IP (0: off)
 #   LOADTEST_MIN_REPLICAS=0               SECKILL_REDIS_MIN_REPLICAS of the APIs; with a cluster,
 #                                         also the masters' min-replicas-to-write
+#   LOADTEST_LIMITS=both                  both: one more API process with SECKILL_RATE_USER and
+#                                         SECKILL_RATE_IP as shipped (the crowd's addresses passed in
+#                                         X-Forwarded-For, SECKILL_TRUSTED_PROXIES=127.0.0.1/32); ratios
+#                                         runs its sold-out and purchase loads on both, in turns;
+#                                         off: none
+#   LOADTEST_PPROF_PORT                   unset: no profiling; a port: API i serves /debug/pprof/ on
+#                                         127.0.0.1:PORT+i-1, the API with the limits on PORT+10
+#                                         (go tool pprof http://127.0.0.1:PORT/debug/pprof/profile)
 # Called by `make loadtest` (audit ratios) and `make k6` (k6).
 set -euo pipefail
 # A command that fails ends the run (set -e); say which, rather than end silently.
@@ -171,17 +179,28 @@ export SECKILL_WORKER_METRICS_ADDR=127.0.0.1:$port
 urls=()
 for i in $(seq "${API_INSTANCES:-1}"); do
 	free_port
-	SECKILL_HTTP_ADDR=127.0.0.1:$port "$api_bin" >"$logs/api$i.log" 2>&1 9>&- &
+	env SECKILL_HTTP_ADDR=127.0.0.1:$port ${LOADTEST_PPROF_PORT:+SECKILL_PPROF_ADDR=127.0.0.1:$((LOADTEST_PPROF_PORT + i - 1))} \
+		"$api_bin" >"$logs/api$i.log" 2>&1 9>&- &
 	pids+=($!)
 	watch+=",api$i=$!"
 	urls+=("http://127.0.0.1:$port")
 done
+limited=""
+if [ "${LOADTEST_LIMITS:-both}" = both ]; then
+	free_port
+	env -u SECKILL_RATE_USER -u SECKILL_RATE_IP SECKILL_TRUSTED_PROXIES=127.0.0.1/32 \
+		SECKILL_HTTP_ADDR=127.0.0.1:$port ${LOADTEST_PPROF_PORT:+SECKILL_PPROF_ADDR=127.0.0.1:$((LOADTEST_PPROF_PORT + 10))} \
+		"$api_bin" >"$logs/api-limits.log" 2>&1 9>&- &
+	pids+=($!)
+	watch+=",limits=$!"
+	limited=http://127.0.0.1:$port
+fi
 "$worker_bin" >"$logs/worker.log" 2>&1 9>&- &
 pids+=($!)
 watch+=",worker=$!"
 mysqld=$(pidof mariadbd mysqld 2>/dev/null | awk '{print $1}') || true
 [ -z "$mysqld" ] || watch+=",mysqld=$mysqld"
-for u in "${urls[@]}"; do
+for u in "${urls[@]}" $limited; do
 	for _ in $(seq 200); do curl -fs "$u/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 	curl -fs "$u/readyz" >/dev/null || {
 		echo "API at $u not ready; see $logs" >&2
@@ -195,7 +214,7 @@ else
 	built="binaries bin/ of the work tree at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 	git diff --quiet HEAD -- cmd internal migrations go.mod 2>/dev/null || built+=" with uncommitted changes"
 fi
-echo "loadtest: API ${urls[*]}, worker, redis ${LOADTEST_REDIS:-single} on :${redis_ports[*]} (min replicas $min_replicas), MySQL database $db; $built"
+echo "loadtest: API ${urls[*]}${limited:+ and $limited with the limits as shipped}, worker, redis ${LOADTEST_REDIS:-single} on :${redis_ports[*]} (min replicas $min_replicas), MySQL database $db; $built"
 
 status=0
 # On the way out, keep the worker's metrics and Redis's per-command figures for a look.
@@ -210,7 +229,7 @@ for s in "${scenarios[@]}"; do
 		;;
 	ratios)
 		# shellcheck disable=SC2086
-		bin/crowd ratios -api "$api_list" -mysql "$dsn" -watch "$watch" ${RATIOS_FLAGS:-} || status=1
+		bin/crowd ratios -api "$api_list" ${limited:+-limited "$limited"} -mysql "$dsn" -watch "$watch" ${RATIOS_FLAGS:-} || status=1
 		;;
 	k6)
 		k6=$(command -v k6 || echo "$(go env GOPATH)/bin/k6")

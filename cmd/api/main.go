@@ -168,8 +168,11 @@ func serve(ctx context.Context, cfg config.Config) error {
 			return err
 		}
 	}
+	// The rate limits are split between the live API instances (their heartbeats).
+	svc.UserRate = cfg.RateUser
+	apis := live.WatchPeers(watchCtx, "api")
 	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, IdP: idp, RateUser: cfg.RateUser,
-		RateIP: cfg.RateIP, Redis: ap, TrustedProxies: cfg.TrustedProxies, Registry: reg, Instances: live,
+		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, Registry: reg, Instances: live,
 		Answers: answers})
 
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h.Routes(),

@@ -15,6 +15,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"seckill/internal/handler"
+	"seckill/internal/stock"
 	"seckill/internal/testutil"
 )
 
@@ -248,16 +249,17 @@ func TestRedisDownIsUnavailable(t *testing.T) {
 	}
 }
 
-// Limits that hold across instances: two handlers on one Redis, one user's requests
-// alternating between them for 1.5 s, get one allowance between them (5/s x the window +
-// the burst of 10), not one each, and the refusals are the contract's 429.
+// Limits that hold across instances: two handlers that know of each other (two live
+// APIs), one user's requests alternating between them for 1.5 s, get one allowance
+// between them (5/s x the window + the burst of 10), not one each, and the refusals are
+// the contract's 429. No Redis call is made for the limit (internal/ratelimit).
 func TestRateLimitSharedAcrossInstances(t *testing.T) {
 	s := newStack(t, handler.Options{})
 	const rate, burst = 5, 10
 	var urls []string
 	for range 2 {
 		ts := httptest.NewServer(handler.New(s.svc, handler.Options{JWTSecret: testutil.JWTSecret,
-			RateUser: rate, Redis: s.rdb}).Routes())
+			RateUser: rate, APIs: func() int { return 2 }}).Routes())
 		t.Cleanup(ts.Close)
 		urls = append(urls, ts.URL)
 	}
@@ -307,10 +309,9 @@ func TestClientIPFromTrustedProxiesOnly(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := httptest.NewServer(handler.New(s.svc, handler.Options{JWTSecret: testutil.JWTSecret,
-				RateIP: 1, Redis: s.rdb, TrustedProxies: tc.proxies}).Routes())
+				RateIP: 1, TrustedProxies: tc.proxies}).Routes()) // a fresh allowance per case
 			t.Cleanup(ts.Close)
 			s.url = ts.URL
-			_ = s.rdb.FlushAll(context.Background()) // a fresh allowance per case
 			codes := map[int]int{}
 			for i := range 6 {
 				client := []string{"203.0.113.7", "198.51.100.9"}[i%2]
@@ -378,4 +379,110 @@ func TestServiceRole(t *testing.T) {
 		t.Errorf("the buyer reads the paid order: %d %s", a.status, a.body)
 	}
 	wantError(t, s.do(call{method: "GET", path: "/api/v1/orders/" + paid, token: buyer}), http.StatusTooManyRequests, "rate_limited")
+}
+
+// Purchase attempts that reach Redis are counted by the reserve script, on Redis'
+// clock, whatever each instance believes: two handlers that each think they are alone
+// (their own share would be the whole allowance) still give one user one allowance in
+// a sale (5/s x the window + the burst of 10). The attempts that the process answers
+// itself (the sold-out flag) are counted against its own share, as other requests are.
+func TestPurchaseAttemptsLimited(t *testing.T) {
+	s := newStack(t, handler.Options{RateUser: 5})
+	const rate, burst = 5, 10
+	var urls []string
+	for range 2 {
+		ts := httptest.NewServer(handler.New(s.svc, handler.Options{JWTSecret: testutil.JWTSecret,
+			RateUser: rate, APIs: func() int { return 1 }}).Routes())
+		t.Cleanup(ts.Close)
+		urls = append(urls, ts.URL)
+	}
+	now := time.Now()
+	upcoming := s.sale(10, 1, now.Add(time.Hour), now.Add(2*time.Hour)) // every attempt reaches the script
+	buyer := testutil.Token(t, 7, false)
+	codes := map[string]int{}
+	var limited answer
+	start := time.Now()
+	for i := 0; time.Since(start) < 1500*time.Millisecond; i++ {
+		s.url = urls[i%2]
+		a := s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/orders", upcoming), token: buyer,
+			body: `{"quantity":1}`})
+		codes[fmt.Sprintf("%d %s", a.status, errorCode(a.body))]++
+		if a.status == http.StatusTooManyRequests {
+			limited = a
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	window := time.Since(start).Seconds()
+	allowance := int(rate*window) + burst
+	t.Logf("%.2f s of purchase attempts over two instances: %v", window, codes)
+	if got := codes["409 sale_not_started"]; got > allowance+1 || got < burst+int(rate*window/2) {
+		t.Errorf("answered past the limit: %d, want one allowance, %d (+1), and at least %d",
+			got, allowance, burst+int(rate*window/2))
+	}
+	if len(codes) != 2 {
+		t.Errorf("answers %v, want only 409 sale_not_started and 429 rate_limited", codes)
+	}
+	wantError(t, limited, 429, "rate_limited")
+	if ra := limited.header.Get("Retry-After"); ra != "1" {
+		t.Errorf("Retry-After = %q, want 1 (the next attempt is at most 200 ms away)", ra)
+	}
+	// Another user, another sale: allowances of their own.
+	s.url = urls[0]
+	if a := s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/orders", upcoming),
+		token: testutil.Token(t, 8, false), body: `{"quantity":1}`}); a.status != http.StatusConflict {
+		t.Errorf("another user: %d %s, want 409 sale_not_started", a.status, a.body)
+	}
+
+	// A sold-out sale is answered from the flag in the process: the handler's own
+	// share counts those, burst 10.
+	soldOut := s.sale(1, 1, now.Add(-time.Minute), now.Add(time.Hour))
+	path := fmt.Sprintf("/api/v1/activities/%d/orders", soldOut)
+	if a := s.do(call{method: "POST", path: path, token: testutil.Token(t, 9, false), body: `{"quantity":1}`}); a.status != http.StatusAccepted {
+		t.Fatalf("the only unit: %d %s", a.status, a.body)
+	}
+	other := testutil.Token(t, 10, false)
+	codes = map[string]int{}
+	for range 30 {
+		a := s.do(call{method: "POST", path: path, token: other, body: `{"quantity":1}`})
+		codes[fmt.Sprintf("%d %s", a.status, errorCode(a.body))]++
+	}
+	if codes["409 sold_out"] < burst || codes["429 rate_limited"] == 0 || len(codes) != 2 {
+		t.Errorf("30 attempts at once on a sold-out sale: %v, want about the burst (%d) sold_out, then 429", codes, burst)
+	}
+}
+
+// A replay of an acknowledged purchase gets its order back (200) even while the user's
+// lock is still held, as when a lock outlives its purchase (a slow commit, an API that
+// died holding it); a new purchase of that user meanwhile waits and gets 429 busy.
+func TestReplayWhileLockHeld(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	now := time.Now()
+	act := s.sale(10, 5, now.Add(-time.Minute), now.Add(time.Hour))
+	buyer := testutil.Token(t, 11, false)
+	path := fmt.Sprintf("/api/v1/activities/%d/orders", act)
+	first := s.do(call{method: "POST", path: path, token: buyer, body: `{"quantity":1}`,
+		header: map[string]string{"Idempotency-Key": "tap-1"}})
+	if first.status != http.StatusAccepted {
+		t.Fatalf("first: %d %s", first.status, first.body)
+	}
+	lockKey := stock.UserLockKey(act, 11)
+	if err := s.rdb.Set(context.Background(), lockKey, "a token of a purchase that never released", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	again := s.do(call{method: "POST", path: path, token: buyer, body: `{"quantity":1}`,
+		header: map[string]string{"Idempotency-Key": "tap-1"}})
+	if again.status != http.StatusOK || orderID(t, again.body) != orderID(t, first.body) {
+		t.Errorf("replay while the lock is held: %d %s, want 200 and order %s", again.status, again.body, orderID(t, first.body))
+	}
+	wantError(t, s.do(call{method: "POST", path: path, token: buyer, body: `{"quantity":1}`,
+		header: map[string]string{"Idempotency-Key": "tap-2"}}), 429, "busy")
+}
+
+func errorCode(body string) string {
+	i := strings.Index(body, `"code":"`)
+	if i < 0 {
+		return ""
+	}
+	rest := body[i+8:]
+	return rest[:strings.Index(rest, `"`)]
 }

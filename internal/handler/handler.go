@@ -16,7 +16,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/auth"
 	"seckill/internal/presence"
@@ -62,11 +61,14 @@ type Options struct {
 	// IdP, when set, is a shop's identity provider whose RS256 and ES256 tokens are
 	// accepted beside the HS256 ones.
 	IdP *auth.IdP
-	// RateUser and RateIP are requests per second per user and per client IP; 0 is no limit.
+	// RateUser and RateIP are requests per second per user and per client IP over all
+	// the API instances; 0 is no limit. This process allows its share of them
+	// (internal/ratelimit); purchases that reach Redis are limited by the reserve
+	// script instead (sale.Service.UserRate).
 	RateUser, RateIP float64
-	// Redis, when set, holds the rate limits, so they hold across every API instance
-	// that shares it; nil limits in this process only.
-	Redis redis.UniversalClient
+	// APIs counts the live API instances that share the limits (presence.Peers); nil
+	// means this one alone.
+	APIs func() int
 	// TrustedProxies are the CIDRs (or addresses) whose X-Forwarded-For names the
 	// client IP; none by default, so the client IP is the peer's.
 	TrustedProxies []string
@@ -102,8 +104,14 @@ func New(svc Service, o Options) *Handler {
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
 	}
+	if o.APIs != nil {
+		o.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "seckill_api_instances",
+			Help: "Live API instances, by the heartbeats, that this one shares the rate limits with.",
+		}, func() float64 { return float64(o.APIs()) }))
+	}
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP),
-		perUser: ratelimit.New(o.Redis, "user", o.RateUser), perIP: ratelimit.New(o.Redis, "ip", o.RateIP),
+		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
 		metrics: newMetrics(o.Registry, o.Answers), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
 		live: o.Instances}
 }
@@ -136,10 +144,13 @@ func (h *Handler) Routes() http.Handler {
 	api.GET("/activities/:id/groups", h.listGroups(false))
 	api.GET("/groups/:gid", h.getGroup)
 
+	// Purchases are limited where they are answered: by the reserve script when they
+	// reach Redis, here when the process answers them itself (purchaseError).
+	buying := api.Group("", h.authenticate)
+	buying.POST("/activities/:id/orders", h.requireBuyer, h.buy)
+	buying.POST("/activities/:id/groups", h.requireBuyer, h.seat(true))
+	buying.POST("/groups/:gid/join", h.requireBuyer, h.seat(false))
 	buyer := api.Group("", h.authenticate, h.limitUser)
-	buyer.POST("/activities/:id/orders", h.requireBuyer, h.buy)
-	buyer.POST("/activities/:id/groups", h.requireBuyer, h.seat(true))
-	buyer.POST("/groups/:gid/join", h.requireBuyer, h.seat(false))
 	buyer.GET("/orders", h.listOrders)
 	buyer.GET("/orders/:id", byOrder(h.svc.GetOrder))
 	buyer.POST("/orders/:id/pay", byOrder(h.svc.Pay))
@@ -258,8 +269,8 @@ func (h *Handler) requireBuyer(c *gin.Context) {
 // carries a valid service token (the check costs a verification only for requests
 // over the limit, and verified tokens are cached).
 func (h *Handler) limitIP(c *gin.Context) {
-	if ok, wait := h.perIP.Allow(c.Request.Context(), c.ClientIP(), h.now()); !ok && !h.fromService(c) {
-		refuse(c, wait)
+	if ok, wait := h.perIP.Allow(c.ClientIP(), h.now()); !ok && !h.fromService(c) {
+		respondError(c, &limited{wait})
 		return
 	}
 	c.Next()
@@ -267,22 +278,21 @@ func (h *Handler) limitIP(c *gin.Context) {
 
 // limitUser limits requests per user; a shop's back end (role service) is not a user.
 func (h *Handler) limitUser(c *gin.Context) {
-	who := caller(c)
-	if who.Service {
+	if caller(c).Service || h.allow(c, h.perUser, userKey(c)) {
 		c.Next()
-		return
 	}
-	if ok, wait := h.perUser.Allow(c.Request.Context(), strconv.FormatInt(who.UserID, 10), h.now()); !ok {
-		refuse(c, wait)
-		return
-	}
-	c.Next()
 }
 
-// refuse answers 429 rate_limited, to be asked again after wait.
-func refuse(c *gin.Context, wait time.Duration) {
-	c.Header("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
-	respondError(c, errRateLimited)
+func userKey(c *gin.Context) string { return strconv.FormatInt(caller(c).UserID, 10) }
+
+// allow counts a request of key against l; past the limit it answers 429 with
+// Retry-After and returns false.
+func (h *Handler) allow(c *gin.Context, l *ratelimit.Limiter, key string) bool {
+	if ok, wait := l.Allow(key, h.now()); !ok {
+		respondError(c, &limited{wait})
+		return false
+	}
+	return true
 }
 
 // fromService reports whether the request carries a valid token of role service.
@@ -294,3 +304,10 @@ func (h *Handler) fromService(c *gin.Context) bool {
 	id, err := h.tokens.Verify(token, h.now())
 	return err == nil && id.Service
 }
+
+// limited is errRateLimited with the wait until the next request is allowed.
+type limited struct{ wait time.Duration }
+
+func (e *limited) Error() string             { return errRateLimited.Error() }
+func (e *limited) Unwrap() error             { return errRateLimited }
+func (e *limited) RetryAfter() time.Duration { return e.wait }

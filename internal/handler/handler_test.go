@@ -47,15 +47,16 @@ func (c *clock) Advance(d time.Duration) {
 // stack is the API in-process over a private Redis and a fresh database, with an
 // in-process asynq worker writing orders to MySQL.
 type stack struct {
-	t     *testing.T
-	url   string
-	redis *testutil.RedisServer
-	rdb   redis.UniversalClient
-	svc   *sale.Service
-	clock *clock
+	t      testing.TB
+	url    string
+	routes http.Handler // the handler of url
+	redis  *testutil.RedisServer
+	rdb    redis.UniversalClient
+	svc    *sale.Service
+	clock  *clock
 }
 
-func newStack(t *testing.T, o handler.Options) *stack {
+func newStack(t testing.TB, o handler.Options) *stack {
 	t.Helper()
 	srv := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 	rdb := config.Config{RedisAddrs: []string{srv.Addr}}.Redis() // the service's own client settings
@@ -68,6 +69,7 @@ func newStack(t *testing.T, o handler.Options) *stack {
 	svc := sale.New(st, sk, order.New(st, sk), queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
 	svc.SetClock(c.Now)
 	svc.LockWait = 100 * time.Millisecond
+	svc.UserRate = o.RateUser // as cmd/api: purchases that reach Redis are limited there
 
 	persister := worker.NewPersister(st, sk, 100)
 	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: map[string]int{queue.Name: 1},
@@ -80,9 +82,10 @@ func newStack(t *testing.T, o handler.Options) *stack {
 	t.Cleanup(w.Shutdown)
 
 	o.JWTSecret = testutil.JWTSecret
-	ts := httptest.NewServer(handler.New(svc, o).Routes())
+	routes := handler.New(svc, o).Routes()
+	ts := httptest.NewServer(routes)
 	t.Cleanup(ts.Close)
-	return &stack{t: t, url: ts.URL, redis: srv, rdb: rdb, svc: svc, clock: c}
+	return &stack{t: t, url: ts.URL, routes: routes, redis: srv, rdb: rdb, svc: svc, clock: c}
 }
 
 // sale creates a sale directly through the service.

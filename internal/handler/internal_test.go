@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -31,4 +32,34 @@ func TestInternalErrorsHideDetails(t *testing.T) {
 			t.Errorf("%s: body leaks internals: %s", path, body)
 		}
 	}
+}
+
+// The error body written by hand is what encoding/json would write, for any message.
+func FuzzErrorBody(f *testing.F) {
+	for _, s := range []string{"", "Sold out.", `quote " and \ back`, "line\nbreak\ttab\r", "\x00\x01\x1f",
+		"<script>&amp;</script>", "\u2028\u2029", "héllo wörld 世界 😀", "bad \xff\xfe utf-8", "\xed\xa0\x80"} {
+		f.Add("sold_out", s)
+	}
+	f.Fuzz(func(t *testing.T, code, msg string) {
+		gin.SetMode(gin.ReleaseMode)
+		w := httptest.NewRecorder()
+		c, _ := gin.CreateTestContext(w)
+		abort(c, http.StatusConflict, code, msg)
+		type detail struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		}
+		want, err := json.Marshal(struct {
+			Error detail `json:"error"`
+		}{detail{code, msg}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.Body.String(); got != string(want) {
+			t.Errorf("body\n got %s\nwant %s", got, want)
+		}
+		if ct := w.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" {
+			t.Errorf("Content-Type %q", ct)
+		}
+	})
 }

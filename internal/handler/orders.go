@@ -28,26 +28,23 @@ func validIdempotencyKey(k string) bool {
 }
 
 // purchase reads what every purchase carries: the body's quantity and the optional
-// Idempotency-Key header. It answers the error itself and returns false on a bad one.
-func purchase(c *gin.Context) (quantity int, key string, ok bool) {
+// Idempotency-Key header.
+func purchase(c *gin.Context) (quantity int, key string, err error) {
 	keys, hasKey := c.Request.Header["Idempotency-Key"]
 	if hasKey && (len(keys) != 1 || !validIdempotencyKey(keys[0])) {
-		respondError(c, errInvalidIdemKey)
-		return 0, "", false
+		return 0, "", errInvalidIdemKey
 	}
 	var req buyRequest
 	if err := decode(c, &req); err != nil {
-		respondError(c, err)
-		return 0, "", false
+		return 0, "", err
 	}
 	if req.Quantity == nil {
-		respondError(c, required("quantity"))
-		return 0, "", false
+		return 0, "", required("quantity")
 	}
 	if hasKey {
 		key = keys[0]
 	}
-	return *req.Quantity, key, true
+	return *req.Quantity, key, nil
 }
 
 // accepted answers a purchase: 202 for a new one, 200 for a replay of its key.
@@ -59,20 +56,32 @@ func accepted(c *gin.Context, replayed bool, body any) {
 	c.JSON(http.StatusAccepted, body)
 }
 
+// purchaseError answers a purchase that did not happen. The attempts that reached
+// Redis were counted against the user's allowance by the reserve script; one this
+// process answered by itself (bad input, the sold-out flag) counts against its share
+// here, and past it the answer is 429.
+func (h *Handler) purchaseError(c *gin.Context, err error) {
+	if answeredInProcess(err) && !h.allow(c, h.perUser, userKey(c)) {
+		return
+	}
+	respondError(c, err)
+}
+
 func (h *Handler) buy(c *gin.Context) {
 	id, ok := pathID(c, "id")
 	if !ok {
-		respondError(c, errBadPathActivity)
+		h.purchaseError(c, errBadPathActivity)
 		return
 	}
-	qty, key, ok := purchase(c)
-	if !ok {
+	qty, key, err := purchase(c)
+	if err != nil {
+		h.purchaseError(c, err)
 		return
 	}
 	o, replayed, err := h.svc.Buy(c.Request.Context(), sale.BuyRequest{ActivityID: id, UserID: caller(c).UserID,
 		Quantity: qty, IdempotencyKey: key})
 	if err != nil {
-		respondError(c, err)
+		h.purchaseError(c, err)
 		return
 	}
 	accepted(c, replayed, o)
@@ -85,18 +94,19 @@ func (h *Handler) seat(open bool) gin.HandlerFunc {
 		if open {
 			id, ok := pathID(c, "id")
 			if !ok {
-				respondError(c, errBadPathActivity)
+				h.purchaseError(c, errBadPathActivity)
 				return
 			}
 			r.ActivityID = id
 		}
-		var ok bool
-		if r.Quantity, r.IdempotencyKey, ok = purchase(c); !ok {
+		var err error
+		if r.Quantity, r.IdempotencyKey, err = purchase(c); err != nil {
+			h.purchaseError(c, err)
 			return
 		}
 		g, o, replayed, err := h.svc.Seat(c.Request.Context(), r)
 		if err != nil {
-			respondError(c, err)
+			h.purchaseError(c, err)
 			return
 		}
 		accepted(c, replayed, gin.H{"group": g, "order": o})

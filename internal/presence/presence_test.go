@@ -83,3 +83,49 @@ func TestFiguresFromRegistry(t *testing.T) {
 		t.Errorf("second read %v, want about all 400/s, accepted 100/s, depth 7", got)
 	}
 }
+
+// Peers counts the live processes of its kind from the heartbeats, keeps its count while
+// Redis does not answer, and sees a process go.
+func TestPeers(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	r := presence.New(srv.Client(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := presence.NewInstance("api", "127.0.0.1:1"), presence.NewInstance("api", "127.0.0.1:2")
+	for _, in := range []presence.Instance{a, b, presence.NewInstance("worker", "127.0.0.1:3")} {
+		if err := r.Beat(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := r.WatchPeers(ctx, "api")
+	if got := p.Count(); got != 2 {
+		t.Fatalf("two APIs and a worker beat: %d API peers, want 2", got)
+	}
+	if err := r.Leave(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitCount(t, p, 1)
+	if err := r.Beat(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	waitCount(t, p, 2)
+	srv.Kill() // the count stays what it was
+	time.Sleep(presence.Interval + 500*time.Millisecond)
+	if got := p.Count(); got != 2 {
+		t.Errorf("Redis down: %d API peers, want the last count, 2", got)
+	}
+	if got := (&presence.Peers{}).Count(); got != 1 {
+		t.Errorf("a count never read: %d, want 1 (this process)", got)
+	}
+}
+
+func waitCount(t *testing.T, p *presence.Peers, want int) {
+	t.Helper()
+	deadline := time.Now().Add(2*presence.Interval + time.Second)
+	for p.Count() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("peers: %d, want %d", p.Count(), want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

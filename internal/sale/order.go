@@ -54,9 +54,15 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	}
 	ctx = context.WithoutCancel(ctx)
 	now := s.now()
+	if r.IdempotencyKey == "" { // most of a crowd meets a sold-out sale: say so before minting ids
+		if err := s.stock.FlaggedSoldOut(r.ActivityID, now); err != nil {
+			return Order{}, nil, false, err
+		}
+	}
 	res := stock.Reservation{ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
 		IdempotencyKey: r.IdempotencyKey, OrderID: newOrderID(r.ActivityID, now), Now: now,
-		LockToken: lock.NewToken(), LockTTL: s.LockTTL, Group: r.Group, OpenGroup: r.OpenGroup}
+		LockToken: lock.NewToken(), LockTTL: s.LockTTL, Group: r.Group, OpenGroup: r.OpenGroup,
+		PerSecond: s.UserRate}
 	if r.OpenGroup {
 		res.Group = newOrderID(r.ActivityID, now) // a group id has an order id's form
 	}
@@ -149,6 +155,7 @@ func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Re
 		cancel()
 		backoff = min(2*backoff, 50*time.Millisecond)
 		res.Now = s.now()
+		res.PerSecond = 0 // the same attempt, counted once against the user's allowance
 	}
 }
 
@@ -178,7 +185,7 @@ func (s *Service) giveBack(ctx context.Context, res stock.Reservation) {
 // isDomain reports the purchase errors that are answers, not failures.
 func isDomain(err error) bool {
 	for _, e := range []error{stock.ErrNoSale, stock.ErrNotStarted, stock.ErrEnded, stock.ErrSoldOut,
-		stock.ErrLimitExceeded, stock.ErrQuantityOverLimit, stock.ErrKeyReused, stock.ErrGroupSale,
+		stock.ErrLimitExceeded, stock.ErrQuantityOverLimit, stock.ErrKeyReused, stock.ErrRateLimited, stock.ErrGroupSale,
 		stock.ErrNotGroupSale, stock.ErrNoGroup, stock.ErrGroupClosed, stock.ErrAlreadyInGroup, stock.ErrGroupFull} {
 		if errors.Is(err, e) {
 			return true

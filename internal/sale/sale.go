@@ -79,6 +79,10 @@ type Service struct {
 	LockTTL time.Duration
 	// IOTimeout bounds each storage call of a purchase.
 	IOTimeout time.Duration
+	// UserRate is each user's allowance of purchase attempts per second in a sale, over
+	// all API instances (SECKILL_RATE_USER; bursts of twice that), kept by the reserve
+	// script on Redis' clock; 0 is no limit.
+	UserRate float64
 	// Replicas, when set, must confirm a reservation before its purchase is answered
 	// (SECKILL_REDIS_MIN_REPLICAS); a purchase it cannot confirm answers ErrUnavailable.
 	Replicas ReplicaConfirmer

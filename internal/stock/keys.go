@@ -44,6 +44,13 @@ func UserLockKey(activityID, userID int64) string {
 	return prefix(activityID) + "lock:" + strconv.FormatInt(userID, 10)
 }
 
+// rateKey holds the theoretical arrival time (unix µs) of the user's next purchase
+// attempt in the sale: the allowance the reserve script keeps (GCRA). It expires once
+// the allowance is full again, so it exists only for users who attempted lately.
+func rateKey(activityID, userID int64) string {
+	return prefix(activityID) + "rate:" + strconv.FormatInt(userID, 10)
+}
+
 // ReturnedChannel carries the id of a sale whose units came back to stock, so every API
 // process clears its sold-out flag for it.
 const ReturnedChannel = "seckill:stock-returned"

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/ratelimit"
 )
 
 // reserveScript takes units for one purchase, atomically. In a group-buy sale the
@@ -19,11 +21,15 @@ import (
 // KEYS[8] group hash        KEYS[9] group seats hash  KEYS[10] open groups sorted set
 // KEYS[11] open groups, fullest first
 // (8-11: any key of the sale's slot for a plain purchase; they are not touched)
+// KEYS[12] the user's attempts allowance (rateKey)
 // ARGV[1] now (unix ms)     ARGV[2] user id           ARGV[3] quantity
 // ARGV[4] order id          ARGV[5] request fingerprint, "" without an Idempotency-Key
 // ARGV[6] lock owner token  ARGV[7] lock TTL (ms)     ARGV[8] idempotency key TTL (s)
 // ARGV[9] "" a purchase, "open" a new group, "join" a seat in a group
 // ARGV[10] the group's id ("" for a purchase)
+// ARGV[11] the allowance's interval between attempts (µs; 0: this attempt is not
+//
+//	counted, no limit or a retry after the lock)  ARGV[12] its tolerance (µs)
 //
 // Returns one of
 //
@@ -47,9 +53,18 @@ import (
 //	{-13}                     the user holds a seat in the group
 //	{-14}                     no seat is left: the group is complete
 //	{-15, held, cap}          the user would pass the cap on participations
+//	{-16, wait}               the user's attempts passed the allowance: the next is
+//	                          allowed in wait µs
 //
-// Only a reservation takes the lock, and every check comes after the lock check, so a
-// second request of the same user sees the outcome of the first. The script may run twice
+// Only a reservation takes the lock, and every check of the purchase comes after the
+// lock check, so a second request of the same user sees the outcome of the first. The
+// Idempotency-Key comes before it: the key is written in the same step as the
+// reservation, so a key found is a purchase that was made, and its replay gets its
+// order even while a lock outlives that purchase (its commit is slow, or the API died
+// holding it). Each attempt that reaches the script counts against the user's
+// allowance in this sale (GCRA on Redis' clock, the same for every API instance:
+// internal/ratelimit describes the algorithm), before anything else is decided; the
+// retry of an attempt that met the lock does not count again. The script may run twice
 // for one purchase: a cluster client retries a command whose reply was lost (a timeout,
 // a node failing over) and replays what its pipeline had not answered. The order id is
 // new for each purchase, so finding it queued means this is such a retry, and it gets
@@ -69,7 +84,14 @@ local function reserved(avail)
   return {0, avail, sale[2], sale[5], sale[6], g[1], g[2], g[3], g[4], cap}
 end
 if redis.call('HEXISTS', KEYS[3], ARGV[4]) == 1 then return reserved(tonumber(sale[1])) end
-if redis.call('EXISTS', KEYS[6]) == 1 then return {-2} end
+if ARGV[11] ~= '0' then
+  local clock = redis.call('TIME')
+  local t = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+  local nxt = math.max(tonumber(redis.call('GET', KEYS[12]) or '0'), t) + tonumber(ARGV[11])
+  local wait = nxt - tonumber(ARGV[12]) - t
+  if wait > 0 then return {-16, string.format('%d', wait)} end
+  redis.call('SET', KEYS[12], string.format('%d', nxt), 'PX', string.format('%d', math.ceil((nxt - t) / 1000)))
+end
 if ARGV[5] ~= '' then
   local prior = redis.call('GET', KEYS[5])
   if prior then
@@ -78,6 +100,7 @@ if ARGV[5] ~= '' then
     return {-7, id}
   end
 end
+if redis.call('EXISTS', KEYS[6]) == 1 then return {-2} end
 local now = tonumber(ARGV[1])
 if now < tonumber(sale[3]) then return {-3} end
 if now >= tonumber(sale[4]) then return {-4} end
@@ -148,6 +171,20 @@ type Reservation struct {
 	// OpenGroup, else one to join. "" for a plain purchase.
 	Group     string
 	OpenGroup bool
+	// PerSecond is the user's allowance of attempts per second in this sale, with
+	// bursts of ratelimit.Burst(PerSecond); 0 counts this attempt against none (no
+	// limit, or the retry of an attempt that met the user's lock).
+	PerSecond float64
+}
+
+// allowance is the reserve script's ARGV[11] and ARGV[12]: the interval between two
+// attempts of the user's allowance and its tolerance (a burst's worth), in µs.
+func (r Reservation) allowance() (interval, tolerance int64) {
+	if r.PerSecond <= 0 {
+		return 0, 0
+	}
+	interval = max(1, int64(1e6/r.PerSecond))
+	return interval, interval * int64(ratelimit.Burst(r.PerSecond))
 }
 
 // mode is the reserve script's ARGV[9].
@@ -189,7 +226,9 @@ type Reserved struct {
 // ErrGroupFull.
 //
 // Once a sale is sold out, Reserve answers ErrSoldOut from a flag in this process
-// without asking Redis, until units come back (see Watch).
+// without asking Redis, until units come back (see Watch); AnsweredInProcess tells
+// that answer. An attempt past the user's allowance (PerSecond) is a
+// *RateLimitedError.
 func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 	fingerprint := ""
 	var recheck *soldOutFlag
@@ -203,7 +242,7 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 	} else {
 		var soldOut bool
 		if soldOut, recheck = s.soldOut.check(r.ActivityID, r.Now); soldOut {
-			return Reserved{}, errNoneLeft
+			return Reserved{}, errFlaggedSoldOut
 		}
 	}
 	epoch := s.soldOut.epoch()
@@ -217,21 +256,42 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 	return got, err
 }
 
-// errNoneLeft is sold out with no unit left: the answer that sets the sold-out flag,
-// and the one the flag gives.
-var errNoneLeft = &DetailError{ErrSoldOut, "no units are left"}
+// errNoneLeft is sold out with no unit left: the answer that sets the sold-out flag.
+// errFlaggedSoldOut is the same answer given by the flag, without Redis.
+var (
+	errNoneLeft       = &DetailError{ErrSoldOut, "no units are left"}
+	errFlaggedSoldOut = &DetailError{ErrSoldOut, "no units are left"}
+)
+
+// FlaggedSoldOut returns the sold-out answer Reserve would give a purchase without an
+// Idempotency-Key from this process's flag, without Redis, or nil when the flag does
+// not answer for the sale now (Reserve may then send one purchase to re-check it). A
+// caller checks it before preparing a reservation it would not need.
+func (s *Stock) FlaggedSoldOut(activityID int64, now time.Time) error {
+	if s.soldOut.answers(activityID, now) {
+		return errFlaggedSoldOut
+	}
+	return nil
+}
+
+// AnsweredInProcess reports whether Reserve gave err without asking Redis (the
+// sold-out flag), so the caller can count the attempt against what this process
+// allows (internal/ratelimit) rather than the script's allowance.
+func AnsweredInProcess(err error) bool { return errors.Is(err, errFlaggedSoldOut) }
 
 func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) (Reserved, error) {
 	keys := []string{saleKey(r.ActivityID), usersKey(r.ActivityID), queuedKey(r.ActivityID),
 		userQueuedKey(r.ActivityID, r.UserID), idempotencyKey(r.ActivityID, r.UserID, r.IdempotencyKey),
 		UserLockKey(r.ActivityID, r.UserID), queuedSinceKey(r.ActivityID),
 		groupKey(r.ActivityID, r.Group), groupSeatsKey(r.ActivityID, r.Group), openGroupsKey(r.ActivityID),
-		fillGroupsKey(r.ActivityID)}
+		fillGroupsKey(r.ActivityID), rateKey(r.ActivityID, r.UserID)}
+	interval, tolerance := r.allowance()
 	var res []any
 	err := whileMoving(ctx, s.rdb, func() (err error) {
 		res, err = reply(reserveScript.Run(ctx, s.rdb, keys,
 			r.Now.UnixMilli(), r.UserID, r.Quantity, r.OrderID, fingerprint,
-			r.LockToken, r.LockTTL.Milliseconds(), int64(IdempotencyTTL/time.Second), r.mode(), r.Group).Result())
+			r.LockToken, r.LockTTL.Milliseconds(), int64(IdempotencyTTL/time.Second), r.mode(), r.Group,
+			interval, tolerance).Result())
 		return err
 	})
 	if err != nil {
@@ -296,6 +356,8 @@ func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) 
 	case code == -15 && len(n) == 2:
 		return Reserved{}, &DetailError{ErrLimitExceeded,
 			fmt.Sprintf("you take part %d times, at most %d are allowed", n[0], n[1])}
+	case code == -16 && len(n) == 1:
+		return Reserved{}, &RateLimitedError{Wait: time.Duration(n[0]) * time.Microsecond}
 	case code == -8 && len(n) == 1:
 		return Reserved{}, &DetailError{ErrQuantityOverLimit,
 			fmt.Sprintf("quantity must be between 1 and %d", n[0])}

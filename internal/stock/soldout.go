@@ -52,6 +52,13 @@ func (f *soldOutFlags) check(activityID int64, now time.Time) (soldOut bool, rec
 	return false, fl
 }
 
+// answers reports whether check would refuse a purchase from the flag now, without
+// claiming its re-check.
+func (f *soldOutFlags) answers(activityID int64, now time.Time) bool {
+	v, ok := f.flags.Load(activityID)
+	return ok && now.Sub(v.(*soldOutFlag).at) < soldOutTTL
+}
+
 func (f *soldOutFlags) set(activityID int64, epoch uint64, now time.Time) {
 	if f.gen.Load() == epoch {
 		f.flags.Store(activityID, &soldOutFlag{at: now})

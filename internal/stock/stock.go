@@ -25,6 +25,7 @@ var (
 	ErrLimitExceeded     = errors.New("the purchase would exceed the per-user limit")
 	ErrQuantityOverLimit = errors.New("quantity is above the per-user limit")
 	ErrKeyReused         = errors.New("the Idempotency-Key was used with a different body")
+	ErrRateLimited       = errors.New("too many purchase attempts; slow down")
 )
 
 // DetailError is a purchase error with a sentence for the buyer.
@@ -35,6 +36,16 @@ type DetailError struct {
 
 func (e *DetailError) Error() string { return e.Err.Error() + ": " + e.Detail }
 func (e *DetailError) Unwrap() error { return e.Err }
+
+// RateLimitedError is ErrRateLimited with the time until the user's next attempt would
+// be allowed.
+type RateLimitedError struct{ Wait time.Duration }
+
+func (e *RateLimitedError) Error() string { return ErrRateLimited.Error() }
+func (e *RateLimitedError) Unwrap() error { return ErrRateLimited }
+
+// RetryAfter is how long the buyer should wait.
+func (e *RateLimitedError) RetryAfter() time.Duration { return e.Wait }
 
 // Stock is the Redis side of every sale.
 type Stock struct {

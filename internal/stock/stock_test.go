@@ -109,6 +109,97 @@ func TestReserveBusyWhileUserLockHeld(t *testing.T) {
 	}
 }
 
+// The Idempotency-Key is checked before the user's lock: a replay of a purchase that
+// was made gets its order while the lock is held (as when a lock outlives its purchase),
+// a key that made nothing meets the lock, and a key used with another body is told so.
+func TestReserveReplayBeforeLock(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newSale(t, s, 1, 5, 5)
+	first := reservation(1, 7, 1, "tap", t0)
+	first.LockTTL = time.Minute
+	made, err := s.Reserve(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		r       stock.Reservation
+		wantErr error
+	}{
+		{"replay", reservation(1, 7, 1, "tap", t0), nil},
+		{"same key, other body", reservation(1, 7, 2, "tap", t0), stock.ErrKeyReused},
+		{"new key", reservation(1, 7, 1, "tap-2", t0), stock.ErrBusy},
+		{"no key", reservation(1, 7, 1, "", t0), stock.ErrBusy},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.Reserve(ctx, tc.r)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if err == nil && (!got.Replayed || got.OrderID != made.OrderID) {
+				t.Errorf("replay = %+v, want order %s replayed", got, made.OrderID)
+			}
+		})
+	}
+	if snap, _ := s.Snapshot(ctx, 1); snap.Sale.Available != 4 || snap.Users[7] != 1 {
+		t.Errorf("available %d, user holds %d; want 4 and 1 (only the first took)", snap.Sale.Available, snap.Users[7])
+	}
+}
+
+// The reserve script counts each attempt of a user in a sale against the allowance
+// (PerSecond, bursts of twice that), whatever the attempt's outcome, and refuses past it
+// with the wait until the next; an attempt with PerSecond 0 (a retry after the lock)
+// is not counted; users and sales have allowances of their own.
+func TestReserveAllowance(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	s := stock.New(rdb)
+	ctx := context.Background()
+	newSale(t, s, 1, 1000, 1000)
+	newSale(t, s, 2, 1000, 1000)
+	attempt := func(act, user int64, perSecond float64) error {
+		r := reservation(act, user, 1, "", t0.Add(-time.Minute)) // before the start: nothing taken
+		r.PerSecond = perSecond
+		_, err := s.Reserve(ctx, r)
+		return err
+	}
+	for i := range 10 {
+		if err := attempt(1, 7, 5); !errors.Is(err, stock.ErrNotStarted) {
+			t.Fatalf("attempt %d of the burst: %v, want the sale's answer (not started)", i+1, err)
+		}
+	}
+	var rl *stock.RateLimitedError
+	err := attempt(1, 7, 5)
+	if !errors.As(err, &rl) || !errors.Is(err, stock.ErrRateLimited) || rl.Wait <= 0 || rl.Wait > 200*time.Millisecond {
+		t.Fatalf("the 11th attempt at once: %v, want ErrRateLimited with a wait in (0, 200ms]", err)
+	}
+	if err := attempt(1, 7, 0); !errors.Is(err, stock.ErrNotStarted) {
+		t.Errorf("an uncounted attempt: %v, want the sale's answer", err)
+	}
+	if err := attempt(1, 8, 5); !errors.Is(err, stock.ErrNotStarted) {
+		t.Errorf("another user: %v, want an allowance of their own", err)
+	}
+	// The allowance's key lives only until it is full again: one attempt's interval
+	// (200 ms) for user 8, at most the burst's 2 s for user 7.
+	checkTTL := func(user int64, most time.Duration) {
+		t.Helper()
+		k := fmt.Sprintf("seckill:{act:1}:rate:%d", user)
+		if ttl := rdb.PTTL(ctx, k).Val(); ttl <= 0 || ttl > most {
+			t.Errorf("%s: TTL %v, want (0, %v]", k, ttl, most)
+		}
+	}
+	checkTTL(8, 200*time.Millisecond)
+	if err := attempt(2, 7, 5); !errors.Is(err, stock.ErrNotStarted) {
+		t.Errorf("another sale: %v, want an allowance of its own", err)
+	}
+	time.Sleep(rl.Wait)
+	if err := attempt(1, 7, 5); !errors.Is(err, stock.ErrNotStarted) {
+		t.Errorf("after the wait it said: %v, want allowed", err)
+	}
+	checkTTL(7, 2*time.Second)
+}
+
 // A cluster client runs a script again when its reply was lost (a timeout, a failover)
 // and replays what its pipeline had not answered. The second run of a reservation must
 // answer as the first did and take nothing more, whether the user lock is still held or

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net"
 	"net/http"
@@ -22,6 +23,10 @@ type api struct {
 	next   atomic.Uint64
 	http   *http.Client
 	secret string
+	// forwardFor sends each buyer's requests with an X-Forwarded-For address of its own
+	// (forwardedFor), as a balancer in front would: for an API that trusts this tool's
+	// address (SECKILL_TRUSTED_PROXIES), so its per-IP limit sees a crowd of addresses.
+	forwardFor bool
 }
 
 // newAPI returns a client for the base URLs whose pool keeps conns idle connections per
@@ -115,6 +120,9 @@ func (a *api) do(ctx context.Context, method, path, token, key string, body []by
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+		if a.forwardFor {
+			req.Header.Set("X-Forwarded-For", forwardedFor(token))
+		}
 	}
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
@@ -141,6 +149,15 @@ func (a *api) do(ctx context.Context, method, path, token, key string, body []by
 		}
 	}
 	return r
+}
+
+// forwardedFor is a client address in 10.0.0.0/8 that stands for the buyer whose token
+// this is: the same buyer, the same address.
+func forwardedFor(token string) string {
+	h := fnv.New32a()
+	h.Write([]byte(token))
+	n := h.Sum32()
+	return fmt.Sprintf("10.%d.%d.%d", n>>16&0xff, n>>8&0xff, n&0xff)
 }
 
 // order is the part of the contract's order object the tool reads.

@@ -107,27 +107,84 @@ func machineCPU() (busy, all time.Duration, ok bool) {
 	return time.Duration(total-idle) * clockTick, time.Duration(total) * clockTick, true
 }
 
+// cpuSpan is the CPU time each watched process, this tool and the machine used over
+// one stretch of time or several added up (the turns of one load).
+type cpuSpan struct {
+	wall      time.Duration
+	procs     []time.Duration // -1 when a process could not be read
+	self      time.Duration
+	busy, all time.Duration
+	ok        bool
+}
+
+// span is the CPU used between two samples.
+func (c cpuWatch) span(from, to cpuSample) cpuSpan {
+	s := cpuSpan{wall: to.at.Sub(from.at), procs: make([]time.Duration, len(c.names)),
+		self: to.self - from.self, busy: to.busy - from.busy, all: to.all - from.all,
+		ok: from.ok && to.ok && to.at.After(from.at)}
+	for i := range c.names {
+		s.procs[i] = -1
+		if from.procs[i] >= 0 && to.procs[i] >= 0 {
+			s.procs[i] = to.procs[i] - from.procs[i]
+		}
+	}
+	return s
+}
+
+// add adds o's times to s (s may be the zero span).
+func (s *cpuSpan) add(o cpuSpan) {
+	if s.procs == nil {
+		*s = o
+		s.procs = append([]time.Duration(nil), o.procs...)
+		return
+	}
+	s.wall, s.self, s.busy, s.all, s.ok = s.wall+o.wall, s.self+o.self, s.busy+o.busy, s.all+o.all, s.ok && o.ok
+	for i, d := range o.procs {
+		if s.procs[i] < 0 || d < 0 {
+			s.procs[i] = -1
+			continue
+		}
+		s.procs[i] += d
+	}
+}
+
 // usage says, in cores, what each watched process, this tool and everything else used
-// between two samples: "api 1.10, worker 0.20, crowd 0.55, other 0.10 of 2.00 busy".
-func (c cpuWatch) usage(from, to cpuSample) string {
-	secs := to.at.Sub(from.at).Seconds()
-	if secs <= 0 || !from.ok || !to.ok {
+// between two samples: "api 1.10, worker 0.20, crowd 0.55, other 0.10; busy 1.95 of 2 cores".
+func (c cpuWatch) usage(from, to cpuSample) string { return c.describe(c.span(from, to)) }
+
+// describe is usage for a span.
+func (c cpuWatch) describe(s cpuSpan) string {
+	secs := s.wall.Seconds()
+	if secs <= 0 || !s.ok {
 		return ""
 	}
 	cores := func(d time.Duration) float64 { return d.Seconds() / secs }
 	var parts []string
-	known := to.self - from.self
+	known := s.self
 	for i, name := range c.names {
-		if from.procs[i] < 0 || to.procs[i] < 0 {
+		if s.procs[i] < 0 {
 			continue
 		}
-		d := to.procs[i] - from.procs[i]
-		known += d
-		parts = append(parts, fmt.Sprintf("%s %.2f", name, cores(d)))
+		known += s.procs[i]
+		parts = append(parts, fmt.Sprintf("%s %.2f", name, cores(s.procs[i])))
 	}
-	busy := to.busy - from.busy
-	parts = append(parts, fmt.Sprintf("crowd %.2f", cores(to.self-from.self)),
-		fmt.Sprintf("other %.2f", cores(max(0, busy-known))))
-	return fmt.Sprintf("%s; busy %.2f of %.0f cores", strings.Join(parts, ", "), cores(busy),
-		cores(to.all-from.all))
+	parts = append(parts, fmt.Sprintf("crowd %.2f", cores(s.self)),
+		fmt.Sprintf("other %.2f", cores(max(0, s.busy-known))))
+	return fmt.Sprintf("%s; busy %.2f of %.0f cores", strings.Join(parts, ", "), cores(s.busy), cores(s.all))
+}
+
+// perEvent says how much CPU each watched process spent per event (a purchase) over
+// the span: "api1 118 µs, redis 61 µs, ...".
+func (c cpuWatch) perEvent(s cpuSpan, events int) string {
+	if events <= 0 || !s.ok {
+		return ""
+	}
+	var parts []string
+	for i, name := range c.names {
+		if s.procs[i] < 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f µs", name, float64(s.procs[i].Microseconds())/float64(events)))
+	}
+	return strings.Join(parts, ", ")
 }

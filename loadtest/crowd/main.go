@@ -136,6 +136,9 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		fs.Float64Var(&cfg.Group.Open, "group-open", 0.2, "share of seats that open a group although the buyer's list shows one to join")
 		fs.DurationVar(&cfg.Group.Refresh, "group-refresh", time.Second, "a buyer fetches the open groups again when its list is this old")
 		fs.IntVar(&cfg.Group.Buyers, "group-buyers", 150_000, "distinct users signed for the group phase")
+		fs.IntVar(&cfg.Retriers, "retriers", 20_000, "distinct users who keep retrying the sold-out sale (a flash crowd: many buyers, a few tries each)")
+		limited := fs.String("limited", "", "base URL of an API with the rate limits on as shipped, trusting this tool's X-Forwarded-For; "+
+			"the sold-out and purchase loads run on it too, in turns with the first API's, and compare")
 		watch := fs.String("watch", "", "name=pid,... of processes whose CPU use each phase reports (e.g. api=123,worker=456)")
 		if err := fs.Parse(args); err != nil {
 			return false, err
@@ -145,6 +148,10 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 			return false, err
 		}
 		cfg.Conns = c.conns
+		if *limited != "" {
+			cfg.Limited = newAPI([]string{strings.TrimRight(*limited, "/")}, max(c.conns, 1), c.timeout, c.secret)
+			cfg.Limited.forwardFor = true
+		}
 		cfg.Group.FirstUser = cfg.FirstUser + int64(cfg.Buyers) // users the purchase phase did not see
 		switch g := cfg.Group; {
 		case g.Size != 0 && (g.Size < 2 || g.Size > 100):

@@ -28,14 +28,23 @@ type ratiosConfig struct {
 	Slice       time.Duration // length of one turn when sold out and healthz alternate
 	Watch       cpuWatch      // processes whose CPU use each phase reports
 	Group       groupConfig   // the group-buy phase after healthz 3 (groups.go)
+	Retriers    int           // distinct users who keep retrying the sold-out sale
+	// Limited, when set, is an API process with the rate limits on as shipped (on the
+	// same Redis and MySQL): the sold-out and purchase loads also run against it, in
+	// turns with the same loads on the first (limits off), and their ratios compare.
+	Limited *api
 }
 
-// Targets of issue 5.
+// Targets of issue 5, and with the limits on as shipped, of issue 19.
 const (
 	wantPurchaseRatio = 0.20
 	wantSoldOutRatio  = 0.70
 	wantPersistRatio  = 0.90
 	wantPurchaseP99   = 25 * time.Millisecond
+
+	wantLimitedPurchaseRatio = 0.25
+	wantLimitedSoldOutRatio  = 0.80
+	wantLimitedVsOff         = 0.95 // limits on within 5 % of off
 )
 
 // figure is a line of the ratios' table: a measured figure, its ratio (-1 for none)
@@ -48,11 +57,12 @@ type figure struct {
 	ok       bool
 }
 
-// phase is one measured stretch of load.
+// phase is one measured stretch of load, or several turns of one load added up.
 type phase struct {
 	name    string
 	tally   *tally
 	elapsed time.Duration
+	cpu     cpuSpan // what the watched processes used meanwhile
 }
 
 func (p phase) rate() float64 { return float64(p.tally.total()) / p.elapsed.Seconds() }
@@ -97,19 +107,25 @@ func hammer(ctx context.Context, name string, conns int, d time.Duration,
 	return p
 }
 
-// alternate runs two loads in turns of slice each, for d in all, and returns each
-// load's phase (their tallies and time summed over their turns). Load that comes and
-// goes on the machine falls on both alike, which back-to-back phases cannot promise.
-func alternate(ctx context.Context, names [2]string, conns int, d, slice time.Duration,
-	fns [2]func(ctx context.Context, worker int) (answer, bool)) [2]phase {
-	out := [2]phase{{name: names[0], tally: newTally()}, {name: names[1], tally: newTally()}}
+// alternate runs loads in turns of slice each, for d in all, and returns each load's
+// phase (its tallies, time and CPU summed over its turns). Load that comes and goes on
+// the machine falls on all alike, which back-to-back phases cannot promise.
+func alternate(ctx context.Context, names []string, conns int, d, slice time.Duration, watch cpuWatch,
+	fns ...func(ctx context.Context, worker int) (answer, bool)) []phase {
+	out := make([]phase, len(names))
+	for i, n := range names {
+		out[i] = phase{name: n, tally: newTally()}
+	}
 	if slice <= 0 {
-		slice = d / 2
+		slice = d / time.Duration(len(names))
 	}
 	for i := 0; time.Duration(i)*slice < d && ctx.Err() == nil; i++ {
-		p := hammer(ctx, names[i%2], conns, slice, fns[i%2])
-		out[i%2].tally.merge(p.tally)
-		out[i%2].elapsed += p.elapsed
+		k := i % len(names)
+		before := watch.sample()
+		p := hammer(ctx, names[k], conns, slice, fns[k])
+		out[k].tally.merge(p.tally)
+		out[k].elapsed += p.elapsed
+		out[k].cpu.add(watch.span(before, watch.sample()))
 	}
 	return out
 }
@@ -122,11 +138,13 @@ type accepted202 struct {
 
 // runRatios measures, against the same API processes, in this order:
 //
-//	sold out   POST .../orders on a sale whose only unit is sold, by users cycling
-//	           through a thousand tokens (a crowd that keeps retrying), in turns of
-//	           Slice with healthz 1 (GET /healthz), 2 x Phase in all
+//	sold out   POST .../orders on a sale whose only unit is sold, by Retriers users
+//	           cycling (a crowd that keeps retrying), in turns of Slice with healthz 1
+//	           (GET /healthz) and, with Limited, with the same load on the API that has
+//	           the limits on: Phase each
 //	healthz 2  GET /healthz
-//	purchase   POST .../orders by distinct users, one unit each, on a sale with 10^9 units
+//	purchase   POST .../orders by distinct users, one unit each, on a sale with 10^9 units;
+//	           with Limited, in turns with the same load on it, Phase each
 //	drain      orders accepted/s in the purchase phase against orders persisted/s,
 //	           persisted/s = accepted orders / (first purchase request -> the poll that
 //	           saw MySQL hold every one of them)
@@ -174,21 +192,27 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 	if r := a.buy(ctx, soldID, tokens[0], "", 1); r.status != http.StatusAccepted {
 		return false, fmt.Errorf("buy the only unit of sale %d: %s %s", soldID, r.label(), r.body)
 	}
-	retriers := min(len(tokens), 1000)
-	var n atomic.Int64
-	soldOutFn := func(ctx context.Context, _ int) (answer, bool) {
-		i := int(n.Add(1)-1) % retriers
-		return a.buy(ctx, soldID, tokens[i], "", 1), true
+	retriers := min(len(tokens), max(cfg.Retriers, 1))
+	soldOutOn := func(a *api) func(ctx context.Context, _ int) (answer, bool) {
+		var n atomic.Int64
+		return func(ctx context.Context, _ int) (answer, bool) {
+			i := int(n.Add(1)-1) % retriers
+			return a.buy(ctx, soldID, tokens[i], "", 1), true
+		}
 	}
-	cpuBefore := cfg.Watch.sample()
-	turns := alternate(ctx, [2]string{"sold out", "healthz 1"}, cfg.Conns, 2*cfg.Phase, cfg.Slice,
-		[2]func(context.Context, int) (answer, bool){soldOutFn, healthz})
-	soldOut, h1 := turns[0], turns[1]
-	soldOut.print(w)
-	h1.print(w)
-	if u := cfg.Watch.usage(cpuBefore, cfg.Watch.sample()); u != "" {
-		fmt.Fprintf(w, "  %-16s cpu in cores: %s (both, in turns of %s)\n", "", u, cfg.Slice)
+	loads := []func(context.Context, int) (answer, bool){soldOutOn(a), healthz}
+	names := []string{"sold out", "healthz 1"}
+	if cfg.Limited != nil {
+		loads, names = append(loads, soldOutOn(cfg.Limited)), append(names, "sold out, limits")
 	}
+	soldTurns := alternate(ctx, names, cfg.Conns, time.Duration(len(loads))*cfg.Phase, cfg.Slice, cfg.Watch, loads...)
+	for _, p := range soldTurns {
+		p.print(w)
+		if u := cfg.Watch.describe(p.cpu); u != "" {
+			fmt.Fprintf(w, "  %-16s cpu in cores: %s (its turns of %s)\n", "", u, cfg.Slice)
+		}
+	}
+	soldOut, h1 := soldTurns[0], soldTurns[1]
 	h2 := run("healthz 2", cfg.Phase, healthz)
 
 	// Purchases: distinct users, plentiful stock.
@@ -197,37 +221,63 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 		return false, err
 	}
 	var next atomic.Int64
-	got := make([][]accepted202, cfg.Conns)
-	purchase := run("purchase", cfg.Phase, func(ctx context.Context, wk int) (answer, bool) {
-		i := int(next.Add(1) - 1)
-		if i >= len(tokens) {
-			return answer{}, false
+	var mu sync.Mutex
+	var got []accepted202
+	buyOn := func(a *api) func(ctx context.Context, wk int) (answer, bool) {
+		return func(ctx context.Context, wk int) (answer, bool) {
+			i := int(next.Add(1) - 1)
+			if i >= len(tokens) {
+				return answer{}, false
+			}
+			key := ""
+			if cfg.PurchaseKey {
+				key = "ratios-" + strconv.Itoa(i)
+			}
+			r := a.buy(ctx, buyID, tokens[i], key, 1)
+			if r.status == http.StatusAccepted {
+				mu.Lock()
+				got = append(got, accepted202{i, r.body})
+				mu.Unlock()
+			}
+			return r, true
 		}
-		key := ""
-		if cfg.PurchaseKey {
-			key = "ratios-" + strconv.Itoa(i)
+	}
+	// Each purchase load's CPU per purchase, from its own turns.
+	perPurchase := func(p phase) {
+		if u := cfg.Watch.perEvent(p.cpu, p.tally.counts["202"]); u != "" {
+			fmt.Fprintf(w, "  %-16s cpu per purchase: %s\n", "", u)
 		}
-		r := a.buy(ctx, buyID, tokens[i], key, 1)
-		if r.status == http.StatusAccepted {
-			got[wk] = append(got[wk], accepted202{i, r.body})
+	}
+	var purchase, limitedBuys phase
+	if cfg.Limited == nil {
+		purchase = run("purchase", cfg.Phase, buyOn(a))
+		perPurchase(purchase)
+	} else {
+		turns := alternate(ctx, []string{"purchase", "purchase, limits"}, cfg.Conns, 2*cfg.Phase, cfg.Slice,
+			cfg.Watch, buyOn(a), buyOn(cfg.Limited))
+		purchase, limitedBuys = turns[0], turns[1]
+		for _, p := range turns {
+			p.print(w)
+			if u := cfg.Watch.describe(p.cpu); u != "" {
+				fmt.Fprintf(w, "  %-16s cpu in cores: %s (its turns of %s)\n", "", u, cfg.Slice)
+			}
+			perPurchase(p)
 		}
-		return r, true
-	})
+	}
 	burstEnd := time.Now()
-	if int(next.Load()) >= len(tokens) && purchase.elapsed < cfg.Phase {
+	burst := purchase.elapsed + limitedBuys.elapsed
+	if int(next.Load()) >= len(tokens) && burst < cfg.Phase {
 		fmt.Fprintf(w, "  (the purchase phase ran out of its %d buyers; raise -buyers)\n", len(tokens))
 	}
 
 	// Drain: when does MySQL hold every accepted order?
 	l := newLedger()
-	for _, g := range got {
-		for _, acc := range g {
-			var o order
-			if err := json.Unmarshal(acc.body, &o); err != nil || o.ID == "" {
-				return false, fmt.Errorf("202 without an order id: %s", acc.body)
-			}
-			l.record(o.ID, ack{UserID: cfg.FirstUser + int64(acc.buyer), Quantity: 1}, true)
+	for _, acc := range got {
+		var o order
+		if err := json.Unmarshal(acc.body, &o); err != nil || o.ID == "" {
+			return false, fmt.Errorf("202 without an order id: %s", acc.body)
 		}
+		l.record(o.ID, ack{UserID: cfg.FirstUser + int64(acc.buyer), Quantity: 1}, true)
 	}
 	want := l.acknowledged()
 	atBurstEnd, err := countOrders(ctx, db, buyID)
@@ -240,11 +290,11 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 		return false, err
 	}
 	drainCPU := cfg.Watch.usage(before, cfg.Watch.sample())
-	start := burstEnd.Add(-purchase.elapsed)
-	acceptedRate := float64(len(want)) / purchase.elapsed.Seconds()
+	start := burstEnd.Add(-burst)
+	acceptedRate := float64(len(want)) / burst.Seconds()
 	persistedRate := float64(len(want)) / drained.Sub(start).Seconds()
 	fmt.Fprintf(w, "  drain            %d orders accepted in %.2fs = %.0f/s; MySQL held %d when the burst ended (%.0f/s)",
-		len(want), purchase.elapsed.Seconds(), acceptedRate, atBurstEnd, float64(atBurstEnd)/purchase.elapsed.Seconds())
+		len(want), burst.Seconds(), acceptedRate, atBurstEnd, float64(atBurstEnd)/burst.Seconds())
 	if all {
 		fmt.Fprintf(w, " and all of them %.2fs later; persisted/s = %d / %.2fs = %.0f/s\n",
 			drained.Sub(burstEnd).Seconds(), len(want), drained.Sub(start).Seconds(), persistedRate)
@@ -294,6 +344,18 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 		{"orders persisted/s vs accepted/s", fmt.Sprintf("%.0f/s", persistedRate),
 			persistRatio, fmt.Sprintf(">= %.2f", wantPersistRatio), persistRatio >= wantPersistRatio},
 		{"purchase p99", ms(p99), -1, "<= " + ms(wantPurchaseP99), p99 <= wantPurchaseP99},
+	}
+	if cfg.Limited != nil {
+		onBuy, onSold := limitedBuys.rateOf("202")/buyYard, soldTurns[2].rateOf("409 sold_out")/soldYard
+		results = append(results,
+			figure{"purchases/s, limits on, vs healthz", fmt.Sprintf("%.0f/s", limitedBuys.rateOf("202")),
+				onBuy, fmt.Sprintf(">= %.2f", wantLimitedPurchaseRatio), onBuy >= wantLimitedPurchaseRatio},
+			figure{"sold-out answers/s, limits on", fmt.Sprintf("%.0f/s", soldTurns[2].rateOf("409 sold_out")),
+				onSold, fmt.Sprintf(">= %.2f", wantLimitedSoldOutRatio), onSold >= wantLimitedSoldOutRatio},
+			figure{"purchases/s, limits on vs off", "", onBuy / buyRatio,
+				fmt.Sprintf(">= %.2f", wantLimitedVsOff), onBuy/buyRatio >= wantLimitedVsOff},
+			figure{"sold-out answers/s, limits on vs off", "", onSold / soldRatio,
+				fmt.Sprintf(">= %.2f", wantLimitedVsOff), onSold/soldRatio >= wantLimitedVsOff})
 	}
 	if cfg.Group.Size > 0 { // no target: how a seat compares with a purchase
 		results = append(results, figure{"group seats/s vs purchases/s", fmt.Sprintf("%.0f/s", seats.seatRate),
