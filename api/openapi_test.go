@@ -24,6 +24,7 @@ import (
 
 	"seckill/internal/auth"
 	"seckill/internal/handler"
+	"seckill/internal/outbox"
 	"seckill/internal/presence"
 	"seckill/internal/sale"
 	"seckill/internal/store"
@@ -800,11 +801,14 @@ func TestSchemasMatchJSON(t *testing.T) {
 		{"Stats", reflect.TypeFor[sale.Stats]()},
 		{"Ledger", reflect.TypeFor[sale.Ledger]()},
 		{"Instance", reflect.TypeFor[presence.Instance]()},
+		{"Webhook", reflect.TypeFor[outbox.Webhook]()},
+		{"Delivery", reflect.TypeFor[outbox.Delivery]()},
 	}
 	for _, tt := range tests {
 		checkSchema(t, d, tt.schema, d.schema(tt.schema), tt.typ)
 	}
-	for list, item := range map[string]string{"ActivityList": "activities", "OrderList": "orders", "InstanceList": "instances"} {
+	for list, item := range map[string]string{"ActivityList": "activities", "OrderList": "orders", "InstanceList": "instances",
+		"WebhookList": "webhooks", "DeliveryList": "deliveries"} {
 		s := d.schema(list)
 		if got := asStrings(s["required"]); !slices.Equal(got, []string{item}) {
 			t.Errorf("%s required: got %v, want [%s]", list, got, item)
@@ -863,6 +867,8 @@ func checkSchema(t *testing.T, d doc, name string, s map[string]any, typ reflect
 		case ft.Kind() == reflect.Struct:
 			want = "object"
 			checkSchema(t, d, name+"."+tag, p, ft)
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
+			want = "array"
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
 			want = "array"
 			if items, ok := d.resolve(p["items"]).(map[string]any); ok {

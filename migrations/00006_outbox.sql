@@ -43,6 +43,7 @@ CREATE TABLE webhook_deliveries (
     PRIMARY KEY (webhook_id, event_seq),
     KEY webhook_deliveries_due (status, next_attempt_at),
     KEY webhook_deliveries_by_subject (webhook_id, subject, status, event_seq),
+    KEY webhook_deliveries_by_event (event_seq), -- pruning: is an event still named?
     CONSTRAINT webhook_deliveries_status CHECK (status IN ('pending', 'delivered', 'failed'))
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
 

@@ -31,6 +31,7 @@ import (
 	"seckill/internal/handler"
 	"seckill/internal/lock"
 	"seckill/internal/order"
+	"seckill/internal/outbox"
 	"seckill/internal/presence"
 	"seckill/internal/queue"
 	"seckill/internal/sale"
@@ -173,7 +174,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	apis := live.WatchPeers(watchCtx, "api")
 	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, IdP: idp, RateUser: cfg.RateUser,
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, Registry: reg, Instances: live,
-		Answers: answers})
+		Answers: answers, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate)})
 
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h.Routes(),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,

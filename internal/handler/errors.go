@@ -18,6 +18,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/outbox"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
@@ -78,6 +79,8 @@ var mapping = []struct {
 	{store.ErrExpired, http.StatusConflict, "order_expired"},
 	{store.ErrNotCancellable, http.StatusConflict, "order_not_cancellable"},
 	{sale.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+	{outbox.ErrNotFound, http.StatusNotFound, "not_found"},
+	{errNoWebhooks, http.StatusServiceUnavailable, "unavailable"},
 }
 
 // respondError writes the error body for err and ends the request. It is the one
@@ -85,10 +88,14 @@ var mapping = []struct {
 // storage server could not be reached, else 500 with nothing internal in the body.
 func respondError(c *gin.Context, err error) {
 	var fe *sale.FieldError
+	var wfe *outbox.FieldError
 	var ir *invalidRequest
 	switch {
 	case errors.As(err, &fe): // starts with the field's JSON name, kept as it is spelled
 		abort(c, http.StatusBadRequest, "invalid_request", period(fe.Error()))
+		return
+	case errors.As(err, &wfe):
+		abort(c, http.StatusBadRequest, "invalid_request", period(wfe.Error()))
 		return
 	case errors.As(err, &ir):
 		abort(c, http.StatusBadRequest, "invalid_request", period(ir.msg))

@@ -79,6 +79,9 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Answers, when set, counts purchase answers per sale for the heartbeat.
 	Answers *presence.Answers
+	// Webhooks are the shop's endpoints that receive the events (internal/outbox);
+	// nil answers their routes with none.
+	Webhooks Webhooks
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -94,6 +97,7 @@ type Handler struct {
 	now     func() time.Time
 	proxies []string
 	live    InstanceLister
+	hooks   Webhooks
 }
 
 // New returns a Handler over svc.
@@ -113,7 +117,7 @@ func New(svc Service, o Options) *Handler {
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP),
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
 		metrics: newMetrics(o.Registry, o.Answers), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
-		live: o.Instances}
+		live: o.Instances, hooks: o.Webhooks}
 }
 
 // Routes returns the API's http.Handler.
@@ -165,6 +169,10 @@ func (h *Handler) Routes() http.Handler {
 	admin.POST("/activities/:id/rebuild", byActivity(h.svc.Rebuild))
 	admin.GET("/activities/:id/groups", h.listGroups(true))
 	admin.GET("/instances", h.instances)
+	admin.POST("/webhooks", h.createWebhook)
+	admin.GET("/webhooks", h.listWebhooks)
+	admin.DELETE("/webhooks/:id", h.deleteWebhook)
+	admin.GET("/webhooks/:id/deliveries", h.webhookDeliveries)
 	return r
 }
 

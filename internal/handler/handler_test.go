@@ -18,6 +18,7 @@ import (
 	"seckill/internal/handler"
 	"seckill/internal/lock"
 	"seckill/internal/order"
+	"seckill/internal/outbox"
 	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
@@ -82,6 +83,9 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	t.Cleanup(w.Shutdown)
 
 	o.JWTSecret = testutil.JWTSecret
+	if o.Webhooks == nil {
+		o.Webhooks = outbox.NewWebhooks(db.Gorm, false) // as outside dev mode
+	}
 	routes := handler.New(svc, o).Routes()
 	ts := httptest.NewServer(routes)
 	t.Cleanup(ts.Close)

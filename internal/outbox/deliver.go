@@ -502,9 +502,10 @@ func disable(tx *gorm.DB, r result, now time.Time) error {
 		r.webhook, r.seq, r.attempts).Error; err != nil {
 		return fmt.Errorf("record a 410: %w", err)
 	}
-	if err := tx.Exec("UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = ? "+
-		"WHERE webhook_id = ? AND status = 'pending'", "given up: the endpoint "+disabledReason+" and was disabled",
-		r.webhook).Error; err != nil {
+	// last_attempt_at of one never tried is when it was given up, for Prune.
+	if err := tx.Exec("UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = ?, "+
+		"last_attempt_at = COALESCE(last_attempt_at, ?) WHERE webhook_id = ? AND status = 'pending'",
+		"given up: the endpoint "+disabledReason+" and was disabled", now, r.webhook).Error; err != nil {
 		return fmt.Errorf("give up a disabled webhook's deliveries: %w", err)
 	}
 	slog.Warn("webhook disabled: it answered 410 Gone", "webhook", r.webhook, "url", r.url)

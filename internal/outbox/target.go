@@ -14,7 +14,7 @@ import (
 // ErrPrivateTarget is a webhook address on loopback or a private network, refused
 // unless SECKILL_WEBHOOK_ALLOW_PRIVATE is true: the worker would otherwise post to the
 // inside of its own network on an admin's say.
-var ErrPrivateTarget = errors.New("the address is on loopback or a private network")
+var ErrPrivateTarget = errors.New("a loopback or private network address")
 
 // private reports the addresses a webhook may not reach unless private targets are
 // allowed: loopback, private (RFC 1918, fc00::/7), link-local, shared (100.64.0.0/10),
@@ -24,6 +24,9 @@ func private(a netip.Addr) bool {
 	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
 		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() || shared.Contains(a)
 }
+
+// allowHint ends the message of a refused private URL.
+const allowHint = "; SECKILL_WEBHOOK_ALLOW_PRIVATE=true allows it"
 
 var shared = netip.MustParsePrefix("100.64.0.0/10") // carrier-grade NAT
 
@@ -48,16 +51,21 @@ func checkURL(ctx context.Context, resolver *net.Resolver, raw string, allowPriv
 	}
 	host := u.Hostname()
 	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return &FieldError{"url", "must not point at " + ErrPrivateTarget.Error()}
+		return &FieldError{"url", "must not point at " + ErrPrivateTarget.Error() + allowHint}
 	}
 	addrs, err := resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil || len(addrs) == 0 {
 		return &FieldError{"url", fmt.Sprintf("has a host that does not resolve (%s)", host)}
 	}
 	for _, a := range addrs {
-		if private(a) {
-			return &FieldError{"url", fmt.Sprintf("must not point at %s (%s is %s)", ErrPrivateTarget, host, a)}
+		if !private(a) {
+			continue
 		}
+		resolved := ""
+		if a = a.Unmap(); a.String() != host { // the host is a name, not the address itself
+			resolved = fmt.Sprintf(" (%s is %s)", host, a)
+		}
+		return &FieldError{"url", fmt.Sprintf("must not point at %s%s%s", ErrPrivateTarget, resolved, allowHint)}
 	}
 	return nil
 }
@@ -72,7 +80,7 @@ func refusePrivate(_, address string, _ syscall.RawConn) error {
 		return fmt.Errorf("webhook target %q: %w", address, err)
 	}
 	if private(ap.Addr()) {
-		return fmt.Errorf("webhook target %s: %w", ap.Addr(), ErrPrivateTarget)
+		return fmt.Errorf("webhook target %s is %w", ap.Addr(), ErrPrivateTarget)
 	}
 	return nil
 }
