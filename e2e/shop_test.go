@@ -31,6 +31,34 @@ func (c *client) createSaleWith(admin string, stock int64, limit int, extra map[
 	return a
 }
 
+// buyOne buys one unit of a sale as user and returns the order's id, or "" after
+// failing the test (it may run in goroutines of the test).
+func (c *client) buyOne(activityID, user int64) string {
+	c.t.Helper()
+	r := c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", activityID), testutil.Token(c.t, user, false), map[string]int{"quantity": 1})
+	if r.Status != http.StatusAccepted {
+		c.t.Errorf("buy as user %d: %d %s", user, r.Status, r.Body)
+		return ""
+	}
+	var o order
+	r.decode(c.t, &o)
+	return o.ID
+}
+
+// buyEach buys one unit for each of n users from firstUser on, one after the other,
+// waits until MySQL has every order, and returns their ids.
+func (c *client) buyEach(admin string, activityID, firstUser int64, n int) []string {
+	c.t.Helper()
+	ids := make([]string, n)
+	for i := range n {
+		if ids[i] = c.buyOne(activityID, firstUser+int64(i)); ids[i] == "" {
+			c.t.FailNow()
+		}
+	}
+	c.waitDrained(admin, activityID, time.Minute)
+	return ids
+}
+
 // A shop's back end confirms 50 payments around the instant each order's pay window
 // ends, while the worker's expiry job runs: each order ends as the confirmation's answer
 // said (200: paid; 409 order_expired: cancelled, its unit back in stock), and the
@@ -42,17 +70,7 @@ func TestConfirmationsRaceThePayWindow(t *testing.T) {
 	a := c.createSaleWith(admin, 50, 1, map[string]any{"pay_window_seconds": 10})
 
 	const n = 50
-	ids := make([]string, n)
-	for i := range n {
-		r := c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", a.ID), testutil.Token(t, int64(2000+i), false), map[string]int{"quantity": 1})
-		if r.Status != http.StatusAccepted {
-			t.Fatalf("buy: %d %s", r.Status, r.Body)
-		}
-		var o order
-		r.decode(t, &o)
-		ids[i] = o.ID
-	}
-	c.waitDrained(admin, a.ID, time.Minute)
+	ids := c.buyEach(admin, a.ID, 2000, n)
 	expires := make([]time.Time, n)
 	for i, id := range ids {
 		var o struct {

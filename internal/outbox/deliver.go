@@ -89,6 +89,10 @@ type attempt struct {
 	eventID  string
 	body     []byte
 	changeAt time.Time // the event's created_at
+	// startBy is the latest start that ends within the lease (claimed + Lease -
+	// Timeout): an attempt that waited longer for a sender is not made but handed back
+	// (release), so two attempts never overlap.
+	startBy time.Time
 }
 
 // result is what an attempt got.
@@ -97,6 +101,8 @@ type result struct {
 	code int    // the HTTP status; 0 for none
 	err  string // why there was no answer
 	at   time.Time
+	// late means the attempt was not made: it waited past startBy.
+	late bool
 }
 
 func (r result) ok() bool { return r.code >= 200 && r.code < 300 }
@@ -151,6 +157,10 @@ func (d *Deliverer) Run(ctx context.Context) {
 	<-recorded
 }
 
+// claimAhead is how many attempts per sender a loop keeps claimed (being made, or
+// waiting for a sender), so the senders never wait for a claim's round trip.
+const claimAhead = 4
+
 // round fans new events out and hands the due deliveries to the senders, as many as
 // there is room for. It reports whether it found anything to do.
 func (d *Deliverer) round(ctx context.Context, jobs chan<- attempt, inflight *atomic.Int64) (bool, error) {
@@ -158,7 +168,7 @@ func (d *Deliverer) round(ctx context.Context, jobs chan<- attempt, inflight *at
 	if err != nil {
 		return false, err
 	}
-	room := d.Senders - int(inflight.Load())
+	room := claimAhead*d.Senders - int(inflight.Load())
 	if room <= 0 {
 		return fanned > 0, nil
 	}
@@ -309,7 +319,8 @@ func (d *Deliverer) claim(ctx context.Context, n int) ([]attempt, error) {
 			}
 			signers[h.ID] = signer
 		}
-		a := attempt{webhook: c.WebhookID, seq: c.EventSeq, attempts: c.Attempts + 1, url: h.URL, signer: signer}
+		a := attempt{webhook: c.WebhookID, seq: c.EventSeq, attempts: c.Attempts + 1, url: h.URL, signer: signer,
+			startBy: now.Add(d.Lease - d.Timeout)}
 		if i, ok := bySeq[c.EventSeq]; ok {
 			e := events[i]
 			a.eventID, a.body, a.changeAt = e.ID, e.Body, e.CreatedAt
@@ -332,10 +343,13 @@ func seqsByWebhook[T any](items []T, key func(T) (webhook, seq int64)) map[int64
 
 // send makes one attempt: POST the body, signed, and read the answer's status.
 func (d *Deliverer) send(a attempt) result {
-	if a.body == nil { // its event was pruned: nothing to send
-		return result{attempt: a, err: "the event is no longer stored", at: d.now()}
-	}
 	ts := d.now()
+	if ts.After(a.startBy) {
+		return result{attempt: a, late: true, at: ts}
+	}
+	if a.body == nil { // its event was pruned: nothing to send
+		return result{attempt: a, err: "the event is no longer stored", at: ts}
+	}
 	sig, err := a.signer.Sign(a.eventID, ts, a.body)
 	if err != nil {
 		return result{attempt: a, err: "sign: " + err.Error(), at: d.now()}
@@ -428,6 +442,10 @@ func (d *Deliverer) record(ctx context.Context, batch []result) error {
 		clear(delivered)
 		for _, r := range batch {
 			switch {
+			case r.late:
+				if err := release(tx, r, now); err != nil {
+					return err
+				}
 			case r.ok():
 				g := group{r.webhook, r.attempts, r.code}
 				delivered[g] = append(delivered[g], r.seq)
@@ -454,7 +472,9 @@ func (d *Deliverer) record(ctx context.Context, batch []result) error {
 		return err
 	}
 	for _, r := range batch {
-		d.metrics.attempted(d.outcome(r), r.changeAt, r.at)
+		if !r.late {
+			d.metrics.attempted(d.outcome(r), r.changeAt, r.at)
+		}
 	}
 	return nil
 }
@@ -487,6 +507,17 @@ func (d *Deliverer) retryLater(tx *gorm.DB, r result, now time.Time) error {
 		"WHERE webhook_id = ? AND event_seq = ? AND attempts = ? AND status = 'pending'",
 		status, next, nullCode(r.code), lastError(r), r.webhook, r.seq, r.attempts).Error; err != nil {
 		return fmt.Errorf("record a failed delivery: %w", err)
+	}
+	return nil
+}
+
+// release hands back an attempt that was not made: its claim is undone (the attempt
+// not counted, the delivery due now), unless its lease ran out and it was claimed again.
+func release(tx *gorm.DB, r result, now time.Time) error {
+	if err := tx.Exec("UPDATE webhook_deliveries SET attempts = attempts - 1, next_attempt_at = ? "+
+		"WHERE webhook_id = ? AND event_seq = ? AND attempts = ? AND status = 'pending'",
+		now, r.webhook, r.seq, r.attempts).Error; err != nil {
+		return fmt.Errorf("release a delivery: %w", err)
 	}
 	return nil
 }

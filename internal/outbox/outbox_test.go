@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -344,5 +345,59 @@ func TestPrivateTargets(t *testing.T) {
 	}
 	if d := deliveries(t, open, stored.ID)["failed"][0]; !strings.Contains(d.LastError, "loopback or private network address") {
 		t.Errorf("last_error %q does not say why", d.LastError)
+	}
+}
+
+// Attempts claimed ahead that wait for a sender past the point where they could still
+// end within their lease are handed back, not made late: with two loops of one sender
+// each against an endpoint that never answers, no two attempts of one event overlap,
+// and every delivery is given up after exactly the schedule's tries.
+func TestAttemptsNeverOverlap(t *testing.T) {
+	db := testutil.MySQL(t).Gorm
+	hooks := outbox.NewWebhooks(db, true)
+	type span struct{ start, end time.Time }
+	var mu sync.Mutex
+	spans := map[string][]span{}
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		_, _ = io.Copy(io.Discard, r.Body) // the server notices a closed connection only past the body
+		select {
+		case <-r.Context().Done(): // the sender's timeout
+		case <-time.After(5 * time.Second):
+		}
+		mu.Lock()
+		id := r.Header.Get("webhook-id")
+		spans[id] = append(spans[id], span{start, time.Now()})
+		mu.Unlock()
+	}))
+	t.Cleanup(hang.Close)
+	w, err := hooks.Create(t.Context(), hang.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, db, 2, true, func(d *outbox.Deliverer) {
+		d.Senders, d.Timeout, d.Lease = 1, 200*time.Millisecond, 500*time.Millisecond
+	})
+	const events = 8
+	for i := range events {
+		record(t, db, orderEvent(outbox.OrderCreated, fmt.Sprintf("order-h%d", i)))
+	}
+	waitFor(t, "every delivery given up", func() bool { return len(deliveries(t, hooks, w.ID)["failed"]) == events })
+	mu.Lock()
+	defer mu.Unlock()
+	for id, ss := range spans {
+		if len(ss) != len(fast)+1 {
+			t.Errorf("event %s tried %d times, want %d", id, len(ss), len(fast)+1)
+		}
+		for i := range ss {
+			for j := range i {
+				if ss[i].start.Before(ss[j].end) && ss[j].start.Before(ss[i].end) {
+					t.Errorf("event %s: attempts %v and %v overlap", id, ss[j], ss[i])
+				}
+			}
+		}
+	}
+	if len(spans) != events {
+		t.Errorf("%d events reached the endpoint, want %d", len(spans), events)
 	}
 }
