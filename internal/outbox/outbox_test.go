@@ -401,3 +401,56 @@ func TestAttemptsNeverOverlap(t *testing.T) {
 		t.Errorf("%d events reached the endpoint, want %d", len(spans), events)
 	}
 }
+
+// Prune removes what is done and old, and nothing still waiting: deliveries done more
+// than Keep ago, a deleted endpoint's deliveries and then the endpoint, and the events no
+// delivery names any more; a pending delivery keeps itself and its event.
+func TestPrune(t *testing.T) {
+	db := testutil.MySQL(t).Gorm
+	hooks := outbox.NewWebhooks(db, true)
+	healthy, deleted, failing := testutil.StartReceiver(t), testutil.StartReceiver(t), testutil.StartReceiver(t)
+	failing.Answer = func(testutil.Received, int) int { return http.StatusServiceUnavailable }
+	hw, dw, fw := subscribe(t, hooks, healthy), subscribe(t, hooks, deleted), subscribe(t, hooks, failing)
+	run(t, db, 1, true, func(d *outbox.Deliverer) { d.Backoff = []time.Duration{time.Hour} })
+	record(t, db, orderEvent(outbox.OrderCreated, "order-1"), orderEvent(outbox.OrderCreated, "order-2"))
+	waitFor(t, "the deliveries", func() bool {
+		return len(healthy.Accepted()) == 2 && len(deleted.Accepted()) == 2 && len(failing.Deliveries()) == 2
+	})
+	if err := hooks.Delete(t.Context(), dw.ID); err != nil {
+		t.Fatal(err)
+	}
+	count := func(table string) int64 {
+		var n int64
+		if err := db.Table(table).Count(&n).Error; err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	prune := func(at time.Time, want int64) {
+		t.Helper()
+		p := outbox.NewDeliverer(db, true)
+		p.SetClock(func() time.Time { return at })
+		if n, err := p.Prune(t.Context(), 1000); err != nil || n != want {
+			t.Errorf("prune at %v: %d rows, %v; want %d", at, n, err, want)
+		}
+	}
+	prune(time.Now(), 3) // the deleted endpoint's 2 deliveries, then the endpoint
+	if got := deliveries(t, hooks, hw.ID)["delivered"]; len(got) != 2 {
+		t.Errorf("recent deliveries pruned: %d left of 2", len(got))
+	}
+	later := time.Now().Add(outbox.Keep + time.Hour)
+	prune(later, 2) // the healthy endpoint's 2 deliveries; the events wait for the pending ones
+	if got := deliveries(t, hooks, fw.ID)["pending"]; len(got) != 2 {
+		t.Errorf("pending deliveries: %d, want 2 kept", len(got))
+	}
+	if w, e := count("webhooks"), count("outbox_events"); w != 2 || e != 2 {
+		t.Errorf("%d endpoints and %d events left, want 2 and 2", w, e)
+	}
+	if err := hooks.Delete(t.Context(), fw.ID); err != nil {
+		t.Fatal(err)
+	}
+	prune(later, 5) // its 2 deliveries, the endpoint, then both events
+	if d, e := count("webhook_deliveries"), count("outbox_events"); d != 0 || e != 0 {
+		t.Errorf("%d deliveries and %d events left, want none", d, e)
+	}
+}
