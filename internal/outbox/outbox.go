@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,8 +63,17 @@ type body struct {
 // Record writes events to the outbox with tx, the transaction of the changes they tell
 // of, in one INSERT. Each gets an id (a ULID of its time, prefixed evt_) that every
 // delivery of it carries as webhook-id, and its body, written once, so every retry
-// sends the same bytes.
+// sends the same bytes. An event no enabled endpoint subscribes to is not written: with
+// no endpoint, a change costs one small read.
 func Record(tx *gorm.DB, events ...Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	wanted, err := subscribed(tx)
+	if err != nil {
+		return err
+	}
+	events = slices.DeleteFunc(events, func(e Event) bool { return !wanted[e.Type] })
 	if len(events) == 0 {
 		return nil
 	}
@@ -84,4 +94,22 @@ func Record(tx *gorm.DB, events ...Event) error {
 		return fmt.Errorf("outbox: record %d events: %w", len(events), err)
 	}
 	return nil
+}
+
+// subscribed returns the event types some enabled endpoint subscribes to. It reads with
+// a shared lock, so an endpoint subscribed (or unsubscribed) while tx runs waits for tx:
+// a change committed after an endpoint's creation always has its event written.
+func subscribed(tx *gorm.DB) (map[string]bool, error) {
+	var lists []string
+	if err := tx.Raw("SELECT events FROM webhooks WHERE disabled_at IS NULL AND deleted_at IS NULL LOCK IN SHARE MODE").
+		Scan(&lists).Error; err != nil {
+		return nil, fmt.Errorf("outbox: read the subscribed event types: %w", err)
+	}
+	wanted := map[string]bool{}
+	for _, l := range lists {
+		for _, t := range strings.Split(l, ",") {
+			wanted[t] = true
+		}
+	}
+	return wanted, nil
 }

@@ -454,3 +454,40 @@ func TestPrune(t *testing.T) {
 		t.Errorf("%d deliveries and %d events left, want none", d, e)
 	}
 }
+
+// An event is written only when an enabled endpoint subscribes to its type: with none,
+// a change leaves no row.
+func TestRecordOnlyWhatIsSubscribed(t *testing.T) {
+	db := testutil.MySQL(t).Gorm
+	hooks := outbox.NewWebhooks(db, true)
+	stored := func() []string {
+		var types []string
+		if err := db.Raw("SELECT type FROM outbox_events ORDER BY seq").Scan(&types).Error; err != nil {
+			t.Fatal(err)
+		}
+		return types
+	}
+	all := []outbox.Event{orderEvent(outbox.OrderCreated, "o1"), orderEvent(outbox.OrderPaid, "o1"), orderEvent(outbox.OrderCancelled, "o2")}
+	record(t, db, all...)
+	if got := stored(); len(got) != 0 {
+		t.Errorf("with no endpoint, stored %v", got)
+	}
+	paid, err := hooks.Create(t.Context(), "http://127.0.0.1:9/paid", []string{outbox.OrderPaid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record(t, db, all...)
+	if got := strings.Join(stored(), " "); got != "order.paid" {
+		t.Errorf("with an endpoint of order.paid, stored %q", got)
+	}
+	if _, err := hooks.Create(t.Context(), "http://127.0.0.1:9/cancelled", []string{outbox.OrderCancelled}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hooks.Delete(t.Context(), paid.ID); err != nil {
+		t.Fatal(err)
+	}
+	record(t, db, all...)
+	if got := strings.Join(stored(), " "); got != "order.paid order.cancelled" {
+		t.Errorf("after the order.paid endpoint left and an order.cancelled one came, stored %q", got)
+	}
+}
