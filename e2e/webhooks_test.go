@@ -126,15 +126,17 @@ func TestWebhooksFromRealProcesses(t *testing.T) {
 	admin, shop := testutil.Token(t, 1, true), testutil.ServiceToken(t, 900)
 	flaky, healthy := testutil.StartReceiver(t), testutil.StartReceiver(t)
 	var accepted atomic.Int64
-	flaky.Answer = func(_ testutil.Received, n int) int {
-		switch {
-		case accepted.Load() >= 3:
-			return http.StatusGone
-		case n == 1:
-			return http.StatusServiceUnavailable
+	flaky.Answer = func(_ testutil.Received, n int) int { // deliveries of several orders come at once
+		for {
+			switch a := accepted.Load(); {
+			case a >= 3:
+				return http.StatusGone
+			case n == 1:
+				return http.StatusServiceUnavailable
+			case accepted.CompareAndSwap(a, a+1):
+				return http.StatusOK
+			}
 		}
-		accepted.Add(1)
-		return http.StatusOK
 	}
 	flakyID, healthyID := c.subscribe(admin, flaky), c.subscribe(admin, healthy)
 
