@@ -280,8 +280,21 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 	}
 	c.waitDrained(admin, a.ID, 2*time.Minute)
 
-	// Confirm and cancel while order.created events are being delivered; kill the
-	// worker once some deliveries are in flight.
+	// Confirm and cancel while events are being delivered; kill the worker as soon as
+	// some deliveries are in flight at the endpoint.
+	var killedAt int
+	var held int64
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if inflight.Load() > 0 && len(r.Deliveries()) > 200 {
+				killedAt, held = len(r.Deliveries()), inflight.Load()
+				s.Worker.Signal(syscall.SIGKILL)
+				return
+			}
+		}
+	}()
 	want := make(map[string][]string, n)
 	work = make(chan int)
 	for range 16 {
@@ -313,9 +326,10 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
-	waitUntil(t, "deliveries in flight", time.Minute, func() bool { return inflight.Load() > 0 && len(r.Deliveries()) > 200 })
-	killedAt, held := len(r.Deliveries()), inflight.Load()
-	s.Worker.Signal(syscall.SIGKILL)
+	<-killed
+	if held == 0 {
+		t.Fatal("no delivery was in flight at the endpoint within 2 minutes: the worker was not killed")
+	}
 	t.Logf("worker SIGKILLed with %d deliveries made, %d in flight at the endpoint", killedAt, held)
 	time.Sleep(time.Second)
 	s.Worker.Start()

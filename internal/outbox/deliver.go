@@ -459,9 +459,11 @@ func (d *Deliverer) record(ctx context.Context, batch []result) error {
 				}
 			}
 		}
+		// A 2xx stands even if the endpoint's 410 to another delivery, recorded first,
+		// gave this one up meanwhile: the endpoint has the event.
 		for g, seqs := range delivered {
 			if err := tx.Exec("UPDATE webhook_deliveries SET status = 'delivered', last_status_code = ?, last_error = NULL, "+
-				"delivered_at = ?, next_attempt_at = NULL WHERE webhook_id = ? AND attempts = ? AND status = 'pending' "+
+				"delivered_at = ?, next_attempt_at = NULL WHERE webhook_id = ? AND attempts = ? AND status <> 'delivered' "+
 				"AND event_seq IN ?", g.code, now, g.webhook, g.attempts, seqs).Error; err != nil {
 				return fmt.Errorf("record deliveries: %w", err)
 			}
