@@ -2,7 +2,7 @@
 //
 //	api            serve (applies migrations first)
 //	api migrate    apply migrations/ and exit
-//	api token -user 42 [-admin] [-ttl 1h]   print a token signed with the configured secret
+//	api token -user 42 [-admin|-service] [-ttl 1h]   print a token signed with the configured secret
 package main
 
 import (
@@ -33,6 +33,7 @@ import (
 	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
+	"seckill/internal/outbox"
 	"seckill/internal/presence"
 	"seckill/internal/queue"
 	"seckill/internal/sale"
@@ -104,14 +105,22 @@ func token(cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
 	user := fs.Int64("user", 0, "user id (required, > 0)")
 	admin := fs.Bool("admin", false, "give the admin role")
+	service := fs.Bool("service", false, "give the service role (a shop's back end: pays and cancels any order)")
 	ttl := fs.Duration("ttl", time.Hour, "how long the token is valid")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *user <= 0 || *ttl <= 0 {
-		return errors.New("token: -user must be > 0 and -ttl positive")
+	if *user <= 0 || *ttl <= 0 || *admin && *service {
+		return errors.New("token: -user must be > 0, -ttl positive, and -admin and -service exclude each other")
 	}
-	t, err := auth.Sign(cfg.JWTSecret, *user, *admin, *ttl, time.Now())
+	role := auth.RoleUser
+	switch {
+	case *admin:
+		role = auth.RoleAdmin
+	case *service:
+		role = auth.RoleService
+	}
+	t, err := auth.SignRole(cfg.JWTSecret, *user, role, *ttl, time.Now())
 	if err != nil {
 		return err
 	}
@@ -170,13 +179,19 @@ func serve(ctx context.Context, cfg config.Config) error {
 	svc.Register(reg)
 	live := presence.New(ap)
 	answers := presence.NewAnswers()
+	var idp *auth.IdP
+	if ic, ok := cfg.IdP(); ok { // a shop's identity provider: its tokens beside ours
+		if idp, err = auth.NewIdP(ctx, ic); err != nil {
+			return err
+		}
+	}
 	// The rate limits are split between the live API instances (their heartbeats).
 	svc.UserRate = cfg.RateUser
 	apis := live.WatchPeers(watchCtx, "api")
-	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, RateUser: cfg.RateUser,
+	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, IdP: idp, RateUser: cfg.RateUser,
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, Registry: reg, Instances: live,
 		Answers: answers, Line: waitingRoom, Passes: passes, Now: now,
-		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight})
+		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate)})
 
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h.Routes(),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,

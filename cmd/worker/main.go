@@ -24,6 +24,7 @@ import (
 	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
+	"seckill/internal/outbox"
 	"seckill/internal/presence"
 	"seckill/internal/queue"
 	"seckill/internal/sale"
@@ -87,6 +88,11 @@ func run(ctx context.Context) error {
 		return err
 	}
 
+	// Events out: every worker delivers (claims never overlap); the pruning is a
+	// periodic job.
+	deliverer := outbox.NewDeliverer(db, cfg.WebhookAllowPrivate)
+	deliverer.Register(reg)
+
 	locks := lock.New(rdb)
 	defer locks.Close()
 	lifecycle := order.New(st, sk)
@@ -118,11 +124,21 @@ func run(ctx context.Context) error {
 			_, err := admitter.Run(ctx)
 			return err
 		}},
+		worker.Job{Name: "prune-webhooks", Period: time.Minute, Run: func(ctx context.Context) error {
+			_, err := deliverer.Prune(ctx, 10000)
+			return err
+		}},
 		// A live sale Redis has lost is rebuilt from MySQL (internal/sale.Rebuilder).
 		worker.Job{Name: "rebuild-lost-sales", Period: 2 * time.Second, Run: func(ctx context.Context) error {
 			_, err := rebuilder.RebuildLost(ctx, time.Now())
 			return err
 		}})
+
+	delivered := make(chan struct{})
+	go func() {
+		defer close(delivered)
+		deliverer.Run(jobsCtx)
+	}()
 
 	// The metrics address is internal: it also serves net/http/pprof for profiling.
 	mux := http.NewServeMux()
@@ -140,13 +156,15 @@ func run(ctx context.Context) error {
 	stopBeat := presence.New(ap).Start(presence.NewInstance("worker", cfg.MetricsAddr), presence.FromRegistry(reg,
 		presence.Figure{Name: "orders_written_per_second", Metric: "seckill_persisted_orders_total", Label: "outcome", Value: "created", Rate: true},
 		presence.Figure{Name: "transactions_per_second", Metric: "seckill_persist_batch_size", Rate: true},
-		presence.Figure{Name: "queue_depth", Metric: "seckill_queue_depth"}))
+		presence.Figure{Name: "queue_depth", Metric: "seckill_queue_depth"},
+		presence.Figure{Name: "webhooks_delivered_per_second", Metric: "seckill_webhook_deliveries_total", Label: "outcome", Value: "delivered", Rate: true}))
 	defer stopBeat()
 
 	<-ctx.Done()
 	stopBeat()
 	slog.Info("shutting down: finishing orders in flight")
 	srv.Shutdown() // waits for handlers in flight; unfinished tasks go back to the queue
+	<-delivered    // the webhook attempts in flight, each bounded by its timeout, recorded
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return metrics.Shutdown(sctx)

@@ -1,11 +1,16 @@
 // Package auth signs and checks the API's bearer tokens: HS256 JWTs whose sub is the
-// user id as a decimal string and whose role is "user" or "admin"; exp is required.
+// user id as a decimal string and whose role is "user", "admin" or "service"; exp is
+// required. Beside them it accepts RS256 and ES256 tokens of a shop's identity provider,
+// verified with the keys of its JWKS (idp.go).
 package auth
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,12 +25,16 @@ var ErrInvalidToken = errors.New("invalid token")
 const (
 	RoleUser  = "user"
 	RoleAdmin = "admin"
+	// RoleService is a shop's back end: it confirms payments and cancels orders of any
+	// buyer, and is neither a buyer nor an admin.
+	RoleService = "service"
 )
 
 // Identity is who a valid token speaks for.
 type Identity struct {
-	UserID int64
-	Admin  bool
+	UserID  int64
+	Admin   bool
+	Service bool
 }
 
 type claims struct {
@@ -33,11 +42,19 @@ type claims struct {
 	jwt.RegisteredClaims
 }
 
-// Sign returns a token for the user, valid for ttl from now.
+// Sign returns a token for the user (or an admin), valid for ttl from now.
 func Sign(secret string, userID int64, admin bool, ttl time.Duration, now time.Time) (string, error) {
 	role := RoleUser
 	if admin {
 		role = RoleAdmin
+	}
+	return SignRole(secret, userID, role, ttl, now)
+}
+
+// SignRole returns a token of the role for userID, valid for ttl from now.
+func SignRole(secret string, userID int64, role string, ttl time.Duration, now time.Time) (string, error) {
+	if _, ok := identityOf(userID, role); !ok {
+		return "", fmt.Errorf("sign: unknown role %q", role)
 	}
 	c := claims{Role: role, RegisteredClaims: jwt.RegisteredClaims{
 		Subject:   strconv.FormatInt(userID, 10),
@@ -51,6 +68,7 @@ func Sign(secret string, userID int64, admin bool, ttl time.Duration, now time.T
 // a buyer's repeated requests skip the signature check and the JSON decoding.
 type Verifier struct {
 	secret []byte
+	idp    *IdP // nil: HS256 tokens only
 
 	cache sync.Map // token -> verified
 	size  atomic.Int64
@@ -64,13 +82,16 @@ type verified struct {
 // maxCached bounds the remembered tokens; the cache is emptied when it is full.
 const maxCached = 200_000
 
-// NewVerifier returns a Verifier for tokens signed with secret.
-func NewVerifier(secret string) *Verifier {
-	return &Verifier{secret: []byte(secret)}
+// NewVerifier returns a Verifier for tokens signed with secret (HS256) and, when idp is
+// not nil, for the RS256 and ES256 tokens of that identity provider.
+func NewVerifier(secret string, idp *IdP) *Verifier {
+	return &Verifier{secret: []byte(secret), idp: idp}
 }
 
 // Verify returns the identity of a valid token at time now, or an error wrapping
-// ErrInvalidToken that says what is wrong.
+// ErrInvalidToken that says what is wrong. The token's alg picks the key: HS256 tokens
+// are checked with the secret, RS256 and ES256 ones with the identity provider's keys
+// (never the other way round); any other alg is refused.
 func (v *Verifier) Verify(token string, now time.Time) (Identity, error) {
 	if c, ok := v.cache.Load(token); ok {
 		if c := c.(verified); now.Before(c.exp) {
@@ -79,25 +100,83 @@ func (v *Verifier) Verify(token string, now time.Time) (Identity, error) {
 		v.cache.Delete(token)
 		return Identity{}, fmt.Errorf("%w: the token has expired", ErrInvalidToken)
 	}
+	var ident Identity
+	var exp time.Time
+	var err error
+	switch alg := algOf(token); {
+	case alg == jwt.SigningMethodHS256.Alg():
+		ident, exp, err = v.verifyOwn(token, now)
+	case v.idp != nil && v.idp.accepts(alg):
+		ident, exp, err = v.idp.verify(token, now)
+	default:
+		return Identity{}, fmt.Errorf("%w: alg %q is not accepted", ErrInvalidToken, alg)
+	}
+	if err != nil {
+		return Identity{}, err
+	}
+	if v.size.Add(1) > maxCached {
+		v.cache.Clear()
+		v.size.Store(1)
+	}
+	v.cache.Store(token, verified{id: ident, exp: exp})
+	return ident, nil
+}
+
+// verifyOwn checks a token of ours: HS256 with the secret, sub and role.
+func (v *Verifier) verifyOwn(token string, now time.Time) (Identity, time.Time, error) {
 	var c claims
 	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return v.secret, nil },
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithExpirationRequired(),
 		jwt.WithTimeFunc(func() time.Time { return now }))
 	if err != nil {
-		return Identity{}, fmt.Errorf("%w: %v", ErrInvalidToken, err)
+		return Identity{}, time.Time{}, fmt.Errorf("%w: %v", ErrInvalidToken, err)
 	}
-	id, err := strconv.ParseInt(c.Subject, 10, 64)
-	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != c.Subject {
-		return Identity{}, fmt.Errorf("%w: sub must be a positive decimal user id", ErrInvalidToken)
+	ident, err := identityOfClaims(c.Subject, c.Role)
+	return ident, c.ExpiresAt.Time, err
+}
+
+// identityOfClaims is the identity of a token whose user claim is sub (a positive
+// decimal) and whose role claim is role.
+func identityOfClaims(sub, role string) (Identity, error) {
+	id, err := strconv.ParseInt(sub, 10, 64)
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != sub {
+		return Identity{}, fmt.Errorf("%w: the user claim must be a positive decimal user id", ErrInvalidToken)
 	}
-	if c.Role != RoleUser && c.Role != RoleAdmin {
-		return Identity{}, fmt.Errorf("%w: role must be user or admin", ErrInvalidToken)
+	ident, ok := identityOf(id, role)
+	if !ok {
+		return Identity{}, fmt.Errorf("%w: role must be user, admin or service", ErrInvalidToken)
 	}
-	ident := Identity{UserID: id, Admin: c.Role == RoleAdmin}
-	if v.size.Add(1) > maxCached {
-		v.cache.Clear()
-		v.size.Store(1)
-	}
-	v.cache.Store(token, verified{id: ident, exp: c.ExpiresAt.Time})
 	return ident, nil
+}
+
+// algOf reads the alg of a token's header, "" if there is none to read.
+func algOf(token string) string {
+	head, _, ok := strings.Cut(token, ".")
+	if !ok {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil {
+		return ""
+	}
+	var h struct {
+		Alg string `json:"alg"`
+	}
+	if json.Unmarshal(raw, &h) != nil {
+		return ""
+	}
+	return h.Alg
+}
+
+// identityOf is the identity of a token of role for userID; false for an unknown role.
+func identityOf(userID int64, role string) (Identity, bool) {
+	switch role {
+	case RoleUser:
+		return Identity{UserID: userID}, true
+	case RoleAdmin:
+		return Identity{UserID: userID, Admin: true}, true
+	case RoleService:
+		return Identity{UserID: userID, Service: true}, true
+	}
+	return Identity{}, false
 }

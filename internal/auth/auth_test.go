@@ -25,6 +25,7 @@ func TestVerify(t *testing.T) {
 	}
 	good, _ := auth.Sign(secret, 42, false, time.Hour, now)
 	admin, _ := auth.Sign(secret, 7, true, time.Hour, now)
+	service, _ := auth.SignRole(secret, 9, auth.RoleService, time.Hour, now)
 	exp := now.Add(time.Hour).Unix()
 	header := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`))
 	body := base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"42","role":"admin","exp":9999999999}`))
@@ -37,6 +38,7 @@ func TestVerify(t *testing.T) {
 	}{
 		{"user", good, auth.Identity{UserID: 42}, true},
 		{"admin", admin, auth.Identity{UserID: 7, Admin: true}, true},
+		{"service", service, auth.Identity{UserID: 9, Service: true}, true},
 		{"other key", sign(jwt.MapClaims{"sub": "42", "role": "user", "exp": exp}, jwt.SigningMethodHS256, []byte(strings.Repeat("x", 32))), auth.Identity{}, false},
 		{"alg none", header + "." + body + ".", auth.Identity{}, false},
 		{"HS512", sign(jwt.MapClaims{"sub": "42", "role": "user", "exp": exp}, jwt.SigningMethodHS512, []byte(secret)), auth.Identity{}, false},
@@ -48,7 +50,7 @@ func TestVerify(t *testing.T) {
 		{"garbage", "not.a.token", auth.Identity{}, false},
 		{"empty", "", auth.Identity{}, false},
 	}
-	v := auth.NewVerifier(secret)
+	v := auth.NewVerifier(secret, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for round := 0; round < 2; round++ { // the second round answers from the cache
@@ -61,6 +63,9 @@ func TestVerify(t *testing.T) {
 				}
 			}
 		})
+	}
+	if _, err := auth.SignRole(secret, 1, "root", time.Hour, now); err == nil {
+		t.Error("SignRole signed a token of an unknown role")
 	}
 	// A cached token still expires.
 	if _, err := v.Verify(good, now.Add(2*time.Hour)); !errors.Is(err, auth.ErrInvalidToken) {

@@ -16,18 +16,18 @@ func BenchmarkVerify(b *testing.B) {
 		tokens[i], _ = auth.Sign(secret, int64(i+1), false, time.Hour, now)
 	}
 	b.Run("new token", func(b *testing.B) {
-		v := auth.NewVerifier(secret)
+		v := auth.NewVerifier(secret, nil)
 		for i := 0; b.Loop(); i++ {
 			if _, err := v.Verify(tokens[i%len(tokens)], now); err != nil {
 				b.Fatal(err)
 			}
 			if i%len(tokens) == len(tokens)-1 {
-				v = auth.NewVerifier(secret)
+				v = auth.NewVerifier(secret, nil)
 			}
 		}
 	})
 	b.Run("cached", func(b *testing.B) {
-		v := auth.NewVerifier(secret)
+		v := auth.NewVerifier(secret, nil)
 		_, _ = v.Verify(tokens[0], now)
 		for b.Loop() {
 			if _, err := v.Verify(tokens[0], now); err != nil {

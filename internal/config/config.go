@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -18,6 +19,8 @@ import (
 	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"seckill/internal/auth"
 )
 
 // DevJWTSecret is the signing secret used in dev mode when SECKILL_JWT_SECRET is unset.
@@ -52,6 +55,20 @@ type Config struct {
 	MySQLDSN string
 	// JWTSecret is SECKILL_JWT_SECRET, at least 32 bytes; required outside dev mode.
 	JWTSecret string
+	// JWKSURL is SECKILL_JWT_JWKS_URL [unset]: a shop's identity provider's JWK Set (an
+	// http or https URL); tokens signed RS256 or ES256 by one of its keys are accepted
+	// beside the HS256 ones.
+	JWKSURL string
+	// JWTIssuer and JWTAudience are SECKILL_JWT_ISSUER and SECKILL_JWT_AUDIENCE [unset]:
+	// when set, the iss and aud the identity provider's tokens must carry.
+	JWTIssuer, JWTAudience string
+	// JWTUserClaim is SECKILL_JWT_USER_CLAIM [sub], the claim of the identity provider's
+	// tokens that holds the decimal user id; JWTRoleClaim is SECKILL_JWT_ROLE_CLAIM
+	// [role], the one that holds the role (user, admin or service, or a list of them).
+	JWTUserClaim, JWTRoleClaim string
+	// WebhookAllowPrivate is SECKILL_WEBHOOK_ALLOW_PRIVATE [true in dev mode, else
+	// false]: whether webhook URLs may point at loopback and private addresses.
+	WebhookAllowPrivate bool
 	// RateUser is SECKILL_RATE_USER [20]: requests per second per user; 0 turns the limit off.
 	RateUser float64
 	// RateIP is SECKILL_RATE_IP [200]: requests per second per client IP; 0 turns the limit off.
@@ -92,6 +109,11 @@ func Load() (Config, error) {
 		TrustedProxies:  list(os.Getenv("SECKILL_TRUSTED_PROXIES")),
 		MySQLDSN:        env("SECKILL_MYSQL_DSN", "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true"),
 		JWTSecret:       os.Getenv("SECKILL_JWT_SECRET"),
+		JWKSURL:         os.Getenv("SECKILL_JWT_JWKS_URL"),
+		JWTIssuer:       os.Getenv("SECKILL_JWT_ISSUER"),
+		JWTAudience:     os.Getenv("SECKILL_JWT_AUDIENCE"),
+		JWTUserClaim:    env("SECKILL_JWT_USER_CLAIM", "sub"),
+		JWTRoleClaim:    env("SECKILL_JWT_ROLE_CLAIM", "role"),
 		PprofAddr:       os.Getenv("SECKILL_PPROF_ADDR"),
 	}
 	var errs []error
@@ -102,12 +124,12 @@ func Load() (Config, error) {
 	c.WorkerConcurrency = int(number(&errs, "SECKILL_WORKER_CONCURRENCY", 8))
 	c.PersistBatch = int(number(&errs, "SECKILL_PERSIST_BATCH", 250))
 	c.MinReplicas = int(number(&errs, "SECKILL_REDIS_MIN_REPLICAS", 0))
-	switch v := os.Getenv("SECKILL_REDIS_CLUSTER"); v {
-	case "", "false", "0":
-	case "true", "1":
-		c.RedisCluster = true
-	default:
-		errs = append(errs, fmt.Errorf("SECKILL_REDIS_CLUSTER: want true or false, got %q", v))
+	c.RedisCluster = boolean(&errs, "SECKILL_REDIS_CLUSTER", false)
+	c.WebhookAllowPrivate = boolean(&errs, "SECKILL_WEBHOOK_ALLOW_PRIVATE", c.Dev())
+	if c.JWKSURL != "" {
+		if u, err := url.Parse(c.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("SECKILL_JWT_JWKS_URL: want an http or https URL, got %q", c.JWKSURL))
+		}
 	}
 	switch {
 	case len(c.RedisAddrs) == 0:
@@ -159,9 +181,10 @@ func (c Config) String() string {
 	if c.UsesDevSecret() {
 		secret = "dev default (public!)"
 	}
-	return fmt.Sprintf("env=%q http=%s redis=%s (%s) min_replicas=%d mysql=%s jwt_secret=%s rate_user=%g rate_ip=%g in_flight=%d sale_in_flight=%d trusted_proxies=%q lock_wait=%s worker_concurrency=%d persist_batch=%d",
+	return fmt.Sprintf("env=%q http=%s redis=%s (%s) min_replicas=%d mysql=%s jwt_secret=%s jwks=%q iss=%q aud=%q user_claim=%s role_claim=%s rate_user=%g rate_ip=%g in_flight=%d sale_in_flight=%d trusted_proxies=%q lock_wait=%s worker_concurrency=%d persist_batch=%d webhook_allow_private=%t",
 		c.Env, c.HTTPAddr, strings.Join(c.RedisAddrs, ","), c.RedisTopology(), c.MinReplicas, maskDSN(c.MySQLDSN),
-		secret, c.RateUser, c.RateIP, c.InFlight, c.SaleInFlight, c.TrustedProxies, c.LockWait, c.WorkerConcurrency, c.PersistBatch)
+		secret, c.JWKSURL, c.JWTIssuer, c.JWTAudience, c.JWTUserClaim, c.JWTRoleClaim, c.RateUser, c.RateIP,
+		c.InFlight, c.SaleInFlight, c.TrustedProxies, c.LockWait, c.WorkerConcurrency, c.PersistBatch, c.WebhookAllowPrivate)
 }
 
 // maskDSN hides the password of user:password@tcp(...)/db.
@@ -192,6 +215,20 @@ func list(v string) []string {
 	return out
 }
 
+func boolean(errs *[]error, name string, def bool) bool {
+	switch v := os.Getenv(name); v {
+	case "":
+		return def
+	case "false", "0":
+		return false
+	case "true", "1":
+		return true
+	default:
+		*errs = append(*errs, fmt.Errorf("%s: want true or false, got %q", name, v))
+		return def
+	}
+}
+
 func number(errs *[]error, name string, def float64) float64 {
 	v := os.Getenv(name)
 	if v == "" {
@@ -203,6 +240,13 @@ func number(errs *[]error, name string, def float64) float64 {
 		return def
 	}
 	return f
+}
+
+// IdP is the identity provider the settings name, and false when SECKILL_JWT_JWKS_URL
+// is unset.
+func (c Config) IdP() (auth.IdPConfig, bool) {
+	return auth.IdPConfig{JWKSURL: c.JWKSURL, Issuer: c.JWTIssuer, Audience: c.JWTAudience,
+		UserClaim: c.JWTUserClaim, RoleClaim: c.JWTRoleClaim}, c.JWKSURL != ""
 }
 
 // RedisTopology names the Redis set-up the settings describe: "single", "sentinel"

@@ -30,19 +30,10 @@ func TestRedisTopology(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SECKILL_ENV", "dev")
-			for _, k := range []string{"SECKILL_REDIS_ADDR", "SECKILL_REDIS_CLUSTER", "SECKILL_REDIS_MASTER_NAME",
-				"SECKILL_REDIS_MIN_REPLICAS", "SECKILL_TRUSTED_PROXIES"} {
-				t.Setenv(k, tc.env[k])
-			}
-			c, err := Load()
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want one naming %q", err, tc.wantErr)
-				}
+			c, loaded := load(t, tc.env, tc.wantErr, "SECKILL_REDIS_ADDR", "SECKILL_REDIS_CLUSTER", "SECKILL_REDIS_MASTER_NAME",
+				"SECKILL_REDIS_MIN_REPLICAS", "SECKILL_TRUSTED_PROXIES")
+			if !loaded {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got := c.RedisTopology(); got != tc.want {
 				t.Errorf("topology = %s, want %s", got, tc.want)
@@ -64,4 +55,68 @@ func TestRedisTopology(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestShopSettings(t *testing.T) {
+	tests := []struct {
+		name         string
+		env          map[string]string
+		allowPrivate bool
+		idp          bool
+		wantErr      string
+	}{
+		{"dev defaults", map[string]string{"SECKILL_ENV": "dev"}, true, false, ""},
+		{"production defaults", map[string]string{"SECKILL_JWT_SECRET": strings.Repeat("s", 32)}, false, false, ""},
+		{"private allowed outside dev", map[string]string{"SECKILL_JWT_SECRET": strings.Repeat("s", 32), "SECKILL_WEBHOOK_ALLOW_PRIVATE": "true"}, true, false, ""},
+		{"private refused in dev", map[string]string{"SECKILL_ENV": "dev", "SECKILL_WEBHOOK_ALLOW_PRIVATE": "false"}, false, false, ""},
+		{"allow private not a boolean", map[string]string{"SECKILL_ENV": "dev", "SECKILL_WEBHOOK_ALLOW_PRIVATE": "yes"}, false, false, "SECKILL_WEBHOOK_ALLOW_PRIVATE"},
+		{"a JWKS", map[string]string{"SECKILL_ENV": "dev", "SECKILL_JWT_JWKS_URL": "https://idp.example/.well-known/jwks.json",
+			"SECKILL_JWT_ISSUER": "https://idp.example", "SECKILL_JWT_AUDIENCE": "seckill", "SECKILL_JWT_USER_CLAIM": "uid",
+			"SECKILL_JWT_ROLE_CLAIM": "realm_access.roles"}, true, true, ""},
+		{"a JWKS that is no URL", map[string]string{"SECKILL_ENV": "dev", "SECKILL_JWT_JWKS_URL": "idp.example/jwks"}, false, false, "SECKILL_JWT_JWKS_URL"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := load(t, tc.env, tc.wantErr, "SECKILL_ENV", "SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_ALLOW_PRIVATE",
+				"SECKILL_JWT_JWKS_URL", "SECKILL_JWT_ISSUER", "SECKILL_JWT_AUDIENCE", "SECKILL_JWT_USER_CLAIM", "SECKILL_JWT_ROLE_CLAIM")
+			if !ok {
+				return
+			}
+			if c.WebhookAllowPrivate != tc.allowPrivate {
+				t.Errorf("WebhookAllowPrivate = %v, want %v", c.WebhookAllowPrivate, tc.allowPrivate)
+			}
+			idp, ok := c.IdP()
+			if ok != tc.idp {
+				t.Fatalf("IdP set: %v, want %v", ok, tc.idp)
+			}
+			if ok && (idp.JWKSURL != tc.env["SECKILL_JWT_JWKS_URL"] || idp.Issuer != "https://idp.example" ||
+				idp.Audience != "seckill" || idp.UserClaim != "uid" || idp.RoleClaim != "realm_access.roles") {
+				t.Errorf("IdP = %+v", idp)
+			}
+			if !ok && (c.JWTUserClaim != "sub" || c.JWTRoleClaim != "role") {
+				t.Errorf("claims %q %q, want the defaults sub and role", c.JWTUserClaim, c.JWTRoleClaim)
+			}
+		})
+	}
+}
+
+// load sets each variable of names to its value in env (unset when env has none) and
+// loads the settings. With wantErr it checks that loading fails naming it and returns
+// false; otherwise loading must succeed.
+func load(t *testing.T, env map[string]string, wantErr string, names ...string) (Config, bool) {
+	t.Helper()
+	for _, k := range names {
+		t.Setenv(k, env[k])
+	}
+	c, err := Load()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("err = %v, want one naming %q", err, wantErr)
+		}
+		return c, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, true
 }

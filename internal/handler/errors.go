@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/line"
+	"seckill/internal/outbox"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
@@ -28,6 +29,7 @@ import (
 var (
 	errUnauthorized    = errors.New("a valid bearer token is required")
 	errForbidden       = errors.New("this route is for admins")
+	errNotBuyer        = errors.New("this route is for buyers and admins, not for a service token")
 	errTooLarge        = errors.New("the request body is larger than 64 KiB")
 	errNoRoute         = errors.New("no such route")
 	errMethod          = errors.New("method not allowed on this route")
@@ -55,6 +57,7 @@ var mapping = []struct {
 }{
 	{errUnauthorized, http.StatusUnauthorized, "unauthorized"},
 	{errForbidden, http.StatusForbidden, "forbidden"},
+	{errNotBuyer, http.StatusForbidden, "forbidden"},
 	{errTooLarge, http.StatusRequestEntityTooLarge, "payload_too_large"},
 	{errNoRoute, http.StatusNotFound, "not_found"},
 	{errMethod, http.StatusMethodNotAllowed, "method_not_allowed"},
@@ -86,6 +89,8 @@ var mapping = []struct {
 	{line.ErrChallengeFailed, http.StatusForbidden, "challenge_failed"},
 	{sale.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 	{errOverloaded, http.StatusServiceUnavailable, "unavailable"},
+	{outbox.ErrNotFound, http.StatusNotFound, "not_found"},
+	{errNoWebhooks, http.StatusServiceUnavailable, "unavailable"},
 }
 
 // respondError writes the error body for err and ends the request. It is the one
@@ -97,10 +102,14 @@ func respondError(c *gin.Context, err error) {
 		return
 	}
 	var fe *sale.FieldError
+	var wfe *outbox.FieldError
 	var ir *invalidRequest
 	switch {
 	case errors.As(err, &fe): // starts with the field's JSON name, kept as it is spelled
 		abort(c, http.StatusBadRequest, "invalid_request", period(fe.Error()))
+		return
+	case errors.As(err, &wfe):
+		abort(c, http.StatusBadRequest, "invalid_request", period(wfe.Error()))
 		return
 	case errors.As(err, &ir):
 		abort(c, http.StatusBadRequest, "invalid_request", period(ir.msg))

@@ -325,6 +325,62 @@ func TestClientIPFromTrustedProxiesOnly(t *testing.T) {
 	}
 }
 
+// A shop's back end (role service) pays and cancels any buyer's order, and nothing
+// else: it cannot buy, reads only its own orders, is no admin, and the per-user and
+// per-IP limits do not hold it back.
+func TestServiceRole(t *testing.T) {
+	s := newStack(t, handler.Options{RateUser: 1, RateIP: 1})
+	now := time.Now()
+	act := s.sale(10, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	buyer, shop := testutil.Token(t, 42, false), testutil.ServiceToken(t, 42) // the same sub as the buyer
+	buy := func() string {
+		t.Helper()
+		a := s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/orders", act), token: buyer, body: `{"quantity":1}`})
+		if a.status != http.StatusAccepted {
+			t.Fatalf("buy: %d %s", a.status, a.body)
+		}
+		id := orderID(t, a.body)
+		time.Sleep(time.Second) // the buyer's allowance of 1 request/s (and the IP's) comes back
+		s.waitCreated(id, buyer)
+		return id
+	}
+	paid, cancelled := buy(), buy()
+
+	for _, c := range []call{
+		{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/orders", act), body: `{"quantity":1}`},
+		{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/groups", act), body: `{"quantity":1}`},
+		{method: "POST", path: "/api/v1/groups/01ARZ3NDEKTSV4RRFFQ69G5FAV7" + fmt.Sprint(act) + "/join", body: `{"quantity":1}`},
+		{method: "GET", path: "/api/v1/admin/activities"},
+		{method: "POST", path: "/api/v1/admin/activities", body: `{}`},
+	} {
+		c.token = shop
+		wantError(t, s.do(c), http.StatusForbidden, "forbidden")
+	}
+	// Many requests in a row, past both limits of 1/s: none is refused.
+	for range 6 {
+		wantError(t, s.do(call{method: "GET", path: "/api/v1/orders/" + paid, token: shop}), http.StatusNotFound, "not_found")
+	}
+	if a := s.do(call{method: "POST", path: "/api/v1/orders/" + paid + "/pay", token: shop}); a.status != http.StatusOK ||
+		!strings.Contains(a.body, `"status":"paid"`) || !strings.Contains(a.body, `"user_id":42`) {
+		t.Errorf("service pays the buyer's order: %d %s", a.status, a.body)
+	}
+	wantError(t, s.do(call{method: "POST", path: "/api/v1/orders/" + paid + "/pay", token: shop}), http.StatusConflict, "order_not_payable")
+	if a := s.do(call{method: "POST", path: "/api/v1/orders/" + cancelled + "/cancel", token: shop}); a.status != http.StatusOK ||
+		!strings.Contains(a.body, `"status":"cancelled"`) {
+		t.Errorf("service cancels the buyer's order: %d %s", a.status, a.body)
+	}
+	if a := s.do(call{method: "GET", path: "/api/v1/orders", token: shop}); a.status != http.StatusOK || a.body != `{"orders":[]}` {
+		t.Errorf("the service's own orders: %d %s, want none", a.status, a.body)
+	}
+	// The buyer's limits hold as before: the service's requests did not use them up,
+	// and a second request within the second is refused.
+	time.Sleep(time.Second)
+	if a := s.do(call{method: "GET", path: "/api/v1/orders/" + paid, token: buyer}); a.status != http.StatusOK || !strings.Contains(a.body, `"status":"paid"`) {
+		t.Errorf("the buyer reads the paid order: %d %s", a.status, a.body)
+	}
+	wantError(t, s.do(call{method: "GET", path: "/api/v1/orders/" + paid, token: buyer}), http.StatusTooManyRequests, "rate_limited")
+}
+
 // Purchase attempts that reach Redis are counted by the reserve script, on Redis'
 // clock, whatever each instance believes: two handlers that each think they are alone
 // (their own share would be the whole allowance) still give one user one allowance in

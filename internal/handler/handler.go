@@ -39,7 +39,7 @@ type Service interface {
 	Rebuild(ctx context.Context, id int64) (sale.Stats, error)
 	Buy(ctx context.Context, r sale.BuyRequest) (sale.Order, bool, error)
 	GetOrder(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
-	ListOrders(ctx context.Context, userID int64) ([]sale.Order, error)
+	ListOrders(ctx context.Context, c sale.Caller) ([]sale.Order, error)
 	Pay(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	Cancel(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	Seat(ctx context.Context, r sale.SeatRequest) (sale.Group, sale.Order, bool, error)
@@ -61,6 +61,9 @@ var _ InstanceLister = (*presence.Registry)(nil)
 type Options struct {
 	// JWTSecret signs and checks bearer tokens.
 	JWTSecret string
+	// IdP, when set, is a shop's identity provider whose RS256 and ES256 tokens are
+	// accepted beside the HS256 ones.
+	IdP *auth.IdP
 	// RateUser and RateIP are requests per second per user and per client IP over all
 	// the API instances; 0 is no limit. This process allows its share of them
 	// (internal/ratelimit); purchases that reach Redis are limited by the reserve
@@ -83,6 +86,9 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Answers, when set, counts purchase answers per sale for the heartbeat.
 	Answers *presence.Answers
+	// Webhooks are the shop's endpoints that receive the events (internal/outbox);
+	// nil answers their routes with none.
+	Webhooks Webhooks
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 	// Line runs the sales' waiting rooms (internal/line); Passes checks the sale
@@ -106,6 +112,7 @@ type Handler struct {
 	live    InstanceLister
 	line    Line
 	passes  *auth.Passes
+	hooks   Webhooks
 }
 
 // New returns a Handler over svc.
@@ -127,10 +134,10 @@ func New(svc Service, o Options) *Handler {
 		Name: "seckill_purchases_in_flight",
 		Help: "Purchases and seats this process is answering now (bound: SECKILL_PURCHASES_IN_FLIGHT).",
 	}, func() float64 { return float64(gate.InFlight()) }))
-	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret), gate: gate,
+	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP), gate: gate,
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
 		metrics: newMetrics(o.Registry, o.Answers), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
-		live: o.Instances, line: o.Line, passes: o.Passes}
+		live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks}
 }
 
 // Routes returns the API's http.Handler.
@@ -168,9 +175,9 @@ func (h *Handler) Routes() http.Handler {
 	// reach Redis, here when the process answers them itself (purchaseError). Past the
 	// bound of purchases in flight they are refused before anything else is done.
 	buying := r.Group("/api/v1", h.admit, h.limitIP, h.authenticate)
-	buying.POST("/activities/:id/orders", h.buy)
-	buying.POST("/activities/:id/groups", h.seat(true))
-	buying.POST("/groups/:gid/join", h.seat(false))
+	buying.POST("/activities/:id/orders", h.requireBuyer, h.buy)
+	buying.POST("/activities/:id/groups", h.requireBuyer, h.seat(true))
+	buying.POST("/groups/:gid/join", h.requireBuyer, h.seat(false))
 	buyer := api.Group("", h.authenticate, h.limitUser)
 	buyer.POST("/activities/:id/line", h.joinLine)
 	buyer.GET("/activities/:id/line", h.ticket)
@@ -191,6 +198,10 @@ func (h *Handler) Routes() http.Handler {
 		return h.line.Figures(ctx, id)
 	}))
 	admin.GET("/instances", h.instances)
+	admin.POST("/webhooks", h.createWebhook)
+	admin.GET("/webhooks", h.listWebhooks)
+	admin.DELETE("/webhooks/:id", h.deleteWebhook)
+	admin.GET("/webhooks/:id/deliveries", h.webhookDeliveries)
 	return r
 }
 
@@ -270,7 +281,7 @@ func (h *Handler) authenticate(c *gin.Context) {
 
 func caller(c *gin.Context) sale.Caller {
 	id := c.MustGet(identityKey).(auth.Identity)
-	return sale.Caller{UserID: id.UserID, Admin: id.Admin}
+	return sale.Caller{UserID: id.UserID, Admin: id.Admin, Service: id.Service}
 }
 
 func (h *Handler) requireAdmin(c *gin.Context) {
@@ -294,14 +305,30 @@ func (h *Handler) admit(c *gin.Context) {
 	c.Next()
 }
 
-func (h *Handler) limitIP(c *gin.Context) {
-	if h.allow(c, h.perIP, c.ClientIP()) {
-		c.Next()
+// requireBuyer refuses a shop's back end (role service) the routes that buy.
+func (h *Handler) requireBuyer(c *gin.Context) {
+	if caller(c).Service {
+		respondError(c, errNotBuyer)
+		return
 	}
+	c.Next()
 }
 
+// limitIP limits requests per client IP. A shop's back end confirms the payments of a
+// whole crowd from one address, so a request the limit refuses still passes when it
+// carries a valid service token (the check costs a verification only for requests
+// over the limit, and verified tokens are cached).
+func (h *Handler) limitIP(c *gin.Context) {
+	if ok, wait := h.perIP.Allow(c.ClientIP(), h.now()); !ok && !h.fromService(c) {
+		respondError(c, &limited{wait})
+		return
+	}
+	c.Next()
+}
+
+// limitUser limits requests per user; a shop's back end (role service) is not a user.
 func (h *Handler) limitUser(c *gin.Context) {
-	if h.allow(c, h.perUser, userKey(c)) {
+	if caller(c).Service || h.allow(c, h.perUser, userKey(c)) {
 		c.Next()
 	}
 }
@@ -316,6 +343,16 @@ func (h *Handler) allow(c *gin.Context, l *ratelimit.Limiter, key string) bool {
 		return false
 	}
 	return true
+}
+
+// fromService reports whether the request carries a valid token of role service.
+func (h *Handler) fromService(c *gin.Context) bool {
+	token, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		return false
+	}
+	id, err := h.tokens.Verify(token, h.now())
+	return err == nil && id.Service
 }
 
 // limited is errRateLimited with the wait until the next request is allowed.

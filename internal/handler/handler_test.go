@@ -21,6 +21,7 @@ import (
 	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
+	"seckill/internal/outbox"
 	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
@@ -90,6 +91,9 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	l := line.New(rdb, o.Passes, altcha.New(auth.DeriveKey(testutil.JWTSecret, "altcha")))
 	l.SetClock(c.Now)
 	o.Line = l
+	if o.Webhooks == nil {
+		o.Webhooks = outbox.NewWebhooks(db.Gorm, false) // as outside dev mode
+	}
 	routes := handler.New(svc, o).Routes()
 	ts := httptest.NewServer(routes)
 	t.Cleanup(ts.Close)

@@ -162,7 +162,7 @@ const (
 )
 
 func (h *Handler) listOrders(c *gin.Context) {
-	os, err := h.svc.ListOrders(c.Request.Context(), caller(c).UserID)
+	os, err := h.svc.ListOrders(c.Request.Context(), caller(c))
 	if err != nil {
 		respondError(c, err)
 		return

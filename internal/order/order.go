@@ -33,9 +33,16 @@ func (l *Lifecycle) stamp() time.Time { return l.now().UTC().Truncate(time.Milli
 func (l *Lifecycle) SetClock(now func() time.Time) { l.now = now }
 
 // Pay marks a created order paid. Errors: store.ErrNotFound, store.ErrNotPayable,
-// store.ErrExpired.
+// store.ErrExpired. A payment that comes once the pay window has passed loses to the
+// expiry: the order is cancelled (by this call, if the expiry job has not done it yet),
+// and its units go back to Redis only then.
 func (l *Lifecycle) Pay(ctx context.Context, id string, who store.Access) (store.Order, error) {
-	return l.store.PayOrder(ctx, id, who, l.stamp())
+	read := time.Now()
+	o, cancelled, err := l.store.PayOrder(ctx, id, who, l.stamp())
+	if cancelled {
+		l.returnUnits(ctx, o, read)
+	}
+	return o, err
 }
 
 // Cancel cancels a created order and gives its units back to stock and to the user's
@@ -50,10 +57,16 @@ func (l *Lifecycle) Cancel(ctx context.Context, id string, who store.Access) (st
 	if err != nil || !changed {
 		return o, err
 	}
-	if err := l.giveBack(ctx, o, read); err != nil {
-		slog.Warn("cancelled order's units not yet back in Redis; the worker will retry", "order", id, "err", err)
-	}
+	l.returnUnits(ctx, o, read)
 	return o, nil
+}
+
+// returnUnits gives a cancelled order's units back; if Redis fails, the order stays
+// return_pending and ReturnPending retries.
+func (l *Lifecycle) returnUnits(ctx context.Context, o store.Order, read time.Time) {
+	if err := l.giveBack(ctx, o, read); err != nil {
+		slog.Warn("cancelled order's units not yet back in Redis; the worker will retry", "order", o.ID, "err", err)
+	}
 }
 
 // errStaleRead: the order was read as return_pending too long ago to return its units

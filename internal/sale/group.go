@@ -4,22 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"seckill/internal/stock"
+	"seckill/internal/store"
 )
 
 // Group is a group of a group-buy sale as the API shows it.
-type Group struct {
-	ID         string    `json:"id"`
-	ActivityID int64     `json:"activity_id"`
-	Size       int       `json:"size"`
-	Members    int       `json:"members"`
-	Status     string    `json:"status"`
-	ExpiresAt  time.Time `json:"expires_at"`
-	// MemberIDs are the members' user ids, for admins only.
-	MemberIDs []int64 `json:"member_ids,omitempty"`
-}
+type Group = store.GroupView
 
 func groupView(g stock.Group) Group {
 	return Group{ID: g.ID, ActivityID: g.ActivityID, Size: g.Size, Members: g.Members, Status: g.Status.String(),

@@ -15,20 +15,7 @@ import (
 )
 
 // Order is an order as the API shows it.
-type Order struct {
-	ID            string     `json:"id"`
-	ActivityID    int64      `json:"activity_id"`
-	UserID        int64      `json:"user_id"`
-	Quantity      int        `json:"quantity"`
-	AmountCents   int64      `json:"amount_cents"`
-	Status        string     `json:"status"`
-	CreatedAt     time.Time  `json:"created_at"`
-	ExpiresAt     time.Time  `json:"expires_at"`
-	PaidAt        *time.Time `json:"paid_at,omitempty"`
-	FailureReason string     `json:"failure_reason,omitempty"`
-	// GroupID is the order's group in a group-buy sale.
-	GroupID string `json:"group_id,omitempty"`
-}
+type Order = store.OrderView
 
 // BuyRequest is a buyer's purchase.
 type BuyRequest struct {
@@ -228,23 +215,6 @@ func (s *Service) noSale(ctx context.Context, activityID int64) error {
 	return fmt.Errorf("%w: sale %d missing in Redis, being rebuilt", ErrUnavailable, activityID)
 }
 
-func storedView(o store.Order) Order {
-	v := Order{ID: o.ID, ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity,
-		AmountCents: o.AmountCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(),
-		ExpiresAt: o.ExpiresAt.UTC()}
-	if o.PaidAt != nil {
-		t := o.PaidAt.UTC()
-		v.PaidAt = &t
-	}
-	if o.FailureReason != nil {
-		v.FailureReason = *o.FailureReason
-	}
-	if o.GroupID != nil {
-		v.GroupID = *o.GroupID
-	}
-	return v
-}
-
 // GetOrder returns an order to its owner or an admin; anyone else gets ErrNotFound.
 // A queued order is read from Redis, before MySQL: the worker settles an order in
 // Redis only after MySQL has it, so one of the two reads always finds it.
@@ -267,11 +237,11 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 		if err != nil {
 			return Order{}, fmt.Errorf("get order: %w", err)
 		}
-		o = storedView(stored)
+		o = stored.View()
 	default:
 		return Order{}, err
 	}
-	if !c.Admin && o.UserID != c.UserID {
+	if !c.reads(o.UserID) {
 		return Order{}, ErrNotFound
 	}
 	return o, nil
@@ -289,8 +259,13 @@ func queuedView(q queue.Order) Order {
 		ExpiresAt: time.UnixMilli(q.ExpiresAtMs).UTC(), GroupID: q.Group}
 }
 
-// ListOrders returns the user's newest orders (at most 500), queued ones included.
-func (s *Service) ListOrders(ctx context.Context, userID int64) ([]Order, error) {
+// ListOrders returns the caller's newest orders (at most 500), queued ones included;
+// a service caller has none.
+func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
+	if c.Service {
+		return []Order{}, nil
+	}
+	userID := c.UserID
 	ids, err := s.store.ActivityIDs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
@@ -307,7 +282,7 @@ func (s *Service) ListOrders(ctx context.Context, userID int64) ([]Order, error)
 	seen := make(map[string]bool, len(stored))
 	for _, o := range stored {
 		seen[o.ID] = true
-		out = append(out, storedView(o))
+		out = append(out, o.View())
 	}
 	var queuedSales []int64
 	for _, q := range queued {
@@ -326,15 +301,18 @@ func (s *Service) ListOrders(ctx context.Context, userID int64) ([]Order, error)
 	return out[:min(len(out), maxListedOrders)], nil
 }
 
-// Pay marks a created order paid (payment is simulated). Errors: ErrNotFound,
-// store.ErrNotPayable (including a queued order, not yet in MySQL), store.ErrExpired.
+// Pay marks a created order paid: the buyer's own (simulated) payment, or a shop's
+// confirmation of its payment (an admin or service caller, for any buyer's order).
+// Errors: ErrNotFound, store.ErrNotPayable (including a queued order, not yet in
+// MySQL), store.ErrExpired: the pay window ended first, and the order is cancelled.
 func (s *Service) Pay(ctx context.Context, id string, c Caller) (Order, error) {
 	return s.afterCreated(ctx, id, c, store.ErrNotPayable, s.orders.Pay)
 }
 
-// Cancel cancels a created order; its units go back to stock and to the user's
-// allowance. Cancelling a cancelled order returns it again. Errors: ErrNotFound,
-// store.ErrNotCancellable (paid, failed, or still queued).
+// Cancel cancels a created order (its buyer's, or any for an admin or service caller);
+// its units go back to stock and to the user's allowance. Cancelling a cancelled order
+// returns it again. Errors: ErrNotFound, store.ErrNotCancellable (paid, failed, or
+// still queued).
 func (s *Service) Cancel(ctx context.Context, id string, c Caller) (Order, error) {
 	return s.afterCreated(ctx, id, c, store.ErrNotCancellable, s.orders.Cancel)
 }
@@ -349,16 +327,16 @@ func (s *Service) afterCreated(ctx context.Context, id string, c Caller, errQueu
 	}
 	q, err := s.stock.Queued(ctx, activityID, id)
 	switch {
-	case err == nil && !c.Admin && q.UserID != c.UserID:
+	case err == nil && !c.actsOnAnyOrder() && q.UserID != c.UserID:
 		return Order{}, ErrNotFound
 	case err == nil:
 		return Order{}, errQueued
 	case !errors.Is(err, stock.ErrNotQueued):
 		return Order{}, err
 	}
-	stored, err := act(context.WithoutCancel(ctx), id, store.Access{UserID: c.UserID, Admin: c.Admin})
+	stored, err := act(context.WithoutCancel(ctx), id, store.Access{UserID: c.UserID, Admin: c.actsOnAnyOrder()})
 	if err != nil {
 		return Order{}, err
 	}
-	return storedView(stored), nil
+	return stored.View(), nil
 }

@@ -134,11 +134,20 @@ func (s *Service) Ready(ctx context.Context) error {
 	return nil
 }
 
-// Caller is who makes a request.
+// Caller is who makes a request: a buyer, an admin, or a shop's back end (Service),
+// which pays and cancels any buyer's orders but reads only its own.
 type Caller struct {
-	UserID int64
-	Admin  bool
+	UserID  int64
+	Admin   bool
+	Service bool
 }
+
+// actsOnAnyOrder reports whether the caller may pay or cancel any buyer's order.
+func (c Caller) actsOnAnyOrder() bool { return c.Admin || c.Service }
+
+// reads reports whether the caller may read an order of userID: its buyer or an admin.
+// A service token's sub is not a buyer's, whatever its number.
+func (c Caller) reads(userID int64) bool { return c.Admin || !c.Service && c.UserID == userID }
 
 // newOrderID returns an unguessable order id: a ULID (time + 80 random bits from
 // crypto/rand) followed by the activity id, so a queued order can be found in Redis.

@@ -8,6 +8,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"seckill/internal/outbox"
 )
 
 // ErrNotCancellable means the order is paid or failed, so it cannot be cancelled.
@@ -31,28 +33,48 @@ func lockOrder(tx *gorm.DB, id string, who Access) (Order, error) {
 	return o, err
 }
 
-// PayOrder marks a created order paid at now. A paid, cancelled or failed order is
-// ErrNotPayable, except one whose pay window has passed, which is ErrExpired. The row
-// lock makes a payment and an expiry of the same order exclude each other.
-func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Time) (Order, error) {
-	var o Order
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+// PayOrder marks a created order paid at now if its pay window is still open. One
+// conditional UPDATE decides (status created and the window not yet passed), under the
+// order's row lock, so a payment and the order's expiry or cancel exclude each other
+// whichever comes first. A payment that comes once the window has passed loses: if the
+// expiry has not cancelled the order yet, this transaction does, and PayOrder returns
+// ErrExpired with the cancelled order and cancelled true (its units are then to go back
+// to Redis). A paid, failed or cancelled order is ErrNotPayable, except one cancelled by
+// its expiry, which is ErrExpired.
+func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Time) (o Order, cancelled bool, err error) {
+	var lost error
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		cancelled, lost = false, nil
+		pay := tx.Model(&Order{}).Where("id = ? AND status = ? AND expires_at > ?", id, StatusCreated, now)
+		if !who.Admin {
+			pay = pay.Where("user_id = ?", who.UserID)
+		}
+		res := pay.Updates(map[string]any{"status": StatusPaid, "paid_at": now})
+		if res.Error != nil {
+			return fmt.Errorf("pay order: %w", res.Error)
+		}
 		var err error
 		if o, err = lockOrder(tx, id, who); err != nil {
 			return err
 		}
-		expired := !now.Before(o.ExpiresAt)
-		switch {
-		case o.Status == StatusCreated && expired, o.Status == StatusCancelled && expired:
-			return ErrExpired
-		case o.Status != StatusCreated:
-			return ErrNotPayable
+		if res.RowsAffected == 1 {
+			return outbox.Record(tx, orderEvent(outbox.OrderPaid, o, now))
 		}
-		o.Status, o.PaidAt = StatusPaid, &now
-		return guarded(tx.Model(&Order{}).Where("id = ? AND status = ?", id, StatusCreated).
-			Updates(map[string]any{"status": StatusPaid, "paid_at": now}))
+		switch {
+		case o.Status == StatusCreated: // the UPDATE missed it: its window has passed
+			cancelled, lost = true, ErrExpired
+			return cancelCreated(tx, &o, now)
+		case o.Status == StatusCancelled && (!now.Before(o.ExpiresAt) || o.CancelledAt != nil && !o.CancelledAt.Before(o.ExpiresAt)):
+			lost = ErrExpired
+		default:
+			lost = ErrNotPayable
+		}
+		return nil
 	})
-	return o, err
+	if err == nil {
+		err = lost
+	}
+	return o, cancelled, err
 }
 
 // CancelOrder cancels a created order at now and takes its units out of the sale's
@@ -72,17 +94,28 @@ func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time
 		default:
 			return ErrNotCancellable
 		}
-		o.Status, o.CancelledAt, changed = StatusCancelled, &now, true
-		if err := guarded(tx.Model(&Order{}).Where("id = ? AND status = ?", id, StatusCreated).Updates(map[string]any{
-			"status": StatusCancelled, "cancelled_at": now, "return_pending": true})); err != nil {
-			return err
-		}
-		if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", o.Quantity, o.ActivityID).Error; err != nil {
-			return fmt.Errorf("take back sold units: %w", err)
-		}
-		return takeBackFromUser(tx, o)
+		changed = true
+		return cancelCreated(tx, &o, now)
 	})
 	return o, changed, err
+}
+
+// cancelCreated cancels o, a created order locked by tx, at now: it is marked
+// return_pending, its units are taken out of the sale's sold units and its buyer's
+// totals, and its order.cancelled event is recorded.
+func cancelCreated(tx *gorm.DB, o *Order, now time.Time) error {
+	o.Status, o.CancelledAt = StatusCancelled, &now
+	if err := guarded(tx.Model(&Order{}).Where("id = ? AND status = ?", o.ID, StatusCreated).Updates(map[string]any{
+		"status": StatusCancelled, "cancelled_at": now, "return_pending": true})); err != nil {
+		return err
+	}
+	if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", o.Quantity, o.ActivityID).Error; err != nil {
+		return fmt.Errorf("take back sold units: %w", err)
+	}
+	if err := takeBackFromUser(tx, *o); err != nil {
+		return err
+	}
+	return outbox.Record(tx, orderEvent(outbox.OrderCancelled, *o, now))
 }
 
 // takeBackFromUser takes a cancelled order's units and its participation out of its
@@ -98,8 +131,9 @@ func takeBackFromUser(tx *gorm.DB, o Order) error {
 // FailGroup records in MySQL that a group failed (its window passed unfilled; Redis has
 // given its units and participations back): the group is marked failed and its grouping
 // orders cancelled, their units taken out of the sale's sold units and the users'
-// totals, in one transaction. It returns the orders it cancelled; a group failed before
-// changes nothing. A group none of whose orders reached MySQL gets its row here.
+// totals, and the events of the group and its orders recorded, in one transaction. It
+// returns the orders it cancelled; a group failed before changes nothing. A group none
+// of whose orders reached MySQL gets its row here.
 func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size int, expiresAt, now time.Time) ([]Order, error) {
 	var cancelled []Order
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -108,11 +142,12 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 			"VALUES (?, ?, ?, 0, 'open', ?, ?) ON DUPLICATE KEY UPDATE id = id", id, activityID, size, expiresAt, now).Error; err != nil {
 			return fmt.Errorf("record group: %w", err)
 		}
-		var status string
-		if err := tx.Raw("SELECT status FROM sale_groups WHERE id = ? FOR UPDATE", id).Scan(&status).Error; err != nil {
+		var g GroupView
+		if err := tx.Raw("SELECT id, activity_id, size, members, status, expires_at FROM sale_groups WHERE id = ? FOR UPDATE", id).
+			Scan(&g).Error; err != nil {
 			return fmt.Errorf("lock group: %w", err)
 		}
-		if status != "open" {
+		if g.Status != "open" {
 			return nil
 		}
 		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).
@@ -123,6 +158,7 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 			return fmt.Errorf("fail group: %w", err)
 		}
 		units := int64(0)
+		events := make([]outbox.Event, 0, len(cancelled)+1)
 		for i := range cancelled {
 			o := &cancelled[i]
 			o.Status, o.CancelledAt = StatusCancelled, &now
@@ -130,6 +166,11 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 			if err := takeBackFromUser(tx, *o); err != nil {
 				return err
 			}
+			events = append(events, orderEvent(outbox.OrderCancelled, *o, now))
+		}
+		g.Status, g.ExpiresAt = groupFailed, g.ExpiresAt.UTC()
+		if err := outbox.Record(tx, append(events, groupEvent(outbox.GroupFailed, g, now))...); err != nil {
+			return err
 		}
 		if len(cancelled) == 0 {
 			return nil

@@ -10,6 +10,9 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"seckill/internal/outbox"
 )
 
 // NewOrder is an order Redis accepted, on its way into MySQL.
@@ -47,6 +50,9 @@ type guardError struct{ reason string }
 func (e *guardError) Error() string { return e.reason }
 
 // PersistBatch writes orders in one transaction and returns each order's outcome by id.
+// The same transaction records their events (internal/outbox): order.created for each
+// created order, group.completed and order.created for the group's earlier orders when
+// a seat fills a group, order.failed for each order stored failed.
 // It is idempotent: an order already stored is left as it is and reported with
 // Existed. In the same transaction it adds the units to activities.sold, guarded by
 // stock_total, and the units and orders to user_purchases, guarded by each order's
@@ -131,18 +137,23 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder) (map[string]Outc
 		if err := addUserUnits(tx, held); err != nil {
 			return err
 		}
-		if err := takeSeats(tx, fresh, now); err != nil {
+		events, err := takeSeats(tx, fresh, now)
+		if err != nil {
 			return err
-		}
-		for _, o := range fresh {
-			out[o.ID] = Outcome{Status: o.Status}
 		}
 		rows := make([]Order, len(fresh))
 		for i, o := range fresh {
+			out[o.ID] = Outcome{Status: o.Status}
 			rows[i] = o.Order
+			if o.Status == StatusCreated {
+				events = append(events, orderEvent(outbox.OrderCreated, o.Order, now))
+			}
 		}
 		if err := tx.Create(&rows).Error; err != nil {
 			return fmt.Errorf("insert orders: %w", err)
+		}
+		if err := outbox.Record(tx, events...); err != nil {
+			return err
 		}
 		return addSold(tx, fresh)
 	})
@@ -214,8 +225,9 @@ func addUserUnits(tx *gorm.DB, rows []userUnits) error {
 // Status and ExpiresAt) in sale_groups, whose CHECK refuses a seat past the group's
 // size. A group's first stored seat creates its row. Orders of a group that is not full
 // are stored grouping, until its window ends (ExpiresAt); the seat that fills it marks
-// it complete and turns its grouping orders created, their pay window starting now.
-func takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time) error {
+// it complete and turns its grouping orders created, their pay window starting now. It
+// returns the events of the groups completed and of their orders stored before.
+func takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time) ([]outbox.Event, error) {
 	seats := map[string]int{}
 	var ids []string
 	first := map[string]NewOrder{}
@@ -231,7 +243,7 @@ func takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time) error {
 		seats[g]++
 	}
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
 	}
 	sort.Strings(ids) // rows locked in one order, so concurrent batches cannot deadlock
 	for _, g := range ids {
@@ -241,58 +253,88 @@ func takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time) error {
 			g, o.ActivityID, o.GroupSize, seats[g], o.GroupExpiresAt, now).Error
 		var me *mysql.MySQLError
 		if errors.As(err, &me) && me.Number == 4025 { // CHECK sale_groups_members
-			return &guardError{"no seat left in the group in MySQL"}
+			return nil, &guardError{"no seat left in the group in MySQL"}
 		}
 		if err != nil {
-			return fmt.Errorf("take group seats: %w", err)
+			return nil, fmt.Errorf("take group seats: %w", err)
 		}
 	}
-	var groups []struct {
-		ID            string
-		Size, Members int
-		Status        string
-		ExpiresAt     time.Time
-	}
-	if err := tx.Raw("SELECT id, size, members, status, expires_at FROM sale_groups WHERE id IN ?", ids).
+	var groups []GroupView
+	if err := tx.Raw("SELECT id, activity_id, size, members, status, expires_at FROM sale_groups WHERE id IN ?", ids).
 		Scan(&groups).Error; err != nil {
-		return fmt.Errorf("read groups: %w", err)
+		return nil, fmt.Errorf("read groups: %w", err)
 	}
-	complete := map[string]bool{}
-	for _, g := range groups {
+	complete := map[string]*GroupView{}
+	for i, g := range groups {
 		switch {
 		case g.Status == groupFailed:
-			return &guardError{"the group failed in MySQL"}
+			return nil, &guardError{"the group failed in MySQL"}
 		case g.Members < g.Size:
 			continue
 		}
-		complete[g.ID] = true
+		groups[i].Status, groups[i].ExpiresAt = groupComplete, g.ExpiresAt.UTC()
+		complete[g.ID] = &groups[i]
 		if err := tx.Exec("UPDATE sale_groups SET status = 'complete', completed_at = ? WHERE id = ? AND status = 'open'",
 			now, g.ID).Error; err != nil {
-			return fmt.Errorf("complete group: %w", err)
+			return nil, fmt.Errorf("complete group: %w", err)
 		}
 	}
+	var events []outbox.Event
+	started := map[string]bool{}
 	for i := range orders {
 		o := &orders[i]
 		if o.GroupID == nil {
 			continue
 		}
-		payWindow := o.ExpiresAt.Sub(o.CreatedAt)
-		if complete[*o.GroupID] {
-			o.Status, o.ExpiresAt = StatusCreated, now.Add(payWindow)
-			// The group's other orders, stored before, start their pay window now too.
-			if err := tx.Exec("UPDATE orders SET status = ?, expires_at = ? WHERE group_id = ? AND status = ?",
-				StatusCreated, now.Add(payWindow), *o.GroupID, StatusGrouping).Error; err != nil {
-				return fmt.Errorf("complete group orders: %w", err)
-			}
+		g := complete[*o.GroupID]
+		if g == nil {
+			o.Status, o.ExpiresAt = StatusGrouping, o.GroupExpiresAt
 			continue
 		}
-		o.Status, o.ExpiresAt = StatusGrouping, o.GroupExpiresAt
+		payWindow := o.ExpiresAt.Sub(o.CreatedAt)
+		o.Status, o.ExpiresAt = StatusCreated, now.Add(payWindow)
+		if started[g.ID] {
+			continue
+		}
+		started[g.ID] = true
+		waiting, err := startPayWindows(tx, g.ID, now.Add(payWindow))
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range waiting {
+			events = append(events, orderEvent(outbox.OrderCreated, w, now))
+		}
+		events = append(events, groupEvent(outbox.GroupCompleted, *g, now))
 	}
-	return nil
+	return events, nil
 }
 
-// groupFailed is the status of a group whose window passed unfilled.
-const groupFailed = "failed"
+// startPayWindows turns the grouping orders of a group that has just filled created,
+// their pay window ending at expiresAt, and returns them as they are now.
+func startPayWindows(tx *gorm.DB, groupID string, expiresAt time.Time) ([]Order, error) {
+	var waiting []Order
+	if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("group_id = ? AND status = ?", groupID, StatusGrouping).
+		Order("id").Find(&waiting).Error; err != nil {
+		return nil, fmt.Errorf("read group orders: %w", err)
+	}
+	if len(waiting) == 0 {
+		return nil, nil
+	}
+	if err := tx.Exec("UPDATE orders SET status = ?, expires_at = ? WHERE group_id = ? AND status = ?",
+		StatusCreated, expiresAt, groupID, StatusGrouping).Error; err != nil {
+		return nil, fmt.Errorf("complete group orders: %w", err)
+	}
+	for i := range waiting {
+		waiting[i].Status, waiting[i].ExpiresAt = StatusCreated, expiresAt
+	}
+	return waiting, nil
+}
+
+// Statuses of a group: failed when its window passed unfilled, complete when it filled.
+const (
+	groupFailed   = "failed"
+	groupComplete = "complete"
+)
 
 // addSold adds the orders' units to their activities, refusing to pass stock_total,
 // and raises each activity's redis_gen to the orders' highest Gen.
@@ -327,11 +369,17 @@ func (s *Store) StoreFailed(ctx context.Context, o NewOrder, reason string) (Out
 	return out[o.ID], err
 }
 
-// persistFailed stores an order MySQL refused as failed, counting it nowhere.
+// persistFailed stores an order MySQL refused as failed, counting it nowhere, and its
+// order.failed event.
 func (s *Store) persistFailed(ctx context.Context, o NewOrder, reason string) (map[string]Outcome, error) {
 	row := o.Order
 	row.Status, row.FailureReason, row.PersistedAt = StatusFailed, &reason, s.now()
-	err := s.db.WithContext(ctx).Create(&row).Error
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		return outbox.Record(tx, orderEvent(outbox.OrderFailed, row, row.PersistedAt))
+	})
 	if retryable(err) { // stored meanwhile by another delivery of the same task
 		stored, gerr := s.GetOrder(ctx, o.ID)
 		if gerr != nil {

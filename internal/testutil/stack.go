@@ -285,3 +285,14 @@ func Token(t testing.TB, userID int64, admin bool) string {
 	}
 	return tok
 }
+
+// ServiceToken returns a valid token of role service (a shop's back end) for the
+// stacks tests start.
+func ServiceToken(t testing.TB, id int64) string {
+	t.Helper()
+	tok, err := auth.SignRole(JWTSecret, id, auth.RoleService, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}

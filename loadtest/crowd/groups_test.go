@@ -39,7 +39,7 @@ type fakeGroup struct {
 }
 
 func newFakeGroups(t *testing.T, size int) (*fakeGroups, *api) {
-	f := &fakeGroups{t: t, size: size, verify: auth.NewVerifier(testSecret)}
+	f := &fakeGroups{t: t, size: size, verify: auth.NewVerifier(testSecret, nil)}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return f, newAPI([]string{srv.URL}, 4, 5*time.Second, testSecret)

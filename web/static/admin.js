@@ -6,6 +6,7 @@ import {
 } from './common.js';
 import { liveChart, sparkline, perSecond } from './charts.js';
 import { roomFields, roomBody, wireRoom, renderRoom, readLines } from './admin-line.js';
+import { webhooksPoller } from './webhooks.js';
 
 const session = new Session('seckill.admin.token');
 const sales = new Map(); // activity id -> {data, stats, node, busy}
@@ -72,6 +73,7 @@ async function signIn(token) {
   defaultTimes();
   salesPoll.kick();
   instancesPoll.kick();
+  webhooksPoll.kick();
   return undefined;
 }
 
@@ -541,7 +543,7 @@ function figureText(figures) {
     requests_per_second: 'requests/s', purchases_per_second: 'purchases/s',
     answers_409_per_second: '409/s', answers_429_per_second: '429/s', answers_503_per_second: '503/s',
     orders_written_per_second: 'orders written/s', transactions_per_second: 'transactions/s',
-    queue_depth: 'tasks queued',
+    queue_depth: 'tasks queued', webhooks_delivered_per_second: 'webhooks delivered/s',
   };
   return Object.entries(figures || {})
     .map(([k, v]) => `${Number(v).toLocaleString('en-US')} ${names[k] || k}`)
@@ -674,6 +676,8 @@ const instancesPoll = poller(async () => {
   setText($('instances-note'), `Could not load the processes: ${res.error.message} Trying again…`);
   return 5000;
 });
+
+const webhooksPoll = webhooksPoller(session, refused);
 
 setInterval(() => {
   for (const entry of sales.values()) renderSale(entry);

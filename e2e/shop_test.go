@@ -1,0 +1,208 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"seckill/internal/testutil"
+)
+
+// createSaleWith creates an active sale with the given fields added to a plain one.
+func (c *client) createSaleWith(admin string, stock int64, limit int, extra map[string]any) activity {
+	c.t.Helper()
+	now := time.Now().UTC()
+	body := map[string]any{"name": "e2e sale", "product_name": "widget", "price_cents": 1500, "stock": stock,
+		"per_user_limit": limit, "starts_at": now.Add(-time.Minute).Format(time.RFC3339),
+		"ends_at": now.Add(time.Hour).Format(time.RFC3339)}
+	for k, v := range extra {
+		body[k] = v
+	}
+	r := c.must("POST", "/api/v1/admin/activities", admin, body)
+	if r.Status != http.StatusCreated {
+		c.t.Fatalf("create sale: %d %s", r.Status, r.Body)
+	}
+	var a activity
+	r.decode(c.t, &a)
+	return a
+}
+
+// buyOne buys one unit of a sale as user and returns the order's id, or "" after
+// failing the test (it may run in goroutines of the test).
+func (c *client) buyOne(activityID, user int64) string {
+	c.t.Helper()
+	r := c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", activityID), testutil.Token(c.t, user, false), map[string]int{"quantity": 1})
+	if r.Status != http.StatusAccepted {
+		c.t.Errorf("buy as user %d: %d %s", user, r.Status, r.Body)
+		return ""
+	}
+	var o order
+	r.decode(c.t, &o)
+	return o.ID
+}
+
+// buyEach buys one unit for each of n users from firstUser on, one after the other,
+// waits until MySQL has every order, and returns their ids.
+func (c *client) buyEach(admin string, activityID, firstUser int64, n int) []string {
+	c.t.Helper()
+	ids := make([]string, n)
+	for i := range n {
+		if ids[i] = c.buyOne(activityID, firstUser+int64(i)); ids[i] == "" {
+			c.t.FailNow()
+		}
+	}
+	c.waitDrained(admin, activityID, time.Minute)
+	return ids
+}
+
+// A shop's back end confirms 50 payments around the instant each order's pay window
+// ends, while the worker's expiry job runs: each order ends as the confirmation's answer
+// said (200: paid; 409 order_expired: cancelled, its unit back in stock), and the
+// ledger balances.
+func TestConfirmationsRaceThePayWindow(t *testing.T) {
+	s := testutil.StartStack(t)
+	c := newClient(t, s.URL)
+	admin, shop := testutil.Token(t, 1, true), testutil.ServiceToken(t, 900)
+	a := c.createSaleWith(admin, 50, 1, map[string]any{"pay_window_seconds": 10})
+
+	const n = 50
+	ids := c.buyEach(admin, a.ID, 2000, n)
+	expires := make([]time.Time, n)
+	for i, id := range ids {
+		var o struct {
+			Status    string    `json:"status"`
+			ExpiresAt time.Time `json:"expires_at"`
+		}
+		c.must("GET", "/api/v1/orders/"+id, admin, nil).decode(t, &o)
+		if o.Status != "created" {
+			t.Fatalf("order %s is %s, want created", id, o.Status)
+		}
+		expires[i] = o.ExpiresAt
+	}
+
+	// Confirmation i comes (i-25)*10 ms after its order's window ends: from 250 ms
+	// before to 240 ms after.
+	answers := make([]response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Until(expires[i].Add(time.Duration(i-25) * 10 * time.Millisecond)))
+			answers[i] = c.must("POST", "/api/v1/orders/"+ids[i]+"/pay", shop, nil)
+		}()
+	}
+	wg.Wait()
+
+	// Each answer stands once given: the order is paid or cancelled by then.
+	paid, expired := 0, 0
+	for i, id := range ids {
+		var o order
+		c.must("GET", "/api/v1/orders/"+id, admin, nil).decode(t, &o)
+		switch ans := answers[i]; {
+		case ans.Status == http.StatusOK && o.Status == "paid":
+			paid++
+		case ans.Status == http.StatusConflict && ans.errorCode() == "order_expired" && o.Status == "cancelled":
+			expired++
+		default:
+			t.Errorf("order %s: the confirmation got %d %s and the order is %s", id, ans.Status, ans.Body, o.Status)
+		}
+	}
+	t.Logf("%d confirmations won (paid), %d lost to the end of the window (order_expired, cancelled)", paid, expired)
+	if paid == 0 || expired == 0 {
+		t.Errorf("paid %d, expired %d: the confirmations did not straddle the windows' ends", paid, expired)
+	}
+	// Every cancelled unit is back in stock, once.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := c.stats(admin, a.ID)
+		if st.StockAvailable == int64(expired) && st.Orders.Paid == int64(paid) && st.Orders.Cancelled == int64(expired) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v: want %d units available, %d paid, %d cancelled", st, expired, paid, expired)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r := c.must("GET", fmt.Sprintf("/api/v1/admin/activities/%d/ledger", a.ID), admin, nil)
+	var l struct {
+		Balanced bool `json:"balanced"`
+	}
+	r.decode(t, &l)
+	if r.Status != http.StatusOK || !l.Balanced {
+		t.Errorf("ledger: %d %s", r.Status, r.Body)
+	}
+}
+
+// Tokens of a shop's identity provider through the real API: RS256 and ES256 keys of a
+// local JWKS server, iss and aud, rotation limited to one fetch per 10 s, and the
+// provider stopped: the keys fetched last keep working, unknown ones get 401 (never a
+// 500), and readiness does not depend on it, even for an API started meanwhile.
+func TestIdentityProviderTokens(t *testing.T) {
+	p := testutil.StartIdP(t)
+	p.AddKey("rsa-1", "RS256")
+	p.AddKey("ec-1", "ES256")
+	s := testutil.StartStack(t, "SECKILL_JWT_JWKS_URL="+p.URL, "SECKILL_JWT_ISSUER=https://idp.example",
+		"SECKILL_JWT_AUDIENCE=seckill")
+	c := newClient(t, s.URL)
+	token := func(kid string, sub int, role string, replace ...any) string {
+		claims := jwt.MapClaims{"sub": fmt.Sprint(sub), "role": role, "iss": "https://idp.example", "aud": "seckill",
+			"exp": time.Now().Add(time.Hour).Unix()}
+		for i := 0; i+1 < len(replace); i += 2 {
+			claims[replace[i].(string)] = replace[i+1]
+		}
+		return p.Sign(kid, claims)
+	}
+	status := func(r response, want int, code string) {
+		t.Helper()
+		if r.Status != want || code != "" && r.errorCode() != code {
+			t.Errorf("got %d %s, want %d %s", r.Status, r.Body, want, code)
+		}
+	}
+
+	a := c.createSale(token("ec-1", 1, "admin"), 10, 2) // an ES256 admin token
+	status(c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", a.ID), token("rsa-1", 5001, "user"), map[string]int{"quantity": 1}), http.StatusAccepted, "")
+	status(c.must("GET", "/api/v1/orders", testutil.Token(t, 5001, false), nil), http.StatusOK, "") // HS256 beside them
+	status(c.must("GET", "/api/v1/orders", token("rsa-1", 5001, "user", "iss", "https://evil.example"), nil), http.StatusUnauthorized, "unauthorized")
+	status(c.must("GET", "/api/v1/orders", token("rsa-1", 5001, "user", "aud", "other"), nil), http.StatusUnauthorized, "unauthorized")
+	status(c.must("GET", "/api/v1/admin/activities", token("rsa-1", 5001, "user"), nil), http.StatusForbidden, "forbidden")
+
+	// Rotation: a new key is fetched on its first token; a second one within 10 s is not.
+	fetches := p.Fetches()
+	p.AddKey("rsa-2", "RS256")
+	status(c.must("GET", "/api/v1/orders", token("rsa-2", 5002, "user"), nil), http.StatusOK, "")
+	rotated := time.Now()
+	p.AddKey("rsa-3", "RS256")
+	for time.Since(rotated) < 7*time.Second {
+		status(c.must("GET", "/api/v1/orders", token("rsa-3", 5003, "user"), nil), http.StatusUnauthorized, "unauthorized")
+		time.Sleep(500 * time.Millisecond)
+	}
+	if got := p.Fetches() - fetches; got != 1 {
+		t.Errorf("%d fetches of the key set for two new keys within 7 s, want 1", got)
+	}
+	time.Sleep(time.Until(rotated.Add(10 * time.Second)))
+	status(c.must("GET", "/api/v1/orders", token("rsa-3", 5003, "user"), nil), http.StatusOK, "")
+
+	// The provider stops.
+	p.Stop()
+	p.AddKey("rsa-4", "RS256")
+	time.Sleep(10 * time.Second) // a fetch is allowed again, and fails
+	status(c.must("GET", "/api/v1/orders", token("rsa-1", 5011, "user"), nil), http.StatusOK, "")
+	status(c.must("GET", "/api/v1/orders", token("ec-1", 5012, "user"), nil), http.StatusOK, "")
+	status(c.must("GET", "/api/v1/orders", token("rsa-4", 5014, "user"), nil), http.StatusUnauthorized, "unauthorized")
+	status(c.must("GET", "/readyz", "", nil), http.StatusOK, "")
+	// An API started while the provider is down becomes ready, refuses its tokens, and
+	// takes them once the provider is back.
+	_, url := s.StartAPI(t)
+	late := newClient(t, url)
+	status(late.must("GET", "/api/v1/orders", token("rsa-1", 5021, "user"), nil), http.StatusUnauthorized, "unauthorized")
+	status(late.must("GET", "/api/v1/orders", testutil.Token(t, 5021, false), nil), http.StatusOK, "")
+	p.Start()
+	time.Sleep(10 * time.Second)
+	status(late.must("GET", "/api/v1/orders", token("rsa-4", 5024, "user"), nil), http.StatusOK, "")
+	status(late.must("GET", "/api/v1/orders", token("rsa-1", 5025, "user"), nil), http.StatusOK, "")
+}

@@ -1,0 +1,45 @@
+package store
+
+import "time"
+
+// OrderView is an order as the API shows it and its events carry it: the contract's
+// order object.
+type OrderView struct {
+	ID            string     `json:"id"`
+	ActivityID    int64      `json:"activity_id"`
+	UserID        int64      `json:"user_id"`
+	Quantity      int        `json:"quantity"`
+	AmountCents   int64      `json:"amount_cents"`
+	Status        string     `json:"status"`
+	CreatedAt     time.Time  `json:"created_at"`
+	ExpiresAt     time.Time  `json:"expires_at"`
+	PaidAt        *time.Time `json:"paid_at,omitempty"`
+	FailureReason string     `json:"failure_reason,omitempty"`
+	// GroupID is the order's group in a group-buy sale.
+	GroupID string `json:"group_id,omitempty"`
+}
+
+// View is the stored order as the API shows it, its times in UTC.
+func (o Order) View() OrderView {
+	v := OrderView{ID: o.ID, ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity,
+		AmountCents: o.AmountCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(),
+		ExpiresAt: o.ExpiresAt.UTC(), FailureReason: deref(o.FailureReason), GroupID: deref(o.GroupID)}
+	if o.PaidAt != nil {
+		t := o.PaidAt.UTC()
+		v.PaidAt = &t
+	}
+	return v
+}
+
+// GroupView is a group of a group-buy sale as the API shows it and its events carry it:
+// the contract's group object.
+type GroupView struct {
+	ID         string    `json:"id"`
+	ActivityID int64     `json:"activity_id"`
+	Size       int       `json:"size"`
+	Members    int       `json:"members"`
+	Status     string    `json:"status"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	// MemberIDs are the members' user ids, for admins only.
+	MemberIDs []int64 `json:"member_ids,omitempty"`
+}
