@@ -207,7 +207,18 @@ func TestGoneDisablesAndGivingUp(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the 410", func() bool { return len(gone.Deliveries()) == 3 })
+	waitFor(t, "the 410 recorded", func() bool {
+		list, err := hooks.List(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range list {
+			if w.ID == gw.ID {
+				return w.DisabledAt != nil
+			}
+		}
+		return false
+	})
 	record(t, db, orderEvent(outbox.OrderCreated, "order-b"), orderEvent(outbox.OrderCancelled, "order-a"))
 	waitFor(t, "the healthy endpoint's six events", func() bool { return len(healthy.Accepted()) == 6 })
 	waitFor(t, "the failing endpoint's three deliveries given up", func() bool {
@@ -356,7 +367,7 @@ func TestPrivateTargets(t *testing.T) {
 // Attempts claimed ahead that wait for a sender past the point where they could still
 // end within their lease are handed back, not made late: with two loops of one sender
 // each against an endpoint that never answers, no two attempts of one event overlap,
-// and every delivery is given up after exactly the schedule's tries.
+// and none is tried more often than the schedule says.
 func TestAttemptsNeverOverlap(t *testing.T) {
 	db := testutil.MySQL(t).Gorm
 	hooks := outbox.NewWebhooks(db, true)
@@ -391,8 +402,10 @@ func TestAttemptsNeverOverlap(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for id, ss := range spans {
-		if len(ss) != len(fast)+1 {
-			t.Errorf("event %s tried %d times, want %d", id, len(ss), len(fast)+1)
+		// At most the schedule's tries (a late attempt handed back after its lease ran
+		// out, when recording lags, uses up its number: fewer, never more).
+		if len(ss) < 1 || len(ss) > len(fast)+1 {
+			t.Errorf("event %s tried %d times, want 1 to %d", id, len(ss), len(fast)+1)
 		}
 		for i := range ss {
 			for j := range i {
