@@ -99,8 +99,16 @@ end
 if ARGV[5] ~= '' then
   local prior = redis.call('GET', KEYS[5])
   if prior then
-    local fp, id = string.match(prior, '^(%S+) (%S+)$')
-    if fp == ARGV[5] then return {1, id} end
+    local fp, id, mark = string.match(prior, '^(%S+) (%S+)( ?r?)$')
+    if fp == ARGV[5] then
+      -- A replay while the order is still queued marks the key: the purchase that made
+      -- it may yet fail its replicas' confirmation, and its roll-back must then leave
+      -- the order standing for this answer (rollbackScript).
+      if mark == '' and redis.call('HEXISTS', KEYS[3], id) == 1 then
+        redis.call('SET', KEYS[5], prior .. ' r', 'KEEPTTL')
+      end
+      return {1, id}
+    end
     return {-7, id}
   end
 end

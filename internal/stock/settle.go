@@ -63,17 +63,21 @@ end
 // ARGV[1] order id  ARGV[2] activity id (published on the returned-units channel)
 // ARGV[3] the returned-units channel
 //
-// Returns 1 given back (and recorded as such for a day); 0 a worker already claimed it
-// (the repair pass enqueued it meanwhile, so the order stands); -1 not queued (given
-// back or settled before).
+// Returns 1 given back (and recorded as such for a day); 0 the order stands: a worker
+// already claimed it (the repair pass enqueued it meanwhile), or a replay of its
+// Idempotency-Key was answered with it (the repair pass enqueues it); -1 not queued
+// (given back or settled before).
 var rollbackScript = redis.NewScript(unitsLua + `
 if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then return 0 end
+local prior = redis.call('GET', KEYS[6])
+-- a replay answered with this order (reserveScript marked its key): it stands, and the
+-- repair pass enqueues it
+if prior and string.sub(prior, -#ARGV[1] - 3) == ' ' .. ARGV[1] .. ' r' then return 0 end
 local users, qtys = unqueue(KEYS[1], KEYS[3], KEYS[5], KEYS[7], {ARGV[1]}, {KEYS[4]})
 if not users[1] then return -1 end
 give_back(KEYS[1], KEYS[2], users[1], qtys[1])
 redis.call('SADD', KEYS[8], ARGV[1])
 redis.call('EXPIRE', KEYS[8], 86400)
-local prior = redis.call('GET', KEYS[6])
 if prior and string.sub(prior, -#ARGV[1] - 1) == ' ' .. ARGV[1] then redis.call('DEL', KEYS[6]) end
 redis.call('PUBLISH', ARGV[3], ARGV[2])
 return 1
@@ -86,7 +90,8 @@ type RollbackResult int
 const (
 	// RolledBack: the units and the user's allowance are back; no order exists.
 	RolledBack RollbackResult = iota
-	// AlreadyClaimed: a worker holds the order (the repair pass enqueued it), so it stands.
+	// AlreadyClaimed: the order stands: a worker holds it (the repair pass enqueued it),
+	// or a replay of its key was answered with it (the repair pass will enqueue it).
 	AlreadyClaimed
 	// NotQueued: nothing was queued under that id any more.
 	NotQueued

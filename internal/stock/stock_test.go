@@ -529,3 +529,44 @@ func TestReturnedSetBounded(t *testing.T) {
 		t.Errorf("%d available, want %d: each order's units once", got, 10+1+1+1000+1)
 	}
 }
+
+// A replay answered with an order whose purchase then rolls it back (its replicas did not
+// confirm in time) leaves the order standing: the replay's 200 stays true. Without a
+// replay the roll-back gives the units back and the key is free for a new purchase.
+func TestRollbackAfterReplayLeavesOrder(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newSale(t, s, 1, 10, 5)
+	in := t0.Add(time.Minute)
+	first, err := s.Reserve(ctx, reservation(1, 7, 1, "tap", in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Reserve(ctx, reservation(1, 7, 1, "tap", in))
+	if err != nil || !again.Replayed || again.OrderID != first.OrderID {
+		t.Fatalf("replay: %+v, %v; want order %s replayed", again, err, first.OrderID)
+	}
+	if got, err := s.Rollback(ctx, 1, 7, first.OrderID, "tap"); err != nil || got != stock.AlreadyClaimed {
+		t.Fatalf("roll back a replayed order: %v, %v; want it standing (AlreadyClaimed)", got, err)
+	}
+	if _, err := s.Queued(ctx, 1, first.OrderID); err != nil {
+		t.Errorf("the replayed order is no longer queued: %v", err)
+	}
+	third, err := s.Reserve(ctx, reservation(1, 7, 1, "tap", in))
+	if err != nil || !third.Replayed || third.OrderID != first.OrderID {
+		t.Errorf("a later replay: %+v, %v; want order %s", third, err, first.OrderID)
+	}
+
+	other, err := s.Reserve(ctx, reservation(1, 8, 1, "solo", in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Rollback(ctx, 1, 8, other.OrderID, "solo"); err != nil || got != stock.RolledBack {
+		t.Fatalf("roll back an order never replayed: %v, %v; want RolledBack", got, err)
+	}
+	time.Sleep(10 * time.Millisecond) // the purchase's lock (1 ms) has gone
+	fresh, err := s.Reserve(ctx, reservation(1, 8, 1, "solo", in))
+	if err != nil || fresh.Replayed || fresh.OrderID == other.OrderID {
+		t.Errorf("the key after its roll-back: %+v, %v; want a new purchase", fresh, err)
+	}
+}
