@@ -102,7 +102,7 @@ func run(ctx context.Context) error {
 	defer stopJobs()
 	worker.RunPeriodic(jobsCtx, locks,
 		worker.Job{Name: "expire-orders", Period: time.Second, Run: func(ctx context.Context) error {
-			_, err := lifecycle.ExpireDue(ctx, 1000)
+			_, err := lifecycle.ExpireDueFor(ctx, 1000, 800*time.Millisecond)
 			return err
 		}},
 		// Groups whose window passed unfilled fail: units back, orders cancelled.

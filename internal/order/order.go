@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"seckill/internal/stock"
@@ -64,60 +65,95 @@ func (l *Lifecycle) Cancel(ctx context.Context, id string, who store.Access) (st
 // returnUnits gives a cancelled order's units back; if Redis fails, the order stays
 // return_pending and ReturnPending retries.
 func (l *Lifecycle) returnUnits(ctx context.Context, o store.Order, read time.Time) {
-	if err := l.giveBack(ctx, o, read); err != nil {
+	if err := l.giveBack(ctx, []store.Order{o}, read); err != nil {
 		slog.Warn("cancelled order's units not yet back in Redis; the worker will retry", "order", o.ID, "err", err)
 	}
 }
 
-// errStaleRead: the order was read as return_pending too long ago to return its units
-// on that word (stock.ReturnedRetention); it stays pending and a later pass reads again.
+// errStaleRead: the orders were read as return_pending too long ago to return their
+// units on that word (stock.ReturnedRetention); they stay pending and a later pass
+// reads again.
 var errStaleRead = errors.New("the pending return was read too long ago; read again")
 
-// giveBack returns a cancelled order's units to Redis, records that in MySQL, then lets
-// Redis forget the order after its retention. read is when MySQL said the return was
-// pending: Redis remembers a returned order ReturnedRetention after MySQL recorded it,
-// so a caller within half of that of its read cannot return an order twice.
-func (l *Lifecycle) giveBack(ctx context.Context, o store.Order, read time.Time) error {
+// giveBack returns cancelled orders' units to Redis (one script call per sale), records
+// that in MySQL (one UPDATE), then lets Redis forget the orders after their retention.
+// read is when MySQL said the returns were pending: Redis remembers a returned order
+// ReturnedRetention after MySQL recorded it, so a caller within half of that of its
+// read cannot return an order twice.
+func (l *Lifecycle) giveBack(ctx context.Context, orders []store.Order, read time.Time) error {
 	if time.Since(read) > stock.ReturnedRetention/2 {
 		return errStaleRead
 	}
-	if err := l.stock.Return(ctx, o.ActivityID, o.UserID, o.ID, o.Quantity); err != nil {
-		return err
+	bySale := map[int64][]stock.Returning{}
+	for _, o := range orders {
+		bySale[o.ActivityID] = append(bySale[o.ActivityID], stock.Returning{OrderID: o.ID, UserID: o.UserID, Quantity: o.Quantity})
 	}
-	if err := l.store.ReturnedToStock(ctx, o.ID); err != nil {
-		return err
+	returned := map[int64][]string{} // by sale, the orders whose units are back
+	var all []string
+	var errs []error
+	for act, rs := range bySale {
+		if err := l.stock.Return(ctx, act, rs...); err != nil {
+			errs = append(errs, fmt.Errorf("sale %d: %w", act, err))
+			continue
+		}
+		for _, r := range rs {
+			returned[act] = append(returned[act], r.OrderID)
+		}
+		all = append(all, returned[act]...)
 	}
-	if err := l.stock.Forget(ctx, o.ActivityID, o.ID); err != nil {
-		// Remembered until the sale's next rebuild: one entry, no harm to the units.
-		slog.Warn("returned order not forgotten by Redis", "order", o.ID, "err", err)
+	if err := l.store.ReturnedToStock(ctx, all...); err != nil {
+		return errors.Join(append(errs, err)...)
 	}
-	return nil
+	for act, ids := range returned {
+		if err := l.stock.Forget(ctx, act, ids...); err != nil {
+			// Remembered until the sale's next rebuild: no harm to the units.
+			slog.Warn("returned orders not forgotten by Redis", "activity", act, "orders", len(ids), "err", err)
+		}
+	}
+	return errors.Join(errs...)
 }
+
+// expireBatch is how many due orders one transaction expires, and one script call per
+// sale gives back.
+const expireBatch = 200
 
 // ExpireDue cancels up to limit created orders whose pay window has passed, and
 // returns how many it cancelled. A payment racing with the expiry of the same order
-// is decided by the order's row lock: one of them wins.
+// is decided by the order's row lock: one of them wins. Orders go in batches: one
+// MySQL transaction cancels a batch, one script call per sale gives its units back,
+// and one UPDATE records that.
 func (l *Lifecycle) ExpireDue(ctx context.Context, limit int) (int, error) {
 	ids, err := l.store.DueOrders(ctx, l.stamp(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("find expired orders: %w", err)
 	}
 	n := 0
-	for _, id := range ids {
+	for batch := range slices.Chunk(ids, expireBatch) {
 		read := time.Now()
-		o, changed, err := l.store.CancelOrder(ctx, id, store.Access{Admin: true}, l.stamp())
-		if errors.Is(err, store.ErrNotCancellable) || err == nil && !changed {
-			continue // paid (or cancelled) since DueOrders read it
-		}
+		expired, err := l.store.ExpireOrders(ctx, batch, l.stamp())
 		if err != nil {
-			return n, fmt.Errorf("expire order %s: %w", id, err)
+			return n, fmt.Errorf("expire orders: %w", err)
 		}
-		n++
-		if err := l.giveBack(ctx, o, read); err != nil {
-			return n, fmt.Errorf("expire order %s: %w", id, err)
+		n += len(expired)
+		if err := l.giveBack(ctx, expired, read); err != nil {
+			return n, fmt.Errorf("expired orders' units: %w", err)
 		}
 	}
 	return n, nil
+}
+
+// ExpireDueFor runs ExpireDue in pages of page orders until a page comes back short
+// or d has passed, and returns how many it cancelled: a backlog of due orders drains
+// at the rate the batches go, not at one page per run of the periodic job.
+func (l *Lifecycle) ExpireDueFor(ctx context.Context, page int, d time.Duration) (int, error) {
+	n := 0
+	for start := time.Now(); ; {
+		m, err := l.ExpireDue(ctx, page)
+		n += m
+		if err != nil || m < page || time.Since(start) >= d {
+			return n, err
+		}
+	}
 }
 
 // ReturnPending gives back the units of up to limit cancelled orders whose return to
@@ -128,10 +164,8 @@ func (l *Lifecycle) ReturnPending(ctx context.Context, limit int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("find pending returns: %w", err)
 	}
-	for i, o := range os {
-		if err := l.giveBack(ctx, o, read); err != nil {
-			return i, err
-		}
+	if err := l.giveBack(ctx, os, read); err != nil {
+		return 0, err
 	}
 	return len(os), nil
 }

@@ -18,7 +18,7 @@ import (
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-// fixture is a sale of 10 units, limit 5, pay window 60 s, with orders persisted
+// fixture is a sale (10 units, limit 5, unless made by newSaleFixture), pay window 60 s, with orders persisted
 // the way the worker does it: reserve in Redis, persist in MySQL, settle in Redis.
 type fixture struct {
 	t     *testing.T
@@ -31,7 +31,9 @@ type fixture struct {
 	seq   int
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newSaleFixture(t, 10, 5) }
+
+func newSaleFixture(t *testing.T, units int64, limit int) *fixture {
 	f := &fixture{t: t, redis: testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")}
 	rdb := config.Config{RedisAddrs: []string{f.redis.Addr}}.Redis()
 	t.Cleanup(func() { rdb.Close() })
@@ -39,10 +41,10 @@ func newFixture(t *testing.T) *fixture {
 	f.life = order.New(f.st, f.sk)
 	f.set(t0)
 	f.life.SetClock(func() time.Time { return *f.now.Load() })
-	a := store.Activity{Name: "s", ProductName: "p", PriceCents: 100, StockTotal: 10, PerUserLimit: 5,
+	a := store.Activity{Name: "s", ProductName: "p", PriceCents: 100, StockTotal: units, PerUserLimit: limit,
 		StartsAt: t0.Add(-time.Hour), EndsAt: t0.Add(time.Hour), PayWindowSeconds: 60}
 	err := f.st.CreateActivity(context.Background(), &a, func(a store.Activity) error {
-		return f.sk.Load(context.Background(), stock.Sale{ActivityID: a.ID, Available: 10, Total: 10, Limit: 5,
+		return f.sk.Load(context.Background(), stock.Sale{ActivityID: a.ID, Available: units, Total: units, Limit: limit,
 			StartsAt: a.StartsAt, EndsAt: a.EndsAt, PriceCents: 100, PayWindow: time.Minute})
 	})
 	if err != nil {
@@ -209,5 +211,52 @@ func TestCancelWhileRedisDown(t *testing.T) {
 	f.ledger(10)
 	if pending, _ := f.st.PendingReturns(ctx, 10); len(pending) != 0 {
 		t.Errorf("%d returns still pending", len(pending))
+	}
+}
+
+// Expiry in batches, with Redis stopped halfway: 450 orders of 150 buyers expire (more
+// than one batch); the first batch is cancelled in MySQL while Redis is down and its
+// units come back later by ReturnPending, the rest on the next pass, in pages; every unit comes
+// back once, and a second pass of either finds nothing.
+func TestExpireInBatchesRedisStopped(t *testing.T) {
+	f := newSaleFixture(t, 500, 3)
+	ctx := context.Background()
+	for u := int64(1); u <= 150; u++ {
+		for range 3 {
+			f.created(u, 1)
+		}
+	}
+	f.ledger(50)
+	f.set(t0.Add(time.Minute))
+
+	f.redis.Kill()
+	n, err := f.life.ExpireDue(ctx, 1000)
+	if err == nil || n == 0 || n >= 450 {
+		t.Fatalf("ExpireDue with Redis down = %d, %v; want an error after its first batch", n, err)
+	}
+	f.redis.Start()
+	if pending, _ := f.st.PendingReturns(ctx, 1000); len(pending) != n {
+		t.Errorf("%d returns pending, want the %d orders cancelled while Redis was down", len(pending), n)
+	}
+	if back, err := f.life.ReturnPending(ctx, 1000); err != nil || back != n {
+		t.Fatalf("ReturnPending = %d, %v; want %d", back, err, n)
+	}
+	rest, err := f.life.ExpireDueFor(ctx, 100, time.Minute) // pages of 100 until none is left
+	if err != nil || n+rest != 450 {
+		t.Fatalf("ExpireDueFor = %d, %v; want the other %d", rest, err, 450-n)
+	}
+	for _, again := range []func(context.Context, int) (int, error){f.life.ExpireDue, f.life.ReturnPending} {
+		if m, err := again(ctx, 1000); err != nil || m != 0 {
+			t.Errorf("a second pass = %d, %v; want 0", m, err)
+		}
+	}
+	f.ledger(500)
+	snap, err := f.sk.Snapshot(ctx, f.act)
+	if err != nil || len(snap.Users) != 0 {
+		t.Errorf("users still holding units in Redis: %v (%v)", snap.Users, err)
+	}
+	counts, _ := f.st.CountOrders(ctx, f.act)
+	if c := counts[store.StatusCancelled]; c.Orders != 450 {
+		t.Errorf("%d orders cancelled, want 450", c.Orders)
 	}
 }

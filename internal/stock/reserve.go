@@ -12,36 +12,37 @@ import (
 	"seckill/internal/ratelimit"
 )
 
-// reserveScript takes units for one purchase, atomically. In a group-buy sale the
-// purchase is a seat: it opens a group (the first seat) or joins one, in the same step.
+// reserveScript takes units for purchases of one sale, atomically, each decided on its
+// own and in the order given, as if each ran alone after the one before: one call
+// carries the purchases of the sale that waited in one API process at the same moment
+// (coalesce.go). In a group-buy sale a purchase is a seat: it opens a group (the first
+// seat) or joins one, in the same step.
 //
-// KEYS[1] sale hash         KEYS[2] users hash        KEYS[3] queued hash
-// KEYS[4] user's queued set KEYS[5] idempotency key   KEYS[6] user lock
-// KEYS[7] queued-since sorted set
-// KEYS[8] group hash        KEYS[9] group seats hash  KEYS[10] open groups sorted set
-// KEYS[11] open groups, fullest first
-// (8-11: any key of the sale's slot for a plain purchase; they are not touched)
-// KEYS[12] the user's attempts allowance (rateKey)
-// ARGV[1] now (unix ms)     ARGV[2] user id           ARGV[3] quantity
-// ARGV[4] order id          ARGV[5] request fingerprint, "" without an Idempotency-Key
-// ARGV[6] lock owner token  ARGV[7] lock TTL (ms)     ARGV[8] idempotency key TTL (s)
-// ARGV[9] "" a purchase, "open" a new group, "join" a seat in a group
-// ARGV[10] the group's id ("" for a purchase)
-// ARGV[11] the allowance's interval between attempts (µs; 0: this attempt is not
+// KEYS[1] sale hash   KEYS[2] users hash   KEYS[3] queued hash   KEYS[4] queued-since sorted set
+// KEYS[5] open groups sorted set   KEYS[6] open groups, fullest first
+// then six keys for each purchase i (0, 1, ...), at KEYS[6 + 6i + n]:
+// n=1 the user's queued set  n=2 idempotency key   n=3 user lock
+// n=4 group hash             n=5 group seats hash  n=6 the user's attempts allowance (rateKey)
+// (4 and 5: any key of the sale's slot for a plain purchase; they are not touched)
+// and fourteen arguments for each purchase, at ARGV[14i + n]:
+// n=1 now (unix ms)     n=2 user id           n=3 quantity
+// n=4 order id          n=5 request fingerprint, "" without an Idempotency-Key
+// n=6 lock owner token  n=7 lock TTL (ms)     n=8 idempotency key TTL (s)
+// n=9 "" a purchase, "open" a new group, "join" a seat in a group
+// n=10 the group's id ("" for a purchase)
+// n=11 the allowance's interval between attempts (µs; 0: this attempt is not counted, no
+// limit or a retry after the lock)  n=12 its tolerance (µs)
+// n=13 "1": judge the sale's window and the pass by Redis' clock (TIME), else by n=1
+// n=14 the expiry (unix ms) of the buyer's valid pass for this sale, "" for none
 //
-//	counted, no limit or a retry after the lock)  ARGV[12] its tolerance (µs)
-//
-// ARGV[13] "1": judge the sale's window and the pass by Redis' clock (TIME), else by ARGV[1]
-// ARGV[14] the expiry (unix ms) of the buyer's valid pass for this sale, "" for none
-//
-// Returns one of
+// Returns one reply per purchase, in order, each one of
 //
 //	{0, available after, limit, price, pay window, members, size, expires, status, cap}
 //	                          reserved; the user lock is now held; members to status
 //	                          are the group's after this seat (0 for a purchase); cap
 //	                          the sale's cap on participations (0: none)
-//	                          (also the answer when ARGV[4] is already queued: a retry of
-//	                          a script that ran but whose reply was lost)
+//	                          (also the answer when the order id is already queued: a
+//	                          retry of a script that ran but whose reply was lost)
 //	{1, order id}             the key already made this order with the same body (replay)
 //	{-1}                      no such sale (or only a count of a lost one)
 //	{-2}                      the user lock is held (an earlier purchase is in flight)
@@ -61,7 +62,8 @@ import (
 //	{-17}                     a waiting-room sale (room = 1) and no unexpired pass
 //
 // Only a reservation takes the lock, and every check of the purchase comes after the
-// lock check, so a second request of the same user sees the outcome of the first. The
+// lock check, so a second request of the same user sees the outcome of the first (in
+// the same call too: it meets the lock the first took). The
 // Idempotency-Key comes before it: the key is written in the same step as the
 // reservation, so a key found is a purchase that was made, and its replay gets its
 // order even while a lock outlives that purchase (its commit is slow, or the API died
@@ -74,97 +76,116 @@ import (
 // new for each purchase, so finding it queued means this is such a retry, and it gets
 // the answer of the run that reserved instead of meeting its own lock (busy) with its
 // units taken. A user's participations (orders held, in a sale that caps them or sells
-// in groups) are the field p<user> of the users hash. Counts computed in Lua
+// in groups) are the field p<user> of the users hash. Each reservation writes the sale's
+// avail at once (not once per call), as a lone purchase did: an error reply halfway
+// leaves the purchases before it whole, each for its roll-back to find. Redis' clock is
+// read once per call. Counts computed in Lua
 // are written with string.format('%d'): some Redis versions (7.2.0-7.2.4) turn a Lua
 // number such as 900000000 into "9e+08", which HINCRBY then refuses.
 var reserveScript = redis.NewScript(listGroupLua + `
 local sale = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'start', 'end', 'price', 'paywin', 'qunits',
   'kind', 'gsize', 'gwin', 'plimit', 'room')
-if not sale[1] or not sale[3] then return {-1} end
-local function reserved(avail)
+local now_us -- Redis' clock (µs), read once per call
+local function clock_us()
+  if not now_us then
+    local t = redis.call('TIME')
+    now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return now_us
+end
+local function reserved(avail, K, A)
   local cap = sale[11] or '0'
-  if ARGV[9] == '' then return {0, avail, sale[2], sale[5], sale[6], 0, 0, 0, 0, cap} end
-  local g = redis.call('HMGET', KEYS[8], 'members', 'size', 'expires', 'status')
+  if A[9] == '' then return {0, avail, sale[2], sale[5], sale[6], 0, 0, 0, 0, cap} end
+  local g = redis.call('HMGET', K[8], 'members', 'size', 'expires', 'status')
   return {0, avail, sale[2], sale[5], sale[6], g[1], g[2], g[3], g[4], cap}
 end
-if redis.call('HEXISTS', KEYS[3], ARGV[4]) == 1 then return reserved(tonumber(sale[1])) end
-if ARGV[11] ~= '0' then
-  local clock = redis.call('TIME')
-  local t = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-  local nxt = math.max(tonumber(redis.call('GET', KEYS[12]) or '0'), t) + tonumber(ARGV[11])
-  local wait = nxt - tonumber(ARGV[12]) - t
-  if wait > 0 then return {-16, string.format('%d', wait)} end
-  redis.call('SET', KEYS[12], string.format('%d', nxt), 'PX', string.format('%d', math.ceil((nxt - t) / 1000)))
-end
-if ARGV[5] ~= '' then
-  local prior = redis.call('GET', KEYS[5])
-  if prior then
-    local fp, id, mark = string.match(prior, '^(%S+) (%S+)( ?r?)$')
-    if fp == ARGV[5] then
-      -- A replay while the order is still queued marks the key: the purchase that made
-      -- it may yet fail its replicas' confirmation, and its roll-back must then leave
-      -- the order standing for this answer (rollbackScript).
-      if mark == '' and redis.call('HEXISTS', KEYS[3], id) == 1 then
-        redis.call('SET', KEYS[5], prior .. ' r', 'KEEPTTL')
+local function reserve(K, A)
+  if not sale[1] or not sale[3] then return {-1} end
+  if redis.call('HEXISTS', K[3], A[4]) == 1 then return reserved(tonumber(sale[1]), K, A) end
+  if A[11] ~= '0' then
+    local t = clock_us()
+    local nxt = math.max(tonumber(redis.call('GET', K[12]) or '0'), t) + tonumber(A[11])
+    local wait = nxt - tonumber(A[12]) - t
+    if wait > 0 then return {-16, string.format('%d', wait)} end
+    redis.call('SET', K[12], string.format('%d', nxt), 'PX', string.format('%d', math.ceil((nxt - t) / 1000)))
+  end
+  if A[5] ~= '' then
+    local prior = redis.call('GET', K[5])
+    if prior then
+      local fp, id, mark = string.match(prior, '^(%S+) (%S+)( ?r?)$')
+      if fp == A[5] then
+        -- A replay while the order is still queued marks the key: the purchase that made
+        -- it may yet fail its replicas' confirmation, and its roll-back must then leave
+        -- the order standing for this answer (rollbackScript).
+        if mark == '' and redis.call('HEXISTS', K[3], id) == 1 then
+          redis.call('SET', K[5], prior .. ' r', 'KEEPTTL')
+        end
+        return {1, id}
       end
-      return {1, id}
+      return {-7, id}
     end
-    return {-7, id}
   end
-end
-if redis.call('EXISTS', KEYS[6]) == 1 then return {-2} end
-local now = tonumber(ARGV[1])
-local clock = now -- one clock for every API instance: Redis'
-if ARGV[13] == '1' then local t = redis.call('TIME'); clock = t[1] * 1000 + math.floor(t[2] / 1000) end
-if clock < tonumber(sale[3]) then return {-3} end
-if clock >= tonumber(sale[4]) then return {-4} end
-if sale[12] == '1' and not (clock < (tonumber(ARGV[14]) or 0)) then return {-17} end
-local group = sale[8] == 'group'
-if ARGV[9] == '' and group then return {-9} end
-if ARGV[9] ~= '' and not group then return {-10} end
-local g -- the seat's group: members, size, expires, status
-if ARGV[9] == 'join' then
-  g = redis.call('HMGET', KEYS[8], 'members', 'size', 'expires', 'status')
-  if not g[1] then return {-11} end
-  if redis.call('HEXISTS', KEYS[9], ARGV[2]) == 1 then return {-13} end
-  if g[4] == '1' or tonumber(g[1]) >= tonumber(g[2]) then return {-14} end
-  if g[4] ~= '0' or now >= tonumber(g[3]) then return {-12} end
-end
-local qty, limit, avail = tonumber(ARGV[3]), tonumber(sale[2]), tonumber(sale[1])
-if qty > limit then return {-8, limit} end
-if avail < qty then return {-5, avail} end
-local held = tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '0')
-if held + qty > limit then return {-6, held, limit} end
-local cap, pfield = tonumber(sale[11] or '0'), 'p' .. ARGV[2]
-if cap > 0 then
-  local parts = tonumber(redis.call('HGET', KEYS[2], pfield) or '0')
-  if parts >= cap then return {-15, parts, cap} end
-end
-redis.call('HSET', KEYS[1], 'avail', string.format('%d', avail - qty),
-  'qunits', string.format('%d', tonumber(sale[7] or '0') + qty))
-redis.call('HINCRBY', KEYS[2], ARGV[2], qty)
-if sale[12] == '1' and held == 0 then redis.call('HINCRBY', KEYS[1], 'rused', 1) end -- a pass's first use
-if cap > 0 or group then redis.call('HINCRBY', KEYS[2], pfield, 1) end
-local value = ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[1] .. ' ' .. sale[2]
-if group then
-  if ARGV[9] == 'open' then
-    g = {1, sale[9], string.format('%d', now + tonumber(sale[10]) * 1000), '0'}
-    redis.call('HSET', KEYS[8], 'members', g[1], 'size', g[2], 'expires', g[3], 'status', g[4])
-  elseif redis.call('HINCRBY', KEYS[8], 'members', 1) >= tonumber(g[2]) then
-    redis.call('HSET', KEYS[8], 'status', 1)
+  if redis.call('EXISTS', K[6]) == 1 then return {-2} end
+  local now = tonumber(A[1])
+  local clock = now -- one clock for every API instance: Redis'
+  if A[13] == '1' then clock = math.floor(clock_us() / 1000) end
+  if clock < tonumber(sale[3]) then return {-3} end
+  if clock >= tonumber(sale[4]) then return {-4} end
+  if sale[12] == '1' and not (clock < (tonumber(A[14]) or 0)) then return {-17} end
+  local group = sale[8] == 'group'
+  if A[9] == '' and group then return {-9} end
+  if A[9] ~= '' and not group then return {-10} end
+  local g -- the seat's group: members, size, expires, status
+  if A[9] == 'join' then
+    g = redis.call('HMGET', K[8], 'members', 'size', 'expires', 'status')
+    if not g[1] then return {-11} end
+    if redis.call('HEXISTS', K[9], A[2]) == 1 then return {-13} end
+    if g[4] == '1' or tonumber(g[1]) >= tonumber(g[2]) then return {-14} end
+    if g[4] ~= '0' or now >= tonumber(g[3]) then return {-12} end
   end
-  list_group(KEYS[10], KEYS[11], KEYS[8], ARGV[10])
-  redis.call('HSET', KEYS[9], ARGV[2], ARGV[4] .. ' ' .. ARGV[3])
-  value = value .. ' ' .. cap .. ' ' .. ARGV[10] .. ' ' .. g[2] .. ' ' .. g[3]
-elseif cap > 0 then
-  value = value .. ' ' .. cap .. ' - 0 0'
+  local qty, limit, avail = tonumber(A[3]), tonumber(sale[2]), tonumber(sale[1])
+  if qty > limit then return {-8, limit} end
+  if avail < qty then return {-5, avail} end
+  local held = tonumber(redis.call('HGET', K[2], A[2]) or '0')
+  if held + qty > limit then return {-6, held, limit} end
+  local cap, pfield = tonumber(sale[11] or '0'), 'p' .. A[2]
+  if cap > 0 then
+    local parts = tonumber(redis.call('HGET', K[2], pfield) or '0')
+    if parts >= cap then return {-15, parts, cap} end
+  end
+  sale[1], sale[7] = string.format('%d', avail - qty), string.format('%d', tonumber(sale[7] or '0') + qty)
+  redis.call('HSET', K[1], 'avail', sale[1], 'qunits', sale[7])
+  redis.call('HINCRBY', K[2], A[2], qty)
+  if sale[12] == '1' and held == 0 then redis.call('HINCRBY', K[1], 'rused', 1) end -- a pass's first use
+  if cap > 0 or group then redis.call('HINCRBY', K[2], pfield, 1) end
+  local value = A[2] .. ' ' .. A[3] .. ' ' .. A[1] .. ' ' .. sale[2]
+  if group then
+    if A[9] == 'open' then
+      g = {1, sale[9], string.format('%d', now + tonumber(sale[10]) * 1000), '0'}
+      redis.call('HSET', K[8], 'members', g[1], 'size', g[2], 'expires', g[3], 'status', g[4])
+    elseif redis.call('HINCRBY', K[8], 'members', 1) >= tonumber(g[2]) then
+      redis.call('HSET', K[8], 'status', 1)
+    end
+    list_group(K[10], K[11], K[8], A[10])
+    redis.call('HSET', K[9], A[2], A[4] .. ' ' .. A[3])
+    value = value .. ' ' .. cap .. ' ' .. A[10] .. ' ' .. g[2] .. ' ' .. g[3]
+  elseif cap > 0 then
+    value = value .. ' ' .. cap .. ' - 0 0'
+  end
+  redis.call('HSET', K[3], A[4], value)
+  redis.call('SADD', K[4], A[4])
+  redis.call('ZADD', K[7], A[1], A[4])
+  if A[5] ~= '' then redis.call('SET', K[5], A[5] .. ' ' .. A[4], 'EX', A[8]) end
+  redis.call('SET', K[6], A[6], 'PX', A[7])
+  return reserved(avail - qty, K, A)
 end
-redis.call('HSET', KEYS[3], ARGV[4], value)
-redis.call('SADD', KEYS[4], ARGV[4])
-redis.call('ZADD', KEYS[7], ARGV[1], ARGV[4])
-if ARGV[5] ~= '' then redis.call('SET', KEYS[5], ARGV[5] .. ' ' .. ARGV[4], 'EX', ARGV[8]) end
-redis.call('SET', KEYS[6], ARGV[6], 'PX', ARGV[7])
-return reserved(avail - qty)
+local out = {}
+for i = 0, #ARGV / 14 - 1 do
+  local k, a = 6 + 6 * i, 14 * i
+  out[i + 1] = reserve({KEYS[1], KEYS[2], KEYS[3], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[4],
+    KEYS[k + 4], KEYS[k + 5], KEYS[5], KEYS[6], KEYS[k + 6]}, {unpack(ARGV, a + 1, a + 14)})
+end
+return out
 `)
 
 // IdempotencyTTL is how long an Idempotency-Key is remembered.
@@ -319,23 +340,57 @@ func (s *Stock) FlaggedSoldOut(activityID int64, now time.Time) error {
 func AnsweredInProcess(err error) bool { return errors.Is(err, errFlaggedSoldOut) }
 
 func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) (Reserved, error) {
-	keys := []string{saleKey(r.ActivityID), usersKey(r.ActivityID), queuedKey(r.ActivityID),
-		userQueuedKey(r.ActivityID, r.UserID), idempotencyKey(r.ActivityID, r.UserID, r.IdempotencyKey),
-		UserLockKey(r.ActivityID, r.UserID), queuedSinceKey(r.ActivityID),
-		groupKey(r.ActivityID, r.Group), groupSeatsKey(r.ActivityID, r.Group), openGroupsKey(r.ActivityID),
-		fillGroupsKey(r.ActivityID), rateKey(r.ActivityID, r.UserID)}
+	c := &reserveCall{ctx: ctx, r: r, fingerprint: fingerprint, done: make(chan struct{})}
+	s.reserving.do(c)
+	if c.err != nil {
+		return Reserved{}, fmt.Errorf("reserve: %w", c.err)
+	}
+	return decodeReserved(r, c.reply)
+}
+
+// appendReservation adds r's keys and arguments to a call of reserveScript.
+func appendReservation(keys []string, args []any, r Reservation, fingerprint string) ([]string, []any) {
 	interval, tolerance := r.allowance()
+	keys = append(keys, userQueuedKey(r.ActivityID, r.UserID), idempotencyKey(r.ActivityID, r.UserID, r.IdempotencyKey),
+		UserLockKey(r.ActivityID, r.UserID), groupKey(r.ActivityID, r.Group), groupSeatsKey(r.ActivityID, r.Group),
+		rateKey(r.ActivityID, r.UserID))
+	args = append(args, r.Now.UnixMilli(), r.UserID, r.Quantity, r.OrderID, fingerprint,
+		r.LockToken, r.LockTTL.Milliseconds(), int64(IdempotencyTTL/time.Second), r.mode(), r.Group,
+		interval, tolerance, r.clockArg(), r.passArg())
+	return keys, args
+}
+
+// reserveAll runs reserveScript once for calls, purchases of one sale, and leaves each
+// one's reply (or the call's error) in it.
+func (s *Stock) reserveAll(ctx context.Context, calls []*reserveCall) {
+	id := calls[0].r.ActivityID
+	keys := make([]string, 0, 6+6*len(calls))
+	keys = append(keys, saleKey(id), usersKey(id), queuedKey(id), queuedSinceKey(id), openGroupsKey(id), fillGroupsKey(id))
+	args := make([]any, 0, 14*len(calls))
+	for _, c := range calls {
+		keys, args = appendReservation(keys, args, c.r, c.fingerprint)
+	}
 	var res []any
 	err := whileMoving(ctx, s.rdb, func() (err error) {
-		res, err = reply(reserveScript.Run(ctx, s.rdb, keys,
-			r.Now.UnixMilli(), r.UserID, r.Quantity, r.OrderID, fingerprint,
-			r.LockToken, r.LockTTL.Milliseconds(), int64(IdempotencyTTL/time.Second), r.mode(), r.Group,
-			interval, tolerance, r.clockArg(), r.passArg()).Result())
+		res, err = reply(reserveScript.Run(ctx, s.rdb, keys, args...).Result())
 		return err
 	})
-	if err != nil {
-		return Reserved{}, fmt.Errorf("reserve: %w", err)
+	if err == nil && len(res) != len(calls) {
+		err = fmt.Errorf("unexpected script reply %v for %d purchases", res, len(calls))
 	}
+	for i, c := range calls {
+		if err != nil {
+			c.err = err
+			continue
+		}
+		if c.reply, c.err = reply(res[i], nil); c.err != nil {
+			c.err = fmt.Errorf("purchase %d of %d: %w", i+1, len(calls), c.err)
+		}
+	}
+}
+
+// decodeReserved turns r's reply from reserveScript into its answer.
+func decodeReserved(r Reservation, res []any) (Reserved, error) {
 	code, err := integer(res[0])
 	if err != nil {
 		return Reserved{}, fmt.Errorf("reserve: %w", err)

@@ -258,24 +258,33 @@ local function trim_returned(key, keep_ms)
 end
 `
 
-// returnScript gives a cancelled order's units back to stock and to the user's
-// allowance, once per order.
+// returnScript gives cancelled orders' units back to stock and to their users'
+// allowances, once per order.
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] returned set (order ids already returned)
-// ARGV[1] order id  ARGV[2] user id  ARGV[3] quantity  ARGV[4] activity id
-// ARGV[5] the returned-units channel  ARGV[6] ReturnedRetention in ms
+// ARGV[1] activity id  ARGV[2] the returned-units channel  ARGV[3] ReturnedRetention in ms
+// then for each order i (0, 1, ...): ARGV[4+3i] its id  ARGV[5+3i] its user id
+// ARGV[6+3i] its quantity
 //
-// The order is remembered with the score +inf until Forget. The sale's generation goes
-// up. A lost sale gets nothing: its rebuild counts the order as held while
-// return_pending, and not once this return is recorded in MySQL.
-// Returns 1 when the units were given back now, 0 when they had been before.
+// An order is remembered with the score +inf until Forget. The sale's generation goes
+// up once when anything came back. A lost sale gets nothing: its rebuild counts an
+// order as held while return_pending, and not once its return is recorded in MySQL.
+// Returns how many of the orders were given back now (the others had been before).
 var returnScript = redis.NewScript(unitsLua + bumpGenLua + trimReturnedLua + `
-trim_returned(KEYS[3], tonumber(ARGV[6]))
-if redis.call('ZSCORE', KEYS[3], ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[3], '+inf', ARGV[1])
-if bump_gen(KEYS[1]) > 0 then give_back(KEYS[1], KEYS[2], ARGV[2], tonumber(ARGV[3])) end
-redis.call('PUBLISH', ARGV[5], ARGV[4])
-return 1
+trim_returned(KEYS[3], tonumber(ARGV[3]))
+local live, back = redis.call('HEXISTS', KEYS[1], 'total') == 1, 0
+for i = 4, #ARGV, 3 do
+  if not redis.call('ZSCORE', KEYS[3], ARGV[i]) then
+    redis.call('ZADD', KEYS[3], '+inf', ARGV[i])
+    if live then give_back(KEYS[1], KEYS[2], ARGV[i + 1], tonumber(ARGV[i + 2])) end
+    back = back + 1
+  end
+end
+if back > 0 then
+  bump_gen(KEYS[1])
+  redis.call('PUBLISH', ARGV[2], ARGV[1])
+end
+return back
 `)
 
 // forgetScript starts the retention of returned orders that MySQL now records as
@@ -289,17 +298,31 @@ for i = 1, #ARGV - 1 do redis.call('ZADD', KEYS[1], 'XX', now_ms, ARGV[i]) end
 return 0
 `)
 
-// Return gives the units of a cancelled (or expired) order back to stock and to the
-// user's allowance. It is idempotent per order while the order is remembered: from the
-// call until ReturnedRetention after Forget.
-func (s *Stock) Return(ctx context.Context, activityID, userID int64, orderID string, quantity int) error {
+// Returning is one cancelled (or expired) order whose units go back.
+type Returning struct {
+	OrderID  string
+	UserID   int64
+	Quantity int
+}
+
+// Return gives the units of cancelled (or expired) orders of one sale back to stock and
+// to their users' allowances, in one step. It is idempotent per order while the order
+// is remembered: from the call until ReturnedRetention after Forget.
+func (s *Stock) Return(ctx context.Context, activityID int64, orders ...Returning) error {
+	if len(orders) == 0 {
+		return nil
+	}
 	keys := []string{saleKey(activityID), usersKey(activityID), returnedKey(activityID)}
-	n, err := returnScript.Run(ctx, s.rdb, keys, orderID, userID, quantity, activityID, ReturnedChannel,
-		ReturnedRetention.Milliseconds()).Int64()
+	args := make([]any, 0, 3+3*len(orders))
+	args = append(args, activityID, ReturnedChannel, ReturnedRetention.Milliseconds())
+	for _, o := range orders {
+		args = append(args, o.OrderID, o.UserID, o.Quantity)
+	}
+	n, err := returnScript.Run(ctx, s.rdb, keys, args...).Int64()
 	if err != nil {
 		return fmt.Errorf("return units: %w", err)
 	}
-	if n == 1 {
+	if n > 0 {
 		s.soldOut.clear(activityID)
 	}
 	return nil

@@ -49,13 +49,16 @@ func (e *RateLimitedError) RetryAfter() time.Duration { return e.Wait }
 
 // Stock is the Redis side of every sale.
 type Stock struct {
-	rdb     redis.UniversalClient
-	soldOut *soldOutFlags
+	rdb       redis.UniversalClient
+	soldOut   *soldOutFlags
+	reserving *coalescer
 }
 
 // New returns a Stock on rdb.
 func New(rdb redis.UniversalClient) *Stock {
-	return &Stock{rdb: rdb, soldOut: newSoldOutFlags()}
+	s := &Stock{rdb: rdb, soldOut: newSoldOutFlags()}
+	s.reserving = newCoalescer(s.reserveAll)
+	return s
 }
 
 // Sale is the state Redis checks purchases against.

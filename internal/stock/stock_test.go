@@ -474,7 +474,7 @@ func TestReturnedSetBounded(t *testing.T) {
 	}
 	ret := func(id string) {
 		t.Helper()
-		if err := s.Return(ctx, 9, 3, id, 1); err != nil {
+		if err := s.Return(ctx, 9, stock.Returning{OrderID: id, UserID: 3, Quantity: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

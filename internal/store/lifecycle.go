@@ -1,9 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -63,7 +67,7 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 		switch {
 		case o.Status == StatusCreated: // the UPDATE missed it: its window has passed
 			cancelled, lost = true, ErrExpired
-			return cancelCreated(tx, &o, now)
+			return cancelOne(tx, &o, now)
 		case o.Status == StatusCancelled && (!now.Before(o.ExpiresAt) || o.CancelledAt != nil && !o.CancelledAt.Before(o.ExpiresAt)):
 			lost = ErrExpired
 		default:
@@ -95,35 +99,112 @@ func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time
 			return ErrNotCancellable
 		}
 		changed = true
-		return cancelCreated(tx, &o, now)
+		return cancelOne(tx, &o, now)
 	})
 	return o, changed, err
 }
 
-// cancelCreated cancels o, a created order locked by tx, at now: it is marked
-// return_pending, its units are taken out of the sale's sold units and its buyer's
-// totals, and its order.cancelled event is recorded.
-func cancelCreated(tx *gorm.DB, o *Order, now time.Time) error {
-	o.Status, o.CancelledAt = StatusCancelled, &now
-	if err := guarded(tx.Model(&Order{}).Where("id = ? AND status = ?", o.ID, StatusCreated).Updates(map[string]any{
-		"status": StatusCancelled, "cancelled_at": now, "return_pending": true})); err != nil {
+// cancelCreated cancels orders, created orders locked by tx, at now: they are marked
+// return_pending, their units taken out of the sales' sold units and their buyers'
+// totals, and their order.cancelled events recorded. Rows are touched in the order the
+// worker's batches touch them (user_purchases by activity and user, then activities by
+// id; store/persist.go), so the two cannot deadlock.
+func cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error {
+	if len(orders) == 0 {
+		return nil
+	}
+	ids := make([]string, len(orders))
+	sold := map[int64]int64{}
+	events := make([]outbox.Event, len(orders))
+	for i := range orders {
+		o := &orders[i]
+		o.Status, o.CancelledAt = StatusCancelled, &now
+		ids[i] = o.ID
+		sold[o.ActivityID] += int64(o.Quantity)
+		events[i] = orderEvent(outbox.OrderCancelled, *o, now)
+	}
+	res := tx.Model(&Order{}).Where("id IN ? AND status = ?", ids, StatusCreated).Updates(map[string]any{
+		"status": StatusCancelled, "cancelled_at": now, "return_pending": true})
+	if res.Error != nil {
+		return fmt.Errorf("cancel orders: %w", res.Error)
+	}
+	if res.RowsAffected != int64(len(orders)) { // the row locks make this certain; the check keeps it so
+		return fmt.Errorf("orders changed under their row locks (%d of %d rows updated)", res.RowsAffected, len(orders))
+	}
+	if err := takeBackFromUsers(tx, orders); err != nil {
 		return err
 	}
-	if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", o.Quantity, o.ActivityID).Error; err != nil {
-		return fmt.Errorf("take back sold units: %w", err)
+	for _, act := range slices.Sorted(maps.Keys(sold)) {
+		if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", sold[act], act).Error; err != nil {
+			return fmt.Errorf("take back sold units: %w", err)
+		}
 	}
-	if err := takeBackFromUser(tx, *o); err != nil {
-		return err
-	}
-	return outbox.Record(tx, orderEvent(outbox.OrderCancelled, *o, now))
+	return outbox.Record(tx, events...)
 }
 
-// takeBackFromUser takes a cancelled order's units and its participation out of its
-// buyer's totals.
-func takeBackFromUser(tx *gorm.DB, o Order) error {
-	if err := tx.Exec("UPDATE user_purchases SET units = units - ?, participations = participations - 1 "+
-		"WHERE activity_id = ? AND user_id = ?", o.Quantity, o.ActivityID, o.UserID).Error; err != nil {
-		return fmt.Errorf("take back user units: %w", err)
+// ExpireOrders cancels, in one transaction, those of the given orders that are still
+// created and whose pay window had passed by now, as CancelOrder does one, and returns
+// them (return_pending: their units are to go back to Redis). An order paid or
+// cancelled meanwhile is left out.
+func (s *Store) ExpireOrders(ctx context.Context, ids []string, now time.Time) ([]Order, error) {
+	var expired []Order
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		expired = nil
+		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Order("id").
+			Where("id IN ? AND status = ? AND expires_at <= ?", ids, StatusCreated, now).Find(&expired).Error; err != nil {
+			return fmt.Errorf("lock expired orders: %w", err)
+		}
+		return cancelCreated(tx, expired, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return expired, nil
+}
+
+// cancelOne is cancelCreated for one order, left cancelled in *o.
+func cancelOne(tx *gorm.DB, o *Order, now time.Time) error {
+	os := []Order{*o}
+	if err := cancelCreated(tx, os, now); err != nil {
+		return err
+	}
+	*o = os[0]
+	return nil
+}
+
+// takeBackFromUsers takes cancelled orders' units and participations out of their
+// buyers' totals, in one statement, rows in the order the worker's batches lock them.
+// Every buyer has a row (the order was written with it), so each row is updated (two
+// affected rows in MySQL's count); a row that had to be inserted fails the transaction
+// rather than pass unseen.
+func takeBackFromUsers(tx *gorm.DB, orders []Order) error {
+	type take struct{ units, orders int64 }
+	sum := map[[2]int64]*take{}
+	for _, o := range orders {
+		k := [2]int64{o.ActivityID, o.UserID}
+		if sum[k] == nil {
+			sum[k] = &take{}
+		}
+		sum[k].units += int64(o.Quantity)
+		sum[k].orders++
+	}
+	keys := slices.SortedFunc(maps.Keys(sum), func(a, b [2]int64) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
+	})
+	values := make([]string, len(keys))
+	args := make([]any, 0, 4*len(keys))
+	for i, k := range keys {
+		values[i] = "(?, ?, ?, ?)"
+		args = append(args, k[0], k[1], sum[k].units, sum[k].orders)
+	}
+	res := tx.Exec("INSERT INTO user_purchases (activity_id, user_id, units, participations) VALUES "+
+		strings.Join(values, ", ")+" ON DUPLICATE KEY UPDATE units = units - VALUES(units), "+
+		"participations = participations - VALUES(participations)", args...)
+	if res.Error != nil {
+		return fmt.Errorf("take back user units: %w", res.Error)
+	}
+	if res.RowsAffected != 2*int64(len(keys)) {
+		return fmt.Errorf("take back user units: %d of %d buyers had no totals", 2*int64(len(keys))-res.RowsAffected, len(keys))
 	}
 	return nil
 }
@@ -163,9 +244,6 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 			o := &cancelled[i]
 			o.Status, o.CancelledAt = StatusCancelled, &now
 			units += int64(o.Quantity)
-			if err := takeBackFromUser(tx, *o); err != nil {
-				return err
-			}
 			events = append(events, orderEvent(outbox.OrderCancelled, *o, now))
 		}
 		g.Status, g.ExpiresAt = groupFailed, g.ExpiresAt.UTC()
@@ -175,6 +253,9 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 		if len(cancelled) == 0 {
 			return nil
 		}
+		if err := takeBackFromUsers(tx, cancelled); err != nil {
+			return err
+		}
 		if err := tx.Model(&Order{}).Where("group_id = ? AND status = ?", id, StatusGrouping).
 			Updates(map[string]any{"status": StatusCancelled, "cancelled_at": now}).Error; err != nil {
 			return fmt.Errorf("cancel group orders: %w", err)
@@ -182,18 +263,6 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 		return tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", units, activityID).Error
 	})
 	return cancelled, err
-}
-
-// guarded checks that an update guarded by the order's status changed its row; the
-// row lock makes this certain, the check keeps it so if the lock is ever lost.
-func guarded(res *gorm.DB) error {
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected != 1 {
-		return fmt.Errorf("order changed under its row lock (%d rows updated)", res.RowsAffected)
-	}
-	return nil
 }
 
 // DueOrders returns up to limit created orders whose pay window ended by now, oldest first.
@@ -212,9 +281,12 @@ func (s *Store) PendingReturns(ctx context.Context, limit int) ([]Order, error) 
 	return os, err
 }
 
-// ReturnedToStock records that the order's units are back in Redis.
-func (s *Store) ReturnedToStock(ctx context.Context, id string) error {
-	return s.db.WithContext(ctx).Model(&Order{}).Where("id = ?", id).Update("return_pending", false).Error
+// ReturnedToStock records that the orders' units are back in Redis.
+func (s *Store) ReturnedToStock(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.db.WithContext(ctx).Model(&Order{}).Where("id IN ?", ids).Update("return_pending", false).Error
 }
 
 // Group is one row of sale_groups, with the users whose orders hold its seats.

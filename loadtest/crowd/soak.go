@@ -66,7 +66,7 @@ func runSoak(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg soakConfi
 	attacker := vegeta.NewAttacker(vegeta.Timeout(cfg.Timeout), vegeta.KeepAlive(true), vegeta.HTTP2(false),
 		vegeta.MaxWorkers(2000), vegeta.MaxConnections(2000))
 
-	var accepted, limited, answered, unexpected atomic.Int64
+	var accepted, limited, refused, answered, unexpected atomic.Int64
 	var mu sync.Mutex
 	others := map[string]int{}
 	sample := func(at time.Duration) memSample {
@@ -97,6 +97,8 @@ func runSoak(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg soakConfi
 				accepted.Add(1)
 			case res.Code == http.StatusConflict && e.Error.Code == "limit_exceeded":
 				limited.Add(1)
+			case res.Code == http.StatusServiceUnavailable && e.Error.Code == "unavailable" && res.Headers.Get("Retry-After") != "":
+				refused.Add(1) // admission control: the process was full for a moment, nothing taken
 			default: // a steady crowd within capacity: anything else is worth a look
 				unexpected.Add(1)
 				mu.Lock()
@@ -148,14 +150,28 @@ loop:
 			from.at.Seconds(), last.at.Seconds(), float64(last.redis-from.redis)/(1<<20), float64(last.api-from.api)/(1<<20),
 			float64(last.worker-from.worker)/(1<<20), last.accepted-from.accepted, last.expired-from.expired)
 	}
-	fmt.Fprintf(w, "  answers: %d in all, %d 202, %d 409 limit_exceeded (the buyer's order had not expired yet)\n",
-		last.answered, last.accepted, limited.Load())
+	fmt.Fprintf(w, "  answers: %d in all, %d 202, %d 409 limit_exceeded (the buyer's order had not expired yet), "+
+		"%d 503 with Retry-After (refused at once: the API had its bound of purchases in flight)\n",
+		last.answered, last.accepted, limited.Load(), refused.Load())
+	ok := true
+	// Levelled off: Redis grew by at most a tenth of its level once the pay window had
+	// passed (a history kept per order would grow by megabytes a minute at this rate).
+	if from != nil && from != &samples[len(samples)-1] {
+		if grew := last.redis - from.redis; grew > from.redis/10 {
+			fmt.Fprintf(w, "soak: Redis did not level off: %+.1f MB after %.0fs, more than a tenth of its %.1f MB then\n",
+				float64(grew)/(1<<20), from.at.Seconds(), float64(from.redis)/(1<<20))
+			ok = false
+		} else {
+			fmt.Fprintf(w, "  Redis levelled off: %+.1f MB after %.0fs, within a tenth of its %.1f MB then\n",
+				float64(grew)/(1<<20), from.at.Seconds(), float64(from.redis)/(1<<20))
+		}
+	}
 	if last.unexpected > 0 {
 		fmt.Fprintf(w, "soak: %d answers outside the contract's for a steady crowd (of %d): %s\n",
 			last.unexpected, last.answered, breakdownOf(others))
-		return false, nil
+		ok = false
 	}
-	return true, nil
+	return ok, nil
 }
 
 // infoField reads an integer field of Redis' INFO.

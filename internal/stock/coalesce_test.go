@@ -1,0 +1,274 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"seckill/internal/testutil"
+)
+
+var (
+	start    = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	orderSeq atomic.Int64
+)
+
+func loadSale(t testing.TB, s *Stock, id, avail int64, limit int) {
+	t.Helper()
+	err := s.Load(context.Background(), Sale{ActivityID: id, Available: avail, Total: avail,
+		Limit: limit, StartsAt: start, EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute})
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+}
+
+func purchase(act, user int64, qty int) Reservation {
+	n := orderSeq.Add(1)
+	return Reservation{ActivityID: act, UserID: user, Quantity: qty, OrderID: fmt.Sprintf("c%d", n),
+		Now: start.Add(time.Minute), LockToken: fmt.Sprintf("l%d", n), LockTTL: time.Minute}
+}
+
+func (b *coalescer) sent() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.calls
+}
+
+func (b *coalescer) waitingFor(id int64) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q := b.sales[id]; q != nil {
+		return len(q.waiting)
+	}
+	return 0
+}
+
+// A crowd of one sale on one Stock: its purchases share script calls, and each is
+// still decided on its own: exactly the stock is taken, nobody past the limit, every
+// buyer answered, and nothing left of the coalescer once the crowd is gone.
+func TestCoalescedCrowd(t *testing.T) {
+	s := New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	const buyers, units = 400, 150
+	loadSale(t, s, 1, units, 2)
+	loadSale(t, s, 2, units, 2) // a second sale at the same time, in its own calls
+
+	var wg sync.WaitGroup
+	var taken, soldOut [3]atomic.Int64
+	for u := range buyers {
+		for _, act := range []int64{1, 2} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := s.Reserve(ctx, purchase(act, int64(u), 1))
+				switch {
+				case err == nil:
+					taken[act].Add(1)
+				case errors.Is(err, ErrSoldOut):
+					soldOut[act].Add(1)
+				default:
+					t.Errorf("sale %d user %d: %v", act, u, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for _, act := range []int64{1, 2} {
+		if taken[act].Load() != units || soldOut[act].Load() != buyers-units {
+			t.Errorf("sale %d: %d taken and %d sold out, want %d and %d",
+				act, taken[act].Load(), soldOut[act].Load(), units, buyers-units)
+		}
+		sales, err := s.Sales(ctx, []int64{act})
+		if err != nil || sales[act].Available != 0 {
+			t.Errorf("sale %d: available %+v (%v), want 0", act, sales[act], err)
+		}
+		snap, err := s.Snapshot(ctx, act)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var held int64
+		for u, n := range snap.Users {
+			if n != 1 {
+				t.Errorf("sale %d: user %d holds %d, want 1", act, u, n)
+			}
+			held += n
+		}
+		if held != units {
+			t.Errorf("sale %d: users hold %d units, want %d", act, held, units)
+		}
+	}
+	if sent := s.reserving.sent(); sent >= 2*buyers {
+		t.Errorf("%d script calls for %d purchases: none coalesced", sent, 2*buyers)
+	} else {
+		t.Logf("%d script calls for %d purchases", sent, 2*buyers)
+	}
+	s.reserving.mu.Lock()
+	left := len(s.reserving.sales)
+	s.reserving.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d sales left in the coalescer after the crowd", left)
+	}
+}
+
+// Purchases that wait together go in one call in their order of arrival, each with
+// its own answer: the first takes the last unit, the second (the same user) meets the
+// lock the first took, the third hears sold out, and a purchase whose context ended
+// while it waited is not sent at all.
+func TestCoalescedInArrivalOrder(t *testing.T) {
+	s := New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	loadSale(t, s, 1, 3, 5)
+
+	// The first callsPerSale purchases are held in flight, after their script ran, until
+	// release is closed.
+	release := make(chan struct{})
+	var held atomic.Int64
+	send := s.reserving.send
+	var batches [][]int64
+	var mu sync.Mutex
+	s.reserving.send = func(ctx context.Context, calls []*reserveCall) {
+		hold := held.Add(1) <= callsPerSale
+		mu.Lock()
+		var users []int64
+		for _, c := range calls {
+			users = append(users, c.r.UserID)
+		}
+		batches = append(batches, users)
+		mu.Unlock()
+		send(ctx, calls)
+		if hold {
+			<-release
+		}
+	}
+
+	type answer struct {
+		r   Reserved
+		err error
+	}
+	reserve := func(ctx context.Context, r Reservation) <-chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			got, err := s.Reserve(ctx, r)
+			ch <- answer{got, err}
+		}()
+		return ch
+	}
+	waitFor := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for s.reserving.waitingFor(1) != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d purchases waiting, want %d", s.reserving.waitingFor(1), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	first := reserve(ctx, purchase(1, 1, 1))
+	second := reserve(ctx, purchase(1, 2, 1))
+	for held.Load() < callsPerSale {
+		time.Sleep(time.Millisecond)
+	}
+	a := reserve(ctx, purchase(1, 10, 1))
+	waitFor(1)
+	b := reserve(ctx, purchase(1, 10, 1))
+	waitFor(2)
+	gone, cancel := context.WithCancel(ctx)
+	c := reserve(gone, purchase(1, 11, 1))
+	waitFor(3)
+	cancel()
+	d := reserve(ctx, purchase(1, 12, 1))
+	waitFor(4)
+	close(release)
+
+	for i, ch := range []<-chan answer{first, second, a} {
+		if got := <-ch; got.err != nil {
+			t.Errorf("purchase %d: %v", i+1, got.err)
+		}
+	}
+	if got := <-b; !errors.Is(got.err, ErrBusy) {
+		t.Errorf("the same user again in the batch: %v, want ErrBusy", got.err)
+	}
+	if got := <-c; !errors.Is(got.err, context.Canceled) {
+		t.Errorf("a purchase cancelled while waiting: %v, want context.Canceled", got.err)
+	}
+	if got := <-d; !errors.Is(got.err, ErrSoldOut) {
+		t.Errorf("the purchase after the last unit: %v, want ErrSoldOut", got.err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if last := batches[len(batches)-1]; fmt.Sprint(last) != "[10 10 12]" {
+		t.Errorf("batches %v: the last should be users [10 10 12] in their order", batches)
+	}
+	snap, err := s.Snapshot(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Users[11] != 0 || snap.Users[10] != 1 {
+		t.Errorf("holdings %v: user 10 should hold 1 and user 11 nothing", snap.Users)
+	}
+}
+
+// redisCPU is the server's CPU time so far (INFO cpu: its threads' user and system).
+func redisCPU(b *testing.B, s *Stock) time.Duration {
+	b.Helper()
+	info, err := s.rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum float64
+	for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+		i := strings.Index(info, f)
+		if i < 0 {
+			b.Fatalf("no %s in INFO cpu", f)
+		}
+		rest := info[i+len(f):]
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest[:strings.IndexAny(rest, "\r\n")]), 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum += v
+	}
+	return time.Duration(sum * float64(time.Second))
+}
+
+// BenchmarkReserveCoalesced measures the reserve step alone on one Redis as this
+// project runs it (AOF, appendfsync always): one script call for batches of 1 to 64
+// purchases of one sale, sent by 8 goroutines, with the server's CPU per purchase
+// (redis-µs/purchase). Figures: docs/performance.md.
+//
+//	go test -run - -bench ReserveCoalesced ./internal/stock
+func BenchmarkReserveCoalesced(b *testing.B) {
+	s := New(testutil.StartRedis(b, "--appendonly", "yes", "--appendfsync", "always").Client(b))
+	for _, size := range []int{1, 4, 16, 64} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+			act := orderSeq.Add(1)
+			loadSale(b, s, act, 1<<40, 1)
+			var user atomic.Int64
+			cpu := redisCPU(b, s)
+			b.SetParallelism(4) // 8 senders on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				calls := make([]*reserveCall, 0, size)
+				for pb.Next() {
+					calls = append(calls, &reserveCall{ctx: context.Background(), r: purchase(act, user.Add(1), 1)})
+					if len(calls) == size {
+						s.reserveAll(context.Background(), calls)
+						for _, c := range calls {
+							if c.err != nil || c.reply[0] != int64(0) {
+								b.Fatalf("%v %v", c.reply, c.err)
+							}
+						}
+						calls = calls[:0]
+					}
+				}
+			})
+			b.ReportMetric(float64((redisCPU(b, s)-cpu).Microseconds())/float64(b.N), "redis-µs/purchase")
+		})
+	}
+}
