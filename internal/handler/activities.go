@@ -23,6 +23,7 @@ type createActivityRequest struct {
 	GroupSize             *int    `json:"group_size"`
 	GroupWindowSeconds    *int    `json:"group_window_seconds"`
 	PerUserParticipations *int    `json:"per_user_participations"`
+	StockBuckets          *int    `json:"stock_buckets"`
 	roomRequest
 }
 
@@ -61,6 +62,12 @@ func (r createActivityRequest) toNew() (sale.NewActivity, error) {
 			return n, &sale.FieldError{Field: "kind", Message: `must be "sale" or "group"`}
 		}
 		n.Kind = *r.Kind
+	}
+	if r.StockBuckets != nil {
+		if *r.StockBuckets == 0 {
+			return n, &sale.FieldError{Field: "stock_buckets", Message: "must be between 1 and 64"}
+		}
+		n.StockBuckets = *r.StockBuckets
 	}
 	if r.PayWindowSeconds != nil {
 		if *r.PayWindowSeconds == 0 {

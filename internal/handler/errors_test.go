@@ -96,6 +96,10 @@ func TestContractErrors(t *testing.T) {
 		{"admin: group of one", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"kind": "group", "group_size": 1, "group_window_seconds": 60})}, 400, "invalid_request", "group_size"},
 		{"admin: group window too short", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"kind": "group", "group_size": 3, "group_window_seconds": 59})}, 400, "invalid_request", "group_window_seconds"},
 		{"admin: group size on a plain sale", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"group_size": 3})}, 400, "invalid_request", "group_size"},
+		{"admin: stock_buckets 0", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": 0})}, 400, "invalid_request", "stock_buckets"},
+		{"admin: stock_buckets 65", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": 65})}, 400, "invalid_request", "stock_buckets"},
+		{"admin: stock_buckets 3, not in this version", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": 3})}, 400, "invalid_request", "stock_buckets"},
+		{"admin: stock_buckets not a number", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": "3"})}, 400, "invalid_request", "stock_buckets"},
 		{"admin: participations 0", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"per_user_participations": 0})}, 400, "invalid_request", "per_user_participations"},
 		{"open a group in a plain sale", call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/groups", open), token: buyer, body: `{"quantity":1}`}, 409, "not_a_group_sale", ""},
 		{"join no such group", call{method: "POST", path: "/api/v1/groups/01ARZ3NDEKTSV4RRFFQ69G5FAV7/join", token: buyer, body: `{"quantity":1}`}, 404, "not_found", ""},
@@ -143,6 +147,12 @@ func TestContractErrors(t *testing.T) {
 		})
 	}
 
+	t.Run("stock_buckets 1 is a sale as before, echoed", func(t *testing.T) {
+		a := s.do(call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": 1})})
+		if a.status != http.StatusCreated || !strings.Contains(a.body, `"stock_buckets":1`) {
+			t.Errorf("create with stock_buckets 1: %d %s; want 201 echoing it", a.status, a.body)
+		}
+	})
 	t.Run("replay answers 200 with the same order", func(t *testing.T) {
 		a := s.do(call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1}`, header: map[string]string{"Idempotency-Key": "k-1"}})
 		if a.status != http.StatusOK || orderID(t, a.body) != paidID {

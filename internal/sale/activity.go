@@ -36,6 +36,9 @@ type Activity struct {
 	GroupSize             *int   `json:"group_size,omitempty"`
 	GroupWindowSeconds    *int   `json:"group_window_seconds,omitempty"`
 	PerUserParticipations *int   `json:"per_user_participations,omitempty"`
+	// StockBuckets is how many Redis slots hold the sale's stock: 1 in this version
+	// (NewActivity.Validate refuses more).
+	StockBuckets int `json:"stock_buckets"`
 	RoomSettings
 }
 
@@ -62,6 +65,10 @@ type NewActivity struct {
 	GroupWindowSeconds *int
 	// PerUserParticipations caps the orders one user holds; nil for no cap.
 	PerUserParticipations *int
+	// StockBuckets is the Redis slots to split the stock over (0 for 1). This version
+	// keeps a sale in one slot and refuses more, rather than create a sale that would
+	// not spread as asked.
+	StockBuckets int
 	// Room sets the waiting room (room.go); Validate leaves the result in room.
 	Room RoomPatch
 	room RoomSettings
@@ -80,6 +87,7 @@ const (
 	MaxGroupSize     = 100
 	MinGroupWindow   = 60
 	MaxGroupWindow   = 604800
+	MaxStockBuckets  = 64
 	maxListedOrders  = 500
 )
 
@@ -105,6 +113,10 @@ func (n *NewActivity) Validate() error {
 		return &FieldError{"pay_window_seconds", "must be between 10 and 86400"}
 	case n.PerUserParticipations != nil && (*n.PerUserParticipations < 1 || *n.PerUserParticipations > MaxPerUserLimit):
 		return &FieldError{"per_user_participations", "must be between 1 and 1000000"}
+	case n.StockBuckets < 0 || n.StockBuckets > MaxStockBuckets:
+		return &FieldError{"stock_buckets", "must be between 1 and 64"}
+	case n.StockBuckets > 1:
+		return &FieldError{"stock_buckets", "above 1 is not supported by this version: a sale's stock is in one Redis slot"}
 	}
 	if err := n.validateKind(); err != nil {
 		return err
@@ -216,7 +228,7 @@ func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 		StockTotal: a.StockTotal, StockAvailable: a.StockTotal - a.Sold, PerUserLimit: a.PerUserLimit,
 		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), PayWindowSeconds: a.PayWindowSeconds,
 		Kind: a.Kind, GroupSize: a.GroupSize, GroupWindowSeconds: a.GroupWindowSeconds,
-		PerUserParticipations: a.PerUserParticipations, RoomSettings: roomOf(a)}
+		PerUserParticipations: a.PerUserParticipations, StockBuckets: 1, RoomSettings: roomOf(a)}
 	if v.Kind == "" {
 		v.Kind = KindSale
 	}
