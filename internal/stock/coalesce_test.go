@@ -239,36 +239,44 @@ func redisCPU(b *testing.B, s *Stock) time.Duration {
 }
 
 // BenchmarkReserveCoalesced measures the reserve step alone on one Redis as this
-// project runs it (AOF, appendfsync always): one script call for batches of 1 to 64
-// purchases of one sale, sent by 8 goroutines, with the server's CPU per purchase
-// (redis-µs/purchase). Figures: docs/performance.md.
+// project runs it (AOF, appendfsync always) and, for comparison, without AOF: one
+// script call for batches of 1 to 64 purchases of one sale, sent by 8 goroutines, with
+// the server's CPU per purchase (redis-µs/purchase). Figures: docs/performance.md.
 //
-//	go test -run - -bench ReserveCoalesced ./internal/stock
+//	go test -run - -bench ReserveCoalesced -benchtime 20000x ./internal/stock
 func BenchmarkReserveCoalesced(b *testing.B) {
-	s := New(testutil.StartRedis(b, "--appendonly", "yes", "--appendfsync", "always").Client(b))
-	for _, size := range []int{1, 4, 16, 64} {
-		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
-			act := orderSeq.Add(1)
-			loadSale(b, s, act, 1<<40, 1)
-			var user atomic.Int64
-			cpu := redisCPU(b, s)
-			b.SetParallelism(4) // 8 senders on 2 cores
-			b.RunParallel(func(pb *testing.PB) {
-				calls := make([]*reserveCall, 0, size)
-				for pb.Next() {
-					calls = append(calls, &reserveCall{ctx: context.Background(), r: purchase(act, user.Add(1), 1)})
-					if len(calls) == size {
-						s.reserveAll(context.Background(), calls)
-						for _, c := range calls {
-							if c.err != nil || c.reply[0] != int64(0) {
-								b.Fatalf("%v %v", c.reply, c.err)
+	for _, aof := range []struct {
+		name string
+		args []string
+	}{
+		{"aof=always", []string{"--appendonly", "yes", "--appendfsync", "always"}},
+		{"aof=off", nil},
+	} {
+		s := New(testutil.StartRedis(b, aof.args...).Client(b))
+		for _, size := range []int{1, 4, 16, 64} {
+			b.Run(fmt.Sprintf("%s/batch=%d", aof.name, size), func(b *testing.B) {
+				act := orderSeq.Add(1)
+				loadSale(b, s, act, 1<<40, 1)
+				var user atomic.Int64
+				cpu := redisCPU(b, s)
+				b.SetParallelism(4) // 8 senders on 2 cores
+				b.RunParallel(func(pb *testing.PB) {
+					calls := make([]*reserveCall, 0, size)
+					for pb.Next() {
+						calls = append(calls, &reserveCall{ctx: context.Background(), r: purchase(act, user.Add(1), 1)})
+						if len(calls) == size {
+							s.reserveAll(context.Background(), calls)
+							for _, c := range calls {
+								if c.err != nil || c.reply[0] != int64(0) {
+									b.Fatalf("%v %v", c.reply, c.err)
+								}
 							}
+							calls = calls[:0]
 						}
-						calls = calls[:0]
 					}
-				}
+				})
+				b.ReportMetric(float64((redisCPU(b, s)-cpu).Microseconds())/float64(b.N), "redis-µs/purchase")
 			})
-			b.ReportMetric(float64((redisCPU(b, s)-cpu).Microseconds())/float64(b.N), "redis-µs/purchase")
-		})
+		}
 	}
 }
