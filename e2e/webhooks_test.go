@@ -288,8 +288,9 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 	go func() {
 		defer close(killed)
 		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if inflight.Load() > 0 && len(r.Deliveries()) > 200 {
-				killedAt, held = len(r.Deliveries()), inflight.Load()
+			// One read of each: a delivery in flight at the check may end before a second.
+			if n, made := inflight.Load(), len(r.Deliveries()); n > 0 && made > 200 {
+				killedAt, held = made, n
 				s.Worker.Signal(syscall.SIGKILL)
 				return
 			}
