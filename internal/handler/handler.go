@@ -46,6 +46,7 @@ type Service interface {
 	GetGroup(ctx context.Context, id string) (sale.Group, error)
 	OpenGroups(ctx context.Context, activityID int64, limit int) ([]sale.Group, error)
 	AllGroups(ctx context.Context, activityID int64, limit int) ([]sale.Group, error)
+	MissingSale(ctx context.Context, activityID int64) error
 }
 
 var _ Service = (*sale.Service)(nil)
@@ -168,7 +169,8 @@ func (h *Handler) Routes() http.Handler {
 	api.GET("/activities/:id/groups", h.listGroups(false))
 	api.GET("/groups/:gid", h.getGroup)
 	api.GET("/activities/:id/line/challenge", byActivity(func(ctx context.Context, id int64) (altcha.Challenge, error) {
-		return h.line.Challenge(ctx, id)
+		ch, err := h.line.Challenge(ctx, id)
+		return ch, h.lineError(ctx, id, err)
 	}))
 
 	// Purchases are limited where they are answered: by the reserve script when they
@@ -179,8 +181,8 @@ func (h *Handler) Routes() http.Handler {
 	buying.POST("/activities/:id/groups", h.requireBuyer, h.seat(true))
 	buying.POST("/groups/:gid/join", h.requireBuyer, h.seat(false))
 	buyer := api.Group("", h.authenticate, h.limitUser)
-	buyer.POST("/activities/:id/line", h.joinLine)
-	buyer.GET("/activities/:id/line", h.ticket)
+	buyer.POST("/activities/:id/line", h.requireBuyer, h.joinLine)
+	buyer.GET("/activities/:id/line", h.requireBuyer, h.ticket)
 	buyer.GET("/orders", h.listOrders)
 	buyer.GET("/orders/:id", byOrder(h.svc.GetOrder))
 	buyer.POST("/orders/:id/pay", byOrder(h.svc.Pay))

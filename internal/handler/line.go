@@ -99,6 +99,7 @@ func (h *Handler) joinLine(c *gin.Context) {
 	}
 	t, created, err := h.line.Join(c.Request.Context(), id, caller(c).UserID, solution)
 	if err != nil {
+		err = h.lineError(c.Request.Context(), id, err)
 		respondError(c, err)
 		return
 	}
@@ -112,6 +113,16 @@ func (h *Handler) joinLine(c *gin.Context) {
 // ticket answers the caller's ticket in the sale's line.
 func (h *Handler) ticket(c *gin.Context) {
 	byActivity(func(ctx context.Context, id int64) (line.Ticket, error) {
-		return h.line.Ticket(ctx, id, caller(c).UserID)
+		t, err := h.line.Ticket(ctx, id, caller(c).UserID)
+		return t, h.lineError(ctx, id, err)
 	})(c)
+}
+
+// lineError answers a line's sale that Redis does not know as a purchase would: 404
+// when MySQL does not know it either, else 503 while it is rebuilt from MySQL.
+func (h *Handler) lineError(ctx context.Context, id int64, err error) error {
+	if errors.Is(err, line.ErrNoSale) {
+		return h.svc.MissingSale(ctx, id)
+	}
+	return err
 }

@@ -49,7 +49,10 @@ func TestWaitingRoomContract(t *testing.T) {
 			t.Errorf("the activity echoes %s = %v, want %v", k, echoed[k], v)
 		}
 	}
-	plain, _ := create(nil)
+	plain, a := create(nil)
+	if echoed = nil; json.Unmarshal([]byte(a.body), &echoed) != nil || echoed["admit_per_second"] != 0.0 || echoed["waiting_room"] != false {
+		t.Errorf("a sale without a room echoes admit_per_second 0 and waiting_room false: %s", a.body)
+	}
 	later, _ := create(map[string]any{"waiting_room": true, "admit_per_second": 5,
 		"starts_at": now.Add(time.Hour).Format(time.RFC3339), "ends_at": now.Add(2 * time.Hour).Format(time.RFC3339),
 		"prequeue_seconds": 60})
@@ -97,6 +100,8 @@ func TestWaitingRoomContract(t *testing.T) {
 		{"join with a garbled solution", call{method: "POST", path: lineOf(chal), token: buyer, body: `{"altcha":"bm90IGpzb24="}`}, 403, "challenge_failed"},
 		{"join with another sale's solution", call{method: "POST", path: lineOf(room), token: other, body: withSolution(solved)}, 403, "challenge_failed"},
 		{"ticket of a buyer who never joined", call{method: "GET", path: lineOf(room), token: buyer}, 404, "not_found"},
+		{"join with a service token", call{method: "POST", path: lineOf(room), token: testutil.ServiceToken(t, 900), body: `{}`}, 403, "forbidden"},
+		{"ticket with a service token", call{method: "GET", path: lineOf(room), token: testutil.ServiceToken(t, 900)}, 403, "forbidden"},
 		{"buy without a pass", call{method: "POST", path: buy(room), token: buyer, body: `{"quantity":1}`}, 409, "not_admitted"},
 		{"buy with a forged pass", call{method: "POST", path: buy(room), token: buyer, body: `{"quantity":1}`,
 			header: map[string]string{handler.PassHeader: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI0MiJ9.c2lnbmF0dXJl"}}, 409, "not_admitted"},
@@ -155,4 +160,37 @@ func TestWaitingRoomContract(t *testing.T) {
 		t.Errorf("admin line figures: %d %s", a.status, a.body)
 	}
 	wantError(t, s.do(call{method: "GET", path: fmt.Sprintf("/api/v1/admin/activities/%d/line", room), token: buyer}), 403, "forbidden")
+}
+
+// A line whose sale Redis lost answers as a purchase does: 503 while the sale is
+// rebuilt from MySQL (the room's settings with it), then the join goes through.
+func TestLineOfALostSale(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	now := time.Now()
+	a := s.do(call{method: "POST", path: "/api/v1/admin/activities", token: testutil.Token(t, 1, true),
+		body: fmt.Sprintf(`{"name":"n","product_name":"p","price_cents":1,"stock":5,"per_user_limit":1,"starts_at":%q,"ends_at":%q,"waiting_room":true,"admit_per_second":10}`,
+			now.Add(-time.Minute).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339))})
+	var act struct {
+		ID int64 `json:"id"`
+	}
+	if a.status != http.StatusCreated || json.Unmarshal([]byte(a.body), &act) != nil {
+		t.Fatalf("create: %d %s", a.status, a.body)
+	}
+	if err := s.rdb.FlushAll(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	path, buyer := fmt.Sprintf("/api/v1/activities/%d/line", act.ID), testutil.Token(t, 42, false)
+	wantError(t, s.do(call{method: "POST", path: path, token: buyer, body: `{}`}), 503, "unavailable")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a := s.do(call{method: "POST", path: path, token: buyer, body: `{}`})
+		if a.status == http.StatusCreated {
+			break
+		}
+		if a.status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("join while the sale is rebuilt: %d %s, want 503 then 201", a.status, a.body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wantError(t, s.do(call{method: "POST", path: "/api/v1/activities/999999/line", token: buyer, body: `{}`}), 404, "not_found")
 }

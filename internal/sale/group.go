@@ -80,7 +80,7 @@ func (s *Service) GetGroup(ctx context.Context, id string) (Group, error) {
 func (s *Service) OpenGroups(ctx context.Context, activityID int64, limit int) ([]Group, error) {
 	gs, err := s.stock.OpenGroups(ctx, activityID, s.now(), limit)
 	if errors.Is(err, stock.ErrNoSale) {
-		return nil, s.noSale(ctx, activityID)
+		return nil, s.MissingSale(ctx, activityID)
 	}
 	if err != nil {
 		return nil, err

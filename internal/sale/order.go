@@ -73,7 +73,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	now = res.Now // the time of the attempt that ran
 	switch {
 	case errors.Is(err, stock.ErrNoSale):
-		return Order{}, nil, false, s.noSale(ctx, r.ActivityID)
+		return Order{}, nil, false, s.MissingSale(ctx, r.ActivityID)
 	case err != nil:
 		return Order{}, nil, false, err
 	case got.Replayed:
@@ -198,9 +198,9 @@ func isDomain(err error) bool {
 	return false
 }
 
-// noSale tells a sale MySQL does not know (404) from one Redis lost (503, and a
-// rebuild starts).
-func (s *Service) noSale(ctx context.Context, activityID int64) error {
+// MissingSale is the answer for a sale Redis does not know: ErrNotFound when MySQL does
+// not know it either, else ErrUnavailable, and its rebuild from MySQL starts.
+func (s *Service) MissingSale(ctx context.Context, activityID int64) error {
 	_, err := s.store.GetActivity(ctx, activityID)
 	switch {
 	case errors.Is(err, ErrNotFound):

@@ -11,8 +11,8 @@ import (
 // the line itself).
 type RoomSettings struct {
 	WaitingRoom bool `json:"waiting_room"`
-	// AdmitPerSecond is set once the sale has had a waiting room.
-	AdmitPerSecond  int  `json:"admit_per_second,omitempty"`
+	// AdmitPerSecond is set once the sale has had a waiting room; 0 before.
+	AdmitPerSecond  int  `json:"admit_per_second"`
 	PassTTLSeconds  int  `json:"pass_ttl_seconds"`
 	PrequeueSeconds int  `json:"prequeue_seconds"`
 	Challenge       bool `json:"challenge"`

@@ -56,7 +56,9 @@ function lineText(a, t, status) {
     case 'expired':
       return { kind: 'error', text: 'Your turn has passed: the pass expired before you bought.' };
     case 'admitted': {
-      const left = Date.parse(t.pass_expires_at) - now;
+      // now is the server's time within half a second: never more than the pass's life.
+      const expires = Date.parse(t.pass_expires_at);
+      const left = Math.min(expires - now, t.admitted_at ? expires - Date.parse(t.admitted_at) : Infinity);
       if (left <= 0) return { kind: 'state', text: 'Your pass has expired.' };
       return { kind: 'ok', text: `Your turn: buy within ${mmss(left)}.` };
     }
