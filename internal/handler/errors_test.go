@@ -134,6 +134,9 @@ func TestContractErrors(t *testing.T) {
 		{"pay a paid order", call{method: "POST", path: "/api/v1/orders/" + paidID + "/pay", token: buyer}, 409, "order_not_payable", ""},
 		{"cancel a paid order", call{method: "POST", path: "/api/v1/orders/" + paidID + "/cancel", token: buyer}, 409, "order_not_cancellable", ""},
 		{"body over 64 KiB", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1,"pad":"` + strings.Repeat("x", 70<<10) + `"}`}, 413, "payload_too_large", ""},
+		{"chunked body over 64 KiB", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1,"pad":"` + strings.Repeat("x", 70<<10) + `"}`, chunked: true}, 413, "payload_too_large", ""},
+		{"chunked body over 64 KiB on a route that reads none", call{method: "POST", path: "/api/v1/orders/" + paidID + "/pay", token: buyer, body: strings.Repeat("x", 70<<10), chunked: true}, 413, "payload_too_large", ""},
+		{"chunked body under 64 KiB is read", call{method: "POST", path: buy(tiny), token: buyer, body: `{"quantity":1}`, chunked: true}, 409, "sold_out", ""},
 		{"key reused with another body", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":2}`, header: map[string]string{"Idempotency-Key": "k-1"}}, 422, "idempotency_key_reused", ""},
 		{"wrong method", call{method: "DELETE", path: "/api/v1/orders"}, 405, "method_not_allowed", ""},
 	}

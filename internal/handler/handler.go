@@ -3,8 +3,10 @@
 package handler
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -251,12 +253,25 @@ func (h *Handler) recover(c *gin.Context) {
 	c.Next()
 }
 
-// limitBody refuses bodies over 64 KiB: at once when Content-Length says so, else
-// when reading passes the limit.
+// limitBody refuses bodies over 64 KiB on every route, whether it reads its body or
+// not: at once when Content-Length says so; a body of unknown length (chunked) is read
+// here, up to one byte past the limit.
 func limitBody(c *gin.Context) {
 	if c.Request.ContentLength > maxBody {
 		respondError(c, errTooLarge)
 		return
+	}
+	if c.Request.ContentLength < 0 {
+		b, err := io.ReadAll(io.LimitReader(c.Request.Body, maxBody+1))
+		switch {
+		case err != nil:
+			respondError(c, errUnreadableBody)
+			return
+		case len(b) > maxBody:
+			respondError(c, errTooLarge)
+			return
+		}
+		c.Request.Body, c.Request.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
 	}
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
 	c.Next()

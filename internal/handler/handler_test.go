@@ -114,6 +114,8 @@ func (s *stack) sale(stockUnits int64, limit int, starts, ends time.Time) int64 
 type call struct {
 	method, path, token, body string
 	header                    map[string]string
+	// chunked sends the body without a Content-Length.
+	chunked bool
 }
 
 type answer struct {
@@ -124,7 +126,11 @@ type answer struct {
 
 func (s *stack) do(c call) answer {
 	s.t.Helper()
-	req, _ := http.NewRequest(c.method, s.url+c.path, strings.NewReader(c.body))
+	var body io.Reader = strings.NewReader(c.body)
+	if c.chunked {
+		body = io.MultiReader(body) // a reader of unknown length: Transfer-Encoding: chunked
+	}
+	req, _ := http.NewRequest(c.method, s.url+c.path, body)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
