@@ -47,7 +47,7 @@ func lockOrder(tx *gorm.DB, id string, who Access) (Order, error) {
 // its expiry, which is ErrExpired.
 func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Time) (o Order, cancelled bool, err error) {
 	var lost error
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.transaction(ctx, func(tx *gorm.DB) error {
 		cancelled, lost = false, nil
 		pay := tx.Model(&Order{}).Where("id = ? AND status = ? AND expires_at > ?", id, StatusCreated, now)
 		if !who.Admin {
@@ -87,7 +87,9 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 // a cancelled order changes nothing and returns it with changed false; a paid or failed
 // order is ErrNotCancellable.
 func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time.Time) (o Order, changed bool, err error) {
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.transaction(ctx, func(tx *gorm.DB) error {
+		changed = false
+		var err error
 		if o, err = lockOrder(tx, id, who); err != nil {
 			return err
 		}
@@ -148,7 +150,7 @@ func cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error {
 // cancelled meanwhile is left out.
 func (s *Store) ExpireOrders(ctx context.Context, ids []string, now time.Time) ([]Order, error) {
 	var expired []Order
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		expired = nil
 		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Order("id").
 			Where("id IN ? AND status = ? AND expires_at <= ?", ids, StatusCreated, now).Find(&expired).Error; err != nil {
@@ -217,7 +219,7 @@ func takeBackFromUsers(tx *gorm.DB, orders []Order) error {
 // of whose orders reached MySQL gets its row here.
 func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size int, expiresAt, now time.Time) ([]Order, error) {
 	var cancelled []Order
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		cancelled = nil
 		if err := tx.Exec("INSERT INTO sale_groups (id, activity_id, size, members, status, expires_at, created_at) "+
 			"VALUES (?, ?, ?, 0, 'open', ?, ?) ON DUPLICATE KEY UPDATE id = id", id, activityID, size, expiresAt, now).Error; err != nil {

@@ -86,20 +86,15 @@ func (s *Store) PersistBatch(ctx context.Context, orders []NewOrder) (map[string
 }
 
 func (s *Store) persistRetrying(ctx context.Context, orders []NewOrder) (map[string]Outcome, error) {
-	var err error
-	for attempt := 0; attempt < 6; attempt++ {
-		var out map[string]Outcome
+	var out map[string]Outcome
+	err := retrying(ctx, 6, retryable, func() (err error) {
 		out, err = s.persist(ctx, orders)
-		if err == nil || !retryable(err) {
-			return out, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, err
+	return out, nil
 }
 
 // persist is one attempt of the batch transaction. Rows are touched in a fixed order

@@ -243,6 +243,39 @@ func retryable(err error) bool {
 	return false
 }
 
+// lostToLocks reports a transaction MySQL gave up on for its locks alone: chosen as a
+// deadlock's victim, or its lock wait timed out. InnoDB expects the application to run
+// such a transaction again.
+func lostToLocks(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+}
+
+// retrying runs fn up to attempts times while it fails with an error again accepts,
+// waiting a little longer after each failure.
+func retrying(ctx context.Context, attempts int, again func(error) bool, fn func() error) error {
+	var err error
+	for attempt := 0; attempt < attempts; attempt++ {
+		if err = fn(); err == nil || !again(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+// transaction runs fn in a transaction, and again in a new one (five attempts in all)
+// when MySQL gave up on it for its locks (a pay racing its order's expiry can meet the
+// expiry's batch in a deadlock). fn starts from scratch on each attempt: it sets what it
+// returns through its closure anew and has no effect outside tx.
+func (s *Store) transaction(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return retrying(ctx, 5, lostToLocks, func() error { return s.db.WithContext(ctx).Transaction(fn) })
+}
+
 // Figures are an activity's stored totals, for the stock ledger.
 type Figures struct {
 	// Units by order status.

@@ -61,19 +61,26 @@ export function wireRoom(entry, patch) {
     el(node, input).id = `sale-${id}-${input.slice(1)}`;
     el(node, label).htmlFor = el(node, input).id;
   }
-  el(node, '.room-form').addEventListener('submit', (ev) => {
+  const form = el(node, '.room-form');
+  // What the admin typed stays until it is saved, whatever the page's reads bring.
+  form.addEventListener('input', () => { form.dataset.edited = '1'; });
+  form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const body = { waiting_room: el(node, '.room-on').checked, challenge: el(node, '.room-challenge').checked };
     const rate = number(el(node, '.room-rate'));
     if (rate !== undefined) body.admit_per_second = rate;
-    patch(entry, body, (a) => `Saved. ${roomSentence(a)}`);
+    patch(entry, body, (a) => {
+      delete form.dataset.edited;
+      return `Saved. ${roomSentence(a)}`;
+    });
   });
 }
 
-// fillRoomForm sets the card's room form from the sale, unless the admin is editing it.
+// fillRoomForm sets the card's room form from the sale, unless the admin is editing it
+// or has edited it without saving.
 function fillRoomForm(entry) {
   const form = el(entry.node, '.room-form');
-  if (form.contains(document.activeElement)) return;
+  if (form.contains(document.activeElement) || form.dataset.edited) return;
   const a = entry.data;
   el(form, '.room-on').checked = Boolean(a.waiting_room);
   el(form, '.room-challenge').checked = Boolean(a.challenge);
