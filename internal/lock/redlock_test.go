@@ -13,9 +13,13 @@ import (
 	"seckill/internal/testutil"
 )
 
+// stoppedMasterTimeout is the node timeout of the tests that stop masters: those are killed
+// (refused at once) or paused (TestRedlockStalledMasterCostsOnlyItsTimeout waits it).
+const stoppedMasterTimeout = time.Second
+
 // newTestRedlock starts five masters that keep their data across a SIGKILL,
-// as Redlock requires, and a Redlock over them.
-func newTestRedlock(t *testing.T) (*Redlock, []*testutil.RedisServer) {
+// as Redlock requires, and a Redlock over them that waits nodeTimeout for each.
+func newTestRedlock(t *testing.T, nodeTimeout time.Duration) (*Redlock, []*testutil.RedisServer) {
 	t.Helper()
 	var servers []*testutil.RedisServer
 	var masters []redis.UniversalClient
@@ -29,17 +33,15 @@ func newTestRedlock(t *testing.T) (*Redlock, []*testutil.RedisServer) {
 			_ = m.Close()
 		}
 	})
-	// A second per node: on a loaded machine (the whole suite at once, -race) a healthy
-	// master can take longer than the default to answer, and these tests check what each
-	// master holds. The masters they stop are killed (refused at once) or paused
-	// (TestRedlockStalledMasterCostsOnlyItsTimeout waits this second).
-	r := NewRedlock(masters, &RedlockOptions{NodeTimeout: time.Second})
+	r := NewRedlock(masters, &RedlockOptions{NodeTimeout: nodeTimeout})
 	t.Cleanup(func() { _ = r.Close() })
 	return r, servers
 }
 
 func TestRedlockObtainRelease(t *testing.T) {
-	r, servers := newTestRedlock(t)
+	// It checks what every master holds: on a loaded machine (the whole suite at once,
+	// -race, appendfsync always) a healthy master has been seen to take over a second.
+	r, servers := newTestRedlock(t, 5*time.Second)
 	ctx := context.Background()
 
 	ttl := 10 * time.Second
@@ -83,7 +85,7 @@ func TestRedlockObtainRelease(t *testing.T) {
 }
 
 func TestRedlockSurvivesMasterLoss(t *testing.T) {
-	r, servers := newTestRedlock(t)
+	r, servers := newTestRedlock(t, stoppedMasterTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -166,7 +168,7 @@ func TestRedlockSurvivesMasterLoss(t *testing.T) {
 }
 
 func TestRedlockFencesGrowAcrossMasterLoss(t *testing.T) {
-	r, servers := newTestRedlock(t)
+	r, servers := newTestRedlock(t, stoppedMasterTimeout)
 	ctx := context.Background()
 
 	var last int64
@@ -200,7 +202,7 @@ func TestRedlockFencesGrowAcrossMasterLoss(t *testing.T) {
 }
 
 func TestRedlockStalledMasterCostsOnlyItsTimeout(t *testing.T) {
-	r, servers := newTestRedlock(t)
+	r, servers := newTestRedlock(t, stoppedMasterTimeout)
 	ctx := context.Background()
 	servers[3].Pause()
 	defer servers[3].Resume()
