@@ -24,15 +24,16 @@ cat <<MSG
     export ADMIN=$admin
     export BUYER=$buyer
 
-  Create a sale (admin):
-    curl -s -X POST http://$addr/api/v1/admin/activities -H "Authorization: Bearer \$ADMIN" \\
-      -d '{"name":"Launch","product_name":"Phone","price_cents":49900,"stock":100,"per_user_limit":2,"starts_at":"$start","ends_at":"$end"}'
-  Buy (buyer; use the id the line above printed):
-    curl -s -X POST http://$addr/api/v1/activities/1/orders -H "Authorization: Bearer \$BUYER" \\
+  Create a sale (admin), keeping its id in ID:
+    ID=\$(curl -s -X POST http://$addr/api/v1/admin/activities -H "Authorization: Bearer \$ADMIN" \\
+      -d '{"name":"Launch","product_name":"Phone","price_cents":49900,"stock":100,"per_user_limit":2,"starts_at":"$start","ends_at":"$end"}' \\
+      | sed -E 's/^[{]"id":([0-9]+).*/\1/'); echo "sale \$ID"
+  Buy (buyer):
+    curl -s -X POST http://$addr/api/v1/activities/\$ID/orders -H "Authorization: Bearer \$BUYER" \\
       -H 'Idempotency-Key: first-try' -d '{"quantity":1}'
   See the order move from queued to created:
     curl -s http://$addr/api/v1/orders -H "Authorization: Bearer \$BUYER"
   Sale figures (admin):
-    curl -s http://$addr/api/v1/admin/activities/1/stats -H "Authorization: Bearer \$ADMIN"
+    curl -s http://$addr/api/v1/admin/activities/\$ID/stats -H "Authorization: Bearer \$ADMIN"
 
 MSG

@@ -85,7 +85,7 @@ func (p *Passes) Check(pass string, userID, activityID int64) (time.Time, error)
 	_, err := jwt.ParseWithClaims(pass, &c, func(*jwt.Token) (any, error) { return p.key, nil },
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithoutClaimsValidation())
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %v", ErrInvalidPass, err)
+		return time.Time{}, fmt.Errorf("%w: the pass is malformed or not signed by this service", ErrInvalidPass)
 	}
 	user, err := strconv.ParseInt(c.Subject, 10, 64)
 	switch {
