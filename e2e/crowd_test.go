@@ -87,8 +87,10 @@ type crowdPlan struct {
 	concurrency int
 	// endpoints are API base URLs; requests go round robin.
 	endpoints []string
-	// during, if set, runs while the crowd is buying (to inject a fault).
+	// during, if set, runs while the crowd is buying (to inject a fault); faultCrowdWith
+	// tells it the sale through onSale first, when set.
 	during func()
+	onSale func(activity)
 	// pace spreads the crowd: a pause after each user's attempts are sent.
 	pace time.Duration
 }

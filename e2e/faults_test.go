@@ -27,6 +27,9 @@ func faultCrowd(t *testing.T, s *testutil.Stack, endpoints []string, fault func(
 func faultCrowdWith(t *testing.T, s *testutil.Stack, p crowdPlan) (activity, *crowd) {
 	t.Helper()
 	a := newClient(t, s.URL).createSale(testutil.Token(t, 1, true), 2000, 3)
+	if p.onSale != nil {
+		p.onSale(a)
+	}
 	p.users, p.concurrency, p.pace = 900, 64, 5*time.Millisecond
 	cr := runCrowd(t, a.ID, p)
 	t.Logf("%d attempts in %v; answers %v", cr.attempts.Load(), cr.elapsed.Round(time.Millisecond), cr.codes)
@@ -74,7 +77,8 @@ func TestMariaDBFrozenMidCrowd(t *testing.T) {
 	var probe response
 	var probeTook time.Duration
 	var depth float64
-	a, cr := faultCrowd(t, s, []string{s.URL}, func() {
+	var sale activity // the crowd's: the probe buys from it too
+	a, cr := faultCrowdWith(t, s, crowdPlan{endpoints: []string{s.URL}, onSale: func(a activity) { sale = a }, during: func() {
 		// This runs beside the crowd, not in the test's goroutine: it reports with
 		// t.Errorf, never t.Fatal, and MariaDB is resumed whatever happens (a frozen
 		// server would hang the test's clean-up).
@@ -88,7 +92,7 @@ func TestMariaDBFrozenMidCrowd(t *testing.T) {
 		time.Sleep(time.Second)
 		start := time.Now()
 		var err error
-		probe, err = newClient(t, s.URL).do("POST", "/api/v1/activities/1/orders", testutil.Token(t, 99999, false),
+		probe, err = newClient(t, s.URL).do("POST", fmt.Sprintf("/api/v1/activities/%d/orders", sale.ID), testutil.Token(t, 99999, false),
 			map[string]int{"quantity": 1})
 		probeTook = time.Since(start)
 		if err != nil {
@@ -101,7 +105,7 @@ func TestMariaDBFrozenMidCrowd(t *testing.T) {
 			depth = metricValue(string(m.Body), "seckill_queue_depth")
 		}
 		time.Sleep(4 * time.Second)
-	})
+	}})
 	t.Logf("purchase while MySQL was frozen: %d in %v; queue depth %v", probe.Status, probeTook, depth)
 	if depth <= 0 {
 		t.Errorf("seckill_queue_depth = %v while MySQL was frozen, want the waiting orders counted", depth)

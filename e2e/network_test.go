@@ -49,17 +49,22 @@ func TestSickNetworkMidCrowd(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	// felt says whether the crowd's answers show the fault (nil: the worker's faults,
+	// which the buyers do not see; the audit checks what they did).
+	slower := func(cr *crowd) bool { return time.Duration(cr.slowest.Load()) >= 600*time.Millisecond }
+	refused := func(cr *crowd) bool { return cr.codes["503 unavailable"] > 0 }
 	faults := []struct {
 		name       string
 		link       *testutil.Link
 		kind, attr string
+		felt       func(*crowd) bool
 	}{
-		{"api-redis latency 300ms", apiRedis, "latency", `"latency": 300`},
-		{"api-redis black hole", apiRedis, "timeout", `"timeout": 0`},
-		{"api-redis resets", apiRedis, "reset_peer", `"timeout": 0`},
-		{"worker-mysql latency 300ms", workerMySQL, "latency", `"latency": 300`},
-		{"worker-mysql black hole", workerMySQL, "timeout", `"timeout": 0`},
-		{"worker-mysql resets", workerMySQL, "reset_peer", `"timeout": 0`},
+		{"api-redis latency 300ms", apiRedis, "latency", `"latency": 300`, slower},
+		{"api-redis black hole", apiRedis, "timeout", `"timeout": 0`, refused},
+		{"api-redis resets", apiRedis, "reset_peer", `"timeout": 0`, refused},
+		{"worker-mysql latency 300ms", workerMySQL, "latency", `"latency": 300`, nil},
+		{"worker-mysql black hole", workerMySQL, "timeout", `"timeout": 0`, nil},
+		{"worker-mysql resets", workerMySQL, "reset_peer", `"timeout": 0`, nil},
 	}
 	for i, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
@@ -67,7 +72,11 @@ func TestSickNetworkMidCrowd(t *testing.T) {
 			var probe response
 			a, cr := faultCrowdWith(t, s, crowdPlan{endpoints: []string{s.URL}, firstUser: int64(10_000 * (i + 1)),
 				during: func() {
-					after(500*time.Millisecond, func() { f.link.Sicken(t, f.kind, f.attr) })
+					after(500*time.Millisecond, func() {
+						if err := f.link.Sicken(f.kind, f.attr); err != nil {
+							t.Errorf("sicken the link: %v", err)
+						}
+					})
 					after(2*time.Second, f.link.Heal)
 					back, probe = sellsAgain()
 				}})
@@ -75,6 +84,10 @@ func TestSickNetworkMidCrowd(t *testing.T) {
 				f.name, time.Duration(cr.slowest.Load()).Round(time.Millisecond), cr.failed.Load(), back.Round(time.Millisecond))
 			if cr.failed.Load() != 0 {
 				t.Errorf("%d requests got no HTTP answer; want every one answered (503 at worst)", cr.failed.Load())
+			}
+			if f.felt != nil && !f.felt(cr) {
+				t.Errorf("the crowd's answers do not show the fault (answers %v, slowest %v): was the link sick?",
+					cr.codes, time.Duration(cr.slowest.Load()))
 			}
 			// The API's own bounds: a Redis command times out after 1 s (retried), a
 			// purchase waits 2 s at most for a connection and 0.5 s for the user's lock.

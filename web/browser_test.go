@@ -150,7 +150,7 @@ func TestPagesInBrowser(t *testing.T) {
 		figureIs("f-available", "0")+" && "+figureIs("f-sold", "1")+" && "+figureIs("f-paid", "1")+" && "+figureIs("f-queued", "0"))
 	admin.screenshot("admin-figures")
 	admin.do("narrow the admin page", chromedp.EmulateViewport(390, 844))
-	if got := admin.eval(`String(document.documentElement.scrollWidth)`); atoi(got) > 390 {
+	if got := admin.eval(`String(document.documentElement.scrollWidth)`); atoi(t, got) > 390 {
 		t.Errorf("the admin page is %s px wide on a 390 px screen: it scrolls sideways", got)
 	}
 	admin.screenshot("admin-figures-phone")
@@ -525,16 +525,16 @@ func TestAdminChartsMove(t *testing.T) {
 		return max[0] > 0 && max[1] > 0 && max[2] > 0 && max[4] > 0 })()`)
 	admin.waitFor("orders written per second in the worker's row", `Number((document.querySelector('#instances-body tr[data-kind="worker"] .sparkline').dataset.max || '').split(' ')[0]) > 0`)
 	after := admin.eval(`document.querySelector('#sales .sale-chart').dataset.points`)
-	if a, b := atoi(after), atoi(before); a < b+3 {
+	if a, b := atoi(t, after), atoi(t, before); a < b+3 {
 		t.Errorf("the sale's chart has %d points after the crowd, %d before: it did not move", a, b)
 	}
 	answersAfter := admin.eval(`document.querySelector('#sales .sale-answers-chart').dataset.points`)
-	if a, b := atoi(answersAfter), atoi(answersBefore); a < b+3 {
+	if a, b := atoi(t, answersAfter), atoi(t, answersBefore); a < b+3 {
 		t.Errorf("the sale's answers chart has %d points after the crowd, %d before: it did not move", a, b)
 	}
 	sparkAfter := admin.eval(`[...document.querySelectorAll('#instances-body .sparkline')].map((c) => c.dataset.points).join(' ')`)
 	for i, a := range strings.Fields(sparkAfter) {
-		if b := strings.Fields(sparkBefore); i < len(b) && atoi(a) < atoi(b[i])+3 {
+		if b := strings.Fields(sparkBefore); i < len(b) && atoi(t, a) < atoi(t, b[i])+3 {
 			t.Errorf("process row %d's sparkline has %s points after the crowd, %s before: it did not move", i+1, a, b[i])
 		}
 	}
@@ -547,8 +547,13 @@ func TestAdminChartsMove(t *testing.T) {
 	admin.checkConsole()
 }
 
-func atoi(s string) int {
-	n, _ := strconv.Atoi(s)
+// atoi reads a number the page shows; anything else fails the test.
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		t.Fatalf("the page shows %q, want a number", s)
+	}
 	return n
 }
 
@@ -675,7 +680,7 @@ func TestGroupBuyInBrowser(t *testing.T) {
 		t.Errorf("B's join message: got %q", got)
 	}
 	bb.waitFor("B's order in the group", `document.querySelector('#orders li[data-group="open"]') !== null`)
-	if got := bb.eval(`String(document.documentElement.scrollWidth)`); atoi(got) > 390 {
+	if got := bb.eval(`String(document.documentElement.scrollWidth)`); atoi(t, got) > 390 {
 		t.Errorf("the buyer page is %s px wide on a 390 px screen: it scrolls sideways", got)
 	}
 	bb.screenshot("buyer-group-joined-phone")

@@ -149,7 +149,7 @@ func TestWaitingRoomInBrowser(t *testing.T) {
 		t.Errorf("the waiting ticket's status: got %q, want sold_out", got)
 	}
 	late.screenshot("buyer-line-sold-out")
-	if got := phone.eval(`String(document.documentElement.scrollWidth)`); atoi(got) > 390 {
+	if got := phone.eval(`String(document.documentElement.scrollWidth)`); atoi(t, got) > 390 {
 		t.Errorf("the buyer page is %s px wide on a 390 px screen: it scrolls sideways", got)
 	}
 	for _, tb := range []*tab{phone, desk, late} {

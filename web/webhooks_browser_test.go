@@ -107,7 +107,7 @@ func TestWebhooksInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	page.do("narrow the page", chromedp.EmulateViewport(390, 844))
-	if got := page.eval(`String(document.documentElement.scrollWidth)`); atoi(got) > 390 {
+	if got := page.eval(`String(document.documentElement.scrollWidth)`); atoi(t, got) > 390 {
 		t.Errorf("the admin page is %s px wide on a 390 px screen: it scrolls sideways", got)
 	}
 	page.do("scroll to the webhooks", chromedp.ScrollIntoView("#webhooks-title"))

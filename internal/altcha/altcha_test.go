@@ -44,8 +44,14 @@ func TestCreateAndVerify(t *testing.T) {
 		b, _ := json.Marshal(m)
 		return base64.StdEncoding.EncodeToString(b)
 	}
-	other, _ := altcha.New([]byte("another-key")).Create(5000, now.Add(time.Minute), nil)
-	otherPayload, _ := altcha.Solve(other)
+	other, err := altcha.New([]byte("another-key")).Create(5000, now.Add(time.Minute), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherPayload, err := altcha.Solve(other)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct{ name, payload string }{
 		{"wrong number", edit("number", sol["number"].(float64)+1)},
 		{"another salt", edit("salt", "00?expires=9999999999&sale=7")},

@@ -20,16 +20,15 @@ func TestPassVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := p.Sign(42, 7, exp)
-	if again != pass {
+	if again := signed(t)(p.Sign(42, 7, exp)); again != pass {
 		t.Errorf("signing the same pass twice gave two strings")
 	}
-	bearer, _ := auth.Sign(secret, 42, false, time.Hour, now) // the user's bearer token
-	other, _ := auth.NewPasses("another-secret-0123456789abcdefghij").Sign(42, 7, exp)
+	bearer := signed(t)(auth.Sign(secret, 42, false, time.Hour, now)) // the user's bearer token
+	other := signed(t)(auth.NewPasses("another-secret-0123456789abcdefghij").Sign(42, 7, exp))
 	none := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.MapClaims{"sub": "42", "sale": 7, "exp": exp.Unix()})
-	unsigned, _ := none.SignedString(jwt.UnsafeAllowNoneSignatureType)
+	unsigned := signed(t)(none.SignedString(jwt.UnsafeAllowNoneSignatureType))
 	parts := strings.Split(pass, ".")
-	forged, _ := p.Sign(43, 7, exp) // user 43's claims under user 42's signature
+	forged := signed(t)(p.Sign(43, 7, exp)) // user 43's claims under user 42's signature
 	tampered := parts[0] + "." + strings.Split(forged, ".")[1] + "." + parts[2]
 
 	for _, c := range []struct {
@@ -88,5 +87,16 @@ func BenchmarkPassVerifyFirst(b *testing.B) {
 		if _, err := auth.NewPasses("pass-test-secret-0123456789abcdef").Verify(pass, 42, 7, now); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// signed returns a function that fails the test on a signing error, else returns the token.
+func signed(t *testing.T) func(string, error) string {
+	return func(token string, err error) string {
+		t.Helper()
+		if err != nil || token == "" {
+			t.Fatalf("sign: %q, %v", token, err)
+		}
+		return token
 	}
 }

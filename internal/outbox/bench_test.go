@@ -66,14 +66,24 @@ func deliver(b *testing.B, db *gorm.DB) {
 	})
 }
 
-// waitDelivered waits until r has accepted n events.
+// waitDelivered waits until r has accepted n distinct events, all of them signed right.
 func waitDelivered(b *testing.B, r *testutil.Receiver, n int) {
 	deadline := time.Now().Add(10 * time.Minute)
-	for len(r.Accepted()) < n {
+	distinct := func() int {
+		ids := map[string]bool{}
+		for _, d := range r.Accepted() {
+			ids[d.ID] = true
+		}
+		return len(ids)
+	}
+	for distinct() < n {
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d events delivered", len(r.Accepted()), n)
+			b.Fatalf("%d of %d events delivered", distinct(), n)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	if bad := r.Invalid(); len(bad) > 0 {
+		b.Fatalf("%d deliveries whose signature did not verify: %q", len(bad), bad[0])
 	}
 }
 

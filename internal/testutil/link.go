@@ -45,15 +45,16 @@ func StartLink(t testing.TB, name, upstream string) *Link {
 
 // Sicken adds a toxic to both directions of the link: kind is toxiproxy's toxic type
 // ("latency", "timeout", "reset_peer", ...) with its attributes as JSON, such as
-// `"latency": 300`.
-func (l *Link) Sicken(t testing.TB, kind, attributes string) {
-	t.Helper()
+// `"latency": 300`. It returns an error rather than fail the test: it is called from
+// the goroutine that runs a fault.
+func (l *Link) Sicken(kind, attributes string) error {
 	for _, stream := range []string{"upstream", "downstream"} {
 		js := fmt.Sprintf(`{"name":"%s-%s","type":%q,"stream":%q,"attributes":{%s}}`, kind, stream, kind, stream, attributes)
 		if _, err := l.proxy.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
-			t.Fatalf("toxic %s: %v", js, err)
+			return fmt.Errorf("toxic %s: %w", js, err)
 		}
 	}
+	return nil
 }
 
 // Heal removes every toxic: the link passes bytes again at once.
