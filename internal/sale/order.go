@@ -58,7 +58,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	ctx = context.WithoutCancel(ctx)
 	now := s.now()
 	if r.IdempotencyKey == "" { // most of a crowd meets a sold-out sale: say so before minting ids
-		if err := s.stock.FlaggedSoldOut(r.ActivityID, now); err != nil {
+		if err := s.stock.FlaggedSoldOut(r.ActivityID, now, r.PassExpires); err != nil {
 			return Order{}, nil, false, err
 		}
 	}

@@ -2,7 +2,6 @@ package stock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -37,17 +36,18 @@ import (
 //
 // Returns one reply per purchase, in order, each one of
 //
-//	{0, available after, limit, price, pay window, members, size, expires, status, cap}
+//	{0, available after, limit, price, pay window, members, size, expires, status, cap, room}
 //	                          reserved; the user lock is now held; members to status
 //	                          are the group's after this seat (0 for a purchase); cap
-//	                          the sale's cap on participations (0: none)
+//	                          the sale's cap on participations (0: none); room 1 for a
+//	                          waiting-room sale, else 0
 //	                          (also the answer when the order id is already queued: a
 //	                          retry of a script that ran but whose reply was lost)
 //	{1, order id}             the key already made this order with the same body (replay)
 //	{-1}                      no such sale (or only a count of a lost one)
 //	{-2}                      the user lock is held (an earlier purchase is in flight)
 //	{-3} / {-4}               before the sale's start / at or after its end
-//	{-5, available}           fewer units left than asked for
+//	{-5, available, room}     fewer units left than asked for (room as above)
 //	{-6, held, limit}         the user would pass the limit
 //	{-7, order id}            the key was used with another body
 //	{-8, limit}               quantity alone is above the limit
@@ -93,11 +93,12 @@ local function clock_us()
   end
   return now_us
 end
+local room = sale[12] == '1' and 1 or 0
 local function reserved(avail, K, A)
   local cap = sale[11] or '0'
-  if A[9] == '' then return {0, avail, sale[2], sale[5], sale[6], 0, 0, 0, 0, cap} end
+  if A[9] == '' then return {0, avail, sale[2], sale[5], sale[6], 0, 0, 0, 0, cap, room} end
   local g = redis.call('HMGET', K[8], 'members', 'size', 'expires', 'status')
-  return {0, avail, sale[2], sale[5], sale[6], g[1], g[2], g[3], g[4], cap}
+  return {0, avail, sale[2], sale[5], sale[6], g[1], g[2], g[3], g[4], cap, room}
 end
 local function reserve(K, A)
   if not sale[1] or not sale[3] then return {-1} end
@@ -145,7 +146,7 @@ local function reserve(K, A)
   end
   local qty, limit, avail = tonumber(A[3]), tonumber(sale[2]), tonumber(sale[1])
   if qty > limit then return {-8, limit} end
-  if avail < qty then return {-5, avail} end
+  if avail < qty then return {-5, avail, room} end
   local held = tonumber(redis.call('HGET', K[2], A[2]) or '0')
   if held + qty > limit then return {-6, held, limit} end
   local cap, pfield = tonumber(sale[11] or '0'), 'p' .. A[2]
@@ -273,6 +274,8 @@ type Reserved struct {
 	Participations int
 	// Group is the seat's group after it was taken (a purchase in a group-buy sale).
 	Group *Group
+	// room: the sale has a waiting room (for the sold-out flag).
+	room bool
 }
 
 // Reserve takes r.Quantity units for r.UserID and takes the user's lock, in one round
@@ -298,38 +301,56 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 			fingerprint += ":open"
 		}
 	} else {
-		var soldOut bool
-		if soldOut, recheck = s.soldOut.check(r.ActivityID, r.Now); soldOut {
-			return Reserved{}, errFlaggedSoldOut
+		var flag *soldOutFlag
+		if flag, recheck = s.soldOut.check(r.ActivityID, r.Now); flag != nil {
+			return Reserved{}, flaggedAnswer(flag, r.PassExpires)
 		}
 	}
 	epoch := s.soldOut.epoch()
 	got, err := s.reserve(ctx, r, fingerprint)
 	switch {
-	case errors.Is(err, errNoneLeft), err == nil && !got.Replayed && got.Available == 0:
-		s.soldOut.set(r.ActivityID, epoch, r.Now)
+	case err == errNoneLeft || err == errNoneLeftInRoom: // decodeReserved's, as they are
+		s.soldOut.set(r.ActivityID, epoch, r.Now, err == errNoneLeftInRoom)
+	case err == nil && !got.Replayed && got.Available == 0:
+		s.soldOut.set(r.ActivityID, epoch, r.Now, got.room)
 	case recheck != nil:
 		s.soldOut.dropRecheck(r.ActivityID, recheck)
 	}
 	return got, err
 }
 
-// errNoneLeft is sold out with no unit left: the answer that sets the sold-out flag.
-// ErrSoldOutFlagged is the same answer given by the flag, without Redis: always this
-// one value, so a caller may answer it with a body worked out once.
+// errNoneLeft is sold out with no unit left: the answer that sets the sold-out flag
+// (errNoneLeftInRoom: of a waiting-room sale). ErrSoldOutFlagged is the same answer
+// given by the flag, without Redis: always this one value, so a caller may answer it
+// with a body worked out once.
 var (
 	errNoneLeft       = &DetailError{ErrSoldOut, "no units are left"}
+	errNoneLeftInRoom = &DetailError{ErrSoldOut, "no units are left"}
 	ErrSoldOutFlagged = &DetailError{ErrSoldOut, "no units are left"}
 	errFlaggedSoldOut = ErrSoldOutFlagged
+	// errFlaggedNotAdmitted is the flag's answer to a purchase without a pass in a
+	// waiting-room sale: the script would refuse it so before it looked at stock.
+	errFlaggedNotAdmitted = &DetailError{ErrNotAdmitted, "no pass came with the purchase"}
 )
 
-// FlaggedSoldOut returns the sold-out answer Reserve would give a purchase without an
-// Idempotency-Key from this process's flag, without Redis, or nil when the flag does
-// not answer for the sale now (Reserve may then send one purchase to re-check it). A
-// caller checks it before preparing a reservation it would not need.
-func (s *Stock) FlaggedSoldOut(activityID int64, now time.Time) error {
-	if s.soldOut.answers(activityID, now) {
-		return errFlaggedSoldOut
+// flaggedAnswer is what a sold-out flag answers a purchase: not admitted without a
+// pass in a waiting-room sale, as the reserve script would, else sold out.
+func flaggedAnswer(flag *soldOutFlag, passExpires time.Time) error {
+	if flag.room && passExpires.IsZero() {
+		return errFlaggedNotAdmitted
+	}
+	return errFlaggedSoldOut
+}
+
+// FlaggedSoldOut returns the answer Reserve would give a purchase without an
+// Idempotency-Key from this process's sold-out flag, without Redis (sold out, or not
+// admitted for a waiting-room sale's purchase without a pass: passExpires zero), or
+// nil when the flag does not answer for the sale now (Reserve may then send one
+// purchase to re-check it). A caller checks it before preparing a reservation it would
+// not need.
+func (s *Stock) FlaggedSoldOut(activityID int64, now, passExpires time.Time) error {
+	if flag := s.soldOut.answers(activityID, now); flag != nil {
+		return flaggedAnswer(flag, passExpires)
 	}
 	return nil
 }
@@ -337,7 +358,9 @@ func (s *Stock) FlaggedSoldOut(activityID int64, now time.Time) error {
 // AnsweredInProcess reports whether Reserve gave err without asking Redis (the
 // sold-out flag), so the caller can count the attempt against what this process
 // allows (internal/ratelimit) rather than the script's allowance.
-func AnsweredInProcess(err error) bool { return errors.Is(err, errFlaggedSoldOut) }
+func AnsweredInProcess(err error) bool {
+	return err == errFlaggedSoldOut || err == errFlaggedNotAdmitted
+}
 
 func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) (Reserved, error) {
 	c := &reserveCall{ctx: ctx, r: r, fingerprint: fingerprint, done: make(chan struct{})}
@@ -433,15 +456,18 @@ func decodeReserved(r Reservation, res []any) (Reserved, error) {
 		return Reserved{}, fmt.Errorf("reserve: %w", err)
 	}
 	switch {
-	case code == 0 && len(n) == 9:
+	case code == 0 && len(n) == 10:
 		got := Reserved{OrderID: r.OrderID, Available: n[0], Limit: int(n[1]),
-			PriceCents: n[2], PayWindow: time.Duration(n[3]) * time.Second, Participations: int(n[8])}
+			PriceCents: n[2], PayWindow: time.Duration(n[3]) * time.Second, Participations: int(n[8]), room: n[9] == 1}
 		if r.Group != "" {
 			got.Group = &Group{ID: r.Group, ActivityID: r.ActivityID, Members: int(n[4]), Size: int(n[5]),
 				ExpiresAt: time.UnixMilli(n[6]).UTC(), Status: GroupStatus(n[7])}
 		}
 		return got, nil
-	case code == -5 && len(n) == 1:
+	case code == -5 && len(n) == 2:
+		if n[0] == 0 && n[1] == 1 {
+			return Reserved{}, errNoneLeftInRoom
+		}
 		if n[0] == 0 {
 			return Reserved{}, errNoneLeft
 		}

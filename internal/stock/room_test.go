@@ -102,3 +102,72 @@ func TestReserveNeedsAPassInAWaitingRoom(t *testing.T) {
 		t.Errorf("room off, no pass: %v", err)
 	}
 }
+
+// Once a waiting-room sale is sold out, this process's flag answers a purchase without
+// a pass as the script would, not admitted, and one with a pass sold out, both without
+// Redis; a sale without a room answers sold out either way. The flag is set by the
+// last unit's purchase and by a purchase that finds none left.
+func TestSoldOutFlagOfAWaitingRoom(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	s := stock.New(rdb)
+	ctx := context.Background()
+	room := stock.Room{On: true, AdmitPerSecond: 10, PassTTL: time.Minute, Prequeue: time.Minute, ChallengeCost: 1000}
+	newSale(t, s, 1, 1, 2) // a room, one unit: the last unit's purchase sets the flag
+	newSale(t, s, 2, 1, 2) // a room, its unit gone before: "none left" sets it
+	newSale(t, s, 3, 1, 2) // no room
+	for _, id := range []int64{1, 2} {
+		if err := s.SetRoom(ctx, id, room); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := t0.Add(time.Minute)
+	buy := func(act, user int64, pass bool) error {
+		r := reservation(act, user, 1, "", in)
+		if pass {
+			r.PassExpires = in.Add(time.Minute)
+		}
+		time.Sleep(2 * time.Millisecond) // a previous purchase's 1 ms user lock
+		_, err := s.Reserve(ctx, r)
+		return err
+	}
+	// Another process takes sale 2's unit: this one has no flag for it yet.
+	r := reservation(2, 9, 1, "", in)
+	r.PassExpires = in.Add(time.Minute)
+	if _, err := stock.New(rdb).Reserve(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		act  int64
+		sets error // the purchase that meets the last unit or none
+	}{{1, nil}, {2, stock.ErrSoldOut}, {3, nil}} {
+		if err := buy(c.act, 10, true); !errors.Is(err, c.sets) && !(c.sets == nil && err == nil) {
+			t.Fatalf("sale %d: the purchase that sets the flag: %v, want %v", c.act, err, c.sets)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		act  int64
+		pass bool
+		want error
+	}{
+		{"room, last unit sold, no pass", 1, false, stock.ErrNotAdmitted},
+		{"room, last unit sold, a pass", 1, true, stock.ErrSoldOut},
+		{"room, none left met, no pass", 2, false, stock.ErrNotAdmitted},
+		{"room, none left met, a pass", 2, true, stock.ErrSoldOut},
+		{"no room, no pass", 3, false, stock.ErrSoldOut},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := buy(c.act, 11, c.pass)
+			if !errors.Is(err, c.want) || !stock.AnsweredInProcess(err) {
+				t.Errorf("err = %v (answered in process: %v), want %v from the flag", err, stock.AnsweredInProcess(err), c.want)
+			}
+			var expires time.Time
+			if c.pass {
+				expires = in.Add(time.Minute)
+			}
+			if err := s.FlaggedSoldOut(c.act, in, expires); !errors.Is(err, c.want) {
+				t.Errorf("FlaggedSoldOut: %v, want %v", err, c.want)
+			}
+		})
+	}
+}

@@ -30,6 +30,7 @@ type soldOutFlags struct {
 
 type soldOutFlag struct {
 	at         time.Time
+	room       bool // the sale has a waiting room
 	rechecking atomic.Bool
 }
 
@@ -37,31 +38,34 @@ func newSoldOutFlags() *soldOutFlags { return &soldOutFlags{} }
 
 func (f *soldOutFlags) epoch() uint64 { return f.gen.Load() }
 
-// check reports whether a purchase is refused from the flag. When the flag is stale
+// check returns the flag when a purchase is refused from it. When the flag is stale
 // it lets exactly one caller through with recheck set: that caller must end with set
 // (still sold out) or dropRecheck (anything else).
-func (f *soldOutFlags) check(activityID int64, now time.Time) (soldOut bool, recheck *soldOutFlag) {
+func (f *soldOutFlags) check(activityID int64, now time.Time) (refusing, recheck *soldOutFlag) {
 	v, ok := f.flags.Load(activityID)
 	if !ok {
-		return false, nil
+		return nil, nil
 	}
 	fl := v.(*soldOutFlag)
 	if now.Sub(fl.at) < soldOutTTL || !fl.rechecking.CompareAndSwap(false, true) {
-		return true, nil
+		return fl, nil
 	}
-	return false, fl
+	return nil, fl
 }
 
-// answers reports whether check would refuse a purchase from the flag now, without
+// answers returns the flag when check would refuse a purchase from it now, without
 // claiming its re-check.
-func (f *soldOutFlags) answers(activityID int64, now time.Time) bool {
+func (f *soldOutFlags) answers(activityID int64, now time.Time) *soldOutFlag {
 	v, ok := f.flags.Load(activityID)
-	return ok && now.Sub(v.(*soldOutFlag).at) < soldOutTTL
+	if !ok || now.Sub(v.(*soldOutFlag).at) >= soldOutTTL {
+		return nil
+	}
+	return v.(*soldOutFlag)
 }
 
-func (f *soldOutFlags) set(activityID int64, epoch uint64, now time.Time) {
+func (f *soldOutFlags) set(activityID int64, epoch uint64, now time.Time, room bool) {
 	if f.gen.Load() == epoch {
-		f.flags.Store(activityID, &soldOutFlag{at: now})
+		f.flags.Store(activityID, &soldOutFlag{at: now, room: room})
 	}
 }
 
