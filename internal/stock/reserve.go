@@ -274,7 +274,8 @@ type Reserved struct {
 	Participations int
 	// Group is the seat's group after it was taken (a purchase in a group-buy sale).
 	Group *Group
-	// room: the sale has a waiting room (for the sold-out flag).
+	// room: the sale has a waiting room (for the sold-out flag; also set beside
+	// errNoneLeft).
 	room bool
 }
 
@@ -309,9 +310,7 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 	epoch := s.soldOut.epoch()
 	got, err := s.reserve(ctx, r, fingerprint)
 	switch {
-	case err == errNoneLeft || err == errNoneLeftInRoom: // decodeReserved's, as they are
-		s.soldOut.set(r.ActivityID, epoch, r.Now, err == errNoneLeftInRoom)
-	case err == nil && !got.Replayed && got.Available == 0:
+	case err == errNoneLeft, err == nil && !got.Replayed && got.Available == 0:
 		s.soldOut.set(r.ActivityID, epoch, r.Now, got.room)
 	case recheck != nil:
 		s.soldOut.dropRecheck(r.ActivityID, recheck)
@@ -319,13 +318,11 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 	return got, err
 }
 
-// errNoneLeft is sold out with no unit left: the answer that sets the sold-out flag
-// (errNoneLeftInRoom: of a waiting-room sale). ErrSoldOutFlagged is the same answer
-// given by the flag, without Redis: always this one value, so a caller may answer it
-// with a body worked out once.
+// errNoneLeft is sold out with no unit left: the answer that sets the sold-out flag.
+// ErrSoldOutFlagged is the same answer given by the flag, without Redis: always this
+// one value, so a caller may answer it with a body worked out once.
 var (
 	errNoneLeft       = &DetailError{ErrSoldOut, "no units are left"}
-	errNoneLeftInRoom = &DetailError{ErrSoldOut, "no units are left"}
 	ErrSoldOutFlagged = &DetailError{ErrSoldOut, "no units are left"}
 	errFlaggedSoldOut = ErrSoldOutFlagged
 	// errFlaggedNotAdmitted is the flag's answer to a purchase without a pass in a
@@ -465,11 +462,8 @@ func decodeReserved(r Reservation, res []any) (Reserved, error) {
 		}
 		return got, nil
 	case code == -5 && len(n) == 2:
-		if n[0] == 0 && n[1] == 1 {
-			return Reserved{}, errNoneLeftInRoom
-		}
 		if n[0] == 0 {
-			return Reserved{}, errNoneLeft
+			return Reserved{room: n[1] == 1}, errNoneLeft
 		}
 		return Reserved{}, &DetailError{ErrSoldOut, fmt.Sprintf("only %d left", n[0])}
 	case code == -6 && len(n) == 2:
