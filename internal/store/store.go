@@ -228,19 +228,12 @@ func countOrders(db *gorm.DB, activityID int64) (map[string]StatusCount, error) 
 	return counts, nil
 }
 
-// retryable reports MySQL errors that a fresh attempt of the same transaction may
-// not meet again: deadlock, lock wait timeout, and a duplicate key from a concurrent
-// writer of the same order.
+// retryable reports MySQL errors that a fresh attempt of a batch of new orders may not
+// meet again: those of lostToLocks, and a duplicate key from a concurrent writer of
+// the same order.
 func retryable(err error) bool {
 	var me *mysql.MySQLError
-	if !errors.As(err, &me) {
-		return false
-	}
-	switch me.Number {
-	case 1213, 1205, 1062:
-		return true
-	}
-	return false
+	return lostToLocks(err) || errors.As(err, &me) && me.Number == 1062
 }
 
 // lostToLocks reports a transaction MySQL gave up on for its locks alone: chosen as a
