@@ -147,15 +147,21 @@ func cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error {
 // ExpireOrders cancels, in one transaction, those of the given orders that are still
 // created and whose pay window had passed by now, as CancelOrder does one, and returns
 // them (return_pending: their units are to go back to Redis). An order paid or
-// cancelled meanwhile is left out.
+// cancelled meanwhile is left out. The rows are locked by their ids alone: a condition
+// on status and expiry let MySQL lock through the (status, expires_at) index instead,
+// every due order in the range and its gaps, which deadlocked with payments of orders
+// outside the batch.
 func (s *Store) ExpireOrders(ctx context.Context, ids []string, now time.Time) ([]Order, error) {
 	var expired []Order
 	err := s.transaction(ctx, func(tx *gorm.DB) error {
-		expired = nil
+		var locked []Order
 		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Order("id").
-			Where("id IN ? AND status = ? AND expires_at <= ?", ids, StatusCreated, now).Find(&expired).Error; err != nil {
+			Where("id IN ?", ids).Find(&locked).Error; err != nil {
 			return fmt.Errorf("lock expired orders: %w", err)
 		}
+		expired = slices.DeleteFunc(locked, func(o Order) bool {
+			return o.Status != StatusCreated || o.ExpiresAt.After(now)
+		})
 		return cancelCreated(tx, expired, now)
 	})
 	if err != nil {
