@@ -14,7 +14,9 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"seckill/internal/auth"
 	"seckill/internal/handler"
+	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
 )
@@ -405,7 +407,7 @@ func TestPurchaseAttemptsLimited(t *testing.T) {
 	var urls []string
 	for range 2 {
 		ts := httptest.NewServer(handler.New(s.svc, handler.Options{JWTSecret: testutil.JWTSecret,
-			RateUser: rate, APIs: func() int { return 1 }}).Routes())
+			RateUser: rate, APIs: func() int { return 1 }, Passes: auth.NewPasses(testutil.JWTSecret)}).Routes())
 		t.Cleanup(ts.Close)
 		urls = append(urls, ts.URL)
 	}
@@ -461,6 +463,34 @@ func TestPurchaseAttemptsLimited(t *testing.T) {
 	}
 	if codes["409 sold_out"] < burst || codes["429 rate_limited"] == 0 || len(codes) != 2 {
 		t.Errorf("30 attempts at once on a sold-out sale: %v, want about the burst (%d) sold_out, then 429", codes, burst)
+	}
+
+	// So are the flag's not_admitted answers of a sold-out waiting-room sale, even when
+	// the answer is worded with why the pass sent was refused.
+	on, admit := true, 10
+	a, err := s.svc.CreateActivity(context.Background(), sale.NewActivity{Name: "s", ProductName: "p",
+		PriceCents: 250, Stock: 1, PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
+		PayWindowSeconds: 60, Room: sale.RoomPatch{WaitingRoom: &on, AdmitPerSecond: &admit}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass, err := auth.NewPasses(testutil.JWTSecret).Sign(11, a.ID, now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = fmt.Sprintf("/api/v1/activities/%d/orders", a.ID)
+	if a := s.do(call{method: "POST", path: path, token: testutil.Token(t, 11, false), body: `{"quantity":1}`,
+		header: map[string]string{handler.PassHeader: pass}}); a.status != http.StatusAccepted {
+		t.Fatalf("the room's only unit, with a pass: %d %s", a.status, a.body)
+	}
+	codes = map[string]int{}
+	for range 30 {
+		a := s.do(call{method: "POST", path: path, token: testutil.Token(t, 12, false), body: `{"quantity":1}`,
+			header: map[string]string{handler.PassHeader: "not-a-pass"}})
+		codes[fmt.Sprintf("%d %s", a.status, errorCode(a.body))]++
+	}
+	if codes["409 not_admitted"] < burst || codes["429 rate_limited"] == 0 || len(codes) != 2 {
+		t.Errorf("30 attempts with a forged pass on a sold-out room: %v, want about the burst (%d) not_admitted, then 429", codes, burst)
 	}
 }
 

@@ -59,30 +59,31 @@ func accepted(c *gin.Context, replayed bool, body any) {
 // purchaseError answers a purchase that did not happen. The attempts that reached
 // Redis were counted against the user's allowance by the reserve script; one this
 // process answered by itself (bad input, the sold-out flag) counts against its share
-// here, and past it the answer is 429.
-func (h *Handler) purchaseError(c *gin.Context, err error) {
+// here, and past it the answer is 429. refused is why the purchase's pass was not
+// valid (nil for none): it words a not_admitted answer once err has been counted.
+func (h *Handler) purchaseError(c *gin.Context, err, refused error) {
 	if answeredInProcess(err) && !h.allow(c, h.perUser, userKey(c)) {
 		return
 	}
-	respondError(c, err)
+	respondError(c, notAdmitted(err, refused))
 }
 
 func (h *Handler) buy(c *gin.Context) {
 	id, ok := pathID(c, "id")
 	if !ok {
-		h.purchaseError(c, errBadPathActivity)
+		h.purchaseError(c, errBadPathActivity, nil)
 		return
 	}
 	qty, key, err := purchase(c)
 	if err != nil {
-		h.purchaseError(c, err)
+		h.purchaseError(c, err, nil)
 		return
 	}
 	r := sale.BuyRequest{ActivityID: id, UserID: caller(c).UserID, Quantity: qty, IdempotencyKey: key}
 	refused := h.admission(c, &r)
 	o, replayed, err := h.svc.Buy(c.Request.Context(), r)
 	if err != nil {
-		h.purchaseError(c, notAdmitted(err, refused))
+		h.purchaseError(c, err, refused)
 		return
 	}
 	accepted(c, replayed, o)
@@ -95,19 +96,19 @@ func (h *Handler) seat(open bool) gin.HandlerFunc {
 		if open {
 			id, ok := pathID(c, "id")
 			if !ok {
-				h.purchaseError(c, errBadPathActivity)
+				h.purchaseError(c, errBadPathActivity, nil)
 				return
 			}
 			r.ActivityID = id
 		}
 		var err error
 		if r.Quantity, r.IdempotencyKey, err = purchase(c); err != nil {
-			h.purchaseError(c, err)
+			h.purchaseError(c, err, nil)
 			return
 		}
 		g, o, replayed, err := h.svc.Seat(c.Request.Context(), r)
 		if err != nil {
-			h.purchaseError(c, err)
+			h.purchaseError(c, err, nil)
 			return
 		}
 		accepted(c, replayed, gin.H{"group": g, "order": o})
