@@ -33,9 +33,10 @@ func (s *stack) metric(name string) float64 {
 	return 0
 }
 
-// Past the process's bound, or the sale's, a purchase is refused at once with 503
-// unavailable and Retry-After, and takes nothing; the purchases in flight finish as
-// they would have, and their places come back.
+// Past the process's bound, or the sale's, a purchase is refused at once with 429
+// rate_limited and Retry-After (too many at once; 503 is for storage down), and takes
+// nothing; the purchases in flight finish as they would have, and their places come
+// back.
 func TestPurchasesInFlightBounded(t *testing.T) {
 	s := newStack(t, handler.Options{InFlight: 3, SaleInFlight: 2})
 	now := time.Now()
@@ -87,13 +88,13 @@ func TestPurchasesInFlightBounded(t *testing.T) {
 	start(hot, 2)
 	waitInFlight(2)
 	a := post(hot, 3) // the sale's bound
-	wantError(t, a, http.StatusServiceUnavailable, "unavailable")
+	wantError(t, a, http.StatusTooManyRequests, "rate_limited")
 	if a.header.Get("Retry-After") != "1" {
 		t.Errorf("Retry-After %q, want 1", a.header.Get("Retry-After"))
 	}
 	start(other, 4) // another sale still gets in
 	waitInFlight(3)
-	wantError(t, post(third, 5), http.StatusServiceUnavailable, "unavailable") // the process's bound
+	wantError(t, post(third, 5), http.StatusTooManyRequests, "rate_limited") // the process's bound
 	if got := s.metric("seckill_purchases_shed_total"); got != 2 {
 		t.Errorf("seckill_purchases_shed_total %g, want 2", got)
 	}

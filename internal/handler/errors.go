@@ -89,7 +89,7 @@ var mapping = []struct {
 	{line.ErrChallengeRequired, http.StatusBadRequest, "challenge_required"},
 	{line.ErrChallengeFailed, http.StatusForbidden, "challenge_failed"},
 	{sale.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
-	{errOverloaded, http.StatusServiceUnavailable, "unavailable"},
+	{errOverloaded, http.StatusTooManyRequests, "rate_limited"}, // too many at once here, not storage down
 	{outbox.ErrNotFound, http.StatusNotFound, "not_found"},
 	{errNoWebhooks, http.StatusServiceUnavailable, "unavailable"},
 }
@@ -122,10 +122,7 @@ func respondError(c *gin.Context, err error) {
 				c.Header("Retry-After", retryAfter(err))
 			}
 			if m.status == http.StatusServiceUnavailable {
-				if m.err != errOverloaded { // a refusal per request past the bound: no log line each
-					slog.Warn("unavailable", "path", c.FullPath(), "err", err)
-				}
-				c.Header("Retry-After", "1") // a failover, a rebuild, a crowd: seconds, not minutes
+				slog.Warn("unavailable", "path", c.FullPath(), "err", err)
 			}
 			abort(c, m.status, m.code, message(err, m.err))
 			return
@@ -171,6 +168,9 @@ func errorJSON(code, msg string) []byte {
 }
 
 func writeError(c *gin.Context, status int, code string, body []byte) {
+	if status == http.StatusServiceUnavailable {
+		c.Header("Retry-After", "1") // a failover, a rebuild, a restart: seconds, not minutes
+	}
 	c.Set(errorCodeKey, code)
 	c.Abort()
 	c.Data(status, "application/json; charset=utf-8", body)

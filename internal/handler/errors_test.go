@@ -128,6 +128,8 @@ func TestContractErrors(t *testing.T) {
 		{"no such order", call{method: "GET", path: "/api/v1/orders/01ARZ3NDEKTSV4RRFFQ69G5FAV7", token: buyer}, 404, "not_found", ""},
 		{"another user's order", call{method: "GET", path: "/api/v1/orders/" + paidID, token: other}, 404, "not_found", ""},
 		{"pay another user's order", call{method: "POST", path: "/api/v1/orders/" + createdID + "/pay", token: buyer}, 404, "not_found", ""},
+		{"admin pays a buyer's order", call{method: "POST", path: "/api/v1/orders/" + createdID + "/pay", token: admin}, 404, "not_found", ""},
+		{"admin cancels a buyer's order", call{method: "POST", path: "/api/v1/orders/" + createdID + "/cancel", token: admin}, 404, "not_found", ""},
 		{"no such route", call{method: "GET", path: "/api/v1/nothing"}, 404, "not_found", ""},
 		{"sale not started", call{method: "POST", path: buy(upcoming), token: buyer, body: `{"quantity":1}`}, 409, "sale_not_started", ""},
 		{"sale ended", call{method: "POST", path: buy(ended), token: buyer, body: `{"quantity":1}`}, 409, "sale_ended", ""},
@@ -245,7 +247,16 @@ func TestRedisDownIsUnavailable(t *testing.T) {
 		t.Errorf("503 body leaks internals: %s", a.body)
 	}
 	t.Logf("purchase with Redis down answered %d in %v", a.status, took)
-	wantError(t, s.do(call{method: "GET", path: "/readyz"}), 503, "unavailable")
+	// Every 503 says when to try again: the purchase, the probe, and a route whose
+	// storage error is not one of the mapped ones (a ticket's read).
+	ticket := s.do(call{method: "GET", path: fmt.Sprintf("/api/v1/activities/%d/line", act), token: buyer})
+	ready := s.do(call{method: "GET", path: "/readyz"})
+	for name, a := range map[string]answer{"purchase": a, "ticket": ticket, "readyz": ready} {
+		wantError(t, a, 503, "unavailable")
+		if a.header.Get("Retry-After") != "1" {
+			t.Errorf("%s: 503 with Retry-After %q, want 1", name, a.header.Get("Retry-After"))
+		}
+	}
 
 	s.redis.Start()
 	deadline := time.Now().Add(10 * time.Second)

@@ -96,6 +96,7 @@ func TestWaitingRoomContract(t *testing.T) {
 		{"join no such sale", call{method: "POST", path: lineOf(999999), token: buyer, body: `{}`}, 404, "not_found"},
 		{"join before the line opens", call{method: "POST", path: lineOf(later), token: buyer, body: `{}`}, 409, "line_not_open"},
 		{"join an ended sale", call{method: "POST", path: lineOf(ended), token: buyer, body: `{}`}, 409, "sale_ended"},
+		{"join an ended sale with a garbled solution", call{method: "POST", path: lineOf(ended), token: buyer, body: `{"altcha":"bm90IGpzb24="}`}, 409, "sale_ended"},
 		{"join without the challenge", call{method: "POST", path: lineOf(chal), token: buyer, body: `{}`}, 400, "challenge_required"},
 		{"join with a garbled solution", call{method: "POST", path: lineOf(chal), token: buyer, body: `{"altcha":"bm90IGpzb24="}`}, 403, "challenge_failed"},
 		{"join with another sale's solution", call{method: "POST", path: lineOf(room), token: other, body: withSolution(solved)}, 403, "challenge_failed"},
@@ -114,6 +115,9 @@ func TestWaitingRoomContract(t *testing.T) {
 		t.Fatalf("join with a solution: %d %s", a.status, a.body)
 	}
 	wantError(t, s.do(call{method: "POST", path: lineOf(chal), token: other, body: withSolution(solved)}), 403, "challenge_failed")
+	if a := s.do(call{method: "POST", path: lineOf(chal), token: buyer, body: withSolution(solved)}); a.status != http.StatusOK {
+		t.Errorf("the joined buyer sends its used solution again: %d %s, want 200 and the ticket", a.status, a.body)
+	}
 
 	// Join: 201, then 200 with the same ticket; admitted by the line, the pass buys.
 	first := s.do(call{method: "POST", path: lineOf(room), token: buyer, body: `{}`})

@@ -125,16 +125,21 @@ func (l *Line) Challenge(ctx context.Context, activityID int64) (altcha.Challeng
 func (l *Line) Join(ctx context.Context, activityID, userID int64, solution string) (t Ticket, created bool, err error) {
 	keys := append(ticketKeys(activityID), metaKey(activityID))
 	presented, remember := "", int64(0)
+	var invalid error // why the solution that came is not accepted
 	if solution != "" {
 		s, err := l.pow.Verify(solution, l.local())
-		if err != nil {
-			return Ticket{}, false, fmt.Errorf("%w: %w", ErrChallengeFailed, err)
+		switch {
+		case err != nil:
+			invalid = err
+		case s.Params.Get("sale") != strconv.FormatInt(activityID, 10):
+			invalid = errors.New("the challenge is another sale's")
 		}
-		if s.Params.Get("sale") != strconv.FormatInt(activityID, 10) {
-			return Ticket{}, false, fmt.Errorf("%w: the challenge is another sale's", ErrChallengeFailed)
+		if invalid != nil {
+			presented = "0"
+		} else {
+			keys[5] = powKey(activityID, s.Challenge)
+			presented, remember = "1", max(s.Expires.Sub(l.local()).Milliseconds(), 1000)
 		}
-		keys[5] = powKey(activityID, s.Challenge)
-		presented, remember = "1", max(s.Expires.Sub(l.local()).Milliseconds(), 1000)
 	}
 	var draw [8]byte
 	if _, err := rand.Read(draw[:]); err != nil {
@@ -144,6 +149,9 @@ func (l *Line) Join(ctx context.Context, activityID, userID int64, solution stri
 		binary.BigEndian.Uint64(draw[:])>>16, presented, remember).Int64Slice()
 	if err != nil {
 		return Ticket{}, false, fmt.Errorf("join line: %w", err)
+	}
+	if res[0] == -6 && invalid != nil { // judged after the sale's state: a ticket, a closed line
+		return Ticket{}, false, fmt.Errorf("%w: %w", ErrChallengeFailed, invalid)
 	}
 	switch res[0] {
 	case -2:

@@ -193,6 +193,19 @@ func TestJoinEdges(t *testing.T) {
 	if _, created, err := f.line.Join(ctx, 4, 7, ""); err != nil || created {
 		t.Errorf("a second join of a joined user needs no solution: created %v err %v", created, err)
 	}
+	// The sale's state comes before the solution: a joined user's ticket, a sale
+	// without a room, whatever solution came.
+	for _, sol := range []string{s, "bm90IGpzb24=", solve(1)} {
+		if _, created, err := f.line.Join(ctx, 4, 7, sol); err != nil || created {
+			t.Errorf("a second join with a used, garbled or another sale's solution: created %v err %v; want the ticket", created, err)
+		}
+	}
+	if _, _, err := f.line.Join(ctx, 2, 7, "bm90IGpzb24="); !errors.Is(err, line.ErrNoWaitingRoom) {
+		t.Errorf("sale without a room, a garbled solution: %v", err)
+	}
+	if _, _, err := f.line.Join(ctx, 1, 9, "bm90IGpzb24="); !errors.Is(err, line.ErrChallengeFailed) {
+		t.Errorf("a room without the challenge, a garbled solution: %v, want ErrChallengeFailed", err)
+	}
 	if _, _, err := f.line.Join(ctx, 4, 9, solve(1)); !errors.Is(err, line.ErrChallengeFailed) {
 		t.Errorf("another sale's solution: %v", err)
 	}

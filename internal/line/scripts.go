@@ -51,16 +51,20 @@ end
 // KEYS[1..5] as ticketLua  KEYS[6] the solution's proof-of-work key (any key of the
 // slot when none)
 // ARGV[1] clock ("" Redis')  ARGV[2] user id  ARGV[3] the lottery's draw for this user
-// (an integer below 2^48)  ARGV[4] "1" when a valid solution came with the join
-// ARGV[5] how long to remember the solution (ms)
+// (an integer below 2^48)  ARGV[4] "1" when a valid solution came with the join, "0"
+// when one came that is not valid (refused even where no challenge is needed), ""
+// for none  ARGV[5] how long to remember the solution (ms)
 //
 // Returns answer(0, ...) for a new ticket, answer(1, ...) for the user's ticket (a
 // second join; nothing changes), or
 //
 //	{-1} no such sale   {-2} the sale has no waiting room   {-3} the sale has ended
 //	{-4} sold out       {-5} before the line opens (prequeue before the start)
-//	{-6} the challenge is on and no solution came   {-7} the solution was used before
+//	{-6} the challenge is on and no solution came, or one that is not valid
+//	{-7} the solution was used before
 //
+// The sale's state comes before the solution: a user with a ticket gets it back, and a
+// closed line says so, whatever solution came.
 // A join before the start (by Redis' clock) is placed by its draw: the order of those
 // joiners is a uniform lottery, fixed at join time, so nothing is shuffled at the
 // start. A later join is placed at 2^48 plus the count of later joins, behind them all,
@@ -75,7 +79,7 @@ if t then return answer(1, t, sale, now) end
 if now >= tonumber(sale[3]) then return {-3} end
 if tonumber(sale[1]) <= 0 then return {-4} end
 if now < tonumber(sale[2]) - tonumber(sale[6] or '0') * 1000 then return {-5} end
-if sale[7] == '1' then
+if sale[7] == '1' or ARGV[4] == '0' then
   if ARGV[4] ~= '1' then return {-6} end
   if not redis.call('SET', KEYS[6], '1', 'NX', 'PX', ARGV[5]) then return {-7} end
 end

@@ -373,3 +373,47 @@ func seatsOf(n int) map[int64]stock.Seat {
 	}
 	return m
 }
+
+// Once a sale is sold out, this process's flag answers a request of the sale's other
+// kind as the script would, before it looks at stock: a plain purchase of a group-buy
+// sale is ErrGroupSale and a seat in a plain sale ErrNotGroupSale, whether the flag was
+// set by a seat or by a purchase; the right kind gets sold out. All without Redis.
+func TestSoldOutFlagKnowsTheKind(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newGroupSale(t, s, 1, 1, 2, 0) // one unit: the seat that opens a group takes it
+	newSale(t, s, 2, 1, 2)         // one unit: the purchase takes it
+	in := t0.Add(time.Second)
+	if _, err := s.Reserve(ctx, seat(1, 1, "g1", true, in)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(ctx, reservation(2, 1, 1, "", in)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		r    stock.Reservation
+		want error
+	}{
+		{"group sale, a purchase", reservation(1, 2, 1, "", in), stock.ErrGroupSale},
+		{"group sale, a seat opening a group", seat(1, 2, "g2", true, in), stock.ErrSoldOut},
+		{"group sale, a seat joining one", seat(1, 2, "g1", false, in), stock.ErrSoldOut},
+		{"plain sale, a purchase", reservation(2, 2, 1, "", in), stock.ErrSoldOut},
+		{"plain sale, a seat opening a group", seat(2, 2, "g3", true, in), stock.ErrNotGroupSale},
+		{"plain sale, a seat joining one", seat(2, 2, "g1", false, in), stock.ErrNotGroupSale},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := s.Reserve(ctx, c.r)
+			if !errors.Is(err, c.want) || !stock.AnsweredInProcess(err) {
+				t.Errorf("Reserve: %v (answered in process: %v), want %v from the flag", err, stock.AnsweredInProcess(err), c.want)
+			}
+			early := c.r
+			if early.OpenGroup {
+				early.Group = "" // as the sale package asks, before it mints the group's id
+			}
+			if err := s.FlaggedSoldOut(early); !errors.Is(err, c.want) {
+				t.Errorf("FlaggedSoldOut: %v, want %v", err, c.want)
+			}
+		})
+	}
+}

@@ -232,6 +232,9 @@ func (r Reservation) allowance() (interval, tolerance int64) {
 }
 
 // mode is the reserve script's ARGV[9].
+// seat reports whether r is a seat in a group (opened or joined), not a plain purchase.
+func (r Reservation) seat() bool { return r.Group != "" || r.OpenGroup }
+
 func (r Reservation) mode() string {
 	switch {
 	case r.Group == "":
@@ -304,14 +307,14 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 	} else {
 		var flag *soldOutFlag
 		if flag, recheck = s.soldOut.check(r.ActivityID, r.Now); flag != nil {
-			return Reserved{}, flaggedAnswer(flag, r.PassExpires)
+			return Reserved{}, flaggedAnswer(flag, r)
 		}
 	}
 	epoch := s.soldOut.epoch()
 	got, err := s.reserve(ctx, r, fingerprint)
 	switch {
 	case err == errNoneLeft, err == nil && !got.Replayed && got.Available == 0:
-		s.soldOut.set(r.ActivityID, epoch, r.Now, got.room)
+		s.soldOut.set(r.ActivityID, epoch, r.Now, got.room, r.seat())
 	case recheck != nil:
 		s.soldOut.dropRecheck(r.ActivityID, recheck)
 	}
@@ -328,26 +331,36 @@ var (
 	// errFlaggedNotAdmitted is the flag's answer to a purchase without a pass in a
 	// waiting-room sale: the script would refuse it so before it looked at stock.
 	errFlaggedNotAdmitted = &DetailError{ErrNotAdmitted, "no pass came with the purchase"}
+	// errFlaggedGroupSale and errFlaggedNotGroupSale answer a purchase of the wrong
+	// kind, as the script would before it looked at stock.
+	errFlaggedGroupSale    = &DetailError{ErrGroupSale, "buy through a group"}
+	errFlaggedNotGroupSale = &DetailError{ErrNotGroupSale, "buy without a group"}
 )
 
-// flaggedAnswer is what a sold-out flag answers a purchase: not admitted without a
-// pass in a waiting-room sale, as the reserve script would, else sold out.
-func flaggedAnswer(flag *soldOutFlag, passExpires time.Time) error {
-	if flag.room && passExpires.IsZero() {
+// flaggedAnswer is what a sold-out flag answers purchase r, in the reserve script's
+// order of checks: not admitted without a pass in a waiting-room sale, then the wrong
+// kind (a plain purchase of a group-buy sale, a seat of a plain sale), else sold out.
+func flaggedAnswer(flag *soldOutFlag, r Reservation) error {
+	switch seat := r.seat(); {
+	case flag.room && r.PassExpires.IsZero():
 		return errFlaggedNotAdmitted
+	case flag.group && !seat:
+		return errFlaggedGroupSale
+	case !flag.group && seat:
+		return errFlaggedNotGroupSale
 	}
 	return errFlaggedSoldOut
 }
 
-// FlaggedSoldOut returns the answer Reserve would give a purchase without an
-// Idempotency-Key from this process's sold-out flag, without Redis (sold out, or not
-// admitted for a waiting-room sale's purchase without a pass: passExpires zero), or
-// nil when the flag does not answer for the sale now (Reserve may then send one
-// purchase to re-check it). A caller checks it before preparing a reservation it would
-// not need.
-func (s *Stock) FlaggedSoldOut(activityID int64, now, passExpires time.Time) error {
-	if flag := s.soldOut.answers(activityID, now); flag != nil {
-		return flaggedAnswer(flag, passExpires)
+// FlaggedSoldOut returns the answer Reserve would give purchase r without an
+// Idempotency-Key from this process's sold-out flag, without Redis (sold out, not
+// admitted for a waiting-room sale's purchase without a pass, or the sale's other
+// kind), or nil when the flag does not answer for the sale now (Reserve may then send
+// one purchase to re-check it). It reads r's ActivityID, Now, PassExpires, Group and
+// OpenGroup: a caller checks it before preparing a reservation it would not need.
+func (s *Stock) FlaggedSoldOut(r Reservation) error {
+	if flag := s.soldOut.answers(r.ActivityID, r.Now); flag != nil {
+		return flaggedAnswer(flag, r)
 	}
 	return nil
 }
@@ -356,7 +369,11 @@ func (s *Stock) FlaggedSoldOut(activityID int64, now, passExpires time.Time) err
 // sold-out flag), so the caller can count the attempt against what this process
 // allows (internal/ratelimit) rather than the script's allowance.
 func AnsweredInProcess(err error) bool {
-	return err == errFlaggedSoldOut || err == errFlaggedNotAdmitted
+	switch err {
+	case errFlaggedSoldOut, errFlaggedNotAdmitted, errFlaggedGroupSale, errFlaggedNotGroupSale:
+		return true
+	}
+	return false
 }
 
 func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) (Reserved, error) {

@@ -165,7 +165,7 @@ func TestSoldOutFlagOfAWaitingRoom(t *testing.T) {
 			if c.pass {
 				expires = in.Add(time.Minute)
 			}
-			if err := s.FlaggedSoldOut(c.act, in, expires); !errors.Is(err, c.want) {
+			if err := s.FlaggedSoldOut(stock.Reservation{ActivityID: c.act, Now: in, PassExpires: expires}); !errors.Is(err, c.want) {
 				t.Errorf("FlaggedSoldOut: %v, want %v", err, c.want)
 			}
 		})

@@ -31,6 +31,7 @@ type soldOutFlags struct {
 type soldOutFlag struct {
 	at         time.Time
 	room       bool // the sale has a waiting room
+	group      bool // a group-buy sale (the flag was set by a seat: a plain sale refuses seats first)
 	rechecking atomic.Bool
 }
 
@@ -63,9 +64,9 @@ func (f *soldOutFlags) answers(activityID int64, now time.Time) *soldOutFlag {
 	return v.(*soldOutFlag)
 }
 
-func (f *soldOutFlags) set(activityID int64, epoch uint64, now time.Time, room bool) {
+func (f *soldOutFlags) set(activityID int64, epoch uint64, now time.Time, room, group bool) {
 	if f.gen.Load() == epoch {
-		f.flags.Store(activityID, &soldOutFlag{at: now, room: room})
+		f.flags.Store(activityID, &soldOutFlag{at: now, room: room, group: group})
 	}
 }
 

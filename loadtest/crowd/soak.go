@@ -97,7 +97,7 @@ func runSoak(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg soakConfi
 				accepted.Add(1)
 			case res.Code == http.StatusConflict && e.Error.Code == "limit_exceeded":
 				limited.Add(1)
-			case res.Code == http.StatusServiceUnavailable && e.Error.Code == "unavailable" && res.Headers.Get("Retry-After") != "":
+			case res.Code == http.StatusTooManyRequests && e.Error.Code == "rate_limited" && res.Headers.Get("Retry-After") != "":
 				refused.Add(1) // admission control: the process was full for a moment, nothing taken
 			default: // a steady crowd within capacity: anything else is worth a look
 				unexpected.Add(1)
@@ -151,7 +151,7 @@ loop:
 			float64(last.worker-from.worker)/(1<<20), last.accepted-from.accepted, last.expired-from.expired)
 	}
 	fmt.Fprintf(w, "  answers: %d in all, %d 202, %d 409 limit_exceeded (the buyer's order had not expired yet), "+
-		"%d 503 with Retry-After (refused at once: the API had its bound of purchases in flight)\n",
+		"%d 429 rate_limited with Retry-After (refused at once: the API had its bound of purchases in flight)\n",
 		last.answered, last.accepted, limited.Load(), refused.Load())
 	ok := true
 	// Levelled off: Redis grew by at most a tenth of its level once the pay window had
