@@ -42,9 +42,13 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatalf("on the new master: %q, %v", v, err)
 	}
 
+	// A Sentinel turns a restarted old master into a replica only once it has read the
+	// server's INFO (every 10 s for a replica), seen it report master for 8 s (4
+	// publish periods) without being down, and read INFO again: up to ~28 s on an idle
+	// machine, more on a busy one (30 s was once too short under the whole suite).
 	old.Start()
 	restarted := time.Now()
-	waitFor(t, 30*time.Second, "the old master made the new one's replica", func() bool {
+	waitFor(t, 90*time.Second, "the old master made the new one's replica", func() bool {
 		repl := infoOf(old.Addr, "replication")
 		return infoField(repl, "role") == "slave" && infoField(repl, "master_link_status") == "up" &&
 			infoField(repl, "master_port") == m.Addr[strings.LastIndex(m.Addr, ":")+1:]
