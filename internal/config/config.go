@@ -119,11 +119,11 @@ func Load() (Config, error) {
 	var errs []error
 	c.RateUser = number(&errs, "SECKILL_RATE_USER", 20)
 	c.RateIP = number(&errs, "SECKILL_RATE_IP", 200)
-	c.InFlight = int(number(&errs, "SECKILL_PURCHASES_IN_FLIGHT", 256))
-	c.SaleInFlight = int(number(&errs, "SECKILL_SALE_PURCHASES_IN_FLIGHT", 192))
-	c.WorkerConcurrency = int(number(&errs, "SECKILL_WORKER_CONCURRENCY", 8))
-	c.PersistBatch = int(number(&errs, "SECKILL_PERSIST_BATCH", 250))
-	c.MinReplicas = int(number(&errs, "SECKILL_REDIS_MIN_REPLICAS", 0))
+	c.InFlight = whole(&errs, "SECKILL_PURCHASES_IN_FLIGHT", 256)
+	c.SaleInFlight = whole(&errs, "SECKILL_SALE_PURCHASES_IN_FLIGHT", 192)
+	c.WorkerConcurrency = whole(&errs, "SECKILL_WORKER_CONCURRENCY", 8)
+	c.PersistBatch = whole(&errs, "SECKILL_PERSIST_BATCH", 250)
+	c.MinReplicas = whole(&errs, "SECKILL_REDIS_MIN_REPLICAS", 0)
 	c.RedisCluster = boolean(&errs, "SECKILL_REDIS_CLUSTER", false)
 	c.WebhookAllowPrivate = boolean(&errs, "SECKILL_WEBHOOK_ALLOW_PRIVATE", c.Dev())
 	if c.JWKSURL != "" {
@@ -240,6 +240,21 @@ func number(errs *[]error, name string, def float64) float64 {
 		return def
 	}
 	return f
+}
+
+// whole is number for a count: a whole number, up to 1<<31 - 1 ("1.5" is an error,
+// not 1).
+func whole(errs *[]error, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 0 {
+		*errs = append(*errs, fmt.Errorf("%s: want a whole number >= 0, got %q", name, v))
+		return def
+	}
+	return int(n)
 }
 
 // IdP is the identity provider the settings name, and false when SECKILL_JWT_JWKS_URL

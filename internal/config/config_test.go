@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -95,6 +96,40 @@ func TestShopSettings(t *testing.T) {
 			}
 			if !ok && (c.JWTUserClaim != "sub" || c.JWTRoleClaim != "role") {
 				t.Errorf("claims %q %q, want the defaults sub and role", c.JWTUserClaim, c.JWTRoleClaim)
+			}
+		})
+	}
+}
+
+// Counts take whole numbers, rates any number >= 0; anything else fails the start,
+// naming the variable.
+func TestNumbers(t *testing.T) {
+	names := []string{"SECKILL_ENV", "SECKILL_RATE_USER", "SECKILL_REDIS_MIN_REPLICAS", "SECKILL_PURCHASES_IN_FLIGHT"}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+	}{
+		{"defaults", map[string]string{}, ""},
+		{"a fractional rate", map[string]string{"SECKILL_RATE_USER": "0.5"}, ""},
+		{"a count", map[string]string{"SECKILL_REDIS_MIN_REPLICAS": "2", "SECKILL_PURCHASES_IN_FLIGHT": "0"}, ""},
+		{"a fractional count", map[string]string{"SECKILL_REDIS_MIN_REPLICAS": "1.5"}, "SECKILL_REDIS_MIN_REPLICAS"},
+		{"a negative count", map[string]string{"SECKILL_PURCHASES_IN_FLIGHT": "-1"}, "SECKILL_PURCHASES_IN_FLIGHT"},
+		{"a count too big", map[string]string{"SECKILL_PURCHASES_IN_FLIGHT": "99999999999"}, "SECKILL_PURCHASES_IN_FLIGHT"},
+		{"a word", map[string]string{"SECKILL_RATE_USER": "fast"}, "SECKILL_RATE_USER"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.env["SECKILL_ENV"] = "dev"
+			c, ok := load(t, tc.env, tc.wantErr, names...)
+			if !ok {
+				return
+			}
+			if v, set := tc.env["SECKILL_REDIS_MIN_REPLICAS"]; set && strconv.Itoa(c.MinReplicas) != v {
+				t.Errorf("MinReplicas = %d, want %s", c.MinReplicas, v)
+			}
+			if v, set := tc.env["SECKILL_RATE_USER"]; set && strconv.FormatFloat(c.RateUser, 'f', -1, 64) != v {
+				t.Errorf("RateUser = %g, want %s", c.RateUser, v)
 			}
 		})
 	}
