@@ -58,7 +58,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	ctx = context.WithoutCancel(ctx)
 	now := s.now()
 	if r.IdempotencyKey == "" { // most of a crowd meets a sold-out sale: say so before minting ids
-		if err := s.stock.FlaggedSoldOut(stock.Reservation{ActivityID: r.ActivityID, Now: now,
+		if err := s.stock.FlaggedSoldOut(stock.Reservation{ActivityID: r.ActivityID, Now: now, Quantity: r.Quantity,
 			PassExpires: r.PassExpires, Group: r.Group, OpenGroup: r.OpenGroup}); err != nil {
 			return Order{}, nil, false, err
 		}

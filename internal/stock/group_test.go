@@ -374,15 +374,17 @@ func seatsOf(n int) map[int64]stock.Seat {
 	return m
 }
 
-// Once a sale is sold out, this process's flag answers a request of the sale's other
-// kind as the script would, before it looks at stock: a plain purchase of a group-buy
-// sale is ErrGroupSale and a seat in a plain sale ErrNotGroupSale, whether the flag was
-// set by a seat or by a purchase; the right kind gets sold out. All without Redis.
+// Once a sale is sold out, this process's flag answers only what it can vouch for:
+// sold out for a request of the kind, and within the limit, of the one that set it. A
+// request of the sale's other kind (a plain purchase of a group-buy sale, a seat in a
+// plain sale) or above the per-user limit goes to the script, which refuses it before
+// it looks at stock: ErrGroupSale, ErrNotGroupSale, ErrQuantityOverLimit, as it would
+// with stock left, whether the flag was set by a seat or by a purchase.
 func TestSoldOutFlagKnowsTheKind(t *testing.T) {
 	s := stock.New(testutil.StartRedis(t).Client(t))
 	ctx := context.Background()
-	newGroupSale(t, s, 1, 1, 2, 0) // one unit: the seat that opens a group takes it
-	newSale(t, s, 2, 1, 2)         // one unit: the purchase takes it
+	newGroupSale(t, s, 1, 1, 2, 0) // one unit: the seat that opens a group takes it; limit 5
+	newSale(t, s, 2, 1, 2)         // one unit: the purchase takes it; limit 2
 	in := t0.Add(time.Second)
 	if _, err := s.Reserve(ctx, seat(1, 1, "g1", true, in)); err != nil {
 		t.Fatal(err)
@@ -390,30 +392,83 @@ func TestSoldOutFlagKnowsTheKind(t *testing.T) {
 	if _, err := s.Reserve(ctx, reservation(2, 1, 1, "", in)); err != nil {
 		t.Fatal(err)
 	}
+	over := reservation(2, 2, 3, "", in)
 	for _, c := range []struct {
-		name string
-		r    stock.Reservation
-		want error
+		name     string
+		r        stock.Reservation
+		want     error
+		fromFlag bool
 	}{
-		{"group sale, a purchase", reservation(1, 2, 1, "", in), stock.ErrGroupSale},
-		{"group sale, a seat opening a group", seat(1, 2, "g2", true, in), stock.ErrSoldOut},
-		{"group sale, a seat joining one", seat(1, 2, "g1", false, in), stock.ErrSoldOut},
-		{"plain sale, a purchase", reservation(2, 2, 1, "", in), stock.ErrSoldOut},
-		{"plain sale, a seat opening a group", seat(2, 2, "g3", true, in), stock.ErrNotGroupSale},
-		{"plain sale, a seat joining one", seat(2, 2, "g1", false, in), stock.ErrNotGroupSale},
+		{"group sale, a purchase", reservation(1, 2, 1, "", in), stock.ErrGroupSale, false},
+		{"group sale, a seat opening a group", seat(1, 2, "g2", true, in), stock.ErrSoldOut, true},
+		{"group sale, a seat joining one", seat(1, 2, "g1", false, in), stock.ErrSoldOut, true},
+		{"plain sale, a purchase", reservation(2, 2, 1, "", in), stock.ErrSoldOut, true},
+		{"plain sale, a purchase above the limit", over, stock.ErrQuantityOverLimit, false},
+		{"plain sale, a seat opening a group", seat(2, 2, "g3", true, in), stock.ErrNotGroupSale, false},
+		{"plain sale, a seat joining one", seat(2, 2, "g1", false, in), stock.ErrNotGroupSale, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			time.Sleep(2 * time.Millisecond) // the user lock's TTL
 			_, err := s.Reserve(ctx, c.r)
-			if !errors.Is(err, c.want) || !stock.AnsweredInProcess(err) {
-				t.Errorf("Reserve: %v (answered in process: %v), want %v from the flag", err, stock.AnsweredInProcess(err), c.want)
+			if !errors.Is(err, c.want) || stock.AnsweredInProcess(err) != c.fromFlag {
+				t.Errorf("Reserve: %v (answered in process: %v), want %v (from the flag: %v)", err, stock.AnsweredInProcess(err), c.want, c.fromFlag)
 			}
 			early := c.r
 			if early.OpenGroup {
 				early.Group = "" // as the sale package asks, before it mints the group's id
 			}
-			if err := s.FlaggedSoldOut(early); !errors.Is(err, c.want) {
-				t.Errorf("FlaggedSoldOut: %v, want %v", err, c.want)
+			flagged := s.FlaggedSoldOut(early)
+			if c.fromFlag && !errors.Is(flagged, c.want) || !c.fromFlag && flagged != nil {
+				t.Errorf("FlaggedSoldOut: %v, want %v from the flag: %v", flagged, c.want, c.fromFlag)
 			}
+		})
+	}
+}
+
+// A change of what a sold-out flag remembers (the waiting room, the limit) drops the
+// flag on every process at once (the time of the purchases stays fixed, so the flag
+// never goes stale on its own here): the next purchase gets the script's answer.
+func TestSoldOutFlagDroppedWhenSettingsChange(t *testing.T) {
+	srv := testutil.StartRedis(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := stock.New(srv.Client(t))
+	go s.Watch(ctx)
+	time.Sleep(100 * time.Millisecond) // the subscription in place
+	newSale(t, s, 1, 1, 2)
+	newSale(t, s, 2, 1, 2)
+	in := t0.Add(time.Second)
+	for _, id := range []int64{1, 2} {
+		if _, err := s.Reserve(ctx, reservation(id, 1, 1, "", in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := 1
+	for _, c := range []struct {
+		name   string
+		change func() error
+		r      stock.Reservation
+		want   error
+	}{
+		{"a waiting room set", func() error {
+			return s.SetRoom(ctx, 1, stock.Room{On: true, AdmitPerSecond: 10, PassTTL: time.Minute, Prequeue: time.Minute, ChallengeCost: 1000})
+		}, reservation(1, 2, 1, "", in), stock.ErrNotAdmitted},
+		{"the limit lowered", func() error { return s.Patch(ctx, 2, &one, nil, 0) }, reservation(2, 2, 2, "", in), stock.ErrQuantityOverLimit},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := s.Reserve(ctx, c.r); !errors.Is(err, stock.ErrSoldOut) || !stock.AnsweredInProcess(err) {
+				t.Fatalf("before the change: %v, want sold out from the flag", err)
+			}
+			if err := c.change(); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if _, err = s.Reserve(ctx, c.r); errors.Is(err, c.want) {
+					return
+				}
+			}
+			t.Errorf("after the change: %v, want %v", err, c.want)
 		})
 	}
 }

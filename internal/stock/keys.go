@@ -51,7 +51,8 @@ func rateKey(activityID, userID int64) string {
 	return prefix(activityID) + "rate:" + strconv.FormatInt(userID, 10)
 }
 
-// ReturnedChannel carries the id of a sale whose units came back to stock, so every API
+// ReturnedChannel carries the id of a sale whose units came back to stock, or whose
+// settings changed (limit, end, waiting room: what a sold-out flag remembers), so every API
 // process clears its sold-out flag for it.
 const ReturnedChannel = "seckill:stock-returned"
 

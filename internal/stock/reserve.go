@@ -47,7 +47,8 @@ import (
 //	{-1}                      no such sale (or only a count of a lost one)
 //	{-2}                      the user lock is held (an earlier purchase is in flight)
 //	{-3} / {-4}               before the sale's start / at or after its end
-//	{-5, available, room}     fewer units left than asked for (room as above)
+//	{-5, available, room, limit}  fewer units left than asked for (room as above;
+//	                          limit the per-user limit, for the sold-out flag)
 //	{-6, held, limit}         the user would pass the limit
 //	{-7, order id}            the key was used with another body
 //	{-8, limit}               quantity alone is above the limit
@@ -146,7 +147,7 @@ local function reserve(K, A)
   end
   local qty, limit, avail = tonumber(A[3]), tonumber(sale[2]), tonumber(sale[1])
   if qty > limit then return {-8, limit} end
-  if avail < qty then return {-5, avail, room} end
+  if avail < qty then return {-5, avail, room, limit} end
   local held = tonumber(redis.call('HGET', K[2], A[2]) or '0')
   if held + qty > limit then return {-6, held, limit} end
   local cap, pfield = tonumber(sale[11] or '0'), 'p' .. A[2]
@@ -231,16 +232,14 @@ func (r Reservation) allowance() (interval, tolerance int64) {
 	return interval, interval * int64(ratelimit.Burst(r.PerSecond))
 }
 
-// mode is the reserve script's ARGV[9].
-// seat reports whether r is a seat in a group (opened or joined), not a plain purchase.
-func (r Reservation) seat() bool { return r.Group != "" || r.OpenGroup }
-
+// mode is the reserve script's ARGV[9]: "" a purchase, "open" or "join" a seat (also
+// before the group's id is minted: OpenGroup alone says "open").
 func (r Reservation) mode() string {
 	switch {
-	case r.Group == "":
-		return ""
 	case r.OpenGroup:
 		return "open"
+	case r.Group == "":
+		return ""
 	}
 	return "join"
 }
@@ -278,7 +277,7 @@ type Reserved struct {
 	// Group is the seat's group after it was taken (a purchase in a group-buy sale).
 	Group *Group
 	// room: the sale has a waiting room (for the sold-out flag; also set beside
-	// errNoneLeft).
+	// errNoneLeft, as Limit is).
 	room bool
 }
 
@@ -307,14 +306,16 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 	} else {
 		var flag *soldOutFlag
 		if flag, recheck = s.soldOut.check(r.ActivityID, r.Now); flag != nil {
-			return Reserved{}, flaggedAnswer(flag, r)
+			if err := flaggedAnswer(flag, r); err != nil {
+				return Reserved{}, err
+			}
 		}
 	}
 	epoch := s.soldOut.epoch()
 	got, err := s.reserve(ctx, r, fingerprint)
 	switch {
 	case err == errNoneLeft, err == nil && !got.Replayed && got.Available == 0:
-		s.soldOut.set(r.ActivityID, epoch, r.Now, got.room, r.seat())
+		s.soldOut.set(r.ActivityID, epoch, &soldOutFlag{at: r.Now, room: got.room, group: r.mode() != "", limit: got.Limit})
 	case recheck != nil:
 		s.soldOut.dropRecheck(r.ActivityID, recheck)
 	}
@@ -331,33 +332,30 @@ var (
 	// errFlaggedNotAdmitted is the flag's answer to a purchase without a pass in a
 	// waiting-room sale: the script would refuse it so before it looked at stock.
 	errFlaggedNotAdmitted = &DetailError{ErrNotAdmitted, "no pass came with the purchase"}
-	// errFlaggedGroupSale and errFlaggedNotGroupSale answer a purchase of the wrong
-	// kind, as the script would before it looked at stock.
-	errFlaggedGroupSale    = &DetailError{ErrGroupSale, "buy through a group"}
-	errFlaggedNotGroupSale = &DetailError{ErrNotGroupSale, "buy without a group"}
 )
 
-// flaggedAnswer is what a sold-out flag answers purchase r, in the reserve script's
-// order of checks: not admitted without a pass in a waiting-room sale, then the wrong
-// kind (a plain purchase of a group-buy sale, a seat of a plain sale), else sold out.
+// flaggedAnswer is what a sold-out flag answers purchase r, or nil when the flag cannot
+// vouch for the script's answer: not admitted without a pass in a waiting-room sale
+// (the script's first check of the two), sold out for a purchase of the kind and within
+// the limit of the purchase that set the flag. Anything else (a seat in a plain sale, a
+// purchase in a group-buy sale, a quantity above the limit: rare, and refused by the
+// script before it looks at stock) goes to the script, which answers it as ever.
 func flaggedAnswer(flag *soldOutFlag, r Reservation) error {
-	switch seat := r.seat(); {
+	switch {
 	case flag.room && r.PassExpires.IsZero():
 		return errFlaggedNotAdmitted
-	case flag.group && !seat:
-		return errFlaggedGroupSale
-	case !flag.group && seat:
-		return errFlaggedNotGroupSale
+	case flag.group != (r.mode() != ""), r.Quantity > flag.limit:
+		return nil
 	}
 	return errFlaggedSoldOut
 }
 
 // FlaggedSoldOut returns the answer Reserve would give purchase r without an
-// Idempotency-Key from this process's sold-out flag, without Redis (sold out, not
-// admitted for a waiting-room sale's purchase without a pass, or the sale's other
-// kind), or nil when the flag does not answer for the sale now (Reserve may then send
-// one purchase to re-check it). It reads r's ActivityID, Now, PassExpires, Group and
-// OpenGroup: a caller checks it before preparing a reservation it would not need.
+// Idempotency-Key from this process's sold-out flag, without Redis (sold out, or not
+// admitted for a waiting-room sale's purchase without a pass), or nil when the flag does
+// not answer it now (Reserve may then send it to the script). It reads r's ActivityID,
+// Now, Quantity, PassExpires, Group and OpenGroup: a caller checks it before preparing a
+// reservation it would not need.
 func (s *Stock) FlaggedSoldOut(r Reservation) error {
 	if flag := s.soldOut.answers(r.ActivityID, r.Now); flag != nil {
 		return flaggedAnswer(flag, r)
@@ -369,11 +367,7 @@ func (s *Stock) FlaggedSoldOut(r Reservation) error {
 // sold-out flag), so the caller can count the attempt against what this process
 // allows (internal/ratelimit) rather than the script's allowance.
 func AnsweredInProcess(err error) bool {
-	switch err {
-	case errFlaggedSoldOut, errFlaggedNotAdmitted, errFlaggedGroupSale, errFlaggedNotGroupSale:
-		return true
-	}
-	return false
+	return err == errFlaggedSoldOut || err == errFlaggedNotAdmitted
 }
 
 func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) (Reserved, error) {
@@ -478,9 +472,9 @@ func decodeReserved(r Reservation, res []any) (Reserved, error) {
 				ExpiresAt: time.UnixMilli(n[6]).UTC(), Status: GroupStatus(n[7])}
 		}
 		return got, nil
-	case code == -5 && len(n) == 2:
+	case code == -5 && len(n) == 3:
 		if n[0] == 0 {
-			return Reserved{room: n[1] == 1}, errNoneLeft
+			return Reserved{Limit: int(n[2]), room: n[1] == 1}, errNoneLeft
 		}
 		return Reserved{}, &DetailError{ErrSoldOut, fmt.Sprintf("only %d left", n[0])}
 	case code == -6 && len(n) == 2:

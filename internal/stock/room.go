@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // ErrNotAdmitted is a purchase of a waiting-room sale without a valid pass.
@@ -37,9 +39,15 @@ func flag(on bool) int {
 }
 
 // SetRoom changes a sale's waiting room; every API instance and the line see it at
-// their next script.
+// their next script, and every API process drops its sold-out flag of the sale
+// (ReturnedChannel), which remembers whether the sale had a room.
 func (s *Stock) SetRoom(ctx context.Context, activityID int64, r Room) error {
-	if err := s.rdb.HSet(ctx, saleKey(activityID), r.fields()...).Err(); err != nil {
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, saleKey(activityID), r.fields()...)
+		p.Publish(ctx, ReturnedChannel, activityID)
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("set waiting room of sale %d: %w", activityID, err)
 	}
 	return nil

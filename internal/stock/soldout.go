@@ -28,10 +28,13 @@ type soldOutFlags struct {
 	gen atomic.Uint64
 }
 
+// soldOutFlag is what the purchase that found the sale sold out learned of it: what the
+// script checks before the stock, so that the flag answers only what the script would.
 type soldOutFlag struct {
 	at         time.Time
 	room       bool // the sale has a waiting room
 	group      bool // a group-buy sale (the flag was set by a seat: a plain sale refuses seats first)
+	limit      int  // the per-user limit
 	rechecking atomic.Bool
 }
 
@@ -64,9 +67,9 @@ func (f *soldOutFlags) answers(activityID int64, now time.Time) *soldOutFlag {
 	return v.(*soldOutFlag)
 }
 
-func (f *soldOutFlags) set(activityID int64, epoch uint64, now time.Time, room, group bool) {
+func (f *soldOutFlags) set(activityID int64, epoch uint64, fl *soldOutFlag) {
 	if f.gen.Load() == epoch {
-		f.flags.Store(activityID, &soldOutFlag{at: now, room: room, group: group})
+		f.flags.Store(activityID, fl)
 	}
 }
 

@@ -108,6 +108,7 @@ func (s *Stock) Load(ctx context.Context, sale Sale) error {
 }
 
 // Patch changes a sale: a new limit and end time when not nil, and addStock more units.
+// Every API process drops its sold-out flag of the sale (ReturnedChannel).
 func (s *Stock) Patch(ctx context.Context, activityID int64, limit *int, endsAt *time.Time, addStock int64) error {
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		key := saleKey(activityID)
@@ -120,8 +121,8 @@ func (s *Stock) Patch(ctx context.Context, activityID int64, limit *int, endsAt 
 		if addStock > 0 {
 			p.HIncrBy(ctx, key, "avail", addStock)
 			p.HIncrBy(ctx, key, "total", addStock)
-			p.Publish(ctx, ReturnedChannel, activityID)
 		}
+		p.Publish(ctx, ReturnedChannel, activityID)
 		return nil
 	})
 	if err != nil {
