@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"net/url"
 	"os"
@@ -242,19 +243,14 @@ func number(errs *[]error, name string, def float64) float64 {
 	return f
 }
 
-// whole is number for a count: a whole number, up to 1<<31 - 1 ("1.5" is an error,
-// not 1).
+// whole is number for a count: a whole number up to MaxInt32 ("1.5" is an error, not 1).
 func whole(errs *[]error, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
+	f := number(errs, name, float64(def))
+	if f != math.Trunc(f) || f > math.MaxInt32 {
+		*errs = append(*errs, fmt.Errorf("%s: want a whole number >= 0, got %q", name, os.Getenv(name)))
 		return def
 	}
-	n, err := strconv.ParseInt(v, 10, 32)
-	if err != nil || n < 0 {
-		*errs = append(*errs, fmt.Errorf("%s: want a whole number >= 0, got %q", name, v))
-		return def
-	}
-	return int(n)
+	return int(f)
 }
 
 // IdP is the identity provider the settings name, and false when SECKILL_JWT_JWKS_URL

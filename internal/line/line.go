@@ -128,14 +128,11 @@ func (l *Line) Join(ctx context.Context, activityID, userID int64, solution stri
 	var invalid error // why the solution that came is not accepted
 	if solution != "" {
 		s, err := l.pow.Verify(solution, l.local())
-		switch {
-		case err != nil:
-			invalid = err
-		case s.Params.Get("sale") != strconv.FormatInt(activityID, 10):
-			invalid = errors.New("the challenge is another sale's")
+		if err == nil && s.Params.Get("sale") != strconv.FormatInt(activityID, 10) {
+			err = errors.New("the challenge is another sale's")
 		}
-		if invalid != nil {
-			presented = "0"
+		if err != nil {
+			invalid, presented = err, "0"
 		} else {
 			keys[5] = powKey(activityID, s.Challenge)
 			presented, remember = "1", max(s.Expires.Sub(l.local()).Milliseconds(), 1000)

@@ -76,11 +76,11 @@ export function wireRoom(entry, patch) {
   });
 }
 
-// fillRoomForm sets the card's room form from the sale, unless the admin is editing it
-// or has edited it without saving.
+// fillRoomForm sets the card's room form from the sale, unless the admin has edited it
+// without saving.
 function fillRoomForm(entry) {
   const form = el(entry.node, '.room-form');
-  if (form.contains(document.activeElement) || form.dataset.edited) return;
+  if (form.dataset.edited) return;
   const a = entry.data;
   el(form, '.room-on').checked = Boolean(a.waiting_room);
   el(form, '.room-challenge').checked = Boolean(a.challenge);
