@@ -43,11 +43,20 @@ func NewToken() string { return rand.Text() }
 // in a script of its own (see Adopt): after the script found the key taken,
 // wait, then run the script again.
 //
-// A release published before the subscription is active is not seen, nor
-// one published while the pub/sub connection is down, so always give ctx a
-// deadline: it is the backstop, as a backoff is for Obtain. The wait shares
-// the Client's one pub/sub connection. After Close, WaitRelease fails at once.
+// It first lists a waiter beside the key (anyWaiter, until ctx's deadline), so
+// that a quiet release (Adopt) publishes, then subscribes. A release published
+// before the subscription is active is not seen, nor one published while the
+// pub/sub connection is down, so always give ctx a deadline: it is the
+// backstop, as a backoff is for Obtain. The wait shares the Client's one
+// pub/sub connection. After Close, WaitRelease fails at once.
 func (c *Client) WaitRelease(ctx context.Context, key string) error {
+	lifetime := defaultListing
+	if d, ok := ctx.Deadline(); ok {
+		lifetime = time.Until(d)
+	}
+	// A failed listing costs a wake-up, not the wait: the deadline remains.
+	_ = listScript.Run(ctx, c.rdb, []string{waitersKey(key)}, anyWaiter,
+		max(lifetime+listingSlack, time.Millisecond).Milliseconds()).Err()
 	w, err := watchRelease([]*releaseHub{c.hub}, key, true)
 	defer w.close()
 	if err != nil {
@@ -55,3 +64,19 @@ func (c *Client) WaitRelease(ctx context.Context, key string) error {
 	}
 	return w.wait(ctx, 0)
 }
+
+// anyWaiter is the listing of WaitRelease: a release that picks it wakes
+// every waiter of the key, in every Client. defaultListing is how long it
+// lasts when the wait has no deadline.
+const (
+	anyWaiter      = "*"
+	defaultListing = 10 * time.Second
+)
+
+// listScript lists a waiter beside a lock (see waitersLua).
+//
+//	KEYS[1] waiters   ARGV[1] waiter id   ARGV[2] listing lifetime in milliseconds
+var listScript = redis.NewScript(waitersLua + `
+enlist(KEYS[1], ARGV[1], ARGV[2])
+return 1
+`)

@@ -259,14 +259,14 @@ func (h *releaseHub) wake(channel string, all bool) {
 }
 
 // onMessage handles a release message (see waitersLua): ours, already
-// handled by the release itself; one that picked us or nobody; or one that
-// picked another Client.
+// handled by the release itself; one that picked us, nobody or anyWaiter; or
+// one that picked another Client.
 func (h *releaseHub) onMessage(m *redis.Message) {
 	releaser, picked, _ := strings.Cut(m.Payload, " ")
 	if releaser == h.self {
 		return
 	}
-	h.wake(m.Channel, picked == "" || picked == h.self)
+	h.wake(m.Channel, picked == "" || picked == anyWaiter || picked == h.self)
 }
 
 // wakeAll wakes every waiter. After a lost connection it also marks every

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -290,6 +291,64 @@ func TestAdoptAndWaitRelease(t *testing.T) {
 	}
 }
 
+// An adopted lock's release publishes only when a waiter is listed: none for
+// the lock nobody waits for, one for a WaitRelease of another Client, which
+// wakes at the release, long before its deadline.
+func TestAdoptedReleaseTellsListedWaitersOnly(t *testing.T) {
+	c, srv := newTestClient(t)
+	other := clientOf(t, srv)
+	ctx := context.Background()
+	rdb := srv.Client(t)
+	adopt := func(key string) *Lock { return adoptKey(t, c, rdb, key) }
+	for _, tc := range []struct {
+		name    string
+		waiter  bool
+		all     bool // ReleaseAll, else Release
+		publish int
+	}{
+		{"Release, nobody waits", false, false, 0},
+		{"ReleaseAll, nobody waits", false, true, 0},
+		{"Release, a waiter", true, false, 1},
+		{"ReleaseAll, a waiter", true, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := adopt("seckill:{act:9}:lock:" + strings.ReplaceAll(tc.name, " ", ""))
+			woken := make(chan error, 1)
+			if tc.waiter {
+				go func() {
+					wctx, cancel := context.WithTimeout(ctx, time.Minute)
+					defer cancel()
+					woken <- other.WaitRelease(wctx, l.Key())
+				}()
+				waitSubscribed(t, other, l.Key(), 1)
+			}
+			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if tc.all {
+				err = c.ReleaseAll(ctx, l)
+			} else {
+				err = l.Release(ctx)
+			}
+			if err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if n := rdb.Exists(ctx, l.Key()).Val(); n != 0 {
+				t.Errorf("the key is still there after the release")
+			}
+			if n := commandCalls(t, rdb, "publish"); n != tc.publish {
+				t.Errorf("%d PUBLISH, want %d", n, tc.publish)
+			}
+			if tc.waiter {
+				if err := <-woken; err != nil {
+					t.Errorf("the waiter of another Client: %v (not woken by the release)", err)
+				}
+			}
+		})
+	}
+}
+
 func TestOnePubSubConnectionPerClient(t *testing.T) {
 	c, srv := newTestClient(t)
 	c.hub.linger = 100 * time.Millisecond
@@ -427,13 +486,7 @@ func TestReleaseAll(t *testing.T) {
 	c, srv := newTestClient(t)
 	ctx := context.Background()
 	rdb := srv.Client(t)
-	adopt := func(key string) *Lock {
-		token := NewToken()
-		if !rdb.SetNX(ctx, key, token, time.Minute).Val() {
-			t.Fatalf("SET NX %s failed", key)
-		}
-		return c.Adopt(key, token, time.Minute)
-	}
+	adopt := func(key string) *Lock { return adoptKey(t, c, rdb, key) }
 	obtained, err := c.Obtain(ctx, "seckill:{act:1}:lock:1", time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -495,14 +548,31 @@ func TestReleaseAll(t *testing.T) {
 	}
 }
 
+// adoptKey takes key for a minute as a script of one's own would, and adopts it.
+func adoptKey(t *testing.T, c *Client, rdb *redis.Client, key string) *Lock {
+	t.Helper()
+	token := NewToken()
+	if !rdb.SetNX(context.Background(), key, token, time.Minute).Val() {
+		t.Fatalf("SET NX %s failed", key)
+	}
+	return c.Adopt(key, token, time.Minute)
+}
+
 // scriptsRun returns how many scripts Redis ran since CONFIG RESETSTAT: EVALSHA
 // calls that found their script, and EVAL calls.
 func scriptsRun(t *testing.T, rdb *redis.Client) int {
 	t.Helper()
+	return commandCalls(t, rdb, "evalsha", "eval")
+}
+
+// commandCalls returns how many calls of the named commands Redis ran since
+// CONFIG RESETSTAT, those that failed left out (inside scripts too).
+func commandCalls(t *testing.T, rdb *redis.Client, commands ...string) int {
+	t.Helper()
 	n := 0
 	for _, line := range strings.Split(rdb.Info(context.Background(), "commandstats").Val(), "\n") {
 		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+		if !ok || !slices.Contains(commands, strings.TrimPrefix(name, "cmdstat_")) {
 			continue
 		}
 		var calls, usec, rejected, failed int

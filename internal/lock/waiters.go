@@ -9,8 +9,11 @@ import "time"
 // attempt rather than one per waiting replica. A Client is listed by its
 // failed attempts (each one renews the listing) and delisted when picked or
 // when it takes the lock; a Client that died stays listed only until its
-// listing lapses. Waiters who are not listed, and WaitRelease, wake on every
-// release, and every waiter keeps its backoff as the backstop.
+// listing lapses. Waiters who are not listed wake on every release, and every
+// waiter keeps its backoff as the backstop. WaitRelease lists anyWaiter ("*"):
+// a release that picks it wakes every waiter. The release of a Lock from Adopt
+// is quiet: it publishes only when someone is listed, so a lock that nobody
+// waits for costs no message.
 //
 // The release message is "<releasing Client id> <picked Client id>", the
 // second part empty when nobody is listed. A message from a script of your
