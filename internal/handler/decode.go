@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -17,9 +20,10 @@ import (
 // maxBody is the largest request body the API reads.
 const maxBody = 64 << 10
 
-// decode reads the request's JSON object into v. Unknown fields are ignored; a body
-// that is not one JSON object, or a value of the wrong type, is an *invalidRequest
-// naming the field; a body over 64 KiB is errTooLarge.
+// decode reads the request's JSON object into v. Unknown fields are ignored, names
+// that differ from a field's only in case too (encoding/json would take "QUANTITY" for
+// "quantity"); a body that is not one JSON object, or a value of the wrong type, is an
+// *invalidRequest naming the field; a body over 64 KiB is errTooLarge.
 //
 // The body is read whole and decoded by json.Unmarshal, which takes exactly one value;
 // only a body it refuses is decoded again as a stream, to say what is wrong with it.
@@ -29,10 +33,72 @@ func decode(c *gin.Context, v any) error {
 	if errors.As(err, &tooLarge) {
 		return errTooLarge
 	}
+	body = exactNames(body, v)
 	if err == nil && json.Unmarshal(body, v) == nil {
 		return nil
 	}
 	return explain(io.MultiReader(bytes.NewReader(body), errReader{err}), v)
+}
+
+// exactNames returns body without the members of its object whose names are not a
+// field of v's but equal one's under case folding: encoding/json matches names without
+// regard to case, and the last of "quantity" and "QUANTITY" would win. A body of
+// lower-case ASCII without escapes (every purchase) is returned as it is, unread.
+func exactNames(body []byte, v any) []byte {
+	if !slices.ContainsFunc(body, func(b byte) bool { return b >= 'A' && b <= 'Z' || b == '\\' || b >= 0x80 }) {
+		return body
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) != nil {
+		return body // not an object: Unmarshal into v says what is wrong
+	}
+	names := fieldNames(reflect.TypeOf(v))
+	dropped := false
+	for name := range members {
+		if names[name] {
+			continue
+		}
+		for field := range names {
+			if strings.EqualFold(name, field) {
+				delete(members, name)
+				dropped = true
+				break
+			}
+		}
+	}
+	if !dropped {
+		return body
+	}
+	out, err := json.Marshal(members)
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+// fieldNames are the JSON names of a struct's fields, those of embedded structs too.
+func fieldNames(t reflect.Type) map[string]bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	names := map[string]bool{}
+	if t.Kind() != reflect.Struct {
+		return names
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+		case f.Anonymous && name == "":
+			maps.Copy(names, fieldNames(f.Type))
+		case name != "":
+			names[name] = true
+		case f.IsExported():
+			names[f.Name] = true
+		}
+	}
+	return names
 }
 
 // errReader fails with err once the body read before it is used up (nil: io.EOF).
@@ -61,13 +127,31 @@ func explain(r io.Reader, v any) error {
 	case errors.As(err, &tooLarge):
 		return errTooLarge
 	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return &invalidRequest{fmt.Sprintf("%s must be %s", typeErr.Field, kind(typeErr.Type.Kind()))}
+		return &invalidRequest{fmt.Sprintf("%s must be %s", jsonField(v, typeErr.Field), kind(typeErr.Type.Kind()))}
 	case errors.As(err, &typeErr):
 		return errMalformedJSON
 	case errors.Is(err, io.EOF):
 		return &invalidRequest{"the request needs a JSON body"}
 	}
 	return &invalidRequest{"the body is not valid JSON"}
+}
+
+// jsonField is a type error's field as the client sent it: encoding/json puts the Go
+// name of an embedded struct (roomRequest) before the fields it brings.
+func jsonField(v any, field string) string {
+	t := reflect.TypeOf(v)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	for t != nil && t.Kind() == reflect.Struct {
+		head, rest, ok := strings.Cut(field, ".")
+		f, found := t.FieldByName(head)
+		if !ok || !found || !f.Anonymous {
+			break
+		}
+		field, t = rest, f.Type
+	}
+	return field
 }
 
 // kind names the JSON type of a Go kind for a message.

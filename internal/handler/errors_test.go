@@ -84,6 +84,8 @@ func TestContractErrors(t *testing.T) {
 		{"malformed JSON", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":`}, 400, "invalid_request", "JSON"},
 		{"wrong type", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":"two"}`}, 400, "invalid_request", "quantity"},
 		{"missing field", call{method: "POST", path: buy(open), token: buyer, body: `{"qty":1}`}, 400, "invalid_request", "quantity"},
+		{"a field's name in other case is unknown", call{method: "POST", path: buy(open), token: buyer, body: `{"QUANTITY":1}`}, 400, "invalid_request", "quantity"},
+		{"a field's name with an escape, in other case", call{method: "POST", path: buy(open), token: buyer, body: `{"\u0051uantity":1}`}, 400, "invalid_request", "quantity"},
 		{"quantity zero", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":0}`}, 400, "invalid_request", "quantity"},
 		{"quantity above the limit", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":3}`}, 400, "invalid_request", "quantity"},
 		{"bad Idempotency-Key", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1}`, header: map[string]string{"Idempotency-Key": "no spaces!"}}, 400, "invalid_request", "Idempotency-Key"},
@@ -98,6 +100,7 @@ func TestContractErrors(t *testing.T) {
 		{"admin: group of one", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"kind": "group", "group_size": 1, "group_window_seconds": 60})}, 400, "invalid_request", "group_size"},
 		{"admin: group window too short", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"kind": "group", "group_size": 3, "group_window_seconds": 59})}, 400, "invalid_request", "group_window_seconds"},
 		{"admin: group size on a plain sale", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"group_size": 3})}, 400, "invalid_request", "group_size"},
+		{"admin: wrong type in a waiting-room field, named as sent", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"waiting_room": true, "admit_per_second": "5"})}, 400, "invalid_request", `"message":"admit_per_second must be`},
 		{"admin: stock_buckets 0", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": 0})}, 400, "invalid_request", "stock_buckets"},
 		{"admin: stock_buckets 65", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": 65})}, 400, "invalid_request", "stock_buckets"},
 		{"admin: stock_buckets 3, not in this version", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": 3})}, 400, "invalid_request", "stock_buckets"},
@@ -115,6 +118,7 @@ func TestContractErrors(t *testing.T) {
 		{"groups: limit not a number", call{method: "GET", path: fmt.Sprintf("/api/v1/activities/%d/groups?limit=ten", open)}, 400, "invalid_request", "limit"},
 		{"admin: groups limit above 500", call{method: "GET", path: fmt.Sprintf("/api/v1/admin/activities/%d/groups?limit=501", open), token: admin}, 400, "invalid_request", "limit"},
 		{"admin: patch limit 0", call{method: "PATCH", path: fmt.Sprintf("/api/v1/admin/activities/%d", open), token: admin, body: `{"per_user_limit":0}`}, 400, "invalid_request", "per_user_limit"},
+		{"admin: patch with a wrong type in a waiting-room field", call{method: "PATCH", path: fmt.Sprintf("/api/v1/admin/activities/%d", open), token: admin, body: `{"prequeue_seconds":"x"}`}, 400, "invalid_request", `"message":"prequeue_seconds must be`},
 		{"admin: patch ends before start", call{method: "PATCH", path: fmt.Sprintf("/api/v1/admin/activities/%d", open), token: admin, body: fmt.Sprintf(`{"ends_at":%q}`, now.Add(-time.Hour).Format(time.RFC3339))}, 400, "invalid_request", "ends_at"},
 		{"no token", call{method: "POST", path: buy(open), body: `{"quantity":1}`}, 401, "unauthorized", ""},
 		{"malformed token", call{method: "POST", path: buy(open), token: "abc.def", body: `{"quantity":1}`}, 401, "unauthorized", ""},
@@ -128,8 +132,6 @@ func TestContractErrors(t *testing.T) {
 		{"no such order", call{method: "GET", path: "/api/v1/orders/01ARZ3NDEKTSV4RRFFQ69G5FAV7", token: buyer}, 404, "not_found", ""},
 		{"another user's order", call{method: "GET", path: "/api/v1/orders/" + paidID, token: other}, 404, "not_found", ""},
 		{"pay another user's order", call{method: "POST", path: "/api/v1/orders/" + createdID + "/pay", token: buyer}, 404, "not_found", ""},
-		{"admin pays a buyer's order", call{method: "POST", path: "/api/v1/orders/" + createdID + "/pay", token: admin}, 404, "not_found", ""},
-		{"admin cancels a buyer's order", call{method: "POST", path: "/api/v1/orders/" + createdID + "/cancel", token: admin}, 404, "not_found", ""},
 		{"no such route", call{method: "GET", path: "/api/v1/nothing"}, 404, "not_found", ""},
 		{"sale not started", call{method: "POST", path: buy(upcoming), token: buyer, body: `{"quantity":1}`}, 409, "sale_not_started", ""},
 		{"sale ended", call{method: "POST", path: buy(ended), token: buyer, body: `{"quantity":1}`}, 409, "sale_ended", ""},
@@ -158,6 +160,12 @@ func TestContractErrors(t *testing.T) {
 		a := s.do(call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": 1})})
 		if a.status != http.StatusCreated || !strings.Contains(a.body, `"stock_buckets":1`) {
 			t.Errorf("create with stock_buckets 1: %d %s; want 201 echoing it", a.status, a.body)
+		}
+	})
+	t.Run("a name in other case is ignored, not taken for the field", func(t *testing.T) {
+		a := s.do(call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock": 5, "Stock": 7, "STOCK": 9})})
+		if a.status != http.StatusCreated || !strings.Contains(a.body, `"stock_total":5`) {
+			t.Errorf("create with stock 5 and Stock 7: %d %s; want 201 with stock_total 5", a.status, a.body)
 		}
 	})
 	t.Run("replay answers 200 with the same order", func(t *testing.T) {
@@ -405,6 +413,31 @@ func TestServiceRole(t *testing.T) {
 		t.Errorf("the buyer reads the paid order: %d %s", a.status, a.body)
 	}
 	wantError(t, s.do(call{method: "GET", path: "/api/v1/orders/" + paid, token: buyer}), http.StatusTooManyRequests, "rate_limited")
+}
+
+// An admin pays and cancels any buyer's order, as the shop's back end does (the
+// contract's confirmations from the shop: "service (or admin)"); another buyer gets 404.
+func TestAdminActsOnAnyOrder(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	now := time.Now()
+	act := s.sale(10, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	buyer, other, admin := testutil.Token(t, 42, false), testutil.Token(t, 43, false), testutil.Token(t, 1, true)
+	var ids []string
+	for range 2 {
+		a := s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/orders", act), token: buyer, body: `{"quantity":1}`})
+		if a.status != http.StatusAccepted {
+			t.Fatalf("buy: %d %s", a.status, a.body)
+		}
+		ids = append(ids, orderID(t, a.body))
+		s.waitCreated(ids[len(ids)-1], buyer)
+	}
+	for _, tc := range []struct{ action, id, status string }{{"pay", ids[0], "paid"}, {"cancel", ids[1], "cancelled"}} {
+		wantError(t, s.do(call{method: "POST", path: "/api/v1/orders/" + tc.id + "/" + tc.action, token: other}), http.StatusNotFound, "not_found")
+		if a := s.do(call{method: "POST", path: "/api/v1/orders/" + tc.id + "/" + tc.action, token: admin}); a.status != http.StatusOK ||
+			!strings.Contains(a.body, `"status":"`+tc.status+`"`) || !strings.Contains(a.body, `"user_id":42`) {
+			t.Errorf("an admin's %s of the buyer's order: %d %s, want 200 %s", tc.action, a.status, a.body, tc.status)
+		}
+	}
 }
 
 // Purchase attempts that reach Redis are counted by the reserve script, on Redis'

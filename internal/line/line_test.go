@@ -397,6 +397,10 @@ func TestAdmissionFollowsUnitsAndPasses(t *testing.T) {
 		if err != nil || tk.Status != line.Admitted || tk.Pass == "" {
 			t.Fatalf("admitted ticket: %+v %v", tk, err)
 		}
+		// The pass is a JWT, its expiry in whole seconds: never less than the TTL.
+		if d := tk.PassExpiresAt.Sub(*tk.AdmittedAt); d < time.Minute || d >= time.Minute+time.Second {
+			t.Errorf("pass lasts %v from its admission, want [1m, 1m1s) for a TTL of 1m", d)
+		}
 		if err := buy(u, tk); err != nil {
 			t.Fatalf("purchase with a pass: %v", err)
 		}
@@ -405,8 +409,9 @@ func TestAdmissionFollowsUnitsAndPasses(t *testing.T) {
 	if step := f.run(1, 5*time.Second); step.Admitted != 0 || step.Outstanding != 8 || step.Used != 2 {
 		t.Fatalf("after two purchases: %+v, want none admitted, 8 outstanding, 2 used", step)
 	}
-	// The passes expire (TTL one minute): the unused ones free their slots.
-	f.clock.add(time.Minute)
+	// The passes expire (TTL one minute, rounded up to the second): the unused ones
+	// free their slots.
+	f.clock.add(time.Minute + time.Second)
 	tk, _ := f.line.Ticket(ctx, 1, admitted[5])
 	if tk.Status != line.Expired || tk.Pass != "" {
 		t.Errorf("an unused pass past its TTL: %+v, want expired without a pass", tk)

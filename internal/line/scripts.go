@@ -160,7 +160,7 @@ if sale[4] == '1' and rate > 0 and avail > 0 and now >= tonumber(sale[2]) and no
     local popped = redis.call('ZPOPMIN', KEYS[3], n)
     n = #popped / 2
     local before = redis.call('HINCRBY', KEYS[2], 'admitted', n) - n
-    local exp = math.floor((now + tonumber(sale[6] or '300') * 1000) / 1000) * 1000
+    local exp = math.ceil((now + tonumber(sale[6] or '300') * 1000) / 1000) * 1000
     redis.call('HSETNX', KEYS[2], 'epoch', string.format('%d', now))
     local since = now - tonumber(redis.call('HGET', KEYS[2], 'epoch'))
     for i = 1, n do
