@@ -15,8 +15,10 @@ import (
 // TestRedisFlushedMidSale: Redis loses everything (FLUSHALL) between two crowds on a
 // sale, with two APIs and a worker running. With no admin action, purchases get 202
 // again within 10 s: the sale is rebuilt from MySQL, once, by whichever process noticed
-// first; the buyers of the first crowd keep their allowance used; at the end the units
-// in MySQL are within the stock, no user is past the limit, and the ledger balances.
+// first; the buyers of the first crowd keep their allowance used; a purchase made with
+// an Idempotency-Key before the loss is answered its order when replayed after it, not
+// a second one; at the end the units in MySQL are within the stock, no user is past the
+// limit, and the ledger balances.
 func TestRedisFlushedMidSale(t *testing.T) {
 	s := testutil.StartStack(t)
 	second, url2 := s.StartAPI(t)
@@ -25,6 +27,17 @@ func TestRedisFlushedMidSale(t *testing.T) {
 	admin := testutil.Token(t, 1, true)
 	a := c.createSale(admin, 300, 3)
 	first := runCrowd(t, a.ID, crowdPlan{users: 50, concurrency: 16, endpoints: urls})
+	const keyed = 6000
+	buyKeyed := func(c *client, quantity int) response {
+		return c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", a.ID), testutil.Token(t, keyed, false),
+			map[string]int{"quantity": quantity}, "Idempotency-Key", "kept-across-the-loss")
+	}
+	var before order
+	if r := buyKeyed(c, 1); r.Status != http.StatusAccepted {
+		t.Fatalf("purchase with a key before the loss: %d %s", r.Status, r.Body)
+	} else {
+		r.decode(t, &before)
+	}
 	c.waitDrained(admin, a.ID, time.Minute) // the first crowd's orders are in MySQL
 
 	if err := s.Redis.Client(t).FlushAll(context.Background()).Err(); err != nil {
@@ -32,6 +45,18 @@ func TestRedisFlushedMidSale(t *testing.T) {
 	}
 	waitAccepting(t, urls, a.ID, 5000, time.Now())
 	c.waitDrained(admin, a.ID, time.Minute)
+	// The key came back with the rebuild: its replay, through either API, is its order.
+	for _, url := range urls {
+		r := buyKeyed(newClient(t, url), 1)
+		var got order
+		r.decode(t, &got)
+		if r.Status != http.StatusOK || got.ID != before.ID {
+			t.Errorf("replay after the loss through %s: %d %s, want 200 with order %s", url, r.Status, r.Body, before.ID)
+		}
+	}
+	if r := buyKeyed(c, 2); r.Status != http.StatusUnprocessableEntity || r.errorCode() != "idempotency_key_reused" {
+		t.Errorf("the key with another body after the loss: %d %s, want 422 idempotency_key_reused", r.Status, r.Body)
+	}
 
 	// A buyer of the first crowd who holds the limit still cannot pass it.
 	held := map[int64]int{}
@@ -55,6 +80,7 @@ func TestRedisFlushedMidSale(t *testing.T) {
 		t.Fatalf("user 5000 has %d orders, want the one after the flush", len(after))
 	}
 	first.accepted[after[0].ID] = after[0]
+	first.accepted[before.ID] = before
 	audit(t, s, a, first, auditStrict)
 
 	rebuilt := 0

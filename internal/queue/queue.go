@@ -49,6 +49,11 @@ type Order struct {
 	Group            string
 	GroupSize        int
 	GroupExpiresAtMs int64
+	// IdempotencyKey is the client's key that made the order and Fingerprint what it
+	// remembers of the request (stock.Reservation.Fingerprint); "" without one. MySQL
+	// keeps them, so a rebuild of the sale's Redis state brings the key back.
+	IdempotencyKey string
+	Fingerprint    string
 }
 
 // Queued is the order queued in Redis as q, at its sale's unit price and pay window:
@@ -77,9 +82,11 @@ func (o Order) QueuedOrder() stock.QueuedOrder {
 
 // The payload is the order's fields separated by spaces, in the order of Order's
 // fields: readable in queue tools, and cheap to write and read for every order. The
-// last four (cap on participations, group, its size and end) are there only when the
-// order has a cap or a group (group "-" when it has none).
-const payloadFields, payloadFieldsCapped = 8, 12
+// next four (cap on participations, group, its size and end) are there only when the
+// order has a cap, a group or an Idempotency-Key (group "-" when it has none), and the
+// last two (the key and the fingerprint, neither of which holds a space) only with a
+// key.
+const payloadFields, payloadFieldsCapped, payloadFieldsKeyed = 8, 12, 14
 
 func (o Order) payload() []byte {
 	b := make([]byte, 0, 24+len(o.ID)+len(o.Group)+10*12)
@@ -89,7 +96,7 @@ func (o Order) payload() []byte {
 		b = append(b, ' ')
 		b = strconv.AppendInt(b, n, 10)
 	}
-	if o.Participations == 0 && o.Group == "" {
+	if o.Participations == 0 && o.Group == "" && o.IdempotencyKey == "" {
 		return b
 	}
 	group := o.Group
@@ -99,7 +106,11 @@ func (o Order) payload() []byte {
 	b = strconv.AppendInt(append(b, ' '), int64(o.Participations), 10)
 	b = append(append(append(b, ' '), group...), ' ')
 	b = strconv.AppendInt(b, int64(o.GroupSize), 10)
-	return strconv.AppendInt(append(b, ' '), o.GroupExpiresAtMs, 10)
+	b = strconv.AppendInt(append(b, ' '), o.GroupExpiresAtMs, 10)
+	if o.IdempotencyKey == "" {
+		return b
+	}
+	return append(append(append(append(b, ' '), o.IdempotencyKey...), ' '), o.Fingerprint...)
 }
 
 // newPersistTask returns the task that writes o to MySQL. Its TaskID is the order id,
@@ -141,11 +152,11 @@ func ParseOrders(payload []byte) ([]Order, error) {
 // parseOrder decodes one order.
 func parseOrder(payload []byte) (Order, error) {
 	f := strings.Fields(string(payload))
-	if len(f) != payloadFields && len(f) != payloadFieldsCapped {
+	if len(f) != payloadFields && len(f) != payloadFieldsCapped && len(f) != payloadFieldsKeyed {
 		return Order{}, fmt.Errorf("decode order task: %d fields in %q", len(f), payload)
 	}
 	var n [payloadFieldsCapped - 1]int64
-	for i := range f[1:] {
+	for i := range f[1:min(len(f), payloadFieldsCapped)] {
 		if i == 8 { // the group id
 			continue
 		}
@@ -156,8 +167,11 @@ func parseOrder(payload []byte) (Order, error) {
 	}
 	o := Order{ID: f[0], ActivityID: n[0], UserID: n[1], Quantity: int(n[2]), AmountCents: n[3],
 		CreatedAtMs: n[4], ExpiresAtMs: n[5], Limit: int(n[6]), Participations: int(n[7])}
-	if len(f) == payloadFieldsCapped && f[9] != "-" {
+	if len(f) >= payloadFieldsCapped && f[9] != "-" {
 		o.Group, o.GroupSize, o.GroupExpiresAtMs = f[9], int(n[9]), n[10]
+	}
+	if len(f) == payloadFieldsKeyed {
+		o.IdempotencyKey, o.Fingerprint = f[12], f[13]
 	}
 	if o.ActivityID <= 0 || o.UserID <= 0 || o.Quantity <= 0 || o.Limit <= 0 {
 		return Order{}, fmt.Errorf("decode order task: incomplete %q", payload)

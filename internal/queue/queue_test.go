@@ -17,7 +17,12 @@ func TestPayloadRoundTrip(t *testing.T) {
 	capped.Participations = 2
 	seat := capped
 	seat.Group, seat.GroupSize, seat.GroupExpiresAtMs = "01KBBBBBBBBBBBBBBBBBBBBBBB42", 3, 1795306577000
-	for name, o := range map[string]Order{"plain": plain, "capped": capped, "seat in a group": seat} {
+	keyed := plain
+	keyed.IdempotencyKey, keyed.Fingerprint = "first-try", "q3"
+	keyedSeat := seat
+	keyedSeat.IdempotencyKey, keyedSeat.Fingerprint = "k_9-x", "q3:join:01KBBBBBBBBBBBBBBBBBBBBBBB42"
+	for name, o := range map[string]Order{"plain": plain, "capped": capped, "seat in a group": seat,
+		"with an Idempotency-Key": keyed, "seat with an Idempotency-Key": keyedSeat} {
 		task := newPersistTask(o)
 		if task.Type() != TypePersistOrder {
 			t.Fatalf("%s: type %q", name, task.Type())
@@ -34,7 +39,7 @@ func TestPayloadRoundTrip(t *testing.T) {
 
 func TestParseOrderRefusesMalformed(t *testing.T) {
 	for _, p := range []string{"", "x", "id 1 2 3 4 5 6", "id 1 2 3 4 5 6 7 8", "id a 2 3 4 5 6 7",
-		"id 1 2 3 4 5 6 7 1 g 3", "id 1 2 3 4 5 6 7 1 g x 9",
+		"id 1 2 3 4 5 6 7 1 g 3", "id 1 2 3 4 5 6 7 1 g x 9", "id 1 2 3 4 5 6 7 0 - 0 0 key",
 		"id 0 2 3 4 5 6 7", "id 1 2 0 4 5 6 7", "id 1 2 3 4 5 6 0", `{"id":"x"}`} {
 		if o, err := parseOrder([]byte(p)); err == nil {
 			t.Errorf("parseOrder(%q) = %+v, want an error", p, o)

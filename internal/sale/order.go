@@ -100,6 +100,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 		queued.Group, queued.GroupSize, queued.GroupExpiresAt = got.Group.ID, got.Group.Size, got.Group.ExpiresAt
 	}
 	q := queue.Queued(queued, stock.Sale{PriceCents: got.PriceCents, PayWindow: got.PayWindow})
+	q.IdempotencyKey, q.Fingerprint = res.IdempotencyKey, res.Fingerprint()
 	c := &commit{order: q, res: res, done: make(chan struct{})}
 	if s.commits.add(c) {
 		<-c.done

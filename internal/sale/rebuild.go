@@ -57,8 +57,13 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (bool, er
 		for i, q := range from.Queued {
 			ids[i] = q.OrderID
 		}
-		f, err := r.store.RebuildFacts(ctx, id, ids)
+		f, err := r.store.RebuildFacts(ctx, id, ids, time.Now().Add(-stock.IdempotencyTTL))
 		if err != nil {
+			return false, err
+		}
+		// The keys first: each names an order MySQL holds, true whatever the rebuild
+		// finds, and a replay that comes once the sale is back must meet its key.
+		if err := r.stock.RestoreKeys(ctx, id, keptKeys(f.Keyed)); err != nil {
 			return false, err
 		}
 		held := int64(0)
@@ -94,6 +99,19 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (bool, er
 		}
 	}
 	return false, fmt.Errorf("rebuild sale %d: %w %d times", id, stock.ErrMoved, rebuildAttempts)
+}
+
+// keptKeys are the Idempotency-Keys of MySQL's orders, each until it would expire.
+func keptKeys(orders []store.Order) []stock.KeptKey {
+	keys := make([]stock.KeptKey, 0, len(orders))
+	for _, o := range orders {
+		if o.IdempotencyKey == nil || o.RequestFingerprint == nil {
+			continue
+		}
+		keys = append(keys, stock.KeptKey{UserID: o.UserID, Key: *o.IdempotencyKey, Fingerprint: *o.RequestFingerprint,
+			OrderID: o.ID, Expires: o.CreatedAt.Add(stock.IdempotencyTTL)})
+	}
+	return keys
 }
 
 // groupsOf gathers MySQL's seats by group.

@@ -174,6 +174,39 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, sale Sale, users
 	return nil
 }
 
+// KeptKey is an Idempotency-Key that made an order MySQL holds (RestoreKeys).
+type KeptKey struct {
+	UserID                    int64
+	Key, Fingerprint, OrderID string
+	// Expires is when the key would have expired: its order's creation plus
+	// IdempotencyTTL.
+	Expires time.Time
+}
+
+// RestoreKeys writes back the Idempotency-Keys of a sale's stored orders where Redis has
+// none (SET NX), each until it would have expired, so that a replay after a rebuild of
+// the sale gets its order, not a second one. A key found in Redis is left as it is.
+func (s *Stock) RestoreKeys(ctx context.Context, activityID int64, keys []KeptKey) error {
+	now := time.Now()
+	for start := 0; start < len(keys); start += stageChunk {
+		cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys[start:min(start+stageChunk, len(keys))] {
+				if k.Expires.After(now) {
+					p.SetArgs(ctx, idempotencyKey(activityID, k.UserID, k.Key), k.Fingerprint+" "+k.OrderID,
+						redis.SetArgs{Mode: "NX", ExpireAt: k.Expires})
+				}
+			}
+			return nil
+		})
+		for _, c := range cmds {
+			if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) { // Nil: the key was there
+				return fmt.Errorf("restore idempotency keys of sale %d: %w", activityID, err)
+			}
+		}
+	}
+	return nil
+}
+
 // stageChunk is how many fields one HSET of stageUsers writes: each one keeps Redis
 // busy for a few milliseconds at most.
 const stageChunk = 5000

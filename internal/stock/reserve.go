@@ -244,6 +244,21 @@ func (r Reservation) mode() string {
 	return "join"
 }
 
+// Fingerprint is what an Idempotency-Key remembers of the request that used it (the
+// quantity, and a seat's group), "" without a key: a replay must match it.
+func (r Reservation) Fingerprint() string {
+	if r.IdempotencyKey == "" {
+		return ""
+	}
+	fingerprint := "q" + strconv.Itoa(r.Quantity)
+	if m := r.mode(); m == "join" {
+		fingerprint += ":join:" + r.Group
+	} else if m == "open" {
+		fingerprint += ":open"
+	}
+	return fingerprint
+}
+
 // clockArg and passArg are the reserve script's ARGV[13] and ARGV[14].
 func (r Reservation) clockArg() string {
 	if r.RedisClock {
@@ -294,16 +309,9 @@ type Reserved struct {
 // that answer. An attempt past the user's allowance (PerSecond) is a
 // *RateLimitedError.
 func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
-	fingerprint := ""
+	fingerprint := r.Fingerprint()
 	var recheck *soldOutFlag
-	if r.IdempotencyKey != "" {
-		fingerprint = "q" + strconv.Itoa(r.Quantity) // a replay is answered even when sold out
-		if m := r.mode(); m == "join" {
-			fingerprint += ":join:" + r.Group
-		} else if m == "open" {
-			fingerprint += ":open"
-		}
-	} else {
+	if r.IdempotencyKey == "" { // a replay is answered even when sold out
 		var flag *soldOutFlag
 		if flag, recheck = s.soldOut.check(r.ActivityID, r.Now); flag != nil {
 			if err := flaggedAnswer(flag, r); err != nil {

@@ -214,6 +214,10 @@ func newOrder(o queue.Order) store.NewOrder {
 		g := o.Group
 		n.GroupID, n.GroupSize, n.GroupExpiresAt = &g, o.GroupSize, time.UnixMilli(o.GroupExpiresAtMs).UTC()
 	}
+	if o.IdempotencyKey != "" {
+		key, fp := o.IdempotencyKey, o.Fingerprint
+		n.IdempotencyKey, n.RequestFingerprint = &key, &fp
+	}
 	return n
 }
 
