@@ -75,7 +75,7 @@ type Config struct {
 	// RateIP is SECKILL_RATE_IP [200]: requests per second per client IP; 0 turns the limit off.
 	RateIP float64
 	// InFlight is SECKILL_PURCHASES_IN_FLIGHT [256]: purchases one API process answers at
-	// once; past it a purchase is refused 503 with Retry-After at once. 0: no bound.
+	// once; past it a purchase is refused 429 with Retry-After at once. 0: no bound.
 	InFlight int
 	// SaleInFlight is SECKILL_SALE_PURCHASES_IN_FLIGHT [192]: the same for one sale, so a
 	// hot sale leaves room for the others. 0: no bound.

@@ -73,7 +73,7 @@ type Options struct {
 	// script instead (sale.Service.UserRate).
 	RateUser, RateIP float64
 	// InFlight and SaleInFlight bound the purchases (and seats) this process has in
-	// flight, in all and of one sale; past either the answer is 503 unavailable with
+	// flight, in all and of one sale; past either the answer is 429 rate_limited with
 	// Retry-After at once (internal/admission). 0 is no bound.
 	InFlight, SaleInFlight int
 	// APIs counts the live API instances that share the limits (presence.Peers); nil
