@@ -56,9 +56,11 @@ function lineText(a, t, status) {
     case 'expired':
       return { kind: 'error', text: 'Your turn has passed: the pass expired before you bought.' };
     case 'admitted': {
-      // now is the server's time within half a second: never more than the pass's life.
+      // now is the server's time within half a second: never more than the pass's life
+      // (its expiry is whole seconds, rounded up: up to a second past the TTL).
       const expires = Date.parse(t.pass_expires_at);
-      const left = Math.min(expires - now, t.admitted_at ? expires - Date.parse(t.admitted_at) : Infinity);
+      const left = Math.min(expires - now, t.admitted_at ? expires - Date.parse(t.admitted_at) : Infinity,
+        a.pass_ttl_seconds ? a.pass_ttl_seconds * 1000 : Infinity);
       if (left <= 0) return { kind: 'state', text: 'Your pass has expired.' };
       return { kind: 'ok', text: `Your turn: buy within ${mmss(left)}.` };
     }
