@@ -44,7 +44,7 @@ func NewToken() string { return rand.Text() }
 // wait, then run the script again.
 //
 // It first lists a waiter beside the key (anyWaiter, until ctx's deadline), so
-// that a quiet release (Adopt) publishes, then subscribes. A release published
+// that a release publishes (releaseLua), then subscribes. A release published
 // before the subscription is active is not seen, nor one published while the
 // pub/sub connection is down, so always give ctx a deadline: it is the
 // backstop, as a backoff is for Obtain. The wait shares the Client's one

@@ -48,9 +48,9 @@
 //     release, not every replica (see the benchmark).
 //
 // WaitRelease lets code that takes a lock in a script of its own wait the same
-// way: see ExampleClient_Adopt. WaitRelease lists its caller beside the key, and
-// the release of an adopted lock publishes only when someone is listed, so a
-// lock taken with every purchase and waited for by nobody costs no PUBLISH (on
+// way: see ExampleClient_Adopt. WaitRelease lists its caller beside the key, as
+// a failed Obtain does, and a release publishes only when someone is listed, so
+// a lock taken with every purchase and waited for by nobody costs no PUBLISH (on
 // a Redis Cluster, a message to every node).
 //
 // # Watchdog and the holder's context

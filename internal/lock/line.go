@@ -120,15 +120,24 @@ func (q *lines) acquire(ctx context.Context, key string, retry RetryStrategy, sk
 		marks = q.marks(key)
 	}
 	var err error = ErrNotObtained
+	var backoff time.Duration
+	if retry != nil {
+		backoff, _ = retry.NextBackoff(1, 0)
+	}
 	if retry == nil || !skipFirst || !q.busy(key) {
+		// A caller that will wait is listed by its first failed attempt already: a
+		// release tells only listed waiters (releaseLua).
+		as := listing{}
+		if retry != nil {
+			as = listing{id: q.id, lifetime: 2*backoff + listingSlack}
+		}
 		var l *Lock
-		if l, err = try(ctx, listing{}); err == nil || !isBusy(err) || retry == nil {
+		if l, err = try(ctx, as); err == nil || !isBusy(err) || retry == nil {
 			return l, notObtained(ctx, err)
 		}
 	}
 	first := time.Now()
 	failed := 1
-	backoff, _ := retry.NextBackoff(failed, 0)
 	ln, lineErr := q.enter(key)
 	if lineErr != nil {
 		return nil, lineErr

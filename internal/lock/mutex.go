@@ -131,50 +131,24 @@ func obtain(ctx context.Context, q *lines, key string, opts *Options, skipFirst 
 // Obtain. It has no fencing token (Fence returns 0) and no watchdog, and its
 // lease is counted from the call to Adopt, so call it as soon as the script
 // returned.
-//
-// Its release publishes on the key's release channel only when a waiter is
-// listed beside the key: WaitRelease lists its caller, and an Obtain lists
-// its Client from its second attempt. A lock that nobody waits for, the
-// common case of a lock taken with every purchase, is released without a
-// message (on a Redis Cluster a PUBLISH goes to every node).
 func (c *Client) Adopt(key, token string, ttl time.Duration) *Lock {
-	return newLock(context.Background(), adopted{c}, key, token, 0, ttl, time.Now())
+	return newLock(context.Background(), c, key, token, 0, ttl, time.Now())
 }
 
-// adopted is the backend of a Lock from Adopt: the Client, releasing quietly
-// when nobody is listed.
-type adopted struct{ *Client }
-
-func (a adopted) release(ctx context.Context, key, token string) error {
-	return a.releaseOne(ctx, key, token, true)
-}
-
-// client returns the Client a Lock of this package's Client or Adopt belongs
-// to, and whether its release is quiet when nobody is listed; nil for a
-// Redlock or a reentrant lock.
-func (l *Lock) client() (c *Client, quiet bool) {
-	switch s := l.store.(type) {
-	case *Client:
-		return s, false
-	case adopted:
-		return s.Client, true
-	}
-	return nil, false
-}
-
-// releaseLua defines release(), which deletes a lock if it holds our token and
-// tells its waiters, naming the one to try first (see waitersLua); a quiet
-// release ("1") tells them only when one is listed. It returns 1 when
-// released, -2 when the key does not hold our token.
+// releaseLua defines release(), which deletes a lock if it holds our token and,
+// when a waiter is listed, tells the waiters, naming the one to try first (see
+// waitersLua). Nobody listed is nobody waiting: the release sends no message (on
+// a Redis Cluster a PUBLISH goes to every node). It returns 1 when released, -2
+// when the key does not hold our token.
 const releaseLua = waitersLua + `
-local function release(key, waiters, token, channel, quiet, id)
+local function release(key, waiters, token, channel, id)
 	if redis.call("GET", key) ~= token then
 		return -2
 	end
 	redis.call("DEL", key)
 	if channel ~= "" then
 		local picked = pick(waiters)
-		if picked ~= "" or quiet ~= "1" then
+		if picked ~= "" then
 			redis.call("PUBLISH", channel, id .. " " .. picked)
 		end
 	end
@@ -186,50 +160,35 @@ end
 //
 //	KEYS[1] lock key   ARGV[1] owner token
 //	KEYS[2] waiters    ARGV[2] release channel, or "" to tell nobody
-//	                   ARGV[3] "1": tell the waiters only when one is listed
-//	                   ARGV[4] the releasing Client's id
+//	                   ARGV[3] the releasing Client's id
 //
 // Returns 1 when released, -2 when the key does not hold our token.
 var releaseScript = redis.NewScript(releaseLua + `
-return release(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+return release(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3])
 `)
 
 // releaseAllScript releases n locks of one hash slot.
 //
 //	KEYS[2i-1] lock i's key       ARGV[1]    the releasing Client's id
-//	KEYS[2i]   lock i's waiters   ARGV[3i-1] lock i's owner token
-//	                              ARGV[3i]   lock i's release channel
-//	                              ARGV[3i+1] "1": a quiet release (releaseLua)
+//	KEYS[2i]   lock i's waiters   ARGV[2i]   lock i's owner token
+//	                              ARGV[2i+1] lock i's release channel
 //
 // Returns an array with, for each lock, 1 when released or -2 when its key does
 // not hold our token.
 var releaseAllScript = redis.NewScript(releaseLua + `
 local released = {}
 for i = 1, #KEYS / 2 do
-	released[i] = release(KEYS[2*i-1], KEYS[2*i], ARGV[3*i-1], ARGV[3*i], ARGV[3*i+1], ARGV[1])
+	released[i] = release(KEYS[2*i-1], KEYS[2*i], ARGV[2*i], ARGV[2*i+1], ARGV[1])
 end
 return released
 `)
 
 func (c *Client) release(ctx context.Context, key, token string) error {
-	return c.releaseOne(ctx, key, token, false)
-}
-
-func (c *Client) releaseOne(ctx context.Context, key, token string, quiet bool) error {
-	_, err := scriptResult(ctx, c.rdb, releaseScript, []string{key, waitersKey(key)}, token, ReleaseChannel(key),
-		quietArg(quiet), c.id)
+	_, err := scriptResult(ctx, c.rdb, releaseScript, []string{key, waitersKey(key)}, token, ReleaseChannel(key), c.id)
 	if err == nil {
 		c.hub.wake(ReleaseChannel(key), true)
 	}
 	return err
-}
-
-// quietArg is a release script's quiet argument.
-func quietArg(quiet bool) string {
-	if quiet {
-		return "1"
-	}
-	return "0"
 }
 
 // ReleaseAll releases locks as Release does, with one script per hash slot
@@ -242,7 +201,7 @@ func (c *Client) ReleaseAll(ctx context.Context, locks ...*Lock) error {
 	var slots []string
 	bySlot := map[string][]*Lock{}
 	for _, l := range locks {
-		if owner, _ := l.client(); owner != c {
+		if l.store != backend(c) {
 			errs = append(errs, l.Release(ctx))
 			continue
 		}
@@ -266,13 +225,12 @@ func (c *Client) ReleaseAll(ctx context.Context, locks ...*Lock) error {
 func (c *Client) releaseSlot(ctx context.Context, locks []*Lock) error {
 	keys := make([]string, 0, 2*len(locks))
 	channels := make([]string, len(locks))
-	args := make([]any, 1, 1+3*len(locks))
+	args := make([]any, 1, 1+2*len(locks))
 	args[0] = c.id
 	for i, l := range locks {
 		channels[i] = ReleaseChannel(l.key)
-		_, quiet := l.client()
 		keys = append(keys, l.key, waitersKey(l.key))
-		args = append(args, l.token, channels[i], quietArg(quiet))
+		args = append(args, l.token, channels[i])
 	}
 	v, err := releaseAllScript.Run(ctx, c.rdb, keys, args...).Int64Slice()
 	if err == nil && len(v) != len(locks) {

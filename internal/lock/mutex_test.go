@@ -291,36 +291,71 @@ func TestAdoptAndWaitRelease(t *testing.T) {
 	}
 }
 
-// An adopted lock's release publishes only when a waiter is listed: none for
-// the lock nobody waits for, one for a WaitRelease of another Client, which
-// wakes at the release, long before its deadline.
-func TestAdoptedReleaseTellsListedWaitersOnly(t *testing.T) {
+// A release publishes only when a waiter is listed: none for the lock nobody
+// waits for, one for a WaitRelease or an Obtain of another Client, which wakes at
+// the release, long before its deadline (an Obtain is listed by its first
+// attempt, before it sleeps its backoff of a minute, also when its Client is
+// subscribed to the key already and so does not try again at once). The same for a
+// lock from Adopt and one from Obtain, released alone or with ReleaseAll.
+func TestReleaseTellsListedWaitersOnly(t *testing.T) {
 	c, srv := newTestClient(t)
 	other := clientOf(t, srv)
 	ctx := context.Background()
 	rdb := srv.Client(t)
-	adopt := func(key string) *Lock { return adoptKey(t, c, rdb, key) }
 	for _, tc := range []struct {
 		name    string
-		waiter  bool
-		all     bool // ReleaseAll, else Release
+		obtain  bool   // the lock from Obtain, else Adopt
+		waiter  string // "", "WaitRelease" or "Obtain": how another Client waits
+		all     bool   // ReleaseAll, else Release
 		publish int
+		// subscribed: the waiter's Client still listens to the key's channel from an
+		// earlier wait, whose listing has lapsed
+		subscribed bool
 	}{
-		{"Release, nobody waits", false, false, 0},
-		{"ReleaseAll, nobody waits", false, true, 0},
-		{"Release, a waiter", true, false, 1},
-		{"ReleaseAll, a waiter", true, true, 1},
+		{"Release, nobody waits", false, "", false, 0, false},
+		{"ReleaseAll, nobody waits", false, "", true, 0, false},
+		{"Release, a waiter", false, "WaitRelease", false, 1, false},
+		{"ReleaseAll, a waiter", false, "WaitRelease", true, 1, false},
+		{"obtained, Release, nobody waits", true, "", false, 0, false},
+		{"obtained, ReleaseAll, a waiter", true, "WaitRelease", true, 1, false},
+		{"obtained, Release, an Obtain waits", true, "Obtain", false, 1, false},
+		{"adopted, ReleaseAll, an Obtain waits", false, "Obtain", true, 1, false},
+		{"adopted, Release, an Obtain waits, subscribed already", false, "Obtain", false, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := adopt("seckill:{act:9}:lock:" + strings.ReplaceAll(tc.name, " ", ""))
+			key := "seckill:{act:9}:lock:" + strings.ReplaceAll(tc.name, " ", "")
+			var l *Lock
+			if tc.obtain {
+				var err error
+				if l, err = c.Obtain(ctx, key, time.Minute, nil); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				l = adoptKey(t, c, rdb, key)
+			}
+			if tc.subscribed {
+				sctx, cancel := context.WithTimeout(ctx, time.Millisecond)
+				_ = other.WaitRelease(sctx, key)
+				cancel()
+				time.Sleep(listingSlack + 50*time.Millisecond) // the listing lapses, the channel lingers
+			}
 			woken := make(chan error, 1)
-			if tc.waiter {
+			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			switch tc.waiter {
+			case "WaitRelease":
+				go func() { woken <- other.WaitRelease(wctx, key) }()
+			case "Obtain":
 				go func() {
-					wctx, cancel := context.WithTimeout(ctx, time.Minute)
-					defer cancel()
-					woken <- other.WaitRelease(wctx, l.Key())
+					got, err := other.Obtain(wctx, key, time.Minute, &Options{Retry: LinearBackoff(time.Minute)})
+					if err == nil {
+						err = got.Release(ctx)
+					}
+					woken <- err
 				}()
-				waitSubscribed(t, other, l.Key(), 1)
+			}
+			if tc.waiter != "" {
+				waitSubscribed(t, other, key, 1)
 			}
 			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 				t.Fatal(err)
@@ -334,16 +369,18 @@ func TestAdoptedReleaseTellsListedWaitersOnly(t *testing.T) {
 			if err != nil {
 				t.Fatalf("release: %v", err)
 			}
-			if n := rdb.Exists(ctx, l.Key()).Val(); n != 0 {
-				t.Errorf("the key is still there after the release")
+			if tc.waiter != "Obtain" { // an Obtain waiter takes it at once
+				if n := rdb.Exists(ctx, key).Val(); n != 0 {
+					t.Errorf("the key is still there after the release")
+				}
 			}
-			if n := commandCalls(t, rdb, "publish"); n != tc.publish {
-				t.Errorf("%d PUBLISH, want %d", n, tc.publish)
-			}
-			if tc.waiter {
+			if tc.waiter != "" {
 				if err := <-woken; err != nil {
 					t.Errorf("the waiter of another Client: %v (not woken by the release)", err)
 				}
+			}
+			if n := commandCalls(t, rdb, "publish"); n != tc.publish {
+				t.Errorf("%d PUBLISH, want %d", n, tc.publish)
 			}
 		})
 	}

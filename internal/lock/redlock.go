@@ -172,7 +172,7 @@ func (r *Redlock) try(ctx context.Context, key, token string, ttl time.Duration,
 	// Failed: undo on every master, including those whose reply was lost or
 	// late, without waking waiters: nobody held the lock.
 	hold.each(context.WithoutCancel(ctx), r.all(), 0, true, func(ctx context.Context, n *redlockNode) (int64, error) {
-		return scriptResult(ctx, n.rdb, releaseScript, []string{key, waitersKey(key)}, token, "", quietArg(false), "")
+		return scriptResult(ctx, n.rdb, releaseScript, []string{key, waitersKey(key)}, token, "", "")
 	})
 	return nil, errors.Join(append([]error{ErrNotObtained}, problems...)...)
 }
@@ -207,7 +207,7 @@ func (r *Redlock) all() []int {
 // TTL on the masters that did not answer.
 func (h *redlockHold) release(ctx context.Context, key, token string) error {
 	_, errs := h.each(context.WithoutCancel(ctx), h.r.all(), 0, false, func(ctx context.Context, n *redlockNode) (int64, error) {
-		return scriptResult(ctx, n.rdb, releaseScript, []string{key, waitersKey(key)}, token, ReleaseChannel(key), quietArg(false), h.r.id)
+		return scriptResult(ctx, n.rdb, releaseScript, []string{key, waitersKey(key)}, token, ReleaseChannel(key), h.r.id)
 	})
 	err := h.r.outcome(errs)
 	if err == nil {

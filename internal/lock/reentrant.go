@@ -109,8 +109,8 @@ return fence
 `)
 
 // reentrantReleaseScript gives up one hold, and after the last one deletes
-// the lock and tells the waiters, naming the one to try first (see
-// waitersLua).
+// the lock and, when a waiter is listed, tells the waiters, naming the one to
+// try first (see waitersLua and releaseLua).
 //
 //	KEYS[1] lock hash   ARGV[1] owner
 //	KEYS[2] waiters     ARGV[2] release channel
@@ -127,7 +127,10 @@ if left > 0 then
 	return left
 end
 redis.call("DEL", KEYS[1])
-redis.call("PUBLISH", ARGV[2], ARGV[3] .. " " .. pick(KEYS[2]))
+local picked = pick(KEYS[2])
+if picked ~= "" then
+	redis.call("PUBLISH", ARGV[2], ARGV[3] .. " " .. picked)
+end
 return 0
 `)
 

@@ -9,15 +9,15 @@ import "time"
 // attempt rather than one per waiting replica. A Client is listed by its
 // failed attempts (each one renews the listing) and delisted when picked or
 // when it takes the lock; a Client that died stays listed only until its
-// listing lapses. Waiters who are not listed wake on every release, and every
-// waiter keeps its backoff as the backstop. WaitRelease lists anyWaiter ("*"):
-// a release that picks it wakes every waiter. The release of a Lock from Adopt
-// is quiet: it publishes only when someone is listed, so a lock that nobody
-// waits for costs no message.
+// listing lapses; an Obtain that will wait is listed by its first attempt.
+// WaitRelease lists anyWaiter ("*"): a release that picks it wakes every
+// waiter. A release publishes only when someone is listed, so a lock that
+// nobody waits for costs no message; every waiter keeps its backoff as the
+// backstop.
 //
-// The release message is "<releasing Client id> <picked Client id>", the
-// second part empty when nobody is listed. A message from a script of your
-// own may be empty: it wakes everyone.
+// The release message is "<releasing Client id> <picked Client id>" (this
+// package's releases send none when nobody is listed). A message from a script
+// of your own may be empty: it wakes everyone.
 
 // waitersLua defines the Lua functions the obtain and release scripts share.
 // It goes at the start of their text.
