@@ -53,17 +53,20 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (bool, er
 		if from.Exists && !force {
 			return false, nil
 		}
+		// The keys first, once: each names an order MySQL holds, true whatever the
+		// rebuild finds, and a replay that comes once the sale is back must meet its
+		// key. Orders stored during a later attempt came from Redis with their keys.
+		if attempt == 0 {
+			if err := r.restoreKeys(ctx, id); err != nil {
+				return false, err
+			}
+		}
 		ids := make([]string, len(from.Queued))
 		for i, q := range from.Queued {
 			ids[i] = q.OrderID
 		}
-		f, err := r.store.RebuildFacts(ctx, id, ids, time.Now().Add(-stock.IdempotencyTTL))
+		f, err := r.store.RebuildFacts(ctx, id, ids)
 		if err != nil {
-			return false, err
-		}
-		// The keys first: each names an order MySQL holds, true whatever the rebuild
-		// finds, and a replay that comes once the sale is back must meet its key.
-		if err := r.stock.RestoreKeys(ctx, id, keptKeys(f.Keyed)); err != nil {
 			return false, err
 		}
 		held := int64(0)
@@ -101,8 +104,13 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (bool, er
 	return false, fmt.Errorf("rebuild sale %d: %w %d times", id, stock.ErrMoved, rebuildAttempts)
 }
 
-// keptKeys are the Idempotency-Keys of MySQL's orders, each until it would expire.
-func keptKeys(orders []store.Order) []stock.KeptKey {
+// restoreKeys writes back to Redis the Idempotency-Keys of the sale's orders in MySQL
+// that have not expired yet.
+func (r *Rebuilder) restoreKeys(ctx context.Context, id int64) error {
+	orders, err := r.store.KeyedOrders(ctx, id, time.Now().Add(-stock.IdempotencyTTL))
+	if err != nil {
+		return err
+	}
 	keys := make([]stock.KeptKey, 0, len(orders))
 	for _, o := range orders {
 		if o.IdempotencyKey == nil || o.RequestFingerprint == nil {
@@ -111,7 +119,7 @@ func keptKeys(orders []store.Order) []stock.KeptKey {
 		keys = append(keys, stock.KeptKey{UserID: o.UserID, Key: *o.IdempotencyKey, Fingerprint: *o.RequestFingerprint,
 			OrderID: o.ID, Expires: o.CreatedAt.Add(stock.IdempotencyTTL)})
 	}
-	return keys
+	return r.stock.RestoreKeys(ctx, id, keys)
 }
 
 // groupsOf gathers MySQL's seats by group.

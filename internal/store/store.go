@@ -356,9 +356,6 @@ type RebuildFacts struct {
 	// Seats are, for a group-buy sale, its groups with the seats MySQL has (one row per
 	// seat; a group without one has a row with OrderID "").
 	Seats []GroupSeat
-	// Keyed are the sale's orders made with an Idempotency-Key since the time given
-	// (id, user, created_at and the key's two columns only), whatever their status.
-	Keyed []Order
 }
 
 // GroupSeat is a group of a sale and one seat of it whose order holds stock.
@@ -372,10 +369,23 @@ type GroupSeat struct {
 	Quantity  int
 }
 
+// KeyedOrders returns a sale's orders made with an Idempotency-Key since since (id,
+// user, created_at and the key's two columns only), whatever their status: the keys a
+// rebuild of the sale's Redis state writes back.
+func (s *Store) KeyedOrders(ctx context.Context, activityID int64, since time.Time) ([]Order, error) {
+	var orders []Order
+	err := s.db.WithContext(ctx).Select("id", "user_id", "created_at", "idempotency_key", "request_fingerprint").
+		Where("activity_id = ? AND created_at >= ? AND idempotency_key IS NOT NULL", activityID, since).
+		Find(&orders).Error
+	if err != nil {
+		return nil, fmt.Errorf("keyed orders of activity %d: %w", activityID, err)
+	}
+	return orders, nil
+}
+
 // RebuildFacts reads, in one consistent snapshot, what a sale's Redis state is rebuilt
-// from, given the ids of the orders Redis holds as queued, and the orders made with an
-// Idempotency-Key since keysSince.
-func (s *Store) RebuildFacts(ctx context.Context, activityID int64, ids []string, keysSince time.Time) (RebuildFacts, error) {
+// from, given the ids of the orders Redis holds as queued.
+func (s *Store) RebuildFacts(ctx context.Context, activityID int64, ids []string) (RebuildFacts, error) {
 	f := RebuildFacts{Stored: map[string]bool{}}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.First(&f.Activity, activityID).Error; err != nil {
@@ -395,11 +405,6 @@ func (s *Store) RebuildFacts(ctx context.Context, activityID int64, ids []string
 				"WHERE g.activity_id = ? ORDER BY g.id", holding, activityID).Scan(&f.Seats).Error; err != nil {
 				return err
 			}
-		}
-		if err := tx.Select("id", "user_id", "created_at", "idempotency_key", "request_fingerprint").
-			Where("activity_id = ? AND created_at >= ? AND idempotency_key IS NOT NULL", activityID, keysSince).
-			Find(&f.Keyed).Error; err != nil {
-			return err
 		}
 		for i := 0; i < len(ids); i += 1000 {
 			var found []string
