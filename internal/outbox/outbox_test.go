@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
 
 	"seckill/internal/outbox"
@@ -524,4 +526,78 @@ func TestRecordOnlyWhatIsSubscribed(t *testing.T) {
 	if got := strings.Join(stored(), " "); got != "order.paid order.cancelled" {
 		t.Errorf("after the order.paid endpoint left and an order.cancelled one came, stored %q", got)
 	}
+}
+
+// The worker's metrics count attempts by outcome and observe, for each delivery, the
+// time from the change to its 2xx: an endpoint refusing the first try (a retry, then
+// delivered), one answering 410 (disabled) and one never answering 2xx (two retries,
+// then given up).
+func TestMetrics(t *testing.T) {
+	db := testutil.MySQL(t).Gorm
+	hooks := outbox.NewWebhooks(db, true)
+	flaky, gone, failing := testutil.StartReceiver(t), testutil.StartReceiver(t), testutil.StartReceiver(t)
+	flaky.Answer = func(_ testutil.Received, n int) int {
+		if n == 1 {
+			return http.StatusInternalServerError
+		}
+		return http.StatusNoContent
+	}
+	gone.Answer = func(testutil.Received, int) int { return http.StatusGone }
+	failing.Answer = func(testutil.Received, int) int { return http.StatusServiceUnavailable }
+	subscribe(t, hooks, flaky)
+	subscribe(t, hooks, gone)
+	fw := subscribe(t, hooks, failing)
+	reg := prometheus.NewRegistry()
+	run(t, db, 1, true, func(d *outbox.Deliverer) { d.Register(reg) })
+	changed := time.Now()
+	record(t, db, outbox.Event{Type: outbox.OrderCreated, Subject: "order-m", At: changed,
+		Data: map[string]any{"order": map[string]any{"id": "order-m"}}})
+
+	want := map[string]float64{"delivered": 1, "retry": float64(1 + len(fast)), "disabled": 1, "gave_up": 1}
+	var got map[string]float64
+	var lags uint64
+	var lagSum float64
+	waitFor(t, "the attempts counted", func() bool {
+		got, lags, lagSum = webhookMetrics(t, reg)
+		return len(deliveries(t, hooks, fw.ID)["failed"]) == 1 && got["gave_up"] == 1
+	})
+	time.Sleep(200 * time.Millisecond) // nothing more is counted
+	got, lags, lagSum = webhookMetrics(t, reg)
+	if !maps.Equal(got, want) {
+		t.Errorf("seckill_webhook_deliveries_total by outcome: %v, want %v", got, want)
+	}
+	// One delivery, made after a refused try and the schedule's first wait: its lag runs
+	// from the change, not from the attempt that succeeded.
+	if lags != 1 || lagSum < fast[0].Seconds() || lagSum > time.Since(changed).Seconds() {
+		t.Errorf("seckill_webhook_delivery_lag_seconds: %d observations, sum %.3f s; want 1, between %v and %v",
+			lags, lagSum, fast[0], time.Since(changed))
+	}
+}
+
+// webhookMetrics reads the delivery loop's metrics from reg: the attempts by outcome,
+// and the lag histogram's count and sum.
+func webhookMetrics(t *testing.T, reg *prometheus.Registry) (map[string]float64, uint64, float64) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := map[string]float64{}
+	var count uint64
+	var sum float64
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			switch f.GetName() {
+			case "seckill_webhook_deliveries_total":
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "outcome" && m.GetCounter().GetValue() > 0 {
+						outcomes[l.GetValue()] = m.GetCounter().GetValue()
+					}
+				}
+			case "seckill_webhook_delivery_lag_seconds":
+				count, sum = m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return outcomes, count, sum
 }
