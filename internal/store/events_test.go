@@ -1,0 +1,66 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/internal/outbox"
+	"seckill/internal/store"
+	"seckill/internal/testutil"
+)
+
+// Each change's event is written in the transaction of the change: a batch that a
+// guard refuses rolls back with the order.created events it had recorded (its orders
+// are then written one by one: the one over stock gets order.failed alone), and a
+// payment that comes after the pay window records the order's cancellation, never its
+// payment.
+func TestEventsWithTheirChanges(t *testing.T) {
+	db := testutil.MySQL(t)
+	s := store.New(db.Gorm)
+	ctx := context.Background()
+	if _, err := outbox.NewWebhooks(db.Gorm, true).Create(ctx, "http://127.0.0.1:9/hook", nil); err != nil {
+		t.Fatal(err)
+	}
+	a := newActivity(t, s, 2, 2)
+	batch := []store.NewOrder{order(a, 1, 1), order(a, 2, 1), order(a, 3, 1)}
+	out, err := s.PersistBatch(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[batch[2].ID].Status != store.StatusFailed {
+		t.Fatalf("the order over stock: %+v, want failed", out[batch[2].ID])
+	}
+	paid, late := batch[0].ID, batch[1].ID
+	if _, _, err := s.PayOrder(ctx, paid, store.Access{Admin: true}, time.Now()); err != nil {
+		t.Fatalf("pay within the window: %v", err)
+	}
+	after := batch[1].ExpiresAt.Add(time.Second)
+	if _, _, err := s.PayOrder(ctx, late, store.Access{Admin: true}, after); !errors.Is(err, store.ErrExpired) {
+		t.Fatalf("pay after the window: %v, want ErrExpired", err)
+	}
+
+	var rows []struct{ Subject, Type string }
+	if err := db.Gorm.Raw("SELECT subject, type FROM outbox_events ORDER BY seq").Scan(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, r := range rows {
+		got[r.Subject] = append(got[r.Subject], r.Type)
+	}
+	want := map[string][]string{
+		paid:        {outbox.OrderCreated, outbox.OrderPaid},
+		late:        {outbox.OrderCreated, outbox.OrderCancelled},
+		batch[2].ID: {outbox.OrderFailed},
+	}
+	for id, types := range want {
+		if strings.Join(got[id], " ") != strings.Join(types, " ") {
+			t.Errorf("order %s: events %v, want %v", id, got[id], types)
+		}
+	}
+	if len(rows) != 5 {
+		t.Errorf("%d events, want 5: %v", len(rows), got)
+	}
+}
