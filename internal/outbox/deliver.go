@@ -422,8 +422,12 @@ func (d *Deliverer) recordRetrying(batch []result) {
 	slog.Error("webhook delivery results not recorded; the deliveries will be tried again", "deliveries", len(batch), "err", err)
 }
 
-// disabledReason is why an endpoint that answered 410 is disabled.
-const disabledReason = "it answered 410 Gone"
+// disabledReason is why an endpoint that answered 410 is disabled; goneError the
+// last_error of its deliveries given up then.
+const (
+	disabledReason = "it answered 410 Gone"
+	goneError      = "the endpoint answered 410 Gone and was disabled"
+)
 
 // record writes a batch of results in one transaction: a 2xx marks the delivery
 // delivered; a 410 disables the endpoint and gives up its pending deliveries; anything
@@ -531,14 +535,14 @@ func disable(tx *gorm.DB, r result, now time.Time) error {
 		return fmt.Errorf("disable webhook: %w", err)
 	}
 	if err := tx.Exec("UPDATE webhook_deliveries SET status = 'failed', last_status_code = 410, last_error = ? "+
-		"WHERE webhook_id = ? AND event_seq = ? AND attempts = ?", "the endpoint "+disabledReason+" and was disabled",
+		"WHERE webhook_id = ? AND event_seq = ? AND attempts = ?", goneError,
 		r.webhook, r.seq, r.attempts).Error; err != nil {
 		return fmt.Errorf("record a 410: %w", err)
 	}
 	// last_attempt_at of one never tried is when it was given up, for Prune.
 	if err := tx.Exec("UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = ?, "+
 		"last_attempt_at = COALESCE(last_attempt_at, ?) WHERE webhook_id = ? AND status = 'pending'",
-		"given up: the endpoint "+disabledReason+" and was disabled", now, r.webhook).Error; err != nil {
+		"given up: "+goneError, now, r.webhook).Error; err != nil {
 		return fmt.Errorf("give up a disabled webhook's deliveries: %w", err)
 	}
 	slog.Warn("webhook disabled: it answered 410 Gone", "webhook", r.webhook, "url", r.url)

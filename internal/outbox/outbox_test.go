@@ -258,6 +258,11 @@ func TestGoneDisablesAndGivingUp(t *testing.T) {
 		t.Errorf("the disabled endpoint's deliveries: %d delivered, %d failed, %d pending; want 2, 2, 0",
 			len(ds["delivered"]), len(ds["failed"]), len(ds["pending"]))
 	}
+	for _, d := range ds["failed"] {
+		if !strings.Contains(d.LastError, "the endpoint answered 410 Gone and was disabled") {
+			t.Errorf("a delivery given up with the endpoint: last_error %q", d.LastError)
+		}
+	}
 	for _, d := range deliveries(t, hooks, fw.ID)["failed"] {
 		if d.Type != outbox.OrderCreated || d.Attempts != len(fast)+1 || d.LastStatusCode == nil || *d.LastStatusCode != 503 {
 			t.Errorf("a given-up delivery: %+v; want order.created only, %d attempts, last 503", d, len(fast)+1)
