@@ -278,7 +278,8 @@ func TestGoneDisablesAndGivingUp(t *testing.T) {
 }
 
 // A redirect is not followed (the 3xx is a failed attempt) and an endpoint that does not
-// answer within the timeout is tried again later, with the reason recorded.
+// answer within the timeout (15 s unless a test shortens it) is tried again later, with
+// the reason recorded.
 func TestNoRedirectsAndTimeout(t *testing.T) {
 	db := testutil.MySQL(t).Gorm
 	hooks := outbox.NewWebhooks(db, true)
@@ -319,6 +320,9 @@ func TestNoRedirectsAndTimeout(t *testing.T) {
 	s := deliveries(t, hooks, sw.ID)["failed"][0]
 	if s.LastStatusCode != nil || !strings.Contains(s.LastError, "timeout") || s.Attempts != len(fast)+1 {
 		t.Errorf("timed-out delivery: %+v; want no status, a timeout, %d attempts", s, len(fast)+1)
+	}
+	if d := outbox.NewDeliverer(db, false); d.Timeout != 15*time.Second || d.Lease <= d.Timeout {
+		t.Errorf("a worker's attempts get %v with a lease of %v; want 15 s, within the lease", d.Timeout, d.Lease)
 	}
 }
 
