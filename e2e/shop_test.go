@@ -1,6 +1,11 @@
 package e2e
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"sync"
@@ -139,9 +144,9 @@ func TestConfirmationsRaceThePayWindow(t *testing.T) {
 }
 
 // Tokens of a shop's identity provider through the real API: RS256 and ES256 keys of a
-// local JWKS server, iss and aud, rotation limited to one fetch per 10 s, and the
-// provider stopped: the keys fetched last keep working, unknown ones get 401 (never a
-// 500), and readiness does not depend on it, even for an API started meanwhile.
+// local JWKS server, iss and aud, alg confusion, rotation limited to one fetch per 10 s,
+// and the provider stopped: the keys fetched last keep working, unknown ones get 401
+// (never a 500), and readiness does not depend on it, even for an API started meanwhile.
 func TestIdentityProviderTokens(t *testing.T) {
 	p := testutil.StartIdP(t)
 	p.AddKey("rsa-1", "RS256")
@@ -170,6 +175,23 @@ func TestIdentityProviderTokens(t *testing.T) {
 	status(c.must("GET", "/api/v1/orders", token("rsa-1", 5001, "user", "iss", "https://evil.example"), nil), http.StatusUnauthorized, "unauthorized")
 	status(c.must("GET", "/api/v1/orders", token("rsa-1", 5001, "user", "aud", "other"), nil), http.StatusUnauthorized, "unauthorized")
 	status(c.must("GET", "/api/v1/admin/activities", token("rsa-1", 5001, "user"), nil), http.StatusForbidden, "forbidden")
+	// Alg confusion: an HS256 token keyed with the RSA key's public half, and an ES256
+	// token naming the RSA key, are refused.
+	der, err := x509.MarshalPKIXPublicKey(p.PublicKey("rsa-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	public := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	confused := jwt.MapClaims{"sub": "5001", "role": "admin", "iss": "https://idp.example", "aud": "seckill",
+		"exp": time.Now().Add(time.Hour).Unix()}
+	for _, tok := range []string{p.SignWith("rsa-1", jwt.SigningMethodHS256, public, confused),
+		p.SignWith("rsa-1", jwt.SigningMethodES256, ec, confused)} {
+		status(c.must("GET", "/api/v1/admin/activities", tok, nil), http.StatusUnauthorized, "unauthorized")
+	}
 
 	// Rotation: a new key is fetched on its first token; a second one within 10 s is not.
 	fetches := p.Fetches()
