@@ -103,7 +103,8 @@ func TestContractErrors(t *testing.T) {
 		{"admin: wrong type in a waiting-room field, named as sent", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"waiting_room": true, "admit_per_second": "5"})}, 400, "invalid_request", `"message":"admit_per_second must be`},
 		{"admin: stock_buckets 0", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": 0})}, 400, "invalid_request", "stock_buckets"},
 		{"admin: stock_buckets 65", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": 65})}, 400, "invalid_request", "stock_buckets"},
-		{"admin: stock_buckets 3, not in this version", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": 3})}, 400, "invalid_request", "stock_buckets"},
+		{"admin: stock_buckets 3 in a group sale", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": 3, "kind": "group", "group_size": 3, "group_window_seconds": 60})}, 400, "invalid_request", "stock_buckets"},
+		{"admin: stock_buckets 3 with a waiting room", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": 3, "waiting_room": true, "admit_per_second": 5})}, 400, "invalid_request", "stock_buckets"},
 		{"admin: stock_buckets not a number", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": "3"})}, 400, "invalid_request", "stock_buckets"},
 		{"admin: participations 0", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"per_user_participations": 0})}, 400, "invalid_request", "per_user_participations"},
 		{"open a group in a plain sale", call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/groups", open), token: buyer, body: `{"quantity":1}`}, 409, "not_a_group_sale", ""},
@@ -156,12 +157,26 @@ func TestContractErrors(t *testing.T) {
 		})
 	}
 
-	t.Run("stock_buckets 1 is a sale as before, echoed", func(t *testing.T) {
-		a := s.do(call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": 1})})
-		if a.status != http.StatusCreated || !strings.Contains(a.body, `"stock_buckets":1`) {
-			t.Errorf("create with stock_buckets 1: %d %s; want 201 echoing it", a.status, a.body)
+	t.Run("a waiting room on a sale of several buckets", func(t *testing.T) {
+		a := s.do(call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": 2})})
+		var created struct{ ID int64 }
+		if err := json.Unmarshal([]byte(a.body), &created); a.status != http.StatusCreated || err != nil {
+			t.Fatalf("create: %d %s", a.status, a.body)
+		}
+		p := s.do(call{method: "PATCH", path: fmt.Sprintf("/api/v1/admin/activities/%d", created.ID), token: admin,
+			body: `{"waiting_room":true,"admit_per_second":5}`})
+		if p.status != http.StatusBadRequest || !strings.Contains(p.body, `"invalid_request"`) || !strings.Contains(p.body, "waiting_room") {
+			t.Errorf("patch: %d %s; want 400 invalid_request naming waiting_room", p.status, p.body)
 		}
 	})
+	for _, k := range []int{1, 3, 64} {
+		t.Run(fmt.Sprintf("stock_buckets %d, echoed", k), func(t *testing.T) {
+			a := s.do(call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock_buckets": k})})
+			if a.status != http.StatusCreated || !strings.Contains(a.body, fmt.Sprintf(`"stock_buckets":%d`, k)) {
+				t.Errorf("create with stock_buckets %d: %d %s; want 201 echoing it", k, a.status, a.body)
+			}
+		})
+	}
 	t.Run("a name in other case is ignored, not taken for the field", func(t *testing.T) {
 		a := s.do(call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock": 5, "Stock": 7, "STOCK": 9})})
 		if a.status != http.StatusCreated || !strings.Contains(a.body, `"stock_total":5`) {

@@ -88,7 +88,7 @@ func (l *Lifecycle) giveBack(ctx context.Context, orders []store.Order, read tim
 	for _, o := range orders {
 		bySale[o.ActivityID] = append(bySale[o.ActivityID], stock.Returning{OrderID: o.ID, UserID: o.UserID, Quantity: o.Quantity})
 	}
-	returned := map[int64][]string{} // by sale, the orders whose units are back
+	returned := map[int64][]stock.Returning{} // by sale, the orders whose units are back
 	var all []string
 	var errs []error
 	for act, rs := range bySale {
@@ -96,18 +96,18 @@ func (l *Lifecycle) giveBack(ctx context.Context, orders []store.Order, read tim
 			errs = append(errs, fmt.Errorf("sale %d: %w", act, err))
 			continue
 		}
+		returned[act] = rs
 		for _, r := range rs {
-			returned[act] = append(returned[act], r.OrderID)
+			all = append(all, r.OrderID)
 		}
-		all = append(all, returned[act]...)
 	}
 	if err := l.store.ReturnedToStock(ctx, all...); err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	for act, ids := range returned {
-		if err := l.stock.Forget(ctx, act, ids...); err != nil {
+	for act, rs := range returned {
+		if err := l.stock.Forget(ctx, act, rs...); err != nil {
 			// Remembered until the sale's next rebuild: no harm to the units.
-			slog.Warn("returned orders not forgotten by Redis", "activity", act, "orders", len(ids), "err", err)
+			slog.Warn("returned orders not forgotten by Redis", "activity", act, "orders", len(rs), "err", err)
 		}
 	}
 	return errors.Join(errs...)

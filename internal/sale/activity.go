@@ -36,8 +36,8 @@ type Activity struct {
 	GroupSize             *int   `json:"group_size,omitempty"`
 	GroupWindowSeconds    *int   `json:"group_window_seconds,omitempty"`
 	PerUserParticipations *int   `json:"per_user_participations,omitempty"`
-	// StockBuckets is how many Redis slots hold the sale's stock: 1 in this version
-	// (NewActivity.Validate refuses more).
+	// StockBuckets is how many Redis slots hold the sale's stock and buyers
+	// (internal/stock/bucket.go).
 	StockBuckets int `json:"stock_buckets"`
 	RoomSettings
 }
@@ -65,9 +65,9 @@ type NewActivity struct {
 	GroupWindowSeconds *int
 	// PerUserParticipations caps the orders one user holds; nil for no cap.
 	PerUserParticipations *int
-	// StockBuckets is the Redis slots to split the stock over (0 for 1). This version
-	// keeps a sale in one slot and refuses more, rather than create a sale that would
-	// not spread as asked.
+	// StockBuckets is the Redis slots to split the stock and buyers over (0 for 1): on
+	// a cluster, one sale's purchases spread over that many masters. A group-buy sale
+	// and a sale with a waiting room keep one (Validate).
 	StockBuckets int
 	// Room sets the waiting room (room.go); Validate leaves the result in room.
 	Room RoomPatch
@@ -115,14 +115,30 @@ func (n *NewActivity) Validate() error {
 		return &FieldError{"per_user_participations", "must be between 1 and 1000000"}
 	case n.StockBuckets < 0 || n.StockBuckets > MaxStockBuckets:
 		return &FieldError{"stock_buckets", "must be between 1 and 64"}
-	case n.StockBuckets > 1:
-		return &FieldError{"stock_buckets", "above 1 is not supported by this version: a sale's stock is in one Redis slot"}
 	}
 	if err := n.validateKind(); err != nil {
 		return err
 	}
 	n.room = defaultRoom
-	return n.Room.apply(&n.room, n.Kind)
+	if err := n.Room.apply(&n.room, n.Kind); err != nil {
+		return err
+	}
+	n.StockBuckets = max(1, n.StockBuckets)
+	return oneBucket(n.StockBuckets, n.Kind, n.room.WaitingRoom)
+}
+
+// oneBucket refuses several buckets for the sales that keep their stock in one: a
+// group-buy sale (a seat's group, with its members' seats, is one script's state) and a
+// sale with a waiting room (its line admits buyers against the units left, which one
+// script reads; and a line paces the sale at admit_per_second anyway).
+func oneBucket(buckets int, kind string, room bool) error {
+	switch {
+	case buckets > 1 && kind == KindGroup:
+		return &FieldError{"stock_buckets", "must be 1 for a sale of kind group"}
+	case buckets > 1 && room:
+		return &FieldError{"stock_buckets", "must be 1 for a sale with a waiting room"}
+	}
+	return nil
 }
 
 // validateKind checks the kind and the group fields it needs (and refuses them on a
@@ -160,7 +176,8 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 	a := store.Activity{Name: n.Name, ProductName: n.ProductName, PriceCents: n.PriceCents,
 		StockTotal: n.Stock, PerUserLimit: n.PerUserLimit, StartsAt: n.StartsAt.UTC(),
 		EndsAt: n.EndsAt.UTC(), PayWindowSeconds: n.PayWindowSeconds, Kind: n.Kind, GroupSize: n.GroupSize,
-		GroupWindowSeconds: n.GroupWindowSeconds, PerUserParticipations: n.PerUserParticipations, Room: n.room.stored()}
+		GroupWindowSeconds: n.GroupWindowSeconds, PerUserParticipations: n.PerUserParticipations, Room: n.room.stored(),
+		StockBuckets: n.StockBuckets}
 	err := s.store.CreateActivity(ctx, &a, func(a store.Activity) error {
 		return s.stock.Load(ctx, saleOf(a, a.StockTotal))
 	})
@@ -173,7 +190,8 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 func saleOf(a store.Activity, available int64) stock.Sale {
 	sale := stock.Sale{ActivityID: a.ID, Available: available, Total: a.StockTotal,
 		Limit: a.PerUserLimit, StartsAt: a.StartsAt, EndsAt: a.EndsAt, PriceCents: a.PriceCents,
-		PayWindow: time.Duration(a.PayWindowSeconds) * time.Second, Kind: a.Kind, Room: roomOf(a).stock()}
+		PayWindow: time.Duration(a.PayWindowSeconds) * time.Second, Kind: a.Kind, Room: roomOf(a).stock(),
+		Buckets: max(1, a.StockBuckets)}
 	if a.GroupSize != nil && a.GroupWindowSeconds != nil {
 		sale.GroupSize, sale.GroupWindow = *a.GroupSize, time.Duration(*a.GroupWindowSeconds)*time.Second
 	}
@@ -228,7 +246,7 @@ func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 		StockTotal: a.StockTotal, StockAvailable: a.StockTotal - a.Sold, PerUserLimit: a.PerUserLimit,
 		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), PayWindowSeconds: a.PayWindowSeconds,
 		Kind: a.Kind, GroupSize: a.GroupSize, GroupWindowSeconds: a.GroupWindowSeconds,
-		PerUserParticipations: a.PerUserParticipations, StockBuckets: 1, RoomSettings: roomOf(a)}
+		PerUserParticipations: a.PerUserParticipations, StockBuckets: max(1, a.StockBuckets), RoomSettings: roomOf(a)}
 	if v.Kind == "" {
 		v.Kind = KindSale
 	}
@@ -282,6 +300,9 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 		room := roomOf(*a)
 		if err := p.Room.apply(&room, a.Kind); err != nil {
 			return err
+		}
+		if room.WaitingRoom && a.StockBuckets > 1 {
+			return &FieldError{"waiting_room", "is only for a sale of one stock bucket"}
 		}
 		a.Room = room.stored()
 		return nil

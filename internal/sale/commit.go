@@ -174,7 +174,7 @@ func (s *Service) enqueue(ctx context.Context, orders []queue.Order) error {
 func (s *Service) releaseLocks(ctx context.Context, res ...stock.Reservation) {
 	locks := make([]*lock.Lock, len(res))
 	for i, r := range res {
-		locks[i] = s.locks.Adopt(stock.UserLockKey(r.ActivityID, r.UserID), r.LockToken, r.LockTTL)
+		locks[i] = s.locks.Adopt(s.stock.UserLockKey(r.ActivityID, r.UserID), r.LockToken, r.LockTTL)
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 	defer cancel()

@@ -78,7 +78,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	case err != nil:
 		return Order{}, nil, false, err
 	case got.Replayed:
-		if err := s.confirmReplicated(ctx, r.ActivityID, ""); err != nil {
+		if err := s.confirmReplicated(ctx, got.Bucket, ""); err != nil {
 			return Order{}, nil, false, err
 		}
 		o, err := s.GetOrder(ctx, got.OrderID, Caller{UserID: r.UserID})
@@ -89,7 +89,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	// back, so its 503 means, as any other, that nothing was taken. (If the master dies
 	// before the rollback reaches a replica, the order may still appear; a retry with
 	// the same Idempotency-Key then returns it.)
-	if err := s.confirmReplicated(ctx, r.ActivityID, res.OrderID); err != nil {
+	if err := s.confirmReplicated(ctx, got.Bucket, res.OrderID); err != nil {
 		s.abandon(ctx, res)
 		return Order{}, nil, false, err
 	}
@@ -108,14 +108,15 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	return queuedView(q), got.Group, false, nil
 }
 
-// confirmReplicated waits until Replicas confirms a reservation, when it is set.
-func (s *Service) confirmReplicated(ctx context.Context, activityID int64, orderID string) error {
+// confirmReplicated waits until Replicas confirms a reservation in bucket b, when it is
+// set.
+func (s *Service) confirmReplicated(ctx context.Context, b stock.Bucket, orderID string) error {
 	if s.Replicas == nil {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 	defer cancel()
-	if err := s.Replicas.Confirm(cctx, activityID, orderID); err != nil {
+	if err := s.Replicas.Confirm(cctx, b, orderID); err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return nil
@@ -156,7 +157,7 @@ func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Re
 		}
 		waited = true
 		wctx, cancel := context.WithTimeout(ctx, min(backoff, left))
-		_ = s.locks.WaitRelease(wctx, stock.UserLockKey(res.ActivityID, res.UserID))
+		_ = s.locks.WaitRelease(wctx, s.stock.UserLockKey(res.ActivityID, res.UserID))
 		cancel()
 		backoff = min(2*backoff, 50*time.Millisecond)
 		res.Now = s.now()

@@ -43,21 +43,36 @@ const rebuildAttempts = 20
 
 // Rebuild rebuilds a sale's Redis state from MySQL if Redis has lost it, or always with
 // force (a current state is rebuilt to the same figures, its queued orders kept), and
-// reports whether it did. ErrNotFound for a sale MySQL does not know.
+// reports whether it did. ErrNotFound for a sale MySQL does not know. A sale of several
+// buckets is closed to purchases while it is rebuilt (stock.Close); when another
+// process is rebuilding it, Rebuild leaves it to that one.
 func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (bool, error) {
-	for attempt := 0; attempt < rebuildAttempts; attempt++ {
-		from, err := r.stock.RebuildPoint(ctx, id)
-		if err != nil {
+	a, err := r.store.GetActivity(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	k := max(1, a.StockBuckets)
+	from, err := r.stock.RebuildPoint(ctx, id, k)
+	if err != nil || from.Exists && !force {
+		return false, err
+	}
+	var closing stock.Closing
+	if k > 1 {
+		if closing, err = r.stock.Close(ctx, id, k); errors.Is(err, stock.ErrRebuilding) {
+			return false, nil
+		} else if err != nil {
 			return false, err
 		}
-		if from.Exists && !force {
-			return false, nil
-		}
-		// The keys first, once: each names an order MySQL holds, true whatever the
-		// rebuild finds, and a replay that comes once the sale is back must meet its
-		// key. Orders stored during a later attempt came from Redis with their keys.
-		if attempt == 0 {
-			if err := r.restoreKeys(ctx, id); err != nil {
+	}
+	// The keys first, once: each names an order MySQL holds, true whatever the rebuild
+	// finds, and a replay that comes once the sale is back must meet its key. Orders
+	// stored during a later attempt came from Redis with their keys.
+	if err := r.restoreKeys(ctx, id, k); err != nil {
+		return false, err
+	}
+	for attempt := 0; attempt < rebuildAttempts; attempt++ {
+		if attempt > 0 || k > 1 { // read again: orders moved, or the sale was closed since
+			if from, err = r.stock.RebuildPoint(ctx, id, k); err != nil {
 				return false, err
 			}
 		}
@@ -81,18 +96,22 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (bool, er
 		}
 		a := f.Activity
 		sale := saleOf(a, 0)
-		sale.Gen = max(from.Gen, a.RedisGen) + 1
-		err = r.stock.Rebuild(ctx, from, sale, f.Units, f.Orders, held, settled)
+		recorded, err := r.recordedGen(ctx, a)
+		if err != nil {
+			return false, err
+		}
+		sale.Gen = max(from.Gen, recorded) + 1
+		err = r.stock.Rebuild(ctx, from, closing, sale, f.Units, f.Orders, held, settled)
 		switch {
 		case err == nil:
 			groups, err := r.stock.RestoreGroups(ctx, id, groupsOf(f.Seats))
-			slog.Warn("rebuilt a sale's Redis state from MySQL", "activity", id, "was_there", from.Exists,
-				"redis_gen", from.Gen, "mysql_gen", a.RedisGen, "held", held, "users", len(f.Units),
+			slog.Warn("rebuilt a sale's Redis state from MySQL", "activity", id, "buckets", k, "was_there", from.Exists,
+				"redis_gen", from.Gen, "mysql_gen", recorded, "held", held, "users", len(f.Units),
 				"kept_queued", len(from.Queued)-len(settled), "groups_restored", groups)
 			return true, err
 		case !errors.Is(err, stock.ErrMoved):
 			return false, err
-		case !from.Exists:
+		case !from.Exists && k == 1:
 			return false, nil // another process rebuilt it meanwhile
 		}
 		select { // orders moved meanwhile: read both again
@@ -104,9 +123,26 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (bool, er
 	return false, fmt.Errorf("rebuild sale %d: %w %d times", id, stock.ErrMoved, rebuildAttempts)
 }
 
+// recordedGen is the highest generation of a sale's Redis state (of any of its buckets)
+// that MySQL has orders written under.
+func (r *Rebuilder) recordedGen(ctx context.Context, a store.Activity) (int64, error) {
+	if a.StockBuckets <= 1 {
+		return a.RedisGen, nil
+	}
+	gens, err := r.store.BucketGens(ctx)
+	if err != nil {
+		return 0, err
+	}
+	recorded := a.RedisGen
+	for _, g := range gens[a.ID] {
+		recorded = max(recorded, g)
+	}
+	return recorded, nil
+}
+
 // restoreKeys writes back to Redis the Idempotency-Keys of the sale's orders in MySQL
-// that have not expired yet.
-func (r *Rebuilder) restoreKeys(ctx context.Context, id int64) error {
+// that have not expired yet (each in its buyer's home bucket of the sale's buckets).
+func (r *Rebuilder) restoreKeys(ctx context.Context, id int64, buckets int) error {
 	orders, err := r.store.KeyedOrders(ctx, id, time.Now().Add(-stock.IdempotencyTTL))
 	if err != nil {
 		return err
@@ -119,7 +155,7 @@ func (r *Rebuilder) restoreKeys(ctx context.Context, id int64) error {
 		keys = append(keys, stock.KeptKey{UserID: o.UserID, Key: *o.IdempotencyKey, Fingerprint: *o.RequestFingerprint,
 			OrderID: o.ID, Expires: o.CreatedAt.Add(stock.IdempotencyTTL)})
 	}
-	return r.stock.RestoreKeys(ctx, id, keys)
+	return r.stock.RestoreKeys(ctx, id, buckets, keys)
 }
 
 // groupsOf gathers MySQL's seats by group.
@@ -171,33 +207,56 @@ func (r *Rebuilder) RebuildLost(ctx context.Context, now time.Time) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	var live []int64
-	recorded := map[int64]int64{} // MySQL's generation by sale
+	var live []store.Activity
+	var ids []int64
+	several := false
 	for _, a := range as {
 		if now.Before(a.EndsAt) {
-			live = append(live, a.ID)
-			recorded[a.ID] = a.RedisGen
+			live, ids = append(live, a), append(ids, a.ID)
+			several = several || a.StockBuckets > 1
 		}
 	}
 	if len(live) == 0 {
 		return 0, nil
 	}
-	present, err := r.stock.Sales(ctx, live)
+	var bucketGens map[int64]map[int]int64
+	if several {
+		if bucketGens, err = r.store.BucketGens(ctx); err != nil {
+			return 0, err
+		}
+	}
+	present, err := r.stock.Sales(ctx, ids)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	var errs []error
-	for _, id := range live {
-		sale, ok := present[id]
-		if ok && sale.Gen >= recorded[id] {
+	for _, a := range live {
+		sale, ok := present[a.ID]
+		behind := ok && sale.Gen < a.RedisGen
+		if ok && a.StockBuckets > 1 {
+			gens, stuck, err := r.stock.Gens(ctx, a.ID, a.StockBuckets)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			for b, gen := range gens {
+				recorded := a.RedisGen
+				if b > 0 {
+					recorded = bucketGens[a.ID][b]
+				}
+				behind = behind || gen < recorded // a lost bucket reads -1
+			}
+			behind = behind || stuck
+		}
+		if ok && !behind {
 			continue
 		}
 		if ok {
-			slog.Warn("a sale's Redis state is stale: its generation is below MySQL's", "activity", id,
-				"redis_gen", sale.Gen, "mysql_gen", recorded[id])
+			slog.Warn("a sale's Redis state is stale: a generation is below MySQL's, a bucket is lost, or its rebuild died",
+				"activity", a.ID, "redis_gen", sale.Gen, "mysql_gen", a.RedisGen)
 		}
-		rebuilt, err := r.Rebuild(ctx, id, ok)
+		rebuilt, err := r.Rebuild(ctx, a.ID, ok)
 		if rebuilt {
 			n++
 		}

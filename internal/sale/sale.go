@@ -49,10 +49,11 @@ type Locker interface {
 	ReleaseAll(ctx context.Context, locks ...*lock.Lock) error
 }
 
-// ReplicaConfirmer confirms that replicas of a sale's master hold a reservation
-// (orderID "" for the master's writes so far) before the purchase is answered.
+// ReplicaConfirmer confirms that replicas of the master of a sale's bucket hold a
+// reservation (orderID "" for the master's writes so far) before the purchase is
+// answered.
 type ReplicaConfirmer interface {
-	Confirm(ctx context.Context, activityID int64, orderID string) error
+	Confirm(ctx context.Context, b stock.Bucket, orderID string) error
 }
 
 var (

@@ -25,6 +25,7 @@ type reserveCall struct {
 	ctx         context.Context
 	r           Reservation
 	fingerprint string
+	b           Bucket // the bucket it goes to
 
 	reply []any // its reply from reserveScript, or
 	err   error // the call's failure (the script may have run)
@@ -38,7 +39,7 @@ type coalescer struct {
 	send func(ctx context.Context, calls []*reserveCall) // fills in every call's reply or err
 
 	mu    sync.Mutex
-	sales map[int64]*saleCalls
+	sales map[Bucket]*saleCalls
 
 	calls int64 // script calls sent (for tests, under mu)
 }
@@ -50,12 +51,12 @@ type saleCalls struct {
 }
 
 func newCoalescer(send func(context.Context, []*reserveCall)) *coalescer {
-	return &coalescer{send: send, sales: map[int64]*saleCalls{}}
+	return &coalescer{send: send, sales: map[Bucket]*saleCalls{}}
 }
 
 // do returns once c has its reply or error.
 func (b *coalescer) do(c *reserveCall) {
-	id := c.r.ActivityID
+	id := c.b
 	b.mu.Lock()
 	q := b.sales[id]
 	if q == nil {
@@ -75,7 +76,7 @@ func (b *coalescer) do(c *reserveCall) {
 }
 
 // run sends one call for batch, answers its purchases, and passes what waits on.
-func (b *coalescer) run(id int64, q *saleCalls, batch []*reserveCall) {
+func (b *coalescer) run(id Bucket, q *saleCalls, batch []*reserveCall) {
 	ready := batch[:0:0]
 	for _, c := range batch { // a purchase whose time ran out while waiting is not sent
 		if err := c.ctx.Err(); err != nil {

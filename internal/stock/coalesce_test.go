@@ -43,7 +43,7 @@ func (b *coalescer) sent() int64 {
 func (b *coalescer) waitingFor(id int64) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if q := b.sales[id]; q != nil {
+	if q := b.sales[one(id)]; q != nil {
 		return len(q.waiting)
 	}
 	return 0

@@ -101,9 +101,9 @@ func (s *Stock) OpenGroups(ctx context.Context, activityID int64, now time.Time,
 		var ids *redis.StringSliceCmd
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			if from == 0 {
-				sale = p.HMGet(ctx, saleKey(activityID), "start", "kind")
+				sale = p.HMGet(ctx, saleKey(one(activityID)), "start", "kind")
 			}
-			ids = p.ZRevRange(ctx, fillGroupsKey(activityID), from, from+page-1)
+			ids = p.ZRevRange(ctx, fillGroupsKey(one(activityID)), from, from+page-1)
 			return nil
 		})
 		if err != nil {
@@ -138,9 +138,9 @@ func (s *Stock) groups(ctx context.Context, activityID int64, ids []string, seat
 	members := make([]*redis.MapStringStringCmd, len(ids))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			hashes[i] = p.HMGet(ctx, groupKey(activityID, id), "members", "size", "expires", "status")
+			hashes[i] = p.HMGet(ctx, groupKey(one(activityID), id), "members", "size", "expires", "status")
 			if seats {
-				members[i] = p.HGetAll(ctx, groupSeatsKey(activityID, id))
+				members[i] = p.HGetAll(ctx, groupSeatsKey(one(activityID), id))
 			}
 		}
 		return nil
@@ -222,8 +222,8 @@ var ErrGroupPending = errors.New("a seat's order is still on its way to MySQL")
 // DoneFailing. It reports whether it failed the group now; ErrGroupPending when a
 // seat's order is not in MySQL yet (try again later).
 func (s *Stock) FailGroup(ctx context.Context, activityID int64, id string, now time.Time) (bool, error) {
-	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID), groupKey(activityID, id),
-		groupSeatsKey(activityID, id), openGroupsKey(activityID), failingKey(activityID), fillGroupsKey(activityID)}
+	keys := []string{saleKey(one(activityID)), usersKey(one(activityID)), queuedKey(one(activityID)), groupKey(one(activityID), id),
+		groupSeatsKey(one(activityID), id), openGroupsKey(one(activityID)), failingKey(one(activityID)), fillGroupsKey(one(activityID))}
 	n, err := failScript.Run(ctx, s.rdb, keys, now.UnixMilli(), id, activityID, ReturnedChannel).Int64()
 	switch {
 	case err != nil:
@@ -239,7 +239,7 @@ func (s *Stock) FailGroup(ctx context.Context, activityID int64, id string, now 
 // DueGroups returns up to limit ids of a sale's open groups whose window passed at or
 // before now.
 func (s *Stock) DueGroups(ctx context.Context, activityID int64, now time.Time, limit int) ([]string, error) {
-	ids, err := s.rdb.ZRangeByScore(ctx, openGroupsKey(activityID), &redis.ZRangeBy{
+	ids, err := s.rdb.ZRangeByScore(ctx, openGroupsKey(one(activityID)), &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(limit)}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("due groups of sale %d: %w", activityID, err)
@@ -250,7 +250,7 @@ func (s *Stock) DueGroups(ctx context.Context, activityID int64, now time.Time, 
 // Failing returns the groups of a sale that failed in Redis and whose orders MySQL has
 // not yet cancelled.
 func (s *Stock) Failing(ctx context.Context, activityID int64) ([]string, error) {
-	ids, err := s.rdb.SMembers(ctx, failingKey(activityID)).Result()
+	ids, err := s.rdb.SMembers(ctx, failingKey(one(activityID))).Result()
 	if err != nil {
 		return nil, fmt.Errorf("failing groups of sale %d: %w", activityID, err)
 	}
@@ -259,7 +259,7 @@ func (s *Stock) Failing(ctx context.Context, activityID int64) ([]string, error)
 
 // DoneFailing records that MySQL has cancelled a failed group's orders.
 func (s *Stock) DoneFailing(ctx context.Context, activityID int64, id string) error {
-	return s.rdb.SRem(ctx, failingKey(activityID), id).Err()
+	return s.rdb.SRem(ctx, failingKey(one(activityID)), id).Err()
 }
 
 // restoreScript writes groups a lost sale had, as MySQL records them, each one only if
@@ -300,10 +300,10 @@ func (s *Stock) RestoreGroups(ctx context.Context, activityID int64, groups []Gr
 	for len(groups) > 0 {
 		chunk := groups[:min(restoreChunk, len(groups))]
 		groups = groups[len(chunk):]
-		keys := []string{openGroupsKey(activityID), fillGroupsKey(activityID)}
+		keys := []string{openGroupsKey(one(activityID)), fillGroupsKey(one(activityID))}
 		var args []any
 		for _, g := range chunk {
-			keys = append(keys, groupKey(activityID, g.ID), groupSeatsKey(activityID, g.ID))
+			keys = append(keys, groupKey(one(activityID), g.ID), groupSeatsKey(one(activityID), g.ID))
 			args = append(args, g.ID, g.Size, g.ExpiresAt.UnixMilli(), int(g.Status), len(g.Seats))
 			for u, seat := range g.Seats {
 				args = append(args, u, seat.OrderID+" "+strconv.Itoa(seat.Quantity))

@@ -160,6 +160,7 @@ func TestGroupFail(t *testing.T) {
 		t.Errorf("failing = %v, want g until MySQL has cancelled its orders", failing)
 	}
 	// User 1's participation came back: the cap of 1 lets them open another group.
+	time.Sleep(2 * time.Millisecond) // the user lock's TTL, should the steps above be quicker
 	if _, err := s.Reserve(ctx, seat(1, 1, "h", true, after)); err != nil {
 		t.Errorf("user 1 after their group failed: %v", err)
 	}

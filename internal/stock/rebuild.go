@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,84 +34,189 @@ end
 `
 
 // RebuildPoint is what a rebuild starts from: whether Redis has the sale, its
-// generation, and the orders it holds as queued.
+// generation (the highest of its buckets'), and the orders it holds as queued; for a
+// sale of several buckets, read after it was closed to purchases (Close).
 type RebuildPoint struct {
 	Exists bool
 	Gen    int64
 	Queued []QueuedOrder
+	// gens are the generations read per bucket, "" for a bucket Redis lacks.
+	gens []string
 }
 
-// RebuildPoint reads, atomically, what Rebuild needs to know of a sale's Redis state.
-func (s *Stock) RebuildPoint(ctx context.Context, activityID int64) (RebuildPoint, error) {
-	var sale *redis.SliceCmd
-	var queued *redis.MapStringStringCmd
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		sale = p.HMGet(ctx, saleKey(activityID), "total", "gen")
-		queued = p.HGetAll(ctx, queuedKey(activityID))
-		return nil
-	})
-	if err != nil {
-		return RebuildPoint{}, fmt.Errorf("read sale %d before a rebuild: %w", activityID, err)
-	}
-	v := sale.Val()
-	gen, _ := v[1].(string)
-	pt := RebuildPoint{Exists: v[0] != nil}
-	for id, v := range queued.Val() {
-		q, err := parseQueued(activityID, id, v)
+// RebuildPoint reads, atomically per bucket, what Rebuild needs to know of a sale's
+// Redis state. buckets is the sale's K as MySQL has it (Redis may have lost it). A sale
+// of several buckets exists when every bucket does and it is not closed for a rebuild.
+func (s *Stock) RebuildPoint(ctx context.Context, activityID int64, buckets int) (RebuildPoint, error) {
+	pt := RebuildPoint{Exists: true}
+	for _, b := range (Bucket{act: activityID, k: max(1, buckets)}).all() {
+		var sale *redis.SliceCmd
+		var queued *redis.MapStringStringCmd
+		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			sale = p.HMGet(ctx, saleKey(b), "total", "gen", "closed")
+			queued = p.HGetAll(ctx, queuedKey(b))
+			return nil
+		})
 		if err != nil {
-			return pt, err
+			return RebuildPoint{}, fmt.Errorf("read sale %d before a rebuild: %w", activityID, err)
 		}
-		pt.Queued = append(pt.Queued, q)
+		v := sale.Val()
+		gen, _ := v[1].(string)
+		if v[0] == nil {
+			pt.Exists, gen = false, ""
+		} else if gen == "" {
+			gen = "0"
+		}
+		pt.Exists = pt.Exists && v[2] == nil
+		pt.gens = append(pt.gens, gen)
+		for id, v := range queued.Val() {
+			q, err := parseQueued(activityID, id, v)
+			if err != nil {
+				return pt, err
+			}
+			pt.Queued = append(pt.Queued, q)
+		}
 	}
-	if gen != "" {
-		if pt.Gen, err = strconv.ParseInt(gen, 10, 64); err != nil {
+	for _, gen := range pt.gens { // the highest: a rebuild's new generation passes it
+		if gen == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(gen, 10, 64)
+		if err != nil {
 			return pt, fmt.Errorf("sale %d: generation %q", activityID, gen)
 		}
+		pt.Gen = max(pt.Gen, n)
 	}
 	return pt, nil
 }
 
-// rebuildScript writes a sale's state from its record (MySQL), keeping the orders Redis
-// still holds as queued that MySQL does not have, only if the sale is as the caller read
-// it (the RebuildPoint): missing when it was missing, at the same generation when it was
-// there. Otherwise something moved meanwhile (another process rebuilt it, a worker
+// RebuildLease is how long a rebuild of a sale of several buckets keeps it closed
+// before another process may take the rebuild over (its process died).
+const RebuildLease = 30 * time.Second
+
+// closeScript closes a sale of several buckets for a rebuild, unless another rebuild
+// closed it less than the lease ago. Run on bucket 0, the lease's holder.
+//
+// KEYS[1] bucket 0's sale hash
+// ARGV[1] this rebuild's token  ARGV[2] RebuildLease in ms
+// Returns 1 closed by this rebuild, 0 another rebuild holds it.
+var closeScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local c = redis.call('HGET', KEYS[1], 'closed')
+if c then
+  local token, at = string.match(c, '^(%S+) (%d+)$')
+  if token ~= ARGV[1] and at and now - tonumber(at) < tonumber(ARGV[2]) then return 0 end
+end
+redis.call('HSET', KEYS[1], 'closed', ARGV[1] .. ' ' .. now)
+return 1
+`)
+
+// reopenScript ends the closing of a bucket, if it is still this rebuild's.
+//
+// KEYS[1] a bucket's sale hash  ARGV[1] the rebuild's token
+var reopenScript = redis.NewScript(`
+local c = redis.call('HGET', KEYS[1], 'closed')
+if c and string.match(c, '^(%S+)') == ARGV[1] then redis.call('HDEL', KEYS[1], 'closed') end
+return 0
+`)
+
+// ErrRebuilding means another process is rebuilding the sale now.
+var ErrRebuilding = errors.New("another process is rebuilding the sale")
+
+// Closing is a rebuild's closing of a sale of several buckets (Close); the zero
+// Closing is none, for a one-bucket sale.
+type Closing struct{ token string }
+
+// Close closes a sale of several buckets to purchases and moves between buckets for a
+// rebuild; Rebuild, given the Closing and a RebuildPoint read after it, reopens it.
+// ErrRebuilding when another process's rebuild holds it (for less than RebuildLease). A
+// rebuild whose process dies leaves the sale closed, to the next rebuild after the
+// lease (the worker's periodic check, or a purchase that meets it).
+func (s *Stock) Close(ctx context.Context, activityID int64, buckets int) (Closing, error) {
+	token := newToken()
+	sale := Bucket{act: activityID, k: buckets}
+	ok, err := closeScript.Run(ctx, s.rdb, []string{saleKey(one(activityID))}, token, RebuildLease.Milliseconds()).Int()
+	if err != nil {
+		return Closing{}, fmt.Errorf("close sale %d for a rebuild: %w", activityID, err)
+	}
+	if ok == 0 {
+		return Closing{}, ErrRebuilding
+	}
+	value := token + " " + strconv.FormatInt(time.Now().UnixMilli(), 10)
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, b := range sale.all()[1:] {
+			p.HSet(ctx, saleKey(b), "closed", value)
+		}
+		return nil
+	})
+	if err != nil {
+		return Closing{}, fmt.Errorf("close sale %d for a rebuild: %w", activityID, err)
+	}
+	return Closing{token}, nil
+}
+
+// reopen ends a rebuild's closing of every bucket (bucket 0, the lease, last).
+func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
+	all := sale.all()
+	for i := len(all) - 1; i >= 0; i-- {
+		if err := reopenScript.Run(ctx, s.rdb, []string{saleKey(all[i])}, token).Err(); err != nil {
+			return fmt.Errorf("reopen sale %d after its rebuild: %w", sale.act, err)
+		}
+	}
+	return nil
+}
+
+// rebuildScript writes a sale's state (one bucket's) from its record (MySQL), keeping
+// the orders Redis still holds as queued that MySQL does not have, only if the bucket
+// is as the caller read it (the RebuildPoint): missing when it was missing, at the same
+// generation when it was there, and still closed by this rebuild for a sale of several
+// buckets. Otherwise something moved meanwhile (another process rebuilt it, a worker
 // claimed or settled orders) and nothing is written.
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
 // KEYS[5] queued-since sorted set  KEYS[6] returned set  KEYS[7] the users hash as
 // MySQL's orders make it (units, and participations p<user>), written beforehand in
 // chunks (it becomes the users hash; it may not exist when no user holds any)
-// KEYS[7+i] the queued set of the user of stored order i
+// KEYS[8] moves hash
+// KEYS[8+i] the queued set of the user of stored order i
 // ARGV[1] the generation read, "" when the sale was missing
 // ARGV[2] total  ARGV[3] the units MySQL's orders hold  ARGV[4] the new generation
 // ARGV[5] activity id  ARGV[6] the returned-units channel
-// ARGV[7] f, then ARGV[8..7+f] the sale's settings as field, value, ... (Sale.fields)
-// ARGV[8+f] n, then the n queued order ids MySQL has (they are settled here: MySQL's
+// ARGV[7] where the units left go: avail (a one-bucket sale), reserve (bucket 0 of a
+// sale of several), "" nowhere (another bucket: total and held are its own, avail 0)
+// ARGV[8] the rebuild's closing token, "" for a one-bucket sale
+// ARGV[9] f, then ARGV[10..9+f] the sale's settings as field, value, ... (Sale.fields)
+// ARGV[10+f] n, then the n queued order ids MySQL has (they are settled here: MySQL's
 // units count them)
 //
-// The units available are the total minus MySQL's units minus those of the orders that
-// stay queued, and each user holds MySQL's units plus those of their queued orders (and
-// one participation each, for values that carry a cap). The users hash is written by
-// the caller beforehand under another key, in chunks, so that a sale of many buyers
-// does not block Redis for the whole of it; the script renames it in place. The
-// returned set is cleared:
-// the orders whose units are still on their way back are held in MySQL's figures, and
-// come back once more by the repair pass. A group-buy sale's groups are written after
-// it (RestoreGroups).
-// Returns 1 rebuilt, 0 the sale moved meanwhile.
+// The units left are the total minus MySQL's units minus those of the orders that stay
+// queued, and each user holds MySQL's units plus those of their queued orders (and one
+// participation each, for values that carry a cap). The users hash is written by the
+// caller beforehand under another key, in chunks, so that a sale of many buyers does
+// not block Redis for the whole of it; the script renames it in place. The returned set
+// is cleared: the orders whose units are still on their way back are held in MySQL's
+// figures, and come back once more by the repair pass. So are the moves recorded here:
+// the units of a move not applied are among those left. A group-buy sale's groups are
+// written after it (RestoreGroups).
+// Returns {1, units of the orders that stay queued} rebuilt, {0} the sale moved
+// meanwhile.
 var rebuildScript = redis.NewScript(unitsLua + `
 local gen = redis.call('HGET', KEYS[1], 'gen')
 if ARGV[1] == '' then
-  if redis.call('HEXISTS', KEYS[1], 'total') == 1 then return 0 end
+  if redis.call('HEXISTS', KEYS[1], 'total') == 1 then return {0} end
 elseif gen ~= ARGV[1] and not (gen == false and ARGV[1] == '0') then
-  return 0
+  return {0}
 end
-local f = tonumber(ARGV[7])
-local n = tonumber(ARGV[8 + f])
+if ARGV[8] ~= '' and string.match(redis.call('HGET', KEYS[1], 'closed') or '', '^(%S+)') ~= ARGV[8] then
+  return {0}
+end
+local f = tonumber(ARGV[9])
+local n = tonumber(ARGV[10 + f])
 local stored, sets = {}, {}
-for i = 1, n do stored[i], sets[i] = ARGV[8 + f + i], KEYS[7 + i] end
+for i = 1, n do stored[i], sets[i] = ARGV[10 + f + i], KEYS[8 + i] end
 unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], stored, sets)
-redis.call('UNLINK', KEYS[2], KEYS[6])
+redis.call('UNLINK', KEYS[2], KEYS[6], KEYS[8])
 if redis.call('EXISTS', KEYS[7]) == 1 then
   redis.call('RENAME', KEYS[7], KEYS[2])
   redis.call('PERSIST', KEYS[2])
@@ -123,55 +229,119 @@ for _, v in ipairs(queued) do
   if capped == ' ' then redis.call('HINCRBY', KEYS[2], 'p' .. user, 1) end
   qunits = qunits + tonumber(qty)
 end
-local avail = math.max(0, tonumber(ARGV[2]) - tonumber(ARGV[3]) - qunits)
-local fields = {'avail', string.format('%d', avail), 'qunits', string.format('%d', qunits), 'gen', ARGV[4]}
-for i = 8, 7 + f do fields[#fields + 1] = ARGV[i] end
+local left = string.format('%d', math.max(0, tonumber(ARGV[2]) - tonumber(ARGV[3]) - qunits))
+local fields = {'avail', '0', 'qunits', string.format('%d', qunits), 'gen', ARGV[4]}
+if ARGV[7] == 'avail' then fields[2] = left end
+if ARGV[7] == 'reserve' then fields[#fields + 1], fields[#fields + 2] = 'reserve', left end
+for i = 10, 9 + f do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('PUBLISH', ARGV[6], ARGV[5])
-return 1
+return {1, qunits}
 `)
 
 // ErrMoved is a rebuild that found the sale changed since its RebuildPoint.
 var ErrMoved = errors.New("the sale changed in Redis during the rebuild")
 
 // Rebuild writes a sale's state from its record (MySQL) when Redis has lost it or holds
-// it stale. from is what RebuildPoint read before MySQL was; sale holds the settings and
-// the new generation (sale.Gen, above both Redis's and MySQL's); users the units each
-// user holds in MySQL, held their sum, parts the orders each holds (participations,
-// counted where the sale caps them or sells in groups); stored the orders of
-// from.Queued that MySQL has.
+// it stale. from is what RebuildPoint read before MySQL was (after Close, for a sale of
+// several buckets, which closed it as closing); sale holds the settings, its buckets and the new generation
+// (sale.Gen, above both Redis's and MySQL's); users the units each user holds in MySQL,
+// held their sum, parts the orders each holds (participations, counted where the sale
+// caps them or sells in groups); stored the orders of from.Queued that MySQL has.
 // Orders Redis still holds as queued and MySQL does not stay queued and keep their
-// units. It returns ErrMoved, writing nothing, when the sale is no longer as from says
-// (rebuilt by another process, or orders moved meanwhile: read both again). Every API
-// process's sold-out flag of the sale is cleared.
-func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, sale Sale, users, parts map[int64]int64, held int64, stored []QueuedOrder) error {
-	expect := ""
-	if from.Exists {
-		expect = strconv.FormatInt(from.Gen, 10)
-	}
-	fields := append(sale.fields(), "rebuilt", time.Now().UnixMilli()) // see Adopt
-	args := append([]any{expect, sale.Total, held, sale.Gen, sale.ActivityID, ReturnedChannel, len(fields)}, fields...)
-	args = append(args, len(stored))
-	staged, err := s.stageUsers(ctx, sale, users, parts)
-	if err != nil {
+// units. It returns ErrMoved, writing nothing more, when the sale is no longer as from
+// says (rebuilt by another process, or orders moved meanwhile: read both again). Every
+// API process's sold-out flag of the sale is cleared.
+//
+// A sale of several buckets is rebuilt bucket by bucket, bucket 0 last: each bucket gets
+// its buyers and no units, and the reserve every unit left, which the buckets then take
+// as they sell. Rebuild reopens it once every bucket is written. Its buckets were closed
+// from before from was read (Close), so no purchase nor move came between, and what a
+// worker or a return does in a bucket already written is counted once: as queued in its
+// bucket, or as held in MySQL, where the reserve's figure took it.
+func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing, sale Sale, users, parts map[int64]int64, held int64, stored []QueuedOrder) error {
+	whole := Bucket{act: sale.ActivityID, k: max(1, sale.Buckets)}
+	stamp := time.Now().UnixMilli() // the same in every bucket: see Adopt and applyScript
+	fields := append(sale.fields(), "rebuilt", stamp)
+	if whole.k == 1 {
+		_, err := s.rebuildBucket(ctx, from, closing, whole, sale, fields, "avail", sale.Total, held, users, parts, stored)
+		if err == nil {
+			s.soldOut.clear(sale.ActivityID)
+		}
 		return err
 	}
-	keys := []string{saleKey(sale.ActivityID), usersKey(sale.ActivityID), queuedKey(sale.ActivityID),
-		claimedKey(sale.ActivityID), queuedSinceKey(sale.ActivityID), returnedKey(sale.ActivityID), staged}
+	if len(from.gens) != whole.k || closing.token == "" {
+		return fmt.Errorf("rebuild sale %d: its %d buckets were not read under a Close", sale.ActivityID, whole.k)
+	}
+	type share struct {
+		users, parts map[int64]int64
+		held         int64
+		stored       []QueuedOrder
+	}
+	shares := make([]share, whole.k)
+	for i := range shares {
+		shares[i] = share{users: map[int64]int64{}, parts: map[int64]int64{}}
+	}
+	for u, n := range users {
+		sh := &shares[HomeBucket(u, whole.k)]
+		sh.users[u], sh.held = n, sh.held+n
+	}
+	for u, n := range parts {
+		shares[HomeBucket(u, whole.k)].parts[u] = n
+	}
+	for _, q := range stored {
+		sh := &shares[HomeBucket(q.UserID, whole.k)]
+		sh.stored = append(sh.stored, q)
+	}
+	left := sale.Total // less what the buckets hold: bucket 0 puts the rest in the reserve
+	all := whole.all()
+	for i := len(all) - 1; i >= 1; i-- {
+		sh := shares[i]
+		qunits, err := s.rebuildBucket(ctx, from, closing, all[i], sale, fields, "", 0, sh.held, sh.users, sh.parts, sh.stored)
+		if err != nil {
+			return err
+		}
+		left -= sh.held + qunits
+	}
+	sh := shares[0]
+	if _, err := s.rebuildBucket(ctx, from, closing, all[0], sale, fields, "reserve", left, sh.held, sh.users, sh.parts, sh.stored); err != nil {
+		return err
+	}
+	s.learnBuckets(sale.ActivityID, whole.k)
+	s.soldOut.clear(sale.ActivityID)
+	return s.reopen(ctx, whole, closing.token)
+}
+
+// rebuildBucket runs rebuildScript on bucket b (see it for into, total and held) and
+// returns the units of the orders that stay queued there.
+func (s *Stock) rebuildBucket(ctx context.Context, from RebuildPoint, closing Closing, b Bucket, sale Sale, fields []any, into string,
+	total, held int64, users, parts map[int64]int64, stored []QueuedOrder) (int64, error) {
+	expect := ""
+	if b.n < len(from.gens) {
+		expect = from.gens[b.n]
+	}
+	args := append([]any{expect, total, held, sale.Gen, sale.ActivityID, ReturnedChannel, into, closing.token, len(fields)},
+		fields...)
+	args = append(args, len(stored))
+	staged, err := s.stageUsers(ctx, sale, b, users, parts)
+	if err != nil {
+		return 0, err
+	}
+	keys := []string{saleKey(b), usersKey(b), queuedKey(b), claimedKey(b), queuedSinceKey(b), returnedKey(b), staged,
+		movesKey(b)}
 	for _, q := range stored {
 		args = append(args, q.OrderID)
-		keys = append(keys, userQueuedKey(sale.ActivityID, q.UserID))
+		keys = append(keys, userQueuedKey(b, q.UserID))
 	}
-	n, err := rebuildScript.Run(ctx, s.rdb, keys, args...).Int64()
+	res, err := reply(rebuildScript.Run(ctx, s.rdb, keys, args...).Result())
 	if err != nil {
-		return fmt.Errorf("rebuild sale %d: %w", sale.ActivityID, err)
+		return 0, fmt.Errorf("rebuild sale %d: %w", sale.ActivityID, err)
 	}
-	if n == 0 {
+	if n, _ := integer(res[0]); n != 1 || len(res) != 2 {
 		_ = s.rdb.Unlink(ctx, staged).Err() // it expires anyway
-		return ErrMoved
+		return 0, ErrMoved
 	}
-	s.soldOut.clear(sale.ActivityID)
-	return nil
+	return integer(res[1])
 }
 
 // KeptKey is an Idempotency-Key that made an order MySQL holds (RestoreKeys).
@@ -184,15 +354,16 @@ type KeptKey struct {
 }
 
 // RestoreKeys writes back the Idempotency-Keys of a sale's stored orders where Redis has
-// none (SET NX), each until it would have expired, so that a replay after a rebuild of
-// the sale gets its order, not a second one. A key found in Redis is left as it is.
-func (s *Stock) RestoreKeys(ctx context.Context, activityID int64, keys []KeptKey) error {
+// none (SET NX), each until it would have expired, in its buyer's home bucket of the
+// sale's buckets (as MySQL has them), so that a replay after a rebuild of the sale gets
+// its order, not a second one. A key found in Redis is left as it is.
+func (s *Stock) RestoreKeys(ctx context.Context, activityID int64, buckets int, keys []KeptKey) error {
 	now := time.Now()
 	for start := 0; start < len(keys); start += stageChunk {
 		cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys[start:min(start+stageChunk, len(keys))] {
 				if k.Expires.After(now) {
-					p.SetArgs(ctx, idempotencyKey(activityID, k.UserID, k.Key), k.Fingerprint+" "+k.OrderID,
+					p.SetArgs(ctx, idempotencyKey(home(activityID, k.UserID, buckets), k.UserID, k.Key), k.Fingerprint+" "+k.OrderID,
 						redis.SetArgs{Mode: "NX", ExpireAt: k.Expires})
 				}
 			}
@@ -212,11 +383,11 @@ func (s *Stock) RestoreKeys(ctx context.Context, activityID int64, keys []KeptKe
 const stageChunk = 5000
 
 // stageUsers writes the users hash a rebuild will put in place (each user's units, and
-// participations where the sale counts them) under a key of its own in the sale's slot,
+// participations where the sale counts them) under a key of its own in bucket b's slot,
 // in pipelined chunks, and returns that key. The key expires in a minute should the
 // rebuild not take it.
-func (s *Stock) stageUsers(ctx context.Context, sale Sale, users, parts map[int64]int64) (string, error) {
-	key := prefix(sale.ActivityID) + "users:rebuild:" + strconv.FormatInt(sale.Gen, 10) + ":" + newToken()
+func (s *Stock) stageUsers(ctx context.Context, sale Sale, b Bucket, users, parts map[int64]int64) (string, error) {
+	key := prefix(b) + "users:rebuild:" + strconv.FormatInt(sale.Gen, 10) + ":" + newToken()
 	fields := make([]any, 0, 2*stageChunk)
 	counted := sale.Kind == "group" || sale.Participations > 0
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -273,11 +444,11 @@ func newToken() string {
 // size expires]", group "-" outside one)
 // Returns per order: 1 queued and claimed (adopted now, or queued already), 2 an orphan
 // but too few units are left (nothing taken), 0 not an orphan, 3 the sale itself is
-// missing (not rebuilt yet), 4 an orphan seat (nothing taken), 5 an orphan whose buyer
+// missing (not rebuilt yet, or closed while it is), 4 an orphan seat (nothing taken), 5 an orphan whose buyer
 // would pass the limit or the cap (nothing taken).
 var adoptScript = redis.NewScript(`
 local out = {}
-if redis.call('HEXISTS', KEYS[1], 'total') == 0 then
+if redis.call('HEXISTS', KEYS[1], 'total') == 0 or redis.call('HEXISTS', KEYS[1], 'closed') == 1 then
   for i = 1, #ARGV, 2 do out[#out + 1] = 3 end
   return out
 end
@@ -337,33 +508,71 @@ const (
 // order's outcome by id.
 func (s *Stock) Adopt(ctx context.Context, activityID int64, orders []QueuedOrder) (map[string]Adoption, error) {
 	out := make(map[string]Adoption, len(orders))
-	var args []any
-	var ids []string
-	for _, q := range orders {
-		v := fmt.Sprintf("%d %d %d %d", q.UserID, q.Quantity, q.CreatedAt.UnixMilli(), q.Limit)
-		switch {
-		case q.Group != "":
-			v += fmt.Sprintf(" %d %s %d %d", q.Participations, q.Group, q.GroupSize, q.GroupExpiresAt.UnixMilli())
-		case q.Participations > 0:
-			v += fmt.Sprintf(" %d - 0 0", q.Participations)
-		}
-		args = append(args, q.OrderID, v)
-		ids = append(ids, q.OrderID)
-	}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID), claimedKey(activityID),
-		givenBackKey(activityID)}
-	res, err := adoptScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+	sale, err := s.saleOf(ctx, activityID)
 	if err != nil {
 		return nil, fmt.Errorf("adopt orders: %w", err)
 	}
-	if len(res) != len(ids) {
-		return nil, fmt.Errorf("adopt orders: %d answers for %d orders", len(res), len(ids))
-	}
-	for i, id := range ids {
-		out[id] = Adoption(res[i])
+	for b, qs := range byBucket(sale, orders, func(q QueuedOrder) int64 { return q.UserID }) {
+		args := make([]any, 0, 2*len(qs))
+		for _, q := range qs {
+			v := fmt.Sprintf("%d %d %d %d", q.UserID, q.Quantity, q.CreatedAt.UnixMilli(), q.Limit)
+			switch {
+			case q.Group != "":
+				v += fmt.Sprintf(" %d %s %d %d", q.Participations, q.Group, q.GroupSize, q.GroupExpiresAt.UnixMilli())
+			case q.Participations > 0:
+				v += fmt.Sprintf(" %d - 0 0", q.Participations)
+			}
+			args = append(args, q.OrderID, v)
+		}
+		keys := []string{saleKey(b), usersKey(b), queuedKey(b), claimedKey(b), givenBackKey(b)}
+		res, err := adoptScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+		if err != nil {
+			return nil, fmt.Errorf("adopt orders: %w", err)
+		}
+		if len(res) != len(qs) {
+			return nil, fmt.Errorf("adopt orders: %d answers for %d orders", len(res), len(qs))
+		}
+		for i, q := range qs {
+			out[q.OrderID] = Adoption(res[i])
+		}
 	}
 	return out, nil
+}
+
+// Gens returns the generation of each bucket of a sale of the given buckets (-1 for a
+// bucket Redis lacks), and whether the sale is closed by a rebuild that began more than
+// RebuildLease ago (by this process's clock): its process died, and the sale waits for
+// another rebuild.
+func (s *Stock) Gens(ctx context.Context, activityID int64, buckets int) (gens []int64, stuck bool, err error) {
+	all := (Bucket{act: activityID, k: max(1, buckets)}).all()
+	cmds := make([]*redis.SliceCmd, len(all))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, b := range all {
+			cmds[i] = p.HMGet(ctx, saleKey(b), "total", "gen", "closed")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("read generations of sale %d: %w", activityID, err)
+	}
+	gens = make([]int64, len(all))
+	for i, c := range cmds {
+		v := c.Val()
+		if v[0] == nil {
+			gens[i] = -1
+			continue
+		}
+		gen, _ := v[1].(string)
+		if gen != "" {
+			if gens[i], err = strconv.ParseInt(gen, 10, 64); err != nil {
+				return nil, false, fmt.Errorf("sale %d: generation %q", activityID, gen)
+			}
+		}
+		if closed, _ := v[2].(string); closed != "" {
+			f := strings.Fields(closed)
+			at, _ := strconv.ParseInt(f[len(f)-1], 10, 64)
+			stuck = stuck || time.Since(time.UnixMilli(at)) > RebuildLease
+		}
+	}
+	return gens, stuck, nil
 }

@@ -19,7 +19,7 @@ func TestRebuildLostOnce(t *testing.T) {
 	sale := stock.Sale{ActivityID: 9, Total: 10, Limit: 3, StartsAt: t0, EndsAt: t0.Add(time.Hour),
 		PriceCents: 100, PayWindow: time.Minute, Gen: 1}
 	users := map[int64]int64{7: 3, 8: 5}
-	from, err := s.RebuildPoint(ctx, 9)
+	from, err := s.RebuildPoint(ctx, 9, 1)
 	if err != nil || from.Exists {
 		t.Fatalf("rebuild point of a missing sale = %+v, %v", from, err)
 	}
@@ -30,7 +30,7 @@ func TestRebuildLostOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.Rebuild(ctx, from, sale, users, nil, 8, nil)
+			err := s.Rebuild(ctx, from, stock.Closing{}, sale, users, nil, 8, nil)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -82,20 +82,20 @@ func TestRebuildStale(t *testing.T) {
 		ids = append(ids, r.OrderID)
 		time.Sleep(2 * time.Millisecond) // the user lock's TTL
 	}
-	from, err := s.RebuildPoint(ctx, 4)
+	from, err := s.RebuildPoint(ctx, 4, 1)
 	if err != nil || !from.Exists || from.Gen != 0 || len(from.Queued) != 3 {
 		t.Fatalf("rebuild point = %+v, %v; want the sale at generation 0 with 3 queued", from, err)
 	}
 	sale := stock.Sale{ActivityID: 4, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 7}
-	if _, gen, err := s.Claim(ctx, 4, ids[:1]); err != nil || gen != 1 {
+	if _, gen, err := claim(ctx, s, 4, ids[:1]...); err != nil || gen != 1 {
 		t.Fatalf("claim: generation %d, %v; want 1", gen, err)
 	}
-	if err := s.Rebuild(ctx, from, sale, nil, nil, 0, nil); !errors.Is(err, stock.ErrMoved) {
+	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, nil, nil, 0, nil); !errors.Is(err, stock.ErrMoved) {
 		t.Fatalf("rebuild read before a claim: %v, want ErrMoved", err)
 	}
 
 	// MySQL: user 1's order (ids[0]) is stored; user 3 holds 1 unit of an older order.
-	from, _ = s.RebuildPoint(ctx, 4)
+	from, _ = s.RebuildPoint(ctx, 4, 1)
 	var stored []stock.QueuedOrder
 	for _, q := range from.Queued {
 		if q.OrderID == ids[0] {
@@ -105,11 +105,11 @@ func TestRebuildStale(t *testing.T) {
 	if err := s.Return(ctx, 4, stock.Returning{OrderID: "cancelled-before", UserID: 3, Quantity: 1}); err != nil { // the returned set has it
 		t.Fatal(err)
 	}
-	from, _ = s.RebuildPoint(ctx, 4) // the return moved the generation too
+	from, _ = s.RebuildPoint(ctx, 4, 1) // the return moved the generation too
 	if from.Gen != 2 {
 		t.Fatalf("generation after a claim and a return = %d, want 2", from.Gen)
 	}
-	if err := s.Rebuild(ctx, from, sale, map[int64]int64{1: 2, 3: 1}, nil, 3, stored); err != nil {
+	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, map[int64]int64{1: 2, 3: 1}, nil, 3, stored); err != nil {
 		t.Fatal(err)
 	}
 	snap, err := s.Snapshot(ctx, 4)
@@ -170,9 +170,9 @@ func TestAdoptOrphans(t *testing.T) {
 	if err != nil || got["lost-1"] != stock.SaleMissing {
 		t.Fatalf("before the rebuild: %v, %v; want SaleMissing", got, err)
 	}
-	from, _ := s.RebuildPoint(ctx, 5)
+	from, _ := s.RebuildPoint(ctx, 5, 1)
 	sale := stock.Sale{ActivityID: 5, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 1}
-	if err := s.Rebuild(ctx, from, sale, nil, nil, 0, nil); err != nil {
+	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, nil, nil, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	later := stock.QueuedOrder{OrderID: "after", ActivityID: 5, UserID: 5, Quantity: 1, Limit: 5, CreatedAt: time.Now().Add(time.Second)}
@@ -189,7 +189,7 @@ func TestAdoptOrphans(t *testing.T) {
 	if snap.Sale.Available != 3 || len(snap.Queued) != 2 || snap.Users[1] != 3 || snap.Users[2] != 4 {
 		t.Errorf("after adopting: %+v; want 3 available, lost-1 and lost-2 queued with their users' units", snap)
 	}
-	claimed, _, err := s.Claim(ctx, 5, []string{"lost-1", "lost-2"})
+	claimed, _, err := claim(ctx, s, 5, "lost-1", "lost-2")
 	if err != nil || !claimed["lost-1"] || !claimed["lost-2"] {
 		t.Errorf("the adopted orders are queued: claim %v, %v", claimed, err)
 	}

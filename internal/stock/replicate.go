@@ -75,29 +75,29 @@ type barrierQueue struct {
 }
 
 type confirmation struct {
-	activityID int64
-	orderID    string // "" to confirm only that the master's writes so far are replicated
-	err        error
-	done       chan struct{}
+	b       Bucket
+	orderID string // "" to confirm only that the master's writes so far are replicated
+	err     error
+	done    chan struct{}
 }
 
-// Confirm returns nil once n replicas of the sale's master hold the reservation of
-// orderID (and everything written before it). With orderID "" it only waits for the
+// Confirm returns nil once n replicas of the master of a sale's bucket (Reserved.Bucket)
+// hold the reservation of orderID (and everything written before it). With orderID "" it only waits for the
 // master's writes so far (a replayed purchase, whose order may be settled already).
 // Errors: ErrReservationLost, ErrNotReplicated, or a Redis error.
 //
 // While the sale's slot moves to another master (MOVED, ASK, TRYAGAIN), the barrier is
 // tried again on the master the refreshed slot map names, until ctx ends.
-func (r *Replicas) Confirm(ctx context.Context, activityID int64, orderID string) error {
-	return whileMoving(ctx, r.rdb, func() error { return r.confirmOnce(ctx, activityID, orderID) })
+func (r *Replicas) Confirm(ctx context.Context, b Bucket, orderID string) error {
+	return whileMoving(ctx, r.rdb, func() error { return r.confirmOnce(ctx, b, orderID) })
 }
 
-func (r *Replicas) confirmOnce(ctx context.Context, activityID int64, orderID string) error {
-	node, addr, err := r.master(ctx, activityID)
+func (r *Replicas) confirmOnce(ctx context.Context, b Bucket, orderID string) error {
+	node, addr, err := r.master(ctx, b)
 	if err != nil {
 		return fmt.Errorf("confirm replication: %w", err)
 	}
-	c := &confirmation{activityID: activityID, orderID: orderID, done: make(chan struct{})}
+	c := &confirmation{b: b, orderID: orderID, done: make(chan struct{})}
 	r.mu.Lock()
 	q := r.masters[addr]
 	if q == nil {
@@ -123,11 +123,12 @@ func (r *Replicas) confirmOnce(ctx context.Context, activityID int64, orderID st
 	}
 }
 
-// master returns the client of the master that holds a sale's keys now, and its address.
-func (r *Replicas) master(ctx context.Context, activityID int64) (*redis.Client, string, error) {
+// master returns the client of the master that holds a bucket's keys now, and its
+// address.
+func (r *Replicas) master(ctx context.Context, b Bucket) (*redis.Client, string, error) {
 	switch c := r.rdb.(type) {
 	case *redis.ClusterClient:
-		node, err := c.MasterForKey(ctx, saleKey(activityID))
+		node, err := c.MasterForKey(ctx, saleKey(b))
 		if err != nil {
 			return nil, "", err
 		}
@@ -157,23 +158,23 @@ func (r *Replicas) run(q *barrierQueue) {
 	}
 }
 
-// barrier runs one barrier script per sale of batch and one WAIT, pipelined on one
+// barrier runs one barrier script per bucket of batch and one WAIT, pipelined on one
 // connection of node, and sets each confirmation's outcome.
 func (r *Replicas) barrier(node *redis.Client, batch []*confirmation) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout+time.Second)
 	defer cancel()
-	ids := map[int64][]any{}
-	var sales []int64
+	ids := map[Bucket][]any{}
+	var sales []Bucket
 	for _, c := range batch {
-		if _, ok := ids[c.activityID]; !ok {
-			sales = append(sales, c.activityID)
-			ids[c.activityID] = []any{}
+		if _, ok := ids[c.b]; !ok {
+			sales = append(sales, c.b)
+			ids[c.b] = []any{}
 		}
 		if c.orderID != "" {
-			ids[c.activityID] = append(ids[c.activityID], c.orderID)
+			ids[c.b] = append(ids[c.b], c.orderID)
 		}
 	}
-	checks := make(map[int64]*redis.Cmd, len(sales))
+	checks := make(map[Bucket]*redis.Cmd, len(sales))
 	var wait *redis.Cmd
 	_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, id := range sales {
@@ -185,7 +186,7 @@ func (r *Replicas) barrier(node *redis.Client, batch []*confirmation) {
 	acked, waitErr := wait.Int64()
 	missing := map[string]bool{}
 	for _, c := range batch {
-		check := checks[c.activityID]
+		check := checks[c.b]
 		lost, err := check.StringSlice()
 		switch {
 		case err != nil:

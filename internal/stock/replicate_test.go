@@ -66,6 +66,7 @@ func TestReplicasConfirm(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, buyers)
 	orders := make([]string, buyers)
+	buckets := make([]stock.Bucket, buyers)
 	// A generous WAIT: make test runs packages side by side on two cores, and a replica
 	// starved of CPU for half a second is no failure of the barrier.
 	reps := stock.NewReplicas(rdb, 1, 2*time.Second) // below the client's 3 s read timeout
@@ -74,12 +75,13 @@ func TestReplicasConfirm(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := reservation(int64(1+i%2), int64(i), 1, "", t0)
-			if _, err := s.Reserve(ctx, r); err != nil {
+			got, err := s.Reserve(ctx, r)
+			if err != nil {
 				errs[i] = err
 				return
 			}
-			orders[i] = r.OrderID
-			errs[i] = reps.Confirm(ctx, r.ActivityID, r.OrderID)
+			orders[i], buckets[i] = r.OrderID, got.Bucket
+			errs[i] = reps.Confirm(ctx, got.Bucket, r.OrderID)
 		}()
 	}
 	wg.Wait()
@@ -115,7 +117,7 @@ func TestReplicasConfirm(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.reps.Confirm(ctx, 1, tc.orderID); !errors.Is(err, tc.want) {
+			if err := tc.reps.Confirm(ctx, buckets[0], tc.orderID); !errors.Is(err, tc.want) {
 				t.Fatalf("Confirm = %v, want %v", err, tc.want)
 			}
 		})
@@ -134,16 +136,17 @@ func TestReplicasFrozenReplica(t *testing.T) {
 	replica.Pause()
 	defer replica.Resume()
 	r := reservation(1, 1, 1, "", t0)
-	if _, err := s.Reserve(ctx, r); err != nil {
+	got, err := s.Reserve(ctx, r)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := reps.Confirm(ctx, 1, r.OrderID); !errors.Is(err, stock.ErrNotReplicated) {
+	if err := reps.Confirm(ctx, got.Bucket, r.OrderID); !errors.Is(err, stock.ErrNotReplicated) {
 		t.Fatalf("Confirm with a frozen replica = %v, want ErrNotReplicated", err)
 	}
 	replica.Resume()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		err := reps.Confirm(ctx, 1, r.OrderID)
+		err := reps.Confirm(ctx, got.Bucket, r.OrderID)
 		if err == nil {
 			break
 		}

@@ -2,7 +2,9 @@ package stock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -17,13 +19,15 @@ import (
 // (coalesce.go). In a group-buy sale a purchase is a seat: it opens a group (the first
 // seat) or joins one, in the same step.
 //
+// All keys are of one bucket of the sale (bucket.go): the buyers' home bucket.
+//
 // KEYS[1] sale hash   KEYS[2] users hash   KEYS[3] queued hash   KEYS[4] queued-since sorted set
 // KEYS[5] open groups sorted set   KEYS[6] open groups, fullest first
 // then six keys for each purchase i (0, 1, ...), at KEYS[6 + 6i + n]:
 // n=1 the user's queued set  n=2 idempotency key   n=3 user lock
 // n=4 group hash             n=5 group seats hash  n=6 the user's attempts allowance (rateKey)
 // (4 and 5: any key of the sale's slot for a plain purchase; they are not touched)
-// and fourteen arguments for each purchase, at ARGV[14i + n]:
+// and fifteen arguments for each purchase, at ARGV[15i + n]:
 // n=1 now (unix ms)     n=2 user id           n=3 quantity
 // n=4 order id          n=5 request fingerprint, "" without an Idempotency-Key
 // n=6 lock owner token  n=7 lock TTL (ms)     n=8 idempotency key TTL (s)
@@ -33,6 +37,7 @@ import (
 // limit or a retry after the lock)  n=12 its tolerance (µs)
 // n=13 "1": judge the sale's window and the pass by Redis' clock (TIME), else by n=1
 // n=14 the expiry (unix ms) of the buyer's valid pass for this sale, "" for none
+// n=15 the sale's buckets as the caller believes (it chose the bucket by them)
 //
 // Returns one reply per purchase, in order, each one of
 //
@@ -61,6 +66,8 @@ import (
 //	{-16, wait}               the user's attempts passed the allowance: the next is
 //	                          allowed in wait µs
 //	{-17}                     a waiting-room sale (room = 1) and no unexpired pass
+//	{-18, buckets}            the sale has that many buckets, not n=15: nothing decided
+//	{-19}                     the sale is closed while it is rebuilt (bucket.go)
 //
 // Only a reservation takes the lock, and every check of the purchase comes after the
 // lock check, so a second request of the same user sees the outcome of the first (in
@@ -85,7 +92,7 @@ import (
 // number such as 900000000 into "9e+08", which HINCRBY then refuses.
 var reserveScript = redis.NewScript(listGroupLua + `
 local sale = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'start', 'end', 'price', 'paywin', 'qunits',
-  'kind', 'gsize', 'gwin', 'plimit', 'room')
+  'kind', 'gsize', 'gwin', 'plimit', 'room', 'buckets', 'closed')
 local now_us -- Redis' clock (µs), read once per call
 local function clock_us()
   if not now_us then
@@ -103,6 +110,8 @@ local function reserved(avail, K, A)
 end
 local function reserve(K, A)
   if not sale[1] or not sale[3] then return {-1} end
+  if (sale[13] or '1') ~= A[15] then return {-18, sale[13] or '1'} end
+  if sale[14] then return {-19} end
   if redis.call('HEXISTS', K[3], A[4]) == 1 then return reserved(tonumber(sale[1]), K, A) end
   if A[11] ~= '0' then
     local t = clock_us()
@@ -182,10 +191,10 @@ local function reserve(K, A)
   return reserved(avail - qty, K, A)
 end
 local out = {}
-for i = 0, #ARGV / 14 - 1 do
-  local k, a = 6 + 6 * i, 14 * i
+for i = 0, #ARGV / 15 - 1 do
+  local k, a = 6 + 6 * i, 15 * i
   out[i + 1] = reserve({KEYS[1], KEYS[2], KEYS[3], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[4],
-    KEYS[k + 4], KEYS[k + 5], KEYS[5], KEYS[6], KEYS[k + 6]}, {unpack(ARGV, a + 1, a + 14)})
+    KEYS[k + 4], KEYS[k + 5], KEYS[5], KEYS[6], KEYS[k + 6]}, {unpack(ARGV, a + 1, a + 15)})
 end
 return out
 `)
@@ -294,6 +303,9 @@ type Reserved struct {
 	// room: the sale has a waiting room (for the sold-out flag; also set beside
 	// errNoneLeft, as Limit is).
 	room bool
+	// Bucket is the bucket the purchase went to (the buyer's home bucket), set on every
+	// answer that came from Redis: Replicas.Confirm takes it.
+	Bucket Bucket
 }
 
 // Reserve takes r.Quantity units for r.UserID and takes the user's lock, in one round
@@ -320,9 +332,9 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 		}
 	}
 	epoch := s.soldOut.epoch()
-	got, err := s.reserve(ctx, r, fingerprint)
+	got, err := s.reserveRouted(ctx, r, fingerprint)
 	switch {
-	case err == errNoneLeft, err == nil && !got.Replayed && got.Available == 0:
+	case err == errNoneLeft, err == nil && !got.Replayed && got.Available == 0 && got.Bucket.k <= 1:
 		s.soldOut.set(r.ActivityID, epoch, &soldOutFlag{at: r.Now, room: got.room, group: r.mode() != "", limit: got.Limit})
 	case recheck != nil:
 		s.soldOut.dropRecheck(r.ActivityID, recheck)
@@ -337,6 +349,9 @@ var (
 	errNoneLeft       = &DetailError{ErrSoldOut, "no units are left"}
 	ErrSoldOutFlagged = &DetailError{ErrSoldOut, "no units are left"}
 	errFlaggedSoldOut = ErrSoldOutFlagged
+	// errNoneLeftNow is sold out in a sale of several buckets while units are on their
+	// way between buckets: not the answer that sets the flag.
+	errNoneLeftNow = &DetailError{ErrSoldOut, "no units are left right now"}
 	// errFlaggedNotAdmitted is the flag's answer to a purchase without a pass in a
 	// waiting-room sale: the script would refuse it so before it looked at stock.
 	errFlaggedNotAdmitted = &DetailError{ErrNotAdmitted, "no pass came with the purchase"}
@@ -378,8 +393,56 @@ func AnsweredInProcess(err error) bool {
 	return err == errFlaggedSoldOut || err == errFlaggedNotAdmitted
 }
 
-func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) (Reserved, error) {
-	c := &reserveCall{ctx: ctx, r: r, fingerprint: fingerprint, done: make(chan struct{})}
+// maxRefills bounds how often a purchase in a sale of several buckets moves units into
+// its bucket and tries again.
+const maxRefills = 3
+
+// reserveRouted sends r to its buyer's home bucket. A purchase that finds its bucket
+// short of units moves units there from the reserve or the other buckets (refill) and
+// tries again; it answers sold out with errNoneLeft (the answer that sets the sold-out
+// flag) only once the refill found no unit anywhere.
+func (s *Stock) reserveRouted(ctx context.Context, r Reservation, fingerprint string) (Reserved, error) {
+	refills := 0
+	for {
+		b := home(r.ActivityID, r.UserID, s.knownBuckets(r.ActivityID))
+		got, err := s.reserve(ctx, r, fingerprint, b)
+		got.Bucket = b
+		var wrong *wrongBucketsError
+		switch {
+		case errors.As(err, &wrong):
+			if wrong.k == b.k || wrong.k < 1 || wrong.k > MaxBuckets {
+				return got, fmt.Errorf("reserve: sale %d has %d buckets", r.ActivityID, wrong.k)
+			}
+			s.learnBuckets(r.ActivityID, wrong.k)
+			continue
+		case b.k <= 1 || !errors.Is(err, ErrSoldOut):
+			return got, err
+		}
+		if refills == maxRefills {
+			return got, errNoneLeftNow
+		}
+		refills++
+		moved, empty, rerr := s.refill(ctx, b, int64(r.Quantity))
+		switch {
+		case rerr != nil:
+			slog.Warn("stock: move units between buckets", "activity", r.ActivityID, "bucket", b.n, "err", rerr)
+			return got, errNoneLeftNow
+		case empty:
+			return got, errNoneLeft
+		case moved == 0: // units on their way between buckets: not sold out, not here yet
+			return got, errNoneLeftNow
+		}
+	}
+}
+
+// wrongBucketsError is the reserve script's answer to a purchase sent to a bucket of
+// the wrong number of buckets: the sale has k.
+type wrongBucketsError struct{ k int }
+
+func (e *wrongBucketsError) Error() string { return fmt.Sprintf("the sale has %d buckets", e.k) }
+
+func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string, b Bucket) (Reserved, error) {
+	c := &reserveCall{ctx: ctx, r: r, fingerprint: fingerprint, b: b, done: make(chan struct{})}
 	s.reserving.do(c)
 	if c.err != nil {
 		return Reserved{}, fmt.Errorf("reserve: %w", c.err)
@@ -387,27 +450,27 @@ func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string) 
 	return decodeReserved(r, c.reply)
 }
 
-// appendReservation adds r's keys and arguments to a call of reserveScript.
-func appendReservation(keys []string, args []any, r Reservation, fingerprint string) ([]string, []any) {
+// appendReservation adds r's keys (in bucket b) and arguments to a call of
+// reserveScript.
+func appendReservation(keys []string, args []any, r Reservation, fingerprint string, b Bucket) ([]string, []any) {
 	interval, tolerance := r.allowance()
-	keys = append(keys, userQueuedKey(r.ActivityID, r.UserID), idempotencyKey(r.ActivityID, r.UserID, r.IdempotencyKey),
-		UserLockKey(r.ActivityID, r.UserID), groupKey(r.ActivityID, r.Group), groupSeatsKey(r.ActivityID, r.Group),
-		rateKey(r.ActivityID, r.UserID))
+	keys = append(keys, userQueuedKey(b, r.UserID), idempotencyKey(b, r.UserID, r.IdempotencyKey),
+		userLockKey(b, r.UserID), groupKey(b, r.Group), groupSeatsKey(b, r.Group), rateKey(b, r.UserID))
 	args = append(args, r.Now.UnixMilli(), r.UserID, r.Quantity, r.OrderID, fingerprint,
 		r.LockToken, r.LockTTL.Milliseconds(), int64(IdempotencyTTL/time.Second), r.mode(), r.Group,
-		interval, tolerance, r.clockArg(), r.passArg())
+		interval, tolerance, r.clockArg(), r.passArg(), max(1, b.k))
 	return keys, args
 }
 
-// reserveAll runs reserveScript once for calls, purchases of one sale, and leaves each
-// one's reply (or the call's error) in it.
+// reserveAll runs reserveScript once for calls, purchases of one bucket of a sale, and
+// leaves each one's reply (or the call's error) in it.
 func (s *Stock) reserveAll(ctx context.Context, calls []*reserveCall) {
-	id := calls[0].r.ActivityID
+	b := calls[0].b
 	keys := make([]string, 0, 6+6*len(calls))
-	keys = append(keys, saleKey(id), usersKey(id), queuedKey(id), queuedSinceKey(id), openGroupsKey(id), fillGroupsKey(id))
-	args := make([]any, 0, 14*len(calls))
+	keys = append(keys, saleKey(b), usersKey(b), queuedKey(b), queuedSinceKey(b), openGroupsKey(b), fillGroupsKey(b))
+	args := make([]any, 0, 15*len(calls))
 	for _, c := range calls {
-		keys, args = appendReservation(keys, args, c.r, c.fingerprint)
+		keys, args = appendReservation(keys, args, c.r, c.fingerprint, b)
 	}
 	var res []any
 	err := whileMoving(ctx, s.rdb, func() (err error) {
@@ -466,6 +529,8 @@ func decodeReserved(r Reservation, res []any) (Reserved, error) {
 		return Reserved{}, ErrGroupFull
 	case -17:
 		return Reserved{}, ErrNotAdmitted
+	case -19:
+		return Reserved{}, ErrClosed
 	}
 	n, err := integers(res[1:])
 	if err != nil {
@@ -493,6 +558,8 @@ func decodeReserved(r Reservation, res []any) (Reserved, error) {
 			fmt.Sprintf("you take part %d times, at most %d are allowed", n[0], n[1])}
 	case code == -16 && len(n) == 1:
 		return Reserved{}, &RateLimitedError{Wait: time.Duration(n[0]) * time.Microsecond}
+	case code == -18 && len(n) == 1:
+		return Reserved{}, &wrongBucketsError{int(n[0])}
 	case code == -8 && len(n) == 1:
 		return Reserved{}, &DetailError{ErrQuantityOverLimit,
 			fmt.Sprintf("quantity must be between 1 and %d", n[0])}

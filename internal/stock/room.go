@@ -43,7 +43,7 @@ func flag(on bool) int {
 // (ReturnedChannel), which remembers whether the sale had a room.
 func (s *Stock) SetRoom(ctx context.Context, activityID int64, r Room) error {
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, saleKey(activityID), r.fields()...)
+		p.HSet(ctx, saleKey(one(activityID)), r.fields()...)
 		p.Publish(ctx, ReturnedChannel, activityID)
 		return nil
 	})
@@ -55,12 +55,12 @@ func (s *Stock) SetRoom(ctx context.Context, activityID int64, r Room) error {
 
 // SaleKey is the hash of a sale's state (see saleKey), for internal/line's scripts,
 // which read a sale's window, units left and room settings in the same slot.
-func SaleKey(activityID int64) string { return saleKey(activityID) }
+func SaleKey(activityID int64) string { return saleKey(one(activityID)) }
 
 // UsersKey is the hash of each user's units in a sale (see usersKey), for
 // internal/line, which tells a pass that was used from one that was not.
-func UsersKey(activityID int64) string { return usersKey(activityID) }
+func UsersKey(activityID int64) string { return usersKey(one(activityID)) }
 
 // KeyPrefix is the prefix of every key of a sale, with its hash tag, so a package
 // that keeps its own keys of a sale (internal/line) puts them in the sale's slot.
-func KeyPrefix(activityID int64) string { return prefix(activityID) }
+func KeyPrefix(activityID int64) string { return prefix(one(activityID)) }

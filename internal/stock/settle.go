@@ -63,11 +63,12 @@ end
 // ARGV[1] order id  ARGV[2] activity id (published on the returned-units channel)
 // ARGV[3] the returned-units channel
 //
+// The sale's generation goes up (a rebuild that read the order queued reads again).
 // Returns 1 given back (and recorded as such for a day); 0 the order stands: a worker
 // already claimed it (the repair pass enqueued it meanwhile), or a replay of its
 // Idempotency-Key was answered with it (the repair pass enqueues it); -1 not queued
 // (given back or settled before).
-var rollbackScript = redis.NewScript(unitsLua + `
+var rollbackScript = redis.NewScript(unitsLua + bumpGenLua + `
 if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then return 0 end
 local prior = redis.call('GET', KEYS[6])
 -- a replay answered with this order (reserveScript marked its key): it stands, and the
@@ -76,6 +77,7 @@ if prior and string.sub(prior, -#ARGV[1] - 3) == ' ' .. ARGV[1] .. ' r' then ret
 local users, qtys = unqueue(KEYS[1], KEYS[3], KEYS[5], KEYS[7], {ARGV[1]}, {KEYS[4]})
 if not users[1] then return -1 end
 give_back(KEYS[1], KEYS[2], users[1], qtys[1])
+bump_gen(KEYS[1])
 redis.call('SADD', KEYS[8], ARGV[1])
 redis.call('EXPIRE', KEYS[8], 86400)
 if prior and string.sub(prior, -#ARGV[1] - 1) == ' ' .. ARGV[1] then redis.call('DEL', KEYS[6]) end
@@ -100,9 +102,9 @@ const (
 // Rollback gives back a reservation whose reserve script's reply was lost, unless a
 // worker already claimed its order.
 func (s *Stock) Rollback(ctx context.Context, activityID, userID int64, orderID, idemKey string) (RollbackResult, error) {
-	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID),
-		userQueuedKey(activityID, userID), claimedKey(activityID),
-		idempotencyKey(activityID, userID, idemKey), queuedSinceKey(activityID), givenBackKey(activityID)}
+	b := home(activityID, userID, s.knownBuckets(activityID))
+	keys := []string{saleKey(b), usersKey(b), queuedKey(b), userQueuedKey(b, userID), claimedKey(b),
+		idempotencyKey(b, userID, idemKey), queuedSinceKey(b), givenBackKey(b)}
 	var n int64
 	err := whileMoving(ctx, s.rdb, func() (err error) {
 		n, err = rollbackScript.Run(ctx, s.rdb, keys, orderID, activityID, ReturnedChannel).Int64()
@@ -140,31 +142,60 @@ r[#ARGV + 1] = bump_gen(KEYS[3])
 return r
 `)
 
+// OrderRef names an order of a sale and its buyer, whose home bucket holds it.
+type OrderRef struct {
+	OrderID string
+	UserID  int64
+}
+
+// Claimed is an order a worker claimed: its bucket, and the generation the bucket
+// reached with the claim.
+type Claimed struct {
+	Bucket int
+	Gen    int64
+}
+
 // Claim marks queued orders of one sale as taken by a worker, so the API will not give
-// them back any more. It returns the ids that are queued and now claimed, and the
-// sale's generation after the claim, which the worker records in MySQL with the orders
-// (see rebuild.go); an id that is not queued was either given back by the API (it must
-// not be persisted) or settled already (it is in MySQL).
-func (s *Stock) Claim(ctx context.Context, activityID int64, orderIDs []string) (map[string]bool, int64, error) {
-	args := make([]any, len(orderIDs))
-	for i, id := range orderIDs {
-		args[i] = id
-	}
-	res, err := claimScript.Run(ctx, s.rdb, []string{queuedKey(activityID), claimedKey(activityID), saleKey(activityID)},
-		args...).Int64Slice()
+// them back any more. It returns the orders that are queued and now claimed, each with
+// its bucket and the generation its bucket reached with the claim, which the worker
+// records in MySQL with the orders (see rebuild.go); an order that is not queued was
+// either given back by the API (it must not be persisted) or settled already (it is in
+// MySQL).
+func (s *Stock) Claim(ctx context.Context, activityID int64, orders []OrderRef) (map[string]Claimed, error) {
+	sale, err := s.saleOf(ctx, activityID)
 	if err != nil {
-		return nil, 0, fmt.Errorf("claim orders: %w", err)
+		return nil, fmt.Errorf("claim orders: %w", err)
 	}
-	if len(res) != len(orderIDs)+1 {
-		return nil, 0, fmt.Errorf("claim orders: %d answers for %d orders", len(res), len(orderIDs))
-	}
-	claimed := make(map[string]bool, len(orderIDs))
-	for i, id := range orderIDs {
-		if res[i] == 1 {
-			claimed[id] = true
+	claimed := make(map[string]Claimed, len(orders))
+	for b, os := range byBucket(sale, orders, func(o OrderRef) int64 { return o.UserID }) {
+		args := make([]any, len(os))
+		for i, o := range os {
+			args[i] = o.OrderID
+		}
+		res, err := claimScript.Run(ctx, s.rdb, []string{queuedKey(b), claimedKey(b), saleKey(b)}, args...).Int64Slice()
+		if err != nil {
+			return nil, fmt.Errorf("claim orders: %w", err)
+		}
+		if len(res) != len(os)+1 {
+			return nil, fmt.Errorf("claim orders: %d answers for %d orders", len(res), len(os))
+		}
+		for i, o := range os {
+			if res[i] == 1 {
+				claimed[o.OrderID] = Claimed{Bucket: b.n, Gen: res[len(os)]}
+			}
 		}
 	}
-	return claimed, res[len(orderIDs)], nil
+	return claimed, nil
+}
+
+// byBucket groups a sale's orders by the home bucket of their buyers (user).
+func byBucket[T any](sale Bucket, orders []T, user func(T) int64) map[Bucket][]T {
+	out := map[Bucket][]T{}
+	for _, o := range orders {
+		b := home(sale.act, user(o), sale.k)
+		out[b] = append(out[b], o)
+	}
+	return out
 }
 
 // settleScript ends the queued state of orders the worker has written to MySQL.
@@ -216,26 +247,31 @@ type Settlement struct {
 }
 
 // Settle removes orders of one sale from the queued state, giving back the units of
-// failed ones. It is idempotent per order.
+// failed ones (to their buyers' home buckets). It is idempotent per order.
 func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlement) error {
-	keys := []string{saleKey(activityID), usersKey(activityID), queuedKey(activityID), claimedKey(activityID),
-		queuedSinceKey(activityID), openGroupsKey(activityID), fillGroupsKey(activityID)}
-	args := []any{activityID, ReturnedChannel}
-	for _, o := range orders {
-		keys = append(keys, userQueuedKey(activityID, o.UserID), groupKey(activityID, o.Group),
-			groupSeatsKey(activityID, o.Group))
-		failed := "0"
-		if o.Failed {
-			failed = "1"
-		}
-		args = append(args, o.OrderID, failed, o.Group)
-	}
-	back, err := settleScript.Run(ctx, s.rdb, keys, args...).Int64()
+	sale, err := s.saleOf(ctx, activityID)
 	if err != nil {
 		return fmt.Errorf("settle orders: %w", err)
 	}
-	if back > 0 {
-		s.soldOut.clear(activityID)
+	for b, os := range byBucket(sale, orders, func(o Settlement) int64 { return o.UserID }) {
+		keys := []string{saleKey(b), usersKey(b), queuedKey(b), claimedKey(b), queuedSinceKey(b), openGroupsKey(b),
+			fillGroupsKey(b)}
+		args := []any{activityID, ReturnedChannel}
+		for _, o := range os {
+			keys = append(keys, userQueuedKey(b, o.UserID), groupKey(b, o.Group), groupSeatsKey(b, o.Group))
+			failed := "0"
+			if o.Failed {
+				failed = "1"
+			}
+			args = append(args, o.OrderID, failed, o.Group)
+		}
+		back, err := settleScript.Run(ctx, s.rdb, keys, args...).Int64()
+		if err != nil {
+			return fmt.Errorf("settle orders: %w", err)
+		}
+		if back > 0 {
+			s.soldOut.clear(activityID)
+		}
 	}
 	return nil
 }
@@ -306,41 +342,54 @@ type Returning struct {
 }
 
 // Return gives the units of cancelled (or expired) orders of one sale back to stock and
-// to their users' allowances, in one step. It is idempotent per order while the order
-// is remembered: from the call until ReturnedRetention after Forget.
+// to their users' allowances (in their home buckets), one step per bucket. It is
+// idempotent per order while the order is remembered: from the call until
+// ReturnedRetention after Forget.
 func (s *Stock) Return(ctx context.Context, activityID int64, orders ...Returning) error {
 	if len(orders) == 0 {
 		return nil
 	}
-	keys := []string{saleKey(activityID), usersKey(activityID), returnedKey(activityID)}
-	args := make([]any, 0, 3+3*len(orders))
-	args = append(args, activityID, ReturnedChannel, ReturnedRetention.Milliseconds())
-	for _, o := range orders {
-		args = append(args, o.OrderID, o.UserID, o.Quantity)
-	}
-	n, err := returnScript.Run(ctx, s.rdb, keys, args...).Int64()
+	sale, err := s.saleOf(ctx, activityID)
 	if err != nil {
 		return fmt.Errorf("return units: %w", err)
 	}
-	if n > 0 {
-		s.soldOut.clear(activityID)
+	for b, os := range byBucket(sale, orders, func(o Returning) int64 { return o.UserID }) {
+		keys := []string{saleKey(b), usersKey(b), returnedKey(b)}
+		args := make([]any, 0, 3+3*len(os))
+		args = append(args, activityID, ReturnedChannel, ReturnedRetention.Milliseconds())
+		for _, o := range os {
+			args = append(args, o.OrderID, o.UserID, o.Quantity)
+		}
+		n, err := returnScript.Run(ctx, s.rdb, keys, args...).Int64()
+		if err != nil {
+			return fmt.Errorf("return units: %w", err)
+		}
+		if n > 0 {
+			s.soldOut.clear(activityID)
+		}
 	}
 	return nil
 }
 
 // Forget says MySQL records the return of these orders of a sale: each is remembered
 // ReturnedRetention more, then dropped. An order not remembered is left out.
-func (s *Stock) Forget(ctx context.Context, activityID int64, orderIDs ...string) error {
-	if len(orderIDs) == 0 {
+func (s *Stock) Forget(ctx context.Context, activityID int64, orders ...Returning) error {
+	if len(orders) == 0 {
 		return nil
 	}
-	args := make([]any, 0, len(orderIDs)+1)
-	for _, id := range orderIDs {
-		args = append(args, id)
-	}
-	args = append(args, ReturnedRetention.Milliseconds())
-	if err := forgetScript.Run(ctx, s.rdb, []string{returnedKey(activityID)}, args...).Err(); err != nil {
+	sale, err := s.saleOf(ctx, activityID)
+	if err != nil {
 		return fmt.Errorf("forget returned orders: %w", err)
+	}
+	for b, os := range byBucket(sale, orders, func(o Returning) int64 { return o.UserID }) {
+		args := make([]any, 0, len(os)+1)
+		for _, o := range os {
+			args = append(args, o.OrderID)
+		}
+		args = append(args, ReturnedRetention.Milliseconds())
+		if err := forgetScript.Run(ctx, s.rdb, []string{returnedKey(b)}, args...).Err(); err != nil {
+			return fmt.Errorf("forget returned orders: %w", err)
+		}
 	}
 	return nil
 }
@@ -367,31 +416,38 @@ end
 return out
 `)
 
-// Stale returns up to limit queued orders of a sale taken at or before before, oldest
-// first, with Claimed set for those a worker has begun to persist.
+// Stale returns up to limit queued orders of a sale (per bucket) taken at or before
+// before, oldest first in each bucket, with Claimed set for those a worker has begun to
+// persist.
 func (s *Stock) Stale(ctx context.Context, activityID int64, before time.Time, limit int) ([]QueuedOrder, error) {
-	res, err := staleScript.Run(ctx, s.rdb, []string{queuedSinceKey(activityID), queuedKey(activityID),
-		claimedKey(activityID)}, before.UnixMilli(), limit).Slice()
+	sale, err := s.saleOf(ctx, activityID)
 	if err != nil {
 		return nil, fmt.Errorf("stale queued orders: %w", err)
 	}
-	if len(res)%3 != 0 {
-		return nil, fmt.Errorf("stale queued orders: reply of %d values", len(res))
-	}
-	out := make([]QueuedOrder, 0, len(res)/3)
-	for i := 0; i < len(res); i += 3 {
-		id, ok1 := res[i].(string)
-		v, ok2 := res[i+1].(string)
-		claimed, ok3 := res[i+2].(int64)
-		if !ok1 || !ok2 || !ok3 {
-			return nil, fmt.Errorf("stale queued orders: unexpected reply %v", res[i:i+3])
-		}
-		q, err := parseQueued(activityID, id, v)
+	var out []QueuedOrder
+	for _, b := range sale.all() {
+		res, err := staleScript.Run(ctx, s.rdb, []string{queuedSinceKey(b), queuedKey(b), claimedKey(b)},
+			before.UnixMilli(), limit).Slice()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("stale queued orders: %w", err)
 		}
-		q.Claimed = claimed == 1
-		out = append(out, q)
+		if len(res)%3 != 0 {
+			return nil, fmt.Errorf("stale queued orders: reply of %d values", len(res))
+		}
+		for i := 0; i < len(res); i += 3 {
+			id, ok1 := res[i].(string)
+			v, ok2 := res[i+1].(string)
+			claimed, ok3 := res[i+2].(int64)
+			if !ok1 || !ok2 || !ok3 {
+				return nil, fmt.Errorf("stale queued orders: unexpected reply %v", res[i:i+3])
+			}
+			q, err := parseQueued(activityID, id, v)
+			if err != nil {
+				return nil, err
+			}
+			q.Claimed = claimed == 1
+			out = append(out, q)
+		}
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -52,6 +53,8 @@ type Stock struct {
 	rdb       redis.UniversalClient
 	soldOut   *soldOutFlags
 	reserving *coalescer
+	sizes     sync.Map // activity id -> its buckets (int), once read (bucket.go)
+	refilling refills
 }
 
 // New returns a Stock on rdb.
@@ -82,6 +85,11 @@ type Sale struct {
 	Participations int
 	// Room is the sale's waiting room (room.go).
 	Room Room
+	// Buckets is how many buckets hold the sale's stock and buyers (bucket.go); 0 or 1
+	// for one.
+	Buckets int
+	// Reserve is, of Available, the units in the reserve (a sale of several buckets).
+	Reserve int64
 }
 
 // fields are the settings of a sale's hash, as Load and Rebuild write them.
@@ -95,32 +103,69 @@ func (sale Sale) fields() []any {
 		"price", sale.PriceCents, "paywin", int64(sale.PayWindow / time.Second),
 		"kind", kind, "gsize", sale.GroupSize, "gwin", int64(sale.GroupWindow / time.Second),
 		"plimit", sale.Participations}
+	if sale.Buckets > 1 {
+		fields = append(fields, "buckets", sale.Buckets)
+	}
 	return append(fields, sale.Room.fields()...)
 }
 
-// Load writes a new sale's state. The sale can be bought from when Load returns.
+// Load writes a new sale's state. The sale can be bought from when Load returns. A sale
+// of several buckets gets its units spread evenly over them; bucket 0 is written last,
+// so a sale Redis has is a sale whole.
 func (s *Stock) Load(ctx context.Context, sale Sale) error {
-	err := s.rdb.HSet(ctx, saleKey(sale.ActivityID), append([]any{"avail", sale.Available}, sale.fields()...)...).Err()
+	all := Bucket{act: sale.ActivityID, k: max(1, sale.Buckets)}.all()
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := len(all) - 1; i >= 0; i-- {
+			share := sale.Available / int64(len(all))
+			if int64(i) < sale.Available%int64(len(all)) {
+				share++
+			}
+			fields := append([]any{"avail", share}, sale.fields()...)
+			if len(all) > 1 && i == 0 {
+				fields = append(fields, "reserve", 0)
+			}
+			p.HSet(ctx, saleKey(all[i]), fields...)
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("load sale %d: %w", sale.ActivityID, err)
 	}
+	s.learnBuckets(sale.ActivityID, len(all))
 	return nil
 }
 
-// Patch changes a sale: a new limit and end time when not nil, and addStock more units.
-// Every API process drops its sold-out flag of the sale (ReturnedChannel).
+// Patch changes a sale: a new limit and end time when not nil, and addStock more units
+// (in the reserve of a sale of several buckets, which hands them to the buckets that
+// run short). Every API process drops its sold-out flag of the sale (ReturnedChannel).
 func (s *Stock) Patch(ctx context.Context, activityID int64, limit *int, endsAt *time.Time, addStock int64) error {
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		key := saleKey(activityID)
-		if limit != nil {
-			p.HSet(ctx, key, "limit", *limit)
-		}
-		if endsAt != nil {
-			p.HSet(ctx, key, "end", endsAt.UnixMilli())
+	sale, err := s.saleOf(ctx, activityID)
+	if err != nil {
+		return err
+	}
+	pipelined := s.rdb.Pipelined
+	if sale.k <= 1 {
+		pipelined = s.rdb.TxPipelined // one slot: all or nothing
+	}
+	_, err = pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, b := range sale.all() {
+			key := saleKey(b)
+			if limit != nil {
+				p.HSet(ctx, key, "limit", *limit)
+			}
+			if endsAt != nil {
+				p.HSet(ctx, key, "end", endsAt.UnixMilli())
+			}
+			if addStock > 0 {
+				p.HIncrBy(ctx, key, "total", addStock)
+			}
 		}
 		if addStock > 0 {
-			p.HIncrBy(ctx, key, "avail", addStock)
-			p.HIncrBy(ctx, key, "total", addStock)
+			field := "avail"
+			if sale.k > 1 {
+				field = "reserve"
+			}
+			p.HIncrBy(ctx, saleKey(one(activityID)), field, addStock)
 		}
 		p.Publish(ctx, ReturnedChannel, activityID)
 		return nil
@@ -132,11 +177,14 @@ func (s *Stock) Patch(ctx context.Context, activityID int64, limit *int, endsAt 
 }
 
 // Sales returns the Redis state of the given sales; a sale Redis does not know is absent.
+// A sale of several buckets reads its settings from bucket 0, and the units available
+// summed over the reserve, every bucket and the moves under way.
 func (s *Stock) Sales(ctx context.Context, activityIDs []int64) (map[int64]Sale, error) {
 	cmds := make([]*redis.SliceCmd, len(activityIDs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range activityIDs {
-			cmds[i] = p.HMGet(ctx, saleKey(id), "avail", "total", "limit", "start", "end", "price", "paywin", "gen")
+			cmds[i] = p.HMGet(ctx, saleKey(one(id)), "avail", "total", "limit", "start", "end", "price", "paywin", "gen",
+				"buckets", "reserve")
 		}
 		return nil
 	})
@@ -152,18 +200,85 @@ func (s *Stock) Sales(ctx context.Context, activityIDs []int64) (map[int64]Sale,
 		n := make([]int64, len(v))
 		for j := range v {
 			str, _ := v[j].(string)
-			if str == "" && j == len(v)-1 { // no generation yet: 0
+			if str == "" && j >= 7 { // no generation yet, one bucket, no reserve: 0
 				continue
 			}
 			if n[j], err = strconv.ParseInt(str, 10, 64); err != nil {
 				return nil, fmt.Errorf("read sale %d: field %d is %q", id, j, str)
 			}
 		}
-		sales[id] = Sale{ActivityID: id, Available: n[0], Total: n[1], Limit: int(n[2]),
+		sale := Sale{ActivityID: id, Available: n[0], Total: n[1], Limit: int(n[2]),
 			StartsAt: time.UnixMilli(n[3]).UTC(), EndsAt: time.UnixMilli(n[4]).UTC(),
-			PriceCents: n[5], PayWindow: time.Duration(n[6]) * time.Second, Gen: n[7]}
+			PriceCents: n[5], PayWindow: time.Duration(n[6]) * time.Second, Gen: n[7], Buckets: max(1, int(n[8])),
+			Reserve: n[9]}
+		if sale.Buckets > 1 {
+			s.learnBuckets(id, sale.Buckets)
+			if sale.Available, err = s.available(ctx, Bucket{act: id, k: sale.Buckets}); err != nil {
+				return nil, err
+			}
+		}
+		sales[id] = sale
 	}
 	return sales, nil
+}
+
+// available sums the units of a sale of several buckets that are not in orders: in the
+// reserve, in the buckets, and on their way between them (moves taken and not applied).
+func (s *Stock) available(ctx context.Context, sale Bucket) (int64, error) {
+	all := sale.all()
+	avail := make([]*redis.SliceCmd, len(all))
+	moves := make([]*redis.MapStringStringCmd, len(all))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, b := range all {
+			avail[i] = p.HMGet(ctx, saleKey(b), "avail", "reserve")
+			moves[i] = p.HGetAll(ctx, movesKey(b))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read units of sale %d: %w", sale.act, err)
+	}
+	var sum int64
+	var pending []move
+	for i, b := range all {
+		for _, v := range avail[i].Val() {
+			n, _ := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+			sum += n
+		}
+		for id, v := range moves[i].Val() {
+			m, err := parseMove(b, id, v)
+			if err != nil {
+				return 0, err
+			}
+			pending = append(pending, m)
+		}
+	}
+	unapplied, err := s.unapplied(ctx, pending)
+	return sum + unapplied, err
+}
+
+// unapplied sums the units of the moves not yet applied at their destination.
+func (s *Stock) unapplied(ctx context.Context, ms []move) (int64, error) {
+	if len(ms) == 0 {
+		return 0, nil
+	}
+	scores := make([]*redis.FloatCmd, len(ms))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, m := range ms {
+			scores[i] = p.ZScore(ctx, appliedKey(Bucket{act: m.from.act, n: m.to, k: m.from.k}), m.id)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("read moves: %w", err)
+	}
+	var sum int64
+	for i, m := range ms {
+		if errors.Is(scores[i].Err(), redis.Nil) {
+			sum += m.units
+		}
+	}
+	return sum, nil
 }
 
 // Ping checks that Redis answers.
@@ -217,40 +332,73 @@ func parseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
 // ErrNotQueued means the order is not (or no longer) queued in Redis.
 var ErrNotQueued = errors.New("order not queued")
 
-// Queued returns a queued order, or ErrNotQueued.
+// Queued returns a queued order, or ErrNotQueued. In a sale of several buckets it is
+// looked for in each.
 func (s *Stock) Queued(ctx context.Context, activityID int64, orderID string) (QueuedOrder, error) {
-	v, err := s.rdb.HGet(ctx, queuedKey(activityID), orderID).Result()
-	if errors.Is(err, redis.Nil) {
-		return QueuedOrder{}, ErrNotQueued
-	}
+	sale, err := s.saleOf(ctx, activityID)
 	if err != nil {
+		return QueuedOrder{}, err
+	}
+	all := sale.all()
+	cmds := make([]*redis.StringCmd, len(all))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, b := range all {
+			cmds[i] = p.HGet(ctx, queuedKey(b), orderID)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return QueuedOrder{}, fmt.Errorf("read queued order: %w", err)
 	}
-	return parseQueued(activityID, orderID, v)
+	for _, c := range cmds {
+		if v, err := c.Result(); err == nil {
+			return parseQueued(activityID, orderID, v)
+		}
+	}
+	return QueuedOrder{}, ErrNotQueued
 }
 
 // QueuedTotals returns how many orders of a sale are queued and their units.
 func (s *Stock) QueuedTotals(ctx context.Context, activityID int64) (orders, units int64, err error) {
-	var n *redis.IntCmd
-	var u *redis.StringCmd
+	sale, err := s.saleOf(ctx, activityID)
+	if err != nil {
+		return 0, 0, err
+	}
+	all := sale.all()
+	n := make([]*redis.IntCmd, len(all))
+	u := make([]*redis.StringCmd, len(all))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		n = p.HLen(ctx, queuedKey(activityID))
-		u = p.HGet(ctx, saleKey(activityID), "qunits")
+		for i, b := range all {
+			n[i] = p.HLen(ctx, queuedKey(b))
+			u[i] = p.HGet(ctx, saleKey(b), "qunits")
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, 0, fmt.Errorf("read queued totals: %w", err)
 	}
-	units, _ = strconv.ParseInt(u.Val(), 10, 64)
-	return n.Val(), units, nil
+	for i := range all {
+		q, _ := strconv.ParseInt(u[i].Val(), 10, 64)
+		orders, units = orders+n[i].Val(), units+q
+	}
+	return orders, units, nil
 }
 
-// UserQueued returns a user's queued orders in the given sales, in two round trips.
+// UserQueued returns a user's queued orders in the given sales, in two round trips
+// (and one more per sale whose buckets this process has not read yet).
 func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, userID int64) ([]QueuedOrder, error) {
+	homes := make([]Bucket, len(activityIDs))
+	for i, id := range activityIDs {
+		k, err := s.bucketsOf(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		homes[i] = home(id, userID, k)
+	}
 	sets := make([]*redis.StringSliceCmd, len(activityIDs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range activityIDs {
-			sets[i] = p.SMembers(ctx, userQueuedKey(id, userID))
+		for i, b := range homes {
+			sets[i] = p.SMembers(ctx, userQueuedKey(b, userID))
 		}
 		return nil
 	})
@@ -259,9 +407,9 @@ func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, userID int6
 	}
 	values := make([]*redis.SliceCmd, len(activityIDs))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range activityIDs {
+		for i, b := range homes {
 			if ids := sets[i].Val(); len(ids) > 0 {
-				values[i] = p.HMGet(ctx, queuedKey(id), ids...)
+				values[i] = p.HMGet(ctx, queuedKey(b), ids...)
 			}
 		}
 		return nil
@@ -330,36 +478,63 @@ type Snapshot struct {
 	Users map[int64]int64
 }
 
-// Snapshot reads a sale's state, its queued orders and its users' units atomically.
+// Snapshot reads a sale's state, its queued orders and its users' units atomically. A
+// sale of several buckets is read bucket by bucket, each atomically, and its units
+// available are those of the reserve, the buckets and the moves not yet applied.
 func (s *Stock) Snapshot(ctx context.Context, activityID int64) (Snapshot, error) {
-	var sale *redis.SliceCmd
-	var queued, users *redis.MapStringStringCmd
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		sale = p.HMGet(ctx, saleKey(activityID), "avail", "total")
-		queued = p.HGetAll(ctx, queuedKey(activityID))
-		users = p.HGetAll(ctx, usersKey(activityID))
-		return nil
-	})
+	sale, err := s.saleOf(ctx, activityID)
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("snapshot sale %d: %w", activityID, err)
+		return Snapshot{}, err
 	}
-	var snap Snapshot
-	if sale.Val()[0] == nil || sale.Val()[1] == nil {
-		return snap, ErrNoSale
-	}
-	n, err := integers(sale.Val())
-	if err != nil {
-		return snap, fmt.Errorf("snapshot sale %d: %w", activityID, err)
-	}
-	snap.Sale = Sale{ActivityID: activityID, Available: n[0], Total: n[1]}
-	for id, v := range queued.Val() {
-		q, err := parseQueued(activityID, id, v)
+	snap := Snapshot{Sale: Sale{ActivityID: activityID, Buckets: max(1, sale.k)}, Users: map[int64]int64{}}
+	var moves []move
+	for _, b := range sale.all() {
+		ms, err := s.snapshotBucket(ctx, b, &snap)
 		if err != nil {
 			return snap, err
 		}
+		moves = append(moves, ms...)
+	}
+	unapplied, err := s.unapplied(ctx, moves)
+	snap.Sale.Available += unapplied
+	return snap, err
+}
+
+// snapshotBucket adds one bucket's state to snap, read in one transaction, and returns
+// the moves recorded there.
+func (s *Stock) snapshotBucket(ctx context.Context, b Bucket, snap *Snapshot) ([]move, error) {
+	var sale *redis.SliceCmd
+	var queued, users, moves *redis.MapStringStringCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		sale = p.HMGet(ctx, saleKey(b), "avail", "total", "reserve")
+		queued = p.HGetAll(ctx, queuedKey(b))
+		users = p.HGetAll(ctx, usersKey(b))
+		moves = p.HGetAll(ctx, movesKey(b))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot sale %d: %w", b.act, err)
+	}
+	v := sale.Val()
+	if v[0] == nil || v[1] == nil {
+		return nil, ErrNoSale
+	}
+	if v[2] == nil {
+		v[2] = "0"
+	}
+	n, err := integers(v)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot sale %d: %w", b.act, err)
+	}
+	snap.Sale.Available += n[0] + n[2]
+	snap.Sale.Total, snap.Sale.Reserve = n[1], snap.Sale.Reserve+n[2]
+	for id, v := range queued.Val() {
+		q, err := parseQueued(b.act, id, v)
+		if err != nil {
+			return nil, err
+		}
 		snap.Queued = append(snap.Queued, q)
 	}
-	snap.Users = make(map[int64]int64, len(users.Val()))
 	for k, v := range users.Val() {
 		if strings.HasPrefix(k, "p") { // a participations count
 			continue
@@ -367,11 +542,19 @@ func (s *Stock) Snapshot(ctx context.Context, activityID int64) (Snapshot, error
 		u, err1 := strconv.ParseInt(k, 10, 64)
 		units, err2 := strconv.ParseInt(v, 10, 64)
 		if err1 != nil || err2 != nil {
-			return snap, fmt.Errorf("snapshot sale %d: malformed user %q=%q", activityID, k, v)
+			return nil, fmt.Errorf("snapshot sale %d: malformed user %q=%q", b.act, k, v)
 		}
-		snap.Users[u] = units
+		snap.Users[u] += units
 	}
-	return snap, nil
+	var out []move
+	for id, v := range moves.Val() {
+		m, err := parseMove(b, id, v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // whileMoving runs fn until it returns anything but the errors of a slot on its way to

@@ -268,9 +268,9 @@ func TestRollbackClaimSettle(t *testing.T) {
 	}
 
 	// b: claimed by a worker before the API's rollback: the rollback must not happen.
-	claimed, gen, err := s.Claim(ctx, 1, []string{b.OrderID, a.OrderID})
-	if err != nil || !claimed[b.OrderID] || claimed[a.OrderID] || gen != 1 {
-		t.Fatalf("claim = %v, generation %d, %v; want b claimed, generation 1", claimed, gen, err)
+	claimed, gen, err := claim(ctx, s, 1, b.OrderID, a.OrderID)
+	if err != nil || !claimed[b.OrderID] || claimed[a.OrderID] || gen != 2 {
+		t.Fatalf("claim = %v, generation %d, %v; want b claimed, generation 2 (a's rollback moved it too)", claimed, gen, err)
 	}
 	if got, _ := s.Rollback(ctx, 1, 2, b.OrderID, ""); got != stock.AlreadyClaimed {
 		t.Errorf("rollback of claimed b = %v, want AlreadyClaimed", got)
@@ -493,7 +493,7 @@ func TestReturnedSetBounded(t *testing.T) {
 	if v, ok := score("o1"); !ok || !math.IsInf(v, 1) {
 		t.Fatalf("o1 before MySQL records it: score %v (%v), want +inf", v, ok)
 	}
-	if err := s.Forget(ctx, 9, "o1", "never-returned"); err != nil {
+	if err := s.Forget(ctx, 9, stock.Returning{OrderID: "o1"}, stock.Returning{OrderID: "never-returned"}); err != nil {
 		t.Fatal(err)
 	}
 	if v, ok := score("o1"); !ok || math.Abs(v-float64(redisNow().UnixMilli())) > 5000 {
@@ -569,4 +569,20 @@ func TestRollbackAfterReplayLeavesOrder(t *testing.T) {
 	if err != nil || fresh.Replayed || fresh.OrderID == other.OrderID {
 		t.Errorf("the key after its roll-back: %+v, %v; want a new purchase", fresh, err)
 	}
+}
+
+// claim claims orders of a one-bucket sale (whose buyer does not matter there) and
+// returns those claimed and the generation the claim reached.
+func claim(ctx context.Context, s *stock.Stock, act int64, ids ...string) (map[string]bool, int64, error) {
+	refs := make([]stock.OrderRef, len(ids))
+	for i, id := range ids {
+		refs[i] = stock.OrderRef{OrderID: id}
+	}
+	got, err := s.Claim(ctx, act, refs)
+	claimed := map[string]bool{}
+	var gen int64
+	for id, c := range got {
+		claimed[id], gen = true, c.Gen
+	}
+	return claimed, gen, err
 }

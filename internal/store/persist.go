@@ -21,9 +21,11 @@ type NewOrder struct {
 	// Limit is the per-user limit the reservation was checked against. MySQL checks the
 	// user's units against it, so lowering a sale's limit never fails orders taken before.
 	Limit int
-	// Gen is the sale's Redis generation the worker's claim of the order reached; the
-	// activity's redis_gen keeps the highest.
-	Gen int64
+	// Bucket is the sale's bucket that held the order in Redis, and Gen the generation
+	// of that bucket the worker's claim of the order reached; the activity's redis_gen
+	// (bucket 0) or activity_buckets (the others) keeps the highest.
+	Bucket int
+	Gen    int64
 	// Participations is the cap on the user's orders in the sale it was checked
 	// against (0: none); MySQL checks it too.
 	Participations int
@@ -332,26 +334,46 @@ const (
 )
 
 // addSold adds the orders' units to their activities, refusing to pass stock_total,
-// and raises each activity's redis_gen to the orders' highest Gen.
+// and raises each activity's redis_gen (activity_buckets' for buckets 1 and up) to the
+// orders' highest Gen.
 func addSold(tx *gorm.DB, orders []NewOrder) error {
-	units, gens := map[int64]int64{}, map[int64]int64{}
+	type bucket struct {
+		act int64
+		n   int
+	}
+	units, gens := map[int64]int64{}, map[bucket]int64{}
 	var acts []int64
+	var others []bucket
 	for _, o := range orders {
 		if _, ok := units[o.ActivityID]; !ok {
 			acts = append(acts, o.ActivityID)
 		}
 		units[o.ActivityID] += int64(o.Quantity)
-		gens[o.ActivityID] = max(gens[o.ActivityID], o.Gen)
+		b := bucket{o.ActivityID, o.Bucket}
+		if _, ok := gens[b]; !ok && b.n > 0 {
+			others = append(others, b)
+		}
+		gens[b] = max(gens[b], o.Gen)
 	}
 	sort.Slice(acts, func(i, j int) bool { return acts[i] < acts[j] })
 	for _, id := range acts {
 		res := tx.Exec("UPDATE activities SET sold = sold + ?, redis_gen = GREATEST(redis_gen, ?) "+
-			"WHERE id = ? AND sold + ? <= stock_total", units[id], gens[id], id, units[id])
+			"WHERE id = ? AND sold + ? <= stock_total", units[id], gens[bucket{id, 0}], id, units[id])
 		if res.Error != nil {
 			return fmt.Errorf("add sold units: %w", res.Error)
 		}
 		if res.RowsAffected != 1 {
 			return &guardError{"sold out in MySQL: no stock left for this order"}
+		}
+	}
+	sort.Slice(others, func(i, j int) bool {
+		return others[i].act < others[j].act || others[i].act == others[j].act && others[i].n < others[j].n
+	})
+	for _, b := range others { // under the activity's row lock, taken above
+		err := tx.Exec("INSERT INTO activity_buckets (activity_id, bucket, redis_gen) VALUES (?, ?, ?) "+
+			"ON DUPLICATE KEY UPDATE redis_gen = GREATEST(redis_gen, VALUES(redis_gen))", b.act, b.n, gens[b]).Error
+		if err != nil {
+			return fmt.Errorf("record bucket generation: %w", err)
 		}
 	}
 	return nil

@@ -48,9 +48,13 @@ type Activity struct {
 	StartsAt         time.Time
 	EndsAt           time.Time
 	PayWindowSeconds int
-	// RedisGen is the highest generation of the sale's Redis state that orders were
-	// written under (see internal/stock/rebuild.go).
+	// RedisGen is the highest generation of the sale's Redis state (of its bucket 0)
+	// that orders were written under (see internal/stock/rebuild.go); BucketGens has
+	// the other buckets'.
 	RedisGen int64
+	// StockBuckets is how many Redis slots hold the sale's stock and buyers
+	// (internal/stock/bucket.go).
+	StockBuckets int `gorm:"default:1"`
 	// Kind is "sale" or "group" (group-buy: GroupSize and GroupWindowSeconds are set).
 	Kind               string `gorm:"default:sale"`
 	GroupSize          *int
@@ -135,6 +139,28 @@ func (s *Store) ListActivities(ctx context.Context) ([]Activity, error) {
 	var as []Activity
 	err := s.db.WithContext(ctx).Order("id DESC").Find(&as).Error
 	return as, err
+}
+
+// BucketGens returns, by activity and bucket, the highest generation of the Redis state
+// of the buckets 1 and up of sales of several buckets that orders were written under
+// (bucket 0's is Activity.RedisGen).
+func (s *Store) BucketGens(ctx context.Context) (map[int64]map[int]int64, error) {
+	var rows []struct {
+		ActivityID int64
+		Bucket     int
+		RedisGen   int64
+	}
+	if err := s.db.WithContext(ctx).Table("activity_buckets").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read bucket generations: %w", err)
+	}
+	out := map[int64]map[int]int64{}
+	for _, r := range rows {
+		if out[r.ActivityID] == nil {
+			out[r.ActivityID] = map[int]int64{}
+		}
+		out[r.ActivityID][r.Bucket] = r.RedisGen
+	}
+	return out, nil
 }
 
 // ActivityIDs returns the id of every activity.

@@ -89,6 +89,15 @@ func (r *Repairer) Repair(ctx context.Context) (int, error) {
 	n := 0
 	for _, a := range acts {
 		now := r.now()
+		if a.StockBuckets > 1 && now.Before(a.EndsAt.Add(time.Hour)) {
+			moved, err := r.stock.FinishMoves(ctx, a.ID, now)
+			if err != nil {
+				return n, fmt.Errorf("repair: %w", err)
+			}
+			if moved > 0 {
+				slog.Info("repair: applied moves of units between buckets that their movers left", "activity", a.ID, "moves", moved)
+			}
+		}
 		stale, err := r.stock.Stale(ctx, a.ID, now.Add(-r.MinAge), r.Batch)
 		if err != nil {
 			return n, fmt.Errorf("repair: %w", err)

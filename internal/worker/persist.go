@@ -82,18 +82,19 @@ func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[s
 	var claimed []store.NewOrder
 	var notQueued []queue.Order
 	for act, os := range byActivity {
-		ids := make([]string, len(os))
+		refs := make([]stock.OrderRef, len(os))
 		for i, o := range os {
-			ids[i] = o.ID
+			refs[i] = stock.OrderRef{OrderID: o.ID, UserID: o.UserID}
 		}
-		got, gen, err := p.stock.Claim(ctx, act, ids)
+		got, err := p.stock.Claim(ctx, act, refs)
 		for _, o := range os {
+			c, ok := got[o.ID]
 			switch {
 			case err != nil:
 				results[o.ID] = err
-			case got[o.ID]:
+			case ok:
 				n := newOrder(o)
-				n.Gen = gen
+				n.Bucket, n.Gen = c.Bucket, c.Gen
 				claimed = append(claimed, n)
 			default:
 				notQueued = append(notQueued, o)

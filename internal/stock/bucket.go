@@ -1,0 +1,421 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A sale's stock and buyers may be split over K buckets (Sale.Buckets, 1 to
+// MaxBuckets), each a slot of its own, so on a Redis Cluster one sale's purchases
+// spread over several masters. Bucket b of a sale holds, under its own hash tag, every
+// key a one-bucket sale has: its share of the units (avail), a copy of the settings,
+// and everything of the buyers whose home bucket it is (HomeBucket: a hash of the user
+// id): their units held, lock, Idempotency-Keys, allowance and queued orders. So the
+// reserve script runs on one bucket as it runs on a one-bucket sale, and the per-user
+// limit stays exact.
+//
+// Units move between buckets: the units added later (PATCH add_stock) and those a
+// rebuild counts wait in the reserve (the field reserve of bucket 0's hash), and a
+// bucket that runs short takes a share of the reserve, or else half of what another
+// bucket has (refill). A move is two scripts on two slots, take and apply: take removes
+// the units at the source and records the move there (movesKey); apply adds them at the
+// destination once per move id (appliedKey); then the record is dropped. A process that
+// dies between the two leaves the record, and the worker's repair pass (FinishMoves)
+// applies it: a unit is neither lost nor counted twice. The sale reads sold out only
+// when the reserve, every bucket and every recorded move are empty.
+//
+// Bucket 0 of a sale keeps the tag {act:<id>}, so a one-bucket sale is what it always
+// was. The tags of the others are chosen so that their slots are spread evenly over
+// the slot space from bucket 0's (bucketTag): with a cluster's masters holding equal
+// ranges of slots, as redis-cli --cluster create makes them, K buckets of a sale land on
+// min(K, masters) masters.
+
+// MaxBuckets is the most buckets a sale may have.
+const MaxBuckets = 64
+
+// Bucket names one bucket of a sale of k buckets (k is 1 for a one-bucket sale).
+type Bucket struct {
+	act  int64
+	n, k int
+}
+
+// one is a one-bucket sale, or the bucket 0 of any sale (the same keys).
+func one(activityID int64) Bucket { return Bucket{act: activityID, k: 1} }
+
+// tag is the bucket's hash tag, without braces.
+func (b Bucket) tag() string {
+	if b.n == 0 {
+		return "act:" + strconv.FormatInt(b.act, 10)
+	}
+	return bucketTag(b)
+}
+
+// buckets lists the k buckets of a sale, 0 first.
+func (b Bucket) all() []Bucket {
+	out := make([]Bucket, b.k)
+	for i := range out {
+		out[i] = Bucket{act: b.act, n: i, k: b.k}
+	}
+	return out
+}
+
+// HomeBucket is the bucket of a sale of k buckets that holds user's units, lock, keys
+// and orders.
+func HomeBucket(userID int64, k int) int {
+	if k <= 1 {
+		return 0
+	}
+	x := uint64(userID) // splitmix64's finalizer: consecutive ids spread evenly
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return int(x % uint64(k))
+}
+
+func home(activityID, userID int64, k int) Bucket {
+	return Bucket{act: activityID, n: HomeBucket(userID, k), k: max(1, k)}
+}
+
+const clusterSlots = 16384
+
+var tags sync.Map // bucket -> string
+
+// bucketTag is the tag of bucket n >= 1 of a sale of k: "act:<id>:<n>.<j>" with the
+// first j whose slot falls in the n-th of k equal ranges of slots that begin at bucket
+// 0's slot.
+func bucketTag(b Bucket) string {
+	if t, ok := tags.Load(b); ok {
+		return t.(string)
+	}
+	base := "act:" + strconv.FormatInt(b.act, 10)
+	width := clusterSlots / b.k
+	from := (slotOf(base) + b.n*width) % clusterSlots
+	var t string
+	for j := 0; ; j++ {
+		t = base + ":" + strconv.Itoa(b.n) + "." + strconv.Itoa(j)
+		if (slotOf(t)-from+clusterSlots)%clusterSlots < width {
+			break
+		}
+	}
+	tags.Store(b, t)
+	return t
+}
+
+// slotOf is the Redis Cluster slot of a hash tag: CRC16 (XMODEM) mod 16384.
+func slotOf(tag string) int {
+	var crc uint16
+	for i := 0; i < len(tag); i++ {
+		crc ^= uint16(tag[i]) << 8
+		for j := 0; j < 8; j++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % clusterSlots
+}
+
+// bucketsOf returns how many buckets a sale has: remembered once read (a sale's K
+// never changes), else read from bucket 0's hash. A sale Redis does not know reads as
+// one bucket, not remembered.
+func (s *Stock) bucketsOf(ctx context.Context, activityID int64) (int, error) {
+	if k, ok := s.sizes.Load(activityID); ok {
+		return k.(int), nil
+	}
+	v, err := s.rdb.HMGet(ctx, saleKey(one(activityID)), "total", "buckets").Result()
+	if err != nil {
+		return 0, fmt.Errorf("read buckets of sale %d: %w", activityID, err)
+	}
+	if v[0] == nil {
+		return 1, nil
+	}
+	k := 1
+	if str, _ := v[1].(string); str != "" {
+		if k, err = strconv.Atoi(str); err != nil || k < 1 {
+			return 0, fmt.Errorf("sale %d: buckets %q", activityID, str)
+		}
+	}
+	s.sizes.Store(activityID, k)
+	return k, nil
+}
+
+// learnBuckets remembers a sale's K, as a script reported it.
+func (s *Stock) learnBuckets(activityID int64, k int) { s.sizes.Store(activityID, max(1, k)) }
+
+// knownBuckets is the K remembered for a sale, 1 when none is.
+func (s *Stock) knownBuckets(activityID int64) int {
+	if k, ok := s.sizes.Load(activityID); ok {
+		return k.(int)
+	}
+	return 1
+}
+
+// saleOf is the whole of a sale (bucket 0 with its K), for what reads every bucket.
+func (s *Stock) saleOf(ctx context.Context, activityID int64) (Bucket, error) {
+	k, err := s.bucketsOf(ctx, activityID)
+	return Bucket{act: activityID, k: max(1, k)}, err
+}
+
+// UserLockKey is the per-user lock of a sale, in the user's home bucket. The sale's K
+// is the one this process learnt with the user's purchase (Reserve): the lock is only
+// of interest after one.
+func (s *Stock) UserLockKey(activityID, userID int64) string {
+	return userLockKey(home(activityID, userID, s.knownBuckets(activityID)), userID)
+}
+
+// MoveRetention is how long a bucket remembers a move it applied: a move is applied by
+// its mover at once, or by the repair pass (FinishMoves) once it is MoveRepairAge old.
+const (
+	MoveRetention = 24 * time.Hour
+	MoveRepairAge = 5 * time.Second
+)
+
+// takeScript takes units out of a bucket (or the reserve) for another bucket, and
+// records the move.
+//
+// KEYS[1] the source bucket's sale hash  KEYS[2] its moves hash
+// ARGV[1] the field to take from: avail (a bucket's units) or reserve (bucket 0 only)
+// ARGV[2] units wanted  ARGV[3] divisor: take at least ceil(held / divisor)
+// ARGV[4] move id  ARGV[5] the destination bucket
+//
+// Returns {units taken, moves recorded here before this one, the source's rebuild stamp}
+// (units 0: none there); {-1} the source is lost; {-2} the sale is closed for a rebuild.
+var takeScript = redis.NewScript(`
+local s = redis.call('HMGET', KEYS[1], 'total', 'closed', ARGV[1], 'rebuilt')
+if not s[1] then return {-1} end
+if s[2] then return {-2} end
+local held, pending, stamp = tonumber(s[3] or '0'), redis.call('HLEN', KEYS[2]), s[4] or '0'
+local n = math.min(held, math.max(tonumber(ARGV[2]), math.ceil(held / tonumber(ARGV[3]))))
+if n <= 0 then return {0, pending, stamp} end
+local t = redis.call('TIME')
+redis.call('HSET', KEYS[1], ARGV[1], string.format('%d', held - n))
+redis.call('HSET', KEYS[2], ARGV[4], ARGV[5] .. ' ' .. string.format('%d', n) .. ' ' ..
+  string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) .. ' ' .. stamp)
+return {n, pending, stamp}
+`)
+
+// applyScript adds a move's units to its destination bucket, once per move id.
+//
+// KEYS[1] the destination's sale hash  KEYS[2] its applied set
+// ARGV[1] move id  ARGV[2] units  ARGV[3] the rebuild stamp of the source when taken
+// ARGV[4] activity id  ARGV[5] the returned-units channel  ARGV[6] MoveRetention in ms
+//
+// Returns 1 applied now (and every API process's sold-out flag of the sale is dropped),
+// 0 applied before, -1 the destination is lost, -2 a rebuild came between take and
+// apply (it counted the units; they are not added). In the last two cases the units
+// are left to the rebuild, and the record may go.
+var applyScript = redis.NewScript(`
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+local d = redis.call('HMGET', KEYS[1], 'total', 'rebuilt')
+if not d[1] then return -1 end
+if (d[2] or '0') ~= ARGV[3] then return -2 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. (now - tonumber(ARGV[6])))
+redis.call('ZADD', KEYS[2], now, ARGV[1])
+redis.call('HINCRBY', KEYS[1], 'avail', ARGV[2])
+redis.call('PUBLISH', ARGV[5], ARGV[4])
+return 1
+`)
+
+// move is one move recorded at its source.
+type move struct {
+	id      string
+	from    Bucket
+	to      int
+	units   int64
+	takenAt time.Time
+	stamp   string
+}
+
+func parseMove(from Bucket, id, v string) (move, error) {
+	f := strings.Fields(v)
+	if len(f) != 4 {
+		return move{}, fmt.Errorf("move %s: malformed %q", id, v)
+	}
+	to, err1 := strconv.Atoi(f[0])
+	units, err2 := strconv.ParseInt(f[1], 10, 64)
+	ms, err3 := strconv.ParseInt(f[2], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return move{}, fmt.Errorf("move %s: malformed %q", id, v)
+	}
+	return move{id: id, from: from, to: to, units: units, takenAt: time.UnixMilli(ms), stamp: f[3]}, nil
+}
+
+// take runs takeScript: units taken (0 for none), moves pending at the source.
+func (s *Stock) take(ctx context.Context, from Bucket, field string, want int64, divisor int, id string, to int) (taken, pending int64, stamp string, err error) {
+	res, err := reply(takeScript.Run(ctx, s.rdb, []string{saleKey(from), movesKey(from)},
+		field, want, divisor, id, to).Result())
+	if err != nil {
+		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, err)
+	}
+	n, err := integer(res[0])
+	switch {
+	case err != nil:
+		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, err)
+	case n == -1:
+		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, ErrNoSale)
+	case n == -2:
+		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, ErrClosed)
+	case len(res) != 3:
+		return 0, 0, "", fmt.Errorf("take units: unexpected reply %v", res)
+	}
+	pending, err = integer(res[1])
+	stamp, _ = res[2].(string)
+	return n, pending, stamp, err
+}
+
+// apply runs applyScript for m and then drops its record at the source.
+func (s *Stock) apply(ctx context.Context, m move) error {
+	to := Bucket{act: m.from.act, n: m.to, k: m.from.k}
+	n, err := applyScript.Run(ctx, s.rdb, []string{saleKey(to), appliedKey(to)}, m.id, m.units, m.stamp,
+		m.from.act, ReturnedChannel, MoveRetention.Milliseconds()).Int64()
+	if err != nil {
+		return fmt.Errorf("apply move %s: %w", m.id, err)
+	}
+	if n == 1 {
+		s.soldOut.clear(m.from.act)
+	}
+	if err := s.rdb.HDel(ctx, movesKey(m.from), m.id).Err(); err != nil {
+		return fmt.Errorf("drop move %s: %w", m.id, err)
+	}
+	return nil
+}
+
+// ErrClosed means a sale of several buckets is closed for a rebuild: its purchases
+// answer as for a missing sale (it is ErrNoSale too) until the rebuild reopens it.
+var ErrClosed = fmt.Errorf("%w: closed while it is rebuilt", ErrNoSale)
+
+// refills lets one refill of a bucket run at a time in this process; the purchases
+// that find the bucket short meanwhile wait for it and share its outcome.
+type refills struct {
+	mu      sync.Mutex
+	running map[Bucket]*refillCall
+}
+
+type refillCall struct {
+	done  chan struct{}
+	moved int64
+	empty bool
+	err   error
+}
+
+// refill moves units into bucket to (short of want units) from the reserve, then from
+// the other buckets, and returns how many it moved. empty is true when it found none
+// anywhere and no move under way: the sale is sold out. A refill of the same bucket
+// under way in this process is waited for instead, and its outcome returned.
+func (s *Stock) refill(ctx context.Context, to Bucket, want int64) (moved int64, empty bool, err error) {
+	r := &s.refilling
+	r.mu.Lock()
+	if c, ok := r.running[to]; ok {
+		r.mu.Unlock()
+		<-c.done
+		return c.moved, c.empty, c.err
+	}
+	if r.running == nil {
+		r.running = map[Bucket]*refillCall{}
+	}
+	c := &refillCall{done: make(chan struct{})}
+	r.running[to] = c
+	r.mu.Unlock()
+	c.moved, c.empty, c.err = s.refillOnce(ctx, to, want)
+	r.mu.Lock()
+	delete(r.running, to)
+	r.mu.Unlock()
+	close(c.done)
+	return c.moved, c.empty, c.err
+}
+
+func (s *Stock) refillOnce(ctx context.Context, to Bucket, want int64) (moved int64, empty bool, err error) {
+	empty = true
+	sources := []struct {
+		from    Bucket
+		field   string
+		divisor int
+	}{{Bucket{act: to.act, k: to.k}, "reserve", to.k}}
+	for i := 1; i < to.k; i++ {
+		sources = append(sources, struct {
+			from    Bucket
+			field   string
+			divisor int
+		}{Bucket{act: to.act, n: (to.n + i) % to.k, k: to.k}, "avail", 2})
+	}
+	for _, src := range sources {
+		if moved >= want {
+			break
+		}
+		m := move{id: newToken(), from: src.from, to: to.n}
+		var pending int64
+		m.units, pending, m.stamp, err = s.take(ctx, src.from, src.field, want-moved, src.divisor, m.id, to.n)
+		if err != nil {
+			return moved, false, err
+		}
+		if pending > 0 {
+			empty = false
+		}
+		if m.units == 0 {
+			continue
+		}
+		empty = false
+		if err := s.apply(ctx, m); err != nil {
+			return moved, false, err // the repair pass applies it
+		}
+		moved += m.units
+	}
+	return moved, empty, nil
+}
+
+// FinishMoves applies the moves of a sale recorded MoveRepairAge ago or more whose
+// mover did not finish them (it died between take and apply), and returns how many it
+// finished. The worker's repair pass runs it for every live sale of several buckets.
+func (s *Stock) FinishMoves(ctx context.Context, activityID int64, now time.Time) (int, error) {
+	sale, err := s.saleOf(ctx, activityID)
+	if err != nil || sale.k <= 1 {
+		return 0, err
+	}
+	done := 0
+	for _, b := range sale.all() {
+		ms, err := s.moves(ctx, b)
+		if err != nil {
+			return done, err
+		}
+		for _, m := range ms {
+			if now.Sub(m.takenAt) < MoveRepairAge {
+				continue
+			}
+			if err := s.apply(ctx, m); err != nil {
+				return done, err
+			}
+			done++
+		}
+	}
+	return done, nil
+}
+
+// moves reads the moves recorded at bucket b.
+func (s *Stock) moves(ctx context.Context, b Bucket) ([]move, error) {
+	all, err := s.rdb.HGetAll(ctx, movesKey(b)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read moves of bucket %d: %w", b.n, err)
+	}
+	out := make([]move, 0, len(all))
+	for id, v := range all {
+		m, err := parseMove(b, id, v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

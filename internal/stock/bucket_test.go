@@ -1,0 +1,320 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/testutil"
+)
+
+// The tags of a sale's buckets put bucket b in the b-th of K equal ranges of slots from
+// bucket 0's, so K buckets spread over a cluster's masters; buyers spread evenly over
+// their home buckets.
+func TestBucketTagsAndHomes(t *testing.T) {
+	for _, k := range []int{2, 3, 8, 64} {
+		seen := map[string]bool{}
+		for _, act := range []int64{1, 42, 1 << 40} {
+			s0 := slotOf(one(act).tag())
+			width := clusterSlots / k
+			for _, b := range (Bucket{act: act, k: k}).all() {
+				tag := b.tag()
+				if seen[tag] {
+					t.Fatalf("K=%d: tag %q twice", k, tag)
+				}
+				seen[tag] = true
+				if off := (slotOf(tag) - s0 + clusterSlots) % clusterSlots; off/width != b.n {
+					t.Errorf("K=%d sale %d bucket %d: slot %d is in range %d from bucket 0's slot %d", k, act, b.n, slotOf(tag), off/width, s0)
+				}
+			}
+		}
+		const users = 30000
+		count := make([]int, k)
+		for u := int64(1); u <= users; u++ {
+			count[HomeBucket(u, k)]++
+		}
+		for b, n := range count {
+			if want := users / k; n < want*9/10 || n > want*11/10 {
+				t.Errorf("K=%d: bucket %d is home to %d of %d users, want about %d", k, b, n, users, want)
+			}
+		}
+	}
+	if got := slotOf("123456789"); got != 0x31C3%clusterSlots { // CRC16/XMODEM's check value
+		t.Errorf("slot of 123456789 = %d, want %d", got, 0x31C3%clusterSlots)
+	}
+}
+
+// bucketFields reads a field of every bucket of a sale of k.
+func bucketFields(t *testing.T, s *Stock, act int64, k int, field string) []int64 {
+	t.Helper()
+	var out []int64
+	for _, b := range (Bucket{act: act, k: k}).all() {
+		n, err := s.rdb.HGet(context.Background(), saleKey(b), field).Int64()
+		if err != nil {
+			n = -1
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// A crowd larger than the stock, over two processes, buys a sale of K buckets: every
+// unit is sold, none twice, nobody past the limit; the last units are found wherever
+// they are, and the sale reads sold out only once none is left anywhere. A unit that
+// comes back (a cancel) is sold to a buyer of another bucket.
+func TestBucketsSellEveryUnit(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	for i, k := range []int{2, 3, 7} {
+		t.Run(fmt.Sprintf("K=%d", k), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			apis := []*Stock{New(rdb), New(rdb)}
+			for _, api := range apis {
+				go api.Watch(ctx) // units that come back drop the sold-out flags
+			}
+			act := int64(100 + i)
+			const units, limit, buyers = 101, 3, 300
+			err := apis[0].Load(ctx, Sale{ActivityID: act, Available: units, Total: units, Limit: limit, StartsAt: start,
+				EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Buckets: k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := bucketFields(t, apis[0], act, k, "avail"); sum(got) != units {
+				t.Fatalf("loaded buckets %v, want %d units over them", got, units)
+			}
+			var mu sync.Mutex
+			taken, held := 0, map[int64]int{}
+			answers := map[string]int{}
+			var wg sync.WaitGroup
+			for u := int64(1); u <= buyers; u++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for try := range 2 { // each buyer twice, through either process
+						r := purchase(act, u, 1+rand.IntN(2))
+						r.LockTTL = time.Millisecond
+						_, err := apis[(int(u)+try)%2].Reserve(ctx, r)
+						mu.Lock()
+						answers[fmt.Sprint(errors.Unwrap(err))]++
+						if err == nil {
+							taken += r.Quantity
+							held[u] += r.Quantity
+						} else if !errors.Is(err, ErrSoldOut) && !errors.Is(err, ErrLimitExceeded) && !errors.Is(err, ErrBusy) {
+							t.Errorf("buyer %d: %v", u, err)
+						}
+						mu.Unlock()
+						time.Sleep(2 * time.Millisecond)
+					}
+				}()
+			}
+			wg.Wait()
+			t.Logf("answers: %v", answers)
+			if taken != units {
+				t.Fatalf("%d units sold of %d", taken, units)
+			}
+			snap, err := apis[0].Snapshot(ctx, act)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var queued int64
+			for _, q := range snap.Queued {
+				queued += int64(q.Quantity)
+			}
+			if snap.Sale.Available != 0 || queued != units || snap.Sale.Reserve != 0 {
+				t.Errorf("snapshot: %d available, %d reserve, %d queued; want 0, 0, %d", snap.Sale.Available, snap.Sale.Reserve, queued, units)
+			}
+			for u, n := range held {
+				if n > limit || snap.Users[u] != int64(n) {
+					t.Errorf("user %d holds %d (Redis says %d), limit %d", u, n, snap.Users[u], limit)
+				}
+			}
+			for _, api := range apis { // both processes answer a newcomer sold out, from their flag
+				if _, err := api.Reserve(ctx, purchase(act, buyers+1, 1)); err != errNoneLeft && err != ErrSoldOutFlagged {
+					t.Errorf("a newcomer after the sale sold out: %v, want sold out", err)
+				}
+			}
+
+			// One order comes back to its buyer's home bucket; a buyer of another bucket
+			// gets it.
+			q := snap.Queued[0]
+			if err := apis[0].Settle(ctx, act, []Settlement{{OrderID: q.OrderID, UserID: q.UserID, Failed: true}}); err != nil {
+				t.Fatal(err)
+			}
+			other := int64(buyers + 2)
+			for HomeBucket(other, k) == HomeBucket(q.UserID, k) {
+				other++
+			}
+			deadline := time.Now().Add(500 * time.Millisecond) // well within the flag's 1 s TTL
+			for {
+				_, err := apis[1].Reserve(ctx, purchase(act, other, q.Quantity))
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the units that came back, for a buyer of bucket %d (they came to %d): %v",
+						HomeBucket(other, k), HomeBucket(q.UserID, k), err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := bucketFields(t, apis[0], act, k, "avail"); sum(got) != 0 {
+				t.Errorf("buckets after the last sale: %v, want empty", got)
+			}
+		})
+	}
+}
+
+func sum(ns []int64) int64 {
+	var s int64
+	for _, n := range ns {
+		s += n
+	}
+	return s
+}
+
+// A mover that dies between the two halves of a move (take, then apply) leaves its
+// record: the units count as available, the repair pass applies them once, and a move
+// applied twice adds its units once. Units added by PATCH go to the reserve, and reach
+// the buyers of any bucket.
+func TestMoveFinishedByRepair(t *testing.T) {
+	s := New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	const act, k = 7, 3
+	if err := s.Load(ctx, Sale{ActivityID: act, Available: 30, Total: 30, Limit: 50, StartsAt: start,
+		EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Buckets: k}); err != nil {
+		t.Fatal(err)
+	}
+	from := Bucket{act: act, n: 1, k: k}
+	m := move{id: "m1", from: from, to: 2}
+	var err error
+	if m.units, _, m.stamp, err = s.take(ctx, from, "avail", 4, 2, m.id, m.to); err != nil || m.units != 5 {
+		t.Fatalf("take 4 of 10, at least half: %d, %v; want 5", m.units, err)
+	}
+	// The mover dies here.
+	sales, err := s.Sales(ctx, []int64{act})
+	if err != nil || sales[act].Available != 30 {
+		t.Fatalf("available with a move under way: %+v, %v; want 30", sales[act], err)
+	}
+	if n, err := s.FinishMoves(ctx, act, time.Now()); err != nil || n != 0 {
+		t.Fatalf("repair of a move taken just now: %d, %v; want none finished", n, err)
+	}
+	if n, err := s.FinishMoves(ctx, act, time.Now().Add(MoveRepairAge+time.Second)); err != nil || n != 1 {
+		t.Fatalf("repair of a move left behind: %d, %v; want 1", n, err)
+	}
+	if err := s.apply(ctx, m); err != nil { // its mover wakes and applies it too
+		t.Fatal(err)
+	}
+	if got := bucketFields(t, s, act, k, "avail"); got[1] != 5 || got[2] != 15 || sum(got) != 30 {
+		t.Errorf("buckets after the move: %v, want [10 5 15]", got)
+	}
+	if n, _ := s.FinishMoves(ctx, act, time.Now().Add(time.Hour)); n != 0 {
+		t.Errorf("a finished move repaired again: %d", n)
+	}
+
+	if err := s.Patch(ctx, act, nil, nil, 6); err != nil {
+		t.Fatal(err)
+	}
+	if got := bucketFields(t, s, act, k, "total"); got[0] != 36 || got[1] != 36 || got[2] != 36 {
+		t.Errorf("totals after adding 6: %v, want 36 in each bucket", got)
+	}
+	// Buyers of bucket 1 take its 5 units and then the reserve's 6.
+	bought := 0
+	for u := int64(1); bought < 11; u++ {
+		if HomeBucket(u, k) != 1 {
+			continue
+		}
+		if _, err := s.Reserve(ctx, purchase(act, u, 1)); err != nil {
+			t.Fatalf("buyer %d of bucket 1, after %d bought: %v", u, bought, err)
+		}
+		bought++
+	}
+	if got := bucketFields(t, s, act, k, "reserve"); got[0] < 0 || got[0] > 6 {
+		t.Errorf("reserve %d after bucket 1 ran dry", got[0])
+	}
+	if sales, _ := s.Sales(ctx, []int64{act}); sales[act].Available != 25 {
+		t.Errorf("available = %d, want 25 (36 - 11)", sales[act].Available)
+	}
+}
+
+// A rebuild of a sale of several buckets closes it (purchases answer as for a missing
+// sale, another rebuild stays out), gives every bucket its buyers and the reserve every
+// unit left, and reopens it; a late half of a move taken before the rebuild adds nothing.
+func TestBucketedRebuild(t *testing.T) {
+	s := New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	const act, k = 9, 3
+	sale := Sale{ActivityID: act, Available: 30, Total: 30, Limit: 5, StartsAt: start, EndsAt: start.Add(time.Hour),
+		PriceCents: 100, PayWindow: time.Minute, Buckets: k}
+	if err := s.Load(ctx, sale); err != nil {
+		t.Fatal(err)
+	}
+	for u := int64(1); u <= 6; u++ {
+		if _, err := s.Reserve(ctx, purchase(act, u, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from := Bucket{act: act, n: 1, k: k}
+	late := move{id: "late", from: from, to: 0}
+	var err error
+	if late.units, _, late.stamp, err = s.take(ctx, from, "avail", 1, 1, late.id, late.to); err != nil || late.units == 0 {
+		t.Fatalf("take: %d, %v", late.units, err)
+	}
+
+	closing, err := s.Close(ctx, act, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Close(ctx, act, k); !errors.Is(err, ErrRebuilding) {
+		t.Errorf("a second rebuild's Close: %v, want ErrRebuilding", err)
+	}
+	if _, err := s.Reserve(ctx, purchase(act, 50, 1)); !errors.Is(err, ErrNoSale) {
+		t.Errorf("a purchase in a closed sale: %v, want ErrNoSale", err)
+	}
+	from0, err := s.RebuildPoint(ctx, act, k)
+	if err != nil || from0.Exists || len(from0.Queued) != 6 {
+		t.Fatalf("rebuild point of the closed sale: %+v, %v; want 6 queued, not there to buy from", from0, err)
+	}
+	// MySQL holds the orders of users 1 and 2 (stored) and 3 units of an older order of
+	// user 100; the others are still queued.
+	var stored []QueuedOrder
+	for _, q := range from0.Queued {
+		if q.UserID <= 2 {
+			stored = append(stored, q)
+		}
+	}
+	users := map[int64]int64{1: 2, 2: 2, 100: 3}
+	sale.Gen = from0.Gen + 1
+	if err := s.Rebuild(ctx, from0, closing, sale, users, nil, 7, stored); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.apply(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	if got := bucketFields(t, s, act, k, "avail"); sum(got) != 0 {
+		t.Errorf("bucket units after the rebuild (and a late move): %v, want none: they are in the reserve", got)
+	}
+	// 30 - 7 held in MySQL - 8 still queued = 15 in the reserve.
+	if got := bucketFields(t, s, act, k, "reserve"); got[0] != 15 {
+		t.Errorf("reserve after the rebuild: %d, want 15", got[0])
+	}
+	snap, err := s.Snapshot(ctx, act)
+	if err != nil || snap.Sale.Available != 15 || len(snap.Queued) != 4 || snap.Users[100] != 3 || snap.Users[3] != 2 {
+		t.Errorf("snapshot after the rebuild: %+v, %v", snap, err)
+	}
+	sold := 0
+	for u := int64(200); ; u++ {
+		if _, err := s.Reserve(ctx, purchase(act, u, 1)); err != nil {
+			if !errors.Is(err, ErrSoldOut) {
+				t.Fatalf("buyer %d: %v", u, err)
+			}
+			break
+		}
+		sold++
+	}
+	if sold != 15 {
+		t.Errorf("%d units sold after the rebuild, want 15", sold)
+	}
+}
