@@ -43,7 +43,9 @@ stop:
 #   make k6         the k6 flash-sale script; installs k6 with go install when missing
 #   make loadtest-cluster   the ratios on a private 3+3 Redis Cluster, with
 #                           SECKILL_REDIS_MIN_REPLICAS=0 and then 1, back to back (~2.5 min)
-.PHONY: loadtest loadtest-overload soak k6 loadtest-cluster
+#   make loadtest-hot       one hot sale on a private 3+3 Redis Cluster with stock_buckets 1
+#                           and 3 in turns: purchases/s, p99, each master's share (~1 min)
+.PHONY: loadtest loadtest-overload soak k6 loadtest-cluster loadtest-hot
 
 loadtest: services build
 	loadtest/run.sh audit ratios
@@ -57,6 +59,9 @@ soak: services build
 k6: services build
 	@command -v k6 >/dev/null || [ -x "$$(go env GOPATH)/bin/k6" ] || go install go.k6.io/k6@latest
 	loadtest/run.sh k6
+
+loadtest-hot: services build
+	LOADTEST_REDIS=cluster LOADTEST_LIMITS=off API_INSTANCES=$${API_INSTANCES:-2} loadtest/run.sh hot
 
 loadtest-cluster: services build
 	LOADTEST_REDIS=cluster LOADTEST_MIN_REPLICAS=0 loadtest/run.sh ratios

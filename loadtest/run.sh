@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs load scenarios against an API and a worker of its own, and stops them afterwards.
 #
-#   loadtest/run.sh [audit] [ratios] [overload] [soak] [k6] [ab]     (default: audit ratios, about a minute)
+#   loadtest/run.sh [audit] [ratios] [overload] [hot] [soak] [k6] [ab]     (default: audit ratios, about a minute)
 #
 # ratios ends with a group-buy phase (seats taken/s against the purchases/s of the same
 # run, then an audit of the group sale); RATIOS_FLAGS='-group-size 0' leaves it out.
@@ -17,7 +17,7 @@
 # Environment:
 #   API_INSTANCES=1       API processes; the crowd spreads its requests over all of them
 #   SECKILL_API_BIN, SECKILL_WORKER_BIN   binaries to run [bin/api, bin/worker, built from the work tree]
-#   AUDIT_FLAGS, RATIOS_FLAGS, OVERLOAD_FLAGS, SOAK_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
+#   AUDIT_FLAGS, RATIOS_FLAGS, OVERLOAD_FLAGS, HOT_FLAGS, SOAK_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
 #   LOADTEST_DB=seckill_loadtest          database to (re)create on the MySQL server
 #   LOADTEST_APPENDFSYNC=always           the private Redis's appendfsync (everysec: faster, and
 #                                         acknowledged writes can be lost; README, Durability)
@@ -44,8 +44,8 @@ root=$(pwd)
 scenarios=("$@")
 [ ${#scenarios[@]} -eq 0 ] && scenarios=(audit ratios)
 for s in "${scenarios[@]}"; do
-	case $s in audit | ratios | overload | soak | k6 | ab) ;; *)
-		echo "usage: $0 [audit] [ratios] [overload] [soak] [k6] [ab]" >&2
+	case $s in audit | ratios | overload | hot | soak | k6 | ab) ;; *)
+		echo "usage: $0 [audit] [ratios] [overload] [hot] [soak] [k6] [ab]" >&2
 		exit 2
 		;;
 	esac
@@ -233,6 +233,14 @@ for s in "${scenarios[@]}"; do
 	ratios)
 		# shellcheck disable=SC2086
 		bin/crowd ratios -api "$api_list" ${limited:+-limited "$limited"} -mysql "$dsn" -watch "$watch" ${RATIOS_FLAGS:-} || status=1
+		;;
+	hot)
+		nodes=""
+		for i in "${!redis_ports[@]}"; do
+			nodes+="${nodes:+,}$([ ${#redis_ports[@]} -gt 1 ] && echo "redis$((i + 1))" || echo redis)=127.0.0.1:${redis_ports[i]}"
+		done
+		# shellcheck disable=SC2086
+		bin/crowd hot -api "$api_list" -mysql "$dsn" -watch "$watch" -nodes "$nodes" ${HOT_FLAGS:-} || status=1
 		;;
 	overload)
 		# shellcheck disable=SC2086

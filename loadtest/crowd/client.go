@@ -191,6 +191,7 @@ type saleSpec struct {
 	GroupWindowSeconds    int    `json:"group_window_seconds,omitempty"`
 	PerUserParticipations int    `json:"per_user_participations,omitempty"`
 	PayWindowSeconds      int    `json:"pay_window_seconds,omitempty"` // 0: the default
+	StockBuckets          int    `json:"stock_buckets,omitempty"`      // 0: one
 }
 
 // createSale creates a sale that is on from a second ago for an hour, and returns its id.

@@ -11,6 +11,9 @@
 //	crowd overload  what one API serves (closed loop), then an open-loop crowd at a
 //	              multiple of it (vegeta): 202/s vs the capacity, p99 of all answers,
 //	              connection errors, the API's RSS, and the audit of what was accepted
+//	crowd hot     one hot sale with its stock in K buckets, for several K in turns:
+//	              purchases/s, p99, CPU per purchase, each master's share of the
+//	              sale's scripts, and an audit of each sale
 //	crowd soak    a steady crowd for minutes on a sale nobody pays for: Redis', the
 //	              API's and the worker's memory every 30 s, levelling off or not
 //	crowd sale    create a sale (optionally sold out) and print its id (for ab.sh)
@@ -29,6 +32,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -99,7 +103,7 @@ func (c *common) db() (*sql.DB, error) {
 
 func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 	if len(args) == 0 {
-		return false, fmt.Errorf("usage: crowd audit|ratios|overload|soak|sale|token [flags]  (crowd MODE -h lists the flags)")
+		return false, fmt.Errorf("usage: crowd audit|ratios|overload|hot|soak|sale|token [flags]  (crowd MODE -h lists the flags)")
 	}
 	mode, args := args[0], args[1:]
 	fs := flag.NewFlagSet("crowd "+mode, flag.ContinueOnError)
@@ -192,6 +196,39 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 			return false, fmt.Errorf("-times, -attack, -phase, -buyers and -max-open must be positive")
 		}
 		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runOverload(ctx, w, a, db, cfg) })
+	case "hot":
+		var cfg hotConfig
+		c.register(fs, 100)
+		fs.DurationVar(&cfg.Turn, "turn", 2*time.Second, "length of one turn of one sale's load")
+		fs.IntVar(&cfg.Rounds, "rounds", 4, "turns of each sale")
+		buckets := fs.String("buckets", "1,3", "stock_buckets of the sales, comma-separated")
+		fs.IntVar(&cfg.Buyers, "buyers", 400_000, "distinct users signed, each buying once")
+		fs.Int64Var(&cfg.FirstUser, "first-user", 30_000_000, "user id of the first buyer")
+		fs.DurationVar(&cfg.Drain, "drain", 2*time.Minute, "longest wait for MySQL to hold every accepted order")
+		watch := fs.String("watch", "", "name=pid,... of processes whose CPU use each sale's turns report")
+		nodes := fs.String("nodes", "", "name=host:port,... of the Redis nodes whose script calls each turn counts (names as in -watch)")
+		if err := fs.Parse(args); err != nil {
+			return false, err
+		}
+		var err error
+		if cfg.Watch, err = parseWatch(*watch); err != nil {
+			return false, err
+		}
+		if cfg.Nodes, err = parseNodes(ctx, *nodes); err != nil {
+			return false, err
+		}
+		for part := range strings.SplitSeq(*buckets, ",") {
+			k, err := strconv.Atoi(strings.TrimSpace(part))
+			if err != nil || k < 1 || k > 64 {
+				return false, fmt.Errorf("-buckets: want numbers 1..64, got %q", part)
+			}
+			cfg.Buckets = append(cfg.Buckets, k)
+		}
+		cfg.Conns = c.conns
+		if cfg.Turn <= 0 || cfg.Rounds < 1 || cfg.Buyers < 1 {
+			return false, fmt.Errorf("-turn, -rounds and -buyers must be positive")
+		}
+		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runHot(ctx, w, a, db, cfg) })
 	case "soak":
 		var cfg soakConfig
 		c.register(fs, 1)
@@ -252,7 +289,7 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		_, err = fmt.Fprintln(w, tok)
 		return err == nil, err
 	}
-	return false, fmt.Errorf("unknown mode %q (want audit, ratios, overload, soak, sale or token)", mode)
+	return false, fmt.Errorf("unknown mode %q (want audit, ratios, overload, hot, soak, sale or token)", mode)
 }
 
 func withAPI(ctx context.Context, c common, f func(*api, *sql.DB) (bool, error)) (bool, error) {
