@@ -305,6 +305,58 @@ func TestLotteryThenArrivalOrder(t *testing.T) {
 	}
 }
 
+// From the last join before the start on, a waiting buyer's estimated wait never
+// grows while they keep their place: through the start (the countdown gives way to the
+// buyers ahead), while later buyers join behind, while the inventory cap holds the line
+// still, and as the line moves. (Before then a later joiner's draw may land ahead.)
+func TestEstimatedWaitNeverGrows(t *testing.T) {
+	f := newFixture(t, testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	const early = 60
+	f.sale(1, 10, room(5)) // 10 units: at most 20 passes outstanding, so the line stalls
+	f.clock.set(t0.Add(-3 * time.Second))
+	for u := int64(1); u <= early; u++ {
+		f.join(1, u)
+	}
+	last := map[int64]int64{} // the estimate each early buyer read last, while waiting
+	read := func(when string) {
+		t.Helper()
+		for u := int64(1); u <= early; u++ {
+			tk, err := f.line.Ticket(ctx, 1, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tk.Status != line.Waiting {
+				continue
+			}
+			if prev, ok := last[u]; ok && tk.EstimatedWaitSeconds > prev {
+				t.Fatalf("%s: user %d's estimated wait grew from %d s to %d s (%+v)", when, u, prev, tk.EstimatedWaitSeconds, tk)
+			}
+			last[u] = tk.EstimatedWaitSeconds
+		}
+	}
+	read("before the start")
+	late := int64(1000)
+	for range 100 { // 10 s from 3 s before the start, a step every 100 ms
+		f.clock.add(100 * time.Millisecond)
+		for range 3 {
+			if f.clock.now().Before(t0) {
+				break // a join now would draw a place, maybe ahead
+			}
+			late++
+			f.join(1, late)
+		}
+		f.step(1)
+		read(fmt.Sprint(f.clock.since(t0), " ms after the start"))
+	}
+	if fig, err := f.line.Figures(ctx, 1); err != nil || fig.Admitted != 20 {
+		t.Fatalf("figures %+v %v: want 20 admitted, the cap holding the rest", fig, err)
+	}
+	if len(last) != early {
+		t.Fatalf("%d of the early buyers read a waiting ticket, want %d", len(last), early)
+	}
+}
+
 // However late and unevenly the advancing runs come, no 10 s window holds more than
 // 10 x admit_per_second admissions; with runs at most Tolerance apart the line moves at
 // close to that rate (a stall longer than that loses the slots it skipped: admissions
