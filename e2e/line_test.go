@@ -6,11 +6,13 @@ import (
 	"math"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"seckill/internal/auth"
 	"seckill/internal/testutil"
 )
 
@@ -22,6 +24,7 @@ type ticket struct {
 	EstimatedWait int64      `json:"estimated_wait_seconds"`
 	AdmittedAt    *time.Time `json:"admitted_at"`
 	Pass          string     `json:"pass"`
+	PassExpiresAt *time.Time `json:"pass_expires_at"`
 }
 
 // createRoomSale creates a sale with a waiting room that starts at start.
@@ -87,7 +90,9 @@ func joinAll(t *testing.T, clients []*client, activityID int64, users []int64) [
 // first are admitted in a uniformly random order (the first half admitted is spread over
 // the whole join order), the late ones behind them in the order they joined; no 10 s
 // window holds more than 10 x admit_per_second admissions; nobody is admitted before the
-// start; a pass buys, its absence or another's does not, and nothing is oversold.
+// start; the buyer's own pass buys, through either API, and no pass, another user's, an
+// expired one, another sale's, a forged or an altered one does not (409 not_admitted);
+// nothing is oversold.
 func TestLineLotteryOverTwoAPIs(t *testing.T) {
 	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), testutil.StartRedis(t, "--appendonly", "yes").Topology(), 2, 1)
 	clients := []*client{newClient(t, s.URLs[0]), newClient(t, s.URLs[1])}
@@ -103,7 +108,7 @@ func TestLineLotteryOverTwoAPIs(t *testing.T) {
 	if time.Now().After(start) {
 		t.Fatalf("the early joins took until after the start; give them more time")
 	}
-	t.Logf("%d joins before the start in %v", len(joined), time.Until(start))
+	t.Logf("%d joins answered with %v to go before the start", len(joined), time.Until(start).Round(time.Millisecond))
 	joinIndex := map[int64]int{}
 	for i, u := range joined {
 		joinIndex[u] = i
@@ -187,13 +192,32 @@ func TestLineLotteryOverTwoAPIs(t *testing.T) {
 			map[string]any{"quantity": 1}, "X-Sale-Pass", pass)
 	}
 	first, second := admitted[0].user, admitted[1].user
-	if r := buy(clients[0], first, ""); r.Status != http.StatusConflict || r.errorCode() != "not_admitted" {
-		t.Errorf("no pass: %d %s", r.Status, r.Body)
+	own := clients[0].ticket(a.ID, first)
+	// Passes signed with the stacks' key as the APIs sign them, but expired or made out
+	// to another sale; one signed with another key; one whose claims were altered.
+	signer := auth.NewPasses(testutil.JWTSecret)
+	expired, err := signer.Sign(first, a.ID, time.Now().Add(-time.Second))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if r := buy(clients[1], first, clients[0].ticket(a.ID, second).Pass); r.errorCode() != "not_admitted" {
-		t.Errorf("another user's pass: %d %s", r.Status, r.Body)
+	otherSale, err := signer.Sign(first, a.ID+1, own.PassExpiresAt.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if r := buy(clients[1], first, clients[0].ticket(a.ID, first).Pass); r.Status != http.StatusAccepted {
+	foreign, err := auth.NewPasses("another-secret-0123456789abcdef-0123").Sign(first, a.ID, own.PassExpiresAt.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(otherSale, ".")
+	altered := strings.Join([]string{parts[0], strings.Split(own.Pass, ".")[1], parts[2]}, ".") // own claims, another's signature
+	for i, p := range []struct{ name, pass string }{{"no pass", ""}, {"another user's pass", clients[0].ticket(a.ID, second).Pass},
+		{"an expired pass", expired}, {"another sale's pass", otherSale}, {"a pass signed with another key", foreign},
+		{"a pass whose claims were altered", altered}, {"a pass that is not a JWT", "not-a-pass"}} {
+		if r := buy(clients[i%2], first, p.pass); r.Status != http.StatusConflict || r.errorCode() != "not_admitted" {
+			t.Errorf("%s: %d %s, want 409 not_admitted", p.name, r.Status, r.Body)
+		}
+	}
+	if r := buy(clients[1], first, own.Pass); r.Status != http.StatusAccepted {
 		t.Errorf("own pass: %d %s", r.Status, r.Body)
 	}
 	st := clients[0].waitDrained(admin, a.ID, 30*time.Second)

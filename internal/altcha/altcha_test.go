@@ -64,8 +64,15 @@ func TestCreateAndVerify(t *testing.T) {
 		if _, err := iss.Verify(c.payload, now); !errors.Is(err, altcha.ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrInvalid", c.name, err)
 		}
+		if _, err := iss.Check(c.payload); !errors.Is(err, altcha.ErrInvalid) {
+			t.Errorf("%s: Check: err = %v, want ErrInvalid", c.name, err)
+		}
 	}
 	if _, err := iss.Verify(payload, now.Add(time.Minute)); !errors.Is(err, altcha.ErrInvalid) {
 		t.Errorf("at its expiry: err = %v, want ErrInvalid", err)
+	}
+	// Check leaves the expiry to its caller, and tells it.
+	if s, err := iss.Check(payload); err != nil || !s.Expires.Equal(now.Add(time.Minute)) {
+		t.Errorf("Check: expires %v, err %v; want %v, nil", s.Expires, err, now.Add(time.Minute))
 	}
 }

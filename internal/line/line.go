@@ -71,16 +71,15 @@ type Line struct {
 	passes *auth.Passes
 	pow    *altcha.Issuer
 	now    func() time.Time // nil: Redis' clock
-	local  func() time.Time // this process's clock, for the challenge's expiry
 }
 
 // New returns a Line on rdb that signs passes with passes and challenges with pow.
 func New(rdb redis.UniversalClient, passes *auth.Passes, pow *altcha.Issuer) *Line {
-	return &Line{rdb: rdb, passes: passes, pow: pow, local: time.Now}
+	return &Line{rdb: rdb, passes: passes, pow: pow}
 }
 
 // SetClock makes the line judge every instant by now instead of Redis' clock (tests).
-func (l *Line) SetClock(now func() time.Time) { l.now, l.local = now, now }
+func (l *Line) SetClock(now func() time.Time) { l.now = now }
 
 // clock is the scripts' ARGV[1].
 func (l *Line) clock() string {
@@ -100,20 +99,22 @@ func ticketKeys(activityID int64) []string {
 const challengeTTL = 10 * time.Minute
 
 // Challenge returns a proof-of-work challenge for joining a sale's line, at the cost
-// the sale sets. Errors: ErrNoSale, ErrNoWaitingRoom.
+// the sale sets, accepted for challengeTTL by Redis' clock. Errors: ErrNoSale,
+// ErrNoWaitingRoom.
 func (l *Line) Challenge(ctx context.Context, activityID int64) (altcha.Challenge, error) {
-	v, err := l.rdb.HMGet(ctx, stock.SaleKey(activityID), "start", "room", "cost").Result()
+	res, err := challengeScript.Run(ctx, l.rdb, []string{stock.SaleKey(activityID)}, l.clock()).Int64Slice()
 	if err != nil {
 		return altcha.Challenge{}, fmt.Errorf("read waiting room: %w", err)
 	}
 	switch {
-	case v[0] == nil:
+	case len(res) == 1 && res[0] == -1:
 		return altcha.Challenge{}, ErrNoSale
-	case v[1] != "1":
+	case len(res) == 1 && res[0] == -2:
 		return altcha.Challenge{}, ErrNoWaitingRoom
+	case len(res) != 2:
+		return altcha.Challenge{}, fmt.Errorf("read waiting room: unexpected script reply %v", res)
 	}
-	cost, _ := strconv.ParseInt(fmt.Sprint(v[2]), 10, 64)
-	return l.pow.Create(max(cost, 1), l.local().Add(challengeTTL),
+	return l.pow.Create(max(res[0], 1), time.UnixMilli(res[1]).Add(challengeTTL),
 		url.Values{"sale": {strconv.FormatInt(activityID, 10)}})
 }
 
@@ -124,10 +125,12 @@ func (l *Line) Challenge(ctx context.Context, activityID int64) (altcha.Challeng
 // stock.ErrEnded, stock.ErrSoldOut.
 func (l *Line) Join(ctx context.Context, activityID, userID int64, solution string) (t Ticket, created bool, err error) {
 	keys := append(ticketKeys(activityID), metaKey(activityID))
-	presented, remember := "", int64(0)
+	presented, expires := "", int64(0)
 	var invalid error // why the solution that came is not accepted
 	if solution != "" {
-		s, err := l.pow.Verify(solution, l.local())
+		// Its expiry is judged by the script, on Redis' clock: every instance accepts a
+		// solution until the same instant, and remembers it that long.
+		s, err := l.pow.Check(solution)
 		if err == nil && s.Params.Get("sale") != strconv.FormatInt(activityID, 10) {
 			err = errors.New("the challenge is another sale's")
 		}
@@ -135,7 +138,7 @@ func (l *Line) Join(ctx context.Context, activityID, userID int64, solution stri
 			invalid, presented = err, "0"
 		} else {
 			keys[5] = powKey(activityID, s.Challenge)
-			presented, remember = "1", max(s.Expires.Sub(l.local()).Milliseconds(), 1000)
+			presented, expires = "1", s.Expires.UnixMilli()
 		}
 	}
 	var draw [8]byte
@@ -143,7 +146,7 @@ func (l *Line) Join(ctx context.Context, activityID, userID int64, solution stri
 		return Ticket{}, false, err
 	}
 	res, err := joinScript.Run(ctx, l.rdb, keys, l.clock(), userID,
-		binary.BigEndian.Uint64(draw[:])>>16, presented, remember).Int64Slice()
+		binary.BigEndian.Uint64(draw[:])>>16, presented, expires).Int64Slice()
 	if err != nil {
 		return Ticket{}, false, fmt.Errorf("join line: %w", err)
 	}
@@ -163,6 +166,8 @@ func (l *Line) Join(ctx context.Context, activityID, userID int64, solution stri
 		return Ticket{}, false, ErrChallengeRequired
 	case -7:
 		return Ticket{}, false, fmt.Errorf("%w: this solution joined the line before", ErrChallengeFailed)
+	case -9:
+		return Ticket{}, false, fmt.Errorf("%w: the challenge has expired", ErrChallengeFailed)
 	}
 	t, err = l.ticket(activityID, userID, res)
 	return t, res[0] == 0, err

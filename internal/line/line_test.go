@@ -242,6 +242,76 @@ func TestJoinEdges(t *testing.T) {
 	}
 }
 
+// A challenge's life is judged by Redis' clock, the one of every instance, not by the
+// clock of the process that made or checks it: a challenge lasts ten minutes from its
+// making by that clock, a solution is refused once it has passed, and an accepted
+// solution is remembered until exactly then, so no instance can take it again.
+func TestChallengeLivesByRedisClock(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	f := newFixture(t, rdb)
+	ctx := context.Background()
+	withChallenge := room(10)
+	withChallenge.Challenge = true
+	now, err := rdb.Time(ctx).Result() // Redis' clock
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.stock.Load(ctx, stock.Sale{ActivityID: 1, Available: 10, Total: 10, Limit: 1,
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PriceCents: 1, PayWindow: time.Minute,
+		Room: withChallenge}); err != nil {
+		t.Fatal(err)
+	}
+	real := line.New(rdb, auth.NewPasses(secret), f.pow) // Redis' clock
+	c, err := real.Challenge(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sol, err := altcha.Solve(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.pow.Check(sol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Expires.Sub(now); d < 10*time.Minute-time.Second || d > 10*time.Minute+time.Second {
+		t.Errorf("the challenge expires %v after Redis' now, want 10m", d)
+	}
+	// Challenges made by a line whose clock is 11 and 9 minutes behind Redis': the first
+	// has expired by Redis' clock, the second has about a minute left.
+	behind := func(d time.Duration) string {
+		l := line.New(rdb, auth.NewPasses(secret), f.pow)
+		l.SetClock(func() time.Time { return time.Now().Add(-d) })
+		c, err := l.Challenge(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sol, err := altcha.Solve(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sol
+	}
+	if _, _, err := real.Join(ctx, 1, 7, behind(11*time.Minute)); !errors.Is(err, line.ErrChallengeFailed) {
+		t.Errorf("a challenge past its life by Redis' clock: %v, want ErrChallengeFailed", err)
+	}
+	late := behind(9 * time.Minute)
+	if _, created, err := real.Join(ctx, 1, 7, late); err != nil || !created {
+		t.Fatalf("a challenge with a minute left: created %v err %v", created, err)
+	}
+	lateSolution, err := f.pow.Check(late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttl, err := rdb.PTTL(ctx, stock.KeyPrefix(1)+"line:pow:"+lateSolution.Challenge).Result()
+	if err != nil || ttl < 55*time.Second || ttl > 61*time.Second {
+		t.Errorf("the accepted solution is remembered for %v (%v), want about a minute: until its challenge expires", ttl, err)
+	}
+	if _, _, err := real.Join(ctx, 1, 8, late); !errors.Is(err, line.ErrChallengeFailed) {
+		t.Errorf("the solution again, by another buyer: %v, want ErrChallengeFailed", err)
+	}
+}
+
 // Buyers who join before the start are admitted in a uniformly random order, those who
 // join later behind them in arrival order, each once, positions 1..N.
 func TestLotteryThenArrivalOrder(t *testing.T) {
@@ -302,6 +372,58 @@ func TestLotteryThenArrivalOrder(t *testing.T) {
 	// The order is not join order, nor its reverse.
 	if order[0] == 1 && order[1] == 2 && order[2] == 3 {
 		t.Errorf("the first three admitted are the first three joiners")
+	}
+}
+
+// From the last join before the start on, a waiting buyer's estimated wait never
+// grows while they keep their place: through the start (the countdown gives way to the
+// buyers ahead), while later buyers join behind, while the inventory cap holds the line
+// still, and as the line moves. (Before then a later joiner's draw may land ahead.)
+func TestEstimatedWaitNeverGrows(t *testing.T) {
+	f := newFixture(t, testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	const early = 60
+	f.sale(1, 10, room(5)) // 10 units: at most 20 passes outstanding, so the line stalls
+	f.clock.set(t0.Add(-3 * time.Second))
+	for u := int64(1); u <= early; u++ {
+		f.join(1, u)
+	}
+	last := map[int64]int64{} // the estimate each early buyer read last, while waiting
+	read := func(when string) {
+		t.Helper()
+		for u := int64(1); u <= early; u++ {
+			tk, err := f.line.Ticket(ctx, 1, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tk.Status != line.Waiting {
+				continue
+			}
+			if prev, ok := last[u]; ok && tk.EstimatedWaitSeconds > prev {
+				t.Fatalf("%s: user %d's estimated wait grew from %d s to %d s (%+v)", when, u, prev, tk.EstimatedWaitSeconds, tk)
+			}
+			last[u] = tk.EstimatedWaitSeconds
+		}
+	}
+	read("before the start")
+	late := int64(1000)
+	for range 100 { // 10 s from 3 s before the start, a step every 100 ms
+		f.clock.add(100 * time.Millisecond)
+		for range 3 {
+			if f.clock.now().Before(t0) {
+				break // a join now would draw a place, maybe ahead
+			}
+			late++
+			f.join(1, late)
+		}
+		f.step(1)
+		read(fmt.Sprint(f.clock.since(t0), " ms after the start"))
+	}
+	if fig, err := f.line.Figures(ctx, 1); err != nil || fig.Admitted != 20 {
+		t.Fatalf("figures %+v %v: want 20 admitted, the cap holding the rest", fig, err)
+	}
+	if len(last) != early {
+		t.Fatalf("%d of the early buyers read a waiting ticket, want %d", len(last), early)
 	}
 }
 

@@ -46,14 +46,27 @@ local function answer(code, t, sale, now)
 end
 `
 
+// challengeScript reads what a sale's challenge needs.
+//
+// KEYS[1] sale hash
+// ARGV[1] clock ("" Redis')
+//
+// Returns {cost, now (unix ms)}, {-1} no such sale, or {-2} the sale has no waiting room.
+var challengeScript = redis.NewScript(clockLua + `
+local sale = redis.call('HMGET', KEYS[1], 'start', 'room', 'cost')
+if not sale[1] then return {-1} end
+if sale[2] ~= '1' then return {-2} end
+return {tonumber(sale[3] or '0'), clock_ms(ARGV[1])}
+`)
+
 // joinScript gives a user a place in a sale's line, once.
 //
 // KEYS[1..5] as ticketLua  KEYS[6] the solution's proof-of-work key (any key of the
 // slot when none)
 // ARGV[1] clock ("" Redis')  ARGV[2] user id  ARGV[3] the lottery's draw for this user
-// (an integer below 2^48)  ARGV[4] "1" when a valid solution came with the join, "0"
-// when one came that is not valid (refused even where no challenge is needed), ""
-// for none  ARGV[5] how long to remember the solution (ms)
+// (an integer below 2^48)  ARGV[4] "1" when a right solution of ours came with the join,
+// "0" when one came that is not (refused even where no challenge is needed), "" for
+// none  ARGV[5] the solution's challenge's expiry (unix ms; judged here, by the clock)
 //
 // Returns answer(0, ...) for a new ticket, answer(1, ...) for the user's ticket (a
 // second join; nothing changes), or
@@ -61,7 +74,7 @@ end
 //	{-1} no such sale   {-2} the sale has no waiting room   {-3} the sale has ended
 //	{-4} sold out       {-5} before the line opens (prequeue before the start)
 //	{-6} the challenge is on and no solution came, or one that is not valid
-//	{-7} the solution was used before
+//	{-7} the solution was used before  {-9} the solution's challenge has expired
 //
 // The sale's state comes before the solution: a user with a ticket gets it back, and a
 // closed line says so, whatever solution came.
@@ -81,7 +94,10 @@ if tonumber(sale[1]) <= 0 then return {-4} end
 if now < tonumber(sale[2]) - tonumber(sale[6] or '0') * 1000 then return {-5} end
 if sale[7] == '1' or ARGV[4] == '0' then
   if ARGV[4] ~= '1' then return {-6} end
-  if not redis.call('SET', KEYS[6], '1', 'NX', 'PX', ARGV[5]) then return {-7} end
+  local expires = tonumber(ARGV[5])
+  if now >= expires then return {-9} end
+  -- kept until the challenge expires: no instance accepts the solution after that
+  if not redis.call('SET', KEYS[6], '1', 'NX', 'PX', string.format('%d', expires - now)) then return {-7} end
 end
 local score = ARGV[3]
 if now >= tonumber(sale[2]) then
