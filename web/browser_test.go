@@ -68,8 +68,11 @@ func TestPagesInBrowser(t *testing.T) {
 		return d.getFullYear() + '-' + two(d.getMonth() + 1) + '-' + two(d.getDate()) + 'T' +
 			two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds());
 	})()`)
-	admin.do("correct the price, start in 8s and press Enter",
+	// Its stock in two buckets: the buyers below take units from either (README, "One
+	// hot sale over several masters").
+	admin.do("correct the price, start in 8s, two stock buckets, and press Enter",
 		chromedp.SetValue(chromedp.CSS("#f-starts"), startsAt),
+		chromedp.SetValue(chromedp.CSS("#f-buckets"), "2"),
 		chromedp.SetValue(chromedp.CSS("#f-price"), "499.00"),
 		chromedp.Focus(chromedp.CSS("#f-price")),
 		chromedp.KeyEvent("\r"),
@@ -79,6 +82,9 @@ func TestPagesInBrowser(t *testing.T) {
 		t.Errorf("create result: got %q, want it to say the sale was created", got)
 	}
 	admin.waitFor("the sale's figures", figureIs("f-available", "1"))
+	if got := admin.text("#sales li .kind-text"); !strings.Contains(got, "in 2 buckets") {
+		t.Errorf("the sale's card: got %q, want it to say its stock is in 2 buckets", got)
+	}
 	admin.screenshot("admin-sale-created")
 	// The live processes: the stack's API and worker, by their heartbeats.
 	admin.waitFor("the processes", `document.querySelectorAll('#instances-body tr').length === 2`)
@@ -150,6 +156,9 @@ func TestPagesInBrowser(t *testing.T) {
 		figureIs("f-available", "0")+" && "+figureIs("f-sold", "1")+" && "+figureIs("f-paid", "1")+" && "+figureIs("f-queued", "0"))
 	admin.screenshot("admin-figures")
 	admin.do("narrow the admin page", chromedp.EmulateViewport(390, 844))
+	// The new width reaches the page's layout a moment later on a busy machine (1136 px
+	// was read once, with the screenshot after it 390 wide): wait for it, then measure.
+	admin.waitFor("the narrow layout", `window.innerWidth === 390 && document.documentElement.clientWidth <= 390`)
 	if got := admin.eval(`String(document.documentElement.scrollWidth)`); atoi(t, got) > 390 {
 		t.Errorf("the admin page is %s px wide on a 390 px screen: it scrolls sideways", got)
 	}

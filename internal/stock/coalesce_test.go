@@ -265,7 +265,7 @@ func BenchmarkReserveCoalesced(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					calls := make([]*reserveCall, 0, size)
 					for pb.Next() {
-						calls = append(calls, &reserveCall{ctx: context.Background(), r: purchase(act, user.Add(1), 1)})
+						calls = append(calls, &reserveCall{ctx: context.Background(), r: purchase(act, user.Add(1), 1), b: one(act)})
 						if len(calls) == size {
 							s.reserveAll(context.Background(), calls)
 							for _, c := range calls {

@@ -100,6 +100,7 @@ const fields = {
   group_size: 'f-group-size',
   group_window_seconds: 'f-group-window',
   per_user_participations: 'f-participations',
+  stock_buckets: 'f-buckets',
   ...roomFields,
 };
 
@@ -165,6 +166,7 @@ function createBody() {
     body.group_window_seconds = number('f-group-window');
   }
   body.per_user_participations = number('f-participations');
+  body.stock_buckets = number('f-buckets');
   return Object.assign(body, roomBody());
 }
 
@@ -375,7 +377,8 @@ function renderSale(entry) {
   figure(entry, '.f-failed', st && counts.failed);
   const group = a.kind === 'group';
   const cap = a.per_user_participations;
-  const parts = cap ? ` At most ${cap} ${cap === 1 ? 'participation' : 'participations'} per buyer.` : '';
+  let parts = cap ? ` At most ${cap} ${cap === 1 ? 'participation' : 'participations'} per buyer.` : '';
+  if (a.stock_buckets > 1) parts += ` Stock and buyers in ${a.stock_buckets} buckets (Redis slots); the figures add them up.`;
   setText(el(node, '.kind-text'), group
     ? `Group-buy: groups of ${a.group_size}, each with ${duration(a.group_window_seconds * 1000)} to fill from its first seat.${parts}`
     : parts.trim());

@@ -1,0 +1,71 @@
+package stock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"seckill/internal/testutil"
+)
+
+// BenchmarkMoves sells a sale of K buckets to buyers who all live in one bucket, so all
+// but that bucket's share of the units has to move to them: units moved per second,
+// and the units stranded once the buyers meet sold out (none may be). Each op is one
+// sale of 3,000 units bought by 16 buyers at a time, a unit each, on a server with AOF
+// always. moves/op counts take+apply pairs.
+//
+//	go test -run '^$' -bench Moves -benchtime 5x ./internal/stock/
+func BenchmarkMoves(b *testing.B) {
+	s := New(testutil.StartRedis(b, "--appendonly", "yes", "--appendfsync", "always").Client(b))
+	ctx := context.Background()
+	const units, buyers = 3000, 16
+	for _, k := range []int{3, 8} {
+		b.Run(fmt.Sprintf("K=%d", k), func(b *testing.B) {
+			var moved, moves, stranded, elapsed int64
+			for range b.N {
+				act := orderSeq.Add(1)
+				if err := s.Load(ctx, Sale{ActivityID: act, Available: units, Total: units, Limit: 1, StartsAt: start,
+					EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Buckets: k}); err != nil {
+					b.Fatal(err)
+				}
+				var user atomic.Int64
+				next := func() int64 { // the next buyer whose home is bucket 0
+					for {
+						if u := user.Add(1); HomeBucket(u, k) == 0 {
+							return u
+						}
+					}
+				}
+				t0 := time.Now()
+				var wg sync.WaitGroup
+				var sold atomic.Int64
+				for range buyers {
+					wg.Go(func() {
+						for {
+							_, err := s.Reserve(ctx, purchase(act, next(), 1))
+							if err != nil {
+								return // sold out
+							}
+							sold.Add(1)
+						}
+					})
+				}
+				wg.Wait()
+				elapsed += int64(time.Since(t0))
+				applied, err := s.rdb.ZCard(ctx, appliedKey(Bucket{act: act, k: k})).Result()
+				if err != nil {
+					b.Fatal(err)
+				}
+				moves += applied
+				moved += units - units/int64(k) // what the other buckets held
+				stranded += units - sold.Load()
+			}
+			b.ReportMetric(float64(moved)/time.Duration(elapsed).Seconds(), "units-moved/s")
+			b.ReportMetric(float64(moves)/float64(b.N), "moves/op")
+			b.ReportMetric(float64(stranded)/float64(b.N), "stranded/op")
+		})
+	}
+}
