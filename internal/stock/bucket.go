@@ -35,7 +35,8 @@ import (
 // was. The tags of the others are chosen so that their slots are spread evenly over
 // the slot space from bucket 0's (bucketTag): with a cluster's masters holding equal
 // ranges of slots, as redis-cli --cluster create makes them, K buckets of a sale land on
-// min(K, masters) masters.
+// K masters when K is their number or divides it, and evenly on them when K is a
+// multiple of it.
 
 // MaxBuckets is the most buckets a sale may have.
 const MaxBuckets = 64
@@ -90,19 +91,24 @@ const clusterSlots = 16384
 var tags sync.Map // bucket -> string
 
 // bucketTag is the tag of bucket n >= 1 of a sale of k: "act:<id>:<n>.<j>" with the
-// first j whose slot falls in the n-th of k equal ranges of slots that begin at bucket
-// 0's slot.
+// first j whose slot falls in the middle half of the ((q + n) mod k)-th of k equal
+// ranges of slots, q being the range of bucket 0's slot. On masters that hold equal
+// contiguous ranges (redis-cli --cluster create), k buckets so sit on k masters when k
+// is their number or divides it, and evenly on them when k is a multiple of it (two
+// each for twice as many); the middle half keeps a bucket off the edges, where the
+// masters' ranges and the buckets' differ by a slot.
 func bucketTag(b Bucket) string {
 	if t, ok := tags.Load(b); ok {
 		return t.(string)
 	}
 	base := "act:" + strconv.FormatInt(b.act, 10)
-	width := clusterSlots / b.k
-	from := (slotOf(base) + b.n*width) % clusterSlots
+	q := (slotOf(base)*b.k/clusterSlots + b.n) % b.k
+	from, to := q*clusterSlots/b.k, (q+1)*clusterSlots/b.k
+	lo, hi := from+(to-from)/4, to-(to-from)/4
 	var t string
 	for j := 0; ; j++ {
 		t = base + ":" + strconv.Itoa(b.n) + "." + strconv.Itoa(j)
-		if (slotOf(t)-from+clusterSlots)%clusterSlots < width {
+		if s := slotOf(t); s >= lo && s < hi {
 			break
 		}
 	}

@@ -12,26 +12,46 @@ import (
 	"seckill/internal/testutil"
 )
 
-// The tags of a sale's buckets put bucket b in the b-th of K equal ranges of slots from
-// bucket 0's, so K buckets spread over a cluster's masters; buyers spread evenly over
-// their home buckets.
+// The tags of a sale's buckets spread them over the masters of a cluster laid out as
+// redis-cli --cluster create lays out 3 or 4 masters (equal contiguous ranges): K equal
+// to the masters, or dividing their number, on K masters; a multiple of them, evenly.
+// Buyers spread evenly over their home buckets.
 func TestBucketTagsAndHomes(t *testing.T) {
-	for _, k := range []int{2, 3, 8, 64} {
-		seen := map[string]bool{}
-		for _, act := range []int64{1, 42, 1 << 40} {
-			s0 := slotOf(one(act).tag())
-			width := clusterSlots / k
-			for _, b := range (Bucket{act: act, k: k}).all() {
-				tag := b.tag()
-				if seen[tag] {
-					t.Fatalf("K=%d: tag %q twice", k, tag)
+	masterOf := func(slot, masters int) int { // the ranges redis-cli gives M masters
+		for m := range masters {
+			if slot < (m+1)*clusterSlots/masters {
+				return m
+			}
+		}
+		return masters - 1
+	}
+	for _, masters := range []int{3, 4} {
+		for _, k := range []int{2, masters, 2 * masters, 64} {
+			for act := int64(1); act <= 200; act++ {
+				per := map[int]int{}
+				seen := map[string]bool{}
+				for _, b := range (Bucket{act: act, k: k}).all() {
+					tag := b.tag()
+					if seen[tag] {
+						t.Fatalf("K=%d sale %d: tag %q twice", k, act, tag)
+					}
+					seen[tag] = true
+					per[masterOf(slotOf(tag), masters)]++
 				}
-				seen[tag] = true
-				if off := (slotOf(tag) - s0 + clusterSlots) % clusterSlots; off/width != b.n {
-					t.Errorf("K=%d sale %d bucket %d: slot %d is in range %d from bucket 0's slot %d", k, act, b.n, slotOf(tag), off/width, s0)
+				switch {
+				case masters%k == 0 && len(per) != k: // K masters, one bucket each
+					t.Fatalf("%d masters, K=%d, sale %d: buckets per master %v, want one on each of %d", masters, k, act, per, k)
+				case k%masters == 0:
+					for m := range masters {
+						if per[m] != k/masters {
+							t.Fatalf("%d masters, K=%d, sale %d: buckets per master %v, want %d each", masters, k, act, per, k/masters)
+						}
+					}
 				}
 			}
 		}
+	}
+	for _, k := range []int{2, 3, 8, 64} {
 		const users = 30000
 		count := make([]int, k)
 		for u := int64(1); u <= users; u++ {
