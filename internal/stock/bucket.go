@@ -136,24 +136,51 @@ func slotOf(tag string) int {
 // never changes), else read from bucket 0's hash. A sale Redis does not know reads as
 // one bucket, not remembered.
 func (s *Stock) bucketsOf(ctx context.Context, activityID int64) (int, error) {
-	if k, ok := s.sizes.Load(activityID); ok {
-		return k.(int), nil
-	}
-	v, err := s.rdb.HMGet(ctx, saleKey(one(activityID)), "total", "buckets").Result()
-	if err != nil {
-		return 0, fmt.Errorf("read buckets of sale %d: %w", activityID, err)
-	}
-	if v[0] == nil {
-		return 1, nil
-	}
-	k := 1
-	if str, _ := v[1].(string); str != "" {
-		if k, err = strconv.Atoi(str); err != nil || k < 1 {
-			return 0, fmt.Errorf("sale %d: buckets %q", activityID, str)
+	ks, err := s.bucketsOfAll(ctx, []int64{activityID})
+	return ks[activityID], err
+}
+
+// bucketsOfAll is bucketsOf for several sales, those not remembered read in one round
+// trip.
+func (s *Stock) bucketsOfAll(ctx context.Context, activityIDs []int64) (map[int64]int, error) {
+	out := make(map[int64]int, len(activityIDs))
+	var unknown []int64
+	for _, id := range activityIDs {
+		if k, ok := s.sizes.Load(id); ok {
+			out[id] = k.(int)
+		} else {
+			out[id] = 1
+			unknown = append(unknown, id)
 		}
 	}
-	s.sizes.Store(activityID, k)
-	return k, nil
+	if len(unknown) == 0 {
+		return out, nil
+	}
+	cmds := make([]*redis.SliceCmd, len(unknown))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range unknown {
+			cmds[i] = p.HMGet(ctx, saleKey(one(id)), "total", "buckets")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read buckets of sales: %w", err)
+	}
+	for i, id := range unknown {
+		v := cmds[i].Val()
+		if v[0] == nil {
+			continue // unknown to Redis: one bucket, not remembered
+		}
+		k := 1
+		if str, _ := v[1].(string); str != "" {
+			if k, err = strconv.Atoi(str); err != nil || k < 1 || k > MaxBuckets {
+				return nil, fmt.Errorf("sale %d: buckets %q", id, str)
+			}
+		}
+		s.sizes.Store(id, k)
+		out[id] = k
+	}
+	return out, nil
 }
 
 // learnBuckets remembers a sale's K, as a script reported it.
@@ -344,19 +371,17 @@ func (s *Stock) refill(ctx context.Context, to Bucket, want int64) (moved int64,
 }
 
 func (s *Stock) refillOnce(ctx context.Context, to Bucket, want int64) (moved int64, empty bool, err error) {
-	empty = true
-	sources := []struct {
+	type source struct {
 		from    Bucket
 		field   string
 		divisor int
-	}{{Bucket{act: to.act, k: to.k}, "reserve", to.k}}
-	for i := 1; i < to.k; i++ {
-		sources = append(sources, struct {
-			from    Bucket
-			field   string
-			divisor int
-		}{Bucket{act: to.act, n: (to.n + i) % to.k, k: to.k}, "avail", 2})
 	}
+	sources := []source{{Bucket{act: to.act, k: to.k}, "reserve", to.k}}
+	for i := 1; i < to.k; i++ {
+		sources = append(sources, source{Bucket{act: to.act, n: (to.n + i) % to.k, k: to.k}, "avail", 2})
+	}
+	empty = true
+	var lost error // a source closed for a rebuild, or lost: what to answer if none gave units
 	for _, src := range sources {
 		if moved >= want {
 			break
@@ -364,20 +389,26 @@ func (s *Stock) refillOnce(ctx context.Context, to Bucket, want int64) (moved in
 		m := move{id: newToken(), from: src.from, to: to.n}
 		var pending int64
 		m.units, pending, m.stamp, err = s.take(ctx, src.from, src.field, want-moved, src.divisor, m.id, to.n)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrNoSale): // ErrClosed too
+			lost, empty = err, false
+			continue
+		case err != nil:
 			return moved, false, err
 		}
-		if pending > 0 {
+		if pending > 0 || m.units > 0 {
 			empty = false
 		}
 		if m.units == 0 {
 			continue
 		}
-		empty = false
 		if err := s.apply(ctx, m); err != nil {
 			return moved, false, err // the repair pass applies it
 		}
 		moved += m.units
+	}
+	if moved == 0 && lost != nil {
+		return 0, false, lost
 	}
 	return moved, empty, nil
 }

@@ -338,3 +338,37 @@ func TestBucketedRebuild(t *testing.T) {
 		t.Errorf("%d units sold after the rebuild, want 15", sold)
 	}
 }
+
+// A purchase whose bucket is dry while the buckets it would take units from are closed
+// for a rebuild answers as for a missing sale (503 and a rebuild), not sold out; once
+// they reopen, it gets the unit.
+func TestRefillMeetsAClosedSale(t *testing.T) {
+	s := New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	const act, k = 11, 2
+	if err := s.Load(ctx, Sale{ActivityID: act, Available: 2, Total: 2, Limit: 1, StartsAt: start,
+		EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Buckets: k}); err != nil {
+		t.Fatal(err)
+	}
+	var ofOne []int64 // buyers whose home is bucket 1
+	for u := int64(1); len(ofOne) < 2; u++ {
+		if HomeBucket(u, k) == 1 {
+			ofOne = append(ofOne, u)
+		}
+	}
+	if _, err := s.Reserve(ctx, purchase(act, ofOne[0], 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rdb.HSet(ctx, saleKey(one(act)), "closed", "a-rebuild 0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(ctx, purchase(act, ofOne[1], 1)); !errors.Is(err, ErrNoSale) || errors.Is(err, ErrSoldOut) {
+		t.Fatalf("a dry bucket while bucket 0 is closed: %v, want ErrNoSale", err)
+	}
+	if err := s.rdb.HDel(ctx, saleKey(one(act)), "closed").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(ctx, purchase(act, ofOne[1], 1)); err != nil {
+		t.Fatalf("once bucket 0 reopened: %v", err)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -424,9 +423,8 @@ func (s *Stock) reserveRouted(ctx context.Context, r Reservation, fingerprint st
 		refills++
 		moved, empty, rerr := s.refill(ctx, b, int64(r.Quantity))
 		switch {
-		case rerr != nil:
-			slog.Warn("stock: move units between buckets", "activity", r.ActivityID, "bucket", b.n, "err", rerr)
-			return got, errNoneLeftNow
+		case rerr != nil: // a bucket closed for a rebuild or lost (ErrNoSale), or Redis failing
+			return got, fmt.Errorf("move units to bucket %d: %w", b.n, rerr)
 		case empty:
 			return got, errNoneLeft
 		case moved == 0: // units on their way between buckets: not sold out, not here yet

@@ -138,16 +138,15 @@ func (s *Stock) Load(ctx context.Context, sale Sale) error {
 // Patch changes a sale: a new limit and end time when not nil, and addStock more units
 // (in the reserve of a sale of several buckets, which hands them to the buckets that
 // run short). Every API process drops its sold-out flag of the sale (ReturnedChannel).
+// A sale of one bucket changes in one transaction; a sale of several, bucket by bucket,
+// its units last (a failure between leaves fewer units to sell, never more: the ledger
+// shows it, and a rebuild from MySQL mends it).
 func (s *Stock) Patch(ctx context.Context, activityID int64, limit *int, endsAt *time.Time, addStock int64) error {
 	sale, err := s.saleOf(ctx, activityID)
 	if err != nil {
 		return err
 	}
-	pipelined := s.rdb.Pipelined
-	if sale.k <= 1 {
-		pipelined = s.rdb.TxPipelined // one slot: all or nothing
-	}
-	_, err = pipelined(ctx, func(p redis.Pipeliner) error {
+	settings := func(p redis.Pipeliner) {
 		for _, b := range sale.all() {
 			key := saleKey(b)
 			if limit != nil {
@@ -160,6 +159,8 @@ func (s *Stock) Patch(ctx context.Context, activityID int64, limit *int, endsAt 
 				p.HIncrBy(ctx, key, "total", addStock)
 			}
 		}
+	}
+	units := func(p redis.Pipeliner) {
 		if addStock > 0 {
 			field := "avail"
 			if sale.k > 1 {
@@ -168,8 +169,12 @@ func (s *Stock) Patch(ctx context.Context, activityID int64, limit *int, endsAt 
 			p.HIncrBy(ctx, saleKey(one(activityID)), field, addStock)
 		}
 		p.Publish(ctx, ReturnedChannel, activityID)
-		return nil
-	})
+	}
+	if sale.k <= 1 {
+		_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { settings(p); units(p); return nil })
+	} else if _, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { settings(p); return nil }); err == nil {
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { units(p); return nil })
+	}
 	if err != nil {
 		return fmt.Errorf("patch sale %d: %w", activityID, err)
 	}
@@ -385,18 +390,18 @@ func (s *Stock) QueuedTotals(ctx context.Context, activityID int64) (orders, uni
 }
 
 // UserQueued returns a user's queued orders in the given sales, in two round trips
-// (and one more per sale whose buckets this process has not read yet).
+// (and one more for the sales whose buckets this process has not read yet).
 func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, userID int64) ([]QueuedOrder, error) {
+	ks, err := s.bucketsOfAll(ctx, activityIDs)
+	if err != nil {
+		return nil, err
+	}
 	homes := make([]Bucket, len(activityIDs))
 	for i, id := range activityIDs {
-		k, err := s.bucketsOf(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		homes[i] = home(id, userID, k)
+		homes[i] = home(id, userID, ks[id])
 	}
 	sets := make([]*redis.StringSliceCmd, len(activityIDs))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range homes {
 			sets[i] = p.SMembers(ctx, userQueuedKey(b, userID))
 		}
