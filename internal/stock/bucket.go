@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,10 +33,10 @@ import (
 // when the reserve, every bucket and every recorded move are empty.
 //
 // Bucket 0 of a sale keeps the tag {act:<id>}, so a one-bucket sale is what it always
-// was. The tags of the others are chosen so that their slots are spread evenly over
-// the slot space from bucket 0's (bucketTag): with a cluster's masters holding equal
-// ranges of slots, as redis-cli --cluster create makes them, K buckets of a sale land on
-// min(K, masters) masters.
+// was. The tags of the others are chosen so that the K buckets fall in the K ranges of
+// slots redis-cli --cluster create gives K masters, one bucket in each (bucketTag): on a
+// cluster of K masters laid out so, a sale's K buckets are on K masters, and on a
+// cluster of M masters with K a multiple of M, K/M buckets on each.
 
 // MaxBuckets is the most buckets a sale may have.
 const MaxBuckets = 64
@@ -90,24 +91,56 @@ const clusterSlots = 16384
 var tags sync.Map // bucket -> string
 
 // bucketTag is the tag of bucket n >= 1 of a sale of k: "act:<id>:<n>.<j>" with the
-// first j whose slot falls in the n-th of k equal ranges of slots that begin at bucket
-// 0's slot.
+// first j whose slot falls in the range (r+n) mod k of the k ranges of slotRanges, r
+// being the one that holds bucket 0's slot. (Ranges counted from bucket 0's slot
+// instead, as first written, put two of three buckets on one master for two sales in
+// three.)
 func bucketTag(b Bucket) string {
 	if t, ok := tags.Load(b); ok {
 		return t.(string)
 	}
 	base := "act:" + strconv.FormatInt(b.act, 10)
-	width := clusterSlots / b.k
-	from := (slotOf(base) + b.n*width) % clusterSlots
+	ends := slotRanges(b.k)
+	s0, r := slotOf(base), 0
+	for s0 > ends[r] {
+		r++
+	}
+	r = (r + b.n) % b.k
+	first, last := 0, ends[r]
+	if r > 0 {
+		first = ends[r-1] + 1
+	}
 	var t string
 	for j := 0; ; j++ {
 		t = base + ":" + strconv.Itoa(b.n) + "." + strconv.Itoa(j)
-		if (slotOf(t)-from+clusterSlots)%clusterSlots < width {
+		if s := slotOf(t); s >= first && s <= last {
 			break
 		}
 	}
 	tags.Store(b, t)
 	return t
+}
+
+// slotRanges returns the last slot of each of the k ranges of slots that redis-cli
+// --cluster create gives k masters, in order: its arithmetic, in single precision as it
+// is written (clusterManagerCommandCreate), so that they are its ranges to the slot.
+// For 3 masters: 0-5460, 5461-10922, 10923-16383.
+func slotRanges(k int) []int {
+	ends := make([]int, k)
+	per := float32(clusterSlots) / float32(k)
+	cursor, first := float32(0), 0
+	for i := range ends {
+		x := float32(cursor + per)
+		x = float32(x - 1)
+		last := int(math.Round(float64(x))) // lround: halves away from zero
+		if last > clusterSlots || i == k-1 {
+			last = clusterSlots - 1
+		}
+		last = max(last, first)
+		ends[i], first = last, last+1
+		cursor = float32(cursor + per)
+	}
+	return ends
 }
 
 // slotOf is the Redis Cluster slot of a hash tag: CRC16 (XMODEM) mod 16384.

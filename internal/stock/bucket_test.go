@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,23 +13,31 @@ import (
 	"seckill/internal/testutil"
 )
 
-// The tags of a sale's buckets put bucket b in the b-th of K equal ranges of slots from
-// bucket 0's, so K buckets spread over a cluster's masters; buyers spread evenly over
-// their home buckets.
+// The tags of a sale's buckets put its K buckets in the K ranges of slots redis-cli
+// gives K masters, one in each, so K buckets spread over a cluster's masters; buyers
+// spread evenly over their home buckets.
 func TestBucketTagsAndHomes(t *testing.T) {
+	if got := slotRanges(3); !slices.Equal(got, []int{5460, 10922, 16383}) {
+		t.Errorf("ranges of 3 masters end at %v, want redis-cli's 5460, 10922, 16383", got)
+	}
 	for _, k := range []int{2, 3, 8, 64} {
+		ends := slotRanges(k)
+		rangeOf := func(slot int) int {
+			i, _ := slices.BinarySearch(ends, slot)
+			return i
+		}
 		seen := map[string]bool{}
-		for _, act := range []int64{1, 42, 1 << 40} {
-			s0 := slotOf(one(act).tag())
-			width := clusterSlots / k
+		for act := int64(1); act <= 300; act++ {
+			r0 := rangeOf(slotOf(one(act).tag()))
 			for _, b := range (Bucket{act: act, k: k}).all() {
 				tag := b.tag()
 				if seen[tag] {
 					t.Fatalf("K=%d: tag %q twice", k, tag)
 				}
 				seen[tag] = true
-				if off := (slotOf(tag) - s0 + clusterSlots) % clusterSlots; off/width != b.n {
-					t.Errorf("K=%d sale %d bucket %d: slot %d is in range %d from bucket 0's slot %d", k, act, b.n, slotOf(tag), off/width, s0)
+				if got, want := rangeOf(slotOf(tag)), (r0+b.n)%k; got != want {
+					t.Errorf("K=%d sale %d bucket %d: slot %d is in range %d, want %d (bucket 0's slot %d in range %d)",
+						k, act, b.n, slotOf(tag), got, want, slotOf(one(act).tag()), r0)
 				}
 			}
 		}
@@ -45,6 +54,44 @@ func TestBucketTagsAndHomes(t *testing.T) {
 	}
 	if got := slotOf("123456789"); got != 0x31C3%clusterSlots { // CRC16/XMODEM's check value
 		t.Errorf("slot of 123456789 = %d, want %d", got, 0x31C3%clusterSlots)
+	}
+}
+
+// On clusters made by redis-cli --cluster create, of 3 and of 5 masters, the ranges are
+// redis-cli's to the slot, and a sale of as many buckets as masters has one on each; of
+// twice as many, two on each. (Ranges counted from bucket 0's slot put two buckets of
+// sale 1 of 3 on one master of 3.)
+func TestBucketsOnEveryMaster(t *testing.T) {
+	for _, masters := range []int{3, 5} {
+		cl := testutil.StartCluster(t, testutil.ClusterOptions{Masters: masters, ReplicasPerMaster: -1})
+		ranges, err := cl.Nodes()[0].Client(t).ClusterSlots(context.Background()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ends []int
+		for _, r := range ranges {
+			ends = append(ends, int(r.End))
+		}
+		slices.Sort(ends)
+		if want := slotRanges(masters); !slices.Equal(ends, want) {
+			t.Errorf("%d masters: redis-cli's ranges end at %v, slotRanges at %v", masters, ends, want)
+		}
+		for _, k := range []int{masters, 2 * masters} {
+			for act := int64(1); act <= 200; act++ {
+				on := map[string]int{}
+				for _, b := range (Bucket{act: act, k: k}).all() {
+					on[cl.MasterFor(saleKey(b)).Addr]++
+				}
+				if len(on) != masters {
+					t.Errorf("%d masters, sale %d of %d buckets: on %d masters %v", masters, act, k, len(on), on)
+				}
+				for addr, n := range on {
+					if n != k/masters {
+						t.Errorf("%d masters, sale %d of %d buckets: %d on %s, want %d", masters, act, k, n, addr, k/masters)
+					}
+				}
+			}
+		}
 	}
 }
 
