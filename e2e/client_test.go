@@ -88,6 +88,7 @@ type activity struct {
 	StockAvailable int64  `json:"stock_available"`
 	PerUserLimit   int    `json:"per_user_limit"`
 	Status         string `json:"status"`
+	StockBuckets   int    `json:"stock_buckets"`
 }
 
 type order struct {

@@ -82,8 +82,11 @@ func (cr *crowd) record(user int64, key string, r response, err error) {
 
 // crowdPlan says who buys how.
 type crowdPlan struct {
-	users       int   // user ids firstUser..firstUser+users-1
-	firstUser   int64 // 1000 when 0
+	users     int   // user ids firstUser..firstUser+users-1
+	firstUser int64 // 1000 when 0
+	// who, if set, picks the users: the first users ids from firstUser on it accepts
+	// (for example the buyers of one home bucket of a sale of several).
+	who         func(user int64) bool
 	concurrency int
 	// endpoints are API base URLs; requests go round robin.
 	endpoints []string
@@ -110,9 +113,15 @@ func runCrowd(t *testing.T, activityID int64, p crowdPlan) *crowd {
 	if p.firstUser == 0 {
 		p.firstUser = 1000
 	}
+	ids := make([]int64, 0, p.users)
+	for u := p.firstUser; len(ids) < p.users; u++ {
+		if p.who == nil || p.who(u) {
+			ids = append(ids, u)
+		}
+	}
 	tokens := make([]string, p.users)
 	for i := range tokens {
-		tokens[i] = testutil.Token(t, p.firstUser+int64(i), false)
+		tokens[i] = testutil.Token(t, ids[i], false)
 	}
 	type attempt struct {
 		user  int64
@@ -123,7 +132,7 @@ func runCrowd(t *testing.T, activityID int64, p crowdPlan) *crowd {
 	var groups [][]attempt // attempts in a group are sent at once
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < p.users; i++ {
-		u, tok := p.firstUser+int64(i), tokens[i]
+		u, tok := ids[i], tokens[i]
 		k1 := fmt.Sprintf("click-%d", u)
 		groups = append(groups,
 			[]attempt{{u, tok, 1, k1}, {u, tok, 1, k1}},
