@@ -57,6 +57,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (bool, er
 		return false, err
 	}
 	var closing stock.Closing
+	lost := from // what made this rebuild start
 	if k > 1 {
 		if closing, err = r.stock.Close(ctx, id, k); errors.Is(err, stock.ErrRebuilding) {
 			return false, nil
@@ -75,6 +76,10 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (bool, er
 			if from, err = r.stock.RebuildPoint(ctx, id, k); err != nil {
 				return false, err
 			}
+		}
+		if k > 1 && attempt == 0 && !lost.Whole && from.Whole {
+			// A bucket was missing, and another process rebuilt the sale before the Close.
+			return false, r.stock.Reopen(ctx, id, k, closing)
 		}
 		ids := make([]string, len(from.Queued))
 		for i, q := range from.Queued {

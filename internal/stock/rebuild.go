@@ -38,6 +38,9 @@ end
 // sale of several buckets, read after it was closed to purchases (Close).
 type RebuildPoint struct {
 	Exists bool
+	// Whole is true when Redis has every bucket of the sale, closed or not (a rebuild
+	// that closed it finds it whole when another one rebuilt it meanwhile).
+	Whole  bool
 	Gen    int64
 	Queued []QueuedOrder
 	// gens are the generations read per bucket, "" for a bucket Redis lacks.
@@ -48,7 +51,7 @@ type RebuildPoint struct {
 // Redis state. buckets is the sale's K as MySQL has it (Redis may have lost it). A sale
 // of several buckets exists when every bucket does and it is not closed for a rebuild.
 func (s *Stock) RebuildPoint(ctx context.Context, activityID int64, buckets int) (RebuildPoint, error) {
-	pt := RebuildPoint{Exists: true}
+	pt := RebuildPoint{Exists: true, Whole: true}
 	for _, b := range (Bucket{act: activityID, k: max(1, buckets)}).all() {
 		var sale *redis.SliceCmd
 		var queued *redis.MapStringStringCmd
@@ -63,7 +66,7 @@ func (s *Stock) RebuildPoint(ctx context.Context, activityID int64, buckets int)
 		v := sale.Val()
 		gen, _ := v[1].(string)
 		if v[0] == nil {
-			pt.Exists, gen = false, ""
+			pt.Exists, pt.Whole, gen = false, false, ""
 		} else if gen == "" {
 			gen = "0"
 		}
@@ -154,6 +157,11 @@ func (s *Stock) Close(ctx context.Context, activityID int64, buckets int) (Closi
 		return Closing{}, fmt.Errorf("close sale %d for a rebuild: %w", activityID, err)
 	}
 	return Closing{token}, nil
+}
+
+// Reopen ends a closing without a rebuild (one that found the sale rebuilt meanwhile).
+func (s *Stock) Reopen(ctx context.Context, activityID int64, buckets int, closing Closing) error {
+	return s.reopen(ctx, Bucket{act: activityID, k: buckets}, closing.token)
 }
 
 // reopen ends a rebuild's closing of every bucket (bucket 0, the lease, last).
