@@ -372,3 +372,47 @@ func TestRefillMeetsAClosedSale(t *testing.T) {
 		t.Fatalf("once bucket 0 reopened: %v", err)
 	}
 }
+
+// PATCH on a sale of several buckets: the new limit and end reach every bucket (each
+// buyer's purchase is judged in their own), the added units the reserve, and every
+// process's sold-out flag drops.
+func TestPatchReachesEveryBucket(t *testing.T) {
+	s := New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	const act, k = 12, 3
+	if err := s.Load(ctx, Sale{ActivityID: act, Available: 3, Total: 3, Limit: 1, StartsAt: start,
+		EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Buckets: k}); err != nil {
+		t.Fatal(err)
+	}
+	limit, end := 2, start.Add(30*time.Minute)
+	if err := s.Patch(ctx, act, &limit, &end, 4); err != nil {
+		t.Fatal(err)
+	}
+	for field, want := range map[string]int64{"limit": 2, "end": end.UnixMilli(), "total": 7} {
+		if got := bucketFields(t, s, act, k, field); got[0] != want || got[1] != want || got[2] != want {
+			t.Errorf("%s after the patch: %v, want %d in every bucket", field, got, want)
+		}
+	}
+	if got := bucketFields(t, s, act, k, "reserve"); got[0] != 4 {
+		t.Errorf("reserve after adding 4: %d", got[0])
+	}
+	for b := range k { // a buyer of each bucket buys 2 (the new limit) before the new end
+		u := int64(1)
+		for HomeBucket(u, k) != b {
+			u++
+		}
+		r := purchase(act, u, 2)
+		r.Now = end.Add(-time.Second)
+		if _, err := s.Reserve(ctx, r); err != nil {
+			t.Errorf("a buyer of bucket %d, 2 units: %v", b, err)
+		}
+		r = purchase(act, u+1000, 1)
+		r.Now = end
+		if _, err := s.Reserve(ctx, r); !errors.Is(err, ErrEnded) {
+			t.Errorf("a purchase in bucket %d at the new end: %v, want ErrEnded", HomeBucket(u+1000, k), err)
+		}
+	}
+	if sales, _ := s.Sales(ctx, []int64{act}); sales[act].Available != 1 {
+		t.Errorf("available = %d, want 1 (7 - 6)", sales[act].Available)
+	}
+}
