@@ -416,3 +416,30 @@ func TestPatchReachesEveryBucket(t *testing.T) {
 		t.Errorf("available = %d, want 1 (7 - 6)", sales[act].Available)
 	}
 }
+
+// A buyer asking for more than the sale has left, its last units spread over buckets,
+// hears how many are left (and gets them, asking for that many), not that none is.
+func TestFewerLeftThanAskedAcrossBuckets(t *testing.T) {
+	s := New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	const act, k = 13, 3
+	if err := s.Load(ctx, Sale{ActivityID: act, Available: 3, Total: 3, Limit: 3, StartsAt: start,
+		EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Buckets: k}); err != nil {
+		t.Fatal(err)
+	}
+	u := int64(1)
+	if _, err := s.Reserve(ctx, purchase(act, u, 1)); err != nil { // one of the three units
+		t.Fatal(err)
+	}
+	_, err := s.Reserve(ctx, purchase(act, u+1, 3))
+	var detail *DetailError
+	if !errors.As(err, &detail) || detail.Detail != "only 2 left" {
+		t.Fatalf("3 asked with 2 left in two buckets: %v, want sold out: only 2 left", err)
+	}
+	if _, err := s.Reserve(ctx, purchase(act, u+1, 2)); err != nil {
+		t.Fatalf("the 2 left: %v", err)
+	}
+	if _, err := s.Reserve(ctx, purchase(act, u+2, 1)); err != errNoneLeft && err != ErrSoldOutFlagged {
+		t.Fatalf("after the last unit: %v, want sold out", err)
+	}
+}

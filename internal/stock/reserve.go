@@ -417,18 +417,23 @@ func (s *Stock) reserveRouted(ctx context.Context, r Reservation, fingerprint st
 		case b.k <= 1 || !errors.Is(err, ErrSoldOut):
 			return got, err
 		}
+		// err is errNoneLeft (none in this bucket) or "only N left" (N in it)
+		notFlagged := err
+		if err == errNoneLeft {
+			notFlagged = errNoneLeftNow
+		}
 		if refills == maxRefills {
-			return got, errNoneLeftNow
+			return got, notFlagged
 		}
 		refills++
 		moved, empty, rerr := s.refill(ctx, b, int64(r.Quantity))
 		switch {
 		case rerr != nil: // a bucket closed for a rebuild or lost (ErrNoSale), or Redis failing
 			return got, fmt.Errorf("move units to bucket %d: %w", b.n, rerr)
-		case empty:
-			return got, errNoneLeft
+		case empty: // none anywhere else: sold out, or the last units are here, fewer than asked
+			return got, err
 		case moved == 0: // units on their way between buckets: not sold out, not here yet
-			return got, errNoneLeftNow
+			return got, notFlagged
 		}
 	}
 }
