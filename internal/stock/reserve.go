@@ -83,10 +83,12 @@ import (
 // new for each purchase, so finding it queued means this is such a retry, and it gets
 // the answer of the run that reserved instead of meeting its own lock (busy) with its
 // units taken. A user's participations (orders held, in a sale that caps them or sells
-// in groups) are the field p<user> of the users hash. Each reservation writes the sale's
-// avail at once (not once per call), as a lone purchase did: an error reply halfway
-// leaves the purchases before it whole, each for its roll-back to find. Redis' clock is
-// read once per call. Counts computed in Lua
+// in groups) are the field p<user> of the users hash. The sale's avail and qunits and the
+// queued-since index are written once per call, after its last purchase (a command
+// inside a script costs the server far more than its own work: docs/performance.md). A
+// purchase that fails with an error (not a reply) first has them written for the
+// purchases before it, then fails the call, so those purchases stay whole, each for its
+// roll-back to find. Redis' clock is read once per call. Counts computed in Lua
 // are written with string.format('%d'): some Redis versions (7.2.0-7.2.4) turn a Lua
 // number such as 900000000 into "9e+08", which HINCRBY then refuses.
 var reserveScript = redis.NewScript(listGroupLua + `
@@ -101,6 +103,7 @@ local function clock_us()
   return now_us
 end
 local room = sale[12] == '1' and 1 or 0
+local since = {} -- score, order id of each reservation of this call, for one ZADD
 local function reserved(avail, K, A)
   local cap = sale[11] or '0'
   if A[9] == '' then return {0, avail, sale[2], sale[5], sale[6], 0, 0, 0, 0, cap, room} end
@@ -164,7 +167,6 @@ local function reserve(K, A)
     if parts >= cap then return {-15, parts, cap} end
   end
   sale[1], sale[7] = string.format('%d', avail - qty), string.format('%d', tonumber(sale[7] or '0') + qty)
-  redis.call('HSET', K[1], 'avail', sale[1], 'qunits', sale[7])
   redis.call('HINCRBY', K[2], A[2], qty)
   if sale[12] == '1' and held == 0 then redis.call('HINCRBY', K[1], 'rused', 1) end -- a pass's first use
   if cap > 0 or group then redis.call('HINCRBY', K[2], pfield, 1) end
@@ -184,17 +186,30 @@ local function reserve(K, A)
   end
   redis.call('HSET', K[3], A[4], value)
   redis.call('SADD', K[4], A[4])
-  redis.call('ZADD', K[7], A[1], A[4])
+  since[#since + 1], since[#since + 2] = A[1], A[4]
   if A[5] ~= '' then redis.call('SET', K[5], A[5] .. ' ' .. A[4], 'EX', A[8]) end
   redis.call('SET', K[6], A[6], 'PX', A[7])
   return reserved(avail - qty, K, A)
 end
+-- writes the sale's avail and qunits and the since index for the reservations so far
+local function taken()
+  if #since > 0 then
+    redis.call('HSET', KEYS[1], 'avail', sale[1], 'qunits', sale[7])
+    redis.call('ZADD', KEYS[4], unpack(since))
+  end
+end
 local out = {}
 for i = 0, #ARGV / 15 - 1 do
   local k, a = 6 + 6 * i, 15 * i
-  out[i + 1] = reserve({KEYS[1], KEYS[2], KEYS[3], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[4],
+  local ok, res = pcall(reserve, {KEYS[1], KEYS[2], KEYS[3], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[4],
     KEYS[k + 4], KEYS[k + 5], KEYS[5], KEYS[6], KEYS[k + 6]}, {unpack(ARGV, a + 1, a + 15)})
+  if not ok then
+    taken()
+    error(res, 0)
+  end
+  out[i + 1] = res
 end
+taken()
 return out
 `)
 
