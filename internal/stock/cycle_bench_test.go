@@ -14,15 +14,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/lock"
 	"seckill/internal/testutil"
 )
 
 // BenchmarkPurchaseCycle runs what one purchase costs the Redis master, start to end, as
 // the service runs it on one server with AOF and appendfsync always: purchases of one
 // sale by new buyers (a unit each) from 64 goroutines through Reserve (coalesced), the
-// commit's release of their user locks (ReleaseAll of adopted locks, in batches of up
-// to 500 after a 5 ms linger below 250, as internal/sale's committer), and the worker's
+// commit's release of their user locks (ReleaseUserLocks, in batches of up to 500 after
+// a 5 ms linger below 250, as internal/sale's committer), and the worker's
 // Claim and Settle of each batch in chunks of 250 (8 at a time, as SECKILL_PERSIST_BATCH
 // and SECKILL_WORKER_CONCURRENCY; MySQL is left out). The API's and the worker's
 // clients auto-pipeline, full duplex, as config.RedisPipelined. It reports the server's
@@ -49,14 +48,12 @@ func BenchmarkPurchaseCycle(b *testing.B) {
 	}
 	apiRedis, workerRedis := pipelined(), pipelined()
 	api, worker := New(apiRedis), New(workerRedis)
-	locks := lock.New(apiRedis)
-	b.Cleanup(func() { _ = locks.Close() })
 	ctx := context.Background()
 
 	act := orderSeq.Add(1)
 	loadSale(b, api, act, 1<<40, 1)
 	// One purchase first, so every script is loaded and the sale known to both.
-	cycle := newPurchaseCycle(b, api, worker, locks, act)
+	cycle := newPurchaseCycle(b, api, worker, act)
 	cycle.run(1)
 	if err := plain.ConfigResetStat(ctx).Err(); err != nil {
 		b.Fatal(err)
@@ -83,14 +80,13 @@ func BenchmarkPurchaseCycle(b *testing.B) {
 type purchaseCycle struct {
 	b            *testing.B
 	api, worker  *Stock
-	locks        *lock.Client
 	act          int64
 	user         atomic.Int64
 	reserveCalls atomic.Int64
 }
 
-func newPurchaseCycle(b *testing.B, api, worker *Stock, locks *lock.Client, act int64) *purchaseCycle {
-	c := &purchaseCycle{b: b, api: api, worker: worker, locks: locks, act: act}
+func newPurchaseCycle(b *testing.B, api, worker *Stock, act int64) *purchaseCycle {
+	c := &purchaseCycle{b: b, api: api, worker: worker, act: act}
 	send := api.reserving.send
 	api.reserving.send = func(ctx context.Context, calls []*reserveCall) {
 		c.reserveCalls.Add(1)
@@ -162,11 +158,7 @@ func (c *purchaseCycle) run(n int) {
 				}
 			}
 			tasks <- batch
-			held := make([]*lock.Lock, len(batch))
-			for i, r := range batch {
-				held[i] = c.locks.Adopt(c.api.UserLockKey(r.ActivityID, r.UserID), r.LockToken, r.LockTTL)
-			}
-			if err := c.locks.ReleaseAll(ctx, held...); err != nil {
+			if err := c.api.ReleaseUserLocks(ctx, batch...); err != nil {
 				c.b.Error(err)
 			}
 		}
