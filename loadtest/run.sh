@@ -21,8 +21,6 @@
 #   LOADTEST_DB=seckill_loadtest          database to (re)create on the MySQL server
 #   LOADTEST_APPENDFSYNC=always           the private Redis's appendfsync (everysec: faster, and
 #                                         acknowledged writes can be lost; README, Durability)
-#   LOADTEST_HASH_MAX_LISTPACK_ENTRIES=32 the private Redis's hash-max-listpack-entries, as
-#                                         scripts/services.sh runs it (128: Redis' default)
 #   LOADTEST_REDIS=single                 single: one redis-server; cluster: a private Redis
 #                                         Cluster of 3 masters + 3 replicas (SECKILL_REDIS_CLUSTER)
 #   LOADTEST_RATE=0                       SECKILL_RATE_USER and SECKILL_RATE_IP (0: off)
@@ -129,7 +127,6 @@ start_redis() { # name, extra redis-server arguments...
 	mkdir -p "$redis_dir/$port"
 	redis-server --bind 127.0.0.1 --port "$port" --dir "$redis_dir/$port" --appendonly yes \
 		--appendfsync "${LOADTEST_APPENDFSYNC:-always}" --save "" --protected-mode no \
-		--hash-max-listpack-entries "${LOADTEST_HASH_MAX_LISTPACK_ENTRIES:-32}" \
 		--logfile "$logs/redis-$port.log" "$@" 9>&- &
 	pids+=($!)
 	watch+="${watch:+,}$name=$!"

@@ -77,8 +77,7 @@ start_nodes() {
 			--pidfile "$data/$p/redis.pid" --logfile "$data/$p/redis.log" \
 			--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
 			--cluster-require-full-coverage no --appendonly yes --appendfsync always --save "" \
-			--min-replicas-to-write 1 --min-replicas-max-lag 10 --repl-diskless-sync-delay 0 \
-			--hash-max-listpack-entries 32
+			--min-replicas-to-write 1 --min-replicas-max-lag 10 --repl-diskless-sync-delay 0
 	done
 	for p in "${redis_ports[@]}"; do
 		for _ in $(seq 100); do answers "$p" && break; sleep 0.1; done

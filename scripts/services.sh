@@ -59,8 +59,7 @@ start_redis() {
 	log "starting redis-server on $redis_addr (data in .data/redis, AOF fsynced before every answer)"
 	redis-server --bind "$redis_host" --port "$redis_port" --dir "$data/redis" \
 		--daemonize yes --pidfile "$data/redis/redis.pid" --logfile "$data/redis/redis.log" \
-		--appendonly yes --appendfsync always --save "" --protected-mode no \
-		--hash-max-listpack-entries 32
+		--appendonly yes --appendfsync always --save "" --protected-mode no
 	for _ in $(seq 100); do
 		answers "$redis_host" "$redis_port" && return 0
 		sleep 0.1
