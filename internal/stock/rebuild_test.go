@@ -232,6 +232,12 @@ func TestRebuildKeepsLocksOfQueuedOrders(t *testing.T) {
 	if _, err := s.Reserve(ctx, reservation(6, 1, 1, "", in)); !errors.Is(err, stock.ErrBusy) {
 		t.Errorf("user 1 after the rebuild: %v, want ErrBusy (the lock kept)", err)
 	}
+	if q, err := s.UserQueued(ctx, []int64{6}, 1); err != nil || len(q) != 1 || q[0].OrderID != rs[1].OrderID {
+		t.Errorf("user 1's queued orders after the rebuild %+v (%v), want its order", q, err)
+	}
+	if q, err := s.UserQueued(ctx, []int64{6}, 2); err != nil || len(q) != 0 {
+		t.Errorf("user 2's queued orders after the rebuild %+v (%v), want none (MySQL has it)", q, err)
+	}
 	if snap, err := s.Snapshot(ctx, 6); err != nil || snap.Users[1] != 1 || snap.Users[2] != 1 || snap.Sale.Available != 8 {
 		t.Errorf("after the rebuild: %+v (%v), want users 1:1 2:1 and 8 available", snap, err)
 	}

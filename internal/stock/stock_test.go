@@ -706,3 +706,62 @@ func TestUserLockReleaseWakesWaiters(t *testing.T) {
 		t.Errorf("a release nobody waited for published:\n%s", stats)
 	}
 }
+
+// A user's queued orders are listed until each leaves the queued state, by a settle or a
+// roll-back, in a batch with other users'.
+func TestUserQueuedFollowsTheOrders(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newSale(t, s, 1, 10, 5)
+	newSale(t, s, 2, 10, 5)
+	var mine []stock.Reservation
+	for _, r := range []stock.Reservation{reservation(1, 1, 1, "", t0), reservation(1, 2, 1, "", t0),
+		reservation(1, 1, 2, "", t0), reservation(2, 1, 1, "", t0), reservation(1, 1, 1, "", t0)} {
+		if _, err := s.Reserve(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if r.UserID == 1 {
+			mine = append(mine, r)
+		}
+		time.Sleep(2 * time.Millisecond) // the user lock's TTL
+	}
+	listed := func(want ...stock.Reservation) {
+		t.Helper()
+		got, err := s.UserQueued(ctx, []int64{1, 2}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids, wantIDs []string
+		for _, q := range got {
+			ids = append(ids, q.OrderID)
+		}
+		for _, r := range want {
+			wantIDs = append(wantIDs, r.OrderID)
+		}
+		slices.Sort(ids)
+		slices.Sort(wantIDs)
+		if !slices.Equal(ids, wantIDs) {
+			t.Errorf("user 1's queued orders %v, want %v", ids, wantIDs)
+		}
+	}
+	listed(mine...)
+	if err := s.Settle(ctx, 1, []stock.Settlement{{OrderID: mine[0].OrderID, UserID: 1},
+		{OrderID: mine[1].OrderID, UserID: 1, Failed: true}}); err != nil {
+		t.Fatal(err)
+	}
+	listed(mine[2], mine[3])
+	if got, err := s.Rollback(ctx, 1, 1, mine[3].OrderID, ""); err != nil || got != stock.RolledBack {
+		t.Fatalf("roll back: %v %v", got, err)
+	}
+	listed(mine[2])
+	if err := s.Settle(ctx, 2, []stock.Settlement{{OrderID: mine[2].OrderID, UserID: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	listed()
+	if got, err := s.UserQueued(ctx, []int64{1}, 2); err != nil || len(got) != 1 {
+		t.Errorf("user 2's queued orders %+v (%v), want one", got, err)
+	}
+	if snap, err := s.Snapshot(ctx, 1); err != nil || snap.Users[1] != 1 || snap.Users[2] != 1 {
+		t.Errorf("units held %v (%v), want 1:1 (the order settled created, not the failed one nor the rolled back) 2:1", snap.Users, err)
+	}
+}
