@@ -48,7 +48,7 @@ func userLockKey(b Bucket, userID int64) string {
 	return prefix(b) + "lock:" + strconv.FormatInt(userID, 10)
 }
 
-// UserLockKey is the per-user lock of a one-bucket sale (Stock.UserLockKey names it for
+// UserLockKey names the per-user lock of a one-bucket sale (Stock.UserLockKey names it for
 // any sale).
 func UserLockKey(activityID, userID int64) string { return userLockKey(one(activityID), userID) }
 
