@@ -219,7 +219,7 @@ func TestAPIAnswersRequestsInFlightOnSIGTERM(t *testing.T) {
 	rdb := config.Config{RedisAddrs: []string{s.Redis.Addr}}.Redis()
 	defer rdb.Close()
 	const user = 4242
-	if err := rdb.Set(context.Background(), stock.UserLockKey(a.ID, user), "held-by-a-test", 300*time.Millisecond).Err(); err != nil {
+	if err := stock.New(rdb).HoldUserLock(context.Background(), a.ID, user, "held-by-a-test", 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	token := testutil.Token(t, user, false)

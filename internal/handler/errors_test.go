@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -190,8 +191,7 @@ func TestContractErrors(t *testing.T) {
 		}
 	})
 	t.Run("busy: the user's lock stays held past the wait", func(t *testing.T) {
-		key := fmt.Sprintf("seckill:{act:%d}:lock:42", open)
-		if err := s.rdb.Set(t.Context(), key, "someone-else", 10*time.Second).Err(); err != nil {
+		if err := stock.New(s.rdb).HoldUserLock(t.Context(), open, 42, "someone-else", 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		a := s.do(call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1}`})
@@ -199,7 +199,10 @@ func TestContractErrors(t *testing.T) {
 		if a.header.Get("Retry-After") == "" {
 			t.Error("429 busy without Retry-After")
 		}
-		s.rdb.Del(t.Context(), key)
+		if err := stock.New(s.rdb).ReleaseUserLocks(t.Context(),
+			stock.Reservation{ActivityID: open, UserID: 42, LockToken: "someone-else"}); err != nil {
+			t.Fatal(err)
+		}
 	})
 	t.Run("order expired", func(t *testing.T) {
 		s.clock.Advance(2 * time.Minute) // past the 60 s pay window
@@ -567,9 +570,16 @@ func TestReplayWhileLockHeld(t *testing.T) {
 	if first.status != http.StatusAccepted {
 		t.Fatalf("first: %d %s", first.status, first.body)
 	}
-	lockKey := stock.UserLockKey(act, 11)
-	if err := s.rdb.Set(context.Background(), lockKey, "a token of a purchase that never released", time.Minute).Err(); err != nil {
-		t.Fatal(err)
+	// Once the first purchase's commit has released its lock, as if a later purchase took
+	// it and never released it.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		err := stock.New(s.rdb).HoldUserLock(context.Background(), act, 11, "a-token-of-a-purchase-that-never-released", time.Minute)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, stock.ErrBusy) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
 	}
 	again := s.do(call{method: "POST", path: path, token: buyer, body: `{"quantity":1}`,
 		header: map[string]string{"Idempotency-Key": "tap-1"}})

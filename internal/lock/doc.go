@@ -2,9 +2,9 @@
 // and fencing tokens, waiters woken by a release message rather than by
 // polling, a watchdog that renews a lock while its holder works, a reentrant
 // lock, Redlock over several independent Redis masters, and RunOnce for
-// periodic jobs that one replica of many must run. The purchase path takes
-// its per-user lock with it, and the worker's jobs run once per period with
-// it. Each feature has a runnable example (the examples run against a real
+// periodic jobs that one replica of many must run. The purchase path waits
+// for its per-user lock with WaitRelease (the lock itself is a field that
+// internal/stock keeps), and the worker's jobs run once per period with it. Each feature has a runnable example (the examples run against a real
 // redis-server in go test).
 //
 // # Mutex
@@ -13,8 +13,8 @@
 // stored value is exactly the token (another script may take the same lock
 // with SET key token NX PX ttl; see Client.Adopt). Release and Extend are Lua
 // compare-and-act scripts: nobody releases or extends a lock that is not
-// theirs. Client.ReleaseAll releases many locks with one script per hash slot
-// (the purchase path releases a batch of user locks that way). The errors say
+// theirs. Client.ReleaseAll releases many locks with one script per hash slot.
+// The errors say
 // what happened:
 //
 //   - ErrNotObtained: the lock is busy. When the context ended first, the

@@ -30,6 +30,13 @@ func ReleaseChannel(key string) string { return related(key, ":released") }
 // (see waitersLua).
 func waitersKey(key string) string { return related(key, ":waiters") }
 
+// WaitersKey returns the sorted set that lists the Clients waiting for key. A script of
+// your own that releases a lock kept elsewhere than in key itself (a field of a hash,
+// say), on which callers wait with WaitRelease(key), publishes on ReleaseChannel(key)
+// when this key exists: WaitRelease lists its Client there first, and a lock nobody
+// waits for then costs no message.
+func WaitersKey(key string) string { return waitersKey(key) }
+
 // fenceKey returns the counter that numbers the acquisitions of key. It never
 // expires: a fencing token must keep growing across lock lifetimes.
 func fenceKey(key string) string { return related(key, ":fence") }

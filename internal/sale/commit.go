@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"seckill/internal/lock"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
 )
@@ -172,13 +171,9 @@ func (s *Service) enqueue(ctx context.Context, orders []queue.Order) error {
 
 // releaseLocks releases the user locks that the reserve scripts of res took.
 func (s *Service) releaseLocks(ctx context.Context, res ...stock.Reservation) {
-	locks := make([]*lock.Lock, len(res))
-	for i, r := range res {
-		locks[i] = s.locks.Adopt(s.stock.UserLockKey(r.ActivityID, r.UserID), r.LockToken, r.LockTTL)
-	}
 	rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 	defer cancel()
-	if err := s.locks.ReleaseAll(rctx, locks...); err != nil {
-		slog.Warn("release user locks", "locks", len(locks), "err", err)
+	if err := s.stock.ReleaseUserLocks(rctx, res...); err != nil {
+		slog.Warn("release user locks", "locks", len(res), "err", err)
 	}
 }

@@ -3,7 +3,6 @@ package sale_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -111,16 +110,16 @@ func (f *fixture) queuedTasks(t *testing.T) (map[string]int, int) {
 	return seen, len(ts)
 }
 
-// lockKeys returns the user lock keys left in Redis once the commits under way are
-// done (Close): a purchase's lock is released when its order has been enqueued.
-func (f *fixture) lockKeys(t *testing.T) []string {
+// lockKeys returns the users whose locks are held in Redis once the commits under way
+// are done (Close): a purchase's lock is released when its order has been enqueued.
+func (f *fixture) lockKeys(t *testing.T) map[int64]string {
 	t.Helper()
 	f.close(t)
-	keys, err := f.rdb.Keys(context.Background(), strings.TrimSuffix(stock.UserLockKey(f.act, 0), "0")+"*").Result()
+	locks, err := f.stock.UserLocks(context.Background(), f.act)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return keys
+	return locks
 }
 
 // eachInOneTask checks that every order is in exactly one task waiting in the queue,

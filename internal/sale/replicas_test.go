@@ -23,8 +23,14 @@ func TestUnreplicatedPurchaseIsGivenBack(t *testing.T) {
 			t.Fatalf("attempt %d: err = %v, want ErrUnavailable from ErrNotReplicated", i, err)
 		}
 		// The give-back runs in the background; the user's lock goes last.
-		lock := stock.UserLockKey(f.act, 7)
-		for deadline := time.Now().Add(5 * time.Second); f.rdb.Exists(ctx, lock).Val() == 1; {
+		held := func() bool {
+			locks, err := f.stock.UserLocks(ctx, f.act)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return locks[7] != ""
+		}
+		for deadline := time.Now().Add(5 * time.Second); held(); {
 			if time.Now().After(deadline) {
 				t.Fatalf("attempt %d: the user lock is still held", i)
 			}

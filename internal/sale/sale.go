@@ -42,11 +42,10 @@ type Enqueuer interface {
 	EnqueueBatch(ctx context.Context, orders []queue.Order) error
 }
 
-// Locker waits for and releases the per-user locks the reserve script takes.
+// Locker waits for the release of the per-user locks the reserve script takes (stock
+// releases them: Stock.ReleaseUserLocks).
 type Locker interface {
 	WaitRelease(ctx context.Context, key string) error
-	Adopt(key, token string, ttl time.Duration) *lock.Lock
-	ReleaseAll(ctx context.Context, locks ...*lock.Lock) error
 }
 
 // ReplicaConfirmer confirms that replicas of the master of a sale's bucket hold a

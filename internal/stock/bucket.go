@@ -200,7 +200,8 @@ func (s *Stock) saleOf(ctx context.Context, activityID int64) (Bucket, error) {
 	return Bucket{act: activityID, k: max(1, k)}, err
 }
 
-// UserLockKey is the per-user lock of a sale, in the user's home bucket. The sale's K
+// UserLockKey names the per-user lock of a sale, in the user's home bucket, for
+// lock.Client.WaitRelease (no key of that name is written: userlock.go). The sale's K
 // is the one this process learnt with the user's purchase (Reserve): the lock is only
 // of interest after one.
 func (s *Stock) UserLockKey(activityID, userID int64) string {

@@ -282,3 +282,60 @@ func BenchmarkReserveCoalesced(b *testing.B) {
 		}
 	}
 }
+
+// A purchase that fails with an error in the middle of a call (here its buyer's queued
+// set is of the wrong type) fails the call, and the purchases before it in the call stay
+// whole: their units taken from avail and counted in qunits, their orders queued and in
+// the since index, where the repair pass and their roll-backs find them. Those are
+// written once per call (reserve.go), so they must be written before the error.
+func TestErrorHalfwayLeavesEarlierPurchasesWhole(t *testing.T) {
+	s := New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	loadSale(t, s, 1, 10, 5)
+	if err := s.rdb.Set(ctx, userQueuedKey(one(1), 2), "not a set", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	first, broken, last := purchase(1, 1, 2), purchase(1, 2, 1), purchase(1, 3, 1)
+	var calls []*reserveCall
+	for _, r := range []Reservation{first, broken, last} {
+		calls = append(calls, &reserveCall{ctx: ctx, r: r, b: one(1)})
+	}
+	s.reserveAll(ctx, calls)
+	for i, c := range calls {
+		if c.err == nil || !strings.Contains(c.err.Error(), "WRONGTYPE") {
+			t.Errorf("purchase %d: %v, want the call's WRONGTYPE error", i+1, c.err)
+		}
+	}
+
+	sale, err := s.rdb.HMGet(ctx, saleKey(one(1)), "avail", "qunits").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The broken purchase took its unit before its queued set failed, as it did when
+	// avail was written per purchase; its roll-back gives it back.
+	if fmt.Sprint(sale) != "[7 3]" {
+		t.Errorf("avail and qunits %v, want [7 3]", sale)
+	}
+	if _, err := s.rdb.ZScore(ctx, queuedSinceKey(one(1)), first.OrderID).Result(); err != nil {
+		t.Errorf("the first purchase's order is not in the since index: %v", err)
+	}
+	if q, err := s.Queued(ctx, 1, last.OrderID); err == nil {
+		t.Errorf("the purchase after the error is queued: %+v", q)
+	}
+
+	if err := s.rdb.Del(ctx, userQueuedKey(one(1), 2)).Err(); err != nil { // mended, for its roll-back
+		t.Fatal(err)
+	}
+	for _, r := range []Reservation{first, broken} {
+		if got, err := s.Rollback(ctx, 1, r.UserID, r.OrderID, ""); err != nil || got != RolledBack {
+			t.Errorf("roll back user %d: %v %v, want RolledBack", r.UserID, got, err)
+		}
+	}
+	sale, err = s.rdb.HMGet(ctx, saleKey(one(1)), "avail", "qunits").Result()
+	if err != nil || fmt.Sprint(sale) != "[10 0]" {
+		t.Errorf("after the roll-backs: avail and qunits %v (%v), want [10 0]", sale, err)
+	}
+	if n, err := s.rdb.ZCard(ctx, queuedSinceKey(one(1))).Result(); err != nil || n != 0 {
+		t.Errorf("since index holds %d orders after the roll-backs (%v), want 0", n, err)
+	}
+}

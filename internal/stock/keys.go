@@ -11,7 +11,9 @@ func prefix(b Bucket) string { return "seckill:{" + b.tag() + "}:" }
 // price (cents), paywin (seconds), and qunits (units of its queued orders).
 func saleKey(b Bucket) string { return prefix(b) + "sale" }
 
-// usersKey is a hash of user id -> units the user holds in queued, created and paid orders.
+// usersKey is a hash of user id -> units the user holds in queued, created and paid orders;
+// also p<user> -> the user's participations where the sale counts them, and l<user> -> the
+// user's lock (userlock.go).
 func usersKey(b Bucket) string { return prefix(b) + "users" }
 
 // queuedKey is a hash of order id -> "user quantity created_ms limit" for orders taken
@@ -36,15 +38,17 @@ func idempotencyKey(b Bucket, userID int64, key string) string {
 	return prefix(b) + "idem:" + strconv.FormatInt(userID, 10) + ":" + key
 }
 
-// userLockKey is the per-user lock of a sale's bucket. The reserve script takes it
-// (value: the owner token, with a TTL) in the same step that takes the units; the caller
-// releases it with internal/lock once the order is enqueued (after the purchase was
-// answered). Stock.UserLockKey names it for callers.
+// userLockKey names the per-user lock of a sale's bucket. No key of that name is written:
+// the lock is the field l<user> of the users hash (userlock.go), which the reserve script
+// takes in the same step that takes the units and the caller releases
+// (Stock.ReleaseUserLocks) once the order is enqueued (after the purchase was answered).
+// internal/lock keeps the lock's waiters list and release channel beside the name
+// (lock.Client.WaitRelease). Stock.UserLockKey names it for callers.
 func userLockKey(b Bucket, userID int64) string {
 	return prefix(b) + "lock:" + strconv.FormatInt(userID, 10)
 }
 
-// UserLockKey is the per-user lock of a one-bucket sale (Stock.UserLockKey names it for
+// UserLockKey names the per-user lock of a one-bucket sale (Stock.UserLockKey names it for
 // any sale).
 func UserLockKey(activityID, userID int64) string { return userLockKey(one(activityID), userID) }
 

@@ -204,7 +204,9 @@ func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
 // caller beforehand under another key, in chunks, so that a sale of many buyers does
 // not block Redis for the whole of it; the script renames it in place. The returned set
 // is cleared: the orders whose units are still on their way back are held in MySQL's
-// figures, and come back once more by the repair pass. So are the moves recorded here:
+// figures, and come back once more by the repair pass. The user locks of the users whose
+// orders stay queued are kept (userlock.go); others go with the old users hash. So are
+// the moves recorded here:
 // the units of a move not applied are among those left. A group-buy sale's groups are
 // written after it (RestoreGroups).
 // Returns {1, units of the orders that stay queued} rebuilt, {0} the sale moved
@@ -224,12 +226,24 @@ local n = tonumber(ARGV[10 + f])
 local stored, sets = {}, {}
 for i = 1, n do stored[i], sets[i] = ARGV[10 + f + i], KEYS[8 + i] end
 unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], stored, sets)
+local queued = redis.call('HVALS', KEYS[3])
+-- the user locks of the purchases whose orders stay queued (their commits may be under
+-- way) stay held
+local locks = {}
+for i, v in ipairs(queued) do locks[i] = 'l' .. string.match(v, '^(%d+)') end
+local held = {}
+for first = 1, #locks, 1000 do
+  local part = redis.call('HMGET', KEYS[2], unpack(locks, first, math.min(first + 999, #locks)))
+  for j, v in ipairs(part) do held[first + j - 1] = v end
+end
 redis.call('UNLINK', KEYS[2], KEYS[6], KEYS[8])
 if redis.call('EXISTS', KEYS[7]) == 1 then
   redis.call('RENAME', KEYS[7], KEYS[2])
   redis.call('PERSIST', KEYS[2])
 end
-local queued = redis.call('HVALS', KEYS[3])
+for i, v in ipairs(held) do
+  if v then redis.call('HSET', KEYS[2], locks[i], v) end
+end
 local qunits = 0
 for _, v in ipairs(queued) do
   local user, qty, capped = string.match(v, '^(%d+) (%d+) %d+ %d+( ?)')

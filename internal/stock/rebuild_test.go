@@ -194,3 +194,51 @@ func TestAdoptOrphans(t *testing.T) {
 		t.Errorf("the adopted orders are queued: claim %v, %v", claimed, err)
 	}
 }
+
+// A rebuild keeps the user locks of the users whose orders stay queued (their commits may
+// be under way); the lock of a user whose order MySQL has goes with the old users hash.
+func TestRebuildKeepsLocksOfQueuedOrders(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newSale(t, s, 6, 10, 5)
+	in := t0.Add(time.Minute)
+	rs := map[int64]stock.Reservation{}
+	for _, user := range []int64{1, 2} {
+		r := reservation(6, user, 1, "", in)
+		r.LockTTL = time.Minute
+		if _, err := s.Reserve(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		rs[user] = r
+	}
+	from, err := s.RebuildPoint(ctx, 6, 1)
+	if err != nil || len(from.Queued) != 2 {
+		t.Fatalf("rebuild point = %+v, %v; want 2 queued", from, err)
+	}
+	var stored []stock.QueuedOrder // MySQL has user 2's order
+	for _, q := range from.Queued {
+		if q.OrderID == rs[2].OrderID {
+			stored = append(stored, q)
+		}
+	}
+	sale := stock.Sale{ActivityID: 6, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 3}
+	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, map[int64]int64{2: 1}, nil, 1, stored); err != nil {
+		t.Fatal(err)
+	}
+	locks, err := s.UserLocks(ctx, 6)
+	if err != nil || len(locks) != 1 || locks[1] != rs[1].LockToken {
+		t.Errorf("locks after the rebuild %v (%v), want user 1's alone", locks, err)
+	}
+	if _, err := s.Reserve(ctx, reservation(6, 1, 1, "", in)); !errors.Is(err, stock.ErrBusy) {
+		t.Errorf("user 1 after the rebuild: %v, want ErrBusy (the lock kept)", err)
+	}
+	if q, err := s.UserQueued(ctx, []int64{6}, 1); err != nil || len(q) != 1 || q[0].OrderID != rs[1].OrderID {
+		t.Errorf("user 1's queued orders after the rebuild %+v (%v), want its order", q, err)
+	}
+	if q, err := s.UserQueued(ctx, []int64{6}, 2); err != nil || len(q) != 0 {
+		t.Errorf("user 2's queued orders after the rebuild %+v (%v), want none (MySQL has it)", q, err)
+	}
+	if snap, err := s.Snapshot(ctx, 6); err != nil || snap.Users[1] != 1 || snap.Users[2] != 1 || snap.Sale.Available != 8 {
+		t.Errorf("after the rebuild: %+v (%v), want users 1:1 2:1 and 8 available", snap, err)
+	}
+}

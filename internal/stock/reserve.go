@@ -22,14 +22,14 @@ import (
 //
 // KEYS[1] sale hash   KEYS[2] users hash   KEYS[3] queued hash   KEYS[4] queued-since sorted set
 // KEYS[5] open groups sorted set   KEYS[6] open groups, fullest first
-// then six keys for each purchase i (0, 1, ...), at KEYS[6 + 6i + n]:
-// n=1 the user's queued set  n=2 idempotency key   n=3 user lock
-// n=4 group hash             n=5 group seats hash  n=6 the user's attempts allowance (rateKey)
-// (4 and 5: any key of the sale's slot for a plain purchase; they are not touched)
+// then five keys for each purchase i (0, 1, ...), at KEYS[6 + 5i + n]:
+// n=1 the user's queued set  n=2 idempotency key   n=3 group hash
+// n=4 group seats hash       n=5 the user's attempts allowance (rateKey)
+// (3 and 4: any key of the sale's slot for a plain purchase; they are not touched)
 // and fifteen arguments for each purchase, at ARGV[15i + n]:
 // n=1 now (unix ms)     n=2 user id           n=3 quantity
 // n=4 order id          n=5 request fingerprint, "" without an Idempotency-Key
-// n=6 lock owner token  n=7 lock TTL (ms)     n=8 idempotency key TTL (s)
+// n=6 user lock owner token  n=7 its TTL (ms)  n=8 idempotency key TTL (s)
 // n=9 "" a purchase, "open" a new group, "join" a seat in a group
 // n=10 the group's id ("" for a purchase)
 // n=11 the allowance's interval between attempts (µs; 0: this attempt is not counted, no
@@ -68,7 +68,9 @@ import (
 //	{-18, buckets}            the sale has that many buckets, not n=15: nothing decided
 //	{-19}                     the sale is closed while it is rebuilt (bucket.go)
 //
-// Only a reservation takes the lock, and every check of the purchase comes after the
+// The user's lock is the field l<user> of the users hash, "<owner token> <expiry, unix ms
+// by Redis' clock>", written with the user's units (userlock.go). Only a reservation
+// takes the lock, and every check of the purchase comes after the
 // lock check, so a second request of the same user sees the outcome of the first (in
 // the same call too: it meets the lock the first took). The
 // Idempotency-Key comes before it: the key is written in the same step as the
@@ -83,10 +85,12 @@ import (
 // new for each purchase, so finding it queued means this is such a retry, and it gets
 // the answer of the run that reserved instead of meeting its own lock (busy) with its
 // units taken. A user's participations (orders held, in a sale that caps them or sells
-// in groups) are the field p<user> of the users hash. Each reservation writes the sale's
-// avail at once (not once per call), as a lone purchase did: an error reply halfway
-// leaves the purchases before it whole, each for its roll-back to find. Redis' clock is
-// read once per call. Counts computed in Lua
+// in groups) are the field p<user> of the users hash. The sale's avail and qunits and the
+// queued-since index are written once per call, after its last purchase (a command
+// inside a script costs the server far more than its own work: docs/performance.md). A
+// purchase that fails with an error (not a reply) first has them written for the
+// purchases before it, then fails the call, so those purchases stay whole, each for its
+// roll-back to find. Redis' clock is read once per call. Counts computed in Lua
 // are written with string.format('%d'): some Redis versions (7.2.0-7.2.4) turn a Lua
 // number such as 900000000 into "9e+08", which HINCRBY then refuses.
 var reserveScript = redis.NewScript(listGroupLua + `
@@ -101,6 +105,7 @@ local function clock_us()
   return now_us
 end
 local room = sale[12] == '1' and 1 or 0
+local since = {} -- score, order id of each reservation of this call, for one ZADD
 local function reserved(avail, K, A)
   local cap = sale[11] or '0'
   if A[9] == '' then return {0, avail, sale[2], sale[5], sale[6], 0, 0, 0, 0, cap, room} end
@@ -114,10 +119,10 @@ local function reserve(K, A)
   if redis.call('HEXISTS', K[3], A[4]) == 1 then return reserved(tonumber(sale[1]), K, A) end
   if A[11] ~= '0' then
     local t = clock_us()
-    local nxt = math.max(tonumber(redis.call('GET', K[12]) or '0'), t) + tonumber(A[11])
+    local nxt = math.max(tonumber(redis.call('GET', K[6]) or '0'), t) + tonumber(A[11])
     local wait = nxt - tonumber(A[12]) - t
     if wait > 0 then return {-16, string.format('%d', wait)} end
-    redis.call('SET', K[12], string.format('%d', nxt), 'PX', string.format('%d', math.ceil((nxt - t) / 1000)))
+    redis.call('SET', K[6], string.format('%d', nxt), 'PX', string.format('%d', math.ceil((nxt - t) / 1000)))
   end
   if A[5] ~= '' then
     local prior = redis.call('GET', K[5])
@@ -135,7 +140,8 @@ local function reserve(K, A)
       return {-7, id}
     end
   end
-  if redis.call('EXISTS', K[6]) == 1 then return {-2} end
+  local user = redis.call('HMGET', K[2], A[2], 'l' .. A[2]) -- units held, lock
+  if user[2] and tonumber(string.match(user[2], ' (%d+)$')) > clock_us() / 1000 then return {-2} end
   local now = tonumber(A[1])
   local clock = now -- one clock for every API instance: Redis'
   if A[13] == '1' then clock = math.floor(clock_us() / 1000) end
@@ -156,7 +162,7 @@ local function reserve(K, A)
   local qty, limit, avail = tonumber(A[3]), tonumber(sale[2]), tonumber(sale[1])
   if qty > limit then return {-8, limit} end
   if avail < qty then return {-5, avail, room, limit} end
-  local held = tonumber(redis.call('HGET', K[2], A[2]) or '0')
+  local held = tonumber(user[1] or '0')
   if held + qty > limit then return {-6, held, limit} end
   local cap, pfield = tonumber(sale[11] or '0'), 'p' .. A[2]
   if cap > 0 then
@@ -164,8 +170,8 @@ local function reserve(K, A)
     if parts >= cap then return {-15, parts, cap} end
   end
   sale[1], sale[7] = string.format('%d', avail - qty), string.format('%d', tonumber(sale[7] or '0') + qty)
-  redis.call('HSET', K[1], 'avail', sale[1], 'qunits', sale[7])
-  redis.call('HINCRBY', K[2], A[2], qty)
+  redis.call('HSET', K[2], A[2], string.format('%d', held + qty),
+    'l' .. A[2], A[6] .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + tonumber(A[7])))
   if sale[12] == '1' and held == 0 then redis.call('HINCRBY', K[1], 'rused', 1) end -- a pass's first use
   if cap > 0 or group then redis.call('HINCRBY', K[2], pfield, 1) end
   local value = A[2] .. ' ' .. A[3] .. ' ' .. A[1] .. ' ' .. sale[2]
@@ -184,17 +190,29 @@ local function reserve(K, A)
   end
   redis.call('HSET', K[3], A[4], value)
   redis.call('SADD', K[4], A[4])
-  redis.call('ZADD', K[7], A[1], A[4])
+  since[#since + 1], since[#since + 2] = A[1], A[4]
   if A[5] ~= '' then redis.call('SET', K[5], A[5] .. ' ' .. A[4], 'EX', A[8]) end
-  redis.call('SET', K[6], A[6], 'PX', A[7])
   return reserved(avail - qty, K, A)
+end
+-- writes the sale's avail and qunits and the since index for the reservations so far
+local function taken()
+  if #since > 0 then
+    redis.call('HSET', KEYS[1], 'avail', sale[1], 'qunits', sale[7])
+    redis.call('ZADD', KEYS[4], unpack(since))
+  end
 end
 local out = {}
 for i = 0, #ARGV / 15 - 1 do
-  local k, a = 6 + 6 * i, 15 * i
-  out[i + 1] = reserve({KEYS[1], KEYS[2], KEYS[3], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[4],
-    KEYS[k + 4], KEYS[k + 5], KEYS[5], KEYS[6], KEYS[k + 6]}, {unpack(ARGV, a + 1, a + 15)})
+  local k, a = 6 + 5 * i, 15 * i
+  local ok, res = pcall(reserve, {KEYS[1], KEYS[2], KEYS[3], KEYS[k + 1], KEYS[k + 2], KEYS[k + 5], KEYS[4],
+    KEYS[k + 3], KEYS[k + 4], KEYS[5], KEYS[6]}, {unpack(ARGV, a + 1, a + 15)})
+  if not ok then
+    taken()
+    error(res, 0)
+  end
+  out[i + 1] = res
 end
+taken()
 return out
 `)
 
@@ -458,7 +476,7 @@ func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string, 
 func appendReservation(keys []string, args []any, r Reservation, fingerprint string, b Bucket) ([]string, []any) {
 	interval, tolerance := r.allowance()
 	keys = append(keys, userQueuedKey(b, r.UserID), idempotencyKey(b, r.UserID, r.IdempotencyKey),
-		userLockKey(b, r.UserID), groupKey(b, r.Group), groupSeatsKey(b, r.Group), rateKey(b, r.UserID))
+		groupKey(b, r.Group), groupSeatsKey(b, r.Group), rateKey(b, r.UserID))
 	args = append(args, r.Now.UnixMilli(), r.UserID, r.Quantity, r.OrderID, fingerprint,
 		r.LockToken, r.LockTTL.Milliseconds(), int64(IdempotencyTTL/time.Second), r.mode(), r.Group,
 		interval, tolerance, r.clockArg(), r.passArg(), max(1, b.k))
@@ -469,7 +487,7 @@ func appendReservation(keys []string, args []any, r Reservation, fingerprint str
 // leaves each one's reply (or the call's error) in it.
 func (s *Stock) reserveAll(ctx context.Context, calls []*reserveCall) {
 	b := calls[0].b
-	keys := make([]string, 0, 6+6*len(calls))
+	keys := make([]string, 0, 6+5*len(calls))
 	keys = append(keys, saleKey(b), usersKey(b), queuedKey(b), queuedSinceKey(b), openGroupsKey(b), fillGroupsKey(b))
 	args := make([]any, 0, 15*len(calls))
 	for _, c := range calls {

@@ -15,8 +15,9 @@ import (
 //	unqueue(sale, queued, claimed, since, ids, user_sets): ends the queued state of the
 //	  orders ids (user_sets[i] is the queued set of order i's user) and returns, by
 //	  position, each one's user and quantity; nil for an id not queued (or seen before
-//	  in ids). The queued hash, the claimed set, the since index and the sale's qunits
-//	  are each written once for all of them.
+//	  in ids). The queued hash is read once, and it, the claimed set, the since index
+//	  and the sale's qunits are each written once, for all of them: a command inside a
+//	  script costs the server more than its own work (docs/performance.md).
 //	give_back(sale, users, user, qty): qty units back to stock and to user's allowance,
 //	  and one participation, where the sale counts them (the field p<user>).
 const unitsLua = `
@@ -26,19 +27,23 @@ local function each(cmd, key, list)
   end
 end
 local function unqueue(sale, queued, claimed, since, ids, user_sets)
-  local users, qtys, gone, units = {}, {}, {}, 0
-  for i, id in ipairs(ids) do
-    local v = redis.call('HGET', queued, id)
-    if v then
-      local user, qty = string.match(v, '^(%d+) (%d+)')
-      users[i], qtys[i] = user, tonumber(qty)
-      units = units + qtys[i]
-      gone[#gone + 1] = id
-      redis.call('HDEL', queued, id)
-      redis.call('SREM', user_sets[i], id)
+  local users, qtys, gone, seen, units = {}, {}, {}, {}, 0
+  for first = 1, #ids, 1000 do
+    local values = redis.call('HMGET', queued, unpack(ids, first, math.min(first + 999, #ids)))
+    for j, v in ipairs(values) do
+      local i = first + j - 1
+      if v and not seen[ids[i]] then
+        seen[ids[i]] = true
+        local user, qty = string.match(v, '^(%d+) (%d+)')
+        users[i], qtys[i] = user, tonumber(qty)
+        units = units + qtys[i]
+        gone[#gone + 1] = ids[i]
+        redis.call('SREM', user_sets[i], ids[i])
+      end
     end
   end
   if #gone > 0 then
+    each('HDEL', queued, gone)
     each('SREM', claimed, gone)
     each('ZREM', since, gone)
     redis.call('HINCRBY', sale, 'qunits', string.format('%d', -units))
@@ -133,9 +138,12 @@ func (s *Stock) Rollback(ctx context.Context, activityID, userID int64, orderID,
 // the sale's generation after this claim (0 for a missing sale).
 var claimScript = redis.NewScript(unitsLua + bumpGenLua + `
 local r, queued = {}, {}
-for i, id in ipairs(ARGV) do
-  r[i] = redis.call('HEXISTS', KEYS[1], id)
-  if r[i] == 1 then queued[#queued + 1] = id end
+for first = 1, #ARGV, 1000 do
+  local values = redis.call('HMGET', KEYS[1], unpack(ARGV, first, math.min(first + 999, #ARGV)))
+  for j, v in ipairs(values) do
+    r[first + j - 1] = v and 1 or 0
+    if v then queued[#queued + 1] = ARGV[first + j - 1] end
+  end
 end
 if #queued > 0 then each('SADD', KEYS[2], queued) end
 r[#ARGV + 1] = bump_gen(KEYS[3])

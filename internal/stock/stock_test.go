@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/config"
+	"seckill/internal/lock"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
 )
@@ -585,4 +587,181 @@ func claim(ctx context.Context, s *stock.Stock, act int64, ids ...string) (map[s
 		claimed[id], gen = true, c.Gen
 	}
 	return claimed, gen, err
+}
+
+// The user's lock (a field of the users hash, taken with the units) is released by its
+// owner's token only; a lock past its TTL is taken over by the user's next purchase, and
+// the release of the old token then leaves the new owner's lock held.
+func TestUserLockReleasedByItsOwner(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newSale(t, s, 1, 10, 5)
+	reserve := func(user int64, ttl time.Duration) stock.Reservation {
+		t.Helper()
+		r := reservation(1, user, 1, "", t0)
+		r.LockTTL = ttl
+		if _, err := s.Reserve(ctx, r); err != nil {
+			t.Fatalf("user %d: %v", user, err)
+		}
+		return r
+	}
+	busy := func(user int64) {
+		t.Helper()
+		if _, err := s.Reserve(ctx, reservation(1, user, 1, "", t0)); !errors.Is(err, stock.ErrBusy) {
+			t.Fatalf("user %d while locked: %v, want ErrBusy", user, err)
+		}
+	}
+
+	first := reserve(7, time.Minute)
+	busy(7)
+	stranger := first
+	stranger.LockToken = "not-the-owner"
+	if err := s.ReleaseUserLocks(ctx, stranger); !errors.Is(err, stock.ErrLockNotHeld) {
+		t.Fatalf("release with another token: %v, want ErrLockNotHeld", err)
+	}
+	busy(7)
+	if err := s.ReleaseUserLocks(ctx, first); err != nil {
+		t.Fatalf("release by the owner: %v", err)
+	}
+	second := reserve(7, time.Minute)
+	if err := s.ReleaseUserLocks(ctx, first); !errors.Is(err, stock.ErrLockNotHeld) {
+		t.Fatalf("release of the first purchase's lock again: %v, want ErrLockNotHeld", err)
+	}
+	busy(7)
+
+	old := reserve(8, 20*time.Millisecond)
+	time.Sleep(30 * time.Millisecond)
+	taken := reserve(8, time.Minute) // the old lock expired
+	if err := s.ReleaseUserLocks(ctx, old); !errors.Is(err, stock.ErrLockNotHeld) {
+		t.Fatalf("release of an expired lock taken over: %v, want ErrLockNotHeld", err)
+	}
+	locks, err := s.UserLocks(ctx, 1)
+	if err != nil || len(locks) != 2 || locks[7] != second.LockToken || locks[8] != taken.LockToken {
+		t.Fatalf("locks held %v (%v), want user 7 by %s and 8 by %s", locks, err, second.LockToken, taken.LockToken)
+	}
+	if err := s.ReleaseUserLocks(ctx, second, taken); err != nil {
+		t.Fatal(err)
+	}
+	if locks, err := s.UserLocks(ctx, 1); err != nil || len(locks) != 0 {
+		t.Fatalf("locks held after their releases: %v (%v)", locks, err)
+	}
+	if snap, err := s.Snapshot(ctx, 1); err != nil || snap.Users[7] != 2 || snap.Users[8] != 2 {
+		t.Fatalf("units held %v (%v), want users 7 and 8 at 2 each", snap.Users, err)
+	}
+}
+
+// A purchase waiting for the user's lock (lock.Client.WaitRelease on UserLockKey) wakes
+// at the release; a release nobody waits for publishes nothing.
+func TestUserLockReleaseWakesWaiters(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	s := stock.New(rdb)
+	locks := lock.New(rdb)
+	t.Cleanup(func() { _ = locks.Close() })
+	ctx := context.Background()
+	newSale(t, s, 1, 10, 5)
+	held := reservation(1, 7, 1, "", t0)
+	held.LockTTL = time.Minute
+	if _, err := s.Reserve(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	name := s.UserLockKey(1, 7)
+	woke := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		woke <- locks.WaitRelease(wctx, name)
+	}()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		subs, err := rdb.PubSubNumSub(ctx, lock.ReleaseChannel(name)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if subs[lock.ReleaseChannel(name)] > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never subscribed")
+		}
+	}
+	start := time.Now()
+	if err := s.ReleaseUserLocks(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-woke; err != nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("waiter: %v after %s, want woken by the release", err, time.Since(start))
+	}
+
+	quiet := reservation(1, 8, 1, "", t0)
+	quiet.LockTTL = time.Minute
+	if _, err := s.Reserve(ctx, quiet); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReleaseUserLocks(ctx, quiet); err != nil {
+		t.Fatal(err)
+	}
+	if stats := rdb.Info(ctx, "commandstats").Val(); strings.Contains(stats, "cmdstat_publish:") {
+		t.Errorf("a release nobody waited for published:\n%s", stats)
+	}
+}
+
+// A user's queued orders are listed until each leaves the queued state, by a settle or a
+// roll-back, in a batch with other users'.
+func TestUserQueuedFollowsTheOrders(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newSale(t, s, 1, 10, 5)
+	newSale(t, s, 2, 10, 5)
+	var mine []stock.Reservation
+	for _, r := range []stock.Reservation{reservation(1, 1, 1, "", t0), reservation(1, 2, 1, "", t0),
+		reservation(1, 1, 2, "", t0), reservation(2, 1, 1, "", t0), reservation(1, 1, 1, "", t0)} {
+		if _, err := s.Reserve(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if r.UserID == 1 {
+			mine = append(mine, r)
+		}
+		time.Sleep(2 * time.Millisecond) // the user lock's TTL
+	}
+	listed := func(want ...stock.Reservation) {
+		t.Helper()
+		got, err := s.UserQueued(ctx, []int64{1, 2}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids, wantIDs []string
+		for _, q := range got {
+			ids = append(ids, q.OrderID)
+		}
+		for _, r := range want {
+			wantIDs = append(wantIDs, r.OrderID)
+		}
+		slices.Sort(ids)
+		slices.Sort(wantIDs)
+		if !slices.Equal(ids, wantIDs) {
+			t.Errorf("user 1's queued orders %v, want %v", ids, wantIDs)
+		}
+	}
+	listed(mine...)
+	if err := s.Settle(ctx, 1, []stock.Settlement{{OrderID: mine[0].OrderID, UserID: 1},
+		{OrderID: mine[1].OrderID, UserID: 1, Failed: true}}); err != nil {
+		t.Fatal(err)
+	}
+	listed(mine[2], mine[3])
+	if got, err := s.Rollback(ctx, 1, 1, mine[3].OrderID, ""); err != nil || got != stock.RolledBack {
+		t.Fatalf("roll back: %v %v", got, err)
+	}
+	listed(mine[2])
+	if err := s.Settle(ctx, 2, []stock.Settlement{{OrderID: mine[2].OrderID, UserID: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	listed()
+	if got, err := s.UserQueued(ctx, []int64{1}, 2); err != nil || len(got) != 1 {
+		t.Errorf("user 2's queued orders %+v (%v), want one", got, err)
+	}
+	if snap, err := s.Snapshot(ctx, 1); err != nil || snap.Users[1] != 1 || snap.Users[2] != 1 {
+		t.Errorf("units held %v (%v), want 1:1 (the order settled created, not the failed one nor the rolled back) 2:1", snap.Users, err)
+	}
 }

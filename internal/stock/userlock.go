@@ -1,0 +1,181 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/lock"
+)
+
+// A user's lock in a sale is the field l<user> of the users hash of the user's home
+// bucket, "<owner token> <expiry, unix ms by Redis' clock>": the reserve script takes it
+// with the units, in the same HSET as the user's units, and the commit releases the locks
+// of its purchases with one script per bucket (ReleaseUserLocks). It was a key of its own
+// (SET PX, then a GET and a DEL per release); a key made and deleted per purchase cost the
+// master more than the field (docs/performance.md). A lock is held while its field is
+// there and its expiry has not passed; a field left by a process that died is taken over
+// by the user's next purchase. Waiting is internal/lock's: a purchase that meets the lock
+// waits with lock.Client.WaitRelease on the name userLockKey gives it (no key has that
+// name; the lock package keeps its waiters list and release channel beside it), and a
+// release publishes on that channel only when someone is listed there.
+
+// ErrLockNotHeld is a release of a user lock that no longer holds its owner's token: it
+// expired (and may have been taken by another purchase), or was released before.
+var ErrLockNotHeld = errors.New("user lock not held")
+
+// releaseLocksScript releases user locks of one bucket.
+//
+// KEYS[1] users hash, then KEYS[1 + i] the waiters list of lock i (lock.WaitersKey of
+// its userLockKey), i = 1, 2, ...
+// ARGV[3i-2] lock i's user id  ARGV[3i-1] its owner token  ARGV[3i] its release channel
+// (lock.ReleaseChannel of its userLockKey)
+//
+// A lock is released when its field holds its owner's token, expired or not; a released
+// lock with a waiter listed gets an empty message on its channel, which wakes every
+// waiter (internal/lock). Nobody waits for most locks: one EXISTS looks at all the
+// waiters lists first. Returns per lock 1 released, -2 not held.
+var releaseLocksScript = redis.NewScript(`
+local n = #KEYS - 1
+local fields = {}
+for i = 1, n do fields[i] = 'l' .. ARGV[3 * i - 2] end
+local held = redis.call('HMGET', KEYS[1], unpack(fields))
+local out, gone = {}, {}
+for i = 1, n do
+  if held[i] and string.match(held[i], '^(%S+)') == ARGV[3 * i - 1] then
+    out[i], gone[#gone + 1] = 1, fields[i]
+  else
+    out[i] = -2
+  end
+end
+if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
+if redis.call('EXISTS', unpack(KEYS, 2)) > 0 then
+  for i = 1, n do
+    if out[i] == 1 and redis.call('EXISTS', KEYS[1 + i]) == 1 then redis.call('PUBLISH', ARGV[3 * i], '') end
+  end
+end
+return out
+`)
+
+// maxReleased bounds the locks of one releaseLocksScript call.
+const maxReleased = 500
+
+// ReleaseUserLocks releases the user locks the reserve script took for rs (their
+// ActivityID, UserID and LockToken), with one script per bucket (per maxReleased locks).
+// A lock that no longer holds its token is left as it is: its error, joined with the
+// others, matches ErrLockNotHeld.
+func (s *Stock) ReleaseUserLocks(ctx context.Context, rs ...Reservation) error {
+	byBucket := map[Bucket][]Reservation{}
+	var order []Bucket
+	for _, r := range rs {
+		b := home(r.ActivityID, r.UserID, s.knownBuckets(r.ActivityID))
+		if _, ok := byBucket[b]; !ok {
+			order = append(order, b)
+		}
+		byBucket[b] = append(byBucket[b], r)
+	}
+	var errs []error
+	for _, b := range order {
+		for all := byBucket[b]; len(all) > 0; {
+			batch := all[:min(len(all), maxReleased)]
+			all = all[len(batch):]
+			errs = append(errs, s.releaseUserLocks(ctx, b, batch))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Stock) releaseUserLocks(ctx context.Context, b Bucket, rs []Reservation) error {
+	keys := make([]string, 1, 1+len(rs))
+	keys[0] = usersKey(b)
+	args := make([]any, 0, 3*len(rs))
+	for _, r := range rs {
+		name := userLockKey(b, r.UserID)
+		keys = append(keys, lock.WaitersKey(name))
+		args = append(args, r.UserID, r.LockToken, lock.ReleaseChannel(name))
+	}
+	released, err := releaseLocksScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+	if err == nil && len(released) != len(rs) {
+		err = fmt.Errorf("%d answers for %d locks", len(released), len(rs))
+	}
+	if err != nil {
+		return fmt.Errorf("release %d user locks of sale %d: %w", len(rs), b.act, err)
+	}
+	var errs []error
+	for i, n := range released {
+		if n != 1 {
+			errs = append(errs, fmt.Errorf("release the lock of user %d in sale %d: %w", rs[i].UserID, b.act, ErrLockNotHeld))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// holdLockScript takes a user lock without units.
+//
+// KEYS[1] users hash  ARGV[1] user id  ARGV[2] owner token  ARGV[3] TTL (ms)
+// Returns 1 taken, 0 held by a live lock.
+var holdLockScript = redis.NewScript(`
+local field = 'l' .. ARGV[1]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local v = redis.call('HGET', KEYS[1], field)
+if v and tonumber(string.match(v, ' (%d+)$')) > now then return 0 end
+redis.call('HSET', KEYS[1], field, ARGV[2] .. ' ' .. string.format('%d', now + tonumber(ARGV[3])))
+return 1
+`)
+
+// HoldUserLock takes userID's lock in a sale with token for ttl, as a purchase does but
+// without units, or returns ErrBusy while it is held: for tests and tools that make a
+// buyer's purchases wait. ReleaseUserLocks with the same token releases it.
+func (s *Stock) HoldUserLock(ctx context.Context, activityID, userID int64, token string, ttl time.Duration) error {
+	b := home(activityID, userID, s.knownBuckets(activityID))
+	n, err := holdLockScript.Run(ctx, s.rdb, []string{usersKey(b)}, userID, token, ttl.Milliseconds()).Int64()
+	switch {
+	case err != nil:
+		return fmt.Errorf("hold the lock of user %d in sale %d: %w", userID, activityID, err)
+	case n == 0:
+		return ErrBusy
+	}
+	return nil
+}
+
+// UserLocks returns the owner tokens of the live user locks of a sale, by user. It reads
+// every bucket's users hash whole: for tests and tools, not for the purchase path.
+func (s *Stock) UserLocks(ctx context.Context, activityID int64) (map[int64]string, error) {
+	sale, err := s.saleOf(ctx, activityID)
+	if err != nil {
+		return nil, fmt.Errorf("user locks: %w", err)
+	}
+	now, err := s.rdb.Time(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("user locks: %w", err)
+	}
+	out := map[int64]string{}
+	for _, b := range sale.all() {
+		users, err := s.rdb.HGetAll(ctx, usersKey(b)).Result()
+		if err != nil {
+			return nil, fmt.Errorf("user locks: %w", err)
+		}
+		for k, v := range users {
+			user, ok := strings.CutPrefix(k, "l")
+			token, expiry, ok2 := strings.Cut(v, " ")
+			if !ok || !ok2 {
+				continue
+			}
+			id, err1 := strconv.ParseInt(user, 10, 64)
+			ms, err2 := strconv.ParseInt(expiry, 10, 64)
+			if err1 != nil || err2 != nil {
+				return nil, fmt.Errorf("user locks: malformed field %q=%q", k, v)
+			}
+			if ms > now.UnixMilli() {
+				out[id] = token
+			}
+		}
+	}
+	return out, nil
+}
