@@ -265,12 +265,18 @@ func period(s string) string {
 func unreachable(err error) bool {
 	var ne net.Error
 	var me *mysql.MySQLError
+	_, moved := redis.IsMovedError(err)
+	_, ask := redis.IsAskError(err)
 	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
 		redis.HasErrorPrefix(err, "LOADING") || // restarting Redis still reading its AOF
+		// a cluster in a failover or a migration, past the client's redirects: a read of
+		// several slots (a sale of several buckets) meets it more often than a script
+		moved || ask || redis.IsTryAgainError(err) || redis.HasErrorPrefix(err, "CLUSTERDOWN") ||
+		redis.HasErrorPrefix(err, "MASTERDOWN") || redis.HasErrorPrefix(err, "READONLY") ||
 		(errors.As(err, &me) && me.Number == 1040) // too many connections
 }
 

@@ -1,17 +1,21 @@
 package handler
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"seckill/internal/stock"
+	"seckill/internal/testutil"
 )
 
 // A bug answers 500 internal, and the body carries nothing internal.
@@ -83,5 +87,47 @@ func TestSoldOutFlaggedAnswer(t *testing.T) {
 	}
 	if ct := fast.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" {
 		t.Errorf("Content-Type %q", ct)
+	}
+}
+
+// A cluster that cannot answer for a slot now (a failover or a migration past the
+// client's redirects, a slot nobody serves) is storage unreachable: 503 unavailable with
+// Retry-After, not 500. Two real cluster nodes, each serving half of the slots, and a
+// plain client that does not follow redirects give the errors themselves, wrapped as a
+// read of the service wraps them.
+func TestClusterRedirectsAreUnavailable(t *testing.T) {
+	ctx := context.Background()
+	a := testutil.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes-a.conf")
+	b := testutil.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes-b.conf")
+	ca := a.Client(t)
+	if err := ca.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 8191).Err(); err != nil {
+		t.Fatal(err)
+	}
+	unserved := ca.Get(ctx, "{b}x").Err() // slot 3300: served by nobody yet
+	if err := b.Client(t).Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 8192, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(b.Addr)
+	if err := ca.ClusterMeet(ctx, host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var moved error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if moved = ca.Get(ctx, "{a}x").Err(); moved != nil && strings.HasPrefix(moved.Error(), "MOVED") { // slot 15495
+			break
+		}
+	}
+	gin.SetMode(gin.ReleaseMode)
+	for name, err := range map[string]error{"MOVED": moved, "CLUSTERDOWN": unserved} {
+		if err == nil || !strings.HasPrefix(err.Error(), name) {
+			t.Fatalf("%s from the nodes: got %v", name, err)
+		}
+		w := httptest.NewRecorder()
+		c, _ := gin.CreateTestContext(w)
+		respondError(c, fmt.Errorf("read units of sale 2: %w", err))
+		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" ||
+			!strings.Contains(w.Body.String(), `"code":"unavailable"`) {
+			t.Errorf("%s: %d %s, Retry-After %q; want 503 unavailable with Retry-After", name, w.Code, w.Body, w.Header().Get("Retry-After"))
+		}
 	}
 }
