@@ -106,10 +106,7 @@ func TestWebhooksInBrowser(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(page.dir, "admin-webhooks-section.png"), section, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	page.do("narrow the page", chromedp.EmulateViewport(390, 844))
-	if got := page.eval(`String(document.documentElement.scrollWidth)`); atoi(t, got) > 390 {
-		t.Errorf("the admin page is %s px wide on a 390 px screen: it scrolls sideways", got)
-	}
+	page.fitsPhone(t)
 	page.do("scroll to the webhooks", chromedp.ScrollIntoView("#webhooks-title"))
 	page.screenshot("admin-webhooks-phone")
 	page.checkConsole()
