@@ -91,10 +91,12 @@ answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 taken_ports=" "
 free_port() { # sets port to one nothing listens on, not handed out before
 	# Nor its cluster bus port (+10000, which a cluster node binds too), nor one that is
-	# another's bus port: 20000-29999, so the bus ports are 30000-39999.
+	# another's bus port: 20000-22767, so the bus ports are 30000-32767, below the kernel's
+	# ephemeral ports (32768 and up), which an outgoing connection may hold (a node once
+	# failed to bind its bus port 37694: in use).
 	local p
 	for _ in $(seq 200); do
-		p=$((20000 + RANDOM % 10000))
+		p=$((20000 + RANDOM % 2768))
 		if [[ $taken_ports != *" $p "* ]] && ! answers "$p" && ! answers $((p + 10000)); then
 			taken_ports+="$p "
 			port=$p
