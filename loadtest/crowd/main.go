@@ -177,7 +177,7 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		fs.DurationVar(&cfg.Phase, "phase", 5*time.Second, "length of the closed-loop phase that measures the capacity")
 		fs.DurationVar(&cfg.Attack, "attack", 15*time.Second, "length of the open-loop crowd")
 		fs.Float64Var(&cfg.Times, "times", 3, "the crowd's arrival rate, in multiples of the capacity")
-		fs.IntVar(&cfg.Buyers, "buyers", 400_000, "distinct users signed, each buying once")
+		fs.IntVar(&cfg.Buyers, "buyers", 400_000, "distinct users signed before the capacity phase, each buying once (more are signed when the crowd needs them)")
 		fs.Int64Var(&cfg.FirstUser, "first-user", 5_000_000, "user id of the first buyer")
 		fs.DurationVar(&cfg.Drain, "drain", 2*time.Minute, "longest wait for MySQL to hold every accepted order")
 		fs.IntVar(&cfg.MaxOpen, "max-open", 4000, "most requests of the crowd open at once (connections)")
