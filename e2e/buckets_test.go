@@ -467,22 +467,7 @@ func TestBucketsMasterKilledMidCrowd(t *testing.T) {
 	var killed, promoted, back time.Time
 	results := crowds(t, sales, crowdPlan{users: 60, concurrency: 8, endpoints: s.URLs, pace: 150 * time.Millisecond}, func() {
 		time.Sleep(1500 * time.Millisecond)
-		victim.Kill()
-		killed = time.Now()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if m := cl.MasterOf(saleTag(first.ID)); m != nil && m != victim {
-				promoted = time.Now()
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("no replica took over in 30 s")
-				return
-			}
-		}
-		time.Sleep(time.Second)
-		victim.Start() // it comes back as the new master's replica
-		cl.WaitHealthy(t, time.Minute)
-		back = time.Now()
+		killed, promoted, back = failOver(t, cl, victim, saleTag(first.ID))
 	})
 	t.Logf("killed %s; a replica took over %v later; the node was back as a replica %v after the kill",
 		victim.Addr, promoted.Sub(killed).Round(time.Millisecond), back.Sub(killed).Round(time.Millisecond))

@@ -213,22 +213,7 @@ func TestClusterMasterKilledMidCrowd(t *testing.T) {
 		}
 		defer func() { close(stop); replaying.Wait() }()
 		time.Sleep(1500 * time.Millisecond)
-		victim.Kill()
-		killed = time.Now()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if m := cl.MasterOf(saleTag(byMaster[victim][0].ID)); m != nil && m != victim {
-				promoted = time.Now()
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("no replica took over in 30 s")
-				return
-			}
-		}
-		time.Sleep(time.Second)
-		victim.Start() // it comes back as the new master's replica
-		cl.WaitHealthy(t, time.Minute)
-		back = time.Now()
+		killed, promoted, back = failOver(t, cl, victim, saleTag(byMaster[victim][0].ID))
 	}
 	results := crowds(t, sales, crowdPlan{users: 60, concurrency: 8, endpoints: s.URLs,
 		pace: 150 * time.Millisecond}, during)
@@ -285,6 +270,30 @@ type replayed struct {
 	sale       int64
 	token, key string
 	order      order
+}
+
+// failOver SIGKILLs victim, a master holding tag, waits up to 30 s for a replica to take
+// tag's slot over, then starts victim again (it comes back as the new master's replica)
+// and waits for the cluster to be healthy. It returns when it killed, when the replica
+// took over (zero if none did: the test has failed) and when the cluster was whole again.
+func failOver(t *testing.T, cl *testutil.Cluster, victim *testutil.RedisServer, tag string) (killed, promoted, back time.Time) {
+	t.Helper()
+	victim.Kill()
+	killed = time.Now()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if m := cl.MasterOf(tag); m != nil && m != victim {
+			promoted = time.Now()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("no replica took over in 30 s")
+			return killed, promoted, killed
+		}
+	}
+	time.Sleep(time.Second)
+	victim.Start()
+	cl.WaitHealthy(t, time.Minute)
+	return killed, promoted, time.Now()
 }
 
 // acknowledged makes n purchases of one unit with an Idempotency-Key, by users from

@@ -27,10 +27,7 @@ func BenchmarkMoves(b *testing.B) {
 			var moved, moves, stranded, elapsed int64
 			for range b.N {
 				act := orderSeq.Add(1)
-				if err := s.Load(ctx, Sale{ActivityID: act, Available: units, Total: units, Limit: 1, StartsAt: start,
-					EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Buckets: k}); err != nil {
-					b.Fatal(err)
-				}
+				loadBuckets(b, s, act, units, 1, k)
 				var user atomic.Int64
 				next := func() int64 { // the next buyer whose home is bucket 0
 					for {

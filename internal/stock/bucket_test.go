@@ -98,11 +98,7 @@ func TestBucketsSellEveryUnit(t *testing.T) {
 			}
 			act := int64(100 + i)
 			const units, limit, buyers = 101, 3, 300
-			err := apis[0].Load(ctx, Sale{ActivityID: act, Available: units, Total: units, Limit: limit, StartsAt: start,
-				EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Buckets: k})
-			if err != nil {
-				t.Fatal(err)
-			}
+			loadBuckets(t, apis[0], act, units, limit, k)
 			if got := bucketFields(t, apis[0], act, k, "avail"); sum(got) != units {
 				t.Fatalf("loaded buckets %v, want %d units over them", got, units)
 			}
@@ -203,10 +199,7 @@ func TestMoveFinishedByRepair(t *testing.T) {
 	s := New(testutil.StartRedis(t).Client(t))
 	ctx := context.Background()
 	const act, k = 7, 3
-	if err := s.Load(ctx, Sale{ActivityID: act, Available: 30, Total: 30, Limit: 50, StartsAt: start,
-		EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Buckets: k}); err != nil {
-		t.Fatal(err)
-	}
+	loadBuckets(t, s, act, 30, 50, k)
 	from := Bucket{act: act, n: 1, k: k}
 	m := move{id: "m1", from: from, to: 2}
 	var err error
@@ -346,10 +339,7 @@ func TestRefillMeetsAClosedSale(t *testing.T) {
 	s := New(testutil.StartRedis(t).Client(t))
 	ctx := context.Background()
 	const act, k = 11, 2
-	if err := s.Load(ctx, Sale{ActivityID: act, Available: 2, Total: 2, Limit: 1, StartsAt: start,
-		EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Buckets: k}); err != nil {
-		t.Fatal(err)
-	}
+	loadBuckets(t, s, act, 2, 1, k)
 	var ofOne []int64 // buyers whose home is bucket 1
 	for u := int64(1); len(ofOne) < 2; u++ {
 		if HomeBucket(u, k) == 1 {
@@ -380,10 +370,7 @@ func TestPatchReachesEveryBucket(t *testing.T) {
 	s := New(testutil.StartRedis(t).Client(t))
 	ctx := context.Background()
 	const act, k = 12, 3
-	if err := s.Load(ctx, Sale{ActivityID: act, Available: 3, Total: 3, Limit: 1, StartsAt: start,
-		EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Buckets: k}); err != nil {
-		t.Fatal(err)
-	}
+	loadBuckets(t, s, act, 3, 1, k)
 	limit, end := 2, start.Add(30*time.Minute)
 	if err := s.Patch(ctx, act, &limit, &end, 4); err != nil {
 		t.Fatal(err)
@@ -423,10 +410,7 @@ func TestFewerLeftThanAskedAcrossBuckets(t *testing.T) {
 	s := New(testutil.StartRedis(t).Client(t))
 	ctx := context.Background()
 	const act, k = 13, 3
-	if err := s.Load(ctx, Sale{ActivityID: act, Available: 3, Total: 3, Limit: 3, StartsAt: start,
-		EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Buckets: k}); err != nil {
-		t.Fatal(err)
-	}
+	loadBuckets(t, s, act, 3, 3, k)
 	u := int64(1)
 	if _, err := s.Reserve(ctx, purchase(act, u, 1)); err != nil { // one of the three units
 		t.Fatal(err)

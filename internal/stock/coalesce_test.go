@@ -19,10 +19,13 @@ var (
 	orderSeq atomic.Int64
 )
 
-func loadSale(t testing.TB, s *Stock, id, avail int64, limit int) {
+func loadSale(t testing.TB, s *Stock, id, avail int64, limit int) { loadBuckets(t, s, id, avail, limit, 1) }
+
+// loadBuckets loads a sale of avail units in k buckets, open from start for an hour.
+func loadBuckets(t testing.TB, s *Stock, id, avail int64, limit, k int) {
 	t.Helper()
 	err := s.Load(context.Background(), Sale{ActivityID: id, Available: avail, Total: avail,
-		Limit: limit, StartsAt: start, EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute})
+		Limit: limit, StartsAt: start, EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Buckets: k})
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
