@@ -19,7 +19,10 @@ var (
 	orderSeq atomic.Int64
 )
 
-func loadSale(t testing.TB, s *Stock, id, avail int64, limit int) { loadBuckets(t, s, id, avail, limit, 1) }
+func loadSale(t testing.TB, s *Stock, id, avail int64, limit int) {
+	t.Helper()
+	loadBuckets(t, s, id, avail, limit, 1)
+}
 
 // loadBuckets loads a sale of avail units in k buckets, open from start for an hour.
 func loadBuckets(t testing.TB, s *Stock, id, avail int64, limit, k int) {
