@@ -248,10 +248,17 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 	admin, shop := testutil.Token(t, 1, true), testutil.ServiceToken(t, 900)
 	r := testutil.StartReceiver(t)
 	var inflight atomic.Int64
+	// Once hold is set, the endpoint answers nothing until the worker is dead (released),
+	// so the deliveries in flight at the kill are certain not to have been recorded.
+	var hold atomic.Bool
+	released := make(chan struct{})
 	r.Answer = func(testutil.Received, int) int {
 		inflight.Add(1)
 		defer inflight.Add(-1)
 		time.Sleep(5 * time.Millisecond)
+		if hold.Load() {
+			<-released
+		}
 		return http.StatusOK
 	}
 	c.subscribe(admin, r)
@@ -287,10 +294,13 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 	killed := make(chan struct{})
 	go func() {
 		defer close(killed)
+		defer close(released)
 		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			// One read of each: a delivery in flight at the check may end before a second.
-			if n, made := inflight.Load(), len(r.Deliveries()); n > 0 && made > 200 {
-				killedAt, held = made, n
+			if len(r.Deliveries()) > 200 {
+				hold.Store(true)
+			}
+			if n := inflight.Load(); n > 0 && hold.Load() {
+				killedAt, held = len(r.Deliveries()), n
 				s.Worker.Signal(syscall.SIGKILL)
 				return
 			}
@@ -361,8 +371,8 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 		t.Errorf("%d of %d orders with wrong events; events of %d subjects", wrong, n, len(got))
 	}
 	t.Logf("%d events of %d orders delivered, %d of them again after the kill (at least once)", total, n, again)
-	// A delivery the endpoint was still answering when the worker died was never
-	// recorded: its lease ran out and it came again.
+	// A delivery the endpoint was still answering when the worker died (held until then)
+	// was never recorded: its lease ran out and it came again.
 	if killedAt >= total || again == 0 {
 		t.Errorf("killed after %d of %d deliveries, %d came again: the kill did not catch one in flight", killedAt, total, again)
 	}
