@@ -55,10 +55,14 @@ func New(perSecond float64, share func() int) *Limiter {
 // rate, at least one.
 func Burst(perSecond float64) int { return max(1, int(math.Ceil(2*perSecond))) }
 
+// On reports whether the limiter limits anything: a caller whose key costs work to find
+// (a client IP) skips finding it when it is off.
+func (l *Limiter) On() bool { return l != nil && l.perSecond > 0 }
+
 // Allow reports whether a request of key may go ahead at now; if not, it returns how
 // long until the next one would be allowed.
 func (l *Limiter) Allow(key string, now time.Time) (bool, time.Duration) {
-	if l == nil || l.perSecond <= 0 {
+	if !l.On() {
 		return true, 0
 	}
 	n := 1

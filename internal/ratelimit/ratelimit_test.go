@@ -67,7 +67,13 @@ func TestLimiter(t *testing.T) {
 }
 
 func TestLimiterOff(t *testing.T) {
+	if !ratelimit.New(1, nil).On() {
+		t.Error("a limit of 1/s must be on")
+	}
 	for _, l := range []*ratelimit.Limiter{ratelimit.New(0, nil), nil} {
+		if l.On() {
+			t.Error("limit 0 (or no limiter) must be off")
+		}
 		for range 1000 {
 			if ok, _ := l.Allow("a", t0); !ok {
 				t.Fatal("limit 0 (or no limiter) must allow everything")
