@@ -12,8 +12,10 @@ func prefix(b Bucket) string { return "seckill:{" + b.tag() + "}:" }
 func saleKey(b Bucket) string { return prefix(b) + "sale" }
 
 // usersKey is a hash of user id -> units the user holds in queued, created and paid orders;
-// also p<user> -> the user's participations where the sale counts them, and l<user> -> the
-// user's lock (userlock.go).
+// also p<user> -> the user's participations where the sale counts them, l<user> -> the
+// user's lock (userlock.go), and a<user> -> the user's attempts allowance as their last
+// reservation left it (see rateKey), dropped with the units when they all come back
+// and the allowance is full again.
 func usersKey(b Bucket) string { return prefix(b) + "users" }
 
 // queuedKey is a hash of order id -> "user quantity created_ms limit" for orders taken
@@ -53,8 +55,12 @@ func userLockKey(b Bucket, userID int64) string {
 func UserLockKey(activityID, userID int64) string { return userLockKey(one(activityID), userID) }
 
 // rateKey holds the theoretical arrival time (unix µs) of the user's next purchase
-// attempt in the sale: the allowance the reserve script keeps (GCRA). It expires once
-// the allowance is full again, so it exists only for users who attempted lately.
+// attempt in the sale: the allowance the reserve script keeps (GCRA), as an attempt that
+// reserved nothing left it. It expires once the allowance is full again, so it exists
+// only for users who attempted lately. An attempt that reserves writes the allowance as
+// the field a<user> of the users hash instead, in the command that writes the user's units
+// and lock (a key of its own per purchase costs the server more than a field), and the
+// script reads the later of the two.
 func rateKey(b Bucket, userID int64) string {
 	return prefix(b) + "rate:" + strconv.FormatInt(userID, 10)
 }

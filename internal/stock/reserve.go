@@ -24,7 +24,8 @@ import (
 // KEYS[5] open groups sorted set   KEYS[6] open groups, fullest first
 // then five keys for each purchase i (0, 1, ...), at KEYS[6 + 5i + n]:
 // n=1 the user's queued set  n=2 idempotency key   n=3 group hash
-// n=4 group seats hash       n=5 the user's attempts allowance (rateKey)
+// n=4 group seats hash       n=5 the user's attempts allowance (rateKey; also the
+// field a<user> of the users hash, written instead when the attempt reserves)
 // (3 and 4: any key of the sale's slot for a plain purchase; they are not touched)
 // and fifteen arguments for each purchase, at ARGV[15i + n]:
 // n=1 now (unix ms)     n=2 user id           n=3 quantity
@@ -112,18 +113,28 @@ local function reserved(avail, K, A)
   local g = redis.call('HMGET', K[8], 'members', 'size', 'expires', 'status')
   return {0, avail, sale[2], sale[5], sale[6], g[1], g[2], g[3], g[4], cap, room}
 end
+local decide -- defined below reserve
 local function reserve(K, A)
   if not sale[1] or not sale[3] then return {-1} end
   if (sale[13] or '1') ~= A[15] then return {-18, sale[13] or '1'} end
   if sale[14] then return {-19} end
   if redis.call('HEXISTS', K[3], A[4]) == 1 then return reserved(tonumber(sale[1]), K, A) end
-  if A[11] ~= '0' then
-    local t = clock_us()
-    local nxt = math.max(tonumber(redis.call('GET', K[6]) or '0'), t) + tonumber(A[11])
-    local wait = nxt - tonumber(A[12]) - t
-    if wait > 0 then return {-16, string.format('%d', wait)} end
-    redis.call('SET', K[6], string.format('%d', nxt), 'PX', string.format('%d', math.ceil((nxt - t) / 1000)))
+  local user = redis.call('HMGET', K[2], A[2], 'l' .. A[2], 'a' .. A[2]) -- units held, lock, allowance
+  if A[11] == '0' then return decide(K, A, user) end
+  local t = clock_us()
+  local nxt = math.max(tonumber(user[3] or '0'), tonumber(redis.call('GET', K[6]) or '0'), t) + tonumber(A[11])
+  local wait = nxt - tonumber(A[12]) - t
+  if wait > 0 then return {-16, string.format('%d', wait)} end
+  local allow = string.format('%d', nxt)
+  local res = decide(K, A, user, allow)
+  if res[1] ~= 0 then -- not reserved: the allowance goes to its own key, gone once full again
+    redis.call('SET', K[6], allow, 'PX', string.format('%d', math.ceil((nxt - t) / 1000)))
   end
+  return res
+end
+-- decides an attempt the allowance let through; allow is the user's allowance after it
+-- (nil: not counted), written with the units when the purchase reserves
+function decide(K, A, user, allow)
   if A[5] ~= '' then
     local prior = redis.call('GET', K[5])
     if prior then
@@ -140,7 +151,6 @@ local function reserve(K, A)
       return {-7, id}
     end
   end
-  local user = redis.call('HMGET', K[2], A[2], 'l' .. A[2]) -- units held, lock
   if user[2] and tonumber(string.match(user[2], ' (%d+)$')) > clock_us() / 1000 then return {-2} end
   local now = tonumber(A[1])
   local clock = now -- one clock for every API instance: Redis'
@@ -170,8 +180,12 @@ local function reserve(K, A)
     if parts >= cap then return {-15, parts, cap} end
   end
   sale[1], sale[7] = string.format('%d', avail - qty), string.format('%d', tonumber(sale[7] or '0') + qty)
-  redis.call('HSET', K[2], A[2], string.format('%d', held + qty),
-    'l' .. A[2], A[6] .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + tonumber(A[7])))
+  local lock = A[6] .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + tonumber(A[7]))
+  if allow then
+    redis.call('HSET', K[2], A[2], string.format('%d', held + qty), 'l' .. A[2], lock, 'a' .. A[2], allow)
+  else
+    redis.call('HSET', K[2], A[2], string.format('%d', held + qty), 'l' .. A[2], lock)
+  end
   if sale[12] == '1' and held == 0 then redis.call('HINCRBY', K[1], 'rused', 1) end -- a pass's first use
   if cap > 0 or group then redis.call('HINCRBY', K[2], pfield, 1) end
   local value = A[2] .. ' ' .. A[3] .. ' ' .. A[1] .. ' ' .. sale[2]

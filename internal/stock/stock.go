@@ -541,7 +541,7 @@ func (s *Stock) snapshotBucket(ctx context.Context, b Bucket, snap *Snapshot) ([
 		snap.Queued = append(snap.Queued, q)
 	}
 	for k, v := range users.Val() {
-		if strings.HasPrefix(k, "p") || strings.HasPrefix(k, "l") { // a participations count, a user lock
+		if strings.HasPrefix(k, "p") || strings.HasPrefix(k, "l") || strings.HasPrefix(k, "a") { // participations, a lock, an allowance
 			continue
 		}
 		u, err1 := strconv.ParseInt(k, 10, 64)

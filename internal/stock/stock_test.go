@@ -206,6 +206,86 @@ func TestReserveAllowance(t *testing.T) {
 	checkTTL(7, 2*time.Second)
 }
 
+// The allowance of an attempt that reserves is kept in the users hash with the units, that
+// of any other attempt in a key of its own: each attempt reads the later of the two, so a
+// user's attempts share one allowance whatever their outcomes and order. At one attempt a
+// second (bursts of 2), the third attempt at once is refused.
+func TestReserveAllowanceOverReservations(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	s := stock.New(rdb)
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		ok   []bool // the attempts allowed, in order: true reserves, false comes before the start
+	}{
+		{"refused, then reserved", []bool{false, true}},
+		{"reserved, then refused", []bool{true, false}},
+		{"reserved twice", []bool{true, true}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			act, user := int64(10+i), int64(7)
+			newSale(t, s, act, 100, 100)
+			for j, reserves := range tc.ok {
+				now := t0.Add(-time.Minute)
+				if reserves {
+					now = t0.Add(time.Minute)
+				}
+				r := reservation(act, user, 1, "", now)
+				r.PerSecond = 1
+				_, err := s.Reserve(ctx, r)
+				switch {
+				case reserves && err != nil:
+					t.Fatalf("attempt %d: %v, want reserved", j+1, err)
+				case !reserves && !errors.Is(err, stock.ErrNotStarted) && !errors.Is(err, stock.ErrBusy):
+					t.Fatalf("attempt %d: %v, want the sale's answer (not started, or busy while the lock lasts)", j+1, err)
+				}
+				time.Sleep(5 * time.Millisecond) // the user's lock (1 ms) is gone
+			}
+			r := reservation(act, user, 1, "", t0.Add(time.Minute))
+			r.PerSecond = 1
+			if _, err := s.Reserve(ctx, r); !errors.Is(err, stock.ErrRateLimited) {
+				t.Fatalf("the third attempt: %v, want ErrRateLimited", err)
+			}
+			rate := fmt.Sprintf("seckill:{act:%d}:rate:%d", act, user)
+			field, err := rdb.HGet(ctx, fmt.Sprintf("seckill:{act:%d}:users", act), fmt.Sprintf("a%d", user)).Result()
+			if err != nil || field == "" {
+				t.Errorf("the users hash's allowance field: %q, %v; want it written by the reservation", field, err)
+			}
+			// every attempt here reserved, or was refused by the allowance (which writes nothing)
+			if n := rdb.Exists(ctx, rate).Val(); slices.Contains(tc.ok, false) != (n == 1) {
+				t.Errorf("%s exists: %d, want it only where an attempt reserved nothing", rate, n)
+			}
+		})
+	}
+}
+
+// A user whose units all come back (here a roll-back) loses the allowance's field once
+// the allowance is full again, as its key would have expired; not before, so the give-back
+// does not hand them a fresh burst.
+func TestReserveAllowanceFieldDroppedWhenFull(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	s := stock.New(rdb)
+	ctx := context.Background()
+	for i, wait := range []time.Duration{0, 120 * time.Millisecond} {
+		act, user := int64(20+i), int64(7)
+		newSale(t, s, act, 100, 100)
+		r := reservation(act, user, 1, "", t0.Add(time.Minute))
+		r.PerSecond = 20 // one attempt fills 50 ms of the allowance
+		if _, err := s.Reserve(ctx, r); err != nil {
+			t.Fatalf("reserve: %v", err)
+		}
+		time.Sleep(wait)
+		if got, err := s.Rollback(ctx, act, user, r.OrderID, ""); err != nil || got != stock.RolledBack {
+			t.Fatalf("roll back: %v, %v", got, err)
+		}
+		n := rdb.HExists(ctx, fmt.Sprintf("seckill:{act:%d}:users", act), fmt.Sprintf("a%d", user)).Val()
+		if full := wait > 0; n == full {
+			t.Errorf("rolled back %v after the reservation: the allowance's field kept %v, want %v", wait, n, !full)
+		}
+	}
+}
+
 // A cluster client runs a script again when its reply was lost (a timeout, a failover)
 // and replays what its pipeline had not answered. The second run of a reservation must
 // answer as the first did and take nothing more, whether the user lock is still held or
