@@ -27,8 +27,9 @@ type reserveCall struct {
 	fingerprint string
 	b           Bucket // the bucket it goes to
 
-	reply []any // its reply from reserveScript, or
-	err   error // the call's failure (the script may have run)
+	reply []any     // its reply from reserveScript, with
+	terms saleTerms // the sale's terms its call answered, or
+	err   error     // the call's failure (the script may have run)
 	done  chan struct{}
 }
 

@@ -345,3 +345,40 @@ func TestErrorHalfwayLeavesEarlierPurchasesWhole(t *testing.T) {
 		t.Errorf("since index holds %d orders after the roll-backs (%v), want 0", n, err)
 	}
 }
+
+// The reserve script sends the sale's terms once per call; every purchase of the call
+// gets them in its answer, with its own units left, and one refused in the middle of the
+// call (user 1 again, while the lock of their first purchase is held) gets its own answer.
+func TestCallAnswersEachPurchaseWithTheTerms(t *testing.T) {
+	s := New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	err := s.Load(ctx, Sale{ActivityID: 1, Available: 10, Total: 10, Limit: 5, StartsAt: start,
+		EndsAt: start.Add(time.Hour), PriceCents: 250, PayWindow: 90 * time.Second, Participations: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := []Reservation{purchase(1, 1, 2), purchase(1, 2, 1), purchase(1, 1, 1), purchase(1, 3, 3)}
+	var calls []*reserveCall
+	for _, r := range rs {
+		calls = append(calls, &reserveCall{ctx: ctx, r: r, b: one(1)})
+	}
+	s.reserveAll(ctx, calls)
+	left := []int64{8, 7, -1, 4}
+	for i, c := range calls {
+		if c.err != nil {
+			t.Fatalf("purchase %d: %v", i+1, c.err)
+		}
+		got, err := decodeReserved(c.r, c.reply, c.terms)
+		if left[i] < 0 {
+			if !errors.Is(err, ErrBusy) {
+				t.Errorf("purchase %d: %+v %v, want ErrBusy", i+1, got, err)
+			}
+			continue
+		}
+		want := Reserved{OrderID: c.r.OrderID, Available: left[i], Limit: 5, PriceCents: 250,
+			PayWindow: 90 * time.Second, Participations: 1}
+		if err != nil || got != want {
+			t.Errorf("purchase %d: %+v %v, want %+v", i+1, got, err, want)
+		}
+	}
+}

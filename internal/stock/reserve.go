@@ -22,32 +22,35 @@ import (
 //
 // KEYS[1] sale hash   KEYS[2] users hash   KEYS[3] queued hash   KEYS[4] queued-since sorted set
 // KEYS[5] open groups sorted set   KEYS[6] open groups, fullest first
-// then five keys for each purchase i (0, 1, ...), at KEYS[6 + 5i + n]:
-// n=1 the user's queued set  n=2 idempotency key   n=3 group hash
-// n=4 group seats hash       n=5 the user's attempts allowance (rateKey; also the
-// field a<user> of the users hash, written instead when the attempt reserves)
-// (3 and 4: any key of the sale's slot for a plain purchase; they are not touched)
-// and fifteen arguments for each purchase, at ARGV[15i + n]:
+// then, for each purchase in turn, three keys (a plain purchase) or five (a seat):
+// 1 the user's queued set  2 idempotency key  3 the user's attempts allowance (rateKey;
+// also the field a<user> of the users hash, written instead when the attempt reserves)
+// 4 group hash  5 group seats hash (a seat only)
+// ARGV[1] idempotency key TTL (s)  ARGV[2] the sale's buckets as the caller believes (it
+// chose the bucket by them); then thirteen arguments for each purchase i (0, 1, ...), at
+// ARGV[2 + 13i + n]:
 // n=1 now (unix ms)     n=2 user id           n=3 quantity
 // n=4 order id          n=5 request fingerprint, "" without an Idempotency-Key
-// n=6 user lock owner token  n=7 its TTL (ms)  n=8 idempotency key TTL (s)
-// n=9 "" a purchase, "open" a new group, "join" a seat in a group
-// n=10 the group's id ("" for a purchase)
-// n=11 the allowance's interval between attempts (µs; 0: this attempt is not counted, no
-// limit or a retry after the lock)  n=12 its tolerance (µs)
-// n=13 "1": judge the sale's window and the pass by Redis' clock (TIME), else by n=1
-// n=14 the expiry (unix ms) of the buyer's valid pass for this sale, "" for none
-// n=15 the sale's buckets as the caller believes (it chose the bucket by them)
+// n=6 user lock owner token  n=7 its TTL (ms)
+// n=8 "" a purchase, "open" a new group, "join" a seat in a group
+// n=9 the group's id ("" for a purchase)
+// n=10 the allowance's interval between attempts (µs; 0: this attempt is not counted, no
+// limit or a retry after the lock)  n=11 its tolerance (µs)
+// n=12 "1": judge the sale's window and the pass by Redis' clock (TIME), else by n=1
+// n=13 the expiry (unix ms) of the buyer's valid pass for this sale, "" for none
+// What is the same for every purchase of a call is sent once, and its reply is short (a
+// string sent or returned costs the server about as much as a command's work inside the
+// script: docs/performance.md).
 //
-// Returns one reply per purchase, in order, each one of
+// Returns one reply per purchase, in order, then the sale's {limit, price, pay window,
+// cap, room} (cap the sale's cap on participations, 0: none; room 1 for a waiting-room
+// sale, else 0). A purchase's reply is one of
 //
-//	{0, available after, limit, price, pay window, members, size, expires, status, cap, room}
-//	                          reserved; the user lock is now held; members to status
-//	                          are the group's after this seat (0 for a purchase); cap
-//	                          the sale's cap on participations (0: none); room 1 for a
-//	                          waiting-room sale, else 0
-//	                          (also the answer when the order id is already queued: a
-//	                          retry of a script that ran but whose reply was lost)
+//	{0, available after}      reserved; the user lock is now held
+//	{0, available after, members, size, expires, status}  a seat reserved; the group's
+//	                          after this seat
+//	                          (either also the answer when the order id is already queued:
+//	                          a retry of a script that ran but whose reply was lost)
 //	{1, order id}             the key already made this order with the same body (replay)
 //	{-1}                      no such sale (or only a count of a lost one)
 //	{-2}                      the user lock is held (an earlier purchase is in flight)
@@ -66,7 +69,7 @@ import (
 //	{-16, wait}               the user's attempts passed the allowance: the next is
 //	                          allowed in wait µs
 //	{-17}                     a waiting-room sale (room = 1) and no unexpired pass
-//	{-18, buckets}            the sale has that many buckets, not n=15: nothing decided
+//	{-18, buckets}            the sale has that many buckets, not ARGV[2]: nothing decided
 //	{-19}                     the sale is closed while it is rebuilt (bucket.go)
 //
 // The user's lock is the field l<user> of the users hash, "<owner token> <expiry, unix ms
@@ -108,22 +111,21 @@ end
 local room = sale[12] == '1' and 1 or 0
 local since = {} -- score, order id of each reservation of this call, for one ZADD
 local function reserved(avail, K, A)
-  local cap = sale[11] or '0'
-  if A[9] == '' then return {0, avail, sale[2], sale[5], sale[6], 0, 0, 0, 0, cap, room} end
+  if A[8] == '' then return {0, avail} end
   local g = redis.call('HMGET', K[8], 'members', 'size', 'expires', 'status')
-  return {0, avail, sale[2], sale[5], sale[6], g[1], g[2], g[3], g[4], cap, room}
+  return {0, avail, g[1], g[2], g[3], g[4]}
 end
 local decide -- defined below reserve
 local function reserve(K, A)
   if not sale[1] or not sale[3] then return {-1} end
-  if (sale[13] or '1') ~= A[15] then return {-18, sale[13] or '1'} end
+  if (sale[13] or '1') ~= ARGV[2] then return {-18, sale[13] or '1'} end
   if sale[14] then return {-19} end
   if redis.call('HEXISTS', K[3], A[4]) == 1 then return reserved(tonumber(sale[1]), K, A) end
   local user = redis.call('HMGET', K[2], A[2], 'l' .. A[2], 'a' .. A[2]) -- units held, lock, allowance
-  if A[11] == '0' then return decide(K, A, user) end
+  if A[10] == '0' then return decide(K, A, user) end
   local t = clock_us()
-  local nxt = math.max(tonumber(user[3] or '0'), tonumber(redis.call('GET', K[6]) or '0'), t) + tonumber(A[11])
-  local wait = nxt - tonumber(A[12]) - t
+  local nxt = math.max(tonumber(user[3] or '0'), tonumber(redis.call('GET', K[6]) or '0'), t) + tonumber(A[10])
+  local wait = nxt - tonumber(A[11]) - t
   if wait > 0 then return {-16, string.format('%d', wait)} end
   local allow = string.format('%d', nxt)
   local res = decide(K, A, user, allow)
@@ -154,15 +156,15 @@ function decide(K, A, user, allow)
   if user[2] and tonumber(string.match(user[2], ' (%d+)$')) > clock_us() / 1000 then return {-2} end
   local now = tonumber(A[1])
   local clock = now -- one clock for every API instance: Redis'
-  if A[13] == '1' then clock = math.floor(clock_us() / 1000) end
+  if A[12] == '1' then clock = math.floor(clock_us() / 1000) end
   if clock < tonumber(sale[3]) then return {-3} end
   if clock >= tonumber(sale[4]) then return {-4} end
-  if sale[12] == '1' and not (clock < (tonumber(A[14]) or 0)) then return {-17} end
+  if sale[12] == '1' and not (clock < (tonumber(A[13]) or 0)) then return {-17} end
   local group = sale[8] == 'group'
-  if A[9] == '' and group then return {-9} end
-  if A[9] ~= '' and not group then return {-10} end
+  if A[8] == '' and group then return {-9} end
+  if A[8] ~= '' and not group then return {-10} end
   local g -- the seat's group: members, size, expires, status
-  if A[9] == 'join' then
+  if A[8] == 'join' then
     g = redis.call('HMGET', K[8], 'members', 'size', 'expires', 'status')
     if not g[1] then return {-11} end
     if redis.call('HEXISTS', K[9], A[2]) == 1 then return {-13} end
@@ -190,22 +192,22 @@ function decide(K, A, user, allow)
   if cap > 0 or group then redis.call('HINCRBY', K[2], pfield, 1) end
   local value = A[2] .. ' ' .. A[3] .. ' ' .. A[1] .. ' ' .. sale[2]
   if group then
-    if A[9] == 'open' then
+    if A[8] == 'open' then
       g = {1, sale[9], string.format('%d', now + tonumber(sale[10]) * 1000), '0'}
       redis.call('HSET', K[8], 'members', g[1], 'size', g[2], 'expires', g[3], 'status', g[4])
     elseif redis.call('HINCRBY', K[8], 'members', 1) >= tonumber(g[2]) then
       redis.call('HSET', K[8], 'status', 1)
     end
-    list_group(K[10], K[11], K[8], A[10])
+    list_group(K[10], K[11], K[8], A[9])
     redis.call('HSET', K[9], A[2], A[4] .. ' ' .. A[3])
-    value = value .. ' ' .. cap .. ' ' .. A[10] .. ' ' .. g[2] .. ' ' .. g[3]
+    value = value .. ' ' .. cap .. ' ' .. A[9] .. ' ' .. g[2] .. ' ' .. g[3]
   elseif cap > 0 then
     value = value .. ' ' .. cap .. ' - 0 0'
   end
   redis.call('HSET', K[3], A[4], value)
   redis.call('SADD', K[4], A[4])
   since[#since + 1], since[#since + 2] = A[1], A[4]
-  if A[5] ~= '' then redis.call('SET', K[5], A[5] .. ' ' .. A[4], 'EX', A[8]) end
+  if A[5] ~= '' then redis.call('SET', K[5], A[5] .. ' ' .. A[4], 'EX', ARGV[1]) end
   return reserved(avail - qty, K, A)
 end
 -- writes the sale's avail and qunits and the since index for the reservations so far
@@ -215,18 +217,24 @@ local function taken()
     redis.call('ZADD', KEYS[4], unpack(since))
   end
 end
-local out = {}
-for i = 0, #ARGV / 15 - 1 do
-  local k, a = 6 + 5 * i, 15 * i
-  local ok, res = pcall(reserve, {KEYS[1], KEYS[2], KEYS[3], KEYS[k + 1], KEYS[k + 2], KEYS[k + 5], KEYS[4],
-    KEYS[k + 3], KEYS[k + 4], KEYS[5], KEYS[6]}, {unpack(ARGV, a + 1, a + 15)})
+local out, k = {}, 6
+for a = 2, #ARGV - 1, 13 do
+  local A = {unpack(ARGV, a + 1, a + 13)}
+  local K = {KEYS[1], KEYS[2], KEYS[3], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[4], nil, nil, KEYS[5], KEYS[6]}
+  if A[8] == '' then
+    k = k + 3
+  else
+    K[8], K[9], k = KEYS[k + 4], KEYS[k + 5], k + 5
+  end
+  local ok, res = pcall(reserve, K, A)
   if not ok then
     taken()
     error(res, 0)
   end
-  out[i + 1] = res
+  out[#out + 1] = res
 end
 taken()
+out[#out + 1] = {sale[2] or '0', sale[5] or '0', sale[6] or '0', sale[11] or '0', room}
 return out
 `)
 
@@ -482,18 +490,20 @@ func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string, 
 	if c.err != nil {
 		return Reserved{}, fmt.Errorf("reserve: %w", c.err)
 	}
-	return decodeReserved(r, c.reply)
+	return decodeReserved(r, c.reply, c.terms)
 }
 
 // appendReservation adds r's keys (in bucket b) and arguments to a call of
 // reserveScript.
 func appendReservation(keys []string, args []any, r Reservation, fingerprint string, b Bucket) ([]string, []any) {
 	interval, tolerance := r.allowance()
-	keys = append(keys, userQueuedKey(b, r.UserID), idempotencyKey(b, r.UserID, r.IdempotencyKey),
-		groupKey(b, r.Group), groupSeatsKey(b, r.Group), rateKey(b, r.UserID))
+	mode := r.mode()
+	keys = append(keys, userQueuedKey(b, r.UserID), idempotencyKey(b, r.UserID, r.IdempotencyKey), rateKey(b, r.UserID))
+	if mode != "" {
+		keys = append(keys, groupKey(b, r.Group), groupSeatsKey(b, r.Group))
+	}
 	args = append(args, r.Now.UnixMilli(), r.UserID, r.Quantity, r.OrderID, fingerprint,
-		r.LockToken, r.LockTTL.Milliseconds(), int64(IdempotencyTTL/time.Second), r.mode(), r.Group,
-		interval, tolerance, r.clockArg(), r.passArg(), max(1, b.k))
+		r.LockToken, r.LockTTL.Milliseconds(), mode, r.Group, interval, tolerance, r.clockArg(), r.passArg())
 	return keys, args
 }
 
@@ -503,7 +513,8 @@ func (s *Stock) reserveAll(ctx context.Context, calls []*reserveCall) {
 	b := calls[0].b
 	keys := make([]string, 0, 6+5*len(calls))
 	keys = append(keys, saleKey(b), usersKey(b), queuedKey(b), queuedSinceKey(b), openGroupsKey(b), fillGroupsKey(b))
-	args := make([]any, 0, 15*len(calls))
+	args := make([]any, 0, 2+13*len(calls))
+	args = append(args, int64(IdempotencyTTL/time.Second), max(1, b.k))
 	for _, c := range calls {
 		keys, args = appendReservation(keys, args, c.r, c.fingerprint, b)
 	}
@@ -512,22 +523,51 @@ func (s *Stock) reserveAll(ctx context.Context, calls []*reserveCall) {
 		res, err = reply(reserveScript.Run(ctx, s.rdb, keys, args...).Result())
 		return err
 	})
-	if err == nil && len(res) != len(calls) {
-		err = fmt.Errorf("unexpected script reply %v for %d purchases", res, len(calls))
+	var terms saleTerms
+	if err == nil {
+		if len(res) != len(calls)+1 {
+			err = fmt.Errorf("unexpected script reply %v for %d purchases", res, len(calls))
+		} else {
+			terms, err = decodeTerms(res[len(calls)])
+		}
 	}
 	for i, c := range calls {
 		if err != nil {
 			c.err = err
 			continue
 		}
+		c.terms = terms
 		if c.reply, c.err = reply(res[i], nil); c.err != nil {
 			c.err = fmt.Errorf("purchase %d of %d: %w", i+1, len(calls), c.err)
 		}
 	}
 }
 
-// decodeReserved turns r's reply from reserveScript into its answer.
-func decodeReserved(r Reservation, res []any) (Reserved, error) {
+// saleTerms is what the reserve script answers once per call: the sale's terms that a
+// purchase's answer carries.
+type saleTerms struct {
+	limit, cap int
+	price      int64
+	payWindow  time.Duration
+	room       bool
+}
+
+func decodeTerms(v any) (saleTerms, error) {
+	vs, err := reply(v, nil)
+	if err != nil {
+		return saleTerms{}, err
+	}
+	n, err := integers(vs)
+	if err != nil || len(n) != 5 {
+		return saleTerms{}, fmt.Errorf("unexpected sale terms %v in the script's reply", vs)
+	}
+	return saleTerms{limit: int(n[0]), price: n[1], payWindow: time.Duration(n[2]) * time.Second,
+		cap: int(n[3]), room: n[4] == 1}, nil
+}
+
+// decodeReserved turns r's reply from reserveScript, with the sale's terms of its call,
+// into its answer.
+func decodeReserved(r Reservation, res []any, terms saleTerms) (Reserved, error) {
 	code, err := integer(res[0])
 	if err != nil {
 		return Reserved{}, fmt.Errorf("reserve: %w", err)
@@ -572,12 +612,12 @@ func decodeReserved(r Reservation, res []any) (Reserved, error) {
 		return Reserved{}, fmt.Errorf("reserve: %w", err)
 	}
 	switch {
-	case code == 0 && len(n) == 10:
-		got := Reserved{OrderID: r.OrderID, Available: n[0], Limit: int(n[1]),
-			PriceCents: n[2], PayWindow: time.Duration(n[3]) * time.Second, Participations: int(n[8]), room: n[9] == 1}
-		if r.Group != "" {
-			got.Group = &Group{ID: r.Group, ActivityID: r.ActivityID, Members: int(n[4]), Size: int(n[5]),
-				ExpiresAt: time.UnixMilli(n[6]).UTC(), Status: GroupStatus(n[7])}
+	case code == 0 && (len(n) == 1 || len(n) == 5):
+		got := Reserved{OrderID: r.OrderID, Available: n[0], Limit: terms.limit,
+			PriceCents: terms.price, PayWindow: terms.payWindow, Participations: terms.cap, room: terms.room}
+		if r.Group != "" && len(n) == 5 {
+			got.Group = &Group{ID: r.Group, ActivityID: r.ActivityID, Members: int(n[1]), Size: int(n[2]),
+				ExpiresAt: time.UnixMilli(n[3]).UTC(), Status: GroupStatus(n[4])}
 		}
 		return got, nil
 	case code == -5 && len(n) == 3:
