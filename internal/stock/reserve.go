@@ -39,7 +39,7 @@ import (
 // n=12 "1": judge the sale's window and the pass by Redis' clock (TIME), else by n=1
 // n=13 the expiry (unix ms) of the buyer's valid pass for this sale, "" for none
 // What is the same for every purchase of a call is sent once, and its reply is short:
-// each string sent or returned costs the server a little (the 16 fewer a purchase here
+// each string sent or returned costs the server a little (the 13 fewer a purchase here
 // saved about 1 µs of the reserve step's 18-20: docs/performance.md).
 //
 // Returns one reply per purchase, in order, then the sale's {limit, price, pay window,
