@@ -115,28 +115,9 @@ local function reserved(avail, K, A)
   local g = redis.call('HMGET', K[8], 'members', 'size', 'expires', 'status')
   return {0, avail, g[1], g[2], g[3], g[4]}
 end
-local decide -- defined below reserve
-local function reserve(K, A)
-  if not sale[1] or not sale[3] then return {-1} end
-  if (sale[13] or '1') ~= ARGV[2] then return {-18, sale[13] or '1'} end
-  if sale[14] then return {-19} end
-  if redis.call('HEXISTS', K[3], A[4]) == 1 then return reserved(tonumber(sale[1]), K, A) end
-  local user = redis.call('HMGET', K[2], A[2], 'l' .. A[2], 'a' .. A[2]) -- units held, lock, allowance
-  if A[10] == '0' then return decide(K, A, user) end
-  local t = clock_us()
-  local nxt = math.max(tonumber(user[3] or '0'), tonumber(redis.call('GET', K[6]) or '0'), t) + tonumber(A[10])
-  local wait = nxt - tonumber(A[11]) - t
-  if wait > 0 then return {-16, string.format('%d', wait)} end
-  local allow = string.format('%d', nxt)
-  local res = decide(K, A, user, allow)
-  if res[1] ~= 0 then -- not reserved: the allowance goes to its own key, gone once full again
-    redis.call('SET', K[6], allow, 'PX', string.format('%d', math.ceil((nxt - t) / 1000)))
-  end
-  return res
-end
 -- decides an attempt the allowance let through; allow is the user's allowance after it
 -- (nil: not counted), written with the units when the purchase reserves
-function decide(K, A, user, allow)
+local function decide(K, A, user, allow)
   if A[5] ~= '' then
     local prior = redis.call('GET', K[5])
     if prior then
@@ -209,6 +190,24 @@ function decide(K, A, user, allow)
   since[#since + 1], since[#since + 2] = A[1], A[4]
   if A[5] ~= '' then redis.call('SET', K[5], A[5] .. ' ' .. A[4], 'EX', ARGV[1]) end
   return reserved(avail - qty, K, A)
+end
+local function reserve(K, A)
+  if not sale[1] or not sale[3] then return {-1} end
+  if (sale[13] or '1') ~= ARGV[2] then return {-18, sale[13] or '1'} end
+  if sale[14] then return {-19} end
+  if redis.call('HEXISTS', K[3], A[4]) == 1 then return reserved(tonumber(sale[1]), K, A) end
+  local user = redis.call('HMGET', K[2], A[2], 'l' .. A[2], 'a' .. A[2]) -- units held, lock, allowance
+  if A[10] == '0' then return decide(K, A, user) end
+  local t = clock_us()
+  local nxt = math.max(tonumber(user[3] or '0'), tonumber(redis.call('GET', K[6]) or '0'), t) + tonumber(A[10])
+  local wait = nxt - tonumber(A[11]) - t
+  if wait > 0 then return {-16, string.format('%d', wait)} end
+  local allow = string.format('%d', nxt)
+  local res = decide(K, A, user, allow)
+  if res[1] ~= 0 then -- not reserved: the allowance goes to its own key, gone once full again
+    redis.call('SET', K[6], allow, 'PX', string.format('%d', math.ceil((nxt - t) / 1000)))
+  end
+  return res
 end
 -- writes the sale's avail and qunits and the since index for the reservations so far
 local function taken()
