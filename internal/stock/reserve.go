@@ -269,8 +269,8 @@ type Reservation struct {
 	PerSecond float64
 }
 
-// allowance is the reserve script's ARGV[11] and ARGV[12]: the interval between two
-// attempts of the user's allowance and its tolerance (a burst's worth), in µs.
+// allowance is a purchase's arguments n=10 and n=11 of the reserve script: the interval
+// between two attempts of the user's allowance and its tolerance (a burst's worth), in µs.
 func (r Reservation) allowance() (interval, tolerance int64) {
 	if r.PerSecond <= 0 {
 		return 0, 0
@@ -279,7 +279,7 @@ func (r Reservation) allowance() (interval, tolerance int64) {
 	return interval, interval * int64(ratelimit.Burst(r.PerSecond))
 }
 
-// mode is the reserve script's ARGV[9]: "" a purchase, "open" or "join" a seat (also
+// mode is a purchase's argument n=8 of the reserve script: "" a purchase, "open" or "join" a seat (also
 // before the group's id is minted: OpenGroup alone says "open").
 func (r Reservation) mode() string {
 	switch {
@@ -306,7 +306,7 @@ func (r Reservation) Fingerprint() string {
 	return fingerprint
 }
 
-// clockArg and passArg are the reserve script's ARGV[13] and ARGV[14].
+// clockArg and passArg are a purchase's arguments n=12 and n=13 of the reserve script.
 func (r Reservation) clockArg() string {
 	if r.RedisClock {
 		return "1"
