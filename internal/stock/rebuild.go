@@ -204,9 +204,10 @@ func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
 // caller beforehand under another key, in chunks, so that a sale of many buyers does
 // not block Redis for the whole of it; the script renames it in place. The returned set
 // is cleared: the orders whose units are still on their way back are held in MySQL's
-// figures, and come back once more by the repair pass. The user locks of the users whose
-// orders stay queued are kept (userlock.go); others go with the old users hash. So are
-// the moves recorded here:
+// figures, and come back once more by the repair pass. The user locks and attempts'
+// allowances of the users whose orders stay queued are kept (userlock.go, reserve.go);
+// other locks go with the old users hash, other allowances were copied to their keys
+// beforehand (keepAllowances). So are the moves recorded here:
 // the units of a move not applied are among those left. A group-buy sale's groups are
 // written after it (RestoreGroups).
 // Returns {1, units of the orders that stay queued} rebuilt, {0} the sale moved
@@ -228,12 +229,16 @@ for i = 1, n do stored[i], sets[i] = ARGV[10 + f + i], KEYS[8 + i] end
 unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], stored, sets)
 local queued = redis.call('HVALS', KEYS[3])
 -- the user locks of the purchases whose orders stay queued (their commits may be under
--- way) stay held
-local locks = {}
-for i, v in ipairs(queued) do locks[i] = 'l' .. string.match(v, '^(%d+)') end
+-- way) stay held, and their users' attempts allowances stay (they may have reserved
+-- since keepAllowances read the others)
+local kept = {}
+for _, v in ipairs(queued) do
+  local user = string.match(v, '^(%d+)')
+  kept[#kept + 1], kept[#kept + 2] = 'l' .. user, 'a' .. user
+end
 local held = {}
-for first = 1, #locks, 1000 do
-  local part = redis.call('HMGET', KEYS[2], unpack(locks, first, math.min(first + 999, #locks)))
+for first = 1, #kept, 1000 do
+  local part = redis.call('HMGET', KEYS[2], unpack(kept, first, math.min(first + 999, #kept)))
   for j, v in ipairs(part) do held[first + j - 1] = v end
 end
 redis.call('UNLINK', KEYS[2], KEYS[6], KEYS[8])
@@ -242,7 +247,7 @@ if redis.call('EXISTS', KEYS[7]) == 1 then
   redis.call('PERSIST', KEYS[2])
 end
 for i, v in ipairs(held) do
-  if v then redis.call('HSET', KEYS[2], locks[i], v) end
+  if v then redis.call('HSET', KEYS[2], kept[i], v) end
 end
 local qunits = 0
 for _, v in ipairs(queued) do
@@ -345,6 +350,9 @@ func (s *Stock) rebuildBucket(ctx context.Context, from RebuildPoint, closing Cl
 	args := append([]any{expect, total, held, sale.Gen, sale.ActivityID, ReturnedChannel, into, closing.token, len(fields)},
 		fields...)
 	args = append(args, len(stored))
+	if err := s.keepAllowances(ctx, b); err != nil {
+		return 0, fmt.Errorf("rebuild sale %d: %w", sale.ActivityID, err)
+	}
 	staged, err := s.stageUsers(ctx, sale, b, users, parts)
 	if err != nil {
 		return 0, err
@@ -442,6 +450,38 @@ func (s *Stock) stageUsers(ctx context.Context, sale Sale, b Bucket, users, part
 		return "", fmt.Errorf("rebuild sale %d: stage users: %w", sale.ActivityID, err)
 	}
 	return key, nil
+}
+
+// keepAllowances copies the attempts' allowances still in force from bucket b's users
+// hash (the fields a<user>, which go with it in a rebuild) to the users' allowance keys
+// (rateKey), which a rebuild leaves alone and the reserve script reads too: a rebuild
+// hands nobody a fresh burst. Each key expires when its allowance is full again, as one
+// an attempt writes. The hash is read with HSCAN, so a sale of many buyers does not block
+// Redis; an allowance written after that is a queued order's, kept by rebuildScript.
+func (s *Stock) keepAllowances(ctx context.Context, b Bucket) error {
+	now, err := s.rdb.Time(ctx).Result()
+	if err != nil {
+		return fmt.Errorf("keep allowances: %w", err)
+	}
+	it := s.rdb.HScan(ctx, usersKey(b), 0, "a*", 1000).Iterator()
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for it.Next(ctx) {
+			field := it.Val()
+			if !it.Next(ctx) {
+				break
+			}
+			user, err1 := strconv.ParseInt(field[1:], 10, 64)
+			next, err2 := strconv.ParseInt(it.Val(), 10, 64)
+			if err1 != nil || err2 != nil {
+				return fmt.Errorf("keep allowances: malformed field %q=%q", field, it.Val())
+			}
+			if left := next - now.UnixMicro(); left > 0 {
+				p.Set(ctx, rateKey(b, user), it.Val(), time.Duration(left+999)/1000*time.Millisecond)
+			}
+		}
+		return it.Err()
+	})
+	return err
 }
 
 // newToken is 8 random bytes in hex, so two processes' staged hashes never meet.
