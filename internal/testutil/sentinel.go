@@ -121,7 +121,13 @@ sentinel parallel-syncs %[4]s 1
 	if err := s.start(); err != nil {
 		t.Fatalf("start sentinel: %v (see %s)", err, filepath.Join(s.dir, "sentinel.log"))
 	}
-	t.Cleanup(s.Kill)
+	t.Cleanup(func() {
+		s.Kill()
+		if t.Failed() { // what the Sentinel decided, and when (a TILT, a conversion)
+			b, _ := os.ReadFile(filepath.Join(s.dir, "sentinel.log"))
+			t.Logf("--- sentinel %s log ---\n%s", s.Addr, b)
+		}
+	})
 	return s
 }
 
