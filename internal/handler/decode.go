@@ -29,6 +29,11 @@ const maxBody = 64 << 10
 // only a body it refuses is decoded again as a stream, to say what is wrong with it.
 func decode(c *gin.Context, v any) error {
 	body, err := io.ReadAll(c.Request.Body)
+	return decodeBody(body, err, v)
+}
+
+// decodeBody is decode of a body already read, with the error its reading ended with.
+func decodeBody(body []byte, err error, v any) error {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return errTooLarge

@@ -42,12 +42,18 @@ func checkRefusal(t *testing.T, body string, status int, answer string) {
 func FuzzBuyBody(f *testing.F) {
 	for _, seed := range []string{`{"quantity":1}`, `{"quantity":0}`, `{"quantity":-1}`, `{"quantity":1.5}`,
 		`{"quantity":"1"}`, `{"quantity":99999999999999999999}`, `{}`, `[]`, `null`, ``, `{"quantity":1}x`,
-		`{"quantity":1,"extra":{"a":[1,2]}}`, `{"quantity":null}`, "\xff"} {
+		`{"quantity":1,"extra":{"a":[1,2]}}`, `{"quantity":null}`, "\xff", `{"quantity":01}`, `{"quantity":-0}`,
+		`{"quantity":-}`, `{"quantity":}`, `{"quantity":123456789}`, `{"quantity":1234567890}`, `{"quantity":1}}`,
+		`{"quantity":1e0}`, `{"quantity":-12}`} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		var req buyRequest
 		err, status, answer := decodeAs(t, body, &req)
+		// What a purchase reads without encoding/json, decode reads the same.
+		if q, ok := plainQuantity([]byte(body)); ok && (err != nil || req.Quantity == nil || *req.Quantity != q) {
+			t.Fatalf("body %q: plainQuantity reads %d, decode %v (err %v)", body, q, req.Quantity, err)
+		}
 		if err != nil {
 			checkRefusal(t, body, status, answer)
 			return
@@ -92,4 +98,32 @@ func FuzzCreateActivityBody(f *testing.F) {
 			t.Fatalf("body %q accepted out of bounds: %+v", body, n)
 		}
 	})
+}
+
+func TestPlainQuantity(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want int
+		ok   bool
+	}{
+		{`{"quantity":1}`, 1, true},
+		{`{"quantity":0}`, 0, true},
+		{`{"quantity":-12}`, -12, true},
+		{`{"quantity":999999999}`, 999999999, true},
+		{`{"quantity":1234567890}`, 0, false}, // ten digits: encoding/json's to read
+		{`{"quantity":01}`, 0, false},
+		{`{"quantity":-}`, 0, false},
+		{`{"quantity":}`, 0, false},
+		{`{"quantity":1.0}`, 0, false},
+		{`{"quantity": 1}`, 0, false},
+		{`{"quantity":1}}`, 0, false},
+		{`{"quantity":1,"quantity":2}`, 0, false},
+		{`{"Quantity":1}`, 0, false},
+		{``, 0, false},
+	} {
+		got, ok := plainQuantity([]byte(tc.body))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("plainQuantity(%s) = %d, %v; want %d, %v", tc.body, got, ok, tc.want, tc.ok)
+		}
+	}
 }
