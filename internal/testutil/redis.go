@@ -85,7 +85,15 @@ func (s *RedisServer) start() error {
 			return fmt.Errorf("redis-server exited at start")
 		default:
 		}
-		if ping(s.Addr) == nil {
+		if pid, err := serverPID(s.Addr); err == nil {
+			if pid != cmd.Process.Pid {
+				// Another test's server took the port while this one was down (go test
+				// runs packages side by side); this one could not bind it.
+				_ = cmd.Process.Kill()
+				<-exited
+				return fmt.Errorf("%s answers from another process (pid %d), not the redis-server started (pid %d)",
+					s.Addr, pid, cmd.Process.Pid)
+			}
 			s.cmd = cmd
 			return nil
 		}
@@ -182,6 +190,20 @@ func ping(addr string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	return c.Ping(ctx).Err()
+}
+
+// serverPID is the process id of the Redis server (or Sentinel) answering on addr.
+func serverPID(addr string) (int, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(infoField(info, "process_id"))
 }
 
 func freePort(t testing.TB) int {
