@@ -28,10 +28,22 @@ import (
 // CPU per purchase (INFO cpu, and its system part) once every purchase is settled; with
 // SECKILL_CYCLE_STATS=1 it prints INFO commandstats per purchase, and
 // SECKILL_CYCLE_REDIS_ARGS adds redis-server arguments (a setting to compare). The asynq
-// task of each batch is not in it (one per commit batch of up to 500 purchases).
+// task of each batch is not in it (one per commit batch of up to 500 purchases). It runs
+// twice, each on a server of its own: limits=off, and limits=on with each purchase
+// counted against its buyer's allowance as SECKILL_RATE_USER's default (20/s) has the
+// API send it, so the two give what the allowance costs the master in one run.
 //
 //	go test -run '^$' -bench PurchaseCycle -benchtime 40000x ./internal/stock/
 func BenchmarkPurchaseCycle(b *testing.B) {
+	for _, bc := range []struct {
+		name      string
+		perSecond float64
+	}{{"limits=off", 0}, {"limits=on", 20}} {
+		b.Run(bc.name, func(b *testing.B) { benchmarkPurchaseCycle(b, bc.perSecond) })
+	}
+}
+
+func benchmarkPurchaseCycle(b *testing.B, perSecond float64) {
 	args := append([]string{"--appendonly", "yes", "--appendfsync", "always"},
 		strings.Fields(os.Getenv("SECKILL_CYCLE_REDIS_ARGS"))...)
 	srv := testutil.StartRedis(b, args...)
@@ -54,6 +66,7 @@ func BenchmarkPurchaseCycle(b *testing.B) {
 	loadSale(b, api, act, 1<<40, 1)
 	// One purchase first, so every script is loaded and the sale known to both.
 	cycle := newPurchaseCycle(b, api, worker, act)
+	cycle.perSecond = perSecond
 	cycle.run(1)
 	if err := plain.ConfigResetStat(ctx).Err(); err != nil {
 		b.Fatal(err)
@@ -83,6 +96,7 @@ type purchaseCycle struct {
 	act          int64
 	user         atomic.Int64
 	reserveCalls atomic.Int64
+	perSecond    float64 // each purchase's allowance (Reservation.PerSecond); 0: none
 }
 
 func newPurchaseCycle(b *testing.B, api, worker *Stock, act int64) *purchaseCycle {
@@ -109,6 +123,7 @@ func (c *purchaseCycle) run(n int) {
 		buying.Go(func() {
 			for left.Add(-1) >= 0 {
 				r := purchase(c.act, c.user.Add(1), 1)
+				r.PerSecond = c.perSecond
 				if _, err := c.api.Reserve(ctx, r); err != nil {
 					c.b.Error(err)
 					return
