@@ -455,34 +455,57 @@ func (s *Stock) stageUsers(ctx context.Context, sale Sale, b Bucket, users, part
 // keepAllowances copies the attempts' allowances still in force from bucket b's users
 // hash (the fields a<user>, which go with it in a rebuild) to the users' allowance keys
 // (rateKey), which a rebuild leaves alone and the reserve script reads too: a rebuild
-// hands nobody a fresh burst. Each key expires when its allowance is full again, as one
-// an attempt writes. The hash is read with HSCAN, so a sale of many buyers does not block
+// hands nobody a fresh burst. A key already later than its field (an attempt that
+// reserved nothing came after the one that did) stays as it is. Each key expires when
+// its allowance is full again, as one an attempt writes. The hash is read with HSCAN,
+// a page of up to 1,000 fields per script call, so a sale of many buyers does not block
 // Redis; an allowance written after that is a queued order's, kept by rebuildScript.
 func (s *Stock) keepAllowances(ctx context.Context, b Bucket) error {
 	now, err := s.rdb.Time(ctx).Result()
 	if err != nil {
 		return fmt.Errorf("keep allowances: %w", err)
 	}
-	it := s.rdb.HScan(ctx, usersKey(b), 0, "a*", 1000).Iterator()
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for it.Next(ctx) {
-			field := it.Val()
-			if !it.Next(ctx) {
-				break
+	var cursor uint64
+	for {
+		var page []string
+		page, cursor, err = s.rdb.HScan(ctx, usersKey(b), cursor, "a*", 1000).Result()
+		if err != nil {
+			return fmt.Errorf("keep allowances: %w", err)
+		}
+		var keys []string
+		args := []any{now.UnixMicro()}
+		for i := 0; i+1 < len(page); i += 2 {
+			user, err := strconv.ParseInt(page[i][1:], 10, 64)
+			if err != nil {
+				return fmt.Errorf("keep allowances: malformed field %q", page[i])
 			}
-			user, err1 := strconv.ParseInt(field[1:], 10, 64)
-			next, err2 := strconv.ParseInt(it.Val(), 10, 64)
-			if err1 != nil || err2 != nil {
-				return fmt.Errorf("keep allowances: malformed field %q=%q", field, it.Val())
-			}
-			if left := next - now.UnixMicro(); left > 0 {
-				p.Set(ctx, rateKey(b, user), it.Val(), time.Duration(left+999)/1000*time.Millisecond)
+			keys, args = append(keys, rateKey(b, user)), append(args, page[i+1])
+		}
+		if len(keys) > 0 {
+			if err := keepAllowanceScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+				return fmt.Errorf("keep allowances: %w", err)
 			}
 		}
-		return it.Err()
-	})
-	return err
+		if cursor == 0 {
+			return nil
+		}
+	}
 }
+
+// keepAllowanceScript writes allowances read from a users hash to their keys, each only
+// where it is later than the key's and still in force, expiring when it is full again.
+// KEYS[i]: the allowance key (rateKey) of the i-th user.
+// ARGV[1]: now, Redis' clock (µs); ARGV[i+1]: the i-th user's allowance (µs).
+var keepAllowanceScript = redis.NewScript(`
+local now = tonumber(ARGV[1])
+for i, key in ipairs(KEYS) do
+  local next = tonumber(ARGV[i + 1])
+  if next and next > now and next > tonumber(redis.call('GET', key) or '0') then
+    redis.call('SET', key, ARGV[i + 1], 'PX', string.format('%d', math.ceil((next - now) / 1000)))
+  end
+end
+return 0
+`)
 
 // newToken is 8 random bytes in hex, so two processes' staged hashes never meet.
 func newToken() string {

@@ -296,3 +296,38 @@ func TestRebuildKeepsAllowances(t *testing.T) {
 		}
 	}
 }
+
+// An attempt that reserved nothing after one that did leaves the user's allowance in its
+// key, later than the users hash's field: the rebuild keeps the later of the two.
+func TestRebuildKeepsTheLaterAllowance(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	s := stock.New(rdb)
+	ctx := context.Background()
+	in := t0.Add(time.Minute)
+	act, user := int64(40), int64(7)
+	newSale(t, s, act, 10, 5)
+	r := reservation(act, user, 1, "", in)
+	r.PerSecond = 1 // a burst of two
+	if _, err := s.Reserve(ctx, r); err != nil {
+		t.Fatalf("reserve: %v", err)
+	}
+	time.Sleep(5 * time.Millisecond) // the user's lock (1 ms) is gone
+	over := reservation(act, user, 6, "", in)
+	over.PerSecond = 1
+	if _, err := s.Reserve(ctx, over); !errors.Is(err, stock.ErrQuantityOverLimit) {
+		t.Fatalf("six units of a limit of five: %v, want ErrQuantityOverLimit", err)
+	}
+	from, err := s.RebuildPoint(ctx, act, 1)
+	if err != nil || len(from.Queued) != 1 {
+		t.Fatalf("rebuild point = %+v, %v; want 1 queued", from, err)
+	}
+	sale := stock.Sale{ActivityID: act, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 3}
+	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, map[int64]int64{user: 1}, nil, 1, from.Queued); err != nil {
+		t.Fatal(err)
+	}
+	third := reservation(act, user, 1, "", in)
+	third.PerSecond = 1
+	if _, err := s.Reserve(ctx, third); !errors.Is(err, stock.ErrRateLimited) {
+		t.Errorf("the third attempt after the rebuild: %v, want ErrRateLimited", err)
+	}
+}
