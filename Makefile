@@ -37,7 +37,8 @@ stop:
 # free ports and a fresh seckill_loadtest database; figures go to docs/performance.md.
 #   make loadtest   audit a crowd's orders in MySQL, then measure issue 5's ratios (~1 min)
 #   make loadtest-overload   an open-loop crowd (vegeta) at 3x what one API serves: 202/s
-#                   vs that capacity, p99 of all answers, connection errors, API RSS (~1 min)
+#                   vs that capacity, p99 of all answers, connection errors, API RSS; once
+#                   against the API, once through nginx in front of it (~2 min)
 #   make soak       5 minutes of 1,500 purchases/s on a sale nobody pays (60 s pay window):
 #                   Redis', the API's and the worker's memory every 30 s (SOAK_FLAGS)
 #   make k6         the k6 flash-sale script; installs k6 with go install when missing
@@ -52,6 +53,7 @@ loadtest: services build
 
 loadtest-overload: services build
 	LOADTEST_LIMITS=off loadtest/run.sh overload
+	LOADTEST_LIMITS=off LOADTEST_FRONT=nginx loadtest/run.sh overload
 
 soak: services build
 	LOADTEST_LIMITS=off loadtest/run.sh soak

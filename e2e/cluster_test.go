@@ -119,7 +119,7 @@ func TestClusterCrowdThroughNginx(t *testing.T) {
 	cl := sharedCluster(t)
 	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), cl.Env(), 3, 2,
 		"SECKILL_REDIS_MIN_REPLICAS=1", "SECKILL_TRUSTED_PROXIES=127.0.0.1/32")
-	front := testutil.StartNginx(t, hostPorts(s.URLs), testutil.NoIPLimit)
+	front := testutil.StartNginx(t, hostPorts(s.URLs), testutil.NoLimits)
 	sales, _ := salesOnEveryMaster(t, newClient(t, front), cl, 12, 60, 3)
 	results := crowds(t, sales, crowdPlan{users: 40, concurrency: 12, endpoints: []string{front}}, nil)
 	for _, a := range sales {

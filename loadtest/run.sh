@@ -31,6 +31,11 @@
 #                                         X-Forwarded-For, SECKILL_TRUSTED_PROXIES=127.0.0.1/32); ratios
 #                                         runs its sold-out and purchase loads on both, in turns;
 #                                         off: none
+#   LOADTEST_FRONT=none                   nginx: the crowd talks to a private nginx in front of the
+#                                         API processes (deploy/nginx/render.sh, access log off, no
+#                                         per-IP limit), whose bound on purchases in flight is
+#                                         LOADTEST_FRONT_IN_FLIGHT [192 per API]; its workers' CPU is
+#                                         reported as nginx1, nginx2
 #   LOADTEST_PPROF_PORT                   unset: no profiling; a port: API i serves /debug/pprof/ on
 #                                         127.0.0.1:PORT+i-1, the API with the limits on PORT+10
 #                                         (go tool pprof http://127.0.0.1:PORT/debug/pprof/profile)
@@ -212,6 +217,32 @@ for u in "${urls[@]}" $limited; do
 		exit 1
 	}
 done
+apis=("${urls[@]}")
+front=""
+case ${LOADTEST_FRONT:-none} in
+none) ;;
+nginx)
+	free_port
+	front_dir="$redis_dir/nginx"
+	deploy/nginx/render.sh "$front_dir" "127.0.0.1:$port" 1000000 "${LOADTEST_FRONT_IN_FLIGHT:-$((192 * ${#urls[@]}))}" off "${urls[@]#http://}"
+	"$(command -v nginx || echo /usr/sbin/nginx)" -p "$front_dir" -c "$front_dir/nginx.conf" -e "$logs/nginx-error.log" \
+		-g 'daemon off;' 9>&- &
+	pids+=($!)
+	front=http://127.0.0.1:$port
+	for _ in $(seq 100); do curl -fs "$front/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+	curl -fs "$front/readyz" >/dev/null || {
+		echo "nginx at $front does not pass /readyz on; see $logs/nginx-error.log" >&2
+		exit 1
+	}
+	i=0
+	for w in $(pgrep -P "${pids[-1]}"); do watch+=",nginx$((i += 1))=$w"; done
+	urls=("$front")
+	;;
+*)
+	echo "LOADTEST_FRONT: want none or nginx" >&2
+	exit 2
+	;;
+esac
 api_list=$(IFS=,; echo "${urls[*]}")
 if [ -n "${SECKILL_API_BIN:-}${SECKILL_WORKER_BIN:-}" ]; then
 	built="binaries $api_bin $worker_bin"
@@ -219,7 +250,7 @@ else
 	built="binaries bin/ of the work tree at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 	git diff --quiet HEAD -- cmd internal migrations go.mod 2>/dev/null || built+=" with uncommitted changes"
 fi
-echo "loadtest: API ${urls[*]}${limited:+ and $limited with the limits as shipped}, worker, redis ${LOADTEST_REDIS:-single} on :${redis_ports[*]} (min replicas $min_replicas), MySQL database $db; $built"
+echo "loadtest: API ${apis[*]}${front:+ behind nginx at $front}${limited:+ and $limited with the limits as shipped}, worker, redis ${LOADTEST_REDIS:-single} on :${redis_ports[*]} (min replicas $min_replicas), MySQL database $db; $built"
 
 status=0
 # On the way out, keep the worker's metrics and Redis's per-command figures for a look.

@@ -14,6 +14,8 @@
 # SECKILL_FRONT_ADDR [127.0.0.1:8080] (nginx). The per-IP limit is nginx's:
 # SECKILL_NGINX_RATE_IP [200] requests per second per client address (bursts of twice
 # that more); the APIs run with SECKILL_RATE_IP=0 and the per-user limit as configured.
+# Purchases and seats in flight through nginx: SECKILL_NGINX_PURCHASES_IN_FLIGHT [192 per
+# API, the APIs' own bound of one sale], past which nginx answers 429 rate_limited at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -24,6 +26,7 @@ read -r -a api_ports <<<"${SECKILL_API_PORTS:-8081 8082 8083}"
 read -r -a worker_ports <<<"${SECKILL_WORKER_METRICS_PORTS:-9092 9093}"
 front=${SECKILL_FRONT_ADDR:-127.0.0.1:8080}
 nginx_rate_ip=${SECKILL_NGINX_RATE_IP:-200}
+nginx_in_flight=${SECKILL_NGINX_PURCHASES_IN_FLIGHT:-$((192 * ${#api_ports[@]}))}
 
 log() { printf 'cluster: %s\n' "$*" >&2; }
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -108,28 +111,8 @@ start_nodes() {
 # A private nginx (its own prefix, config, pid file and logs under .data/cluster/nginx),
 # from the one template the tests and the compose profile use too.
 start_nginx() {
-	mkdir -p "$data/nginx"
-	local upstream="" p
-	for p in "${api_ports[@]}"; do upstream+="server 127.0.0.1:$p; "; done
-	sed -e "s|\${SECKILL_NGINX_LISTEN}|$front|" -e "s|\${SECKILL_NGINX_UPSTREAM}|$upstream|" \
-		-e "s|\${SECKILL_NGINX_RATE_IP}|$nginx_rate_ip|" -e "s|\${SECKILL_NGINX_BURST_IP}|$((2 * nginx_rate_ip))|" \
-		deploy/nginx/seckill.conf.template >"$data/nginx/seckill.conf"
-	cat >"$data/nginx/nginx.conf" <<CONF
-worker_processes 2;
-pid $nginx_pid;
-error_log $data/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-  log_format upstream '\$remote_addr [\$time_local] "\$request" \$status upstream \$upstream_addr \$request_time';
-  access_log $data/nginx/access.log upstream;
-  client_body_temp_path $data/nginx/body;
-  proxy_temp_path $data/nginx/proxy;
-  fastcgi_temp_path $data/nginx/fastcgi;
-  uwsgi_temp_path $data/nginx/uwsgi;
-  scgi_temp_path $data/nginx/scgi;
-  include $data/nginx/seckill.conf;
-}
-CONF
+	local backends=("${api_ports[@]/#/127.0.0.1:}")
+	deploy/nginx/render.sh "$data/nginx" "$front" "$nginx_rate_ip" "$nginx_in_flight" "$data/nginx/access.log" "${backends[@]}"
 	log "starting nginx on $front (config .data/cluster/nginx/nginx.conf)"
 	"$(nginx_bin)" -p "$data/nginx" -c "$data/nginx/nginx.conf" -e "$data/nginx/error.log"
 	for _ in $(seq 50); do alive "$nginx_pid" && answers "${front##*:}" && return 0; sleep 0.1; done

@@ -14,15 +14,19 @@ import (
 	"time"
 )
 
-// NoIPLimit is a per-IP rate for StartNginx that no test's crowd reaches.
-const NoIPLimit = 1_000_000
+// Front is what a test's nginx lets through: RateIP requests per second per address
+// (bursts of twice that more) and InFlight purchases and seats at once (at most 65535).
+type Front struct {
+	RateIP, InFlight int
+}
+
+// NoLimits is a Front no test's crowd reaches: the tests' crowds come from one address.
+var NoLimits = Front{RateIP: 1_000_000, InFlight: 65535}
 
 // StartNginx runs a private nginx in front of backends (host:port of API instances)
-// with the project's own front, deploy/nginx/seckill.conf.template. It returns the
-// front's base URL and fails the test when nginx is missing. rateIP is nginx's per-IP
-// limit in requests per second (bursts of twice that more); the tests' crowds come from
-// one address, so most pass NoIPLimit.
-func StartNginx(t testing.TB, backends []string, rateIP int) string {
+// with the project's own front, deploy/nginx/seckill.conf.template, and the limits of
+// front. It returns the front's base URL and fails the test when nginx is missing.
+func StartNginx(t testing.TB, backends []string, front Front) string {
 	t.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil { // Debian's is in /usr/sbin, which a user's PATH may lack
@@ -43,7 +47,11 @@ func StartNginx(t testing.TB, backends []string, rateIP int) string {
 		t.Fatal(err)
 	}
 	site := strings.NewReplacer("${SECKILL_NGINX_LISTEN}", addr, "${SECKILL_NGINX_UPSTREAM}", upstream.String(),
-		"${SECKILL_NGINX_RATE_IP}", strconv.Itoa(rateIP), "${SECKILL_NGINX_BURST_IP}", strconv.Itoa(2*rateIP)).Replace(string(template))
+		"${SECKILL_NGINX_RATE_IP}", strconv.Itoa(front.RateIP), "${SECKILL_NGINX_BURST_IP}", strconv.Itoa(2*front.RateIP),
+		"${SECKILL_NGINX_PURCHASES_IN_FLIGHT}", strconv.Itoa(front.InFlight)).Replace(string(template))
+	if i := strings.Index(site, "${SECKILL_"); i >= 0 {
+		t.Fatalf("the front's template has a variable StartNginx does not set: %.40s", site[i:])
+	}
 	if err := os.WriteFile(filepath.Join(dir, "seckill.conf"), []byte(site), 0o644); err != nil {
 		t.Fatal(err)
 	}

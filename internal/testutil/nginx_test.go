@@ -5,9 +5,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // backend serves h on a loopback port until the end of the test and returns its host:port.
@@ -30,7 +34,7 @@ func TestNginxSpreadsOverBackends(t *testing.T) {
 			fmt.Fprintf(w, "%d %s", i, r.Header.Get("X-Forwarded-For"))
 		}))
 	}
-	url := StartNginx(t, backends, NoIPLimit)
+	url := StartNginx(t, backends, NoLimits)
 	seen := map[string]int{}
 	for range 10 {
 		resp, err := http.Get(url + "/x")
@@ -68,7 +72,7 @@ func TestNginxRetriesOnlyIdempotentRequests(t *testing.T) {
 				served.Add(1)
 				io.WriteString(w, "ok")
 			})
-			url := StartNginx(t, []string{bad, good}, NoIPLimit)
+			url := StartNginx(t, []string{bad, good}, NoLimits)
 			codes := map[int]int{}
 			const n = 4
 			for range n {
@@ -99,36 +103,167 @@ func TestNginxRetriesOnlyIdempotentRequests(t *testing.T) {
 	}
 }
 
+// wantFrontRefusal checks a 429 of the front: the contract's error body with code
+// rate_limited, JSON, Retry-After 1.
+func wantFrontRefusal(t *testing.T, resp *http.Response, body []byte) {
+	t.Helper()
+	if resp.StatusCode != http.StatusTooManyRequests ||
+		!strings.HasPrefix(string(body), `{"error":{"code":"rate_limited","message":"`) ||
+		resp.Header.Get("Retry-After") != "1" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Errorf("refusal from the front: %d %s %q %q, want 429, the contract's error body, JSON, Retry-After 1",
+			resp.StatusCode, body, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"))
+	}
+}
+
+// send makes one request with a small body and returns the answer and its body.
+func send(t *testing.T, method, url string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(`{"quantity":1}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, body
+}
+
 // The front's per-IP limit: an address past its burst gets 429 with the contract's error
-// body and Retry-After, from nginx, and the backend never sees those requests.
+// body and Retry-After, from nginx, and the backend never sees those requests; on the
+// routes that buy too, whose location has error pages of its own.
 func TestNginxLimitsPerIP(t *testing.T) {
-	var served atomic.Int64
-	b := backend(t, func(w http.ResponseWriter, r *http.Request) { served.Add(1) })
-	url := StartNginx(t, []string{b}, 5) // 5/s, bursts of 10 more
-	limited := 0
-	for range 30 {
-		resp, err := http.Get(url + "/healthz")
+	for _, tc := range []struct{ method, path string }{
+		{http.MethodGet, "/healthz"},
+		{http.MethodPost, "/api/v1/activities/7/orders"},
+	} {
+		t.Run(tc.method+tc.path, func(t *testing.T) {
+			var served atomic.Int64
+			b := backend(t, func(w http.ResponseWriter, r *http.Request) { served.Add(1) })
+			url := StartNginx(t, []string{b}, Front{RateIP: 5, InFlight: 65535}) // 5/s, bursts of 10 more
+			limited := 0
+			for range 30 {
+				resp, body := send(t, tc.method, url+tc.path)
+				switch resp.StatusCode {
+				case http.StatusOK:
+				case http.StatusTooManyRequests:
+					limited++
+					wantFrontRefusal(t, resp, body)
+				default:
+					t.Errorf("status %d", resp.StatusCode)
+				}
+			}
+			// 30 requests within well under a second: the burst (10) and the first (1), and a
+			// few more if the loop took long; the rest refused.
+			if limited < 10 || served.Load()+int64(limited) != 30 || served.Load() < 11 {
+				t.Errorf("served %d, limited %d of 30; want at least 11 served (1 + a burst of 10) and the rest limited", served.Load(), limited)
+			}
+		})
+	}
+}
+
+// The front's bound on purchases in flight: with InFlight purchases held by the backend,
+// every further request on a route that buys is refused at once with 429 rate_limited
+// and never reaches the backend, while the other routes, and GETs of those paths, pass;
+// once the held ones are answered, purchases pass again.
+func TestNginxBoundsPurchasesInFlight(t *testing.T) {
+	const inFlight = 2
+	held, release := make(chan struct{}, inFlight), make(chan struct{})
+	var reached atomic.Int64
+	b := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		if r.URL.Path == "/api/v1/activities/7/orders" && r.Method == http.MethodPost && r.URL.RawQuery == "hold" {
+			held <- struct{}{}
+			<-release
+		}
+	})
+	url := StartNginx(t, []string{b}, Front{RateIP: 1_000_000, InFlight: inFlight})
+
+	answered := make(chan int, inFlight)
+	for range inFlight {
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/activities/7/orders?hold", strings.NewReader("{}"))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answered <- 0
+				return
+			}
+			resp.Body.Close()
+			answered <- resp.StatusCode
+		}()
+	}
+	for range inFlight {
+		select {
+		case <-held:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the held purchases did not reach the backend")
+		}
+	}
+	before := reached.Load()
+	for _, tc := range []struct {
+		method, path string
+		refused      bool
+	}{
+		{http.MethodPost, "/api/v1/activities/7/orders", true},
+		{http.MethodPost, "/api/v1/activities/8/orders", true}, // one count for the whole front
+		{http.MethodPost, "/api/v1/activities/7/groups", true},
+		{http.MethodPost, "/api/v1/groups/g-1/join", true},
+		{http.MethodGet, "/api/v1/activities/7/orders", false},
+		{http.MethodPost, "/api/v1/orders/o-1/pay", false},
+		{http.MethodPost, "/api/v1/activities/7/line", false},
+		{http.MethodPost, "/api/v1/activities/7/orders/x", false},
+		{http.MethodGet, "/healthz", false},
+	} {
+		resp, body := send(t, tc.method, url+tc.path)
+		if tc.refused {
+			wantFrontRefusal(t, resp, body)
+		} else if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s %s: %d %s, want it passed to the backend (200)", tc.method, tc.path, resp.StatusCode, body)
+		}
+	}
+	if got, want := reached.Load()-before, int64(5); got != want {
+		t.Errorf("the backend saw %d of the requests sent while %d purchases were held, want %d (the ones not refused)", got, inFlight, want)
+	}
+
+	close(release)
+	for range inFlight {
+		if code := <-answered; code != http.StatusOK {
+			t.Errorf("a held purchase was answered %d, want 200", code)
+		}
+	}
+	if resp, body := send(t, http.MethodPost, url+"/api/v1/activities/7/orders"); resp.StatusCode != http.StatusOK {
+		t.Errorf("a purchase after the held ones were answered: %d %s, want 200", resp.StatusCode, body)
+	}
+}
+
+// Every variable of the front's template is given a value by each of its renderers:
+// the compose file's front service (the nginx image substitutes only what its
+// environment sets, and leaves the rest as text nginx refuses) and deploy/nginx/render.sh
+// (scripts/cluster.sh, loadtest/run.sh). StartNginx checks its own rendering.
+func TestFrontTemplateVariablesAreSet(t *testing.T) {
+	root := filepath.Join("..", "..")
+	template, err := os.ReadFile(filepath.Join(root, "deploy", "nginx", "seckill.conf.template"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\$\{(SECKILL_[A-Z_]+)\}`).FindAllStringSubmatch(string(template), -1) {
+		vars[m[1]] = true
+	}
+	if len(vars) < 5 {
+		t.Fatalf("found %d variables in the template, want at least 5: %v", len(vars), vars)
+	}
+	for _, f := range []struct{ file, want string }{
+		{"docker-compose.yml", "      %s: "},
+		{filepath.Join("deploy", "nginx", "render.sh"), "s|\\${%s}|"},
+	} {
+		b, err := os.ReadFile(filepath.Join(root, f.file))
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		switch resp.StatusCode {
-		case http.StatusOK:
-		case http.StatusTooManyRequests:
-			limited++
-			if !strings.HasPrefix(string(body), `{"error":{"code":"rate_limited","message":"`) ||
-				resp.Header.Get("Retry-After") != "1" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-				t.Errorf("429 from the front: %s %q %q, want the contract's error body, JSON, Retry-After 1",
-					body, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"))
+		for v := range vars {
+			if !strings.Contains(string(b), fmt.Sprintf(f.want, v)) {
+				t.Errorf("%s does not set %s", f.file, v)
 			}
-		default:
-			t.Errorf("status %d", resp.StatusCode)
 		}
-	}
-	// 30 requests within well under a second: the burst (10) and the first (1), and a
-	// few more if the loop took long; the rest refused.
-	if limited < 10 || served.Load()+int64(limited) != 30 || served.Load() < 11 {
-		t.Errorf("served %d, limited %d of 30; want at least 11 served (1 + a burst of 10) and the rest limited", served.Load(), limited)
 	}
 }

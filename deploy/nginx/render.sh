@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Writes a private nginx's configuration into DIR: DIR/seckill.conf, the project's front
+# (deploy/nginx/seckill.conf.template) with the values below, and DIR/nginx.conf, which
+# includes it and keeps its pid file (DIR/nginx.pid), error log and temporary files in DIR.
+#
+#   deploy/nginx/render.sh DIR LISTEN RATE_IP IN_FLIGHT ACCESS_LOG BACKEND...
+#
+# LISTEN host:port; RATE_IP requests per second per client address (bursts of twice that
+# more); IN_FLIGHT purchases and seats passed on at once (1..65535); ACCESS_LOG a file
+# (with each request's upstream and time), or off; BACKEND host:port of each API.
+# Then: nginx -p DIR -c DIR/nginx.conf [-g 'daemon off;']. Used by scripts/cluster.sh and
+# loadtest/run.sh (the tests render the same template in internal/testutil/nginx.go).
+set -euo pipefail
+[ $# -ge 6 ] || { echo "usage: $0 DIR LISTEN RATE_IP IN_FLIGHT ACCESS_LOG BACKEND..." >&2; exit 2; }
+dir=$1 listen=$2 rate_ip=$3 in_flight=$4 access_log=$5
+shift 5
+upstream=""
+for b in "$@"; do upstream+="server $b; "; done
+mkdir -p "$dir"
+sed -e "s|\${SECKILL_NGINX_LISTEN}|$listen|" -e "s|\${SECKILL_NGINX_UPSTREAM}|$upstream|" \
+	-e "s|\${SECKILL_NGINX_RATE_IP}|$rate_ip|" -e "s|\${SECKILL_NGINX_BURST_IP}|$((2 * rate_ip))|" \
+	-e "s|\${SECKILL_NGINX_PURCHASES_IN_FLIGHT}|$in_flight|" \
+	"$(dirname "$0")/seckill.conf.template" >"$dir/seckill.conf"
+if [ "$access_log" = off ]; then
+	logging="access_log off;"
+else
+	logging="log_format upstream '\$remote_addr [\$time_local] \"\$request\" \$status upstream \$upstream_addr \$request_time';
+  access_log $access_log upstream;"
+fi
+cat >"$dir/nginx.conf" <<CONF
+worker_processes 2;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 8192; }
+http {
+  $logging
+  client_body_temp_path $dir/body;
+  proxy_temp_path $dir/proxy;
+  fastcgi_temp_path $dir/fastcgi;
+  uwsgi_temp_path $dir/uwsgi;
+  scgi_temp_path $dir/scgi;
+  include $dir/seckill.conf;
+}
+CONF
