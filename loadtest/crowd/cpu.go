@@ -117,6 +117,14 @@ type cpuSpan struct {
 	ok        bool
 }
 
+// cores is d spread over the span's wall time.
+func (s cpuSpan) cores(d time.Duration) float64 {
+	if s.wall <= 0 {
+		return 0
+	}
+	return d.Seconds() / s.wall.Seconds()
+}
+
 // span is the CPU used between two samples.
 func (c cpuWatch) span(from, to cpuSample) cpuSpan {
 	s := cpuSpan{wall: to.at.Sub(from.at), procs: make([]time.Duration, len(c.names)),
@@ -154,11 +162,10 @@ func (c cpuWatch) usage(from, to cpuSample) string { return c.describe(c.span(fr
 
 // describe is usage for a span.
 func (c cpuWatch) describe(s cpuSpan) string {
-	secs := s.wall.Seconds()
-	if secs <= 0 || !s.ok {
+	if s.wall <= 0 || !s.ok {
 		return ""
 	}
-	cores := func(d time.Duration) float64 { return d.Seconds() / secs }
+	cores := s.cores
 	var parts []string
 	known := s.self
 	for i, name := range c.names {

@@ -72,6 +72,7 @@ func runOverload(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg overl
 		return nil
 	}
 	var bad atomic.Value
+	capBefore := cfg.Watch.sample()
 	capacity := hammer(ctx, "capacity", cfg.Conns, cfg.Phase, func(ctx context.Context, _ int) (answer, bool) {
 		tok, ok := nextToken()
 		if !ok {
@@ -85,11 +86,15 @@ func runOverload(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg overl
 		}
 		return r, true
 	})
+	capCPU := cfg.Watch.span(capBefore, cfg.Watch.sample())
 	if err, _ := bad.Load().(error); err != nil {
 		return false, err
 	}
 	fmt.Fprintf(w, "overload: sale %d, one API at %s\n", saleID, a.urls[0])
 	capacity.print(w)
+	if u := cfg.Watch.describe(capCPU); u != "" {
+		fmt.Fprintf(w, "  %-16s cpu in cores: %s\n", "", u)
+	}
 	served := capacity.rateOf("202")
 	if served <= 0 {
 		return false, fmt.Errorf("the capacity phase got no 202: %s", capacity.tally.breakdown())
@@ -136,7 +141,8 @@ func runOverload(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg overl
 			codes[strconv.Itoa(int(res.Code))+" "+e.Error.Code]++
 		}
 	}
-	elapsed, cpu := time.Since(start), cfg.Watch.usage(before, cfg.Watch.sample())
+	elapsed, crowdCPU := time.Since(start), cfg.Watch.span(before, cfg.Watch.sample())
+	cpu := cfg.Watch.describe(crowdCPU)
 	m.Close()
 	stopRSS()
 	accepted := float64(codes["202"]) / elapsed.Seconds()
@@ -148,6 +154,11 @@ func runOverload(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg overl
 	}
 	if firstErr != "" {
 		fmt.Fprintf(w, "  %-16s first connection error: %s\n", "", firstErr)
+	}
+	if most, ok := keepable(capCPU, crowdCPU); ok {
+		fmt.Fprintf(w, "  %-16s this tool took %.2f cores in the capacity phase and %.2f in the crowd: with what it left, "+
+			"purchases could keep at most %.2f of the capacity, were refusals free\n",
+			"", capCPU.cores(capCPU.self), crowdCPU.cores(crowdCPU.self), most)
 	}
 	peak, hwm := rss.peak(), rss.hwm()
 	if cfg.RSSPid > 0 {
@@ -270,4 +281,21 @@ func procStatus(pid int, field string) int64 {
 		}
 	}
 	return 0
+}
+
+// keepable is the most of the capacity purchases could keep during the crowd were
+// refusals free, given this tool's CPU: the capacity phase spent busy − tool cores on
+// its purchases, and the crowd leaves at most all − tool cores to the service. It shares
+// the machine's cores with what it measures, and offering Times the capacity costs it
+// about Times as much. false when the spans cannot say (no /proc, nothing busy).
+func keepable(capacity, crowd cpuSpan) (float64, bool) {
+	if !capacity.ok || !crowd.ok || capacity.wall <= 0 || crowd.wall <= 0 {
+		return 0, false
+	}
+	served := capacity.cores(capacity.busy - capacity.self)
+	if served <= 0 {
+		return 0, false
+	}
+	left := crowd.cores(crowd.all - crowd.self)
+	return min(1, max(0, left/served)), true
 }
