@@ -180,8 +180,8 @@ func (c cpuWatch) describe(s cpuSpan) string {
 	return fmt.Sprintf("%s; busy %.2f of %.0f cores", strings.Join(parts, ", "), cores(s.busy), cores(s.all))
 }
 
-// perEvent says how much CPU each watched process spent per event (a purchase) over
-// the span: "api1 118 µs, redis 61 µs, ...".
+// perEvent says how much CPU each watched process and this tool spent per event (a
+// purchase, an answer) over the span: "api1 118 µs, redis 61 µs, ..., crowd 40 µs".
 func (c cpuWatch) perEvent(s cpuSpan, events int) string {
 	if events <= 0 || !s.ok {
 		return ""
@@ -193,5 +193,6 @@ func (c cpuWatch) perEvent(s cpuSpan, events int) string {
 		}
 		parts = append(parts, fmt.Sprintf("%s %.0f µs", name, float64(s.procs[i].Microseconds())/float64(events)))
 	}
+	parts = append(parts, fmt.Sprintf("crowd %.0f µs", float64(s.self.Microseconds())/float64(events)))
 	return strings.Join(parts, ", ")
 }

@@ -211,6 +211,11 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 		if u := cfg.Watch.describe(p.cpu); u != "" {
 			fmt.Fprintf(w, "  %-16s cpu in cores: %s (its turns of %s)\n", "", u, cfg.Slice)
 		}
+		// What an answer costs each process, this tool too: the ratios to healthz come from
+		// both sides of the two cores, the API's and the tool's.
+		if u := cfg.Watch.perEvent(p.cpu, p.tally.total()); u != "" {
+			fmt.Fprintf(w, "  %-16s cpu per answer: %s\n", "", u)
+		}
 	}
 	soldOut, h1 := soldTurns[0], soldTurns[1]
 	h2 := run("healthz 2", cfg.Phase, healthz)
