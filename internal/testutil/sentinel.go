@@ -25,12 +25,12 @@ type SentinelSet struct {
 }
 
 // SentinelOptions shape a Sentinel set; the zero value monitors "seckill", takes the
-// master for down after 1 s and gives a failover 5 s.
+// master for down after 3 s and gives a failover 5 s.
 type SentinelOptions struct {
 	// MasterName is the name the Sentinels monitor the master under.
 	MasterName string
 	// DownAfter is down-after-milliseconds: how long the master may not answer before
-	// a Sentinel takes it for down.
+	// a Sentinel takes it for down [3 s].
 	DownAfter time.Duration
 	// FailoverTimeout is failover-timeout: how long a failover may take before another
 	// is tried.
@@ -57,7 +57,11 @@ func StartSentinel(t testing.TB, opts ...SentinelOptions) *SentinelSet {
 		o.MasterName = "seckill"
 	}
 	if o.DownAfter == 0 {
-		o.DownAfter = time.Second
+		// Not 1 s: under the whole suite a just-promoted master once went a second without
+		// answering a PING, the Sentinels took it for down as well and failed back over to
+		// the old master, restarted meanwhile (TestSentinelFailover then waited in vain for
+		// the old master to become a replica).
+		o.DownAfter = 3 * time.Second
 	}
 	if o.FailoverTimeout == 0 {
 		o.FailoverTimeout = 5 * time.Second
