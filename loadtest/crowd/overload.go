@@ -136,9 +136,7 @@ func runOverload(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg overl
 				return false, err
 			}
 		default:
-			var e errorBody
-			_ = json.Unmarshal(res.Body, &e)
-			codes[strconv.Itoa(int(res.Code))+" "+e.Error.Code]++
+			codes[strconv.Itoa(int(res.Code))+" "+errorCode(res.Body)]++
 		}
 	}
 	elapsed, crowdCPU := time.Since(start), cfg.Watch.span(before, cfg.Watch.sample())

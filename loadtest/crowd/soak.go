@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -90,19 +89,21 @@ func runSoak(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg soakConfi
 		defer close(done)
 		for res := range attacker.Attack(targeter, vegeta.Rate{Freq: cfg.Rate, Per: time.Second}, cfg.Duration, "soak") {
 			answered.Add(1)
-			var e errorBody
-			_ = json.Unmarshal(res.Body, &e)
+			code := ""
+			if res.Code >= 300 {
+				code = errorCode(res.Body)
+			}
 			switch {
 			case res.Code == http.StatusAccepted:
 				accepted.Add(1)
-			case res.Code == http.StatusConflict && e.Error.Code == "limit_exceeded":
+			case res.Code == http.StatusConflict && code == "limit_exceeded":
 				limited.Add(1)
-			case res.Code == http.StatusTooManyRequests && e.Error.Code == "rate_limited" && res.Headers.Get("Retry-After") != "":
+			case res.Code == http.StatusTooManyRequests && code == "rate_limited" && res.Headers.Get("Retry-After") != "":
 				refused.Add(1) // admission control: the process was full for a moment, nothing taken
 			default: // a steady crowd within capacity: anything else is worth a look
 				unexpected.Add(1)
 				mu.Lock()
-				others[strings.TrimSpace(fmt.Sprintf("%d %s", res.Code, e.Error.Code))]++
+				others[strings.TrimSpace(fmt.Sprintf("%d %s", res.Code, code))]++
 				mu.Unlock()
 			}
 		}
