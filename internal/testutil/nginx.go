@@ -1,7 +1,6 @@
 package testutil
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -37,44 +36,23 @@ func StartNginx(t testing.TB, backends []string, front Front) string {
 	}
 	dir := t.TempDir()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	var upstream strings.Builder
-	for _, b := range backends {
-		fmt.Fprintf(&upstream, "server %s; ", b)
-	}
+	// The front is rendered by the script scripts/cluster.sh and loadtest/run.sh use, so
+	// these tests run the configuration they ship.
 	_, file, _, _ := runtime.Caller(0)
-	template, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "deploy", "nginx", "seckill.conf.template"))
+	render := filepath.Join(filepath.Dir(file), "..", "..", "deploy", "nginx", "render.sh")
+	args := append([]string{dir, addr, strconv.Itoa(front.RateIP), strconv.Itoa(front.InFlight), "off"}, backends...)
+	if out, err := exec.Command(render, args...).CombinedOutput(); err != nil {
+		t.Fatalf("render the front: %v\n%s", err, out)
+	}
+	site, err := os.ReadFile(filepath.Join(dir, "seckill.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	site := strings.NewReplacer("${SECKILL_NGINX_LISTEN}", addr, "${SECKILL_NGINX_UPSTREAM}", upstream.String(),
-		"${SECKILL_NGINX_RATE_IP}", strconv.Itoa(front.RateIP), "${SECKILL_NGINX_BURST_IP}", strconv.Itoa(2*front.RateIP),
-		"${SECKILL_NGINX_PURCHASES_IN_FLIGHT}", strconv.Itoa(front.InFlight)).Replace(string(template))
-	if i := strings.Index(site, "${SECKILL_"); i >= 0 {
-		t.Fatalf("the front's template has a variable StartNginx does not set: %.40s", site[i:])
+	if i := strings.Index(string(site), "${SECKILL_"); i >= 0 {
+		t.Fatalf("the front's template has a variable render.sh does not set: %.40s", site[i:])
 	}
-	if err := os.WriteFile(filepath.Join(dir, "seckill.conf"), []byte(site), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	conf := fmt.Sprintf(`worker_processes 1;
-daemon off;
-pid %[1]s/nginx.pid;
-error_log %[1]s/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path %[1]s/body;
-  proxy_temp_path %[1]s/proxy;
-  fastcgi_temp_path %[1]s/fastcgi;
-  uwsgi_temp_path %[1]s/uwsgi;
-  scgi_temp_path %[1]s/scgi;
-  include %[1]s/seckill.conf;
-}
-`, dir)
 	path := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := StartProcess(t, "nginx", bin, nil, "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log"))
+	p := StartProcess(t, "nginx", bin, nil, "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;")
 	// SIGTERM, before StartProcess's SIGKILL: the master stops its worker, which a
 	// SIGKILL of the master would leave running.
 	t.Cleanup(func() { p.Signal(syscall.SIGTERM) })

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -168,6 +169,9 @@ func TestNginxLimitsPerIP(t *testing.T) {
 func TestNginxBoundsPurchasesInFlight(t *testing.T) {
 	const inFlight = 2
 	held, release := make(chan struct{}, inFlight), make(chan struct{})
+	var releaseOnce sync.Once
+	releaseHeld := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(releaseHeld) // a test that fails while they are held does not leave them hanging
 	var reached atomic.Int64
 	b := backend(t, func(w http.ResponseWriter, r *http.Request) {
 		reached.Add(1)
@@ -224,7 +228,7 @@ func TestNginxBoundsPurchasesInFlight(t *testing.T) {
 		t.Errorf("the backend saw %d of the requests sent while %d purchases were held, want %d (the ones not refused)", got, inFlight, want)
 	}
 
-	close(release)
+	releaseHeld()
 	for range inFlight {
 		if code := <-answered; code != http.StatusOK {
 			t.Errorf("a held purchase was answered %d, want 200", code)
@@ -238,7 +242,7 @@ func TestNginxBoundsPurchasesInFlight(t *testing.T) {
 // Every variable of the front's template is given a value by each of its renderers:
 // the compose file's front service (the nginx image substitutes only what its
 // environment sets, and leaves the rest as text nginx refuses) and deploy/nginx/render.sh
-// (scripts/cluster.sh, loadtest/run.sh). StartNginx checks its own rendering.
+// (scripts/cluster.sh, loadtest/run.sh, StartNginx), whose output StartNginx checks too.
 func TestFrontTemplateVariablesAreSet(t *testing.T) {
 	root := filepath.Join("..", "..")
 	template, err := os.ReadFile(filepath.Join(root, "deploy", "nginx", "seckill.conf.template"))
