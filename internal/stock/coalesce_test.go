@@ -382,3 +382,47 @@ func TestCallAnswersEachPurchaseWithTheTerms(t *testing.T) {
 		}
 	}
 }
+
+// A replay of an Idempotency-Key in the same call as the purchase that used it sees that
+// purchase, though the call writes its order only after its last purchase: the replay
+// gets the order, marks the key (so the purchase's roll-back leaves the order standing
+// for the replay's answer), and the key with another body is refused with that order.
+func TestReplayInTheCallOfItsPurchase(t *testing.T) {
+	s := New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	loadSale(t, s, 1, 10, 5)
+	first, again, other := purchase(1, 7, 1), purchase(1, 7, 1), purchase(1, 7, 2)
+	var calls []*reserveCall
+	for _, r := range []*Reservation{&first, &again, &other} {
+		r.IdempotencyKey = "tap"
+		calls = append(calls, &reserveCall{ctx: ctx, r: *r, fingerprint: r.Fingerprint(), b: one(1)})
+	}
+	s.reserveAll(ctx, calls)
+	var got [3]Reserved
+	var errs [3]error
+	for i, c := range calls {
+		if c.err != nil {
+			t.Fatalf("purchase %d: %v", i+1, c.err)
+		}
+		got[i], errs[i] = decodeReserved(c.r, c.reply, c.terms)
+	}
+	if errs[0] != nil || got[0].OrderID != first.OrderID || got[0].Available != 9 {
+		t.Fatalf("purchase: %+v %v, want order %s with 9 left", got[0], errs[0], first.OrderID)
+	}
+	if errs[1] != nil || !got[1].Replayed || got[1].OrderID != first.OrderID {
+		t.Errorf("replay in the same call: %+v %v, want order %s replayed", got[1], errs[1], first.OrderID)
+	}
+	var reused *KeyReusedError
+	if !errors.As(errs[2], &reused) || reused.OrderID != first.OrderID {
+		t.Errorf("the key with another quantity: %+v %v, want ErrKeyReused naming %s", got[2], errs[2], first.OrderID)
+	}
+	if res, err := s.Rollback(ctx, 1, 7, first.OrderID, "tap"); err != nil || res != AlreadyClaimed {
+		t.Errorf("roll back the replayed order: %v %v, want it standing (AlreadyClaimed)", res, err)
+	}
+	if _, err := s.Queued(ctx, 1, first.OrderID); err != nil {
+		t.Errorf("the replayed order is not queued: %v", err)
+	}
+	if avail, err := s.rdb.HGet(ctx, saleKey(one(1)), "avail").Result(); err != nil || avail != "9" {
+		t.Errorf("avail %q (%v), want 9: one unit taken", avail, err)
+	}
+}

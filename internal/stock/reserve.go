@@ -89,9 +89,12 @@ import (
 // new for each purchase, so finding it queued means this is such a retry, and it gets
 // the answer of the run that reserved instead of meeting its own lock (busy) with its
 // units taken. A user's participations (orders held, in a sale that caps them or sells
-// in groups) are the field p<user> of the users hash. The sale's avail and qunits and the
-// queued-since index are written once per call, after its last purchase (a command
-// inside a script costs the server far more than its own work: docs/performance.md). A
+// in groups) are the field p<user> of the users hash. A command inside a script costs
+// the server far more than its own work (docs/performance.md), so the users' fields
+// (units, lock, allowance) and the order ids of a call are read with one HMGET each
+// before its first purchase, and the users' fields, the orders, the sale's avail and
+// qunits and the queued-since index are written with one command each after its last;
+// in between, each purchase sees what the ones before it in the call changed. A
 // purchase that fails with an error (not a reply) first has them written for the
 // purchases before it, then fails the call, so those purchases stay whole, each for its
 // roll-back to find. Redis' clock is read once per call. Counts computed in Lua
@@ -109,7 +112,36 @@ local function clock_us()
   return now_us
 end
 local room = sale[12] == '1' and 1 or 0
+local open = #ARGV > 2 and sale[1] and sale[3] and (sale[13] or '1') == ARGV[2] and not sale[14]
+-- The users hash's and the queued hash's fields this call reads or writes: read with
+-- one HMGET each before the first purchase, and written with one HSET each after the
+-- last (taken), each purchase seeing the ones before it here. A field's value is false
+-- when it is absent.
+local users, queued = {}, {}
+local uset, qset = {}, {} -- field, value, ... to write
 local since = {} -- score, order id of each reservation of this call, for one ZADD
+if open then
+  local f, ids = {}, {}
+  for a = 3, #ARGV, 13 do
+    f[#f + 1], f[#f + 2], f[#f + 3] = ARGV[a + 1], 'l' .. ARGV[a + 1], 'a' .. ARGV[a + 1]
+    ids[#ids + 1] = ARGV[a + 3]
+  end
+  local v = redis.call('HMGET', KEYS[2], unpack(f))
+  for i = 1, #f do users[f[i]] = v[i] end
+  v = redis.call('HMGET', KEYS[3], unpack(ids))
+  for i = 1, #ids do queued[ids[i]] = v[i] end
+end
+local function user_field(f)
+  if users[f] == nil then users[f] = redis.call('HGET', KEYS[2], f) end
+  return users[f] or nil
+end
+local function set_user(f, v)
+  users[f], uset[#uset + 1], uset[#uset + 2] = v, f, v
+end
+local function is_queued(id)
+  if queued[id] == nil then queued[id] = redis.call('HGET', KEYS[3], id) end
+  return queued[id] ~= false
+end
 local function reserved(avail, K, A)
   if A[8] == '' then return {0, avail} end
   local g = redis.call('HMGET', K[8], 'members', 'size', 'expires', 'status')
@@ -117,7 +149,7 @@ local function reserved(avail, K, A)
 end
 -- decides an attempt the allowance let through; allow is the user's allowance after it
 -- (nil: not counted), written with the units when the purchase reserves
-local function decide(K, A, user, allow)
+local function decide(K, A, allow)
   if A[5] ~= '' then
     local prior = redis.call('GET', K[5])
     if prior then
@@ -126,7 +158,7 @@ local function decide(K, A, user, allow)
         -- A replay while the order is still queued marks the key: the purchase that made
         -- it may yet fail its replicas' confirmation, and its roll-back must then leave
         -- the order standing for this answer (rollbackScript).
-        if mark == '' and redis.call('HEXISTS', K[3], id) == 1 then
+        if mark == '' and is_queued(id) then
           redis.call('SET', K[5], prior .. ' r', 'KEEPTTL')
         end
         return {1, id}
@@ -134,7 +166,8 @@ local function decide(K, A, user, allow)
       return {-7, id}
     end
   end
-  if user[2] and tonumber(string.match(user[2], ' (%d+)$')) > clock_us() / 1000 then return {-2} end
+  local lock = user_field('l' .. A[2])
+  if lock and tonumber(string.match(lock, ' (%d+)$')) > clock_us() / 1000 then return {-2} end
   local now = tonumber(A[1])
   local clock = now -- one clock for every API instance: Redis'
   if A[12] == '1' then clock = math.floor(clock_us() / 1000) end
@@ -155,22 +188,18 @@ local function decide(K, A, user, allow)
   local qty, limit, avail = tonumber(A[3]), tonumber(sale[2]), tonumber(sale[1])
   if qty > limit then return {-8, limit} end
   if avail < qty then return {-5, avail, room, limit} end
-  local held = tonumber(user[1] or '0')
+  local held = tonumber(user_field(A[2]) or '0')
   if held + qty > limit then return {-6, held, limit} end
   local cap, pfield = tonumber(sale[11] or '0'), 'p' .. A[2]
-  if cap > 0 then
-    local parts = tonumber(redis.call('HGET', K[2], pfield) or '0')
-    if parts >= cap then return {-15, parts, cap} end
-  end
+  local parts = 0
+  if cap > 0 or group then parts = tonumber(user_field(pfield) or '0') end
+  if cap > 0 and parts >= cap then return {-15, parts, cap} end
   sale[1], sale[7] = string.format('%d', avail - qty), string.format('%d', tonumber(sale[7] or '0') + qty)
-  local lock = A[6] .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + tonumber(A[7]))
-  if allow then
-    redis.call('HSET', K[2], A[2], string.format('%d', held + qty), 'l' .. A[2], lock, 'a' .. A[2], allow)
-  else
-    redis.call('HSET', K[2], A[2], string.format('%d', held + qty), 'l' .. A[2], lock)
-  end
+  set_user(A[2], string.format('%d', held + qty))
+  set_user('l' .. A[2], A[6] .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + tonumber(A[7])))
+  if allow then set_user('a' .. A[2], allow) end
   if sale[12] == '1' and held == 0 then redis.call('HINCRBY', K[1], 'rused', 1) end -- a pass's first use
-  if cap > 0 or group then redis.call('HINCRBY', K[2], pfield, 1) end
+  if cap > 0 or group then set_user(pfield, string.format('%d', parts + 1)) end
   local value = A[2] .. ' ' .. A[3] .. ' ' .. A[1] .. ' ' .. sale[2]
   if group then
     if A[8] == 'open' then
@@ -185,7 +214,7 @@ local function decide(K, A, user, allow)
   elseif cap > 0 then
     value = value .. ' ' .. cap .. ' - 0 0'
   end
-  redis.call('HSET', K[3], A[4], value)
+  queued[A[4]], qset[#qset + 1], qset[#qset + 2] = value, A[4], value
   redis.call('SADD', K[4], A[4])
   since[#since + 1], since[#since + 2] = A[1], A[4]
   if A[5] ~= '' then redis.call('SET', K[5], A[5] .. ' ' .. A[4], 'EX', ARGV[1]) end
@@ -195,23 +224,25 @@ local function reserve(K, A)
   if not sale[1] or not sale[3] then return {-1} end
   if (sale[13] or '1') ~= ARGV[2] then return {-18, sale[13] or '1'} end
   if sale[14] then return {-19} end
-  if redis.call('HEXISTS', K[3], A[4]) == 1 then return reserved(tonumber(sale[1]), K, A) end
-  local user = redis.call('HMGET', K[2], A[2], 'l' .. A[2], 'a' .. A[2]) -- units held, lock, allowance
-  if A[10] == '0' then return decide(K, A, user) end
+  if is_queued(A[4]) then return reserved(tonumber(sale[1]), K, A) end
+  if A[10] == '0' then return decide(K, A) end
   local t = clock_us()
-  local nxt = math.max(tonumber(user[3] or '0'), tonumber(redis.call('GET', K[6]) or '0'), t) + tonumber(A[10])
+  local nxt = math.max(tonumber(user_field('a' .. A[2]) or '0'), tonumber(redis.call('GET', K[6]) or '0'), t) + tonumber(A[10])
   local wait = nxt - tonumber(A[11]) - t
   if wait > 0 then return {-16, string.format('%d', wait)} end
   local allow = string.format('%d', nxt)
-  local res = decide(K, A, user, allow)
+  local res = decide(K, A, allow)
   if res[1] ~= 0 then -- not reserved: the allowance goes to its own key, gone once full again
     redis.call('SET', K[6], allow, 'PX', string.format('%d', math.ceil((nxt - t) / 1000)))
   end
   return res
 end
--- writes the sale's avail and qunits and the since index for the reservations so far
+-- writes what the reservations so far changed: the users' and the orders' fields, the
+-- sale's avail and qunits, and the since index
 local function taken()
+  if #uset > 0 then redis.call('HSET', KEYS[2], unpack(uset)) end
   if #since > 0 then
+    redis.call('HSET', KEYS[3], unpack(qset))
     redis.call('HSET', KEYS[1], 'avail', sale[1], 'qunits', sale[7])
     redis.call('ZADD', KEYS[4], unpack(since))
   end
