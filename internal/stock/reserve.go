@@ -94,7 +94,8 @@ import (
 // (units, lock, allowance) and the order ids of a call are read with one HMGET each
 // before its first purchase, and the users' fields, the orders, the sale's avail and
 // qunits and the queued-since index are written with one command each after its last;
-// in between, each purchase sees what the ones before it in the call changed. A
+// in between, each purchase sees what the ones before it in the call changed (a call
+// carries at most maxCoalesced purchases, so its unpacks stay far below Lua's bound). A
 // purchase that fails with an error (not a reply) first has them written for the
 // purchases before it, then fails the call, so those purchases stay whole, each for its
 // roll-back to find. Redis' clock is read once per call. Counts computed in Lua
