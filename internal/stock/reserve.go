@@ -113,7 +113,11 @@ local function clock_us()
   return now_us
 end
 local room = sale[12] == '1' and 1 or 0
-local open = #ARGV > 2 and sale[1] and sale[3] and (sale[13] or '1') == ARGV[2] and not sale[14]
+-- shut is the answer of every purchase of the call when the sale takes none now, else nil
+local shut
+if not sale[1] or not sale[3] then shut = {-1}
+elseif (sale[13] or '1') ~= ARGV[2] then shut = {-18, sale[13] or '1'}
+elseif sale[14] then shut = {-19} end
 -- The users hash's and the queued hash's fields this call reads or writes: read with
 -- one HMGET each before the first purchase, and written with one HSET each after the
 -- last (taken), each purchase seeing the ones before it here. A field's value is false
@@ -121,7 +125,7 @@ local open = #ARGV > 2 and sale[1] and sale[3] and (sale[13] or '1') == ARGV[2] 
 local users, queued = {}, {}
 local uset, qset = {}, {} -- field, value, ... to write
 local since = {} -- score, order id of each reservation of this call, for one ZADD
-if open then
+if not shut and #ARGV > 2 then
   local f, ids = {}, {}
   for a = 3, #ARGV, 13 do
     f[#f + 1], f[#f + 2], f[#f + 3] = ARGV[a + 1], 'l' .. ARGV[a + 1], 'a' .. ARGV[a + 1]
@@ -222,9 +226,7 @@ local function decide(K, A, allow)
   return reserved(avail - qty, K, A)
 end
 local function reserve(K, A)
-  if not sale[1] or not sale[3] then return {-1} end
-  if (sale[13] or '1') ~= ARGV[2] then return {-18, sale[13] or '1'} end
-  if sale[14] then return {-19} end
+  if shut then return shut end
   if is_queued(A[4]) then return reserved(tonumber(sale[1]), K, A) end
   if A[10] == '0' then return decide(K, A) end
   local t = clock_us()
