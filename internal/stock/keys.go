@@ -26,6 +26,11 @@ func queuedKey(b Bucket) string { return prefix(b) + "queued" }
 // (unix ms), so the worker's repair pass finds the old ones without reading them all.
 func queuedSinceKey(b Bucket) string { return prefix(b) + "queued:since" }
 
+// userQueuedKey is the set of one user's queued order ids.
+func userQueuedKey(b Bucket, userID int64) string {
+	return prefix(b) + "queued:user:" + strconv.FormatInt(userID, 10)
+}
+
 // claimedKey is the set of queued order ids a worker has begun to persist; the API no
 // longer gives those back when the reply of their reserve script was lost.
 func claimedKey(b Bucket) string { return prefix(b) + "claimed" }

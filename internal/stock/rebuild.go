@@ -187,6 +187,7 @@ func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
 // MySQL's orders make it (units, and participations p<user>), written beforehand in
 // chunks (it becomes the users hash; it may not exist when no user holds any)
 // KEYS[8] moves hash
+// KEYS[8+i] the queued set of the user of stored order i
 // ARGV[1] the generation read, "" when the sale was missing
 // ARGV[2] total  ARGV[3] the units MySQL's orders hold  ARGV[4] the new generation
 // ARGV[5] activity id  ARGV[6] the returned-units channel
@@ -203,9 +204,8 @@ func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
 // caller beforehand under another key, in chunks, so that a sale of many buyers does
 // not block Redis for the whole of it; the script renames it in place. The returned set
 // is cleared: the orders whose units are still on their way back are held in MySQL's
-// figures, and come back once more by the repair pass. The user locks, attempts'
-// allowances and lists of queued orders of the users whose orders stay queued are kept
-// (userlock.go, reserve.go);
+// figures, and come back once more by the repair pass. The user locks and attempts'
+// allowances of the users whose orders stay queued are kept (userlock.go, reserve.go);
 // other locks go with the old users hash, other allowances were copied to their keys
 // beforehand (keepAllowances). So are the moves recorded here:
 // the units of a move not applied are among those left. A group-buy sale's groups are
@@ -224,17 +224,17 @@ if ARGV[8] ~= '' and string.match(redis.call('HGET', KEYS[1], 'closed') or '', '
 end
 local f = tonumber(ARGV[9])
 local n = tonumber(ARGV[10 + f])
-local stored = {}
-for i = 1, n do stored[i] = ARGV[10 + f + i] end
-unqueue(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], stored)
+local stored, sets = {}, {}
+for i = 1, n do stored[i], sets[i] = ARGV[10 + f + i], KEYS[8 + i] end
+unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], stored, sets)
 local queued = redis.call('HVALS', KEYS[3])
 -- the user locks of the purchases whose orders stay queued (their commits may be under
--- way) stay held, their users' attempts allowances stay (they may have reserved since
--- keepAllowances read the others), and so do their lists of queued orders
+-- way) stay held, and their users' attempts allowances stay (they may have reserved
+-- since keepAllowances read the others)
 local kept = {}
 for _, v in ipairs(queued) do
   local user = string.match(v, '^(%d+)')
-  kept[#kept + 1], kept[#kept + 2], kept[#kept + 3] = 'l' .. user, 'a' .. user, 'q' .. user
+  kept[#kept + 1], kept[#kept + 2] = 'l' .. user, 'a' .. user
 end
 local held = {}
 for first = 1, #kept, 1000 do
@@ -361,6 +361,7 @@ func (s *Stock) rebuildBucket(ctx context.Context, from RebuildPoint, closing Cl
 		movesKey(b)}
 	for _, q := range stored {
 		args = append(args, q.OrderID)
+		keys = append(keys, userQueuedKey(b, q.UserID))
 	}
 	res, err := reply(rebuildScript.Run(ctx, s.rdb, keys, args...).Result())
 	if err != nil {

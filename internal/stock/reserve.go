@@ -22,10 +22,10 @@ import (
 //
 // KEYS[1] sale hash   KEYS[2] users hash   KEYS[3] queued hash   KEYS[4] queued-since sorted set
 // KEYS[5] open groups sorted set   KEYS[6] open groups, fullest first
-// then, for each purchase in turn, two keys (a plain purchase) or four (a seat):
-// 1 idempotency key  2 the user's attempts allowance (rateKey; also the field a<user> of
-// the users hash, written instead when the attempt reserves)  3 group hash  4 group
-// seats hash (a seat only)
+// then, for each purchase in turn, three keys (a plain purchase) or five (a seat):
+// 1 the user's queued set  2 idempotency key  3 the user's attempts allowance (rateKey;
+// also the field a<user> of the users hash, written instead when the attempt reserves)
+// 4 group hash  5 group seats hash (a seat only)
 // ARGV[1] idempotency key TTL (s)  ARGV[2] the sale's buckets as the caller believes (it
 // chose the bucket by them); then thirteen arguments for each purchase i (0, 1, ...), at
 // ARGV[2 + 13i + n]:
@@ -89,11 +89,9 @@ import (
 // new for each purchase, so finding it queued means this is such a retry, and it gets
 // the answer of the run that reserved instead of meeting its own lock (busy) with its
 // units taken. A user's participations (orders held, in a sale that caps them or sells
-// in groups) are the field p<user> of the users hash, and the ids of their queued
-// orders, space-separated, the field q<user> (settle.go takes them out). A command
-// inside a script costs the server far more than its own work (docs/performance.md), so
-// the users' fields (units, lock, allowance, queued orders) and the order ids of a call
-// are read with one HMGET each
+// in groups) are the field p<user> of the users hash. A command inside a script costs
+// the server far more than its own work (docs/performance.md), so the users' fields
+// (units, lock, allowance) and the order ids of a call are read with one HMGET each
 // before its first purchase, and the users' fields, the orders, the sale's avail and
 // qunits and the queued-since index are written with one command each after its last;
 // in between, each purchase sees what the ones before it in the call changed (a call
@@ -130,8 +128,7 @@ local since = {} -- score, order id of each reservation of this call, for one ZA
 if not shut and #ARGV > 2 then
   local f, ids = {}, {}
   for a = 3, #ARGV, 13 do
-    local u = ARGV[a + 1]
-    f[#f + 1], f[#f + 2], f[#f + 3], f[#f + 4] = u, 'l' .. u, 'a' .. u, 'q' .. u
+    f[#f + 1], f[#f + 2], f[#f + 3] = ARGV[a + 1], 'l' .. ARGV[a + 1], 'a' .. ARGV[a + 1]
     ids[#ids + 1] = ARGV[a + 3]
   end
   local v = redis.call('HMGET', KEYS[2], unpack(f))
@@ -152,14 +149,14 @@ local function is_queued(id)
 end
 local function reserved(avail, K, A)
   if A[8] == '' then return {0, avail} end
-  local g = redis.call('HMGET', K[6], 'members', 'size', 'expires', 'status')
+  local g = redis.call('HMGET', K[8], 'members', 'size', 'expires', 'status')
   return {0, avail, g[1], g[2], g[3], g[4]}
 end
 -- decides an attempt the allowance let through; allow is the user's allowance after it
 -- (nil: not counted), written with the units when the purchase reserves
 local function decide(K, A, allow)
   if A[5] ~= '' then
-    local prior = redis.call('GET', K[4])
+    local prior = redis.call('GET', K[5])
     if prior then
       local fp, id, mark = string.match(prior, '^(%S+) (%S+)( ?r?)$')
       if fp == A[5] then
@@ -167,7 +164,7 @@ local function decide(K, A, allow)
         -- it may yet fail its replicas' confirmation, and its roll-back must then leave
         -- the order standing for this answer (rollbackScript).
         if mark == '' and is_queued(id) then
-          redis.call('SET', K[4], prior .. ' r', 'KEEPTTL')
+          redis.call('SET', K[5], prior .. ' r', 'KEEPTTL')
         end
         return {1, id}
       end
@@ -187,9 +184,9 @@ local function decide(K, A, allow)
   if A[8] ~= '' and not group then return {-10} end
   local g -- the seat's group: members, size, expires, status
   if A[8] == 'join' then
-    g = redis.call('HMGET', K[6], 'members', 'size', 'expires', 'status')
+    g = redis.call('HMGET', K[8], 'members', 'size', 'expires', 'status')
     if not g[1] then return {-11} end
-    if redis.call('HEXISTS', K[7], A[2]) == 1 then return {-13} end
+    if redis.call('HEXISTS', K[9], A[2]) == 1 then return {-13} end
     if g[4] == '1' or tonumber(g[1]) >= tonumber(g[2]) then return {-14} end
     if g[4] ~= '0' or now >= tonumber(g[3]) then return {-12} end
   end
@@ -212,21 +209,20 @@ local function decide(K, A, allow)
   if group then
     if A[8] == 'open' then
       g = {1, sale[9], string.format('%d', now + tonumber(sale[10]) * 1000), '0'}
-      redis.call('HSET', K[6], 'members', g[1], 'size', g[2], 'expires', g[3], 'status', g[4])
-    elseif redis.call('HINCRBY', K[6], 'members', 1) >= tonumber(g[2]) then
-      redis.call('HSET', K[6], 'status', 1)
+      redis.call('HSET', K[8], 'members', g[1], 'size', g[2], 'expires', g[3], 'status', g[4])
+    elseif redis.call('HINCRBY', K[8], 'members', 1) >= tonumber(g[2]) then
+      redis.call('HSET', K[8], 'status', 1)
     end
-    list_group(K[8], K[9], K[6], A[9])
-    redis.call('HSET', K[7], A[2], A[4] .. ' ' .. A[3])
+    list_group(K[10], K[11], K[8], A[9])
+    redis.call('HSET', K[9], A[2], A[4] .. ' ' .. A[3])
     value = value .. ' ' .. cap .. ' ' .. A[9] .. ' ' .. g[2] .. ' ' .. g[3]
   elseif cap > 0 then
     value = value .. ' ' .. cap .. ' - 0 0'
   end
   queued[A[4]], qset[#qset + 1], qset[#qset + 2] = value, A[4], value
-  local mine = user_field('q' .. A[2])
-  set_user('q' .. A[2], mine and mine .. ' ' .. A[4] or A[4])
+  redis.call('SADD', K[4], A[4])
   since[#since + 1], since[#since + 2] = A[1], A[4]
-  if A[5] ~= '' then redis.call('SET', K[4], A[5] .. ' ' .. A[4], 'EX', ARGV[1]) end
+  if A[5] ~= '' then redis.call('SET', K[5], A[5] .. ' ' .. A[4], 'EX', ARGV[1]) end
   return reserved(avail - qty, K, A)
 end
 local function reserve(K, A)
@@ -234,13 +230,13 @@ local function reserve(K, A)
   if is_queued(A[4]) then return reserved(tonumber(sale[1]), K, A) end
   if A[10] == '0' then return decide(K, A) end
   local t = clock_us()
-  local nxt = math.max(tonumber(user_field('a' .. A[2]) or '0'), tonumber(redis.call('GET', K[5]) or '0'), t) + tonumber(A[10])
+  local nxt = math.max(tonumber(user_field('a' .. A[2]) or '0'), tonumber(redis.call('GET', K[6]) or '0'), t) + tonumber(A[10])
   local wait = nxt - tonumber(A[11]) - t
   if wait > 0 then return {-16, string.format('%d', wait)} end
   local allow = string.format('%d', nxt)
   local res = decide(K, A, allow)
   if res[1] ~= 0 then -- not reserved: the allowance goes to its own key, gone once full again
-    redis.call('SET', K[5], allow, 'PX', string.format('%d', math.ceil((nxt - t) / 1000)))
+    redis.call('SET', K[6], allow, 'PX', string.format('%d', math.ceil((nxt - t) / 1000)))
   end
   return res
 end
@@ -257,11 +253,11 @@ end
 local out, k = {}, 6
 for a = 2, #ARGV - 1, 13 do
   local A = {unpack(ARGV, a + 1, a + 13)}
-  local K = {KEYS[1], KEYS[2], KEYS[3], KEYS[k + 1], KEYS[k + 2], nil, nil, KEYS[5], KEYS[6]}
+  local K = {KEYS[1], KEYS[2], KEYS[3], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[4], nil, nil, KEYS[5], KEYS[6]}
   if A[8] == '' then
-    k = k + 2
+    k = k + 3
   else
-    K[6], K[7], k = KEYS[k + 3], KEYS[k + 4], k + 4
+    K[8], K[9], k = KEYS[k + 4], KEYS[k + 5], k + 5
   end
   local ok, res = pcall(reserve, K, A)
   if not ok then
@@ -535,7 +531,7 @@ func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string, 
 func appendReservation(keys []string, args []any, r Reservation, fingerprint string, b Bucket) ([]string, []any) {
 	interval, tolerance := r.allowance()
 	mode := r.mode()
-	keys = append(keys, idempotencyKey(b, r.UserID, r.IdempotencyKey), rateKey(b, r.UserID))
+	keys = append(keys, userQueuedKey(b, r.UserID), idempotencyKey(b, r.UserID, r.IdempotencyKey), rateKey(b, r.UserID))
 	if mode != "" {
 		keys = append(keys, groupKey(b, r.Group), groupSeatsKey(b, r.Group))
 	}
@@ -548,7 +544,7 @@ func appendReservation(keys []string, args []any, r Reservation, fingerprint str
 // leaves each one's reply (or the call's error) in it.
 func (s *Stock) reserveAll(ctx context.Context, calls []*reserveCall) {
 	b := calls[0].b
-	keys := make([]string, 0, 6+4*len(calls))
+	keys := make([]string, 0, 6+5*len(calls))
 	keys = append(keys, saleKey(b), usersKey(b), queuedKey(b), queuedSinceKey(b), openGroupsKey(b), fillGroupsKey(b))
 	args := make([]any, 0, 2+13*len(calls))
 	args = append(args, int64(IdempotencyTTL/time.Second), max(1, b.k))

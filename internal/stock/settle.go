@@ -12,13 +12,12 @@ import (
 //
 //	each(cmd, key, list): runs cmd on key with the values of list as arguments, in
 //	  calls of at most 1000 (Lua's stack bounds unpack).
-//	unqueue(sale, users, queued, claimed, since, ids): ends the queued state of the
-//	  orders ids and returns, by position, each one's user and quantity; nil for an id
-//	  not queued (or seen before in ids). The queued hash and the users' lists of
-//	  queued orders (the fields q<user> of the users hash) are read once, and they, the
-//	  claimed set, the since index and the sale's qunits are each written once, for all
-//	  of them: a command inside a script costs the server more than its own work
-//	  (docs/performance.md).
+//	unqueue(sale, queued, claimed, since, ids, user_sets): ends the queued state of the
+//	  orders ids (user_sets[i] is the queued set of order i's user) and returns, by
+//	  position, each one's user and quantity; nil for an id not queued (or seen before
+//	  in ids). The queued hash is read once, and it, the claimed set, the since index
+//	  and the sale's qunits are each written once, for all of them: a command inside a
+//	  script costs the server more than its own work (docs/performance.md).
 //	give_back(sale, users, user, qty): qty units back to stock and to user's allowance,
 //	  and one participation, where the sale counts them (the field p<user>); a user who
 //	  holds no unit any more loses the field of their attempts' allowance (a<user>) too,
@@ -29,9 +28,8 @@ local function each(cmd, key, list)
     redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
   end
 end
-local function unqueue(sale, users_hash, queued, claimed, since, ids)
+local function unqueue(sale, queued, claimed, since, ids, user_sets)
   local users, qtys, gone, seen, units = {}, {}, {}, {}, 0
-  local lists = {} -- the field q<user> of each user with an order here, in order
   for first = 1, #ids, 1000 do
     local values = redis.call('HMGET', queued, unpack(ids, first, math.min(first + 999, #ids)))
     for j, v in ipairs(values) do
@@ -42,30 +40,11 @@ local function unqueue(sale, users_hash, queued, claimed, since, ids)
         users[i], qtys[i] = user, tonumber(qty)
         units = units + qtys[i]
         gone[#gone + 1] = ids[i]
-        if not lists['q' .. user] then
-          lists['q' .. user], lists[#lists + 1] = true, 'q' .. user
-        end
+        redis.call('SREM', user_sets[i], ids[i])
       end
     end
   end
   if #gone > 0 then
-    local set, del = {}, {}
-    for first = 1, #lists, 1000 do
-      local values = redis.call('HMGET', users_hash, unpack(lists, first, math.min(first + 999, #lists)))
-      for j, list in ipairs(values) do
-        local rest = {}
-        for id in string.gmatch(list or '', '%S+') do
-          if not seen[id] then rest[#rest + 1] = id end
-        end
-        if #rest > 0 then
-          set[#set + 1], set[#set + 2] = lists[first + j - 1], table.concat(rest, ' ')
-        elseif list then
-          del[#del + 1] = lists[first + j - 1]
-        end
-      end
-    end
-    each('HSET', users_hash, set)
-    each('HDEL', users_hash, del)
     each('HDEL', queued, gone)
     each('SREM', claimed, gone)
     each('ZREM', since, gone)
@@ -92,9 +71,9 @@ end
 // rollbackScript gives back a reservation whose reserve script's reply was lost (the
 // purchase was answered 503, so no order stands for it).
 //
-// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
-// KEYS[5] idempotency key (any key when the purchase had none)
-// KEYS[6] queued-since sorted set  KEYS[7] given-back set
+// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] user's queued set
+// KEYS[5] claimed set  KEYS[6] idempotency key (any key when the purchase had none)
+// KEYS[7] queued-since sorted set  KEYS[8] given-back set
 // ARGV[1] order id  ARGV[2] activity id (published on the returned-units channel)
 // ARGV[3] the returned-units channel
 //
@@ -104,18 +83,18 @@ end
 // Idempotency-Key was answered with it (the repair pass enqueues it); -1 not queued
 // (given back or settled before).
 var rollbackScript = redis.NewScript(unitsLua + bumpGenLua + `
-if redis.call('SISMEMBER', KEYS[4], ARGV[1]) == 1 then return 0 end
-local prior = redis.call('GET', KEYS[5])
+if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then return 0 end
+local prior = redis.call('GET', KEYS[6])
 -- a replay answered with this order (reserveScript marked its key): it stands, and the
 -- repair pass enqueues it
 if prior and string.sub(prior, -#ARGV[1] - 3) == ' ' .. ARGV[1] .. ' r' then return 0 end
-local users, qtys = unqueue(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], {ARGV[1]})
+local users, qtys = unqueue(KEYS[1], KEYS[3], KEYS[5], KEYS[7], {ARGV[1]}, {KEYS[4]})
 if not users[1] then return -1 end
 give_back(KEYS[1], KEYS[2], users[1], qtys[1])
 bump_gen(KEYS[1])
-redis.call('SADD', KEYS[7], ARGV[1])
-redis.call('EXPIRE', KEYS[7], 86400)
-if prior and string.sub(prior, -#ARGV[1] - 1) == ' ' .. ARGV[1] then redis.call('DEL', KEYS[5]) end
+redis.call('SADD', KEYS[8], ARGV[1])
+redis.call('EXPIRE', KEYS[8], 86400)
+if prior and string.sub(prior, -#ARGV[1] - 1) == ' ' .. ARGV[1] then redis.call('DEL', KEYS[6]) end
 redis.call('PUBLISH', ARGV[3], ARGV[2])
 return 1
 `)
@@ -138,8 +117,8 @@ const (
 // worker already claimed its order.
 func (s *Stock) Rollback(ctx context.Context, activityID, userID int64, orderID, idemKey string) (RollbackResult, error) {
 	b := home(activityID, userID, s.knownBuckets(activityID))
-	keys := []string{saleKey(b), usersKey(b), queuedKey(b), claimedKey(b), idempotencyKey(b, userID, idemKey),
-		queuedSinceKey(b), givenBackKey(b)}
+	keys := []string{saleKey(b), usersKey(b), queuedKey(b), userQueuedKey(b, userID), claimedKey(b),
+		idempotencyKey(b, userID, idemKey), queuedSinceKey(b), givenBackKey(b)}
 	var n int64
 	err := whileMoving(ctx, s.rdb, func() (err error) {
 		n, err = rollbackScript.Run(ctx, s.rdb, keys, orderID, activityID, ReturnedChannel).Int64()
@@ -241,8 +220,8 @@ func byBucket[T any](sale Bucket, orders []T, user func(T) int64) map[Bucket][]T
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
 // KEYS[5] queued-since sorted set  KEYS[6] open groups sorted set
 // KEYS[7] open groups, fullest first
-// KEYS[6+2i] and KEYS[7+2i] the hash and the seats of order i's group (any key of the
-// sale's slot outside a group)
+// KEYS[5+3i] the queued set of order i's user, KEYS[6+3i] and KEYS[7+3i] the hash and
+// the seats of its group (any key of the sale's slot outside a group)
 // ARGV[1] activity id  ARGV[2] the returned-units channel
 // ARGV[3i] order i's id  ARGV[1+3i] "1" when order i failed (its units come back), else
 // "0"  ARGV[2+3i] its group's id, "" outside a group
@@ -252,15 +231,15 @@ func byBucket[T any](sale Bucket, orders []T, user func(T) int64) map[Bucket][]T
 // generation goes up. Returns the units given back.
 var settleScript = redis.NewScript(unitsLua + bumpGenLua + listGroupLua + `
 local n = (#ARGV - 2) / 3
-local ids = {}
-for i = 1, n do ids[i] = ARGV[3 * i] end
-local users, qtys = unqueue(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ids)
+local ids, sets = {}, {}
+for i = 1, n do ids[i], sets[i] = ARGV[3 * i], KEYS[5 + 3 * i] end
+local users, qtys = unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], ids, sets)
 local back = 0
 for i = 1, n do
   if users[i] and ARGV[1 + 3 * i] == '1' then
     give_back(KEYS[1], KEYS[2], users[i], qtys[i])
     back = back + qtys[i]
-    local group, seats = KEYS[6 + 2 * i], KEYS[7 + 2 * i]
+    local group, seats = KEYS[6 + 3 * i], KEYS[7 + 3 * i]
     if ARGV[2 + 3 * i] ~= '' and redis.call('HDEL', seats, users[i]) == 1 then
       redis.call('HINCRBY', group, 'members', -1)
       if redis.call('HGET', group, 'status') == '1' then redis.call('HSET', group, 'status', 0) end
@@ -296,7 +275,7 @@ func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlemen
 			fillGroupsKey(b)}
 		args := []any{activityID, ReturnedChannel}
 		for _, o := range os {
-			keys = append(keys, groupKey(b, o.Group), groupSeatsKey(b, o.Group))
+			keys = append(keys, userQueuedKey(b, o.UserID), groupKey(b, o.Group), groupSeatsKey(b, o.Group))
 			failed := "0"
 			if o.Failed {
 				failed = "1"

@@ -400,24 +400,21 @@ func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, userID int6
 	for i, id := range activityIDs {
 		homes[i] = home(id, userID, ks[id])
 	}
-	lists := make([]*redis.StringCmd, len(activityIDs))
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // each command's error is read below
+	sets := make([]*redis.StringSliceCmd, len(activityIDs))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range homes {
-			lists[i] = p.HGet(ctx, usersKey(b), "q"+strconv.FormatInt(userID, 10))
+			sets[i] = p.SMembers(ctx, userQueuedKey(b, userID))
 		}
 		return nil
 	})
-	for _, l := range lists { // an absent field is a user without queued orders there
-		if err := l.Err(); err != nil && !errors.Is(err, redis.Nil) {
-			return nil, fmt.Errorf("read user's queued orders: %w", err)
-		}
+	if err != nil {
+		return nil, fmt.Errorf("read user's queued orders: %w", err)
 	}
-	ids := make([][]string, len(activityIDs))
 	values := make([]*redis.SliceCmd, len(activityIDs))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range homes {
-			if ids[i] = strings.Fields(lists[i].Val()); len(ids[i]) > 0 {
-				values[i] = p.HMGet(ctx, queuedKey(b), ids[i]...)
+			if ids := sets[i].Val(); len(ids) > 0 {
+				values[i] = p.HMGet(ctx, queuedKey(b), ids...)
 			}
 		}
 		return nil
@@ -435,7 +432,7 @@ func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, userID int6
 			if !ok {
 				continue // settled meanwhile
 			}
-			q, err := parseQueued(id, ids[i][j], str)
+			q, err := parseQueued(id, sets[i].Val()[j], str)
 			if err != nil {
 				return nil, err
 			}
@@ -544,7 +541,7 @@ func (s *Stock) snapshotBucket(ctx context.Context, b Bucket, snap *Snapshot) ([
 		snap.Queued = append(snap.Queued, q)
 	}
 	for k, v := range users.Val() {
-		if strings.IndexByte("plaq", k[0]) >= 0 { // participations, a lock, an allowance, queued orders
+		if strings.HasPrefix(k, "p") || strings.HasPrefix(k, "l") || strings.HasPrefix(k, "a") { // participations, a lock, an allowance
 			continue
 		}
 		u, err1 := strconv.ParseInt(k, 10, 64)
