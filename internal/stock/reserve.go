@@ -118,12 +118,22 @@ local shut
 if not sale[1] or not sale[3] then shut = {-1}
 elseif (sale[13] or '1') ~= ARGV[2] then shut = {-18, sale[13] or '1'}
 elseif sale[14] then shut = {-19} end
--- The users hash's and the queued hash's fields this call reads or writes: read with
--- one HMGET each before the first purchase, and written with one HSET each after the
--- last (taken), each purchase seeing the ones before it here. A field's value is false
--- when it is absent.
-local users, queued = {}, {}
-local uset, qset = {}, {} -- field, value, ... to write
+-- The users hash's and the queued hash's fields as this call sees them: read with one
+-- HMGET each before the first purchase (or an HGET for a field not read then), written
+-- with one HSET each after the last (taken), each purchase seeing what the ones before
+-- it wrote. h.v holds a field's value (false when absent), h.w the fields to write.
+local users, queued = {key = KEYS[2], v = {}, w = {}}, {key = KEYS[3], v = {}, w = {}}
+local function read(h, fields)
+  local v = redis.call('HMGET', h.key, unpack(fields))
+  for i = 1, #fields do h.v[fields[i]] = v[i] end
+end
+local function get(h, f)
+  if h.v[f] == nil then h.v[f] = redis.call('HGET', h.key, f) end
+  return h.v[f]
+end
+local function put(h, f, v)
+  h.v[f], h.w[#h.w + 1], h.w[#h.w + 2] = v, f, v
+end
 local since = {} -- score, order id of each reservation of this call, for one ZADD
 if not shut and #ARGV > 2 then
   local f, ids = {}, {}
@@ -131,21 +141,8 @@ if not shut and #ARGV > 2 then
     f[#f + 1], f[#f + 2], f[#f + 3] = ARGV[a + 1], 'l' .. ARGV[a + 1], 'a' .. ARGV[a + 1]
     ids[#ids + 1] = ARGV[a + 3]
   end
-  local v = redis.call('HMGET', KEYS[2], unpack(f))
-  for i = 1, #f do users[f[i]] = v[i] end
-  v = redis.call('HMGET', KEYS[3], unpack(ids))
-  for i = 1, #ids do queued[ids[i]] = v[i] end
-end
-local function user_field(f)
-  if users[f] == nil then users[f] = redis.call('HGET', KEYS[2], f) end
-  return users[f] or nil
-end
-local function set_user(f, v)
-  users[f], uset[#uset + 1], uset[#uset + 2] = v, f, v
-end
-local function is_queued(id)
-  if queued[id] == nil then queued[id] = redis.call('HGET', KEYS[3], id) end
-  return queued[id] ~= false
+  read(users, f)
+  read(queued, ids)
 end
 local function reserved(avail, K, A)
   if A[8] == '' then return {0, avail} end
@@ -163,7 +160,7 @@ local function decide(K, A, allow)
         -- A replay while the order is still queued marks the key: the purchase that made
         -- it may yet fail its replicas' confirmation, and its roll-back must then leave
         -- the order standing for this answer (rollbackScript).
-        if mark == '' and is_queued(id) then
+        if mark == '' and get(queued, id) then
           redis.call('SET', K[5], prior .. ' r', 'KEEPTTL')
         end
         return {1, id}
@@ -171,7 +168,7 @@ local function decide(K, A, allow)
       return {-7, id}
     end
   end
-  local lock = user_field('l' .. A[2])
+  local lock = get(users, 'l' .. A[2])
   if lock and tonumber(string.match(lock, ' (%d+)$')) > clock_us() / 1000 then return {-2} end
   local now = tonumber(A[1])
   local clock = now -- one clock for every API instance: Redis'
@@ -193,18 +190,18 @@ local function decide(K, A, allow)
   local qty, limit, avail = tonumber(A[3]), tonumber(sale[2]), tonumber(sale[1])
   if qty > limit then return {-8, limit} end
   if avail < qty then return {-5, avail, room, limit} end
-  local held = tonumber(user_field(A[2]) or '0')
+  local held = tonumber(get(users, A[2]) or '0')
   if held + qty > limit then return {-6, held, limit} end
   local cap, pfield = tonumber(sale[11] or '0'), 'p' .. A[2]
   local parts = 0
-  if cap > 0 or group then parts = tonumber(user_field(pfield) or '0') end
+  if cap > 0 or group then parts = tonumber(get(users, pfield) or '0') end
   if cap > 0 and parts >= cap then return {-15, parts, cap} end
   sale[1], sale[7] = string.format('%d', avail - qty), string.format('%d', tonumber(sale[7] or '0') + qty)
-  set_user(A[2], string.format('%d', held + qty))
-  set_user('l' .. A[2], A[6] .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + tonumber(A[7])))
-  if allow then set_user('a' .. A[2], allow) end
+  put(users, A[2], string.format('%d', held + qty))
+  put(users, 'l' .. A[2], A[6] .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + tonumber(A[7])))
+  if allow then put(users, 'a' .. A[2], allow) end
   if sale[12] == '1' and held == 0 then redis.call('HINCRBY', K[1], 'rused', 1) end -- a pass's first use
-  if cap > 0 or group then set_user(pfield, string.format('%d', parts + 1)) end
+  if cap > 0 or group then put(users, pfield, string.format('%d', parts + 1)) end
   local value = A[2] .. ' ' .. A[3] .. ' ' .. A[1] .. ' ' .. sale[2]
   if group then
     if A[8] == 'open' then
@@ -219,7 +216,7 @@ local function decide(K, A, allow)
   elseif cap > 0 then
     value = value .. ' ' .. cap .. ' - 0 0'
   end
-  queued[A[4]], qset[#qset + 1], qset[#qset + 2] = value, A[4], value
+  put(queued, A[4], value)
   redis.call('SADD', K[4], A[4])
   since[#since + 1], since[#since + 2] = A[1], A[4]
   if A[5] ~= '' then redis.call('SET', K[5], A[5] .. ' ' .. A[4], 'EX', ARGV[1]) end
@@ -227,10 +224,10 @@ local function decide(K, A, allow)
 end
 local function reserve(K, A)
   if shut then return shut end
-  if is_queued(A[4]) then return reserved(tonumber(sale[1]), K, A) end
+  if get(queued, A[4]) then return reserved(tonumber(sale[1]), K, A) end
   if A[10] == '0' then return decide(K, A) end
   local t = clock_us()
-  local nxt = math.max(tonumber(user_field('a' .. A[2]) or '0'), tonumber(redis.call('GET', K[6]) or '0'), t) + tonumber(A[10])
+  local nxt = math.max(tonumber(get(users, 'a' .. A[2]) or '0'), tonumber(redis.call('GET', K[6]) or '0'), t) + tonumber(A[10])
   local wait = nxt - tonumber(A[11]) - t
   if wait > 0 then return {-16, string.format('%d', wait)} end
   local allow = string.format('%d', nxt)
@@ -243,9 +240,10 @@ end
 -- writes what the reservations so far changed: the users' and the orders' fields, the
 -- sale's avail and qunits, and the since index
 local function taken()
-  if #uset > 0 then redis.call('HSET', KEYS[2], unpack(uset)) end
+  for _, h in ipairs({users, queued}) do
+    if #h.w > 0 then redis.call('HSET', h.key, unpack(h.w)) end
+  end
   if #since > 0 then
-    redis.call('HSET', KEYS[3], unpack(qset))
     redis.call('HSET', KEYS[1], 'avail', sale[1], 'qunits', sale[7])
     redis.call('ZADD', KEYS[4], unpack(since))
   end
