@@ -16,6 +16,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"seckill/internal/config"
 	"seckill/internal/handler"
 )
 
@@ -54,7 +55,7 @@ func TestCheckerFindsEachKind(t *testing.T) {
 		"[ok](docs/a.md#the-part) [ok](#group-buy-拼团-sales) [ok](docs/) ![ok](docs/a.md)\n"+
 		"[gone](docs/missing.md) [bad anchor](docs/a.md#nowhere) [bad](#nope)\n"+
 		"[outside](../elsewhere.md) [web](https://example.com/x.md#y)\n"+
-		"`SECKILL_KNOWN` `SECKILL_KNOWN_FILE` SECKILL_TYPO `LOADTEST_GONE` `AUDIT_FLAGS`\n"+
+		"`SECKILL_KNOWN` `SECKILL_KNOWN_FILE` SECKILL_TYPO `LOADTEST_GONE` `AUDIT_FLAGS` `SECKILL_PLAIN_FILE`\n"+
 		"`GET /api/v1/activities/{id}` `POST /api/v1/activities/42/orders` `GET /orders/{id}` "+
 		"/api/v1/admin and `GET /healthz` and `/api/v1/admin/...`\n"+
 		"`POST /api/v1/activities/{id}` `GET /api/v1/nothing` `DELETE /orders/{id}/pay`\n"+
@@ -62,7 +63,7 @@ func TestCheckerFindsEachKind(t *testing.T) {
 	write("docs/a.md", "# A\n\n## The part\n\n<a id=\"kept\"></a>\n[ok](../README.md#top) [ok](#kept)\n")
 	c := checker{
 		root: root,
-		vars: map[string]bool{"SECKILL_KNOWN": true, "AUDIT_FLAGS": true, "_FILE": true},
+		vars: map[string]bool{"SECKILL_KNOWN": true, "SECKILL_KNOWN_FILE": true, "SECKILL_PLAIN": true, "AUDIT_FLAGS": true},
 		routes: []route{{"GET", "/api/v1/activities/:id"}, {"POST", "/api/v1/activities/:id/orders"},
 			{"GET", "/api/v1/orders/:id"}, {"POST", "/api/v1/orders/:id/pay"},
 			{"GET", "/api/v1/admin/activities"}, {"GET", "/healthz"}},
@@ -75,6 +76,7 @@ func TestCheckerFindsEachKind(t *testing.T) {
 		"README.md: link ../elsewhere.md: outside the repository",
 		"README.md: environment variable SECKILL_TYPO",
 		"README.md: environment variable LOADTEST_GONE",
+		"README.md: environment variable SECKILL_PLAIN_FILE",
 		"README.md: route POST /api/v1/activities/{id}",
 		"README.md: route GET /api/v1/nothing",
 		"README.md: route DELETE /orders/{id}/pay",
@@ -84,7 +86,7 @@ func TestCheckerFindsEachKind(t *testing.T) {
 			t.Errorf("the checker did not report %q; it reported:\n%s", want, got)
 		}
 	}
-	for _, fine := range []string{"docs/a.md:", "SECKILL_KNOWN", "AUDIT_FLAGS", "nowhere.md", "example.com",
+	for _, fine := range []string{"docs/a.md:", "variable SECKILL_KNOWN:", "variable SECKILL_KNOWN_FILE:", "variable AUDIT_FLAGS:", "nowhere.md", "example.com",
 		"route /api/v1/admin:", "GET /healthz", "{id}/orders", "GET /orders/{id}", "the-part", "group-buy", "/api/v1/admin/..."} {
 		if strings.Contains(got, fine) {
 			t.Errorf("the checker reported something fine (%q):\n%s", fine, got)
@@ -123,7 +125,7 @@ func (c checker) check(t *testing.T, pages []string) []string {
 			c.checkLink(p, target, anchors, report)
 		}
 		for _, v := range envVar.FindAllString(texts[p], -1) {
-			if !c.knownVar(v) {
+			if !c.vars[v] {
 				report("environment variable %s: the code does not read it", v)
 			}
 		}
@@ -249,15 +251,6 @@ func (c checker) served(method, path string, prefix bool) bool {
 	return false
 }
 
-func (c checker) knownVar(v string) bool {
-	if c.vars[v] {
-		return true
-	}
-	// <NAME>_FILE: the secret NAME read from a file, wherever the code builds the name.
-	base, ok := strings.CutSuffix(v, "_FILE")
-	return ok && c.vars[base] && c.vars["_FILE"]
-}
-
 // markdownFiles lists the repository's Markdown files, relative to root, leaving out
 // what is not the project's (vendored packages, git-ignored run data).
 func markdownFiles(t *testing.T, root string) []string {
@@ -287,14 +280,21 @@ func markdownFiles(t *testing.T, root string) []string {
 	return out
 }
 
-// codeVariables collects the environment variable names the code mentions: in Go, the
-// string literals (internal/config's table, os.Getenv in the tools and tests), and the
-// scripts, Makefile, compose file, nginx template and load tools, where a name is read
-// as it is written.
+// codeVariables collects the environment variable names the code reads: the binaries'
+// table (config.Vars, with <NAME>_FILE for a secret), and elsewhere the names the code
+// mentions: in Go, the string literals outside internal/config (the load tools' and the
+// tests' os.Getenv), and the scripts, Makefile, compose file, nginx template, chart and
+// load tools, where a name is read as it is written.
 func codeVariables(t *testing.T, root string) map[string]bool {
 	t.Helper()
 	vars := map[string]bool{}
-	name := regexp.MustCompile(`[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|_FILE`)
+	for _, v := range config.Vars {
+		vars[v.Name] = true
+		if v.Secret {
+			vars[v.Name+"_FILE"] = true
+		}
+	}
+	name := regexp.MustCompile(`[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+`)
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -309,6 +309,8 @@ func codeVariables(t *testing.T, root string) map[string]bool {
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
 		switch {
+		case strings.HasPrefix(rel, "internal/config/"):
+			// the binaries' variables are the table's, above
 		case strings.HasSuffix(base, ".go"):
 			src, err := os.ReadFile(p)
 			if err != nil {
