@@ -60,7 +60,7 @@ func TestBadConnectionSettingsRefuseTheStart(t *testing.T) {
 		{"a wrong password from a file", []string{"SECKILL_REDIS_PASSWORD=", "SECKILL_REDIS_PASSWORD_FILE=" + wrongPassword}, "SECKILL_REDIS_USERNAME and SECKILL_REDIS_PASSWORD"},
 		{"a password file missing", []string{"SECKILL_REDIS_PASSWORD=", "SECKILL_REDIS_PASSWORD_FILE=" + missing}, "SECKILL_REDIS_PASSWORD_FILE"},
 		{"a password and its file", []string{"SECKILL_REDIS_PASSWORD_FILE=" + wrongPassword}, "SECKILL_REDIS_PASSWORD and SECKILL_REDIS_PASSWORD_FILE are both set"},
-		{"no user: the default user is off", []string{"SECKILL_REDIS_USERNAME=", "SECKILL_REDIS_PASSWORD="}, "SECKILL_REDIS_USERNAME and SECKILL_REDIS_PASSWORD"},
+		{"no user and no password", []string{"SECKILL_REDIS_USERNAME=", "SECKILL_REDIS_PASSWORD="}, "SECKILL_REDIS_USERNAME and SECKILL_REDIS_PASSWORD"},
 		{"TLS asked of a plaintext server", []string{"SECKILL_REDIS_ADDR=" + plain.Addr}, "SECKILL_REDIS_TLS is true but"},
 		{"plaintext to a TLS server", []string{"SECKILL_REDIS_TLS=", "SECKILL_REDIS_TLS_CA_FILE=", "SECKILL_REDIS_TLS_CERT_FILE=",
 			"SECKILL_REDIS_TLS_KEY_FILE="}, "SECKILL_REDIS_TLS:"},
@@ -87,6 +87,9 @@ func TestBadConnectionSettingsRefuseTheStart(t *testing.T) {
 				t.Logf("%s: %s", filepath.Base(bin), line)
 				if !strings.Contains(line, tc.want) {
 					t.Errorf("%s refused the start with %q, want a line naming %s", filepath.Base(bin), line, tc.want)
+				}
+				if out := p.Output(); strings.Contains(out, sec.Password) || strings.Contains(out, "not-the-password") {
+					t.Errorf("%s wrote a password to its log:\n%s", filepath.Base(bin), out)
 				}
 			}
 		})

@@ -8,7 +8,7 @@ import (
 
 // The main scenarios again, unchanged, with every Redis server, Sentinel and Cluster
 // TLS-only with client certificates, the default user off, and the service logged in
-// as a user with only config.RedisACL (Sentinels: testutil.SentinelACL). Each server's
+// as a user with only config.RedisACL (Sentinels: config.RedisSentinelACL). Each server's
 // ACL LOG must be empty at the end: a command, key or channel the rule lacks fails the
 // scenario that needed it.
 func TestScenariosAsRestrictedUserOverTLS(t *testing.T) {

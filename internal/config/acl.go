@@ -39,6 +39,10 @@ var RedisACL = []ACLPart{
 	{"+memory|usage", "asynq's queue statistics, behind the worker's seckill_queue_depth metric"},
 }
 
+// RedisSentinelACL is what the service's user needs on a Sentinel: the client asks for
+// the master's address and the other Sentinels, and listens for +switch-master.
+const RedisSentinelACL = "resetchannels &* -@all +ping +sentinel|get-master-addr-by-name +sentinel|sentinels +sentinel|replicas +subscribe +unsubscribe"
+
 // RedisACLRule is RedisACL as one rule, for ACL SETUSER or a users.acl line.
 func RedisACLRule() string {
 	parts := make([]string, len(RedisACL))

@@ -20,7 +20,7 @@ import (
 // Redis is: TLS only (no plaintext port), client certificates required when
 // ClientCerts, no access without a password, an administrator for the test's own
 // helpers and for replication, and the service's user, who may do only what
-// config.RedisACL allows (on Sentinels, what SentinelACL allows).
+// config.RedisACL allows (on Sentinels, what config.RedisSentinelACL allows).
 //
 // The administrator is the default user with a password, not a user beside a default
 // user turned off: Redis replays the AOF as the default user, and up to Redis 8.2 it
@@ -36,13 +36,9 @@ type RedisSecurity struct {
 	Admin, AdminPassword string
 	// User and Password: the service's user on the data nodes (config.RedisACL).
 	User, Password string
-	// SentinelUser and SentinelPassword: the service's user on the Sentinels (SentinelACL).
+	// SentinelUser and SentinelPassword: the service's user on the Sentinels (config.RedisSentinelACL).
 	SentinelUser, SentinelPassword string
 }
-
-// SentinelACL is what the service's user needs on a Sentinel: go-redis asks for the
-// master's address and the other Sentinels, and listens for +switch-master.
-const SentinelACL = "resetchannels &* -@all +ping +sentinel|get-master-addr-by-name +sentinel|sentinels +sentinel|replicas +subscribe +unsubscribe"
 
 // NewRedisSecurity makes fresh certificates and passwords, client certificates required.
 func NewRedisSecurity(t testing.TB) *RedisSecurity {
@@ -136,7 +132,7 @@ user %s on >%s %s
 sentinel sentinel-user %s
 sentinel sentinel-pass %s
 `, port, sec.TLS.CertFile, sec.TLS.KeyFile, sec.TLS.CAFile, yesNo(sec.ClientCerts),
-		sec.Admin, sec.AdminPassword, sec.SentinelUser, sec.SentinelPassword, SentinelACL, sec.Admin, sec.AdminPassword)
+		sec.Admin, sec.AdminPassword, sec.SentinelUser, sec.SentinelPassword, config.RedisSentinelACL, sec.Admin, sec.AdminPassword)
 	tail = fmt.Sprintf("sentinel auth-user %s %s\nsentinel auth-pass %s %s\n", masterName, sec.Admin, masterName, sec.AdminPassword)
 	return head, tail
 }
