@@ -17,7 +17,6 @@ import (
 	_ "net/http/pprof"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -42,17 +41,8 @@ import (
 )
 
 func main() {
-	// Requests allocate much that dies young; collecting garbage a quarter as often
-	// trades some tens of MB for CPU under a flash crowd. GOGC in the environment wins.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	// A crowd past capacity holds thousands of connections (a stack and buffers each):
-	// near 200 MiB the collector works harder rather than let the heap grow 5x.
-	// GOMEMLIMIT in the environment wins.
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(200 << 20)
-	}
+	// GOGC and GOMEMLIMIT: the defaults of config.Vars, unless the environment sets them.
+	config.SetRuntimeDefaults(config.API)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
