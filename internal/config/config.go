@@ -208,7 +208,7 @@ func (c Config) RedisTopology() string {
 // whose reply was lost; every script is safe to run twice (the reserve script knows its
 // own order, stock.Reserve), so the default budget of 3 redirects is kept. Its view of
 // the slots is reloaded every second as well as on MOVED, so after a failover a client
-// finds the new master within about a second of its election (docs/scale-out.md).
+// finds the new master within about a second of its election (docs/topologies.md).
 func (c Config) Redis() redis.UniversalClient {
 	const (
 		pool     = 256
