@@ -23,7 +23,6 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"gorm.io/gorm"
 
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
@@ -65,22 +64,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	case "serve":
 		return serve(ctx, cfg)
 	case "migrate":
-		db, err := cfg.MySQL()
-		if err != nil {
-			return err
-		}
-		return migrate(ctx, db)
+		return migrate(ctx, cfg)
 	case "token":
 		return token(cfg, args, stdout)
 	}
 	return fmt.Errorf("unknown command %q (want serve, migrate or token)", cmd)
 }
 
-func migrate(ctx context.Context, db *gorm.DB) error {
-	sqlDB, err := db.DB()
+// migrate applies migrations/ on a connection pool of its own, without the bounds of the
+// service's (config.MySQLForMigrations).
+func migrate(ctx context.Context, cfg config.Config) error {
+	sqlDB, err := cfg.MySQLForMigrations()
 	if err != nil {
 		return err
 	}
+	defer sqlDB.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	applied, err := migrations.Up(ctx, sqlDB)
@@ -129,11 +127,11 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	rdb := cfg.Redis()
 	defer rdb.Close()
-	db, err := cfg.MySQL()
-	if err != nil {
+	if err := migrate(ctx, cfg); err != nil {
 		return err
 	}
-	if err := migrate(ctx, db); err != nil {
+	db, err := cfg.MySQL()
+	if err != nil {
 		return err
 	}
 
