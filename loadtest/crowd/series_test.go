@@ -28,8 +28,8 @@ func TestRecordAndPlot(t *testing.T) {
 			tl.ends[i] = origin + int64(at[i])
 		}
 		before := watch.sample()
-		busy := time.Now().Add(20 * time.Millisecond)
-		for time.Now().Before(busy) { // some CPU for the span to count
+		// Spin until /proc counts more CPU for this process (it counts in ticks of 10 ms).
+		for deadline := time.Now().Add(5 * time.Second); procCPU("self") <= before.procs[0] && time.Now().Before(deadline); {
 		}
 		return phase{name: name, tally: tl, elapsed: time.Second, cpu: watch.span(before, watch.sample())}
 	}
