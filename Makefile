@@ -1,7 +1,7 @@
 # make run    the service (API + worker) with Redis and MariaDB, set up from nothing
 # make test   the whole test suite against real Redis and MariaDB
 # make run-cluster   the same scaled out: a 3+3 Redis Cluster, three APIs behind nginx,
-#                    two workers (scripts/cluster.sh; docs/scale-out.md)
+#                    two workers (scripts/cluster.sh; docs/topologies.md)
 SHELL := /bin/bash
 
 .PHONY: run run-cluster test services stop build vet
@@ -35,7 +35,7 @@ stop:
 
 # Load tests (loadtest/README.md), against an API, a worker and a Redis of their own on
 # free ports and a fresh seckill_loadtest database; figures go to docs/performance.md.
-#   make loadtest   audit a crowd's orders in MySQL, then measure issue 5's ratios (~1 min)
+#   make loadtest   audit a crowd's orders in MySQL, then measure the ratios to /healthz (~1 min)
 #   make loadtest-overload   an open-loop crowd (vegeta) at 3x what one API serves: 202/s
 #                   vs that capacity, p99 of all answers, connection errors, API RSS; once
 #                   against the API, once through nginx in front of it (~2 min)

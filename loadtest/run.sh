@@ -20,7 +20,7 @@
 #   AUDIT_FLAGS, RATIOS_FLAGS, OVERLOAD_FLAGS, HOT_FLAGS, SOAK_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
 #   LOADTEST_DB=seckill_loadtest          database to (re)create on the MySQL server
 #   LOADTEST_APPENDFSYNC=always           the private Redis's appendfsync (everysec: faster, and
-#                                         acknowledged writes can be lost; README, Durability)
+#                                         acknowledged writes can be lost; docs/concepts.md, Durability)
 #   LOADTEST_REDIS=single                 single: one redis-server; cluster: a private Redis
 #                                         Cluster of 3 masters + 3 replicas (SECKILL_REDIS_CLUSTER)
 #   LOADTEST_RATE=0                       SECKILL_RATE_USER and SECKILL_RATE_IP (0: off)

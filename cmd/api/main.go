@@ -17,14 +17,12 @@ import (
 	_ "net/http/pprof"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"gorm.io/gorm"
 
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
@@ -43,17 +41,8 @@ import (
 )
 
 func main() {
-	// Requests allocate much that dies young; collecting garbage a quarter as often
-	// trades some tens of MB for CPU under a flash crowd. GOGC in the environment wins.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	// A crowd past capacity holds thousands of connections (a stack and buffers each):
-	// near 200 MiB the collector works harder rather than let the heap grow 5x.
-	// GOMEMLIMIT in the environment wins.
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(200 << 20)
-	}
+	// GOGC and GOMEMLIMIT: the defaults of config.Vars, unless the environment sets them.
+	config.SetRuntimeDefaults(config.API)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
@@ -75,22 +64,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	case "serve":
 		return serve(ctx, cfg)
 	case "migrate":
-		db, err := cfg.MySQL()
-		if err != nil {
-			return err
-		}
-		return migrate(ctx, db)
+		return migrate(ctx, cfg)
 	case "token":
 		return token(cfg, args, stdout)
 	}
 	return fmt.Errorf("unknown command %q (want serve, migrate or token)", cmd)
 }
 
-func migrate(ctx context.Context, db *gorm.DB) error {
-	sqlDB, err := db.DB()
+// migrate applies migrations/ on a connection pool of its own, without the bounds of the
+// service's (config.MySQLForMigrations).
+func migrate(ctx context.Context, cfg config.Config) error {
+	sqlDB, err := cfg.MySQLForMigrations()
 	if err != nil {
 		return err
 	}
+	defer sqlDB.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	applied, err := migrations.Up(ctx, sqlDB)
@@ -139,11 +127,11 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	rdb := cfg.Redis()
 	defer rdb.Close()
-	db, err := cfg.MySQL()
-	if err != nil {
+	if err := migrate(ctx, cfg); err != nil {
 		return err
 	}
-	if err := migrate(ctx, db); err != nil {
+	db, err := cfg.MySQL()
+	if err != nil {
 		return err
 	}
 

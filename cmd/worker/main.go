@@ -11,7 +11,6 @@ import (
 	_ "net/http/pprof"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -34,11 +33,8 @@ import (
 )
 
 func main() {
-	// Requests allocate much that dies young; collecting garbage a quarter as often
-	// trades some tens of MB for CPU under a flash crowd. GOGC in the environment wins.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
+	// GOGC and GOMEMLIMIT: the defaults of config.Vars, unless the environment sets them.
+	config.SetRuntimeDefaults(config.Worker)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx); err != nil {

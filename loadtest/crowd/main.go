@@ -4,7 +4,7 @@
 //	crowd audit   a crowd (users x attempts, concurrent and replayed purchases) on a
 //	              small sale; waits for the queue to drain and audits MySQL: oversold,
 //	              lost, duplicated and over-limit must all be 0, else exit 1
-//	crowd ratios  issue 5's figures in one run: healthz req/s, purchases/s, sold-out
+//	crowd ratios  the ratios to /healthz in one run: healthz req/s, purchases/s, sold-out
 //	              answers/s, accepted/s vs persisted/s, purchase p99, and their ratios;
 //	              then seats taken/s in a group-buy sale against purchases/s, and an
 //	              audit of the group sale

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// ratiosConfig is the measurement of issue 5's targets, in one run against the same
+// ratiosConfig is the measurement of the ratio targets, in one run against the same
 // API processes, as ratios to GET /healthz so the machine's noise cancels.
 type ratiosConfig struct {
 	Conns       int           // connections (goroutines with one request in flight each)
@@ -35,7 +35,7 @@ type ratiosConfig struct {
 	Limited *api
 }
 
-// Targets of issue 5, and with the limits on as shipped, of issue 19.
+// The ratio targets, and those with the limits on as shipped.
 const (
 	wantPurchaseRatio = 0.20
 	wantSoldOutRatio  = 0.70
