@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/goccy/go-yaml"
 )
 
 // root is the repository's top directory.
@@ -45,5 +47,81 @@ func TestComposeConfig(t *testing.T) {
 				t.Fatalf("docker-compose config: %v\n%s", err, out)
 			}
 		})
+	}
+}
+
+// alertRules is what the tests read of a rules file.
+type alertRules struct {
+	Groups []struct {
+		Rules []struct {
+			Alert string `yaml:"alert"`
+			Expr  string `yaml:"expr"`
+		} `yaml:"rules"`
+	} `yaml:"groups"`
+}
+
+// readAlerts returns the alerts of deploy/prometheus/alerts.yml by name, with their
+// expressions.
+func readAlerts(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root(t), "deploy", "prometheus", "alerts.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r alertRules
+	if err := yaml.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, g := range r.Groups {
+		for _, rule := range g.Rules {
+			out[rule.Alert] = rule.Expr
+		}
+	}
+	return out
+}
+
+// TestAlertRules checks the rules with promtool and runs their unit tests, and
+// fails when an alert has no test that fires it.
+func TestAlertRules(t *testing.T) {
+	promtool := tool(t, "promtool", "prometheus")
+	dir := filepath.Join(root(t), "deploy", "prometheus")
+	for _, args := range [][]string{{"check", "rules", "alerts.yml"}, {"test", "rules", "alerts_test.yml"}} {
+		cmd := exec.Command(promtool, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("promtool %v: %v\n%s", args, err, out)
+		}
+	}
+
+	b, err := os.ReadFile(filepath.Join(dir, "alerts_test.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests struct {
+		Tests []struct {
+			AlertRuleTest []struct {
+				Alertname string           `yaml:"alertname"`
+				ExpAlerts []map[string]any `yaml:"exp_alerts"`
+			} `yaml:"alert_rule_test"`
+		} `yaml:"tests"`
+	}
+	if err := yaml.Unmarshal(b, &tests); err != nil {
+		t.Fatal(err)
+	}
+	fired := map[string]bool{}
+	for _, tc := range tests.Tests {
+		for _, a := range tc.AlertRuleTest {
+			fired[a.Alertname] = fired[a.Alertname] || len(a.ExpAlerts) > 0
+		}
+	}
+	alerts := readAlerts(t)
+	if len(alerts) == 0 {
+		t.Fatal("no alert in alerts.yml")
+	}
+	for name := range alerts {
+		if !fired[name] {
+			t.Errorf("alert %s has no test case in alerts_test.yml that fires it", name)
+		}
 	}
 }

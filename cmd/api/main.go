@@ -157,15 +157,17 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	passes := auth.NewPasses(cfg.JWTSecret)
 	waitingRoom := line.New(ap, passes, altcha.New(auth.DeriveKey(cfg.JWTSecret, "altcha")))
-	if cfg.MinReplicas > 0 {
-		// WAIT on the connection that wrote: the client itself, not its auto-pipeliner.
-		svc.Replicas = stock.NewReplicas(rdb, cfg.MinReplicas, replicaWait)
-	}
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cfg.MinReplicas > 0 {
+		// WAIT on the connection that wrote: the client itself, not its auto-pipeliner.
+		replicas := stock.NewReplicas(rdb, cfg.MinReplicas, replicaWait)
+		svc.Replicas = replicas
+		reg.MustRegister(replicas.Collector())
+	}
 	svc.Register(reg)
 	live := presence.New(ap)
+	reg.MustRegister(live.Collector(now))
 	answers := presence.NewAnswers()
 	var idp *auth.IdP
 	if ic, ok := cfg.IdP(); ok { // a shop's identity provider: its tokens beside ours
