@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml"
+
+	"seckill/internal/config"
 )
 
 // root is the repository's top directory.
@@ -176,5 +178,39 @@ func TestRunbookCoversAlerts(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no alert read")
+	}
+}
+
+// TestComposeNamesKnownVariables: every SECKILL_ variable the compose file sets is one
+// the binaries read (config.Vars, <NAME>_FILE of a secret) or one of the nginx
+// template's, so a misspelt setting cannot be silently ignored.
+func TestComposeNamesKnownVariables(t *testing.T) {
+	known := map[string]bool{}
+	for _, v := range config.Vars {
+		known[v.Name] = true
+		if v.Secret {
+			known[v.Name+"_FILE"] = true
+		}
+	}
+	tmpl, err := os.ReadFile(filepath.Join(root(t), "deploy", "nginx", "seckill.conf.template"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`\$\{([A-Z0-9_]+)\}`).FindAllStringSubmatch(string(tmpl), -1) {
+		known[m[1]] = true
+	}
+	compose, err := os.ReadFile(filepath.Join(root(t), "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A variable set: "  NAME: value" in an environment block.
+	set := regexp.MustCompile(`(?m)^\s+(SECKILL_[A-Z0-9_]+):`).FindAllStringSubmatch(string(compose), -1)
+	if len(set) < 5 {
+		t.Fatalf("found %d variables set in docker-compose.yml", len(set))
+	}
+	for _, m := range set {
+		if !known[m[1]] {
+			t.Errorf("docker-compose.yml sets %s, which neither binary nor the nginx template reads", m[1])
+		}
 	}
 }
