@@ -23,7 +23,6 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"gorm.io/gorm"
 
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
@@ -65,22 +64,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	case "serve":
 		return serve(ctx, cfg)
 	case "migrate":
-		db, err := cfg.MySQL()
-		if err != nil {
-			return err
-		}
-		return migrate(ctx, db)
+		return migrate(ctx, cfg)
 	case "token":
 		return token(cfg, args, stdout)
 	}
 	return fmt.Errorf("unknown command %q (want serve, migrate or token)", cmd)
 }
 
-func migrate(ctx context.Context, db *gorm.DB) error {
-	sqlDB, err := db.DB()
+// migrate applies migrations/ on a connection pool of its own, without the bounds of the
+// service's (config.MySQLForMigrations).
+func migrate(ctx context.Context, cfg config.Config) error {
+	sqlDB, err := cfg.MySQLForMigrations()
 	if err != nil {
 		return err
 	}
+	defer sqlDB.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	applied, err := migrations.Up(ctx, sqlDB)
@@ -132,11 +130,11 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	rdb := cfg.Redis()
 	defer rdb.Close()
-	db, err := cfg.MySQL()
-	if err != nil {
+	if err := migrate(ctx, cfg); err != nil {
 		return err
 	}
-	if err := migrate(ctx, db); err != nil {
+	db, err := cfg.MySQL()
+	if err != nil {
 		return err
 	}
 
@@ -162,15 +160,17 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	passes := auth.NewPasses(cfg.JWTSecret)
 	waitingRoom := line.New(ap, passes, altcha.New(auth.DeriveKey(cfg.JWTSecret, "altcha")))
-	if cfg.MinReplicas > 0 {
-		// WAIT on the connection that wrote: the client itself, not its auto-pipeliner.
-		svc.Replicas = stock.NewReplicas(rdb, cfg.MinReplicas, replicaWait)
-	}
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cfg.MinReplicas > 0 {
+		// WAIT on the connection that wrote: the client itself, not its auto-pipeliner.
+		replicas := stock.NewReplicas(rdb, cfg.MinReplicas, replicaWait)
+		svc.Replicas = replicas
+		reg.MustRegister(replicas.Collector())
+	}
 	svc.Register(reg)
 	live := presence.New(ap)
+	reg.MustRegister(live.Collector(now))
 	answers := presence.NewAnswers()
 	var idp *auth.IdP
 	if ic, ok := cfg.IdP(); ok { // a shop's identity provider: its tokens beside ours

@@ -284,9 +284,24 @@ func RedisPipelined(rdb redis.UniversalClient) (*redis.AutoPipeliner, error) {
 	return ap, nil
 }
 
-// MySQL opens MySQLDSN through GORM. Connect, read and write timeouts are added to the
-// DSN when it has none, so a frozen MySQL fails calls instead of hanging them.
-func (c Config) MySQL() (*gorm.DB, error) {
+// Bounds of MySQL calls, so that a MySQL that does not answer (down, or frozen: TCP
+// connects still succeed and nothing answers) fails a request within about two seconds
+// instead of holding it (a route that needs MySQL answers 503 within 3 s).
+const (
+	// mysqlDial bounds opening a connection.
+	mysqlDial = time.Second
+	// mysqlIO bounds each read and write on a connection: the one bound of a COMMIT,
+	// which no context reaches in the driver.
+	mysqlIO = 2 * time.Second
+	// mysqlWait bounds a statement, and a transaction, whose context has no deadline of
+	// its own (a request's), waiting for a pool connection included. Background jobs
+	// and the worker's tasks set their own deadlines.
+	mysqlWait = 2 * time.Second
+)
+
+// mysqlConfig is MySQLDSN parsed, with the bounds of one read or write on a connection
+// (io; 0 for none) and of a connect added where the DSN sets none.
+func (c Config) mysqlConfig(io time.Duration) (*mysql.Config, error) {
 	dsn, err := mysql.ParseDSN(c.MySQLDSN)
 	if err != nil {
 		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: %w", err)
@@ -298,27 +313,37 @@ func (c Config) MySQL() (*gorm.DB, error) {
 		dsn.TLS = c.MySQLTLS.Clone() // the driver sets its ServerName to the DSN's host
 	}
 	dsn.ParseTime = true
+	if dsn.Timeout == 0 {
+		dsn.Timeout = mysqlDial
+	}
+	if dsn.ReadTimeout == 0 {
+		dsn.ReadTimeout = io
+	}
+	if dsn.WriteTimeout == 0 {
+		dsn.WriteTimeout = io
+	}
+	return dsn, nil
+}
+
+// MySQL opens MySQLDSN through GORM, bounded so that a MySQL that does not answer fails
+// calls instead of hanging them: a connect waits mysqlDial, a read or write mysqlIO, and
+// a statement or transaction whose context has no deadline (a request's) mysqlWait in
+// all, waiting for a pool connection included. Timeouts the DSN sets itself win.
+func (c Config) MySQL() (*gorm.DB, error) {
+	dsn, err := c.mysqlConfig(mysqlIO)
+	if err != nil {
+		return nil, err
+	}
 	// Arguments are interpolated by the driver, so a statement costs one round trip
 	// instead of prepare, execute and close.
 	dsn.InterpolateParams = true
-	if dsn.Timeout == 0 {
-		dsn.Timeout = 2 * time.Second
-	}
-	if dsn.ReadTimeout == 0 {
-		dsn.ReadTimeout = 10 * time.Second
-	}
-	if dsn.WriteTimeout == 0 {
-		dsn.WriteTimeout = 10 * time.Second
-	}
-	// A connector rather than a DSN string: a *tls.Config cannot travel in a string, and
-	// this needs no driver-wide registry of TLS configurations.
-	connector, err := mysql.NewConnector(dsn)
+	conn, err := openMySQL(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: %w", err)
+		return nil, err
 	}
-	conn := sql.OpenDB(connector)
 	db, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: conn, DSNConfig: dsn}), &gorm.Config{
 		SkipDefaultTransaction: true,
+		DefaultContextTimeout:  mysqlWait, DefaultTransactionTimeout: mysqlWait,
 		Logger: logger.New(slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn), logger.Config{
 			SlowThreshold: time.Second, LogLevel: logger.Warn, IgnoreRecordNotFoundError: true}),
 	})
@@ -334,4 +359,26 @@ func (c Config) MySQL() (*gorm.DB, error) {
 	sqlDB.SetMaxIdleConns(64)
 	sqlDB.SetConnMaxLifetime(5 * time.Minute)
 	return db, nil
+}
+
+// MySQLForMigrations opens MySQLDSN without MySQL's bound on reads: a schema change on a
+// big table, or the wait for another instance's migration lock, takes longer than a
+// request may.
+func (c Config) MySQLForMigrations() (*sql.DB, error) {
+	dsn, err := c.mysqlConfig(0)
+	if err != nil {
+		return nil, err
+	}
+	return openMySQL(dsn)
+}
+
+// openMySQL returns a pool of connections to dsn: through a connector rather than a DSN
+// string, since a *tls.Config cannot travel in a string, and without a driver-wide
+// registry of TLS configurations.
+func openMySQL(dsn *mysql.Config) (*sql.DB, error) {
+	connector, err := mysql.NewConnector(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: %w", err)
+	}
+	return sql.OpenDB(connector), nil
 }
