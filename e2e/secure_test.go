@@ -23,8 +23,8 @@ func TestScenariosAsRestrictedUserOverTLS(t *testing.T) {
 		{"waiting room", TestLineLotteryOverTwoAPIs},
 		{"rebuild", TestRedisFlushedMidSale},
 		{"webhooks", TestWebhooksFromRealProcesses},
-		{"cluster", TestClusterCrowdThroughNginx},
-		{"sentinel", TestSentinelMasterKilledMidCrowd},
+		{"a cluster master killed", TestClusterMasterKilledMidCrowd},
+		{"a Sentinel failover", TestSentinelMasterKilledMidCrowd},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			testutil.SecureRedis(t)

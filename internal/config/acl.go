@@ -11,8 +11,8 @@ type ACLPart struct {
 // RedisACL is the least the service's Redis user needs, both binaries together: its
 // keys and channels, and every command they send, the ones inside their Lua scripts
 // and asynq's included (Redis checks a script's commands against the user too). No
-// administrative command (CONFIG, INFO, KEYS, SCAN, FLUSHALL, DEBUG, MONITOR, SAVE,
-// CLIENT, ...) is in it: nothing at run time needs one. docs/connecting.md shows it.
+// administrative command (CONFIG, KEYS, SCAN, FLUSHALL, DEBUG, MONITOR, SAVE, CLIENT,
+// ...) is in it: nothing at run time needs one. docs/connecting.md shows it.
 var RedisACL = []ACLPart{
 	{"resetkeys ~seckill:* ~asynq:*",
 		"keys: the service's own (`seckill:{act:N}:...`, hash-tagged per sale, and `seckill:{presence}:...`) and the order queue's (`asynq:...`)"},
@@ -35,6 +35,7 @@ var RedisACL = []ACLPart{
 	{"+multi +exec +discard +watch +unwatch", "transactions: a sale's snapshot and patches read and written at once"},
 	{"+time", "Redis' clock, which judges sale windows and pay windows, whatever the instances' clocks say"},
 	{"+wait", "SECKILL_REDIS_MIN_REPLICAS: a purchase waits for its replicas"},
+	{"+info", "with SECKILL_REDIS_MIN_REPLICAS, the seckill_redis_connected_replicas metric reads INFO replication of each master (refused, the metric stays empty and one warning is logged)"},
 	{"+cluster|slots +asking", "Redis Cluster: the client reads the slots' masters and follows ASK during a slot's migration"},
 	{"+memory|usage", "asynq's queue statistics, behind the worker's seckill_queue_depth metric"},
 }

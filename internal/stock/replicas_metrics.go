@@ -2,6 +2,7 @@ package stock
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,8 @@ var (
 // Collector returns the metrics of the replicas purchases wait for, read at each
 // scrape: how many replicas each master has connected, and how many a purchase needs.
 // A master with fewer than that refuses every purchase of its sales 503. A master
-// that does not answer INFO (down, or an ACL without it) shows no figure.
+// that does not answer INFO (down, or an ACL without it) shows no figure; an ACL that
+// refuses INFO is logged once, as a warning.
 func (r *Replicas) Collector() prometheus.Collector { return replicasCollector{r} }
 
 type replicasCollector struct{ r *Replicas }
@@ -38,6 +40,11 @@ func (c replicasCollector) Collect(ch chan<- prometheus.Metric) {
 	report := func(ctx context.Context, node *redis.Client, addr string) {
 		info, err := node.Info(ctx, "replication").Result()
 		if err != nil {
+			if strings.HasPrefix(err.Error(), "NOPERM") {
+				c.r.infoRefused.Do(func() {
+					slog.Warn("redis refuses INFO to this user: seckill_redis_connected_replicas stays empty (add +info to its ACL rule)", "err", err)
+				})
+			}
 			return
 		}
 		if n, ok := connectedReplicas(info); ok {

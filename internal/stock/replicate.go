@@ -55,6 +55,8 @@ type Replicas struct {
 
 	mu      sync.Mutex
 	masters map[string]*barrierQueue // by master address
+
+	infoRefused sync.Once // the one warning when an ACL refuses INFO (Collector)
 }
 
 // NewReplicas returns a Replicas that waits for n replicas, at most timeout per WAIT,
