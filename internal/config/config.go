@@ -4,6 +4,7 @@
 package config
 
 import (
+	"context"
 	"crypto/tls"
 	"database/sql"
 	"errors"
@@ -369,7 +370,19 @@ func (c Config) MySQLForMigrations() (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openMySQL(dsn)
+	db, err := openMySQL(dsn)
+	if err != nil {
+		return nil, err
+	}
+	// A first connection now, so that a wrong certificate or password is named here
+	// (mysqlError) rather than met inside the first migration.
+	ctx, cancel := context.WithTimeout(context.Background(), mysqlWait)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, c.mysqlError(err)
+	}
+	return db, nil
 }
 
 // openMySQL returns a pool of connections to dsn: through a connector rather than a DSN

@@ -82,7 +82,8 @@ func StartRedisWith(t testing.TB, sec *RedisSecurity, extraArgs ...string) *Redi
 func (s *RedisServer) Start() {
 	s.t.Helper()
 	if err := s.start(); err != nil {
-		s.t.Fatalf("restart redis-server on %s: %v", s.Addr, err)
+		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+		s.t.Fatalf("restart redis-server on %s: %v\n%s", s.Addr, err, log)
 	}
 }
 
@@ -97,6 +98,9 @@ func (s *RedisServer) start() error {
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(10 * time.Second)
+	if s.sec != nil { // a TLS handshake per probe: slow on a loaded machine
+		deadline = time.Now().Add(30 * time.Second)
+	}
 	for time.Now().Before(deadline) {
 		select {
 		case <-exited:

@@ -218,25 +218,25 @@ func (s *RedisServer) checkACLLog(t testing.TB) {
 }
 
 // pingTimeout bounds the helpers' probes of a plain server; a TLS handshake gets
-// three times as long.
+// five times as long.
 const pingTimeout = 300 * time.Millisecond
 
 // probeClient returns a client of one connection for the helpers' probes, whose
-// connection and reads time out after timeout (three times that over TLS).
+// connection and reads time out after timeout (five times that over TLS).
 func (s *RedisServer) probeClient(timeout time.Duration) *redis.Client {
 	o := s.sec.adminOptions(s.Addr)
 	if s.sec != nil {
-		timeout *= 3
+		timeout *= 5
 	}
 	o.DialTimeout, o.ReadTimeout, o.MaxRetries, o.PoolSize, o.DialerRetries = timeout, timeout, -1, 1, 1
 	return redis.NewClient(o)
 }
 
-// probeContext bounds one probe: pingTimeout, three times that over TLS.
+// probeContext bounds one probe: pingTimeout, five times that over TLS.
 func (s *RedisServer) probeContext() (context.Context, context.CancelFunc) {
 	d := pingTimeout
 	if s.sec != nil {
-		d *= 3
+		d *= 5
 	}
 	return context.WithTimeout(context.Background(), d)
 }
