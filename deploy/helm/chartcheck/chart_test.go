@@ -58,8 +58,13 @@ func helm(t *testing.T) string {
 func valueSets(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(chart(), "ci", "*-values.yaml"))
-	if err != nil || len(files) < 3 {
-		t.Fatalf("want the sentinel, cluster and TLS values in ci/, found %v (%v)", files, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"sentinel-values.yaml", "cluster-values.yaml"} {
+		if !slices.Contains(files, filepath.Join(chart(), "ci", want)) {
+			t.Fatalf("want ci/%s among the values checked, found %v", want, files)
+		}
 	}
 	return append([]string{""}, files...)
 }
@@ -341,15 +346,32 @@ func apiRoutes(t *testing.T) map[string]bool {
 	return out
 }
 
-// duration reads a Go duration setting.
-func duration(t *testing.T, env map[string]string, name string) time.Duration {
+// duration reads a Go duration setting from env, else its default in config.Vars,
+// else fallback: the bound the binary has when no variable sets it.
+func duration(t *testing.T, env map[string]string, name string, fallback time.Duration) time.Duration {
 	t.Helper()
-	d, err := time.ParseDuration(env[name])
+	val, ok := env[name]
+	if !ok {
+		v, known := known()[name]
+		if !known {
+			return fallback
+		}
+		val = v.Default
+	}
+	d, err := time.ParseDuration(val)
 	if err != nil {
-		t.Errorf("%s=%q: %v", name, env[name], err)
+		t.Errorf("%s=%q: %v", name, val, err)
 	}
 	return d
 }
+
+// The shutdowns' bounds in the binaries when no variable sets them: the API finishes
+// requests for 15 s and enqueues for 5 s (cmd/api); the worker's tasks have 20 s and
+// its metrics server 5 s (cmd/worker).
+const (
+	apiShutdown    = 20 * time.Second
+	workerShutdown = 25 * time.Second
+)
 
 // checkAPI: the probes are the router's /healthz and /readyz on the port the API
 // listens on, and the pod's grace period covers the shutdown's delay and timeout.
@@ -372,7 +394,7 @@ func checkAPI(t *testing.T, r rendered) {
 			t.Errorf("api: %s probe on port %s, the API listens on %s", name, got, port)
 		}
 	}
-	shutdown := duration(t, env, "SECKILL_SHUTDOWN_DELAY") + duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT")
+	shutdown := duration(t, env, "SECKILL_SHUTDOWN_DELAY", 0) + duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT", apiShutdown)
 	if grace := d.Spec.Template.Spec.TerminationGracePeriodSeconds; grace == nil || time.Duration(*grace)*time.Second <= shutdown {
 		t.Errorf("api: terminationGracePeriodSeconds %v does not cover the shutdown's delay and timeout (%v)", grace, shutdown)
 	}
@@ -384,8 +406,8 @@ func checkAPI(t *testing.T, r rendered) {
 	}
 }
 
-// checkWorker: the probes are on the metrics address, and the worker serves them
-// (cmd/worker registers the paths); the grace period covers its shutdown timeout.
+// checkWorker: a liveness probe on the metrics address (an HTTP one on a path
+// cmd/worker serves, or a TCP one), and a grace period that covers its shutdown.
 func checkWorker(t *testing.T, r rendered) {
 	d := r.deployments["worker"]
 	c := d.Spec.Template.Spec.Containers[0]
@@ -395,20 +417,29 @@ func checkWorker(t *testing.T, r rendered) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c.LivenessProbe == nil {
+		t.Error("worker: no liveness probe")
+	}
 	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
-		if p == nil || p.HTTPGet == nil {
-			t.Errorf("worker: no HTTP %s probe", name)
-			continue
-		}
-		if !bytes.Contains(src, []byte(`"`+p.HTTPGet.Path+`"`)) {
-			t.Errorf("worker: %s probe GET %s, a path cmd/worker does not serve", name, p.HTTPGet.Path)
-		}
-		if got := fmt.Sprint(containerPort(t, c, *p.HTTPGet)); got != port {
-			t.Errorf("worker: %s probe on port %s, the metrics address is on %s", name, got, port)
+		switch {
+		case p == nil:
+		case p.HTTPGet != nil:
+			if !bytes.Contains(src, []byte(`"`+p.HTTPGet.Path+`"`)) {
+				t.Errorf("worker: %s probe GET %s, a path cmd/worker does not serve", name, p.HTTPGet.Path)
+			}
+			if got := fmt.Sprint(containerPort(t, c, *p.HTTPGet)); got != port {
+				t.Errorf("worker: %s probe on port %s, the metrics address is on %s", name, got, port)
+			}
+		case p.TCPSocket != nil:
+			if got := fmt.Sprint(containerPort(t, c, corev1.HTTPGetAction{Port: p.TCPSocket.Port})); got != port {
+				t.Errorf("worker: %s probe on port %s, the metrics address is on %s", name, got, port)
+			}
+		default:
+			t.Errorf("worker: the %s probe is neither HTTP nor TCP", name)
 		}
 	}
-	if grace := d.Spec.Template.Spec.TerminationGracePeriodSeconds; grace == nil || time.Duration(*grace)*time.Second <= duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT") {
-		t.Errorf("worker: terminationGracePeriodSeconds %v does not cover SECKILL_SHUTDOWN_TIMEOUT", grace)
+	if grace := d.Spec.Template.Spec.TerminationGracePeriodSeconds; grace == nil || time.Duration(*grace)*time.Second <= duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT", workerShutdown) {
+		t.Errorf("worker: terminationGracePeriodSeconds %v does not cover its shutdown", grace)
 	}
 }
 

@@ -37,8 +37,6 @@ app.kubernetes.io/component: {{ index . 1 }}
 
 {{/* Where the secret files are mounted. */}}
 {{- define "seckill.secretsDir" -}}/var/run/secrets/seckill{{- end -}}
-{{- define "seckill.redisTLSDir" -}}/var/run/secrets/seckill-redis-tls{{- end -}}
-{{- define "seckill.mysqlTLSDir" -}}/var/run/secrets/seckill-mysql-tls{{- end -}}
 
 {{/*
 The environment both binaries share: Redis, MySQL and the secrets as files
@@ -57,48 +55,8 @@ The environment both binaries share: Redis, MySQL and the secrets as files
 {{- else if ne $r.mode "single" }}
 {{- fail "redis.mode must be single, sentinel or cluster" }}
 {{- end }}
-{{- if $r.username }}
-- name: SECKILL_REDIS_USERNAME
-  value: {{ $r.username | quote }}
-{{- end }}
-{{- if $r.passwordKey }}
-- name: SECKILL_REDIS_PASSWORD_FILE
-  value: {{ include "seckill.secretsDir" . }}/{{ $r.passwordKey }}
-{{- end }}
-{{- if eq $r.mode "sentinel" }}
-{{- if $r.sentinel.username }}
-- name: SECKILL_REDIS_SENTINEL_USERNAME
-  value: {{ $r.sentinel.username | quote }}
-{{- end }}
-{{- if $r.sentinel.passwordKey }}
-- name: SECKILL_REDIS_SENTINEL_PASSWORD_FILE
-  value: {{ include "seckill.secretsDir" . }}/{{ $r.sentinel.passwordKey }}
-{{- end }}
-{{- end }}
-{{- if $r.tls.enabled }}
-- name: SECKILL_REDIS_TLS
-  value: "true"
-{{- if $r.tls.serverName }}
-- name: SECKILL_REDIS_TLS_SERVER_NAME
-  value: {{ $r.tls.serverName | quote }}
-{{- end }}
-{{- if $r.tls.secretName }}
-- name: SECKILL_REDIS_TLS_CA_FILE
-  value: {{ include "seckill.redisTLSDir" . }}/{{ $r.tls.caKey }}
-{{- if $r.tls.certKey }}
-- name: SECKILL_REDIS_TLS_CERT_FILE
-  value: {{ include "seckill.redisTLSDir" . }}/{{ $r.tls.certKey }}
-- name: SECKILL_REDIS_TLS_KEY_FILE
-  value: {{ include "seckill.redisTLSDir" . }}/{{ required "redis.tls.keyKey is required with redis.tls.certKey" $r.tls.keyKey }}
-{{- end }}
-{{- end }}
-{{- end }}
 - name: SECKILL_MYSQL_DSN_FILE
   value: {{ include "seckill.secretsDir" . }}/{{ .Values.secrets.mysqlDSNKey }}
-{{- if .Values.mysql.tls.caSecretName }}
-- name: SECKILL_MYSQL_TLS_CA_FILE
-  value: {{ include "seckill.mysqlTLSDir" . }}/{{ .Values.mysql.tls.caKey }}
-{{- end }}
 - name: SECKILL_JWT_SECRET_FILE
   value: {{ include "seckill.secretsDir" . }}/{{ .Values.secrets.jwtSecretKey }}
 {{- range $name, $value := .Values.env }}
@@ -107,7 +65,7 @@ The environment both binaries share: Redis, MySQL and the secrets as files
 {{- end }}
 {{- end -}}
 
-{{/* The volumes of the secret files, and /tmp (the root file system is read-only). */}}
+{{/* The volume of the secret files, and /tmp (the root file system is read-only). */}}
 {{- define "seckill.volumes" -}}
 - name: secrets
   secret:
@@ -115,18 +73,6 @@ The environment both binaries share: Redis, MySQL and the secrets as files
     defaultMode: 0440
 - name: tmp
   emptyDir: {}
-{{- if and .Values.redis.tls.enabled .Values.redis.tls.secretName }}
-- name: redis-tls
-  secret:
-    secretName: {{ .Values.redis.tls.secretName }}
-    defaultMode: 0440
-{{- end }}
-{{- if .Values.mysql.tls.caSecretName }}
-- name: mysql-tls
-  secret:
-    secretName: {{ .Values.mysql.tls.caSecretName }}
-    defaultMode: 0440
-{{- end }}
 {{- end -}}
 
 {{- define "seckill.volumeMounts" -}}
@@ -135,16 +81,6 @@ The environment both binaries share: Redis, MySQL and the secrets as files
   readOnly: true
 - name: tmp
   mountPath: /tmp
-{{- if and .Values.redis.tls.enabled .Values.redis.tls.secretName }}
-- name: redis-tls
-  mountPath: {{ include "seckill.redisTLSDir" . }}
-  readOnly: true
-{{- end }}
-{{- if .Values.mysql.tls.caSecretName }}
-- name: mysql-tls
-  mountPath: {{ include "seckill.mysqlTLSDir" . }}
-  readOnly: true
-{{- end }}
 {{- end -}}
 
 {{/* The image's user (distroless nonroot), no privilege, nothing written but /tmp. */}}
