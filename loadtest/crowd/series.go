@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -149,6 +150,9 @@ func (r *recorder) write() error {
 	b, err := json.MarshalIndent(r.rec, "", " ")
 	if err != nil {
 		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(r.path), 0o755); err != nil {
+		return fmt.Errorf("-series: %w", err)
 	}
 	if err := os.WriteFile(r.path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("-series: %w", err)

@@ -17,7 +17,7 @@ import (
 // holds every answer, and each plot is well-formed SVG that draws every load.
 func TestRecordAndPlot(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "run.json")
+	path := filepath.Join(dir, "records", "run.json") // a directory the recorder makes
 	watch := cpuWatch{names: []string{"api"}, pids: []int{os.Getpid()}}
 	rec := newRecorder(path, "ratios", "test", watch)
 	origin := rec.rec.Started.UnixNano()
