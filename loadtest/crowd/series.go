@@ -94,17 +94,20 @@ func (r *recorder) add(p phase) {
 	}
 	pr := phaseRecord{Name: p.name, Seconds: p.elapsed.Seconds(), Counts: p.tally.counts,
 		Latency: distribution(p.tally.latencies), CPU: r.cpu(p.cpu)}
-	// Each turn cut into slices of at most Slice seconds; an answer counts in the slice
-	// its answer came in.
+	// Each turn cut into equal slices of about Slice seconds (a short remainder would make
+	// a rate of a few answers); an answer counts in the slice it came in.
 	origin := r.rec.Started.UnixNano()
-	width := time.Duration(r.rec.Slice * float64(time.Second))
 	for _, t := range p.turns {
-		for from := time.Duration(0); from < t.elapsed; from += width {
-			d := min(width, t.elapsed-from)
-			lo, hi := t.start.Add(from).UnixNano(), t.start.Add(from+d).UnixNano()
-			sl := sliceRecord{T: float64(lo-origin) / 1e9, Seconds: d.Seconds(), Counts: map[string]int{}}
+		n := max(1, int(math.Round(t.elapsed.Seconds()/r.rec.Slice)))
+		d := t.elapsed / time.Duration(n)
+		for k := range n {
+			lo, hi := t.start.Add(time.Duration(k)*d).UnixNano(), t.start.Add(time.Duration(k+1)*d).UnixNano()
+			if k == n-1 {
+				hi = t.start.Add(t.elapsed).UnixNano() + 1 // the last answer ends the turn
+			}
+			sl := sliceRecord{T: float64(lo-origin) / 1e9, Seconds: float64(hi-lo) / 1e9, Counts: map[string]int{}}
 			for i, end := range p.tally.ends {
-				if end >= lo && (end < hi || from+d == t.elapsed && end == hi) {
+				if end >= lo && end < hi {
 					sl.Counts[p.tally.labels[i]]++
 				}
 			}
