@@ -1,7 +1,7 @@
 # make run    the service (API + worker) with Redis and MariaDB, set up from nothing
 # make test   the whole test suite against real Redis and MariaDB
 # make run-cluster   the same scaled out: a 3+3 Redis Cluster, three APIs behind nginx,
-#                    two workers (scripts/cluster.sh; docs/scale-out.md)
+#                    two workers (scripts/cluster.sh; docs/topologies.md)
 SHELL := /bin/bash
 
 .PHONY: run run-cluster test services stop build vet
@@ -35,7 +35,7 @@ stop:
 
 # Load tests (loadtest/README.md), against an API, a worker and a Redis of their own on
 # free ports and a fresh seckill_loadtest database; figures go to docs/performance.md.
-#   make loadtest   audit a crowd's orders in MySQL, then measure issue 5's ratios (~1 min)
+#   make loadtest   audit a crowd's orders in MySQL, then measure the ratios to /healthz (~1 min)
 #   make loadtest-overload   an open-loop crowd (vegeta) at 3x what one API serves: 202/s
 #                   vs that capacity, p99 of all answers, connection errors, API RSS; once
 #                   against the API, once through nginx in front of it (~2 min)
@@ -46,7 +46,12 @@ stop:
 #                           SECKILL_REDIS_MIN_REPLICAS=0 and then 1, back to back (~2.5 min)
 #   make loadtest-hot       one hot sale on a private 3+3 Redis Cluster with stock_buckets 1
 #                           and 3 in turns: purchases/s, p99, each master's share (~1 min)
-.PHONY: loadtest loadtest-overload soak k6 loadtest-cluster loadtest-hot
+#   make perf-report   the runs of docs/performance.md: make loadtest's with each run's record
+#                   (-series) in docs/perf/, the comparison with another service when
+#                   LOADTEST_OTHER_URL names its purchase endpoint (loadtest/README.md), then
+#                   the plots (~2 min)
+#   make perf-plots the plots of docs/performance.md (docs/img/perf-*.svg) from the records in docs/perf/
+.PHONY: loadtest loadtest-overload soak k6 loadtest-cluster loadtest-hot perf-report perf-plots
 
 loadtest: services build
 	loadtest/run.sh audit ratios
@@ -68,3 +73,13 @@ loadtest-hot: services build
 loadtest-cluster: services build
 	LOADTEST_REDIS=cluster LOADTEST_MIN_REPLICAS=0 loadtest/run.sh ratios
 	LOADTEST_REDIS=cluster LOADTEST_MIN_REPLICAS=1 loadtest/run.sh ratios
+
+perf-report: services build
+	RATIOS_FLAGS="-series docs/perf/ratios.json -label $$(git describe --always --dirty) $$RATIOS_FLAGS" loadtest/run.sh audit ratios
+	if [ -n "$$LOADTEST_OTHER_URL" ]; then \
+		LOADTEST_LIMITS=off COMPARE_FLAGS="-series docs/perf/compare.json -label $$(git describe --always --dirty) $$COMPARE_FLAGS" \
+			loadtest/run.sh compare; fi
+	$(MAKE) perf-plots
+
+perf-plots:
+	go run ./loadtest/crowd plot -out docs/img docs/perf/*.json

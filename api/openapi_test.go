@@ -1,4 +1,4 @@
-package api
+package api_test
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/goccy/go-yaml"
 
+	"seckill/api"
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
 	"seckill/internal/handler"
@@ -74,7 +75,7 @@ type doc struct {
 func load(t *testing.T) doc {
 	t.Helper()
 	var root map[string]any
-	if err := yaml.Unmarshal(OpenAPI, &root); err != nil {
+	if err := yaml.Unmarshal(api.OpenAPI, &root); err != nil {
 		t.Fatalf("parse openapi.yaml: %v", err)
 	}
 	if root == nil {

@@ -293,7 +293,7 @@ func TestRedisFrozenAnswers503InBoundedTime(t *testing.T) {
 	}
 	// The frozen purchase's script may have run when Redis resumed, after the API had
 	// answered 503 and its roll-back had found nothing yet: that is the one 503 that can
-	// take units (README), and the repair pass then writes the order. The audit allows an
+	// take units (docs/concepts.md, Durability), and the repair pass then writes the order. The audit allows an
 	// order without a 202 for that 503, and nothing else.
 	time.Sleep(12 * time.Second) // the repair pass enqueues a reservation 10 s old
 	audit(t, s, a, cr, auditFaults)

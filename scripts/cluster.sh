@@ -69,7 +69,7 @@ down() {
 
 # Six nodes. Masters refuse writes without a replica in sync (min-replicas-to-write 1),
 # so an isolated master cannot take purchases alone; a master down stops its own slots
-# only (cluster-require-full-coverage no). docs/scale-out.md says why.
+# only (cluster-require-full-coverage no). docs/topologies.md says why.
 start_nodes() {
 	local p
 	for p in "${redis_ports[@]}"; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Brings up what the service needs on this machine, from nothing:
 #   scripts/services.sh up     install Redis, MariaDB, nginx (the front of make run-cluster
-#                              and of the tests) and chromium (for the browser tests)
+#                              and of the tests), chromium (for the browser tests),
+#                              docker-compose and promtool (the checks of deploy/)
 #                              from Debian packages when missing,
 #                              start them (data under .data/) when nothing answers on the
 #                              configured ports, create the database and the user.
@@ -39,6 +40,8 @@ install_missing() {
 	command -v mariadb >/dev/null || pkgs+=(mariadb-client)
 	command -v chromium >/dev/null || pkgs+=(chromium fonts-liberation) # the browser tests of web/
 	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || pkgs+=(nginx) # the front of make run-cluster and the e2e tests
+	command -v docker-compose >/dev/null || pkgs+=(docker-compose) # deploy/: docker-compose.yml checked without an engine
+	command -v promtool >/dev/null || pkgs+=(prometheus)           # deploy/: the alert rules' unit tests
 	[ ${#pkgs[@]} -eq 0 ] && return 0
 	log "installing ${pkgs[*]} from Debian packages"
 	if [ "$(id -u)" -ne 0 ]; then

@@ -68,8 +68,8 @@ func TestPagesInBrowser(t *testing.T) {
 		return d.getFullYear() + '-' + two(d.getMonth() + 1) + '-' + two(d.getDate()) + 'T' +
 			two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds());
 	})()`)
-	// Its stock in two buckets: the buyers below take units from either (README, "One
-	// hot sale over several masters").
+	// Its stock in two buckets: the buyers below take units from either (docs/sales.md,
+	// "Stock buckets").
 	admin.do("correct the price, start in 8s, two stock buckets, and press Enter",
 		chromedp.SetValue(chromedp.CSS("#f-starts"), startsAt),
 		chromedp.SetValue(chromedp.CSS("#f-buckets"), "2"),

@@ -98,7 +98,7 @@ func TestWebhooksInBrowser(t *testing.T) {
 	}
 	page.do("scroll to the webhooks", chromedp.ScrollIntoView("#webhooks-title"))
 	page.screenshot("admin-webhooks")
-	// The section alone, for docs/web.md.
+	// The section alone, as the docs show it.
 	section, err := chromedp.Run(page.ctx, chromedp.Screenshot(`section[aria-labelledby="webhooks-title"]`))
 	if err != nil {
 		t.Fatalf("screenshot of the webhooks section: %v", err)

@@ -17,14 +17,12 @@ import (
 	_ "net/http/pprof"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"gorm.io/gorm"
 
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
@@ -44,17 +42,8 @@ import (
 )
 
 func main() {
-	// Requests allocate much that dies young; collecting garbage a quarter as often
-	// trades some tens of MB for CPU under a flash crowd. GOGC in the environment wins.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	// A crowd past capacity holds thousands of connections (a stack and buffers each):
-	// near 200 MiB the collector works harder rather than let the heap grow 5x.
-	// GOMEMLIMIT in the environment wins.
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(200 << 20)
-	}
+	// GOGC and GOMEMLIMIT: the defaults of config.Vars, unless the environment sets them.
+	config.SetRuntimeDefaults(config.API)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
@@ -76,22 +65,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	case "serve":
 		return serve(ctx, cfg)
 	case "migrate":
-		db, err := cfg.MySQL()
-		if err != nil {
-			return err
-		}
-		return migrate(ctx, db)
+		return migrate(ctx, cfg)
 	case "token":
 		return token(cfg, args, stdout)
 	}
 	return fmt.Errorf("unknown command %q (want serve, migrate or token)", cmd)
 }
 
-func migrate(ctx context.Context, db *gorm.DB) error {
-	sqlDB, err := db.DB()
+// migrate applies migrations/ on a connection pool of its own, without the bounds of the
+// service's (config.MySQLForMigrations).
+func migrate(ctx context.Context, cfg config.Config) error {
+	sqlDB, err := cfg.MySQLForMigrations()
 	if err != nil {
 		return err
 	}
+	defer sqlDB.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	applied, err := migrations.Up(ctx, sqlDB)
@@ -140,11 +128,11 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	rdb := cfg.Redis()
 	defer rdb.Close()
-	db, err := cfg.MySQL()
-	if err != nil {
+	if err := migrate(ctx, cfg); err != nil {
 		return err
 	}
-	if err := migrate(ctx, db); err != nil {
+	db, err := cfg.MySQL()
+	if err != nil {
 		return err
 	}
 
@@ -170,6 +158,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	passes := auth.NewPasses(cfg.JWTSecret)
 	waitingRoom := line.New(ap, passes, altcha.New(auth.DeriveKey(cfg.JWTSecret, "altcha")))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Ready while Redis answers (with its replicas, when purchases wait for them); MySQL
 	// is reported, never needed: purchases do not use it.
 	ready := []*health.Check{health.Watch(watchCtx, "redis", sk.Ping)}
@@ -177,14 +167,13 @@ func serve(ctx context.Context, cfg config.Config) error {
 		// WAIT on the connection that wrote: the client itself, not its auto-pipeliner.
 		replicas := stock.NewReplicas(rdb, cfg.MinReplicas, replicaWait)
 		svc.Replicas = replicas
+		reg.MustRegister(replicas.Collector())
 		ready = append(ready, health.Watch(watchCtx, "replicas", replicas.Connected))
 	}
 	probe := health.NewProbe(ready, health.Watch(watchCtx, "mysql", st.Ping))
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	svc.Register(reg)
 	live := presence.New(ap)
+	reg.MustRegister(live.Collector(now))
 	answers := presence.NewAnswers()
 	var idp *auth.IdP
 	if ic, ok := cfg.IdP(); ok { // a shop's identity provider: its tokens beside ours

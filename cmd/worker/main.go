@@ -11,7 +11,6 @@ import (
 	_ "net/http/pprof"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -35,11 +34,8 @@ import (
 )
 
 func main() {
-	// Requests allocate much that dies young; collecting garbage a quarter as often
-	// trades some tens of MB for CPU under a flash crowd. GOGC in the environment wins.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
+	// GOGC and GOMEMLIMIT: the defaults of config.Vars, unless the environment sets them.
+	config.SetRuntimeDefaults(config.Worker)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx); err != nil {
@@ -73,6 +69,9 @@ func run(ctx context.Context) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		worker.QueueDepth(asynq.NewInspectorFromRedisClient(rdb)))
 	persister.Register(reg)
+	live := presence.New(ap)
+	reg.MustRegister(live.Collector(time.Now))
+	rebuilder.Register(reg)
 	// Each task holds the orders of purchases an API committed together; the persister
 	// writes them in transactions of up to SECKILL_PERSIST_BATCH orders.
 	tasks := asynq.NewServeMux()
@@ -101,7 +100,7 @@ func run(ctx context.Context) error {
 	admitter := line.NewAdmitter(line.New(ap, nil, nil), st)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
-	worker.RunPeriodic(jobsCtx, locks,
+	worker.RunPeriodic(jobsCtx, locks, reg,
 		worker.Job{Name: "expire-orders", Period: time.Second, Run: func(ctx context.Context) error {
 			_, err := lifecycle.ExpireDueFor(ctx, 1000, 800*time.Millisecond)
 			return err
@@ -160,7 +159,7 @@ func run(ctx context.Context) error {
 	slog.Info("worker running", "queue", queue.Name, "concurrency", cfg.WorkerConcurrency, "metrics", "http://"+cfg.MetricsAddr+"/metrics")
 	// The heartbeat (GET /api/v1/admin/instances) stops first on shutdown, so the
 	// instance leaves the list at once.
-	stopBeat := presence.New(ap).Start(presence.NewInstance("worker", cfg.MetricsAddr), presence.FromRegistry(reg,
+	stopBeat := live.Start(presence.NewInstance("worker", cfg.MetricsAddr), presence.FromRegistry(reg,
 		presence.Figure{Name: "orders_written_per_second", Metric: "seckill_persisted_orders_total", Label: "outcome", Value: "created", Rate: true},
 		presence.Figure{Name: "transactions_per_second", Metric: "seckill_persist_batch_size", Rate: true},
 		presence.Figure{Name: "queue_depth", Metric: "seckill_queue_depth"},

@@ -1,17 +1,15 @@
 // Package config reads the settings both binaries share from the environment, and
-// opens the Redis and MySQL clients they describe. Every variable, its default and its
-// meaning are listed on Config.
+// opens the Redis and MySQL clients they describe. Every variable, its default, which
+// binary reads it and whether it is a secret are listed in one table, Vars.
 package config
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/netip"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -28,7 +26,8 @@ import (
 // It is public, so dev mode must never face real users.
 const DevJWTSecret = "seckill-dev-secret-do-not-use-in-production"
 
-// Config is what cmd/api and cmd/worker read from the environment.
+// Config is what cmd/api and cmd/worker read from the environment (Vars lists every
+// variable, its default and which binary reads it).
 type Config struct {
 	// Env is SECKILL_ENV: "dev" allows the public DevJWTSecret; anything else is production.
 	Env string
@@ -96,78 +95,77 @@ type Config struct {
 	// an instance whose clock is wrong (sale windows and passes are judged by Redis'
 	// clock whatever it says). Never set it in production.
 	ClockOffset time.Duration
+
+	shown []string // what the start-up log shows of each variable (String)
 }
 
-// Load reads the environment. It fails on malformed values and, outside dev mode,
-// on a missing or short JWT secret.
+// Load reads the environment, each variable through Vars (its default, and
+// <NAME>_FILE for a secret). It fails on malformed values, naming each variable at
+// fault, and, outside dev mode, on a missing or short JWT secret.
 func Load() (Config, error) {
-	c := Config{
-		Env:             os.Getenv("SECKILL_ENV"),
-		HTTPAddr:        env("SECKILL_HTTP_ADDR", "127.0.0.1:8080"),
-		MetricsAddr:     env("SECKILL_WORKER_METRICS_ADDR", "127.0.0.1:9091"),
-		RedisAddrs:      list(env("SECKILL_REDIS_ADDR", "127.0.0.1:6379")),
-		RedisMasterName: os.Getenv("SECKILL_REDIS_MASTER_NAME"),
-		TrustedProxies:  list(os.Getenv("SECKILL_TRUSTED_PROXIES")),
-		MySQLDSN:        env("SECKILL_MYSQL_DSN", "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true"),
-		JWTSecret:       os.Getenv("SECKILL_JWT_SECRET"),
-		JWKSURL:         os.Getenv("SECKILL_JWT_JWKS_URL"),
-		JWTIssuer:       os.Getenv("SECKILL_JWT_ISSUER"),
-		JWTAudience:     os.Getenv("SECKILL_JWT_AUDIENCE"),
-		JWTUserClaim:    env("SECKILL_JWT_USER_CLAIM", "sub"),
-		JWTRoleClaim:    env("SECKILL_JWT_ROLE_CLAIM", "role"),
-		PprofAddr:       os.Getenv("SECKILL_PPROF_ADDR"),
-	}
-	var errs []error
-	c.RateUser = number(&errs, "SECKILL_RATE_USER", 20)
-	c.RateIP = number(&errs, "SECKILL_RATE_IP", 200)
-	c.InFlight = whole(&errs, "SECKILL_PURCHASES_IN_FLIGHT", 256)
-	c.SaleInFlight = whole(&errs, "SECKILL_SALE_PURCHASES_IN_FLIGHT", 192)
-	c.WorkerConcurrency = whole(&errs, "SECKILL_WORKER_CONCURRENCY", 8)
-	c.PersistBatch = whole(&errs, "SECKILL_PERSIST_BATCH", 250)
-	c.MinReplicas = whole(&errs, "SECKILL_REDIS_MIN_REPLICAS", 0)
-	c.RedisCluster = boolean(&errs, "SECKILL_REDIS_CLUSTER", false)
-	c.WebhookAllowPrivate = boolean(&errs, "SECKILL_WEBHOOK_ALLOW_PRIVATE", c.Dev())
+	l := &loader{}
+	c := Config{Env: l.str("SECKILL_ENV")}
+	l.dev = c.Dev()
+	c.HTTPAddr = l.str("SECKILL_HTTP_ADDR")
+	c.MetricsAddr = l.str("SECKILL_WORKER_METRICS_ADDR")
+	c.RedisAddrs = l.list("SECKILL_REDIS_ADDR")
+	c.RedisCluster = l.boolean("SECKILL_REDIS_CLUSTER")
+	c.RedisMasterName = l.str("SECKILL_REDIS_MASTER_NAME")
+	c.MinReplicas = l.whole("SECKILL_REDIS_MIN_REPLICAS")
+	c.TrustedProxies = l.list("SECKILL_TRUSTED_PROXIES")
+	c.MySQLDSN = l.str("SECKILL_MYSQL_DSN")
+	c.JWTSecret = l.str("SECKILL_JWT_SECRET")
+	c.JWKSURL = l.str("SECKILL_JWT_JWKS_URL")
+	c.JWTIssuer = l.str("SECKILL_JWT_ISSUER")
+	c.JWTAudience = l.str("SECKILL_JWT_AUDIENCE")
+	c.JWTUserClaim = l.str("SECKILL_JWT_USER_CLAIM")
+	c.JWTRoleClaim = l.str("SECKILL_JWT_ROLE_CLAIM")
+	c.WebhookAllowPrivate = l.boolean("SECKILL_WEBHOOK_ALLOW_PRIVATE")
+	c.RateUser = l.number("SECKILL_RATE_USER")
+	c.RateIP = l.number("SECKILL_RATE_IP")
+	c.InFlight = l.whole("SECKILL_PURCHASES_IN_FLIGHT")
+	c.SaleInFlight = l.whole("SECKILL_SALE_PURCHASES_IN_FLIGHT")
+	c.LockWait = l.duration("SECKILL_LOCK_WAIT", "500ms")
+	c.WorkerConcurrency = l.whole("SECKILL_WORKER_CONCURRENCY")
+	c.PersistBatch = l.whole("SECKILL_PERSIST_BATCH")
+	c.PprofAddr = l.str("SECKILL_PPROF_ADDR")
+	c.ClockOffset = l.duration("SECKILL_CLOCK_OFFSET", "-90s")
+
 	if c.JWKSURL != "" {
 		if u, err := url.Parse(c.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("SECKILL_JWT_JWKS_URL: want an http or https URL, got %q", c.JWKSURL))
+			l.fail(fmt.Errorf("SECKILL_JWT_JWKS_URL: want an http or https URL, got %q", c.JWKSURL))
 		}
 	}
 	switch {
 	case len(c.RedisAddrs) == 0:
-		errs = append(errs, errors.New("SECKILL_REDIS_ADDR: want at least one host:port"))
+		l.fail(errors.New("SECKILL_REDIS_ADDR: want at least one host:port"))
 	case c.RedisCluster && c.RedisMasterName != "":
-		errs = append(errs, errors.New("SECKILL_REDIS_CLUSTER and SECKILL_REDIS_MASTER_NAME exclude each other"))
+		l.fail(errors.New("SECKILL_REDIS_CLUSTER and SECKILL_REDIS_MASTER_NAME exclude each other"))
 	case !c.RedisCluster && c.RedisMasterName == "" && len(c.RedisAddrs) > 1:
-		errs = append(errs, errors.New("SECKILL_REDIS_ADDR lists several addresses: set SECKILL_REDIS_CLUSTER=true or SECKILL_REDIS_MASTER_NAME"))
+		l.fail(errors.New("SECKILL_REDIS_ADDR lists several addresses: set SECKILL_REDIS_CLUSTER=true or SECKILL_REDIS_MASTER_NAME"))
 	}
 	for _, p := range c.TrustedProxies {
 		if _, err := netip.ParsePrefix(p); err != nil {
 			if _, err := netip.ParseAddr(p); err != nil {
-				errs = append(errs, fmt.Errorf("SECKILL_TRUSTED_PROXIES: %q is neither a CIDR nor an address", p))
+				l.fail(fmt.Errorf("SECKILL_TRUSTED_PROXIES: %q is neither a CIDR nor an address", p))
 			}
 		}
 	}
-	wait, err := time.ParseDuration(env("SECKILL_LOCK_WAIT", "500ms"))
-	if err != nil || wait < 0 {
-		errs = append(errs, fmt.Errorf("SECKILL_LOCK_WAIT: want a duration such as 500ms"))
-	}
-	c.LockWait = wait
-	if c.ClockOffset, err = time.ParseDuration(env("SECKILL_CLOCK_OFFSET", "0s")); err != nil {
-		errs = append(errs, fmt.Errorf("SECKILL_CLOCK_OFFSET: want a duration such as -90s"))
-	}
-	if c.JWTSecret == "" && c.Dev() {
-		c.JWTSecret = DevJWTSecret
+	if c.LockWait < 0 {
+		l.fail(errors.New("SECKILL_LOCK_WAIT: want a duration such as 500ms"))
 	}
 	switch {
+	case l.failed["SECKILL_JWT_SECRET"]: // already reported
 	case c.JWTSecret == "":
-		errs = append(errs, errors.New("SECKILL_JWT_SECRET is required outside dev mode (SECKILL_ENV=dev)"))
+		l.fail(errors.New("SECKILL_JWT_SECRET is required outside dev mode (SECKILL_ENV=dev)"))
 	case len(c.JWTSecret) < 32:
-		errs = append(errs, errors.New("SECKILL_JWT_SECRET must be at least 32 bytes"))
+		l.fail(errors.New("SECKILL_JWT_SECRET must be at least 32 bytes"))
 	}
 	if c.WorkerConcurrency < 1 || c.PersistBatch < 1 {
-		errs = append(errs, errors.New("SECKILL_WORKER_CONCURRENCY and SECKILL_PERSIST_BATCH must be at least 1"))
+		l.fail(errors.New("SECKILL_WORKER_CONCURRENCY and SECKILL_PERSIST_BATCH must be at least 1"))
 	}
-	return c, errors.Join(errs...)
+	c.shown = l.shown
+	return c, l.err()
 }
 
 // Dev reports whether SECKILL_ENV is "dev".
@@ -176,82 +174,9 @@ func (c Config) Dev() bool { return c.Env == "dev" }
 // UsesDevSecret reports whether tokens are signed with the public DevJWTSecret.
 func (c Config) UsesDevSecret() bool { return c.JWTSecret == DevJWTSecret }
 
-// String lists the settings for the start-up log, with secrets masked.
-func (c Config) String() string {
-	secret := "set"
-	if c.UsesDevSecret() {
-		secret = "dev default (public!)"
-	}
-	return fmt.Sprintf("env=%q http=%s redis=%s (%s) min_replicas=%d mysql=%s jwt_secret=%s jwks=%q iss=%q aud=%q user_claim=%s role_claim=%s rate_user=%g rate_ip=%g in_flight=%d sale_in_flight=%d trusted_proxies=%q lock_wait=%s worker_concurrency=%d persist_batch=%d webhook_allow_private=%t",
-		c.Env, c.HTTPAddr, strings.Join(c.RedisAddrs, ","), c.RedisTopology(), c.MinReplicas, maskDSN(c.MySQLDSN),
-		secret, c.JWKSURL, c.JWTIssuer, c.JWTAudience, c.JWTUserClaim, c.JWTRoleClaim, c.RateUser, c.RateIP,
-		c.InFlight, c.SaleInFlight, c.TrustedProxies, c.LockWait, c.WorkerConcurrency, c.PersistBatch, c.WebhookAllowPrivate)
-}
-
-// maskDSN hides the password of user:password@tcp(...)/db.
-func maskDSN(dsn string) string {
-	at := strings.LastIndex(dsn, "@")
-	colon := strings.Index(dsn, ":")
-	if at < 0 || colon < 0 || colon > at {
-		return dsn
-	}
-	return dsn[:colon+1] + "***" + dsn[at:]
-}
-
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-// list splits a comma-separated value, dropping blanks.
-func list(v string) []string {
-	var out []string
-	for _, f := range strings.Split(v, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-func boolean(errs *[]error, name string, def bool) bool {
-	switch v := os.Getenv(name); v {
-	case "":
-		return def
-	case "false", "0":
-		return false
-	case "true", "1":
-		return true
-	default:
-		*errs = append(*errs, fmt.Errorf("%s: want true or false, got %q", name, v))
-		return def
-	}
-}
-
-func number(errs *[]error, name string, def float64) float64 {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f < 0 {
-		*errs = append(*errs, fmt.Errorf("%s: want a number >= 0, got %q", name, v))
-		return def
-	}
-	return f
-}
-
-// whole is number for a count: a whole number up to MaxInt32 ("1.5" is an error, not 1).
-func whole(errs *[]error, name string, def int) int {
-	f := number(errs, name, float64(def))
-	if f != math.Trunc(f) || f > math.MaxInt32 {
-		*errs = append(*errs, fmt.Errorf("%s: want a whole number >= 0, got %q", name, os.Getenv(name)))
-		return def
-	}
-	return int(f)
-}
+// String lists the settings Load read, for the start-up log: every variable of Vars
+// by name, a secret (Var.Secret) only as where it came from.
+func (c Config) String() string { return strings.Join(c.shown, " ") }
 
 // IdP is the identity provider the settings name, and false when SECKILL_JWT_JWKS_URL
 // is unset.
@@ -283,7 +208,7 @@ func (c Config) RedisTopology() string {
 // whose reply was lost; every script is safe to run twice (the reserve script knows its
 // own order, stock.Reserve), so the default budget of 3 redirects is kept. Its view of
 // the slots is reloaded every second as well as on MOVED, so after a failover a client
-// finds the new master within about a second of its election (docs/scale-out.md).
+// finds the new master within about a second of its election (docs/topologies.md).
 func (c Config) Redis() redis.UniversalClient {
 	const (
 		pool     = 256
@@ -333,28 +258,56 @@ func RedisPipelined(rdb redis.UniversalClient) (*redis.AutoPipeliner, error) {
 	return ap, nil
 }
 
-// MySQL opens MySQLDSN through GORM. Connect, read and write timeouts are added to the
-// DSN when it has none, so a frozen MySQL fails calls instead of hanging them.
-func (c Config) MySQL() (*gorm.DB, error) {
+// Bounds of MySQL calls, so that a MySQL that does not answer (down, or frozen: TCP
+// connects still succeed and nothing answers) fails a request within about two seconds
+// instead of holding it (a route that needs MySQL answers 503 within 3 s).
+const (
+	// mysqlDial bounds opening a connection.
+	mysqlDial = time.Second
+	// mysqlIO bounds each read and write on a connection: the one bound of a COMMIT,
+	// which no context reaches in the driver.
+	mysqlIO = 2 * time.Second
+	// mysqlWait bounds a statement, and a transaction, whose context has no deadline of
+	// its own (a request's), waiting for a pool connection included. Background jobs
+	// and the worker's tasks set their own deadlines.
+	mysqlWait = 2 * time.Second
+)
+
+// mysqlConfig is MySQLDSN parsed, with the bounds of one read or write on a connection
+// (io; 0 for none) and of a connect added where the DSN sets none.
+func (c Config) mysqlConfig(io time.Duration) (*mysql.Config, error) {
 	dsn, err := mysql.ParseDSN(c.MySQLDSN)
 	if err != nil {
 		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: %w", err)
 	}
 	dsn.ParseTime = true
+	if dsn.Timeout == 0 {
+		dsn.Timeout = mysqlDial
+	}
+	if dsn.ReadTimeout == 0 {
+		dsn.ReadTimeout = io
+	}
+	if dsn.WriteTimeout == 0 {
+		dsn.WriteTimeout = io
+	}
+	return dsn, nil
+}
+
+// MySQL opens MySQLDSN through GORM, bounded so that a MySQL that does not answer fails
+// calls instead of hanging them: a connect waits mysqlDial, a read or write mysqlIO, and
+// a statement or transaction whose context has no deadline (a request's) mysqlWait in
+// all, waiting for a pool connection included. Timeouts the DSN sets itself win.
+func (c Config) MySQL() (*gorm.DB, error) {
+	dsn, err := c.mysqlConfig(mysqlIO)
+	if err != nil {
+		return nil, err
+	}
 	// Arguments are interpolated by the driver, so a statement costs one round trip
 	// instead of prepare, execute and close.
 	dsn.InterpolateParams = true
-	if dsn.Timeout == 0 {
-		dsn.Timeout = 2 * time.Second
-	}
-	if dsn.ReadTimeout == 0 {
-		dsn.ReadTimeout = 10 * time.Second
-	}
-	if dsn.WriteTimeout == 0 {
-		dsn.WriteTimeout = 10 * time.Second
-	}
 	db, err := gorm.Open(gormmysql.Open(dsn.FormatDSN()), &gorm.Config{
 		SkipDefaultTransaction: true,
+		DefaultContextTimeout:  mysqlWait, DefaultTransactionTimeout: mysqlWait,
 		Logger: logger.New(slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn), logger.Config{
 			SlowThreshold: time.Second, LogLevel: logger.Warn, IgnoreRecordNotFoundError: true}),
 	})
@@ -368,5 +321,20 @@ func (c Config) MySQL() (*gorm.DB, error) {
 	sqlDB.SetMaxOpenConns(64)
 	sqlDB.SetMaxIdleConns(64)
 	sqlDB.SetConnMaxLifetime(5 * time.Minute)
+	return db, nil
+}
+
+// MySQLForMigrations opens MySQLDSN without MySQL's bound on reads: a schema change on a
+// big table, or the wait for another instance's migration lock, takes longer than a
+// request may.
+func (c Config) MySQLForMigrations() (*sql.DB, error) {
+	dsn, err := c.mysqlConfig(0)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("mysql", dsn.FormatDSN())
+	if err != nil {
+		return nil, fmt.Errorf("open MySQL: %w", err)
+	}
 	return db, nil
 }

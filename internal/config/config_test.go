@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -154,4 +155,35 @@ func load(t *testing.T, env map[string]string, wantErr string, names ...string) 
 		t.Fatal(err)
 	}
 	return c, true
+}
+
+// The service's MySQL calls are bounded where the DSN sets no bound, migrations' reads
+// are not, and a bound the DSN sets wins.
+func TestMySQLBounds(t *testing.T) {
+	tests := []struct {
+		name               string
+		dsn                string
+		io                 time.Duration
+		wantDial, wantRead time.Duration
+		wantWrite          time.Duration
+	}{
+		{"the service's", "u:p@tcp(db:3306)/seckill", mysqlIO, mysqlDial, mysqlIO, mysqlIO},
+		{"migrations'", "u:p@tcp(db:3306)/seckill", 0, mysqlDial, 0, 0},
+		{"the DSN's own", "u:p@tcp(db:3306)/seckill?timeout=5s&readTimeout=30s", mysqlIO, 5 * time.Second, 30 * time.Second, mysqlIO},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Config{MySQLDSN: tc.dsn}.mysqlConfig(tc.io)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Timeout != tc.wantDial || got.ReadTimeout != tc.wantRead || got.WriteTimeout != tc.wantWrite || !got.ParseTime {
+				t.Errorf("dial %v, read %v, write %v, parseTime %t; want %v, %v, %v, true",
+					got.Timeout, got.ReadTimeout, got.WriteTimeout, got.ParseTime, tc.wantDial, tc.wantRead, tc.wantWrite)
+			}
+		})
+	}
+	if _, err := (Config{MySQLDSN: "not a dsn"}).MySQL(); err == nil || !strings.Contains(err.Error(), "SECKILL_MYSQL_DSN") {
+		t.Errorf("a malformed DSN: err = %v, want one naming SECKILL_MYSQL_DSN", err)
+	}
 }

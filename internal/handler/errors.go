@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"io"
@@ -272,6 +273,8 @@ func unreachable(err error) bool {
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
+		// a transaction database/sql ended when its deadline passed (config.MySQL)
+		errors.Is(err, sql.ErrTxDone) || errors.Is(err, sql.ErrConnDone) ||
 		redis.HasErrorPrefix(err, "LOADING") || // restarting Redis still reading its AOF
 		// a cluster in a failover or a migration, past the client's redirects: a read of
 		// several slots (a sale of several buckets) meets it more often than a script

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	apidoc "seckill/api"
 	"seckill/internal/admission"
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
@@ -177,6 +178,7 @@ func (h *Handler) Routes() http.Handler {
 	api.GET("/activities/:id", byActivity(h.svc.GetActivity))
 	api.GET("/activities/:id/groups", h.listGroups(false))
 	api.GET("/groups/:gid", h.getGroup)
+	api.GET("/openapi.yaml", openAPI) // the reference at /docs renders it
 	api.GET("/activities/:id/line/challenge", byActivity(func(ctx context.Context, id int64) (altcha.Challenge, error) {
 		ch, err := h.line.Challenge(ctx, id)
 		return ch, h.lineError(ctx, id, err)
@@ -214,6 +216,12 @@ func (h *Handler) Routes() http.Handler {
 	admin.DELETE("/webhooks/:id", h.deleteWebhook)
 	admin.GET("/webhooks/:id/deliveries", h.webhookDeliveries)
 	return r
+}
+
+// openAPI answers the API's own OpenAPI document, the bytes committed in api/openapi.yaml.
+func openAPI(c *gin.Context) {
+	c.Header("Cache-Control", "no-cache")
+	c.Data(http.StatusOK, "application/yaml; charset=utf-8", apidoc.OpenAPI)
 }
 
 // instances lists the live processes: APIs first, then workers, the oldest first.

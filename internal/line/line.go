@@ -282,7 +282,7 @@ func (l *Line) Figures(ctx context.Context, activityID int64) (Figures, error) {
 		meta = p.HMGet(ctx, metaKey(activityID), "joined", "admitted", "expired", "usedexp")
 		waiting = p.ZCard(ctx, waitKey(activityID))
 		passes = p.ZCard(ctx, passesKey(activityID))
-		used = p.HGet(ctx, stock.SaleKey(activityID), "rused")
+		used = stock.PassesUsed(ctx, p, activityID)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {

@@ -1,10 +1,15 @@
 package line
 
-import "github.com/redis/go-redis/v9"
+import (
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/stock"
+)
 
 // Every script of the line takes its clock from ARGV[1]: "" reads Redis' own (TIME),
-// the one clock of every API instance and worker; tests pass unix ms instead.
-const clockLua = `
+// the one clock of every API instance and worker; tests pass unix ms instead. The
+// sale's own state is read through internal/stock's sale_state and units_held.
+const clockLua = stock.SaleStateLua + `
 local function clock_ms(arg)
   if arg ~= '' then return tonumber(arg) end
   local t = redis.call('TIME')
@@ -15,7 +20,7 @@ end
 // ticketLua reads a user's ticket, for the join and read scripts, whose KEYS are
 // KEYS[1] sale hash  KEYS[2] meta hash  KEYS[3] waiting sorted set  KEYS[4] tickets hash
 // KEYS[5] the sale's users hash (units each user holds)
-// and whose sale is HMGET of avail, start, end, room, admit.
+// and whose sale is sale_state's table.
 //
 // read_ticket returns nil (no ticket) or {status, position, ahead, admitted ms, pass
 // expiry ms}, status 0 waiting, 1 admitted, 2 expired (admitted, the pass unused past
@@ -28,7 +33,7 @@ local function read_ticket(user, now, sale)
   local rank = redis.call('ZRANK', KEYS[3], user)
   if rank then
     local status = 0
-    if now >= tonumber(sale[3]) or tonumber(sale[1]) <= 0 then status = 3 end
+    if now >= sale.ends or sale.avail <= 0 then status = 3 end
     local admitted = tonumber(redis.call('HGET', KEYS[2], 'admitted') or '0')
     return {status, admitted + rank + 1, rank, 0, 0}
   end
@@ -38,11 +43,11 @@ local function read_ticket(user, now, sale)
   at = tonumber(redis.call('HGET', KEYS[2], 'epoch')) + tonumber(at)
   local exp = at + tonumber(ttl)
   local status = 1
-  if now >= tonumber(exp) and tonumber(redis.call('HGET', KEYS[5], user) or '0') <= 0 then status = 2 end
+  if now >= tonumber(exp) and units_held(KEYS[5], user) <= 0 then status = 2 end
   return {status, tonumber(pos), 0, at, exp}
 end
 local function answer(code, t, sale, now)
-  return {code, t[1], t[2], t[3], t[4], t[5], tonumber(sale[1]), tonumber(sale[2]), tonumber(sale[5] or '0'), now}
+  return {code, t[1], t[2], t[3], t[4], t[5], sale.avail, sale.starts, sale.admit, now}
 end
 `
 
@@ -53,10 +58,10 @@ end
 //
 // Returns {cost, now (unix ms)}, {-1} no such sale, or {-2} the sale has no waiting room.
 var challengeScript = redis.NewScript(clockLua + `
-local sale = redis.call('HMGET', KEYS[1], 'start', 'room', 'cost')
-if not sale[1] then return {-1} end
-if sale[2] ~= '1' then return {-2} end
-return {tonumber(sale[3] or '0'), clock_ms(ARGV[1])}
+local sale = sale_state(KEYS[1])
+if not sale then return {-1} end
+if not sale.room then return {-2} end
+return {sale.cost, clock_ms(ARGV[1])}
 `)
 
 // joinScript gives a user a place in a sale's line, once.
@@ -83,16 +88,16 @@ return {tonumber(sale[3] or '0'), clock_ms(ARGV[1])}
 // start. A later join is placed at 2^48 plus the count of later joins, behind them all,
 // in arrival order.
 var joinScript = redis.NewScript(ticketLua + `
-local sale = redis.call('HMGET', KEYS[1], 'avail', 'start', 'end', 'room', 'admit', 'preq', 'chal')
-if not sale[1] or not sale[2] then return {-1} end
-if sale[4] ~= '1' then return {-2} end
+local sale = sale_state(KEYS[1])
+if not sale then return {-1} end
+if not sale.room then return {-2} end
 local now = clock_ms(ARGV[1])
 local t = read_ticket(ARGV[2], now, sale)
 if t then return answer(1, t, sale, now) end
-if now >= tonumber(sale[3]) then return {-3} end
-if tonumber(sale[1]) <= 0 then return {-4} end
-if now < tonumber(sale[2]) - tonumber(sale[6] or '0') * 1000 then return {-5} end
-if sale[7] == '1' or ARGV[4] == '0' then
+if now >= sale.ends then return {-3} end
+if sale.avail <= 0 then return {-4} end
+if now < sale.starts - sale.prequeue * 1000 then return {-5} end
+if sale.challenge or ARGV[4] == '0' then
   if ARGV[4] ~= '1' then return {-6} end
   local expires = tonumber(ARGV[5])
   if now >= expires then return {-9} end
@@ -100,7 +105,7 @@ if sale[7] == '1' or ARGV[4] == '0' then
   if not redis.call('SET', KEYS[6], '1', 'NX', 'PX', string.format('%d', expires - now)) then return {-7} end
 end
 local score = ARGV[3]
-if now >= tonumber(sale[2]) then
+if now >= sale.starts then
   score = string.format('%d', 2^48 + redis.call('HINCRBY', KEYS[2], 'seq', 1))
 end
 redis.call('ZADD', KEYS[3], score, ARGV[2])
@@ -115,8 +120,8 @@ return answer(0, read_ticket(ARGV[2], now, sale), sale, now)
 //
 // Returns answer(1, ...), {-1} no such sale, or {-8} the user never joined.
 var readScript = redis.NewScript(ticketLua + `
-local sale = redis.call('HMGET', KEYS[1], 'avail', 'start', 'end', 'room', 'admit')
-if not sale[1] or not sale[2] then return {-1} end
+local sale = sale_state(KEYS[1])
+if not sale then return {-1} end
 local now = clock_ms(ARGV[1])
 local t = read_ticket(ARGV[2], now, sale)
 if not t then return {-8} end
@@ -140,11 +145,11 @@ return answer(1, t, sale, now)
 // runs come. Admission is from the start to the end of the sale (Redis' clock), while
 // units are left, and while the passes outstanding and unused are fewer than
 // max(admit, 2 x units left). A pass is used once its holder has bought (the reserve
-// script counts a pass holder's first purchase in the sale hash's rused); passes that
+// script counts a pass holder's first purchase: sale_state's passes_used); passes that
 // expire leave the count, those whose holder holds units counted as used (usedexp).
 var admitScript = redis.NewScript(clockLua + `
-local sale = redis.call('HMGET', KEYS[1], 'avail', 'start', 'end', 'room', 'admit', 'pttl', 'rused')
-if not sale[1] or not sale[2] then return {-1} end
+local sale = sale_state(KEYS[1])
+if not sale then return {-1} end
 local now = clock_ms(ARGV[1])
 local tolerance = tonumber(ARGV[2])
 local meta = redis.call('HMGET', KEYS[2], 'next', 'usedexp')
@@ -153,19 +158,19 @@ local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, 5000)
 if #gone > 0 then
   local used = 0
   for _, u in ipairs(gone) do
-    if tonumber(redis.call('HGET', KEYS[6], u) or '0') > 0 then used = used + 1 end
+    if units_held(KEYS[6], u) > 0 then used = used + 1 end
   end
   redis.call('ZREMRANGEBYRANK', KEYS[5], 0, #gone - 1)
   usedexp = usedexp + used
   redis.call('HINCRBY', KEYS[2], 'usedexp', used)
   redis.call('HINCRBY', KEYS[2], 'expired', #gone - used)
 end
-local rused = tonumber(sale[7] or '0')
+local rused = sale.passes_used
 local outstanding = redis.call('ZCARD', KEYS[5])
 local open = outstanding - math.min(outstanding, math.max(0, rused - usedexp))
-local rate, avail = tonumber(sale[5] or '0'), tonumber(sale[1])
+local rate, avail = sale.admit, sale.avail
 local n = 0
-if sale[4] == '1' and rate > 0 and avail > 0 and now >= tonumber(sale[2]) and now < tonumber(sale[3]) then
+if sale.room and rate > 0 and avail > 0 and now >= sale.starts and now < sale.ends then
   local interval = (10000 + tolerance) / (10 * rate - 1)
   local slot = math.max(tonumber(meta[1] or '0'), now - tolerance)
   if slot <= now then
@@ -176,7 +181,7 @@ if sale[4] == '1' and rate > 0 and avail > 0 and now >= tonumber(sale[2]) and no
     local popped = redis.call('ZPOPMIN', KEYS[3], n)
     n = #popped / 2
     local before = redis.call('HINCRBY', KEYS[2], 'admitted', n) - n
-    local exp = math.ceil((now + tonumber(sale[6] or '300') * 1000) / 1000) * 1000
+    local exp = math.ceil((now + sale.pass_ttl * 1000) / 1000) * 1000
     redis.call('HSETNX', KEYS[2], 'epoch', string.format('%d', now))
     local since = now - tonumber(redis.call('HGET', KEYS[2], 'epoch'))
     for i = 1, n do

@@ -10,7 +10,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
-// A shop's receiving endpoint, as the README shows it: the official Standard Webhooks
+// A shop's receiving endpoint, as docs/integration.md shows it: the official Standard Webhooks
 // library checks the signature; the event id makes a repeated delivery harmless.
 func Example_receiver() {
 	wh, err := standardwebhooks.NewWebhook(os.Getenv("SHOP_SECKILL_WEBHOOK_SECRET")) // whsec_..., from POST /admin/webhooks

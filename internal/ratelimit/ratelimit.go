@@ -7,7 +7,7 @@
 // 2 x perSecond. A key whose requests all reach one instance gets that instance's
 // share only; for the few seconds after an instance joins or dies, until the heartbeats
 // say so (presence.Interval, presence.Timeout), the others still split the allowance by
-// the old count. The README states the bound in full.
+// the old count. docs/concepts.md states the bound in full.
 //
 // Purchases that reach Redis are limited exactly instead, inside the reserve script
 // (internal/stock): the limiter here counts what a process answers by itself.

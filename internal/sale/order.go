@@ -14,9 +14,6 @@ import (
 	"seckill/internal/store"
 )
 
-// Order is an order as the API shows it.
-type Order = store.OrderView
-
 // BuyRequest is a buyer's purchase.
 type BuyRequest struct {
 	ActivityID int64
@@ -240,7 +237,7 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 		if err != nil {
 			return Order{}, fmt.Errorf("get order: %w", err)
 		}
-		o = stored.View()
+		o = storedView(stored)
 	default:
 		return Order{}, err
 	}
@@ -248,18 +245,6 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 		return Order{}, ErrNotFound
 	}
 	return o, nil
-}
-
-// queuedOrderView shows a queued order with the price and pay window of its sale.
-func queuedOrderView(q stock.QueuedOrder, sale stock.Sale) Order {
-	return queuedView(queue.Queued(q, sale))
-}
-
-// queuedView shows an order on its way to MySQL.
-func queuedView(q queue.Order) Order {
-	return Order{ID: q.ID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
-		AmountCents: q.AmountCents, Status: store.StatusQueued, CreatedAt: time.UnixMilli(q.CreatedAtMs).UTC(),
-		ExpiresAt: time.UnixMilli(q.ExpiresAtMs).UTC(), GroupID: q.Group}
 }
 
 // ListOrders returns the caller's newest orders (at most 500), queued ones included;
@@ -285,7 +270,7 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	seen := make(map[string]bool, len(stored))
 	for _, o := range stored {
 		seen[o.ID] = true
-		out = append(out, o.View())
+		out = append(out, storedView(o))
 	}
 	var queuedSales []int64
 	for _, q := range queued {
@@ -341,5 +326,5 @@ func (s *Service) afterCreated(ctx context.Context, id string, c Caller, errQueu
 	if err != nil {
 		return Order{}, err
 	}
-	return stored.View(), nil
+	return storedView(stored), nil
 }

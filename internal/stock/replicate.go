@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -124,27 +123,19 @@ func (r *Replicas) confirmOnce(ctx context.Context, b Bucket, orderID string) er
 	}
 }
 
-// Connected returns nil while every master has at least n replicas online (INFO
-// replication), so that a purchase can be confirmed whichever master holds its sale;
-// else an error naming a master short of them. Readiness asks it.
+// Connected returns nil while every master has at least n replicas connected, so that
+// a purchase can be confirmed whichever master holds its sale; else an error naming a
+// master short of them. Readiness asks it.
 func (r *Replicas) Connected(ctx context.Context) error {
-	check := func(ctx context.Context, node *redis.Client) error {
-		info, err := node.Info(ctx, "replication").Result()
-		if err != nil {
+	return r.eachMaster(ctx, func(addr string, connected int, err error) error {
+		switch {
+		case err != nil:
 			return err
-		}
-		if online := strings.Count(info, ",state=online,"); online < r.n {
-			return fmt.Errorf("%d of %d replicas online on the master %s", online, r.n, node.Options().Addr)
+		case connected < r.n:
+			return fmt.Errorf("%d of %d replicas connected to the master %q", connected, r.n, addr)
 		}
 		return nil
-	}
-	switch c := r.rdb.(type) {
-	case *redis.ClusterClient:
-		return c.ForEachMaster(ctx, check)
-	case *redis.Client:
-		return check(ctx, c)
-	}
-	return fmt.Errorf("replicas: unsupported client %T", r.rdb)
+	})
 }
 
 // master returns the client of the master that holds a bucket's keys now, and its

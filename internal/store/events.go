@@ -9,7 +9,7 @@ import (
 // orderData and groupData are the data objects of the events (internal/outbox).
 type (
 	orderData struct {
-		Order OrderView `json:"order"`
+		Order eventOrder `json:"order"`
 	}
 	groupData struct {
 		Group GroupView `json:"group"`
@@ -18,7 +18,7 @@ type (
 
 // orderEvent is the event of a change of o, which it shows as it is after the change.
 func orderEvent(typ string, o Order, at time.Time) outbox.Event {
-	return outbox.Event{Type: typ, Subject: o.ID, At: at, Data: orderData{o.View()}}
+	return outbox.Event{Type: typ, Subject: o.ID, At: at, Data: orderData{eventView(o)}}
 }
 
 // groupEvent is the event of a group's completion or failure.

@@ -2,9 +2,10 @@ package store
 
 import "time"
 
-// OrderView is an order as the API shows it and its events carry it: the contract's
-// order object.
-type OrderView struct {
+// eventOrder is the order object the events carry: the API's order object (sale.Order),
+// which internal/sale builds from the same row; TestEventOrderIsTheAPIOrder holds the
+// two to one JSON.
+type eventOrder struct {
 	ID            string     `json:"id"`
 	ActivityID    int64      `json:"activity_id"`
 	UserID        int64      `json:"user_id"`
@@ -15,13 +16,12 @@ type OrderView struct {
 	ExpiresAt     time.Time  `json:"expires_at"`
 	PaidAt        *time.Time `json:"paid_at,omitempty"`
 	FailureReason string     `json:"failure_reason,omitempty"`
-	// GroupID is the order's group in a group-buy sale.
-	GroupID string `json:"group_id,omitempty"`
+	GroupID       string     `json:"group_id,omitempty"`
 }
 
-// View is the stored order as the API shows it, its times in UTC.
-func (o Order) View() OrderView {
-	v := OrderView{ID: o.ID, ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity,
+// eventView is o as its events show it, its times in UTC.
+func eventView(o Order) eventOrder {
+	v := eventOrder{ID: o.ID, ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity,
 		AmountCents: o.AmountCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(),
 		ExpiresAt: o.ExpiresAt.UTC(), FailureReason: deref(o.FailureReason), GroupID: deref(o.GroupID)}
 	if o.PaidAt != nil {
@@ -32,7 +32,7 @@ func (o Order) View() OrderView {
 }
 
 // GroupView is a group of a group-buy sale as the API shows it and its events carry it:
-// the contract's group object.
+// the group object of api/openapi.yaml.
 type GroupView struct {
 	ID         string    `json:"id"`
 	ActivityID int64     `json:"activity_id"`

@@ -18,7 +18,7 @@ import (
 )
 
 // hotConfig is one hot sale bought with its stock in K buckets, for several K in turns
-// against the same processes (issue 22): how much of the sale's script work and CPU
+// against the same processes: how much of the sale's script work and CPU
 // each Redis node takes, purchases/s and p99.
 type hotConfig struct {
 	Conns     int

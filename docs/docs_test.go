@@ -1,0 +1,463 @@
+package docs_test
+
+import (
+	"fmt"
+	"go/scanner"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"seckill/internal/config"
+	"seckill/internal/handler"
+)
+
+// TestDocs checks every Markdown file of the repository (README.md, docs/, loadtest/, and
+// any page added later): a relative link or anchor that does not resolve, an environment
+// variable the code does not read, or a route the router does not serve is an error.
+func TestDocs(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := markdownFiles(t, root)
+	if !slices.Contains(pages, "README.md") || !slices.Contains(pages, "docs/concepts.md") {
+		t.Fatalf("the Markdown files found under %s lack README.md or docs/concepts.md: %v", root, pages)
+	}
+	c := checker{root: root, vars: codeVariables(t, root), routes: routerRoutes(t)}
+	for _, p := range c.check(t, pages) {
+		t.Error(p)
+	}
+}
+
+// TestCheckerFindsEachKind runs the checker on pages made to break each rule, so a
+// checker that stopped finding a kind of problem fails here.
+func TestCheckerFindsEachKind(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, body string) {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("README.md", "# Top\n\n## Group-buy (拼团) `sales`\n\n"+
+		"[ok](docs/a.md#the-part) [ok](#group-buy-拼团-sales) [ok](docs/) ![ok](docs/a.md)\n"+
+		"[gone](docs/missing.md) [bad anchor](docs/a.md#nowhere) [bad](#nope)\n"+
+		"[outside](../elsewhere.md) [web](https://example.com/x.md#y)\n"+
+		"`SECKILL_KNOWN` `SECKILL_KNOWN_FILE` SECKILL_TYPO `LOADTEST_GONE` `AUDIT_FLAGS` `SECKILL_PLAIN_FILE`\n"+
+		"`GET /api/v1/activities/{id}` `POST /api/v1/activities/42/orders` `GET /orders/{id}` "+
+		"/api/v1/admin and `GET /healthz` and `/api/v1/admin/...`\n"+
+		"`POST /api/v1/activities/{id}` `GET /api/v1/nothing` `DELETE /orders/{id}/pay`\n"+
+		"```sh\n[in code](nowhere.md)\ncurl http://127.0.0.1:8080/api/v1/activities/$ID/orderz\n```\n")
+	write("docs/a.md", "# A\n\n## The part\n\n<a id=\"kept\"></a>\n[ok](../README.md#top) [ok](#kept)\n")
+	c := checker{
+		root: root,
+		vars: map[string]bool{"SECKILL_KNOWN": true, "SECKILL_KNOWN_FILE": true, "SECKILL_PLAIN": true, "AUDIT_FLAGS": true},
+		routes: []route{{"GET", "/api/v1/activities/:id"}, {"POST", "/api/v1/activities/:id/orders"},
+			{"GET", "/api/v1/orders/:id"}, {"POST", "/api/v1/orders/:id/pay"},
+			{"GET", "/api/v1/admin/activities"}, {"GET", "/healthz"}},
+	}
+	got := strings.Join(c.check(t, []string{"README.md", "docs/a.md"}), "\n")
+	for _, want := range []string{
+		"README.md: link docs/missing.md: no such file",
+		"README.md: link docs/a.md#nowhere: no heading",
+		"README.md: link #nope: no heading",
+		"README.md: link ../elsewhere.md: outside the repository",
+		"README.md: environment variable SECKILL_TYPO",
+		"README.md: environment variable LOADTEST_GONE",
+		"README.md: environment variable SECKILL_PLAIN_FILE",
+		"README.md: route POST /api/v1/activities/{id}",
+		"README.md: route GET /api/v1/nothing",
+		"README.md: route DELETE /orders/{id}/pay",
+		"README.md: route /api/v1/activities/$ID/orderz",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the checker did not report %q; it reported:\n%s", want, got)
+		}
+	}
+	for _, fine := range []string{"docs/a.md:", "variable SECKILL_KNOWN:", "variable SECKILL_KNOWN_FILE:", "variable AUDIT_FLAGS:", "nowhere.md", "example.com",
+		"route /api/v1/admin:", "GET /healthz", "{id}/orders", "GET /orders/{id}", "the-part", "group-buy", "/api/v1/admin/..."} {
+		if strings.Contains(got, fine) {
+			t.Errorf("the checker reported something fine (%q):\n%s", fine, got)
+		}
+	}
+}
+
+type route struct{ method, path string }
+
+type checker struct {
+	root   string
+	vars   map[string]bool // environment variables the code names
+	routes []route         // the router's, with gin's :param segments
+}
+
+// check returns one line per problem in pages (paths relative to root).
+func (c checker) check(t *testing.T, pages []string) []string {
+	t.Helper()
+	anchors := map[string]map[string]bool{}
+	texts := map[string]string{}
+	for _, p := range pages {
+		b, err := os.ReadFile(filepath.Join(c.root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[p] = string(b)
+		anchors[p] = headingAnchors(string(b))
+	}
+	var problems []string
+	for _, p := range pages {
+		report := func(format string, args ...any) {
+			problems = append(problems, p+": "+fmt.Sprintf(format, args...))
+		}
+		prose := withoutCode(texts[p])
+		for _, target := range links(prose) {
+			c.checkLink(p, target, anchors, report)
+		}
+		for _, v := range envVar.FindAllString(texts[p], -1) {
+			if !c.vars[v] {
+				report("environment variable %s: the code does not read it", v)
+			}
+		}
+		for _, m := range methodRoute.FindAllStringSubmatch(texts[p], -1) {
+			path := trimPath(m[2])
+			if strings.HasPrefix(path, "/api/") || apiShorthand.MatchString(path) || rootRoute.MatchString(path) {
+				if !c.served(m[1], path, false) {
+					report("route %s %s: the router does not serve it", m[1], path)
+				}
+			}
+		}
+		for _, m := range bareRoute.FindAllString(texts[p], -1) {
+			if path := trimPath(m); !c.served("", path, true) {
+				report("route %s: the router serves no such path", path)
+			}
+		}
+	}
+	sort.Strings(problems)
+	return slices.Compact(problems)
+}
+
+func (c checker) checkLink(page, target string, anchors map[string]map[string]bool, report func(string, ...any)) {
+	if scheme.MatchString(target) {
+		return
+	}
+	file, anchor, _ := strings.Cut(target, "#")
+	dest := page
+	if file != "" {
+		dest = filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(page), file)))
+		if dest == ".." || strings.HasPrefix(dest, "../") {
+			report("link %s: outside the repository, which a clone does not have", target)
+			return
+		}
+		if _, err := os.Stat(filepath.Join(c.root, dest)); err != nil {
+			report("link %s: no such file", target)
+			return
+		}
+	}
+	if anchor == "" || !strings.HasSuffix(dest, ".md") {
+		return
+	}
+	known, ok := anchors[dest]
+	if !ok {
+		b, err := os.ReadFile(filepath.Join(c.root, dest))
+		if err != nil {
+			report("link %s: %v", target, err)
+			return
+		}
+		known = headingAnchors(string(b))
+		anchors[dest] = known
+	}
+	if !known[anchor] {
+		report("link %s: no heading or anchor %q in %s", target, anchor, dest)
+	}
+}
+
+var (
+	scheme = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
+	// An environment variable of the service, its scripts or the load tools.
+	envVar = regexp.MustCompile(`\b(?:SECKILL|LOADTEST)_[A-Z0-9_]*[A-Z0-9]\b|\b[A-Z0-9]+_FLAGS\b`)
+	// A route with its method; paths are checked when they are the API's (/api/..., or
+	// the shorthand without /api/v1) or the root's operations and pages.
+	methodRoute  = regexp.MustCompile("\\b(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) (/[^\\s`'\")\\]]*)")
+	apiShorthand = regexp.MustCompile(`^/(activities|orders|groups|admin)(/|$)`)
+	rootRoute    = regexp.MustCompile(`^/(healthz|readyz|metrics|docs)$`)
+	// An API path anywhere, in prose or in a curl line.
+	bareRoute = regexp.MustCompile("/api/v1(/[^\\s`'\")\\]<>]*)?")
+)
+
+// trimPath drops a query, a fragment and the punctuation a sentence puts after a path.
+func trimPath(p string) string {
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
+	}
+	p = strings.TrimRight(p, ".,;:*")
+	if len(p) > 1 {
+		p = strings.TrimSuffix(p, "/")
+	}
+	return p
+}
+
+// served reports whether the router serves path with method ("" any). A segment of the
+// document that names a value ({id}, <id>, $ID, 42, ...) matches a parameter of the
+// route. With prefix, a path that begins a served route (/api/v1/admin) is served too.
+func (c checker) served(method, path string, prefix bool) bool {
+	try := []string{path}
+	if !strings.HasPrefix(path, "/api/") && apiShorthand.MatchString(path) {
+		try = []string{"/api/v1" + path}
+	}
+	for _, p := range try {
+		doc := strings.Split(strings.TrimPrefix(p, "/"), "/")
+		for _, r := range c.routes {
+			if method != "" && r.method != method {
+				continue
+			}
+			got := strings.Split(strings.TrimPrefix(r.path, "/"), "/")
+			if len(doc) > len(got) || len(doc) < len(got) && !prefix && !strings.HasPrefix(got[len(got)-1], "*") {
+				continue
+			}
+			match := true
+			for i, s := range doc {
+				g := got[i]
+				if strings.HasPrefix(g, "*") {
+					break
+				}
+				if s == "..." || s == "…" {
+					continue
+				}
+				if s != g && !strings.HasPrefix(g, ":") {
+					match = false
+					break
+				}
+				if strings.HasPrefix(g, ":") && s == "" {
+					match = false
+					break
+				}
+			}
+			if match {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// markdownFiles lists the repository's Markdown files, relative to root, leaving out
+// what is not the project's (vendored packages, git-ignored run data).
+func markdownFiles(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "vendor" ||
+				name == "artifacts" || name == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(name, ".md") {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// codeVariables collects the environment variable names the code reads: the binaries'
+// table (config.Vars, with <NAME>_FILE for a secret), and elsewhere the names the code
+// mentions: in Go, the string literals outside internal/config (the load tools' and the
+// tests' os.Getenv), and the scripts, Makefile, compose file, nginx template, chart and
+// load tools, where a name is read as it is written.
+func codeVariables(t *testing.T, root string) map[string]bool {
+	t.Helper()
+	vars := map[string]bool{}
+	for _, v := range config.Vars {
+		vars[v.Name] = true
+		if v.Secret {
+			vars[v.Name+"_FILE"] = true
+		}
+	}
+	name := regexp.MustCompile(`[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+`)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		base := d.Name()
+		if d.IsDir() {
+			if p != root && (strings.HasPrefix(base, ".") || base == "node_modules" || base == "artifacts" || base == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case strings.HasPrefix(rel, "internal/config/"):
+			// the binaries' variables are the table's, above
+		case strings.HasSuffix(base, ".go"):
+			src, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			for _, lit := range goStrings(src) {
+				for _, n := range name.FindAllString(lit, -1) {
+					vars[n] = true
+				}
+			}
+		case strings.HasSuffix(base, ".md"), rel == "api/openapi.yaml":
+			// documents, not code
+		case strings.HasSuffix(base, ".sh"), base == "Makefile", base == "Dockerfile",
+			strings.HasSuffix(base, ".yml"), strings.HasSuffix(base, ".yaml"), strings.HasSuffix(base, ".tpl"),
+			strings.HasSuffix(base, ".template"), strings.HasSuffix(base, ".conf"),
+			strings.HasSuffix(base, ".js") && strings.HasPrefix(rel, "loadtest/"):
+			src, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			for _, n := range name.FindAllString(string(src), -1) {
+				vars[n] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !vars["SECKILL_REDIS_ADDR"] || !vars["LOADTEST_LIMITS"] {
+		t.Fatalf("the code's variables lack SECKILL_REDIS_ADDR or LOADTEST_LIMITS: the scan is broken (%d names)", len(vars))
+	}
+	return vars
+}
+
+// goStrings returns the values of the string literals of a Go source file.
+func goStrings(src []byte) []string {
+	var s scanner.Scanner
+	fset := token.NewFileSet()
+	s.Init(fset.AddFile("", fset.Base(), len(src)), src, nil, 0)
+	var out []string
+	for {
+		_, tok, lit := s.Scan()
+		if tok == token.EOF {
+			return out
+		}
+		if tok == token.STRING {
+			if v, err := strconv.Unquote(lit); err == nil {
+				out = append(out, v)
+			}
+		}
+	}
+}
+
+// stub is the service behind the router: the routes are listed, never called.
+type stub struct{ handler.Service }
+
+func routerRoutes(t *testing.T) []route {
+	t.Helper()
+	engine, ok := handler.New(stub{}, handler.Options{JWTSecret: strings.Repeat("x", 32)}).Routes().(*gin.Engine)
+	if !ok {
+		t.Fatal("handler.Routes() is no longer a *gin.Engine; adapt this test to list its routes")
+	}
+	var out []route
+	for _, r := range engine.Routes() {
+		out = append(out, route{r.Method, r.Path})
+	}
+	if len(out) < 20 {
+		t.Fatalf("the router lists only %d routes", len(out))
+	}
+	return out
+}
+
+var (
+	fence      = regexp.MustCompile("(?m)^ {0,3}(```|~~~)")
+	inlineCode = regexp.MustCompile("`[^`\n]*`")
+	// [text](target) and ![alt](target), with an optional title.
+	inlineLink = regexp.MustCompile(`!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*<?([^\s)>]+)>?(?:\s+"[^"]*")?\s*\)`)
+	refLink    = regexp.MustCompile(`(?m)^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s.*)?$`)
+	htmlAnchor = regexp.MustCompile(`<a\s+(?:id|name)="([^"]+)"`)
+	heading    = regexp.MustCompile(`^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$`)
+	// What GitHub drops from a heading's text to make its anchor.
+	notSlug = regexp.MustCompile(`[^\p{L}\p{M}\p{N}\p{Pc} -]`)
+)
+
+// withoutCode blanks fenced code blocks and inline code, where links are not links.
+func withoutCode(md string) string {
+	var b strings.Builder
+	in := false
+	for _, line := range strings.SplitAfter(md, "\n") {
+		if fence.MatchString(line) {
+			in = !in
+			b.WriteString("\n")
+			continue
+		}
+		if in {
+			b.WriteString("\n")
+			continue
+		}
+		b.WriteString(inlineCode.ReplaceAllString(line, "``"))
+	}
+	return b.String()
+}
+
+func links(prose string) []string {
+	var out []string
+	for _, m := range inlineLink.FindAllStringSubmatch(prose, -1) {
+		out = append(out, m[1])
+	}
+	for _, m := range refLink.FindAllStringSubmatch(prose, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// headingAnchors are the anchors GitHub makes for md's headings (lower case, marks and
+// punctuation dropped, spaces as hyphens, a repeated one numbered), and explicit
+// <a id="..."> anchors.
+func headingAnchors(md string) map[string]bool {
+	out := map[string]bool{}
+	in := false
+	seen := map[string]int{}
+	for _, line := range strings.Split(md, "\n") {
+		if fence.MatchString(line) {
+			in = !in
+			continue
+		}
+		if in {
+			continue
+		}
+		for _, m := range htmlAnchor.FindAllStringSubmatch(line, -1) {
+			out[m[1]] = true
+		}
+		m := heading.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		text := inlineLink.ReplaceAllStringFunc(m[1], func(l string) string {
+			return l[strings.Index(l, "[")+1 : strings.LastIndex(l, "](")]
+		})
+		slug := strings.ReplaceAll(notSlug.ReplaceAllString(strings.ToLower(text), ""), " ", "-")
+		if n := seen[slug]; n > 0 {
+			out[fmt.Sprintf("%s-%d", slug, n)] = true
+		} else {
+			out[slug] = true
+		}
+		seen[slug]++
+	}
+	return out
+}

@@ -1,0 +1,55 @@
+package sale
+
+import (
+	"time"
+
+	"seckill/internal/queue"
+	"seckill/internal/stock"
+	"seckill/internal/store"
+)
+
+// Order is an order as the API shows it: the order object of api/openapi.yaml. The
+// events of internal/store carry the same object (TestEventOrderIsTheAPIOrder).
+type Order struct {
+	ID            string     `json:"id"`
+	ActivityID    int64      `json:"activity_id"`
+	UserID        int64      `json:"user_id"`
+	Quantity      int        `json:"quantity"`
+	AmountCents   int64      `json:"amount_cents"`
+	Status        string     `json:"status"`
+	CreatedAt     time.Time  `json:"created_at"`
+	ExpiresAt     time.Time  `json:"expires_at"`
+	PaidAt        *time.Time `json:"paid_at,omitempty"`
+	FailureReason string     `json:"failure_reason,omitempty"`
+	// GroupID is the order's group in a group-buy sale.
+	GroupID string `json:"group_id,omitempty"`
+}
+
+// storedView shows an order MySQL holds, its times in UTC.
+func storedView(o store.Order) Order {
+	v := Order{ID: o.ID, ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity,
+		AmountCents: o.AmountCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(), ExpiresAt: o.ExpiresAt.UTC()}
+	if o.FailureReason != nil {
+		v.FailureReason = *o.FailureReason
+	}
+	if o.GroupID != nil {
+		v.GroupID = *o.GroupID
+	}
+	if o.PaidAt != nil {
+		t := o.PaidAt.UTC()
+		v.PaidAt = &t
+	}
+	return v
+}
+
+// queuedOrderView shows a queued order with the price and pay window of its sale.
+func queuedOrderView(q stock.QueuedOrder, sale stock.Sale) Order {
+	return queuedView(queue.Queued(q, sale))
+}
+
+// queuedView shows an order on its way to MySQL.
+func queuedView(q queue.Order) Order {
+	return Order{ID: q.ID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
+		AmountCents: q.AmountCents, Status: store.StatusQueued, CreatedAt: time.UnixMilli(q.CreatedAtMs).UTC(),
+		ExpiresAt: time.UnixMilli(q.ExpiresAtMs).UTC(), GroupID: q.Group}
+}
