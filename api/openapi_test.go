@@ -450,7 +450,8 @@ func TestErrorCodesMatchHandler(t *testing.T) {
 	for _, o := range d.operations() {
 		for status, res := range d.responses(o) {
 			codes := d.errorCodes(res)
-			if status >= 400 && len(codes) == 0 {
+			// The probe answers 503 with its own body, not the error body.
+			if status >= 400 && len(codes) == 0 && o.path != "/readyz" {
 				t.Errorf("%s %s: response %d lists no error codes (error.code enum)", o.method, o.path, status)
 			}
 			for _, c := range codes {

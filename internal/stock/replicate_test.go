@@ -157,6 +157,32 @@ func TestReplicasFrozenReplica(t *testing.T) {
 	}
 }
 
+// Connected says whether a master has the replicas purchases wait for: yes with its
+// replica linked, no once the replica is gone, and no when more are asked for.
+func TestReplicasConnected(t *testing.T) {
+	_, replica, rdb := replicated(t)
+	ctx := context.Background()
+	if err := stock.NewReplicas(rdb, 1, time.Second).Connected(ctx); err != nil {
+		t.Fatalf("one replica linked, one wanted: %v", err)
+	}
+	if err := stock.NewReplicas(rdb, 2, time.Second).Connected(ctx); err == nil || !strings.Contains(err.Error(), "1 of 2 replicas connected") {
+		t.Errorf("one replica linked, two wanted: %v", err)
+	}
+	replica.Kill()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := stock.NewReplicas(rdb, 1, time.Second).Connected(ctx)
+		if err != nil {
+			t.Logf("replica killed: %v", err)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replica was killed 5 s ago and the master still counts it")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // The collector shows each master's connected replicas beside the number purchases
 // need, and the replica's loss as soon as the master notices it.
 func TestReplicasCollector(t *testing.T) {
