@@ -4,7 +4,7 @@
 #                    two workers (scripts/cluster.sh; docs/topologies.md)
 SHELL := /bin/bash
 
-.PHONY: run run-cluster test services stop build vet
+.PHONY: run run-cluster test services stop build vet helm
 
 services:
 	scripts/services.sh up
@@ -25,8 +25,14 @@ run-cluster: services build
 vet:
 	go vet ./...
 
-test: services vet
+test: services vet helm
 	go test -race -count=1 -timeout 60m ./...
+	cd deploy/helm/chartcheck && go vet ./... && go test -count=1 ./...
+
+# helm, for the chart's checks (deploy/helm/chartcheck); go install builds it from source.
+HELM_VERSION := v3.22.0
+helm:
+	@command -v helm >/dev/null || [ -x "$$(go env GOPATH)/bin/helm" ] || go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 # Stops what `make run`, `make run-cluster` or `make test` started (by pid file, not others).
 stop:

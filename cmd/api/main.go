@@ -28,6 +28,7 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/config"
 	"seckill/internal/handler"
+	"seckill/internal/health"
 	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
@@ -162,12 +163,17 @@ func serve(ctx context.Context, cfg config.Config) error {
 	waitingRoom := line.New(ap, passes, altcha.New(auth.DeriveKey(cfg.JWTSecret, "altcha")))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Ready while Redis answers (with its replicas, when purchases wait for them); MySQL
+	// is reported, never needed: purchases do not use it.
+	ready := []*health.Check{health.Watch(watchCtx, "redis", sk.Ping)}
 	if cfg.MinReplicas > 0 {
 		// WAIT on the connection that wrote: the client itself, not its auto-pipeliner.
 		replicas := stock.NewReplicas(rdb, cfg.MinReplicas, replicaWait)
 		svc.Replicas = replicas
 		reg.MustRegister(replicas.Collector())
+		ready = append(ready, health.Watch(watchCtx, "replicas", replicas.Connected))
 	}
+	probe := health.NewProbe(ready, health.Watch(watchCtx, "mysql", st.Ping))
 	svc.Register(reg)
 	live := presence.New(ap)
 	reg.MustRegister(live.Collector(now))
@@ -182,9 +188,10 @@ func serve(ctx context.Context, cfg config.Config) error {
 	svc.UserRate = cfg.RateUser
 	apis := live.WatchPeers(watchCtx, "api")
 	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, IdP: idp, RateUser: cfg.RateUser,
-		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, Registry: reg, Instances: live,
+		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins, Registry: reg, Instances: live,
 		Answers: answers, Line: waitingRoom, Passes: passes, Now: now,
-		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate)})
+		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),
+		Ready: probe})
 
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h.Routes(),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
@@ -218,6 +225,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	case <-ctx.Done():
 	}
+	probe.Stop()
 	stopBeat()
 	slog.Info("shutting down: finishing requests in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

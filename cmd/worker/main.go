@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"seckill/internal/config"
+	"seckill/internal/health"
 	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
@@ -142,9 +143,15 @@ func run(ctx context.Context) error {
 		deliverer.Run(jobsCtx)
 	}()
 
+	// Ready while it can write orders: Redis and MySQL both answer (for monitoring;
+	// nothing routes traffic to a worker).
+	probe := health.NewProbe([]*health.Check{health.Watch(ctx, "redis", sk.Ping), health.Watch(ctx, "mysql", st.Ping)})
+
 	// The metrics address is internal: it also serves net/http/pprof for profiling.
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", health.Live)
+	mux.Handle("/readyz", probe)
 	mux.Handle("/debug/pprof/", http.DefaultServeMux)
 	metrics := &http.Server{Addr: cfg.MetricsAddr, ReadHeaderTimeout: 5 * time.Second, Handler: mux}
 	go func() {
@@ -163,6 +170,7 @@ func run(ctx context.Context) error {
 	defer stopBeat()
 
 	<-ctx.Done()
+	probe.Stop()
 	stopBeat()
 	slog.Info("shutting down: finishing orders in flight")
 	srv.Shutdown() // waits for handlers in flight; unfinished tasks go back to the queue

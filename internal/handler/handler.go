@@ -23,6 +23,7 @@ import (
 	"seckill/internal/admission"
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
+	"seckill/internal/health"
 	"seckill/internal/line"
 	"seckill/internal/presence"
 	"seckill/internal/ratelimit"
@@ -32,7 +33,6 @@ import (
 
 // Service is what the handlers need from internal/sale.
 type Service interface {
-	Ready(ctx context.Context) error
 	CreateActivity(ctx context.Context, n sale.NewActivity) (sale.Activity, error)
 	ListActivities(ctx context.Context) ([]sale.Activity, error)
 	GetActivity(ctx context.Context, id int64) (sale.Activity, error)
@@ -83,6 +83,9 @@ type Options struct {
 	// TrustedProxies are the CIDRs (or addresses) whose X-Forwarded-For names the
 	// client IP; none by default, so the client IP is the peer's.
 	TrustedProxies []string
+	// CORSOrigins are the origins (scheme://host[:port]) whose pages may call /api/v1
+	// from a browser (cors.go); none by default.
+	CORSOrigins []string
 	// Instances lists the live API and worker processes for the admin (presence);
 	// nil answers an empty list.
 	Instances InstanceLister
@@ -100,6 +103,9 @@ type Options struct {
 	// by purchases of a waiting-room sale.
 	Line   Line
 	Passes *auth.Passes
+	// Ready answers /readyz (health.Probe: Redis needed, MySQL reported); nil answers
+	// ready with nothing checked, for tests of the routes alone.
+	Ready *health.Probe
 }
 
 // Handler serves the API.
@@ -113,10 +119,12 @@ type Handler struct {
 	reg     *prometheus.Registry
 	now     func() time.Time
 	proxies []string
+	cors    *cors
 	live    InstanceLister
 	line    Line
 	passes  *auth.Passes
 	hooks   Webhooks
+	ready   *health.Probe
 }
 
 // New returns a Handler over svc.
@@ -126,6 +134,9 @@ func New(svc Service, o Options) *Handler {
 	}
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
+	}
+	if o.Ready == nil {
+		o.Ready = health.NewProbe(nil)
 	}
 	if o.APIs != nil {
 		o.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -141,7 +152,7 @@ func New(svc Service, o Options) *Handler {
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP), gate: gate,
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
 		metrics: newMetrics(o.Registry, o.Answers), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
-		live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks}
+		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready}
 }
 
 // Routes returns the API's http.Handler.
@@ -157,13 +168,21 @@ func (h *Handler) Routes() http.Handler {
 	if err := r.SetTrustedProxies(h.proxies); err != nil {
 		slog.Error("trusted proxies: an entry is refused", "proxies", h.proxies, "err", err)
 	}
-	r.Use(h.recover, h.metrics.observe, limitBody)
+	r.Use(h.recover, h.metrics.observe)
+	if h.cors != nil { // before every other check, so their refusals carry its headers
+		r.Use(h.cors.headers)
+	}
+	r.Use(limitBody)
 	web.Register(r) // the buyer's page at /, the admin's at /admin
 	r.NoRoute(func(c *gin.Context) { respondError(c, errNoRoute) })
-	r.NoMethod(func(c *gin.Context) { respondError(c, errMethod) })
+	r.NoMethod(func(c *gin.Context) {
+		if !h.cors.preflight(c) { // a preflight: gin found the path, and no OPTIONS route
+			respondError(c, errMethod)
+		}
+	})
 
-	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
-	r.GET("/readyz", h.ready)
+	r.GET("/healthz", gin.WrapF(health.Live))
+	r.GET("/readyz", gin.WrapH(h.ready))
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(h.reg, promhttp.HandlerOpts{})))
 
 	api := r.Group("/api/v1", h.limitIP)
@@ -235,17 +254,6 @@ func (h *Handler) instances(c *gin.Context) {
 		return out[i].StartedAt.Before(out[j].StartedAt)
 	})
 	c.JSON(http.StatusOK, gin.H{"instances": out})
-}
-
-func (h *Handler) ready(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
-	defer cancel()
-	if err := h.svc.Ready(ctx); err != nil {
-		slog.Warn("not ready", "err", err)
-		abort(c, http.StatusServiceUnavailable, "unavailable", "Not ready: Redis or MySQL does not answer.")
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready"})
 }
 
 // recover turns a panic into 500 internal, with the details in the log only.

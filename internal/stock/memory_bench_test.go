@@ -3,35 +3,12 @@ package stock_test
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
 )
-
-// usedMemory is Redis' used_memory.
-func usedMemory(b *testing.B, rdb *redis.Client) float64 {
-	b.Helper()
-	info, err := rdb.Info(context.Background(), "memory").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return n
-		}
-	}
-	b.Fatal("no used_memory in INFO memory")
-	return 0
-}
 
 // BenchmarkRedisMemory reports what a sale, and an order while it is queued (from its
 // 202 until the worker settles it), hold in Redis: used_memory before and after b.N
@@ -43,17 +20,17 @@ func BenchmarkRedisMemory(b *testing.B) {
 	b.Run("sale", func(b *testing.B) {
 		rdb := testutil.StartRedis(b).Client(b)
 		s := stock.New(rdb)
-		before := usedMemory(b, rdb)
+		before := testutil.UsedMemory(b, rdb)
 		for i := range b.N {
 			newSaleB(b, s, int64(i+1))
 		}
-		b.ReportMetric((usedMemory(b, rdb)-before)/float64(b.N), "bytes/sale")
+		b.ReportMetric(float64(testutil.UsedMemory(b, rdb)-before)/float64(b.N), "bytes/sale")
 	})
 	b.Run("queued-order", func(b *testing.B) {
 		rdb := testutil.StartRedis(b).Client(b)
 		s := stock.New(rdb)
 		newSaleB(b, s, 1)
-		before := usedMemory(b, rdb)
+		before := testutil.UsedMemory(b, rdb)
 		now := t0.Add(time.Minute)
 		for i := range b.N {
 			// A buyer of its own, with an Idempotency-Key, as a crowd's purchase is.
@@ -65,7 +42,7 @@ func BenchmarkRedisMemory(b *testing.B) {
 		// The purchases' user locks (a 1 ms lease here) expire: what stays is the order's.
 		b.StopTimer()
 		time.Sleep(2 * time.Second)
-		b.ReportMetric((usedMemory(b, rdb)-before)/float64(b.N), "bytes/order")
+		b.ReportMetric(float64(testutil.UsedMemory(b, rdb)-before)/float64(b.N), "bytes/order")
 	})
 }
 

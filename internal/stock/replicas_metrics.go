@@ -2,6 +2,8 @@ package stock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -37,29 +39,49 @@ func (c replicasCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(minReplicasDesc, prometheus.GaugeValue, float64(c.r.n))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	report := func(ctx context.Context, node *redis.Client, addr string) {
+	_ = c.r.eachMaster(ctx, func(addr string, connected int, err error) error {
+		if err == nil {
+			ch <- prometheus.MustNewConstMetric(replicasDesc, prometheus.GaugeValue, float64(connected), addr)
+		}
+		return nil
+	})
+}
+
+// errInfoRefused is an ACL that refuses INFO: the replicas cannot be counted, which
+// is logged once and is not a fault of Redis.
+var errInfoRefused = errors.New("INFO refused")
+
+// eachMaster calls fn with each master's address ("" for one server or Sentinel's
+// master) and the replicas connected to it (INFO replication), or the error of asking
+// it, and returns the first error fn returns.
+func (r *Replicas) eachMaster(ctx context.Context, fn func(addr string, connected int, err error) error) error {
+	ask := func(ctx context.Context, node *redis.Client, addr string) error {
 		info, err := node.Info(ctx, "replication").Result()
 		if err != nil {
 			if strings.HasPrefix(err.Error(), "NOPERM") {
-				c.r.infoRefused.Do(func() {
-					slog.Warn("redis refuses INFO to this user: seckill_redis_connected_replicas stays empty (add +info to its ACL rule)", "err", err)
+				r.infoRefused.Do(func() {
+					slog.Warn("redis refuses INFO to this user: seckill_redis_connected_replicas stays empty and /readyz does not count replicas "+
+						"(WAIT still guards every purchase); add +info to its ACL rule", "err", err)
 				})
+				err = fmt.Errorf("%w: %v", errInfoRefused, err)
 			}
-			return
+			return fn(addr, 0, err)
 		}
-		if n, ok := connectedReplicas(info); ok {
-			ch <- prometheus.MustNewConstMetric(replicasDesc, prometheus.GaugeValue, float64(n), addr)
+		n, ok := connectedReplicas(info)
+		if !ok {
+			return fn(addr, 0, fmt.Errorf("no connected_slaves in INFO replication of %q", addr))
 		}
+		return fn(addr, n, nil)
 	}
-	switch rdb := c.r.rdb.(type) {
+	switch rdb := r.rdb.(type) {
 	case *redis.ClusterClient:
-		_ = rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-			report(ctx, node, node.Options().Addr)
-			return nil
+		return rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			return ask(ctx, node, node.Options().Addr)
 		})
 	case *redis.Client:
-		report(ctx, rdb, "")
+		return ask(ctx, rdb, "")
 	}
+	return fmt.Errorf("replicas: unsupported client %T", r.rdb)
 }
 
 // connectedReplicas reads connected_slaves from INFO replication's text.

@@ -159,11 +159,38 @@ func TestReplicasFrozenReplica(t *testing.T) {
 	}
 }
 
+// Connected says whether a master has the replicas purchases wait for: yes with its
+// replica linked, no once the replica is gone, and no when more are asked for.
+func TestReplicasConnected(t *testing.T) {
+	_, replica, rdb := replicated(t)
+	ctx := context.Background()
+	if err := stock.NewReplicas(rdb, 1, time.Second).Connected(ctx); err != nil {
+		t.Fatalf("one replica linked, one wanted: %v", err)
+	}
+	if err := stock.NewReplicas(rdb, 2, time.Second).Connected(ctx); err == nil || !strings.Contains(err.Error(), "1 of 2 replicas connected") {
+		t.Errorf("one replica linked, two wanted: %v", err)
+	}
+	replica.Kill()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := stock.NewReplicas(rdb, 1, time.Second).Connected(ctx)
+		if err != nil {
+			t.Logf("replica killed: %v", err)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replica was killed 5 s ago and the master still counts it")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // The collector shows each master's connected replicas beside the number purchases
 // need, and the replica's loss as soon as the master notices it.
 func TestReplicasCollector(t *testing.T) {
 	_, replica, rdb := replicated(t)
-	c := stock.NewReplicas(rdb, 1, time.Second).Collector()
+	r := stock.NewReplicas(rdb, 1, time.Second)
+	c := r.Collector()
 	want := func(connected int) string {
 		return fmt.Sprintf(`
 # HELP seckill_redis_connected_replicas Replicas connected to a Redis master (INFO replication), by master address ("" for one server or Sentinel's master).
@@ -189,7 +216,8 @@ seckill_redis_min_replicas 1
 }
 
 // A user whose ACL refuses INFO gets the number purchases need and no replica figure,
-// and one warning however many scrapes: nothing fails.
+// readiness that does not count replicas, and one warning however many scrapes:
+// nothing fails.
 func TestReplicasCollectorWithoutINFO(t *testing.T) {
 	sec := testutil.NewRedisSecurity(t)
 	srv := testutil.StartRedisWith(t, sec)
@@ -203,7 +231,8 @@ func TestReplicasCollectorWithoutINFO(t *testing.T) {
 	var log strings.Builder
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(slog.New(slog.NewTextHandler(&log, nil)))
-	c := stock.NewReplicas(rdb, 1, time.Second).Collector()
+	r := stock.NewReplicas(rdb, 1, time.Second)
+	c := r.Collector()
 	want := `
 # HELP seckill_redis_min_replicas SECKILL_REDIS_MIN_REPLICAS: replicas that must hold a reservation before its purchase is answered 202.
 # TYPE seckill_redis_min_replicas gauge
@@ -213,6 +242,9 @@ seckill_redis_min_replicas 1
 		if err := promtest.CollectAndCompare(c, strings.NewReader(want)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := r.Connected(ctx); err != nil {
+		t.Errorf("readiness's replica count without INFO: %v, want nil (it cannot tell)", err)
 	}
 	if n := strings.Count(log.String(), "level=WARN"); n != 1 || !strings.Contains(log.String(), "INFO") {
 		t.Errorf("%d warnings, want one naming INFO:\n%s", n, log.String())
