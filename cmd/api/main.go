@@ -31,6 +31,7 @@ import (
 	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
+	"seckill/internal/outage"
 	"seckill/internal/outbox"
 	"seckill/internal/presence"
 	"seckill/internal/queue"
@@ -147,7 +148,9 @@ func serve(ctx context.Context, cfg config.Config) error {
 	defer locks.Close()
 	enq := asynq.NewClientFromRedisClient(ap)
 	st := store.New(db)
-	svc := sale.New(st, sk, order.New(st, sk), queue.NewEnqueuer(enq), locks)
+	// MySQL's outages, shared by every instance: pay windows do not run during one.
+	outages := outage.NewRecord(ap)
+	svc := sale.New(st, sk, order.New(st, sk, outages), outages, queue.NewEnqueuer(enq), locks)
 	svc.LockWait = cfg.LockWait
 	now := time.Now
 	if cfg.ClockOffset != 0 { // a test of a wrong clock (SECKILL_CLOCK_OFFSET)
@@ -165,6 +168,14 @@ func serve(ctx context.Context, cfg config.Config) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	svc.Register(reg)
+	probe, err := cfg.MySQLProbe()
+	if err != nil {
+		return err
+	}
+	defer probe.Close()
+	mysqlState := outage.NewMonitor(probe.PingContext, outages, "api")
+	mysqlState.Register(reg)
+	go mysqlState.Run(watchCtx)
 	live := presence.New(ap)
 	answers := presence.NewAnswers()
 	var idp *auth.IdP

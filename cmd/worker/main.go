@@ -23,6 +23,7 @@ import (
 	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
+	"seckill/internal/outage"
 	"seckill/internal/outbox"
 	"seckill/internal/presence"
 	"seckill/internal/queue"
@@ -61,13 +62,32 @@ func run(ctx context.Context) error {
 		return err
 	}
 	st, sk := store.New(db), stock.New(ap)
-	persister := worker.NewPersister(st, sk, cfg.PersistBatch)
+	// MySQL's outages, shared by every instance: pay windows do not run during one.
+	outages := outage.NewRecord(ap)
+	persister := worker.NewPersister(st, sk, outages, cfg.PersistBatch)
 	rebuilder := sale.NewRebuilder(st, sk)
 	persister.LostSale = rebuilder.Kick // a task whose sale Redis lost starts its rebuild
 	reg := prometheus.NewRegistry()
+	inspector := asynq.NewInspectorFromRedisClient(rdb)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		worker.QueueDepth(asynq.NewInspectorFromRedisClient(rdb)))
+		worker.QueueDepth(inspector))
 	persister.Register(reg)
+	probe, err := cfg.MySQLProbe()
+	if err != nil {
+		return err
+	}
+	defer probe.Close()
+	mysqlState := outage.NewMonitor(probe.PingContext, outages, "worker")
+	mysqlState.Register(reg)
+	// The orders that waited through an outage are written at once, not after their
+	// tasks' backoff (up to 30 s).
+	mysqlState.OnUp = func() {
+		if n, err := inspector.RunAllRetryTasks(queue.Name); err != nil {
+			slog.Warn("MySQL answers again: could not retry the waiting tasks now; their backoff will", "err", err)
+		} else if n > 0 {
+			slog.Info("MySQL answers again: the tasks that waited for it run now", "tasks", n)
+		}
+	}
 	// Each task holds the orders of purchases an API committed together; the persister
 	// writes them in transactions of up to SECKILL_PERSIST_BATCH orders.
 	tasks := asynq.NewServeMux()
@@ -91,11 +111,12 @@ func run(ctx context.Context) error {
 
 	locks := lock.New(rdb)
 	defer locks.Close()
-	lifecycle := order.New(st, sk)
+	lifecycle := order.New(st, sk, outages)
 	repairer := worker.NewRepairer(st, sk, queue.NewEnqueuer(asynq.NewClientFromRedisClient(ap)), persister)
 	admitter := line.NewAdmitter(line.New(ap, nil, nil), st)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
+	go mysqlState.Run(jobsCtx)
 	worker.RunPeriodic(jobsCtx, locks,
 		worker.Job{Name: "expire-orders", Period: time.Second, Run: func(ctx context.Context) error {
 			_, err := lifecycle.ExpireDueFor(ctx, 1000, 800*time.Millisecond)

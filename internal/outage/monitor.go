@@ -33,6 +33,8 @@ type Monitor struct {
 
 	// Period is the pause between probes, and Timeout the longest a probe waits.
 	Period, Timeout time.Duration
+	// OnUp, when set, runs each time MySQL answers again after an outage.
+	OnUp func()
 }
 
 // NewMonitor returns a monitor of a process of kind ("api", "worker") that probes MySQL
@@ -58,7 +60,7 @@ func (m *Monitor) Up() bool { return m.up.Load() }
 
 // Run probes MySQL every Period until ctx ends.
 func (m *Monitor) Run(ctx context.Context) {
-	lastAnswer := time.Now() // the last probe MySQL answered
+	lastAnswer := time.Now()  // the last probe MySQL answered
 	var began, back time.Time // the outage under way, or the one whose end is still to be told
 	telling := false          // an outage's end is still to be reported
 	reportFailing := false
@@ -74,6 +76,9 @@ func (m *Monitor) Run(ctx context.Context) {
 		case err == nil && !m.up.Load():
 			back, telling = now, true
 			slog.Info("MySQL answers again", "outage", now.Sub(began).Round(time.Millisecond))
+			if m.OnUp != nil {
+				m.OnUp()
+			}
 		case err != nil && m.up.Load():
 			if !telling { // a flap before the last outage's end was told joins that outage
 				began = lastAnswer

@@ -34,7 +34,7 @@ func TestDeadline(t *testing.T) {
 		{"an open outage read later than now", Outages{Spans: []Span{span(6, 9)}, Open: true}, 0, 10, 8, 13},
 		{"an open outage begun after the window ended", Outages{Spans: []Span{span(11, 12)}, Open: true}, 0, 10, 30, 10},
 		{"an open outage that began with time left keeps the window open", Outages{Spans: []Span{span(9.9, 10)}, Open: true}, 0, 10, 500, 500.1},
-		{"an outage longer than the grace ends it", Outages{Spans: []Span{span(5, 5 + 2*3600)}}, 0, 10, 3 * 3600, 10 + 3600},
+		{"an outage longer than the grace ends it", Outages{Spans: []Span{span(5, 5+2*3600)}}, 0, 10, 3 * 3600, 10 + 3600},
 		{"the grace bounds the sum of outages", Outages{Spans: []Span{span(2, 2+1800), span(1805, 1805+1800)}}, 0, 10, 3 * 3600, 10 + 3600},
 		{"a group's pay window, begun when it filled", Outages{Spans: []Span{span(-30, -10), span(5, 6)}}, 0, 10, 20, 11},
 	}
