@@ -4,7 +4,7 @@
 #                    two workers (scripts/cluster.sh; docs/topologies.md)
 SHELL := /bin/bash
 
-.PHONY: run run-cluster test services stop build vet
+.PHONY: run run-cluster test services stop build vet helm
 
 services:
 	scripts/services.sh up
@@ -25,8 +25,14 @@ run-cluster: services build
 vet:
 	go vet ./...
 
-test: services vet
+test: services vet helm
 	go test -race -count=1 -timeout 60m ./...
+	cd deploy/helm/chartcheck && go vet ./... && go test -count=1 ./...
+
+# helm, for the chart's checks (deploy/helm/chartcheck); go install builds it from source.
+HELM_VERSION := v3.22.0
+helm:
+	@command -v helm >/dev/null || [ -x "$$(go env GOPATH)/bin/helm" ] || go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 # Stops what `make run`, `make run-cluster` or `make test` started (by pid file, not others).
 stop:
@@ -46,7 +52,12 @@ stop:
 #                           SECKILL_REDIS_MIN_REPLICAS=0 and then 1, back to back (~2.5 min)
 #   make loadtest-hot       one hot sale on a private 3+3 Redis Cluster with stock_buckets 1
 #                           and 3 in turns: purchases/s, p99, each master's share (~1 min)
-.PHONY: loadtest loadtest-overload soak k6 loadtest-cluster loadtest-hot
+#   make perf-report   the runs of docs/performance.md: make loadtest's with each run's record
+#                   (-series) in docs/perf/, the comparison with another service when
+#                   LOADTEST_OTHER_URL names its purchase endpoint (loadtest/README.md), then
+#                   the plots (~2 min)
+#   make perf-plots the plots of docs/performance.md (docs/img/perf-*.svg) from the records in docs/perf/
+.PHONY: loadtest loadtest-overload soak k6 loadtest-cluster loadtest-hot perf-report perf-plots
 
 loadtest: services build
 	loadtest/run.sh audit ratios
@@ -68,3 +79,13 @@ loadtest-hot: services build
 loadtest-cluster: services build
 	LOADTEST_REDIS=cluster LOADTEST_MIN_REPLICAS=0 loadtest/run.sh ratios
 	LOADTEST_REDIS=cluster LOADTEST_MIN_REPLICAS=1 loadtest/run.sh ratios
+
+perf-report: services build
+	RATIOS_FLAGS="-series docs/perf/ratios.json -label $$(git describe --always --dirty) $$RATIOS_FLAGS" loadtest/run.sh audit ratios
+	if [ -n "$$LOADTEST_OTHER_URL" ]; then \
+		LOADTEST_LIMITS=off COMPARE_FLAGS="-series docs/perf/compare.json -label $$(git describe --always --dirty) $$COMPARE_FLAGS" \
+			loadtest/run.sh compare; fi
+	$(MAKE) perf-plots
+
+perf-plots:
+	go run ./loadtest/crowd plot -out docs/img docs/perf/*.json

@@ -1,4 +1,4 @@
-package api
+package api_test
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/goccy/go-yaml"
 
+	"seckill/api"
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
 	"seckill/internal/handler"
@@ -74,7 +75,7 @@ type doc struct {
 func load(t *testing.T) doc {
 	t.Helper()
 	var root map[string]any
-	if err := yaml.Unmarshal(OpenAPI, &root); err != nil {
+	if err := yaml.Unmarshal(api.OpenAPI, &root); err != nil {
 		t.Fatalf("parse openapi.yaml: %v", err)
 	}
 	if root == nil {
@@ -449,7 +450,8 @@ func TestErrorCodesMatchHandler(t *testing.T) {
 	for _, o := range d.operations() {
 		for status, res := range d.responses(o) {
 			codes := d.errorCodes(res)
-			if status >= 400 && len(codes) == 0 {
+			// The probe answers 503 with its own body, not the error body.
+			if status >= 400 && len(codes) == 0 && o.path != "/readyz" {
 				t.Errorf("%s %s: response %d lists no error codes (error.code enum)", o.method, o.path, status)
 			}
 			for _, c := range codes {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs load scenarios against an API and a worker of its own, and stops them afterwards.
 #
-#   loadtest/run.sh [audit] [ratios] [overload] [hot] [soak] [k6] [ab]     (default: audit ratios, about a minute)
+#   loadtest/run.sh [audit] [ratios] [compare] [overload] [hot] [soak] [k6] [ab]     (default: audit ratios, about a minute)
 #
 # ratios ends with a group-buy phase (seats taken/s against the purchases/s of the same
 # run, then an audit of the group sale); RATIOS_FLAGS='-group-size 0' leaves it out.
@@ -17,7 +17,13 @@
 # Environment:
 #   API_INSTANCES=1       API processes; the crowd spreads its requests over all of them
 #   SECKILL_API_BIN, SECKILL_WORKER_BIN   binaries to run [bin/api, bin/worker, built from the work tree]
-#   AUDIT_FLAGS, RATIOS_FLAGS, OVERLOAD_FLAGS, HOT_FLAGS, SOAK_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
+#   AUDIT_FLAGS, RATIOS_FLAGS, COMPARE_FLAGS, OVERLOAD_FLAGS, HOT_FLAGS, SOAK_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
+#   LOADTEST_OTHER_URL                    compare: another service's purchase endpoint, running on this
+#                                         machine (started by you); LOADTEST_OTHER_METHOD [POST],
+#                                         LOADTEST_OTHER_BODY, LOADTEST_OTHER_OK (a substring of its
+#                                         successful answer), LOADTEST_OTHER_SOLD_OUT (the same endpoint of
+#                                         an instance with nothing left), LOADTEST_OTHER_WATCH (name=pid,...
+#                                         of its processes, for their CPU)
 #   LOADTEST_DB=seckill_loadtest          database to (re)create on the MySQL server
 #   LOADTEST_APPENDFSYNC=always           the private Redis's appendfsync (everysec: faster, and
 #                                         acknowledged writes can be lost; docs/concepts.md, Durability)
@@ -49,8 +55,8 @@ root=$(pwd)
 scenarios=("$@")
 [ ${#scenarios[@]} -eq 0 ] && scenarios=(audit ratios)
 for s in "${scenarios[@]}"; do
-	case $s in audit | ratios | overload | hot | soak | k6 | ab) ;; *)
-		echo "usage: $0 [audit] [ratios] [overload] [hot] [soak] [k6] [ab]" >&2
+	case $s in audit | ratios | compare | overload | hot | soak | k6 | ab) ;; *)
+		echo "usage: $0 [audit] [ratios] [compare] [overload] [hot] [soak] [k6] [ab]" >&2
 		exit 2
 		;;
 	esac
@@ -266,6 +272,13 @@ for s in "${scenarios[@]}"; do
 	ratios)
 		# shellcheck disable=SC2086
 		bin/crowd ratios -api "$api_list" ${limited:+-limited "$limited"} -mysql "$dsn" -watch "$watch" ${RATIOS_FLAGS:-} || status=1
+		;;
+	compare)
+		[ -n "${LOADTEST_OTHER_URL:-}" ] || { echo "compare: LOADTEST_OTHER_URL names no service to compare with" >&2; exit 2; }
+		# shellcheck disable=SC2086
+		bin/crowd compare -api "$api_list" -mysql "$dsn" -watch "$watch${LOADTEST_OTHER_WATCH:+,$LOADTEST_OTHER_WATCH}" \
+			-other "$LOADTEST_OTHER_URL" -other-method "${LOADTEST_OTHER_METHOD:-POST}" -other-body "${LOADTEST_OTHER_BODY:-}" \
+			-other-ok "${LOADTEST_OTHER_OK:-}" -other-sold-out "${LOADTEST_OTHER_SOLD_OUT:-}" ${COMPARE_FLAGS:-} || status=1
 		;;
 	hot)
 		nodes=""

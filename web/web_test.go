@@ -34,6 +34,8 @@ func TestRegisterServesThePages(t *testing.T) {
 		{"/static/vendor/uplot/uPlot.esm.js", "text/javascript; charset=utf-8", "export { uPlot as default }", false},
 		{"/static/style.css", "text/css; charset=utf-8", ":focus-visible", false},
 		{"/static/icon.svg", "image/svg+xml", "<svg", false},
+		{"/docs", "text/html; charset=utf-8", `<redoc spec-url="/api/v1/openapi.yaml"`, true},
+		{"/static/vendor/redoc/redoc.standalone.js", "text/javascript; charset=utf-8", "ReDoc", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
@@ -64,6 +66,31 @@ func TestRegisterServesThePages(t *testing.T) {
 				t.Errorf("revalidation: got %d with %d bytes, want 304 and none", w2.Code, w2.Body.Len())
 			}
 		})
+	}
+}
+
+// TestReferencePolicy checks that the reference's page may run Redoc's styles and search
+// worker, and still loads nothing from another origin, while the other pages keep their
+// stricter policy.
+func TestReferencePolicy(t *testing.T) {
+	r := newEngine()
+	policy := func(path string) string {
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		return w.Header().Get("Content-Security-Policy")
+	}
+	docs, buyer := policy("/docs"), policy("/")
+	for _, want := range []string{"default-src 'self'", "script-src 'self';", "style-src 'self' 'unsafe-inline'",
+		"worker-src 'self' blob:", "connect-src 'self'", "frame-ancestors 'none'"} {
+		if !strings.Contains(docs, want) {
+			t.Errorf("/docs policy %q lacks %q", docs, want)
+		}
+	}
+	if strings.Contains(docs, "http") || strings.Contains(docs, "*") || strings.Contains(docs, "unsafe-eval") {
+		t.Errorf("/docs policy %q allows another origin or eval", docs)
+	}
+	if strings.Contains(buyer, "unsafe-inline") || strings.Contains(buyer, "blob:") {
+		t.Errorf("the buyer's page policy %q took the reference's exceptions", buyer)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/config"
 	"seckill/internal/handler"
+	"seckill/internal/health"
 	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
@@ -160,23 +161,30 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	passes := auth.NewPasses(cfg.JWTSecret)
 	waitingRoom := line.New(ap, passes, altcha.New(auth.DeriveKey(cfg.JWTSecret, "altcha")))
-	if cfg.MinReplicas > 0 {
-		// WAIT on the connection that wrote: the client itself, not its auto-pipeliner.
-		svc.Replicas = stock.NewReplicas(rdb, cfg.MinReplicas, replicaWait)
-	}
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	svc.Register(reg)
-	probe, err := cfg.MySQLProbe()
+	// Ready while Redis answers (with its replicas, when purchases wait for them); MySQL
+	// is reported, never needed: purchases do not use it.
+	ready := []*health.Check{health.Watch(watchCtx, "redis", sk.Ping)}
+	if cfg.MinReplicas > 0 {
+		// WAIT on the connection that wrote: the client itself, not its auto-pipeliner.
+		replicas := stock.NewReplicas(rdb, cfg.MinReplicas, replicaWait)
+		svc.Replicas = replicas
+		reg.MustRegister(replicas.Collector())
+		ready = append(ready, health.Watch(watchCtx, "replicas", replicas.Connected))
+	}
+	// MySQL's check, on a connection of its own, also feeds the record of its outages.
+	mysqlConn, err := cfg.MySQLProbe()
 	if err != nil {
 		return err
 	}
-	defer probe.Close()
-	mysqlState := outage.NewMonitor(probe.PingContext, outages, "api")
+	defer mysqlConn.Close()
+	mysqlState := outage.NewMonitor(outages, "api")
 	mysqlState.Register(reg)
-	go mysqlState.Run(watchCtx)
+	probe := health.NewProbe(ready, health.Watch(watchCtx, "mysql", mysqlConn.PingContext, mysqlState.Observe))
+	svc.Register(reg)
 	live := presence.New(ap)
+	reg.MustRegister(live.Collector(now))
 	answers := presence.NewAnswers()
 	var idp *auth.IdP
 	if ic, ok := cfg.IdP(); ok { // a shop's identity provider: its tokens beside ours
@@ -190,7 +198,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, IdP: idp, RateUser: cfg.RateUser,
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, Registry: reg, Instances: live,
 		Answers: answers, Line: waitingRoom, Passes: passes, Now: now,
-		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate)})
+		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),
+		Ready: probe})
 
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h.Routes(),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
@@ -224,6 +233,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	case <-ctx.Done():
 	}
+	probe.Stop()
 	stopBeat()
 	slog.Info("shutting down: finishing requests in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"seckill/internal/config"
+	"seckill/internal/health"
 	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
@@ -72,12 +73,12 @@ func run(ctx context.Context) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		worker.QueueDepth(inspector))
 	persister.Register(reg)
-	probe, err := cfg.MySQLProbe()
+	mysqlConn, err := cfg.MySQLProbe()
 	if err != nil {
 		return err
 	}
-	defer probe.Close()
-	mysqlState := outage.NewMonitor(probe.PingContext, outages, "worker")
+	defer mysqlConn.Close()
+	mysqlState := outage.NewMonitor(outages, "worker")
 	mysqlState.Register(reg)
 	// The orders that waited through an outage are written at once, not after their
 	// tasks' backoff (up to 30 s).
@@ -88,6 +89,9 @@ func run(ctx context.Context) error {
 			slog.Info("MySQL answers again: the tasks that waited for it run now", "tasks", n)
 		}
 	}
+	live := presence.New(ap)
+	reg.MustRegister(live.Collector(time.Now))
+	rebuilder.Register(reg)
 	// Each task holds the orders of purchases an API committed together; the persister
 	// writes them in transactions of up to SECKILL_PERSIST_BATCH orders.
 	tasks := asynq.NewServeMux()
@@ -116,8 +120,7 @@ func run(ctx context.Context) error {
 	admitter := line.NewAdmitter(line.New(ap, nil, nil), st)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
-	go mysqlState.Run(jobsCtx)
-	worker.RunPeriodic(jobsCtx, locks,
+	worker.RunPeriodic(jobsCtx, locks, reg,
 		worker.Job{Name: "expire-orders", Period: time.Second, Run: func(ctx context.Context) error {
 			_, err := lifecycle.ExpireDueFor(ctx, 1000, 800*time.Millisecond)
 			return err
@@ -157,9 +160,17 @@ func run(ctx context.Context) error {
 		deliverer.Run(jobsCtx)
 	}()
 
+	// Ready while it can write orders: Redis and MySQL both answer (for monitoring;
+	// nothing routes traffic to a worker).
+	// MySQL's check, on a connection of its own, also feeds the record of its outages.
+	probe := health.NewProbe([]*health.Check{health.Watch(ctx, "redis", sk.Ping),
+		health.Watch(ctx, "mysql", mysqlConn.PingContext, mysqlState.Observe)})
+
 	// The metrics address is internal: it also serves net/http/pprof for profiling.
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", health.Live)
+	mux.Handle("/readyz", probe)
 	mux.Handle("/debug/pprof/", http.DefaultServeMux)
 	metrics := &http.Server{Addr: cfg.MetricsAddr, ReadHeaderTimeout: 5 * time.Second, Handler: mux}
 	go func() {
@@ -170,7 +181,7 @@ func run(ctx context.Context) error {
 	slog.Info("worker running", "queue", queue.Name, "concurrency", cfg.WorkerConcurrency, "metrics", "http://"+cfg.MetricsAddr+"/metrics")
 	// The heartbeat (GET /api/v1/admin/instances) stops first on shutdown, so the
 	// instance leaves the list at once.
-	stopBeat := presence.New(ap).Start(presence.NewInstance("worker", cfg.MetricsAddr), presence.FromRegistry(reg,
+	stopBeat := live.Start(presence.NewInstance("worker", cfg.MetricsAddr), presence.FromRegistry(reg,
 		presence.Figure{Name: "orders_written_per_second", Metric: "seckill_persisted_orders_total", Label: "outcome", Value: "created", Rate: true},
 		presence.Figure{Name: "transactions_per_second", Metric: "seckill_persist_batch_size", Rate: true},
 		presence.Figure{Name: "queue_depth", Metric: "seckill_queue_depth"},
@@ -178,6 +189,7 @@ func run(ctx context.Context) error {
 	defer stopBeat()
 
 	<-ctx.Done()
+	probe.Stop()
 	stopBeat()
 	slog.Info("shutting down: finishing orders in flight")
 	srv.Shutdown() // waits for handlers in flight; unfinished tasks go back to the queue

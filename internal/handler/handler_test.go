@@ -18,6 +18,7 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/config"
 	"seckill/internal/handler"
+	"seckill/internal/health"
 	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
@@ -95,6 +96,11 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	o.Line = l
 	if o.Webhooks == nil {
 		o.Webhooks = outbox.NewWebhooks(db.Gorm, false) // as outside dev mode
+	}
+	if o.Ready == nil { // as cmd/api: Redis needed, MySQL reported
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		o.Ready = health.NewProbe([]*health.Check{health.Watch(ctx, "redis", sk.Ping)}, health.Watch(ctx, "mysql", st.Ping))
 	}
 	routes := handler.New(svc, o).Routes()
 	ts := httptest.NewServer(routes)
@@ -175,5 +181,25 @@ func wantError(t *testing.T, a answer, status int, code string) {
 	if a.status != status || !strings.Contains(a.body, fmt.Sprintf(`"code":"%s"`, code)) ||
 		!strings.Contains(a.body, `"message":"`) || !strings.HasPrefix(a.body, `{"error":{`) {
 		t.Errorf("got %d %s; want %d with code %s in the contract's error body", a.status, a.body, status, code)
+	}
+}
+
+// waitReady waits up to within for /readyz to answer 200 (ready) or 503 with body.
+func (s *stack) waitReady(ready bool, body string, within time.Duration) {
+	s.t.Helper()
+	want := http.StatusServiceUnavailable
+	if ready {
+		want = http.StatusOK
+	}
+	deadline := time.Now().Add(within)
+	for {
+		a := s.do(call{method: "GET", path: "/readyz"})
+		if a.status == want && a.body == body {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("readyz after %v: %d %s, want %d %s", within, a.status, a.body, want, body)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

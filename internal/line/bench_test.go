@@ -2,14 +2,10 @@ package line_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
@@ -45,7 +41,7 @@ func BenchmarkLineOf200000(b *testing.B) {
 		if err := st.Load(ctx, sale); err != nil {
 			b.Fatal(err)
 		}
-		before := usedMemory(b, rdb)
+		before := testutil.UsedMemory(b, rdb)
 
 		joinStart := time.Now()
 		var next atomic.Int64
@@ -64,7 +60,7 @@ func BenchmarkLineOf200000(b *testing.B) {
 		}
 		wg.Wait()
 		joinSecs := time.Since(joinStart).Seconds()
-		waiting := usedMemory(b, rdb)
+		waiting := testutil.UsedMemory(b, rdb)
 
 		// The start is now, by Redis' clock.
 		if now, err = rdb.Time(ctx).Result(); err != nil {
@@ -88,7 +84,7 @@ func BenchmarkLineOf200000(b *testing.B) {
 			left = step.Waiting
 			time.Sleep(100 * time.Millisecond)
 		}
-		admitted := usedMemory(b, rdb)
+		admitted := testutil.UsedMemory(b, rdb)
 		f, err := l.Figures(ctx, 1)
 		if err != nil || f.Admitted != buyers || f.Waiting != 0 {
 			b.Fatalf("figures %+v (%v), want all %d admitted", f, err, buyers)
@@ -99,24 +95,4 @@ func BenchmarkLineOf200000(b *testing.B) {
 		b.ReportMetric(last.Sub(now).Seconds(), "s-start-to-last-admission")
 		b.ReportMetric(float64(buyers)/rate, "s-at-the-rate")
 	}
-}
-
-// usedMemory is Redis' used_memory in bytes.
-func usedMemory(b *testing.B, rdb *redis.Client) int64 {
-	b.Helper()
-	info, err := rdb.Info(context.Background(), "memory").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, l := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(l, "used_memory:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return n
-		}
-	}
-	b.Fatal("no used_memory in INFO memory")
-	return 0
 }

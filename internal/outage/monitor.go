@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,36 +17,40 @@ type Reporter interface {
 
 var _ Reporter = (*Record)(nil)
 
-// Monitor probes MySQL from one process and reports what it sees to the shared record:
-// MySQL down when a probe gets no answer within Timeout, up again at the first answer.
-// An outage is reported as beginning at the last answer before it, and, renewed at every
-// probe while it lasts, as ending at the first answer after it; an outage the process
-// could not report (Redis unreachable too) is reported once Redis answers. It is the one
-// view a process has of MySQL's state (Up).
+// Monitor turns one process's view of MySQL into reports to the shared record. It
+// observes the result of every probe of MySQL (the process's health check,
+// internal/health, pings it every second and waits a second at most): MySQL is down
+// from a probe that gets no answer, up again at the first that does. An outage is
+// reported as beginning at the last answer before it, renewed at every probe while it
+// lasts, and as ending at the first answer after it; an outage the process could not
+// report (Redis unreachable too) is reported once Redis answers.
 type Monitor struct {
-	ping     func(ctx context.Context) error
 	reporter Reporter
 	instance string
-	up       atomic.Bool
 	gauge    prometheus.Gauge
-
-	// Period is the pause between probes, and Timeout the longest a probe waits.
-	Period, Timeout time.Duration
 	// OnUp, when set, runs each time MySQL answers again after an outage.
 	OnUp func()
+
+	// What the probes saw, kept by Observe (called from one goroutine).
+	down       bool
+	lastAnswer time.Time // the last probe MySQL answered
+	began      time.Time // the outage under way, or the one whose end is still to be told
+	back       time.Time // when the outage to be told ended
+	telling    bool      // an outage's end is still to be reported
+	failing    bool      // the last report failed (logged once)
 }
 
-// NewMonitor returns a monitor of a process of kind ("api", "worker") that probes MySQL
-// with ping (on a connection of its own, so a busy pool never looks like an outage) and
-// reports to reporter. MySQL counts as up until the first probe says otherwise.
-func NewMonitor(ping func(ctx context.Context) error, reporter Reporter, kind string) *Monitor {
+// reportTimeout bounds one report, so a frozen Redis delays the next probe by no more.
+const reportTimeout = time.Second
+
+// NewMonitor returns the monitor of a process of kind ("api", "worker") that reports
+// to reporter. MySQL counts as up until a probe says otherwise.
+func NewMonitor(reporter Reporter, kind string) *Monitor {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	m := &Monitor{ping: ping, reporter: reporter, instance: kind + "-" + hex.EncodeToString(b[:]),
-		Period: 500 * time.Millisecond, Timeout: time.Second,
+	m := &Monitor{reporter: reporter, instance: kind + "-" + hex.EncodeToString(b[:]), lastAnswer: time.Now(),
 		gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "seckill_mysql_up",
-			Help: "1 while MySQL answers this process's probes, 0 while it does not (a MySQL outage, recorded for the pay windows)."})}
-	m.up.Store(true)
+			Help: "1 while MySQL answers this process's probes, 0 during an outage (recorded: pay windows do not run)."})}
 	m.gauge.Set(1)
 	return m
 }
@@ -55,69 +58,49 @@ func NewMonitor(ping func(ctx context.Context) error, reporter Reporter, kind st
 // Register adds the monitor's gauge to reg.
 func (m *Monitor) Register(reg prometheus.Registerer) { reg.MustRegister(m.gauge) }
 
-// Up reports whether MySQL answered this process's last probe.
-func (m *Monitor) Up() bool { return m.up.Load() }
-
-// Run probes MySQL every Period until ctx ends.
-func (m *Monitor) Run(ctx context.Context) {
-	lastAnswer := time.Now()  // the last probe MySQL answered
-	var began, back time.Time // the outage under way, or the one whose end is still to be told
-	telling := false          // an outage's end is still to be reported
-	reportFailing := false
-	for ctx.Err() == nil {
-		pctx, cancel := context.WithTimeout(ctx, m.Timeout)
-		err := m.ping(pctx)
-		cancel()
-		if ctx.Err() != nil {
-			return
+// Observe takes the result of one probe of MySQL (nil: it answered) and reports what
+// changed, or renews the report of an outage under way.
+func (m *Monitor) Observe(err error) {
+	now := time.Now()
+	switch {
+	case err == nil && m.down:
+		m.back, m.telling = now, true
+		slog.Info("MySQL answers again", "outage", now.Sub(m.began).Round(time.Millisecond))
+		if m.OnUp != nil {
+			m.OnUp()
 		}
-		now := time.Now()
-		switch {
-		case err == nil && !m.up.Load():
-			back, telling = now, true
-			slog.Info("MySQL answers again", "outage", now.Sub(began).Round(time.Millisecond))
-			if m.OnUp != nil {
-				m.OnUp()
-			}
-		case err != nil && m.up.Load():
-			if !telling { // a flap before the last outage's end was told joins that outage
-				began = lastAnswer
-			}
-			telling = false
-			slog.Warn("MySQL does not answer: pay windows stop running until it does", "err", err)
+	case err != nil && !m.down:
+		if !m.telling { // a flap before the last outage's end was told joins that outage
+			m.began = m.lastAnswer
 		}
-		if err == nil {
-			lastAnswer = now
-		}
-		m.up.Store(err == nil)
-		if err == nil {
-			m.gauge.Set(1)
-		} else {
-			m.gauge.Set(0)
-		}
-
-		var rep *Report
-		switch {
-		case err != nil:
-			rep = &Report{Instance: m.instance, Down: true, Since: now.Sub(began)}
-		case telling:
-			rep = &Report{Instance: m.instance, Since: now.Sub(began), Back: now.Sub(back)}
-		}
-		if rep != nil {
-			rctx, cancel := context.WithTimeout(ctx, m.Timeout)
-			rerr := m.reporter.Report(rctx, *rep)
-			cancel()
-			switch {
-			case rerr != nil && !reportFailing:
-				slog.Error("MySQL outage not recorded yet: Redis does not answer; retrying", "err", rerr)
-			case rerr == nil && !rep.Down:
-				telling = false
-			}
-			reportFailing = rerr != nil
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(m.Period):
-		}
+		m.telling = false
+		slog.Warn("MySQL does not answer: pay windows stop running until it does", "err", err)
 	}
+	m.down = err != nil
+	if m.down {
+		m.gauge.Set(0)
+	} else {
+		m.lastAnswer = now
+		m.gauge.Set(1)
+	}
+
+	var rep Report
+	switch {
+	case m.down:
+		rep = Report{Instance: m.instance, Down: true, Since: now.Sub(m.began)}
+	case m.telling:
+		rep = Report{Instance: m.instance, Since: now.Sub(m.began), Back: now.Sub(m.back)}
+	default:
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+	defer cancel()
+	rerr := m.reporter.Report(ctx, rep)
+	switch {
+	case rerr != nil && !m.failing:
+		slog.Error("MySQL outage not recorded yet: Redis does not answer; retrying", "err", rerr)
+	case rerr == nil && !rep.Down:
+		m.telling = false
+	}
+	m.failing = rerr != nil
 }

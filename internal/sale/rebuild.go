@@ -31,6 +31,7 @@ type Rebuilder struct {
 	store   *store.Store
 	stock   *stock.Stock
 	running sync.Map // activity id -> struct{}: a rebuild under way in this process
+	metrics *rebuildMetrics
 }
 
 // NewRebuilder returns a Rebuilder.
@@ -46,7 +47,7 @@ const rebuildAttempts = 20
 // reports whether it did. ErrNotFound for a sale MySQL does not know. A sale of several
 // buckets is closed to purchases while it is rebuilt (stock.Close); when another
 // process is rebuilding it, Rebuild leaves it to that one.
-func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (bool, error) {
+func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt bool, err error) {
 	a, err := r.store.GetActivity(ctx, id)
 	if err != nil {
 		return false, err
@@ -56,6 +57,8 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (bool, er
 	if err != nil || from.Exists && !force {
 		return false, err
 	}
+	r.metrics.started()
+	defer func() { r.metrics.ended(rebuilt, err) }()
 	var closing stock.Closing
 	lost := from // what made this rebuild start
 	if k > 1 {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -130,17 +129,6 @@ func (s *Service) SetClock(now func() time.Time) {
 func (s *Service) SetProcessClock(now func() time.Time) {
 	s.now = now
 	s.orders.SetClock(now)
-}
-
-// Ready reports whether Redis and MySQL answer.
-func (s *Service) Ready(ctx context.Context) error {
-	if err := s.stock.Ping(ctx); err != nil {
-		return fmt.Errorf("redis: %w", err)
-	}
-	if err := s.store.Ping(ctx); err != nil {
-		return fmt.Errorf("mysql: %w", err)
-	}
-	return nil
 }
 
 // Caller is who makes a request: a buyer, an admin, or a shop's back end (Service),

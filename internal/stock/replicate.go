@@ -123,6 +123,21 @@ func (r *Replicas) confirmOnce(ctx context.Context, b Bucket, orderID string) er
 	}
 }
 
+// Connected returns nil while every master has at least n replicas connected, so that
+// a purchase can be confirmed whichever master holds its sale; else an error naming a
+// master short of them. Readiness asks it.
+func (r *Replicas) Connected(ctx context.Context) error {
+	return r.eachMaster(ctx, func(addr string, connected int, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case connected < r.n:
+			return fmt.Errorf("%d of %d replicas connected to the master %q", connected, r.n, addr)
+		}
+		return nil
+	})
+}
+
 // master returns the client of the master that holds a bucket's keys now, and its
 // address.
 func (r *Replicas) master(ctx context.Context, b Bucket) (*redis.Client, string, error) {

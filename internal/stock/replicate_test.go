@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/stock"
@@ -154,4 +155,59 @@ func TestReplicasFrozenReplica(t *testing.T) {
 			t.Fatalf("after the replica resumed: %v", err)
 		}
 	}
+}
+
+// Connected says whether a master has the replicas purchases wait for: yes with its
+// replica linked, no once the replica is gone, and no when more are asked for.
+func TestReplicasConnected(t *testing.T) {
+	_, replica, rdb := replicated(t)
+	ctx := context.Background()
+	if err := stock.NewReplicas(rdb, 1, time.Second).Connected(ctx); err != nil {
+		t.Fatalf("one replica linked, one wanted: %v", err)
+	}
+	if err := stock.NewReplicas(rdb, 2, time.Second).Connected(ctx); err == nil || !strings.Contains(err.Error(), "1 of 2 replicas connected") {
+		t.Errorf("one replica linked, two wanted: %v", err)
+	}
+	replica.Kill()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := stock.NewReplicas(rdb, 1, time.Second).Connected(ctx)
+		if err != nil {
+			t.Logf("replica killed: %v", err)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replica was killed 5 s ago and the master still counts it")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The collector shows each master's connected replicas beside the number purchases
+// need, and the replica's loss as soon as the master notices it.
+func TestReplicasCollector(t *testing.T) {
+	_, replica, rdb := replicated(t)
+	c := stock.NewReplicas(rdb, 1, time.Second).Collector()
+	want := func(connected int) string {
+		return fmt.Sprintf(`
+# HELP seckill_redis_connected_replicas Replicas connected to a Redis master (INFO replication), by master address ("" for one server or Sentinel's master).
+# TYPE seckill_redis_connected_replicas gauge
+seckill_redis_connected_replicas{master=""} %d
+# HELP seckill_redis_min_replicas SECKILL_REDIS_MIN_REPLICAS: replicas that must hold a reservation before its purchase is answered 202.
+# TYPE seckill_redis_min_replicas gauge
+seckill_redis_min_replicas 1
+`, connected)
+	}
+	if err := promtest.CollectAndCompare(c, strings.NewReader(want(1))); err != nil {
+		t.Fatalf("one replica linked: %v", err)
+	}
+	replica.Kill()
+	var err error
+	for i := 0; i < 100; i++ {
+		if err = promtest.CollectAndCompare(c, strings.NewReader(want(0))); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("replica killed: %v", err)
 }

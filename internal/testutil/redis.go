@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -222,4 +223,25 @@ func Env(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// UsedMemory is the used_memory of the Redis rdb talks to, in bytes (for benchmarks of
+// what data costs in Redis).
+func UsedMemory(t testing.TB, rdb *redis.Client) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(l, "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no used_memory in INFO memory")
+	return 0
 }

@@ -133,6 +133,29 @@ func (p *Process) Signal(sig syscall.Signal) {
 	}
 }
 
+// Send sends sig and returns at once (Signal waits for SIGTERM and SIGKILL to end it).
+func (p *Process) Send(sig syscall.Signal) {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd != nil {
+		_ = cmd.Process.Signal(sig)
+	}
+}
+
+// WaitExit waits up to d for the process to exit and reports whether it has.
+func (p *Process) WaitExit(d time.Duration) bool {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
 // Exited reports whether the process has exited, and its exit code.
 func (p *Process) Exited() (bool, int) {
 	p.mu.Lock()
@@ -154,8 +177,10 @@ type Stack struct {
 	// URL is the first API's base URL; URLs has every API's.
 	URL  string
 	URLs []string
-	// WorkerMetricsURL is the first worker's /metrics.
+	// WorkerMetricsURL is the first worker's /metrics; WorkerURLs has every worker's
+	// base URL (SECKILL_WORKER_METRICS_ADDR: /metrics, /healthz, /readyz).
 	WorkerMetricsURL string
+	WorkerURLs       []string
 	// Redis is the server of a single-server stack (nil on a Cluster or Sentinel).
 	Redis *RedisServer
 	MySQL *MySQLDB
@@ -230,7 +255,7 @@ func (s *Stack) StartWorker(t testing.TB, extraEnv ...string) *Process {
 	metrics := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	env := append(append(append([]string{}, s.Env...), "SECKILL_WORKER_METRICS_ADDR="+metrics), extraEnv...)
 	p := StartProcess(t, fmt.Sprintf("worker%d", len(s.Workers)+1), worker, env)
-	s.Workers = append(s.Workers, p)
+	s.Workers, s.WorkerURLs = append(s.Workers, p), append(s.WorkerURLs, "http://"+metrics)
 	if len(s.Workers) == 1 {
 		s.Worker, s.WorkerMetricsURL = p, "http://"+metrics+"/metrics"
 	}

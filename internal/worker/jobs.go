@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"seckill/internal/lock"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
@@ -21,8 +23,10 @@ type Job struct {
 
 // RunPeriodic runs each job once per period among all worker replicas: every replica
 // ticks, and lock.Client.RunOnce lets only the first one of each period run the job.
-// It returns when ctx ends.
-func RunPeriodic(ctx context.Context, locks *lock.Client, jobs ...Job) {
+// The runs this replica made are counted in reg (nil: not counted). It returns when
+// ctx ends.
+func RunPeriodic(ctx context.Context, locks *lock.Client, reg prometheus.Registerer, jobs ...Job) {
+	m := newJobMetrics(reg)
 	for _, j := range jobs {
 		go func(j Job) {
 			t := time.NewTicker(j.Period)
@@ -34,14 +38,55 @@ func RunPeriodic(ctx context.Context, locks *lock.Client, jobs ...Job) {
 				case <-t.C:
 				}
 				jctx, cancel := context.WithTimeout(ctx, 4*j.Period)
-				_, err := locks.RunOnce(jctx, "seckill:job:"+j.Name, j.Period,
+				ran, err := locks.RunOnce(jctx, "seckill:job:"+j.Name, j.Period,
 					func(ctx context.Context, _ time.Time) error { return j.Run(ctx) })
 				cancel()
-				if err != nil && ctx.Err() == nil {
+				if ctx.Err() != nil {
+					return
+				}
+				m.ran(j.Name, ran, err)
+				if err != nil {
 					slog.Warn("periodic job failed", "job", j.Name, "err", err)
 				}
 			}
 		}(j)
+	}
+}
+
+// jobMetrics count the periodic jobs' runs; nil counts nothing.
+type jobMetrics struct {
+	runs        *prometheus.CounterVec
+	lastSuccess *prometheus.GaugeVec
+}
+
+func newJobMetrics(reg prometheus.Registerer) *jobMetrics {
+	if reg == nil {
+		return nil
+	}
+	m := &jobMetrics{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_job_runs_total",
+			Help: "Runs of a periodic job by this worker, by job name and outcome (ok, failed); a period another worker ran is not counted.",
+		}, []string{"name", "outcome"}),
+		// Across workers, the newest of their values is when the job last succeeded.
+		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_job_last_success_timestamp_seconds",
+			Help: "Unix time this worker last finished a periodic job without error, by job name.",
+		}, []string{"name"}),
+	}
+	reg.MustRegister(m.runs, m.lastSuccess)
+	return m
+}
+
+// ran records one tick of a job: whether this worker ran it, and how it ended.
+func (m *jobMetrics) ran(job string, ran bool, err error) {
+	switch {
+	case m == nil:
+	case err != nil:
+		m.runs.WithLabelValues(job, "failed").Inc()
+	case ran:
+		m.runs.WithLabelValues(job, "ok").Inc()
+		m.lastSuccess.WithLabelValues(job).SetToCurrentTime()
 	}
 }
 

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"time"
+
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -11,11 +13,13 @@ import (
 type metrics struct {
 	batch  prometheus.Histogram
 	orders *prometheus.CounterVec
+	delay  prometheus.Histogram
 }
 
 // Register adds the persister's metrics to reg: batch sizes, and orders by outcome
 // (created, failed, existed: already stored by an earlier delivery, dropped: given back
-// by the API before it was stored, retry: to be retried).
+// by the API before it was stored, retry: to be retried), and the time from an order's
+// acknowledgement to its row in MySQL.
 func (p *Persister) Register(reg prometheus.Registerer) {
 	m := &metrics{
 		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -27,8 +31,13 @@ func (p *Persister) Register(reg prometheus.Registerer) {
 			Name: "seckill_persisted_orders_total",
 			Help: "Orders the persister handled, by outcome.",
 		}, []string{"outcome"}),
+		delay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "seckill_order_persist_delay_seconds",
+			Help:    "Seconds from an order's creation (its 202) to the commit of its row in MySQL.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}),
 	}
-	reg.MustRegister(m.batch, m.orders)
+	reg.MustRegister(m.batch, m.orders, m.delay)
 	p.metrics = m
 }
 
@@ -43,6 +52,13 @@ func (m *metrics) batchWritten(n int) {
 func (m *metrics) handled(outcome string, n int) {
 	if m != nil && n > 0 {
 		m.orders.WithLabelValues(outcome).Add(float64(n))
+	}
+}
+
+// stored observes how long an order written now waited since it was created.
+func (m *metrics) stored(createdAt time.Time) {
+	if m != nil {
+		m.delay.Observe(time.Since(createdAt).Seconds())
 	}
 }
 

@@ -140,6 +140,7 @@ func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[s
 			fallthrough
 		default:
 			p.metrics.handled(out.Status, 1)
+			p.metrics.stored(o.CreatedAt)
 		}
 		settle[o.ActivityID] = append(settle[o.ActivityID], stock.Settlement{OrderID: o.ID, UserID: o.UserID,
 			Failed: out.Status == store.StatusFailed, Group: deref(o.GroupID)})

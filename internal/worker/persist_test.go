@@ -68,24 +68,29 @@ func TestPersisterWritesATaskInBatches(t *testing.T) {
 	if snap, err := sk.Snapshot(ctx, a.ID); err != nil || len(snap.Queued) != 0 {
 		t.Errorf("queued in Redis after the task: %v %v, want none", snap.Queued, err)
 	}
-	if n, sum := batchSizes(t, reg); n != 3 || sum != 5 {
+	if n, sum := histogram(t, reg, "seckill_persist_batch_size"); n != 3 || sum != 5 {
 		t.Errorf("%v orders in %v transactions, want 5 in 3 (2, 2, 1)", sum, n)
+	}
+	// Each order's wait from its creation (the 202) to its row: at least the time since
+	// the orders were made above.
+	if n, sum := histogram(t, reg, "seckill_order_persist_delay_seconds"); n != 5 || sum < 0 || sum > 5*time.Since(now).Seconds() {
+		t.Errorf("persist delay: %v orders, %v s in all; want 5 orders within %v s each", n, sum, time.Since(now).Seconds())
 	}
 }
 
-// batchSizes reads the persister's batch size histogram: transactions and orders.
-func batchSizes(t *testing.T, reg *prometheus.Registry) (count uint64, sum float64) {
+// histogram reads a histogram of reg: its samples and their sum.
+func histogram(t *testing.T, reg *prometheus.Registry, name string) (count uint64, sum float64) {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == "seckill_persist_batch_size" {
+		if mf.GetName() == name {
 			h := mf.GetMetric()[0].GetHistogram()
 			return h.GetSampleCount(), h.GetSampleSum()
 		}
 	}
-	t.Fatal("no seckill_persist_batch_size metric")
+	t.Fatalf("no %s metric", name)
 	return 0, 0
 }

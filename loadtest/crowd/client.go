@@ -282,17 +282,23 @@ func (a *api) waitHealthy(ctx context.Context) error {
 	return nil
 }
 
-// tally counts answers by label, with the latencies of all of them.
+// tally counts answers by label, with the latency, the label and the time (Unix ns) of
+// each answer, so a run's record can draw them over time (series.go).
 type tally struct {
 	counts    map[string]int
 	latencies []time.Duration
+	labels    []string
+	ends      []int64
 }
 
 func newTally() *tally { return &tally{counts: map[string]int{}} }
 
 func (t *tally) add(r answer) {
-	t.counts[r.label()]++
+	l := r.label()
+	t.counts[l]++
 	t.latencies = append(t.latencies, r.latency)
+	t.labels = append(t.labels, l)
+	t.ends = append(t.ends, time.Now().UnixNano())
 }
 
 func (t *tally) merge(o *tally) {
@@ -300,6 +306,8 @@ func (t *tally) merge(o *tally) {
 		t.counts[k] += v
 	}
 	t.latencies = append(t.latencies, o.latencies...)
+	t.labels = append(t.labels, o.labels...)
+	t.ends = append(t.ends, o.ends...)
 }
 
 func (t *tally) total() int { return len(t.latencies) }

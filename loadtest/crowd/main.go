@@ -16,6 +16,10 @@
 //	              sale's scripts, and an audit of each sale
 //	crowd soak    a steady crowd for minutes on a sale nobody pays for: Redis', the
 //	              API's and the worker's memory every 30 s, levelling off or not
+//	crowd compare  this API's purchases and sold-out answers beside another service's
+//	              purchase endpoint (any URL, its success told by a substring of the
+//	              answer), each against /healthz, with CPU per purchase of each process
+//	crowd plot    draw the plots of docs/performance.md from run records (-series)
 //	crowd sale    create a sale (optionally sold out) and print its id (for ab.sh)
 //	crowd token   print a token for a user (for ab.sh and k6)
 //
@@ -30,6 +34,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -103,7 +108,7 @@ func (c *common) db() (*sql.DB, error) {
 
 func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 	if len(args) == 0 {
-		return false, fmt.Errorf("usage: crowd audit|ratios|overload|hot|soak|sale|token [flags]  (crowd MODE -h lists the flags)")
+		return false, fmt.Errorf("usage: crowd audit|ratios|compare|overload|hot|soak|plot|sale|token [flags]  (crowd MODE -h lists the flags)")
 	}
 	mode, args := args[0], args[1:]
 	fs := flag.NewFlagSet("crowd "+mode, flag.ContinueOnError)
@@ -149,6 +154,8 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		limited := fs.String("limited", "", "base URL of an API with the rate limits on as shipped, trusting this tool's X-Forwarded-For; "+
 			"the sold-out and purchase loads run on it too, in turns with the first API's, and compare")
 		watch := fs.String("watch", "", "name=pid,... of processes whose CPU use each phase reports (e.g. api=123,worker=456)")
+		series := fs.String("series", "", "write the run's record (each phase's answers over time, latencies, CPU) as JSON to this file, for crowd plot")
+		label := fs.String("label", "", "what the run measures (a commit), written into the record")
 		if err := fs.Parse(args); err != nil {
 			return false, err
 		}
@@ -156,6 +163,7 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		if cfg.Watch, err = parseWatch(*watch); err != nil {
 			return false, err
 		}
+		cfg.Record = newRecorder(*series, "ratios", *label, cfg.Watch)
 		cfg.Conns = c.conns
 		if *limited != "" {
 			cfg.Limited = newAPI([]string{strings.TrimRight(*limited, "/")}, max(c.conns, 1), c.timeout, c.secret)
@@ -171,6 +179,38 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 			return false, fmt.Errorf("-group-seats, -group-buyers and -group-refresh must be positive")
 		}
 		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runRatios(ctx, w, a, db, cfg) })
+	case "compare":
+		var cfg compareConfig
+		c.register(fs, 100)
+		fs.DurationVar(&cfg.Phase, "phase", 8*time.Second, "length of each measured phase")
+		fs.IntVar(&cfg.Rounds, "rounds", 2, "pairs of purchase phases (this API, then the other)")
+		fs.IntVar(&cfg.Buyers, "buyers", 400_000, "distinct users signed for this API's purchases")
+		fs.Int64Var(&cfg.FirstUser, "first-user", 40_000_000, "user id of the first buyer")
+		fs.DurationVar(&cfg.Drain, "drain", 2*time.Minute, "longest wait for MySQL to hold this API's accepted orders after a phase")
+		fs.StringVar(&cfg.Other.url, "other", "", "the other service's purchase URL (required)")
+		fs.StringVar(&cfg.Other.method, "other-method", http.MethodPost, "its method")
+		otherBody := fs.String("other-body", "", "its request body (none when empty)")
+		fs.StringVar(&cfg.Other.ok, "other-ok", "", "a substring of a successful purchase's answer (empty: every 2xx)")
+		fs.StringVar(&cfg.OtherSoldOut.url, "other-sold-out", "", "the same endpoint of an instance with nothing left to sell (empty: no sold-out load)")
+		watch := fs.String("watch", "", "name=pid,... of processes whose CPU each phase reports (both services' processes)")
+		series := fs.String("series", "", "write the run's record as JSON to this file, for crowd plot")
+		label := fs.String("label", "", "what the run measures, written into the record")
+		if err := fs.Parse(args); err != nil {
+			return false, err
+		}
+		var err error
+		if cfg.Watch, err = parseWatch(*watch); err != nil {
+			return false, err
+		}
+		if cfg.Other.url == "" || cfg.Rounds < 1 || cfg.Phase <= 0 || cfg.Buyers < 1 {
+			return false, fmt.Errorf("-other is required; -rounds, -phase and -buyers must be positive")
+		}
+		if *otherBody != "" {
+			cfg.Other.body = []byte(*otherBody)
+		}
+		cfg.OtherSoldOut.method, cfg.OtherSoldOut.body, cfg.OtherSoldOut.ok = cfg.Other.method, cfg.Other.body, cfg.Other.ok
+		cfg.Conns, cfg.Record = c.conns, newRecorder(*series, "compare", *label, cfg.Watch)
+		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runCompare(ctx, w, a, db, cfg) })
 	case "overload":
 		var cfg overloadConfig
 		c.register(fs, 100)
@@ -248,6 +288,15 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 			return false, fmt.Errorf("-rate, -duration and -every must be positive, -pay-window at least 1s")
 		}
 		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runSoak(ctx, w, a, db, cfg) })
+	case "plot":
+		out := fs.String("out", "docs/img", "directory the SVG files are written to")
+		if err := fs.Parse(args); err != nil {
+			return false, err
+		}
+		if err := runPlot(*out, fs.Args()); err != nil {
+			return false, err
+		}
+		return true, nil
 	case "sale":
 		c.register(fs, 1)
 		stock := fs.Int64("stock", 1, "units")
@@ -289,7 +338,7 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		_, err = fmt.Fprintln(w, tok)
 		return err == nil, err
 	}
-	return false, fmt.Errorf("unknown mode %q (want audit, ratios, overload, hot, soak, sale or token)", mode)
+	return false, fmt.Errorf("unknown mode %q (want audit, ratios, compare, overload, hot, soak, plot, sale or token)", mode)
 }
 
 func withAPI(ctx context.Context, c common, f func(*api, *sql.DB) (bool, error)) (bool, error) {

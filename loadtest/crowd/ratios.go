@@ -33,6 +33,7 @@ type ratiosConfig struct {
 	// same Redis and MySQL): the sold-out and purchase loads also run against it, in
 	// turns with the same loads on the first (limits off), and their ratios compare.
 	Limited *api
+	Record  *recorder // the run's record (-series), nil for none
 }
 
 // The ratio targets, and those with the limits on as shipped.
@@ -136,6 +137,20 @@ type accepted202 struct {
 	body  []byte
 }
 
+// ledgerOf is the ledger of a purchase phase's 202s: one unit each, buyer i being user
+// firstUser+i.
+func ledgerOf(got []accepted202, firstUser int64) (*ledger, error) {
+	l := newLedger()
+	for _, acc := range got {
+		var o order
+		if err := json.Unmarshal(acc.body, &o); err != nil || o.ID == "" {
+			return nil, fmt.Errorf("202 without an order id: %s", acc.body)
+		}
+		l.record(o.ID, ack{UserID: firstUser + int64(acc.buyer), Quantity: 1}, true)
+	}
+	return l, nil
+}
+
 // runRatios measures, against the same API processes, in this order:
 //
 //	sold out   POST .../orders on a sale whose only unit is sold, by Retriers users
@@ -171,10 +186,12 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 	run := func(name string, d time.Duration, fn func(ctx context.Context, worker int) (answer, bool)) phase {
 		before := cfg.Watch.sample()
 		p := hammer(ctx, name, cfg.Conns, d, fn)
+		p.cpu = cfg.Watch.span(before, cfg.Watch.sample())
 		p.print(w)
-		if u := cfg.Watch.usage(before, cfg.Watch.sample()); u != "" {
+		if u := cfg.Watch.describe(p.cpu); u != "" {
 			fmt.Fprintf(w, "  %-16s cpu in cores: %s\n", "", u)
 		}
+		cfg.Record.add(p)
 		return p
 	}
 	healthz := func(ctx context.Context, _ int) (answer, bool) {
@@ -207,6 +224,7 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 	}
 	soldTurns := alternate(ctx, names, cfg.Conns, time.Duration(len(loads))*cfg.Phase, cfg.Slice, cfg.Watch, loads...)
 	for _, p := range soldTurns {
+		cfg.Record.add(p)
 		p.print(w)
 		if u := cfg.Watch.describe(p.cpu); u != "" {
 			fmt.Fprintf(w, "  %-16s cpu in cores: %s (its turns of %s)\n", "", u, cfg.Slice)
@@ -262,6 +280,7 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 			cfg.Watch, buyOn(a), buyOn(cfg.Limited))
 		purchase, limitedBuys = turns[0], turns[1]
 		for _, p := range turns {
+			cfg.Record.add(p)
 			p.print(w)
 			if u := cfg.Watch.describe(p.cpu); u != "" {
 				fmt.Fprintf(w, "  %-16s cpu in cores: %s (its turns of %s)\n", "", u, cfg.Slice)
@@ -276,13 +295,9 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 	}
 
 	// Drain: when does MySQL hold every accepted order?
-	l := newLedger()
-	for _, acc := range got {
-		var o order
-		if err := json.Unmarshal(acc.body, &o); err != nil || o.ID == "" {
-			return false, fmt.Errorf("202 without an order id: %s", acc.body)
-		}
-		l.record(o.ID, ack{UserID: cfg.FirstUser + int64(acc.buyer), Quantity: 1}, true)
+	l, err := ledgerOf(got, cfg.FirstUser)
+	if err != nil {
+		return false, err
 	}
 	want := l.acknowledged()
 	atBurstEnd, err := countOrders(ctx, db, buyID)
@@ -364,6 +379,10 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 	fmt.Fprintf(w, "  healthz yardsticks: %.0f req/s for sold out (healthz 1, its turns), %.0f req/s for purchases (mean of healthz 2 and 3)\n",
 		soldYard, buyYard)
 	met := printFigures(w, results)
+	cfg.Record.figures(results)
+	if err := cfg.Record.write(); err != nil {
+		return false, err
+	}
 	if !rep.OK() {
 		fmt.Fprintln(w, "ratios: FAIL (the purchase sale's audit found problems)")
 		return false, nil

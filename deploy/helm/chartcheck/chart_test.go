@@ -1,0 +1,603 @@
+package chartcheck
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/yaml"
+
+	"seckill/internal/config"
+	"seckill/internal/handler"
+)
+
+// root is the repository's top directory; chart the chart's.
+func root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+func chart() string { return filepath.Join(root(), "deploy", "helm", "seckill") }
+
+// helm returns the helm binary: on PATH, or where go install puts it. It fails when
+// there is none: make test installs it first.
+func helm(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("helm"); err == nil {
+		return p
+	}
+	out, err := exec.Command("go", "env", "GOPATH").Output()
+	if err == nil {
+		p := filepath.Join(strings.TrimSpace(string(out)), "bin", "helm")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Fatal("helm is missing: make test installs it (go install helm.sh/helm/v3/cmd/helm@v3.22.0)")
+	return ""
+}
+
+// valueSets are the chart's values to check: the defaults and each file of ci/.
+func valueSets(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(chart(), "ci", "*-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"sentinel-values.yaml", "cluster-values.yaml"} {
+		if !slices.Contains(files, filepath.Join(chart(), "ci", want)) {
+			t.Fatalf("want ci/%s among the values checked, found %v", want, files)
+		}
+	}
+	return append([]string{""}, files...)
+}
+
+// rendered is the chart's objects for one set of values, decoded.
+type rendered struct {
+	deployments  map[string]*appsv1.Deployment // by component
+	jobs         []*batchv1.Job
+	services     []*corev1.Service
+	configMaps   []*corev1.ConfigMap
+	pdbs         []*policyv1.PodDisruptionBudget
+	hpas         []*autoscalingv2.HorizontalPodAutoscaler
+	monitors     []*monitoringv1.ServiceMonitor
+	rules        []*monitoringv1.PrometheusRule
+	kinds        []string
+	valuesFile   string
+	nginxEnabled bool
+}
+
+// decode decodes one object strictly into its type: an unknown or misspelt field, or
+// a field given twice, is an error.
+func decode(doc []byte, into any) error {
+	return yaml.UnmarshalStrict(doc, into)
+}
+
+// render runs helm template with a values file ("" for the defaults) and decodes
+// every object.
+func render(t *testing.T, values string) rendered {
+	t.Helper()
+	args := []string{"template", "shop", chart()}
+	if values != "" {
+		args = append(args, "-f", values)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(helm(t), args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helm %v: %v\n%s", args, err, stderr.String())
+	}
+	r := rendered{deployments: map[string]*appsv1.Deployment{}, valuesFile: values}
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(stdout.String(), -1) {
+		var meta struct{ APIVersion, Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("%s: %v\n%s", values, err, doc)
+		}
+		if meta.Kind == "" {
+			continue // a comment only
+		}
+		r.kinds = append(r.kinds, meta.Kind)
+		var err error
+		switch meta.APIVersion + " " + meta.Kind {
+		case "apps/v1 Deployment":
+			d := &appsv1.Deployment{}
+			if err = decode([]byte(doc), d); err == nil {
+				r.deployments[d.Spec.Template.Labels["app.kubernetes.io/component"]] = d
+			}
+		case "batch/v1 Job":
+			j := &batchv1.Job{}
+			err = decode([]byte(doc), j)
+			r.jobs = append(r.jobs, j)
+		case "v1 Service":
+			s := &corev1.Service{}
+			err = decode([]byte(doc), s)
+			r.services = append(r.services, s)
+		case "v1 ConfigMap":
+			c := &corev1.ConfigMap{}
+			err = decode([]byte(doc), c)
+			r.configMaps = append(r.configMaps, c)
+		case "policy/v1 PodDisruptionBudget":
+			p := &policyv1.PodDisruptionBudget{}
+			err = decode([]byte(doc), p)
+			r.pdbs = append(r.pdbs, p)
+		case "autoscaling/v2 HorizontalPodAutoscaler":
+			h := &autoscalingv2.HorizontalPodAutoscaler{}
+			err = decode([]byte(doc), h)
+			r.hpas = append(r.hpas, h)
+		case "monitoring.coreos.com/v1 ServiceMonitor":
+			m := &monitoringv1.ServiceMonitor{}
+			err = decode([]byte(doc), m)
+			r.monitors = append(r.monitors, m)
+		case "monitoring.coreos.com/v1 PrometheusRule":
+			p := &monitoringv1.PrometheusRule{}
+			err = decode([]byte(doc), p)
+			r.rules = append(r.rules, p)
+		default:
+			t.Errorf("%s: %s %s has no decoder here: add its type to this test", values, meta.APIVersion, meta.Kind)
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %s does not decode strictly: %v", values, meta.Kind, err)
+		}
+	}
+	_, r.nginxEnabled = r.deployments["nginx"]
+	return r
+}
+
+// TestChart lints and renders the chart with each set of values and checks what it
+// renders.
+func TestChart(t *testing.T) {
+	for _, values := range valueSets(t) {
+		name := "defaults"
+		if values != "" {
+			name = filepath.Base(values)
+		}
+		t.Run(name, func(t *testing.T) {
+			args := []string{"lint", "--strict", chart()}
+			if values != "" {
+				args = append(args, "-f", values)
+			}
+			if out, err := exec.Command(helm(t), args...).CombinedOutput(); err != nil {
+				t.Fatalf("helm %v: %v\n%s", args, err, out)
+			}
+			r := render(t, values)
+			for _, c := range []string{"api", "worker"} {
+				if r.deployments[c] == nil {
+					t.Fatalf("no %s Deployment among %v", c, r.kinds)
+				}
+			}
+			checkEnvironment(t, r)
+			checkAPI(t, r)
+			checkWorker(t, r)
+			checkPods(t, r)
+			checkSelectors(t, r)
+			checkMigration(t, r)
+			checkFiles(t, r)
+		})
+	}
+}
+
+// known is every variable the binaries read: config.Vars, and <NAME>_FILE of a secret.
+func known() map[string]config.Var {
+	m := map[string]config.Var{}
+	for _, v := range config.Vars {
+		m[v.Name] = v
+		if v.Secret {
+			m[v.Name+"_FILE"] = v
+		}
+	}
+	return m
+}
+
+// envOf returns a container's environment by name; a name given twice is an error.
+func envOf(t *testing.T, c corev1.Container) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	for _, e := range c.Env {
+		if _, dup := env[e.Name]; dup {
+			t.Errorf("container %s: %s is set twice", c.Name, e.Name)
+		}
+		if e.ValueFrom != nil {
+			t.Errorf("container %s: %s comes from valueFrom; secrets are files (<NAME>_FILE)", c.Name, e.Name)
+		}
+		env[e.Name] = e.Value
+	}
+	return env
+}
+
+// nginxVariables are the ${NAME}s of the nginx template.
+func nginxVariables(t *testing.T) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root(), "deploy", "nginx", "seckill.conf.template"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\$\{([A-Z0-9_]+)\}`).FindAllStringSubmatch(string(b), -1) {
+		out[m[1]] = true
+	}
+	return out
+}
+
+// checkEnvironment: every name a container of the service gets is one the binaries
+// read (and one the binary of that container reads); a secret comes only as a file,
+// from a mounted Secret; nginx gets exactly its template's variables.
+func checkEnvironment(t *testing.T, r rendered) {
+	vars := known()
+	pods := map[string]corev1.PodSpec{}
+	for c, d := range r.deployments {
+		pods[c] = d.Spec.Template.Spec
+	}
+	for _, j := range r.jobs {
+		pods["migrate"] = j.Spec.Template.Spec
+	}
+	for component, pod := range pods {
+		for _, c := range pod.Containers {
+			env := envOf(t, c)
+			if component == "nginx" {
+				want := nginxVariables(t)
+				for n := range env {
+					if !want[n] {
+						t.Errorf("nginx: %s is not a variable of the template", n)
+					}
+				}
+				for n := range want {
+					if _, ok := env[n]; !ok {
+						t.Errorf("nginx: the template's %s is not set", n)
+					}
+				}
+				continue
+			}
+			binary := map[string]string{"api": config.API, "migrate": config.API, "worker": config.Worker}[component]
+			for n, val := range env {
+				v, ok := vars[n]
+				switch {
+				case !ok:
+					t.Errorf("%s: %s is not a variable of the binaries (config.Vars)", component, n)
+				case !strings.Contains(v.Binaries, binary) && component != "migrate":
+					t.Errorf("%s: %s is read by %s only", component, n, v.Binaries)
+				case v.Secret && n == v.Name:
+					t.Errorf("%s: the secret %s is given in the environment; give %s_FILE", component, n, n)
+				case v.Secret || strings.HasSuffix(n, "_FILE"):
+					if !mounted(pod, c, val) {
+						t.Errorf("%s: %s=%s is not in a mounted Secret", component, n, val)
+					}
+				}
+			}
+			for _, must := range []string{"SECKILL_REDIS_ADDR", "SECKILL_MYSQL_DSN_FILE", "SECKILL_JWT_SECRET_FILE"} {
+				if _, ok := env[must]; !ok {
+					t.Errorf("%s: %s is not set", component, must)
+				}
+			}
+		}
+	}
+}
+
+// mounted reports whether path lies in a volume of c that is a Secret.
+func mounted(pod corev1.PodSpec, c corev1.Container, path string) bool {
+	for _, m := range c.VolumeMounts {
+		if !strings.HasPrefix(path, m.MountPath+"/") {
+			continue
+		}
+		for _, v := range pod.Volumes {
+			if v.Name == m.Name && v.Secret != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// containerPort returns the port a probe names, by name or number.
+func containerPort(t *testing.T, c corev1.Container, p corev1.HTTPGetAction) int32 {
+	t.Helper()
+	for _, cp := range c.Ports {
+		if cp.Name == p.Port.String() || cp.ContainerPort == p.Port.IntVal {
+			return cp.ContainerPort
+		}
+	}
+	t.Errorf("container %s: a probe's port %s is not a container port", c.Name, p.Port.String())
+	return 0
+}
+
+// listenPort is the port of a host:port setting.
+func listenPort(t *testing.T, addr string) string {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Errorf("%q: %v", addr, err)
+	}
+	return port
+}
+
+// stub is the service behind the router: its routes are listed, never called.
+type stub struct{ handler.Service }
+
+// apiRoutes are the API's GET routes.
+func apiRoutes(t *testing.T) map[string]bool {
+	t.Helper()
+	engine, ok := handler.New(stub{}, handler.Options{JWTSecret: strings.Repeat("x", 32)}).Routes().(*gin.Engine)
+	if !ok {
+		t.Fatal("handler.Routes() is no longer a *gin.Engine; adapt this test to list its routes")
+	}
+	out := map[string]bool{}
+	for _, r := range engine.Routes() {
+		if r.Method == "GET" {
+			out[r.Path] = true
+		}
+	}
+	return out
+}
+
+// duration reads a Go duration setting from env, else its default in config.Vars,
+// else fallback: the bound the binary has when no variable sets it.
+func duration(t *testing.T, env map[string]string, name string, fallback time.Duration) time.Duration {
+	t.Helper()
+	val, ok := env[name]
+	if !ok {
+		v, known := known()[name]
+		if !known {
+			return fallback
+		}
+		val = v.Default
+	}
+	d, err := time.ParseDuration(val)
+	if err != nil {
+		t.Errorf("%s=%q: %v", name, val, err)
+	}
+	return d
+}
+
+// The shutdowns' bounds in the binaries when no variable sets them: the API finishes
+// requests for 15 s and enqueues for 5 s (cmd/api); the worker's tasks have 20 s and
+// its metrics server 5 s (cmd/worker).
+const (
+	apiShutdown    = 20 * time.Second
+	workerShutdown = 25 * time.Second
+)
+
+// checkAPI: the probes are the router's /healthz and /readyz on the port the API
+// listens on, and the pod's grace period covers the shutdown's delay and timeout.
+func checkAPI(t *testing.T, r rendered) {
+	d := r.deployments["api"]
+	c := d.Spec.Template.Spec.Containers[0]
+	env := envOf(t, c)
+	routes := apiRoutes(t)
+	port := listenPort(t, env["SECKILL_HTTP_ADDR"])
+	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+		want := map[string]string{"liveness": "/healthz", "readiness": "/readyz"}[name]
+		if p == nil || p.HTTPGet == nil {
+			t.Errorf("api: no HTTP %s probe", name)
+			continue
+		}
+		if p.HTTPGet.Path != want || !routes[p.HTTPGet.Path] {
+			t.Errorf("api: %s probe GET %s; want %s, a route of the router (served: %v)", name, p.HTTPGet.Path, want, routes[p.HTTPGet.Path])
+		}
+		if got := fmt.Sprint(containerPort(t, c, *p.HTTPGet)); got != port {
+			t.Errorf("api: %s probe on port %s, the API listens on %s", name, got, port)
+		}
+	}
+	shutdown := duration(t, env, "SECKILL_SHUTDOWN_DELAY", 0) + duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT", apiShutdown)
+	if grace := d.Spec.Template.Spec.TerminationGracePeriodSeconds; grace == nil || time.Duration(*grace)*time.Second <= shutdown {
+		t.Errorf("api: terminationGracePeriodSeconds %v does not cover the shutdown's delay and timeout (%v)", grace, shutdown)
+	}
+	if p := d.Spec.Template.Spec.Containers[0].ReadinessProbe; p != nil && p.PeriodSeconds*p.FailureThreshold > 3 {
+		t.Errorf("api: readiness takes %d s to see a 503; the API says 503 within 3 s of Redis going", p.PeriodSeconds*p.FailureThreshold)
+	}
+	if s := d.Spec.Strategy.RollingUpdate; s == nil || s.MaxUnavailable == nil || s.MaxUnavailable.IntValue() != 0 {
+		t.Errorf("api: a roll must not take a pod down before its replacement is ready (maxUnavailable 0)")
+	}
+}
+
+// checkWorker: a liveness probe on the metrics address (an HTTP one on a path
+// cmd/worker serves, or a TCP one), and a grace period that covers its shutdown.
+func checkWorker(t *testing.T, r rendered) {
+	d := r.deployments["worker"]
+	c := d.Spec.Template.Spec.Containers[0]
+	env := envOf(t, c)
+	port := listenPort(t, env["SECKILL_WORKER_METRICS_ADDR"])
+	src, err := os.ReadFile(filepath.Join(root(), "cmd", "worker", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LivenessProbe == nil {
+		t.Error("worker: no liveness probe")
+	}
+	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+		switch {
+		case p == nil:
+		case p.HTTPGet != nil:
+			if !bytes.Contains(src, []byte(`"`+p.HTTPGet.Path+`"`)) {
+				t.Errorf("worker: %s probe GET %s, a path cmd/worker does not serve", name, p.HTTPGet.Path)
+			}
+			if got := fmt.Sprint(containerPort(t, c, *p.HTTPGet)); got != port {
+				t.Errorf("worker: %s probe on port %s, the metrics address is on %s", name, got, port)
+			}
+		case p.TCPSocket != nil:
+			if got := fmt.Sprint(containerPort(t, c, corev1.HTTPGetAction{Port: p.TCPSocket.Port})); got != port {
+				t.Errorf("worker: %s probe on port %s, the metrics address is on %s", name, got, port)
+			}
+		default:
+			t.Errorf("worker: the %s probe is neither HTTP nor TCP", name)
+		}
+	}
+	if grace := d.Spec.Template.Spec.TerminationGracePeriodSeconds; grace == nil || time.Duration(*grace)*time.Second <= duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT", workerShutdown) {
+		t.Errorf("worker: terminationGracePeriodSeconds %v does not cover its shutdown", grace)
+	}
+}
+
+// checkPods: the service's containers run as the image's non-root user on a
+// read-only root, with requests and a memory limit.
+func checkPods(t *testing.T, r rendered) {
+	dockerfile, err := os.ReadFile(filepath.Join(root(), "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// distroless' nonroot user is 65532.
+	if !bytes.Contains(dockerfile, []byte("distroless/static-debian12:nonroot")) || !bytes.Contains(dockerfile, []byte("USER nonroot:nonroot")) {
+		t.Fatal("the Dockerfile's user is no longer distroless' nonroot (65532): adapt the chart's runAsUser and this test")
+	}
+	check := func(name string, pod corev1.PodSpec, uid int64) {
+		psc := pod.SecurityContext
+		if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != uid {
+			t.Errorf("%s: the pod must run as non-root user %d", name, uid)
+		}
+		for _, c := range pod.Containers {
+			sc := c.SecurityContext
+			if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+				sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+				t.Errorf("%s: container %s must have a read-only root and no privilege escalation", name, c.Name)
+			}
+			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+				t.Errorf("%s: container %s needs CPU and memory requests and a memory limit", name, c.Name)
+			}
+		}
+	}
+	for component, d := range r.deployments {
+		uid := int64(65532)
+		if component == "nginx" {
+			uid = 101
+		}
+		check(component, d.Spec.Template.Spec, uid)
+	}
+	for _, j := range r.jobs {
+		check("migrate", j.Spec.Template.Spec, 65532)
+	}
+}
+
+// checkSelectors: each Service, budget, autoscaler and monitor points at pods the chart
+// makes, and the entry Service at nginx when it is on.
+func checkSelectors(t *testing.T, r rendered) {
+	selects := func(sel map[string]string) []string {
+		var out []string
+		for c, d := range r.deployments {
+			match := len(sel) > 0
+			for k, v := range sel {
+				match = match && d.Spec.Template.Labels[k] == v
+			}
+			if match {
+				out = append(out, c)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, s := range r.services {
+		got := selects(s.Spec.Selector)
+		if len(got) != 1 {
+			t.Errorf("Service %s selects %v, want one component", s.Name, got)
+			continue
+		}
+		pod := r.deployments[got[0]].Spec.Template.Spec.Containers[0]
+		for _, p := range s.Spec.Ports {
+			found := false
+			for _, cp := range pod.Ports {
+				found = found || cp.Name == p.TargetPort.String()
+			}
+			if !found {
+				t.Errorf("Service %s: target port %s is not a port of %s", s.Name, p.TargetPort.String(), got[0])
+			}
+		}
+		if !strings.HasSuffix(s.Name, "-api") && !strings.HasSuffix(s.Name, "-worker") {
+			want := "api"
+			if r.nginxEnabled {
+				want = "nginx"
+			}
+			if got[0] != want {
+				t.Errorf("the entry Service %s selects %s, want %s", s.Name, got[0], want)
+			}
+		}
+	}
+	for _, p := range r.pdbs {
+		if got := selects(p.Spec.Selector.MatchLabels); len(got) != 1 {
+			t.Errorf("PodDisruptionBudget %s selects %v", p.Name, got)
+		}
+	}
+	for _, h := range r.hpas {
+		if d := r.deployments["api"]; h.Spec.ScaleTargetRef.Name != d.Name || h.Spec.ScaleTargetRef.Kind != "Deployment" {
+			t.Errorf("the autoscaler scales %s %s, want the API's Deployment %s", h.Spec.ScaleTargetRef.Kind, h.Spec.ScaleTargetRef.Name, d.Name)
+		}
+		if r.deployments["api"].Spec.Replicas != nil {
+			t.Error("with the autoscaler on, the API's Deployment must leave replicas to it")
+		}
+	}
+	for _, m := range r.monitors {
+		ports := map[string]bool{}
+		for _, e := range m.Spec.Endpoints {
+			ports[e.Port] = true
+			if e.Path != "/metrics" {
+				t.Errorf("ServiceMonitor: endpoint %s scrapes %s", e.Port, e.Path)
+			}
+		}
+		if !ports["http"] || !ports["metrics"] {
+			t.Errorf("ServiceMonitor scrapes ports %v, want the API's http and the worker's metrics", ports)
+		}
+	}
+}
+
+// checkMigration: the migration runs as a hook before install and upgrade.
+func checkMigration(t *testing.T, r rendered) {
+	if len(r.jobs) != 1 {
+		t.Fatalf("%d Jobs, want the migration", len(r.jobs))
+	}
+	j := r.jobs[0]
+	if hook := j.Annotations["helm.sh/hook"]; hook != "pre-install,pre-upgrade" {
+		t.Errorf("the migration's hook is %q, want pre-install,pre-upgrade", hook)
+	}
+	if args := j.Spec.Template.Spec.Containers[0].Args; !slices.Equal(args, []string{"api", "migrate"}) {
+		t.Errorf("the migration runs %v, want api migrate", args)
+	}
+}
+
+// checkFiles: the PrometheusRule is deploy/prometheus/alerts.yml and nginx's
+// ConfigMap is deploy/nginx/seckill.conf.template.
+func checkFiles(t *testing.T, r rendered) {
+	for _, rule := range r.rules {
+		b, err := os.ReadFile(filepath.Join(root(), "deploy", "prometheus", "alerts.yml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want monitoringv1.PrometheusRuleSpec
+		if err := yaml.UnmarshalStrict(b, &want); err != nil {
+			t.Fatalf("alerts.yml as a PrometheusRule's spec: %v", err)
+		}
+		if !reflect.DeepEqual(rule.Spec, want) {
+			t.Error("the PrometheusRule differs from deploy/prometheus/alerts.yml")
+		}
+		if len(want.Groups) == 0 {
+			t.Error("no rule group in alerts.yml")
+		}
+	}
+	for _, c := range r.configMaps {
+		b, err := os.ReadFile(filepath.Join(root(), "deploy", "nginx", "seckill.conf.template"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Data["seckill.conf.template"] != string(b) {
+			t.Errorf("ConfigMap %s differs from deploy/nginx/seckill.conf.template", c.Name)
+		}
+	}
+	if r.nginxEnabled && len(r.configMaps) != 1 {
+		t.Errorf("nginx is on with %d ConfigMaps", len(r.configMaps))
+	}
+	if strings.Contains(r.valuesFile, "cluster") && (len(r.rules) != 1 || len(r.monitors) != 1) {
+		t.Errorf("the cluster values turn on the ServiceMonitor and the PrometheusRule: got %d and %d", len(r.monitors), len(r.rules))
+	}
+}
