@@ -19,7 +19,8 @@
 #   SECKILL_API_BIN, SECKILL_WORKER_BIN   binaries to run [bin/api, bin/worker, built from the work tree]
 #   AUDIT_FLAGS, RATIOS_FLAGS, COMPARE_FLAGS, OVERLOAD_FLAGS, HOT_FLAGS, SOAK_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
 #   LOADTEST_OTHER_URL                    compare: another service's purchase endpoint, running on this
-#                                         machine (started by you); LOADTEST_OTHER_METHOD [POST],
+#                                         machine (started by you); LOADTEST_OTHER_NAME [other],
+#                                         LOADTEST_OTHER_METHOD [POST],
 #                                         LOADTEST_OTHER_BODY, LOADTEST_OTHER_OK (a substring of its
 #                                         successful answer), LOADTEST_OTHER_SOLD_OUT (the same endpoint of
 #                                         an instance with nothing left), LOADTEST_OTHER_WATCH (name=pid,...
@@ -214,7 +215,10 @@ fi
 pids+=($!)
 worker_pid=$!
 watch+=",worker=$!"
-mysqld=$(pidof mariadbd mysqld 2>/dev/null | awk '{print $1}') || true
+# The MySQL server of the DSN: the one listening on its port (tests may run private ones).
+mysql_port=$(sed -nE 's/.*@tcp\([^:)]*:([0-9]+)\).*/\1/p' <<<"$dsn")
+mysqld=$(pgrep -f -- "(mariadbd|mysqld) .*--port=${mysql_port:-3306}\b" | head -1 || true)
+[ -n "$mysqld" ] || mysqld=$(pidof mariadbd mysqld 2>/dev/null | awk '{print $1}') || true
 [ -z "$mysqld" ] || watch+=",mysqld=$mysqld"
 for u in "${urls[@]}" $limited; do
 	for _ in $(seq 200); do curl -fs "$u/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
@@ -277,7 +281,7 @@ for s in "${scenarios[@]}"; do
 		[ -n "${LOADTEST_OTHER_URL:-}" ] || { echo "compare: LOADTEST_OTHER_URL names no service to compare with" >&2; exit 2; }
 		# shellcheck disable=SC2086
 		bin/crowd compare -api "$api_list" -mysql "$dsn" -watch "$watch${LOADTEST_OTHER_WATCH:+,$LOADTEST_OTHER_WATCH}" \
-			-other "$LOADTEST_OTHER_URL" -other-method "${LOADTEST_OTHER_METHOD:-POST}" -other-body "${LOADTEST_OTHER_BODY:-}" \
+			-other "$LOADTEST_OTHER_URL" -other-name "${LOADTEST_OTHER_NAME:-other}" -other-method "${LOADTEST_OTHER_METHOD:-POST}" -other-body "${LOADTEST_OTHER_BODY:-}" \
 			-other-ok "${LOADTEST_OTHER_OK:-}" -other-sold-out "${LOADTEST_OTHER_SOLD_OUT:-}" ${COMPARE_FLAGS:-} || status=1
 		;;
 	hot)

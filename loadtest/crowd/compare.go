@@ -25,6 +25,7 @@ type compareConfig struct {
 	FirstUser int64
 	Drain     time.Duration
 	Other     otherEndpoint // a purchase on the other service
+	OtherName string        // its name, which its phases' names begin with
 	// OtherSoldOut is the other service's endpoint with nothing left to sell ("" url:
 	// the sold-out load is left out).
 	OtherSoldOut otherEndpoint
@@ -59,8 +60,8 @@ func (e otherEndpoint) call(ctx context.Context, c *api) answer {
 // start until this API's worker has written its orders (the other service writes
 // nothing, or writes before it answers).
 func runCompare(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg compareConfig) (bool, error) {
-	fmt.Fprintf(w, "compare: this API %v and %s %s, %d connections, %s phases, %d rounds; this tool: %d CPUs\n",
-		a.urls, cfg.Other.method, cfg.Other.url, cfg.Conns, cfg.Phase, cfg.Rounds, runtime.NumCPU())
+	fmt.Fprintf(w, "compare: this API %v and %s (%s %s), %d connections, %s phases, %d rounds; this tool: %d CPUs\n",
+		a.urls, cfg.OtherName, cfg.Other.method, cfg.Other.url, cfg.Conns, cfg.Phase, cfg.Rounds, runtime.NumCPU())
 	tokens, err := a.tokens(cfg.FirstUser, cfg.Buyers)
 	if err != nil {
 		return false, err
@@ -145,11 +146,11 @@ func runCompare(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg compar
 			return false, err
 		}
 		h2, _ := measure("healthz", healthz, nil)
-		their, _ := measure("other purchase", buyOther, nil)
+		their, _ := measure(cfg.OtherName+" purchase", buyOther, nil)
 		h3, _ := measure("healthz", healthz, nil)
 		suffix := " (round " + strconv.Itoa(round+1) + ")"
 		ours = append(ours, ratio("purchases/s vs healthz"+suffix, mine, "202", h1, h2))
-		theirs = append(theirs, ratio("other's purchases/s vs healthz"+suffix, their, "200 ok", h2, h3))
+		theirs = append(theirs, ratio(cfg.OtherName+" purchases/s vs healthz"+suffix, their, "200 ok", h2, h3))
 	}
 	if cfg.OtherSoldOut.url != "" {
 		soldID, err := a.createSale(ctx, "compare sold out", 1, 1)
@@ -168,13 +169,13 @@ func runCompare(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg compar
 		h1, _ := measure("healthz", healthz, nil)
 		mine, _ := measure("sold out", soldOut, nil)
 		h2, _ := measure("healthz", healthz, nil)
-		their, _ := measure("other sold out", theirSold, nil)
+		their, _ := measure(cfg.OtherName+" sold out", theirSold, nil)
 		h3, _ := measure("healthz", healthz, nil)
 		ratio("sold-out answers/s vs healthz", mine, "409 sold_out", h1, h2)
-		ratio("other's sold-out answers/s vs healthz", their, "200 refused", h2, h3)
+		ratio(cfg.OtherName+" sold-out answers/s vs healthz", their, "200 refused", h2, h3)
 	}
 	for i := range ours {
-		figures = append(figures, figure{name: fmt.Sprintf("this API's purchases/s vs the other's (round %d)", i+1),
+		figures = append(figures, figure{name: fmt.Sprintf("purchases/s vs %s's (round %d)", cfg.OtherName, i+1),
 			ratio: ours[i] / theirs[i], ok: true})
 	}
 	for i := range figures {
@@ -182,5 +183,8 @@ func runCompare(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg compar
 	}
 	printFigures(w, figures)
 	cfg.Record.figures(figures)
+	if cfg.Record != nil {
+		cfg.Record.rec.Other = cfg.OtherName
+	}
 	return true, cfg.Record.write()
 }

@@ -189,6 +189,7 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		fs.DurationVar(&cfg.Drain, "drain", 2*time.Minute, "longest wait for MySQL to hold this API's accepted orders after a phase")
 		fs.StringVar(&cfg.Other.url, "other", "", "the other service's purchase URL (required)")
 		fs.StringVar(&cfg.Other.method, "other-method", http.MethodPost, "its method")
+		fs.StringVar(&cfg.OtherName, "other-name", "other", "the other service's name, in the output and the record")
 		otherBody := fs.String("other-body", "", "its request body (none when empty)")
 		fs.StringVar(&cfg.Other.ok, "other-ok", "", "a substring of a successful purchase's answer (empty: every 2xx)")
 		fs.StringVar(&cfg.OtherSoldOut.url, "other-sold-out", "", "the same endpoint of an instance with nothing left to sell (empty: no sold-out load)")

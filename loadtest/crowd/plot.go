@@ -68,83 +68,76 @@ func phaseKind(name string) string {
 	return name
 }
 
-// throughputChart is every phase's answers per second, bucket by bucket, over the run.
+// throughputChart is every load's answers per second over the run, one stroke per slice
+// of its turns, so loads that took turns show as the stretches they had.
 func throughputChart(r runRecord) string {
-	series := map[string][]point{}
+	type seg struct{ x0, x1, y float64 }
+	series := map[string][]seg{}
 	var order []string
+	var end, top float64
 	for _, p := range r.Phases {
 		k := phaseKind(p.Name)
 		if _, ok := series[k]; !ok {
 			order = append(order, k)
 		}
-		for _, b := range p.Timeline {
+		for _, sl := range p.Timeline {
 			n := 0
-			for _, c := range b.Counts {
+			for _, c := range sl.Counts {
 				n += c
 			}
-			series[k] = append(series[k], point{b.T, float64(n) / r.Bucket})
+			if sl.Seconds <= 0 {
+				continue
+			}
+			sg := seg{sl.T, sl.T + sl.Seconds, float64(n) / sl.Seconds}
+			series[k] = append(series[k], sg)
+			end, top = max(end, sg.x1), max(top, sg.y)
 		}
 	}
 	c := newChart("Answers per second over the run, by load ("+r.Label+")", "seconds since the start", "answers per second")
-	var xs, ys []float64
-	for _, pts := range series {
-		for _, p := range pts {
-			xs, ys = append(xs, p.x), append(ys, p.y)
-		}
-	}
-	c.scale(0, maxOf(xs)+r.Bucket, 0, niceMax(maxOf(ys)), false)
+	c.scale(0, end, 0, niceMax(top), false)
 	for i, k := range order {
-		c.steps(series[k], r.Bucket, palette[i%len(palette)])
-		c.legend(i, k, palette[i%len(palette)])
+		col := palette[i%len(palette)]
+		for _, sg := range series[k] {
+			fmt.Fprintf(&c.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3" clip-path="url(#area)"/>`+"\n",
+				c.px(sg.x0), c.py(sg.y), c.px(sg.x1), c.py(sg.y), col)
+		}
+		c.legend(i, k, col)
 	}
 	return c.end()
 }
 
-// latencyChart is, for each load, the share of its answers at or under each latency.
-func latencyChart(records ...*runRecord) string {
-	type line struct {
-		name string
-		lat  latencyRecord
+// latencyChart is, for each load, the share of its answers at or under each latency:
+// the compare record's loads when there is one (this service beside the other), else
+// the ratios record's.
+func latencyChart(ratios, compare *runRecord) string {
+	r := compare
+	if r == nil {
+		r = ratios
 	}
-	var lines []line
-	for _, r := range records {
-		if r == nil {
+	merged := map[string]*latencyRecord{}
+	var order []string
+	for _, p := range r.Phases {
+		k := phaseKind(p.Name)
+		if k == "group seats" || strings.Contains(k, "limits") {
 			continue
 		}
-		merged := map[string]*latencyRecord{}
-		var order []string
-		for _, p := range r.Phases {
-			k := phaseKind(p.Name)
-			if k == "healthz" && r.Mode == "compare" || k == "group seats" {
-				continue
-			}
-			if merged[k] == nil {
-				l := p.Latency
-				l.Counts = slices.Clone(l.Counts)
-				merged[k] = &l
-				order = append(order, k)
-				continue
-			}
-			for i, n := range p.Latency.Counts {
-				merged[k].Counts[i] += n
-			}
+		if merged[k] == nil {
+			l := p.Latency
+			l.Counts = slices.Clone(l.Counts)
+			merged[k] = &l
+			order = append(order, k)
+			continue
 		}
-		for _, k := range order {
-			name := k
-			if r.Mode == "compare" {
-				name = "this service: " + k
-				if rest, ok := strings.CutPrefix(k, "other "); ok {
-					name = "the other service: " + rest
-				}
-			}
-			lines = append(lines, line{name, *merged[k]})
+		for i, n := range p.Latency.Counts {
+			merged[k].Counts[i] += n
 		}
 	}
-	c := newChart("Share of answers within a latency, by load", "latency (ms, log scale)", "share of answers")
+	c := newChart("Share of answers within a latency, by load ("+r.Label+")", "latency (ms, log scale)", "share of answers")
 	c.scale(math.Log10(0.1), math.Log10(1000), 0, 1, true)
-	for i, l := range lines {
+	for i, k := range order {
+		l := merged[k]
 		total := 0
-		for _, n := range l.lat.Counts {
+		for _, n := range l.Counts {
 			total += n
 		}
 		if total == 0 {
@@ -152,15 +145,26 @@ func latencyChart(records ...*runRecord) string {
 		}
 		var pts []point
 		seen := 0
-		for j, n := range l.lat.Counts {
+		for j, n := range l.Counts {
 			seen += n
-			pts = append(pts, point{math.Log10(l.lat.Bounds[j]), float64(seen) / float64(total)})
+			pts = append(pts, point{math.Log10(l.Bounds[j]), float64(seen) / float64(total)})
 		}
 		col := palette[i%len(palette)]
 		c.line(pts, col)
-		c.legend(i, l.name, col)
+		c.legend(i, loadName(*r, k), col)
 	}
 	return c.end()
+}
+
+// loadName names a load for a legend: in a compare record, whose service it is.
+func loadName(r runRecord, k string) string {
+	if r.Mode != "compare" {
+		return k
+	}
+	if rest, ok := strings.CutPrefix(k, r.Other+" "); ok && r.Other != "" {
+		return r.Other + ": " + rest
+	}
+	return "this service: " + k
 }
 
 // cpuChart is, for each load that sells or refuses, the CPU per answer of each process,
@@ -196,7 +200,7 @@ func cpuChart(r runRecord) string {
 		if events == 0 {
 			continue
 		}
-		b := bar{name: k, parts: map[string]float64{}}
+		b := bar{name: loadName(r, k), parts: map[string]float64{}}
 		for proc, s := range p.CPU {
 			if proc == "other" { // the rest of a shared machine: not the load's
 				continue
@@ -212,7 +216,7 @@ func cpuChart(r runRecord) string {
 	}
 	sort.Strings(names)
 	c := newChart("CPU per purchase or answer, by process ("+r.Label+")", "µs of CPU per answer", "")
-	c.left = 190
+	c.left = 230
 	var most float64
 	for _, b := range bars {
 		sum := 0.0
@@ -301,15 +305,6 @@ func (c *chart) line(pts []point, col string) {
 	fmt.Fprintf(&c.b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2" clip-path="url(#area)"/>`+"\n", b.String(), col)
 }
 
-// steps draws each point as a flat stroke width wide, so loads that take turns show as
-// the stretches they had.
-func (c *chart) steps(pts []point, width float64, col string) {
-	for _, p := range pts {
-		fmt.Fprintf(&c.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2" clip-path="url(#area)"/>`+"\n",
-			c.px(p.x), c.py(p.y), c.px(p.x+width), c.py(p.y), col)
-	}
-}
-
 func (c *chart) legend(i int, name, col string) {
 	x, y := c.w-c.right+16, c.top+10+float64(i)*20
 	fmt.Fprintf(&c.b, `<rect x="%.1f" y="%.1f" width="12" height="12" fill="%s"/><text x="%.1f" y="%.1f" font-size="12">%s</text>`+"\n",
@@ -381,13 +376,6 @@ func niceMax(v float64) float64 {
 	}
 	step := niceStep(v / 5)
 	return math.Ceil(v/step) * step
-}
-
-func maxOf(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	return slices.Max(v)
 }
 
 func trimFloat(v float64) string {

@@ -64,6 +64,13 @@ type phase struct {
 	tally   *tally
 	elapsed time.Duration
 	cpu     cpuSpan // what the watched processes used meanwhile
+	turns   []turn  // when it ran: one stretch, or the turns of a load that took turns
+}
+
+// turn is a stretch of time a load ran.
+type turn struct {
+	start   time.Time
+	elapsed time.Duration
 }
 
 func (p phase) rate() float64 { return float64(p.tally.total()) / p.elapsed.Seconds() }
@@ -102,6 +109,7 @@ func hammer(ctx context.Context, name string, conns int, d time.Duration,
 	}
 	wg.Wait()
 	p := phase{name: name, tally: newTally(), elapsed: time.Since(start)}
+	p.turns = []turn{{start, p.elapsed}}
 	for _, t := range tallies {
 		p.tally.merge(t)
 	}
@@ -126,6 +134,7 @@ func alternate(ctx context.Context, names []string, conns int, d, slice time.Dur
 		p := hammer(ctx, names[k], conns, slice, fns[k])
 		out[k].tally.merge(p.tally)
 		out[k].elapsed += p.elapsed
+		out[k].turns = append(out[k].turns, p.turns...)
 		out[k].cpu.add(watch.span(before, watch.sample()))
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -16,10 +17,11 @@ import (
 // latency distribution, and the CPU each watched process spent meanwhile.
 type runRecord struct {
 	Mode    string         `json:"mode"`
-	Label   string         `json:"label,omitempty"` // what was measured (a commit, a service)
+	Label   string         `json:"label,omitempty"` // what was measured (a commit)
+	Other   string         `json:"other,omitempty"` // compare: the other service's name, which its phases' names begin with
 	Started time.Time      `json:"started"`
 	Machine machineRecord  `json:"machine"`
-	Bucket  float64        `json:"bucket_seconds"` // the timelines' resolution
+	Slice   float64        `json:"slice_seconds"` // the longest stretch of a phase's timeline
 	Phases  []phaseRecord  `json:"phases"`
 	Figures []figureRecord `json:"figures,omitempty"`
 }
@@ -38,7 +40,7 @@ type phaseRecord struct {
 	Counts   map[string]int     `json:"counts"`
 	Latency  latencyRecord      `json:"latency_ms"`
 	CPU      map[string]float64 `json:"cpu_seconds,omitempty"` // per watched process, "crowd", "other"
-	Timeline []bucketRecord     `json:"timeline"`
+	Timeline []sliceRecord      `json:"timeline"`
 }
 
 // latencyRecord is a distribution: a few quantiles and a histogram on log-spaced bounds
@@ -53,10 +55,12 @@ type latencyRecord struct {
 	Counts []int     `json:"counts"`
 }
 
-// bucketRecord is the answers of one stretch of Bucket seconds, T seconds after Started.
-type bucketRecord struct {
-	T      float64        `json:"t"`
-	Counts map[string]int `json:"n"`
+// sliceRecord is the answers of a stretch of a phase (at most Slice seconds of one of
+// its turns), T seconds after Started.
+type sliceRecord struct {
+	T       float64        `json:"t"`
+	Seconds float64        `json:"seconds"`
+	Counts  map[string]int `json:"n"`
 }
 
 // figureRecord is a line of the printed table of figures.
@@ -80,7 +84,7 @@ func newRecorder(path, mode, label string, watch cpuWatch) *recorder {
 		return nil
 	}
 	return &recorder{path: path, watch: watch, rec: runRecord{Mode: mode, Label: label,
-		Started: time.Now().UTC(), Machine: thisMachine(), Bucket: 0.25}}
+		Started: time.Now().UTC(), Machine: thisMachine(), Slice: 1}}
 }
 
 // add records p (its answers, latencies, timeline and CPU).
@@ -90,23 +94,25 @@ func (r *recorder) add(p phase) {
 	}
 	pr := phaseRecord{Name: p.name, Seconds: p.elapsed.Seconds(), Counts: p.tally.counts,
 		Latency: distribution(p.tally.latencies), CPU: r.cpu(p.cpu)}
+	// Each turn cut into equal slices of about Slice seconds (a short remainder would make
+	// a rate of a few answers); an answer counts in the slice it came in.
 	origin := r.rec.Started.UnixNano()
-	width := int64(r.rec.Bucket * float64(time.Second))
-	byBucket := map[int64]map[string]int{}
-	for i, end := range p.tally.ends {
-		b := (end - origin) / width
-		if byBucket[b] == nil {
-			byBucket[b] = map[string]int{}
+	for _, t := range p.turns {
+		n := max(1, int(math.Round(t.elapsed.Seconds()/r.rec.Slice)))
+		d := t.elapsed / time.Duration(n)
+		for k := range n {
+			lo, hi := t.start.Add(time.Duration(k)*d).UnixNano(), t.start.Add(time.Duration(k+1)*d).UnixNano()
+			if k == n-1 {
+				hi = t.start.Add(t.elapsed).UnixNano() + 1 // the last answer ends the turn
+			}
+			sl := sliceRecord{T: float64(lo-origin) / 1e9, Seconds: float64(hi-lo) / 1e9, Counts: map[string]int{}}
+			for i, end := range p.tally.ends {
+				if end >= lo && end < hi {
+					sl.Counts[p.tally.labels[i]]++
+				}
+			}
+			pr.Timeline = append(pr.Timeline, sl)
 		}
-		byBucket[b][p.tally.labels[i]]++
-	}
-	keys := make([]int64, 0, len(byBucket))
-	for b := range byBucket {
-		keys = append(keys, b)
-	}
-	slices.Sort(keys)
-	for _, b := range keys {
-		pr.Timeline = append(pr.Timeline, bucketRecord{T: float64(b) * r.rec.Bucket, Counts: byBucket[b]})
 	}
 	r.rec.Phases = append(r.rec.Phases, pr)
 }
@@ -147,6 +153,9 @@ func (r *recorder) write() error {
 	b, err := json.MarshalIndent(r.rec, "", " ")
 	if err != nil {
 		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(r.path), 0o755); err != nil {
+		return fmt.Errorf("-series: %w", err)
 	}
 	if err := os.WriteFile(r.path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("-series: %w", err)

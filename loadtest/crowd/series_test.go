@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,12 +17,12 @@ import (
 // holds every answer, and each plot is well-formed SVG that draws every load.
 func TestRecordAndPlot(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "run.json")
+	path := filepath.Join(dir, "records", "run.json") // a directory the recorder makes
 	watch := cpuWatch{names: []string{"api"}, pids: []int{os.Getpid()}}
 	rec := newRecorder(path, "ratios", "test", watch)
 	origin := rec.rec.Started.UnixNano()
 
-	phaseOf := func(name string, answers []answer, at []time.Duration) phase {
+	phaseOf := func(name string, answers []answer, at []time.Duration, from, length time.Duration) phase {
 		tl := newTally()
 		for i, a := range answers {
 			tl.add(a)
@@ -31,12 +32,15 @@ func TestRecordAndPlot(t *testing.T) {
 		// Spin until /proc counts more CPU for this process (it counts in ticks of 10 ms).
 		for deadline := time.Now().Add(5 * time.Second); procCPU("self") <= before.procs[0] && time.Now().Before(deadline); {
 		}
-		return phase{name: name, tally: tl, elapsed: time.Second, cpu: watch.span(before, watch.sample())}
+		return phase{name: name, tally: tl, elapsed: length, cpu: watch.span(before, watch.sample()),
+			turns: []turn{{rec.rec.Started.Add(from), length}}}
 	}
 	ok := answer{status: 202, latency: 3 * time.Millisecond}
 	sold := answer{status: 409, code: "sold_out", latency: 400 * time.Microsecond}
-	rec.add(phaseOf("healthz 1", []answer{{status: 200, latency: time.Millisecond}}, []time.Duration{100 * time.Millisecond}))
-	rec.add(phaseOf("purchase", []answer{ok, ok, sold}, []time.Duration{300 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}))
+	rec.add(phaseOf("healthz 1", []answer{{status: 200, latency: time.Millisecond}}, []time.Duration{100 * time.Millisecond},
+		0, 200*time.Millisecond))
+	rec.add(phaseOf("purchase", []answer{ok, ok, sold}, []time.Duration{300 * time.Millisecond, 400 * time.Millisecond, 2300 * time.Millisecond},
+		200*time.Millisecond, 2400*time.Millisecond))
 	rec.figures([]figure{{name: "successful purchases/s vs healthz", measured: "2/s", ratio: 0.25, want: ">= 0.20"}})
 	if err := rec.write(); err != nil {
 		t.Fatal(err)
@@ -53,9 +57,11 @@ func TestRecordAndPlot(t *testing.T) {
 		t.Fatalf("record: %d phases, label %q, %d CPUs, %d figures", len(got.Phases), got.Label, got.Machine.CPUs, len(got.Figures))
 	}
 	buy := got.Phases[1]
-	// 300 and 400 ms fall in the bucket [250, 500), 800 ms in [750, 1000).
-	if len(buy.Timeline) != 2 || buy.Timeline[0].T != 0.25 || buy.Timeline[0].Counts["202"] != 2 ||
-		buy.Timeline[1].T != 0.75 || buy.Timeline[1].Counts["409 sold_out"] != 1 {
+	// One turn of 2.4 s from 0.2 s: two slices of 1.2 s, [0.2, 1.4) and [1.4, 2.6]; the
+	// answers at 0.3 and 0.4 s fall in the first, the one at 2.3 s in the second.
+	if len(buy.Timeline) != 2 || math.Abs(buy.Timeline[0].T-0.2) > 1e-6 || buy.Timeline[0].Counts["202"] != 2 ||
+		math.Abs(buy.Timeline[1].Seconds-1.2) > 1e-6 || buy.Timeline[1].Counts["409 sold_out"] != 1 ||
+		buy.Timeline[1].Counts["202"] != 0 {
 		t.Errorf("purchase timeline: %+v", buy.Timeline)
 	}
 	total := 0
