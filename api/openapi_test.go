@@ -603,6 +603,39 @@ func TestEveryPathResponses(t *testing.T) {
 	}
 }
 
+// TestPreflightMatchesRouter checks the Preflight response against the router with
+// an origin listed: on every documented path under /api/v1, a preflight from it is 204
+// with the methods the document gives the path and the headers the document names.
+func TestPreflightMatchesRouter(t *testing.T) {
+	d := load(t)
+	const origin = "https://shop.example"
+	r := handler.New(stub{}, handler.Options{JWTSecret: secret, CORSOrigins: []string{origin}}).Routes()
+	pre := get(d.root, "components", "responses", "Preflight", "headers")
+	allowHeaders := asStrings(get(pre, "Access-Control-Allow-Headers", "schema", "enum"))
+	ages, _ := get(pre, "Access-Control-Max-Age", "schema", "enum").([]any)
+	if len(allowHeaders) != 1 || len(ages) != 1 {
+		t.Fatalf("components.responses.Preflight: Allow-Headers %v, Max-Age %v, want one value each", allowHeaders, ages)
+	}
+	maxAge := fmt.Sprint(ages[0])
+	methods := map[string][]string{}
+	for _, o := range d.operations() {
+		if strings.HasPrefix(o.path, "/api/v1/") {
+			methods[o.path] = append(methods[o.path], o.method)
+		}
+	}
+	for path, want := range methods {
+		slices.Sort(want)
+		got := call(t, r, http.MethodOptions, concrete(path), "", "", map[string][]string{
+			"Origin": {origin}, "Access-Control-Request-Method": {want[0]}})
+		allowed := strings.Split(got.header.Get("Access-Control-Allow-Methods"), ", ")
+		slices.Sort(allowed)
+		if got.status != http.StatusNoContent || !slices.Equal(allowed, want) || got.header.Get("Access-Control-Allow-Origin") != origin ||
+			got.header.Get("Access-Control-Allow-Headers") != allowHeaders[0] || got.header.Get("Access-Control-Max-Age") != maxAge {
+			t.Errorf("preflight of %s: %d %v; want 204 with methods %v and the documented headers", path, got.status, got.header, want)
+		}
+	}
+}
+
 // TestBuyStatuses checks the two success statuses of a purchase: 202 for a new order,
 // 200 for a replay, both documented.
 func TestBuyStatuses(t *testing.T) {

@@ -8,18 +8,24 @@
 # LISTEN host:port; RATE_IP requests per second per client address (bursts of twice that
 # more); IN_FLIGHT purchases and seats passed on at once (1..65535); ACCESS_LOG a file
 # (with each request's upstream and time), or off; BACKEND host:port of each API.
+# SECKILL_CORS_ORIGINS in the environment [empty], the APIs' list of origins whose pages
+# may call the API: the front's own refusals carry the CORS headers for them.
 # Then: nginx -p DIR -c DIR/nginx.conf [-g 'daemon off;']. Used by scripts/cluster.sh and
 # loadtest/run.sh (the tests render the same template in internal/testutil/nginx.go).
 set -euo pipefail
 [ $# -ge 6 ] || { echo "usage: $0 DIR LISTEN RATE_IP IN_FLIGHT ACCESS_LOG BACKEND..." >&2; exit 2; }
 dir=$1 listen=$2 rate_ip=$3 in_flight=$4 access_log=$5
 shift 5
+cors_origins=${SECKILL_CORS_ORIGINS:-}
+# Only what origins are made of (the APIs check each entry at start).
+origin_chars='^[][a-z0-9.:/, -]*$'
+[[ $cors_origins =~ $origin_chars ]] || { echo "$0: SECKILL_CORS_ORIGINS: want origins such as https://shop.example, comma-separated; got $cors_origins" >&2; exit 2; }
 upstream=""
 for b in "$@"; do upstream+="server $b; "; done
 mkdir -p "$dir"
 sed -e "s|\${SECKILL_NGINX_LISTEN}|$listen|" -e "s|\${SECKILL_NGINX_UPSTREAM}|$upstream|" \
 	-e "s|\${SECKILL_NGINX_RATE_IP}|$rate_ip|" -e "s|\${SECKILL_NGINX_BURST_IP}|$((2 * rate_ip))|" \
-	-e "s|\${SECKILL_NGINX_PURCHASES_IN_FLIGHT}|$in_flight|" \
+	-e "s|\${SECKILL_NGINX_PURCHASES_IN_FLIGHT}|$in_flight|" -e "s|\${SECKILL_CORS_ORIGINS}|$cors_origins|" \
 	"$(dirname "$0")/seckill.conf.template" >"$dir/seckill.conf"
 if [ "$access_log" = off ]; then
 	logging="access_log off;"

@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +53,9 @@ type Config struct {
 	// TrustedProxies is SECKILL_TRUSTED_PROXIES [none]: comma-separated CIDRs (or
 	// addresses) whose X-Forwarded-For the API believes for the client IP.
 	TrustedProxies []string
+	// CORSOrigins is SECKILL_CORS_ORIGINS [none: no cross-origin access]: the origins
+	// (scheme://host[:port]) whose pages may call /api/v1 from a browser.
+	CORSOrigins []string
 	// MySQLDSN is SECKILL_MYSQL_DSN [seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true].
 	MySQLDSN string
 	// JWTSecret is SECKILL_JWT_SECRET, at least 32 bytes; required outside dev mode.
@@ -113,6 +118,7 @@ func Load() (Config, error) {
 	c.RedisMasterName = l.str("SECKILL_REDIS_MASTER_NAME")
 	c.MinReplicas = l.whole("SECKILL_REDIS_MIN_REPLICAS")
 	c.TrustedProxies = l.list("SECKILL_TRUSTED_PROXIES")
+	c.CORSOrigins = l.list("SECKILL_CORS_ORIGINS")
 	c.MySQLDSN = l.str("SECKILL_MYSQL_DSN")
 	c.JWTSecret = l.str("SECKILL_JWT_SECRET")
 	c.JWKSURL = l.str("SECKILL_JWT_JWKS_URL")
@@ -151,6 +157,11 @@ func Load() (Config, error) {
 			}
 		}
 	}
+	for _, o := range c.CORSOrigins {
+		if err := checkOrigin(o); err != nil {
+			l.fail(fmt.Errorf("SECKILL_CORS_ORIGINS: %q is not an origin: %w (want scheme://host[:port], as a browser sends it in Origin)", o, err))
+		}
+	}
 	if c.LockWait < 0 {
 		l.fail(errors.New("SECKILL_LOCK_WAIT: want a duration such as 500ms"))
 	}
@@ -177,6 +188,43 @@ func (c Config) UsesDevSecret() bool { return c.JWTSecret == DevJWTSecret }
 // String lists the settings Load read, for the start-up log: every variable of Vars
 // by name, a secret (Var.Secret) only as where it came from.
 func (c Config) String() string { return strings.Join(c.shown, " ") }
+
+// checkOrigin says why o is not an origin as a browser writes it in the Origin header
+// (the API compares the header with the list byte for byte): http or https, a host in
+// lower case ASCII (a name in punycode, an IPv4 address or an IPv6 one in brackets), a
+// port only when it is not the scheme's default, and nothing after.
+func checkOrigin(o string) error {
+	scheme, rest, ok := strings.Cut(o, "://")
+	host, port, hasPort := rest, "", false
+	if i := strings.LastIndexByte(rest, ':'); i >= 0 && !strings.Contains(rest[i:], "]") {
+		host, port, hasPort = rest[:i], rest[i+1:], true
+	}
+	switch {
+	case strings.Contains(o, "*"):
+		return errors.New("no wildcard: list each origin")
+	case !ok || scheme != "http" && scheme != "https":
+		return errors.New("it must start with http:// or https://")
+	case strings.ContainsAny(rest, "/?#"):
+		return errors.New("no path, query or trailing slash")
+	case strings.Contains(rest, "@"):
+		return errors.New("no user or password")
+	case o != strings.ToLower(o):
+		return errors.New("browsers send it in lower case")
+	case !originHost.MatchString(host):
+		return errors.New("the host must be a name (non-ASCII names in punycode), an IPv4 address or [an IPv6 one]")
+	case port == "80" && scheme == "http" || port == "443" && scheme == "https":
+		return errors.New("browsers leave the scheme's default port out")
+	}
+	if n, err := strconv.Atoi(port); hasPort && (err != nil || n > 65535 || !originPort.MatchString(port)) {
+		return errors.New("the port must be a number from 1 to 65535")
+	}
+	return nil
+}
+
+var (
+	originHost = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])$`)
+	originPort = regexp.MustCompile(`^[1-9][0-9]*$`)
+)
 
 // IdP is the identity provider the settings name, and false when SECKILL_JWT_JWKS_URL
 // is unset.

@@ -187,3 +187,57 @@ func TestMySQLBounds(t *testing.T) {
 		t.Errorf("a malformed DSN: err = %v, want one naming SECKILL_MYSQL_DSN", err)
 	}
 }
+
+// SECKILL_CORS_ORIGINS takes origins as browsers send them; anything else fails the
+// start, naming the variable and the entry.
+func TestCORSOrigins(t *testing.T) {
+	tests := []struct {
+		value   string
+		want    []string
+		wantErr string
+	}{
+		{"", nil, ""},
+		{"https://shop.example", []string{"https://shop.example"}, ""},
+		{" https://shop.example , http://127.0.0.1:8081,http://[::1]:3000,https://xn--bcher-kva.example",
+			[]string{"https://shop.example", "http://127.0.0.1:8081", "http://[::1]:3000", "https://xn--bcher-kva.example"}, ""},
+		{"https://shop.example/", nil, "trailing slash"},
+		{"https://shop.example/store", nil, "no path"},
+		{"https://shop.example?x=1", nil, "no path"},
+		{"*", nil, "wildcard"},
+		{"https://*.shop.example", nil, "wildcard"},
+		{"shop.example", nil, "http:// or https://"},
+		{"ftp://shop.example", nil, "http:// or https://"},
+		{"null", nil, "http:// or https://"},
+		{"https://Shop.example", nil, "lower case"},
+		{"https://shop.example:443", nil, "default port"},
+		{"http://shop.example:80", nil, "default port"},
+		{"https://shop.example:", nil, "port"},
+		{"https://shop.example:0", nil, "port"},
+		{"https://shop.example:65536", nil, "port"},
+		{"https://shop.example:+1", nil, "port"},
+		{"https://user@shop.example", nil, "no user"},
+		{"https://bücher.example", nil, "punycode"},
+		{"https://shop_example", nil, "punycode"},
+		{"https://", nil, "host"},
+		{"https://shop.example,https://shop.example/", nil, `"https://shop.example/"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.value, func(t *testing.T) {
+			env := map[string]string{"SECKILL_ENV": "dev", "SECKILL_CORS_ORIGINS": tc.value}
+			wantErr := tc.wantErr
+			if wantErr != "" {
+				wantErr = "SECKILL_CORS_ORIGINS"
+			}
+			c, ok := load(t, env, wantErr, "SECKILL_ENV", "SECKILL_CORS_ORIGINS")
+			if !ok {
+				if _, err := Load(); !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("err = %v, want it to say %q", err, tc.wantErr)
+				}
+				return
+			}
+			if strings.Join(c.CORSOrigins, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("CORSOrigins = %q, want %q", c.CORSOrigins, tc.want)
+			}
+		})
+	}
+}

@@ -57,6 +57,8 @@ var Vars = []Var{
 		Doc: "A purchase is answered 202 only once this many replicas of its master hold its reservation."},
 	{Name: "SECKILL_TRUSTED_PROXIES", Binaries: API,
 		Doc: "Comma-separated CIDRs or addresses whose X-Forwarded-For names the client IP; none by default."},
+	{Name: "SECKILL_CORS_ORIGINS", Binaries: API,
+		Doc: "Comma-separated origins (`https://shop.example`: scheme://host[:port], as the browser sends Origin) whose pages may call /api/v1 from a browser; none by default. A malformed entry stops the start."},
 	{Name: "SECKILL_MYSQL_DSN", Default: "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true", Binaries: Both, Secret: true,
 		Doc: "The MySQL data source name (go-sql-driver syntax); it holds the password, so it is a secret."},
 	{Name: "SECKILL_JWT_SECRET", DevDefault: DevJWTSecret, Binaries: Both, Secret: true,

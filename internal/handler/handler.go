@@ -83,6 +83,9 @@ type Options struct {
 	// TrustedProxies are the CIDRs (or addresses) whose X-Forwarded-For names the
 	// client IP; none by default, so the client IP is the peer's.
 	TrustedProxies []string
+	// CORSOrigins are the origins (scheme://host[:port]) whose pages may call /api/v1
+	// from a browser (cors.go); none by default.
+	CORSOrigins []string
 	// Instances lists the live API and worker processes for the admin (presence);
 	// nil answers an empty list.
 	Instances InstanceLister
@@ -116,6 +119,7 @@ type Handler struct {
 	reg     *prometheus.Registry
 	now     func() time.Time
 	proxies []string
+	cors    *cors
 	live    InstanceLister
 	line    Line
 	passes  *auth.Passes
@@ -148,7 +152,7 @@ func New(svc Service, o Options) *Handler {
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP), gate: gate,
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
 		metrics: newMetrics(o.Registry, o.Answers), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
-		live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready}
+		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready}
 }
 
 // Routes returns the API's http.Handler.
@@ -164,10 +168,18 @@ func (h *Handler) Routes() http.Handler {
 	if err := r.SetTrustedProxies(h.proxies); err != nil {
 		slog.Error("trusted proxies: an entry is refused", "proxies", h.proxies, "err", err)
 	}
-	r.Use(h.recover, h.metrics.observe, limitBody)
+	r.Use(h.recover, h.metrics.observe)
+	if h.cors != nil { // before every other check, so their refusals carry its headers
+		r.Use(h.cors.headers)
+	}
+	r.Use(limitBody)
 	web.Register(r) // the buyer's page at /, the admin's at /admin
 	r.NoRoute(func(c *gin.Context) { respondError(c, errNoRoute) })
-	r.NoMethod(func(c *gin.Context) { respondError(c, errMethod) })
+	r.NoMethod(func(c *gin.Context) {
+		if !h.cors.preflight(c) { // a preflight: gin found the path, and no OPTIONS route
+			respondError(c, errMethod)
+		}
+	})
 
 	r.GET("/healthz", gin.WrapF(health.Live))
 	r.GET("/readyz", gin.WrapH(h.ready))

@@ -15,8 +15,10 @@ import (
 
 // Front is what a test's nginx lets through: RateIP requests per second per address
 // (bursts of twice that more) and InFlight purchases and seats at once (at most 65535).
+// CORSOrigins is the APIs' SECKILL_CORS_ORIGINS, for the front's own refusals.
 type Front struct {
 	RateIP, InFlight int
+	CORSOrigins      string
 }
 
 // NoLimits is a Front no test's crowd reaches: the tests' crowds come from one address.
@@ -27,6 +29,24 @@ var NoLimits = Front{RateIP: 1_000_000, InFlight: 65535}
 // front. It returns the front's base URL and fails the test when nginx is missing.
 func StartNginx(t testing.TB, backends []string, front Front) string {
 	t.Helper()
+	return startNginx(t, backends, front, nil)
+}
+
+// StartNginxSite runs a private nginx with site (an http-level configuration, given the
+// host:port to listen on) in place of the project's front: a configuration the docs
+// show. It returns its base URL.
+func StartNginxSite(t testing.TB, site func(listen string) string) string {
+	t.Helper()
+	return startNginx(t, []string{"127.0.0.1:1"}, NoLimits, site)
+}
+
+// startNginx renders the front with deploy/nginx/render.sh, the script
+// scripts/cluster.sh and loadtest/run.sh use, so the tests run the configuration they
+// ship; site, when not nil, replaces the front (render.sh's main configuration, with
+// the pid, logs and temporary files in a private directory, stays). It runs nginx
+// until the end of the test.
+func startNginx(t testing.TB, backends []string, front Front, site func(listen string) string) string {
+	t.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil { // Debian's is in /usr/sbin, which a user's PATH may lack
 		bin, err = exec.LookPath("/usr/sbin/nginx")
@@ -36,20 +56,26 @@ func StartNginx(t testing.TB, backends []string, front Front) string {
 	}
 	dir := t.TempDir()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	// The front is rendered by the script scripts/cluster.sh and loadtest/run.sh use, so
-	// these tests run the configuration they ship.
 	_, file, _, _ := runtime.Caller(0)
 	render := filepath.Join(filepath.Dir(file), "..", "..", "deploy", "nginx", "render.sh")
 	args := append([]string{dir, addr, strconv.Itoa(front.RateIP), strconv.Itoa(front.InFlight), "off"}, backends...)
-	if out, err := exec.Command(render, args...).CombinedOutput(); err != nil {
+	cmd := exec.Command(render, args...)
+	cmd.Env = append(os.Environ(), "SECKILL_CORS_ORIGINS="+front.CORSOrigins)
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("render the front: %v\n%s", err, out)
 	}
-	site, err := os.ReadFile(filepath.Join(dir, "seckill.conf"))
+	conf := filepath.Join(dir, "seckill.conf")
+	if site != nil {
+		if err := os.WriteFile(conf, []byte(site(addr)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text, err := os.ReadFile(conf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if i := strings.Index(string(site), "${SECKILL_"); i >= 0 {
-		t.Fatalf("the front's template has a variable render.sh does not set: %.40s", site[i:])
+	if i := strings.Index(string(text), "${SECKILL_"); i >= 0 {
+		t.Fatalf("the front's template has a variable render.sh does not set: %.40s", text[i:])
 	}
 	path := filepath.Join(dir, "nginx.conf")
 	p := StartProcess(t, "nginx", bin, nil, "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;")

@@ -116,10 +116,16 @@ func wantFrontRefusal(t *testing.T, resp *http.Response, body []byte) {
 	}
 }
 
-// send makes one request with a small body and returns the answer and its body.
-func send(t *testing.T, method, url string) (*http.Response, []byte) {
+// send makes one request with a small body and headers (name, value, ...; an empty
+// value is not sent) and returns the answer and its body.
+func send(t *testing.T, method, url string, header ...string) (*http.Response, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(`{"quantity":1}`))
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] != "" {
+			req.Header.Set(header[i], header[i+1])
+		}
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -270,4 +276,103 @@ func TestFrontTemplateVariablesAreSet(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestNginxCORS: calls from a shop's pages on other origins through the front. Preflights
+// go through to the backend (the API answers them), on the routes that buy too, and
+// count against no per-IP limit; the front's own refusals, per address and past the
+// purchases in flight, carry the CORS headers for a listed origin (so its page reads
+// them, Retry-After included) and none for another.
+func TestNginxCORS(t *testing.T) {
+	const shop, local, other = "https://shop.example", "http://127.0.0.1:8081", "https://elsewhere.example"
+	origins := shop + ", " + local
+	// refusals checks the front's 429 to each kind of caller.
+	refusals := func(t *testing.T, method, url, message string) {
+		t.Helper()
+		for _, origin := range []string{shop, local, other, ""} {
+			resp, body := send(t, method, url, "Origin", origin)
+			wantFrontRefusal(t, resp, body)
+			if !strings.Contains(string(body), message) {
+				t.Errorf("%s %s: %s, want the refusal %q", method, url, body, message)
+			}
+			acao, expose := resp.Header.Get("Access-Control-Allow-Origin"), resp.Header.Get("Access-Control-Expose-Headers")
+			listed := origin == shop || origin == local
+			if listed && (acao != origin || expose != "Retry-After") || !listed && (acao != "" || expose != "") {
+				t.Errorf("the front's 429 to origin %q: Access-Control-Allow-Origin %q, Access-Control-Expose-Headers %q; want the origin and Retry-After for a listed one, none otherwise",
+					origin, acao, expose)
+			}
+			if resp.Header.Get("Vary") != "Origin" {
+				t.Errorf("the front's 429 to origin %q: Vary %q, want Origin", origin, resp.Header.Get("Vary"))
+			}
+		}
+	}
+
+	t.Run("per address", func(t *testing.T) {
+		var preflights, others atomic.Int64
+		b := backend(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodOptions && r.Header.Get("Origin") == shop && r.Header.Get("Access-Control-Request-Method") == "POST" {
+				preflights.Add(1)
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			others.Add(1)
+		})
+		url := StartNginx(t, []string{b}, Front{RateIP: 5, InFlight: 65535, CORSOrigins: origins}) // 5/s, bursts of 10 more
+		const n = 60
+		for i := range n {
+			path := []string{"/api/v1/activities/7/orders", "/api/v1/orders", "/api/v1/activities/7/line"}[i%3]
+			if resp, body := send(t, http.MethodOptions, url+path, "Origin", shop, "Access-Control-Request-Method", "POST"); resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("preflight %d of %d (%s): %d %s, want the backend's 204", i+1, n, path, resp.StatusCode, body)
+			}
+		}
+		if preflights.Load() != n {
+			t.Errorf("the backend saw %d of %d preflights", preflights.Load(), n)
+		}
+		// The address's allowance is whole: its burst passes, then the front refuses.
+		served := 0
+		for range 11 {
+			if resp, _ := send(t, http.MethodGet, url+"/api/v1/activities", "Origin", shop); resp.StatusCode == http.StatusOK {
+				served++
+			}
+		}
+		if served != 11 {
+			t.Errorf("after %d preflights, %d of 11 requests passed, want all (1 + a burst of 10)", n, served)
+		}
+		refusals(t, http.MethodGet, url+"/api/v1/activities", "from this address")
+		refusals(t, http.MethodPost, url+"/api/v1/activities/7/orders", "from this address")
+	})
+
+	t.Run("purchases in flight", func(t *testing.T) {
+		held, release := make(chan struct{}, 1), make(chan struct{})
+		var releaseOnce sync.Once
+		releaseHeld := func() { releaseOnce.Do(func() { close(release) }) }
+		t.Cleanup(releaseHeld)
+		b := backend(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.RawQuery == "hold" {
+				held <- struct{}{}
+				<-release
+			}
+		})
+		url := StartNginx(t, []string{b}, Front{RateIP: 1_000_000, InFlight: 1, CORSOrigins: origins})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/activities/7/orders?hold", strings.NewReader("{}"))
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		select {
+		case <-held:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the held purchase did not reach the backend")
+		}
+		refusals(t, http.MethodPost, url+"/api/v1/activities/7/orders", "purchases at once")
+		// A preflight of the route is no purchase: it passes while the bound is full.
+		if resp, body := send(t, http.MethodOptions, url+"/api/v1/activities/7/orders", "Origin", shop, "Access-Control-Request-Method", "POST"); resp.StatusCode != http.StatusOK {
+			t.Errorf("a preflight while the purchases in flight are at the bound: %d %s, want it passed to the backend", resp.StatusCode, body)
+		}
+		releaseHeld()
+		<-done
+	})
 }

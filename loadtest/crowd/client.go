@@ -28,6 +28,9 @@ type api struct {
 	// (forwardedFor), as a balancer in front would: for an API that trusts this tool's
 	// address (SECKILL_TRUSTED_PROXIES), so its per-IP limit sees a crowd of addresses.
 	forwardFor bool
+	// origin, when set, is the Origin header of every request: the crowd as a shop's
+	// pages on another origin (SECKILL_CORS_ORIGINS) would send it.
+	origin string
 }
 
 // newAPI returns a client for the base URLs whose pool keeps conns idle connections per
@@ -127,6 +130,9 @@ func (a *api) do(ctx context.Context, method, path, token, key string, body []by
 	}
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
+	}
+	if a.origin != "" {
+		req.Header.Set("Origin", a.origin)
 	}
 	start := time.Now()
 	resp, err := a.http.Do(req)

@@ -74,6 +74,7 @@ type common struct {
 	secret  string
 	conns   int
 	timeout time.Duration
+	origin  string
 }
 
 func (c *common) register(fs *flag.FlagSet, conns int) {
@@ -85,6 +86,7 @@ func (c *common) register(fs *flag.FlagSet, conns int) {
 		"JWT secret [$SECKILL_JWT_SECRET, else the dev secret]")
 	fs.IntVar(&c.conns, "conns", conns, "concurrent connections (buyers at once)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "timeout of one request")
+	fs.StringVar(&c.origin, "origin", "", "Origin header of every request, as a shop's pages on another origin send it (SECKILL_CORS_ORIGINS)")
 }
 
 func (c *common) api() *api {
@@ -94,7 +96,9 @@ func (c *common) api() *api {
 			urls = append(urls, u)
 		}
 	}
-	return newAPI(urls, max(c.conns, 1), c.timeout, c.secret)
+	a := newAPI(urls, max(c.conns, 1), c.timeout, c.secret)
+	a.origin = c.origin
+	return a
 }
 
 func (c *common) db() (*sql.DB, error) {
@@ -167,6 +171,7 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		cfg.Conns = c.conns
 		if *limited != "" {
 			cfg.Limited = newAPI([]string{strings.TrimRight(*limited, "/")}, max(c.conns, 1), c.timeout, c.secret)
+			cfg.Limited.origin = c.origin
 			cfg.Limited.forwardFor = true
 		}
 		cfg.Group.FirstUser = cfg.FirstUser + int64(cfg.Buyers) // users the purchase phase did not see
