@@ -58,9 +58,11 @@ func NewMonitor(reporter Reporter, kind string) *Monitor {
 // Register adds the monitor's gauge to reg.
 func (m *Monitor) Register(reg prometheus.Registerer) { reg.MustRegister(m.gauge) }
 
-// Observe takes the result of one probe of MySQL (nil: it answered) and reports what
-// changed, or renews the report of an outage under way.
-func (m *Monitor) Observe(err error) {
+// Observe takes the result of one probe of MySQL (nil: it answered), sent at sent, and
+// reports what changed, or renews the report of an outage under way. An answer counts
+// from when its probe was sent: MySQL answered at some instant after that, so the outage
+// that follows is measured from no later than its real start.
+func (m *Monitor) Observe(err error, sent time.Time) {
 	now := time.Now()
 	switch {
 	case err == nil && m.down:
@@ -80,7 +82,7 @@ func (m *Monitor) Observe(err error) {
 	if m.down {
 		m.gauge.Set(0)
 	} else {
-		m.lastAnswer = now
+		m.lastAnswer = sent
 		m.gauge.Set(1)
 	}
 
