@@ -74,6 +74,7 @@ var mapping = []struct {
 	{stock.ErrQuantityOverLimit, http.StatusBadRequest, "invalid_request"},
 	{stock.ErrKeyReused, http.StatusUnprocessableEntity, "idempotency_key_reused"},
 	{stock.ErrBusy, http.StatusTooManyRequests, "busy"},
+	{stock.ErrNoGroup, http.StatusNotFound, "not_found"},
 	{stock.ErrGroupSale, http.StatusConflict, "group_sale"},
 	{stock.ErrNotGroupSale, http.StatusConflict, "not_a_group_sale"},
 	{stock.ErrGroupClosed, http.StatusConflict, "group_closed"},

@@ -90,6 +90,24 @@ func TestSoldOutFlaggedAnswer(t *testing.T) {
 	}
 }
 
+// Every refusal of a purchase has its row in the mapping: a 4xx with a code of its own
+// kind, never the 500 of an unknown error. The service answers stock.ErrNoSale itself
+// (not found, or unavailable while the sale is rebuilt: sale.MissingSale).
+func TestEveryRefusalIsMapped(t *testing.T) {
+	gin.SetMode(gin.ReleaseMode)
+	for _, refusal := range stock.Refusals() {
+		if errors.Is(refusal, stock.ErrNoSale) {
+			continue
+		}
+		w := httptest.NewRecorder()
+		c, _ := gin.CreateTestContext(w)
+		respondError(c, fmt.Errorf("reserve: %w", refusal))
+		if w.Code < 400 || w.Code >= 500 || strings.Contains(w.Body.String(), `"code":"internal"`) {
+			t.Errorf("%v: %d %s, want a 4xx of its own", refusal, w.Code, w.Body)
+		}
+	}
+}
+
 // A cluster that cannot answer for a slot now (a failover or a migration past the
 // client's redirects, a slot nobody serves) is storage unreachable: 503 unavailable with
 // Retry-After, not 500. Two real cluster nodes, each serving half of the slots, and a

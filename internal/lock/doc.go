@@ -129,34 +129,12 @@
 //
 // # Benchmark
 //
-// This package against github.com/bsm/redislock v0.9.4 and
-// github.com/go-redsync/redsync/v4 v4.18.1 (one server), in one run against a
-// private redis-server 7.0 on the same machine (2 vCPUs, AMD EPYC, Go 1.26,
-// little else running; the libraries take turns of 500 acquisitions so
-// that the noise falls on all alike). Each acquisition obtains with a 10s TTL
-// and releases. Contended: 16 goroutines on one key, retrying every 1ms or
-// every 100ms while it is busy, sharing one client of each library, or with
-// one client each as separate replicas would. acq/s is acquisitions per
-// second, cmd/acq the commands sent per acquisition (2 is the minimum: obtain
-// and release), p99 wait the 99th percentile of one Obtain's wait.
-//
-//	                                 this package         redislock            redsync
-//	                                 acq/s cmd/acq  p99   acq/s cmd/acq  p99   acq/s cmd/acq  p99
-//	uncontended                       9603   2.00    -    10444   2.00    -     8887   2.00    -
-//	16 goroutines, retry 1ms          7588   2.04  10ms    8695   3.28  20ms    7315   4.85  18ms
-//	16 goroutines, retry 100ms        7886   2.11   2ms     412   2.30 911ms     449   2.52 812ms
-//	16 clients, retry 1ms             5591   4.44  16ms    8667   3.29  20ms    7143   4.93  18ms
-//	16 clients, retry 100ms           5168   3.44  32ms     412   2.32 809ms     549   2.38 609ms
-//
-// Reproduce with:
+// bench_test.go races this package against github.com/bsm/redislock and
+// github.com/go-redsync/redsync on one private redis-server, uncontended and with
+// 16 goroutines or clients on one key; docs/performance.md has the figures:
 //
 //	go test -run '^$' -bench . -benchtime 2s ./internal/lock/
 //
-// Without contention the three are alike (one round trip to obtain, one to
-// release). Under contention the others' throughput and wait follow their
-// polling interval: with a 100ms retry a waiter waits for the next poll,
-// whereas here a release wakes the next waiter. With a 1ms retry and one
-// client per goroutine the pollers win on throughput: here a release costs a
-// message to another client and that client's attempt, while a poller's
-// releasing goroutine often takes the lock again at once.
+// Under contention the pollers' throughput and wait follow their retry interval,
+// whereas here a release wakes the next waiter.
 package lock

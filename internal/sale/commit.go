@@ -22,10 +22,7 @@ import (
 // lingerBelow purchases first waits commitLinger for more. Larger batches mean fewer
 // tasks, fewer MySQL transactions and fewer scripts, and cost the buyer nothing, since
 // nobody waits for the commit: only the same user's next purchase, which waits for the
-// lock. Under a crowd of ~12,000 purchases/s this makes transactions of ~170 orders
-// instead of ~70 with a 2 ms linger below 100; together with SECKILL_PERSIST_BATCH 250
-// (was 100), the worker and MariaDB spent ~31 instead of ~42 µs of CPU per order
-// (docs/performance.md).
+// lock. The batch sizes were measured together (docs/performance.md).
 //
 // If more than maxBacklog purchases are waiting for their commit, a purchase is answered
 // only once its own commit is done, so the backlog of one process stays bounded when

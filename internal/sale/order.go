@@ -140,9 +140,10 @@ func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Re
 		got, err := s.stock.Reserve(rctx, *res)
 		cancel()
 		switch {
-		case err == nil, isDomain(err):
+		case errors.Is(err, stock.ErrBusy): // wait for the lock, below
+		case err == nil, stock.IsRefusal(err):
 			return got, err
-		case !errors.Is(err, stock.ErrBusy):
+		default:
 			// The script may have run before its reply was lost: give back what it may
 			// have taken and the lock.
 			s.abandon(ctx, *res)
@@ -183,19 +184,6 @@ func (s *Service) giveBack(ctx context.Context, res stock.Reservation) {
 		// repair pass enqueues it when Redis is back.
 		slog.Error("roll back reservation", "order", res.OrderID, "err", err)
 	}
-}
-
-// isDomain reports the purchase errors that are answers, not failures.
-func isDomain(err error) bool {
-	for _, e := range []error{stock.ErrNoSale, stock.ErrNotStarted, stock.ErrEnded, stock.ErrSoldOut,
-		stock.ErrLimitExceeded, stock.ErrQuantityOverLimit, stock.ErrKeyReused, stock.ErrRateLimited, stock.ErrGroupSale,
-		stock.ErrNotGroupSale, stock.ErrNoGroup, stock.ErrGroupClosed, stock.ErrAlreadyInGroup, stock.ErrGroupFull,
-		stock.ErrNotAdmitted} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
 }
 
 // MissingSale is the answer for a sale Redis does not know: ErrNotFound when MySQL does

@@ -18,8 +18,8 @@ func saleKey(b Bucket) string { return prefix(b) + "sale" }
 // and the allowance is full again.
 func usersKey(b Bucket) string { return prefix(b) + "users" }
 
-// queuedKey is a hash of order id -> "user quantity created_ms limit" for orders taken
-// from stock and not yet settled by the worker.
+// queuedKey is a hash of order id -> its queued value (queued.go) for orders taken from
+// stock and not yet settled by the worker.
 func queuedKey(b Bucket) string { return prefix(b) + "queued" }
 
 // queuedSinceKey is a sorted set of the queued order ids by the time they were taken

@@ -233,7 +233,7 @@ local queued = redis.call('HVALS', KEYS[3])
 -- since keepAllowances read the others)
 local kept = {}
 for _, v in ipairs(queued) do
-  local user = string.match(v, '^(%d+)')
+  local user = parse_queued(v)
   kept[#kept + 1], kept[#kept + 2] = 'l' .. user, 'a' .. user
 end
 local held = {}
@@ -251,9 +251,9 @@ for i, v in ipairs(held) do
 end
 local qunits = 0
 for _, v in ipairs(queued) do
-  local user, qty, capped = string.match(v, '^(%d+) (%d+) %d+ %d+( ?)')
+  local user, qty, _, _, cap = parse_queued(v)
   redis.call('HINCRBY', KEYS[2], user, qty)
-  if capped == ' ' then redis.call('HINCRBY', KEYS[2], 'p' .. user, 1) end
+  if cap then redis.call('HINCRBY', KEYS[2], 'p' .. user, 1) end -- the sale counts participations
   qunits = qunits + tonumber(qty)
 end
 local left = string.format('%d', math.max(0, tonumber(ARGV[2]) - tonumber(ARGV[3]) - qunits))
@@ -525,13 +525,12 @@ func newToken() string {
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
 // KEYS[5] given-back set
-// ARGV per order: id, its queued value ("user quantity created_ms limit [cap group
-// size expires]", group "-" outside one)
+// ARGV per order: id, its queued value (queued.go)
 // Returns per order: 1 queued and claimed (adopted now, or queued already), 2 an orphan
 // but too few units are left (nothing taken), 0 not an orphan, 3 the sale itself is
 // missing (not rebuilt yet, or closed while it is), 4 an orphan seat (nothing taken), 5 an orphan whose buyer
 // would pass the limit or the cap (nothing taken).
-var adoptScript = redis.NewScript(`
+var adoptScript = redis.NewScript(queuedLua + repliesLua() + userLimitLua + `
 local out = {}
 if redis.call('HEXISTS', KEYS[1], 'total') == 0 or redis.call('HEXISTS', KEYS[1], 'closed') == 1 then
   for i = 1, #ARGV, 2 do out[#out + 1] = 3 end
@@ -540,19 +539,18 @@ end
 local rebuilt = tonumber(redis.call('HGET', KEYS[1], 'rebuilt') or '0')
 for i = 1, #ARGV, 2 do
   local id, v = ARGV[i], ARGV[i + 1]
-  local user, qty, created, limit, cap = string.match(v, '^(%d+) (%d+) (%d+) (%d+) ?(%d*)')
-  local group = string.match(v, '^%d+ %d+ %d+ %d+ %d+ (%S+)')
-  qty, cap = tonumber(qty), tonumber(cap) or 0
+  local user, qty, created, limit, cap, group = parse_queued(v)
+  qty, created, limit, cap = tonumber(qty), tonumber(created), tonumber(limit), tonumber(cap or '0')
   local held = redis.call('HMGET', KEYS[2], user, 'p' .. user)
   local r = 0
   if redis.call('HEXISTS', KEYS[3], id) == 1 then
     redis.call('SADD', KEYS[4], id)
     r = 1
-  elseif tonumber(created) >= rebuilt or redis.call('SISMEMBER', KEYS[5], id) == 1 then
+  elseif created >= rebuilt or redis.call('SISMEMBER', KEYS[5], id) == 1 then
     r = 0
-  elseif group and group ~= '-' then
+  elseif group then
     r = 4
-  elseif tonumber(held[1] or '0') + qty > tonumber(limit) or (cap > 0 and tonumber(held[2] or '0') >= cap) then
+  elseif user_refused(tonumber(held[1] or '0'), qty, limit, tonumber(held[2] or '0'), cap) then
     r = 5
   else
     local avail = tonumber(redis.call('HGET', KEYS[1], 'avail'))
@@ -600,14 +598,7 @@ func (s *Stock) Adopt(ctx context.Context, activityID int64, orders []QueuedOrde
 	for b, qs := range byBucket(sale, orders, func(q QueuedOrder) int64 { return q.UserID }) {
 		args := make([]any, 0, 2*len(qs))
 		for _, q := range qs {
-			v := fmt.Sprintf("%d %d %d %d", q.UserID, q.Quantity, q.CreatedAt.UnixMilli(), q.Limit)
-			switch {
-			case q.Group != "":
-				v += fmt.Sprintf(" %d %s %d %d", q.Participations, q.Group, q.GroupSize, q.GroupExpiresAt.UnixMilli())
-			case q.Participations > 0:
-				v += fmt.Sprintf(" %d - 0 0", q.Participations)
-			}
-			args = append(args, q.OrderID, v)
+			args = append(args, q.OrderID, queuedValue(q))
 		}
 		keys := []string{saleKey(b), usersKey(b), queuedKey(b), claimedKey(b), givenBackKey(b)}
 		res, err := adoptScript.Run(ctx, s.rdb, keys, args...).Int64Slice()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,98 +13,39 @@ import (
 	"seckill/internal/ratelimit"
 )
 
-// reserveScript takes units for purchases of one sale, atomically, each decided on its
-// own and in the order given, as if each ran alone after the one before: one call
-// carries the purchases of the sale that waited in one API process at the same moment
-// (coalesce.go). In a group-buy sale a purchase is a seat: it opens a group (the first
-// seat) or joins one, in the same step.
+// reserveScript takes units for the purchases of one sale's bucket (the buyers' home
+// bucket, bucket.go), atomically, each decided on its own and in the order given, as if
+// each ran alone after the one before: one call carries the purchases that waited in
+// one API process at the same moment (coalesce.go). In a group-buy sale a purchase is a
+// seat: it opens a group or joins one, in the same step.
 //
-// All keys are of one bucket of the sale (bucket.go): the buyers' home bucket.
+// KEYS and ARGV are the call's (callKeys, callArgs), then each purchase's in turn
+// (purchaseKeys, and seatKeys for a seat; purchaseArgs), defined once below; the script
+// has them by name: K.<call key>, ARG.<call arg>, and a table p per purchase.
+// It returns one reply per purchase (reserveReplies), then the sale's terms {limit,
+// price, pay window, cap, room}, which every answer carries.
 //
-// KEYS[1] sale hash   KEYS[2] users hash   KEYS[3] queued hash   KEYS[4] queued-since sorted set
-// KEYS[5] open groups sorted set   KEYS[6] open groups, fullest first
-// then, for each purchase in turn, three keys (a plain purchase) or five (a seat):
-// 1 the user's queued set  2 idempotency key  3 the user's attempts allowance (rateKey;
-// also the field a<user> of the users hash, written instead when the attempt reserves)
-// 4 group hash  5 group seats hash (a seat only)
-// ARGV[1] idempotency key TTL (s)  ARGV[2] the sale's buckets as the caller believes (it
-// chose the bucket by them); then thirteen arguments for each purchase i (0, 1, ...), at
-// ARGV[2 + 13i + n]:
-// n=1 now (unix ms)     n=2 user id           n=3 quantity
-// n=4 order id          n=5 request fingerprint, "" without an Idempotency-Key
-// n=6 user lock owner token  n=7 its TTL (ms)
-// n=8 "" a purchase, "open" a new group, "join" a seat in a group
-// n=9 the group's id ("" for a purchase)
-// n=10 the allowance's interval between attempts (µs; 0: this attempt is not counted, no
-// limit or a retry after the lock)  n=11 its tolerance (µs)
-// n=12 "1": judge the sale's window and the pass by Redis' clock (TIME), else by n=1
-// n=13 the expiry (unix ms) of the buyer's valid pass for this sale, "" for none
-// What is the same for every purchase of a call is sent once, and its reply is short:
-// each string sent or returned costs the server a little (the 13 fewer a purchase here
-// saved about 1 µs of the reserve step's 18-20: docs/performance.md).
-//
-// Returns one reply per purchase, in order, then the sale's {limit, price, pay window,
-// cap, room} (cap the sale's cap on participations, 0: none; room 1 for a waiting-room
-// sale, else 0). A purchase's reply is one of
-//
-//	{0, available after}      reserved; the user lock is now held
-//	{0, available after, members, size, expires, status}  a seat reserved; the group's
-//	                          after this seat
-//	                          (either also the answer when the order id is already queued:
-//	                          a retry of a script that ran but whose reply was lost)
-//	{1, order id}             the key already made this order with the same body (replay)
-//	{-1}                      no such sale (or only a count of a lost one)
-//	{-2}                      the user lock is held (an earlier purchase is in flight)
-//	{-3} / {-4}               before the sale's start / at or after its end
-//	{-5, available, room, limit}  fewer units left than asked for (room as above;
-//	                          limit the per-user limit, for the sold-out flag)
-//	{-6, held, limit}         the user would pass the limit
-//	{-7, order id}            the key was used with another body
-//	{-8, limit}               quantity alone is above the limit
-//	{-9} / {-10}              a purchase in a group sale / a seat in a plain sale
-//	{-11}                     no such group
-//	{-12}                     the group failed, or its window has passed
-//	{-13}                     the user holds a seat in the group
-//	{-14}                     no seat is left: the group is complete
-//	{-15, held, cap}          the user would pass the cap on participations
-//	{-16, wait}               the user's attempts passed the allowance: the next is
-//	                          allowed in wait µs
-//	{-17}                     a waiting-room sale (room = 1) and no unexpired pass
-//	{-18, buckets}            the sale has that many buckets, not ARGV[2]: nothing decided
-//	{-19}                     the sale is closed while it is rebuilt (bucket.go)
-//
-// The user's lock is the field l<user> of the users hash, "<owner token> <expiry, unix ms
-// by Redis' clock>", written with the user's units (userlock.go). Only a reservation
-// takes the lock, and every check of the purchase comes after the
-// lock check, so a second request of the same user sees the outcome of the first (in
-// the same call too: it meets the lock the first took). The
-// Idempotency-Key comes before it: the key is written in the same step as the
-// reservation, so a key found is a purchase that was made, and its replay gets its
-// order even while a lock outlives that purchase (its commit is slow, or the API died
-// holding it). Each attempt that reaches the script counts against the user's
-// allowance in this sale (GCRA on Redis' clock, the same for every API instance:
-// internal/ratelimit describes the algorithm), before anything else is decided; the
-// retry of an attempt that met the lock does not count again. The script may run twice
-// for one purchase: a cluster client retries a command whose reply was lost (a timeout,
-// a node failing over) and replays what its pipeline had not answered. The order id is
-// new for each purchase, so finding it queued means this is such a retry, and it gets
-// the answer of the run that reserved instead of meeting its own lock (busy) with its
-// units taken. A user's participations (orders held, in a sale that caps them or sells
-// in groups) are the field p<user> of the users hash. A command inside a script costs
-// the server far more than its own work (docs/performance.md), so the users' fields
-// (units, lock, allowance) and the order ids of a call are read with one HMGET each
-// before its first purchase, and the users' fields, the orders, the sale's avail and
-// qunits and the queued-since index are written with one command each after its last;
-// in between, each purchase sees what the ones before it in the call changed (a call
-// carries at most maxCoalesced purchases, so its unpacks stay far below Lua's bound). A
-// purchase that fails with an error (not a reply) first has them written for the
-// purchases before it, then fails the call, so those purchases stay whole, each for its
-// roll-back to find. Redis' clock is read once per call. Counts computed in Lua
-// are written with string.format('%d'): some Redis versions (7.2.0-7.2.4) turn a Lua
-// number such as 900000000 into "9e+08", which HINCRBY then refuses.
-var reserveScript = redis.NewScript(listGroupLua + `
-local sale = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'start', 'end', 'price', 'paywin', 'qunits',
-  'kind', 'gsize', 'gwin', 'plimit', 'room', 'buckets', 'closed')
+// Each purchase goes through the pieces below in this order, the first refusal being its
+// reply: replayed, locked, outside_window, wrong_kind, seat_refused, units_refused, and
+// take. The Idempotency-Key comes first: it is written in the same step as the
+// reservation, so a key found is a purchase that was made, and its replay gets the order
+// even while that purchase's lock is held. Every check after it comes after the lock's,
+// so a second purchase of the same user sees the outcome of the first (in the same call
+// too). A purchase that reaches the script counts against the user's allowance first
+// (reserve); a retry after the lock does not count again (interval 0).
+var reserveScript = redis.NewScript(listGroupLua + queuedLua + repliesLua() + userLimitLua + layoutLua() + `
+local v = redis.call('HMGET', K.sale, 'avail', 'limit', 'start', 'end', 'price', 'paywin', 'qunits', 'kind',
+  'gsize', 'gwin', 'plimit', 'room', 'buckets', 'closed')
+local sale = {avail = tonumber(v[1]), limit = tonumber(v[2]), limit_text = v[2], starts = tonumber(v[3]), ends = tonumber(v[4]),
+  price = v[5] or '0', pay_window = v[6] or '0', qunits = tonumber(v[7] or '0'), group = v[8] == 'group',
+  group_size = v[9], group_window = tonumber(v[10]), cap = tonumber(v[11] or '0'), room = v[12] == '1',
+  buckets = v[13] or '1', closed = v[14]}
+-- shut is the reply of every purchase of the call when the sale takes none now
+local shut
+if not sale.avail or not sale.starts then shut = {NO_SALE}
+elseif sale.buckets ~= ARG.buckets then shut = {WRONG_BUCKETS, sale.buckets}
+elseif sale.closed then shut = {CLOSED} end
+
 local now_us -- Redis' clock (µs), read once per call
 local function clock_us()
   if not now_us then
@@ -112,17 +54,13 @@ local function clock_us()
   end
   return now_us
 end
-local room = sale[12] == '1' and 1 or 0
--- shut is the answer of every purchase of the call when the sale takes none now, else nil
-local shut
-if not sale[1] or not sale[3] then shut = {-1}
-elseif (sale[13] or '1') ~= ARGV[2] then shut = {-18, sale[13] or '1'}
-elseif sale[14] then shut = {-19} end
--- The users hash's and the queued hash's fields as this call sees them: read with one
--- HMGET each before the first purchase (or an HGET for a field not read then), written
--- with one HSET each after the last (taken), each purchase seeing what the ones before
--- it wrote. h.v holds a field's value (false when absent), h.w the fields to write.
-local users, queued = {key = KEYS[2], v = {}, w = {}}, {key = KEYS[3], v = {}, w = {}}
+
+-- A command inside a script costs the server far more than its own work, so the users
+-- hash's fields (units u, lock l<u>, allowance a<u>, participations p<u>) and the
+-- orders of a call are read with one HMGET each before its first purchase and written
+-- with one HSET each after its last (taken); each purchase sees what the ones before it
+-- wrote. h.v holds a field's value (false: absent), h.w the fields to write.
+local users, queued = {key = K.users, v = {}, w = {}}, {key = K.queued, v = {}, w = {}}
 local function read(h, fields)
   local v = redis.call('HMGET', h.key, unpack(fields))
   for i = 1, #fields do h.v[fields[i]] = v[i] end
@@ -134,140 +72,193 @@ end
 local function put(h, f, v)
   h.v[f], h.w[#h.w + 1], h.w[#h.w + 2] = v, f, v
 end
-local since = {} -- score, order id of each reservation of this call, for one ZADD
-if not shut and #ARGV > 2 then
-  local f, ids = {}, {}
-  for a = 3, #ARGV, 13 do
-    f[#f + 1], f[#f + 2], f[#f + 3] = ARGV[a + 1], 'l' .. ARGV[a + 1], 'a' .. ARGV[a + 1]
-    ids[#ids + 1] = ARGV[a + 3]
+local since = {} -- score, order id of each reservation of the call, for one ZADD
+
+local purchases = unpack_purchases()
+if not shut and #purchases > 0 then -- a call carries at most maxCoalesced: the unpacks stay small
+  local fields, ids = {}, {}
+  for _, p in ipairs(purchases) do
+    fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = p.user, 'l' .. p.user, 'a' .. p.user
+    ids[#ids + 1] = p.order
   end
-  read(users, f)
+  read(users, fields)
   read(queued, ids)
 end
-local function reserved(avail, K, A)
-  if A[8] == '' then return {0, avail} end
-  local g = redis.call('HMGET', K[8], 'members', 'size', 'expires', 'status')
-  return {0, avail, g[1], g[2], g[3], g[4]}
+
+-- The reply of a reservation: units left, and a seat's group as this seat left it.
+local function reserved(p, avail)
+  if p.mode == '' then return {RESERVED, avail} end
+  local g = redis.call('HMGET', p.group_key, 'members', 'size', 'expires', 'status')
+  return {RESERVED, avail, g[1], g[2], g[3], g[4]}
 end
--- decides an attempt the allowance let through; allow is the user's allowance after it
--- (nil: not counted), written with the units when the purchase reserves
-local function decide(K, A, allow)
-  if A[5] ~= '' then
-    local prior = redis.call('GET', K[5])
-    if prior then
-      local fp, id, mark = string.match(prior, '^(%S+) (%S+)( ?r?)$')
-      if fp == A[5] then
-        -- A replay while the order is still queued marks the key: the purchase that made
-        -- it may yet fail its replicas' confirmation, and its roll-back must then leave
-        -- the order standing for this answer (rollbackScript).
-        if mark == '' and get(queued, id) then
-          redis.call('SET', K[5], prior .. ' r', 'KEEPTTL')
-        end
-        return {1, id}
-      end
-      return {-7, id}
-    end
-  end
-  local lock = get(users, 'l' .. A[2])
-  if lock and tonumber(string.match(lock, ' (%d+)$')) > clock_us() / 1000 then return {-2} end
-  local now = tonumber(A[1])
-  local clock = now -- one clock for every API instance: Redis'
-  if A[12] == '1' then clock = math.floor(clock_us() / 1000) end
-  if clock < tonumber(sale[3]) then return {-3} end
-  if clock >= tonumber(sale[4]) then return {-4} end
-  if sale[12] == '1' and not (clock < (tonumber(A[13]) or 0)) then return {-17} end
-  local group = sale[8] == 'group'
-  if A[8] == '' and group then return {-9} end
-  if A[8] ~= '' and not group then return {-10} end
-  local g -- the seat's group: members, size, expires, status
-  if A[8] == 'join' then
-    g = redis.call('HMGET', K[8], 'members', 'size', 'expires', 'status')
-    if not g[1] then return {-11} end
-    if redis.call('HEXISTS', K[9], A[2]) == 1 then return {-13} end
-    if g[4] == '1' or tonumber(g[1]) >= tonumber(g[2]) then return {-14} end
-    if g[4] ~= '0' or now >= tonumber(g[3]) then return {-12} end
-  end
-  local qty, limit, avail = tonumber(A[3]), tonumber(sale[2]), tonumber(sale[1])
-  if qty > limit then return {-8, limit} end
-  if avail < qty then return {-5, avail, room, limit} end
-  local held = tonumber(get(users, A[2]) or '0')
-  if held + qty > limit then return {-6, held, limit} end
-  local cap, pfield = tonumber(sale[11] or '0'), 'p' .. A[2]
-  local parts = 0
-  if cap > 0 or group then parts = tonumber(get(users, pfield) or '0') end
-  if cap > 0 and parts >= cap then return {-15, parts, cap} end
-  sale[1], sale[7] = string.format('%d', avail - qty), string.format('%d', tonumber(sale[7] or '0') + qty)
-  put(users, A[2], string.format('%d', held + qty))
-  put(users, 'l' .. A[2], A[6] .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + tonumber(A[7])))
-  if allow then put(users, 'a' .. A[2], allow) end
-  if sale[12] == '1' and held == 0 then redis.call('HINCRBY', K[1], 'rused', 1) end -- a pass's first use
-  if cap > 0 or group then put(users, pfield, string.format('%d', parts + 1)) end
-  local value = A[2] .. ' ' .. A[3] .. ' ' .. A[1] .. ' ' .. sale[2]
-  if group then
-    if A[8] == 'open' then
-      g = {1, sale[9], string.format('%d', now + tonumber(sale[10]) * 1000), '0'}
-      redis.call('HSET', K[8], 'members', g[1], 'size', g[2], 'expires', g[3], 'status', g[4])
-    elseif redis.call('HINCRBY', K[8], 'members', 1) >= tonumber(g[2]) then
-      redis.call('HSET', K[8], 'status', 1)
-    end
-    list_group(K[10], K[11], K[8], A[9])
-    redis.call('HSET', K[9], A[2], A[4] .. ' ' .. A[3])
-    value = value .. ' ' .. cap .. ' ' .. A[9] .. ' ' .. g[2] .. ' ' .. g[3]
-  elseif cap > 0 then
-    value = value .. ' ' .. cap .. ' - 0 0'
-  end
-  put(queued, A[4], value)
-  redis.call('SADD', K[4], A[4])
-  since[#since + 1], since[#since + 2] = A[1], A[4]
-  if A[5] ~= '' then redis.call('SET', K[5], A[5] .. ' ' .. A[4], 'EX', ARGV[1]) end
-  return reserved(avail - qty, K, A)
+
+-- Each check returns its refusal, or nil to let the purchase go on.
+
+-- An Idempotency-Key used before: the order it made (a replay), or with another body a
+-- refusal.
+local function replayed(p)
+  if p.fingerprint == '' then return nil end
+  local prior = redis.call('GET', p.idempotency_key)
+  if not prior then return nil end
+  local fp, id, mark = string.match(prior, '^(%S+) (%S+)( ?r?)$')
+  if fp ~= p.fingerprint then return {KEY_REUSED, id} end
+  -- A replay while the order is still queued marks the key: the purchase that made it
+  -- may yet fail its replicas' confirmation, and its roll-back must then leave the
+  -- order standing for this answer (rollbackScript).
+  if mark == '' and get(queued, id) then redis.call('SET', p.idempotency_key, prior .. ' r', 'KEEPTTL') end
+  return {REPLAYED, id}
 end
-local function reserve(K, A)
+
+-- The user's lock (userlock.go): held while its expiry, by Redis' clock, has not passed.
+local function locked(p)
+  local lock = get(users, 'l' .. p.user)
+  if lock and tonumber(string.match(lock, ' (%d+)$')) > clock_us() / 1000 then return {BUSY} end
+end
+
+-- The sale's window, and a waiting room's pass, judged by Redis' clock (the same for
+-- every API instance) or by the caller's now.
+local function outside_window(p)
+  local clock = tonumber(p.now)
+  if p.redis_clock then clock = math.floor(clock_us() / 1000) end
+  if clock < sale.starts then return {NOT_STARTED} end
+  if clock >= sale.ends then return {ENDED} end
+  if sale.room and not (clock < (p.pass_expires or 0)) then return {NOT_ADMITTED} end
+end
+
+-- A seat in a group-buy sale, a plain purchase in any other.
+local function wrong_kind(p)
+  if p.mode == '' and sale.group then return {GROUP_SALE} end
+  if p.mode ~= '' and not sale.group then return {NOT_GROUP_SALE} end
+end
+
+-- A seat joins a group that exists, has a seat left, is open and is not the user's;
+-- else the refusal. Returns nil and the group (members, size, expires, status).
+local function seat_refused(p)
+  if p.mode ~= 'join' then return nil end
+  local g = redis.call('HMGET', p.group_key, 'members', 'size', 'expires', 'status')
+  if not g[1] then return {NO_GROUP} end
+  if redis.call('HEXISTS', p.seats_key, p.user) == 1 then return {ALREADY_IN_GROUP} end
+  if g[4] == '1' or tonumber(g[1]) >= tonumber(g[2]) then return {GROUP_FULL} end
+  if g[4] ~= '0' or tonumber(p.now) >= tonumber(g[3]) then return {GROUP_CLOSED} end
+  return nil, g
+end
+
+-- The quantity within the per-user limit, units left for it, the user within the limit
+-- with it, and within the cap on participations; else the refusal. Returns nil, the
+-- units and the participations the user holds.
+local function units_refused(p)
+  local qty = tonumber(p.qty)
+  if qty > sale.limit then return {QUANTITY_OVER_LIMIT, sale.limit} end
+  if sale.avail < qty then return {SOLD_OUT, sale.avail, sale.room and 1 or 0, sale.limit} end
+  local held, parts = tonumber(get(users, p.user) or '0'), 0
+  if sale.cap > 0 or sale.group then parts = tonumber(get(users, 'p' .. p.user) or '0') end
+  local refusal = user_refused(held, qty, sale.limit, parts, sale.cap)
+  if refusal then return refusal end
+  return nil, held, parts
+end
+
+-- Takes the units, the user's lock and participation and the seat, and queues the order;
+-- allow is the user's allowance after this attempt (nil: not counted), g the group a
+-- seat joins, held and parts what the user holds before.
+local function take(p, allow, g, held, parts)
+  local qty = tonumber(p.qty)
+  sale.avail, sale.qunits = sale.avail - qty, sale.qunits + qty
+  put(users, p.user, string.format('%d', held + qty))
+  put(users, 'l' .. p.user, p.lock_token .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + p.lock_ttl))
+  if allow then put(users, 'a' .. p.user, allow) end
+  if sale.room and held == 0 then redis.call('HINCRBY', K.sale, 'rused', 1) end -- a pass's first use
+  if sale.cap > 0 or sale.group then put(users, 'p' .. p.user, string.format('%d', parts + 1)) end
+  if p.mode == 'open' then
+    g = {1, sale.group_size, string.format('%d', tonumber(p.now) + sale.group_window * 1000), '0'}
+    redis.call('HSET', p.group_key, 'members', g[1], 'size', g[2], 'expires', g[3], 'status', g[4])
+  elseif g and redis.call('HINCRBY', p.group_key, 'members', 1) >= tonumber(g[2]) then
+    redis.call('HSET', p.group_key, 'status', 1)
+  end
+  local group, size, expires
+  if g then
+    list_group(K.open_groups, K.fill_groups, p.group_key, p.group)
+    redis.call('HSET', p.seats_key, p.user, p.order .. ' ' .. p.qty)
+    group, size, expires = p.group, g[2], g[3]
+  end
+  put(queued, p.order, queued_value(p.user, p.qty, p.now, sale.limit_text, sale.cap, group, size, expires))
+  redis.call('SADD', p.user_queued_key, p.order)
+  since[#since + 1], since[#since + 2] = p.now, p.order
+  if p.fingerprint ~= '' then
+    redis.call('SET', p.idempotency_key, p.fingerprint .. ' ' .. p.order, 'EX', ARG.key_ttl)
+  end
+  return reserved(p, sale.avail)
+end
+
+local function decide(p, allow)
+  local refusal = replayed(p) or locked(p) or outside_window(p) or wrong_kind(p)
+  if refusal then return refusal end
+  local g, held, parts
+  refusal, g = seat_refused(p)
+  if refusal then return refusal end
+  refusal, held, parts = units_refused(p)
+  return refusal or take(p, allow, g, held, parts)
+end
+
+-- The user's allowance of attempts in this sale (GCRA on Redis' clock: internal/ratelimit
+-- describes it) counts the attempt before anything is decided. An order id found queued
+-- is this call run again (a cluster client retries a command whose reply was lost): it
+-- gets the reply of the run that reserved, not its own lock.
+local function reserve(p)
   if shut then return shut end
-  if get(queued, A[4]) then return reserved(tonumber(sale[1]), K, A) end
-  if A[10] == '0' then return decide(K, A) end
+  if get(queued, p.order) then return reserved(p, sale.avail) end
+  if p.interval == 0 then return decide(p) end
   local t = clock_us()
-  local nxt = math.max(tonumber(get(users, 'a' .. A[2]) or '0'), tonumber(redis.call('GET', K[6]) or '0'), t) + tonumber(A[10])
-  local wait = nxt - tonumber(A[11]) - t
-  if wait > 0 then return {-16, string.format('%d', wait)} end
+  local nxt = math.max(tonumber(get(users, 'a' .. p.user) or '0'), tonumber(redis.call('GET', p.allowance_key) or '0'),
+    t) + p.interval
+  local wait = nxt - p.tolerance - t
+  if wait > 0 then return {RATE_LIMITED, string.format('%d', wait)} end
   local allow = string.format('%d', nxt)
-  local res = decide(K, A, allow)
-  if res[1] ~= 0 then -- not reserved: the allowance goes to its own key, gone once full again
-    redis.call('SET', K[6], allow, 'PX', string.format('%d', math.ceil((nxt - t) / 1000)))
+  local res = decide(p, allow)
+  if res[1] ~= RESERVED then -- not reserved: the allowance goes to its own key, gone once full again
+    redis.call('SET', p.allowance_key, allow, 'PX', string.format('%d', math.ceil((nxt - t) / 1000)))
   end
   return res
 end
--- writes what the reservations so far changed: the users' and the orders' fields, the
--- sale's avail and qunits, and the since index
+
+-- Writes what the call's reservations so far changed. A purchase that fails with an
+-- error (not a reply) has it written for the purchases before it, then fails the call,
+-- so those stay whole for their roll-backs to find.
 local function taken()
   for _, h in ipairs({users, queued}) do
     if #h.w > 0 then redis.call('HSET', h.key, unpack(h.w)) end
   end
   if #since > 0 then
-    redis.call('HSET', KEYS[1], 'avail', sale[1], 'qunits', sale[7])
-    redis.call('ZADD', KEYS[4], unpack(since))
+    -- counts computed in Lua go out with '%d': Redis 7.2.0-7.2.4 writes 900000000 as
+    -- "9e+08", which HINCRBY then refuses
+    redis.call('HSET', K.sale, 'avail', string.format('%d', sale.avail), 'qunits', string.format('%d', sale.qunits))
+    redis.call('ZADD', K.since, unpack(since))
   end
 end
-local out, k = {}, 6
-for a = 2, #ARGV - 1, 13 do
-  local A = {unpack(ARGV, a + 1, a + 13)}
-  local K = {KEYS[1], KEYS[2], KEYS[3], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[4], nil, nil, KEYS[5], KEYS[6]}
-  if A[8] == '' then
-    k = k + 3
-  else
-    K[8], K[9], k = KEYS[k + 4], KEYS[k + 5], k + 5
-  end
-  local ok, res = pcall(reserve, K, A)
+
+local out = {}
+for i, p in ipairs(purchases) do
+  local ok, res = pcall(reserve, p)
   if not ok then
     taken()
     error(res, 0)
   end
-  out[#out + 1] = res
+  out[i] = res
 end
 taken()
-out[#out + 1] = {sale[2] or '0', sale[5] or '0', sale[6] or '0', sale[11] or '0', room}
+out[#out + 1] = {sale.limit or 0, sale.price, sale.pay_window, sale.cap, sale.room and 1 or 0}
 return out
 `)
+
+// userLimitLua is the per-user rule, which the reserve and the adopt scripts apply
+// alike: user_refused(held, qty, limit, parts, cap) is the refusal of qty more units to
+// a user who holds held units and parts participations, under the per-user limit and
+// the cap on participations (0: none), or nil. It follows repliesLua.
+const userLimitLua = `
+local function user_refused(held, qty, limit, parts, cap)
+  if held + qty > limit then return {OVER_LIMIT, held, limit} end
+  if cap > 0 and parts >= cap then return {OVER_CAP, parts, cap} end
+end
+`
 
 // IdempotencyTTL is how long an Idempotency-Key is remembered.
 const IdempotencyTTL = 24 * time.Hour
@@ -301,8 +292,8 @@ type Reservation struct {
 	PerSecond float64
 }
 
-// allowance is a purchase's arguments n=10 and n=11 of the reserve script: the interval
-// between two attempts of the user's allowance and its tolerance (a burst's worth), in µs.
+// allowance is the interval between two attempts of the user's allowance and its
+// tolerance (a burst's worth), in µs: the reserve script's interval and tolerance.
 func (r Reservation) allowance() (interval, tolerance int64) {
 	if r.PerSecond <= 0 {
 		return 0, 0
@@ -311,7 +302,7 @@ func (r Reservation) allowance() (interval, tolerance int64) {
 	return interval, interval * int64(ratelimit.Burst(r.PerSecond))
 }
 
-// mode is a purchase's argument n=8 of the reserve script: "" a purchase, "open" or "join" a seat (also
+// mode is the reserve script's mode of r: "" a purchase, "open" or "join" a seat (also
 // before the group's id is minted: OpenGroup alone says "open").
 func (r Reservation) mode() string {
 	switch {
@@ -338,14 +329,7 @@ func (r Reservation) Fingerprint() string {
 	return fingerprint
 }
 
-// clockArg and passArg are a purchase's arguments n=12 and n=13 of the reserve script.
-func (r Reservation) clockArg() string {
-	if r.RedisClock {
-		return "1"
-	}
-	return ""
-}
-
+// passArg is the reserve script's pass_expires: unix ms, "" for no pass.
 func (r Reservation) passArg() string {
 	if r.PassExpires.IsZero() {
 		return ""
@@ -418,7 +402,6 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 var (
 	errNoneLeft       = &DetailError{ErrSoldOut, "no units are left"}
 	ErrSoldOutFlagged = &DetailError{ErrSoldOut, "no units are left"}
-	errFlaggedSoldOut = ErrSoldOutFlagged
 	// errNoneLeftNow is sold out in a sale of several buckets while units are on their
 	// way between buckets: not the answer that sets the flag.
 	errNoneLeftNow = &DetailError{ErrSoldOut, "no units are left right now"}
@@ -440,7 +423,7 @@ func flaggedAnswer(flag *soldOutFlag, r Reservation) error {
 	case flag.group != (r.mode() != ""), r.Quantity > flag.limit:
 		return nil
 	}
-	return errFlaggedSoldOut
+	return ErrSoldOutFlagged
 }
 
 // FlaggedSoldOut returns the answer Reserve would give purchase r without an
@@ -460,7 +443,7 @@ func (s *Stock) FlaggedSoldOut(r Reservation) error {
 // sold-out flag), so the caller can count the attempt against what this process
 // allows (internal/ratelimit) rather than the script's allowance.
 func AnsweredInProcess(err error) bool {
-	return err == errFlaggedSoldOut || err == errFlaggedNotAdmitted
+	return err == ErrSoldOutFlagged || err == errFlaggedNotAdmitted
 }
 
 // maxRefills bounds how often a purchase in a sale of several buckets moves units into
@@ -524,30 +507,149 @@ func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string, 
 	return decodeReserved(r, c.reply, c.terms)
 }
 
-// appendReservation adds r's keys (in bucket b) and arguments to a call of
-// reserveScript.
-func appendReservation(keys []string, args []any, r Reservation, fingerprint string, b Bucket) ([]string, []any) {
-	interval, tolerance := r.allowance()
-	mode := r.mode()
-	keys = append(keys, userQueuedKey(b, r.UserID), idempotencyKey(b, r.UserID, r.IdempotencyKey), rateKey(b, r.UserID))
-	if mode != "" {
-		keys = append(keys, groupKey(b, r.Group), groupSeatsKey(b, r.Group))
+// The reserve script's KEYS and ARGV, defined once here: reserveAll writes a call in
+// this order, and the script unpacks it by these names (layoutLua): K.<name> and
+// ARG.<name> for the call's, a table per purchase with a field per purchase key and
+// argument. A call is callKeys, then each purchase's purchaseKeys and, for a seat,
+// seatKeys; and callArgs, then len(purchaseArgs) arguments per purchase.
+
+// callKeys are the keys of every call, all of the purchases' bucket.
+var callKeys = []struct {
+	name string
+	key  func(Bucket) string
+}{
+	{"sale", saleKey},              // the sale's hash
+	{"users", usersKey},            // per user: units, lock, allowance, participations
+	{"queued", queuedKey},          // order id -> queued value (queued.go)
+	{"since", queuedSinceKey},      // queued order ids by when they were taken
+	{"open_groups", openGroupsKey}, // open groups by the end of their window
+	{"fill_groups", fillGroupsKey}, // open groups, fullest first
+}
+
+// callArgs are the arguments of every call.
+var callArgs = []struct {
+	name  string
+	value func(Bucket) any
+}{
+	{"key_ttl", func(Bucket) any { return int64(IdempotencyTTL / time.Second) }},
+	// the sale's buckets as the caller believes (it chose the bucket by them)
+	{"buckets", func(b Bucket) any { return max(1, b.k) }},
+}
+
+// purchaseKeys are each purchase's keys; seatKeys follow them for a seat (mode not "").
+var purchaseKeys, seatKeys = []purchaseKey{
+	{"user_queued_key", func(b Bucket, r Reservation) string { return userQueuedKey(b, r.UserID) }},
+	{"idempotency_key", func(b Bucket, r Reservation) string { return idempotencyKey(b, r.UserID, r.IdempotencyKey) }},
+	{"allowance_key", func(b Bucket, r Reservation) string { return rateKey(b, r.UserID) }},
+}, []purchaseKey{
+	{"group_key", func(b Bucket, r Reservation) string { return groupKey(b, r.Group) }},
+	{"seats_key", func(b Bucket, r Reservation) string { return groupSeatsKey(b, r.Group) }},
+}
+
+type purchaseKey struct {
+	name string
+	key  func(Bucket, Reservation) string
+}
+
+// purchaseArgs are each purchase's arguments, with how the script reads them: a value
+// the script writes back (now, qty) stays the string it came as, since turning a number
+// into a string costs the server more than the rest of the value.
+var purchaseArgs = []struct {
+	name  string
+	lua   luaValue
+	value func(r Reservation, fingerprint string) any
+}{
+	{"now", luaString, func(r Reservation, _ string) any { return r.Now.UnixMilli() }},
+	{"user", luaString, func(r Reservation, _ string) any { return r.UserID }}, // a field name, past 2^53
+	{"qty", luaString, func(r Reservation, _ string) any { return r.Quantity }},
+	{"order", luaString, func(r Reservation, _ string) any { return r.OrderID }},
+	{"fingerprint", luaString, func(_ Reservation, fp string) any { return fp }}, // "": no Idempotency-Key
+	{"lock_token", luaString, func(r Reservation, _ string) any { return r.LockToken }},
+	{"lock_ttl", luaNumber, func(r Reservation, _ string) any { return r.LockTTL.Milliseconds() }},
+	{"mode", luaString, func(r Reservation, _ string) any { return r.mode() }},
+	{"group", luaString, func(r Reservation, _ string) any { return r.Group }},
+	{"interval", luaNumber, func(r Reservation, _ string) any { i, _ := r.allowance(); return i }},
+	{"tolerance", luaNumber, func(r Reservation, _ string) any { _, t := r.allowance(); return t }},
+	{"redis_clock", luaFlag, func(r Reservation, _ string) any { return flag(r.RedisClock) }},
+	{"pass_expires", luaNumber, func(r Reservation, _ string) any { return r.passArg() }}, // nil: no pass
+}
+
+// luaValue is how the script reads an argument: a string, a number, or a flag (1: true).
+type luaValue int
+
+const (
+	luaString luaValue = iota
+	luaNumber
+	luaFlag
+)
+
+// layoutLua unpacks a call for the script: K and ARG, and unpack_purchases(), which
+// returns the purchases' tables in order.
+func layoutLua() string {
+	var b strings.Builder
+	b.WriteString("\nlocal K = {")
+	for i, k := range callKeys {
+		fmt.Fprintf(&b, "%s%s = KEYS[%d]", sep(i), k.name, i+1)
 	}
-	args = append(args, r.Now.UnixMilli(), r.UserID, r.Quantity, r.OrderID, fingerprint,
-		r.LockToken, r.LockTTL.Milliseconds(), mode, r.Group, interval, tolerance, r.clockArg(), r.passArg())
-	return keys, args
+	b.WriteString("}\nlocal ARG = {")
+	for i, a := range callArgs {
+		fmt.Fprintf(&b, "%s%s = ARGV[%d]", sep(i), a.name, i+1)
+	}
+	fmt.Fprintf(&b, "}\nlocal function unpack_purchases()\n  local out, k = {}, %d\n", len(callKeys))
+	fmt.Fprintf(&b, "  for a = %d, #ARGV - 1, %d do\n    local p = {", len(callArgs), len(purchaseArgs))
+	for i, a := range purchaseArgs {
+		arg := fmt.Sprintf("ARGV[a + %d]", i+1)
+		switch a.lua {
+		case luaNumber:
+			arg = "tonumber(" + arg + ")"
+		case luaFlag:
+			arg += " == '1'"
+		}
+		fmt.Fprintf(&b, "%s%s = %s", sep(i), a.name, arg)
+	}
+	for i, k := range purchaseKeys { // in the constructor: a field added later grows the table
+		fmt.Fprintf(&b, ", %s = KEYS[k + %d]", k.name, i+1)
+	}
+	fmt.Fprintf(&b, "}\n    k = k + %d\n    if p.mode ~= '' then\n", len(purchaseKeys))
+	for i, k := range seatKeys {
+		fmt.Fprintf(&b, "      p.%s = KEYS[k + %d]\n", k.name, i+1)
+	}
+	fmt.Fprintf(&b, "      k = k + %d\n    end\n", len(seatKeys))
+	b.WriteString("    out[#out + 1] = p\n  end\n  return out\nend\n")
+	return b.String()
+}
+
+func sep(i int) string {
+	if i == 0 {
+		return ""
+	}
+	return ", "
 }
 
 // reserveAll runs reserveScript once for calls, purchases of one bucket of a sale, and
 // leaves each one's reply (or the call's error) in it.
 func (s *Stock) reserveAll(ctx context.Context, calls []*reserveCall) {
 	b := calls[0].b
-	keys := make([]string, 0, 6+5*len(calls))
-	keys = append(keys, saleKey(b), usersKey(b), queuedKey(b), queuedSinceKey(b), openGroupsKey(b), fillGroupsKey(b))
-	args := make([]any, 0, 2+13*len(calls))
-	args = append(args, int64(IdempotencyTTL/time.Second), max(1, b.k))
+	keys := make([]string, 0, len(callKeys)+(len(purchaseKeys)+len(seatKeys))*len(calls))
+	args := make([]any, 0, len(callArgs)+len(purchaseArgs)*len(calls))
+	for _, k := range callKeys {
+		keys = append(keys, k.key(b))
+	}
+	for _, a := range callArgs {
+		args = append(args, a.value(b))
+	}
 	for _, c := range calls {
-		keys, args = appendReservation(keys, args, c.r, c.fingerprint, b)
+		for _, k := range purchaseKeys {
+			keys = append(keys, k.key(b, c.r))
+		}
+		if c.r.mode() != "" {
+			for _, k := range seatKeys {
+				keys = append(keys, k.key(b, c.r))
+			}
+		}
+		for _, a := range purchaseArgs {
+			args = append(args, a.value(c.r, c.fingerprint))
+		}
 	}
 	var res []any
 	err := whileMoving(ctx, s.rdb, func() (err error) {
@@ -595,86 +697,3 @@ func decodeTerms(v any) (saleTerms, error) {
 	return saleTerms{limit: int(n[0]), price: n[1], payWindow: time.Duration(n[2]) * time.Second,
 		cap: int(n[3]), room: n[4] == 1}, nil
 }
-
-// decodeReserved turns r's reply from reserveScript, with the sale's terms of its call,
-// into its answer.
-func decodeReserved(r Reservation, res []any, terms saleTerms) (Reserved, error) {
-	code, err := integer(res[0])
-	if err != nil {
-		return Reserved{}, fmt.Errorf("reserve: %w", err)
-	}
-	switch code {
-	case 1, -7:
-		id, ok := res[len(res)-1].(string)
-		if !ok || len(res) != 2 {
-			break
-		}
-		if code == 1 {
-			return Reserved{OrderID: id, Replayed: true}, nil
-		}
-		return Reserved{}, &KeyReusedError{OrderID: id}
-	case -1:
-		return Reserved{}, ErrNoSale
-	case -2:
-		return Reserved{}, ErrBusy
-	case -3:
-		return Reserved{}, ErrNotStarted
-	case -4:
-		return Reserved{}, ErrEnded
-	case -9:
-		return Reserved{}, ErrGroupSale
-	case -10:
-		return Reserved{}, ErrNotGroupSale
-	case -11:
-		return Reserved{}, ErrNoGroup
-	case -12:
-		return Reserved{}, ErrGroupClosed
-	case -13:
-		return Reserved{}, ErrAlreadyInGroup
-	case -14:
-		return Reserved{}, ErrGroupFull
-	case -17:
-		return Reserved{}, ErrNotAdmitted
-	case -19:
-		return Reserved{}, ErrClosed
-	}
-	n, err := integers(res[1:])
-	if err != nil {
-		return Reserved{}, fmt.Errorf("reserve: %w", err)
-	}
-	switch {
-	case code == 0 && (len(n) == 1 || len(n) == 5):
-		got := Reserved{OrderID: r.OrderID, Available: n[0], Limit: terms.limit,
-			PriceCents: terms.price, PayWindow: terms.payWindow, Participations: terms.cap, room: terms.room}
-		if r.Group != "" && len(n) == 5 {
-			got.Group = &Group{ID: r.Group, ActivityID: r.ActivityID, Members: int(n[1]), Size: int(n[2]),
-				ExpiresAt: time.UnixMilli(n[3]).UTC(), Status: GroupStatus(n[4])}
-		}
-		return got, nil
-	case code == -5 && len(n) == 3:
-		if n[0] == 0 {
-			return Reserved{Limit: int(n[2]), room: n[1] == 1}, errNoneLeft
-		}
-		return Reserved{}, &DetailError{ErrSoldOut, fmt.Sprintf("only %d left", n[0])}
-	case code == -6 && len(n) == 2:
-		return Reserved{}, &DetailError{ErrLimitExceeded,
-			fmt.Sprintf("you hold %d of at most %d units", n[0], n[1])}
-	case code == -15 && len(n) == 2:
-		return Reserved{}, &DetailError{ErrLimitExceeded,
-			fmt.Sprintf("you take part %d times, at most %d are allowed", n[0], n[1])}
-	case code == -16 && len(n) == 1:
-		return Reserved{}, &RateLimitedError{Wait: time.Duration(n[0]) * time.Microsecond}
-	case code == -18 && len(n) == 1:
-		return Reserved{}, &wrongBucketsError{int(n[0])}
-	case code == -8 && len(n) == 1:
-		return Reserved{}, &DetailError{ErrQuantityOverLimit,
-			fmt.Sprintf("quantity must be between 1 and %d", n[0])}
-	}
-	return Reserved{}, fmt.Errorf("reserve: unexpected script reply %v", res)
-}
-
-// KeyReusedError is ErrKeyReused with the order the key made first.
-type KeyReusedError struct{ OrderID string }
-
-func (e *KeyReusedError) Error() string { return ErrKeyReused.Error() }
-func (e *KeyReusedError) Unwrap() error { return ErrKeyReused }

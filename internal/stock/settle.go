@@ -22,7 +22,7 @@ import (
 //	  and one participation, where the sale counts them (the field p<user>); a user who
 //	  holds no unit any more loses the field of their attempts' allowance (a<user>) too,
 //	  once that allowance is full again (as its key would have expired).
-const unitsLua = `
+const unitsLua = queuedLua + `
 local function each(cmd, key, list)
   for i = 1, #list, 1000 do
     redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
@@ -36,7 +36,7 @@ local function unqueue(sale, queued, claimed, since, ids, user_sets)
       local i = first + j - 1
       if v and not seen[ids[i]] then
         seen[ids[i]] = true
-        local user, qty = string.match(v, '^(%d+) (%d+)')
+        local user, qty = parse_queued(v)
         users[i], qtys[i] = user, tonumber(qty)
         units = units + qtys[i]
         gone[#gone + 1] = ids[i]

@@ -289,51 +289,6 @@ func (s *Stock) unapplied(ctx context.Context, ms []move) (int64, error) {
 // Ping checks that Redis answers.
 func (s *Stock) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
 
-// QueuedOrder is an order taken from stock that the worker has not yet settled.
-type QueuedOrder struct {
-	OrderID    string
-	ActivityID int64
-	UserID     int64
-	Quantity   int
-	CreatedAt  time.Time
-	// Limit is the per-user limit the reservation was checked against.
-	Limit int
-	// Participations is the cap on a user's orders it was checked against (0: none).
-	Participations int
-	// Group, GroupSize and GroupExpiresAt are the seat's group ("" for a purchase).
-	Group          string
-	GroupSize      int
-	GroupExpiresAt time.Time
-	// Claimed is true once a worker has begun to persist the order (Stale only).
-	Claimed bool
-}
-
-// parseQueued reads a queued hash value, "user quantity created_ms limit", followed
-// for a sale that caps participations or sells in groups by "cap group size
-// expires_ms" (group "-" and 0s outside a group).
-func parseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
-	f := strings.Fields(v)
-	if len(f) != 4 && len(f) != 8 {
-		return QueuedOrder{}, fmt.Errorf("queued order %s: malformed %q", orderID, v)
-	}
-	var n [8]int64
-	for i := range f {
-		if i == 5 {
-			continue // the group id
-		}
-		var err error
-		if n[i], err = strconv.ParseInt(f[i], 10, 64); err != nil {
-			return QueuedOrder{}, fmt.Errorf("queued order %s: malformed %q", orderID, v)
-		}
-	}
-	q := QueuedOrder{OrderID: orderID, ActivityID: activityID, UserID: n[0], Quantity: int(n[1]),
-		CreatedAt: time.UnixMilli(n[2]).UTC(), Limit: int(n[3]), Participations: int(n[4])}
-	if len(f) == 8 && f[5] != "-" {
-		q.Group, q.GroupSize, q.GroupExpiresAt = f[5], int(n[6]), time.UnixMilli(n[7]).UTC()
-	}
-	return q, nil
-}
-
 // ErrNotQueued means the order is not (or no longer) queued in Redis.
 var ErrNotQueued = errors.New("order not queued")
 
@@ -442,7 +397,7 @@ func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, userID int6
 	return out, nil
 }
 
-// reply turns a script's array reply into integers, refusing any other shape.
+// reply returns a script's reply as the array it must be, refusing any other shape.
 func reply(v any, err error) ([]any, error) {
 	if err != nil {
 		return nil, err
