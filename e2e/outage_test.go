@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/testutil"
 )
@@ -115,4 +119,354 @@ func TestMySQLFrozenRoutesAnswerInBoundedTime(t *testing.T) {
 	waitUntil(t, "the buyer's pay to succeed after MySQL resumed", 20*time.Second, func() bool {
 		return c.must("POST", "/api/v1/orders/"+ids[0]+"/pay", testutil.Token(t, 5000, false), nil).Status == http.StatusOK
 	})
+}
+
+// timedOrder is an order with the times a pay window is judged by.
+type timedOrder struct {
+	ID        string    `json:"id"`
+	UserID    int64     `json:"user_id"`
+	Status    string    `json:"status"`
+	GroupID   string    `json:"group_id"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// getOrder reads an order as an admin.
+func (c *client) getOrder(admin, id string) timedOrder {
+	c.t.Helper()
+	r := c.must("GET", "/api/v1/orders/"+id, admin, nil)
+	var o timedOrder
+	if r.Status != http.StatusOK {
+		c.t.Fatalf("order %s: %d %s", id, r.Status, r.Body)
+	}
+	r.decode(c.t, &o)
+	return o
+}
+
+// outageOrder is an order of the scenario: its window as set, and what the test did.
+type outageOrder struct {
+	timedOrder
+	token string
+	plan  string // "confirm": the shop confirms from the freeze on; "pay": its buyer pays after; "leave": nobody pays
+}
+
+// MariaDB SIGSTOPped for 10 s across the end of 18 pay windows (10 s each, ending 3, 5
+// and 7 s into the freeze) and of 3 group windows, over two APIs and a worker (SIGKILLed
+// during the freeze, started again after it):
+//   - every pay during the freeze is answered 503 with Retry-After within the bound; the
+//     shop's confirmations, retried through it, succeed the instant MySQL answers again;
+//   - each window gets back the time the freeze took from it: its buyer's pay within the
+//     extended window succeeds, an unpaid order shows the extended deadline and stays
+//     created until it, then expires, its units back once, and its order.cancelled
+//     event comes only then;
+//   - orders bought during the freeze (queued until MySQL answers) get their window
+//     from the freeze's end;
+//   - a group whose window ended during the freeze takes a join during it and one after
+//     it, and a group left alone fails only after its extended end;
+//   - both sales' ledgers balance.
+func TestMySQLOutageGivesWindowsTheirTime(t *testing.T) {
+	db, rs := testutil.StartMariaDB(t), testutil.StartRedis(t)
+	s := testutil.StartStackOnTopology(t, testutil.MySQLOn(t, db.DSN), rs.Topology(), 2, 1, "SECKILL_WEBHOOK_ALLOW_PRIVATE=true")
+	c := newClient(t, s.URL)
+	apis := []*client{newClient(t, s.URLs[0]), newClient(t, s.URLs[1])}
+	admin, shop := testutil.Token(t, 1, true), testutil.ServiceToken(t, 900)
+	hooks := testutil.StartReceiver(t)
+	c.subscribe(admin, hooks)
+	sale := c.createSaleWith(admin, 100, 1, map[string]any{"pay_window_seconds": 10})
+	groupSale := createGroupSale(t, func(int64) redis.Cmdable { return rs.Client(t) }, c, admin, 20, 1, 2, 1, 10*time.Second)
+
+	// Three waves of six buyers, 2 s apart; the shop confirms the first two of each
+	// wave, the buyer pays the next two, and nobody pays the last two. Three groups open
+	// with the first wave.
+	plans := []string{"confirm", "confirm", "pay", "pay", "leave", "leave"}
+	var orders []*outageOrder
+	var seats []seatAnswer
+	first := time.Now()
+	for w := range 3 {
+		time.Sleep(time.Until(first.Add(time.Duration(w) * 2 * time.Second)))
+		for i, plan := range plans {
+			user := int64(100 + 10*w + i)
+			token := testutil.Token(t, user, false)
+			r := apis[i%2].must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", sale.ID), token, map[string]int{"quantity": 1})
+			if r.Status != http.StatusAccepted {
+				t.Fatalf("buy as user %d: %d %s", user, r.Status, r.Body)
+			}
+			var o timedOrder
+			r.decode(t, &o)
+			orders = append(orders, &outageOrder{timedOrder: o, token: token, plan: plan})
+		}
+		if w == 0 {
+			for u := int64(500); u < 503; u++ {
+				seats = append(seats, c.takeSeat(fmt.Sprintf("/api/v1/activities/%d/groups", groupSale.ID), u))
+			}
+		}
+	}
+	c.waitDrained(admin, sale.ID, 10*time.Second)
+	for _, o := range orders {
+		o.timedOrder = c.getOrder(admin, o.ID)
+		if o.Status != "created" {
+			t.Fatalf("order %s is %s before the freeze, want created", o.ID, o.Status)
+		}
+	}
+	groups := make([]group, len(seats))
+	for i, a := range seats {
+		groups[i] = a.Group
+	}
+
+	time.Sleep(time.Until(first.Add(7 * time.Second))) // the windows end 3, 5 and 7 s into the freeze
+	db.Pause()
+	frozen := time.Now()
+	defer db.Resume()
+	t.Logf("MariaDB frozen with SIGSTOP; the windows end %v to %v into it", orders[0].ExpiresAt.Sub(frozen).Round(100*time.Millisecond),
+		orders[len(orders)-1].ExpiresAt.Sub(frozen).Round(100*time.Millisecond))
+
+	// The shop confirms its orders from the freeze on, again after each 503, as the
+	// docs tell it to; every 503 within the bound.
+	var wg sync.WaitGroup
+	var confirmations []*boundedCall
+	var mu sync.Mutex
+	for i, o := range orders {
+		if o.plan != "confirm" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				call := &boundedCall{name: "the shop's confirmation", method: "POST", path: "/api/v1/orders/" + o.ID + "/pay", token: shop}
+				callAll([]*client{apis[i%2]}, []*boundedCall{call})
+				if call.err != nil || call.got.Status != http.StatusServiceUnavailable {
+					mu.Lock()
+					confirmations = append(confirmations, call)
+					mu.Unlock()
+					return
+				}
+				if call.took > mysqlBound || call.got.Header.Get("Retry-After") == "" {
+					t.Errorf("a confirmation during the freeze: 503 after %v, Retry-After %q", call.took, call.got.Header.Get("Retry-After"))
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+		}()
+	}
+	// Buyers try to pay during the freeze: 503 within the bound.
+	var during []*boundedCall
+	for _, o := range orders {
+		if o.plan == "pay" {
+			during = append(during, &boundedCall{name: "a buyer's pay", method: "POST", path: "/api/v1/orders/" + o.ID + "/pay", token: o.token})
+		}
+	}
+	time.Sleep(time.Second)
+	callAll(apis, during)
+	t.Logf("buyers' pays during the freeze: the slowest answered after %v", checkUnavailable(t, during).Round(time.Millisecond))
+
+	// Purchases go on: their windows start when MySQL answers again.
+	var bought []*outageOrder
+	for u := int64(200); u < 206; u++ {
+		token := testutil.Token(t, u, false)
+		r := apis[u%2].must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", sale.ID), token, map[string]int{"quantity": 1})
+		if r.Status != http.StatusAccepted {
+			t.Errorf("a purchase during the freeze: %d %s, want 202", r.Status, r.Body)
+			continue
+		}
+		var o timedOrder
+		r.decode(t, &o)
+		bought = append(bought, &outageOrder{timedOrder: o, token: token, plan: []string{"pay", "leave"}[u%2]})
+	}
+	s.Worker.Signal(syscall.SIGKILL)
+	t.Log("worker killed with SIGKILL")
+	// A group whose window ended 3 s into the freeze takes a join during it.
+	time.Sleep(time.Until(frozen.Add(5 * time.Second)))
+	seats = append(seats, c.takeSeat("/api/v1/groups/"+groups[0].ID+"/join", 510))
+
+	time.Sleep(time.Until(frozen.Add(10 * time.Second)))
+	db.Resume()
+	resumed := time.Now()
+	took := resumed.Sub(frozen)
+	t.Logf("MariaDB resumed after %v", took.Round(time.Millisecond))
+	s.Worker.Start()
+
+	// A join after the freeze, within the time it gave back.
+	time.Sleep(1500 * time.Millisecond)
+	seats = append(seats, c.takeSeat("/api/v1/groups/"+groups[1].ID+"/join", 511))
+	if g := c.group(groups[2].ID); g.Status != "open" || g.ExpiresAt.Before(groups[2].ExpiresAt.Add(took-100*time.Millisecond)) {
+		t.Errorf("the group left alone, 1.5 s after the freeze: %s until %v, want open until at least %v", g.Status,
+			g.ExpiresAt, groups[2].ExpiresAt.Add(took))
+	}
+
+	// The buyers pay halfway through what is left of their windows; the unpaid orders
+	// show the extended deadline and stay created until shortly before it.
+	for _, o := range orders {
+		extended := o.ExpiresAt.Add(took - 100*time.Millisecond) // the freeze's share: the rest is measurement
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch o.plan {
+			case "pay":
+				time.Sleep(time.Until(resumed.Add(extended.Sub(resumed) / 2)))
+				if r := c.must("POST", "/api/v1/orders/"+o.ID+"/pay", o.token, nil); r.Status != http.StatusOK {
+					t.Errorf("the buyer's pay %v after the freeze, %v before the extended window ends: %d %s",
+						time.Since(resumed).Round(time.Millisecond), time.Until(extended).Round(time.Millisecond), r.Status, r.Body)
+				}
+			case "leave":
+				time.Sleep(time.Until(extended.Add(-700 * time.Millisecond)))
+				if got := c.getOrder(admin, o.ID); got.Status != "created" || got.ExpiresAt.Before(extended) {
+					t.Errorf("an unpaid order 0.7 s before its extended deadline: %s until %v, want created until at least %v",
+						got.Status, got.ExpiresAt, extended)
+				}
+			}
+		}()
+	}
+	// Orders bought during the freeze: their windows run from its end.
+	c.waitDrained(admin, sale.ID, time.Minute)
+	t.Logf("the orders bought during the freeze are in MySQL %v after it", time.Since(resumed).Round(100*time.Millisecond))
+	for _, o := range bought {
+		got := c.getOrder(admin, o.ID)
+		if got.Status != "created" || got.ExpiresAt.Before(resumed.Add(10*time.Second-100*time.Millisecond)) {
+			t.Errorf("an order bought during the freeze: %s until %v, want created until at least 10 s after it (%v)",
+				got.Status, got.ExpiresAt, resumed.Add(10*time.Second))
+		}
+		if o.plan == "pay" {
+			if r := c.must("POST", "/api/v1/orders/"+o.ID+"/pay", o.token, nil); r.Status != http.StatusOK {
+				t.Errorf("pay an order bought during the freeze: %d %s", r.Status, r.Body)
+			}
+		}
+	}
+	// The seats of the two complete groups are payable.
+	c.waitDrained(admin, groupSale.ID, time.Minute)
+	for _, a := range append(seats[:2], seats[3:]...) {
+		if r := c.must("POST", "/api/v1/orders/"+a.Order.ID+"/pay", testutil.Token(t, a.Order.UserID, false), nil); r.Status != http.StatusOK {
+			t.Errorf("pay the seat of user %d in a complete group: %d %s", a.Order.UserID, r.Status, r.Body)
+		}
+	}
+	wg.Wait()
+	// A confirmation is judged when it came: during the freeze, its window had not
+	// been running since the freeze began.
+	for _, call := range confirmations {
+		var o struct {
+			timedOrder
+			PaidAt time.Time `json:"paid_at"`
+		}
+		if call.err != nil || call.got.Status != http.StatusOK {
+			t.Errorf("the shop's confirmation retried after the freeze: %d %s (%v), want 200", call.got.Status, call.got.Body, call.err)
+			continue
+		}
+		call.got.decode(t, &o)
+		for _, want := range orders {
+			extended := want.ExpiresAt.Add(min(o.PaidAt.Sub(frozen), took) - 100*time.Millisecond)
+			if want.ID == o.ID && o.ExpiresAt.Before(extended) {
+				t.Errorf("an order confirmed at %v shows %v, want its deadline in force then, at least %v", o.PaidAt, o.ExpiresAt, extended)
+			}
+		}
+	}
+
+	// Every window ends: the unpaid orders expire, the lone group fails.
+	waitUntil(t, "every unpaid order and group to expire", time.Minute, func() bool {
+		st, gst := c.stats(admin, sale.ID), c.stats(admin, groupSale.ID)
+		return st.Orders.Created == 0 && st.Orders.Queued == 0 && gst.Orders.Queued == 0 && gst.Orders.Grouping == 0 &&
+			gst.Orders.Created == 0 && c.group(groups[2].ID).Status == "failed"
+	})
+	t.Logf("every window ended %v after the freeze", time.Since(resumed).Round(100*time.Millisecond))
+	// The complete groups' orders are payable; the lone group's seat is cancelled.
+	for _, g := range groups[:2] {
+		if got := c.group(g.ID); got.Status != "complete" {
+			t.Errorf("group %s: %s, want complete", g.ID, got.Status)
+		}
+	}
+	final := map[string]int{}
+	for _, o := range append(orders, bought...) {
+		got := c.getOrder(admin, o.ID)
+		final[o.plan+" "+got.Status]++
+	}
+	want := map[string]int{"confirm paid": 6, "pay paid": 9, "leave cancelled": 9}
+	if fmt.Sprint(final) != fmt.Sprint(want) {
+		t.Errorf("orders by plan and status %v, want %v", final, want)
+	}
+	st := c.stats(admin, sale.ID)
+	if st.StockAvailable != 100-15 || st.Orders.Paid != 15 || st.Orders.Cancelled != 9 {
+		t.Errorf("sale stats %+v, want 15 paid, 9 cancelled, 85 units available", st)
+	}
+	for _, a := range []activity{sale, groupSale} {
+		r := c.must("GET", fmt.Sprintf("/api/v1/admin/activities/%d/ledger", a.ID), admin, nil)
+		var l struct {
+			Balanced bool `json:"balanced"`
+		}
+		if r.decode(t, &l); r.Status != http.StatusOK || !l.Balanced {
+			t.Errorf("ledger of sale %d: %d %s", a.ID, r.Status, r.Body)
+		}
+	}
+	checkCancelledEvents(t, hooks, orders, took)
+	for _, d := range hooks.Accepted() {
+		var ev struct {
+			CreatedAt time.Time `json:"created_at"`
+		}
+		if d.Type == "group.failed" && d.Subject == groups[2].ID {
+			if err := json.Unmarshal(d.Body, &ev); err != nil || ev.CreatedAt.Before(groups[2].ExpiresAt.Add(took-100*time.Millisecond)) {
+				t.Errorf("group.failed of the lone group at %v (%v), want once its window with the freeze given back had passed: %v",
+					ev.CreatedAt, err, groups[2].ExpiresAt.Add(took))
+			}
+		}
+	}
+}
+
+// checkCancelledEvents: every order.cancelled event came once the order's deadline in
+// force had passed, and shows it; for the scenario's orders, that is at least their
+// window as set plus the freeze.
+func checkCancelledEvents(t *testing.T, hooks *testutil.Receiver, orders []*outageOrder, took time.Duration) {
+	t.Helper()
+	set := map[string]time.Time{}
+	for _, o := range orders {
+		set[o.ID] = o.ExpiresAt
+	}
+	n := 0
+	waitUntil(t, "the order.cancelled events", 30*time.Second, func() bool {
+		n = 0
+		for _, d := range hooks.Accepted() {
+			if d.Type == "order.cancelled" {
+				n++
+			}
+		}
+		return n >= 10 // nine unpaid orders and the lone group's seat
+	})
+	for _, d := range hooks.Accepted() {
+		if d.Type != "order.cancelled" {
+			continue
+		}
+		var ev struct {
+			CreatedAt time.Time `json:"created_at"`
+			Data      struct {
+				Order timedOrder `json:"order"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(d.Body, &ev); err != nil {
+			t.Fatal(err)
+		}
+		o := ev.Data.Order
+		if ev.CreatedAt.Before(o.ExpiresAt) {
+			t.Errorf("order.cancelled of %s at %v, before its deadline %v", o.ID, ev.CreatedAt, o.ExpiresAt)
+		}
+		if e, ok := set[o.ID]; ok && o.ExpiresAt.Before(e.Add(took-100*time.Millisecond)) {
+			t.Errorf("order.cancelled of %s shows %v, want the extended deadline, at least %v", o.ID, o.ExpiresAt, e.Add(took))
+		}
+	}
+}
+
+// takeSeat opens a group or joins one (path) as user, and returns the answer.
+func (c *client) takeSeat(path string, user int64) seatAnswer {
+	c.t.Helper()
+	r := c.must("POST", path, testutil.Token(c.t, user, false), map[string]int{"quantity": 1})
+	var a seatAnswer
+	if r.Status != http.StatusAccepted {
+		c.t.Errorf("a seat for user %d (%s): %d %s, want 202", user, path, r.Status, r.Body)
+		return a
+	}
+	r.decode(c.t, &a)
+	return a
+}
+
+// group reads a group.
+func (c *client) group(id string) group {
+	c.t.Helper()
+	var g group
+	c.must("GET", "/api/v1/groups/"+id, "", nil).decode(c.t, &g)
+	return g
 }

@@ -32,6 +32,7 @@ import (
 	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
+	"seckill/internal/outage"
 	"seckill/internal/outbox"
 	"seckill/internal/presence"
 	"seckill/internal/queue"
@@ -151,7 +152,9 @@ func serve(ctx context.Context, cfg config.Config) error {
 	defer locks.Close()
 	enq := asynq.NewClientFromRedisClient(ap)
 	st := store.New(db)
-	svc := sale.New(st, sk, order.New(st, sk), queue.NewEnqueuer(enq), locks)
+	// MySQL's outages, shared by every instance: pay windows do not run during one.
+	outages := outage.NewRecord(ap)
+	svc := sale.New(st, sk, order.New(st, sk, outages), outages, queue.NewEnqueuer(enq), locks)
 	svc.LockWait = cfg.LockWait
 	now := time.Now
 	if cfg.ClockOffset != 0 { // a test of a wrong clock (SECKILL_CLOCK_OFFSET)
@@ -173,7 +176,15 @@ func serve(ctx context.Context, cfg config.Config) error {
 		reg.MustRegister(replicas.Collector())
 		ready = append(ready, health.Watch(watchCtx, "replicas", replicas.Connected))
 	}
-	probe := health.NewProbe(ready, health.Watch(watchCtx, "mysql", st.Ping))
+	// MySQL's check, on a connection of its own, also feeds the record of its outages.
+	mysqlConn, err := cfg.MySQLProbe()
+	if err != nil {
+		return err
+	}
+	defer mysqlConn.Close()
+	mysqlState := outage.NewMonitor(outages, "api")
+	mysqlState.Register(reg)
+	probe := health.NewProbe(ready, health.Watch(watchCtx, "mysql", mysqlConn.PingContext, mysqlState.Observe))
 	svc.Register(reg)
 	live := presence.New(ap)
 	reg.MustRegister(live.Collector(now))

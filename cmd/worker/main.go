@@ -24,6 +24,7 @@ import (
 	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
+	"seckill/internal/outage"
 	"seckill/internal/outbox"
 	"seckill/internal/presence"
 	"seckill/internal/queue"
@@ -65,13 +66,32 @@ func run(ctx context.Context) error {
 		return err
 	}
 	st, sk := store.New(db), stock.New(ap)
-	persister := worker.NewPersister(st, sk, cfg.PersistBatch)
+	// MySQL's outages, shared by every instance: pay windows do not run during one.
+	outages := outage.NewRecord(ap)
+	persister := worker.NewPersister(st, sk, outages, cfg.PersistBatch)
 	rebuilder := sale.NewRebuilder(st, sk)
 	persister.LostSale = rebuilder.Kick // a task whose sale Redis lost starts its rebuild
 	reg := prometheus.NewRegistry()
+	inspector := asynq.NewInspectorFromRedisClient(rdb)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		worker.QueueDepth(asynq.NewInspectorFromRedisClient(rdb)))
+		worker.QueueDepth(inspector))
 	persister.Register(reg)
+	mysqlConn, err := cfg.MySQLProbe()
+	if err != nil {
+		return err
+	}
+	defer mysqlConn.Close()
+	mysqlState := outage.NewMonitor(outages, "worker")
+	mysqlState.Register(reg)
+	// The orders that waited through an outage are written at once, not after their
+	// tasks' backoff (up to 30 s).
+	mysqlState.OnUp = func() {
+		if n, err := inspector.RunAllRetryTasks(queue.Name); err != nil {
+			slog.Warn("MySQL answers again: could not retry the waiting tasks now; their backoff will", "err", err)
+		} else if n > 0 {
+			slog.Info("MySQL answers again: the tasks that waited for it run now", "tasks", n)
+		}
+	}
 	live := presence.New(ap)
 	reg.MustRegister(live.Collector(time.Now))
 	rebuilder.Register(reg)
@@ -98,7 +118,7 @@ func run(ctx context.Context) error {
 
 	locks := lock.New(rdb)
 	defer locks.Close()
-	lifecycle := order.New(st, sk)
+	lifecycle := order.New(st, sk, outages)
 	repairer := worker.NewRepairer(st, sk, queue.NewEnqueuer(asynq.NewClientFromRedisClient(ap)), persister)
 	admitter := line.NewAdmitter(line.New(ap, nil, nil), st)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
@@ -145,7 +165,9 @@ func run(ctx context.Context) error {
 
 	// Ready while it can write orders: Redis and MySQL both answer (for monitoring;
 	// nothing routes traffic to a worker).
-	probe := health.NewProbe([]*health.Check{health.Watch(ctx, "redis", sk.Ping), health.Watch(ctx, "mysql", st.Ping)})
+	// MySQL's check, on a connection of its own, also feeds the record of its outages.
+	probe := health.NewProbe([]*health.Check{health.Watch(ctx, "redis", sk.Ping),
+		health.Watch(ctx, "mysql", mysqlConn.PingContext, mysqlState.Observe)})
 
 	// The metrics address is internal: it also serves net/http/pprof for profiling.
 	mux := http.NewServeMux()

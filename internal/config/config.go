@@ -410,11 +410,27 @@ func (c Config) MySQL() (*gorm.DB, error) {
 	return db, nil
 }
 
+// MySQLProbe opens MySQLDSN for the MySQL outage monitor (internal/outage): one
+// connection of its own, so that a service pool busy with a crowd never looks like an
+// outage.
+func (c Config) MySQLProbe() (*sql.DB, error) {
+	db, err := c.sqlDB(mysqlIO)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	return db, nil
+}
+
 // MySQLForMigrations opens MySQLDSN without MySQL's bound on reads: a schema change on a
 // big table, or the wait for another instance's migration lock, takes longer than a
 // request may.
-func (c Config) MySQLForMigrations() (*sql.DB, error) {
-	dsn, err := c.mysqlConfig(0)
+func (c Config) MySQLForMigrations() (*sql.DB, error) { return c.sqlDB(0) }
+
+// sqlDB opens MySQLDSN with database/sql, each read and write bounded by io (0: none).
+func (c Config) sqlDB(io time.Duration) (*sql.DB, error) {
+	dsn, err := c.mysqlConfig(io)
 	if err != nil {
 		return nil, err
 	}

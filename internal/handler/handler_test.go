@@ -22,6 +22,7 @@ import (
 	"seckill/internal/line"
 	"seckill/internal/lock"
 	"seckill/internal/order"
+	"seckill/internal/outage"
 	"seckill/internal/outbox"
 	"seckill/internal/queue"
 	"seckill/internal/sale"
@@ -72,12 +73,13 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	locks := lock.New(rdb)
 	t.Cleanup(func() { _ = locks.Close() })
 	c := &clock{}
-	svc := sale.New(st, sk, order.New(st, sk), queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
+	outages := outage.NewRecord(rdb)
+	svc := sale.New(st, sk, order.New(st, sk, outages), outages, queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
 	svc.SetClock(c.Now)
 	svc.LockWait = 100 * time.Millisecond
 	svc.UserRate = o.RateUser // as cmd/api: purchases that reach Redis are limited there
 
-	persister := worker.NewPersister(st, sk, 100)
+	persister := worker.NewPersister(st, sk, outages, 100)
 	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: map[string]int{queue.Name: 1},
 		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel})
 	mux := asynq.NewServeMux()

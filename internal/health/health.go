@@ -36,18 +36,25 @@ type Check struct {
 // A ping that errs, or has not returned within Timeout, marks the server down (a ping
 // that ignores its context is waited for before the next one, so they never pile up);
 // one that succeeds marks it up. The server counts as down until the first ping
-// answers. A change is logged once, not every ping.
-func Watch(ctx context.Context, name string, ping func(context.Context) error) *Check {
+// answers. A change is logged once, not every ping. Each observe function gets every
+// ping's result (nil: the server answered) and when the ping was sent, in the watching
+// goroutine: what must follow the server's state (the record of MySQL's outages,
+// internal/outage) reads it from the one Check instead of pinging again.
+func Watch(ctx context.Context, name string, ping func(context.Context) error, observe ...func(err error, sent time.Time)) *Check {
 	c := &Check{name: name}
 	go func() {
 		tick := time.NewTicker(Every)
 		defer tick.Stop()
 		for {
+			sent := time.Now()
 			err := c.ping(ctx, ping)
 			if ctx.Err() != nil {
 				return // the process is stopping: its last ping says nothing of the server
 			}
 			c.set(err)
+			for _, o := range observe {
+				o(err, sent)
+			}
 			select {
 			case <-ctx.Done():
 				return

@@ -11,20 +11,29 @@ import (
 	"slices"
 	"time"
 
+	"seckill/internal/outage"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 )
 
-// Lifecycle pays, cancels and expires stored orders.
-type Lifecycle struct {
-	store *store.Store
-	stock *stock.Stock
-	now   func() time.Time
+// Outages reads the MySQL outages as the shared record holds them now.
+type Outages interface {
+	Read(ctx context.Context) (outage.Outages, error)
 }
 
-// New returns a Lifecycle.
-func New(st *store.Store, sk *stock.Stock) *Lifecycle {
-	return &Lifecycle{store: st, stock: sk, now: time.Now}
+var _ Outages = (*outage.Record)(nil)
+
+// Lifecycle pays, cancels and expires stored orders.
+type Lifecycle struct {
+	store   *store.Store
+	stock   *stock.Stock
+	outages Outages
+	now     func() time.Time
+}
+
+// New returns a Lifecycle that judges pay windows as MySQL outages extend them.
+func New(st *store.Store, sk *stock.Stock, outages Outages) *Lifecycle {
+	return &Lifecycle{store: st, stock: sk, outages: outages, now: time.Now}
 }
 
 // stamp is the time rows are stamped with: UTC, to the millisecond MySQL keeps.
@@ -34,12 +43,19 @@ func (l *Lifecycle) stamp() time.Time { return l.now().UTC().Truncate(time.Milli
 func (l *Lifecycle) SetClock(now func() time.Time) { l.now = now }
 
 // Pay marks a created order paid. Errors: store.ErrNotFound, store.ErrNotPayable,
-// store.ErrExpired. A payment that comes once the pay window has passed loses to the
-// expiry: the order is cancelled (by this call, if the expiry job has not done it yet),
-// and its units go back to Redis only then.
+// store.ErrExpired. A payment that comes once the pay window, as MySQL outages extended
+// it, has passed loses to the expiry: the order is cancelled (by this call, if the
+// expiry job has not done it yet), and its units go back to Redis only then. The
+// outages are read before MySQL is asked: a payment that comes the instant MySQL
+// answers again is judged with the outage still going on, or just ended, so by the
+// extended window either way.
 func (l *Lifecycle) Pay(ctx context.Context, id string, who store.Access) (store.Order, error) {
+	outages, err := l.outages.Read(ctx)
+	if err != nil {
+		return store.Order{}, err
+	}
 	read := time.Now()
-	o, cancelled, err := l.store.PayOrder(ctx, id, who, l.stamp())
+	o, cancelled, err := l.store.PayOrder(ctx, id, who, l.stamp(), outages)
 	if cancelled {
 		l.returnUnits(ctx, o, read)
 	}
@@ -118,39 +134,54 @@ func (l *Lifecycle) giveBack(ctx context.Context, orders []store.Order, read tim
 const expireBatch = 200
 
 // ExpireDue cancels up to limit created orders whose pay window has passed, and
-// returns how many it cancelled. A payment racing with the expiry of the same order
-// is decided by the order's row lock: one of them wins. Orders go in batches: one
-// MySQL transaction cancels a batch, one script call per sale gives its units back,
-// and one UPDATE records that.
+// returns how many it cancelled. A window that MySQL outages extended is cancelled
+// only once its extended deadline has passed; until then that deadline is written to
+// the order (which is then no longer due). A payment racing with the expiry of the
+// same order is decided by the order's row lock: one of them wins. Orders go in
+// batches: one MySQL transaction cancels a batch, one script call per sale gives its
+// units back, and one UPDATE records that.
 func (l *Lifecycle) ExpireDue(ctx context.Context, limit int) (int, error) {
+	n, _, err := l.expireDue(ctx, limit)
+	return n, err
+}
+
+// expireDue is ExpireDue, which also returns how many due orders it found.
+func (l *Lifecycle) expireDue(ctx context.Context, limit int) (cancelled, due int, err error) {
+	outages, err := l.outages.Read(ctx) // before the due orders: an outage under way counts
+	if err != nil {
+		return 0, 0, fmt.Errorf("expire orders: %w", err)
+	}
 	ids, err := l.store.DueOrders(ctx, l.stamp(), limit)
 	if err != nil {
-		return 0, fmt.Errorf("find expired orders: %w", err)
+		return 0, 0, fmt.Errorf("find expired orders: %w", err)
 	}
-	n := 0
 	for batch := range slices.Chunk(ids, expireBatch) {
 		read := time.Now()
-		expired, err := l.store.ExpireOrders(ctx, batch, l.stamp())
+		expired, extended, err := l.store.ExpireOrders(ctx, batch, l.stamp(), outages)
 		if err != nil {
-			return n, fmt.Errorf("expire orders: %w", err)
+			return cancelled, len(ids), fmt.Errorf("expire orders: %w", err)
 		}
-		n += len(expired)
+		if extended > 0 {
+			slog.Info("pay windows extended by the time MySQL outages took from them", "orders", extended)
+		}
+		cancelled += len(expired)
 		if err := l.giveBack(ctx, expired, read); err != nil {
-			return n, fmt.Errorf("expired orders' units: %w", err)
+			return cancelled, len(ids), fmt.Errorf("expired orders' units: %w", err)
 		}
 	}
-	return n, nil
+	return cancelled, len(ids), nil
 }
 
 // ExpireDueFor runs ExpireDue in pages of page orders until a page comes back short
-// or d has passed, and returns how many it cancelled: a backlog of due orders drains
-// at the rate the batches go, not at one page per run of the periodic job.
+// or d has passed, and returns how many it cancelled: a backlog of due orders (or of
+// windows an outage extended) drains at the rate the batches go, not at one page per
+// run of the periodic job.
 func (l *Lifecycle) ExpireDueFor(ctx context.Context, page int, d time.Duration) (int, error) {
 	n := 0
 	for start := time.Now(); ; {
-		m, err := l.ExpireDue(ctx, page)
+		m, due, err := l.expireDue(ctx, page)
 		n += m
-		if err != nil || m < page || time.Since(start) >= d {
+		if err != nil || due < page || time.Since(start) >= d {
 			return n, err
 		}
 	}
@@ -171,14 +202,19 @@ func (l *Lifecycle) ReturnPending(ctx context.Context, limit int) (int, error) {
 }
 
 // FailDueGroups fails the open groups of live group-buy sales whose window has passed
-// unfilled, and returns how many it failed. Redis decides, in one step per group: the
-// group turns failed and every seat's units and participation come back, once (a
-// group that filled in time is complete, and stays so). MySQL follows: the group's
-// grouping orders are cancelled and its units taken out of the sold units. A group
-// failed in Redis is listed as failing until MySQL has done so, so a worker killed in
-// between leaves it to the next run. A group a seat of which is still on its way to
-// MySQL waits for the next run.
+// unfilled, and returns how many it failed. A window that MySQL outages extended is
+// given its extended end first (stock.ExtendGroup), and the group stays open until
+// then. Redis decides, in one step per group: the group turns failed and every seat's
+// units and participation come back, once (a group that filled in time is complete,
+// and stays so). MySQL follows: the group's grouping orders are cancelled and its units
+// taken out of the sold units. A group failed in Redis is listed as failing until MySQL
+// has done so, so a worker killed in between leaves it to the next run. A group a seat
+// of which is still on its way to MySQL waits for the next run.
 func (l *Lifecycle) FailDueGroups(ctx context.Context, limit int) (int, error) {
+	outages, err := l.outages.Read(ctx) // before the due groups: an outage under way counts
+	if err != nil {
+		return 0, fmt.Errorf("fail groups: %w", err)
+	}
 	acts, err := l.store.ListActivities(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("fail groups: %w", err)
@@ -186,7 +222,7 @@ func (l *Lifecycle) FailDueGroups(ctx context.Context, limit int) (int, error) {
 	n := 0
 	var errs []error
 	for _, a := range acts {
-		if a.Kind != "group" || l.now().After(a.EndsAt.Add(time.Duration(*a.GroupWindowSeconds)*time.Second+time.Hour)) {
+		if a.Kind != "group" || l.now().After(a.EndsAt.Add(time.Duration(*a.GroupWindowSeconds)*time.Second+outage.MaxGrace+time.Hour)) {
 			continue // long over: every group of it has had its outcome
 		}
 		due, err := l.stock.DueGroups(ctx, a.ID, l.now(), limit)
@@ -195,6 +231,13 @@ func (l *Lifecycle) FailDueGroups(ctx context.Context, limit int) (int, error) {
 			continue
 		}
 		for _, id := range due {
+			if end, err := l.stock.ExtendGroup(ctx, a.ID, id, outages, l.now()); err != nil || end.After(l.now()) {
+				if err == nil {
+					slog.Info("group window extended by the time MySQL outages took from it", "group", id, "until", end)
+				}
+				errs = append(errs, err)
+				continue
+			}
 			failed, err := l.stock.FailGroup(ctx, a.ID, id, l.now())
 			switch {
 			case errors.Is(err, stock.ErrGroupPending):

@@ -11,6 +11,7 @@ import (
 
 	"seckill/internal/config"
 	"seckill/internal/order"
+	"seckill/internal/outage"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
@@ -26,6 +27,7 @@ type fixture struct {
 	st    *store.Store
 	sk    *stock.Stock
 	life  *order.Lifecycle
+	rec   *outage.Record // MySQL's outages, on the fixture's clock
 	now   atomic.Pointer[time.Time]
 	act   int64
 	seq   int
@@ -38,9 +40,12 @@ func newSaleFixture(t *testing.T, units int64, limit int) *fixture {
 	rdb := config.Config{RedisAddrs: []string{f.redis.Addr}}.Redis()
 	t.Cleanup(func() { rdb.Close() })
 	f.st, f.sk = store.New(testutil.MySQL(t).Gorm), stock.New(rdb)
-	f.life = order.New(f.st, f.sk)
+	f.rec = outage.NewRecord(rdb)
+	f.life = order.New(f.st, f.sk, f.rec)
 	f.set(t0)
 	f.life.SetClock(func() time.Time { return *f.now.Load() })
+	f.rec.SetClock(func() time.Time { return *f.now.Load() })
+	f.st.SetClock(func() time.Time { return *f.now.Load() })
 	a := store.Activity{Name: "s", ProductName: "p", PriceCents: 100, StockTotal: units, PerUserLimit: limit,
 		StartsAt: t0.Add(-time.Hour), EndsAt: t0.Add(time.Hour), PayWindowSeconds: 60}
 	err := f.st.CreateActivity(context.Background(), &a, func(a store.Activity) error {
@@ -70,7 +75,7 @@ func (f *fixture) created(user int64, qty int) store.Order {
 	time.Sleep(2 * time.Millisecond)
 	o := store.Order{ID: id, ActivityID: f.act, UserID: user, Quantity: qty, AmountCents: 100 * int64(qty),
 		CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}
-	if _, err := f.st.PersistBatch(ctx, []store.NewOrder{{Order: o, Limit: 5}}); err != nil {
+	if _, err := f.st.PersistBatch(ctx, []store.NewOrder{{Order: o, Limit: 5}}, outage.Outages{}); err != nil {
 		f.t.Fatal(err)
 	}
 	if err := f.sk.Settle(ctx, f.act, []stock.Settlement{{OrderID: id, UserID: user}}); err != nil {
@@ -228,6 +233,11 @@ func TestExpireInBatchesRedisStopped(t *testing.T) {
 	}
 	f.ledger(50)
 	f.set(t0.Add(time.Minute))
+	// The expiry reads MySQL's outages first, and expires nothing without them
+	// (TestExpiryWaitsForTheOutages): here their record is on a Redis that stays up,
+	// and the sale's Redis stops after that read.
+	f.life = order.New(f.st, f.sk, outage.NewRecord(testutil.StartRedis(t).Client(t)))
+	f.life.SetClock(func() time.Time { return *f.now.Load() })
 
 	f.redis.Kill()
 	n, err := f.life.ExpireDue(ctx, 1000)
@@ -258,5 +268,123 @@ func TestExpireInBatchesRedisStopped(t *testing.T) {
 	counts, _ := f.st.CountOrders(ctx, f.act)
 	if c := counts[store.StatusCancelled]; c.Orders != 450 {
 		t.Errorf("%d orders cancelled, want 450", c.Orders)
+	}
+}
+
+// report is what a process told the record of MySQL's outages at t0 + at.
+type report struct {
+	at          time.Duration
+	down        bool
+	since, back time.Duration
+}
+
+// An order's pay window (60 s from t0) does not run while MySQL is out: a payment after
+// the window as set but within the time an outage gave back succeeds and shows the
+// deadline in force, the expiry leaves the order until that deadline and writes it, and
+// either one past it finds the order expired, its units back once.
+func TestOutagesExtendPayWindows(t *testing.T) {
+	type step struct {
+		at          time.Duration
+		op          string // pay, expire
+		want        string // the order's status after the step
+		wantErr     error
+		wantExpires time.Duration // the deadline the order shows after the step
+	}
+	outage20s := []report{{52 * time.Second, true, 2 * time.Second, 0}, {70 * time.Second, false, 20 * time.Second, 0}}
+	tests := []struct {
+		name    string
+		reports []report
+		steps   []step
+	}{
+		{"a pay within the time an outage gave back", outage20s, []step{
+			{75 * time.Second, "pay", "paid", nil, 80 * time.Second}}},
+		{"a pay after it", outage20s, []step{
+			{80 * time.Second, "pay", "cancelled", store.ErrExpired, 80 * time.Second}}},
+		{"the expiry waits for the extended deadline", outage20s, []step{
+			{61 * time.Second, "expire", "created", nil, 80 * time.Second},
+			{79 * time.Second, "expire", "created", nil, 80 * time.Second},
+			{79*time.Second + 900*time.Millisecond, "pay", "paid", nil, 80 * time.Second}}},
+		{"the expiry cancels at the extended deadline", outage20s, []step{
+			{75 * time.Second, "expire", "created", nil, 80 * time.Second},
+			{80 * time.Second, "expire", "cancelled", nil, 80 * time.Second},
+			{81 * time.Second, "pay", "cancelled", store.ErrExpired, 80 * time.Second}}},
+		// Another process sees MySQL down (a partial outage): the window stops running
+		// for everyone, the expiry included, while the report stands.
+		{"an outage going on", []report{{52 * time.Second, true, 2 * time.Second, 0}, {64 * time.Second, true, 14 * time.Second, 0}}, []step{
+			{65 * time.Second, "expire", "created", nil, 75 * time.Second},
+			{66 * time.Second, "pay", "paid", nil, 75 * time.Second}}}, // within the deadline written: kept
+		{"an outage longer than the grace ends it", []report{{35 * time.Second, true, 5 * time.Second, 0},
+			{30*time.Second + 2*time.Hour, false, 2 * time.Hour, 0}}, []step{
+			{30*time.Second + 2*time.Hour, "pay", "cancelled", store.ErrExpired, time.Minute + outage.MaxGrace}}},
+		{"an outage before the order changes nothing", []report{{-90 * time.Second, true, 10 * time.Second, 0},
+			{-50 * time.Second, false, 50 * time.Second, 0}}, []step{
+			{61 * time.Second, "pay", "cancelled", store.ErrExpired, time.Minute}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			o := f.created(1, 2)
+			f.ledger(8)
+			for _, r := range tc.reports {
+				f.set(t0.Add(r.at))
+				if err := f.rec.Report(ctx, outage.Report{Instance: "api-1", Down: r.down, Since: r.since, Back: r.back}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, st := range tc.steps {
+				f.set(t0.Add(st.at))
+				var err error
+				switch st.op {
+				case "pay":
+					_, err = f.life.Pay(ctx, o.ID, store.Access{UserID: 1})
+				case "expire":
+					_, err = f.life.ExpireDue(ctx, 100)
+				}
+				got, gerr := f.st.GetOrder(ctx, o.ID)
+				if !errors.Is(err, st.wantErr) || gerr != nil || got.Status != st.want || !got.ExpiresAt.Equal(t0.Add(st.wantExpires)) {
+					t.Errorf("%s at t0+%v: %v, the order %s until t0+%v (%v); want %v, %s until t0+%v", st.op, st.at, err,
+						got.Status, got.ExpiresAt.Sub(t0), gerr, st.wantErr, st.want, st.wantExpires)
+				}
+			}
+			// Its units are back once if it ended cancelled, else still held.
+			if got, _ := f.st.GetOrder(ctx, o.ID); got.Status == store.StatusCancelled {
+				if _, err := f.life.ReturnPending(ctx, 10); err != nil {
+					t.Fatal(err)
+				}
+				f.ledger(10)
+			} else {
+				f.ledger(8)
+			}
+		})
+	}
+}
+
+// Without the record of MySQL's outages (Redis does not answer), the expiry cancels
+// nothing: it cannot tell whether an outage extended a window.
+func TestExpiryWaitsForTheOutages(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.created(1, 1)
+	f.set(t0.Add(2 * time.Minute))
+	f.redis.Kill()
+	if n, err := f.life.ExpireDue(ctx, 100); err == nil || n != 0 {
+		t.Errorf("ExpireDue without the record = %d, %v; want 0 and an error", n, err)
+	}
+	counts, err := f.st.CountOrders(ctx, f.act)
+	if err != nil || counts[store.StatusCreated].Orders != 1 {
+		t.Errorf("orders %v (%v), want the one still created", counts, err)
+	}
+}
+
+// An order's pay window starts when MySQL has it: one that waited 30 s in the queue (a
+// worker behind, or a MySQL outage) still gets its whole minute.
+func TestPayWindowStartsWhenStored(t *testing.T) {
+	f := newFixture(t)
+	f.set(t0.Add(30 * time.Second))
+	o := f.created(1, 1) // bought at t0
+	got, err := f.st.GetOrder(context.Background(), o.ID)
+	if err != nil || !got.ExpiresAt.Equal(t0.Add(90*time.Second)) {
+		t.Errorf("an order bought at t0 and stored at t0+30s expires at t0+%v (%v), want t0+1m30s", got.ExpiresAt.Sub(t0), err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"seckill/internal/lock"
 	"seckill/internal/order"
+	"seckill/internal/outage"
 	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
@@ -61,7 +62,8 @@ func newFixture(t *testing.T, units int64, limit int) *fixture {
 	locks := lock.New(rdb)
 	t.Cleanup(func() { _ = locks.Close() })
 	q := &breakableQueue{Enqueuer: queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb))}
-	svc := sale.New(st, sk, order.New(st, sk), q, locks)
+	outages := outage.NewRecord(rdb)
+	svc := sale.New(st, sk, order.New(st, sk, outages), outages, q, locks)
 	a, err := svc.CreateActivity(context.Background(), sale.NewActivity{Name: "s", ProductName: "p",
 		PriceCents: 100, Stock: units, PerUserLimit: limit, StartsAt: time.Now().Add(-time.Minute),
 		EndsAt: time.Now().Add(time.Hour)})
@@ -276,7 +278,7 @@ func TestFailedCommitLeavesOrdersForRepair(t *testing.T) {
 	}
 
 	f.queue.broken.Store(false)
-	rep := worker.NewRepairer(f.store, f.stock, f.queue.Enqueuer, worker.NewPersister(f.store, f.stock, 100))
+	rep := worker.NewRepairer(f.store, f.stock, f.queue.Enqueuer, worker.NewPersister(f.store, f.stock, outage.NewRecord(f.rdb), 100))
 	rep.MinAge = 0
 	n, err := rep.Repair(ctx)
 	if err != nil {

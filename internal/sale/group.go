@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"seckill/internal/stock"
 	"seckill/internal/store"
@@ -41,8 +42,12 @@ func (s *Service) Seat(ctx context.Context, r SeatRequest) (Group, Order, bool, 
 		}
 		r.ActivityID = id
 	}
-	o, g, replayed, err := s.buy(ctx, BuyRequest{ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
-		IdempotencyKey: r.IdempotencyKey, Group: r.Group, OpenGroup: r.Open})
+	req := BuyRequest{ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
+		IdempotencyKey: r.IdempotencyKey, Group: r.Group, OpenGroup: r.Open}
+	o, g, replayed, err := s.buy(ctx, req)
+	if errors.Is(err, stock.ErrGroupClosed) && !r.Open && s.extendGroup(ctx, r.ActivityID, r.Group) {
+		o, g, replayed, err = s.buy(ctx, req) // judged by the window an outage extended
+	}
 	switch {
 	case errors.Is(err, stock.ErrNoGroup):
 		return Group{}, Order{}, false, ErrNotFound
@@ -58,6 +63,20 @@ func (s *Service) Seat(ctx context.Context, r SeatRequest) (Group, Order, bool, 
 	return gr, o, replayed, err
 }
 
+// extendGroup gives a group whose window has passed as Redis shows it the time MySQL
+// outages took from its window, and reports whether it is open longer now: a join that
+// comes during an outage, or the instant after, before the worker has extended the
+// group, is judged by the extended window. Only a refused join pays for this.
+func (s *Service) extendGroup(ctx context.Context, activityID int64, id string) bool {
+	outages, err := s.outages.Read(ctx)
+	if err != nil {
+		return false
+	}
+	now := s.now()
+	end, err := s.stock.ExtendGroup(ctx, activityID, id, outages, now)
+	return err == nil && end.After(now)
+}
+
 // GetGroup returns a group, or ErrNotFound.
 func (s *Service) GetGroup(ctx context.Context, id string) (Group, error) {
 	activityID, ok := ActivityOf(id)
@@ -71,7 +90,25 @@ func (s *Service) GetGroup(ctx context.Context, id string) (Group, error) {
 	if err != nil {
 		return Group{}, err
 	}
-	return groupView(g), nil
+	v := groupView(g)
+	if g.Status == stock.GroupOpen && !g.ExpiresAt.After(s.now()) { // an outage may have extended it
+		if end := s.groupEnd(ctx, activityID, id); end.After(v.ExpiresAt) {
+			v.ExpiresAt = end
+		}
+	}
+	return v, nil
+}
+
+// groupEnd is the end in force of an open group's window, as MySQL outages extended
+// it (stock.GroupDeadline); the zero time for a group that is not open, or when it
+// cannot be told.
+func (s *Service) groupEnd(ctx context.Context, activityID int64, id string) time.Time {
+	outages, err := s.outages.Read(ctx)
+	if err != nil {
+		return time.Time{}
+	}
+	end, _ := s.stock.GroupDeadline(ctx, activityID, id, outages, s.now())
+	return end
 }
 
 // OpenGroups returns up to limit of a group-buy sale's open groups, fullest first, from

@@ -211,7 +211,8 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 	if !ok {
 		return Order{}, ErrNotFound
 	}
-	var o Order
+	var o []Order
+	var stored map[string]store.Order
 	q, err := s.stock.Queued(ctx, activityID, id)
 	switch {
 	case err == nil:
@@ -219,20 +220,23 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 		if err != nil {
 			return Order{}, err
 		}
-		o = queuedOrderView(q, sales[activityID])
+		o = []Order{queuedOrderView(q, sales[activityID])}
 	case errors.Is(err, stock.ErrNotQueued):
-		stored, err := s.store.GetOrder(ctx, id)
+		row, err := s.store.GetOrder(ctx, id)
 		if err != nil {
 			return Order{}, fmt.Errorf("get order: %w", err)
 		}
-		o = storedView(stored)
+		o, stored = []Order{storedView(row)}, map[string]store.Order{id: row}
 	default:
 		return Order{}, err
 	}
-	if !c.reads(o.UserID) {
+	if !c.reads(o[0].UserID) {
 		return Order{}, ErrNotFound
 	}
-	return o, nil
+	if err := s.inForce(ctx, o, stored); err != nil {
+		return Order{}, err
+	}
+	return o[0], nil
 }
 
 // ListOrders returns the caller's newest orders (at most 500), queued ones included;
@@ -255,9 +259,9 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}
 	out := make([]Order, 0, len(queued)+len(stored))
-	seen := make(map[string]bool, len(stored))
+	seen := make(map[string]store.Order, len(stored))
 	for _, o := range stored {
-		seen[o.ID] = true
+		seen[o.ID] = o
 		out = append(out, storedView(o))
 	}
 	var queuedSales []int64
@@ -269,12 +273,13 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 		return nil, err
 	}
 	for _, q := range queued {
-		if !seen[q.OrderID] {
+		if _, ok := seen[q.OrderID]; !ok {
 			out = append(out, queuedOrderView(q, sales[q.ActivityID]))
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
-	return out[:min(len(out), maxListedOrders)], nil
+	out = out[:min(len(out), maxListedOrders)]
+	return out, s.inForce(ctx, out, seen)
 }
 
 // Pay marks a created order paid: the buyer's own (simulated) payment, or a shop's

@@ -14,6 +14,7 @@ import (
 
 	"seckill/internal/lock"
 	"seckill/internal/order"
+	"seckill/internal/outage"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/store"
@@ -54,7 +55,13 @@ type ReplicaConfirmer interface {
 	Confirm(ctx context.Context, b stock.Bucket, orderID string) error
 }
 
+// Outages reads the MySQL outages as the shared record holds them now.
+type Outages interface {
+	Read(ctx context.Context) (outage.Outages, error)
+}
+
 var (
+	_ Outages          = (*outage.Record)(nil)
 	_ Enqueuer         = (*queue.Enqueuer)(nil)
 	_ Locker           = (*lock.Client)(nil)
 	_ ReplicaConfirmer = (*stock.Replicas)(nil)
@@ -65,6 +72,7 @@ type Service struct {
 	store   *store.Store
 	stock   *stock.Stock
 	orders  *order.Lifecycle
+	outages Outages
 	queue   Enqueuer
 	locks   Locker
 	now     func() time.Time
@@ -89,9 +97,10 @@ type Service struct {
 	Replicas ReplicaConfirmer
 }
 
-// New returns a Service.
-func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, q Enqueuer, locks Locker) *Service {
-	s := &Service{store: st, stock: sk, orders: orders, queue: q, locks: locks, now: time.Now,
+// New returns a Service. Its answers show the deadlines of pay windows as MySQL
+// outages extend them (outages).
+func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, outages Outages, q Enqueuer, locks Locker) *Service {
+	s := &Service{store: st, stock: sk, orders: orders, outages: outages, queue: q, locks: locks, now: time.Now,
 		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second,
 		rebuild: NewRebuilder(st, sk)}
 	s.commits.flush = s.commitBatch

@@ -1,6 +1,7 @@
 package sale
 
 import (
+	"context"
 	"time"
 
 	"seckill/internal/queue"
@@ -52,4 +53,40 @@ func queuedView(q queue.Order) Order {
 	return Order{ID: q.ID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
 		AmountCents: q.AmountCents, Status: store.StatusQueued, CreatedAt: time.UnixMilli(q.CreatedAtMs).UTC(),
 		ExpiresAt: time.UnixMilli(q.ExpiresAtMs).UTC(), GroupID: q.Group}
+}
+
+// inForce shows, in the views of orders whose window may still run, the deadline in
+// force: for a created order, its pay window as set extended by the time MySQL outages
+// took from it; for a seat waiting in its group (grouping), the end in force of the
+// group's window; for a queued order, whose pay window starts only once MySQL has it,
+// the earliest it can end: a whole window from now. stored has, by id, the rows of the
+// stored orders among them (their windows as set). The outages are read only when an
+// order needs them.
+func (s *Service) inForce(ctx context.Context, views []Order, stored map[string]store.Order) error {
+	var w store.Windows
+	for i := range views {
+		v := &views[i]
+		switch v.Status {
+		case store.StatusQueued:
+			if earliest := s.now().Add(v.ExpiresAt.Sub(v.CreatedAt)); v.GroupID == "" && earliest.After(v.ExpiresAt) {
+				v.ExpiresAt = earliest.UTC()
+			}
+		case store.StatusGrouping:
+			if end := s.groupEnd(ctx, v.ActivityID, v.GroupID); end.After(v.ExpiresAt) {
+				v.ExpiresAt = end
+			}
+		case store.StatusCreated:
+			if w == nil {
+				out, err := s.outages.Read(ctx)
+				if err != nil {
+					return err
+				}
+				w = out
+			}
+			if row, ok := stored[v.ID]; ok {
+				v.ExpiresAt = row.Deadline(w, s.now()).UTC()
+			}
+		}
+	}
+	return nil
 }

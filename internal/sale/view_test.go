@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/outage"
 	"seckill/internal/outbox"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
@@ -34,11 +35,11 @@ func TestEventOrderIsTheAPIOrder(t *testing.T) {
 		batch = append(batch, store.NewOrder{Limit: 2, Order: store.Order{ID: fmt.Sprintf("o%d-%d", a.ID, i),
 			ActivityID: a.ID, UserID: user, Quantity: 1, AmountCents: 100, CreatedAt: at, ExpiresAt: at.Add(15 * time.Minute)}})
 	}
-	if _, err := st.PersistBatch(ctx, batch); err != nil {
+	if _, err := st.PersistBatch(ctx, batch, outage.Outages{}); err != nil {
 		t.Fatal(err)
 	}
 	paid, cancelled, failed := batch[0].ID, batch[1].ID, batch[2].ID
-	if _, _, err := st.PayOrder(ctx, paid, store.Access{Admin: true}, time.Now()); err != nil {
+	if _, _, err := st.PayOrder(ctx, paid, store.Access{Admin: true}, time.Now(), outage.Outages{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := st.CancelOrder(ctx, cancelled, store.Access{Admin: true}, time.Now()); err != nil {

@@ -214,6 +214,93 @@ if #seats > 0 then redis.call('PUBLISH', ARGV[4], ARGV[3]) end
 return 1
 `)
 
+// Windows gives the deadline in force, at now, of a window set to run from start to
+// end: the end plus the time MySQL outages took from it (outage.Outages).
+type Windows interface {
+	Deadline(start, end, now time.Time) time.Time
+}
+
+// extendScript gives an open group a later end of its window. The end the group was
+// opened with is kept in the field window.
+//
+// KEYS[1] group hash  KEYS[2] open groups sorted set  KEYS[3] open groups, fullest first
+// ARGV[1] group id  ARGV[2] the new end (unix ms)
+//
+// Returns the group's end after the call (unix ms), or -1 when it is not open (or does
+// not exist).
+var extendScript = redis.NewScript(listGroupLua + `
+local g = redis.call('HMGET', KEYS[1], 'expires', 'status')
+if not g[1] or g[2] ~= '0' then return -1 end
+if tonumber(ARGV[2]) <= tonumber(g[1]) then return tonumber(g[1]) end
+redis.call('HSETNX', KEYS[1], 'window', g[1])
+redis.call('HSET', KEYS[1], 'expires', ARGV[2])
+list_group(KEYS[2], KEYS[3], KEYS[1], ARGV[1])
+return tonumber(ARGV[2])
+`)
+
+// GroupDeadline returns the end in force, at now, of an open group's window: the
+// window it was opened with (the sale's group window up to the end it was given then),
+// extended by the time MySQL outages took from it (w), or the end the group has if that
+// is later; the zero time for a group that is not open or does not exist. It changes
+// nothing (ExtendGroup writes it).
+func (s *Stock) GroupDeadline(ctx context.Context, activityID int64, id string, w Windows, now time.Time) (time.Time, error) {
+	d, _, err := s.groupDeadline(ctx, activityID, id, w, now)
+	return d, err
+}
+
+// groupDeadline is GroupDeadline, which also returns the end the group has.
+func (s *Stock) groupDeadline(ctx context.Context, activityID int64, id string, w Windows, now time.Time) (d, shown time.Time, err error) {
+	b := one(activityID)
+	var g *redis.SliceCmd
+	var gwin *redis.StringCmd
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		g = p.HMGet(ctx, groupKey(b, id), "expires", "window", "status")
+		gwin = p.HGet(ctx, saleKey(b), "gwin")
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return d, shown, fmt.Errorf("group %s: %w", id, err)
+	}
+	v := g.Val()
+	if v[0] == nil || v[2] != "0" {
+		return d, shown, nil
+	}
+	if v[1] == nil {
+		v[1] = v[0] // never extended: the end it was opened with
+	}
+	n, err := integers(v[:2])
+	seconds, err2 := gwin.Int64()
+	if err != nil || err2 != nil {
+		return d, shown, fmt.Errorf("group %s: malformed window %v (group window %q)", id, v, gwin.Val())
+	}
+	end, shown := time.UnixMilli(n[1]).UTC(), time.UnixMilli(n[0]).UTC()
+	d = w.Deadline(end.Add(-time.Duration(seconds)*time.Second), end, now)
+	if shown.After(d) {
+		d = shown
+	}
+	return d.UTC(), shown, nil
+}
+
+// ExtendGroup writes GroupDeadline to an open group, when it is later than the end the
+// group has, and returns it (the zero time for a group that is not open). Joins, the
+// buyers' list and the failing of groups judge by the group's end.
+func (s *Stock) ExtendGroup(ctx context.Context, activityID int64, id string, w Windows, now time.Time) (time.Time, error) {
+	d, shown, err := s.groupDeadline(ctx, activityID, id, w, now)
+	if err != nil || !d.After(shown) {
+		return d, err
+	}
+	b := one(activityID)
+	keys := []string{groupKey(b, id), openGroupsKey(b), fillGroupsKey(b)}
+	got, err := extendScript.Run(ctx, s.rdb, keys, id, d.UnixMilli()).Int64()
+	switch {
+	case err != nil:
+		return time.Time{}, fmt.Errorf("extend group %s: %w", id, err)
+	case got < 0:
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(got).UTC(), nil
+}
+
 // ErrGroupPending is a group that cannot fail yet: a seat's order is still queued.
 var ErrGroupPending = errors.New("a seat's order is still on its way to MySQL")
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/outage"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
 )
@@ -471,5 +472,52 @@ func TestSoldOutFlagDroppedWhenSettingsChange(t *testing.T) {
 			}
 			t.Errorf("after the change: %v, want %v", err, c.want)
 		})
+	}
+}
+
+// A group whose window (a minute from t0+1s) an outage overlapped is given the time back:
+// the worker or a refused join extends it (ExtendGroup), joins and the buyers' list
+// follow the extended end, it does not fail before it, and a second extension with the
+// same outages counts them once.
+func TestExtendGroup(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newGroupSale(t, s, 1, 10, 3, 0)
+	in := t0.Add(time.Second)
+	for _, r := range []stock.Reservation{seat(1, 1, "g", true, in), seat(1, 2, "full", true, in),
+		seat(1, 3, "full", false, in), seat(1, 4, "full", false, in)} {
+		if _, err := s.Reserve(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	outages := outage.Outages{Spans: []outage.Span{{From: at(40), To: at(70)}}}
+	if _, err := s.Reserve(ctx, seat(1, 5, "g", false, at(65))); !errors.Is(err, stock.ErrGroupClosed) {
+		t.Fatalf("a join past the window as opened, before any extension: %v, want ErrGroupClosed", err)
+	}
+	for i := range 2 {
+		end, err := s.ExtendGroup(ctx, 1, "g", outages, at(65))
+		if err != nil || !end.Equal(at(91)) {
+			t.Fatalf("extension %d: %v, %v; want t0+91s (61 s + the 30 s outage)", i+1, end.Sub(t0), err)
+		}
+	}
+	if end, err := s.ExtendGroup(ctx, 1, "full", outages, at(65)); err != nil || !end.IsZero() {
+		t.Errorf("a complete group: %v, %v; want no extension", end, err)
+	}
+	if due, err := s.DueGroups(ctx, 1, at(90), 10); err != nil || len(due) != 0 {
+		t.Errorf("due at t0+90s: %v, %v; want none", due, err)
+	}
+	if open, err := s.OpenGroups(ctx, 1, at(80), 10); err != nil || len(open) != 1 || !open[0].ExpiresAt.Equal(at(91)) {
+		t.Errorf("open groups at t0+80s: %+v, %v; want g until t0+91s", open, err)
+	}
+	if _, err := s.Reserve(ctx, seat(1, 5, "g", false, at(80))); err != nil {
+		t.Errorf("a join within the extended window: %v", err)
+	}
+	if failed, err := s.FailGroup(ctx, 1, "g", at(90)); failed || err != nil {
+		t.Errorf("fail at t0+90s: %t, %v; want not yet", failed, err)
+	}
+	if due, err := s.DueGroups(ctx, 1, at(91), 10); err != nil || len(due) != 1 {
+		t.Errorf("due at t0+91s: %v, %v; want g", due, err)
 	}
 }

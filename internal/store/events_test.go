@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/outage"
 	"seckill/internal/outbox"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
@@ -26,7 +27,7 @@ func TestEventsWithTheirChanges(t *testing.T) {
 	}
 	a := newActivity(t, s, 2, 2)
 	batch := []store.NewOrder{order(a, 1, 1), order(a, 2, 1), order(a, 3, 1)}
-	out, err := s.PersistBatch(ctx, batch)
+	out, err := s.PersistBatch(ctx, batch, outage.Outages{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +35,11 @@ func TestEventsWithTheirChanges(t *testing.T) {
 		t.Fatalf("the order over stock: %+v, want failed", out[batch[2].ID])
 	}
 	paid, late := batch[0].ID, batch[1].ID
-	if _, _, err := s.PayOrder(ctx, paid, store.Access{Admin: true}, time.Now()); err != nil {
+	if _, _, err := s.PayOrder(ctx, paid, store.Access{Admin: true}, time.Now(), outage.Outages{}); err != nil {
 		t.Fatalf("pay within the window: %v", err)
 	}
 	after := batch[1].ExpiresAt.Add(time.Second)
-	if _, _, err := s.PayOrder(ctx, late, store.Access{Admin: true}, after); !errors.Is(err, store.ErrExpired) {
+	if _, _, err := s.PayOrder(ctx, late, store.Access{Admin: true}, after, outage.Outages{}); !errors.Is(err, store.ErrExpired) {
 		t.Fatalf("pay after the window: %v, want ErrExpired", err)
 	}
 

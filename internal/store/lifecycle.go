@@ -37,15 +37,17 @@ func lockOrder(tx *gorm.DB, id string, who Access) (Order, error) {
 	return o, err
 }
 
-// PayOrder marks a created order paid at now if its pay window is still open. One
-// conditional UPDATE decides (status created and the window not yet passed), under the
-// order's row lock, so a payment and the order's expiry or cancel exclude each other
-// whichever comes first. A payment that comes once the window has passed loses: if the
-// expiry has not cancelled the order yet, this transaction does, and PayOrder returns
-// ErrExpired with the cancelled order and cancelled true (its units are then to go back
-// to Redis). A paid, failed or cancelled order is ErrNotPayable, except one cancelled by
-// its expiry, which is ErrExpired.
-func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Time) (o Order, cancelled bool, err error) {
+// PayOrder marks a created order paid at now if its pay window is still open, as MySQL
+// outages extended it (w). One conditional UPDATE decides while the deadline the row
+// shows has not passed (status created and expires_at after now); past it, the order's
+// row lock is taken and its deadline in force (Order.Deadline) decides, and a payment
+// within it is recorded with that deadline. Either way a payment and the order's expiry
+// or cancel exclude each other, whichever comes first. A payment that comes once the
+// window has passed loses: if the expiry has not cancelled the order yet, this
+// transaction does, and PayOrder returns ErrExpired with the cancelled order and
+// cancelled true (its units are then to go back to Redis). A paid, failed or cancelled
+// order is ErrNotPayable, except one cancelled by its expiry, which is ErrExpired.
+func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Time, w Windows) (o Order, cancelled bool, err error) {
 	var lost error
 	err = s.transaction(ctx, func(tx *gorm.DB) error {
 		cancelled, lost = false, nil
@@ -64,11 +66,25 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 		if res.RowsAffected == 1 {
 			return outbox.Record(tx, orderEvent(outbox.OrderPaid, o, now))
 		}
+		deadline := o.Deadline(w, now)
 		switch {
+		case o.Status == StatusCreated && now.Before(deadline): // an outage gave the window back its time
+			if err := extend(tx, map[string]time.Time{o.ID: deadline}); err != nil {
+				return err
+			}
+			if err := tx.Model(&Order{}).Where("id = ?", id).Updates(map[string]any{"status": StatusPaid, "paid_at": now}).Error; err != nil {
+				return fmt.Errorf("pay order: %w", err)
+			}
+			o.Status, o.PaidAt, o.ExpiresAt = StatusPaid, &now, deadline
+			return outbox.Record(tx, orderEvent(outbox.OrderPaid, o, now))
 		case o.Status == StatusCreated: // the UPDATE missed it: its window has passed
 			cancelled, lost = true, ErrExpired
+			if err := extend(tx, map[string]time.Time{o.ID: deadline}); err != nil {
+				return err
+			}
+			o.ExpiresAt = deadline
 			return cancelOne(tx, &o, now)
-		case o.Status == StatusCancelled && (!now.Before(o.ExpiresAt) || o.CancelledAt != nil && !o.CancelledAt.Before(o.ExpiresAt)):
+		case o.Status == StatusCancelled && (!now.Before(deadline) || o.CancelledAt != nil && !o.CancelledAt.Before(deadline)):
 			lost = ErrExpired
 		default:
 			lost = ErrNotPayable
@@ -79,6 +95,31 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 		err = lost
 	}
 	return o, cancelled, err
+}
+
+// extend writes orders' deadlines in force (by id; expires_at never goes back), keeping
+// their pay windows as set in window_starts_at and window_ends_at.
+func extend(tx *gorm.DB, deadlines map[string]time.Time) error {
+	if len(deadlines) == 0 {
+		return nil
+	}
+	ids := slices.Sorted(maps.Keys(deadlines))
+	var cases strings.Builder
+	args := make([]any, 0, 2*len(ids)+1)
+	for _, id := range ids {
+		cases.WriteString(" WHEN ? THEN ?")
+		args = append(args, id, deadlines[id])
+	}
+	args = append(args, ids)
+	// The window's columns come first: MySQL assigns left to right, and they keep
+	// expires_at as it was before.
+	err := tx.Exec("UPDATE orders SET window_starts_at = COALESCE(window_starts_at, created_at), "+
+		"window_ends_at = COALESCE(window_ends_at, expires_at), "+
+		"expires_at = GREATEST(expires_at, CASE id"+cases.String()+" END) WHERE id IN ?", args...).Error
+	if err != nil {
+		return fmt.Errorf("extend pay windows: %w", err)
+	}
+	return nil
 }
 
 // CancelOrder cancels a created order at now and takes its units out of the sale's
@@ -145,29 +186,47 @@ func cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error {
 }
 
 // ExpireOrders cancels, in one transaction, those of the given orders that are still
-// created and whose pay window had passed by now, as CancelOrder does one, and returns
-// them (return_pending: their units are to go back to Redis). An order paid or
-// cancelled meanwhile is left out. The rows are locked by their ids alone: a condition
-// on status and expiry let MySQL lock through the (status, expires_at) index instead,
-// every due order in the range and its gaps, which deadlocked with payments of orders
-// outside the batch.
-func (s *Store) ExpireOrders(ctx context.Context, ids []string, now time.Time) ([]Order, error) {
-	var expired []Order
-	err := s.transaction(ctx, func(tx *gorm.DB) error {
+// created and whose pay window, as MySQL outages extended it (w), had passed by now, as
+// CancelOrder does one, and returns them (return_pending: their units are to go back to
+// Redis) with the deadline in force. An order whose extended window is still open gets
+// that deadline written instead, and is counted in extended. An order paid or cancelled
+// meanwhile is left out. The rows are locked by their ids alone: a condition on status
+// and expiry let MySQL lock through the (status, expires_at) index instead, every due
+// order in the range and its gaps, which deadlocked with payments of orders outside the
+// batch.
+func (s *Store) ExpireOrders(ctx context.Context, ids []string, now time.Time, w Windows) (expired []Order, extended int, err error) {
+	err = s.transaction(ctx, func(tx *gorm.DB) error {
+		expired, extended = nil, 0
 		var locked []Order
 		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Order("id").
 			Where("id IN ?", ids).Find(&locked).Error; err != nil {
 			return fmt.Errorf("lock expired orders: %w", err)
 		}
-		expired = slices.DeleteFunc(locked, func(o Order) bool {
-			return o.Status != StatusCreated || o.ExpiresAt.After(now)
-		})
+		deadlines := map[string]time.Time{}
+		for _, o := range locked {
+			if o.Status != StatusCreated {
+				continue
+			}
+			d := o.Deadline(w, now)
+			if d.After(o.ExpiresAt) {
+				deadlines[o.ID] = d
+			}
+			if now.Before(d) {
+				extended++
+				continue
+			}
+			o.ExpiresAt = d
+			expired = append(expired, o)
+		}
+		if err := extend(tx, deadlines); err != nil {
+			return err
+		}
 		return cancelCreated(tx, expired, now)
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return expired, nil
+	return expired, extended, nil
 }
 
 // cancelOne is cancelCreated for one order, left cancelled in *o.

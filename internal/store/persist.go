@@ -62,10 +62,15 @@ func (e *guardError) Error() string { return e.reason }
 // by the group's size: it is stored grouping, and the seat that fills the group turns
 // every order of it created, their pay windows starting then. When a guard
 // refuses the batch, the orders are written one by one, oldest first, and each one the
-// guard refuses is stored as failed with a reason and counts nowhere.
-func (s *Store) PersistBatch(ctx context.Context, orders []NewOrder) (map[string]Outcome, error) {
+// guard refuses is stored as failed with a reason and counts nowhere. An order's pay
+// window (its ExpiresAt - CreatedAt as queued) starts when it becomes payable: when it
+// is stored created, or when its group fills; the time it waited in the queue (behind
+// a MySQL outage, say) does not count against it. The window as set is kept
+// (WindowStartsAt, WindowEndsAt), and ExpiresAt shows the deadline in force: the time
+// MySQL outages took from the window (w) added.
+func (s *Store) PersistBatch(ctx context.Context, orders []NewOrder, w Windows) (map[string]Outcome, error) {
 	orders = uniqueByID(orders)
-	out, err := s.persistRetrying(ctx, orders)
+	out, err := s.persistRetrying(ctx, orders, w)
 	var guard *guardError
 	switch {
 	case err == nil:
@@ -78,7 +83,7 @@ func (s *Store) PersistBatch(ctx context.Context, orders []NewOrder) (map[string
 	sort.SliceStable(orders, func(i, j int) bool { return orders[i].CreatedAt.Before(orders[j].CreatedAt) })
 	out = make(map[string]Outcome, len(orders))
 	for _, o := range orders {
-		one, err := s.PersistBatch(ctx, []NewOrder{o})
+		one, err := s.PersistBatch(ctx, []NewOrder{o}, w)
 		if err != nil {
 			return nil, err
 		}
@@ -87,10 +92,10 @@ func (s *Store) PersistBatch(ctx context.Context, orders []NewOrder) (map[string
 	return out, nil
 }
 
-func (s *Store) persistRetrying(ctx context.Context, orders []NewOrder) (map[string]Outcome, error) {
+func (s *Store) persistRetrying(ctx context.Context, orders []NewOrder, w Windows) (map[string]Outcome, error) {
 	var out map[string]Outcome
 	err := retrying(ctx, 6, retryable, func() (err error) {
-		out, err = s.persist(ctx, orders)
+		out, err = s.persist(ctx, orders, w)
 		return err
 	})
 	if err != nil {
@@ -102,7 +107,7 @@ func (s *Store) persistRetrying(ctx context.Context, orders []NewOrder) (map[str
 // persist is one attempt of the batch transaction. Rows are touched in a fixed order
 // (user_purchases by activity and user, then activities by id, last so the hot sale
 // row is locked for the shortest time) so concurrent batches cannot deadlock.
-func (s *Store) persist(ctx context.Context, orders []NewOrder) (map[string]Outcome, error) {
+func (s *Store) persist(ctx context.Context, orders []NewOrder, w Windows) (map[string]Outcome, error) {
 	out := make(map[string]Outcome, len(orders))
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		clear(out)
@@ -125,6 +130,9 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder) (map[string]Outc
 				continue
 			}
 			o.Status, o.FailureReason, o.PersistedAt = StatusCreated, nil, now
+			if o.GroupID == nil { // payable from now: its pay window starts now
+				o.setWindow(now, now.Add(o.ExpiresAt.Sub(o.CreatedAt)), w, now)
+			}
 			fresh = append(fresh, o)
 			held = append(held, userUnits{o.ActivityID, o.UserID, int64(o.Quantity), 1, o.Limit, o.Participations})
 		}
@@ -134,7 +142,7 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder) (map[string]Outc
 		if err := addUserUnits(tx, held); err != nil {
 			return err
 		}
-		events, err := takeSeats(tx, fresh, now)
+		events, err := takeSeats(tx, fresh, now, w)
 		if err != nil {
 			return err
 		}
@@ -224,7 +232,7 @@ func addUserUnits(tx *gorm.DB, rows []userUnits) error {
 // are stored grouping, until its window ends (ExpiresAt); the seat that fills it marks
 // it complete and turns its grouping orders created, their pay window starting now. It
 // returns the events of the groups completed and of their orders stored before.
-func takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time) ([]outbox.Event, error) {
+func takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time, w Windows) ([]outbox.Event, error) {
 	seats := map[string]int{}
 	var ids []string
 	first := map[string]NewOrder{}
@@ -289,12 +297,13 @@ func takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time) ([]outbox.Event, e
 			continue
 		}
 		payWindow := o.ExpiresAt.Sub(o.CreatedAt)
-		o.Status, o.ExpiresAt = StatusCreated, now.Add(payWindow)
+		o.Status = StatusCreated
+		o.setWindow(now, now.Add(payWindow), w, now)
 		if started[g.ID] {
 			continue
 		}
 		started[g.ID] = true
-		waiting, err := startPayWindows(tx, g.ID, now.Add(payWindow))
+		waiting, err := startPayWindows(tx, g.ID, o.Order)
 		if err != nil {
 			return nil, err
 		}
@@ -307,8 +316,8 @@ func takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time) ([]outbox.Event, e
 }
 
 // startPayWindows turns the grouping orders of a group that has just filled created,
-// their pay window ending at expiresAt, and returns them as they are now.
-func startPayWindows(tx *gorm.DB, groupID string, expiresAt time.Time) ([]Order, error) {
+// with the pay window of the order that filled it, and returns them as they are now.
+func startPayWindows(tx *gorm.DB, groupID string, filling Order) ([]Order, error) {
 	var waiting []Order
 	if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("group_id = ? AND status = ?", groupID, StatusGrouping).
 		Order("id").Find(&waiting).Error; err != nil {
@@ -317,12 +326,14 @@ func startPayWindows(tx *gorm.DB, groupID string, expiresAt time.Time) ([]Order,
 	if len(waiting) == 0 {
 		return nil, nil
 	}
-	if err := tx.Exec("UPDATE orders SET status = ?, expires_at = ? WHERE group_id = ? AND status = ?",
-		StatusCreated, expiresAt, groupID, StatusGrouping).Error; err != nil {
+	if err := tx.Exec("UPDATE orders SET status = ?, expires_at = ?, window_starts_at = ?, window_ends_at = ? "+
+		"WHERE group_id = ? AND status = ?", StatusCreated, filling.ExpiresAt, filling.WindowStartsAt, filling.WindowEndsAt,
+		groupID, StatusGrouping).Error; err != nil {
 		return nil, fmt.Errorf("complete group orders: %w", err)
 	}
 	for i := range waiting {
-		waiting[i].Status, waiting[i].ExpiresAt = StatusCreated, expiresAt
+		waiting[i].Status, waiting[i].ExpiresAt = StatusCreated, filling.ExpiresAt
+		waiting[i].WindowStartsAt, waiting[i].WindowEndsAt = filling.WindowStartsAt, filling.WindowEndsAt
 	}
 	return waiting, nil
 }
@@ -408,6 +419,13 @@ func (s *Store) persistFailed(ctx context.Context, o NewOrder, reason string) (m
 		return nil, fmt.Errorf("insert failed order: %w", err)
 	}
 	return map[string]Outcome{o.ID: {Status: StatusFailed, Reason: reason}}, nil
+}
+
+// setWindow sets the order's pay window as set, from start to end, and its deadline in
+// force at now.
+func (o *Order) setWindow(start, end time.Time, w Windows, now time.Time) {
+	o.WindowStartsAt, o.WindowEndsAt = &start, &end
+	o.ExpiresAt = w.Deadline(start, end, now)
 }
 
 // storedOutcome is the outcome of an order found already stored.

@@ -77,10 +77,16 @@ type Order struct {
 	Status        string
 	FailureReason *string
 	CreatedAt     time.Time `gorm:"autoCreateTime:false"`
-	ExpiresAt     time.Time
-	PaidAt        *time.Time
-	CancelledAt   *time.Time
-	PersistedAt   time.Time
+	// ExpiresAt is the deadline in force: the end of the pay window (of the group's
+	// window for a grouping order) plus the time MySQL outages took from it.
+	ExpiresAt time.Time
+	// WindowStartsAt and WindowEndsAt are the pay window as it was set: from when the
+	// order became payable (stored created, or its group filled) to its end (nil in
+	// rows written before they existed, and for grouping orders: see Window).
+	WindowStartsAt, WindowEndsAt *time.Time
+	PaidAt                       *time.Time
+	CancelledAt                  *time.Time
+	PersistedAt                  time.Time
 	// GroupID is the order's group in a group-buy sale.
 	GroupID *string
 	// IdempotencyKey is the client's Idempotency-Key that made the order and
@@ -88,6 +94,33 @@ type Order struct {
 	// rebuild of the sale's Redis state writes the key back (KeptKeys).
 	IdempotencyKey     *string
 	RequestFingerprint *string
+}
+
+// Window is the order's pay window as it was set, before outages extended it: its
+// columns, or, in a row written before they existed, created_at to expires_at (no outage
+// was recorded then).
+func (o Order) Window() (start, end time.Time) {
+	start, end = o.CreatedAt, o.ExpiresAt
+	if o.WindowStartsAt != nil && o.WindowEndsAt != nil {
+		start, end = *o.WindowStartsAt, *o.WindowEndsAt
+	}
+	return start, end
+}
+
+// Windows gives the deadline in force, at now, of a window set to run from start to
+// end: the end plus the time MySQL outages took from it (outage.Outages).
+type Windows interface {
+	Deadline(start, end, now time.Time) time.Time
+}
+
+// Deadline is the order's deadline in force at now: its pay window's end as outages
+// extend it, never before the deadline it shows already.
+func (o Order) Deadline(w Windows, now time.Time) time.Time {
+	start, end := o.Window()
+	if d := w.Deadline(start, end, now); d.After(o.ExpiresAt) {
+		return d
+	}
+	return o.ExpiresAt
 }
 
 // Store reads and writes the sale tables.

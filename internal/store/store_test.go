@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/outage"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 )
@@ -56,7 +57,7 @@ func TestPersistBatchGuards(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := s.PersistBatch(ctx, tt.batch)
+			out, err := s.PersistBatch(ctx, tt.batch, outage.Outages{})
 			if err != nil {
 				t.Fatalf("PersistBatch: %v", err)
 			}
@@ -103,7 +104,7 @@ func TestPersistBatchConcurrent(t *testing.T) {
 			wg.Add(1)
 			go func(b []store.NewOrder) {
 				defer wg.Done()
-				if _, err := s.PersistBatch(ctx, b); err != nil {
+				if _, err := s.PersistBatch(ctx, b, outage.Outages{}); err != nil {
 					errs <- err
 				}
 			}(b)
@@ -166,7 +167,7 @@ func TestPersistSeatsAndFailGroup(t *testing.T) {
 		{"a seat of g4", []store.NewOrder{seatOrder(a, 5, "g4")}, []string{"grouping"}},
 	}
 	for _, st := range steps {
-		out, err := s.PersistBatch(ctx, st.batch)
+		out, err := s.PersistBatch(ctx, st.batch, outage.Outages{})
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}

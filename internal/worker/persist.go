@@ -10,10 +10,18 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"seckill/internal/outage"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 )
+
+// Outages reads the MySQL outages as the shared record holds them now.
+type Outages interface {
+	Read(ctx context.Context) (outage.Outages, error)
+}
+
+var _ Outages = (*outage.Record)(nil)
 
 // Persister writes the orders of a task (queue.TypePersistOrder) to MySQL in
 // transactions of up to Batch orders. Its handler returns only once every order is
@@ -22,6 +30,7 @@ import (
 type Persister struct {
 	store   *store.Store
 	stock   *stock.Stock
+	outages Outages
 	metrics *metrics
 
 	// Batch is the most orders written in one transaction.
@@ -32,9 +41,10 @@ type Persister struct {
 }
 
 // NewPersister returns a Persister that writes up to batch orders per transaction
-// (SECKILL_PERSIST_BATCH; config.Load has its default).
-func NewPersister(st *store.Store, sk *stock.Stock, batch int) *Persister {
-	return &Persister{store: st, stock: sk, Batch: batch}
+// (SECKILL_PERSIST_BATCH; config.Load has its default), each with the deadline in force
+// of its pay window as MySQL outages extended it.
+func NewPersister(st *store.Store, sk *stock.Stock, outages Outages, batch int) *Persister {
+	return &Persister{store: st, stock: sk, outages: outages, Batch: batch}
 }
 
 // HandleTask is the asynq handler of queue.TypePersistOrder.
@@ -106,7 +116,11 @@ func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[s
 		return results
 	}
 
-	outcomes, err := p.store.PersistBatch(ctx, claimed)
+	outages, err := p.outages.Read(ctx)
+	var outcomes map[string]store.Outcome
+	if err == nil {
+		outcomes, err = p.store.PersistBatch(ctx, claimed, outages)
+	}
 	if err != nil {
 		for _, o := range claimed {
 			results[o.ID] = fmt.Errorf("persist orders: %w", err)

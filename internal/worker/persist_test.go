@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"seckill/internal/lock"
+	"seckill/internal/outage"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/store"
@@ -44,7 +45,7 @@ func TestPersisterWritesATaskInBatches(t *testing.T) {
 	}
 	task := queue.NewBatchTask(orders)
 
-	p := worker.NewPersister(st, sk, 2)
+	p := worker.NewPersister(st, sk, outage.NewRecord(rdb), 2)
 	reg := prometheus.NewRegistry()
 	p.Register(reg)
 	if err := p.HandleTask(ctx, asynq.NewTask(task.Type(), task.Payload())); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/outage"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 )
@@ -43,7 +44,7 @@ func (s *sale) persist(user int64, qty int) (string, string) {
 	id := fmt.Sprintf("a%d-o%d", s.a.ID, s.seq)
 	out, err := s.st.PersistBatch(context.Background(), []store.NewOrder{{Limit: s.a.PerUserLimit,
 		Order: store.Order{ID: id, ActivityID: s.a.ID, UserID: user, Quantity: qty,
-			AmountCents: 100 * int64(qty), CreatedAt: now, ExpiresAt: now.Add(15 * time.Minute)}}})
+			AmountCents: 100 * int64(qty), CreatedAt: now, ExpiresAt: now.Add(15 * time.Minute)}}}, outage.Outages{})
 	if err != nil {
 		s.t.Fatalf("persist: %v", err)
 	}

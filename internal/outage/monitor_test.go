@@ -1,0 +1,127 @@
+package outage_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"seckill/internal/config"
+	"seckill/internal/health"
+	"seckill/internal/outage"
+	"seckill/internal/testutil"
+)
+
+// monitored starts n processes' health checks of a private MariaDB, each with its
+// monitor reporting to a record on a private Redis, and stops them at the end of the
+// test.
+func monitored(t *testing.T, n int) (*testutil.MariaDBServer, *testutil.RedisServer, *outage.Record, []*health.Check) {
+	t.Helper()
+	db, redis := testutil.StartMariaDB(t), testutil.StartRedis(t)
+	dsn := testutil.MySQLOn(t, db.DSN).DSN
+	rec := outage.NewRecord(config.Config{RedisAddrs: []string{redis.Addr}}.Redis())
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	var checks []*health.Check
+	for range n {
+		conn, err := config.Config{MySQLDSN: dsn}.MySQLProbe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		checks = append(checks, health.Watch(ctx, "mysql", conn.PingContext, outage.NewMonitor(rec, "test").Observe))
+	}
+	return db, redis, rec, checks
+}
+
+// waitUp waits until every check says up is MySQL's state.
+func waitUp(t *testing.T, ms []*health.Check, up bool, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for _, m := range ms {
+		for m.OK() != up {
+			if time.Now().After(deadline) {
+				t.Fatalf("a monitor still says up=%t after %v", !up, within)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// checkCovers fails unless the record holds one outage, closed, that covers the freeze
+// from frozen to resumed and exceeds it by no more than its error bound: before, a
+// probe's pause and wait; after, a probe's pause.
+func checkCovers(t *testing.T, rec *outage.Record, frozen, resumed time.Time) {
+	t.Helper()
+	got, err := rec.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Spans) != 1 || got.Open {
+		t.Fatalf("outages %+v, want one that ended", got)
+	}
+	s := got.Spans[0]
+	slack := 500 * time.Millisecond // a loaded machine's scheduling
+	t.Logf("froze %v .. %v; recorded %v before .. %v after", frozen.Format(time.TimeOnly), resumed.Format(time.TimeOnly),
+		frozen.Sub(s.From).Round(time.Millisecond), s.To.Sub(resumed).Round(time.Millisecond))
+	if s.From.After(frozen) || s.From.Before(frozen.Add(-health.Every-health.Timeout-slack)) {
+		t.Errorf("the outage begins %v before the freeze, want 0 .. %v", frozen.Sub(s.From), health.Every+health.Timeout)
+	}
+	if s.To.Before(resumed) || s.To.After(resumed.Add(health.Every+health.Timeout+slack)) {
+		t.Errorf("the outage ends %v after MySQL resumed, want 0 .. %v", s.To.Sub(resumed), health.Every+health.Timeout)
+	}
+}
+
+// MariaDB frozen (SIGSTOP) for 3 s: two processes' checks say MySQL is down within a
+// probe's pause and wait, up again after, and the record their monitors feed holds one
+// outage that covers the freeze.
+func TestMonitorRecordsAFreeze(t *testing.T) {
+	db, _, rec, ms := monitored(t, 2)
+	waitUp(t, ms, true, 5*time.Second)
+	time.Sleep(time.Second) // a few probes answered
+	db.Pause()
+	frozen := time.Now()
+	defer db.Resume()
+	waitUp(t, ms, false, health.Every+health.Timeout+2*time.Second)
+	if got, err := rec.Read(context.Background()); err != nil || !got.Open {
+		t.Errorf("during the freeze: outages %+v (err %v), want one going on", got, err)
+	}
+	time.Sleep(3*time.Second - time.Since(frozen))
+	db.Resume()
+	resumed := time.Now()
+	waitUp(t, ms, true, 10*time.Second)
+	time.Sleep(health.Every) // the end reported
+	checkCovers(t, rec, frozen, resumed)
+}
+
+// MySQL and Redis both frozen, MySQL back first: the outage could not be reported while
+// it lasted, and is recorded once Redis answers.
+func TestMonitorTellsAnOutageOnceRedisAnswers(t *testing.T) {
+	db, redis, rec, ms := monitored(t, 1)
+	waitUp(t, ms, true, 5*time.Second)
+	time.Sleep(time.Second)
+	redis.Pause()
+	defer redis.Resume()
+	db.Pause()
+	frozen := time.Now()
+	defer db.Resume()
+	waitUp(t, ms, false, health.Every+health.Timeout+2*time.Second)
+	time.Sleep(2 * time.Second)
+	db.Resume()
+	resumed := time.Now()
+	waitUp(t, ms, true, 10*time.Second)
+	time.Sleep(time.Second)
+	redis.Resume()
+	time.Sleep(2 * health.Every) // a report retried and answered
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := rec.Read(context.Background())
+		if err == nil && len(got.Spans) > 0 && !got.Open {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no outage recorded 10 s after Redis resumed: %+v, %v", got, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	checkCovers(t, rec, frozen, resumed)
+}
