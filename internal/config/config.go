@@ -114,6 +114,13 @@ type Config struct {
 	// an instance whose clock is wrong (sale windows and passes are judged by Redis'
 	// clock whatever it says). Never set it in production.
 	ClockOffset time.Duration
+	// ShutdownDelay is SECKILL_SHUTDOWN_DELAY [5s]: on SIGTERM or SIGINT the API answers
+	// /readyz 503 at once and serves every request this long before it stops accepting.
+	ShutdownDelay time.Duration
+	// ShutdownTimeout is SECKILL_SHUTDOWN_TIMEOUT [20s]: then how long the API may take to
+	// finish its requests and hand their orders on, and the worker (from SIGTERM) to
+	// finish or give back its tasks.
+	ShutdownTimeout time.Duration
 
 	shown []string // what the start-up log shows of each variable (String)
 }
@@ -156,6 +163,8 @@ func Load() (Config, error) {
 	c.PersistBatch = l.whole("SECKILL_PERSIST_BATCH")
 	c.PprofAddr = l.str("SECKILL_PPROF_ADDR")
 	c.ClockOffset = l.duration("SECKILL_CLOCK_OFFSET", "-90s")
+	c.ShutdownDelay = l.duration("SECKILL_SHUTDOWN_DELAY", "5s")
+	c.ShutdownTimeout = l.duration("SECKILL_SHUTDOWN_TIMEOUT", "20s")
 
 	if c.JWKSURL != "" {
 		if u, err := url.Parse(c.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -184,6 +193,9 @@ func Load() (Config, error) {
 	}
 	if c.LockWait < 0 {
 		l.fail(errors.New("SECKILL_LOCK_WAIT: want a duration such as 500ms"))
+	}
+	if c.ShutdownDelay < 0 || c.ShutdownTimeout < 0 {
+		l.fail(errors.New("SECKILL_SHUTDOWN_DELAY and SECKILL_SHUTDOWN_TIMEOUT: want durations >= 0 such as 5s and 20s"))
 	}
 	switch {
 	case l.failed["SECKILL_JWT_SECRET"]: // already reported
