@@ -157,6 +157,7 @@ watch=""
 min_replicas=${LOADTEST_MIN_REPLICAS:-0}
 if [ "${LOADTEST_REDIS_TLS:-0}" = 1 ]; then
 	[ "${LOADTEST_REDIS:-single}" = single ] || { echo "LOADTEST_REDIS_TLS=1 wants LOADTEST_REDIS=single" >&2; exit 2; }
+	command -v openssl >/dev/null || { echo "LOADTEST_REDIS_TLS=1 makes its certificate with openssl: apt-get install openssl" >&2; exit 2; }
 	# A certificate authority and a server certificate for 127.0.0.1, made for this run.
 	tls=$redis_dir/tls
 	mkdir -p "$tls"
