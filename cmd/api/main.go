@@ -47,6 +47,7 @@ func main() {
 	config.SetRuntimeDefaults(config.API)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop) // a second signal ends the process at once
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "api:", err)
 		os.Exit(1)
@@ -127,6 +128,9 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if cfg.UsesDevSecret() {
 		slog.Warn("dev mode: tokens are signed with the public dev secret; set SECKILL_JWT_SECRET for anything real")
 	}
+	if err := cfg.CheckRedis(ctx); err != nil { // a wrong password or certificate: refuse to start
+		return err
+	}
 	rdb := cfg.Redis()
 	defer rdb.Close()
 	if err := migrate(ctx, cfg); err != nil {
@@ -204,6 +208,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h.Routes(),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 15 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10}
+	var conns health.Conns
+	conns.Track(srv)
 	if cfg.PprofAddr != "" {
 		go func() {
 			slog.Info("pprof listening", "url", "http://"+cfg.PprofAddr+"/debug/pprof/")
@@ -218,8 +224,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 	slog.Info("api listening", "url", "http://"+ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	// The heartbeat (GET /api/v1/admin/instances) stops first on shutdown, so the
-	// instance leaves the list at once.
+	// The heartbeat (GET /api/v1/admin/instances) stops once the instance stops
+	// accepting, so it leaves the list then.
 	stopBeat := live.Start(presence.NewInstance("api", ln.Addr().String()), presence.FromRegistry(reg,
 		presence.Figure{Name: "requests_per_second", Metric: "seckill_http_requests_total", Rate: true},
 		presence.Figure{Name: "purchases_per_second", Metric: "seckill_http_requests_total", Label: "status", Value: "202", Rate: true},
@@ -233,16 +239,59 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	case <-ctx.Done():
 	}
+	return shutdown(cfg, server{srv, ln, &conns}, probe, stopBeat, svc, errc)
+}
+
+// server is the API's HTTP server, its listener and its connections.
+type server struct {
+	*http.Server
+	ln    net.Listener
+	conns *health.Conns
+}
+
+// shutdown is the API's side of a rolling deploy (docs/deploying.md, which says why in
+// this order):
+//  1. /readyz answers 503 at once, so load balancers and Kubernetes take the instance
+//     out; every request is still served, connections kept alive, for
+//     SECKILL_SHUTDOWN_DELAY;
+//  2. the listener closes: a new connection is refused, which a front such as nginx
+//     tries on another instance, safely since nothing was sent;
+//  3. every answer now closes its connection, until the clients have let go of theirs
+//     (nginx closes an idle one after 2 s), so none is closed under a request;
+//  4. the requests in flight are finished and their orders handed to the queue, steps 3
+//     and 4 within SECKILL_SHUTDOWN_TIMEOUT; what is left then is closed (the worker's
+//     repair pass enqueues any order not handed on).
+func shutdown(cfg config.Config, srv server, probe *health.Probe, stopBeat func(), svc *sale.Service, errc <-chan error) error {
 	probe.Stop()
+	slog.Info("shutting down: not ready, still serving", "for", cfg.ShutdownDelay)
+	select {
+	case <-time.After(cfg.ShutdownDelay):
+	case err := <-errc:
+		return err
+	}
+	deadline := time.Now().Add(cfg.ShutdownTimeout)
+	if err := srv.ln.Close(); err != nil {
+		return err
+	}
 	stopBeat()
-	slog.Info("shutting down: finishing requests in flight")
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	slog.Info("shutting down: no longer accepting; closing connections after their answers", "open", srv.conns.Open())
+	// The clients get up to a quarter of the bound to let go of their connections, the
+	// requests in flight up to three quarters, and handing their orders on the rest.
+	dctx, dcancel := context.WithDeadline(context.Background(), time.Now().Add(min(cfg.ShutdownTimeout/4, 3*time.Second)))
+	defer dcancel()
+	srv.conns.Drain(dctx)
+	slog.Info("shutting down: finishing requests in flight", "connections", srv.conns.Open())
+	sctx, cancel := context.WithDeadline(context.Background(), deadline.Add(-cfg.ShutdownTimeout/4))
 	defer cancel()
-	err = srv.Shutdown(sctx)
-	cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, net.ErrClosed) { // the listener is closed above
+		slog.Warn("shutting down: requests still in flight at the bound are cut off", "err", err)
+		_ = srv.Close()
+	}
+	cctx, ccancel := context.WithDeadline(context.Background(), deadline)
 	defer ccancel()
 	if left := svc.Close(cctx); left > 0 {
 		slog.Warn("shutting down: orders left for the worker's repair pass", "orders", left)
 	}
-	return err
+	slog.Info("shut down")
+	return nil
 }

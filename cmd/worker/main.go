@@ -39,6 +39,7 @@ func main() {
 	config.SetRuntimeDefaults(config.Worker)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop) // a second signal ends the process at once
 	if err := run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
@@ -51,6 +52,9 @@ func run(ctx context.Context) error {
 		return err
 	}
 	slog.Info("starting worker", "config", cfg.String())
+	if err := cfg.CheckRedis(ctx); err != nil { // a wrong password or certificate: refuse to start
+		return err
+	}
 	rdb := cfg.Redis()
 	defer rdb.Close()
 	db, err := cfg.MySQL()
@@ -101,8 +105,11 @@ func run(ctx context.Context) error {
 		Queues:            map[string]int{queue.Name: 1},
 		RetryDelayFunc:    queue.RetryDelay,
 		TaskCheckInterval: 50 * time.Millisecond,
-		ShutdownTimeout:   20 * time.Second,
-		LogLevel:          asynq.WarnLevel,
+		// Tasks still running this long after SIGTERM go back to the queue for another
+		// worker (writing an order twice is harmless: the persister writes it once); the
+		// rest of the shutdown gets the last part of SECKILL_SHUTDOWN_TIMEOUT.
+		ShutdownTimeout: tasksBound(cfg.ShutdownTimeout),
+		LogLevel:        asynq.WarnLevel,
 	})
 	if err := srv.Start(tasks); err != nil {
 		return err
@@ -189,12 +196,26 @@ func run(ctx context.Context) error {
 	defer stopBeat()
 
 	<-ctx.Done()
+	deadline := time.Now().Add(cfg.ShutdownTimeout)
+	tasksDone := time.Now().Add(tasksBound(cfg.ShutdownTimeout))
 	probe.Stop()
 	stopBeat()
-	slog.Info("shutting down: finishing orders in flight")
-	srv.Shutdown() // waits for handlers in flight; unfinished tasks go back to the queue
-	<-delivered    // the webhook attempts in flight, each bounded by its timeout, recorded
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	slog.Info("shutting down: taking no more tasks, finishing those in hand", "within", cfg.ShutdownTimeout)
+	srv.Shutdown() // waits for handlers in flight, up to tasksBound; the rest go back to the queue
+	select {
+	case <-delivered: // the webhook attempts in flight, each bounded by its timeout, recorded
+	case <-time.After(time.Until(tasksDone)):
+		slog.Warn("shutting down: webhook attempts still in flight are tried again once their lease ends")
+	}
+	sctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	return metrics.Shutdown(sctx)
+	err = metrics.Shutdown(sctx)
+	slog.Info("shut down")
+	return err
+}
+
+// tasksBound is how long the worker's tasks and webhook attempts in hand may run after
+// SIGTERM: the shutdown's bound less a margin for giving the rest back and stopping.
+func tasksBound(timeout time.Duration) time.Duration {
+	return max(timeout-max(timeout/5, time.Second), time.Millisecond)
 }

@@ -10,8 +10,8 @@
 # (with each request's upstream and time), or off; BACKEND host:port of each API.
 # SECKILL_CORS_ORIGINS in the environment [empty], the APIs' list of origins whose pages
 # may call the API: the front's own refusals carry the CORS headers for them.
-# Then: nginx -p DIR -c DIR/nginx.conf [-g 'daemon off;']. Used by scripts/cluster.sh and
-# loadtest/run.sh (the tests render the same template in internal/testutil/nginx.go).
+# Then: nginx -p DIR -c DIR/nginx.conf [-g 'daemon off;']. Used by scripts/cluster.sh,
+# loadtest/run.sh and the tests (internal/testutil/nginx.go).
 set -euo pipefail
 [ $# -ge 6 ] || { echo "usage: $0 DIR LISTEN RATE_IP IN_FLIGHT ACCESS_LOG BACKEND..." >&2; exit 2; }
 dir=$1 listen=$2 rate_ip=$3 in_flight=$4 access_log=$5
@@ -21,7 +21,9 @@ cors_origins=${SECKILL_CORS_ORIGINS:-}
 origin_chars='^[][a-z0-9.:/, -]*$'
 [[ $cors_origins =~ $origin_chars ]] || { echo "$0: SECKILL_CORS_ORIGINS: want origins such as https://shop.example, comma-separated; got $cors_origins" >&2; exit 2; }
 upstream=""
-for b in "$@"; do upstream+="server $b; "; done
+# max_fails=1 fail_timeout=1s: an API that refuses a connection (it is restarting) is
+# left out for 1 to 2 s, then tried again (deploy/nginx/seckill.conf.template says why).
+for b in "$@"; do upstream+="server $b max_fails=1 fail_timeout=1s; "; done
 mkdir -p "$dir"
 sed -e "s|\${SECKILL_NGINX_LISTEN}|$listen|" -e "s|\${SECKILL_NGINX_UPSTREAM}|$upstream|" \
 	-e "s|\${SECKILL_NGINX_RATE_IP}|$rate_ip|" -e "s|\${SECKILL_NGINX_BURST_IP}|$((2 * rate_ip))|" \

@@ -29,6 +29,18 @@ var NoLimits = Front{RateIP: 1_000_000, InFlight: 65535}
 // front. It returns the front's base URL and fails the test when nginx is missing.
 func StartNginx(t testing.TB, backends []string, front Front) string {
 	t.Helper()
+	return startNginx(t, backends, front, nil).URL
+}
+
+// Nginx is a test's private nginx: its base URL, and the file of its error log (each
+// backend that failed a request, and why).
+type Nginx struct {
+	URL, ErrorLog string
+}
+
+// StartNginxLogged is StartNginx for a test that reads nginx's error log.
+func StartNginxLogged(t testing.TB, backends []string, front Front) Nginx {
+	t.Helper()
 	return startNginx(t, backends, front, nil)
 }
 
@@ -37,7 +49,7 @@ func StartNginx(t testing.TB, backends []string, front Front) string {
 // show. It returns its base URL.
 func StartNginxSite(t testing.TB, site func(listen string) string) string {
 	t.Helper()
-	return startNginx(t, []string{"127.0.0.1:1"}, NoLimits, site)
+	return startNginx(t, []string{"127.0.0.1:1"}, NoLimits, site).URL
 }
 
 // startNginx renders the front with deploy/nginx/render.sh, the script
@@ -45,7 +57,7 @@ func StartNginxSite(t testing.TB, site func(listen string) string) string {
 // ship; site, when not nil, replaces the front (render.sh's main configuration, with
 // the pid, logs and temporary files in a private directory, stays). It runs nginx
 // until the end of the test.
-func startNginx(t testing.TB, backends []string, front Front, site func(listen string) string) string {
+func startNginx(t testing.TB, backends []string, front Front, site func(listen string) string) Nginx {
 	t.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil { // Debian's is in /usr/sbin, which a user's PATH may lack
@@ -85,7 +97,7 @@ func startNginx(t testing.TB, backends []string, front Front, site func(listen s
 	for i := 0; ; i++ {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
-			return "http://" + addr
+			return Nginx{URL: "http://" + addr, ErrorLog: filepath.Join(dir, "error.log")}
 		}
 		if exited, code := p.Exited(); exited || i == 100 {
 			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
