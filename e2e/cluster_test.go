@@ -18,30 +18,47 @@ import (
 	"seckill/internal/testutil"
 )
 
+// The package's shared clusters: a plain one, and one locked down (TLS with
+// tls-cluster yes, ACL users) for the tests under testutil.SecureRedis.
 var (
-	clusterOnce sync.Once
-	cluster     *testutil.Cluster
-	stopCluster func()
+	clusterOnce, secureOnce sync.Once
+	cluster, secureCluster  *testutil.Cluster
+	stopCluster, stopSecure func()
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if stopCluster != nil {
-		stopCluster()
+	for _, stop := range []func(){stopCluster, stopSecure} {
+		if stop != nil {
+			stop()
+		}
 	}
 	os.Exit(code)
 }
 
 // sharedCluster returns the package's one Redis Cluster (3 masters, 3 replicas, AOF
 // always, masters refusing writes without a replica), started on first use and emptied
-// for the test. Tests that kill or move its nodes leave it healthy again.
+// for the test. Tests that kill or move its nodes leave it healthy again. Under
+// testutil.SecureRedis it is the locked-down one, whose ACL LOG must be empty at the
+// test's end.
 func sharedCluster(t *testing.T) *testutil.Cluster {
 	t.Helper()
-	clusterOnce.Do(func() {
-		cluster, stopCluster = testutil.StartClusterMain(testutil.ClusterOptions{
-			ExtraArgs: []string{"--min-replicas-to-write", "1", "--min-replicas-max-lag", "10"}})
-	})
-	cluster.WaitHealthy(t, time.Minute)
+	o := testutil.ClusterOptions{ExtraArgs: []string{"--min-replicas-to-write", "1", "--min-replicas-max-lag", "10"}}
+	cl := &cluster
+	if testutil.Secured(t) {
+		secureOnce.Do(func() {
+			o.Secure = true
+			secureCluster, stopSecure = testutil.StartClusterMain(o)
+		})
+		cl = &secureCluster
+	} else {
+		clusterOnce.Do(func() { cluster, stopCluster = testutil.StartClusterMain(o) })
+	}
+	(*cl).WaitHealthy(t, time.Minute)
+	if testutil.Secured(t) {
+		t.Cleanup(func() { (*cl).CheckACLLog(t) })
+	}
+	cluster := *cl
 	for _, m := range cluster.Masters() {
 		if err := m.Client(t).FlushAll(context.Background()).Err(); err != nil {
 			t.Fatalf("flush %s: %v", m.Addr, err)

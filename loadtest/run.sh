@@ -30,6 +30,9 @@
 #                                         acknowledged writes can be lost; docs/concepts.md, Durability)
 #   LOADTEST_REDIS=single                 single: one redis-server; cluster: a private Redis
 #                                         Cluster of 3 masters + 3 replicas (SECKILL_REDIS_CLUSTER)
+#   LOADTEST_REDIS_TLS=0                  1: the single redis-server speaks TLS alone, with a
+#                                         certificate made for the run (openssl), and the API and
+#                                         the worker verify it (SECKILL_REDIS_TLS): TLS's cost
 #   LOADTEST_RATE=0                       SECKILL_RATE_USER and SECKILL_RATE_IP (0: off)
 #   LOADTEST_MIN_REPLICAS=0               SECKILL_REDIS_MIN_REPLICAS of the APIs; with a cluster,
 #                                         also the masters' min-replicas-to-write
@@ -133,13 +136,17 @@ dsn=$(sed -E "s#\)/[^?]*#)/$db#" <<<"$base_dsn")
 # Redis: private, on free ports; one server, or a cluster of 3 masters + 3 replicas.
 redis_dir=$(mktemp -d)
 redis_ports=()
+redis_tls=() # redis-server's TLS arguments, with LOADTEST_REDIS_TLS=1
+cli_tls=()   # redis-cli's
 start_redis() { # name, extra redis-server arguments...
 	local name=$1
 	shift
 	free_port
 	redis_ports+=("$port")
 	mkdir -p "$redis_dir/$port"
-	redis-server --bind 127.0.0.1 --port "$port" --dir "$redis_dir/$port" --appendonly yes \
+	local listen=(--port "$port")
+	[ ${#redis_tls[@]} -eq 0 ] || listen=(--port 0 --tls-port "$port" "${redis_tls[@]}")
+	redis-server --bind 127.0.0.1 "${listen[@]}" --dir "$redis_dir/$port" --appendonly yes \
 		--appendfsync "${LOADTEST_APPENDFSYNC:-always}" --save "" --protected-mode no \
 		--logfile "$logs/redis-$port.log" "$@" 9>&- &
 	pids+=($!)
@@ -148,6 +155,21 @@ start_redis() { # name, extra redis-server arguments...
 }
 watch=""
 min_replicas=${LOADTEST_MIN_REPLICAS:-0}
+if [ "${LOADTEST_REDIS_TLS:-0}" = 1 ]; then
+	[ "${LOADTEST_REDIS:-single}" = single ] || { echo "LOADTEST_REDIS_TLS=1 wants LOADTEST_REDIS=single" >&2; exit 2; }
+	# A certificate authority and a server certificate for 127.0.0.1, made for this run.
+	tls=$redis_dir/tls
+	mkdir -p "$tls"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=loadtest-ca \
+		-keyout "$tls/ca.key" -out "$tls/ca.crt" 2>/dev/null
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 \
+		-keyout "$tls/redis.key" -out "$tls/redis.csr" 2>/dev/null
+	openssl x509 -req -in "$tls/redis.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" -CAcreateserial -days 1 \
+		-extfile <(echo subjectAltName=IP:127.0.0.1) -out "$tls/redis.crt" 2>/dev/null
+	redis_tls=(--tls-cert-file "$tls/redis.crt" --tls-key-file "$tls/redis.key" --tls-ca-cert-file "$tls/ca.crt" --tls-auth-clients no)
+	cli_tls=(--tls --cacert "$tls/ca.crt")
+	export SECKILL_REDIS_TLS=true SECKILL_REDIS_TLS_CA_FILE=$tls/ca.crt
+fi
 case ${LOADTEST_REDIS:-single} in
 single)
 	start_redis redis
@@ -260,12 +282,12 @@ else
 	built="binaries bin/ of the work tree at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 	git diff --quiet HEAD -- cmd internal migrations go.mod 2>/dev/null || built+=" with uncommitted changes"
 fi
-echo "loadtest: API ${apis[*]}${front:+ behind nginx at $front}${limited:+ and $limited with the limits as shipped}, worker, redis ${LOADTEST_REDIS:-single} on :${redis_ports[*]} (min replicas $min_replicas), MySQL database $db; $built"
+echo "loadtest: API ${apis[*]}${front:+ behind nginx at $front}${limited:+ and $limited with the limits as shipped}, worker, redis ${LOADTEST_REDIS:-single}${SECKILL_REDIS_TLS:+ over TLS} on :${redis_ports[*]} (min replicas $min_replicas), MySQL database $db; $built"
 
 status=0
 # On the way out, keep the worker's metrics and Redis's per-command figures for a look.
 trap 'curl -fs "http://$SECKILL_WORKER_METRICS_ADDR/metrics" 2>/dev/null | grep "^seckill_" >"$logs/worker-metrics.txt" || true
-for p in "${redis_ports[@]}"; do redis-cli -p "$p" info commandstats; done >"$logs/redis-commandstats.txt" 2>/dev/null || true; stop' EXIT
+for p in "${redis_ports[@]}"; do redis-cli -p "$p" "${cli_tls[@]}" info commandstats; done >"$logs/redis-commandstats.txt" 2>/dev/null || true; stop' EXIT
 for s in "${scenarios[@]}"; do
 	echo
 	case $s in

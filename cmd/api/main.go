@@ -128,6 +128,9 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if cfg.UsesDevSecret() {
 		slog.Warn("dev mode: tokens are signed with the public dev secret; set SECKILL_JWT_SECRET for anything real")
 	}
+	if err := cfg.CheckRedis(ctx); err != nil { // a wrong password or certificate: refuse to start
+		return err
+	}
 	rdb := cfg.Redis()
 	defer rdb.Close()
 	if err := migrate(ctx, cfg); err != nil {

@@ -52,6 +52,9 @@ func run(ctx context.Context) error {
 		return err
 	}
 	slog.Info("starting worker", "config", cfg.String())
+	if err := cfg.CheckRedis(ctx); err != nil { // a wrong password or certificate: refuse to start
+		return err
+	}
 	rdb := cfg.Redis()
 	defer rdb.Close()
 	db, err := cfg.MySQL()

@@ -4,6 +4,8 @@
 package config
 
 import (
+	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -46,6 +48,18 @@ type Config struct {
 	// RedisMasterName is SECKILL_REDIS_MASTER_NAME [unset]: set, RedisAddrs are Sentinels
 	// and this is the name of the master they monitor.
 	RedisMasterName string
+	// RedisUsername and RedisPassword are SECKILL_REDIS_USERNAME and
+	// SECKILL_REDIS_PASSWORD [unset]: the ACL user of the data nodes and its password.
+	RedisUsername, RedisPassword string
+	// RedisSentinelUsername and RedisSentinelPassword are SECKILL_REDIS_SENTINEL_USERNAME
+	// and SECKILL_REDIS_SENTINEL_PASSWORD [unset]: the Sentinels' own user and password.
+	RedisSentinelUsername, RedisSentinelPassword string
+	// RedisTLS is what SECKILL_REDIS_TLS and its files make of TLS: nil for plaintext,
+	// else the configuration every connection to a node or Sentinel uses.
+	RedisTLS *tls.Config
+	// MySQLTLS is SECKILL_MYSQL_TLS_CA_FILE's: nil for the DSN's own choice, else the
+	// configuration every MySQL connection uses.
+	MySQLTLS *tls.Config
 	// MinReplicas is SECKILL_REDIS_MIN_REPLICAS [0]: a purchase is answered 202 only once
 	// this many replicas of its master hold its reservation (WAIT after a barrier write,
 	// once per group of purchases per master).
@@ -123,10 +137,16 @@ func Load() (Config, error) {
 	c.RedisAddrs = l.list("SECKILL_REDIS_ADDR")
 	c.RedisCluster = l.boolean("SECKILL_REDIS_CLUSTER")
 	c.RedisMasterName = l.str("SECKILL_REDIS_MASTER_NAME")
+	c.RedisUsername = l.str("SECKILL_REDIS_USERNAME")
+	c.RedisPassword = l.str("SECKILL_REDIS_PASSWORD")
+	c.RedisSentinelUsername = l.str("SECKILL_REDIS_SENTINEL_USERNAME")
+	c.RedisSentinelPassword = l.str("SECKILL_REDIS_SENTINEL_PASSWORD")
+	c.RedisTLS = l.redisTLS()
 	c.MinReplicas = l.whole("SECKILL_REDIS_MIN_REPLICAS")
 	c.TrustedProxies = l.list("SECKILL_TRUSTED_PROXIES")
 	c.CORSOrigins = l.list("SECKILL_CORS_ORIGINS")
 	c.MySQLDSN = l.str("SECKILL_MYSQL_DSN")
+	c.MySQLTLS = l.mysqlTLS()
 	c.JWTSecret = l.str("SECKILL_JWT_SECRET")
 	c.JWKSURL = l.str("SECKILL_JWT_JWKS_URL")
 	c.JWTIssuer = l.str("SECKILL_JWT_ISSUER")
@@ -269,31 +289,38 @@ func (c Config) RedisTopology() string {
 // own order, stock.Reserve), so the default budget of 3 redirects is kept. Its view of
 // the slots is reloaded every second as well as on MOVED, so after a failover a client
 // finds the new master within about a second of its election (docs/topologies.md).
-func (c Config) Redis() redis.UniversalClient {
+func (c Config) Redis() redis.UniversalClient { return c.redis(256, 8) }
+
+// redis is Redis with a pool of that size that keeps minIdle connections open.
+func (c Config) redis(pool, minIdle int) redis.UniversalClient {
 	const (
-		pool     = 256
-		minIdle  = 8
 		dial     = time.Second
 		rw       = time.Second
 		poolWait = 2 * time.Second
 	)
+	// DisableIdentity: no CLIENT SETINFO on each new connection, so the ACL rule the
+	// service needs (RedisACL) has no CLIENT subcommand in it.
 	switch c.RedisTopology() {
 	case "cluster":
 		return redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: c.RedisAddrs, PoolSize: pool, MinIdleConns: minIdle,
 			DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, PoolTimeout: poolWait,
 			ClusterStateReloadInterval: time.Second,
+			Username:                   c.RedisUsername, Password: c.RedisPassword, TLSConfig: c.RedisTLS, DisableIdentity: true,
 		})
 	case "sentinel":
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: c.RedisMasterName, SentinelAddrs: c.RedisAddrs,
 			PoolSize: pool, MinIdleConns: minIdle, MaxRetries: -1,
 			DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, PoolTimeout: poolWait,
+			Username: c.RedisUsername, Password: c.RedisPassword, TLSConfig: c.RedisTLS, DisableIdentity: true,
+			SentinelUsername: c.RedisSentinelUsername, SentinelPassword: c.RedisSentinelPassword,
 		})
 	}
 	return redis.NewClient(&redis.Options{
 		Addr: c.RedisAddrs[0], PoolSize: pool, MinIdleConns: minIdle, MaxRetries: -1,
 		DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, PoolTimeout: poolWait,
+		Username: c.RedisUsername, Password: c.RedisPassword, TLSConfig: c.RedisTLS, DisableIdentity: true,
 	})
 }
 
@@ -307,7 +334,7 @@ func (c Config) Redis() redis.UniversalClient {
 // and a reader that hands out replies as they arrive. The default (half duplex) sends
 // the next batch only once the reply to the last one is read, so a command waits for
 // the batch in flight and Redis idles between batches; full duplex took `make loadtest`
-// from 10,761 to 13,328 purchases/s (docs/performance.md).
+// from 10,761 to 13,328 purchases/s (docs/performance.md's history).
 func RedisPipelined(rdb redis.UniversalClient) (*redis.AutoPipeliner, error) {
 	opts := redis.DefaultBlockingAutoPipelineOptions()
 	opts.FullDuplex = true
@@ -340,6 +367,12 @@ func (c Config) mysqlConfig(io time.Duration) (*mysql.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: %w", err)
 	}
+	if c.MySQLTLS != nil {
+		if dsn.TLSConfig != "" && dsn.TLSConfig != "false" {
+			return nil, fmt.Errorf("SECKILL_MYSQL_TLS_CA_FILE is set and SECKILL_MYSQL_DSN has tls=%s: give one", dsn.TLSConfig)
+		}
+		dsn.TLS = c.MySQLTLS.Clone() // the driver sets its ServerName to the DSN's host
+	}
 	dsn.ParseTime = true
 	if dsn.Timeout == 0 {
 		dsn.Timeout = mysqlDial
@@ -365,14 +398,19 @@ func (c Config) MySQL() (*gorm.DB, error) {
 	// Arguments are interpolated by the driver, so a statement costs one round trip
 	// instead of prepare, execute and close.
 	dsn.InterpolateParams = true
-	db, err := gorm.Open(gormmysql.Open(dsn.FormatDSN()), &gorm.Config{
+	conn, err := openMySQL(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: conn, DSNConfig: dsn}), &gorm.Config{
 		SkipDefaultTransaction: true,
 		DefaultContextTimeout:  mysqlWait, DefaultTransactionTimeout: mysqlWait,
 		Logger: logger.New(slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn), logger.Config{
 			SlowThreshold: time.Second, LogLevel: logger.Warn, IgnoreRecordNotFoundError: true}),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open MySQL: %w", err)
+		_ = conn.Close()
+		return nil, c.mysqlError(err)
 	}
 	sqlDB, err := db.DB()
 	if err != nil {
@@ -408,9 +446,28 @@ func (c Config) sqlDB(io time.Duration) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("mysql", dsn.FormatDSN())
+	db, err := openMySQL(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("open MySQL: %w", err)
+		return nil, err
+	}
+	// A first connection now, so that a wrong certificate or password is named here
+	// (mysqlError) rather than met inside the first migration.
+	ctx, cancel := context.WithTimeout(context.Background(), mysqlWait)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, c.mysqlError(err)
 	}
 	return db, nil
+}
+
+// openMySQL returns a pool of connections to dsn: through a connector rather than a DSN
+// string, since a *tls.Config cannot travel in a string, and without a driver-wide
+// registry of TLS configurations.
+func openMySQL(dsn *mysql.Config) (*sql.DB, error) {
+	connector, err := mysql.NewConnector(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: %w", err)
+	}
+	return sql.OpenDB(connector), nil
 }

@@ -2,7 +2,9 @@ package stock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +24,8 @@ var (
 // Collector returns the metrics of the replicas purchases wait for, read at each
 // scrape: how many replicas each master has connected, and how many a purchase needs.
 // A master with fewer than that refuses every purchase of its sales 503. A master
-// that does not answer INFO (down, or an ACL without it) shows no figure.
+// that does not answer INFO (down, or an ACL without it) shows no figure; an ACL that
+// refuses INFO is logged once, as a warning.
 func (r *Replicas) Collector() prometheus.Collector { return replicasCollector{r} }
 
 type replicasCollector struct{ r *Replicas }
@@ -44,6 +47,10 @@ func (c replicasCollector) Collect(ch chan<- prometheus.Metric) {
 	})
 }
 
+// errInfoRefused is an ACL that refuses INFO: the replicas cannot be counted, which
+// is logged once and is not a fault of Redis.
+var errInfoRefused = errors.New("INFO refused")
+
 // eachMaster calls fn with each master's address ("" for one server or Sentinel's
 // master) and the replicas connected to it (INFO replication), or the error of asking
 // it, and returns the first error fn returns.
@@ -51,6 +58,13 @@ func (r *Replicas) eachMaster(ctx context.Context, fn func(addr string, connecte
 	ask := func(ctx context.Context, node *redis.Client, addr string) error {
 		info, err := node.Info(ctx, "replication").Result()
 		if err != nil {
+			if strings.HasPrefix(err.Error(), "NOPERM") {
+				r.infoRefused.Do(func() {
+					slog.Warn("redis refuses INFO to this user: seckill_redis_connected_replicas stays empty and /readyz does not count replicas "+
+						"(WAIT still guards every purchase); add +info to its ACL rule", "err", err)
+				})
+				err = fmt.Errorf("%w: %v", errInfoRefused, err)
+			}
 			return fn(addr, 0, err)
 		}
 		n, ok := connectedReplicas(info)

@@ -55,6 +55,8 @@ type Replicas struct {
 
 	mu      sync.Mutex
 	masters map[string]*barrierQueue // by master address
+
+	infoRefused sync.Once // the one warning when an ACL refuses INFO (Collector)
 }
 
 // NewReplicas returns a Replicas that waits for n replicas, at most timeout per WAIT,
@@ -125,10 +127,13 @@ func (r *Replicas) confirmOnce(ctx context.Context, b Bucket, orderID string) er
 
 // Connected returns nil while every master has at least n replicas connected, so that
 // a purchase can be confirmed whichever master holds its sale; else an error naming a
-// master short of them. Readiness asks it.
+// master short of them. Readiness asks it. Where an ACL refuses INFO it cannot tell,
+// and returns nil (logged once).
 func (r *Replicas) Connected(ctx context.Context) error {
 	return r.eachMaster(ctx, func(addr string, connected int, err error) error {
 		switch {
+		case errors.Is(err, errInfoRefused):
+			return nil // cannot tell; each purchase's WAIT still answers 503 without replicas
 		case err != nil:
 			return err
 		case connected < r.n:

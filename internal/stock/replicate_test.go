@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/config"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
 )
@@ -187,7 +189,8 @@ func TestReplicasConnected(t *testing.T) {
 // need, and the replica's loss as soon as the master notices it.
 func TestReplicasCollector(t *testing.T) {
 	_, replica, rdb := replicated(t)
-	c := stock.NewReplicas(rdb, 1, time.Second).Collector()
+	r := stock.NewReplicas(rdb, 1, time.Second)
+	c := r.Collector()
 	want := func(connected int) string {
 		return fmt.Sprintf(`
 # HELP seckill_redis_connected_replicas Replicas connected to a Redis master (INFO replication), by master address ("" for one server or Sentinel's master).
@@ -210,4 +213,48 @@ seckill_redis_min_replicas 1
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("replica killed: %v", err)
+}
+
+// A user whose ACL refuses INFO gets the number purchases need and no replica figure,
+// readiness that does not count replicas, and one warning however many scrapes:
+// nothing fails.
+func TestReplicasCollectorWithoutINFO(t *testing.T) {
+	sec := testutil.NewRedisSecurity(t)
+	srv := testutil.StartRedisWith(t, sec)
+	ctx := context.Background()
+	rule := strings.Fields(strings.Replace(config.RedisACLRule(), "+info", "", 1))
+	if err := srv.Client(t).Do(ctx, append([]any{"ACL", "SETUSER", "no-info", "on", ">pw"}, toAny(rule)...)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "no-info", Password: "pw", TLSConfig: sec.TLS.ClientConfig()})
+	defer rdb.Close()
+	var log strings.Builder
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&log, nil)))
+	r := stock.NewReplicas(rdb, 1, time.Second)
+	c := r.Collector()
+	want := `
+# HELP seckill_redis_min_replicas SECKILL_REDIS_MIN_REPLICAS: replicas that must hold a reservation before its purchase is answered 202.
+# TYPE seckill_redis_min_replicas gauge
+seckill_redis_min_replicas 1
+`
+	for range 3 {
+		if err := promtest.CollectAndCompare(c, strings.NewReader(want)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Connected(ctx); err != nil {
+		t.Errorf("readiness's replica count without INFO: %v, want nil (it cannot tell)", err)
+	}
+	if n := strings.Count(log.String(), "level=WARN"); n != 1 || !strings.Contains(log.String(), "INFO") {
+		t.Errorf("%d warnings, want one naming INFO:\n%s", n, log.String())
+	}
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }

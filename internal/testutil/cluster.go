@@ -22,6 +22,7 @@ import (
 // its nodes.conf, so it rejoins the cluster (as a replica when another node took over).
 type Cluster struct {
 	nodes []*RedisServer
+	sec   *RedisSecurity
 
 	mu      sync.Mutex
 	clients map[string]*redis.Client // one plain client per node, for the helpers
@@ -40,6 +41,12 @@ type ClusterOptions struct {
 	NodeTimeout time.Duration
 	// ExtraArgs are passed to every redis-server (for example "--min-replicas-to-write", "1").
 	ExtraArgs []string
+	// Security locks the nodes down (TLS only with tls-cluster yes, ACL users); nil:
+	// SecureRedis's, if the test asked for it, else none.
+	Security *RedisSecurity
+	// Secure locks the nodes down with a RedisSecurity of their own (for a cluster a
+	// package shares, started by StartClusterMain).
+	Secure bool
 }
 
 // clusterSlots is the number of hash slots of a Redis Cluster.
@@ -76,7 +83,17 @@ func StartCluster(t testing.TB, o ClusterOptions) *Cluster {
 		"--repl-diskless-sync-delay", "0",
 		// A master down stops its own slots only, not the sales on the other masters.
 		"--cluster-require-full-coverage", "no"}, o.ExtraArgs...)
-	c := &Cluster{clients: map[string]*redis.Client{}}
+	switch {
+	case o.Security == nil && o.Secure:
+		o.Security = NewRedisSecurity(t)
+	case o.Security == nil:
+		o.Security = securityOf(t)
+	}
+	if o.Security != nil {
+		// The cluster bus over TLS too; the nodes then announce their TLS ports.
+		args = append(args, "--tls-cluster", "yes")
+	}
+	c := &Cluster{clients: map[string]*redis.Client{}, sec: o.Security}
 	t.Cleanup(func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -85,9 +102,9 @@ func StartCluster(t testing.TB, o ClusterOptions) *Cluster {
 		}
 	})
 	for range o.Masters * (1 + o.ReplicasPerMaster) {
-		c.nodes = append(c.nodes, StartRedis(t, args...))
+		c.nodes = append(c.nodes, StartRedisWith(t, o.Security, args...))
 	}
-	create := append([]string{"--cluster", "create"}, c.Addrs()...)
+	create := append(append(o.Security.cliArgs(), "--cluster", "create"), c.Addrs()...)
 	create = append(create, "--cluster-replicas", strconv.Itoa(o.ReplicasPerMaster), "--cluster-yes")
 	if out, err := exec.Command("redis-cli", create...).CombinedOutput(); err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
@@ -116,9 +133,10 @@ func (c *Cluster) Addrs() []string {
 // Nodes returns the redis-server processes, masters and replicas alike.
 func (c *Cluster) Nodes() []*RedisServer { return c.nodes }
 
-// Topology returns the settings that put the service on this cluster.
+// Topology returns the settings that put the service on this cluster (and its user
+// and TLS under a RedisSecurity).
 func (c *Cluster) Topology() Topology {
-	return Topology{"SECKILL_REDIS_ADDR=" + strings.Join(c.Addrs(), ","), "SECKILL_REDIS_CLUSTER=true"}
+	return append(Topology{"SECKILL_REDIS_ADDR=" + strings.Join(c.Addrs(), ","), "SECKILL_REDIS_CLUSTER=true"}, c.sec.env(false)...)
 }
 
 // Env is Topology (the name the e2e tests use).
@@ -127,8 +145,9 @@ func (c *Cluster) Env() []string { return c.Topology() }
 // Client returns a cluster client seeded with every node, closed at the end of the test.
 func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 	t.Helper()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(),
-		ClusterStateReloadInterval: 500 * time.Millisecond})
+	o := c.sec.adminOptions("")
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Username: o.Username, Password: o.Password,
+		TLSConfig: o.TLSConfig, ClusterStateReloadInterval: 500 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
@@ -215,7 +234,7 @@ func (c *Cluster) unhealthy() string {
 	ctx := context.Background()
 	var first, firstOwners string
 	for _, n := range c.nodes {
-		if ping(n.Addr) != nil {
+		if n.ping() != nil {
 			continue // a killed or paused node
 		}
 		cl := c.node(n.Addr)
@@ -270,7 +289,7 @@ func (c *Cluster) SetConfig(t testing.TB, nameValues ...string) {
 			n.args = append(n.args, "--"+nameValues[i], nameValues[i+1])
 		}
 		n.mu.Unlock()
-		if ping(n.Addr) != nil {
+		if n.ping() != nil {
 			continue
 		}
 		if err := c.node(n.Addr).Do(context.Background(), cmd...).Err(); err != nil {
@@ -342,7 +361,7 @@ func (c *Cluster) MigrateSlot(t testing.TB, slot int, to *RedisServer) {
 	}
 	waitFor(t, 10*time.Second, fmt.Sprintf("every node names %s as slot %d's master", dst.addr, slot), func() bool {
 		for _, n := range c.nodes {
-			if ping(n.Addr) != nil {
+			if n.ping() != nil {
 				continue
 			}
 			view, err := c.view(n.Addr)
@@ -475,8 +494,9 @@ func (c *Cluster) node(addr string) *redis.Client {
 	defer c.mu.Unlock()
 	cl := c.clients[addr]
 	if cl == nil {
-		cl = redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second,
-			ReadTimeout: 2 * time.Second, MaxRetries: -1, PoolSize: 2})
+		o := c.sec.adminOptions(addr)
+		o.DialTimeout, o.ReadTimeout, o.MaxRetries, o.PoolSize = time.Second, 2*time.Second, -1, 2
+		cl = redis.NewClient(o)
 		c.clients[addr] = cl
 	}
 	return cl

@@ -222,7 +222,7 @@ func TestClusterFailoverAfterMasterKilled(t *testing.T) {
 	restarted := time.Now()
 	c.WaitHealthy(t, 60*time.Second)
 	t.Logf("the old master rejoined and synced %v after its restart", time.Since(restarted).Round(time.Millisecond))
-	if role := infoField(infoOf(old.Addr, "replication"), "role"); role != "slave" {
+	if role := infoField(old.info("replication"), "role"); role != "slave" {
 		t.Errorf("the restarted old master is a %s, want a replica", role)
 	}
 	if got := c.MasterFor(key); got != now {

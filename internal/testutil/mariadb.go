@@ -8,10 +8,13 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // MariaDBServer is a mariadbd process owned by one test, for tests that stop or freeze
@@ -21,17 +24,41 @@ type MariaDBServer struct {
 	dir    string
 	socket string
 	// DSN reaches the server as a user who may create databases; pass it to MySQLOn.
+	// With MariaDBOptions.TLS it names a TLS configuration of this package (tls=...),
+	// and the user connects over TLS alone (REQUIRE SSL).
 	DSN string
+	// TLS is MariaDBOptions.TLS: the server's certificate and the authority that signed it.
+	TLS *TLSFiles
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	args []string
 }
 
+// MariaDBOptions shape a private MariaDB server.
+type MariaDBOptions struct {
+	// TLS, when set, gives the server this certificate (TLSFiles.CertFile, for 127.0.0.1)
+	// and makes the DSN's user REQUIRE SSL.
+	TLS *TLSFiles
+	// Password is the DSN's user's password ["seckill"].
+	Password string
+}
+
 // StartMariaDB initialises a data directory in a temporary folder and starts mariadbd
-// on a free port. It fails the test when mariadbd is not installed.
-func StartMariaDB(t testing.TB) *MariaDBServer {
+// on a free port. It fails the test when mariadbd is not installed. At most one
+// MariaDBOptions; none is the zero value.
+func StartMariaDB(t testing.TB, opts ...MariaDBOptions) *MariaDBServer {
 	t.Helper()
+	var o MariaDBOptions
+	if len(opts) > 1 {
+		t.Fatalf("StartMariaDB takes one MariaDBOptions at most, got %d", len(opts))
+	}
+	if len(opts) == 1 {
+		o = opts[0]
+	}
+	if o.Password == "" {
+		o.Password = "seckill"
+	}
 	for _, bin := range []string{"mariadbd", "mariadb-install-db", "mariadb"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Fatalf("%s not found in PATH (make test installs MariaDB): %v", bin, err)
@@ -54,14 +81,49 @@ func StartMariaDB(t testing.TB) *MariaDBServer {
 		"--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1", "--user=" + me.Username,
 		"--log-error=" + filepath.Join(dir, "error.log"), "--innodb-buffer-pool-size=64M",
 		"--skip-log-bin", "--max-connections=300"}
+	require := ""
+	if o.TLS != nil {
+		s.TLS = o.TLS
+		s.args = append(s.args, "--ssl-ca="+o.TLS.CAFile, "--ssl-cert="+o.TLS.CertFile, "--ssl-key="+o.TLS.KeyFile)
+		require = " REQUIRE SSL"
+	}
 	s.Start()
 	t.Cleanup(func() { s.signal(syscall.SIGCONT); s.signal(syscall.SIGKILL) })
-	sql := "CREATE USER 'seckill'@'%' IDENTIFIED BY 'seckill'; GRANT ALL ON *.* TO 'seckill'@'%'; FLUSH PRIVILEGES;"
+	sql := "CREATE USER 'seckill'@'%' IDENTIFIED BY '" + o.Password + "'" + require + "; GRANT ALL ON *.* TO 'seckill'@'%'; FLUSH PRIVILEGES;"
 	if out, err := exec.Command("mariadb", "--socket="+s.socket, "-uroot", "-e", sql).CombinedOutput(); err != nil {
 		t.Fatalf("create user: %v\n%s", err, out)
 	}
-	s.DSN = fmt.Sprintf("seckill:seckill@tcp(%s)/seckill?parseTime=true", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	s.DSN = fmt.Sprintf("seckill:%s@tcp(%s)/seckill?parseTime=true", o.Password, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if o.TLS != nil {
+		if v := s.Variable("have_ssl"); v != "YES" {
+			t.Fatalf("mariadbd with a certificate says have_ssl=%s, want YES (is it built with TLS?)", v)
+		}
+		s.DSN += "&tls=" + registerTLS(t, o.TLS)
+	}
 	return s
+}
+
+// Variable returns one of the server's variables (SHOW VARIABLES), as root through the
+// socket.
+func (s *MariaDBServer) Variable(name string) string {
+	s.t.Helper()
+	out, err := exec.Command("mariadb", "--socket="+s.socket, "-uroot", "-N", "-B", "-e", "SHOW VARIABLES LIKE '"+name+"'").CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("SHOW VARIABLES: %v\n%s", err, out)
+	}
+	_, v, _ := strings.Cut(strings.TrimSpace(string(out)), "\t")
+	return v
+}
+
+// registerTLS registers the files' client configuration with the MySQL driver, for the
+// tests' own connections, and returns its name. The service is given the authority's
+// file instead (SECKILL_MYSQL_TLS_CA_FILE; MySQLDB.TLSCAFile).
+func registerTLS(t testing.TB, f *TLSFiles) string {
+	name := "testutil-" + filepath.Base(filepath.Dir(f.CAFile))
+	if err := mysql.RegisterTLSConfig(name, f.ClientConfig()); err != nil {
+		t.Fatalf("register a TLS configuration: %v", err)
+	}
+	return name
 }
 
 // Start starts mariadbd and waits until it accepts connections.

@@ -28,6 +28,31 @@ type MySQLDB struct {
 	Name string
 	// Gorm is an open handle, closed at cleanup.
 	Gorm *gorm.DB
+	// TLSCAFile is the authority of a server reached over TLS ("" for none): a stack
+	// gives it to the service as SECKILL_MYSQL_TLS_CA_FILE, with the DSN less its tls=.
+	TLSCAFile string
+}
+
+// Env is the service's settings to reach the database: its DSN, and over TLS the
+// authority to verify the server with.
+func (d *MySQLDB) Env() []string {
+	if d.TLSCAFile == "" {
+		return []string{"SECKILL_MYSQL_DSN=" + d.DSN}
+	}
+	cfg, _ := mysql.ParseDSN(d.DSN)
+	cfg.TLSConfig, cfg.TLS = "", nil
+	return []string{"SECKILL_MYSQL_DSN=" + cfg.FormatDSN(), "SECKILL_MYSQL_TLS_CA_FILE=" + d.TLSCAFile}
+}
+
+// Database creates a fresh, migrated database on the server (MySQLOn), reached over TLS
+// when the server has a certificate.
+func (s *MariaDBServer) Database(t testing.TB) *MySQLDB {
+	t.Helper()
+	d := MySQLOn(t, s.DSN)
+	if s.TLS != nil {
+		d.TLSCAFile = s.TLS.CAFile
+	}
+	return d
 }
 
 // MySQL creates a database named seckill_test_<random> on the server of

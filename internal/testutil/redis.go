@@ -28,36 +28,55 @@ type RedisServer struct {
 	Addr string
 	dir  string
 	args []string
+	sec  *RedisSecurity // nil: plaintext, no users
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
 }
 
 // StartRedis starts a redis-server for the test and stops it at cleanup. Extra
-// arguments are passed to redis-server (for example "--appendonly", "yes").
+// arguments are passed to redis-server (for example "--appendonly", "yes"). Under
+// SecureRedis the server is a locked-down one.
 func StartRedis(t testing.TB, extraArgs ...string) *RedisServer {
+	t.Helper()
+	sec := securityOf(t)
+	s := StartRedisWith(t, sec, extraArgs...)
+	if sec != nil {
+		t.Cleanup(func() { s.checkACLLog(t) }) // runs before StartRedisWith's Kill
+	}
+	return s
+}
+
+// StartRedisWith is StartRedis locked down by sec (TLS only, ACL users, the default
+// user off), or a plain server when sec is nil; its ACL LOG is the test's to read. A
+// redis-server built without TLS fails the test.
+func StartRedisWith(t testing.TB, sec *RedisSecurity, extraArgs ...string) *RedisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server not found in PATH (make test installs it): %v", err)
 	}
-	s := &RedisServer{t: t, dir: t.TempDir()}
+	s := &RedisServer{t: t, dir: t.TempDir(), sec: sec}
 	for attempt := 0; attempt < 5; attempt++ {
 		port := freePort(t)
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		s.args = append([]string{
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		listen := []string{"--port", strconv.Itoa(port)}
+		if sec != nil {
+			listen = sec.serverArgs(port)
+		}
+		s.args = append(append(listen, "--bind", "127.0.0.1",
 			"--dir", s.dir, "--save", "", "--appendonly", "no",
 			"--protected-mode", "no", "--loglevel", "warning",
 			"--logfile", filepath.Join(s.dir, "redis.log"),
-		}, extraArgs...)
+		), extraArgs...)
 		s.args = append([]string{bin}, s.args...)
 		if err := s.start(); err == nil {
 			t.Cleanup(s.Kill)
 			return s
 		}
 	}
-	t.Fatalf("could not start redis-server: see %s", filepath.Join(s.dir, "redis.log"))
+	log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+	t.Fatalf("could not start redis-server (%s):\n%s", filepath.Join(s.dir, "redis.log"), log)
 	return nil
 }
 
@@ -65,7 +84,8 @@ func StartRedis(t testing.TB, extraArgs ...string) *RedisServer {
 func (s *RedisServer) Start() {
 	s.t.Helper()
 	if err := s.start(); err != nil {
-		s.t.Fatalf("restart redis-server on %s: %v", s.Addr, err)
+		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+		s.t.Fatalf("restart redis-server on %s: %v\n%s", s.Addr, err, log)
 	}
 }
 
@@ -80,13 +100,16 @@ func (s *RedisServer) start() error {
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(10 * time.Second)
+	if s.sec != nil { // a TLS handshake per probe: slow on a loaded machine
+		deadline = time.Now().Add(30 * time.Second)
+	}
 	for time.Now().Before(deadline) {
 		select {
 		case <-exited:
 			return fmt.Errorf("redis-server exited at start")
 		default:
 		}
-		if pid, err := serverPID(s.Addr); err == nil {
+		if pid, err := s.pid(); err == nil {
 			if pid != cmd.Process.Pid {
 				// Another test's server took the port while this one was down (go test
 				// runs packages side by side); this one could not bind it.
@@ -117,7 +140,7 @@ func (s *RedisServer) signalAndWait(sig syscall.Signal) {
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot act on SIGTERM
 	_ = s.cmd.Process.Signal(sig)
-	for i := 0; i < 1000 && ping(s.Addr) == nil; i++ {
+	for i := 0; i < 1000 && s.ping() == nil; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
 	for i := 0; i < 1000 && s.cmd.Process.Signal(syscall.Signal(0)) == nil; i++ {
@@ -176,29 +199,20 @@ func (s *RedisServer) signal(sig syscall.Signal) {
 	}
 }
 
-// Client returns a client of the server, closed at the end of the test.
+// Client returns a client of the server, closed at the end of the test: as the
+// administrator under a RedisSecurity.
 func (s *RedisServer) Client(t testing.TB) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	c := redis.NewClient(s.sec.adminOptions(s.Addr))
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
-func ping(addr string) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+// pid is the process id of the Redis server (or Sentinel) answering on its address.
+func (s *RedisServer) pid() (int, error) {
+	c := s.probeClient(200 * time.Millisecond)
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	return c.Ping(ctx).Err()
-}
-
-// serverPID is the process id of the Redis server (or Sentinel) answering on addr.
-func serverPID(addr string) (int, error) {
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := s.probeContext()
 	defer cancel()
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {

@@ -22,6 +22,7 @@ type SentinelSet struct {
 	MasterName string
 	servers    []*RedisServer // the first master and its replica
 	sentinels  []*RedisServer
+	sec        *RedisSecurity
 }
 
 // SentinelOptions shape a Sentinel set; the zero value monitors "seckill", takes the
@@ -37,6 +38,9 @@ type SentinelOptions struct {
 	FailoverTimeout time.Duration
 	// ExtraArgs are passed to the master and the replica (not to the Sentinels).
 	ExtraArgs []string
+	// Security locks the servers and Sentinels down; nil: SecureRedis's, if the test
+	// asked for it (then their ACL LOGs are checked at the end), else none.
+	Security *RedisSecurity
 }
 
 // StartSentinel starts a master and a replica (AOF fsynced before every answer) and
@@ -66,26 +70,35 @@ func StartSentinel(t testing.TB, opts ...SentinelOptions) *SentinelSet {
 	if o.FailoverTimeout == 0 {
 		o.FailoverTimeout = 5 * time.Second
 	}
+	checked := o.Security == nil && securityOf(t) != nil // SecureRedis's: the ACL LOGs are checked
+	if checked {
+		o.Security = securityOf(t)
+	}
 	args := append([]string{"--appendonly", "yes", "--appendfsync", "always", "--repl-diskless-sync-delay", "0"}, o.ExtraArgs...)
-	master := StartRedis(t, args...)
+	master := StartRedisWith(t, o.Security, args...)
 	host, port, _ := net.SplitHostPort(master.Addr)
-	replica := StartRedis(t, append(args, "--replicaof", host, port)...)
-	ss := &SentinelSet{MasterName: o.MasterName, servers: []*RedisServer{master, replica}}
+	replica := StartRedisWith(t, o.Security, append(args, "--replicaof", host, port)...)
+	if checked {
+		for _, s := range []*RedisServer{master, replica} {
+			t.Cleanup(func() { s.checkACLLog(t) })
+		}
+	}
+	ss := &SentinelSet{MasterName: o.MasterName, servers: []*RedisServer{master, replica}, sec: o.Security}
 	waitFor(t, 30*time.Second, "replica linked", func() bool {
-		return infoField(infoOf(replica.Addr, "replication"), "master_link_status") == "up"
+		return infoField(replica.info("replication"), "master_link_status") == "up"
 	})
 	for range 3 {
-		ss.sentinels = append(ss.sentinels, startSentinelProcess(t, o, master.Addr))
+		ss.sentinels = append(ss.sentinels, startSentinelProcess(t, o, master.Addr, checked))
 	}
 	// Sentinels find each other by hello messages every 2 s; until they have, a
 	// failover could not be voted.
 	waitFor(t, 30*time.Second, "sentinels see the replica and each other", func() bool {
 		for _, s := range ss.sentinels {
-			n, err := do(s.Addr, "SENTINEL", "REPLICAS", ss.MasterName).Slice()
+			n, err := s.do("SENTINEL", "REPLICAS", ss.MasterName).Slice()
 			if err != nil || len(n) == 0 {
 				return false
 			}
-			if sentinelMaster(s.Addr, ss.MasterName)["num-other-sentinels"] != strconv.Itoa(len(ss.sentinels)-1) {
+			if s.sentinelMaster(ss.MasterName)["num-other-sentinels"] != strconv.Itoa(len(ss.sentinels)-1) {
 				return false
 			}
 		}
@@ -96,28 +109,31 @@ func StartSentinel(t testing.TB, opts ...SentinelOptions) *SentinelSet {
 
 // startSentinelProcess runs redis-server in Sentinel mode with a config file of its own
 // (a Sentinel rewrites it).
-func startSentinelProcess(t testing.TB, o SentinelOptions, masterAddr string) *RedisServer {
+func startSentinelProcess(t testing.TB, o SentinelOptions, masterAddr string, checkACLLog bool) *RedisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server not found in PATH (make test installs it): %v", err)
 	}
 	host, port, _ := net.SplitHostPort(masterAddr)
-	s := &RedisServer{t: t, dir: t.TempDir()}
+	s := &RedisServer{t: t, dir: t.TempDir(), sec: o.Security}
 	p := freePort(t)
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 	conf := filepath.Join(s.dir, "sentinel.conf")
-	body := fmt.Sprintf(`port %[1]d
-bind 127.0.0.1
-dir %[2]s
-logfile %[3]s
+	head, tail := fmt.Sprintf("port %d\n", p), ""
+	if o.Security != nil {
+		head, tail = o.Security.sentinelConf(p, o.MasterName)
+	}
+	body := head + fmt.Sprintf(`bind 127.0.0.1
+dir %[1]s
+logfile %[2]s
 sentinel resolve-hostnames no
-sentinel monitor %[4]s %[5]s %[6]s 2
-sentinel down-after-milliseconds %[4]s %[7]d
-sentinel failover-timeout %[4]s %[8]d
-sentinel parallel-syncs %[4]s 1
-`, p, s.dir, filepath.Join(s.dir, "sentinel.log"), o.MasterName, host, port,
-		o.DownAfter.Milliseconds(), o.FailoverTimeout.Milliseconds())
+sentinel monitor %[3]s %[4]s %[5]s 2
+sentinel down-after-milliseconds %[3]s %[6]d
+sentinel failover-timeout %[3]s %[7]d
+sentinel parallel-syncs %[3]s 1
+`, s.dir, filepath.Join(s.dir, "sentinel.log"), o.MasterName, host, port,
+		o.DownAfter.Milliseconds(), o.FailoverTimeout.Milliseconds()) + tail
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +142,9 @@ sentinel parallel-syncs %[4]s 1
 		t.Fatalf("start sentinel: %v (see %s)", err, filepath.Join(s.dir, "sentinel.log"))
 	}
 	t.Cleanup(func() {
+		if checkACLLog {
+			s.checkACLLog(t)
+		}
 		s.Kill()
 		if t.Failed() { // what the Sentinel decided, and when (a TILT, a conversion)
 			b, _ := os.ReadFile(filepath.Join(s.dir, "sentinel.log"))
@@ -147,9 +166,11 @@ func (ss *SentinelSet) SentinelAddrs() []string {
 // Sentinels returns the Sentinel processes (Kill, Start, Pause and Resume work on them).
 func (ss *SentinelSet) Sentinels() []*RedisServer { return ss.sentinels }
 
-// Topology returns the settings that put the service on this set.
+// Topology returns the settings that put the service on this set (and its user, TLS
+// and Sentinel user under a RedisSecurity).
 func (ss *SentinelSet) Topology() Topology {
-	return Topology{"SECKILL_REDIS_ADDR=" + strings.Join(ss.SentinelAddrs(), ","), "SECKILL_REDIS_MASTER_NAME=" + ss.MasterName}
+	return append(Topology{"SECKILL_REDIS_ADDR=" + strings.Join(ss.SentinelAddrs(), ","), "SECKILL_REDIS_MASTER_NAME=" + ss.MasterName},
+		ss.sec.env(true)...)
 }
 
 // Env is Topology (the name the e2e tests use).
@@ -181,7 +202,7 @@ func (ss *SentinelSet) Replica(t testing.TB) *RedisServer {
 
 func (ss *SentinelSet) master() (*RedisServer, error) {
 	for _, s := range ss.sentinels {
-		addr, err := do(s.Addr, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", ss.MasterName).StringSlice()
+		addr, err := s.do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", ss.MasterName).StringSlice()
 		if err != nil || len(addr) != 2 {
 			continue
 		}
@@ -202,16 +223,17 @@ func (ss *SentinelSet) WaitFailover(t testing.TB, old *RedisServer, timeout time
 	waitFor(t, timeout, "sentinel failover from "+old.Addr, func() bool {
 		var err error
 		m, err = ss.master()
-		return err == nil && m != old && infoField(infoOf(m.Addr, "replication"), "role") == "master"
+		return err == nil && m != old && infoField(m.info("replication"), "role") == "master"
 	})
 	return m
 }
 
 // sentinelMaster returns what a Sentinel knows of a master (SENTINEL MASTER), nil when
 // it does not answer.
-func sentinelMaster(addr, name string) map[string]string {
-	c := redis.NewSentinelClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second,
-		MaxRetries: -1, PoolSize: 1})
+func (s *RedisServer) sentinelMaster(name string) map[string]string {
+	o := s.sec.adminOptions(s.Addr)
+	o.DialTimeout, o.ReadTimeout, o.MaxRetries, o.PoolSize = time.Second, 2*time.Second, -1, 1
+	c := redis.NewSentinelClient(o)
 	defer c.Close()
 	m, _ := c.Master(context.Background(), name).Result()
 	return m
@@ -225,18 +247,4 @@ func waitFor(t testing.TB, timeout time.Duration, what string, ok func() bool) {
 			t.Fatalf("%s: not after %v", what, timeout)
 		}
 	}
-}
-
-// do runs one command on a server over a connection of its own.
-func do(addr string, args ...any) *redis.Cmd {
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second,
-		MaxRetries: -1, PoolSize: 1})
-	defer c.Close()
-	return c.Do(context.Background(), args...)
-}
-
-// infoOf returns a section of INFO, "" when the server does not answer.
-func infoOf(addr, section string) string {
-	s, _ := do(addr, "INFO", section).Text()
-	return s
 }

@@ -49,7 +49,7 @@ func TestSentinelFailover(t *testing.T) {
 	old.Start()
 	restarted := time.Now()
 	waitFor(t, 90*time.Second, "the old master made the new one's replica", func() bool {
-		repl := infoOf(old.Addr, "replication")
+		repl := old.info("replication")
 		return infoField(repl, "role") == "slave" && infoField(repl, "master_link_status") == "up" &&
 			infoField(repl, "master_port") == m.Addr[strings.LastIndex(m.Addr, ":")+1:]
 	})

@@ -213,8 +213,11 @@ func StartStackOn(t testing.TB, db *MySQLDB, extraEnv ...string) *Stack {
 // SECKILL_REDIS_MIN_REPLICAS, go in a stack's extraEnv.
 type Topology []string
 
-// Topology returns the settings that put the service on this one server.
-func (s *RedisServer) Topology() Topology { return Topology{"SECKILL_REDIS_ADDR=" + s.Addr} }
+// Topology returns the settings that put the service on this one server (and its user
+// and TLS under a RedisSecurity).
+func (s *RedisServer) Topology() Topology {
+	return append(Topology{"SECKILL_REDIS_ADDR=" + s.Addr}, s.sec.env(false)...)
+}
 
 // StartStackOnTopology starts apis API processes and workers workers on the Redis of
 // topo and on db, and waits until every API is ready. extraEnv adds or overrides
@@ -226,12 +229,11 @@ func StartStackOnTopology(t testing.TB, db *MySQLDB, topo Topology, apis, worker
 	}
 	api, _ := Binaries(t)
 	s := &Stack{MySQL: db}
-	s.Env = append(append([]string{
-		"SECKILL_MYSQL_DSN=" + s.MySQL.DSN,
-		"SECKILL_JWT_SECRET=" + JWTSecret,
+	s.Env = append(append(append(s.MySQL.Env(),
+		"SECKILL_JWT_SECRET="+JWTSecret,
 		"SECKILL_RATE_IP=0",
 		"SECKILL_RATE_USER=0",
-	}, topo...), extraEnv...)
+	), topo...), extraEnv...)
 	for i := range apis {
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
 		p := StartProcess(t, fmt.Sprintf("api%d %s", i+1, addr), api, append(append([]string{}, s.Env...), "SECKILL_HTTP_ADDR="+addr))
