@@ -22,7 +22,8 @@ import (
 
 // TestDocs checks every Markdown file of the repository (README.md, docs/, loadtest/, and
 // any page added later): a relative link or anchor that does not resolve, an environment
-// variable the code does not read, or a route the router does not serve is an error.
+// variable the code does not read, a route the router does not serve, or a test,
+// benchmark or fuzz target the code does not have is an error.
 func TestDocs(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -32,7 +33,7 @@ func TestDocs(t *testing.T) {
 	if !slices.Contains(pages, "README.md") || !slices.Contains(pages, "docs/concepts.md") {
 		t.Fatalf("the Markdown files found under %s lack README.md or docs/concepts.md: %v", root, pages)
 	}
-	c := checker{root: root, vars: codeVariables(t, root), routes: routerRoutes(t)}
+	c := checker{root: root, vars: codeVariables(t, root), routes: routerRoutes(t), tests: testNames(t, root)}
 	for _, p := range c.check(t, pages) {
 		t.Error(p)
 	}
@@ -59,6 +60,7 @@ func TestCheckerFindsEachKind(t *testing.T) {
 		"`GET /api/v1/activities/{id}` `POST /api/v1/activities/42/orders` `GET /orders/{id}` "+
 		"/api/v1/admin and `GET /healthz` and `/api/v1/admin/...`\n"+
 		"`POST /api/v1/activities/{id}` `GET /api/v1/nothing` `DELETE /orders/{id}/pay`\n"+
+		"shown by `TestKnown` and BenchmarkKnown, not by TestGone or `go test -run FuzzGone`\n"+
 		"```sh\n[in code](nowhere.md)\ncurl http://127.0.0.1:8080/api/v1/activities/$ID/orderz\n```\n")
 	write("docs/a.md", "# A\n\n## The part\n\n<a id=\"kept\"></a>\n[ok](../README.md#top) [ok](#kept)\n")
 	c := checker{
@@ -67,6 +69,7 @@ func TestCheckerFindsEachKind(t *testing.T) {
 		routes: []route{{"GET", "/api/v1/activities/:id"}, {"POST", "/api/v1/activities/:id/orders"},
 			{"GET", "/api/v1/orders/:id"}, {"POST", "/api/v1/orders/:id/pay"},
 			{"GET", "/api/v1/admin/activities"}, {"GET", "/healthz"}},
+		tests: map[string]bool{"TestKnown": true, "BenchmarkKnown": true},
 	}
 	got := strings.Join(c.check(t, []string{"README.md", "docs/a.md"}), "\n")
 	for _, want := range []string{
@@ -81,13 +84,16 @@ func TestCheckerFindsEachKind(t *testing.T) {
 		"README.md: route GET /api/v1/nothing",
 		"README.md: route DELETE /orders/{id}/pay",
 		"README.md: route /api/v1/activities/$ID/orderz",
+		"README.md: test TestGone",
+		"README.md: test FuzzGone",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the checker did not report %q; it reported:\n%s", want, got)
 		}
 	}
 	for _, fine := range []string{"docs/a.md:", "variable SECKILL_KNOWN:", "variable SECKILL_KNOWN_FILE:", "variable AUDIT_FLAGS:", "nowhere.md", "example.com",
-		"route /api/v1/admin:", "GET /healthz", "{id}/orders", "GET /orders/{id}", "the-part", "group-buy", "/api/v1/admin/..."} {
+		"route /api/v1/admin:", "GET /healthz", "{id}/orders", "GET /orders/{id}", "the-part", "group-buy", "/api/v1/admin/...",
+		"TestKnown", "BenchmarkKnown"} {
 		if strings.Contains(got, fine) {
 			t.Errorf("the checker reported something fine (%q):\n%s", fine, got)
 		}
@@ -100,6 +106,7 @@ type checker struct {
 	root   string
 	vars   map[string]bool // environment variables the code names
 	routes []route         // the router's, with gin's :param segments
+	tests  map[string]bool // the test, benchmark and fuzz functions of the code
 }
 
 // check returns one line per problem in pages (paths relative to root).
@@ -140,6 +147,11 @@ func (c checker) check(t *testing.T, pages []string) []string {
 		for _, m := range bareRoute.FindAllString(texts[p], -1) {
 			if path := trimPath(m); !c.served("", path, true) {
 				report("route %s: the router serves no such path", path)
+			}
+		}
+		for _, n := range testName.FindAllString(texts[p], -1) {
+			if !c.tests[n] {
+				report("test %s: no such test, benchmark or fuzz target in the code", n)
 			}
 		}
 	}
@@ -193,6 +205,8 @@ var (
 	rootRoute    = regexp.MustCompile(`^/(healthz|readyz|metrics|docs)$`)
 	// An API path anywhere, in prose or in a curl line.
 	bareRoute = regexp.MustCompile("/api/v1(/[^\\s`'\")\\]<>]*)?")
+	// A test named as the evidence of what a page says.
+	testName = regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*`)
 )
 
 // trimPath drops a query, a fragment and the punctuation a sentence puts after a path.
@@ -363,6 +377,42 @@ func goStrings(src []byte) []string {
 			}
 		}
 	}
+}
+
+// testNames are the Test, Benchmark and Fuzz functions of every _test.go file.
+func testNames(t *testing.T, root string) map[string]bool {
+	t.Helper()
+	decl := regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)\(`)
+	out := map[string]bool{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range decl.FindAllStringSubmatch(string(src), -1) {
+			out[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out["TestDocs"] || !out["TestFlashCrowd"] {
+		t.Fatalf("the tests found lack TestDocs or TestFlashCrowd: the scan is broken (%d names)", len(out))
+	}
+	return out
 }
 
 // stub is the service behind the router: the routes are listed, never called.

@@ -306,8 +306,10 @@ func TestRollingDeployBehindNginx(t *testing.T) {
 // connection after the answer) and the request in flight, hands every order it
 // acknowledged to the queue, and exits within DELAY + TIMEOUT.
 func TestAPIShutdownSequence(t *testing.T) {
-	const delay, timeout = 4 * time.Second, 6 * time.Second
-	s := testutil.StartStack(t, "SECKILL_SHUTDOWN_DELAY=4s", "SECKILL_SHUTDOWN_TIMEOUT=6s", "SECKILL_LOCK_WAIT=5s")
+	// A timeout of 12 s gives the connections still open the full 3 s after the delay,
+	// room for the steps below on a slow machine.
+	const delay, timeout = 4 * time.Second, 12 * time.Second
+	s := testutil.StartStack(t, "SECKILL_SHUTDOWN_DELAY=4s", "SECKILL_SHUTDOWN_TIMEOUT=12s", "SECKILL_LOCK_WAIT=5s")
 	c := newClient(t, s.URL)
 	admin := testutil.Token(t, 1, true)
 	a := c.createSale(admin, 1000, 3)
@@ -342,12 +344,12 @@ func TestAPIShutdownSequence(t *testing.T) {
 	s.API.Send(syscall.SIGTERM)
 	term := time.Now()
 	p := newProbeWatch(t)
-	took := p.wait(s.URL+"/readyz", 503, `{"ready":false,"redis":"ok","mysql":"ok"}`, term, time.Second)
+	took := p.wait(s.URL+"/readyz", 503, `{"ready":false,"redis":"ok","mysql":"ok"}`, term, 2*time.Second)
 	t.Logf("readyz 503 %v after SIGTERM", took.Round(time.Millisecond))
 
 	// Every request is answered for the whole delay, on new connections and kept ones.
 	served := 0
-	for time.Since(term) < delay-time.Second {
+	for time.Since(term) < delay-2*time.Second {
 		if status, closes := buy("during the delay"); status != 202 || closes {
 			t.Errorf("purchase %v after SIGTERM: %d, closes its connection %v; want 202 kept alive", time.Since(term), status, closes)
 		}
@@ -359,7 +361,8 @@ func TestAPIShutdownSequence(t *testing.T) {
 	}
 
 	// A request in flight across the end of the delay: its buyer's lock is held until
-	// 1 s past it, so it waits inside the API while the listener closes.
+	// 1 s past it, so it waits inside the API (sent up to 2 s before the end) while the
+	// listener closes.
 	rdb := config.Config{RedisAddrs: []string{s.Redis.Addr}}.Redis()
 	defer rdb.Close()
 	const held = 77

@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SECKILL_ENV=${SECKILL_ENV-dev}
+# One API and no front to take it out of rotation: Ctrl-C need not wait the 5 s a
+# deploy gives load balancers (docs/deploying.md).
+export SECKILL_SHUTDOWN_DELAY=${SECKILL_SHUTDOWN_DELAY:-0s}
 addr=${SECKILL_HTTP_ADDR:-127.0.0.1:8080}
 mkdir -p .data/logs
 

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"gorm.io/gorm"
 
+	"seckill/internal/config"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
 )
@@ -147,5 +149,32 @@ func TestClusterRedirectsAreUnavailable(t *testing.T) {
 			!strings.Contains(w.Body.String(), `"code":"unavailable"`) {
 			t.Errorf("%s: %d %s, Retry-After %q; want 503 unavailable with Retry-After", name, w.Code, w.Body, w.Header().Get("Retry-After"))
 		}
+	}
+}
+
+// A request's MySQL transaction outlives its bound (config.MySQL: 2 s for a context
+// without a deadline): database/sql ends it, and the statement after that is storage
+// unreachable, 503 unavailable with Retry-After, not 500.
+func TestMySQLTransactionPastItsBoundIsUnavailable(t *testing.T) {
+	db, err := config.Config{MySQLDSN: testutil.MySQL(t).DSN}.MySQL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sqlDB, err := db.DB(); err == nil {
+		t.Cleanup(func() { sqlDB.Close() })
+	}
+	err = db.WithContext(context.Background()).Transaction(func(tx *gorm.DB) error {
+		time.Sleep(2500 * time.Millisecond)
+		return tx.Exec("SELECT 1").Error
+	})
+	if err == nil {
+		t.Fatal("a transaction past its bound succeeded")
+	}
+	gin.SetMode(gin.ReleaseMode)
+	w := httptest.NewRecorder()
+	c, _ := gin.CreateTestContext(w)
+	respondError(c, fmt.Errorf("pay order: %w", err))
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), `"unavailable"`) {
+		t.Errorf("%v: %d %s (Retry-After %q), want 503 unavailable with Retry-After", err, w.Code, w.Body, w.Header().Get("Retry-After"))
 	}
 }

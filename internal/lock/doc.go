@@ -131,7 +131,7 @@
 //
 // bench_test.go races this package against github.com/bsm/redislock and
 // github.com/go-redsync/redsync on one private redis-server, uncontended and with
-// 16 goroutines or clients on one key; docs/performance.md has the figures:
+// 16 goroutines or clients on one key; docs/internals.md has the figures:
 //
 //	go test -run '^$' -bench . -benchtime 2s ./internal/lock/
 //

@@ -231,11 +231,13 @@ func (l *Lifecycle) FailDueGroups(ctx context.Context, limit int) (int, error) {
 			continue
 		}
 		for _, id := range due {
-			if end, err := l.stock.ExtendGroup(ctx, a.ID, id, outages, l.now()); err != nil || end.After(l.now()) {
-				if err == nil {
-					slog.Info("group window extended by the time MySQL outages took from it", "group", id, "until", end)
-				}
+			end, err := l.stock.ExtendGroup(ctx, a.ID, id, outages, l.now())
+			switch {
+			case err != nil:
 				errs = append(errs, err)
+				continue
+			case end.After(l.now()):
+				slog.Info("group window extended by the time MySQL outages took from it", "group", id, "until", end)
 				continue
 			}
 			failed, err := l.stock.FailGroup(ctx, a.ID, id, l.now())

@@ -9,7 +9,7 @@
 //
 // Writing a change costs one row whatever the number of endpoints; the fan-out, the
 // retries and their bookkeeping happen later, in the worker. docs/internals.md has the
-// design; docs/performance.md what it costs.
+// design and what it costs.
 package outbox
 
 import (

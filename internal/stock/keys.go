@@ -80,7 +80,8 @@ func returnedKey(b Bucket) string { return prefix(b) + "returns" }
 func barrierKey(b Bucket) string { return prefix(b) + "barrier" }
 
 // groupKey is a hash of one group of a group-buy sale: size, members (seats taken),
-// expires (unix ms) and status (see GroupStatus).
+// expires (the end of its window in force, unix ms), status (see GroupStatus), and,
+// once a MySQL outage extended the window (ExtendGroup), window: the end it opened with.
 func groupKey(b Bucket, groupID string) string {
 	return prefix(b) + "group:" + groupID
 }
