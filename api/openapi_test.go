@@ -24,6 +24,7 @@ import (
 
 	"seckill/api"
 	"seckill/internal/altcha"
+	"seckill/internal/apitime"
 	"seckill/internal/auth"
 	"seckill/internal/handler"
 	"seckill/internal/line"
@@ -854,6 +855,7 @@ func TestSchemasMatchJSON(t *testing.T) {
 	}{
 		{"Activity", reflect.TypeFor[sale.Activity]()},
 		{"Order", reflect.TypeFor[sale.Order]()},
+		{"Group", reflect.TypeFor[sale.Group]()},
 		{"Stats", reflect.TypeFor[sale.Stats]()},
 		{"Ledger", reflect.TypeFor[sale.Ledger]()},
 		{"Instance", reflect.TypeFor[presence.Instance]()},
@@ -878,7 +880,9 @@ func TestSchemasMatchJSON(t *testing.T) {
 	}
 }
 
-var timeType = reflect.TypeFor[time.Time]()
+// timeType is the type of every time in an answer, written in the API's one format; a
+// time.Time would be written with as many digits as it has.
+var timeType = reflect.TypeFor[apitime.Time]()
 
 // jsonFields are the fields encoding/json writes for typ: its own, and those of the
 // structs it embeds without a JSON name, in their place.
@@ -926,6 +930,9 @@ func checkSchema(t *testing.T, d doc, name string, s map[string]any, typ reflect
 			if p["format"] != "date-time" {
 				t.Errorf("%s.%s: format %v, want date-time", name, tag, p["format"])
 			}
+		case ft == reflect.TypeFor[time.Time]():
+			t.Errorf("%s.%s: a time.Time, want an apitime.Time (the API's one format)", name, tag)
+			continue
 		case ft.Kind() == reflect.String:
 			want = "string"
 		case ft.Kind() >= reflect.Int && ft.Kind() <= reflect.Uint64:
@@ -942,6 +949,11 @@ func checkSchema(t *testing.T, d doc, name string, s map[string]any, typ reflect
 			checkSchema(t, d, name+"."+tag, p, ft)
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
 			want = "array"
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() >= reflect.Int && ft.Elem().Kind() <= reflect.Uint64:
+			want = "array"
+			if get(p, "items", "type") != "integer" {
+				t.Errorf("%s.%s: an array of integers whose items are not of type integer", name, tag)
+			}
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
 			want = "array"
 			if items, ok := d.resolve(p["items"]).(map[string]any); ok {

@@ -18,6 +18,7 @@ import (
 
 	"seckill/internal/config"
 	"seckill/internal/handler"
+	"seckill/internal/testutil"
 )
 
 // TestDocs checks every Markdown file of the repository (README.md, docs/, loadtest/, and
@@ -36,6 +37,35 @@ func TestDocs(t *testing.T) {
 	c := checker{root: root, vars: codeVariables(t, root), routes: routerRoutes(t), tests: testNames(t, root)}
 	for _, p := range c.check(t, pages) {
 		t.Error(p)
+	}
+}
+
+// TestJSONExamples checks every JSON example of the Markdown files (a ```json block,
+// such as the events of docs/integration.md): it is JSON, and its times are in the one
+// format the service writes, so an example keeps showing what the service sends.
+func TestJSONExamples(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples := 0
+	for _, page := range markdownFiles(t, root) {
+		b, err := os.ReadFile(filepath.Join(root, page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, block := range strings.Split(string(b), "```json\n")[1:] {
+			body, _, closed := strings.Cut(block, "```")
+			if !closed {
+				t.Errorf("%s: JSON example %d is not closed", page, i+1)
+				continue
+			}
+			examples++
+			testutil.CheckTimes(t, fmt.Sprintf("%s: JSON example %d", page, i+1), []byte(body))
+		}
+	}
+	if examples == 0 {
+		t.Error("no JSON example found: docs/integration.md shows each event type")
 	}
 }
 

@@ -40,11 +40,14 @@ func (r response) errorCode() string {
 	return e.Error.Code
 }
 
+// decode reads the answer into v, and checks that every time in it is in the API's
+// one format.
 func (r response) decode(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.Body, v); err != nil {
 		t.Fatalf("decode %s: %v", r.Body, err)
 	}
+	testutil.CheckTimes(t, "answer", r.Body)
 }
 
 func (c *client) do(method, path, token string, body any, header ...string) (response, error) {

@@ -56,6 +56,7 @@ func eventsBySubject(t *testing.T, r *testutil.Receiver) (map[string][]string, i
 		}
 		bodies[d.ID] = d.Body
 		out[d.Subject] = append(out[d.Subject], d.Type)
+		testutil.CheckTimes(t, d.Type+" event", d.Body)
 		var ev struct {
 			Data struct {
 				Order *struct{ Status string } `json:"order"`

@@ -251,7 +251,7 @@ func (h *Handler) instances(c *gin.Context) {
 		if out[i].Kind != out[j].Kind {
 			return out[i].Kind < out[j].Kind
 		}
-		return out[i].StartedAt.Before(out[j].StartedAt)
+		return out[i].StartedAt.Before(out[j].StartedAt.Time)
 	})
 	c.JSON(http.StatusOK, gin.H{"instances": out})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/altcha"
+	"seckill/internal/apitime"
 	"seckill/internal/auth"
 	"seckill/internal/stock"
 )
@@ -58,11 +59,11 @@ type Ticket struct {
 	UnitsLeft int64 `json:"units_left"`
 	// EstimatedWaitSeconds is the time until the start, if it is to come, plus the
 	// time to admit the buyers ahead at the sale's rate.
-	EstimatedWaitSeconds int64      `json:"estimated_wait_seconds"`
-	AdmittedAt           *time.Time `json:"admitted_at,omitempty"`
+	EstimatedWaitSeconds int64         `json:"estimated_wait_seconds"`
+	AdmittedAt           *apitime.Time `json:"admitted_at,omitempty"`
 	// Pass is present once admitted: send it as X-Sale-Pass with each purchase.
-	Pass          string     `json:"pass,omitempty"`
-	PassExpiresAt *time.Time `json:"pass_expires_at,omitempty"`
+	Pass          string        `json:"pass,omitempty"`
+	PassExpiresAt *apitime.Time `json:"pass_expires_at,omitempty"`
 }
 
 // Line runs the waiting rooms of every sale.
@@ -206,10 +207,10 @@ func (l *Line) ticket(activityID, userID int64, res []int64) (Ticket, error) {
 		t.EstimatedWaitSeconds = int64(math.Ceil(wait))
 	}
 	if admittedMs > 0 {
-		at, exp := time.UnixMilli(admittedMs).UTC(), time.UnixMilli(expiresMs).UTC()
+		at, exp := apitime.Of(time.UnixMilli(admittedMs)), apitime.Of(time.UnixMilli(expiresMs))
 		t.AdmittedAt, t.PassExpiresAt = &at, &exp
 		if t.Status == Admitted {
-			pass, err := l.passes.Sign(userID, activityID, exp)
+			pass, err := l.passes.Sign(userID, activityID, exp.Time)
 			if err != nil {
 				return Ticket{}, err
 			}

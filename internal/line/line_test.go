@@ -503,7 +503,7 @@ func TestAdmissionFollowsUnitsAndPasses(t *testing.T) {
 	buy := func(user int64, pass line.Ticket) error {
 		exp := time.Time{}
 		if pass.PassExpiresAt != nil {
-			exp = *pass.PassExpiresAt
+			exp = pass.PassExpiresAt.Time
 		}
 		_, err := f.stock.Reserve(ctx, stock.Reservation{ActivityID: 1, UserID: user, Quantity: 1,
 			OrderID: fmt.Sprint("o", user), Now: f.clock.now(), LockToken: "t", LockTTL: time.Millisecond,
@@ -520,7 +520,7 @@ func TestAdmissionFollowsUnitsAndPasses(t *testing.T) {
 			t.Fatalf("admitted ticket: %+v %v", tk, err)
 		}
 		// The pass is a JWT, its expiry in whole seconds: never less than the TTL.
-		if d := tk.PassExpiresAt.Sub(*tk.AdmittedAt); d < time.Minute || d >= time.Minute+time.Second {
+		if d := tk.PassExpiresAt.Sub(tk.AdmittedAt.Time); d < time.Minute || d >= time.Minute+time.Second {
 			t.Errorf("pass lasts %v from its admission, want [1m, 1m1s) for a TTL of 1m", d)
 		}
 		if err := buy(u, tk); err != nil {

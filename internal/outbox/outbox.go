@@ -22,6 +22,8 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"gorm.io/gorm"
+
+	"seckill/internal/apitime"
 )
 
 // Event types.
@@ -54,10 +56,10 @@ type Event struct {
 
 // body is what an endpoint receives.
 type body struct {
-	ID        string    `json:"id"`
-	Type      string    `json:"type"`
-	CreatedAt time.Time `json:"created_at"`
-	Data      any       `json:"data"`
+	ID        string       `json:"id"`
+	Type      string       `json:"type"`
+	CreatedAt apitime.Time `json:"created_at"`
+	Data      any          `json:"data"`
 }
 
 // Record writes events to the outbox with tx, the transaction of the changes they tell
@@ -80,14 +82,14 @@ func Record(tx *gorm.DB, events ...Event) error {
 	values := make([]string, len(events))
 	args := make([]any, 0, 5*len(events))
 	for i, e := range events {
-		at := e.At.UTC().Truncate(time.Millisecond)
-		id := "evt_" + ulid.MustNew(ulid.Timestamp(at), rand.Reader).String()
+		at := apitime.Of(e.At)
+		id := "evt_" + ulid.MustNew(ulid.Timestamp(at.Time), rand.Reader).String()
 		b, err := json.Marshal(body{ID: id, Type: e.Type, CreatedAt: at, Data: e.Data})
 		if err != nil {
 			return fmt.Errorf("outbox: marshal %s of %s: %w", e.Type, e.Subject, err)
 		}
 		values[i] = "(?, ?, ?, ?, ?)"
-		args = append(args, id, e.Type, e.Subject, string(b), at)
+		args = append(args, id, e.Type, e.Subject, string(b), at.Time)
 	}
 	if err := tx.Exec("INSERT INTO outbox_events (id, type, subject, body, created_at) VALUES "+
 		strings.Join(values, ", "), args...).Error; err != nil {

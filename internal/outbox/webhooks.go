@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"seckill/internal/apitime"
 )
 
 // ErrNotFound means no such webhook (or one deleted).
@@ -24,11 +26,11 @@ type Webhook struct {
 	URL    string   `json:"url"`
 	Events []string `json:"events"`
 	// Secret signs its deliveries: whsec_ followed by the base64 of 32 random bytes.
-	Secret    string    `json:"secret,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	Secret    string       `json:"secret,omitempty"`
+	CreatedAt apitime.Time `json:"created_at"`
 	// DisabledAt is when it answered 410 Gone: it gets no more deliveries.
-	DisabledAt     *time.Time `json:"disabled_at,omitempty"`
-	DisabledReason string     `json:"disabled_reason,omitempty"`
+	DisabledAt     *apitime.Time `json:"disabled_at,omitempty"`
+	DisabledReason string        `json:"disabled_reason,omitempty"`
 }
 
 // Delivery is an event's delivery to one endpoint, as the API shows it.
@@ -42,12 +44,12 @@ type Delivery struct {
 	Attempts int    `json:"attempts"`
 	// LastStatusCode is the HTTP status of the last attempt; null before the first
 	// attempt, or when the last one got no answer (LastError says why).
-	LastStatusCode *int       `json:"last_status_code"`
-	NextAttemptAt  *time.Time `json:"next_attempt_at,omitempty"`
-	LastError      string     `json:"last_error,omitempty"`
+	LastStatusCode *int          `json:"last_status_code"`
+	NextAttemptAt  *apitime.Time `json:"next_attempt_at,omitempty"`
+	LastError      string        `json:"last_error,omitempty"`
 	// CreatedAt is when the change happened (the event's created_at).
-	CreatedAt   time.Time  `json:"created_at"`
-	DeliveredAt *time.Time `json:"delivered_at,omitempty"`
+	CreatedAt   apitime.Time  `json:"created_at"`
+	DeliveredAt *apitime.Time `json:"delivered_at,omitempty"`
 }
 
 // Delivery statuses.
@@ -84,11 +86,8 @@ type webhookRow struct {
 }
 
 func (r webhookRow) view() Webhook {
-	w := Webhook{ID: r.ID, URL: r.URL, Events: strings.Split(r.Events, ","), CreatedAt: r.CreatedAt.UTC()}
-	if r.DisabledAt != nil {
-		t := r.DisabledAt.UTC()
-		w.DisabledAt = &t
-	}
+	w := Webhook{ID: r.ID, URL: r.URL, Events: strings.Split(r.Events, ","), CreatedAt: apitime.Of(r.CreatedAt),
+		DisabledAt: apitime.OfPtr(r.DisabledAt)}
 	if r.DisabledReason != nil {
 		w.DisabledReason = *r.DisabledReason
 	}
@@ -204,21 +203,13 @@ func (w *Webhooks) Deliveries(ctx context.Context, id int64, limit int) ([]Deliv
 	out := make([]Delivery, len(rows))
 	for i, r := range rows {
 		out[i] = Delivery{EventID: r.EventID, Type: r.Type, Status: r.Status, Attempts: r.Attempts,
-			LastStatusCode: r.LastStatusCode, CreatedAt: r.CreatedAt.UTC(), DeliveredAt: utc(r.DeliveredAt)}
+			LastStatusCode: r.LastStatusCode, CreatedAt: apitime.Of(r.CreatedAt), DeliveredAt: apitime.OfPtr(r.DeliveredAt)}
 		if r.Status == statusPending {
-			out[i].NextAttemptAt = utc(r.NextAttemptAt)
+			out[i].NextAttemptAt = apitime.OfPtr(r.NextAttemptAt)
 		}
 		if r.LastError != nil {
 			out[i].LastError = *r.LastError
 		}
 	}
 	return out, nil
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/apitime"
 )
 
 const (
@@ -35,12 +37,12 @@ const (
 
 // Instance is one live process as the admin sees it.
 type Instance struct {
-	ID        string    `json:"id"`
-	Kind      string    `json:"kind"` // "api" or "worker"
-	Addr      string    `json:"addr"`
-	Version   string    `json:"version"`
-	StartedAt time.Time `json:"started_at"`
-	LastSeen  time.Time `json:"last_seen"`
+	ID        string       `json:"id"`
+	Kind      string       `json:"kind"` // "api" or "worker"
+	Addr      string       `json:"addr"`
+	Version   string       `json:"version"`
+	StartedAt apitime.Time `json:"started_at"`
+	LastSeen  apitime.Time `json:"last_seen"`
 	// Figures are the process's live rates and levels at its last heartbeat, such as
 	// requests_per_second or queue_depth.
 	Figures map[string]float64 `json:"figures"`
@@ -96,7 +98,7 @@ func (r *Registry) SetClock(now func() time.Time) { r.now = now }
 
 // Beat records that inst is alive now.
 func (r *Registry) Beat(ctx context.Context, inst Instance) error {
-	inst.LastSeen = r.now().UTC()
+	inst.LastSeen = apitime.Of(r.now())
 	if inst.Figures == nil {
 		inst.Figures = map[string]float64{}
 	}
@@ -145,7 +147,7 @@ func (r *Registry) List(ctx context.Context) ([]Instance, error) {
 // commit, and now as its start.
 func NewInstance(kind, addr string) Instance {
 	return Instance{ID: kind + "-" + rand.Text()[:10], Kind: kind, Addr: addr, Version: Version(),
-		StartedAt: time.Now().UTC()}
+		StartedAt: apitime.Of(time.Now())}
 }
 
 // commit is set at link time by make build (-X seckill/internal/presence.commit=...),

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"seckill/internal/apitime"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 )
@@ -20,17 +21,17 @@ const (
 
 // Activity is a sale as the API shows it.
 type Activity struct {
-	ID               int64     `json:"id"`
-	Name             string    `json:"name"`
-	ProductName      string    `json:"product_name"`
-	PriceCents       int64     `json:"price_cents"`
-	StockTotal       int64     `json:"stock_total"`
-	StockAvailable   int64     `json:"stock_available"`
-	PerUserLimit     int       `json:"per_user_limit"`
-	StartsAt         time.Time `json:"starts_at"`
-	EndsAt           time.Time `json:"ends_at"`
-	PayWindowSeconds int       `json:"pay_window_seconds"`
-	Status           string    `json:"status"`
+	ID               int64        `json:"id"`
+	Name             string       `json:"name"`
+	ProductName      string       `json:"product_name"`
+	PriceCents       int64        `json:"price_cents"`
+	StockTotal       int64        `json:"stock_total"`
+	StockAvailable   int64        `json:"stock_available"`
+	PerUserLimit     int          `json:"per_user_limit"`
+	StartsAt         apitime.Time `json:"starts_at"`
+	EndsAt           apitime.Time `json:"ends_at"`
+	PayWindowSeconds int          `json:"pay_window_seconds"`
+	Status           string       `json:"status"`
 	// Kind is "sale" or "group" (group-buy); the group fields are set for "group".
 	Kind                  string `json:"kind"`
 	GroupSize             *int   `json:"group_size,omitempty"`
@@ -244,20 +245,20 @@ func (s *Service) liveView(ctx context.Context, a store.Activity) (Activity, err
 func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 	v := Activity{ID: a.ID, Name: a.Name, ProductName: a.ProductName, PriceCents: a.PriceCents,
 		StockTotal: a.StockTotal, StockAvailable: a.StockTotal - a.Sold, PerUserLimit: a.PerUserLimit,
-		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), PayWindowSeconds: a.PayWindowSeconds,
+		StartsAt: apitime.Of(a.StartsAt), EndsAt: apitime.Of(a.EndsAt), PayWindowSeconds: a.PayWindowSeconds,
 		Kind: a.Kind, GroupSize: a.GroupSize, GroupWindowSeconds: a.GroupWindowSeconds,
 		PerUserParticipations: a.PerUserParticipations, StockBuckets: max(1, a.StockBuckets), RoomSettings: roomOf(a)}
 	if v.Kind == "" {
 		v.Kind = KindSale
 	}
 	if live, ok := sales[a.ID]; ok {
-		v.StockAvailable, v.StockTotal, v.PerUserLimit, v.EndsAt = live.Available, live.Total, live.Limit, live.EndsAt
+		v.StockAvailable, v.StockTotal, v.PerUserLimit, v.EndsAt = live.Available, live.Total, live.Limit, apitime.Of(live.EndsAt)
 	}
 	now := s.now()
 	switch {
-	case now.Before(v.StartsAt):
+	case now.Before(v.StartsAt.Time):
 		v.Status = StatusUpcoming
-	case !now.Before(v.EndsAt):
+	case !now.Before(v.EndsAt.Time):
 		v.Status = StatusEnded
 	case v.StockAvailable <= 0:
 		v.Status = StatusSoldOut

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"seckill/internal/apitime"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 )
@@ -14,19 +15,19 @@ import (
 // api/openapi.yaml. The events of internal/store carry the same object without
 // MemberIDs (TestEventGroupIsTheAPIGroup).
 type Group struct {
-	ID         string    `json:"id"`
-	ActivityID int64     `json:"activity_id"`
-	Size       int       `json:"size"`
-	Members    int       `json:"members"`
-	Status     string    `json:"status"`
-	ExpiresAt  time.Time `json:"expires_at"`
+	ID         string       `json:"id"`
+	ActivityID int64        `json:"activity_id"`
+	Size       int          `json:"size"`
+	Members    int          `json:"members"`
+	Status     string       `json:"status"`
+	ExpiresAt  apitime.Time `json:"expires_at"`
 	// MemberIDs are the members' user ids, for admins only.
 	MemberIDs []int64 `json:"member_ids,omitempty"`
 }
 
 func groupView(g stock.Group) Group {
 	return Group{ID: g.ID, ActivityID: g.ActivityID, Size: g.Size, Members: g.Members, Status: g.Status.String(),
-		ExpiresAt: g.ExpiresAt}
+		ExpiresAt: apitime.Of(g.ExpiresAt)}
 }
 
 // SeatRequest is a buyer's seat in a group-buy sale: a new group (Open), or the group
@@ -103,8 +104,8 @@ func (s *Service) GetGroup(ctx context.Context, id string) (Group, error) {
 	}
 	v := groupView(g)
 	if g.Status == stock.GroupOpen && !g.ExpiresAt.After(s.now()) { // an outage may have extended it
-		if end := s.groupEnd(ctx, activityID, id); end.After(v.ExpiresAt) {
-			v.ExpiresAt = end
+		if end := s.groupEnd(ctx, activityID, id); end.After(v.ExpiresAt.Time) {
+			v.ExpiresAt = apitime.Of(end)
 		}
 	}
 	return v, nil
@@ -166,5 +167,5 @@ func (s *Service) AllGroups(ctx context.Context, activityID int64, limit int) ([
 // storedGroupView shows a group MySQL holds, with its members.
 func storedGroupView(g store.Group) Group {
 	return Group{ID: g.ID, ActivityID: g.ActivityID, Size: g.Size, Members: g.Members, Status: g.Status,
-		ExpiresAt: g.ExpiresAt.UTC(), MemberIDs: g.Users}
+		ExpiresAt: apitime.Of(g.ExpiresAt), MemberIDs: g.Users}
 }

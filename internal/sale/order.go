@@ -277,7 +277,7 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 			out = append(out, queuedOrderView(q, sales[q.ActivityID]))
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt.Time) })
 	out = out[:min(len(out), maxListedOrders)]
 	return out, s.inForce(ctx, out, seen)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"seckill/internal/apitime"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/store"
@@ -12,33 +13,29 @@ import (
 // Order is an order as the API shows it: the order object of api/openapi.yaml. The
 // events of internal/store carry the same object (TestEventOrderIsTheAPIOrder).
 type Order struct {
-	ID            string     `json:"id"`
-	ActivityID    int64      `json:"activity_id"`
-	UserID        int64      `json:"user_id"`
-	Quantity      int        `json:"quantity"`
-	AmountCents   int64      `json:"amount_cents"`
-	Status        string     `json:"status"`
-	CreatedAt     time.Time  `json:"created_at"`
-	ExpiresAt     time.Time  `json:"expires_at"`
-	PaidAt        *time.Time `json:"paid_at,omitempty"`
-	FailureReason string     `json:"failure_reason,omitempty"`
+	ID            string        `json:"id"`
+	ActivityID    int64         `json:"activity_id"`
+	UserID        int64         `json:"user_id"`
+	Quantity      int           `json:"quantity"`
+	AmountCents   int64         `json:"amount_cents"`
+	Status        string        `json:"status"`
+	CreatedAt     apitime.Time  `json:"created_at"`
+	ExpiresAt     apitime.Time  `json:"expires_at"`
+	PaidAt        *apitime.Time `json:"paid_at,omitempty"`
+	FailureReason string        `json:"failure_reason,omitempty"`
 	// GroupID is the order's group in a group-buy sale.
 	GroupID string `json:"group_id,omitempty"`
 }
 
-// storedView shows an order MySQL holds, its times in UTC.
+// storedView shows an order MySQL holds.
 func storedView(o store.Order) Order {
-	v := Order{ID: o.ID, ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity,
-		AmountCents: o.AmountCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(), ExpiresAt: o.ExpiresAt.UTC()}
+	v := Order{ID: o.ID, ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity, AmountCents: o.AmountCents,
+		Status: o.Status, CreatedAt: apitime.Of(o.CreatedAt), ExpiresAt: apitime.Of(o.ExpiresAt), PaidAt: apitime.OfPtr(o.PaidAt)}
 	if o.FailureReason != nil {
 		v.FailureReason = *o.FailureReason
 	}
 	if o.GroupID != nil {
 		v.GroupID = *o.GroupID
-	}
-	if o.PaidAt != nil {
-		t := o.PaidAt.UTC()
-		v.PaidAt = &t
 	}
 	return v
 }
@@ -51,8 +48,8 @@ func queuedOrderView(q stock.QueuedOrder, sale stock.Sale) Order {
 // queuedView shows an order on its way to MySQL.
 func queuedView(q queue.Order) Order {
 	return Order{ID: q.ID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
-		AmountCents: q.AmountCents, Status: store.StatusQueued, CreatedAt: time.UnixMilli(q.CreatedAtMs).UTC(),
-		ExpiresAt: time.UnixMilli(q.ExpiresAtMs).UTC(), GroupID: q.Group}
+		AmountCents: q.AmountCents, Status: store.StatusQueued, CreatedAt: apitime.Of(time.UnixMilli(q.CreatedAtMs)),
+		ExpiresAt: apitime.Of(time.UnixMilli(q.ExpiresAtMs)), GroupID: q.Group}
 }
 
 // inForce shows, in the views of orders whose window may still run, the deadline in
@@ -68,12 +65,12 @@ func (s *Service) inForce(ctx context.Context, views []Order, stored map[string]
 		v := &views[i]
 		switch v.Status {
 		case store.StatusQueued:
-			if earliest := s.now().Add(v.ExpiresAt.Sub(v.CreatedAt)); v.GroupID == "" && earliest.After(v.ExpiresAt) {
-				v.ExpiresAt = earliest.UTC()
+			if earliest := s.now().Add(v.ExpiresAt.Sub(v.CreatedAt.Time)); v.GroupID == "" && earliest.After(v.ExpiresAt.Time) {
+				v.ExpiresAt = apitime.Of(earliest)
 			}
 		case store.StatusGrouping:
-			if end := s.groupEnd(ctx, v.ActivityID, v.GroupID); end.After(v.ExpiresAt) {
-				v.ExpiresAt = end
+			if end := s.groupEnd(ctx, v.ActivityID, v.GroupID); end.After(v.ExpiresAt.Time) {
+				v.ExpiresAt = apitime.Of(end)
 			}
 		case store.StatusCreated:
 			if w == nil {
@@ -84,7 +81,7 @@ func (s *Service) inForce(ctx context.Context, views []Order, stored map[string]
 				w = out
 			}
 			if row, ok := stored[v.ID]; ok {
-				v.ExpiresAt = row.Deadline(w, s.now()).UTC()
+				v.ExpiresAt = apitime.Of(row.Deadline(w, s.now()))
 			}
 		}
 	}

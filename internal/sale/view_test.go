@@ -9,6 +9,8 @@ import (
 
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
+	"seckill/internal/queue"
+	"seckill/internal/stock"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 )
@@ -107,12 +109,7 @@ func asJSON(t *testing.T, v any) map[string]any {
 func TestEventGroupIsTheAPIGroup(t *testing.T) {
 	db, st, a := subscribedSale(t, 10)
 	ctx, now := context.Background(), a.StartsAt
-	seat := func(user int64, group string) store.NewOrder {
-		at := now.Add(time.Duration(user) * time.Millisecond)
-		return store.NewOrder{Limit: 2, GroupSize: 2, GroupExpiresAt: now.Add(time.Minute), Order: store.Order{
-			ID: fmt.Sprintf("o%d-%d", a.ID, user), ActivityID: a.ID, UserID: user, Quantity: 1, AmountCents: 100,
-			CreatedAt: at, ExpiresAt: at.Add(15 * time.Minute), GroupID: &group}}
-	}
+	seat := func(user int64, group string) store.NewOrder { return seatOrder(a, user, group) }
 	if _, err := st.PersistBatch(ctx, []store.NewOrder{seat(1, "full"), seat(2, "full"), seat(3, "alone")}, outage.Outages{}); err != nil {
 		t.Fatal(err)
 	}
@@ -152,5 +149,95 @@ func TestEventGroupIsTheAPIGroup(t *testing.T) {
 	}
 	if want := map[string]string{"full": outbox.GroupCompleted, "alone": outbox.GroupFailed}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("group events %v, want %v", got, want)
+	}
+}
+
+// seatOrder is user's order of one unit of a, queued a.StartsAt plus user
+// milliseconds, with a seat in group, of size 2, whose window ends a minute after the
+// start.
+func seatOrder(a store.Activity, user int64, group string) store.NewOrder {
+	o := plainOrder(a, user)
+	o.GroupID, o.GroupSize, o.GroupExpiresAt = &group, 2, a.StartsAt.Add(time.Minute)
+	return o
+}
+
+// plainOrder is user's order of one unit of a, queued a.StartsAt plus user
+// milliseconds, with a pay window of 15 minutes.
+func plainOrder(a store.Activity, user int64) store.NewOrder {
+	at := a.StartsAt.Add(time.Duration(user) * time.Millisecond)
+	return store.NewOrder{Limit: a.PerUserLimit, Order: store.Order{ID: fmt.Sprintf("o%d-%d", a.ID, user),
+		ActivityID: a.ID, UserID: user, Quantity: 1, AmountCents: a.PriceCents, CreatedAt: at, ExpiresAt: at.Add(15 * time.Minute)}}
+}
+
+// Every time in every event type and in the order and group answers is in the one
+// format (RFC 3339 in UTC with milliseconds), though the worker's clock has
+// nanoseconds and some instants fall on a whole second: the pay windows of a group's
+// orders, started by the seat that fills it, and the changes stamped by that clock.
+func TestTimesInOneFormat(t *testing.T) {
+	db, st, a := subscribedSale(t, 10)
+	ctx := context.Background()
+	clock := a.StartsAt.Truncate(time.Second).Add(time.Second + 500) // a whole second and 500 ns
+	st.SetClock(func() time.Time { return clock })
+	paid, cancelled := plainOrder(a, 1), plainOrder(a, 2)
+	batch := []store.NewOrder{paid, cancelled, seatOrder(a, 3, "full"), seatOrder(a, 4, "full"), seatOrder(a, 5, "alone")}
+	if _, err := st.PersistBatch(ctx, batch, outage.Outages{}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := st.PersistBatch(ctx, []store.NewOrder{seatOrder(a, 6, "full")}, outage.Outages{}); err != nil ||
+		out[fmt.Sprintf("o%d-6", a.ID)].Status != store.StatusFailed {
+		t.Fatalf("a seat past the group's size: %v, %v; want it failed", out, err)
+	}
+	if _, err := st.FailGroup(ctx, a.ID, "alone", 2, a.StartsAt.Add(time.Minute), clock); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.PayOrder(ctx, paid.ID, store.Access{Admin: true}, clock.Add(time.Second), outage.Outages{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.CancelOrder(ctx, cancelled.ID, store.Access{Admin: true}, clock); err != nil {
+		t.Fatal(err)
+	}
+
+	var rows []struct{ Type, Body string }
+	if err := db.Gorm.Raw("SELECT type, body FROM outbox_events ORDER BY seq").Scan(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]bool{}
+	for _, r := range rows {
+		types[r.Type] = true
+		if n := testutil.CheckTimes(t, r.Type+" event", []byte(r.Body)); n < 2 {
+			t.Errorf("%s event: %d times, want its created_at and its object's: %s", r.Type, n, r.Body)
+		}
+	}
+	for _, typ := range outbox.Types {
+		if !types[typ] {
+			t.Errorf("no %s event among %d: the test did not make one", typ, len(rows))
+		}
+	}
+
+	var orders []store.Order
+	if err := db.Gorm.Where("activity_id = ?", a.ID).Find(&orders).Error; err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string]any{"queued order": queuedView(queue.Queued(stock.QueuedOrder{OrderID: "q", ActivityID: a.ID,
+		UserID: 7, Quantity: 1, CreatedAt: clock}, stock.Sale{PriceCents: 100, PayWindow: 15 * time.Minute}))}
+	for _, o := range orders {
+		answers[o.Status+" order "+o.ID] = storedView(o)
+	}
+	groups, err := st.ListGroups(ctx, a.ID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups {
+		answers[g.Status+" group "+g.ID] = storedGroupView(g)
+	}
+	answers["open group in Redis"] = groupView(stock.Group{ID: "g", ExpiresAt: clock})
+	for what, v := range answers {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := testutil.CheckTimes(t, what, b); n == 0 {
+			t.Errorf("%s: no time in %s", what, b)
+		}
 	}
 }
