@@ -142,6 +142,20 @@ func TestGroupBuyCrowd(t *testing.T) {
 	if !paid || !refused {
 		t.Errorf("the crowd left no complete group (%v) or no failed one (%v) to pay", paid, refused)
 	}
+	noGORMErrors(t, append(s.APIs, s.Workers...)...)
+}
+
+// noGORMErrors fails the test when a process logged a model GORM could not parse (a
+// field of a type with no column, such as a slice, in a struct given to GORM).
+func noGORMErrors(t *testing.T, procs ...*testutil.Process) {
+	t.Helper()
+	for _, p := range procs {
+		for _, line := range strings.Split(p.Output(), "\n") {
+			if strings.Contains(line, "failed to parse field") {
+				t.Errorf("a process logged a GORM error: %s", line)
+			}
+		}
+	}
 }
 
 // runGroupCrowd: openers buyers each open a group, double-clicking (one key: one

@@ -10,8 +10,19 @@ import (
 	"seckill/internal/store"
 )
 
-// Group is a group of a group-buy sale as the API shows it.
-type Group = store.GroupView
+// Group is a group of a group-buy sale as the API shows it: the group object of
+// api/openapi.yaml. The events of internal/store carry the same object without
+// MemberIDs (TestEventGroupIsTheAPIGroup).
+type Group struct {
+	ID         string    `json:"id"`
+	ActivityID int64     `json:"activity_id"`
+	Size       int       `json:"size"`
+	Members    int       `json:"members"`
+	Status     string    `json:"status"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	// MemberIDs are the members' user ids, for admins only.
+	MemberIDs []int64 `json:"member_ids,omitempty"`
+}
 
 func groupView(g stock.Group) Group {
 	return Group{ID: g.ID, ActivityID: g.ActivityID, Size: g.Size, Members: g.Members, Status: g.Status.String(),
@@ -147,8 +158,13 @@ func (s *Service) AllGroups(ctx context.Context, activityID int64, limit int) ([
 	}
 	out := make([]Group, len(gs))
 	for i, g := range gs {
-		out[i] = Group{ID: g.ID, ActivityID: g.ActivityID, Size: g.Size, Members: g.Members, Status: g.Status,
-			ExpiresAt: g.ExpiresAt.UTC(), MemberIDs: g.Users}
+		out[i] = storedGroupView(g)
 	}
 	return out, nil
+}
+
+// storedGroupView shows a group MySQL holds, with its members.
+func storedGroupView(g store.Group) Group {
+	return Group{ID: g.ID, ActivityID: g.ActivityID, Size: g.Size, Members: g.Members, Status: g.Status,
+		ExpiresAt: g.ExpiresAt.UTC(), MemberIDs: g.Users}
 }

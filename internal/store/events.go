@@ -12,7 +12,7 @@ type (
 		Order eventOrder `json:"order"`
 	}
 	groupData struct {
-		Group GroupView `json:"group"`
+		Group eventGroup `json:"group"`
 	}
 )
 
@@ -22,6 +22,6 @@ func orderEvent(typ string, o Order, at time.Time) outbox.Event {
 }
 
 // groupEvent is the event of a group's completion or failure.
-func groupEvent(typ string, g GroupView, at time.Time) outbox.Event {
-	return outbox.Event{Type: typ, Subject: g.ID, At: at, Data: groupData{g}}
+func groupEvent(typ string, g Group, at time.Time) outbox.Event {
+	return outbox.Event{Type: typ, Subject: g.ID, At: at, Data: groupData{eventGroupView(g)}}
 }

@@ -290,7 +290,7 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 			"VALUES (?, ?, ?, 0, 'open', ?, ?) ON DUPLICATE KEY UPDATE id = id", id, activityID, size, expiresAt, now).Error; err != nil {
 			return fmt.Errorf("record group: %w", err)
 		}
-		var g GroupView
+		var g Group
 		if err := tx.Raw("SELECT id, activity_id, size, members, status, expires_at FROM sale_groups WHERE id = ? FOR UPDATE", id).
 			Scan(&g).Error; err != nil {
 			return fmt.Errorf("lock group: %w", err)
@@ -313,7 +313,7 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 			units += int64(o.Quantity)
 			events = append(events, orderEvent(outbox.OrderCancelled, *o, now))
 		}
-		g.Status, g.ExpiresAt = groupFailed, g.ExpiresAt.UTC()
+		g.Status = groupFailed
 		if err := outbox.Record(tx, append(events, groupEvent(outbox.GroupFailed, g, now))...); err != nil {
 			return err
 		}

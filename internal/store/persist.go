@@ -264,12 +264,12 @@ func takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time, w Windows) ([]outb
 			return nil, fmt.Errorf("take group seats: %w", err)
 		}
 	}
-	var groups []GroupView
+	var groups []Group
 	if err := tx.Raw("SELECT id, activity_id, size, members, status, expires_at FROM sale_groups WHERE id IN ?", ids).
 		Scan(&groups).Error; err != nil {
 		return nil, fmt.Errorf("read groups: %w", err)
 	}
-	complete := map[string]*GroupView{}
+	complete := map[string]*Group{}
 	for i, g := range groups {
 		switch {
 		case g.Status == groupFailed:
@@ -277,7 +277,7 @@ func takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time, w Windows) ([]outb
 		case g.Members < g.Size:
 			continue
 		}
-		groups[i].Status, groups[i].ExpiresAt = groupComplete, g.ExpiresAt.UTC()
+		groups[i].Status = groupComplete
 		complete[g.ID] = &groups[i]
 		if err := tx.Exec("UPDATE sale_groups SET status = 'complete', completed_at = ? WHERE id = ? AND status = 'open'",
 			now, g.ID).Error; err != nil {

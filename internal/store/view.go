@@ -31,15 +31,20 @@ func eventView(o Order) eventOrder {
 	return v
 }
 
-// GroupView is a group of a group-buy sale as the API shows it and its events carry it:
-// the group object of api/openapi.yaml.
-type GroupView struct {
+// eventGroup is the group object the events carry: the API's group object (sale.Group)
+// without its members, which only admins see; TestEventGroupIsTheAPIGroup holds the two
+// to one JSON.
+type eventGroup struct {
 	ID         string    `json:"id"`
 	ActivityID int64     `json:"activity_id"`
 	Size       int       `json:"size"`
 	Members    int       `json:"members"`
 	Status     string    `json:"status"`
 	ExpiresAt  time.Time `json:"expires_at"`
-	// MemberIDs are the members' user ids, for admins only.
-	MemberIDs []int64 `json:"member_ids,omitempty"`
+}
+
+// eventGroupView is g as its events show it, its time in UTC.
+func eventGroupView(g Group) eventGroup {
+	return eventGroup{ID: g.ID, ActivityID: g.ActivityID, Size: g.Size, Members: g.Members, Status: g.Status,
+		ExpiresAt: g.ExpiresAt.UTC()}
 }
