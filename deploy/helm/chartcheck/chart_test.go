@@ -757,3 +757,66 @@ func checkShipped(t *testing.T, r rendered) {
 		t.Errorf("the cluster values turn on the ServiceMonitor and the PrometheusRule: got %d and %d", len(r.monitors), len(r.rules))
 	}
 }
+
+// TestValuesDocumented: every value of values.yaml has a comment: on the lines above it,
+// or above the run of one-line sibling values it belongs to (podLabels, podAnnotations,
+// ... under one comment), or it is part of a resources or image block whose key has one.
+func TestValuesDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(chart(), "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := regexp.MustCompile(`^( *)(- )?([A-Za-z][A-Za-z0-9]*):(\s|$)`)
+	type entry struct {
+		indent     int
+		name       string
+		documented bool
+	}
+	var stack []entry // the keys enclosing the line, outermost first
+	prevDocumented := map[int]bool{}
+	comment, checked := false, 0
+	for i, line := range strings.Split(string(b), "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "#"):
+			comment = true
+			continue
+		case trimmed == "":
+			comment = false
+			prevDocumented = map[int]bool{}
+			continue
+		}
+		m := key.FindStringSubmatch(line)
+		if m == nil {
+			comment = false
+			continue
+		}
+		indent := len(m[1])
+		if len(stack) > 0 && stack[len(stack)-1].indent > indent {
+			prevDocumented[indent] = false // a run of siblings is of one-line values
+		}
+		for len(stack) > 0 && stack[len(stack)-1].indent >= indent {
+			stack = stack[:len(stack)-1]
+		}
+		inBlock := false
+		for _, e := range stack {
+			inBlock = inBlock || (e.name == "resources" || e.name == "image") && e.documented
+		}
+		documented := comment || prevDocumented[indent] || inBlock
+		if !documented {
+			t.Errorf("values.yaml:%d: %s has no comment", i+1, m[3])
+		}
+		for k := range prevDocumented {
+			if k > indent {
+				delete(prevDocumented, k)
+			}
+		}
+		prevDocumented[indent] = documented
+		stack = append(stack, entry{indent, m[3], documented})
+		comment = false
+		checked++
+	}
+	if checked < 50 {
+		t.Fatalf("read %d values in values.yaml", checked)
+	}
+}
