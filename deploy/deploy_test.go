@@ -4,6 +4,7 @@
 package deploy
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,6 +129,51 @@ func TestAlertRules(t *testing.T) {
 		if !fired[name] {
 			t.Errorf("alert %s has no test case in alerts_test.yml that fires it", name)
 		}
+	}
+}
+
+// TestDashboardShowsAlertSignals: every metric an alert reads is plotted on the Grafana
+// dashboard, so whoever is paged sees the signal's history beside the others. (Which
+// metrics the binaries export is e2e's TestOperatorFilesNameExportedMetrics.)
+func TestDashboardShowsAlertSignals(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(root(t), "deploy", "grafana", "dashboards", "seckill.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatal(err)
+	}
+	// A histogram's series (_bucket, _sum, _count) count as the histogram.
+	metric := regexp.MustCompile(`\bseckill_[a-z0-9_]+\b`)
+	family := func(m string) string {
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			m = strings.TrimSuffix(m, suffix)
+		}
+		return m
+	}
+	plotted := map[string]bool{}
+	for _, p := range dash.Panels {
+		for _, q := range p.Targets {
+			for _, m := range metric.FindAllString(q.Expr, -1) {
+				plotted[family(m)] = true
+			}
+		}
+	}
+	alerts := readAlerts(t)
+	for name, expr := range alerts {
+		for _, m := range metric.FindAllString(expr, -1) {
+			if !plotted[family(m)] {
+				t.Errorf("alert %s reads %s, which no panel of the dashboard plots", name, family(m))
+			}
+		}
+	}
+	if len(plotted) == 0 || len(alerts) == 0 {
+		t.Fatalf("read %d metrics plotted and %d alerts", len(plotted), len(alerts))
 	}
 }
 

@@ -184,8 +184,12 @@ func TestRepairEnqueuesLostReservation(t *testing.T) {
 // cleanly; after restarts nothing is lost. (A request written on a keep-alive
 // connection as the server closes it fails without being read; the audit counts such
 // requests as unanswered.)
+// The API's shutdown delay (SECKILL_SHUTDOWN_DELAY, 5 s by default) keeps it serving
+// while a load balancer takes it out of rotation; TestAPIShutdownSequence holds that.
+// Here the delay is 1 s so that the API is certainly gone, and restarted, while the
+// six-second crowd still runs: requests meet the stopped API and are retried.
 func TestGracefulShutdown(t *testing.T) {
-	s := testutil.StartStack(t)
+	s := testutil.StartStack(t, "SECKILL_SHUTDOWN_DELAY=1s")
 	a, cr := faultCrowd(t, s, []string{s.URL}, func() {
 		after(time.Second, func() { s.Worker.Signal(syscall.SIGTERM) })
 		t.Log("worker stopped with SIGTERM")

@@ -44,29 +44,51 @@ const rebuildAttempts = 20
 
 // Rebuild rebuilds a sale's Redis state from MySQL if Redis has lost it, or always with
 // force (a current state is rebuilt to the same figures, its queued orders kept), and
-// reports whether it did. ErrNotFound for a sale MySQL does not know. A sale of several
-// buckets is closed to purchases while it is rebuilt (stock.Close); when another
-// process is rebuilding it, Rebuild leaves it to that one.
+// reports whether it did. ErrNotFound for a sale MySQL does not know. The sale is closed
+// to purchases while it is rebuilt (stock.Close), by one process at a time: when
+// another process is rebuilding it, Rebuild leaves it to that one.
+//
+// Before it reads MySQL it raises the sale's epoch there (store.NextRedisEpoch), and the
+// state it writes carries that epoch: from then on MySQL refuses the orders a worker
+// claimed in the state being replaced, which this rebuild may not have read, and the
+// worker claims or adopts them again on the rebuilt state. Only one rebuild at a time
+// raises the epoch, so the state Redis ends with has MySQL's.
 func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt bool, err error) {
 	a, err := r.store.GetActivity(ctx, id)
 	if err != nil {
 		return false, err
 	}
 	k := max(1, a.StockBuckets)
-	from, err := r.stock.RebuildPoint(ctx, id, k)
-	if err != nil || from.Exists && !force {
+	lost, err := r.stock.RebuildPoint(ctx, id, k) // what made this rebuild start
+	if err != nil || lost.Exists && !force {
 		return false, err
 	}
 	r.metrics.started()
 	defer func() { r.metrics.ended(rebuilt, err) }()
-	var closing stock.Closing
-	lost := from // what made this rebuild start
-	if k > 1 {
-		if closing, err = r.stock.Close(ctx, id, k); errors.Is(err, stock.ErrRebuilding) {
-			return false, nil
-		} else if err != nil {
-			return false, err
-		}
+	closing, err := r.stock.Close(ctx, id, k)
+	if errors.Is(err, stock.ErrRebuilding) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	if k == 1 { // its one write is all or nothing: a failed rebuild leaves the sale as it was, open
+		defer func() {
+			if err != nil {
+				err = errors.Join(err, r.stock.Reopen(context.WithoutCancel(ctx), id, k, closing))
+			}
+		}()
+	}
+	from, err := r.stock.RebuildPoint(ctx, id, k) // read again, now that the sale is closed
+	if err != nil {
+		return false, err
+	}
+	if !lost.Whole && from.Whole {
+		// Redis missed some of the sale, and another process rebuilt it before the Close.
+		return false, r.stock.Reopen(ctx, id, k, closing)
+	}
+	epoch, err := r.store.NextRedisEpoch(ctx, id)
+	if err != nil {
+		return false, err
 	}
 	// The keys first, once: each names an order MySQL holds, true whatever the rebuild
 	// finds, and a replay that comes once the sale is back must meet its key. Orders
@@ -75,14 +97,10 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 		return false, err
 	}
 	for attempt := 0; attempt < rebuildAttempts; attempt++ {
-		if attempt > 0 || k > 1 { // read again: orders moved, or the sale was closed since
+		if attempt > 0 { // read again: orders moved
 			if from, err = r.stock.RebuildPoint(ctx, id, k); err != nil {
 				return false, err
 			}
-		}
-		if k > 1 && attempt == 0 && !lost.Whole && from.Whole {
-			// A bucket was missing, and another process rebuilt the sale before the Close.
-			return false, r.stock.Reopen(ctx, id, k, closing)
 		}
 		ids := make([]string, len(from.Queued))
 		for i, q := range from.Queued {
@@ -108,19 +126,17 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 		if err != nil {
 			return false, err
 		}
-		sale.Gen = max(from.Gen, recorded) + 1
+		sale.Gen, sale.Epoch = max(from.Gen, recorded)+1, epoch
 		err = r.stock.Rebuild(ctx, from, closing, sale, f.Units, f.Orders, held, settled)
 		switch {
 		case err == nil:
 			groups, err := r.stock.RestoreGroups(ctx, id, groupsOf(f.Seats))
-			slog.Warn("rebuilt a sale's Redis state from MySQL", "activity", id, "buckets", k, "was_there", from.Exists,
-				"redis_gen", from.Gen, "mysql_gen", recorded, "held", held, "users", len(f.Units),
+			slog.Warn("rebuilt a sale's Redis state from MySQL", "activity", id, "buckets", k, "was_there", lost.Exists,
+				"redis_gen", from.Gen, "mysql_gen", recorded, "epoch", epoch, "held", held, "users", len(f.Units),
 				"kept_queued", len(from.Queued)-len(settled), "groups_restored", groups)
 			return true, err
 		case !errors.Is(err, stock.ErrMoved):
 			return false, err
-		case !from.Exists && k == 1:
-			return false, nil // another process rebuilt it meanwhile
 		}
 		select { // orders moved meanwhile: read both again
 		case <-ctx.Done():
@@ -241,9 +257,9 @@ func (r *Rebuilder) RebuildLost(ctx context.Context, now time.Time) (int, error)
 	var errs []error
 	for _, a := range live {
 		sale, ok := present[a.ID]
-		behind := ok && sale.Gen < a.RedisGen
-		if ok && a.StockBuckets > 1 {
-			gens, stuck, err := r.stock.Gens(ctx, a.ID, a.StockBuckets)
+		behind := false
+		if ok {
+			gens, epoch, stuck, err := r.stock.Gens(ctx, a.ID, a.StockBuckets)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -255,14 +271,16 @@ func (r *Rebuilder) RebuildLost(ctx context.Context, now time.Time) (int, error)
 				}
 				behind = behind || gen < recorded // a lost bucket reads -1
 			}
-			behind = behind || stuck
+			// An epoch below MySQL's: a rebuild raised it and did not write its state (one
+			// under way holds the sale closed, and Rebuild leaves it to that one).
+			behind = behind || epoch < a.RedisEpoch || stuck
 		}
 		if ok && !behind {
 			continue
 		}
 		if ok {
-			slog.Warn("a sale's Redis state is stale: a generation is below MySQL's, a bucket is lost, or its rebuild died",
-				"activity", a.ID, "redis_gen", sale.Gen, "mysql_gen", a.RedisGen)
+			slog.Warn("a sale's Redis state is stale: a generation or its epoch is below MySQL's, a bucket is lost, or its rebuild died",
+				"activity", a.ID, "redis_gen", sale.Gen, "mysql_gen", a.RedisGen, "mysql_epoch", a.RedisEpoch)
 		}
 		rebuilt, err := r.Rebuild(ctx, a.ID, ok)
 		if rebuilt {

@@ -21,6 +21,14 @@ import (
 // in Redis before MySQL had it, and a current Redis is never behind it. A Redis that is
 // (an AOF from yesterday, a replica promoted without the last writes) lost writes that
 // MySQL saw, and its sale must be rebuilt. A rebuild sets the generation past both.
+//
+// Generations cannot tell the orders a worker claimed in a state that is gone (lost, or
+// replaced by a rebuild) and writes to MySQL only after a rebuild read MySQL: nothing in
+// Redis holds them any more, and the rebuild did not count them. The epoch (the field
+// epoch, activities.redis_epoch in MySQL) does: a rebuild raises it in MySQL before it
+// reads MySQL and writes it into the state it builds; a claim returns the epoch of the
+// state it was made in, and MySQL refuses to write orders claimed in an older epoch than
+// its own. The worker claims those again, or adopts them (Adopt), on the rebuilt state.
 
 // bumpGenLua is the step the scripts that move orders share: the sale's generation goes
 // up by one, if the sale exists (a lost sale stays missing, to be rebuilt). It returns
@@ -270,15 +278,17 @@ return {1, qunits}
 var ErrMoved = errors.New("the sale changed in Redis during the rebuild")
 
 // Rebuild writes a sale's state from its record (MySQL) when Redis has lost it or holds
-// it stale. from is what RebuildPoint read before MySQL was (after Close, for a sale of
-// several buckets, which closed it as closing); sale holds the settings, its buckets and the new generation
-// (sale.Gen, above both Redis's and MySQL's); users the units each user holds in MySQL,
-// held their sum, parts the orders each holds (participations, counted where the sale
-// caps them or sells in groups); stored the orders of from.Queued that MySQL has.
-// Orders Redis still holds as queued and MySQL does not stay queued and keep their
-// units. It returns ErrMoved, writing nothing more, when the sale is no longer as from
-// says (rebuilt by another process, or orders moved meanwhile: read both again). Every
-// API process's sold-out flag of the sale is cleared.
+// it stale. from is what RebuildPoint read before MySQL was (after Close, which closed
+// it as closing; a sale of one bucket may be rebuilt without, the zero Closing); sale
+// holds the settings, its buckets, the new generation (sale.Gen, above both Redis's and
+// MySQL's) and the epoch the rebuild raised MySQL's to before it read MySQL
+// (sale.Epoch); users the units each user holds in MySQL, held their sum, parts the
+// orders each holds (participations, counted where the sale caps them or sells in
+// groups); stored the orders of from.Queued that MySQL has. Orders Redis still holds as
+// queued and MySQL does not stay queued and keep their units. It returns ErrMoved,
+// writing nothing more, when the sale is no longer as from says (rebuilt by another
+// process, or orders moved meanwhile: read both again). Every API process's sold-out
+// flag of the sale is cleared, and a closed sale reopens.
 //
 // A sale of several buckets is rebuilt bucket by bucket, bucket 0 last: each bucket gets
 // its buyers and no units, and the reserve every unit left, which the buckets then take
@@ -289,13 +299,17 @@ var ErrMoved = errors.New("the sale changed in Redis during the rebuild")
 func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing, sale Sale, users, parts map[int64]int64, held int64, stored []QueuedOrder) error {
 	whole := Bucket{act: sale.ActivityID, k: max(1, sale.Buckets)}
 	stamp := time.Now().UnixMilli() // the same in every bucket: see Adopt and applyScript
-	fields := append(sale.fields(), "rebuilt", stamp)
+	fields := append(sale.fields(), "rebuilt", stamp, "epoch", sale.Epoch)
 	if whole.k == 1 {
 		_, err := s.rebuildBucket(ctx, from, closing, whole, sale, fields, "avail", sale.Total, held, users, parts, stored)
-		if err == nil {
-			s.soldOut.clear(sale.ActivityID)
+		if err != nil {
+			return err
 		}
-		return err
+		s.soldOut.clear(sale.ActivityID)
+		if closing.token == "" {
+			return nil
+		}
+		return s.reopen(ctx, whole, closing.token)
 	}
 	if len(from.gens) != whole.k || closing.token == "" {
 		return fmt.Errorf("rebuild sale %d: its %d buckets were not read under a Close", sale.ActivityID, whole.k)
@@ -529,11 +543,12 @@ func newToken() string {
 // Returns per order: 1 queued and claimed (adopted now, or queued already), 2 an orphan
 // but too few units are left (nothing taken), 0 not an orphan, 3 the sale itself is
 // missing (not rebuilt yet, or closed while it is), 4 an orphan seat (nothing taken), 5 an orphan whose buyer
-// would pass the limit or the cap (nothing taken).
+// would pass the limit or the cap (nothing taken); then the sale's epoch.
 var adoptScript = redis.NewScript(queuedLua + repliesLua() + userLimitLua + `
 local out = {}
 if redis.call('HEXISTS', KEYS[1], 'total') == 0 or redis.call('HEXISTS', KEYS[1], 'closed') == 1 then
   for i = 1, #ARGV, 2 do out[#out + 1] = 3 end
+  out[#out + 1] = 0
   return out
 end
 local rebuilt = tonumber(redis.call('HGET', KEYS[1], 'rebuilt') or '0')
@@ -568,6 +583,7 @@ for i = 1, #ARGV, 2 do
   end
   out[#out + 1] = r
 end
+out[#out + 1] = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')
 return out
 `)
 
@@ -588,61 +604,107 @@ const (
 // holds as queued and MySQL does not have (the caller checked both): orders whose state
 // was lost with the sale's, after Redis had acknowledged them. Seats of group-buy sales
 // are not adopted (their group's state went with them: OrphanSeat). It returns each
-// order's outcome by id.
-func (s *Stock) Adopt(ctx context.Context, activityID int64, orders []QueuedOrder) (map[string]Adoption, error) {
+// order's outcome by id, and the epoch of the state the adopted ones are claimed in
+// (the lowest of the buckets', which a rebuild writes alike).
+func (s *Stock) Adopt(ctx context.Context, activityID int64, orders []QueuedOrder) (map[string]Adoption, int64, error) {
 	out := make(map[string]Adoption, len(orders))
 	sale, err := s.saleOf(ctx, activityID)
 	if err != nil {
-		return nil, fmt.Errorf("adopt orders: %w", err)
+		return nil, 0, fmt.Errorf("adopt orders: %w", err)
 	}
+	epoch := int64(-1)
 	for b, qs := range byBucket(sale, orders, func(q QueuedOrder) int64 { return q.UserID }) {
-		args := make([]any, 0, 2*len(qs))
-		for _, q := range qs {
-			args = append(args, q.OrderID, queuedValue(q))
-		}
-		keys := []string{saleKey(b), usersKey(b), queuedKey(b), claimedKey(b), givenBackKey(b)}
-		res, err := adoptScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+		got, e, err := s.adoptIn(ctx, b, qs)
 		if err != nil {
-			return nil, fmt.Errorf("adopt orders: %w", err)
+			return nil, 0, err
 		}
-		if len(res) != len(qs) {
-			return nil, fmt.Errorf("adopt orders: %d answers for %d orders", len(res), len(qs))
-		}
+		// A bucket of a sale of several holds few units of its own (a rebuild leaves them
+		// all in the reserve): the orphans it is short for take a share, as a purchase
+		// would, and are tried again.
+		var short []QueuedOrder
+		var want int64
 		for i, q := range qs {
-			out[q.OrderID] = Adoption(res[i])
+			out[q.OrderID] = got[i]
+			if got[i] == OrphanNoStock && sale.k > 1 {
+				short, want = append(short, q), want+int64(q.Quantity)
+			}
+		}
+		if len(short) > 0 {
+			moved, _, err := s.refill(ctx, b, want)
+			if err != nil {
+				return nil, 0, fmt.Errorf("adopt orders: %w", err)
+			}
+			if moved > 0 {
+				again, _, err := s.adoptIn(ctx, b, short)
+				if err != nil {
+					return nil, 0, err
+				}
+				for i, q := range short {
+					out[q.OrderID] = again[i]
+				}
+			}
+		}
+		if epoch < 0 || e < epoch {
+			epoch = e
 		}
 	}
-	return out, nil
+	return out, max(0, epoch), nil
+}
+
+// adoptIn runs adoptScript on bucket b for its orders qs, and returns their outcomes in
+// order and the bucket's epoch.
+func (s *Stock) adoptIn(ctx context.Context, b Bucket, qs []QueuedOrder) ([]Adoption, int64, error) {
+	args := make([]any, 0, 2*len(qs))
+	for _, q := range qs {
+		args = append(args, q.OrderID, queuedValue(q))
+	}
+	keys := []string{saleKey(b), usersKey(b), queuedKey(b), claimedKey(b), givenBackKey(b)}
+	res, err := adoptScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+	if err != nil {
+		return nil, 0, fmt.Errorf("adopt orders: %w", err)
+	}
+	if len(res) != len(qs)+1 {
+		return nil, 0, fmt.Errorf("adopt orders: %d answers for %d orders", len(res), len(qs))
+	}
+	got := make([]Adoption, len(qs))
+	for i := range qs {
+		got[i] = Adoption(res[i])
+	}
+	return got, res[len(qs)], nil
 }
 
 // Gens returns the generation of each bucket of a sale of the given buckets (-1 for a
-// bucket Redis lacks), and whether the sale is closed by a rebuild that began more than
-// RebuildLease ago (by this process's clock): its process died, and the sale waits for
-// another rebuild.
-func (s *Stock) Gens(ctx context.Context, activityID int64, buckets int) (gens []int64, stuck bool, err error) {
+// bucket Redis lacks), the lowest epoch of the buckets Redis has, and whether the sale
+// is closed by a rebuild that began more than RebuildLease ago (by this process's
+// clock): its process died, and the sale waits for another rebuild.
+func (s *Stock) Gens(ctx context.Context, activityID int64, buckets int) (gens []int64, epoch int64, stuck bool, err error) {
 	all := (Bucket{act: activityID, k: max(1, buckets)}).all()
 	cmds := make([]*redis.SliceCmd, len(all))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range all {
-			cmds[i] = p.HMGet(ctx, saleKey(b), "total", "gen", "closed")
+			cmds[i] = p.HMGet(ctx, saleKey(b), "total", "gen", "closed", "epoch")
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("read generations of sale %d: %w", activityID, err)
+		return nil, 0, false, fmt.Errorf("read generations of sale %d: %w", activityID, err)
 	}
-	gens = make([]int64, len(all))
+	gens, epoch = make([]int64, len(all)), -1
 	for i, c := range cmds {
 		v := c.Val()
 		if v[0] == nil {
 			gens[i] = -1
 			continue
 		}
-		gen, _ := v[1].(string)
-		if gen != "" {
-			if gens[i], err = strconv.ParseInt(gen, 10, 64); err != nil {
-				return nil, false, fmt.Errorf("sale %d: generation %q", activityID, gen)
-			}
+		if gens[i], err = hashInt(v[1]); err != nil {
+			return nil, 0, false, fmt.Errorf("sale %d: generation: %w", activityID, err)
+		}
+		e, err := hashInt(v[3])
+		if err != nil {
+			return nil, 0, false, fmt.Errorf("sale %d: epoch: %w", activityID, err)
+		}
+		if epoch < 0 || e < epoch {
+			epoch = e
 		}
 		if closed, _ := v[2].(string); closed != "" {
 			f := strings.Fields(closed)
@@ -650,5 +712,14 @@ func (s *Stock) Gens(ctx context.Context, activityID int64, buckets int) (gens [
 			stuck = stuck || time.Since(time.UnixMilli(at)) > RebuildLease
 		}
 	}
-	return gens, stuck, nil
+	return gens, max(0, epoch), stuck, nil
+}
+
+// hashInt is an integer field as HMGET read it, 0 when the field is absent.
+func hashInt(v any) (int64, error) {
+	str, _ := v.(string)
+	if str == "" {
+		return 0, nil
+	}
+	return strconv.ParseInt(str, 10, 64)
 }

@@ -167,17 +167,20 @@ func TestAdoptOrphans(t *testing.T) {
 	if err := rdb.Del(ctx, "seckill:{act:5}:sale", "seckill:{act:5}:users").Err(); err != nil { // the loss
 		t.Fatal(err)
 	}
-	got, err := s.Adopt(ctx, 5, lost[:1])
+	got, _, err := s.Adopt(ctx, 5, lost[:1])
 	if err != nil || got["lost-1"] != stock.SaleMissing {
 		t.Fatalf("before the rebuild: %v, %v; want SaleMissing", got, err)
 	}
 	from, _ := s.RebuildPoint(ctx, 5, 1)
-	sale := stock.Sale{ActivityID: 5, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 1}
+	sale := stock.Sale{ActivityID: 5, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 1, Epoch: 3}
 	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, nil, nil, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	later := stock.QueuedOrder{OrderID: "after", ActivityID: 5, UserID: 5, Quantity: 1, Limit: 5, CreatedAt: time.Now().Add(time.Second)}
-	got, err = s.Adopt(ctx, 5, append(lost, later))
+	got, epoch, err := s.Adopt(ctx, 5, append(lost, later))
+	if epoch != 3 {
+		t.Errorf("adopted in epoch %d, want the rebuild's 3", epoch)
+	}
 	want := map[string]stock.Adoption{"lost-1": stock.Adopted, "lost-2": stock.Adopted, "lost-3": stock.OrphanNoStock,
 		"over-limit": stock.OrphanOverLimit, "over-cap": stock.OrphanOverLimit,
 		given.OrderID: stock.NotOrphan, "seat": stock.OrphanSeat, "after": stock.NotOrphan}

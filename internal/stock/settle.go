@@ -144,7 +144,7 @@ func (s *Stock) Rollback(ctx context.Context, activityID, userID int64, orderID,
 // KEYS[1] queued hash  KEYS[2] claimed set  KEYS[3] sale hash
 // ARGV[i] order ids
 // Returns an array with, per order id, 1 claimed (it is queued) or 0 not queued, then
-// the sale's generation after this claim (0 for a missing sale).
+// the sale's generation after this claim (0 for a missing sale), then its epoch.
 var claimScript = redis.NewScript(unitsLua + bumpGenLua + `
 local r, queued = {}, {}
 for first = 1, #ARGV, 1000 do
@@ -156,6 +156,7 @@ for first = 1, #ARGV, 1000 do
 end
 if #queued > 0 then each('SADD', KEYS[2], queued) end
 r[#ARGV + 1] = bump_gen(KEYS[3])
+r[#ARGV + 2] = tonumber(redis.call('HGET', KEYS[3], 'epoch') or '0')
 return r
 `)
 
@@ -165,19 +166,20 @@ type OrderRef struct {
 	UserID  int64
 }
 
-// Claimed is an order a worker claimed: its bucket, and the generation the bucket
-// reached with the claim.
+// Claimed is an order a worker claimed: its bucket, the generation the bucket reached
+// with the claim, and the epoch of the sale's state it was claimed in (see rebuild.go).
 type Claimed struct {
 	Bucket int
 	Gen    int64
+	Epoch  int64
 }
 
 // Claim marks queued orders of one sale as taken by a worker, so the API will not give
 // them back any more. It returns the orders that are queued and now claimed, each with
-// its bucket and the generation its bucket reached with the claim, which the worker
-// records in MySQL with the orders (see rebuild.go); an order that is not queued was
-// either given back by the API (it must not be persisted) or settled already (it is in
-// MySQL).
+// its bucket, the generation its bucket reached with the claim and the state's epoch,
+// which the worker gives MySQL with the orders (see rebuild.go); an order that is not
+// queued was either given back by the API (it must not be persisted) or settled
+// already (it is in MySQL).
 func (s *Stock) Claim(ctx context.Context, activityID int64, orders []OrderRef) (map[string]Claimed, error) {
 	sale, err := s.saleOf(ctx, activityID)
 	if err != nil {
@@ -193,12 +195,12 @@ func (s *Stock) Claim(ctx context.Context, activityID int64, orders []OrderRef) 
 		if err != nil {
 			return nil, fmt.Errorf("claim orders: %w", err)
 		}
-		if len(res) != len(os)+1 {
+		if len(res) != len(os)+2 {
 			return nil, fmt.Errorf("claim orders: %d answers for %d orders", len(res), len(os))
 		}
 		for i, o := range os {
 			if res[i] == 1 {
-				claimed[o.OrderID] = Claimed{Bucket: b.n, Gen: res[len(os)]}
+				claimed[o.OrderID] = Claimed{Bucket: b.n, Gen: res[len(os)], Epoch: res[len(os)+1]}
 			}
 		}
 	}

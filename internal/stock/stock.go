@@ -74,8 +74,9 @@ type Sale struct {
 	EndsAt     time.Time
 	PriceCents int64
 	PayWindow  time.Duration
-	// Gen is the sale's generation in Redis (see rebuild.go).
-	Gen int64
+	// Gen is the sale's generation in Redis, and Epoch its state's epoch, which the last
+	// rebuild from MySQL wrote (see rebuild.go).
+	Gen, Epoch int64
 	// Group-buy: Kind is "group" for a sale of seats in groups of GroupSize that fill
 	// within GroupWindow, else "sale". Participations caps the orders one user holds
 	// (0: no cap), in a sale of either kind.

@@ -26,6 +26,9 @@ type NewOrder struct {
 	// (bucket 0) or activity_buckets (the others) keeps the highest.
 	Bucket int
 	Gen    int64
+	// Epoch is the epoch of the sale's Redis state the order was claimed in (or adopted
+	// into); an order of an older epoch than the activity's is refused (ErrClaimedBeforeRebuild).
+	Epoch int64
 	// Participations is the cap on the user's orders in the sale it was checked
 	// against (0: none); MySQL checks it too.
 	Participations int
@@ -45,6 +48,12 @@ type Outcome struct {
 	// Existed is true when the order was already stored before this call.
 	Existed bool
 }
+
+// ErrClaimedBeforeRebuild is a batch with orders claimed in a Redis state of their sale
+// that a rebuild has replaced since (activities.redis_epoch went past the claim's): the
+// rebuild read MySQL without them, so they are claimed again, or adopted, on the
+// rebuilt state before they are written. Nothing of the batch is written.
+var ErrClaimedBeforeRebuild = errors.New("orders claimed in Redis before their sale was rebuilt")
 
 // guardError is a batch MySQL refused: the stock or a user's limit would be exceeded.
 type guardError struct{ reason string }
@@ -77,7 +86,13 @@ func (s *Store) PersistBatch(ctx context.Context, orders []NewOrder, w Windows) 
 		return out, nil
 	case !errors.As(err, &guard):
 		return nil, err
-	case len(orders) == 1:
+	}
+	// The guards come before the epoch in the transaction: a batch claimed before its
+	// sale's rebuild is refused as such rather than stored failed by them.
+	if err := s.claimedBeforeRebuild(ctx, orders); err != nil {
+		return nil, err
+	}
+	if len(orders) == 1 {
 		return s.persistFailed(ctx, orders[0], guard.reason)
 	}
 	sort.SliceStable(orders, func(i, j int) bool { return orders[i].CreatedAt.Before(orders[j].CreatedAt) })
@@ -90,6 +105,47 @@ func (s *Store) PersistBatch(ctx context.Context, orders []NewOrder, w Windows) 
 		out[o.ID] = one[o.ID]
 	}
 	return out, nil
+}
+
+// claimedBeforeRebuild returns ErrClaimedBeforeRebuild when one of orders was claimed in
+// an epoch older than its activity's redis_epoch.
+func (s *Store) claimedBeforeRebuild(ctx context.Context, orders []NewOrder) error {
+	claimed := lowestEpochs(orders)
+	ids := make([]int64, 0, len(claimed))
+	for id := range claimed {
+		ids = append(ids, id)
+	}
+	var rows []struct{ ID, RedisEpoch int64 }
+	if err := s.db.WithContext(ctx).Model(&Activity{}).Select("id", "redis_epoch").Where("id IN ?", ids).
+		Find(&rows).Error; err != nil {
+		return fmt.Errorf("read the sales' epochs: %w", err)
+	}
+	for _, r := range rows {
+		if err := staleClaim(r.ID, claimed[r.ID], r.RedisEpoch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lowestEpochs returns, by activity, the lowest epoch orders were claimed in.
+func lowestEpochs(orders []NewOrder) map[int64]int64 {
+	out := map[int64]int64{}
+	for _, o := range orders {
+		if e, ok := out[o.ActivityID]; !ok || o.Epoch < e {
+			out[o.ActivityID] = o.Epoch
+		}
+	}
+	return out
+}
+
+// staleClaim is ErrClaimedBeforeRebuild for orders of an activity claimed in epoch
+// claimed when the activity's is now, if now is the later; else nil.
+func staleClaim(activityID, claimed, now int64) error {
+	if now > claimed {
+		return fmt.Errorf("activity %d, epoch %d claimed, %d now: %w", activityID, claimed, now, ErrClaimedBeforeRebuild)
+	}
+	return nil
 }
 
 func (s *Store) persistRetrying(ctx context.Context, orders []NewOrder, w Windows) (map[string]Outcome, error) {
@@ -346,13 +402,16 @@ const (
 
 // addSold adds the orders' units to their activities, refusing to pass stock_total,
 // and raises each activity's redis_gen (activity_buckets' for buckets 1 and up) to the
-// orders' highest Gen.
+// orders' highest Gen. It refuses the orders with ErrClaimedBeforeRebuild when one was
+// claimed in an epoch older than its activity's redis_epoch: the UPDATE reads the row
+// as last committed, and a rebuild raises the epoch on that row before it reads MySQL,
+// so an order the rebuild did not see cannot be written after it.
 func addSold(tx *gorm.DB, orders []NewOrder) error {
 	type bucket struct {
 		act int64
 		n   int
 	}
-	units, gens := map[int64]int64{}, map[bucket]int64{}
+	units, gens, epochs := map[int64]int64{}, map[bucket]int64{}, lowestEpochs(orders)
 	var acts []int64
 	var others []bucket
 	for _, o := range orders {
@@ -369,11 +428,18 @@ func addSold(tx *gorm.DB, orders []NewOrder) error {
 	sort.Slice(acts, func(i, j int) bool { return acts[i] < acts[j] })
 	for _, id := range acts {
 		res := tx.Exec("UPDATE activities SET sold = sold + ?, redis_gen = GREATEST(redis_gen, ?) "+
-			"WHERE id = ? AND sold + ? <= stock_total", units[id], gens[bucket{id, 0}], id, units[id])
+			"WHERE id = ? AND sold + ? <= stock_total AND redis_epoch <= ?", units[id], gens[bucket{id, 0}], id, units[id], epochs[id])
 		if res.Error != nil {
 			return fmt.Errorf("add sold units: %w", res.Error)
 		}
 		if res.RowsAffected != 1 {
+			var epoch int64
+			if err := tx.Raw("SELECT redis_epoch FROM activities WHERE id = ? FOR UPDATE", id).Scan(&epoch).Error; err != nil {
+				return fmt.Errorf("read the sale's epoch: %w", err)
+			}
+			if err := staleClaim(id, epochs[id], epoch); err != nil {
+				return err
+			}
 			return &guardError{"sold out in MySQL: no stock left for this order"}
 		}
 	}

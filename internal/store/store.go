@@ -52,6 +52,9 @@ type Activity struct {
 	// that orders were written under (see internal/stock/rebuild.go); BucketGens has
 	// the other buckets'.
 	RedisGen int64
+	// RedisEpoch is the epoch of the sale's Redis state: each rebuild from MySQL raises
+	// it (NextRedisEpoch) before it reads MySQL, and the state it builds carries it.
+	RedisEpoch int64
 	// StockBuckets is how many Redis slots hold the sale's stock and buyers
 	// (internal/stock/bucket.go).
 	StockBuckets int `gorm:"default:1"`
@@ -194,6 +197,30 @@ func (s *Store) BucketGens(ctx context.Context) (map[int64]map[int]int64, error)
 		out[r.ActivityID][r.Bucket] = r.RedisGen
 	}
 	return out, nil
+}
+
+// NextRedisEpoch raises the epoch of a sale's Redis state (activities.redis_epoch) by one
+// and returns it: a rebuild's first step, before it reads MySQL. The UPDATE waits for the
+// transactions writing the sale's orders that hold its row, and once it has committed
+// PersistBatch refuses orders claimed in an older epoch, so a rebuild that reads MySQL
+// after it misses no order written under the state it replaces. ErrNotFound for an
+// unknown sale.
+func (s *Store) NextRedisEpoch(ctx context.Context, activityID int64) (int64, error) {
+	var epoch int64
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Exec("UPDATE activities SET redis_epoch = redis_epoch + 1 WHERE id = ?", activityID)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return ErrNotFound
+		}
+		return tx.Raw("SELECT redis_epoch FROM activities WHERE id = ?", activityID).Scan(&epoch).Error
+	})
+	if err != nil {
+		return 0, fmt.Errorf("raise the Redis epoch of activity %d: %w", activityID, err)
+	}
+	return epoch, nil
 }
 
 // ActivityIDs returns the id of every activity.

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -78,6 +79,54 @@ func TestPersistBatchGuards(t *testing.T) {
 				t.Errorf("sold = %d, want %d", stored.Sold, tt.wantSold)
 			}
 		})
+	}
+}
+
+// Once a rebuild has raised a sale's epoch, a batch claimed in an older one is refused
+// whole, with nothing written (the rebuild may have read MySQL without it), while one
+// claimed in the new epoch is written, and its guards still fail orders past the stock.
+func TestPersistBatchRefusesClaimsBeforeARebuild(t *testing.T) {
+	s := store.New(testutil.MySQL(t).Gorm)
+	ctx := context.Background()
+	a := newActivity(t, s, 3, 3)
+	epoch, err := s.NextRedisEpoch(ctx, a.ID)
+	if err != nil || epoch != 1 {
+		t.Fatalf("the first rebuild's epoch: %d, %v; want 1", epoch, err)
+	}
+	if _, err := s.NextRedisEpoch(ctx, a.ID+1); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("epoch of an unknown sale: %v, want ErrNotFound", err)
+	}
+	stale, fresh := order(a, 1, 1), order(a, 2, 2)
+	fresh.Epoch = epoch
+	if out, err := s.PersistBatch(ctx, []store.NewOrder{fresh, stale}, outage.Outages{}); !errors.Is(err, store.ErrClaimedBeforeRebuild) {
+		t.Fatalf("a batch with an order of epoch 0 after the rebuild: %v, %v; want ErrClaimedBeforeRebuild", out, err)
+	}
+	if got, err := s.OrdersByID(ctx, []string{stale.ID, fresh.ID}); err != nil || len(got) != 0 {
+		t.Errorf("orders stored by the refused batch: %v, %v", got, err)
+	}
+	if held, err := s.Holdings(ctx, a.ID); err != nil || len(held) != 0 {
+		t.Errorf("units held after the refused batch: %v, %v", held, err)
+	}
+
+	stale.Epoch = epoch // claimed again on the rebuilt state
+	over := order(a, 3, 1)
+	over.Epoch = epoch
+	out, err := s.PersistBatch(ctx, []store.NewOrder{fresh, stale, over}, outage.Outages{})
+	if err != nil || out[fresh.ID].Status != store.StatusCreated || out[stale.ID].Status != store.StatusCreated ||
+		out[over.ID].Status != store.StatusFailed {
+		t.Errorf("the batch claimed again: %+v, %v; want two created, the one past the stock failed", out, err)
+	}
+	if got, err := s.GetActivity(ctx, a.ID); err != nil || got.Sold != 3 || got.RedisEpoch != 1 {
+		t.Errorf("activity after the batch: %+v, %v; want 3 sold, epoch 1", got, err)
+	}
+	// Claimed before the rebuild and past the stock now: refused as such, not stored
+	// failed by the guard (the rebuilt state never counted it).
+	late := order(a, 4, 1)
+	if out, err := s.PersistBatch(ctx, []store.NewOrder{late}, outage.Outages{}); !errors.Is(err, store.ErrClaimedBeforeRebuild) {
+		t.Errorf("an order of epoch 0 past the stock: %v, %v; want ErrClaimedBeforeRebuild", out, err)
+	}
+	if got, err := s.OrdersByID(ctx, []string{late.ID}); err != nil || len(got) != 0 {
+		t.Errorf("stored: %v, %v; want nothing", got, err)
 	}
 }
 

@@ -4,6 +4,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -38,6 +39,9 @@ type Persister struct {
 	// LostSale, when set, is told of a sale Redis has lost that a task's orders belong
 	// to (to start its rebuild; the task is retried meanwhile).
 	LostSale func(activityID int64)
+
+	// beforeWrite, set by tests, runs between a batch's claim and its write to MySQL.
+	beforeWrite func()
 }
 
 // NewPersister returns a Persister that writes up to batch orders per transaction
@@ -59,10 +63,24 @@ func (p *Persister) HandleTask(ctx context.Context, t *asynq.Task) error {
 // Persist writes orders in transactions of up to Batch orders. It returns nil once every
 // order is safely stored (or must not be stored), and otherwise the error of the first
 // order to retry.
+//
+// A batch whose sale is being rebuilt (lost in Redis and not back yet, or claimed in
+// the state the rebuild replaces: store.ErrClaimedBeforeRebuild) is tried again here,
+// for up to rebuildWait, and claimed or adopted on the rebuilt state: the task is at
+// hand, and a Redis that lost the sale may have lost the task's retry with it.
 func (p *Persister) Persist(ctx context.Context, orders []queue.Order) error {
 	for len(orders) > 0 {
 		n := min(len(orders), max(1, p.Batch))
-		for id, err := range p.persistBatch(ctx, orders[:n]) {
+		results := p.persistBatch(ctx, orders[:n])
+		for pause := 10 * time.Millisecond; waitsForRebuild(results) && pause < rebuildWait; pause *= 2 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(pause):
+			}
+			results = p.persistBatch(ctx, orders[:n])
+		}
+		for id, err := range results {
 			if err != nil {
 				return fmt.Errorf("order %s: %w", id, err)
 			}
@@ -70,6 +88,23 @@ func (p *Persister) Persist(ctx context.Context, orders []queue.Order) error {
 		orders = orders[n:]
 	}
 	return nil
+}
+
+// rebuildWait bounds how long Persist holds a batch whose sale is being rebuilt before
+// it leaves it to a retry of the task; a rebuild takes milliseconds to a few seconds.
+const rebuildWait = 10 * time.Second
+
+// errSaleMissing is an order of a sale Redis has lost and not rebuilt yet.
+var errSaleMissing = errors.New("its sale is lost in Redis and not rebuilt yet")
+
+// waitsForRebuild reports whether an order of a batch waits for its sale's rebuild.
+func waitsForRebuild(results map[string]error) bool {
+	for _, err := range results {
+		if errors.Is(err, errSaleMissing) || errors.Is(err, store.ErrClaimedBeforeRebuild) {
+			return true
+		}
+	}
+	return false
 }
 
 // persistBatch writes one batch of orders and returns, by order id, nil for an order
@@ -80,7 +115,9 @@ func (p *Persister) Persist(ctx context.Context, orders []queue.Order) error {
 //     that is not queued is either in MySQL already or was given back by the API
 //     (its reserve script's reply was lost, and the buyer got 503) and must not be
 //     stored.
-//  2. Write the claimed ones in one transaction; MySQL's guards may fail some.
+//  2. Write the claimed ones in one transaction; MySQL's guards may fail some, and
+//     MySQL refuses the whole batch if the sale was rebuilt since the claim (its
+//     epoch: see stock's rebuild.go).
 //  3. Settle them in Redis: they stop being queued; failed ones return their units.
 func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[string]error {
 	results := make(map[string]error, len(batch))
@@ -104,7 +141,7 @@ func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[s
 				results[o.ID] = err
 			case ok:
 				n := newOrder(o)
-				n.Bucket, n.Gen = c.Bucket, c.Gen
+				n.Bucket, n.Gen, n.Epoch = c.Bucket, c.Gen, c.Epoch
 				claimed = append(claimed, n)
 			default:
 				notQueued = append(notQueued, o)
@@ -114,6 +151,9 @@ func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[s
 	claimed = append(claimed, p.adoptOrphans(ctx, batch, notQueued, results)...)
 	if len(claimed) == 0 {
 		return results
+	}
+	if p.beforeWrite != nil {
+		p.beforeWrite()
 	}
 
 	outages, err := p.outages.Read(ctx)
@@ -183,21 +223,23 @@ func (p *Persister) adoptOrphans(ctx context.Context, batch, notQueued []queue.O
 	}
 	var adopted []store.NewOrder
 	for act, qs := range byActivity {
-		got, err := p.stock.Adopt(ctx, act, qs)
+		got, epoch, err := p.stock.Adopt(ctx, act, qs)
 		for _, q := range qs {
 			switch {
 			case err != nil:
 				results[q.OrderID] = err
 			case got[q.OrderID] == stock.Adopted:
 				slog.Warn("order whose Redis state was lost with its sale's: adopted on the rebuilt sale", "order", q.OrderID)
-				adopted = append(adopted, newOrder(orders[q.OrderID]))
+				n := newOrder(orders[q.OrderID])
+				n.Epoch = epoch
+				adopted = append(adopted, n)
 				p.metrics.handled("adopted", 1)
 			case orphanReasons[got[q.OrderID]] != "":
 				reason := orphanReasons[got[q.OrderID]]
 				_, results[q.OrderID] = p.store.StoreFailed(ctx, newOrder(orders[q.OrderID]), reason)
 				p.metrics.handled(store.StatusFailed, 1)
 			case got[q.OrderID] == stock.SaleMissing:
-				results[q.OrderID] = fmt.Errorf("order %s: its sale is lost in Redis and not rebuilt yet", q.OrderID)
+				results[q.OrderID] = errSaleMissing
 				if p.LostSale != nil {
 					p.LostSale(act)
 				}

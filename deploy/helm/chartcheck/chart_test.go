@@ -61,12 +61,29 @@ func valueSets(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"sentinel-values.yaml", "cluster-values.yaml"} {
+	for want := range required {
 		if !slices.Contains(files, filepath.Join(chart(), "ci", want)) {
 			t.Fatalf("want ci/%s among the values checked, found %v", want, files)
 		}
 	}
 	return append([]string{""}, files...)
+}
+
+// required is what each values file of ci/ must render, so that the checks below meet
+// each way of connecting: the variables every container of the service gets, and
+// whether the chart makes the Secret. Sentinel with the Sentinels' own ACL user, from a
+// Secret the chart makes; TLS with a CA, a server name and a client certificate, an ACL
+// user and MySQL over TLS, from Secrets of the user's.
+var required = map[string]struct {
+	env         []string
+	makesSecret bool
+}{
+	"sentinel-values.yaml": {env: []string{"SECKILL_REDIS_MASTER_NAME", "SECKILL_REDIS_USERNAME", "SECKILL_REDIS_PASSWORD_FILE",
+		"SECKILL_REDIS_SENTINEL_USERNAME", "SECKILL_REDIS_SENTINEL_PASSWORD_FILE"}, makesSecret: true},
+	"cluster-values.yaml": {env: []string{"SECKILL_REDIS_CLUSTER"}},
+	"tls-values.yaml": {env: []string{"SECKILL_REDIS_USERNAME", "SECKILL_REDIS_PASSWORD_FILE", "SECKILL_REDIS_TLS",
+		"SECKILL_REDIS_TLS_CA_FILE", "SECKILL_REDIS_TLS_SERVER_NAME", "SECKILL_REDIS_TLS_CERT_FILE",
+		"SECKILL_REDIS_TLS_KEY_FILE", "SECKILL_MYSQL_TLS_CA_FILE"}},
 }
 
 // rendered is the chart's objects for one set of values, decoded.
@@ -75,6 +92,7 @@ type rendered struct {
 	jobs         []*batchv1.Job
 	services     []*corev1.Service
 	configMaps   []*corev1.ConfigMap
+	secrets      []*corev1.Secret
 	pdbs         []*policyv1.PodDisruptionBudget
 	hpas         []*autoscalingv2.HorizontalPodAutoscaler
 	monitors     []*monitoringv1.ServiceMonitor
@@ -133,6 +151,10 @@ func render(t *testing.T, values string) rendered {
 			c := &corev1.ConfigMap{}
 			err = decode([]byte(doc), c)
 			r.configMaps = append(r.configMaps, c)
+		case "v1 Secret":
+			sec := &corev1.Secret{}
+			err = decode([]byte(doc), sec)
+			r.secrets = append(r.secrets, sec)
 		case "policy/v1 PodDisruptionBudget":
 			p := &policyv1.PodDisruptionBudget{}
 			err = decode([]byte(doc), p)
@@ -184,12 +206,17 @@ func TestChart(t *testing.T) {
 				}
 			}
 			checkEnvironment(t, r)
+			checkFiles(t, r)
+			checkRequired(t, r)
 			checkAPI(t, r)
 			checkWorker(t, r)
+			if d := r.deployments["nginx"]; d != nil {
+				checkGrace(t, "nginx", d.Spec.Template.Spec, nginxShutdown)
+			}
 			checkPods(t, r)
 			checkSelectors(t, r)
 			checkMigration(t, r)
-			checkFiles(t, r)
+			checkShipped(t, r)
 		})
 	}
 }
@@ -236,11 +263,9 @@ func nginxVariables(t *testing.T) map[string]bool {
 	return out
 }
 
-// checkEnvironment: every name a container of the service gets is one the binaries
-// read (and one the binary of that container reads); a secret comes only as a file,
-// from a mounted Secret; nginx gets exactly its template's variables.
-func checkEnvironment(t *testing.T, r rendered) {
-	vars := known()
+// pods are the pods of the service's binaries by component (api, worker, migrate) and
+// nginx's, when it is on.
+func (r rendered) pods() map[string]corev1.PodSpec {
 	pods := map[string]corev1.PodSpec{}
 	for c, d := range r.deployments {
 		pods[c] = d.Spec.Template.Spec
@@ -248,7 +273,16 @@ func checkEnvironment(t *testing.T, r rendered) {
 	for _, j := range r.jobs {
 		pods["migrate"] = j.Spec.Template.Spec
 	}
-	for component, pod := range pods {
+	return pods
+}
+
+// checkEnvironment: every name a container of the service gets is one the binaries
+// read (and one the binary of that container reads), a <NAME>_FILE only for a secret
+// of config.Vars; a secret comes only as a file; nginx gets exactly its template's
+// variables.
+func checkEnvironment(t *testing.T, r rendered) {
+	vars := known()
+	for component, pod := range r.pods() {
 		for _, c := range pod.Containers {
 			env := envOf(t, c)
 			if component == "nginx" {
@@ -266,19 +300,17 @@ func checkEnvironment(t *testing.T, r rendered) {
 				continue
 			}
 			binary := map[string]string{"api": config.API, "migrate": config.API, "worker": config.Worker}[component]
-			for n, val := range env {
+			for n := range env {
 				v, ok := vars[n]
 				switch {
+				case !ok && strings.HasSuffix(n, "_FILE"):
+					t.Errorf("%s: %s is neither a variable of the binaries nor the file form of a secret of config.Vars", component, n)
 				case !ok:
 					t.Errorf("%s: %s is not a variable of the binaries (config.Vars)", component, n)
 				case !strings.Contains(v.Binaries, binary) && component != "migrate":
 					t.Errorf("%s: %s is read by %s only", component, n, v.Binaries)
 				case v.Secret && n == v.Name:
 					t.Errorf("%s: the secret %s is given in the environment; give %s_FILE", component, n, n)
-				case v.Secret || strings.HasSuffix(n, "_FILE"):
-					if !mounted(pod, c, val) {
-						t.Errorf("%s: %s=%s is not in a mounted Secret", component, n, val)
-					}
 				}
 			}
 			for _, must := range []string{"SECKILL_REDIS_ADDR", "SECKILL_MYSQL_DSN_FILE", "SECKILL_JWT_SECRET_FILE"} {
@@ -290,19 +322,112 @@ func checkEnvironment(t *testing.T, r rendered) {
 	}
 }
 
-// mounted reports whether path lies in a volume of c that is a Secret.
-func mounted(pod corev1.PodSpec, c corev1.Container, path string) bool {
-	for _, m := range c.VolumeMounts {
-		if !strings.HasPrefix(path, m.MountPath+"/") {
+// checkFiles: every file a variable names (<NAME>_FILE of a secret, and the TLS files)
+// is a key that a Secret volume mounted in that container projects, readable by the
+// pod's user; every key projected is named by a variable; and a Secret the chart makes
+// holds every key projected from it. A misspelt key, a path that names no mount, or a
+// mount that no variable reads fails here rather than at a pod's start.
+func checkFiles(t *testing.T, r rendered) {
+	made := map[string]*corev1.Secret{}
+	for _, s := range r.secrets {
+		made[s.Name] = s
+	}
+	for component, pod := range r.pods() {
+		if component == "nginx" {
 			continue
 		}
+		volumes := map[string]corev1.Volume{}
 		for _, v := range pod.Volumes {
-			if v.Name == m.Name && v.Secret != nil {
-				return true
+			volumes[v.Name] = v
+		}
+		for _, c := range pod.Containers {
+			named := map[string]bool{} // the files the variables name
+			for n, path := range envOf(t, c) {
+				if !strings.HasSuffix(n, "_FILE") {
+					continue
+				}
+				named[path] = true
+				m, found := mountOf(c, filepath.Dir(path))
+				v := volumes[m.Name]
+				switch {
+				case !found:
+					t.Errorf("%s: %s=%s, and no volume is mounted at %s", component, n, path, filepath.Dir(path))
+				case v.Secret == nil:
+					t.Errorf("%s: %s=%s is in volume %s, which is not a Secret", component, n, path, m.Name)
+				case !slices.ContainsFunc(v.Secret.Items, func(k corev1.KeyToPath) bool { return k.Path == filepath.Base(path) }):
+					t.Errorf("%s: %s=%s, and volume %s (Secret %s) projects no %s (it projects %v)", component, n, path, m.Name, v.Secret.SecretName, filepath.Base(path), v.Secret.Items)
+				}
+			}
+			for _, m := range c.VolumeMounts {
+				v := volumes[m.Name]
+				if v.Secret == nil {
+					continue
+				}
+				if len(v.Secret.Items) == 0 {
+					t.Errorf("%s: volume %s mounts all of Secret %s; project the keys the binaries read (items), so that a missing one stops the pod naming it", component, m.Name, v.Secret.SecretName)
+				}
+				if !readable(pod, *v.Secret) {
+					t.Errorf("%s: the files of volume %s are not readable by the pod's user", component, m.Name)
+				}
+				for _, k := range v.Secret.Items {
+					if path := m.MountPath + "/" + k.Path; !named[path] {
+						t.Errorf("%s: volume %s mounts %s (key %s of Secret %s), which no variable names", component, m.Name, path, k.Key, v.Secret.SecretName)
+					}
+					if s := made[v.Secret.SecretName]; s != nil {
+						_, inString := s.StringData[k.Key]
+						_, inData := s.Data[k.Key]
+						if !inString && !inData {
+							t.Errorf("%s: the chart makes Secret %s without the key %s that volume %s projects", component, s.Name, k.Key, m.Name)
+						}
+					}
+				}
 			}
 		}
 	}
-	return false
+}
+
+// mountOf returns c's volume mount at dir.
+func mountOf(c corev1.Container, dir string) (corev1.VolumeMount, bool) {
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == dir {
+			return m, true
+		}
+	}
+	return corev1.VolumeMount{}, false
+}
+
+// readable reports whether the pod's user reads the files of a Secret volume: they are
+// root's and, with an fsGroup, that group's, with the volume's mode (0644 by default).
+func readable(pod corev1.PodSpec, s corev1.SecretVolumeSource) bool {
+	mode := int32(0o644)
+	if s.DefaultMode != nil {
+		mode = *s.DefaultMode
+	}
+	fsGroup := pod.SecurityContext != nil && pod.SecurityContext.FSGroup != nil
+	return mode&0o004 != 0 || mode&0o040 != 0 && fsGroup
+}
+
+// checkRequired: a values file of ci/ renders what it is there for (required).
+func checkRequired(t *testing.T, r rendered) {
+	name := filepath.Base(r.valuesFile)
+	want, ok := required[name]
+	if !ok {
+		return
+	}
+	for component, pod := range r.pods() {
+		if component == "nginx" {
+			continue
+		}
+		env := envOf(t, pod.Containers[0])
+		for _, n := range want.env {
+			if _, ok := env[n]; !ok {
+				t.Errorf("%s: %s does not set %s", component, name, n)
+			}
+		}
+	}
+	if made := len(r.secrets) > 0; made != want.makesSecret {
+		t.Errorf("%s: the chart makes %d Secrets; want the chart to make the Secret: %v", name, len(r.secrets), want.makesSecret)
+	}
 }
 
 // containerPort returns the port a probe names, by name or number.
@@ -346,17 +471,12 @@ func apiRoutes(t *testing.T) map[string]bool {
 	return out
 }
 
-// duration reads a Go duration setting from env, else its default in config.Vars,
-// else fallback: the bound the binary has when no variable sets it.
-func duration(t *testing.T, env map[string]string, name string, fallback time.Duration) time.Duration {
+// duration reads a Go duration setting from env, else its default in config.Vars.
+func duration(t *testing.T, env map[string]string, name string) time.Duration {
 	t.Helper()
 	val, ok := env[name]
 	if !ok {
-		v, known := known()[name]
-		if !known {
-			return fallback
-		}
-		val = v.Default
+		val = known()[name].Default
 	}
 	d, err := time.ParseDuration(val)
 	if err != nil {
@@ -365,16 +485,56 @@ func duration(t *testing.T, env map[string]string, name string, fallback time.Du
 	return d
 }
 
-// The shutdowns' bounds in the binaries when no variable sets them: the API finishes
-// requests for 15 s and enqueues for 5 s (cmd/api); the worker's tasks have 20 s and
-// its metrics server 5 s (cmd/worker).
-const (
-	apiShutdown    = 20 * time.Second
-	workerShutdown = 25 * time.Second
-)
+// graceMargin is what a grace period must leave beyond a pod's preStop hook and its
+// process's shutdown, for the process to start stopping and to exit
+// (docs/deploying.md#choosing-the-timings).
+const graceMargin = 5 * time.Second
+
+// nginxShutdown bounds a stopping nginx's wait for the answers in flight: an API
+// answers within its server's 15 s write bound (docs/deploying.md).
+const nginxShutdown = 15 * time.Second
+
+// checkGrace: Kubernetes kills the pod no sooner than its preStop hook, the process's
+// shutdown and graceMargin allow.
+func checkGrace(t *testing.T, component string, pod corev1.PodSpec, shutdown time.Duration) {
+	t.Helper()
+	want := shutdown + graceMargin
+	for _, c := range pod.Containers {
+		want += preStop(t, component, c)
+	}
+	grace := pod.TerminationGracePeriodSeconds
+	if grace == nil || time.Duration(*grace)*time.Second < want {
+		got := "unset"
+		if grace != nil {
+			got = fmt.Sprint(*grace)
+		}
+		t.Errorf("%s: terminationGracePeriodSeconds %s is under its preStop hook, its shutdown (%v) and a margin of %v: want at least %v", component, got, shutdown, graceMargin, want)
+	}
+}
+
+// preStop is how long c's preStop hook waits: a sleep, as an exec of sleep or the
+// sleep action.
+func preStop(t *testing.T, component string, c corev1.Container) time.Duration {
+	t.Helper()
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+		return 0
+	}
+	h := c.Lifecycle.PreStop
+	switch {
+	case h.Sleep != nil:
+		return time.Duration(h.Sleep.Seconds) * time.Second
+	case h.Exec != nil && len(h.Exec.Command) == 2 && h.Exec.Command[0] == "sleep":
+		if d, err := time.ParseDuration(h.Exec.Command[1] + "s"); err == nil {
+			return d
+		}
+	}
+	t.Errorf("%s: a preStop hook this check cannot time: %+v", component, *h)
+	return 0
+}
 
 // checkAPI: the probes are the router's /healthz and /readyz on the port the API
-// listens on, and the pod's grace period covers the shutdown's delay and timeout.
+// listens on, and the pod's grace period covers the shutdown's delay and timeout and a
+// margin.
 func checkAPI(t *testing.T, r rendered) {
 	d := r.deployments["api"]
 	c := d.Spec.Template.Spec.Containers[0]
@@ -394,10 +554,7 @@ func checkAPI(t *testing.T, r rendered) {
 			t.Errorf("api: %s probe on port %s, the API listens on %s", name, got, port)
 		}
 	}
-	shutdown := duration(t, env, "SECKILL_SHUTDOWN_DELAY", 0) + duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT", apiShutdown)
-	if grace := d.Spec.Template.Spec.TerminationGracePeriodSeconds; grace == nil || time.Duration(*grace)*time.Second <= shutdown {
-		t.Errorf("api: terminationGracePeriodSeconds %v does not cover the shutdown's delay and timeout (%v)", grace, shutdown)
-	}
+	checkGrace(t, "api", d.Spec.Template.Spec, duration(t, env, "SECKILL_SHUTDOWN_DELAY")+duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT"))
 	if p := d.Spec.Template.Spec.Containers[0].ReadinessProbe; p != nil && p.PeriodSeconds*p.FailureThreshold > 3 {
 		t.Errorf("api: readiness takes %d s to see a 503; the API says 503 within 3 s of Redis going", p.PeriodSeconds*p.FailureThreshold)
 	}
@@ -407,7 +564,8 @@ func checkAPI(t *testing.T, r rendered) {
 }
 
 // checkWorker: a liveness probe on the metrics address (an HTTP one on a path
-// cmd/worker serves, or a TCP one), and a grace period that covers its shutdown.
+// cmd/worker serves, or a TCP one), and a grace period that covers its shutdown's
+// timeout and a margin.
 func checkWorker(t *testing.T, r rendered) {
 	d := r.deployments["worker"]
 	c := d.Spec.Template.Spec.Containers[0]
@@ -438,9 +596,7 @@ func checkWorker(t *testing.T, r rendered) {
 			t.Errorf("worker: the %s probe is neither HTTP nor TCP", name)
 		}
 	}
-	if grace := d.Spec.Template.Spec.TerminationGracePeriodSeconds; grace == nil || time.Duration(*grace)*time.Second <= duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT", workerShutdown) {
-		t.Errorf("worker: terminationGracePeriodSeconds %v does not cover its shutdown", grace)
-	}
+	checkGrace(t, "worker", d.Spec.Template.Spec, duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT"))
 }
 
 // checkPods: the service's containers run as the image's non-root user on a
@@ -566,9 +722,9 @@ func checkMigration(t *testing.T, r rendered) {
 	}
 }
 
-// checkFiles: the PrometheusRule is deploy/prometheus/alerts.yml and nginx's
+// checkShipped: the PrometheusRule is deploy/prometheus/alerts.yml and nginx's
 // ConfigMap is deploy/nginx/seckill.conf.template.
-func checkFiles(t *testing.T, r rendered) {
+func checkShipped(t *testing.T, r rendered) {
 	for _, rule := range r.rules {
 		b, err := os.ReadFile(filepath.Join(root(), "deploy", "prometheus", "alerts.yml"))
 		if err != nil {
@@ -599,5 +755,68 @@ func checkFiles(t *testing.T, r rendered) {
 	}
 	if strings.Contains(r.valuesFile, "cluster") && (len(r.rules) != 1 || len(r.monitors) != 1) {
 		t.Errorf("the cluster values turn on the ServiceMonitor and the PrometheusRule: got %d and %d", len(r.monitors), len(r.rules))
+	}
+}
+
+// TestValuesDocumented: every value of values.yaml has a comment: on the lines above it,
+// or above the run of one-line sibling values it belongs to (podLabels, podAnnotations,
+// ... under one comment), or it is part of a resources or image block whose key has one.
+func TestValuesDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(chart(), "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := regexp.MustCompile(`^( *)(- )?([A-Za-z][A-Za-z0-9]*):(\s|$)`)
+	type entry struct {
+		indent     int
+		name       string
+		documented bool
+	}
+	var stack []entry // the keys enclosing the line, outermost first
+	prevDocumented := map[int]bool{}
+	comment, checked := false, 0
+	for i, line := range strings.Split(string(b), "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "#"):
+			comment = true
+			continue
+		case trimmed == "":
+			comment = false
+			prevDocumented = map[int]bool{}
+			continue
+		}
+		m := key.FindStringSubmatch(line)
+		if m == nil {
+			comment = false
+			continue
+		}
+		indent := len(m[1])
+		if len(stack) > 0 && stack[len(stack)-1].indent > indent {
+			prevDocumented[indent] = false // a run of siblings is of one-line values
+		}
+		for len(stack) > 0 && stack[len(stack)-1].indent >= indent {
+			stack = stack[:len(stack)-1]
+		}
+		inBlock := false
+		for _, e := range stack {
+			inBlock = inBlock || (e.name == "resources" || e.name == "image") && e.documented
+		}
+		documented := comment || prevDocumented[indent] || inBlock
+		if !documented {
+			t.Errorf("values.yaml:%d: %s has no comment", i+1, m[3])
+		}
+		for k := range prevDocumented {
+			if k > indent {
+				delete(prevDocumented, k)
+			}
+		}
+		prevDocumented[indent] = documented
+		stack = append(stack, entry{indent, m[3], documented})
+		comment = false
+		checked++
+	}
+	if checked < 50 {
+		t.Fatalf("read %d values in values.yaml", checked)
 	}
 }
