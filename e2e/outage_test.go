@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/testutil"
@@ -469,4 +471,150 @@ func (c *client) group(id string) group {
 	var g group
 	c.must("GET", "/api/v1/groups/"+id, "", nil).decode(c.t, &g)
 	return g
+}
+
+// Processes started while MySQL does not answer, frozen (SIGSTOP: connects hang) or
+// stopped (connects refused), as a crashed pod, an API scaled out or a first install
+// would be during an outage: an API and a worker of a running service SIGKILLed and
+// started again, and a new service on a database never migrated. Both APIs become
+// ready and the first sells (202) to buyers at once; every route that needs MySQL
+// answers 503 unavailable with Retry-After within the bound, on the fresh database
+// before its migrations have run too; the workers start and are not ready. Once MySQL
+// answers, the new service's API migrates its database and its routes answer, the
+// workers become ready, and every order acknowledged during the outage is in MySQL.
+func TestStartDuringMySQLOutage(t *testing.T) {
+	outages := []struct {
+		name        string
+		start, stop func(*testutil.MariaDBServer)
+	}{
+		{"frozen", (*testutil.MariaDBServer).Pause, (*testutil.MariaDBServer).Resume},
+		{"stopped", (*testutil.MariaDBServer).Stop, (*testutil.MariaDBServer).Start},
+	}
+	for _, o := range outages {
+		t.Run(o.name, func(t *testing.T) {
+			maria := testutil.StartMariaDB(t)
+			s := testutil.StartStackOn(t, testutil.MySQLOn(t, maria.DSN))
+			c := newClient(t, s.URL)
+			admin := testutil.Token(t, 1, true)
+			a := c.createSale(admin, 100, 1)
+			paid := c.buyEach(admin, a.ID, 5000, 1)[0]
+			empty := testutil.EmptyMySQLOn(t, maria.DSN)
+
+			o.start(maria)
+			down := true
+			defer func() { // whatever happens: the clean-up needs the server
+				if down {
+					o.stop(maria)
+				}
+			}()
+			began := time.Now()
+			t.Logf("MariaDB %s", o.name)
+			s.API.Signal(syscall.SIGKILL)
+			s.Worker.Signal(syscall.SIGKILL)
+			s.API.Start()
+			s.Worker.Start()
+			s.WaitReady(t)
+			first := testutil.StartStackOn(t, empty) // waits until its API is ready
+			t.Logf("both APIs ready %v into the outage", time.Since(began).Round(time.Millisecond))
+
+			p := newProbeWatch(t)
+			for _, u := range []string{s.URL, first.URL} {
+				p.wait(u+"/readyz", 200, `{"ready":true,"redis":"ok","mysql":"down"}`, time.Now(), 3*time.Second)
+			}
+			for _, u := range []string{s.WorkerURLs[0], first.WorkerURLs[0]} {
+				p.wait(u+"/readyz", 503, `{"ready":false,"redis":"ok","mysql":"down"}`, time.Now(), 3*time.Second)
+			}
+			const buyers = 40
+			bought := make([]string, buyers)
+			var wg sync.WaitGroup
+			for i := range buyers {
+				wg.Go(func() { bought[i] = c.buyOne(a.ID, 6000+int64(i)) })
+			}
+			wg.Wait()
+			calls := []*boundedCall{
+				{name: "a buyer's pay", method: "POST", path: "/api/v1/orders/" + paid + "/pay", token: testutil.Token(t, 5000, false)},
+				{name: "an order read", method: "GET", path: "/api/v1/orders/" + paid, token: admin},
+				{name: "an admin's stats", method: "GET", path: fmt.Sprintf("/api/v1/admin/activities/%d/stats", a.ID), token: admin},
+			}
+			callAll([]*client{c}, calls)
+			fresh := newClient(t, first.URL)
+			newSale := func() *boundedCall {
+				now := time.Now().UTC()
+				return &boundedCall{name: "a sale on the database never migrated", method: "POST", path: "/api/v1/admin/activities",
+					token: admin, body: map[string]any{"name": "first", "product_name": "widget", "price_cents": 100, "stock": 5,
+						"per_user_limit": 1, "starts_at": now.Format(time.RFC3339), "ends_at": now.Add(time.Hour).Format(time.RFC3339)}}
+			}
+			firstCalls := []*boundedCall{newSale(), {name: "the webhooks on the database never migrated", method: "GET",
+				path: "/api/v1/admin/webhooks", token: admin}}
+			callAll([]*client{fresh}, firstCalls)
+			t.Logf("routes that need MySQL: the slowest answer after %v", checkUnavailable(t, append(calls, firstCalls...)).Round(time.Millisecond))
+			for _, p := range append(append([]*testutil.Process{}, s.APIs[0], s.Workers[0]), append(first.APIs, first.Workers...)...) {
+				if exited, code := p.Exited(); exited {
+					t.Fatalf("a process started while MySQL was %s exited with %d:\n%s", o.name, code, p.Output())
+				}
+			}
+
+			o.stop(maria)
+			down = false
+			t.Log("MariaDB back")
+			// The audit: every order acknowledged during the outage reaches MySQL.
+			waitUntil(t, "the orders bought during the outage in MySQL", time.Minute, func() bool {
+				var n int64
+				s.MySQL.Gorm.Raw("SELECT COUNT(*) FROM orders WHERE id IN ? AND status = 'created'", bought).Scan(&n)
+				return n == int64(len(bought))
+			})
+			waitUntil(t, "the pay to succeed once MySQL is back", 20*time.Second, func() bool {
+				return c.must("POST", "/api/v1/orders/"+paid+"/pay", testutil.Token(t, 5000, false), nil).Status == http.StatusOK
+			})
+			// The new service's API migrated its database once MySQL answered; its sale
+			// sells and its order reaches MySQL.
+			var created response
+			waitUntil(t, "a sale created on the database migrated once MySQL is back", 30*time.Second, func() bool {
+				created = fresh.must("POST", "/api/v1/admin/activities", admin, newSale().body)
+				return created.Status == http.StatusCreated
+			})
+			if !strings.Contains(first.API.Output(), "migrations applied") {
+				t.Errorf("the API started on the database never migrated did not log its migrations:\n%s", first.API.Output())
+			}
+			var sale activity
+			created.decode(t, &sale)
+			fresh.buyEach(admin, sale.ID, 7000, 1)
+			for _, u := range []string{s.WorkerURLs[0], first.WorkerURLs[0]} {
+				p.wait(u+"/readyz", 200, `{"ready":true,"redis":"ok","mysql":"ok"}`, time.Now(), 10*time.Second)
+			}
+		})
+	}
+}
+
+// An API started while MySQL does not answer applies its migrations once MySQL does; a
+// migration that then fails for another reason (here the user may not even open the
+// database) stops it, as it would have at start: it logs why, hands on what it holds
+// (its shutdown), and exits 1.
+func TestMigrationFailingOnceMySQLAnswersStopsTheAPI(t *testing.T) {
+	maria := testutil.StartMariaDB(t)
+	db := testutil.EmptyMySQLOn(t, maria.DSN)
+	if err := db.Gorm.Exec("CREATE USER 'nogrants'@'%' IDENTIFIED BY 'nogrants'").Error; err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := mysql.ParseDSN(db.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.User, cfg.Passwd = "nogrants", "nogrants"
+	denied := *db
+	denied.DSN = cfg.FormatDSN()
+
+	maria.Stop()
+	s := testutil.StartStackOnTopology(t, &denied, testutil.StartRedis(t).Topology(), 1, 0, "SECKILL_SHUTDOWN_DELAY=1s")
+	maria.Start()
+	waitUntil(t, "the API to exit once MySQL answers", time.Minute, func() bool {
+		exited, _ := s.API.Exited()
+		return exited
+	})
+	_, code := s.API.Exited()
+	out := s.API.Output()
+	if code != 1 || !strings.Contains(out, "migrations failed once MySQL answered") || !strings.Contains(out, "Access denied") ||
+		!strings.Contains(out, "shut down") {
+		t.Errorf("the API exited with %d, want 1 after a log of the failed migration and its shutdown:\n%s", code, out)
+	}
 }

@@ -1,6 +1,6 @@
 // Command api serves the flash-sale HTTP API.
 //
-//	api            serve (applies migrations first)
+//	api            serve (applies migrations first; once MySQL answers, if it does not at start)
 //	api migrate    apply migrations/ and exit
 //	api token -user 42 [-admin|-service] [-ttl 1h]   print a token signed with the configured secret
 package main
@@ -92,6 +92,29 @@ func migrate(ctx context.Context, cfg config.Config) error {
 	return nil
 }
 
+// migrateOnceUp applies the migrations once MySQL answers, trying every second, then
+// opens the schema's gate. It returns the error of a migration that failed with MySQL
+// answering; nil when ctx ends first.
+func migrateOnceUp(ctx context.Context, cfg config.Config, schema *store.Gate) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+		err := migrate(ctx, cfg)
+		switch {
+		case err == nil:
+			schema.Open()
+			return nil
+		case ctx.Err() != nil:
+			return nil
+		case !config.MySQLUnreachable(err):
+			return err
+		}
+	}
+}
+
 func token(cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
 	user := fs.Int64("user", 0, "user id (required, > 0)")
@@ -133,11 +156,29 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	rdb := cfg.Redis()
 	defer rdb.Close()
-	if err := migrate(ctx, cfg); err != nil {
-		return err
-	}
 	db, err := cfg.MySQL()
 	if err != nil {
+		return err
+	}
+	// Nothing reads or writes MySQL before this version's migrations have run: at once
+	// when MySQL answers (a failure stops the start), else once it does, while purchases,
+	// which need Redis alone, are served (docs/deploying.md).
+	schema, err := store.NewGate(db)
+	if err != nil {
+		return err
+	}
+	migrationFailed := make(chan error, 1)
+	switch err := migrate(ctx, cfg); {
+	case err == nil:
+		schema.Open()
+	case config.MySQLUnreachable(err):
+		slog.Warn("mysql: no answer at start; serving purchases, and migrating once it answers", "err", err)
+		go func() {
+			if err := migrateOnceUp(ctx, cfg, schema); err != nil {
+				migrationFailed <- err
+			}
+		}()
+	default:
 		return err
 	}
 
@@ -237,6 +278,9 @@ func serve(ctx context.Context, cfg config.Config) error {
 	select {
 	case err := <-errc:
 		return err
+	case err := <-migrationFailed: // it stops, as it would have at start, handing on its orders
+		slog.Error("migrations failed once MySQL answered: stopping", "err", err)
+		return errors.Join(err, shutdown(cfg, server{srv, ln, &conns}, probe, stopBeat, svc, errc))
 	case <-ctx.Done():
 	}
 	return shutdown(cfg, server{srv, ln, &conns}, probe, stopBeat, svc, errc)

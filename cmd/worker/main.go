@@ -55,6 +55,11 @@ func run(ctx context.Context) error {
 	if err := cfg.CheckRedis(ctx); err != nil { // a wrong password or certificate: refuse to start
 		return err
 	}
+	// A wrong password or certificate refuses the start; a MySQL that does not answer
+	// does not: the worker starts, not ready, and writes orders once it answers.
+	if _, err := cfg.CheckMySQL(ctx); err != nil {
+		return err
+	}
 	rdb := cfg.Redis()
 	defer rdb.Close()
 	db, err := cfg.MySQL()

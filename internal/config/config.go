@@ -389,7 +389,9 @@ func (c Config) mysqlConfig(io time.Duration) (*mysql.Config, error) {
 // MySQL opens MySQLDSN through GORM, bounded so that a MySQL that does not answer fails
 // calls instead of hanging them: a connect waits mysqlDial, a read or write mysqlIO, and
 // a statement or transaction whose context has no deadline (a request's) mysqlWait in
-// all, waiting for a pool connection included. Timeouts the DSN sets itself win.
+// all, waiting for a pool connection included. Timeouts the DSN sets itself win. It
+// connects to nothing yet (CheckMySQL does, at start): a process starts while MySQL
+// does not answer, and its calls fail until it does.
 func (c Config) MySQL() (*gorm.DB, error) {
 	dsn, err := c.mysqlConfig(mysqlIO)
 	if err != nil {
@@ -402,9 +404,12 @@ func (c Config) MySQL() (*gorm.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: conn, DSNConfig: dsn}), &gorm.Config{
-		SkipDefaultTransaction: true,
-		DefaultContextTimeout:  mysqlWait, DefaultTransactionTimeout: mysqlWait,
+	// SkipInitializeWithVersion: GORM would otherwise ask MySQL its version here, and a
+	// process could not start while MySQL does not answer. What the version tunes is
+	// unused here (the migrator, FOR SHARE, MariaDB's RETURNING: IDs come from the insert).
+	db, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: conn, DSNConfig: dsn, SkipInitializeWithVersion: true}), &gorm.Config{
+		SkipDefaultTransaction: true, DisableAutomaticPing: true,
+		DefaultContextTimeout: mysqlWait, DefaultTransactionTimeout: mysqlWait,
 		Logger: logger.New(slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn), logger.Config{
 			SlowThreshold: time.Second, LogLevel: logger.Warn, IgnoreRecordNotFoundError: true}),
 	})
@@ -437,28 +442,36 @@ func (c Config) MySQLProbe() (*sql.DB, error) {
 
 // MySQLForMigrations opens MySQLDSN without MySQL's bound on reads: a schema change on a
 // big table, or the wait for another instance's migration lock, takes longer than a
-// request may.
-func (c Config) MySQLForMigrations() (*sql.DB, error) { return c.sqlDB(0) }
+// request may. It connects at once, so that a wrong certificate or password is named
+// here (mysqlError) rather than met inside the first migration; a MySQL that does not
+// answer is an error too (MySQLUnreachable tells it apart).
+func (c Config) MySQLForMigrations() (*sql.DB, error) {
+	db, err := c.sqlDB(0)
+	if err != nil {
+		return nil, err
+	}
+	if err := ping(context.Background(), db); err != nil {
+		_ = db.Close()
+		return nil, c.mysqlError(err)
+	}
+	return db, nil
+}
 
-// sqlDB opens MySQLDSN with database/sql, each read and write bounded by io (0: none).
+// ping opens a first connection to db, within mysqlWait.
+func ping(ctx context.Context, db *sql.DB) error {
+	ctx, cancel := context.WithTimeout(ctx, mysqlWait)
+	defer cancel()
+	return db.PingContext(ctx)
+}
+
+// sqlDB opens MySQLDSN with database/sql, each read and write bounded by io (0: none),
+// without connecting yet.
 func (c Config) sqlDB(io time.Duration) (*sql.DB, error) {
 	dsn, err := c.mysqlConfig(io)
 	if err != nil {
 		return nil, err
 	}
-	db, err := openMySQL(dsn)
-	if err != nil {
-		return nil, err
-	}
-	// A first connection now, so that a wrong certificate or password is named here
-	// (mysqlError) rather than met inside the first migration.
-	ctx, cancel := context.WithTimeout(context.Background(), mysqlWait)
-	defer cancel()
-	if err := db.PingContext(ctx); err != nil {
-		_ = db.Close()
-		return nil, c.mysqlError(err)
-	}
-	return db, nil
+	return openMySQL(dsn)
 }
 
 // openMySQL returns a pool of connections to dsn: through a connector rather than a DSN

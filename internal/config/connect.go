@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -242,6 +243,45 @@ func (c Config) explain(addr string, err error, names [2]string) error {
 		return fmt.Errorf("SECKILL_REDIS_TLS_CERT_FILE: %s closed the TLS connection at once: does it want a client certificate? (%v)", addr, err)
 	}
 	return fmt.Errorf("redis at %s: %w", addr, err)
+}
+
+// CheckMySQL connects to MySQL once, as the service's pools will, and tells a connection
+// configured wrong from a MySQL that does not answer. It returns an error that names the
+// setting at fault when MySQL refuses the certificate, the handshake or the user; up
+// false, logged, when MySQL cannot be reached or does not answer (down, or frozen): the
+// process starts all the same, and uses MySQL once it answers. It returns within
+// seconds.
+func (c Config) CheckMySQL(ctx context.Context) (up bool, err error) {
+	db, err := c.sqlDB(mysqlIO)
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	err = ping(ctx, db)
+	switch {
+	case err == nil:
+		return true, nil
+	case MySQLUnreachable(err):
+		slog.Warn("mysql: no answer at start; what needs MySQL waits until it answers", "err", err)
+		return false, nil
+	}
+	return false, c.mysqlError(err)
+}
+
+// MySQLUnreachable reports whether err is MySQL not answering (no connection, or one
+// that timed out or broke) rather than MySQL answering with a refusal (of a
+// certificate, a handshake, a user, or a statement).
+func MySQLUnreachable(err error) bool {
+	var (
+		my *mysql.MySQLError
+		ne net.Error
+	)
+	if errors.As(err, &my) || tlsFault(err) || errors.Is(err, mysql.ErrNoTLS) {
+		return false
+	}
+	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn)
 }
 
 // mysqlError names the setting behind a failure to open MySQL.

@@ -91,6 +91,7 @@ var mapping = []struct {
 	{line.ErrChallengeRequired, http.StatusBadRequest, "challenge_required"},
 	{line.ErrChallengeFailed, http.StatusForbidden, "challenge_failed"},
 	{sale.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+	{store.ErrSchemaPending, http.StatusServiceUnavailable, "unavailable"},
 	{errOverloaded, http.StatusTooManyRequests, "rate_limited"}, // too many at once here, not storage down
 	{outbox.ErrNotFound, http.StatusNotFound, "not_found"},
 	{errNoWebhooks, http.StatusServiceUnavailable, "unavailable"},

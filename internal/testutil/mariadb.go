@@ -32,6 +32,7 @@ type MariaDBServer struct {
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
 	args []string
 }
 
@@ -135,8 +136,9 @@ func (s *MariaDBServer) Start() {
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("start mariadbd: %v", err)
 	}
-	go func() { _ = cmd.Wait() }()
-	s.cmd = cmd
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.cmd, s.done = cmd, done
 	for i := 0; i < 300; i++ {
 		if c, err := net.Dial("unix", s.socket); err == nil {
 			c.Close()
@@ -146,6 +148,21 @@ func (s *MariaDBServer) Start() {
 	}
 	log, _ := os.ReadFile(filepath.Join(s.dir, "error.log"))
 	s.t.Fatalf("mariadbd did not start:\n%s", log)
+}
+
+// Stop shuts the server down (SIGTERM) and waits until it has exited: connections are
+// refused until Start.
+func (s *MariaDBServer) Stop() {
+	s.t.Helper()
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+	s.signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		s.t.Fatal("mariadbd still running a minute after SIGTERM")
+	}
 }
 
 // Pause freezes the server with SIGSTOP: connections stay open, nothing answers.

@@ -20,7 +20,7 @@ import (
 // creates its user with the right to create seckill_* databases.
 const DefaultMySQLDSN = "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true"
 
-// MySQLDB is a fresh, migrated database owned by one test.
+// MySQLDB is a fresh database owned by one test, migrated unless EmptyMySQLOn made it.
 type MySQLDB struct {
 	// DSN reaches the database, in the form SECKILL_MYSQL_DSN takes.
 	DSN string
@@ -66,6 +66,18 @@ func MySQL(t testing.TB) *MySQLDB {
 // MySQLOn is MySQL on the server and with the credentials of dsn.
 func MySQLOn(t testing.TB, dsn string) *MySQLDB {
 	t.Helper()
+	return newDatabase(t, dsn, true)
+}
+
+// EmptyMySQLOn is MySQLOn without the migrations: a database with no table yet, as a
+// first install finds it.
+func EmptyMySQLOn(t testing.TB, dsn string) *MySQLDB {
+	t.Helper()
+	return newDatabase(t, dsn, false)
+}
+
+func newDatabase(t testing.TB, dsn string, migrate bool) *MySQLDB {
+	t.Helper()
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatalf("parse SECKILL_MYSQL_DSN: %v", err)
@@ -97,18 +109,20 @@ func MySQLOn(t testing.TB, dsn string) *MySQLDB {
 	cfg.DBName = name
 	cfg.ParseTime = true
 	d := &MySQLDB{DSN: cfg.FormatDSN(), Name: name}
-	sqlDB, err := sql.Open("mysql", d.DSN)
-	if err != nil {
-		t.Fatalf("open %s: %v", name, err)
+	if migrate {
+		sqlDB, err := sql.Open("mysql", d.DSN)
+		if err != nil {
+			t.Fatalf("open %s: %v", name, err)
+		}
+		// A schema's migrations take seconds on a machine busy with the rest of make test:
+		// they get the bound cmd/api gives them, not the create's.
+		mctx, mcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer mcancel()
+		if _, err := migrations.Up(mctx, sqlDB); err != nil {
+			t.Fatalf("migrate %s: %v", name, err)
+		}
+		_ = sqlDB.Close()
 	}
-	// A schema's migrations take seconds on a machine busy with the rest of make test:
-	// they get the bound cmd/api gives them, not the create's.
-	mctx, mcancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer mcancel()
-	if _, err := migrations.Up(mctx, sqlDB); err != nil {
-		t.Fatalf("migrate %s: %v", name, err)
-	}
-	_ = sqlDB.Close()
 	d.Gorm, err = gorm.Open(gormmysql.Open(d.DSN), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatalf("gorm open %s: %v", name, err)
