@@ -412,12 +412,12 @@ func TestAPIShutdownSequence(t *testing.T) {
 	}
 	queued := map[string]bool{}
 	for _, task := range tasks {
-		orders, err := queue.ParseOrders(task.Payload)
+		orders, err := queue.ParseOrders(task.Type, task.Payload)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, o := range orders {
-			queued[o.ID] = true
+			queued[o.OrderID] = true
 		}
 	}
 	for id := range cr.accepted {
@@ -492,4 +492,40 @@ func TestWorkerShutdownGivesBackTasks(t *testing.T) {
 	}
 	s.Worker.Start()
 	audit(t, s, a, cr, auditStrict)
+}
+
+// A task as the previous release's API enqueued it (type order:persist, its own line
+// format) is written by this release's worker, every field of it: the task that waited
+// across a rolling deploy, or was retried through a MySQL outage meanwhile. The order is
+// reserved in Redis as an API reserves it; the task alone carries its Idempotency-Key
+// into MySQL, and it is stored before the repair pass would enqueue it again (10 s).
+func TestWorkerWritesThePreviousReleasesTask(t *testing.T) {
+	u := takeWithoutTask(t, "roll-1")
+	s, c, admin, a, id, now := u.s, u.c, u.admin, u.sale, u.id, u.now
+	ctx := context.Background()
+	payload := fmt.Sprintf("%s %d 77 2 3000 %d %d 2 0 - 0 0 roll-1 q2", id, a.ID, now.UnixMilli(),
+		now.Add(15*time.Minute).UnixMilli())
+	client := asynq.NewClientFromRedisClient(u.rdb)
+	if _, err := client.EnqueueContext(ctx, asynq.NewTask("order:persist", []byte(payload), asynq.Queue("orders"),
+		asynq.MaxRetry(10000), asynq.Timeout(2*time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	var row struct {
+		Status, IdempotencyKey, RequestFingerprint string
+		Quantity                                   int
+		AmountCents                                int64
+	}
+	for start := time.Now(); time.Since(start) < 8*time.Second && row.Status != "created"; time.Sleep(100 * time.Millisecond) {
+		if err := s.MySQL.Gorm.Raw("SELECT status, idempotency_key, request_fingerprint, quantity, amount_cents FROM orders WHERE id = ?",
+			id).Scan(&row).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if row.Status != "created" || row.IdempotencyKey != "roll-1" || row.RequestFingerprint != "q2" || row.Quantity != 2 ||
+		row.AmountCents != 3000 {
+		t.Fatalf("the previous release's task: order row %+v, want created within 8 s, 2 units for 3000 with key roll-1 and fingerprint q2", row)
+	}
+	if st := c.waitDrained(admin, a.ID, time.Minute); st.StockAvailable != 8 || st.Sold != 2 {
+		t.Errorf("stats %+v, want 8 available and 2 sold", st)
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"seckill/internal/config"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
@@ -143,21 +145,40 @@ func TestRedisRestartedMidCrowd(t *testing.T) {
 	audit(t, s, a, cr, auditFaults)
 }
 
+// unenqueued is a stack with a sale of 10 units (two a buyer) in which 2 units were
+// taken for user 77 at now, with Idempotency-Key key ("" for none), by the reserve
+// script as an API runs it, and no task enqueued: an order an API took and did not
+// hand on.
+type unenqueued struct {
+	s     *testutil.Stack
+	c     *client
+	admin string
+	sale  activity
+	rdb   redis.UniversalClient
+	id    string
+	now   time.Time
+}
+
+func takeWithoutTask(t *testing.T, key string) unenqueued {
+	t.Helper()
+	s := testutil.StartStack(t)
+	u := unenqueued{s: s, c: newClient(t, s.URL), admin: testutil.Token(t, 1, true),
+		rdb: config.Config{RedisAddrs: []string{s.Redis.Addr}}.Redis(), now: time.Now().Truncate(time.Millisecond)}
+	t.Cleanup(func() { _ = u.rdb.Close() })
+	u.sale = u.c.createSale(u.admin, 10, 2)
+	u.id = "01KAAAAAAAAAAAAAAAAAAAAAAA" + fmt.Sprint(u.sale.ID)
+	if _, err := stock.New(u.rdb).Reserve(context.Background(), stock.Reservation{ActivityID: u.sale.ID, UserID: 77,
+		Quantity: 2, OrderID: u.id, IdempotencyKey: key, Now: u.now, LockToken: "api", LockTTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
 // The API died between taking the units and enqueueing: the repair pass finds the
 // reservation and the order reaches MySQL.
 func TestRepairEnqueuesLostReservation(t *testing.T) {
-	s := testutil.StartStack(t)
-	c := newClient(t, s.URL)
-	admin := testutil.Token(t, 1, true)
-	a := c.createSale(admin, 10, 2)
-	rdb := config.Config{RedisAddrs: []string{s.Redis.Addr}}.Redis()
-	defer rdb.Close()
-	id := "01KAAAAAAAAAAAAAAAAAAAAAAA" + fmt.Sprint(a.ID)
-	_, err := stock.New(rdb).Reserve(context.Background(), stock.Reservation{ActivityID: a.ID, UserID: 77,
-		Quantity: 2, OrderID: id, Now: time.Now(), LockToken: "dead-api", LockTTL: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := takeWithoutTask(t, "")
+	c, admin, a, id := u.c, u.admin, u.sale, u.id
 	start := time.Now()
 	var o order
 	for time.Since(start) < 20*time.Second {

@@ -193,7 +193,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	locks := lock.New(ap)
 	defer locks.Close()
 	enq := asynq.NewClientFromRedisClient(ap)
-	st := store.New(db)
+	st := store.New(db, sale.EventViews{})
 	// MySQL's outages, shared by every instance: pay windows do not run during one.
 	outages := outage.NewRecord(ap)
 	svc := sale.New(st, sk, order.New(st, sk, outages), outages, queue.NewEnqueuer(enq), locks)

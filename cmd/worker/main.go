@@ -71,7 +71,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st, sk := store.New(db), stock.New(ap)
+	st, sk := store.New(db, sale.EventViews{}), stock.New(ap)
 	// MySQL's outages, shared by every instance: pay windows do not run during one.
 	outages := outage.NewRecord(ap)
 	persister := worker.NewPersister(st, sk, outages, cfg.PersistBatch)
@@ -104,7 +104,8 @@ func run(ctx context.Context) error {
 	// Each task holds the orders of purchases an API committed together; the persister
 	// writes them in transactions of up to SECKILL_PERSIST_BATCH orders.
 	tasks := asynq.NewServeMux()
-	tasks.HandleFunc(queue.TypePersistOrder, persister.HandleTask)
+	tasks.HandleFunc(queue.TypePersist, persister.HandleTask)
+	tasks.HandleFunc(queue.TypePersistV1, persister.HandleTask) // the previous release's tasks
 	srv := asynq.NewServerFromRedisClient(ap, asynq.Config{
 		Concurrency:       cfg.WorkerConcurrency,
 		Queues:            map[string]int{queue.Name: 1},

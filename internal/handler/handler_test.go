@@ -69,7 +69,7 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	rdb := config.Config{RedisAddrs: []string{srv.Addr}}.Redis() // the service's own client settings
 	t.Cleanup(func() { _ = rdb.Close() })
 	db := testutil.MySQL(t)
-	st, sk := store.New(db.Gorm), stock.New(rdb)
+	st, sk := store.New(db.Gorm, sale.EventViews{}), stock.New(rdb)
 	locks := lock.New(rdb)
 	t.Cleanup(func() { _ = locks.Close() })
 	c := &clock{}
@@ -83,7 +83,7 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: map[string]int{queue.Name: 1},
 		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel})
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(queue.TypePersistOrder, persister.HandleTask)
+	mux.HandleFunc(queue.TypePersist, persister.HandleTask)
 	if err := w.Start(mux); err != nil {
 		t.Fatal(err)
 	}

@@ -56,10 +56,25 @@ func TestRedlockObtainRelease(t *testing.T) {
 		t.Errorf("validity ends %v after the attempt, want within TTL less drift (%v) of its start",
 			end.Sub(after), ttl-drift(ttl))
 	}
-	for i, s := range servers {
-		if got := s.Client(t).Get(ctx, "k").Val(); got != l.Token() {
-			t.Errorf("master %d holds %q, want the token", i, got)
+	// Obtain returns once a majority granted; the other masters' SETs finish in the
+	// background within the node timeout (a tenth of the TTL), or time out on a
+	// machine too loaded to answer in time, which a Redlock tolerates.
+	holding := func() (n int) {
+		for _, s := range servers {
+			if s.Client(t).Get(ctx, "k").Val() == l.Token() {
+				n++
+			}
 		}
+		return n
+	}
+	n := holding()
+	for wait := time.Now().Add(ttl / 10); n < len(servers) && time.Now().Before(wait); n = holding() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n < r.quorum {
+		t.Errorf("%d of %d masters hold the token, want at least a majority of %d", n, len(servers), r.quorum)
+	} else if n < len(servers) {
+		t.Logf("%d of %d masters hold the token (the others did not answer within the node timeout)", n, len(servers))
 	}
 	if _, err := r.Obtain(ctx, "k", 10*time.Second, nil); !errors.Is(err, ErrNotObtained) {
 		t.Errorf("second obtain: got %v, want ErrNotObtained", err)

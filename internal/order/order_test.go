@@ -12,6 +12,7 @@ import (
 	"seckill/internal/config"
 	"seckill/internal/order"
 	"seckill/internal/outage"
+	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
@@ -39,7 +40,7 @@ func newSaleFixture(t *testing.T, units int64, limit int) *fixture {
 	f := &fixture{t: t, redis: testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")}
 	rdb := config.Config{RedisAddrs: []string{f.redis.Addr}}.Redis()
 	t.Cleanup(func() { rdb.Close() })
-	f.st, f.sk = store.New(testutil.MySQL(t).Gorm), stock.New(rdb)
+	f.st, f.sk = store.New(testutil.MySQL(t).Gorm, sale.EventViews{}), stock.New(rdb)
 	f.rec = outage.NewRecord(rdb)
 	f.life = order.New(f.st, f.sk, f.rec)
 	f.set(t0)

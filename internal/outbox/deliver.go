@@ -32,8 +32,10 @@ var DefaultBackoff = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time
 // FOR UPDATE SKIP LOCKED, and hands them to a fixed pool of senders; their outcomes are
 // written back in batches. A claimed attempt is leased: its next try is set Lease ahead,
 // so another worker takes it up only if this one died (SIGKILL mid-delivery loses
-// nothing; two workers never make one attempt at once). A delivery is claimed only when
-// no earlier event of its order (or group) is still pending for that endpoint.
+// nothing; two workers never make one attempt at once), except the schedule's last: that
+// one unrecorded gives the delivery up, so no endpoint gets more tries than Backoff
+// says. A delivery is claimed only when no earlier event of its order (or group) is
+// still pending for that endpoint.
 type Deliverer struct {
 	db      *gorm.DB
 	client  *http.Client
@@ -249,7 +251,9 @@ func enabledWebhooks(db *gorm.DB) ([]webhookRow, error) {
 
 // claim takes up to n due deliveries whose earlier events of the same subject are all
 // done for their endpoint, leases them (attempts + 1, next try Lease ahead), and
-// returns them with their bodies.
+// returns them with their bodies. A delivery whose last try's lease ran out before its
+// result was recorded is given up first, not tried again: the schedule's tries are the
+// most an endpoint gets.
 //
 // The NOT EXISTS reads without locking (a subquery of a locking read does, in InnoDB),
 // so a claim never skips an earlier event that another claim holds: that one is pending,
@@ -272,11 +276,14 @@ func (d *Deliverer) claim(ctx context.Context, n int) ([]attempt, error) {
 	var claimed []due
 	now := d.now().UTC()
 	err = db.Transaction(func(tx *gorm.DB) error {
+		if err := d.giveUpUnrecorded(tx, ids, now); err != nil {
+			return err
+		}
 		if err := tx.Raw("SELECT d.webhook_id, d.event_seq, d.attempts FROM webhook_deliveries d "+
-			"WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND d.webhook_id IN ? AND NOT EXISTS ("+
+			"WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND d.webhook_id IN ? AND d.attempts <= ? AND NOT EXISTS ("+
 			"SELECT 1 FROM webhook_deliveries p WHERE p.webhook_id = d.webhook_id AND p.subject = d.subject "+
 			"AND p.status = 'pending' AND p.event_seq < d.event_seq) "+
-			"ORDER BY d.next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED", now, ids, n).Scan(&claimed).Error; err != nil {
+			"ORDER BY d.next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED", now, ids, len(d.Backoff), n).Scan(&claimed).Error; err != nil {
 			return fmt.Errorf("claim deliveries: %w", err)
 		}
 		for webhook, seqs := range seqsByWebhook(claimed, func(c due) (int64, int64) { return c.WebhookID, c.EventSeq }) {
@@ -328,6 +335,23 @@ func (d *Deliverer) claim(ctx context.Context, n int) ([]attempt, error) {
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// unrecordedError is the last_error of a delivery given up because its last try's lease
+// ran out unrecorded; that try's result, if it comes later, replaces it.
+const unrecordedError = "given up: the last try's result was not recorded within its lease"
+
+// giveUpUnrecorded gives up the deliveries whose last try (the schedule's last) was
+// claimed and whose lease ran out with no result recorded: its worker stopped, or
+// recording lagged. Claimed again, the delivery would get one try more than the
+// schedule, however many times that happens.
+func (d *Deliverer) giveUpUnrecorded(tx *gorm.DB, ids []int64, now time.Time) error {
+	if err := tx.Exec("UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_status_code = NULL, "+
+		"last_error = ? WHERE status = 'pending' AND next_attempt_at <= ? AND webhook_id IN ? AND attempts > ?",
+		unrecordedError, now, ids, len(d.Backoff)).Error; err != nil {
+		return fmt.Errorf("give up deliveries whose last try was not recorded: %w", err)
+	}
+	return nil
 }
 
 // seqsByWebhook groups event sequence numbers by endpoint, so an UPDATE names one
@@ -500,7 +524,8 @@ func (d *Deliverer) outcome(r result) string {
 
 // retryLater records a failed attempt: the next try after Backoff (with up to 10 %
 // more, so endpoints that failed together are not retried together), or, after the
-// last, the delivery given up.
+// last, the delivery given up. The last try's result recorded after its lease ran out
+// replaces the reason giveUpUnrecorded wrote.
 func (d *Deliverer) retryLater(tx *gorm.DB, r result, now time.Time) error {
 	status, next := statusPending, any(nil)
 	if r.attempts > len(d.Backoff) || r.body == nil {
@@ -510,8 +535,8 @@ func (d *Deliverer) retryLater(tx *gorm.DB, r result, now time.Time) error {
 		next = now.Add(wait + time.Duration(rand.Int64N(int64(wait)/10+1)))
 	}
 	if err := tx.Exec("UPDATE webhook_deliveries SET status = ?, next_attempt_at = ?, last_status_code = ?, last_error = ? "+
-		"WHERE webhook_id = ? AND event_seq = ? AND attempts = ? AND status = 'pending'",
-		status, next, nullCode(r.code), lastError(r), r.webhook, r.seq, r.attempts).Error; err != nil {
+		"WHERE webhook_id = ? AND event_seq = ? AND attempts = ? AND (status = 'pending' OR last_error = ?)",
+		status, next, nullCode(r.code), lastError(r), r.webhook, r.seq, r.attempts, unrecordedError).Error; err != nil {
 		return fmt.Errorf("record a failed delivery: %w", err)
 	}
 	return nil

@@ -441,6 +441,44 @@ func TestAttemptsNeverOverlap(t *testing.T) {
 	}
 }
 
+// A delivery whose last try was claimed and never recorded (its worker killed mid-try,
+// or recording late past the lease) is given up when the lease runs out, not tried once
+// more than the schedule says; the order's next event then goes out.
+func TestUnrecordedLastTryGivesUp(t *testing.T) {
+	db := testutil.MySQL(t).Gorm
+	hooks := outbox.NewWebhooks(db, true)
+	r := testutil.StartReceiver(t)
+	w := subscribe(t, hooks, r)
+	record(t, db, orderEvent(outbox.OrderCreated, "order-u"), orderEvent(outbox.OrderPaid, "order-u"))
+	if _, err := outbox.NewDeliverer(db, true).FanOut(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// What a worker leaves when it dies during the created event's last try.
+	leased := time.Now().UTC().Add(-2 * time.Second)
+	if err := db.Exec("UPDATE webhook_deliveries d JOIN outbox_events e ON e.seq = d.event_seq "+
+		"SET d.attempts = ?, d.last_attempt_at = ?, d.next_attempt_at = ? WHERE d.webhook_id = ? AND e.type = ?",
+		len(fast)+1, leased, leased.Add(time.Second), w.ID, outbox.OrderCreated).Error; err != nil {
+		t.Fatal(err)
+	}
+	run(t, db, 1, true, nil)
+	waitFor(t, "both deliveries done", func() bool {
+		d := deliveries(t, hooks, w.ID)
+		return len(d["delivered"])+len(d["failed"]) == 2
+	})
+	failed := deliveries(t, hooks, w.ID)["failed"]
+	if len(failed) != 1 || failed[0].Type != outbox.OrderCreated || failed[0].Attempts != len(fast)+1 ||
+		!strings.Contains(failed[0].LastError, "not recorded") {
+		t.Errorf("given up: %+v; want the created event, %d attempts, its last not recorded", failed, len(fast)+1)
+	}
+	var got []string
+	for _, d := range r.Deliveries() {
+		got = append(got, d.Type)
+	}
+	if len(got) != 1 || got[0] != outbox.OrderPaid {
+		t.Errorf("the endpoint got %q; want only the paid event", got)
+	}
+}
+
 // Prune removes what is done and old, and nothing still waiting: deliveries done more
 // than Keep ago, a deleted endpoint's deliveries and then the endpoint, and the events no
 // delivery names any more; a pending delivery keeps itself and its event.

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"seckill/internal/queue"
 	"seckill/internal/stock"
 )
 
@@ -42,7 +41,7 @@ var enqueueRetries = []time.Duration{100 * time.Millisecond, 500 * time.Millisec
 
 // commit is one purchase waiting for its order to be enqueued.
 type commit struct {
-	order queue.Order
+	order stock.QueuedOrder
 	res   stock.Reservation
 	done  chan struct{} // closed once the order's commit is over, enqueued or not
 }
@@ -137,7 +136,7 @@ func (b *committer) run() {
 // pass finds them (worker.Repairer's MinAge after they were taken) and enqueues them.
 func (s *Service) commitBatch(batch []*commit) {
 	ctx := context.Background()
-	orders := make([]queue.Order, len(batch))
+	orders := make([]stock.QueuedOrder, len(batch))
 	res := make([]stock.Reservation, len(batch))
 	for i, c := range batch {
 		orders[i], res[i] = c.order, c.res
@@ -154,7 +153,7 @@ func (s *Service) commitBatch(batch []*commit) {
 }
 
 // enqueue enqueues orders in one task, trying again after each of enqueueRetries.
-func (s *Service) enqueue(ctx context.Context, orders []queue.Order) error {
+func (s *Service) enqueue(ctx context.Context, orders []stock.QueuedOrder) error {
 	for attempt := 0; ; attempt++ {
 		ectx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 		err := s.queue.EnqueueBatch(ectx, orders)

@@ -33,7 +33,7 @@ type breakableQueue struct {
 	started atomic.Int64 // orders in the enqueues that have begun
 }
 
-func (q *breakableQueue) EnqueueBatch(ctx context.Context, orders []queue.Order) error {
+func (q *breakableQueue) EnqueueBatch(ctx context.Context, orders []stock.QueuedOrder) error {
 	q.started.Add(int64(len(orders)))
 	q.gate.RLock()
 	defer q.gate.RUnlock()
@@ -58,7 +58,7 @@ func newFixture(t *testing.T, units int64, limit int) *fixture {
 	t.Helper()
 	rdb := testutil.StartRedis(t).Client(t)
 	db := testutil.MySQL(t)
-	st, sk := store.New(db.Gorm), stock.New(rdb)
+	st, sk := store.New(db.Gorm, sale.EventViews{}), stock.New(rdb)
 	locks := lock.New(rdb)
 	t.Cleanup(func() { _ = locks.Close() })
 	q := &breakableQueue{Enqueuer: queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb))}
@@ -101,12 +101,12 @@ func (f *fixture) queuedTasks(t *testing.T) (map[string]int, int) {
 	}
 	seen := map[string]int{}
 	for _, task := range ts {
-		orders, err := queue.ParseOrders(task.Payload)
+		orders, err := queue.ParseOrders(task.Type, task.Payload)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, o := range orders {
-			seen[o.ID]++
+			seen[o.OrderID]++
 		}
 	}
 	return seen, len(ts)

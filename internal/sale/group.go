@@ -13,7 +13,7 @@ import (
 
 // Group is a group of a group-buy sale as the API shows it: the group object of
 // api/openapi.yaml. The events of internal/store carry the same object without
-// MemberIDs (TestEventGroupIsTheAPIGroup).
+// MemberIDs (EventViews; TestEventGroupIsTheAPIGroup).
 type Group struct {
 	ID         string       `json:"id"`
 	ActivityID int64        `json:"activity_id"`

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"seckill/internal/lock"
-	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 )
@@ -91,13 +90,13 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 		return Order{}, nil, false, err
 	}
 
-	queued := stock.QueuedOrder{OrderID: res.OrderID, ActivityID: r.ActivityID, UserID: r.UserID,
-		Quantity: r.Quantity, CreatedAt: now, Limit: got.Limit, Participations: got.Participations}
+	q := stock.QueuedOrder{OrderID: res.OrderID, ActivityID: r.ActivityID, UserID: r.UserID,
+		Quantity: r.Quantity, CreatedAt: now, Limit: got.Limit, Participations: got.Participations,
+		IdempotencyKey: res.IdempotencyKey, Fingerprint: res.Fingerprint()}
 	if got.Group != nil {
-		queued.Group, queued.GroupSize, queued.GroupExpiresAt = got.Group.ID, got.Group.Size, got.Group.ExpiresAt
+		q.Group, q.GroupSize, q.GroupExpiresAt = got.Group.ID, got.Group.Size, got.Group.ExpiresAt
 	}
-	q := queue.Queued(queued, stock.Sale{PriceCents: got.PriceCents, PayWindow: got.PayWindow})
-	q.IdempotencyKey, q.Fingerprint = res.IdempotencyKey, res.Fingerprint()
+	q = q.Priced(stock.Sale{PriceCents: got.PriceCents, PayWindow: got.PayWindow})
 	c := &commit{order: q, res: res, done: make(chan struct{})}
 	if s.commits.add(c) {
 		<-c.done
@@ -220,7 +219,7 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 		if err != nil {
 			return Order{}, err
 		}
-		o = []Order{queuedOrderView(q, sales[activityID])}
+		o = []Order{queuedView(q.Priced(sales[activityID]))}
 	case errors.Is(err, stock.ErrNotQueued):
 		row, err := s.store.GetOrder(ctx, id)
 		if err != nil {
@@ -274,7 +273,7 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	}
 	for _, q := range queued {
 		if _, ok := seen[q.OrderID]; !ok {
-			out = append(out, queuedOrderView(q, sales[q.ActivityID]))
+			out = append(out, queuedView(q.Priced(sales[q.ActivityID])))
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt.Time) })

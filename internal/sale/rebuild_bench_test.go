@@ -65,7 +65,7 @@ func benchmarkRebuild(b *testing.B, orders int) {
 			_ = s.Close()
 		}
 	})
-	st, sk := store.New(db), stock.New(rdb)
+	st, sk := store.New(db, sale.EventViews{}), stock.New(rdb)
 	rebuilder := sale.NewRebuilder(st, sk)
 
 	start := time.Now()

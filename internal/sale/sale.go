@@ -39,7 +39,7 @@ func (e *FieldError) Error() string { return e.Field + " " + e.Message }
 
 // Enqueuer puts orders on the queue to MySQL.
 type Enqueuer interface {
-	EnqueueBatch(ctx context.Context, orders []queue.Order) error
+	EnqueueBatch(ctx context.Context, orders []stock.QueuedOrder) error
 }
 
 // Locker waits for the release of the per-user locks the reserve script takes (stock

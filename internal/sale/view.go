@@ -2,16 +2,14 @@ package sale
 
 import (
 	"context"
-	"time"
 
 	"seckill/internal/apitime"
-	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 )
 
 // Order is an order as the API shows it: the order object of api/openapi.yaml. The
-// events of internal/store carry the same object (TestEventOrderIsTheAPIOrder).
+// events of internal/store carry the same object (EventViews).
 type Order struct {
 	ID            string        `json:"id"`
 	ActivityID    int64         `json:"activity_id"`
@@ -27,6 +25,21 @@ type Order struct {
 	GroupID string `json:"group_id,omitempty"`
 }
 
+// EventViews are the objects the events of internal/store carry (store.New takes
+// them): an order as the API shows it, and a group as the API shows it to a buyer
+// (without its members).
+type EventViews struct{}
+
+// Order is o as the API shows it.
+func (EventViews) Order(o store.Order) any { return storedView(o) }
+
+// Group is g as the API shows it to a buyer.
+func (EventViews) Group(g store.Group) any {
+	v := storedGroupView(g)
+	v.MemberIDs = nil
+	return v
+}
+
 // storedView shows an order MySQL holds.
 func storedView(o store.Order) Order {
 	v := Order{ID: o.ID, ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity, AmountCents: o.AmountCents,
@@ -40,16 +53,11 @@ func storedView(o store.Order) Order {
 	return v
 }
 
-// queuedOrderView shows a queued order with the price and pay window of its sale.
-func queuedOrderView(q stock.QueuedOrder, sale stock.Sale) Order {
-	return queuedView(queue.Queued(q, sale))
-}
-
-// queuedView shows an order on its way to MySQL.
-func queuedView(q queue.Order) Order {
-	return Order{ID: q.ID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
-		AmountCents: q.AmountCents, Status: store.StatusQueued, CreatedAt: apitime.Of(time.UnixMilli(q.CreatedAtMs)),
-		ExpiresAt: apitime.Of(time.UnixMilli(q.ExpiresAtMs)), GroupID: q.Group}
+// queuedView shows an order on its way to MySQL (priced: stock.QueuedOrder.Priced).
+func queuedView(q stock.QueuedOrder) Order {
+	return Order{ID: q.OrderID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
+		AmountCents: q.AmountCents, Status: store.StatusQueued, CreatedAt: apitime.Of(q.CreatedAt),
+		ExpiresAt: apitime.Of(q.ExpiresAt), GroupID: q.Group}
 }
 
 // inForce shows, in the views of orders whose window may still run, the deadline in

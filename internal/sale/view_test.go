@@ -9,14 +9,13 @@ import (
 
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
-	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 )
 
-// The events of internal/store carry the order object the API shows, built there from
-// the same row: each event's order, as MySQL recorded it, is the order the API shows
+// The events of internal/store carry the order object the API shows (EventViews renders
+// it from the row): each event's order, as MySQL recorded it, is the order the API shows
 // after that change (created, failed over stock, paid, cancelled).
 func TestEventOrderIsTheAPIOrder(t *testing.T) {
 	db, st, a := subscribedSale(t, 2)
@@ -76,7 +75,7 @@ func TestEventOrderIsTheAPIOrder(t *testing.T) {
 func subscribedSale(t *testing.T, stock int64) (*testutil.MySQLDB, *store.Store, store.Activity) {
 	t.Helper()
 	db := testutil.MySQL(t)
-	st := store.New(db.Gorm)
+	st := store.New(db.Gorm, EventViews{})
 	ctx := context.Background()
 	if _, err := outbox.NewWebhooks(db.Gorm, true).Create(ctx, "http://127.0.0.1:9/hook", nil); err != nil {
 		t.Fatal(err)
@@ -218,8 +217,8 @@ func TestTimesInOneFormat(t *testing.T) {
 	if err := db.Gorm.Where("activity_id = ?", a.ID).Find(&orders).Error; err != nil {
 		t.Fatal(err)
 	}
-	answers := map[string]any{"queued order": queuedView(queue.Queued(stock.QueuedOrder{OrderID: "q", ActivityID: a.ID,
-		UserID: 7, Quantity: 1, CreatedAt: clock}, stock.Sale{PriceCents: 100, PayWindow: 15 * time.Minute}))}
+	answers := map[string]any{"queued order": queuedView(stock.QueuedOrder{OrderID: "q", ActivityID: a.ID,
+		UserID: 7, Quantity: 1, CreatedAt: clock}.Priced(stock.Sale{PriceCents: 100, PayWindow: 15 * time.Minute}))}
 	for _, o := range orders {
 		answers[o.Status+" order "+o.ID] = storedView(o)
 	}

@@ -7,7 +7,10 @@ import (
 	"time"
 )
 
-// QueuedOrder is an order taken from stock that the worker has not yet settled.
+// QueuedOrder is an order taken from stock that MySQL does not have yet: the one record
+// of it from the reserve script to the worker's insert. The sale's queued hash holds it
+// under its id (its value, below), and a task of internal/queue carries it to the worker
+// as a line (AppendLine).
 type QueuedOrder struct {
 	OrderID    string
 	ActivityID int64
@@ -22,8 +25,28 @@ type QueuedOrder struct {
 	Group          string
 	GroupSize      int
 	GroupExpiresAt time.Time
+	// AmountCents and ExpiresAt are the order's amount and the end of its pay window as
+	// set, from its sale's price and pay window (Priced): the queued hash leaves them to
+	// the sale's hash.
+	AmountCents int64
+	ExpiresAt   time.Time
+	// IdempotencyKey is the buyer's key that made the order and Fingerprint what it
+	// remembers of the request (Reservation.Fingerprint), "" without one: a task carries
+	// them, and MySQL keeps them for a rebuild; the queued hash leaves them to the key's
+	// own record.
+	IdempotencyKey string
+	Fingerprint    string
 	// Claimed is true once a worker has begun to persist the order (Stale only).
 	Claimed bool
+}
+
+// Priced is q at its sale's unit price and pay window: its amount, and the end of its
+// pay window as set (the window starts over once MySQL has the order). The one place
+// they are worked out.
+func (q QueuedOrder) Priced(sale Sale) QueuedOrder {
+	q.AmountCents = sale.PriceCents * int64(q.Quantity)
+	q.ExpiresAt = q.CreatedAt.Add(sale.PayWindow)
+	return q
 }
 
 // A queued order is the value of its id in the queued hash: "user quantity created
@@ -31,11 +54,15 @@ type QueuedOrder struct {
 // in a sale that caps participations or sells in groups, " cap group size expires":
 // the cap it was checked against (0: none), and its group's id, size and end (unix ms),
 // "- 0 0" outside a group. Go and Lua each have one encoder and one decoder of it, side
-// by side here; TestQueuedValueOneFormat holds the two languages to it.
+// by side here; TestQueuedValueOneFormat holds the two languages to it. A line
+// (AppendLine) ends with the same value, so a field added at the value's end reaches
+// the queue's tasks with no change of the line.
 
 // queuedValue is q's value in the queued hash.
-func queuedValue(q QueuedOrder) string {
-	b := make([]byte, 0, 64)
+func queuedValue(q QueuedOrder) string { return string(appendValue(make([]byte, 0, 64), q)) }
+
+// appendValue appends q's value to b.
+func appendValue(b []byte, q QueuedOrder) []byte {
 	b = strconv.AppendInt(b, q.UserID, 10)
 	b = strconv.AppendInt(append(b, ' '), int64(q.Quantity), 10)
 	b = strconv.AppendInt(append(b, ' '), q.CreatedAt.UnixMilli(), 10)
@@ -50,14 +77,23 @@ func queuedValue(q QueuedOrder) string {
 		b = strconv.AppendInt(append(b, ' '), int64(q.Participations), 10)
 		b = append(b, " - 0 0"...)
 	}
-	return string(b)
+	return b
 }
 
 // parseQueued reads the value v of order orderID of a sale's queued hash.
 func parseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
-	f := strings.Fields(v)
-	if len(f) != 4 && len(f) != 8 {
+	q := QueuedOrder{OrderID: orderID, ActivityID: activityID}
+	if !parseValue(strings.Fields(v), &q) {
 		return QueuedOrder{}, fmt.Errorf("queued order %s: malformed %q", orderID, v)
+	}
+	return q, nil
+}
+
+// parseValue reads the fields of a value (four, or eight) into q, and reports whether
+// they are one.
+func parseValue(f []string, q *QueuedOrder) bool {
+	if len(f) != 4 && len(f) != 8 {
+		return false
 	}
 	var n [8]int64
 	for i := range f {
@@ -66,13 +102,60 @@ func parseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
 		}
 		var err error
 		if n[i], err = strconv.ParseInt(f[i], 10, 64); err != nil {
-			return QueuedOrder{}, fmt.Errorf("queued order %s: malformed %q", orderID, v)
+			return false
 		}
 	}
-	q := QueuedOrder{OrderID: orderID, ActivityID: activityID, UserID: n[0], Quantity: int(n[1]),
-		CreatedAt: time.UnixMilli(n[2]).UTC(), Limit: int(n[3]), Participations: int(n[4])}
+	q.UserID, q.Quantity, q.CreatedAt = n[0], int(n[1]), time.UnixMilli(n[2]).UTC()
+	q.Limit, q.Participations = int(n[3]), int(n[4])
 	if len(f) == 8 && f[5] != "-" {
 		q.Group, q.GroupSize, q.GroupExpiresAt = f[5], int(n[6]), time.UnixMilli(n[7]).UTC()
+	}
+	return true
+}
+
+// noKey stands in a line for the Idempotency-Key and the fingerprint of an order made
+// without a key: no key holds a dot.
+const noKey = "."
+
+// AppendLine appends q as one line of text, without its end: "id activity amount
+// expires key fingerprint" (cents; the end of its pay window as set, unix ms; key and
+// fingerprint noKey without an Idempotency-Key, and neither holds a space), then its
+// value as the queued hash holds it. It is readable in queue tools, and cheap to write
+// and read for every order.
+func (q QueuedOrder) AppendLine(b []byte) []byte {
+	key, fingerprint := q.IdempotencyKey, q.Fingerprint
+	if key == "" {
+		key, fingerprint = noKey, noKey
+	}
+	b = append(b, q.OrderID...)
+	b = strconv.AppendInt(append(b, ' '), q.ActivityID, 10)
+	b = strconv.AppendInt(append(b, ' '), q.AmountCents, 10)
+	b = strconv.AppendInt(append(b, ' '), q.ExpiresAt.UnixMilli(), 10)
+	b = append(append(append(append(b, ' '), key...), ' '), fingerprint...)
+	return appendValue(append(b, ' '), q)
+}
+
+// ParseLine reads a line AppendLine wrote. An order of no sale, buyer, quantity or
+// limit is refused as incomplete.
+func ParseLine(line []byte) (QueuedOrder, error) {
+	f := strings.Fields(string(line))
+	var q QueuedOrder
+	if len(f) < 6 || !parseValue(f[6:], &q) {
+		return QueuedOrder{}, fmt.Errorf("queued order: malformed line %q", line)
+	}
+	var n [3]int64
+	for i := range n {
+		var err error
+		if n[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
+			return QueuedOrder{}, fmt.Errorf("queued order: malformed line %q", line)
+		}
+	}
+	q.OrderID, q.ActivityID, q.AmountCents, q.ExpiresAt = f[0], n[0], n[1], time.UnixMilli(n[2]).UTC()
+	if f[4] != noKey {
+		q.IdempotencyKey, q.Fingerprint = f[4], f[5]
+	}
+	if q.ActivityID <= 0 || q.UserID <= 0 || q.Quantity <= 0 || q.Limit <= 0 {
+		return QueuedOrder{}, fmt.Errorf("queued order: incomplete line %q", line)
 	}
 	return q, nil
 }

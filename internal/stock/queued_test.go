@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,3 +89,48 @@ return queued_value(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], group, size, ex
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A queued order's amount is the unit price times the quantity, and its pay window as
+// set ends one window after it was taken.
+func TestPriced(t *testing.T) {
+	created := time.UnixMilli(1795306517123).UTC()
+	got := QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAAA7", ActivityID: 7, UserID: 3, Quantity: 2,
+		CreatedAt: created, Limit: 4}.Priced(Sale{PriceCents: 1250, PayWindow: 15 * time.Minute})
+	want := QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAAA7", ActivityID: 7, UserID: 3, Quantity: 2, AmountCents: 2500,
+		CreatedAt: created, ExpiresAt: created.Add(15 * time.Minute), Limit: 4}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Priced (-want +got):\n%s", diff)
+	}
+}
+
+// A line is read back as the order it was written from, every field of the record
+// (Claimed aside) included, and it ends with the order's value in the queued hash.
+func TestLineRoundTrip(t *testing.T) {
+	created := time.UnixMilli(1_795_000_000_123).UTC()
+	plain := QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAA1", ActivityID: 3, UserID: 42, Quantity: 2, CreatedAt: created,
+		Limit: 5, AmountCents: 2000, ExpiresAt: created.Add(time.Minute)}
+	capped := plain
+	capped.Participations = 2
+	seat := capped
+	seat.Group, seat.GroupSize, seat.GroupExpiresAt = "01JGROUP", 3, created.Add(time.Hour)
+	keyed := seat
+	keyed.IdempotencyKey, keyed.Fingerprint = "k_9-x", "q2:join:01JGROUP"
+	dash := plain // "-" is a key a client may send
+	dash.IdempotencyKey, dash.Fingerprint = "-", "q2"
+	large := plain
+	large.UserID, large.ActivityID = 1<<62+1, 1<<40
+	for name, q := range map[string]QueuedOrder{"plain": plain, "capped": capped, "seat": seat, "keyed seat": keyed,
+		"key -": dash, "large ids": large} {
+		line := q.AppendLine(nil)
+		got, err := ParseLine(line)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if diff := cmp.Diff(q, got); diff != "" {
+			t.Errorf("%s: %q read back (-want +got):\n%s", name, line, diff)
+		}
+		if !strings.HasSuffix(string(line), " "+queuedValue(q)) {
+			t.Errorf("%s: line %q does not end with the value %q", name, line, queuedValue(q))
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
+	"seckill/internal/sale"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 )
@@ -20,7 +21,7 @@ import (
 // payment.
 func TestEventsWithTheirChanges(t *testing.T) {
 	db := testutil.MySQL(t)
-	s := store.New(db.Gorm)
+	s := store.New(db.Gorm, sale.EventViews{})
 	ctx := context.Background()
 	if _, err := outbox.NewWebhooks(db.Gorm, true).Create(ctx, "http://127.0.0.1:9/hook", nil); err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 			return err
 		}
 		if res.RowsAffected == 1 {
-			return outbox.Record(tx, orderEvent(outbox.OrderPaid, o, now))
+			return outbox.Record(tx, s.orderEvent(outbox.OrderPaid, o, now))
 		}
 		deadline := o.Deadline(w, now)
 		switch {
@@ -76,14 +76,14 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 				return fmt.Errorf("pay order: %w", err)
 			}
 			o.Status, o.PaidAt, o.ExpiresAt = StatusPaid, &now, deadline
-			return outbox.Record(tx, orderEvent(outbox.OrderPaid, o, now))
+			return outbox.Record(tx, s.orderEvent(outbox.OrderPaid, o, now))
 		case o.Status == StatusCreated: // the UPDATE missed it: its window has passed
 			cancelled, lost = true, ErrExpired
 			if err := extend(tx, map[string]time.Time{o.ID: deadline}); err != nil {
 				return err
 			}
 			o.ExpiresAt = deadline
-			return cancelOne(tx, &o, now)
+			return s.cancelOne(tx, &o, now)
 		case o.Status == StatusCancelled && (!now.Before(deadline) || o.CancelledAt != nil && !o.CancelledAt.Before(deadline)):
 			lost = ErrExpired
 		default:
@@ -142,7 +142,7 @@ func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time
 			return ErrNotCancellable
 		}
 		changed = true
-		return cancelOne(tx, &o, now)
+		return s.cancelOne(tx, &o, now)
 	})
 	return o, changed, err
 }
@@ -152,7 +152,7 @@ func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time
 // totals, and their order.cancelled events recorded. Rows are touched in the order the
 // worker's batches touch them (user_purchases by activity and user, then activities by
 // id; store/persist.go), so the two cannot deadlock.
-func cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error {
+func (s *Store) cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error {
 	if len(orders) == 0 {
 		return nil
 	}
@@ -164,7 +164,7 @@ func cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error {
 		o.Status, o.CancelledAt = StatusCancelled, &now
 		ids[i] = o.ID
 		sold[o.ActivityID] += int64(o.Quantity)
-		events[i] = orderEvent(outbox.OrderCancelled, *o, now)
+		events[i] = s.orderEvent(outbox.OrderCancelled, *o, now)
 	}
 	res := tx.Model(&Order{}).Where("id IN ? AND status = ?", ids, StatusCreated).Updates(map[string]any{
 		"status": StatusCancelled, "cancelled_at": now, "return_pending": true})
@@ -221,7 +221,7 @@ func (s *Store) ExpireOrders(ctx context.Context, ids []string, now time.Time, w
 		if err := extend(tx, deadlines); err != nil {
 			return err
 		}
-		return cancelCreated(tx, expired, now)
+		return s.cancelCreated(tx, expired, now)
 	})
 	if err != nil {
 		return nil, 0, err
@@ -230,9 +230,9 @@ func (s *Store) ExpireOrders(ctx context.Context, ids []string, now time.Time, w
 }
 
 // cancelOne is cancelCreated for one order, left cancelled in *o.
-func cancelOne(tx *gorm.DB, o *Order, now time.Time) error {
+func (s *Store) cancelOne(tx *gorm.DB, o *Order, now time.Time) error {
 	os := []Order{*o}
-	if err := cancelCreated(tx, os, now); err != nil {
+	if err := s.cancelCreated(tx, os, now); err != nil {
 		return err
 	}
 	*o = os[0]
@@ -311,10 +311,10 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 			o := &cancelled[i]
 			o.Status, o.CancelledAt = StatusCancelled, &now
 			units += int64(o.Quantity)
-			events = append(events, orderEvent(outbox.OrderCancelled, *o, now))
+			events = append(events, s.orderEvent(outbox.OrderCancelled, *o, now))
 		}
 		g.Status = groupFailed
-		if err := outbox.Record(tx, append(events, groupEvent(outbox.GroupFailed, g, now))...); err != nil {
+		if err := outbox.Record(tx, append(events, s.groupEvent(outbox.GroupFailed, g, now))...); err != nil {
 			return err
 		}
 		if len(cancelled) == 0 {

@@ -198,7 +198,7 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder, w Windows) (map[
 		if err := addUserUnits(tx, held); err != nil {
 			return err
 		}
-		events, err := takeSeats(tx, fresh, now, w)
+		events, err := s.takeSeats(tx, fresh, now, w)
 		if err != nil {
 			return err
 		}
@@ -207,7 +207,7 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder, w Windows) (map[
 			out[o.ID] = Outcome{Status: o.Status}
 			rows[i] = o.Order
 			if o.Status == StatusCreated {
-				events = append(events, orderEvent(outbox.OrderCreated, o.Order, now))
+				events = append(events, s.orderEvent(outbox.OrderCreated, o.Order, now))
 			}
 		}
 		if err := tx.Create(&rows).Error; err != nil {
@@ -288,7 +288,7 @@ func addUserUnits(tx *gorm.DB, rows []userUnits) error {
 // are stored grouping, until its window ends (ExpiresAt); the seat that fills it marks
 // it complete and turns its grouping orders created, their pay window starting now. It
 // returns the events of the groups completed and of their orders stored before.
-func takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time, w Windows) ([]outbox.Event, error) {
+func (s *Store) takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time, w Windows) ([]outbox.Event, error) {
 	seats := map[string]int{}
 	var ids []string
 	first := map[string]NewOrder{}
@@ -364,9 +364,9 @@ func takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time, w Windows) ([]outb
 			return nil, err
 		}
 		for _, w := range waiting {
-			events = append(events, orderEvent(outbox.OrderCreated, w, now))
+			events = append(events, s.orderEvent(outbox.OrderCreated, w, now))
 		}
-		events = append(events, groupEvent(outbox.GroupCompleted, *g, now))
+		events = append(events, s.groupEvent(outbox.GroupCompleted, *g, now))
 	}
 	return events, nil
 }
@@ -472,7 +472,7 @@ func (s *Store) persistFailed(ctx context.Context, o NewOrder, reason string) (m
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
-		return outbox.Record(tx, orderEvent(outbox.OrderFailed, row, row.PersistedAt))
+		return outbox.Record(tx, s.orderEvent(outbox.OrderFailed, row, row.PersistedAt))
 	})
 	if retryable(err) { // stored meanwhile by another delivery of the same task
 		stored, gerr := s.GetOrder(ctx, o.ID)

@@ -128,12 +128,13 @@ func (o Order) Deadline(w Windows, now time.Time) time.Time {
 
 // Store reads and writes the sale tables.
 type Store struct {
-	db  *gorm.DB
-	now func() time.Time
+	db    *gorm.DB
+	now   func() time.Time
+	views Views
 }
 
-// New returns a Store on db.
-func New(db *gorm.DB) *Store { return &Store{db: db, now: time.Now} }
+// New returns a Store on db whose events show orders and groups as views render them.
+func New(db *gorm.DB, views Views) *Store { return &Store{db: db, now: time.Now, views: views} }
 
 // SetClock replaces the clock the store stamps rows with (tests).
 func (s *Store) SetClock(now func() time.Time) { s.now = now }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"seckill/internal/outage"
+	"seckill/internal/sale"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 )
@@ -36,7 +37,7 @@ func order(a store.Activity, user int64, qty int) store.NewOrder {
 
 func TestPersistBatchGuards(t *testing.T) {
 	db := testutil.MySQL(t)
-	s := store.New(db.Gorm)
+	s := store.New(db.Gorm, sale.EventViews{})
 	ctx := context.Background()
 	a := newActivity(t, s, 6, 2)
 
@@ -86,7 +87,7 @@ func TestPersistBatchGuards(t *testing.T) {
 // whole, with nothing written (the rebuild may have read MySQL without it), while one
 // claimed in the new epoch is written, and its guards still fail orders past the stock.
 func TestPersistBatchRefusesClaimsBeforeARebuild(t *testing.T) {
-	s := store.New(testutil.MySQL(t).Gorm)
+	s := store.New(testutil.MySQL(t).Gorm, sale.EventViews{})
 	ctx := context.Background()
 	a := newActivity(t, s, 3, 3)
 	epoch, err := s.NextRedisEpoch(ctx, a.ID)
@@ -134,7 +135,7 @@ func TestPersistBatchRefusesClaimsBeforeARebuild(t *testing.T) {
 // is stored exactly once, created or failed.
 func TestPersistBatchConcurrent(t *testing.T) {
 	db := testutil.MySQL(t)
-	s := store.New(db.Gorm)
+	s := store.New(db.Gorm, sale.EventViews{})
 	ctx := context.Background()
 	a := newActivity(t, s, 100, 3)
 
@@ -200,7 +201,7 @@ func seatOrder(a store.Activity, user int64, g string) store.NewOrder {
 // grouping orders once, giving their units back.
 func TestPersistSeatsAndFailGroup(t *testing.T) {
 	db := testutil.MySQL(t)
-	s := store.New(db.Gorm)
+	s := store.New(db.Gorm, sale.EventViews{})
 	ctx := context.Background()
 	a := newActivity(t, s, 100, 5)
 	steps := []struct {

@@ -148,9 +148,9 @@ func (r *Repairer) Repair(ctx context.Context) (int, error) {
 			return n, fmt.Errorf("repair: %w", err)
 		}
 		terms := stock.Sale{PriceCents: a.PriceCents, PayWindow: time.Duration(a.PayWindowSeconds) * time.Second}
-		var stuck []queue.Order
+		var stuck []stock.QueuedOrder
 		for _, q := range stale {
-			o := queue.Queued(q, terms)
+			o := q.Priced(terms)
 			if now.Sub(q.CreatedAt) >= r.StuckAge {
 				stuck = append(stuck, o)
 				continue
@@ -163,7 +163,7 @@ func (r *Repairer) Repair(ctx context.Context) (int, error) {
 				return n, fmt.Errorf("repair: %w", err)
 			}
 			if enqueued {
-				slog.Info("repair: enqueued an order that had no task", "order", o.ID)
+				slog.Info("repair: enqueued an order that had no task", "order", o.OrderID)
 				n++
 			}
 		}

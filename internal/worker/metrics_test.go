@@ -3,11 +3,13 @@ package worker_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/hibiken/asynq"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"seckill/internal/queue"
+	"seckill/internal/stock"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
 )
@@ -20,10 +22,10 @@ func TestQueueDepthCountsTasks(t *testing.T) {
 		t.Fatalf("empty queue: depth %v, want 0", got)
 	}
 	enq := queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb))
-	var orders []queue.Order
+	var orders []stock.QueuedOrder
 	for i, id := range []string{"01KAAAAAAAAAAAAAAAAAAAAAAA1", "01KAAAAAAAAAAAAAAAAAAAAAAB1", "01KAAAAAAAAAAAAAAAAAAAAAAC1"} {
-		orders = append(orders, queue.Order{ID: id, ActivityID: 1, UserID: int64(i + 1), Quantity: 1,
-			AmountCents: 1, CreatedAtMs: 1, ExpiresAtMs: 2, Limit: 1})
+		orders = append(orders, stock.QueuedOrder{OrderID: id, ActivityID: 1, UserID: int64(i + 1), Quantity: 1,
+			AmountCents: 1, CreatedAt: time.UnixMilli(1), ExpiresAt: time.UnixMilli(2), Limit: 1})
 	}
 	// Two orders in one task, as an API enqueues them, and one as the repair pass does.
 	if err := enq.EnqueueBatch(context.Background(), orders[:2]); err != nil {

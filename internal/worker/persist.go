@@ -24,7 +24,7 @@ type Outages interface {
 
 var _ Outages = (*outage.Record)(nil)
 
-// Persister writes the orders of a task (queue.TypePersistOrder) to MySQL in
+// Persister writes the orders of a task (queue.TypePersist) to MySQL in
 // transactions of up to Batch orders. Its handler returns only once every order is
 // committed in MySQL and settled in Redis, so asynq acknowledges the task only then; a
 // crash before leaves the task to be retried, and persisting again is harmless.
@@ -51,9 +51,10 @@ func NewPersister(st *store.Store, sk *stock.Stock, outages Outages, batch int) 
 	return &Persister{store: st, stock: sk, outages: outages, Batch: batch}
 }
 
-// HandleTask is the asynq handler of queue.TypePersistOrder.
+// HandleTask is the asynq handler of queue.TypePersist, and of queue.TypePersistV1 (the
+// previous release's).
 func (p *Persister) HandleTask(ctx context.Context, t *asynq.Task) error {
-	orders, err := queue.ParseOrders(t.Payload())
+	orders, err := queue.ParseOrders(t.Type(), t.Payload())
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
@@ -68,7 +69,7 @@ func (p *Persister) HandleTask(ctx context.Context, t *asynq.Task) error {
 // the state the rebuild replaces: store.ErrClaimedBeforeRebuild) is tried again here,
 // for up to rebuildWait, and claimed or adopted on the rebuilt state: the task is at
 // hand, and a Redis that lost the sale may have lost the task's retry with it.
-func (p *Persister) Persist(ctx context.Context, orders []queue.Order) error {
+func (p *Persister) Persist(ctx context.Context, orders []stock.QueuedOrder) error {
 	for len(orders) > 0 {
 		n := min(len(orders), max(1, p.Batch))
 		results := p.persistBatch(ctx, orders[:n])
@@ -119,26 +120,26 @@ func waitsForRebuild(results map[string]error) bool {
 //     MySQL refuses the whole batch if the sale was rebuilt since the claim (its
 //     epoch: see stock's rebuild.go).
 //  3. Settle them in Redis: they stop being queued; failed ones return their units.
-func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[string]error {
+func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder) map[string]error {
 	results := make(map[string]error, len(batch))
-	byActivity := map[int64][]queue.Order{}
+	byActivity := map[int64][]stock.QueuedOrder{}
 	for _, o := range batch {
 		byActivity[o.ActivityID] = append(byActivity[o.ActivityID], o)
 	}
 
 	var claimed []store.NewOrder
-	var notQueued []queue.Order
+	var notQueued []stock.QueuedOrder
 	for act, os := range byActivity {
 		refs := make([]stock.OrderRef, len(os))
 		for i, o := range os {
-			refs[i] = stock.OrderRef{OrderID: o.ID, UserID: o.UserID}
+			refs[i] = stock.OrderRef{OrderID: o.OrderID, UserID: o.UserID}
 		}
 		got, err := p.stock.Claim(ctx, act, refs)
 		for _, o := range os {
-			c, ok := got[o.ID]
+			c, ok := got[o.OrderID]
 			switch {
 			case err != nil:
-				results[o.ID] = err
+				results[o.OrderID] = err
 			case ok:
 				n := newOrder(o)
 				n.Bucket, n.Gen, n.Epoch = c.Bucket, c.Gen, c.Epoch
@@ -148,7 +149,7 @@ func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[s
 			}
 		}
 	}
-	claimed = append(claimed, p.adoptOrphans(ctx, batch, notQueued, results)...)
+	claimed = append(claimed, p.adoptOrphans(ctx, notQueued, results)...)
 	if len(claimed) == 0 {
 		return results
 	}
@@ -201,25 +202,21 @@ func (p *Persister) persistBatch(ctx context.Context, batch []queue.Order) map[s
 // be persisted, or stored failed if no units are left, if its buyer would pass a limit,
 // or if it is a seat (its group was lost with the sale). A sale not rebuilt yet leaves its
 // orders to a retry of the task. results gets each one decided here.
-func (p *Persister) adoptOrphans(ctx context.Context, batch, notQueued []queue.Order, results map[string]error) []store.NewOrder {
+func (p *Persister) adoptOrphans(ctx context.Context, notQueued []stock.QueuedOrder, results map[string]error) []store.NewOrder {
 	if len(notQueued) == 0 {
 		return nil
 	}
 	ids := make([]string, len(notQueued))
 	for i, o := range notQueued {
-		ids[i] = o.ID
+		ids[i] = o.OrderID
 	}
 	stored, err := p.store.OrdersByID(ctx, ids)
 	byActivity := map[int64][]stock.QueuedOrder{}
 	for _, o := range notQueued {
-		results[o.ID] = err
-		if _, ok := stored[o.ID]; err == nil && !ok {
-			byActivity[o.ActivityID] = append(byActivity[o.ActivityID], o.QueuedOrder())
+		results[o.OrderID] = err
+		if _, ok := stored[o.OrderID]; err == nil && !ok {
+			byActivity[o.ActivityID] = append(byActivity[o.ActivityID], o)
 		}
-	}
-	orders := make(map[string]queue.Order, len(batch))
-	for _, o := range batch {
-		orders[o.ID] = o
 	}
 	var adopted []store.NewOrder
 	for act, qs := range byActivity {
@@ -230,13 +227,13 @@ func (p *Persister) adoptOrphans(ctx context.Context, batch, notQueued []queue.O
 				results[q.OrderID] = err
 			case got[q.OrderID] == stock.Adopted:
 				slog.Warn("order whose Redis state was lost with its sale's: adopted on the rebuilt sale", "order", q.OrderID)
-				n := newOrder(orders[q.OrderID])
+				n := newOrder(q)
 				n.Epoch = epoch
 				adopted = append(adopted, n)
 				p.metrics.handled("adopted", 1)
 			case orphanReasons[got[q.OrderID]] != "":
 				reason := orphanReasons[got[q.OrderID]]
-				_, results[q.OrderID] = p.store.StoreFailed(ctx, newOrder(orders[q.OrderID]), reason)
+				_, results[q.OrderID] = p.store.StoreFailed(ctx, newOrder(q), reason)
 				p.metrics.handled(store.StatusFailed, 1)
 			case got[q.OrderID] == stock.SaleMissing:
 				results[q.OrderID] = errSaleMissing
@@ -264,16 +261,17 @@ var orphanReasons = map[stock.Adoption]string{
 // with its sale's state and that could not be adopted on the rebuilt sale.
 const OrphanReasonPrefix = "Redis lost this"
 
-func newOrder(o queue.Order) store.NewOrder {
-	n := store.NewOrder{Limit: o.Limit, Participations: o.Participations, Order: store.Order{ID: o.ID,
-		ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity, AmountCents: o.AmountCents,
-		CreatedAt: time.UnixMilli(o.CreatedAtMs).UTC(), ExpiresAt: time.UnixMilli(o.ExpiresAtMs).UTC()}}
-	if o.Group != "" {
-		g := o.Group
-		n.GroupID, n.GroupSize, n.GroupExpiresAt = &g, o.GroupSize, time.UnixMilli(o.GroupExpiresAtMs).UTC()
+// newOrder is the row MySQL stores for q, with what its guards check it against.
+func newOrder(q stock.QueuedOrder) store.NewOrder {
+	n := store.NewOrder{Limit: q.Limit, Participations: q.Participations, Order: store.Order{ID: q.OrderID,
+		ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity, AmountCents: q.AmountCents,
+		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt}}
+	if q.Group != "" {
+		g := q.Group
+		n.GroupID, n.GroupSize, n.GroupExpiresAt = &g, q.GroupSize, q.GroupExpiresAt
 	}
-	if o.IdempotencyKey != "" {
-		key, fp := o.IdempotencyKey, o.Fingerprint
+	if q.IdempotencyKey != "" {
+		key, fp := q.IdempotencyKey, q.Fingerprint
 		n.IdempotencyKey, n.RequestFingerprint = &key, &fp
 	}
 	return n

@@ -12,6 +12,7 @@ import (
 	"seckill/internal/lock"
 	"seckill/internal/outage"
 	"seckill/internal/queue"
+	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
@@ -23,7 +24,7 @@ import (
 func TestPersisterWritesATaskInBatches(t *testing.T) {
 	ctx := context.Background()
 	rdb := testutil.StartRedis(t).Client(t)
-	st, sk := store.New(testutil.MySQL(t).Gorm), stock.New(rdb)
+	st, sk := store.New(testutil.MySQL(t).Gorm, sale.EventViews{}), stock.New(rdb)
 	now := time.Now()
 	a := store.Activity{Name: "s", ProductName: "p", PriceCents: 100, StockTotal: 10, PerUserLimit: 1,
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PayWindowSeconds: 60}
@@ -33,15 +34,15 @@ func TestPersisterWritesATaskInBatches(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var orders []queue.Order
+	var orders []stock.QueuedOrder
 	for u := int64(1); u <= 5; u++ {
 		id := fmt.Sprintf("01KAAAAAAAAAAAAAAAAAAAAAA%d%d", u, a.ID)
 		if _, err := sk.Reserve(ctx, stock.Reservation{ActivityID: a.ID, UserID: u, Quantity: 1, OrderID: id,
 			Now: now, LockToken: lock.NewToken(), LockTTL: time.Second}); err != nil {
 			t.Fatal(err)
 		}
-		orders = append(orders, queue.Order{ID: id, ActivityID: a.ID, UserID: u, Quantity: 1, AmountCents: 100,
-			CreatedAtMs: now.UnixMilli(), ExpiresAtMs: now.Add(time.Minute).UnixMilli(), Limit: 1})
+		orders = append(orders, stock.QueuedOrder{OrderID: id, ActivityID: a.ID, UserID: u, Quantity: 1, AmountCents: 100,
+			CreatedAt: now, ExpiresAt: now.Add(time.Minute), Limit: 1})
 	}
 	task := queue.NewBatchTask(orders)
 
@@ -54,7 +55,7 @@ func TestPersisterWritesATaskInBatches(t *testing.T) {
 
 	ids := make([]string, len(orders))
 	for i, o := range orders {
-		ids[i] = o.ID
+		ids[i] = o.OrderID
 	}
 	stored, err := st.OrdersByID(ctx, ids)
 	if err != nil {

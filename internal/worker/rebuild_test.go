@@ -9,7 +9,6 @@ import (
 
 	"seckill/internal/lock"
 	"seckill/internal/outage"
-	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
@@ -36,7 +35,7 @@ func TestPersistAcrossARebuild(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			rdb := testutil.StartRedis(t).Client(t)
-			st, sk := store.New(db.Gorm), stock.New(rdb)
+			st, sk := store.New(db.Gorm, sale.EventViews{}), stock.New(rdb)
 			svc := sale.New(st, sk, nil, nil, nil, nil) // the ledger needs neither orders nor a queue
 			now := time.Now()
 			a, err := svc.CreateActivity(ctx, sale.NewActivity{Name: "s", ProductName: "p", PriceCents: 100, Stock: 10,
@@ -54,8 +53,8 @@ func TestPersistAcrossARebuild(t *testing.T) {
 			if err := buy(id, 2); err != nil {
 				t.Fatal(err)
 			}
-			o := queue.Order{ID: id, ActivityID: a.ID, UserID: buyer, Quantity: 2, AmountCents: 200, Limit: 3,
-				CreatedAtMs: now.UnixMilli(), ExpiresAtMs: now.Add(time.Minute).UnixMilli()}
+			o := stock.QueuedOrder{OrderID: id, ActivityID: a.ID, UserID: buyer, Quantity: 2, AmountCents: 200, Limit: 3,
+				CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
 
 			p := worker.NewPersister(st, sk, outage.NewRecord(rdb), 10)
 			held := false
@@ -73,7 +72,7 @@ func TestPersistAcrossARebuild(t *testing.T) {
 					t.Fatalf("rebuild while the order is claimed: %v, %v", rebuilt, err)
 				}
 			})
-			if err := p.Persist(ctx, []queue.Order{o}); err != nil {
+			if err := p.Persist(ctx, []stock.QueuedOrder{o}); err != nil {
 				t.Fatal(err)
 			}
 			if !held {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"seckill/internal/outage"
+	seckillsale "seckill/internal/sale"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 )
@@ -26,7 +27,7 @@ type sale struct {
 
 func newSale(t *testing.T, db *testutil.MySQLDB, sqlDB *sql.DB, stock int64, limit int) *sale {
 	t.Helper()
-	st := store.New(db.Gorm)
+	st := store.New(db.Gorm, seckillsale.EventViews{})
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	a := store.Activity{Name: "audit", ProductName: "unit", PriceCents: 100, StockTotal: stock,
 		PerUserLimit: limit, StartsAt: now, EndsAt: now.Add(time.Hour), PayWindowSeconds: 900}

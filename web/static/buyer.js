@@ -143,10 +143,13 @@ function saleState(a) {
   const status = effectiveStatus(a);
   const signedIn = Boolean(session.token);
   const held = unitsHeld(a.id);
-  const limitReached = signedIn && ordersLoaded && held >= a.per_user_limit;
+  // The orders known prove a limit reached even before the first load of the list
+  // ends: an order taken in the meantime counts, so the answer to it stays on screen
+  // when the list arrives.
+  const limitReached = signedIn && held >= a.per_user_limit;
   const parts = participations(a.id);
   const cap = a.per_user_participations || 0;
-  const partsReached = signedIn && ordersLoaded && cap > 0 && parts >= cap;
+  const partsReached = signedIn && cap > 0 && parts >= cap;
   let sentence = '';
   if (status === 'upcoming') sentence = `Not started yet: the sale opens on ${when(a.starts_at, true)}.`;
   else if (status === 'ended') sentence = 'This sale has ended.';
