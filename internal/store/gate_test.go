@@ -7,6 +7,7 @@ import (
 
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
+	"seckill/internal/sale"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 )
@@ -31,7 +32,7 @@ func TestGateHoldsStatementsUntilOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := store.New(db.Gorm)
+	s := store.New(db.Gorm, sale.EventViews{})
 	calls := []struct {
 		name string
 		call func() error
