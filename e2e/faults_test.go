@@ -167,8 +167,8 @@ func takeWithoutTask(t *testing.T, key string) unenqueued {
 	t.Cleanup(func() { _ = u.rdb.Close() })
 	u.sale = u.c.createSale(u.admin, 10, 2)
 	u.id = "01KAAAAAAAAAAAAAAAAAAAAAAA" + fmt.Sprint(u.sale.ID)
-	if _, err := stock.New(u.rdb).Reserve(context.Background(), stock.Reservation{ActivityID: u.sale.ID, UserID: 77,
-		Quantity: 2, OrderID: u.id, IdempotencyKey: key, Now: u.now, LockToken: "api", LockTTL: time.Second}); err != nil {
+	if _, err := stock.New(u.rdb).Reserve(context.Background(), stock.Reservation{Purchase: stock.Purchase{ActivityID: u.sale.ID, UserID: 77, Quantity: 2, IdempotencyKey: key},
+		OrderID: u.id, Now: u.now, LockToken: "api", LockTTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	return u

@@ -200,7 +200,8 @@ func TestContractErrors(t *testing.T) {
 			t.Error("429 busy without Retry-After")
 		}
 		if err := stock.New(s.rdb).ReleaseUserLocks(t.Context(),
-			stock.Reservation{ActivityID: open, UserID: 42, LockToken: "someone-else"}); err != nil {
+			stock.Reservation{Purchase: stock.Purchase{ActivityID: open, UserID: 42},
+				LockToken: "someone-else"}); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -45,7 +45,7 @@ type Service interface {
 	ListOrders(ctx context.Context, c sale.Caller) ([]sale.Order, error)
 	Pay(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	Cancel(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
-	Seat(ctx context.Context, r sale.SeatRequest) (sale.Group, sale.Order, bool, error)
+	Seat(ctx context.Context, r sale.BuyRequest) (sale.Group, sale.Order, bool, error)
 	GetGroup(ctx context.Context, id string) (sale.Group, error)
 	OpenGroups(ctx context.Context, activityID int64, limit int) ([]sale.Group, error)
 	AllGroups(ctx context.Context, activityID int64, limit int) ([]sale.Group, error)

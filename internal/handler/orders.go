@@ -29,28 +29,31 @@ func validIdempotencyKey(k string) bool {
 	return true
 }
 
-// purchase reads what every purchase carries: the body's quantity and the optional
-// Idempotency-Key header.
-func purchase(c *gin.Context) (quantity int, key string, err error) {
+// purchase reads what every purchase and seat carries, the body's quantity and the
+// optional Idempotency-Key header, into a purchase by the caller.
+func purchase(c *gin.Context) (sale.BuyRequest, error) {
+	r := sale.BuyRequest{UserID: caller(c).UserID}
 	keys, hasKey := c.Request.Header["Idempotency-Key"]
 	if hasKey && (len(keys) != 1 || !validIdempotencyKey(keys[0])) {
-		return 0, "", errInvalidIdemKey
+		return r, errInvalidIdemKey
 	}
 	if hasKey {
-		key = keys[0]
+		r.IdempotencyKey = keys[0]
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	if q, ok := plainQuantity(body); ok && err == nil {
-		return q, key, nil
+		r.Quantity = q
+		return r, nil
 	}
 	var req buyRequest
 	if err := decodeBody(body, err, &req); err != nil {
-		return 0, "", err
+		return r, err
 	}
 	if req.Quantity == nil {
-		return 0, "", required("quantity")
+		return r, required("quantity")
 	}
-	return *req.Quantity, key, nil
+	r.Quantity = *req.Quantity
+	return r, nil
 }
 
 // plainQuantity reads the body nearly every purchase sends, {"quantity":N} with N an
@@ -113,12 +116,12 @@ func (h *Handler) buy(c *gin.Context) {
 		h.purchaseError(c, errBadPathActivity, nil)
 		return
 	}
-	qty, key, err := purchase(c)
+	r, err := purchase(c)
 	if err != nil {
 		h.purchaseError(c, err, nil)
 		return
 	}
-	r := sale.BuyRequest{ActivityID: id, UserID: caller(c).UserID, Quantity: qty, IdempotencyKey: key}
+	r.ActivityID = id
 	refused := h.admission(c, &r)
 	o, replayed, err := h.svc.Buy(c.Request.Context(), r)
 	if err != nil {
@@ -131,20 +134,20 @@ func (h *Handler) buy(c *gin.Context) {
 // seat opens a group (the path names a sale) or joins one (the path names a group).
 func (h *Handler) seat(open bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		r := sale.SeatRequest{Open: open, Group: c.Param("gid"), UserID: caller(c).UserID}
+		var id int64
 		if open {
-			id, ok := pathID(c, "id")
-			if !ok {
+			var ok bool
+			if id, ok = pathID(c, "id"); !ok {
 				h.purchaseError(c, errBadPathActivity, nil)
 				return
 			}
-			r.ActivityID = id
 		}
-		var err error
-		if r.Quantity, r.IdempotencyKey, err = purchase(c); err != nil {
+		r, err := purchase(c)
+		if err != nil {
 			h.purchaseError(c, err, nil)
 			return
 		}
+		r.ActivityID, r.OpenGroup, r.Group = id, open, c.Param("gid")
 		g, o, replayed, err := h.svc.Seat(c.Request.Context(), r)
 		if err != nil {
 			h.purchaseError(c, err, nil)

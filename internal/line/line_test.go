@@ -223,8 +223,8 @@ func TestJoinEdges(t *testing.T) {
 	if buyer.Position != 2 {
 		t.Errorf("a late joiner's position: %d, want 2", buyer.Position)
 	}
-	if _, err := f.stock.Reserve(ctx, stock.Reservation{ActivityID: 3, UserID: 50, Quantity: 1, OrderID: "o1",
-		Now: f.clock.now(), LockToken: "x", LockTTL: time.Second, PassExpires: f.clock.now().Add(time.Minute)}); err != nil {
+	if _, err := f.stock.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: 3, UserID: 50, Quantity: 1, PassExpires: f.clock.now().Add(time.Minute)},
+		OrderID: "o1", Now: f.clock.now(), LockToken: "x", LockTTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := f.line.Join(ctx, 3, 9, ""); !errors.Is(err, stock.ErrSoldOut) {
@@ -505,9 +505,8 @@ func TestAdmissionFollowsUnitsAndPasses(t *testing.T) {
 		if pass.PassExpiresAt != nil {
 			exp = pass.PassExpiresAt.Time
 		}
-		_, err := f.stock.Reserve(ctx, stock.Reservation{ActivityID: 1, UserID: user, Quantity: 1,
-			OrderID: fmt.Sprint("o", user), Now: f.clock.now(), LockToken: "t", LockTTL: time.Millisecond,
-			PassExpires: exp})
+		_, err := f.stock.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: 1, UserID: user, Quantity: 1, PassExpires: exp},
+			OrderID: fmt.Sprint("o", user), Now: f.clock.now(), LockToken: "t", LockTTL: time.Millisecond})
 		return err
 	}
 	// A purchase without a pass is refused and takes nothing; with one it goes through.

@@ -68,8 +68,8 @@ func (f *fixture) created(user int64, qty int) store.Order {
 	ctx := context.Background()
 	f.seq++
 	id := fmt.Sprintf("o%d", f.seq)
-	_, err := f.sk.Reserve(ctx, stock.Reservation{ActivityID: f.act, UserID: user, Quantity: qty, OrderID: id,
-		Now: t0, LockToken: id, LockTTL: time.Millisecond})
+	_, err := f.sk.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: f.act, UserID: user, Quantity: qty},
+		OrderID: id, Now: t0, LockToken: id, LockTTL: time.Millisecond})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -30,35 +30,22 @@ func groupView(g stock.Group) Group {
 		ExpiresAt: apitime.Of(g.ExpiresAt)}
 }
 
-// SeatRequest is a buyer's seat in a group-buy sale: a new group (Open), or the group
-// Group.
-type SeatRequest struct {
-	ActivityID     int64 // for Open
-	Group          string
-	Open           bool
-	UserID         int64
-	Quantity       int
-	IdempotencyKey string
-}
-
-// Seat opens a group or takes a seat in one: a purchase (Buy), whose order waits in
-// its group until the group fills. It returns the group as the seat left it and the
+// Seat opens a group (r.OpenGroup, in sale r.ActivityID) or takes a seat in group
+// r.Group: a purchase (Buy), whose order waits in its group until the group fills. It returns the group as the seat left it and the
 // queued order; with replayed true, the order an earlier request with the same
 // Idempotency-Key made, and its group now. Errors of Buy, and stock.ErrNotGroupSale,
 // ErrGroupClosed, ErrAlreadyInGroup, ErrGroupFull; ErrNotFound for an unknown group.
-func (s *Service) Seat(ctx context.Context, r SeatRequest) (Group, Order, bool, error) {
-	if !r.Open {
+func (s *Service) Seat(ctx context.Context, r BuyRequest) (Group, Order, bool, error) {
+	if !r.OpenGroup {
 		id, ok := ActivityOf(r.Group)
 		if !ok {
 			return Group{}, Order{}, false, ErrNotFound
 		}
 		r.ActivityID = id
 	}
-	req := BuyRequest{ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
-		IdempotencyKey: r.IdempotencyKey, Group: r.Group, OpenGroup: r.Open}
-	o, g, replayed, err := s.buy(ctx, req)
-	if errors.Is(err, stock.ErrGroupClosed) && !r.Open && s.extendGroup(ctx, r.ActivityID, r.Group) {
-		o, g, replayed, err = s.buy(ctx, req) // judged by the window an outage extended
+	o, g, replayed, err := s.buy(ctx, r)
+	if errors.Is(err, stock.ErrGroupClosed) && !r.OpenGroup && s.extendGroup(ctx, r.ActivityID, r.Group) {
+		o, g, replayed, err = s.buy(ctx, r) // judged by the window an outage extended
 	}
 	switch {
 	case errors.Is(err, stock.ErrNoGroup):

@@ -13,21 +13,9 @@ import (
 	"seckill/internal/store"
 )
 
-// BuyRequest is a buyer's purchase.
-type BuyRequest struct {
-	ActivityID int64
-	UserID     int64
-	Quantity   int
-	// IdempotencyKey is the client's Idempotency-Key, "" for none.
-	IdempotencyKey string
-	// Group is the group to join in a group-buy sale; with OpenGroup, a new group is
-	// opened instead (Seat sets both).
-	Group     string
-	OpenGroup bool
-	// PassExpires is when the buyer's verified pass for this sale expires (a sale
-	// with a waiting room); zero for none.
-	PassExpires time.Time
-}
+// BuyRequest is a buyer's purchase: a seat in a group with Group or OpenGroup (Seat sets
+// them), and PassExpires the expiry of the buyer's verified pass in a waiting-room sale.
+type BuyRequest = stock.Purchase
 
 // Buy takes the units from stock and queues the order for MySQL. It returns the
 // queued order; with replayed true it returns the order an earlier request with the
@@ -54,20 +42,16 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	ctx = context.WithoutCancel(ctx)
 	now := s.now()
 	if r.IdempotencyKey == "" { // most of a crowd meets a sold-out sale: say so before minting ids
-		if err := s.stock.FlaggedSoldOut(stock.Reservation{ActivityID: r.ActivityID, Now: now, Quantity: r.Quantity,
-			PassExpires: r.PassExpires, Group: r.Group, OpenGroup: r.OpenGroup}); err != nil {
+		if err := s.stock.FlaggedSoldOut(stock.Reservation{Purchase: r, Now: now}); err != nil {
 			return Order{}, nil, false, err
 		}
 	}
-	res := stock.Reservation{ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
-		IdempotencyKey: r.IdempotencyKey, OrderID: newOrderID(r.ActivityID, now), Now: now,
-		LockToken: lock.NewToken(), LockTTL: s.LockTTL, Group: r.Group, OpenGroup: r.OpenGroup,
-		PerSecond: s.UserRate, RedisClock: !s.judgeByNow, PassExpires: r.PassExpires}
+	res := stock.Reservation{Purchase: r, OrderID: newOrderID(r.ActivityID, now), Now: now,
+		LockToken: lock.NewToken(), LockTTL: s.LockTTL, PerSecond: s.UserRate, RedisClock: !s.judgeByNow}
 	if r.OpenGroup {
 		res.Group = newOrderID(r.ActivityID, now) // a group id has an order id's form
 	}
 	got, err := s.reserve(ctx, &res)
-	now = res.Now // the time of the attempt that ran
 	switch {
 	case errors.Is(err, stock.ErrNoSale):
 		return Order{}, nil, false, s.MissingSale(ctx, r.ActivityID)
@@ -90,13 +74,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 		return Order{}, nil, false, err
 	}
 
-	q := stock.QueuedOrder{OrderID: res.OrderID, ActivityID: r.ActivityID, UserID: r.UserID,
-		Quantity: r.Quantity, CreatedAt: now, Limit: got.Limit, Participations: got.Participations,
-		IdempotencyKey: res.IdempotencyKey, Fingerprint: res.Fingerprint()}
-	if got.Group != nil {
-		q.Group, q.GroupSize, q.GroupExpiresAt = got.Group.ID, got.Group.Size, got.Group.ExpiresAt
-	}
-	q = q.Priced(stock.Sale{PriceCents: got.PriceCents, PayWindow: got.PayWindow})
+	q := got.Order
 	c := &commit{order: q, res: res, done: make(chan struct{})}
 	if s.commits.add(c) {
 		<-c.done

@@ -53,11 +53,12 @@ func storedView(o store.Order) Order {
 	return v
 }
 
-// queuedView shows an order on its way to MySQL (priced: stock.QueuedOrder.Priced).
+// queuedView shows an order on its way to MySQL (priced: stock.QueuedOrder.Priced) as
+// the row it will be.
 func queuedView(q stock.QueuedOrder) Order {
-	return Order{ID: q.OrderID, ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity,
-		AmountCents: q.AmountCents, Status: store.StatusQueued, CreatedAt: apitime.Of(q.CreatedAt),
-		ExpiresAt: apitime.Of(q.ExpiresAt), GroupID: q.Group}
+	row := q.Row().Order
+	row.Status = store.StatusQueued
+	return storedView(row)
 }
 
 // inForce shows, in the views of orders whose window may still run, the deadline in

@@ -36,8 +36,8 @@ func loadBuckets(t testing.TB, s *Stock, id, avail int64, limit, k int) {
 
 func purchase(act, user int64, qty int) Reservation {
 	n := orderSeq.Add(1)
-	return Reservation{ActivityID: act, UserID: user, Quantity: qty, OrderID: fmt.Sprintf("c%d", n),
-		Now: start.Add(time.Minute), LockToken: fmt.Sprintf("l%d", n), LockTTL: time.Minute}
+	return Reservation{Purchase: Purchase{ActivityID: act, UserID: user, Quantity: qty},
+		OrderID: fmt.Sprintf("c%d", n), Now: start.Add(time.Minute), LockToken: fmt.Sprintf("l%d", n), LockTTL: time.Minute}
 }
 
 func (b *coalescer) sent() int64 {
@@ -347,8 +347,9 @@ func TestErrorHalfwayLeavesEarlierPurchasesWhole(t *testing.T) {
 }
 
 // The reserve script sends the sale's terms once per call; every purchase of the call
-// gets them in its answer, with its own units left, and one refused in the middle of the
-// call (user 1 again, while the lock of their first purchase is held) gets its own answer.
+// gets them in its answer, with its own units left and its order as queued, and one
+// refused in the middle of the call (user 1 again, while the lock of their first
+// purchase is held) gets its own answer.
 func TestCallAnswersEachPurchaseWithTheTerms(t *testing.T) {
 	s := New(testutil.StartRedis(t).Client(t))
 	ctx := context.Background()
@@ -375,7 +376,10 @@ func TestCallAnswersEachPurchaseWithTheTerms(t *testing.T) {
 			}
 			continue
 		}
-		want := Reserved{OrderID: c.r.OrderID, Available: left[i], Limit: 5, PriceCents: 250,
+		order := QueuedOrder{OrderID: c.r.OrderID, ActivityID: 1, UserID: c.r.UserID, Quantity: c.r.Quantity,
+			CreatedAt: c.r.Now, Limit: 5, Participations: 1, AmountCents: 250 * int64(c.r.Quantity),
+			ExpiresAt: c.r.Now.Add(90 * time.Second)}
+		want := Reserved{OrderID: c.r.OrderID, Order: order, Available: left[i], Limit: 5, PriceCents: 250,
 			PayWindow: 90 * time.Second, Participations: 1}
 		if err != nil || got != want {
 			t.Errorf("purchase %d: %+v %v, want %+v", i+1, got, err, want)

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"seckill/internal/store"
 )
 
 // QueuedOrder is an order taken from stock that MySQL does not have yet: the one record
@@ -40,6 +42,17 @@ type QueuedOrder struct {
 	Claimed bool
 }
 
+// queued is the order reservation r queued, as the reserve script answered it (got).
+func (r Reservation) queued(got Reserved) QueuedOrder {
+	q := QueuedOrder{OrderID: r.OrderID, ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
+		CreatedAt: r.Now, Limit: got.Limit, Participations: got.Participations,
+		IdempotencyKey: r.IdempotencyKey, Fingerprint: r.Fingerprint()}
+	if got.Group != nil {
+		q.Group, q.GroupSize, q.GroupExpiresAt = got.Group.ID, got.Group.Size, got.Group.ExpiresAt
+	}
+	return q.Priced(Sale{PriceCents: got.PriceCents, PayWindow: got.PayWindow})
+}
+
 // Priced is q at its sale's unit price and pay window: its amount, and the end of its
 // pay window as set (the window starts over once MySQL has the order). The one place
 // they are worked out.
@@ -47,6 +60,23 @@ func (q QueuedOrder) Priced(sale Sale) QueuedOrder {
 	q.AmountCents = sale.PriceCents * int64(q.Quantity)
 	q.ExpiresAt = q.CreatedAt.Add(sale.PayWindow)
 	return q
+}
+
+// Row is the row MySQL stores for q, with what its guards check it against: what the
+// worker writes, and what the API shows of q until then (its status left to the caller).
+func (q QueuedOrder) Row() store.NewOrder {
+	n := store.NewOrder{Limit: q.Limit, Participations: q.Participations, Order: store.Order{ID: q.OrderID,
+		ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity, AmountCents: q.AmountCents,
+		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt}}
+	if q.Group != "" {
+		g := q.Group
+		n.GroupID, n.GroupSize, n.GroupExpiresAt = &g, q.GroupSize, q.GroupExpiresAt
+	}
+	if q.IdempotencyKey != "" {
+		key, fp := q.IdempotencyKey, q.Fingerprint
+		n.IdempotencyKey, n.RequestFingerprint = &key, &fp
+	}
+	return n
 }
 
 // A queued order is the value of its id in the queued hash: "user quantity created
@@ -164,13 +194,15 @@ func ParseLine(line []byte) (QueuedOrder, error) {
 // script's arguments and Redis' values are, so nothing is converted that is not
 // compared (a number turned into a string costs the server more than the whole value).
 //
-//	queued_value(user, qty, created, limit, cap, group, size, expires): the value; cap
-//	  nil or 0 and group nil for no participations counted and no group
+//	queued_value(p, limit, cap, group, size, expires): the value of the order of the
+//	  reserve script's purchase p (p.user, p.qty, and p.now its creation); cap nil or 0
+//	  and group nil for no participations counted and no group
 //	parse_queued(v): user, qty, created, limit, cap, group, size, expires; cap nil when
-//	  the sale counts no participations, group, size and expires nil outside a group
+//	  the sale counts no participations, group, size and expires nil outside a group.
+//	  Fields past these are left to Go: no script decides by them.
 const queuedLua = `
-local function queued_value(user, qty, created, limit, cap, group, size, expires)
-  local v = user .. ' ' .. qty .. ' ' .. created .. ' ' .. limit
+local function queued_value(p, limit, cap, group, size, expires)
+  local v = p.user .. ' ' .. p.qty .. ' ' .. p.now .. ' ' .. limit
   if group then return v .. ' ' .. (cap or 0) .. ' ' .. group .. ' ' .. size .. ' ' .. expires end
   if cap and tonumber(cap) > 0 then return v .. ' ' .. cap .. ' - 0 0' end
   return v
@@ -179,7 +211,7 @@ local function parse_queued(v)
   local user, qty, created, limit, tail = string.match(v, '^(%d+) (%d+) (%d+) (%d+)(.*)$')
   local cap, group, size, expires
   if tail ~= '' then
-    cap, group, size, expires = string.match(tail, '^ (%d+) (%S+) (%d+) (%d+)$')
+    cap, group, size, expires = string.match(tail, '^ (%d+) (%S+) (%d+) (%d+)')
     if group == '-' then group, size, expires = nil, nil, nil end
   end
   return user, qty, created, limit, cap, group, size, expires

@@ -44,7 +44,7 @@ return out
 	encode := redis.NewScript(queuedLua + `
 local group, size, expires = nil, nil, nil
 if ARGV[6] ~= '' then group, size, expires = ARGV[6], ARGV[7], ARGV[8] end
-return queued_value(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], group, size, expires)
+return queued_value({user = ARGV[1], qty = ARGV[2], now = ARGV[3]}, ARGV[4], ARGV[5], group, size, expires)
 `)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,6 +67,15 @@ return queued_value(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], group, size, ex
 				cap, q.Group, size, expires}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Lua's parse_queued of Go's %q (-want +got):\n%s", value, diff)
+			}
+			if len(strings.Fields(value)) == 8 { // a field added later, past the eighth, is Go's alone
+				later, err := decode.Run(ctx, rdb, nil, value+" 9 x").StringSlice()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want, later); diff != "" {
+					t.Errorf("Lua's parse_queued of %q with a later field (-want +got):\n%s", value, diff)
+				}
 			}
 
 			lua, err := encode.Run(ctx, rdb, nil, itoa(q.UserID), q.Quantity, q.CreatedAt.UnixMilli(), q.Limit,

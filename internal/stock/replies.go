@@ -140,6 +140,7 @@ func decodeReserved(r Reservation, res []any, terms saleTerms) (Reserved, error)
 			got.Group = &Group{ID: r.Group, ActivityID: r.ActivityID, Members: int(n[1]), Size: int(n[2]),
 				ExpiresAt: time.UnixMilli(n[3]).UTC(), Status: GroupStatus(n[4])}
 		}
+		got.Order = r.queued(got)
 		return got, nil
 	case replySoldOut:
 		if n[0] == 0 {

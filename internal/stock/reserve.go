@@ -179,7 +179,7 @@ local function take(p, allow, g, held, parts)
     redis.call('HSET', p.seats_key, p.user, p.order .. ' ' .. p.qty)
     group, size, expires = p.group, g[2], g[3]
   end
-  put(queued, p.order, queued_value(p.user, p.qty, p.now, sale.limit_text, sale.cap, group, size, expires))
+  put(queued, p.order, queued_value(p, sale.limit_text, sale.cap, group, size, expires))
   redis.call('SADD', p.user_queued_key, p.order)
   since[#since + 1], since[#since + 2] = p.now, p.order
   if p.fingerprint ~= '' then
@@ -251,29 +251,34 @@ return out
 // IdempotencyTTL is how long an Idempotency-Key is remembered.
 const IdempotencyTTL = 24 * time.Hour
 
-// Reservation asks for units of a sale for one user.
-type Reservation struct {
+// Purchase is what a buyer asks for: units of a sale, or a seat in one of its groups.
+type Purchase struct {
 	ActivityID int64
 	UserID     int64
 	Quantity   int
-	// OrderID names the order if units are taken.
-	OrderID string
 	// IdempotencyKey is the client's key, "" for none.
 	IdempotencyKey string
-	Now            time.Time
+	// Group is, in a group-buy sale, the group the seat is in: a new one when
+	// OpenGroup, else one to join. "" for a plain purchase.
+	Group     string
+	OpenGroup bool
+	// PassExpires is when the buyer's pass for this sale expires (a waiting-room
+	// sale); zero for none. The caller has verified the pass.
+	PassExpires time.Time
+}
+
+// Reservation asks for units of a sale for one purchase.
+type Reservation struct {
+	Purchase
+	// OrderID names the order if units are taken.
+	OrderID string
+	Now     time.Time
 	// LockToken and LockTTL take the user's lock (UserLockKey) with the units.
 	LockToken string
 	LockTTL   time.Duration
 	// RedisClock judges the sale's window and the pass by Redis' clock, the same for
 	// every API instance; false judges them by Now (tests inject it).
 	RedisClock bool
-	// PassExpires is when the buyer's pass for this sale expires (a waiting-room
-	// sale); zero for none. The caller has verified the pass.
-	PassExpires time.Time
-	// Group is, in a group-buy sale, the group the seat is in: a new one when
-	// OpenGroup, else one to join. "" for a plain purchase.
-	Group     string
-	OpenGroup bool
 	// PerSecond is the user's allowance of attempts per second in this sale, with
 	// bursts of ratelimit.Burst(PerSecond); 0 counts this attempt against none (no
 	// limit, or the retry of an attempt that met the user's lock).
@@ -329,6 +334,8 @@ func (r Reservation) passArg() string {
 type Reserved struct {
 	// OrderID is the new order, or for a replay the order the key made before.
 	OrderID string
+	// Order is the new order as the script queued it, priced (not for a replay).
+	Order QueuedOrder
 	// Replayed is true when the Idempotency-Key already made OrderID; nothing was taken
 	// and no lock is held.
 	Replayed bool

@@ -165,7 +165,8 @@ func TestSoldOutFlagOfAWaitingRoom(t *testing.T) {
 			if c.pass {
 				expires = in.Add(time.Minute)
 			}
-			if err := s.FlaggedSoldOut(stock.Reservation{ActivityID: c.act, Now: in, PassExpires: expires}); !errors.Is(err, c.want) {
+			if err := s.FlaggedSoldOut(stock.Reservation{Purchase: stock.Purchase{ActivityID: c.act, PassExpires: expires},
+				Now: in}); !errors.Is(err, c.want) {
 				t.Errorf("FlaggedSoldOut: %v, want %v", err, c.want)
 			}
 		})

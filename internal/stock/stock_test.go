@@ -34,9 +34,8 @@ func newSale(t *testing.T, s *stock.Stock, id, avail int64, limit int) {
 var orderSeq atomic.Int64
 
 func reservation(act, user int64, qty int, key string, now time.Time) stock.Reservation {
-	return stock.Reservation{ActivityID: act, UserID: user, Quantity: qty, IdempotencyKey: key,
-		OrderID: fmt.Sprintf("o%d", orderSeq.Add(1)), Now: now,
-		LockToken: fmt.Sprintf("t%d", orderSeq.Add(1)), LockTTL: time.Millisecond}
+	return stock.Reservation{Purchase: stock.Purchase{ActivityID: act, UserID: user, Quantity: qty, IdempotencyKey: key},
+		OrderID: fmt.Sprintf("o%d", orderSeq.Add(1)), Now: now, LockToken: fmt.Sprintf("t%d", orderSeq.Add(1)), LockTTL: time.Millisecond}
 }
 
 // Each step runs against a sale of 5 units with a limit of 3, in order, on one Redis.

@@ -141,7 +141,7 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 			case err != nil:
 				results[o.OrderID] = err
 			case ok:
-				n := newOrder(o)
+				n := o.Row()
 				n.Bucket, n.Gen, n.Epoch = c.Bucket, c.Gen, c.Epoch
 				claimed = append(claimed, n)
 			default:
@@ -227,13 +227,13 @@ func (p *Persister) adoptOrphans(ctx context.Context, notQueued []stock.QueuedOr
 				results[q.OrderID] = err
 			case got[q.OrderID] == stock.Adopted:
 				slog.Warn("order whose Redis state was lost with its sale's: adopted on the rebuilt sale", "order", q.OrderID)
-				n := newOrder(q)
+				n := q.Row()
 				n.Epoch = epoch
 				adopted = append(adopted, n)
 				p.metrics.handled("adopted", 1)
 			case orphanReasons[got[q.OrderID]] != "":
 				reason := orphanReasons[got[q.OrderID]]
-				_, results[q.OrderID] = p.store.StoreFailed(ctx, newOrder(q), reason)
+				_, results[q.OrderID] = p.store.StoreFailed(ctx, q.Row(), reason)
 				p.metrics.handled(store.StatusFailed, 1)
 			case got[q.OrderID] == stock.SaleMissing:
 				results[q.OrderID] = errSaleMissing
@@ -260,22 +260,6 @@ var orphanReasons = map[stock.Adoption]string{
 // OrphanReasonPrefix begins the failure reason of an acknowledged order that Redis lost
 // with its sale's state and that could not be adopted on the rebuilt sale.
 const OrphanReasonPrefix = "Redis lost this"
-
-// newOrder is the row MySQL stores for q, with what its guards check it against.
-func newOrder(q stock.QueuedOrder) store.NewOrder {
-	n := store.NewOrder{Limit: q.Limit, Participations: q.Participations, Order: store.Order{ID: q.OrderID,
-		ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity, AmountCents: q.AmountCents,
-		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt}}
-	if q.Group != "" {
-		g := q.Group
-		n.GroupID, n.GroupSize, n.GroupExpiresAt = &g, q.GroupSize, q.GroupExpiresAt
-	}
-	if q.IdempotencyKey != "" {
-		key, fp := q.IdempotencyKey, q.Fingerprint
-		n.IdempotencyKey, n.RequestFingerprint = &key, &fp
-	}
-	return n
-}
 
 func deref(s *string) string {
 	if s == nil {

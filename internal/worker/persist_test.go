@@ -37,8 +37,8 @@ func TestPersisterWritesATaskInBatches(t *testing.T) {
 	var orders []stock.QueuedOrder
 	for u := int64(1); u <= 5; u++ {
 		id := fmt.Sprintf("01KAAAAAAAAAAAAAAAAAAAAAA%d%d", u, a.ID)
-		if _, err := sk.Reserve(ctx, stock.Reservation{ActivityID: a.ID, UserID: u, Quantity: 1, OrderID: id,
-			Now: now, LockToken: lock.NewToken(), LockTTL: time.Second}); err != nil {
+		if _, err := sk.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, UserID: u, Quantity: 1},
+			OrderID: id, Now: now, LockToken: lock.NewToken(), LockTTL: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		orders = append(orders, stock.QueuedOrder{OrderID: id, ActivityID: a.ID, UserID: u, Quantity: 1, AmountCents: 100,

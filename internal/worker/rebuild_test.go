@@ -45,8 +45,8 @@ func TestPersistAcrossARebuild(t *testing.T) {
 			}
 			const buyer = 7
 			buy := func(id string, quantity int) error {
-				_, err := sk.Reserve(ctx, stock.Reservation{ActivityID: a.ID, UserID: buyer, Quantity: quantity, OrderID: id,
-					Now: time.Now(), LockToken: lock.NewToken(), LockTTL: time.Millisecond})
+				_, err := sk.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, UserID: buyer, Quantity: quantity},
+					OrderID: id, Now: time.Now(), LockToken: lock.NewToken(), LockTTL: time.Millisecond})
 				return err
 			}
 			id := fmt.Sprintf("01KBBBBBBBBBBBBBBBBBBBBBB%d", i)
