@@ -8,7 +8,7 @@ import (
 
 // Every script of the line takes its clock from ARGV[1]: "" reads Redis' own (TIME),
 // the one clock of every API instance and worker; tests pass unix ms instead. The
-// sale's own state is read through internal/stock's sale_state and units_held.
+// sale's own state is read through internal/stock's sale_state and holds_any.
 const clockLua = stock.SaleStateLua + `
 local function clock_ms(arg)
   if arg ~= '' then return tonumber(arg) end
@@ -43,7 +43,7 @@ local function read_ticket(user, now, sale)
   at = tonumber(redis.call('HGET', KEYS[2], 'epoch')) + tonumber(at)
   local exp = at + tonumber(ttl)
   local status = 1
-  if now >= tonumber(exp) and units_held(KEYS[5], user) <= 0 then status = 2 end
+  if now >= tonumber(exp) and not holds_any(KEYS[5], user) then status = 2 end
   return {status, tonumber(pos), 0, at, exp}
 end
 local function answer(code, t, sale, now)
@@ -158,7 +158,7 @@ local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, 5000)
 if #gone > 0 then
   local used = 0
   for _, u in ipairs(gone) do
-    if units_held(KEYS[6], u) > 0 then used = used + 1 end
+    if holds_any(KEYS[6], u) then used = used + 1 end
   end
   redis.call('ZREMRANGEBYRANK', KEYS[5], 0, #gone - 1)
   usedexp = usedexp + used

@@ -103,14 +103,14 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 			switch o.Status {
 			case store.StatusCreated, store.StatusPaid:
 				l.CreatedUnits -= int64(o.Quantity)
-				expect[q.UserID] -= int64(o.Quantity)
+				expect[q.UserID] -= stock.Holds(o.Quantity)
 			case store.StatusGrouping:
 				l.GroupingUnits -= int64(o.Quantity)
-				expect[q.UserID] -= int64(o.Quantity)
+				expect[q.UserID] -= stock.Holds(o.Quantity)
 			}
 		}
 		l.QueuedUnits += int64(q.Quantity)
-		expect[q.UserID] += int64(q.Quantity)
+		expect[q.UserID] += stock.Holds(q.Quantity)
 	}
 	l.Difference = l.StockTotal - (l.Available + l.QueuedUnits + l.GroupingUnits + l.CreatedUnits + l.PaidUnits + l.ReturningUnits)
 	for u, want := range expect {

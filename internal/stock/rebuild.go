@@ -260,8 +260,9 @@ end
 local qunits = 0
 for _, v in ipairs(queued) do
   local user, qty, _, _, cap = parse_queued(v)
-  redis.call('HINCRBY', KEYS[2], user, qty)
-  if cap then redis.call('HINCRBY', KEYS[2], 'p' .. user, 1) end -- the sale counts participations
+  local counted = cap ~= nil -- the sale counts participations
+  local units, parts = holding(KEYS[2], hget, user, counted)
+  hold(KEYS[2], hset, user, units, parts, tonumber(qty), counted)
   qunits = qunits + tonumber(qty)
 end
 local left = string.format('%d', math.max(0, tonumber(ARGV[2]) - tonumber(ARGV[3]) - qunits))
@@ -426,10 +427,9 @@ func (s *Stock) RestoreKeys(ctx context.Context, activityID int64, buckets int, 
 // busy for a few milliseconds at most.
 const stageChunk = 5000
 
-// stageUsers writes the users hash a rebuild will put in place (each user's units, and
-// participations where the sale counts them) under a key of its own in bucket b's slot,
-// in pipelined chunks, and returns that key. The key expires in a minute should the
-// rebuild not take it.
+// stageUsers writes the users hash a rebuild will put in place (what each user holds:
+// holdingFields) under a key of its own in bucket b's slot, in pipelined chunks, and
+// returns that key. The key expires in a minute should the rebuild not take it.
 func (s *Stock) stageUsers(ctx context.Context, sale Sale, b Bucket, users, parts map[int64]int64) (string, error) {
 	key := prefix(b) + "users:rebuild:" + strconv.FormatInt(sale.Gen, 10) + ":" + newToken()
 	fields := make([]any, 0, 2*stageChunk)
@@ -447,16 +447,7 @@ func (s *Stock) stageUsers(ctx context.Context, sale Sale, b Bucket, users, part
 				flush()
 			}
 		}
-		for u, n := range users {
-			if n > 0 {
-				add(strconv.FormatInt(u, 10), n)
-			}
-		}
-		for u, n := range parts {
-			if n > 0 && counted {
-				add(participationsField(u), n)
-			}
-		}
+		holdingFields(users, parts, counted, add)
 		flush()
 		return nil
 	})
@@ -544,7 +535,7 @@ func newToken() string {
 // but too few units are left (nothing taken), 0 not an orphan, 3 the sale itself is
 // missing (not rebuilt yet, or closed while it is), 4 an orphan seat (nothing taken), 5 an orphan whose buyer
 // would pass the limit or the cap (nothing taken); then the sale's epoch.
-var adoptScript = redis.NewScript(queuedLua + repliesLua() + userLimitLua + `
+var adoptScript = redis.NewScript(queuedLua + repliesLua() + holdingsLua + userLimitLua + `
 local out = {}
 if redis.call('HEXISTS', KEYS[1], 'total') == 0 or redis.call('HEXISTS', KEYS[1], 'closed') == 1 then
   for i = 1, #ARGV, 2 do out[#out + 1] = 3 end
@@ -556,7 +547,7 @@ for i = 1, #ARGV, 2 do
   local id, v = ARGV[i], ARGV[i + 1]
   local user, qty, created, limit, cap, group = parse_queued(v)
   qty, created, limit, cap = tonumber(qty), tonumber(created), tonumber(limit), tonumber(cap or '0')
-  local held = redis.call('HMGET', KEYS[2], user, 'p' .. user)
+  local held, parts = holding(KEYS[2], hget, user, cap > 0)
   local r = 0
   if redis.call('HEXISTS', KEYS[3], id) == 1 then
     redis.call('SADD', KEYS[4], id)
@@ -565,15 +556,14 @@ for i = 1, #ARGV, 2 do
     r = 0
   elseif group then
     r = 4
-  elseif user_refused(tonumber(held[1] or '0'), qty, limit, tonumber(held[2] or '0'), cap) then
+  elseif user_refused(held, qty, limit, parts, cap) then
     r = 5
   else
     local avail = tonumber(redis.call('HGET', KEYS[1], 'avail'))
     if avail >= qty then
       redis.call('HSET', KEYS[1], 'avail', string.format('%d', avail - qty))
       redis.call('HINCRBY', KEYS[1], 'qunits', qty)
-      redis.call('HINCRBY', KEYS[2], user, qty)
-      if cap > 0 then redis.call('HINCRBY', KEYS[2], 'p' .. user, 1) end
+      hold(KEYS[2], hset, user, held, parts, qty, cap > 0)
       redis.call('HSET', KEYS[3], id, v)
       redis.call('SADD', KEYS[4], id)
       r = 1

@@ -33,7 +33,7 @@ import (
 // so a second purchase of the same user sees the outcome of the first (in the same call
 // too). A purchase that reaches the script counts against the user's allowance first
 // (reserve); a retry after the lock does not count again (interval 0).
-var reserveScript = redis.NewScript(listGroupLua + queuedLua + repliesLua() + userLimitLua + layoutLua() + `
+var reserveScript = redis.NewScript(listGroupLua + queuedLua + repliesLua() + holdingsLua + userLimitLua + layoutLua() + `
 local v = redis.call('HMGET', K.sale, 'avail', 'limit', 'start', 'end', 'price', 'paywin', 'qunits', 'kind',
   'gsize', 'gwin', 'plimit', 'room', 'buckets', 'closed')
 local sale = {avail = tonumber(v[1]), limit = tonumber(v[2]), limit_text = v[2], starts = tonumber(v[3]), ends = tonumber(v[4]),
@@ -148,11 +148,11 @@ end
 -- units and the participations the user holds.
 local function units_refused(p)
   local qty = tonumber(p.qty)
-  if qty > sale.limit then return {QUANTITY_OVER_LIMIT, sale.limit} end
+  local refusal = quantity_refused(qty, sale.limit)
+  if refusal then return refusal end
   if sale.avail < qty then return {SOLD_OUT, sale.avail, sale.room and 1 or 0, sale.limit} end
-  local held, parts = tonumber(get(users, p.user) or '0'), 0
-  if sale.cap > 0 or sale.group then parts = tonumber(get(users, 'p' .. p.user) or '0') end
-  local refusal = user_refused(held, qty, sale.limit, parts, sale.cap)
+  local held, parts = holding(users, get, p.user, sale.cap > 0 or sale.group)
+  refusal = user_refused(held, qty, sale.limit, parts, sale.cap)
   if refusal then return refusal end
   return nil, held, parts
 end
@@ -163,11 +163,10 @@ end
 local function take(p, allow, g, held, parts)
   local qty = tonumber(p.qty)
   sale.avail, sale.qunits = sale.avail - qty, sale.qunits + qty
-  put(users, p.user, string.format('%d', held + qty))
+  hold(users, put, p.user, held, parts, qty, sale.cap > 0 or sale.group)
   put(users, 'l' .. p.user, p.lock_token .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + p.lock_ttl))
   if allow then put(users, 'a' .. p.user, allow) end
   if sale.room and held == 0 then redis.call('HINCRBY', K.sale, 'rused', 1) end -- a pass's first use
-  if sale.cap > 0 or sale.group then put(users, 'p' .. p.user, string.format('%d', parts + 1)) end
   if p.mode == 'open' then
     g = {1, sale.group_size, string.format('%d', tonumber(p.now) + sale.group_window * 1000), '0'}
     redis.call('HSET', p.group_key, 'members', g[1], 'size', g[2], 'expires', g[3], 'status', g[4])
@@ -248,17 +247,6 @@ taken()
 out[#out + 1] = {sale.limit or 0, sale.price, sale.pay_window, sale.cap, sale.room and 1 or 0}
 return out
 `)
-
-// userLimitLua is the per-user rule, which the reserve and the adopt scripts apply
-// alike: user_refused(held, qty, limit, parts, cap) is the refusal of qty more units to
-// a user who holds held units and parts participations, under the per-user limit and
-// the cap on participations (0: none), or nil. It follows repliesLua.
-const userLimitLua = `
-local function user_refused(held, qty, limit, parts, cap)
-  if held + qty > limit then return {OVER_LIMIT, held, limit} end
-  if cap > 0 and parts >= cap then return {OVER_CAP, parts, cap} end
-end
-`
 
 // IdempotencyTTL is how long an Idempotency-Key is remembered.
 const IdempotencyTTL = 24 * time.Hour
@@ -427,7 +415,7 @@ func flaggedAnswer(flag *soldOutFlag, r Reservation) error {
 	switch {
 	case flag.room && r.PassExpires.IsZero():
 		return errFlaggedNotAdmitted
-	case flag.group != (r.mode() != ""), r.Quantity > flag.limit:
+	case flag.group != (r.mode() != ""), quantityOverLimit(r.Quantity, flag.limit):
 		return nil
 	}
 	return ErrSoldOutFlagged

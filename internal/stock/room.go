@@ -58,7 +58,7 @@ func (s *Stock) SetRoom(ctx context.Context, activityID int64, r Room) error {
 // (SaleStateLua).
 func SaleKey(activityID int64) string { return saleKey(one(activityID)) }
 
-// UsersKey is the hash of each user's units in a sale (see usersKey), for
+// UsersKey is the hash of what each user holds in a sale (see usersKey), for
 // internal/line, which tells a pass that was used from one that was not (SaleStateLua).
 func UsersKey(activityID int64) string { return usersKey(one(activityID)) }
 
@@ -69,17 +69,14 @@ func UsersKey(activityID int64) string { return usersKey(one(activityID)) }
 //	  starts and ends (unix ms), room (true: a waiting room), admit (admissions a
 //	  second), pass_ttl and prequeue (s), challenge (true: on), cost (the challenge's
 //	  maxnumber) and passes_used (buyers whose first purchase came with a pass)
-//	units_held(users_key, user): the units user holds in the sale
-const SaleStateLua = `
+//	holds_any(users_key, user): whether user holds anything in the sale (holdings.go)
+const SaleStateLua = holdingsLua + `
 local function sale_state(key)
   local v = redis.call('HMGET', key, 'avail', 'start', 'end', 'room', 'admit', 'pttl', 'preq', 'chal', 'cost', 'rused')
   if not v[1] or not v[2] then return nil end
   return {avail = tonumber(v[1]), starts = tonumber(v[2]), ends = tonumber(v[3]), room = v[4] == '1',
     admit = tonumber(v[5] or '0'), pass_ttl = tonumber(v[6] or '300'), prequeue = tonumber(v[7] or '0'),
     challenge = v[8] == '1', cost = tonumber(v[9] or '0'), passes_used = tonumber(v[10] or '0')}
-end
-local function units_held(key, user)
-  return tonumber(redis.call('HGET', key, user) or '0')
 end
 `
 

@@ -18,11 +18,11 @@ import (
 //	  in ids). The queued hash is read once, and it, the claimed set, the since index
 //	  and the sale's qunits are each written once, for all of them: a command inside a
 //	  script costs the server more than its own work (measured: docs/performance.md's history).
-//	give_back(sale, users, user, qty): qty units back to stock and to user's allowance,
-//	  and one participation, where the sale counts them (the field p<user>); a user who
-//	  holds no unit any more loses the field of their attempts' allowance (a<user>) too,
-//	  once that allowance is full again (as its key would have expired).
-const unitsLua = queuedLua + `
+//	give_back(sale, users, user, qty): qty units back to stock, and the order they
+//	  made out of what user holds (release, holdings.go); a user who holds nothing any
+//	  more loses the field of their attempts' allowance (a<user>) too, once that
+//	  allowance is full again (as its key would have expired).
+const unitsLua = queuedLua + holdingsLua + `
 local function each(cmd, key, list)
   for i = 1, #list, 1000 do
     redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
@@ -54,16 +54,12 @@ local function unqueue(sale, queued, claimed, since, ids, user_sets)
 end
 local function give_back(sale, users, user, qty)
   redis.call('HINCRBY', sale, 'avail', qty)
-  if redis.call('HINCRBY', users, user, -qty) <= 0 then
-    redis.call('HDEL', users, user)
+  if release(users, user, qty) then
     local a = redis.call('HGET', users, 'a' .. user)
     if a then
       local t = redis.call('TIME')
       if tonumber(a) <= tonumber(t[1]) * 1000000 + tonumber(t[2]) then redis.call('HDEL', users, 'a' .. user) end
     end
-  end
-  if redis.call('HEXISTS', users, 'p' .. user) == 1 and redis.call('HINCRBY', users, 'p' .. user, -1) <= 0 then
-    redis.call('HDEL', users, 'p' .. user)
   end
 end
 `

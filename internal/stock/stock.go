@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -496,16 +495,8 @@ func (s *Stock) snapshotBucket(ctx context.Context, b Bucket, snap *Snapshot) ([
 		}
 		snap.Queued = append(snap.Queued, q)
 	}
-	for k, v := range users.Val() {
-		if strings.HasPrefix(k, "p") || strings.HasPrefix(k, "l") || strings.HasPrefix(k, "a") { // participations, a lock, an allowance
-			continue
-		}
-		u, err1 := strconv.ParseInt(k, 10, 64)
-		units, err2 := strconv.ParseInt(v, 10, 64)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("snapshot sale %d: malformed user %q=%q", b.act, k, v)
-		}
-		snap.Users[u] += units
+	if err := parseHoldings(users.Val(), snap.Users); err != nil {
+		return nil, fmt.Errorf("snapshot sale %d: %w", b.act, err)
 	}
 	var out []move
 	for id, v := range moves.Val() {

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -236,43 +235,6 @@ func (s *Store) cancelOne(tx *gorm.DB, o *Order, now time.Time) error {
 		return err
 	}
 	*o = os[0]
-	return nil
-}
-
-// takeBackFromUsers takes cancelled orders' units and participations out of their
-// buyers' totals, in one statement, rows in the order the worker's batches lock them.
-// Every buyer has a row (the order was written with it), so each row is updated (two
-// affected rows in MySQL's count); a row that had to be inserted fails the transaction
-// rather than pass unseen.
-func takeBackFromUsers(tx *gorm.DB, orders []Order) error {
-	type take struct{ units, orders int64 }
-	sum := map[[2]int64]*take{}
-	for _, o := range orders {
-		k := [2]int64{o.ActivityID, o.UserID}
-		if sum[k] == nil {
-			sum[k] = &take{}
-		}
-		sum[k].units += int64(o.Quantity)
-		sum[k].orders++
-	}
-	keys := slices.SortedFunc(maps.Keys(sum), func(a, b [2]int64) int {
-		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
-	})
-	values := make([]string, len(keys))
-	args := make([]any, 0, 4*len(keys))
-	for i, k := range keys {
-		values[i] = "(?, ?, ?, ?)"
-		args = append(args, k[0], k[1], sum[k].units, sum[k].orders)
-	}
-	res := tx.Exec("INSERT INTO user_purchases (activity_id, user_id, units, participations) VALUES "+
-		strings.Join(values, ", ")+" ON DUPLICATE KEY UPDATE units = units - VALUES(units), "+
-		"participations = participations - VALUES(participations)", args...)
-	if res.Error != nil {
-		return fmt.Errorf("take back user units: %w", res.Error)
-	}
-	if res.RowsAffected != 2*int64(len(keys)) {
-		return fmt.Errorf("take back user units: %d of %d buyers had no totals", 2*int64(len(keys))-res.RowsAffected, len(keys))
-	}
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -219,67 +218,6 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder, w Windows) (map[
 		return addSold(tx, fresh)
 	})
 	return out, err
-}
-
-type userUnits struct {
-	activityID, userID, units, orders int64
-	limit, participations             int
-}
-
-// addUserUnits adds units and orders to user_purchases and refuses when a user would
-// hold more than the limit, or more orders than the cap on participations, of the
-// orders being added.
-func addUserUnits(tx *gorm.DB, rows []userUnits) error {
-	sum := map[[2]int64]*userUnits{}
-	var keys [][2]int64
-	for _, r := range rows {
-		k := [2]int64{r.activityID, r.userID}
-		if u, ok := sum[k]; ok {
-			u.units += r.units
-			u.orders += r.orders
-			u.limit = max(u.limit, r.limit)
-			u.participations = max(u.participations, r.participations)
-			continue
-		}
-		r := r
-		sum[k] = &r
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1]
-	})
-	values := make([]string, len(keys))
-	args := make([]any, 0, 4*len(keys))
-	pairs := make([]string, len(keys))
-	pairArgs := make([]any, 0, 2*len(keys))
-	for i, k := range keys {
-		values[i], pairs[i] = "(?, ?, ?, ?)", "(?, ?)"
-		args = append(args, k[0], k[1], sum[k].units, sum[k].orders)
-		pairArgs = append(pairArgs, k[0], k[1])
-	}
-	if err := tx.Exec("INSERT INTO user_purchases (activity_id, user_id, units, participations) VALUES "+
-		strings.Join(values, ", ")+" ON DUPLICATE KEY UPDATE units = units + VALUES(units), "+
-		"participations = participations + VALUES(participations)", args...).Error; err != nil {
-		return fmt.Errorf("add user units: %w", err)
-	}
-	var now []struct {
-		ActivityID, UserID, Units, Participations int64
-	}
-	if err := tx.Raw("SELECT activity_id, user_id, units, participations FROM user_purchases WHERE (activity_id, user_id) IN ("+
-		strings.Join(pairs, ", ")+")", pairArgs...).Scan(&now).Error; err != nil {
-		return fmt.Errorf("read user units: %w", err)
-	}
-	for _, n := range now {
-		u := sum[[2]int64{n.ActivityID, n.UserID}]
-		switch {
-		case u == nil:
-		case n.Units > int64(u.limit):
-			return &guardError{fmt.Sprintf("over the per-user limit of %d in MySQL", u.limit)}
-		case u.participations > 0 && n.Participations > int64(u.participations):
-			return &guardError{fmt.Sprintf("over the cap of %d participations in MySQL", u.participations)}
-		}
-	}
-	return nil
 }
 
 // takeSeats records the seats of the group orders among orders (in place: their

@@ -369,13 +369,13 @@ type Figures struct {
 	Sold int64
 	// ReturnPending is the units of cancelled orders not yet confirmed back in Redis.
 	ReturnPending int64
-	// Users is user_purchases.units by user.
+	// Users is what each user holds by user_purchases (userHoldings).
 	Users map[int64]int64
 }
 
 // Figures reads an activity's totals in one consistent read.
 func (s *Store) Figures(ctx context.Context, activityID int64) (Figures, error) {
-	f := Figures{Units: map[string]int64{}, Users: map[int64]int64{}}
+	f := Figures{Units: map[string]int64{}}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		counts, err := countOrders(tx, activityID)
 		if err != nil {
@@ -391,46 +391,11 @@ func (s *Store) Figures(ctx context.Context, activityID int64) (Figures, error) 
 			Select("COALESCE(SUM(quantity), 0)").Scan(&f.ReturnPending).Error; err != nil {
 			return err
 		}
-		var users []struct{ UserID, Units int64 }
-		if err := tx.Table("user_purchases").Select("user_id, units").Where("activity_id = ?", activityID).
-			Scan(&users).Error; err != nil {
-			return err
-		}
-		for _, u := range users {
-			f.Users[u.UserID] = u.Units
-		}
-		return nil
+		f.Users, err = userHoldings(tx, activityID)
+		return err
 	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	return f, err
 }
-
-// Holdings returns, in one query, the units each user holds in an activity's orders
-// that hold stock in MySQL: created, paid, and cancelled ones whose units are not yet
-// back in Redis (return_pending). It is what a sale's Redis state is rebuilt from.
-func (s *Store) Holdings(ctx context.Context, activityID int64) (map[int64]int64, error) {
-	units, _, err := holdingsAndOrders(s.db.WithContext(ctx), activityID)
-	return units, err
-}
-
-// holdingsAndOrders is Holdings with, by user, the number of those orders (the user's
-// participations).
-func holdingsAndOrders(db *gorm.DB, activityID int64) (units, orders map[int64]int64, err error) {
-	var rows []struct{ UserID, Units, Orders int64 }
-	err = db.Model(&Order{}).Select("user_id, SUM(quantity) AS units, COUNT(*) AS orders").
-		Where("activity_id = ? AND (status IN ? OR return_pending)", activityID, holding).
-		Group("user_id").Scan(&rows).Error
-	if err != nil {
-		return nil, nil, fmt.Errorf("holdings of activity %d: %w", activityID, err)
-	}
-	units, orders = make(map[int64]int64, len(rows)), make(map[int64]int64, len(rows))
-	for _, r := range rows {
-		units[r.UserID], orders[r.UserID] = r.Units, r.Orders
-	}
-	return units, orders, nil
-}
-
-// holding are the statuses of stored orders that hold units of stock.
-var holding = []string{StatusGrouping, StatusCreated, StatusPaid}
 
 // RebuildFacts are what a sale's Redis state is rebuilt from.
 type RebuildFacts struct {
