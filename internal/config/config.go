@@ -333,8 +333,8 @@ func (c Config) redis(pool, minIdle int) redis.UniversalClient {
 // It runs full duplex: one connection with a writer that sends commands as they come
 // and a reader that hands out replies as they arrive. The default (half duplex) sends
 // the next batch only once the reply to the last one is read, so a command waits for
-// the batch in flight and Redis idles between batches; full duplex took `make loadtest`
-// from 10,761 to 13,328 purchases/s (docs/performance.md's history).
+// the batch in flight and Redis idles between batches; full duplex sold more purchases
+// a second in `make loadtest` (docs/performance.md's history).
 func RedisPipelined(rdb redis.UniversalClient) (*redis.AutoPipeliner, error) {
 	opts := redis.DefaultBlockingAutoPipelineOptions()
 	opts.FullDuplex = true

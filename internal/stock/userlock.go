@@ -18,12 +18,12 @@ import (
 // with the units, in the same HSET as the user's units, and the commit releases the locks
 // of its purchases with one script per bucket (ReleaseUserLocks). It was a key of its own
 // (SET PX, then a GET and a DEL per release); a key made and deleted per purchase cost the
-// master more than the field (measured: docs/performance.md's history). A lock is held while its field is
-// there and its expiry has not passed; a field left by a process that died is taken over
-// by the user's next purchase. Waiting is internal/lock's: a purchase that meets the lock
-// waits with lock.Client.WaitRelease on the name userLockKey gives it (no key has that
-// name; the lock package keeps its waiters list and release channel beside it), and a
-// release publishes on that channel only when someone is listed there.
+// master more than the field (measured: docs/performance.md's history). A lock is held
+// while its field is there and its expiry has not passed; a field left by a process that
+// died is taken over by the user's next purchase. Waiting is internal/lock's: a purchase
+// that meets the lock waits with lock.Client.WaitRelease on the name userLockKey gives it
+// (no key has that name; the lock package keeps its waiters list and release channel
+// beside it), and a release publishes on that channel only when someone is listed there.
 
 // ErrLockNotHeld is a release of a user lock that no longer holds its owner's token: it
 // expired (and may have been taken by another purchase), or was released before.
