@@ -369,7 +369,7 @@ func TestCallAnswersEachPurchaseWithTheTerms(t *testing.T) {
 		if c.err != nil {
 			t.Fatalf("purchase %d: %v", i+1, c.err)
 		}
-		got, err := decodeReserved(c.r, c.reply, c.terms)
+		got, err := decodeReserved(c.r, c.fingerprint, c.reply, c.terms)
 		if left[i] < 0 {
 			if !errors.Is(err, ErrBusy) {
 				t.Errorf("purchase %d: %+v %v, want ErrBusy", i+1, got, err)
@@ -408,7 +408,7 @@ func TestReplayInTheCallOfItsPurchase(t *testing.T) {
 		if c.err != nil {
 			t.Fatalf("purchase %d: %v", i+1, c.err)
 		}
-		got[i], errs[i] = decodeReserved(c.r, c.reply, c.terms)
+		got[i], errs[i] = decodeReserved(c.r, c.fingerprint, c.reply, c.terms)
 	}
 	if errs[0] != nil || got[0].OrderID != first.OrderID || got[0].Available != 9 {
 		t.Fatalf("purchase: %+v %v, want order %s with 9 left", got[0], errs[0], first.OrderID)

@@ -42,11 +42,12 @@ type QueuedOrder struct {
 	Claimed bool
 }
 
-// queued is the order reservation r queued, as the reserve script answered it (got).
-func (r Reservation) queued(got Reserved) QueuedOrder {
+// queued is the order reservation r queued, as the reserve script answered it (got);
+// fingerprint is r.Fingerprint().
+func (r Reservation) queued(got Reserved, fingerprint string) QueuedOrder {
 	q := QueuedOrder{OrderID: r.OrderID, ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
 		CreatedAt: r.Now, Limit: got.Limit, Participations: got.Participations,
-		IdempotencyKey: r.IdempotencyKey, Fingerprint: r.Fingerprint()}
+		IdempotencyKey: r.IdempotencyKey, Fingerprint: fingerprint}
 	if got.Group != nil {
 		q.Group, q.GroupSize, q.GroupExpiresAt = got.Group.ID, got.Group.Size, got.Group.ExpiresAt
 	}

@@ -106,9 +106,10 @@ func Refusals() []error {
 }
 
 // decodeReserved turns r's reply from reserveScript, with the sale's terms of its call,
-// into its answer: the reservation, or the refusal's error. A reply of an unknown code
-// or of other values than its code's is an error.
-func decodeReserved(r Reservation, res []any, terms saleTerms) (Reserved, error) {
+// into its answer: the reservation, or the refusal's error; fingerprint is r's
+// (Reservation.Fingerprint), worked out once per purchase. A reply of an unknown code or
+// of other values than its code's is an error.
+func decodeReserved(r Reservation, fingerprint string, res []any, terms saleTerms) (Reserved, error) {
 	code, err := integer(res[0])
 	if err != nil {
 		return Reserved{}, fmt.Errorf("reserve: %w", err)
@@ -140,7 +141,7 @@ func decodeReserved(r Reservation, res []any, terms saleTerms) (Reserved, error)
 			got.Group = &Group{ID: r.Group, ActivityID: r.ActivityID, Members: int(n[1]), Size: int(n[2]),
 				ExpiresAt: time.UnixMilli(n[3]).UTC(), Status: GroupStatus(n[4])}
 		}
-		got.Order = r.queued(got)
+		got.Order = r.queued(got, fingerprint)
 		return got, nil
 	case replySoldOut:
 		if n[0] == 0 {

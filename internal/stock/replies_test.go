@@ -24,7 +24,7 @@ func TestReplyCodes(t *testing.T) {
 			for i := range reply.values {
 				res = append(res, fmt.Sprint(i+1)) // as Lua's strings, or order ids
 			}
-			got, err := decodeReserved(r, res, saleTerms{limit: 5})
+			got, err := decodeReserved(r, "", res, saleTerms{limit: 5})
 			switch {
 			case reply.err == nil && err != nil && reply.code != replyWrongBuckets:
 				t.Errorf("%v: %+v %v, want an answer", res, got, err)
@@ -32,13 +32,13 @@ func TestReplyCodes(t *testing.T) {
 				t.Errorf("%v: %+v %v, want %v, a refusal", res, got, err, reply.err)
 			}
 			bad := append(res, "9")
-			if _, err := decodeReserved(r, bad, saleTerms{}); err == nil || IsRefusal(err) {
+			if _, err := decodeReserved(r, "", bad, saleTerms{}); err == nil || IsRefusal(err) {
 				t.Errorf("%v: %v, want an unexpected reply", bad, err)
 			}
 		})
 	}
 	for _, res := range [][]any{{int64(-99)}, {int64(2), "x"}, {"RESERVED", int64(3)}} {
-		if _, err := decodeReserved(r, res, saleTerms{}); err == nil || IsRefusal(err) {
+		if _, err := decodeReserved(r, "", res, saleTerms{}); err == nil || IsRefusal(err) {
 			t.Errorf("%v: %v, want an unexpected reply", res, err)
 		}
 	}

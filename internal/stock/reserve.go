@@ -499,7 +499,7 @@ func (s *Stock) reserve(ctx context.Context, r Reservation, fingerprint string, 
 	if c.err != nil {
 		return Reserved{}, fmt.Errorf("reserve: %w", c.err)
 	}
-	return decodeReserved(r, c.reply, c.terms)
+	return decodeReserved(r, fingerprint, c.reply, c.terms)
 }
 
 // The reserve script's KEYS and ARGV, defined once here: reserveAll writes a call in
