@@ -60,11 +60,28 @@ func sharedCluster(t *testing.T) *testutil.Cluster {
 	}
 	cluster := *cl
 	for _, m := range cluster.Masters() {
-		if err := m.Client(t).FlushAll(context.Background()).Err(); err != nil {
-			t.Fatalf("flush %s: %v", m.Addr, err)
-		}
+		flushAll(t, m)
 	}
 	return cluster
+}
+
+// flushAll empties master m. A master counts its replica for min-replicas-to-write only
+// once the replica acknowledged within the lag allowed, up to a second after a test that
+// killed or moved nodes has them linked again: until then the master refuses writes
+// (NOREPLICAS), and the flush is tried again.
+func flushAll(t *testing.T, m *testutil.RedisServer) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := m.Client(t).FlushAll(context.Background()).Err()
+		if err == nil {
+			return
+		}
+		if !strings.HasPrefix(err.Error(), "NOREPLICAS") || time.Now().After(deadline) {
+			t.Fatalf("flush %s: %v", m.Addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // salesOnEveryMaster creates n sales and checks that their keys sit on all three
