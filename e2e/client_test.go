@@ -92,6 +92,8 @@ type activity struct {
 	PerUserLimit   int    `json:"per_user_limit"`
 	Status         string `json:"status"`
 	StockBuckets   int    `json:"stock_buckets"`
+	// StartsAt is the start as the sale keeps it: to the millisecond.
+	StartsAt time.Time `json:"starts_at"`
 }
 
 type order struct {

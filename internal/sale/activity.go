@@ -171,12 +171,13 @@ func (n *NewActivity) validateKind() error {
 // CreateActivity stores a new sale and loads its stock into Redis; it can be bought
 // from as soon as this returns.
 func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, error) {
+	n.StartsAt, n.EndsAt = atMillisecond(n.StartsAt), atMillisecond(n.EndsAt)
 	if err := n.Validate(); err != nil {
 		return Activity{}, err
 	}
 	a := store.Activity{Name: n.Name, ProductName: n.ProductName, PriceCents: n.PriceCents,
-		StockTotal: n.Stock, PerUserLimit: n.PerUserLimit, StartsAt: n.StartsAt.UTC(),
-		EndsAt: n.EndsAt.UTC(), PayWindowSeconds: n.PayWindowSeconds, Kind: n.Kind, GroupSize: n.GroupSize,
+		StockTotal: n.Stock, PerUserLimit: n.PerUserLimit, StartsAt: n.StartsAt,
+		EndsAt: n.EndsAt, PayWindowSeconds: n.PayWindowSeconds, Kind: n.Kind, GroupSize: n.GroupSize,
 		GroupWindowSeconds: n.GroupWindowSeconds, PerUserParticipations: n.PerUserParticipations, Room: n.room.stored(),
 		StockBuckets: n.StockBuckets}
 	err := s.store.CreateActivity(ctx, &a, func(a store.Activity) error {
@@ -187,6 +188,11 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 	}
 	return s.view(a, map[int64]stock.Sale{a.ID: saleOf(a, a.StockTotal)}), nil
 }
+
+// atMillisecond is a sale's time as both stores keep it (Redis in milliseconds, MySQL
+// as DATETIME(3)): cut once, when it is set, so the sale opens and closes at the instant
+// its answer shows, never up to a millisecond earlier.
+func atMillisecond(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 
 func saleOf(a store.Activity, available int64) stock.Sale {
 	sale := stock.Sale{ActivityID: a.ID, Available: available, Total: a.StockTotal,
@@ -279,6 +285,10 @@ type ActivityPatch struct {
 // PatchActivity changes a sale in MySQL and Redis; every API instance sees the change
 // at its next request, since purchases read the sale's state from Redis.
 func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) (Activity, error) {
+	if p.EndsAt != nil {
+		ends := atMillisecond(*p.EndsAt)
+		p.EndsAt = &ends
+	}
 	switch {
 	case p.PerUserLimit != nil && (*p.PerUserLimit < 1 || *p.PerUserLimit > MaxPerUserLimit):
 		return Activity{}, &FieldError{"per_user_limit", "must be between 1 and 1000000"}
@@ -293,7 +303,7 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 			if !p.EndsAt.After(a.StartsAt) {
 				return &FieldError{"ends_at", "must be after starts_at"}
 			}
-			a.EndsAt = p.EndsAt.UTC()
+			a.EndsAt = *p.EndsAt
 		}
 		if p.AddStock != nil {
 			a.StockTotal += *p.AddStock

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
 
 	"seckill/internal/lock"
 	"seckill/internal/order"
@@ -56,9 +57,14 @@ type fixture struct {
 // no worker: orders stay in the queue to be read back.
 func newFixture(t *testing.T, units int64, limit int) *fixture {
 	t.Helper()
+	return newFixtureOn(t, testutil.MySQL(t).Gorm, units, limit)
+}
+
+// newFixtureOn is newFixture over the database db.
+func newFixtureOn(t *testing.T, db *gorm.DB, units int64, limit int) *fixture {
+	t.Helper()
 	rdb := testutil.StartRedis(t).Client(t)
-	db := testutil.MySQL(t)
-	st, sk := store.New(db.Gorm, sale.EventViews{}), stock.New(rdb)
+	st, sk := store.New(db, sale.EventViews{}), stock.New(rdb)
 	locks := lock.New(rdb)
 	t.Cleanup(func() { _ = locks.Close() })
 	q := &breakableQueue{Enqueuer: queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb))}
