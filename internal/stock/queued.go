@@ -9,6 +9,53 @@ import (
 	"seckill/internal/store"
 )
 
+// An order's way through stock, in this file: what the buyer asks for (Purchase) and
+// what a replay must match of it (Fingerprint), the arguments of it the reserve script
+// queues (orderArgs), the queued record (QueuedOrder) with its value and its task's
+// line, their coders in Go and in Lua, and the row MySQL stores (Row). A field the
+// buyer sends with an order is added here, along that way.
+
+// Purchase is what a buyer asks for: units of a sale, or a seat in one of its groups.
+type Purchase struct {
+	ActivityID int64
+	UserID     int64
+	Quantity   int
+	// IdempotencyKey is the client's key, "" for none.
+	IdempotencyKey string
+	// Group is, in a group-buy sale, the group the seat is in: a new one when
+	// OpenGroup, else one to join. "" for a plain purchase.
+	Group     string
+	OpenGroup bool
+	// PassExpires is when the buyer's pass for this sale expires (a waiting-room
+	// sale); zero for none. The caller has verified the pass.
+	PassExpires time.Time
+}
+
+// Fingerprint is what an Idempotency-Key remembers of the request that used it (the
+// quantity, and a seat's group), "" without a key: a replay must match it.
+func (p Purchase) Fingerprint() string {
+	if p.IdempotencyKey == "" {
+		return ""
+	}
+	fingerprint := "q" + strconv.Itoa(p.Quantity)
+	if m := p.mode(); m == "join" {
+		fingerprint += ":join:" + p.Group
+	} else if m == "open" {
+		fingerprint += ":open"
+	}
+	return fingerprint
+}
+
+// orderArgs are the arguments of a purchase that its order is made of, first of each
+// purchase's in the reserve script's call (purchaseArgs): the script reads them as p.<name>
+// and writes the order's queued value of them (queued_value).
+var orderArgs = []purchaseArg{
+	{"now", luaString, func(r Reservation, _ string) any { return r.Now.UnixMilli() }},
+	{"user", luaString, func(r Reservation, _ string) any { return r.UserID }}, // a field name, past 2^53
+	{"qty", luaString, func(r Reservation, _ string) any { return r.Quantity }},
+	{"order", luaString, func(r Reservation, _ string) any { return r.OrderID }},
+}
+
 // QueuedOrder is an order taken from stock that MySQL does not have yet: the one record
 // of it from the reserve script to the worker's insert. The sale's queued hash holds it
 // under its id (its value, below), and a task of internal/queue carries it to the worker
@@ -196,7 +243,7 @@ func ParseLine(line []byte) (QueuedOrder, error) {
 // compared (a number turned into a string costs the server more than the whole value).
 //
 //	queued_value(p, limit, cap, group, size, expires): the value of the order of the
-//	  reserve script's purchase p (p.user, p.qty, and p.now its creation); cap nil or 0
+//	  reserve script's purchase p (its orderArgs: p.user, p.qty, p.now its creation); cap nil or 0
 //	  and group nil for no participations counted and no group
 //	parse_queued(v): user, qty, created, limit, cap, group, size, expires; cap nil when
 //	  the sale counts no participations, group, size and expires nil outside a group.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -251,22 +252,6 @@ return out
 // IdempotencyTTL is how long an Idempotency-Key is remembered.
 const IdempotencyTTL = 24 * time.Hour
 
-// Purchase is what a buyer asks for: units of a sale, or a seat in one of its groups.
-type Purchase struct {
-	ActivityID int64
-	UserID     int64
-	Quantity   int
-	// IdempotencyKey is the client's key, "" for none.
-	IdempotencyKey string
-	// Group is, in a group-buy sale, the group the seat is in: a new one when
-	// OpenGroup, else one to join. "" for a plain purchase.
-	Group     string
-	OpenGroup bool
-	// PassExpires is when the buyer's pass for this sale expires (a waiting-room
-	// sale); zero for none. The caller has verified the pass.
-	PassExpires time.Time
-}
-
 // Reservation asks for units of a sale for one purchase.
 type Reservation struct {
 	Purchase
@@ -295,31 +280,16 @@ func (r Reservation) allowance() (interval, tolerance int64) {
 	return interval, interval * int64(ratelimit.Burst(r.PerSecond))
 }
 
-// mode is the reserve script's mode of r: "" a purchase, "open" or "join" a seat (also
+// mode is the reserve script's mode of p: "" a purchase, "open" or "join" a seat (also
 // before the group's id is minted: OpenGroup alone says "open").
-func (r Reservation) mode() string {
+func (p Purchase) mode() string {
 	switch {
-	case r.OpenGroup:
+	case p.OpenGroup:
 		return "open"
-	case r.Group == "":
+	case p.Group == "":
 		return ""
 	}
 	return "join"
-}
-
-// Fingerprint is what an Idempotency-Key remembers of the request that used it (the
-// quantity, and a seat's group), "" without a key: a replay must match it.
-func (r Reservation) Fingerprint() string {
-	if r.IdempotencyKey == "" {
-		return ""
-	}
-	fingerprint := "q" + strconv.Itoa(r.Quantity)
-	if m := r.mode(); m == "join" {
-		fingerprint += ":join:" + r.Group
-	} else if m == "open" {
-		fingerprint += ":open"
-	}
-	return fingerprint
 }
 
 // passArg is the reserve script's pass_expires: unix ms, "" for no pass.
@@ -546,18 +516,9 @@ type purchaseKey struct {
 	key  func(Bucket, Reservation) string
 }
 
-// purchaseArgs are each purchase's arguments, with how the script reads them: a value
-// the script writes back (now, qty) stays the string it came as, since turning a number
-// into a string costs the server more than the rest of the value.
-var purchaseArgs = []struct {
-	name  string
-	lua   luaValue
-	value func(r Reservation, fingerprint string) any
-}{
-	{"now", luaString, func(r Reservation, _ string) any { return r.Now.UnixMilli() }},
-	{"user", luaString, func(r Reservation, _ string) any { return r.UserID }}, // a field name, past 2^53
-	{"qty", luaString, func(r Reservation, _ string) any { return r.Quantity }},
-	{"order", luaString, func(r Reservation, _ string) any { return r.OrderID }},
+// purchaseArgs are each purchase's arguments: the order's own (orderArgs, queued.go),
+// then what the script decides by.
+var purchaseArgs = slices.Concat(orderArgs, []purchaseArg{
 	{"fingerprint", luaString, func(_ Reservation, fp string) any { return fp }}, // "": no Idempotency-Key
 	{"lock_token", luaString, func(r Reservation, _ string) any { return r.LockToken }},
 	{"lock_ttl", luaNumber, func(r Reservation, _ string) any { return r.LockTTL.Milliseconds() }},
@@ -567,6 +528,15 @@ var purchaseArgs = []struct {
 	{"tolerance", luaNumber, func(r Reservation, _ string) any { _, t := r.allowance(); return t }},
 	{"redis_clock", luaFlag, func(r Reservation, _ string) any { return flag(r.RedisClock) }},
 	{"pass_expires", luaNumber, func(r Reservation, _ string) any { return r.passArg() }}, // nil: no pass
+})
+
+// purchaseArg is one of a purchase's arguments, with how the script reads it: a value
+// the script writes back (now, qty) stays the string it came as, since turning a number
+// into a string costs the server more than the rest of the value.
+type purchaseArg struct {
+	name  string
+	lua   luaValue
+	value func(r Reservation, fingerprint string) any
 }
 
 // luaValue is how the script reads an argument: a string, a number, or a flag (1: true).
