@@ -562,16 +562,7 @@ func layoutLua() string {
 	}
 	fmt.Fprintf(&b, "}\nlocal function unpack_purchases()\n  local out, k = {}, %d\n", len(callKeys))
 	fmt.Fprintf(&b, "  for a = %d, #ARGV - 1, %d do\n    local p = {", len(callArgs), len(purchaseArgs))
-	for i, a := range purchaseArgs {
-		arg := fmt.Sprintf("ARGV[a + %d]", i+1)
-		switch a.lua {
-		case luaNumber:
-			arg = "tonumber(" + arg + ")"
-		case luaFlag:
-			arg += " == '1'"
-		}
-		fmt.Fprintf(&b, "%s%s = %s", sep(i), a.name, arg)
-	}
+	b.WriteString(argsLua(purchaseArgs, "a + "))
 	for i, k := range purchaseKeys { // in the constructor: a field added later grows the table
 		fmt.Fprintf(&b, ", %s = KEYS[k + %d]", k.name, i+1)
 	}
@@ -581,6 +572,23 @@ func layoutLua() string {
 	}
 	fmt.Fprintf(&b, "      k = k + %d\n    end\n", len(seatKeys))
 	b.WriteString("    out[#out + 1] = p\n  end\n  return out\nend\n")
+	return b.String()
+}
+
+// argsLua is the fields of a Lua table of args, each read as the script reads it from
+// ARGV[<at>1], ARGV[<at>2] and on.
+func argsLua(args []purchaseArg, at string) string {
+	var b strings.Builder
+	for i, a := range args {
+		arg := fmt.Sprintf("ARGV[%s%d]", at, i+1)
+		switch a.lua {
+		case luaNumber:
+			arg = "tonumber(" + arg + ")"
+		case luaFlag:
+			arg += " == '1'"
+		}
+		fmt.Fprintf(&b, "%s%s = %s", sep(i), a.name, arg)
+	}
 	return b.String()
 }
 
