@@ -334,7 +334,7 @@ func (c Config) redis(pool, minIdle int) redis.UniversalClient {
 // and a reader that hands out replies as they arrive. The default (half duplex) sends
 // the next batch only once the reply to the last one is read, so a command waits for
 // the batch in flight and Redis idles between batches; full duplex sold more purchases
-// a second in `make loadtest` (docs/performance.md's history).
+// a second in `make loadtest` (docs/performance.md's git history).
 func RedisPipelined(rdb redis.UniversalClient) (*redis.AutoPipeliner, error) {
 	opts := redis.DefaultBlockingAutoPipelineOptions()
 	opts.FullDuplex = true

@@ -155,7 +155,8 @@ const errorCodeKey = "error_code"
 
 // abort ends the request with the contract's error body. The body is written by hand:
 // most of a flash crowd is answered with an error (sold out), and encoding/json's
-// reflection was a tenth of that answer's CPU (measured: docs/performance.md's history).
+// reflection was a tenth of that answer's CPU (measured: docs/performance.md's git
+// history).
 func abort(c *gin.Context, status int, code, msg string) {
 	writeError(c, status, code, errorJSON(code, msg))
 }

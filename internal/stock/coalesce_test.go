@@ -249,7 +249,8 @@ func redisCPU(b *testing.B, s *Stock) time.Duration {
 // BenchmarkReserveCoalesced measures the reserve step alone on one Redis as this
 // project runs it (AOF, appendfsync always) and, for comparison, without AOF: one
 // script call for batches of 1 to 64 purchases of one sale, sent by 8 goroutines, with
-// the server's CPU per purchase (redis-µs/purchase). Figures: docs/performance.md's history.
+// the server's CPU per purchase (redis-µs/purchase). Figures: docs/performance.md's git
+// history.
 //
 //	go test -run - -bench ReserveCoalesced -benchtime 20000x ./internal/stock
 func BenchmarkReserveCoalesced(b *testing.B) {
