@@ -171,7 +171,10 @@ func (n *NewActivity) validateKind() error {
 // CreateActivity stores a new sale and loads its stock into Redis; it can be bought
 // from as soon as this returns.
 func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, error) {
-	n.StartsAt, n.EndsAt = atMillisecond(n.StartsAt), atMillisecond(n.EndsAt)
+	// A sale's times are kept as both stores keep them (Redis in milliseconds, MySQL as
+	// DATETIME(3), which rounds where Redis cuts): cut once, as the API shows times, so
+	// the sale opens and closes at the instant its answer shows.
+	n.StartsAt, n.EndsAt = apitime.Of(n.StartsAt).Time, apitime.Of(n.EndsAt).Time
 	if err := n.Validate(); err != nil {
 		return Activity{}, err
 	}
@@ -188,11 +191,6 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 	}
 	return s.view(a, map[int64]stock.Sale{a.ID: saleOf(a, a.StockTotal)}), nil
 }
-
-// atMillisecond is a sale's time as both stores keep it (Redis in milliseconds, MySQL
-// as DATETIME(3)): cut once, when it is set, so the sale opens and closes at the instant
-// its answer shows, never up to a millisecond earlier.
-func atMillisecond(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 
 func saleOf(a store.Activity, available int64) stock.Sale {
 	sale := stock.Sale{ActivityID: a.ID, Available: available, Total: a.StockTotal,
@@ -286,7 +284,7 @@ type ActivityPatch struct {
 // at its next request, since purchases read the sale's state from Redis.
 func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) (Activity, error) {
 	if p.EndsAt != nil {
-		ends := atMillisecond(*p.EndsAt)
+		ends := apitime.Of(*p.EndsAt).Time // as CreateActivity keeps it
 		p.EndsAt = &ends
 	}
 	switch {

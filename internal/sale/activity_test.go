@@ -6,11 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	gormmysql "gorm.io/driver/mysql"
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
-
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
@@ -21,20 +16,7 @@ import (
 // in its answer, in MySQL, in Redis and at the purchase, never a fraction earlier.
 // The database rounds a finer time to the millisecond, as MySQL does (MariaDB cuts it).
 func TestSaleTimesKeptToTheMillisecond(t *testing.T) {
-	cfg, err := mysql.ParseDSN(testutil.MySQL(t).DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Params = map[string]string{"sql_mode": "CONCAT(@@sql_mode, ',TIME_ROUND_FRACTIONAL')"}
-	db, err := gorm.Open(gormmysql.Open(cfg.FormatDSN()), &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if sqlDB, err := db.DB(); err == nil {
-			_ = sqlDB.Close()
-		}
-	})
+	db := testutil.MySQL(t).GormWith(t, map[string]string{"sql_mode": "CONCAT(@@sql_mode, ',TIME_ROUND_FRACTIONAL')"})
 	f := newFixtureOn(t, db, 10, 1)
 	ctx := context.Background()
 	base := time.Now().Add(time.Hour).Truncate(time.Second)

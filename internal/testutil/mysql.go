@@ -123,14 +123,33 @@ func newDatabase(t testing.TB, dsn string, migrate bool) *MySQLDB {
 		}
 		_ = sqlDB.Close()
 	}
-	d.Gorm, err = gorm.Open(gormmysql.Open(d.DSN), &gorm.Config{Logger: logger.Discard})
+	d.Gorm = openGorm(t, d.DSN)
+	return d
+}
+
+// GormWith is another handle on the database whose connections set params (session
+// variables, such as sql_mode), closed at cleanup.
+func (d *MySQLDB) GormWith(t testing.TB, params map[string]string) *gorm.DB {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(d.DSN)
 	if err != nil {
-		t.Fatalf("gorm open %s: %v", name, err)
+		t.Fatal(err)
+	}
+	cfg.Params = params
+	return openGorm(t, cfg.FormatDSN())
+}
+
+// openGorm opens dsn with the service's quiet logger and closes it at cleanup.
+func openGorm(t testing.TB, dsn string) *gorm.DB {
+	t.Helper()
+	db, err := gorm.Open(gormmysql.Open(dsn), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatalf("gorm open: %v", err)
 	}
 	t.Cleanup(func() {
-		if s, err := d.Gorm.DB(); err == nil {
+		if s, err := db.DB(); err == nil {
 			_ = s.Close()
 		}
 	})
-	return d
+	return db
 }
