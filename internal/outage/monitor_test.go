@@ -48,8 +48,8 @@ func waitUp(t *testing.T, ms []*health.Check, up bool, within time.Duration) {
 }
 
 // checkCovers fails unless the record holds one outage, closed, that covers the freeze
-// from frozen to resumed and exceeds it by no more than its error bound: before, a
-// probe's pause and wait; after, a probe's pause.
+// from frozen to resumed (taken just before MySQL is resumed) and exceeds it by no more
+// than its error bound: before, a probe's pause and wait; after, a probe's pause.
 func checkCovers(t *testing.T, rec *outage.Record, frozen, resumed time.Time) {
 	t.Helper()
 	got, err := rec.Read(context.Background())
@@ -68,7 +68,8 @@ func checkCovers(t *testing.T, rec *outage.Record, frozen, resumed time.Time) {
 	if s.From.After(frozen.Add(100*time.Millisecond)) || s.From.Before(frozen.Add(-health.Every-health.Timeout-slack)) {
 		t.Errorf("the outage begins %v before the freeze, want 0 .. %v", frozen.Sub(s.From), health.Every+health.Timeout)
 	}
-	if s.To.Before(resumed) || s.To.After(resumed.Add(health.Every+health.Timeout+slack)) {
+	// The record keeps milliseconds: its end is cut to one.
+	if s.To.Before(resumed.Truncate(time.Millisecond)) || s.To.After(resumed.Add(health.Every+health.Timeout+slack)) {
 		t.Errorf("the outage ends %v after MySQL resumed, want 0 .. %v", s.To.Sub(resumed), health.Every+health.Timeout)
 	}
 }
@@ -99,8 +100,8 @@ func TestMonitorRecordsAFreeze(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(freeze - time.Since(frozen))
+	resumed := time.Now() // before SIGCONT: MySQL cannot answer earlier
 	db.Resume()
-	resumed := time.Now()
 	waitUp(t, ms, true, 10*time.Second)
 	time.Sleep(health.Every) // the end reported
 	checkCovers(t, rec, frozen, resumed)
@@ -119,8 +120,8 @@ func TestMonitorTellsAnOutageOnceRedisAnswers(t *testing.T) {
 	defer db.Resume()
 	waitUp(t, ms, false, health.Every+health.Timeout+2*time.Second)
 	time.Sleep(2 * time.Second)
+	resumed := time.Now() // before SIGCONT: MySQL cannot answer earlier
 	db.Resume()
-	resumed := time.Now()
 	waitUp(t, ms, true, 10*time.Second)
 	time.Sleep(time.Second)
 	redis.Resume()
