@@ -26,6 +26,7 @@ import (
 	"seckill/internal/altcha"
 	"seckill/internal/apitime"
 	"seckill/internal/auth"
+	"seckill/internal/buyer"
 	"seckill/internal/handler"
 	"seckill/internal/line"
 	"seckill/internal/outbox"
@@ -297,7 +298,7 @@ func call(t *testing.T, h http.Handler, method, path, token, body string, header
 
 func token(t *testing.T, userID int64, admin bool) string {
 	t.Helper()
-	tok, err := auth.Sign(secret, userID, admin, time.Hour, time.Now())
+	tok, err := auth.Sign(secret, buyer.Of(userID), admin, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -552,7 +553,7 @@ func TestSecurityMatchesRouter(t *testing.T) {
 	d := load(t)
 	r := router(t, stub{})
 	user, admin := token(t, 42, false), token(t, 1, true)
-	service, err := auth.SignRole(secret, 9, auth.RoleService, time.Hour, time.Now())
+	service, err := auth.SignRole(secret, "9", auth.RoleService, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

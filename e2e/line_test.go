@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"seckill/internal/auth"
+	"seckill/internal/buyer"
 	"seckill/internal/testutil"
 )
 
@@ -197,15 +198,15 @@ func TestLineLotteryOverTwoAPIs(t *testing.T) {
 	// Passes signed with the stacks' key as the APIs sign them, but expired or made out
 	// to another sale; one signed with another key; one whose claims were altered.
 	signer := auth.NewPasses(testutil.JWTSecret)
-	expired, err := signer.Sign(first, a.ID, time.Now().Add(-time.Second))
+	expired, err := signer.Sign(buyer.Of(first), a.ID, time.Now().Add(-time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherSale, err := signer.Sign(first, a.ID+1, own.PassExpiresAt.Add(time.Minute))
+	otherSale, err := signer.Sign(buyer.Of(first), a.ID+1, own.PassExpiresAt.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign, err := auth.NewPasses("another-secret-0123456789abcdef-0123").Sign(first, a.ID, own.PassExpiresAt.Add(time.Minute))
+	foreign, err := auth.NewPasses("another-secret-0123456789abcdef-0123").Sign(buyer.Of(first), a.ID, own.PassExpiresAt.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@
 //
 //	api            serve (applies migrations first; once MySQL answers, if it does not at start)
 //	api migrate    apply migrations/ and exit
-//	api token -user 42 [-admin|-service] [-ttl 1h]   print a token signed with the configured secret
+//	api token -user <subject> [-admin|-service] [-ttl 1h]   print a token signed with the configured secret
 package main
 
 import (
@@ -26,6 +26,7 @@ import (
 
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
+	"seckill/internal/buyer"
 	"seckill/internal/config"
 	"seckill/internal/handler"
 	"seckill/internal/health"
@@ -117,15 +118,17 @@ func migrateOnceUp(ctx context.Context, cfg config.Config, schema *store.Gate) e
 
 func token(cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
-	user := fs.Int64("user", 0, "user id (required, > 0)")
+	user := fs.String("user", "", "the subject: the buyer's user id, or any string of 1 to 255 bytes without control characters (required)")
 	admin := fs.Bool("admin", false, "give the admin role")
 	service := fs.Bool("service", false, "give the service role (a shop's back end: pays and cancels any order)")
 	ttl := fs.Duration("ttl", time.Hour, "how long the token is valid")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *user <= 0 || *ttl <= 0 || *admin && *service {
-		return errors.New("token: -user must be > 0, -ttl positive, and -admin and -service exclude each other")
+	subject, err := buyer.Parse(*user)
+	if err != nil || *ttl <= 0 || *admin && *service {
+		return errors.New("token: -user must be a subject of 1 to 255 bytes without control characters, -ttl positive, " +
+			"and -admin and -service exclude each other")
 	}
 	role := auth.RoleUser
 	switch {
@@ -134,7 +137,7 @@ func token(cfg config.Config, args []string, stdout io.Writer) error {
 	case *service:
 		role = auth.RoleService
 	}
-	t, err := auth.SignRole(cfg.JWTSecret, *user, role, *ttl, time.Now())
+	t, err := auth.SignRole(cfg.JWTSecret, subject, role, *ttl, time.Now())
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
-// Package auth signs and checks the API's bearer tokens: HS256 JWTs whose sub is the
-// user id as a decimal string and whose role is "user", "admin" or "service"; exp is
-// required. Beside them it accepts RS256 and ES256 tokens of a shop's identity provider,
+// Package auth signs and checks the API's bearer tokens: HS256 JWTs whose sub names the
+// buyer (any subject internal/buyer accepts) and whose role is "user", "admin" or
+// "service"; exp is required. Beside them it accepts RS256 and ES256 tokens of a shop's identity provider,
 // verified with the keys of its JWKS (idp.go).
 package auth
 
@@ -9,13 +9,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"seckill/internal/buyer"
 )
 
 // ErrInvalidToken is a missing, malformed, expired or wrongly signed token.
@@ -30,9 +31,9 @@ const (
 	RoleService = "service"
 )
 
-// Identity is who a valid token speaks for.
+// Identity is who a valid token speaks for: the buyer its subject names, in a role.
 type Identity struct {
-	UserID  int64
+	Buyer   buyer.ID
 	Admin   bool
 	Service bool
 }
@@ -42,22 +43,23 @@ type claims struct {
 	jwt.RegisteredClaims
 }
 
-// Sign returns a token for the user (or an admin), valid for ttl from now.
-func Sign(secret string, userID int64, admin bool, ttl time.Duration, now time.Time) (string, error) {
+// Sign returns a token for the subject, a buyer (or an admin), valid for ttl from now.
+func Sign(secret string, subject buyer.ID, admin bool, ttl time.Duration, now time.Time) (string, error) {
 	role := RoleUser
 	if admin {
 		role = RoleAdmin
 	}
-	return SignRole(secret, userID, role, ttl, now)
+	return SignRole(secret, subject, role, ttl, now)
 }
 
-// SignRole returns a token of the role for userID, valid for ttl from now.
-func SignRole(secret string, userID int64, role string, ttl time.Duration, now time.Time) (string, error) {
-	if _, ok := identityOf(userID, role); !ok {
-		return "", fmt.Errorf("sign: unknown role %q", role)
+// SignRole returns a token of the role for the subject, valid for ttl from now. A
+// subject that names no buyer (buyer.Parse) is refused, as Verify would refuse its token.
+func SignRole(secret string, subject buyer.ID, role string, ttl time.Duration, now time.Time) (string, error) {
+	if _, err := identityOfClaims(string(subject), role); err != nil {
+		return "", fmt.Errorf("sign: %w", err)
 	}
 	c := claims{Role: role, RegisteredClaims: jwt.RegisteredClaims{
-		Subject:   strconv.FormatInt(userID, 10),
+		Subject:   string(subject),
 		IssuedAt:  jwt.NewNumericDate(now),
 		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 	}}
@@ -169,12 +171,12 @@ func cutLast(s, sep string) (before, after string, found bool) {
 	return s, "", false
 }
 
-// identityOfClaims is the identity of a token whose user claim is sub (a positive
-// decimal) and whose role claim is role.
+// identityOfClaims is the identity of a token whose user claim is sub (a subject
+// buyer.Parse accepts) and whose role claim is role.
 func identityOfClaims(sub, role string) (Identity, error) {
-	id, err := strconv.ParseInt(sub, 10, 64)
-	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != sub {
-		return Identity{}, fmt.Errorf("%w: the user claim must be a positive decimal user id", ErrInvalidToken)
+	id, err := buyer.Parse(sub)
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: the user claim: %w", ErrInvalidToken, err)
 	}
 	ident, ok := identityOf(id, role)
 	if !ok {
@@ -209,15 +211,15 @@ func algOf(token string) string {
 	return h.Alg
 }
 
-// identityOf is the identity of a token of role for userID; false for an unknown role.
-func identityOf(userID int64, role string) (Identity, bool) {
+// identityOf is the identity of a token of role for the buyer; false for an unknown role.
+func identityOf(b buyer.ID, role string) (Identity, bool) {
 	switch role {
 	case RoleUser:
-		return Identity{UserID: userID}, true
+		return Identity{Buyer: b}, true
 	case RoleAdmin:
-		return Identity{UserID: userID, Admin: true}, true
+		return Identity{Buyer: b, Admin: true}, true
 	case RoleService:
-		return Identity{UserID: userID, Service: true}, true
+		return Identity{Buyer: b, Service: true}, true
 	}
 	return Identity{}, false
 }

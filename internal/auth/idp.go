@@ -23,7 +23,8 @@ type IdPConfig struct {
 	// Issuer and Audience, when set, must match the tokens' iss and aud
 	// (SECKILL_JWT_ISSUER, SECKILL_JWT_AUDIENCE).
 	Issuer, Audience string
-	// UserClaim names the claim holding the decimal user id ["sub"], RoleClaim the one
+	// UserClaim names the claim holding the buyer's subject ["sub"]: a string, or a JSON
+	// integer read as its decimal; RoleClaim the one
 	// holding the role ["role"] (SECKILL_JWT_USER_CLAIM, SECKILL_JWT_ROLE_CLAIM). A name
 	// that is not a claim of the token is read as a path into nested objects
 	// ("realm_access.roles").
@@ -109,7 +110,7 @@ func (p *IdP) verify(token string, now time.Time) (Identity, time.Time, error) {
 	if _, err := jwt.ParseWithClaims(token, c, p.keys.KeyfuncCtx(ctx), opts...); err != nil {
 		return Identity{}, time.Time{}, fmt.Errorf("%w: %v", ErrInvalidToken, err)
 	}
-	ident, err := identityOfClaims(decimal(claim(c, p.cfg.UserClaim)), roleOf(claim(c, p.cfg.RoleClaim)))
+	ident, err := identityOfClaims(subject(claim(c, p.cfg.UserClaim)), roleOf(claim(c, p.cfg.RoleClaim)))
 	if err != nil {
 		return Identity{}, time.Time{}, err
 	}
@@ -137,13 +138,16 @@ func claim(c jwt.MapClaims, name string) any {
 	return v
 }
 
-// decimal is a user claim as a decimal string: a string as it is, or a JSON integer.
-func decimal(v any) string {
+// subject is a user claim as a subject: a string as it is, a JSON integer as its
+// decimal; "" (refused) for anything else, a number with a fraction or an exponent too.
+func subject(v any) string {
 	switch v := v.(type) {
 	case string:
 		return v
 	case json.Number:
-		return v.String()
+		if !strings.ContainsAny(v.String(), ".eE") {
+			return v.String()
+		}
 	}
 	return ""
 }

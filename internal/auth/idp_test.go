@@ -6,15 +6,18 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
 	"seckill/internal/auth"
+	"seckill/internal/buyer"
 	"seckill/internal/testutil"
 )
 
@@ -60,7 +63,7 @@ func TestIdPTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	publicPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-	ours, _ := auth.Sign(secret, 7, true, time.Hour, now)
+	ours, _ := auth.Sign(secret, "7", true, time.Hour, now)
 
 	tests := []struct {
 		name  string
@@ -69,13 +72,13 @@ func TestIdPTokens(t *testing.T) {
 		want  auth.Identity
 		ok    bool
 	}{
-		{"RS256", v, p.Sign("rsa-1", claims(nil)), auth.Identity{UserID: 42}, true},
-		{"ES256 admin", v, p.Sign("ec-1", claims(jwt.MapClaims{"role": "admin"})), auth.Identity{UserID: 42, Admin: true}, true},
-		{"a list of roles", v, p.Sign("rsa-1", claims(jwt.MapClaims{"role": []string{"user", "service"}})), auth.Identity{UserID: 42, Service: true}, true},
-		{"aud as a list", v, p.Sign("rsa-1", claims(jwt.MapClaims{"aud": []string{"other", "seckill"}})), auth.Identity{UserID: 42}, true},
-		{"our own HS256 token beside them", v, ours, auth.Identity{UserID: 7, Admin: true}, true},
+		{"RS256", v, p.Sign("rsa-1", claims(nil)), auth.Identity{Buyer: "42"}, true},
+		{"ES256 admin", v, p.Sign("ec-1", claims(jwt.MapClaims{"role": "admin"})), auth.Identity{Buyer: "42", Admin: true}, true},
+		{"a list of roles", v, p.Sign("rsa-1", claims(jwt.MapClaims{"role": []string{"user", "service"}})), auth.Identity{Buyer: "42", Service: true}, true},
+		{"aud as a list", v, p.Sign("rsa-1", claims(jwt.MapClaims{"aud": []string{"other", "seckill"}})), auth.Identity{Buyer: "42"}, true},
+		{"our own HS256 token beside them", v, ours, auth.Identity{Buyer: "7", Admin: true}, true},
 		{"claims named by the settings", custom, p.Sign("rsa-1", jwt.MapClaims{"uid": 1234567890123, "exp": now.Add(time.Hour).Unix(),
-			"realm_access": map[string]any{"roles": []string{"offline_access", "admin"}}}), auth.Identity{UserID: 1234567890123, Admin: true}, true},
+			"realm_access": map[string]any{"roles": []string{"offline_access", "admin"}}}), auth.Identity{Buyer: "1234567890123", Admin: true}, true},
 		{"wrong issuer", v, p.Sign("rsa-1", claims(jwt.MapClaims{"iss": "https://evil.example"})), auth.Identity{}, false},
 		{"no issuer", v, p.Sign("rsa-1", claims(jwt.MapClaims{"iss": nil})), auth.Identity{}, false},
 		{"wrong audience", v, p.Sign("rsa-1", claims(jwt.MapClaims{"aud": "another-app"})), auth.Identity{}, false},
@@ -84,7 +87,23 @@ func TestIdPTokens(t *testing.T) {
 		{"no exp", v, p.Sign("rsa-1", claims(jwt.MapClaims{"exp": nil})), auth.Identity{}, false},
 		{"no role", v, p.Sign("rsa-1", claims(jwt.MapClaims{"role": nil})), auth.Identity{}, false},
 		{"unknown role", v, p.Sign("rsa-1", claims(jwt.MapClaims{"role": "root"})), auth.Identity{}, false},
-		{"user claim not a decimal", v, p.Sign("rsa-1", claims(jwt.MapClaims{"sub": "auth0|42"})), auth.Identity{}, false},
+		{"a UUID subject", v, p.Sign("rsa-1", claims(jwt.MapClaims{"sub": uuid})), auth.Identity{Buyer: uuid}, true},
+		{"an auth0|… subject", v, p.Sign("ec-1", claims(jwt.MapClaims{"sub": "auth0|64f1c2a9e0b7d3f1a2c4e6b8"})),
+			auth.Identity{Buyer: "auth0|64f1c2a9e0b7d3f1a2c4e6b8"}, true},
+		{"a subject of 21 digits", v, p.Sign("rsa-1", claims(jwt.MapClaims{"sub": "109876543210987654321"})),
+			auth.Identity{Buyer: "109876543210987654321"}, true},
+		{"a user claim of 21 digits as a JSON integer", custom, p.Sign("rsa-1", jwt.MapClaims{"uid": json.Number("109876543210987654321"),
+			"realm_access": map[string]any{"roles": []string{"user"}}, "exp": now.Add(time.Hour).Unix()}), auth.Identity{Buyer: "109876543210987654321"}, true},
+		{"a user claim that is a string", custom, p.Sign("rsa-1", jwt.MapClaims{"uid": "auth0|7", "realm_access": map[string]any{"roles": []string{"user"}},
+			"exp": now.Add(time.Hour).Unix()}), auth.Identity{Buyer: "auth0|7"}, true},
+		{"an empty subject", v, p.Sign("rsa-1", claims(jwt.MapClaims{"sub": ""})), auth.Identity{}, false},
+		{"no subject", v, p.Sign("rsa-1", claims(jwt.MapClaims{"sub": nil})), auth.Identity{}, false},
+		{"a subject of 256 bytes", v, p.Sign("rsa-1", claims(jwt.MapClaims{"sub": strings.Repeat("x", 256)})), auth.Identity{}, false},
+		{"a subject with a control character", v, p.Sign("rsa-1", claims(jwt.MapClaims{"sub": "auth0|4\x002"})), auth.Identity{}, false},
+		{"a user claim with a fraction", custom, p.Sign("rsa-1", jwt.MapClaims{"uid": 4.5, "realm_access": map[string]any{"roles": []string{"user"}},
+			"exp": now.Add(time.Hour).Unix()}), auth.Identity{}, false},
+		{"a user claim that is an object", custom, p.Sign("rsa-1", jwt.MapClaims{"uid": map[string]any{"id": "1"}, "realm_access": map[string]any{"roles": []string{"user"}},
+			"exp": now.Add(time.Hour).Unix()}), auth.Identity{}, false},
 		{"the settings' claims missing", custom, p.Sign("rsa-1", claims(nil)), auth.Identity{}, false},
 		// Alg confusion: an HS256 token keyed with the RSA public key is checked with our
 		// secret, never with a key of the set.
@@ -92,8 +111,8 @@ func TestIdPTokens(t *testing.T) {
 		{"HS256 keyed with the key's DER", v, p.SignWith("rsa-1", jwt.SigningMethodHS256, der, claims(nil)), auth.Identity{}, false},
 		{"ES256 naming an RSA key", v, p.SignWith("rsa-1", jwt.SigningMethodES256, mustECKey(t), claims(nil)), auth.Identity{}, false},
 		{"RS256 naming an EC key", v, p.SignWith("ec-1", jwt.SigningMethodRS256, mustRSAKey(t), claims(nil)), auth.Identity{}, false},
-		{"RS256 of a key published without alg", v, p.Sign("rsa-bare", claims(nil)), auth.Identity{UserID: 42}, true},
-		{"ES256 of a key published without alg", v, p.Sign("ec-bare", claims(nil)), auth.Identity{UserID: 42}, true},
+		{"RS256 of a key published without alg", v, p.Sign("rsa-bare", claims(nil)), auth.Identity{Buyer: "42"}, true},
+		{"ES256 of a key published without alg", v, p.Sign("ec-bare", claims(nil)), auth.Identity{Buyer: "42"}, true},
 		{"ES256 naming an RSA key without alg", v, p.SignWith("rsa-bare", jwt.SigningMethodES256, mustECKey(t), claims(nil)), auth.Identity{}, false},
 		{"RS256 naming an EC key without alg", v, p.SignWith("ec-bare", jwt.SigningMethodRS256, mustRSAKey(t), claims(nil)), auth.Identity{}, false},
 		{"HS256 keyed with a bare key's public key", v, p.SignWith("rsa-bare", jwt.SigningMethodHS256, publicPEM, claims(nil)), auth.Identity{}, false},
@@ -130,7 +149,7 @@ func TestIdPRotationAndOutage(t *testing.T) {
 		t.Helper()
 		got, err := v.Verify(token, now)
 		switch {
-		case want > 0 && (err != nil || got.UserID != want):
+		case want > 0 && (err != nil || got.Buyer != buyer.Of(want)):
 			t.Errorf("got %+v, %v; want user %d", got, err, want)
 		case want == 0 && !errors.Is(err, auth.ErrInvalidToken):
 			t.Errorf("got %+v, %v; want ErrInvalidToken", got, err)

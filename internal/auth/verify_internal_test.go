@@ -41,7 +41,7 @@ func TestVerifyAgreesWithTheLibrary(t *testing.T) {
 	}
 	own := `{"alg":"HS256","typ":"JWT"}`
 	exp, past := now.Add(time.Hour).Unix(), now.Add(-time.Second).Unix()
-	good, err := SignRole(string(secret), 42, RoleUser, time.Hour, now)
+	good, err := SignRole(string(secret), "42", RoleUser, time.Hour, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +62,11 @@ func TestVerifyAgreesWithTheLibrary(t *testing.T) {
 		`{"sub":42,"role":"user","exp":` + itoa(exp) + `}`,
 		`{"sub":"042","role":"user","exp":` + itoa(exp) + `}`,
 		`{"sub":"-1","role":"user","exp":` + itoa(exp) + `}`,
+		`{"sub":"auth0|64f1c2","role":"user","exp":` + itoa(exp) + `}`,
+		`{"sub":"","role":"user","exp":` + itoa(exp) + `}`,
+		`{"sub":"a\u0000b","role":"user","exp":` + itoa(exp) + `}`,
+		`{"sub":"\ud800","role":"user","exp":` + itoa(exp) + `}`,
+		`{"role":"user","exp":` + itoa(exp) + `}`,
 		`{"sub":"42","role":"root","exp":` + itoa(exp) + `}`,
 		`{"sub":"42","role":"user","exp":` + itoa(exp) + `,"aud":["shop"],"iss":"x","jti":"1"}`,
 		`{"sub":"42","role":"user","exp":` + itoa(exp) + `,"aud":7}`,

@@ -531,7 +531,7 @@ func TestPurchaseAttemptsLimited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pass, err := auth.NewPasses(testutil.JWTSecret).Sign(11, a.ID, now.Add(time.Hour))
+	pass, err := auth.NewPasses(testutil.JWTSecret).Sign("11", a.ID, now.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
+	"seckill/internal/buyer"
 	"seckill/internal/line"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
@@ -53,7 +54,7 @@ func (h *Handler) admission(c *gin.Context, r *sale.BuyRequest) error {
 	if p == "" {
 		return nil
 	}
-	exp, err := h.passes.Check(p, r.UserID, r.ActivityID)
+	exp, err := h.passes.Check(p, buyer.Of(r.UserID), r.ActivityID)
 	if err != nil {
 		return err
 	}

@@ -141,7 +141,7 @@ func TestWaitingRoomContract(t *testing.T) {
 	if mine.Status != line.Admitted || mine.Pass == "" || mine.AdmittedAt == nil || mine.PassExpiresAt == nil {
 		t.Fatalf("admitted ticket: %+v", mine)
 	}
-	otherSale, err := auth.NewPasses(testutil.JWTSecret).Sign(42, plain, mine.PassExpiresAt.Time)
+	otherSale, err := auth.NewPasses(testutil.JWTSecret).Sign("42", plain, mine.PassExpiresAt.Time)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"seckill/internal/altcha"
 	"seckill/internal/apitime"
 	"seckill/internal/auth"
+	"seckill/internal/buyer"
 	"seckill/internal/stock"
 )
 
@@ -210,7 +211,7 @@ func (l *Line) ticket(activityID, userID int64, res []int64) (Ticket, error) {
 		at, exp := apitime.Of(time.UnixMilli(admittedMs)), apitime.Of(time.UnixMilli(expiresMs))
 		t.AdmittedAt, t.PassExpiresAt = &at, &exp
 		if t.Status == Admitted {
-			pass, err := l.passes.Sign(userID, activityID, exp.Time)
+			pass, err := l.passes.Sign(buyer.Of(userID), activityID, exp.Time)
 			if err != nil {
 				return Ticket{}, err
 			}

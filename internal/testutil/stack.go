@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"seckill/internal/auth"
+	"seckill/internal/buyer"
 )
 
 // JWTSecret is the signing secret of the stacks tests start.
@@ -303,10 +304,17 @@ func waitReady(t testing.TB, url string, p *Process) {
 	t.Fatalf("%s not ready at %s:\n%s", p.name, url, p.Output())
 }
 
-// Token returns a valid token for the user of the stacks tests start.
+// Token returns a valid token for the decimal buyer userID of the stacks tests start.
 func Token(t testing.TB, userID int64, admin bool) string {
 	t.Helper()
-	tok, err := auth.Sign(JWTSecret, userID, admin, time.Hour, time.Now())
+	return TokenOf(t, buyer.Of(userID), admin)
+}
+
+// TokenOf returns a valid token whose subject is the buyer (any subject), for the stacks
+// tests start.
+func TokenOf(t testing.TB, b buyer.ID, admin bool) string {
+	t.Helper()
+	tok, err := auth.Sign(JWTSecret, b, admin, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +325,7 @@ func Token(t testing.TB, userID int64, admin bool) string {
 // stacks tests start.
 func ServiceToken(t testing.TB, id int64) string {
 	t.Helper()
-	tok, err := auth.SignRole(JWTSecret, id, auth.RoleService, time.Hour, time.Now())
+	tok, err := auth.SignRole(JWTSecret, buyer.Of(id), auth.RoleService, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func (f *fakeGroups) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answer(http.StatusUnauthorized, map[string]any{"error": map[string]string{"code": "unauthorized"}})
 		return
 	}
-	user := id.UserID
+	user, _ := id.Buyer.UserID()
 	var g *fakeGroup
 	switch gid, ok := strings.CutPrefix(r.URL.Path, "/api/v1/groups/"); {
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/activities/7/groups":
