@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/buyer"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
 )
@@ -39,13 +40,13 @@ func (c *client) createBucketSale(admin string, units int64, limit, k int) activ
 
 // homeOf picks the users whose home bucket of a sale of k is b.
 func homeOf(b, k int) func(int64) bool {
-	return func(u int64) bool { return stock.HomeBucket(u, k) == b }
+	return func(u int64) bool { return stock.HomeBucket(buyer.Of(u), k) == b }
 }
 
 // firstHomeOf is the first user id from from on whose home bucket of k is b.
 func firstHomeOf(from int64, b, k int) int64 {
 	for u := from; ; u++ {
-		if stock.HomeBucket(u, k) == b {
+		if stock.HomeBucket(buyer.Of(u), k) == b {
 			return u
 		}
 	}
@@ -237,7 +238,7 @@ func TestBucketsCrowdOverThreeMasters(t *testing.T) {
 			held += o.Quantity
 		}
 		t.Logf("user %d (home bucket %d) through two APIs at once: %d units; answers %v",
-			bothUsers[i], stock.HomeBucket(bothUsers[i], buckets), held, got.codes)
+			bothUsers[i], stock.HomeBucket(buyer.Of(bothUsers[i]), buckets), held, got.codes)
 		if held > limit {
 			t.Errorf("user %d got %d units through two APIs at once, past the limit %d", bothUsers[i], held, limit)
 		}
@@ -287,7 +288,7 @@ func TestBucketsCrowdOverThreeMasters(t *testing.T) {
 				continue
 			}
 			buyers++
-			if home := stock.HomeBucket(u, buckets); home != b {
+			if home := stock.HomeBucket(buyer.Of(u), buckets); home != b {
 				t.Errorf("user %d holds %d units in bucket %d; their home is bucket %d", u, n, b, home)
 			}
 			if n != inMySQL[u] {
@@ -569,7 +570,7 @@ func TestBucketsRebuiltAfterFlushAll(t *testing.T) {
 			}
 			if r.Status != http.StatusOK || got.ID != k.order.ID {
 				t.Errorf("replay of user %d (bucket %d) after the loss through %s: %d %s, want 200 with order %s",
-					k.user, stock.HomeBucket(k.user, buckets), url, r.Status, r.Body, k.order.ID)
+					k.user, stock.HomeBucket(buyer.Of(k.user), buckets), url, r.Status, r.Body, k.order.ID)
 			}
 		}
 	}
@@ -583,7 +584,7 @@ func TestBucketsRebuiltAfterFlushAll(t *testing.T) {
 			r := c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", a.ID), testutil.Token(t, u, false), map[string]int{"quantity": 1})
 			if r.Status != http.StatusConflict || r.errorCode() != "limit_exceeded" {
 				t.Errorf("user %d (bucket %d) held %d of %d before the flush; after it a purchase got %d %s",
-					u, stock.HomeBucket(u, buckets), n, limit, r.Status, r.Body)
+					u, stock.HomeBucket(buyer.Of(u), buckets), n, limit, r.Status, r.Body)
 			}
 			break
 		}

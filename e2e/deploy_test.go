@@ -17,6 +17,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"seckill/internal/buyer"
 	"seckill/internal/config"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
@@ -367,7 +368,7 @@ func TestAPIShutdownSequence(t *testing.T) {
 	defer rdb.Close()
 	const held = 77
 	hold := time.Until(term.Add(delay + time.Second))
-	if err := stock.New(rdb).HoldUserLock(context.Background(), a.ID, held, "held-by-a-test", hold); err != nil {
+	if err := stock.New(rdb).HoldUserLock(context.Background(), a.ID, buyer.Of(held), "held-by-a-test", hold); err != nil {
 		t.Fatal(err)
 	}
 	inFlight := make(chan response, 1)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/buyer"
 	"seckill/internal/config"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
@@ -167,7 +168,7 @@ func takeWithoutTask(t *testing.T, key string) unenqueued {
 	t.Cleanup(func() { _ = u.rdb.Close() })
 	u.sale = u.c.createSale(u.admin, 10, 2)
 	u.id = "01KAAAAAAAAAAAAAAAAAAAAAAA" + fmt.Sprint(u.sale.ID)
-	if _, err := stock.New(u.rdb).Reserve(context.Background(), stock.Reservation{Purchase: stock.Purchase{ActivityID: u.sale.ID, UserID: 77, Quantity: 2, IdempotencyKey: key},
+	if _, err := stock.New(u.rdb).Reserve(context.Background(), stock.Reservation{Purchase: stock.Purchase{ActivityID: u.sale.ID, Buyer: "77", Quantity: 2, IdempotencyKey: key},
 		OrderID: u.id, Now: u.now, LockToken: "api", LockTTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +245,7 @@ func TestAPIAnswersRequestsInFlightOnSIGTERM(t *testing.T) {
 	rdb := config.Config{RedisAddrs: []string{s.Redis.Addr}}.Redis()
 	defer rdb.Close()
 	const user = 4242
-	if err := stock.New(rdb).HoldUserLock(context.Background(), a.ID, user, "held-by-a-test", 300*time.Millisecond); err != nil {
+	if err := stock.New(rdb).HoldUserLock(context.Background(), a.ID, buyer.Of(user), "held-by-a-test", 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	token := testutil.Token(t, user, false)

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -314,8 +313,7 @@ func (h *Handler) authenticate(c *gin.Context) {
 
 func caller(c *gin.Context) sale.Caller {
 	id := c.MustGet(identityKey).(auth.Identity)
-	userID, _ := id.Buyer.UserID()
-	return sale.Caller{UserID: userID, Admin: id.Admin, Service: id.Service}
+	return sale.Caller{Buyer: id.Buyer, Admin: id.Admin, Service: id.Service}
 }
 
 func (h *Handler) requireAdmin(c *gin.Context) {
@@ -371,7 +369,7 @@ func (h *Handler) limitUser(c *gin.Context) {
 	}
 }
 
-func userKey(c *gin.Context) string { return strconv.FormatInt(caller(c).UserID, 10) }
+func userKey(c *gin.Context) string { return string(caller(c).Buyer) }
 
 // allow counts a request of key against l; past the limit it answers 429 with
 // Retry-After and returns false.

@@ -18,8 +18,8 @@ import (
 // Line is what the handlers need from internal/line: a sale's waiting room.
 type Line interface {
 	Challenge(ctx context.Context, activityID int64) (altcha.Challenge, error)
-	Join(ctx context.Context, activityID, userID int64, solution string) (line.Ticket, bool, error)
-	Ticket(ctx context.Context, activityID, userID int64) (line.Ticket, error)
+	Join(ctx context.Context, activityID int64, who buyer.ID, solution string) (line.Ticket, bool, error)
+	Ticket(ctx context.Context, activityID int64, who buyer.ID) (line.Ticket, error)
 	Figures(ctx context.Context, activityID int64) (line.Figures, error)
 }
 
@@ -54,7 +54,7 @@ func (h *Handler) admission(c *gin.Context, r *sale.BuyRequest) error {
 	if p == "" {
 		return nil
 	}
-	exp, err := h.passes.Check(p, buyer.Of(r.UserID), r.ActivityID)
+	exp, err := h.passes.Check(p, r.Buyer, r.ActivityID)
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func (h *Handler) joinLine(c *gin.Context) {
 	if req.Altcha != nil {
 		solution = *req.Altcha
 	}
-	t, created, err := h.line.Join(c.Request.Context(), id, caller(c).UserID, solution)
+	t, created, err := h.line.Join(c.Request.Context(), id, caller(c).Buyer, solution)
 	if err != nil {
 		err = h.lineError(c.Request.Context(), id, err)
 		respondError(c, err)
@@ -114,7 +114,7 @@ func (h *Handler) joinLine(c *gin.Context) {
 // ticket answers the caller's ticket in the sale's line.
 func (h *Handler) ticket(c *gin.Context) {
 	byActivity(func(ctx context.Context, id int64) (line.Ticket, error) {
-		t, err := h.line.Ticket(ctx, id, caller(c).UserID)
+		t, err := h.line.Ticket(ctx, id, caller(c).Buyer)
 		return t, h.lineError(ctx, id, err)
 	})(c)
 }

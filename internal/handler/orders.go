@@ -32,7 +32,7 @@ func validIdempotencyKey(k string) bool {
 // purchase reads what every purchase and seat carries, the body's quantity and the
 // optional Idempotency-Key header, into a purchase by the caller.
 func purchase(c *gin.Context) (sale.BuyRequest, error) {
-	r := sale.BuyRequest{UserID: caller(c).UserID}
+	r := sale.BuyRequest{Buyer: caller(c).Buyer}
 	keys, hasKey := c.Request.Header["Idempotency-Key"]
 	if hasKey && (len(keys) != 1 || !validIdempotencyKey(keys[0])) {
 		return r, errInvalidIdemKey

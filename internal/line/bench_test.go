@@ -9,6 +9,7 @@ import (
 
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
+	"seckill/internal/buyer"
 	"seckill/internal/line"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
@@ -51,7 +52,7 @@ func BenchmarkLineOf200000(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for u := next.Add(1); u <= buyers; u = next.Add(1) {
-					if _, _, err := l.Join(ctx, 1, u, ""); err != nil {
+					if _, _, err := l.Join(ctx, 1, buyer.Of(u), ""); err != nil {
 						b.Errorf("user %d joins: %v", u, err)
 						return
 					}

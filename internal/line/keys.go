@@ -6,19 +6,19 @@ import "seckill/internal/stock"
 // script of the line runs in one slot with the sale's own keys.
 func prefix(activityID int64) string { return stock.KeyPrefix(activityID) + "line:" }
 
-// waitKey is a sorted set of the waiting user ids by their place: a buyer who joined
+// waitKey is a sorted set of the waiting buyers' keys (buyer.ID.Key) by their place: a buyer who joined
 // before the start has a uniformly random score below lateBase (the lottery), a later
 // one lateBase plus the count of later joins so far (arrival order). The admission pops
 // its lowest scores.
 func waitKey(activityID int64) string { return prefix(activityID) + "wait" }
 
-// ticketsKey is a hash of user id -> "<admitted, ms after the line's epoch> <position>
+// ticketsKey is a hash of buyer key -> "<admitted, ms after the line's epoch> <position>
 // <pass expiry, ms after the admission>" for the buyers the line admitted: offsets, not
 // unix ms, to keep an admitted ticket small (the epoch is the first admission's instant,
 // in the meta hash).
 func ticketsKey(activityID int64) string { return prefix(activityID) + "tickets" }
 
-// passesKey is a sorted set of the admitted user ids by their pass's expiry (unix ms):
+// passesKey is a sorted set of the admitted buyers' keys by their pass's expiry (unix ms):
 // the passes outstanding, dropped by the admission once expired.
 func passesKey(activityID int64) string { return prefix(activityID) + "passes" }
 

@@ -1,4 +1,4 @@
-// Package line is a sale's waiting room: buyers join a line (one place per user per
+// Package line is a sale's waiting room: buyers join a line (one place per buyer per
 // sale, a proof-of-work first when the sale asks for one), everyone who joined before
 // the start is ordered by a lottery and later joiners follow in arrival order, the
 // line admits them at the sale's rate while its units can serve them, and an admitted
@@ -50,9 +50,9 @@ var statuses = [...]string{Waiting, Admitted, Expired, SoldOut}
 
 // Ticket is a buyer's place in a sale's line.
 type Ticket struct {
-	ActivityID int64  `json:"activity_id"`
-	UserID     int64  `json:"user_id"`
-	Status     string `json:"status"`
+	ActivityID int64 `json:"activity_id"`
+	buyer.Named
+	Status string `json:"status"`
 	// Position is the place in line (1 = first) counting the admitted buyers before;
 	// Ahead is how many waiting buyers are before this one.
 	Position  int64 `json:"position"`
@@ -120,12 +120,12 @@ func (l *Line) Challenge(ctx context.Context, activityID int64) (altcha.Challeng
 		url.Values{"sale": {strconv.FormatInt(activityID, 10)}})
 }
 
-// Join gives userID a place in the sale's line, or returns the place it has (created
+// Join gives the buyer a place in the sale's line, or returns the place it has (created
 // false). solution is the ALTCHA payload, "" for none; a sale with the challenge on
 // needs one for a first join, and accepts each solution once. Errors: ErrNoSale,
 // ErrNoWaitingRoom, ErrNotOpen, ErrChallengeRequired, ErrChallengeFailed,
 // stock.ErrEnded, stock.ErrSoldOut.
-func (l *Line) Join(ctx context.Context, activityID, userID int64, solution string) (t Ticket, created bool, err error) {
+func (l *Line) Join(ctx context.Context, activityID int64, who buyer.ID, solution string) (t Ticket, created bool, err error) {
 	keys := append(ticketKeys(activityID), metaKey(activityID))
 	presented, expires := "", int64(0)
 	var invalid error // why the solution that came is not accepted
@@ -147,7 +147,7 @@ func (l *Line) Join(ctx context.Context, activityID, userID int64, solution stri
 	if _, err := rand.Read(draw[:]); err != nil {
 		return Ticket{}, false, err
 	}
-	res, err := joinScript.Run(ctx, l.rdb, keys, l.clock(), userID,
+	res, err := joinScript.Run(ctx, l.rdb, keys, l.clock(), who.Key(),
 		binary.BigEndian.Uint64(draw[:])>>16, presented, expires).Int64Slice()
 	if err != nil {
 		return Ticket{}, false, fmt.Errorf("join line: %w", err)
@@ -171,25 +171,25 @@ func (l *Line) Join(ctx context.Context, activityID, userID int64, solution stri
 	case -9:
 		return Ticket{}, false, fmt.Errorf("%w: the challenge has expired", ErrChallengeFailed)
 	}
-	t, err = l.ticket(activityID, userID, res)
+	t, err = l.ticket(activityID, who, res)
 	return t, res[0] == 0, err
 }
 
-// Ticket returns userID's ticket in the sale's line. Errors: ErrNoSale, ErrNoTicket.
-func (l *Line) Ticket(ctx context.Context, activityID, userID int64) (Ticket, error) {
-	res, err := readScript.Run(ctx, l.rdb, ticketKeys(activityID), l.clock(), userID).Int64Slice()
+// Ticket returns the buyer's ticket in the sale's line. Errors: ErrNoSale, ErrNoTicket.
+func (l *Line) Ticket(ctx context.Context, activityID int64, who buyer.ID) (Ticket, error) {
+	res, err := readScript.Run(ctx, l.rdb, ticketKeys(activityID), l.clock(), who.Key()).Int64Slice()
 	if err != nil {
 		return Ticket{}, fmt.Errorf("read ticket: %w", err)
 	}
 	if res[0] == -8 {
 		return Ticket{}, ErrNoTicket
 	}
-	return l.ticket(activityID, userID, res)
+	return l.ticket(activityID, who, res)
 }
 
 // ticket turns an answer of the join or read script into a Ticket:
 // {code, status, position, ahead, admitted ms, pass expiry ms, avail, start, admit, now}.
-func (l *Line) ticket(activityID, userID int64, res []int64) (Ticket, error) {
+func (l *Line) ticket(activityID int64, who buyer.ID, res []int64) (Ticket, error) {
 	switch {
 	case len(res) == 1 && res[0] == -1:
 		return Ticket{}, ErrNoSale
@@ -198,7 +198,7 @@ func (l *Line) ticket(activityID, userID int64, res []int64) (Ticket, error) {
 	}
 	status, position, ahead, admittedMs, expiresMs := res[1], res[2], res[3], res[4], res[5]
 	avail, startMs, rate, nowMs := res[6], res[7], res[8], res[9]
-	t := Ticket{ActivityID: activityID, UserID: userID, Status: statuses[status], Position: position,
+	t := Ticket{ActivityID: activityID, Named: who.Named(), Status: statuses[status], Position: position,
 		Ahead: ahead, UnitsLeft: max(avail, 0)}
 	if t.Status == Waiting {
 		wait := float64(ahead) * admissionInterval(rate).Seconds()
@@ -211,7 +211,7 @@ func (l *Line) ticket(activityID, userID int64, res []int64) (Ticket, error) {
 		at, exp := apitime.Of(time.UnixMilli(admittedMs)), apitime.Of(time.UnixMilli(expiresMs))
 		t.AdmittedAt, t.PassExpiresAt = &at, &exp
 		if t.Status == Admitted {
-			pass, err := l.passes.Sign(buyer.Of(userID), activityID, exp.Time)
+			pass, err := l.passes.Sign(who, activityID, exp.Time)
 			if err != nil {
 				return Ticket{}, err
 			}

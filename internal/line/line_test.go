@@ -15,6 +15,7 @@ import (
 
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
+	"seckill/internal/buyer"
 	"seckill/internal/line"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
@@ -68,7 +69,7 @@ func room(rate int) stock.Room {
 
 func (f *fixture) join(id, user int64) line.Ticket {
 	f.t.Helper()
-	t, _, err := f.line.Join(context.Background(), id, user, "")
+	t, _, err := f.line.Join(context.Background(), id, buyer.Of(user), "")
 	if err != nil {
 		f.t.Fatalf("user %d joins: %v", user, err)
 	}
@@ -140,28 +141,28 @@ func TestJoinEdges(t *testing.T) {
 	f.sale(4, 10, withChallenge)
 
 	f.clock.set(t0.Add(-11 * time.Minute))
-	if _, _, err := f.line.Join(ctx, 1, 7, ""); !errors.Is(err, line.ErrNotOpen) {
+	if _, _, err := f.line.Join(ctx, 1, buyer.Of(7), ""); !errors.Is(err, line.ErrNotOpen) {
 		t.Errorf("11 minutes before the start: %v, want ErrNotOpen", err)
 	}
 	f.clock.set(t0.Add(-10 * time.Minute))
-	first, created, err := f.line.Join(ctx, 1, 7, "")
+	first, created, err := f.line.Join(ctx, 1, buyer.Of(7), "")
 	if err != nil || !created || first.Status != line.Waiting || first.Position != 1 || first.Ahead != 0 {
 		t.Fatalf("first join: %+v created %v err %v", first, created, err)
 	}
 	if first.EstimatedWaitSeconds != 600 || first.UnitsLeft != 10 {
 		t.Errorf("first ticket: wait %d s, %d units; want 600 s (the start) and 10", first.EstimatedWaitSeconds, first.UnitsLeft)
 	}
-	again, created, err := f.line.Join(ctx, 1, 7, "")
+	again, created, err := f.line.Join(ctx, 1, buyer.Of(7), "")
 	if err != nil || created || again != first {
 		t.Errorf("second join: %+v created %v err %v, want the same ticket", again, created, err)
 	}
-	if _, err := f.line.Ticket(ctx, 1, 8); !errors.Is(err, line.ErrNoTicket) {
+	if _, err := f.line.Ticket(ctx, 1, buyer.Of(8)); !errors.Is(err, line.ErrNoTicket) {
 		t.Errorf("ticket of a user who never joined: %v", err)
 	}
-	if _, _, err := f.line.Join(ctx, 2, 7, ""); !errors.Is(err, line.ErrNoWaitingRoom) {
+	if _, _, err := f.line.Join(ctx, 2, buyer.Of(7), ""); !errors.Is(err, line.ErrNoWaitingRoom) {
 		t.Errorf("sale without a room: %v", err)
 	}
-	if _, _, err := f.line.Join(ctx, 99, 7, ""); !errors.Is(err, line.ErrNoSale) {
+	if _, _, err := f.line.Join(ctx, 99, buyer.Of(7), ""); !errors.Is(err, line.ErrNoSale) {
 		t.Errorf("no such sale: %v", err)
 	}
 	if _, err := f.line.Challenge(ctx, 2); !errors.Is(err, line.ErrNoWaitingRoom) {
@@ -169,7 +170,7 @@ func TestJoinEdges(t *testing.T) {
 	}
 
 	// The challenge: required, accepted once, bound to its sale, refused expired or wrong.
-	if _, _, err := f.line.Join(ctx, 4, 7, ""); !errors.Is(err, line.ErrChallengeRequired) {
+	if _, _, err := f.line.Join(ctx, 4, buyer.Of(7), ""); !errors.Is(err, line.ErrChallengeRequired) {
 		t.Errorf("no solution: %v", err)
 	}
 	solve := func(id int64) string {
@@ -184,34 +185,34 @@ func TestJoinEdges(t *testing.T) {
 		return s
 	}
 	s := solve(4)
-	if _, created, err := f.line.Join(ctx, 4, 7, s); err != nil || !created {
+	if _, created, err := f.line.Join(ctx, 4, buyer.Of(7), s); err != nil || !created {
 		t.Fatalf("solved: created %v err %v", created, err)
 	}
-	if _, _, err := f.line.Join(ctx, 4, 8, s); !errors.Is(err, line.ErrChallengeFailed) {
+	if _, _, err := f.line.Join(ctx, 4, buyer.Of(8), s); !errors.Is(err, line.ErrChallengeFailed) {
 		t.Errorf("the same solution for another user: %v, want ErrChallengeFailed", err)
 	}
-	if _, created, err := f.line.Join(ctx, 4, 7, ""); err != nil || created {
+	if _, created, err := f.line.Join(ctx, 4, buyer.Of(7), ""); err != nil || created {
 		t.Errorf("a second join of a joined user needs no solution: created %v err %v", created, err)
 	}
 	// The sale's state comes before the solution: a joined user's ticket, a sale
 	// without a room, whatever solution came.
 	for _, sol := range []string{s, "bm90IGpzb24=", solve(1)} {
-		if _, created, err := f.line.Join(ctx, 4, 7, sol); err != nil || created {
+		if _, created, err := f.line.Join(ctx, 4, buyer.Of(7), sol); err != nil || created {
 			t.Errorf("a second join with a used, garbled or another sale's solution: created %v err %v; want the ticket", created, err)
 		}
 	}
-	if _, _, err := f.line.Join(ctx, 2, 7, "bm90IGpzb24="); !errors.Is(err, line.ErrNoWaitingRoom) {
+	if _, _, err := f.line.Join(ctx, 2, buyer.Of(7), "bm90IGpzb24="); !errors.Is(err, line.ErrNoWaitingRoom) {
 		t.Errorf("sale without a room, a garbled solution: %v", err)
 	}
-	if _, _, err := f.line.Join(ctx, 1, 9, "bm90IGpzb24="); !errors.Is(err, line.ErrChallengeFailed) {
+	if _, _, err := f.line.Join(ctx, 1, buyer.Of(9), "bm90IGpzb24="); !errors.Is(err, line.ErrChallengeFailed) {
 		t.Errorf("a room without the challenge, a garbled solution: %v, want ErrChallengeFailed", err)
 	}
-	if _, _, err := f.line.Join(ctx, 4, 9, solve(1)); !errors.Is(err, line.ErrChallengeFailed) {
+	if _, _, err := f.line.Join(ctx, 4, buyer.Of(9), solve(1)); !errors.Is(err, line.ErrChallengeFailed) {
 		t.Errorf("another sale's solution: %v", err)
 	}
 	late := solve(4)
 	f.clock.add(11 * time.Minute)
-	if _, _, err := f.line.Join(ctx, 4, 10, late); !errors.Is(err, line.ErrChallengeFailed) {
+	if _, _, err := f.line.Join(ctx, 4, buyer.Of(10), late); !errors.Is(err, line.ErrChallengeFailed) {
 		t.Errorf("an expired solution: %v", err)
 	}
 
@@ -219,25 +220,25 @@ func TestJoinEdges(t *testing.T) {
 	f.clock.set(t0.Add(-time.Minute))
 	f.join(3, 7)
 	f.clock.set(t0.Add(time.Second))
-	buyer := f.join(3, 8)
-	if buyer.Position != 2 {
-		t.Errorf("a late joiner's position: %d, want 2", buyer.Position)
+	joiner := f.join(3, 8)
+	if joiner.Position != 2 {
+		t.Errorf("a late joiner's position: %d, want 2", joiner.Position)
 	}
-	if _, err := f.stock.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: 3, UserID: 50, Quantity: 1, PassExpires: f.clock.now().Add(time.Minute)},
+	if _, err := f.stock.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: 3, Buyer: "50", Quantity: 1, PassExpires: f.clock.now().Add(time.Minute)},
 		OrderID: "o1", Now: f.clock.now(), LockToken: "x", LockTTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.line.Join(ctx, 3, 9, ""); !errors.Is(err, stock.ErrSoldOut) {
+	if _, _, err := f.line.Join(ctx, 3, buyer.Of(9), ""); !errors.Is(err, stock.ErrSoldOut) {
 		t.Errorf("join of a sold-out sale: %v", err)
 	}
-	if got, err := f.line.Ticket(ctx, 3, 7); err != nil || got.Status != line.SoldOut {
+	if got, err := f.line.Ticket(ctx, 3, buyer.Of(7)); err != nil || got.Status != line.SoldOut {
 		t.Errorf("waiting ticket of a sold-out sale: %+v %v", got, err)
 	}
 	f.clock.set(t0.Add(time.Hour))
-	if _, _, err := f.line.Join(ctx, 1, 9, ""); !errors.Is(err, stock.ErrEnded) {
+	if _, _, err := f.line.Join(ctx, 1, buyer.Of(9), ""); !errors.Is(err, stock.ErrEnded) {
 		t.Errorf("join after the end: %v", err)
 	}
-	if got, err := f.line.Ticket(ctx, 1, 7); err != nil || got.Status != line.SoldOut {
+	if got, err := f.line.Ticket(ctx, 1, buyer.Of(7)); err != nil || got.Status != line.SoldOut {
 		t.Errorf("waiting ticket after the end: %+v %v", got, err)
 	}
 }
@@ -292,11 +293,11 @@ func TestChallengeLivesByRedisClock(t *testing.T) {
 		}
 		return sol
 	}
-	if _, _, err := real.Join(ctx, 1, 7, behind(11*time.Minute)); !errors.Is(err, line.ErrChallengeFailed) {
+	if _, _, err := real.Join(ctx, 1, buyer.Of(7), behind(11*time.Minute)); !errors.Is(err, line.ErrChallengeFailed) {
 		t.Errorf("a challenge past its life by Redis' clock: %v, want ErrChallengeFailed", err)
 	}
 	late := behind(9 * time.Minute)
-	if _, created, err := real.Join(ctx, 1, 7, late); err != nil || !created {
+	if _, created, err := real.Join(ctx, 1, buyer.Of(7), late); err != nil || !created {
 		t.Fatalf("a challenge with a minute left: created %v err %v", created, err)
 	}
 	lateSolution, err := f.pow.Check(late)
@@ -307,7 +308,7 @@ func TestChallengeLivesByRedisClock(t *testing.T) {
 	if err != nil || ttl < 55*time.Second || ttl > 61*time.Second {
 		t.Errorf("the accepted solution is remembered for %v (%v), want about a minute: until its challenge expires", ttl, err)
 	}
-	if _, _, err := real.Join(ctx, 1, 8, late); !errors.Is(err, line.ErrChallengeFailed) {
+	if _, _, err := real.Join(ctx, 1, buyer.Of(8), late); !errors.Is(err, line.ErrChallengeFailed) {
 		t.Errorf("the solution again, by another buyer: %v, want ErrChallengeFailed", err)
 	}
 }
@@ -392,7 +393,7 @@ func TestEstimatedWaitNeverGrows(t *testing.T) {
 	read := func(when string) {
 		t.Helper()
 		for u := int64(1); u <= early; u++ {
-			tk, err := f.line.Ticket(ctx, 1, u)
+			tk, err := f.line.Ticket(ctx, 1, buyer.Of(u))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -505,7 +506,7 @@ func TestAdmissionFollowsUnitsAndPasses(t *testing.T) {
 		if pass.PassExpiresAt != nil {
 			exp = pass.PassExpiresAt.Time
 		}
-		_, err := f.stock.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: 1, UserID: user, Quantity: 1, PassExpires: exp},
+		_, err := f.stock.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: 1, Buyer: buyer.Of(user), Quantity: 1, PassExpires: exp},
 			OrderID: fmt.Sprint("o", user), Now: f.clock.now(), LockToken: "t", LockTTL: time.Millisecond})
 		return err
 	}
@@ -514,7 +515,7 @@ func TestAdmissionFollowsUnitsAndPasses(t *testing.T) {
 		t.Fatalf("purchase without a pass: %v, want ErrNotAdmitted", err)
 	}
 	for _, u := range admitted[:2] {
-		tk, err := f.line.Ticket(ctx, 1, u)
+		tk, err := f.line.Ticket(ctx, 1, buyer.Of(u))
 		if err != nil || tk.Status != line.Admitted || tk.Pass == "" {
 			t.Fatalf("admitted ticket: %+v %v", tk, err)
 		}
@@ -533,14 +534,14 @@ func TestAdmissionFollowsUnitsAndPasses(t *testing.T) {
 	// The passes expire (TTL one minute, rounded up to the second): the unused ones
 	// free their slots.
 	f.clock.add(time.Minute + time.Second)
-	tk, _ := f.line.Ticket(ctx, 1, admitted[5])
+	tk, _ := f.line.Ticket(ctx, 1, buyer.Of(admitted[5]))
 	if tk.Status != line.Expired || tk.Pass != "" {
 		t.Errorf("an unused pass past its TTL: %+v, want expired without a pass", tk)
 	}
 	if err := buy(admitted[5], line.Ticket{PassExpiresAt: tk.PassExpiresAt}); !errors.Is(err, stock.ErrNotAdmitted) {
 		t.Errorf("purchase with an expired pass: %v, want ErrNotAdmitted", err)
 	}
-	if tk, _ := f.line.Ticket(ctx, 1, admitted[0]); tk.Status != line.Admitted {
+	if tk, _ := f.line.Ticket(ctx, 1, buyer.Of(admitted[0])); tk.Status != line.Admitted {
 		t.Errorf("a used pass past its TTL: %+v, want admitted", tk)
 	}
 	if step := f.run(1, 5*time.Second); step.Admitted != 6 || step.Outstanding != 6 {
@@ -621,7 +622,7 @@ func TestConcurrentJoinsAndAdvancers(t *testing.T) {
 			defer joins.Done()
 			for u := int64(g); u < buyers; u += 50 {
 				for range 2 { // a double click
-					_, c, err := real.Join(ctx, 1, u+1, "")
+					_, c, err := real.Join(ctx, 1, buyer.Of(u+1), "")
 					if err != nil {
 						t.Error(err)
 						return
@@ -652,7 +653,7 @@ func TestConcurrentJoinsAndAdvancers(t *testing.T) {
 	}
 	positions := map[int64]int64{}
 	for u := int64(1); u <= buyers; u++ {
-		tk, err := real.Ticket(ctx, 1, u)
+		tk, err := real.Ticket(ctx, 1, buyer.Of(u))
 		if err != nil || tk.Status != line.Admitted {
 			t.Fatalf("user %d: %+v %v", u, tk, err)
 		}
@@ -664,6 +665,65 @@ func TestConcurrentJoinsAndAdvancers(t *testing.T) {
 	for p := int64(1); p <= buyers; p++ {
 		if _, ok := positions[p]; !ok {
 			t.Fatalf("no one at position %d", p)
+		}
+	}
+}
+
+// A buyer of any subject has a place of its own: buyers whose keys a naive scheme would
+// mix up ("7" and "~7", "a b" and "a%20b") join once each, in arrival order, are
+// admitted with a pass made out to them alone, and their tickets name them ("user_id"
+// only for the decimal one). A purchase with the pass counts as its use.
+func TestLineOfAnyBuyer(t *testing.T) {
+	f := newFixture(t, testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	f.sale(1, 10, room(100))
+	f.clock.set(t0)
+	buyers := []buyer.ID{"7", "~7", "a b", "a%20b", "auth0|64f1c2", "8f14e45f-ceea-467f-a0e7-5ad1c4b1c0c2"}
+	for i, who := range buyers {
+		for range 2 { // a second join is the same place
+			tk, _, err := f.line.Join(ctx, 1, who, "")
+			if err != nil || tk.Buyer != who || tk.Position != int64(i+1) {
+				t.Fatalf("%q joins: %+v, %v; want its own place %d", who, tk, err, i+1)
+			}
+		}
+	}
+	f.clock.add(time.Second)
+	if _, err := f.line.Admit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	passes := auth.NewPasses(secret)
+	for i, who := range buyers {
+		tk, err := f.line.Ticket(ctx, 1, who)
+		if err != nil || tk.Status != line.Admitted || tk.Buyer != who || tk.Pass == "" {
+			t.Fatalf("%q's ticket: %+v, %v; want admitted, with a pass", who, tk, err)
+		}
+		if n, decimal := who.UserID(); tk.UserID != n || decimal != (tk.UserID != 0) {
+			t.Errorf("%q's ticket names user %d", who, tk.UserID)
+		}
+		if _, err := passes.Verify(tk.Pass, who, 1, f.clock.now()); err != nil {
+			t.Errorf("%q's pass for %q: %v", who, who, err)
+		}
+		other := buyers[(i+1)%len(buyers)]
+		if _, err := passes.Verify(tk.Pass, other, 1, f.clock.now()); !errors.Is(err, auth.ErrInvalidPass) {
+			t.Errorf("%q's pass for %q: %v, want ErrInvalidPass", who, other, err)
+		}
+	}
+	// "a b" buys with its pass; once the passes expire, its ticket alone stays admitted
+	// (the pass was used), the others' expire.
+	tk, _ := f.line.Ticket(ctx, 1, "a b")
+	_, err := f.stock.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: 1, Buyer: "a b", Quantity: 1,
+		PassExpires: tk.PassExpiresAt.Time}, OrderID: "o1", Now: f.clock.now(), LockToken: "t", LockTTL: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clock.set(tk.PassExpiresAt.Time)
+	for _, who := range buyers {
+		want := line.Expired
+		if who == "a b" {
+			want = line.Admitted
+		}
+		if got, err := f.line.Ticket(ctx, 1, who); err != nil || got.Status != want {
+			t.Errorf("%q's ticket after the passes expired: %+v, %v; want %s", who, got, err, want)
 		}
 	}
 }

@@ -17,9 +17,9 @@ local function clock_ms(arg)
 end
 `
 
-// ticketLua reads a user's ticket, for the join and read scripts, whose KEYS are
+// ticketLua reads a buyer's ticket, for the join and read scripts, whose KEYS are
 // KEYS[1] sale hash  KEYS[2] meta hash  KEYS[3] waiting sorted set  KEYS[4] tickets hash
-// KEYS[5] the sale's users hash (units each user holds)
+// KEYS[5] the sale's users hash (units each buyer holds)
 // and whose sale is sale_state's table.
 //
 // read_ticket returns nil (no ticket) or {status, position, ahead, admitted ms, pass
@@ -68,7 +68,7 @@ return {sale.cost, clock_ms(ARGV[1])}
 //
 // KEYS[1..5] as ticketLua  KEYS[6] the solution's proof-of-work key (any key of the
 // slot when none)
-// ARGV[1] clock ("" Redis')  ARGV[2] user id  ARGV[3] the lottery's draw for this user
+// ARGV[1] clock ("" Redis')  ARGV[2] buyer key  ARGV[3] the lottery's draw for this buyer
 // (an integer below 2^48)  ARGV[4] "1" when a right solution of ours came with the join,
 // "0" when one came that is not (refused even where no challenge is needed), "" for
 // none  ARGV[5] the solution's challenge's expiry (unix ms; judged here, by the clock)
@@ -116,7 +116,7 @@ return answer(0, read_ticket(ARGV[2], now, sale), sale, now)
 // readScript reads a user's ticket.
 //
 // KEYS[1..5] as ticketLua
-// ARGV[1] clock ("" Redis')  ARGV[2] user id
+// ARGV[1] clock ("" Redis')  ARGV[2] buyer key
 //
 // Returns answer(1, ...), {-1} no such sale, or {-8} the user never joined.
 var readScript = redis.NewScript(ticketLua + `

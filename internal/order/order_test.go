@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/buyer"
 	"seckill/internal/config"
 	"seckill/internal/order"
 	"seckill/internal/outage"
@@ -68,7 +69,7 @@ func (f *fixture) created(user int64, qty int) store.Order {
 	ctx := context.Background()
 	f.seq++
 	id := fmt.Sprintf("o%d", f.seq)
-	_, err := f.sk.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: f.act, UserID: user, Quantity: qty},
+	_, err := f.sk.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: f.act, Buyer: buyer.Of(user), Quantity: qty},
 		OrderID: id, Now: t0, LockToken: id, LockTTL: time.Millisecond})
 	if err != nil {
 		f.t.Fatal(err)
@@ -79,7 +80,7 @@ func (f *fixture) created(user int64, qty int) store.Order {
 	if _, err := f.st.PersistBatch(ctx, []store.NewOrder{{Order: o, Limit: 5}}, outage.Outages{}); err != nil {
 		f.t.Fatal(err)
 	}
-	if err := f.sk.Settle(ctx, f.act, []stock.Settlement{{OrderID: id, UserID: user}}); err != nil {
+	if err := f.sk.Settle(ctx, f.act, []stock.Settlement{{OrderID: id, Buyer: buyer.Of(user)}}); err != nil {
 		f.t.Fatal(err)
 	}
 	return o
@@ -143,8 +144,8 @@ func TestPayCancelExpire(t *testing.T) {
 		t.Errorf("ExpireDue = %d, %v; want 0: the late payment cancelled the order", n, err)
 	}
 	f.ledger(8)
-	if snap, _ := f.sk.Snapshot(ctx, f.act); snap.Users[2] != 0 {
-		t.Errorf("user 2 still holds %d units after expiry", snap.Users[2])
+	if snap, _ := f.sk.Snapshot(ctx, f.act); snap.Users["2"] != 0 {
+		t.Errorf("user 2 still holds %d units after expiry", snap.Users["2"])
 	}
 	if _, err := f.life.Pay(ctx, expired.ID, store.Access{UserID: 2}); !errors.Is(err, store.ErrExpired) {
 		t.Errorf("pay an expired order: %v, want ErrExpired", err)

@@ -10,16 +10,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hibiken/asynq"
 
+	"seckill/internal/buyer"
 	"seckill/internal/stock"
 )
 
 func ms(n int64) time.Time { return time.UnixMilli(n).UTC() }
 
 func TestPayloadRoundTrip(t *testing.T) {
-	plain := stock.QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAAA42", ActivityID: 42, UserID: 7, Quantity: 3,
+	plain := stock.QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAAA42", ActivityID: 42, Buyer: "7", Quantity: 3,
 		AmountCents: 3_000_000_000_000_000, CreatedAt: ms(1795306517000), ExpiresAt: ms(1795307417000), Limit: 5}
 	capped := plain
-	capped.Participations = 2
+	capped.ParticipationCap = 2
 	seat := capped
 	seat.Group, seat.GroupSize, seat.GroupExpiresAt = "01KBBBBBBBBBBBBBBBBBBBBBBB42", 3, ms(1795306577000)
 	keyed := plain
@@ -50,15 +51,15 @@ func TestV1Payload(t *testing.T) {
 		"01KAAAAAAAAAAAAAAAAAAAAAA2 42 8 2 200 1795306517000 1795307417000 5 2 - 0 0\n" +
 		"01KAAAAAAAAAAAAAAAAAAAAAA3 42 9 2 200 1795306517000 1795307417000 5 2 01KBBBBBBBBBBBBBBBBBBBBBB1 3 1795306577000\n" +
 		"01KAAAAAAAAAAAAAAAAAAAAAA4 42 10 2 200 1795306517000 1795307417000 5 0 - 0 0 first-try q2"
-	plain := stock.QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAA1", ActivityID: 42, UserID: 7, Quantity: 2,
+	plain := stock.QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAA1", ActivityID: 42, Buyer: "7", Quantity: 2,
 		AmountCents: 200, CreatedAt: ms(1795306517000), ExpiresAt: ms(1795307417000), Limit: 5}
 	capped := plain
-	capped.OrderID, capped.UserID, capped.Participations = "01KAAAAAAAAAAAAAAAAAAAAAA2", 8, 2
+	capped.OrderID, capped.Buyer, capped.ParticipationCap = "01KAAAAAAAAAAAAAAAAAAAAAA2", "8", 2
 	seat := capped
-	seat.OrderID, seat.UserID = "01KAAAAAAAAAAAAAAAAAAAAAA3", 9
+	seat.OrderID, seat.Buyer = "01KAAAAAAAAAAAAAAAAAAAAAA3", "9"
 	seat.Group, seat.GroupSize, seat.GroupExpiresAt = "01KBBBBBBBBBBBBBBBBBBBBBB1", 3, ms(1795306577000)
 	keyed := plain
-	keyed.OrderID, keyed.UserID, keyed.IdempotencyKey, keyed.Fingerprint = "01KAAAAAAAAAAAAAAAAAAAAAA4", 10, "first-try", "q2"
+	keyed.OrderID, keyed.Buyer, keyed.IdempotencyKey, keyed.Fingerprint = "01KAAAAAAAAAAAAAAAAAAAAAA4", "10", "first-try", "q2"
 	got, err := ParseOrders(TypePersistV1, []byte(payload))
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func TestBatchTask(t *testing.T) {
 	var want []stock.QueuedOrder
 	for i := int64(1); i <= 3; i++ {
 		want = append(want, stock.QueuedOrder{OrderID: fmt.Sprintf("01KAAAAAAAAAAAAAAAAAAAAAA%d1", i), ActivityID: 1,
-			UserID: i, Quantity: 1, AmountCents: 100, CreatedAt: ms(1), ExpiresAt: ms(2), Limit: 1})
+			Buyer: buyer.Of(i), Quantity: 1, AmountCents: 100, CreatedAt: ms(1), ExpiresAt: ms(2), Limit: 1})
 	}
 	task := NewBatchTask(want)
 	if task.Type() != TypePersist {
@@ -123,7 +124,7 @@ func TestBatchTask(t *testing.T) {
 func TestPreviousWorkerHasNoHandlerForTheTask(t *testing.T) {
 	previous := asynq.NewServeMux()
 	previous.HandleFunc(TypePersistV1, func(context.Context, *asynq.Task) error { return nil })
-	task := NewBatchTask([]stock.QueuedOrder{{OrderID: "o", ActivityID: 1, UserID: 1, Quantity: 1, Limit: 1}})
+	task := NewBatchTask([]stock.QueuedOrder{{OrderID: "o", ActivityID: 1, Buyer: "1", Quantity: 1, Limit: 1}})
 	if _, pattern := previous.Handler(task); pattern != "" {
 		t.Errorf("a worker of the previous release hands a %q task to its %q handler", task.Type(), pattern)
 	}

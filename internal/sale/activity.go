@@ -201,7 +201,7 @@ func saleOf(a store.Activity, available int64) stock.Sale {
 		sale.GroupSize, sale.GroupWindow = *a.GroupSize, time.Duration(*a.GroupWindowSeconds)*time.Second
 	}
 	if a.PerUserParticipations != nil {
-		sale.Participations = *a.PerUserParticipations
+		sale.ParticipationCap = *a.PerUserParticipations
 	}
 	return sale
 }

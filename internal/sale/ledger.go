@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"seckill/internal/buyer"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 )
@@ -93,9 +94,9 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 		Available: snap.Sale.Available, CreatedUnits: f.Units[store.StatusCreated], GroupingUnits: f.Units[store.StatusGrouping],
 		PaidUnits: f.Units[store.StatusPaid], ReturningUnits: f.ReturnPending, SoldColumn: f.Sold,
 		UserDifferences: []UserDifference{}}
-	expect := make(map[int64]int64, len(f.Users))
+	expect := make(map[buyer.ID]int64, len(f.Users))
 	for u, n := range f.Users {
-		expect[u] = n
+		expect[buyer.Of(u)] = n
 	}
 	for _, q := range snap.Queued {
 		// Written to MySQL after the Redis read: count it once, as queued.
@@ -103,24 +104,26 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 			switch o.Status {
 			case store.StatusCreated, store.StatusPaid:
 				l.CreatedUnits -= int64(o.Quantity)
-				expect[q.UserID] -= stock.Holds(o.Quantity)
+				expect[q.Buyer] -= stock.Holds(o.Quantity)
 			case store.StatusGrouping:
 				l.GroupingUnits -= int64(o.Quantity)
-				expect[q.UserID] -= stock.Holds(o.Quantity)
+				expect[q.Buyer] -= stock.Holds(o.Quantity)
 			}
 		}
 		l.QueuedUnits += int64(q.Quantity)
-		expect[q.UserID] += stock.Holds(q.Quantity)
+		expect[q.Buyer] += stock.Holds(q.Quantity)
 	}
 	l.Difference = l.StockTotal - (l.Available + l.QueuedUnits + l.GroupingUnits + l.CreatedUnits + l.PaidUnits + l.ReturningUnits)
 	for u, want := range expect {
 		if got := snap.Users[u]; got != want && len(l.UserDifferences) < 20 {
-			l.UserDifferences = append(l.UserDifferences, UserDifference{UserID: u, Redis: got, MySQL: want})
+			n, _ := u.UserID()
+			l.UserDifferences = append(l.UserDifferences, UserDifference{UserID: n, Redis: got, MySQL: want})
 		}
 	}
 	for u, got := range snap.Users {
 		if _, known := expect[u]; !known && got != 0 && len(l.UserDifferences) < 20 {
-			l.UserDifferences = append(l.UserDifferences, UserDifference{UserID: u, Redis: got})
+			n, _ := u.UserID()
+			l.UserDifferences = append(l.UserDifferences, UserDifference{UserID: n, Redis: got})
 		}
 	}
 	l.Balanced = l.Difference == 0 && l.RedisTotal == l.StockTotal &&

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"seckill/internal/buyer"
 	"seckill/internal/lock"
 	"seckill/internal/stock"
 	"seckill/internal/store"
@@ -61,7 +62,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 		if err := s.confirmReplicated(ctx, got.Bucket, ""); err != nil {
 			return Order{}, nil, false, err
 		}
-		o, err := s.GetOrder(ctx, got.OrderID, Caller{UserID: r.UserID})
+		o, err := s.GetOrder(ctx, got.OrderID, Caller{Buyer: r.Buyer})
 		return o, nil, true, err
 	}
 	// Before the commit, which may let the worker settle the order: the barrier looks
@@ -132,7 +133,7 @@ func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Re
 		}
 		waited = true
 		wctx, cancel := context.WithTimeout(ctx, min(backoff, left))
-		_ = s.locks.WaitRelease(wctx, s.stock.UserLockKey(res.ActivityID, res.UserID))
+		_ = s.locks.WaitRelease(wctx, s.stock.UserLockKey(res.ActivityID, res.Buyer))
 		cancel()
 		backoff = min(2*backoff, 50*time.Millisecond)
 		res.Now = s.now()
@@ -156,7 +157,7 @@ func (s *Service) abandon(ctx context.Context, res stock.Reservation) {
 func (s *Service) giveBack(ctx context.Context, res stock.Reservation) {
 	rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 	defer cancel()
-	if _, err := s.stock.Rollback(rctx, res.ActivityID, res.UserID, res.OrderID, res.IdempotencyKey); err != nil {
+	if _, err := s.stock.Rollback(rctx, res.ActivityID, res.Buyer, res.OrderID, res.IdempotencyKey); err != nil {
 		// Redis is gone: the reservation stays queued without a task; the worker's
 		// repair pass enqueues it when Redis is back.
 		slog.Error("roll back reservation", "order", res.OrderID, "err", err)
@@ -190,6 +191,7 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 	}
 	var o []Order
 	var stored map[string]store.Order
+	var owner buyer.ID
 	q, err := s.stock.Queued(ctx, activityID, id)
 	switch {
 	case err == nil:
@@ -197,17 +199,17 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 		if err != nil {
 			return Order{}, err
 		}
-		o = []Order{queuedView(q.Priced(sales[activityID]))}
+		o, owner = []Order{queuedView(q.Priced(sales[activityID]))}, q.Buyer
 	case errors.Is(err, stock.ErrNotQueued):
 		row, err := s.store.GetOrder(ctx, id)
 		if err != nil {
 			return Order{}, fmt.Errorf("get order: %w", err)
 		}
-		o, stored = []Order{storedView(row)}, map[string]store.Order{id: row}
+		o, stored, owner = []Order{storedView(row)}, map[string]store.Order{id: row}, buyer.Of(row.UserID)
 	default:
 		return Order{}, err
 	}
-	if !c.reads(o[0].UserID) {
+	if !c.reads(owner) {
 		return Order{}, ErrNotFound
 	}
 	if err := s.inForce(ctx, o, stored); err != nil {
@@ -222,12 +224,12 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	if c.Service {
 		return []Order{}, nil
 	}
-	userID := c.UserID
+	userID, _ := c.Buyer.UserID()
 	ids, err := s.store.ActivityIDs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}
-	queued, err := s.stock.UserQueued(ctx, ids, userID)
+	queued, err := s.stock.UserQueued(ctx, ids, c.Buyer)
 	if err != nil {
 		return nil, err
 	}
@@ -285,14 +287,15 @@ func (s *Service) afterCreated(ctx context.Context, id string, c Caller, errQueu
 	}
 	q, err := s.stock.Queued(ctx, activityID, id)
 	switch {
-	case err == nil && !c.actsOnAnyOrder() && q.UserID != c.UserID:
+	case err == nil && !c.actsOnAnyOrder() && q.Buyer != c.Buyer:
 		return Order{}, ErrNotFound
 	case err == nil:
 		return Order{}, errQueued
 	case !errors.Is(err, stock.ErrNotQueued):
 		return Order{}, err
 	}
-	stored, err := act(context.WithoutCancel(ctx), id, store.Access{UserID: c.UserID, Admin: c.actsOnAnyOrder()})
+	userID, _ := c.Buyer.UserID()
+	stored, err := act(context.WithoutCancel(ctx), id, store.Access{UserID: userID, Admin: c.actsOnAnyOrder()})
 	if err != nil {
 		return Order{}, err
 	}

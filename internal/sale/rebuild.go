@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"seckill/internal/buyer"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 )
@@ -127,7 +128,14 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 			return false, err
 		}
 		sale.Gen, sale.Epoch = max(from.Gen, recorded)+1, epoch
-		err = r.stock.Rebuild(ctx, from, closing, sale, f.Units, f.Orders, held, settled)
+		units, orders := map[buyer.ID]int64{}, map[buyer.ID]int64{}
+		for u, n := range f.Units {
+			units[buyer.Of(u)] = n
+		}
+		for u, n := range f.Orders {
+			orders[buyer.Of(u)] = n
+		}
+		err = r.stock.Rebuild(ctx, from, closing, sale, units, orders, held, settled)
 		switch {
 		case err == nil:
 			groups, err := r.stock.RestoreGroups(ctx, id, groupsOf(f.Seats))
@@ -176,7 +184,7 @@ func (r *Rebuilder) restoreKeys(ctx context.Context, id int64, buckets int) erro
 		if o.IdempotencyKey == nil || o.RequestFingerprint == nil {
 			continue
 		}
-		keys = append(keys, stock.KeptKey{UserID: o.UserID, Key: *o.IdempotencyKey, Fingerprint: *o.RequestFingerprint,
+		keys = append(keys, stock.KeptKey{Buyer: buyer.Of(o.UserID), Key: *o.IdempotencyKey, Fingerprint: *o.RequestFingerprint,
 			OrderID: o.ID, Expires: o.CreatedAt.Add(stock.IdempotencyTTL)})
 	}
 	return r.stock.RestoreKeys(ctx, id, buckets, keys)
@@ -199,10 +207,10 @@ func groupsOf(seats []store.GroupSeat) []stock.Group {
 			i = len(out)
 			at[s.GroupID] = i
 			out = append(out, stock.Group{ID: s.GroupID, Size: s.Size, Status: status, ExpiresAt: s.ExpiresAt,
-				Seats: map[int64]stock.Seat{}})
+				Seats: map[buyer.ID]stock.Seat{}})
 		}
 		if s.OrderID != "" {
-			out[i].Seats[s.UserID] = stock.Seat{OrderID: s.OrderID, Quantity: s.Quantity}
+			out[i].Seats[buyer.Of(s.UserID)] = stock.Seat{OrderID: s.OrderID, Quantity: s.Quantity}
 		}
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"seckill/internal/buyer"
 	"seckill/internal/config"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
@@ -219,7 +220,7 @@ func checkRebuilt(b *testing.B, sk *stock.Stock, seed seeded) {
 		b.Fatalf("rebuilt sale: %d users, want %d", len(snap.Users), len(seed.held))
 	}
 	for u, want := range seed.held {
-		if got := snap.Users[u]; got != want {
+		if got := snap.Users[buyer.Of(u)]; got != want {
 			b.Fatalf("rebuilt sale: user %d holds %d units, want %d", u, got, want)
 		}
 	}

@@ -18,7 +18,7 @@ func TestUnreplicatedPurchaseIsGivenBack(t *testing.T) {
 	// The fixture's Redis has no replica, so WAIT 1 never succeeds.
 	f.svc.Replicas = stock.NewReplicas(f.rdb, 1, 50*time.Millisecond)
 	for i := range 3 {
-		_, _, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: f.act, UserID: 7, Quantity: 2, IdempotencyKey: "k"})
+		_, _, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: f.act, Buyer: "7", Quantity: 2, IdempotencyKey: "k"})
 		if !errors.Is(err, sale.ErrUnavailable) || !errors.Is(err, stock.ErrNotReplicated) {
 			t.Fatalf("attempt %d: err = %v, want ErrUnavailable from ErrNotReplicated", i, err)
 		}
@@ -28,7 +28,7 @@ func TestUnreplicatedPurchaseIsGivenBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return locks[7] != ""
+			return locks["7"] != ""
 		}
 		for deadline := time.Now().Add(5 * time.Second); held(); {
 			if time.Now().After(deadline) {
@@ -40,13 +40,13 @@ func TestUnreplicatedPurchaseIsGivenBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if snap.Sale.Available != 10 || len(snap.Queued) != 0 || snap.Users[7] != 0 {
+		if snap.Sale.Available != 10 || len(snap.Queued) != 0 || snap.Users["7"] != 0 {
 			t.Fatalf("after unconfirmed purchase %d: available %d, queued %d, user holds %d; want 10, 0, 0",
-				i, snap.Sale.Available, len(snap.Queued), snap.Users[7])
+				i, snap.Sale.Available, len(snap.Queued), snap.Users["7"])
 		}
 	}
 	f.svc.Replicas = nil
-	o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: f.act, UserID: 7, Quantity: 2, IdempotencyKey: "k"})
+	o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: f.act, Buyer: "7", Quantity: 2, IdempotencyKey: "k"})
 	if err != nil || replayed || o.Quantity != 2 {
 		t.Fatalf("without Replicas: %+v replayed=%v err=%v; want a new order (the key was given back)", o, replayed, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"seckill/internal/buyer"
 	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/outage"
@@ -134,7 +135,7 @@ func (s *Service) SetProcessClock(now func() time.Time) {
 // Caller is who makes a request: a buyer, an admin, or a shop's back end (Service),
 // which pays and cancels any buyer's orders but reads only its own.
 type Caller struct {
-	UserID  int64
+	Buyer   buyer.ID
 	Admin   bool
 	Service bool
 }
@@ -143,9 +144,9 @@ type Caller struct {
 // shop's back end, or an admin (the contract's confirmations from the shop).
 func (c Caller) actsOnAnyOrder() bool { return c.Admin || c.Service }
 
-// reads reports whether the caller may read an order of userID: its buyer or an admin.
-// A service token's sub is not a buyer's, whatever its number.
-func (c Caller) reads(userID int64) bool { return c.Admin || !c.Service && c.UserID == userID }
+// reads reports whether the caller may read an order of the buyer: the buyer or an
+// admin. A service token's sub is not a buyer's, whatever it is.
+func (c Caller) reads(b buyer.ID) bool { return c.Admin || !c.Service && c.Buyer == b }
 
 // newOrderID returns an unguessable order id: a ULID (time + 80 random bits from
 // crypto/rand) followed by the activity id, so a queued order can be found in Redis.

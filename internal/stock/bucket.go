@@ -4,20 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/buyer"
 )
 
 // A sale's stock and buyers may be split over K buckets (Sale.Buckets, 1 to
 // MaxBuckets), each a slot of its own, so on a Redis Cluster one sale's purchases
 // spread over several masters. Bucket b of a sale holds, under its own hash tag, every
 // key a one-bucket sale has: its share of the units (avail), a copy of the settings,
-// and everything of the buyers whose home bucket it is (HomeBucket: a hash of the user
-// id): their units held, lock, Idempotency-Keys, allowance and queued orders. So the
+// and everything of the buyers whose home bucket it is (HomeBucket: a hash of the
+// buyer): their units held, lock, Idempotency-Keys, allowance and queued orders. So the
 // reserve script runs on one bucket as it runs on a one-bucket sale, and the per-user
 // limit stays exact.
 //
@@ -67,13 +70,22 @@ func (b Bucket) all() []Bucket {
 	return out
 }
 
-// HomeBucket is the bucket of a sale of k buckets that holds user's units, lock, keys
-// and orders.
-func HomeBucket(userID int64, k int) int {
+// HomeBucket is the bucket of a sale of k buckets that holds the buyer's units, lock,
+// keys and orders: of a decimal buyer by its number, of any other by FNV-1a of its key
+// (two buyers that share a bucket share nothing else).
+func HomeBucket(who buyer.ID, k int) int {
 	if k <= 1 {
 		return 0
 	}
-	x := uint64(userID) // splitmix64's finalizer: consecutive ids spread evenly
+	userID, decimal := who.UserID()
+	x := uint64(userID)
+	if !decimal {
+		h := fnv.New64a()
+		h.Write([]byte(who.Key()))
+		x = h.Sum64()
+	}
+	// splitmix64's finalizer: consecutive ids, and keys that differ in their last
+	// bytes, spread evenly
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27
@@ -82,8 +94,8 @@ func HomeBucket(userID int64, k int) int {
 	return int(x % uint64(k))
 }
 
-func home(activityID, userID int64, k int) Bucket {
-	return Bucket{act: activityID, n: HomeBucket(userID, k), k: max(1, k)}
+func home(activityID int64, who buyer.ID, k int) Bucket {
+	return Bucket{act: activityID, n: HomeBucket(who, k), k: max(1, k)}
 }
 
 const clusterSlots = 16384
@@ -200,12 +212,12 @@ func (s *Stock) saleOf(ctx context.Context, activityID int64) (Bucket, error) {
 	return Bucket{act: activityID, k: max(1, k)}, err
 }
 
-// UserLockKey names the per-user lock of a sale, in the user's home bucket, for
+// UserLockKey names the per-buyer lock of a sale, in the buyer's home bucket, for
 // lock.Client.WaitRelease (no key of that name is written: userlock.go). The sale's K
-// is the one this process learnt with the user's purchase (Reserve): the lock is only
+// is the one this process learnt with the buyer's purchase (Reserve): the lock is only
 // of interest after one.
-func (s *Stock) UserLockKey(activityID, userID int64) string {
-	return userLockKey(home(activityID, userID, s.knownBuckets(activityID)), userID)
+func (s *Stock) UserLockKey(activityID int64, who buyer.ID) string {
+	return userLockKey(home(activityID, who, s.knownBuckets(activityID)), who)
 }
 
 // MoveRetention is how long a bucket remembers a move it applied: a move is applied by

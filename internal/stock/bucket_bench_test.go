@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/buyer"
 	"seckill/internal/testutil"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkMoves(b *testing.B) {
 				var user atomic.Int64
 				next := func() int64 { // the next buyer whose home is bucket 0
 					for {
-						if u := user.Add(1); HomeBucket(u, k) == 0 {
+						if u := user.Add(1); HomeBucket(buyer.Of(u), k) == 0 {
 							return u
 						}
 					}

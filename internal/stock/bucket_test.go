@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
+	"seckill/internal/buyer"
 	"seckill/internal/testutil"
 )
 
@@ -52,14 +54,30 @@ func TestBucketTagsAndHomes(t *testing.T) {
 		}
 	}
 	for _, k := range []int{2, 3, 8, 64} {
-		const users = 30000
-		count := make([]int, k)
-		for u := int64(1); u <= users; u++ {
-			count[HomeBucket(u, k)]++
-		}
-		for b, n := range count {
-			if want := users / k; n < want*9/10 || n > want*11/10 {
-				t.Errorf("K=%d: bucket %d is home to %d of %d users, want about %d", k, b, n, users, want)
+		for _, kind := range []struct {
+			name string
+			of   func(int64) buyer.ID
+		}{
+			{"decimal", buyer.Of},
+			{"auth0", func(u int64) buyer.ID { return buyer.ID(fmt.Sprintf("auth0|%024x", u)) }},
+			{"UUID", func(u int64) buyer.ID { return buyer.ID(fmt.Sprintf("8f14e45f-ceea-467f-a0e7-%012x", u)) }},
+		} {
+			const users = 30000
+			count := make([]int, k)
+			for u := int64(1); u <= users; u++ {
+				count[HomeBucket(kind.of(u), k)]++
+			}
+			for b, n := range count {
+				// consecutive ids spread within 10%; hashed keys as a random draw would, within
+				// five standard deviations
+				want := users / k
+				off := want / 10
+				if kind.name != "decimal" {
+					off = int(5 * math.Sqrt(float64(want)))
+				}
+				if n < want-off || n > want+off {
+					t.Errorf("K=%d: bucket %d is home to %d of %d %s buyers, want about %d", k, b, n, users, kind.name, want)
+				}
 			}
 		}
 	}
@@ -144,8 +162,8 @@ func TestBucketsSellEveryUnit(t *testing.T) {
 				t.Errorf("snapshot: %d available, %d reserve, %d queued; want 0, 0, %d", snap.Sale.Available, snap.Sale.Reserve, queued, units)
 			}
 			for u, n := range held {
-				if n > limit || snap.Users[u] != int64(n) {
-					t.Errorf("user %d holds %d (Redis says %d), limit %d", u, n, snap.Users[u], limit)
+				if n > limit || snap.Users[buyer.Of(u)] != int64(n) {
+					t.Errorf("user %d holds %d (Redis says %d), limit %d", u, n, snap.Users[buyer.Of(u)], limit)
 				}
 			}
 			for _, api := range apis { // both processes answer a newcomer sold out, from their flag
@@ -157,11 +175,11 @@ func TestBucketsSellEveryUnit(t *testing.T) {
 			// One order comes back to its buyer's home bucket; a buyer of another bucket
 			// gets it.
 			q := snap.Queued[0]
-			if err := apis[0].Settle(ctx, act, []Settlement{{OrderID: q.OrderID, UserID: q.UserID, Failed: true}}); err != nil {
+			if err := apis[0].Settle(ctx, act, []Settlement{{OrderID: q.OrderID, Buyer: q.Buyer, Failed: true}}); err != nil {
 				t.Fatal(err)
 			}
 			other := int64(buyers + 2)
-			for HomeBucket(other, k) == HomeBucket(q.UserID, k) {
+			for HomeBucket(buyer.Of(other), k) == HomeBucket(q.Buyer, k) {
 				other++
 			}
 			deadline := time.Now().Add(500 * time.Millisecond) // well within the flag's 1 s TTL
@@ -172,7 +190,7 @@ func TestBucketsSellEveryUnit(t *testing.T) {
 				}
 				if time.Now().After(deadline) {
 					t.Fatalf("the units that came back, for a buyer of bucket %d (they came to %d): %v",
-						HomeBucket(other, k), HomeBucket(q.UserID, k), err)
+						HomeBucket(buyer.Of(other), k), HomeBucket(q.Buyer, k), err)
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -236,7 +254,7 @@ func TestMoveFinishedByRepair(t *testing.T) {
 	// Buyers of bucket 1 take its 5 units and then the reserve's 6.
 	bought := 0
 	for u := int64(1); bought < 11; u++ {
-		if HomeBucket(u, k) != 1 {
+		if HomeBucket(buyer.Of(u), k) != 1 {
 			continue
 		}
 		if _, err := s.Reserve(ctx, purchase(act, u, 1)); err != nil {
@@ -294,11 +312,11 @@ func TestBucketedRebuild(t *testing.T) {
 	// user 100; the others are still queued.
 	var stored []QueuedOrder
 	for _, q := range from0.Queued {
-		if q.UserID <= 2 {
+		if q.Buyer == "1" || q.Buyer == "2" {
 			stored = append(stored, q)
 		}
 	}
-	users := map[int64]int64{1: 2, 2: 2, 100: 3}
+	users := map[buyer.ID]int64{"1": 2, "2": 2, "100": 3}
 	sale.Gen = from0.Gen + 1
 	if err := s.Rebuild(ctx, from0, closing, sale, users, nil, 7, stored); err != nil {
 		t.Fatal(err)
@@ -314,7 +332,7 @@ func TestBucketedRebuild(t *testing.T) {
 		t.Errorf("reserve after the rebuild: %d, want 15", got[0])
 	}
 	snap, err := s.Snapshot(ctx, act)
-	if err != nil || snap.Sale.Available != 15 || len(snap.Queued) != 4 || snap.Users[100] != 3 || snap.Users[3] != 2 {
+	if err != nil || snap.Sale.Available != 15 || len(snap.Queued) != 4 || snap.Users["100"] != 3 || snap.Users["3"] != 2 {
 		t.Errorf("snapshot after the rebuild: %+v, %v", snap, err)
 	}
 	sold := 0
@@ -342,7 +360,7 @@ func TestRefillMeetsAClosedSale(t *testing.T) {
 	loadBuckets(t, s, act, 2, 1, k)
 	var ofOne []int64 // buyers whose home is bucket 1
 	for u := int64(1); len(ofOne) < 2; u++ {
-		if HomeBucket(u, k) == 1 {
+		if HomeBucket(buyer.Of(u), k) == 1 {
 			ofOne = append(ofOne, u)
 		}
 	}
@@ -385,7 +403,7 @@ func TestPatchReachesEveryBucket(t *testing.T) {
 	}
 	for b := range k { // a buyer of each bucket buys 2 (the new limit) before the new end
 		u := int64(1)
-		for HomeBucket(u, k) != b {
+		for HomeBucket(buyer.Of(u), k) != b {
 			u++
 		}
 		r := purchase(act, u, 2)
@@ -396,7 +414,7 @@ func TestPatchReachesEveryBucket(t *testing.T) {
 		r = purchase(act, u+1000, 1)
 		r.Now = end
 		if _, err := s.Reserve(ctx, r); !errors.Is(err, ErrEnded) {
-			t.Errorf("a purchase in bucket %d at the new end: %v, want ErrEnded", HomeBucket(u+1000, k), err)
+			t.Errorf("a purchase in bucket %d at the new end: %v, want ErrEnded", HomeBucket(buyer.Of(u+1000), k), err)
 		}
 	}
 	if sales, _ := s.Sales(ctx, []int64{act}); sales[act].Available != 1 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/buyer"
 	"seckill/internal/testutil"
 )
 
@@ -36,7 +37,7 @@ func loadBuckets(t testing.TB, s *Stock, id, avail int64, limit, k int) {
 
 func purchase(act, user int64, qty int) Reservation {
 	n := orderSeq.Add(1)
-	return Reservation{Purchase: Purchase{ActivityID: act, UserID: user, Quantity: qty},
+	return Reservation{Purchase: Purchase{ActivityID: act, Buyer: buyer.Of(user), Quantity: qty},
 		OrderID: fmt.Sprintf("c%d", n), Now: start.Add(time.Minute), LockToken: fmt.Sprintf("l%d", n), LockTTL: time.Minute}
 }
 
@@ -101,7 +102,7 @@ func TestCoalescedCrowd(t *testing.T) {
 		var held int64
 		for u, n := range snap.Users {
 			if n != 1 {
-				t.Errorf("sale %d: user %d holds %d, want 1", act, u, n)
+				t.Errorf("sale %d: buyer %s holds %d, want 1", act, u, n)
 			}
 			held += n
 		}
@@ -136,13 +137,13 @@ func TestCoalescedInArrivalOrder(t *testing.T) {
 	release := make(chan struct{})
 	var held atomic.Int64
 	send := s.reserving.send
-	var batches [][]int64
+	var batches [][]buyer.ID
 	var mu sync.Mutex
 	s.reserving.send = func(ctx context.Context, calls []*reserveCall) {
 		mu.Lock()
-		var users []int64
+		var users []buyer.ID
 		for _, c := range calls {
-			users = append(users, c.r.UserID)
+			users = append(users, c.r.Buyer)
 		}
 		batches = append(batches, users)
 		mu.Unlock()
@@ -218,7 +219,7 @@ func TestCoalescedInArrivalOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.Users[11] != 0 || snap.Users[10] != 1 {
+	if snap.Users["11"] != 0 || snap.Users["10"] != 1 {
 		t.Errorf("holdings %v: user 10 should hold 1 and user 11 nothing", snap.Users)
 	}
 }
@@ -299,7 +300,7 @@ func TestErrorHalfwayLeavesEarlierPurchasesWhole(t *testing.T) {
 	s := New(testutil.StartRedis(t).Client(t))
 	ctx := context.Background()
 	loadSale(t, s, 1, 10, 5)
-	if err := s.rdb.Set(ctx, userQueuedKey(one(1), 2), "not a set", 0).Err(); err != nil {
+	if err := s.rdb.Set(ctx, userQueuedKey(one(1), "2"), "not a set", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	first, broken, last := purchase(1, 1, 2), purchase(1, 2, 1), purchase(1, 3, 1)
@@ -330,12 +331,12 @@ func TestErrorHalfwayLeavesEarlierPurchasesWhole(t *testing.T) {
 		t.Errorf("the purchase after the error is queued: %+v", q)
 	}
 
-	if err := s.rdb.Del(ctx, userQueuedKey(one(1), 2)).Err(); err != nil { // mended, for its roll-back
+	if err := s.rdb.Del(ctx, userQueuedKey(one(1), "2")).Err(); err != nil { // mended, for its roll-back
 		t.Fatal(err)
 	}
 	for _, r := range []Reservation{first, broken} {
-		if got, err := s.Rollback(ctx, 1, r.UserID, r.OrderID, ""); err != nil || got != RolledBack {
-			t.Errorf("roll back user %d: %v %v, want RolledBack", r.UserID, got, err)
+		if got, err := s.Rollback(ctx, 1, r.Buyer, r.OrderID, ""); err != nil || got != RolledBack {
+			t.Errorf("roll back buyer %s: %v %v, want RolledBack", r.Buyer, got, err)
 		}
 	}
 	sale, err = s.rdb.HMGet(ctx, saleKey(one(1)), "avail", "qunits").Result()
@@ -355,7 +356,7 @@ func TestCallAnswersEachPurchaseWithTheTerms(t *testing.T) {
 	s := New(testutil.StartRedis(t).Client(t))
 	ctx := context.Background()
 	err := s.Load(ctx, Sale{ActivityID: 1, Available: 10, Total: 10, Limit: 5, StartsAt: start,
-		EndsAt: start.Add(time.Hour), PriceCents: 250, PayWindow: 90 * time.Second, Participations: 1})
+		EndsAt: start.Add(time.Hour), PriceCents: 250, PayWindow: 90 * time.Second, ParticipationCap: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,11 +378,11 @@ func TestCallAnswersEachPurchaseWithTheTerms(t *testing.T) {
 			}
 			continue
 		}
-		order := QueuedOrder{OrderID: c.r.OrderID, ActivityID: 1, UserID: c.r.UserID, Quantity: c.r.Quantity,
-			CreatedAt: c.r.Now, Limit: 5, Participations: 1, AmountCents: 250 * int64(c.r.Quantity),
+		order := QueuedOrder{OrderID: c.r.OrderID, ActivityID: 1, Buyer: c.r.Buyer, Quantity: c.r.Quantity,
+			CreatedAt: c.r.Now, Limit: 5, ParticipationCap: 1, AmountCents: 250 * int64(c.r.Quantity),
 			ExpiresAt: c.r.Now.Add(90 * time.Second)}
 		want := Reserved{OrderID: c.r.OrderID, Order: order, Available: left[i], Limit: 5, PriceCents: 250,
-			PayWindow: 90 * time.Second, Participations: 1}
+			PayWindow: 90 * time.Second, ParticipationCap: 1}
 		if err != nil || got != want {
 			t.Errorf("purchase %d: %+v %v, want %+v", i+1, got, err, want)
 		}
@@ -421,7 +422,7 @@ func TestReplayInTheCallOfItsPurchase(t *testing.T) {
 	if !errors.As(errs[2], &reused) || reused.OrderID != first.OrderID {
 		t.Errorf("the key with another quantity: %+v %v, want ErrKeyReused naming %s", got[2], errs[2], first.OrderID)
 	}
-	if res, err := s.Rollback(ctx, 1, 7, first.OrderID, "tap"); err != nil || res != AlreadyClaimed {
+	if res, err := s.Rollback(ctx, 1, "7", first.OrderID, "tap"); err != nil || res != AlreadyClaimed {
 		t.Errorf("roll back the replayed order: %v %v, want it standing (AlreadyClaimed)", res, err)
 	}
 	if _, err := s.Queued(ctx, 1, first.OrderID); err != nil {

@@ -189,8 +189,8 @@ func (c *purchaseCycle) run(n int) {
 					refs := make([]OrderRef, len(chunk))
 					settle := make([]Settlement, len(chunk))
 					for i, r := range chunk {
-						refs[i] = OrderRef{OrderID: r.OrderID, UserID: r.UserID}
-						settle[i] = Settlement{OrderID: r.OrderID, UserID: r.UserID}
+						refs[i] = OrderRef{OrderID: r.OrderID, Buyer: r.Buyer}
+						settle[i] = Settlement{OrderID: r.OrderID, Buyer: r.Buyer}
 					}
 					claimed, err := c.worker.Claim(ctx, c.act, refs)
 					if err != nil || len(claimed) != len(chunk) {

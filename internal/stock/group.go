@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/buyer"
 )
 
 // Errors of a seat in a group-buy sale. Handlers map them to the HTTP contract.
@@ -66,8 +68,8 @@ type Group struct {
 	Members    int
 	Status     GroupStatus
 	ExpiresAt  time.Time
-	// Seats are the members' orders by user id (Group with seats only).
-	Seats map[int64]Seat
+	// Seats are the members' orders by buyer (Group with seats only).
+	Seats map[buyer.ID]Seat
 }
 
 // Seat is one member's order in a group.
@@ -161,15 +163,15 @@ func (s *Stock) groups(ctx context.Context, activityID int64, ids []string, seat
 		g := Group{ID: id, ActivityID: activityID, Members: int(n[0]), Size: int(n[1]),
 			ExpiresAt: time.UnixMilli(n[2]).UTC(), Status: GroupStatus(n[3])}
 		if seats {
-			g.Seats = map[int64]Seat{}
+			g.Seats = map[buyer.ID]Seat{}
 			for u, v := range members[i].Val() {
-				user, err1 := strconv.ParseInt(u, 10, 64)
+				who, err1 := buyer.FromKey(u)
 				order, qty, _ := strings.Cut(v, " ")
 				q, err2 := strconv.Atoi(qty)
 				if err1 != nil || err2 != nil {
 					return nil, fmt.Errorf("group %s: malformed seat %q=%q", id, u, v)
 				}
-				g.Seats[user] = Seat{OrderID: order, Quantity: q}
+				g.Seats[who] = Seat{OrderID: order, Quantity: q}
 			}
 		}
 		out = append(out, g)
@@ -355,7 +357,7 @@ func (s *Stock) DoneFailing(ctx context.Context, activityID int64, id string) er
 // KEYS[1] open groups sorted set  KEYS[2] open groups, fullest first
 // KEYS[1+2i] and KEYS[2+2i] group i's hash and seats
 // ARGV, per group: id, size, expires (unix ms), status (GroupStatus), n seats, then n x
-// (user id, "<order id> <quantity>")
+// (buyer key, "<order id> <quantity>")
 // Returns how many groups it wrote.
 var restoreScript = redis.NewScript(listGroupLua + `
 local a, written = 1, 0
@@ -392,8 +394,8 @@ func (s *Stock) RestoreGroups(ctx context.Context, activityID int64, groups []Gr
 		for _, g := range chunk {
 			keys = append(keys, groupKey(one(activityID), g.ID), groupSeatsKey(one(activityID), g.ID))
 			args = append(args, g.ID, g.Size, g.ExpiresAt.UnixMilli(), int(g.Status), len(g.Seats))
-			for u, seat := range g.Seats {
-				args = append(args, u, seat.OrderID+" "+strconv.Itoa(seat.Quantity))
+			for who, seat := range g.Seats {
+				args = append(args, who.Key(), seat.OrderID+" "+strconv.Itoa(seat.Quantity))
 			}
 		}
 		n, err := restoreScript.Run(ctx, s.rdb, keys, args...).Int()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/buyer"
 	"seckill/internal/outage"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
@@ -20,7 +21,7 @@ func newGroupSale(t testing.TB, s *stock.Stock, id, avail int64, size, caps int)
 	t.Helper()
 	err := s.Load(context.Background(), stock.Sale{ActivityID: id, Available: avail, Total: avail, Limit: 5,
 		StartsAt: t0, EndsAt: t0.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Kind: "group",
-		GroupSize: size, GroupWindow: time.Minute, Participations: caps})
+		GroupSize: size, GroupWindow: time.Minute, ParticipationCap: caps})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestGroupSeats(t *testing.T) {
 		}
 	}
 	g, err := s.GetGroup(ctx, 1, "g1", true)
-	if err != nil || len(g.Seats) != 3 || g.Seats[2].Quantity != 1 {
+	if err != nil || len(g.Seats) != 3 || g.Seats["2"].Quantity != 1 {
 		t.Fatalf("g1 = %+v, %v; want three seats", g, err)
 	}
 	open, err := s.OpenGroups(ctx, 1, in, 10)
@@ -140,8 +141,8 @@ func TestGroupFail(t *testing.T) {
 		t.Fatalf("fail with seats still queued: %v, want ErrGroupPending", err)
 	}
 	// MySQL refuses b (its seat comes back), stores a.
-	if err := s.Settle(ctx, 1, []stock.Settlement{{OrderID: a.OrderID, UserID: 1, Group: "g"},
-		{OrderID: b.OrderID, UserID: 2, Group: "g", Failed: true}}); err != nil {
+	if err := s.Settle(ctx, 1, []stock.Settlement{{OrderID: a.OrderID, Buyer: "1", Group: "g"},
+		{OrderID: b.OrderID, Buyer: "2", Group: "g", Failed: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if g, _ := s.GetGroup(ctx, 1, "g", true); g.Members != 1 || len(g.Seats) != 1 {
@@ -233,7 +234,7 @@ func settleAll(t *testing.T, s *stock.Stock, activityID int64) {
 	}
 	var ss []stock.Settlement
 	for _, q := range snap.Queued {
-		ss = append(ss, stock.Settlement{OrderID: q.OrderID, UserID: q.UserID, Group: q.Group})
+		ss = append(ss, stock.Settlement{OrderID: q.OrderID, Buyer: q.Buyer, Group: q.Group})
 	}
 	if len(ss) > 0 {
 		if err := s.Settle(context.Background(), activityID, ss); err != nil {
@@ -278,7 +279,7 @@ func TestOpenGroupsFullestFirst(t *testing.T) {
 	settle := func(g string, i int, failed bool) {
 		t.Helper()
 		r := seats[g][i]
-		if err := s.Settle(ctx, 1, []stock.Settlement{{OrderID: r.OrderID, UserID: r.UserID, Group: g, Failed: failed}}); err != nil {
+		if err := s.Settle(ctx, 1, []stock.Settlement{{OrderID: r.OrderID, Buyer: r.Buyer, Group: g, Failed: failed}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -368,10 +369,10 @@ func listed(gs []stock.Group) string {
 }
 
 // seatsOf returns n seats of users 1..n.
-func seatsOf(n int) map[int64]stock.Seat {
-	m := map[int64]stock.Seat{}
+func seatsOf(n int) map[buyer.ID]stock.Seat {
+	m := map[buyer.ID]stock.Seat{}
 	for u := int64(1); u <= int64(n); u++ {
-		m[u] = stock.Seat{OrderID: fmt.Sprintf("x%d", u), Quantity: 1}
+		m[buyer.Of(u)] = stock.Seat{OrderID: fmt.Sprintf("x%d", u), Quantity: 1}
 	}
 	return m
 }

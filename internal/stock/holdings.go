@@ -3,20 +3,24 @@ package stock
 import (
 	"fmt"
 	"strconv"
-	"strings"
+
+	"seckill/internal/buyer"
 )
 
 // What a buyer holds in a sale, and the per-user rule over it, are read and changed
 // here only: in Lua by the scripts (holdingsLua, userLimitLua), in Go by the rebuild's
 // staging and the snapshot (holdingFields, parseHoldings). A sale's users hash keeps it
-// in two fields per buyer: the units in <user>, and, in a sale that counts them (a cap
-// on participations, or a group-buy sale), the orders in p<user> (participations).
-// MySQL keeps the same in user_purchases (internal/store's holdings.go).
+// in two fields per buyer (buyerfields.go): the units, and, in a sale that counts them
+// (counted: a cap on participations, or a group-buy sale), the orders
+// (participations). MySQL keeps the same in user_purchases (internal/store's
+// holdings.go).
 
-// holdingsLua reads and changes what a buyer holds. get(h, field) and set(h, field,
-// value) are the caller's way to the users hash h: hget and hset go to Redis at once
-// (h is the hash's key; set with a nil value deletes the field), the reserve script
-// passes its own, which read the hash once per call and write it once after.
+// holdingsLua reads and changes what a buyer holds; user is the buyer's key, and its
+// units' field (buyerFieldsLua). get(h,
+// field) and set(h, field, value) are the caller's way to the users hash h: hget and
+// hset go to Redis at once (h is the hash's key; set with a nil value deletes the
+// field), the reserve script passes its own, which read the hash once per call and
+// write it once after.
 //
 //	holding(h, get, user, counted): the units and participations user holds (0
 //	  participations when not counted)
@@ -25,26 +29,26 @@ import (
 //	release(h, user, qty): one order of qty units of user comes back (in Redis at once);
 //	  true when user holds nothing any more
 //	holds_any(key, user): whether user holds anything in the sale (a pass was used)
-const holdingsLua = `
+const holdingsLua = buyerFieldsLua + `
 local function hget(key, f) return redis.call('HGET', key, f) end
 local function hset(key, f, v)
   if v then redis.call('HSET', key, f, v) else redis.call('HDEL', key, f) end
 end
 local function holding(h, get, user, counted)
   local parts = 0
-  if counted then parts = tonumber(get(h, 'p' .. user) or '0') end
+  if counted then parts = tonumber(get(h, PARTS .. user) or '0') end
   return tonumber(get(h, user) or '0'), parts
 end
 local function hold(h, set, user, held, parts, qty, counted)
   set(h, user, string.format('%d', held + qty))
-  if counted then set(h, 'p' .. user, string.format('%d', parts + 1)) end
+  if counted then set(h, PARTS .. user, string.format('%d', parts + 1)) end
 end
 local function release(h, user, qty)
   local held, parts = holding(h, hget, user, true)
   held = held - qty
   if held > 0 then hset(h, user, string.format('%d', held)) else hset(h, user, nil) end
-  if parts > 1 then hset(h, 'p' .. user, string.format('%d', parts - 1))
-  elseif parts > 0 then hset(h, 'p' .. user, nil) end
+  if parts > 1 then hset(h, PARTS .. user, string.format('%d', parts - 1))
+  elseif parts > 0 then hset(h, PARTS .. user, nil) end
   return held <= 0
 end
 local function holds_any(key, user)
@@ -79,34 +83,37 @@ func quantityOverLimit(quantity, limit int) bool { return quantity > limit }
 func Holds(quantity int) int64 { return int64(quantity) }
 
 // holdingFields calls add with each field of the users hash, and its value, that makes
-// the buyers' holdings: units each user holds, and orders (parts) where the sale counts
+// the buyers' holdings: units each buyer holds, and orders (parts) where the sale counts
 // them. The rebuild stages the users hash by it.
-func holdingFields(units, parts map[int64]int64, counted bool, add func(field string, n int64)) {
-	for u, n := range units {
+func holdingFields(units, parts map[buyer.ID]int64, counted bool, add func(field string, n int64)) {
+	for who, n := range units {
 		if n > 0 {
-			add(strconv.FormatInt(u, 10), n)
+			add(unitsField(who), n)
 		}
 	}
-	for u, n := range parts {
+	for who, n := range parts {
 		if n > 0 && counted {
-			add(participationsField(u), n)
+			add(partsField(who), n)
 		}
 	}
 }
 
-// parseHoldings adds to held what each user holds (units) in a users hash read whole,
+// parseHoldings adds to held what each buyer holds (units) in a users hash read whole,
 // skipping the fields that are not holdings (participations, a lock, an allowance).
-func parseHoldings(hash map[string]string, held map[int64]int64) error {
+func parseHoldings(hash map[string]string, held map[buyer.ID]int64) error {
 	for k, v := range hash {
-		if strings.HasPrefix(k, "p") || strings.HasPrefix(k, "l") || strings.HasPrefix(k, "a") {
+		kind, who, err := buyerField(k)
+		if err != nil {
+			return err
+		}
+		if kind != unitsKind {
 			continue
 		}
-		u, err1 := strconv.ParseInt(k, 10, 64)
-		units, err2 := strconv.ParseInt(v, 10, 64)
-		if err1 != nil || err2 != nil {
-			return fmt.Errorf("malformed user %q=%q", k, v)
+		units, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("malformed holding %q=%q", k, v)
 		}
-		held[u] += units
+		held[who] += units
 	}
 	return nil
 }

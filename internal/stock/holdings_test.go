@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/buyer"
 	"seckill/internal/testutil"
 )
 
@@ -21,7 +22,7 @@ func TestHoldingsOneReading(t *testing.T) {
 	const key = "{sale:1}:users"
 
 	var fields []any
-	holdingFields(map[int64]int64{7: 3, 8: 0, 9: 1}, map[int64]int64{7: 2, 9: 1}, true,
+	holdingFields(map[buyer.ID]int64{"7": 3, "8": 0, "9": 1}, map[buyer.ID]int64{"7": 2, "9": 1}, true,
 		func(f string, n int64) { fields = append(fields, f, n) })
 	if err := rdb.HSet(ctx, key, fields...).Err(); err != nil {
 		t.Fatal(err)
@@ -48,13 +49,13 @@ return release(KEYS[1], ARGV[1], tonumber(ARGV[2])) and 1 or 0
 		}
 		return got
 	}
-	snapshot := func() map[int64]int64 {
+	snapshot := func() map[buyer.ID]int64 {
 		t.Helper()
 		hash, err := rdb.HGetAll(ctx, key).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[int64]int64{}
+		out := map[buyer.ID]int64{}
 		if err := parseHoldings(hash, out); err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +70,7 @@ return release(KEYS[1], ARGV[1], tonumber(ARGV[2])) and 1 or 0
 	if err := take.Run(ctx, rdb, []string{key}, "7", 2).Err(); err != redis.Nil {
 		t.Fatal(err)
 	}
-	if got, want := snapshot(), map[int64]int64{7: 3 + Holds(2), 9: 1}; !cmp.Equal(got, want) {
+	if got, want := snapshot(), map[buyer.ID]int64{"7": 3 + Holds(2), "9": 1}; !cmp.Equal(got, want) {
 		t.Errorf("after an order of 2: %v, want %v", got, want)
 	}
 	if got, want := held("7"), []int64{3 + Holds(2), 3, 1}; !cmp.Equal(got, want) {

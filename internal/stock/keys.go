@@ -1,6 +1,6 @@
 package stock
 
-import "strconv"
+import "seckill/internal/buyer"
 
 // Every key of one sale's bucket carries the bucket's hash tag ({act:<id>} for bucket
 // 0, the whole of a one-bucket sale; see bucket.go for the others), so one script's keys
@@ -11,11 +11,11 @@ func prefix(b Bucket) string { return "seckill:{" + b.tag() + "}:" }
 // price (cents), paywin (seconds), and qunits (units of its queued orders).
 func saleKey(b Bucket) string { return prefix(b) + "sale" }
 
-// usersKey is a hash of user id -> units the user holds in queued, created and paid orders;
-// also p<user> -> the user's participations where the sale counts them, l<user> -> the
-// user's lock (userlock.go), and a<user> -> the user's attempts allowance as their last
-// reservation left it (see rateKey), dropped with the units when they all come back
-// and the allowance is full again.
+// usersKey is a hash of the buyers' fields (buyerfields.go): the units each buyer holds
+// in queued, created and paid orders, their participations where the sale counts them,
+// their lock (userlock.go), and their attempts allowance as their last reservation left
+// it (see rateKey), dropped with the units when they all come back and the allowance is
+// full again.
 func usersKey(b Bucket) string { return prefix(b) + "users" }
 
 // queuedKey is a hash of order id -> its queued value (queued.go) for orders taken from
@@ -26,43 +26,46 @@ func queuedKey(b Bucket) string { return prefix(b) + "queued" }
 // (unix ms), so the worker's repair pass finds the old ones without reading them all.
 func queuedSinceKey(b Bucket) string { return prefix(b) + "queued:since" }
 
-// userQueuedKey is the set of one user's queued order ids.
-func userQueuedKey(b Bucket, userID int64) string {
-	return prefix(b) + "queued:user:" + strconv.FormatInt(userID, 10)
+// Keys of one buyer end with the buyer's key (buyer.ID.Key), which holds no space.
+
+// userQueuedKey is the set of one buyer's queued order ids.
+func userQueuedKey(b Bucket, who buyer.ID) string {
+	return prefix(b) + "queued:user:" + who.Key()
 }
 
 // claimedKey is the set of queued order ids a worker has begun to persist; the API no
 // longer gives those back when the reply of their reserve script was lost.
 func claimedKey(b Bucket) string { return prefix(b) + "claimed" }
 
-// idempotencyKey holds "<fingerprint> <order id>" for a user's Idempotency-Key.
-func idempotencyKey(b Bucket, userID int64, key string) string {
-	return prefix(b) + "idem:" + strconv.FormatInt(userID, 10) + ":" + key
+// idempotencyKey holds "<fingerprint> <order id>" for a buyer's Idempotency-Key (which
+// holds no ':', so the last one ends the buyer's key).
+func idempotencyKey(b Bucket, who buyer.ID, key string) string {
+	return prefix(b) + "idem:" + who.Key() + ":" + key
 }
 
-// userLockKey names the per-user lock of a sale's bucket. No key of that name is written:
-// the lock is the field l<user> of the users hash (userlock.go), which the reserve script
+// userLockKey names the per-buyer lock of a sale's bucket. No key of that name is written:
+// the lock is the buyer's lock field of the users hash (userlock.go), which the reserve script
 // takes in the same step that takes the units and the caller releases
 // (Stock.ReleaseUserLocks) once the order is enqueued (after the purchase was answered).
 // internal/lock keeps the lock's waiters list and release channel beside the name
 // (lock.Client.WaitRelease). Stock.UserLockKey names it for callers.
-func userLockKey(b Bucket, userID int64) string {
-	return prefix(b) + "lock:" + strconv.FormatInt(userID, 10)
+func userLockKey(b Bucket, who buyer.ID) string {
+	return prefix(b) + "lock:" + who.Key()
 }
 
-// UserLockKey names the per-user lock of a one-bucket sale (Stock.UserLockKey names it for
-// any sale).
-func UserLockKey(activityID, userID int64) string { return userLockKey(one(activityID), userID) }
+// UserLockKey names the per-buyer lock of a one-bucket sale (Stock.UserLockKey names it
+// for any sale).
+func UserLockKey(activityID int64, who buyer.ID) string { return userLockKey(one(activityID), who) }
 
-// rateKey holds the theoretical arrival time (unix µs) of the user's next purchase
+// rateKey holds the theoretical arrival time (unix µs) of the buyer's next purchase
 // attempt in the sale: the allowance the reserve script keeps (GCRA), as an attempt that
 // reserved nothing left it. It expires once the allowance is full again, so it exists
-// only for users who attempted lately. An attempt that reserves writes the allowance as
-// the field a<user> of the users hash instead, in the command that writes the user's units
-// and lock (a key of its own per purchase costs the server more than a field), and the
-// script reads the later of the two.
-func rateKey(b Bucket, userID int64) string {
-	return prefix(b) + "rate:" + strconv.FormatInt(userID, 10)
+// only for buyers who attempted lately. An attempt that reserves writes the allowance as
+// the buyer's allowance field of the users hash instead, in the command that writes the
+// buyer's units and lock (a key of its own per purchase costs the server more than a
+// field), and the script reads the later of the two.
+func rateKey(b Bucket, who buyer.ID) string {
+	return prefix(b) + "rate:" + who.Key()
 }
 
 // ReturnedChannel carries the id of a sale whose units came back to stock, or whose
@@ -86,7 +89,7 @@ func groupKey(b Bucket, groupID string) string {
 	return prefix(b) + "group:" + groupID
 }
 
-// groupSeatsKey is a hash of user id -> "<order id> <quantity>", the seats of a group.
+// groupSeatsKey is a hash of buyer key -> "<order id> <quantity>", the seats of a group.
 func groupSeatsKey(b Bucket, groupID string) string {
 	return prefix(b) + "group:" + groupID + ":seats"
 }
@@ -103,10 +106,6 @@ func fillGroupsKey(b Bucket) string { return prefix(b) + "groups:fill" }
 // failingKey is the set of groups that failed in Redis (their units are back) and whose
 // orders MySQL has not yet cancelled.
 func failingKey(b Bucket) string { return prefix(b) + "groups:failing" }
-
-// participationsField is the field of the users hash that counts a user's orders
-// (participations) in a sale that caps them; the user's own field counts units.
-func participationsField(userID int64) string { return "p" + strconv.FormatInt(userID, 10) }
 
 // givenBackKey is the set of order ids whose reservation the API gave back (their buyer
 // got 503): a task that still names one must not bring it back (see Adopt).

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"seckill/internal/buyer"
 	"seckill/internal/store"
 )
 
@@ -18,7 +19,7 @@ import (
 // Purchase is what a buyer asks for: units of a sale, or a seat in one of its groups.
 type Purchase struct {
 	ActivityID int64
-	UserID     int64
+	Buyer      buyer.ID
 	Quantity   int
 	// IdempotencyKey is the client's key, "" for none.
 	IdempotencyKey string
@@ -51,7 +52,7 @@ func (p Purchase) Fingerprint() string {
 // and writes the order's queued value of them (queued_value).
 var orderArgs = []purchaseArg{
 	{"now", luaString, func(r Reservation, _ string) any { return r.Now.UnixMilli() }},
-	{"user", luaString, func(r Reservation, _ string) any { return r.UserID }}, // a field name, past 2^53
+	{"user", luaString, func(r Reservation, _ string) any { return r.Buyer.Key() }}, // the buyer's key
 	{"qty", luaString, func(r Reservation, _ string) any { return r.Quantity }},
 	{"order", luaString, func(r Reservation, _ string) any { return r.OrderID }},
 }
@@ -63,13 +64,13 @@ var orderArgs = []purchaseArg{
 type QueuedOrder struct {
 	OrderID    string
 	ActivityID int64
-	UserID     int64
+	Buyer      buyer.ID
 	Quantity   int
 	CreatedAt  time.Time
 	// Limit is the per-user limit the reservation was checked against.
 	Limit int
-	// Participations is the cap on a user's orders it was checked against (0: none).
-	Participations int
+	// ParticipationCap is the cap on a buyer's orders it was checked against (0: none).
+	ParticipationCap int
 	// Group, GroupSize and GroupExpiresAt are the seat's group ("" for a purchase).
 	Group          string
 	GroupSize      int
@@ -92,8 +93,8 @@ type QueuedOrder struct {
 // queued is the order reservation r queued, as the reserve script answered it (got);
 // fingerprint is r.Fingerprint().
 func (r Reservation) queued(got Reserved, fingerprint string) QueuedOrder {
-	q := QueuedOrder{OrderID: r.OrderID, ActivityID: r.ActivityID, UserID: r.UserID, Quantity: r.Quantity,
-		CreatedAt: r.Now, Limit: got.Limit, Participations: got.Participations,
+	q := QueuedOrder{OrderID: r.OrderID, ActivityID: r.ActivityID, Buyer: r.Buyer, Quantity: r.Quantity,
+		CreatedAt: r.Now, Limit: got.Limit, ParticipationCap: got.ParticipationCap,
 		IdempotencyKey: r.IdempotencyKey, Fingerprint: fingerprint}
 	if got.Group != nil {
 		q.Group, q.GroupSize, q.GroupExpiresAt = got.Group.ID, got.Group.Size, got.Group.ExpiresAt
@@ -113,8 +114,9 @@ func (q QueuedOrder) Priced(sale Sale) QueuedOrder {
 // Row is the row MySQL stores for q, with what its guards check it against: what the
 // worker writes, and what the API shows of q until then (its status left to the caller).
 func (q QueuedOrder) Row() store.NewOrder {
-	n := store.NewOrder{Limit: q.Limit, Participations: q.Participations, Order: store.Order{ID: q.OrderID,
-		ActivityID: q.ActivityID, UserID: q.UserID, Quantity: q.Quantity, AmountCents: q.AmountCents,
+	userID, _ := q.Buyer.UserID()
+	n := store.NewOrder{Limit: q.Limit, Participations: q.ParticipationCap, Order: store.Order{ID: q.OrderID,
+		ActivityID: q.ActivityID, UserID: userID, Quantity: q.Quantity, AmountCents: q.AmountCents,
 		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt}}
 	if q.Group != "" {
 		g := q.Group
@@ -127,32 +129,36 @@ func (q QueuedOrder) Row() store.NewOrder {
 	return n
 }
 
-// A queued order is the value of its id in the queued hash: "user quantity created
-// limit", created in unix ms and limit the per-user limit it was checked against, and,
+// A queued order is the value of its id in the queued hash: "buyer quantity created
+// limit", buyer the buyer's key (buyer.ID.Key: a decimal buyer's user id, as values
+// written before any other buyer was have it), created in unix ms and limit the per-user
+// limit it was checked against, and,
 // in a sale that caps participations or sells in groups, " cap group size expires":
 // the cap it was checked against (0: none), and its group's id, size and end (unix ms),
 // "- 0 0" outside a group. Go and Lua each have one encoder and one decoder of it, side
 // by side here; TestQueuedValueOneFormat holds the two languages to it. A line
 // (AppendLine) ends with the same value, so a field added at the value's end reaches
-// the queue's tasks with no change of the line.
+// the queue's tasks with no change of the line. Fields are split on single spaces, as
+// Lua's patterns read them (strings.Fields would split on Unicode spaces too, which a
+// buyer's key may hold).
 
 // queuedValue is q's value in the queued hash.
 func queuedValue(q QueuedOrder) string { return string(appendValue(make([]byte, 0, 64), q)) }
 
 // appendValue appends q's value to b.
 func appendValue(b []byte, q QueuedOrder) []byte {
-	b = strconv.AppendInt(b, q.UserID, 10)
+	b = append(b, q.Buyer.Key()...)
 	b = strconv.AppendInt(append(b, ' '), int64(q.Quantity), 10)
 	b = strconv.AppendInt(append(b, ' '), q.CreatedAt.UnixMilli(), 10)
 	b = strconv.AppendInt(append(b, ' '), int64(q.Limit), 10)
 	switch {
 	case q.Group != "":
-		b = strconv.AppendInt(append(b, ' '), int64(q.Participations), 10)
+		b = strconv.AppendInt(append(b, ' '), int64(q.ParticipationCap), 10)
 		b = append(append(append(b, ' '), q.Group...), ' ')
 		b = strconv.AppendInt(b, int64(q.GroupSize), 10)
 		b = strconv.AppendInt(append(b, ' '), q.GroupExpiresAt.UnixMilli(), 10)
-	case q.Participations > 0:
-		b = strconv.AppendInt(append(b, ' '), int64(q.Participations), 10)
+	case q.ParticipationCap > 0:
+		b = strconv.AppendInt(append(b, ' '), int64(q.ParticipationCap), 10)
 		b = append(b, " - 0 0"...)
 	}
 	return b
@@ -161,7 +167,7 @@ func appendValue(b []byte, q QueuedOrder) []byte {
 // parseQueued reads the value v of order orderID of a sale's queued hash.
 func parseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
 	q := QueuedOrder{OrderID: orderID, ActivityID: activityID}
-	if !parseValue(strings.Fields(v), &q) {
+	if !parseValue(strings.Split(v, " "), &q) {
 		return QueuedOrder{}, fmt.Errorf("queued order %s: malformed %q", orderID, v)
 	}
 	return q, nil
@@ -173,8 +179,12 @@ func parseValue(f []string, q *QueuedOrder) bool {
 	if len(f) != 4 && len(f) != 8 {
 		return false
 	}
+	who, err := buyer.FromKey(f[0])
+	if err != nil {
+		return false
+	}
 	var n [8]int64
-	for i := range f {
+	for i := 1; i < len(f); i++ {
 		if i == 5 {
 			continue // the group id
 		}
@@ -183,8 +193,8 @@ func parseValue(f []string, q *QueuedOrder) bool {
 			return false
 		}
 	}
-	q.UserID, q.Quantity, q.CreatedAt = n[0], int(n[1]), time.UnixMilli(n[2]).UTC()
-	q.Limit, q.Participations = int(n[3]), int(n[4])
+	q.Buyer, q.Quantity, q.CreatedAt = who, int(n[1]), time.UnixMilli(n[2]).UTC()
+	q.Limit, q.ParticipationCap = int(n[3]), int(n[4])
 	if len(f) == 8 && f[5] != "-" {
 		q.Group, q.GroupSize, q.GroupExpiresAt = f[5], int(n[6]), time.UnixMilli(n[7]).UTC()
 	}
@@ -213,10 +223,10 @@ func (q QueuedOrder) AppendLine(b []byte) []byte {
 	return appendValue(append(b, ' '), q)
 }
 
-// ParseLine reads a line AppendLine wrote. An order of no sale, buyer, quantity or
-// limit is refused as incomplete.
+// ParseLine reads a line AppendLine wrote. An order of no sale, quantity or limit is
+// refused as incomplete, one whose buyer is no buyer's key as malformed.
 func ParseLine(line []byte) (QueuedOrder, error) {
-	f := strings.Fields(string(line))
+	f := strings.Split(string(line), " ")
 	var q QueuedOrder
 	if len(f) < 6 || !parseValue(f[6:], &q) {
 		return QueuedOrder{}, fmt.Errorf("queued order: malformed line %q", line)
@@ -232,7 +242,7 @@ func ParseLine(line []byte) (QueuedOrder, error) {
 	if f[4] != noKey {
 		q.IdempotencyKey, q.Fingerprint = f[4], f[5]
 	}
-	if q.ActivityID <= 0 || q.UserID <= 0 || q.Quantity <= 0 || q.Limit <= 0 {
+	if q.ActivityID <= 0 || q.Quantity <= 0 || q.Limit <= 0 {
 		return QueuedOrder{}, fmt.Errorf("queued order: incomplete line %q", line)
 	}
 	return q, nil
@@ -243,9 +253,11 @@ func ParseLine(line []byte) (QueuedOrder, error) {
 // compared (a number turned into a string costs the server more than the whole value).
 //
 //	queued_value(p, limit, cap, group, size, expires): the value of the order of the
-//	  reserve script's purchase p (its orderArgs: p.user, p.qty, p.now its creation); cap nil or 0
+//	  reserve script's purchase p (its orderArgs: p.user the buyer's key, p.qty, p.now
+//	  its creation); cap nil or 0
 //	  and group nil for no participations counted and no group
-//	parse_queued(v): user, qty, created, limit, cap, group, size, expires; cap nil when
+//	parse_queued(v): user (the buyer's key), qty, created, limit, cap, group, size,
+//	  expires; cap nil when
 //	  the sale counts no participations, group, size and expires nil outside a group.
 //	  Fields past these are left to Go: no script decides by them.
 const queuedLua = `
@@ -256,7 +268,7 @@ local function queued_value(p, limit, cap, group, size, expires)
   return v
 end
 local function parse_queued(v)
-  local user, qty, created, limit, tail = string.match(v, '^(%d+) (%d+) (%d+) (%d+)(.*)$')
+  local user, qty, created, limit, tail = string.match(v, '^(%S+) (%d+) (%d+) (%d+)(.*)$')
   local cap, group, size, expires
   if tail ~= '' then
     cap, group, size, expires = string.match(tail, '^ (%d+) (%S+) (%d+) (%d+)')

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/buyer"
 	"seckill/internal/testutil"
 )
 
@@ -20,13 +21,14 @@ import (
 // same bytes. Each case is a reservation and the script's answer to it: Go's order is
 // Reservation.queued of them, and Lua's queued_value gets the purchase's orderArgs as the
 // reserve script reads them, so a field added to the order's way through stock needs
-// only a case here. A user id past 2^53 stays exact (Lua keeps it a string).
+// only a case here. A user id past 2^53 stays exact (Lua keeps it a string), and a
+// buyer of any subject is its key, whatever bytes it holds.
 func TestQueuedValueOneFormat(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
 	ctx := context.Background()
 	created := time.UnixMilli(1_795_000_000_123).UTC()
-	buy := func(user int64, qty int) Reservation {
-		return Reservation{Purchase: Purchase{ActivityID: 3, UserID: user, Quantity: qty}, OrderID: "o1", Now: created}
+	buy := func(who buyer.ID, qty int) Reservation {
+		return Reservation{Purchase: Purchase{ActivityID: 3, Buyer: who, Quantity: qty}, OrderID: "o1", Now: created}
 	}
 	seat := func(id string, size int, expires time.Time) *Group {
 		return &Group{ID: id, Size: size, ExpiresAt: expires}
@@ -36,11 +38,17 @@ func TestQueuedValueOneFormat(t *testing.T) {
 		r    Reservation
 		got  Reserved // the script's answer: the terms and the seat's group
 	}{
-		{"plain", buy(42, 2), Reserved{Limit: 5}},
-		{"capped", buy(7, 1), Reserved{Limit: 3, Participations: 2}},
-		{"seat", buy(9, 1), Reserved{Limit: 1, Participations: 4, Group: seat("01JGROUP", 3, created.Add(time.Hour))}},
-		{"seat, no cap", buy(9, 3), Reserved{Limit: 4, Group: seat("g-1", 10, created.Add(time.Minute))}},
-		{"large user id", buy(1<<62+1, 1), Reserved{Limit: 1}},
+		{"plain", buy("42", 2), Reserved{Limit: 5}},
+		{"capped", buy("7", 1), Reserved{Limit: 3, ParticipationCap: 2}},
+		{"seat", buy("9", 1), Reserved{Limit: 1, ParticipationCap: 4, Group: seat("01JGROUP", 3, created.Add(time.Hour))}},
+		{"seat, no cap", buy("9", 3), Reserved{Limit: 4, Group: seat("g-1", 10, created.Add(time.Minute))}},
+		{"large user id", buy(buyer.Of(1<<62+1), 1), Reserved{Limit: 1}},
+		{"a UUID buyer", buy("8f14e45f-ceea-467f-a0e7-5ad1c4b1c0c2", 2), Reserved{Limit: 5}},
+		{"an auth0 buyer in a group", buy("auth0|64f1c2", 1), Reserved{Limit: 2, ParticipationCap: 1,
+			Group: seat("01JGROUP", 3, created.Add(time.Hour))}},
+		{"a buyer of 21 digits", buy("109876543210987654321", 1), Reserved{Limit: 1}},
+		{"a buyer with spaces and a no-break space", buy("a b c ", 1), Reserved{Limit: 1, ParticipationCap: 3}},
+		{"a buyer with a percent sign", buy("100%", 1), Reserved{Limit: 1}},
 	}
 	// decode: parse_queued's fields of ARGV[1] ("" for nil)
 	decode := redis.NewScript(queuedLua + `
@@ -67,18 +75,18 @@ return queued_value(p, ARGV[%d], ARGV[%d], group, size, expires)
 				t.Fatal(err)
 			}
 			cap, size, expires := "", "", ""
-			if len(strings.Fields(value)) >= 8 { // the long form: the cap, then the group
-				cap = itoa(int64(q.Participations))
+			if len(strings.Split(value, " ")) >= 8 { // the long form: the cap, then the group
+				cap = itoa(int64(q.ParticipationCap))
 			}
 			if q.Group != "" {
 				size, expires = itoa(int64(q.GroupSize)), itoa(q.GroupExpiresAt.UnixMilli())
 			}
-			want := []string{itoa(q.UserID), itoa(int64(q.Quantity)), itoa(q.CreatedAt.UnixMilli()), itoa(int64(q.Limit)),
+			want := []string{q.Buyer.Key(), itoa(int64(q.Quantity)), itoa(q.CreatedAt.UnixMilli()), itoa(int64(q.Limit)),
 				cap, q.Group, size, expires}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Lua's parse_queued of Go's %q (-want +got):\n%s", value, diff)
 			}
-			if len(strings.Fields(value)) == 8 { // a field added later, past the eighth, is Go's alone
+			if len(strings.Split(value, " ")) == 8 { // a field added later, past the eighth, is Go's alone
 				later, err := decode.Run(ctx, rdb, nil, value+" 9 x").StringSlice()
 				if err != nil {
 					t.Fatal(err)
@@ -97,7 +105,7 @@ return queued_value(p, ARGV[%d], ARGV[%d], group, size, expires)
 			if g := tt.got.Group; g != nil {
 				group, groupSize, groupEnd = g.ID, int64(g.Size), g.ExpiresAt.UnixMilli()
 			}
-			args = append(args, tt.got.Limit, tt.got.Participations, group, groupSize, groupEnd)
+			args = append(args, tt.got.Limit, tt.got.ParticipationCap, group, groupSize, groupEnd)
 			lua, err := encode.Run(ctx, rdb, nil, args...).Text()
 			if err != nil {
 				t.Fatal(err)
@@ -125,9 +133,9 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // set ends one window after it was taken.
 func TestPriced(t *testing.T) {
 	created := time.UnixMilli(1795306517123).UTC()
-	got := QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAAA7", ActivityID: 7, UserID: 3, Quantity: 2,
+	got := QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAAA7", ActivityID: 7, Buyer: "3", Quantity: 2,
 		CreatedAt: created, Limit: 4}.Priced(Sale{PriceCents: 1250, PayWindow: 15 * time.Minute})
-	want := QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAAA7", ActivityID: 7, UserID: 3, Quantity: 2, AmountCents: 2500,
+	want := QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAAA7", ActivityID: 7, Buyer: "3", Quantity: 2, AmountCents: 2500,
 		CreatedAt: created, ExpiresAt: created.Add(15 * time.Minute), Limit: 4}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Priced (-want +got):\n%s", diff)
@@ -138,10 +146,10 @@ func TestPriced(t *testing.T) {
 // (Claimed aside) included, and it ends with the order's value in the queued hash.
 func TestLineRoundTrip(t *testing.T) {
 	created := time.UnixMilli(1_795_000_000_123).UTC()
-	plain := QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAA1", ActivityID: 3, UserID: 42, Quantity: 2, CreatedAt: created,
+	plain := QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAA1", ActivityID: 3, Buyer: "42", Quantity: 2, CreatedAt: created,
 		Limit: 5, AmountCents: 2000, ExpiresAt: created.Add(time.Minute)}
 	capped := plain
-	capped.Participations = 2
+	capped.ParticipationCap = 2
 	seat := capped
 	seat.Group, seat.GroupSize, seat.GroupExpiresAt = "01JGROUP", 3, created.Add(time.Hour)
 	keyed := seat
@@ -149,9 +157,13 @@ func TestLineRoundTrip(t *testing.T) {
 	dash := plain // "-" is a key a client may send
 	dash.IdempotencyKey, dash.Fingerprint = "-", "q2"
 	large := plain
-	large.UserID, large.ActivityID = 1<<62+1, 1<<40
+	large.Buyer, large.ActivityID = buyer.Of(1<<62+1), 1<<40
+	uuid := keyed
+	uuid.Buyer = "8f14e45f-ceea-467f-a0e7-5ad1c4b1c0c2"
+	spaces := capped // a key has no space; Go splits on single spaces, not on a no-break space
+	spaces.Buyer = " auth0|a b c %20 "
 	for name, q := range map[string]QueuedOrder{"plain": plain, "capped": capped, "seat": seat, "keyed seat": keyed,
-		"key -": dash, "large ids": large} {
+		"key -": dash, "large ids": large, "a UUID buyer": uuid, "a buyer with spaces": spaces} {
 		line := q.AppendLine(nil)
 		got, err := ParseLine(line)
 		if err != nil {
@@ -162,6 +174,36 @@ func TestLineRoundTrip(t *testing.T) {
 		}
 		if !strings.HasSuffix(string(line), " "+queuedValue(q)) {
 			t.Errorf("%s: line %q does not end with the value %q", name, line, queuedValue(q))
+		}
+	}
+}
+
+// A decimal buyer's queued value and task line are the bytes of the release before any
+// buyer was: a sale live across the upgrade, and tasks queued before it, still read.
+func TestDecimalBuyersValueAndLineUnchanged(t *testing.T) {
+	created := time.UnixMilli(1_795_000_000_123).UTC()
+	q := QueuedOrder{OrderID: "01KAAAAAAAAAAAAAAAAAAAAAA1", ActivityID: 3, Buyer: "42", Quantity: 2, CreatedAt: created,
+		Limit: 5, AmountCents: 2000, ExpiresAt: created.Add(time.Minute), ParticipationCap: 2,
+		IdempotencyKey: "k1", Fingerprint: "q2"}
+	const value = "42 2 1795000000123 5 2 - 0 0"
+	const line = "01KAAAAAAAAAAAAAAAAAAAAAA1 3 2000 1795000060123 k1 q2 " + value
+	if got := queuedValue(q); got != value {
+		t.Errorf("value %q, want %q", got, value)
+	}
+	if got := string(q.AppendLine(nil)); got != line {
+		t.Errorf("line %q, want %q", got, line)
+	}
+	back, err := ParseLine([]byte(line))
+	if err != nil || back.Buyer != "42" {
+		t.Errorf("the line read back: %+v, %v; want buyer 42", back, err)
+	}
+	for _, bad := range []string{
+		"01KAAAAAAAAAAAAAAAAAAAAAA1 3 2000 1795000060123 k1 q2 042 2 1795000000123 5", // no buyer's key
+		"01KAAAAAAAAAAAAAAAAAAAAAA1 3 2000 1795000060123 k1 q2 ~42 2 1795000000123 5",
+		"01KAAAAAAAAAAAAAAAAAAAAAA1 3 2000 1795000060123 k1 q2  42 2 1795000000123 5", // two spaces
+	} {
+		if got, err := ParseLine([]byte(bad)); err == nil {
+			t.Errorf("ParseLine(%q) = %+v, want an error", bad, got)
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/buyer"
 )
 
 // A sale's generation (the field gen of its hash) tells current Redis state from stale.
@@ -192,10 +194,10 @@ func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
 // KEYS[5] queued-since sorted set  KEYS[6] returned set  KEYS[7] the users hash as
-// MySQL's orders make it (units, and participations p<user>), written beforehand in
-// chunks (it becomes the users hash; it may not exist when no user holds any)
+// MySQL's orders make it (units, and participations), written beforehand in chunks (it
+// becomes the users hash; it may not exist when no buyer holds any)
 // KEYS[8] moves hash
-// KEYS[8+i] the queued set of the user of stored order i
+// KEYS[8+i] the queued set of the buyer of stored order i
 // ARGV[1] the generation read, "" when the sale was missing
 // ARGV[2] total  ARGV[3] the units MySQL's orders hold  ARGV[4] the new generation
 // ARGV[5] activity id  ARGV[6] the returned-units channel
@@ -236,13 +238,13 @@ local stored, sets = {}, {}
 for i = 1, n do stored[i], sets[i] = ARGV[10 + f + i], KEYS[8 + i] end
 unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], stored, sets)
 local queued = redis.call('HVALS', KEYS[3])
--- the user locks of the purchases whose orders stay queued (their commits may be under
--- way) stay held, and their users' attempts allowances stay (they may have reserved
+-- the buyer locks of the purchases whose orders stay queued (their commits may be under
+-- way) stay held, and their buyers' attempts allowances stay (they may have reserved
 -- since keepAllowances read the others)
 local kept = {}
 for _, v in ipairs(queued) do
   local user = parse_queued(v)
-  kept[#kept + 1], kept[#kept + 2] = 'l' .. user, 'a' .. user
+  kept[#kept + 1], kept[#kept + 2] = LOCK .. user, ALLOWANCE .. user
 end
 local held = {}
 for first = 1, #kept, 1000 do
@@ -259,10 +261,10 @@ for i, v in ipairs(held) do
 end
 local qunits = 0
 for _, v in ipairs(queued) do
-  local user, qty, _, _, cap = parse_queued(v)
-  local counted = cap ~= nil -- the sale counts participations
-  local units, parts = holding(KEYS[2], hget, user, counted)
-  hold(KEYS[2], hset, user, units, parts, tonumber(qty), counted)
+  local user, qty, _, _, cap, group = parse_queued(v)
+  local count = counted(tonumber(cap or '0'), group)
+  local units, parts = holding(KEYS[2], hget, user, count)
+  hold(KEYS[2], hset, user, units, parts, tonumber(qty), count)
   qunits = qunits + tonumber(qty)
 end
 local left = string.format('%d', math.max(0, tonumber(ARGV[2]) - tonumber(ARGV[3]) - qunits))
@@ -297,7 +299,7 @@ var ErrMoved = errors.New("the sale changed in Redis during the rebuild")
 // from before from was read (Close), so no purchase nor move came between, and what a
 // worker or a return does in a bucket already written is counted once: as queued in its
 // bucket, or as held in MySQL, where the reserve's figure took it.
-func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing, sale Sale, users, parts map[int64]int64, held int64, stored []QueuedOrder) error {
+func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing, sale Sale, users, parts map[buyer.ID]int64, held int64, stored []QueuedOrder) error {
 	whole := Bucket{act: sale.ActivityID, k: max(1, sale.Buckets)}
 	stamp := time.Now().UnixMilli() // the same in every bucket: see Adopt and applyScript
 	fields := append(sale.fields(), "rebuilt", stamp, "epoch", sale.Epoch)
@@ -316,13 +318,13 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing,
 		return fmt.Errorf("rebuild sale %d: its %d buckets were not read under a Close", sale.ActivityID, whole.k)
 	}
 	type share struct {
-		users, parts map[int64]int64
+		users, parts map[buyer.ID]int64
 		held         int64
 		stored       []QueuedOrder
 	}
 	shares := make([]share, whole.k)
 	for i := range shares {
-		shares[i] = share{users: map[int64]int64{}, parts: map[int64]int64{}}
+		shares[i] = share{users: map[buyer.ID]int64{}, parts: map[buyer.ID]int64{}}
 	}
 	for u, n := range users {
 		sh := &shares[HomeBucket(u, whole.k)]
@@ -332,7 +334,7 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing,
 		shares[HomeBucket(u, whole.k)].parts[u] = n
 	}
 	for _, q := range stored {
-		sh := &shares[HomeBucket(q.UserID, whole.k)]
+		sh := &shares[HomeBucket(q.Buyer, whole.k)]
 		sh.stored = append(sh.stored, q)
 	}
 	left := sale.Total // less what the buckets hold: bucket 0 puts the rest in the reserve
@@ -357,7 +359,7 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing,
 // rebuildBucket runs rebuildScript on bucket b (see it for into, total and held) and
 // returns the units of the orders that stay queued there.
 func (s *Stock) rebuildBucket(ctx context.Context, from RebuildPoint, closing Closing, b Bucket, sale Sale, fields []any, into string,
-	total, held int64, users, parts map[int64]int64, stored []QueuedOrder) (int64, error) {
+	total, held int64, users, parts map[buyer.ID]int64, stored []QueuedOrder) (int64, error) {
 	expect := ""
 	if b.n < len(from.gens) {
 		expect = from.gens[b.n]
@@ -376,7 +378,7 @@ func (s *Stock) rebuildBucket(ctx context.Context, from RebuildPoint, closing Cl
 		movesKey(b)}
 	for _, q := range stored {
 		args = append(args, q.OrderID)
-		keys = append(keys, userQueuedKey(b, q.UserID))
+		keys = append(keys, userQueuedKey(b, q.Buyer))
 	}
 	res, err := reply(rebuildScript.Run(ctx, s.rdb, keys, args...).Result())
 	if err != nil {
@@ -391,7 +393,7 @@ func (s *Stock) rebuildBucket(ctx context.Context, from RebuildPoint, closing Cl
 
 // KeptKey is an Idempotency-Key that made an order MySQL holds (RestoreKeys).
 type KeptKey struct {
-	UserID                    int64
+	Buyer                     buyer.ID
 	Key, Fingerprint, OrderID string
 	// Expires is when the key would have expired: its order's creation plus
 	// IdempotencyTTL.
@@ -408,7 +410,7 @@ func (s *Stock) RestoreKeys(ctx context.Context, activityID int64, buckets int, 
 		cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys[start:min(start+stageChunk, len(keys))] {
 				if k.Expires.After(now) {
-					p.SetArgs(ctx, idempotencyKey(home(activityID, k.UserID, buckets), k.UserID, k.Key), k.Fingerprint+" "+k.OrderID,
+					p.SetArgs(ctx, idempotencyKey(home(activityID, k.Buyer, buckets), k.Buyer, k.Key), k.Fingerprint+" "+k.OrderID,
 						redis.SetArgs{Mode: "NX", ExpireAt: k.Expires})
 				}
 			}
@@ -427,13 +429,12 @@ func (s *Stock) RestoreKeys(ctx context.Context, activityID int64, buckets int, 
 // busy for a few milliseconds at most.
 const stageChunk = 5000
 
-// stageUsers writes the users hash a rebuild will put in place (what each user holds:
+// stageUsers writes the users hash a rebuild will put in place (what each buyer holds:
 // holdingFields) under a key of its own in bucket b's slot, in pipelined chunks, and
 // returns that key. The key expires in a minute should the rebuild not take it.
-func (s *Stock) stageUsers(ctx context.Context, sale Sale, b Bucket, users, parts map[int64]int64) (string, error) {
+func (s *Stock) stageUsers(ctx context.Context, sale Sale, b Bucket, users, parts map[buyer.ID]int64) (string, error) {
 	key := prefix(b) + "users:rebuild:" + strconv.FormatInt(sale.Gen, 10) + ":" + newToken()
 	fields := make([]any, 0, 2*stageChunk)
-	counted := sale.Kind == "group" || sale.Participations > 0
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		flush := func() {
 			if len(fields) > 0 {
@@ -447,7 +448,7 @@ func (s *Stock) stageUsers(ctx context.Context, sale Sale, b Bucket, users, part
 				flush()
 			}
 		}
-		holdingFields(users, parts, counted, add)
+		holdingFields(users, parts, counted(sale.ParticipationCap, sale.Kind == "group"), add)
 		flush()
 		return nil
 	})
@@ -458,7 +459,7 @@ func (s *Stock) stageUsers(ctx context.Context, sale Sale, b Bucket, users, part
 }
 
 // keepAllowances copies the attempts' allowances still in force from bucket b's users
-// hash (the fields a<user>, which go with it in a rebuild) to the users' allowance keys
+// hash (the buyers' allowance fields, which go with it in a rebuild) to their allowance keys
 // (rateKey), which a rebuild leaves alone and the reserve script reads too: a rebuild
 // hands nobody a fresh burst. A key already later than its field (an attempt that
 // reserved nothing came after the one that did) stays as it is. Each key expires when
@@ -473,18 +474,18 @@ func (s *Stock) keepAllowances(ctx context.Context, b Bucket) error {
 	var cursor uint64
 	for {
 		var page []string
-		page, cursor, err = s.rdb.HScan(ctx, usersKey(b), cursor, "a*", 1000).Result()
+		page, cursor, err = s.rdb.HScan(ctx, usersKey(b), cursor, allowanceFields, 1000).Result()
 		if err != nil {
 			return fmt.Errorf("keep allowances: %w", err)
 		}
 		var keys []string
 		args := []any{now.UnixMicro()}
 		for i := 0; i+1 < len(page); i += 2 {
-			user, err := strconv.ParseInt(page[i][1:], 10, 64)
-			if err != nil {
+			kind, who, err := buyerField(page[i])
+			if err != nil || kind != allowanceKind {
 				return fmt.Errorf("keep allowances: malformed field %q", page[i])
 			}
-			keys, args = append(keys, rateKey(b, user)), append(args, page[i+1])
+			keys, args = append(keys, rateKey(b, who)), append(args, page[i+1])
 		}
 		if len(keys) > 0 {
 			if err := keepAllowanceScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
@@ -499,8 +500,8 @@ func (s *Stock) keepAllowances(ctx context.Context, b Bucket) error {
 
 // keepAllowanceScript writes allowances read from a users hash to their keys, each only
 // where it is later than the key's and still in force, expiring when it is full again.
-// KEYS[i]: the allowance key (rateKey) of the i-th user.
-// ARGV[1]: now, Redis' clock (µs); ARGV[i+1]: the i-th user's allowance (µs).
+// KEYS[i]: the allowance key (rateKey) of the i-th buyer.
+// ARGV[1]: now, Redis' clock (µs); ARGV[i+1]: the i-th buyer's allowance (µs).
 var keepAllowanceScript = redis.NewScript(`
 local now = tonumber(ARGV[1])
 for i, key in ipairs(KEYS) do
@@ -547,7 +548,8 @@ for i = 1, #ARGV, 2 do
   local id, v = ARGV[i], ARGV[i + 1]
   local user, qty, created, limit, cap, group = parse_queued(v)
   qty, created, limit, cap = tonumber(qty), tonumber(created), tonumber(limit), tonumber(cap or '0')
-  local held, parts = holding(KEYS[2], hget, user, cap > 0)
+  local count = counted(cap, group)
+  local held, parts = holding(KEYS[2], hget, user, count)
   local r = 0
   if redis.call('HEXISTS', KEYS[3], id) == 1 then
     redis.call('SADD', KEYS[4], id)
@@ -563,7 +565,7 @@ for i = 1, #ARGV, 2 do
     if avail >= qty then
       redis.call('HSET', KEYS[1], 'avail', string.format('%d', avail - qty))
       redis.call('HINCRBY', KEYS[1], 'qunits', qty)
-      hold(KEYS[2], hset, user, held, parts, qty, cap > 0)
+      hold(KEYS[2], hset, user, held, parts, qty, count)
       redis.call('HSET', KEYS[3], id, v)
       redis.call('SADD', KEYS[4], id)
       r = 1
@@ -603,7 +605,7 @@ func (s *Stock) Adopt(ctx context.Context, activityID int64, orders []QueuedOrde
 		return nil, 0, fmt.Errorf("adopt orders: %w", err)
 	}
 	epoch := int64(-1)
-	for b, qs := range byBucket(sale, orders, func(q QueuedOrder) int64 { return q.UserID }) {
+	for b, qs := range byBucket(sale, orders, func(q QueuedOrder) buyer.ID { return q.Buyer }) {
 		got, e, err := s.adoptIn(ctx, b, qs)
 		if err != nil {
 			return nil, 0, err

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/buyer"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
 )
@@ -19,7 +20,7 @@ func TestRebuildLostOnce(t *testing.T) {
 	ctx := context.Background()
 	sale := stock.Sale{ActivityID: 9, Total: 10, Limit: 3, StartsAt: t0, EndsAt: t0.Add(time.Hour),
 		PriceCents: 100, PayWindow: time.Minute, Gen: 1}
-	users := map[int64]int64{7: 3, 8: 5}
+	users := map[buyer.ID]int64{"7": 3, "8": 5}
 	from, err := s.RebuildPoint(ctx, 9, 1)
 	if err != nil || from.Exists {
 		t.Fatalf("rebuild point of a missing sale = %+v, %v", from, err)
@@ -49,7 +50,7 @@ func TestRebuildLostOnce(t *testing.T) {
 		t.Fatalf("8 rebuilds at once: %v, want 1 rebuilt and 7 that found it there", outcomes)
 	}
 	snap, err := s.Snapshot(ctx, 9)
-	if err != nil || snap.Sale.Available != 2 || snap.Sale.Total != 10 || snap.Users[7] != 3 || snap.Users[8] != 5 {
+	if err != nil || snap.Sale.Available != 2 || snap.Sale.Total != 10 || snap.Users["7"] != 3 || snap.Users["8"] != 5 {
 		t.Fatalf("snapshot %+v, %v; want 2 of 10 available, users 7:3 8:5", snap, err)
 	}
 	in := t0.Add(time.Minute)
@@ -103,14 +104,14 @@ func TestRebuildStale(t *testing.T) {
 			stored = append(stored, q)
 		}
 	}
-	if err := s.Return(ctx, 4, stock.Returning{OrderID: "cancelled-before", UserID: 3, Quantity: 1}); err != nil { // the returned set has it
+	if err := s.Return(ctx, 4, stock.Returning{OrderID: "cancelled-before", Buyer: "3", Quantity: 1}); err != nil { // the returned set has it
 		t.Fatal(err)
 	}
 	from, _ = s.RebuildPoint(ctx, 4, 1) // the return moved the generation too
 	if from.Gen != 2 {
 		t.Fatalf("generation after a claim and a return = %d, want 2", from.Gen)
 	}
-	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, map[int64]int64{1: 2, 3: 1}, nil, 3, stored); err != nil {
+	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, map[buyer.ID]int64{"1": 2, "3": 1}, nil, 3, stored); err != nil {
 		t.Fatal(err)
 	}
 	snap, err := s.Snapshot(ctx, 4)
@@ -118,7 +119,7 @@ func TestRebuildStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 10 - MySQL's 3 - the 4 units of user 2's two orders still queued.
-	if snap.Sale.Available != 3 || len(snap.Queued) != 2 || snap.Users[1] != 2 || snap.Users[2] != 4 || snap.Users[3] != 1 {
+	if snap.Sale.Available != 3 || len(snap.Queued) != 2 || snap.Users["1"] != 2 || snap.Users["2"] != 4 || snap.Users["3"] != 1 {
 		t.Errorf("after the rebuild: %+v; want 3 available, user 2's 2 orders queued, users 1:2 2:4 3:1", snap)
 	}
 	if _, units, err := s.QueuedTotals(ctx, 4); err != nil || units != 4 {
@@ -127,7 +128,7 @@ func TestRebuildStale(t *testing.T) {
 	if sales, _ := s.Sales(ctx, []int64{4}); sales[4].Gen != 7 {
 		t.Errorf("generation after the rebuild = %d, want 7", sales[4].Gen)
 	}
-	if err := s.Return(ctx, 4, stock.Returning{OrderID: "cancelled-before", UserID: 3, Quantity: 1}); err != nil { // still pending in MySQL: back again
+	if err := s.Return(ctx, 4, stock.Returning{OrderID: "cancelled-before", Buyer: "3", Quantity: 1}); err != nil { // still pending in MySQL: back again
 		t.Fatal(err)
 	}
 	if sales, _ := s.Sales(ctx, []int64{4}); sales[4].Available != 4 {
@@ -151,18 +152,18 @@ func TestAdoptOrphans(t *testing.T) {
 	if _, err := s.Reserve(ctx, given); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Rollback(ctx, 5, 9, given.OrderID, ""); err != nil || got != stock.RolledBack {
+	if got, err := s.Rollback(ctx, 5, "9", given.OrderID, ""); err != nil || got != stock.RolledBack {
 		t.Fatalf("rollback: %v, %v", got, err)
 	}
 	lost := []stock.QueuedOrder{
-		{OrderID: "lost-1", ActivityID: 5, UserID: 1, Quantity: 3, Limit: 5, CreatedAt: in},
-		{OrderID: "lost-2", ActivityID: 5, UserID: 2, Quantity: 4, Limit: 5, CreatedAt: in, Participations: 1},
-		{OrderID: "lost-3", ActivityID: 5, UserID: 3, Quantity: 4, Limit: 5, CreatedAt: in},
-		{OrderID: "over-limit", ActivityID: 5, UserID: 1, Quantity: 3, Limit: 5, CreatedAt: in},
-		{OrderID: "over-cap", ActivityID: 5, UserID: 2, Quantity: 1, Limit: 5, CreatedAt: in, Participations: 1},
-		{OrderID: given.OrderID, ActivityID: 5, UserID: 9, Quantity: 1, Limit: 5, CreatedAt: in},
-		{OrderID: "seat", ActivityID: 5, UserID: 4, Quantity: 1, Limit: 5, CreatedAt: in, Group: "g",
-			GroupSize: 3, GroupExpiresAt: in.Add(time.Minute), Participations: 2},
+		{OrderID: "lost-1", ActivityID: 5, Buyer: "1", Quantity: 3, Limit: 5, CreatedAt: in},
+		{OrderID: "lost-2", ActivityID: 5, Buyer: "2", Quantity: 4, Limit: 5, CreatedAt: in, ParticipationCap: 1},
+		{OrderID: "lost-3", ActivityID: 5, Buyer: "3", Quantity: 4, Limit: 5, CreatedAt: in},
+		{OrderID: "over-limit", ActivityID: 5, Buyer: "1", Quantity: 3, Limit: 5, CreatedAt: in},
+		{OrderID: "over-cap", ActivityID: 5, Buyer: "2", Quantity: 1, Limit: 5, CreatedAt: in, ParticipationCap: 1},
+		{OrderID: given.OrderID, ActivityID: 5, Buyer: "9", Quantity: 1, Limit: 5, CreatedAt: in},
+		{OrderID: "seat", ActivityID: 5, Buyer: "4", Quantity: 1, Limit: 5, CreatedAt: in, Group: "g",
+			GroupSize: 3, GroupExpiresAt: in.Add(time.Minute), ParticipationCap: 2},
 	}
 	if err := rdb.Del(ctx, "seckill:{act:5}:sale", "seckill:{act:5}:users").Err(); err != nil { // the loss
 		t.Fatal(err)
@@ -176,7 +177,7 @@ func TestAdoptOrphans(t *testing.T) {
 	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, nil, nil, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	later := stock.QueuedOrder{OrderID: "after", ActivityID: 5, UserID: 5, Quantity: 1, Limit: 5, CreatedAt: time.Now().Add(time.Second)}
+	later := stock.QueuedOrder{OrderID: "after", ActivityID: 5, Buyer: "5", Quantity: 1, Limit: 5, CreatedAt: time.Now().Add(time.Second)}
 	got, epoch, err := s.Adopt(ctx, 5, append(lost, later))
 	if epoch != 3 {
 		t.Errorf("adopted in epoch %d, want the rebuild's 3", epoch)
@@ -190,7 +191,7 @@ func TestAdoptOrphans(t *testing.T) {
 		}
 	}
 	snap, _ := s.Snapshot(ctx, 5)
-	if snap.Sale.Available != 3 || len(snap.Queued) != 2 || snap.Users[1] != 3 || snap.Users[2] != 4 {
+	if snap.Sale.Available != 3 || len(snap.Queued) != 2 || snap.Users["1"] != 3 || snap.Users["2"] != 4 {
 		t.Errorf("after adopting: %+v; want 3 available, lost-1 and lost-2 queued with their users' units", snap)
 	}
 	claimed, _, err := claim(ctx, s, 5, "lost-1", "lost-2")
@@ -226,23 +227,23 @@ func TestRebuildKeepsLocksOfQueuedOrders(t *testing.T) {
 		}
 	}
 	sale := stock.Sale{ActivityID: 6, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 3}
-	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, map[int64]int64{2: 1}, nil, 1, stored); err != nil {
+	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, map[buyer.ID]int64{"2": 1}, nil, 1, stored); err != nil {
 		t.Fatal(err)
 	}
 	locks, err := s.UserLocks(ctx, 6)
-	if err != nil || len(locks) != 1 || locks[1] != rs[1].LockToken {
+	if err != nil || len(locks) != 1 || locks["1"] != rs[1].LockToken {
 		t.Errorf("locks after the rebuild %v (%v), want user 1's alone", locks, err)
 	}
 	if _, err := s.Reserve(ctx, reservation(6, 1, 1, "", in)); !errors.Is(err, stock.ErrBusy) {
 		t.Errorf("user 1 after the rebuild: %v, want ErrBusy (the lock kept)", err)
 	}
-	if q, err := s.UserQueued(ctx, []int64{6}, 1); err != nil || len(q) != 1 || q[0].OrderID != rs[1].OrderID {
+	if q, err := s.UserQueued(ctx, []int64{6}, "1"); err != nil || len(q) != 1 || q[0].OrderID != rs[1].OrderID {
 		t.Errorf("user 1's queued orders after the rebuild %+v (%v), want its order", q, err)
 	}
-	if q, err := s.UserQueued(ctx, []int64{6}, 2); err != nil || len(q) != 0 {
+	if q, err := s.UserQueued(ctx, []int64{6}, "2"); err != nil || len(q) != 0 {
 		t.Errorf("user 2's queued orders after the rebuild %+v (%v), want none (MySQL has it)", q, err)
 	}
-	if snap, err := s.Snapshot(ctx, 6); err != nil || snap.Users[1] != 1 || snap.Users[2] != 1 || snap.Sale.Available != 8 {
+	if snap, err := s.Snapshot(ctx, 6); err != nil || snap.Users["1"] != 1 || snap.Users["2"] != 1 || snap.Sale.Available != 8 {
 		t.Errorf("after the rebuild: %+v (%v), want users 1:1 2:1 and 8 available", snap, err)
 	}
 }
@@ -273,15 +274,15 @@ func TestRebuildKeepsAllowances(t *testing.T) {
 		if err != nil || len(from.Queued) != 2 {
 			t.Fatalf("rebuild point = %+v, %v; want 2 queued", from, err)
 		}
-		users, held, kept := map[int64]int64{}, int64(0), []stock.QueuedOrder(nil)
+		users, held, kept := map[buyer.ID]int64{}, int64(0), []stock.QueuedOrder(nil)
 		if stored { // MySQL has both orders: the rebuild settles them
-			users[user], held, kept = 2, 2, from.Queued
+			users[buyer.Of(user)], held, kept = 2, 2, from.Queued
 		}
 		sale := stock.Sale{ActivityID: act, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 3}
 		if err := s.Rebuild(ctx, from, stock.Closing{}, sale, users, nil, held, kept); err != nil {
 			t.Fatal(err)
 		}
-		if snap, err := s.Snapshot(ctx, act); err != nil || snap.Users[user] != 2 || snap.Sale.Available != 8 {
+		if snap, err := s.Snapshot(ctx, act); err != nil || snap.Users[buyer.Of(user)] != 2 || snap.Sale.Available != 8 {
 			t.Fatalf("after the rebuild (MySQL has the orders: %v): %+v (%v), want 2 units held, 8 available", stored, snap, err)
 		}
 		// where each allowance went: a queued order's user keeps the field, which holds
@@ -325,7 +326,7 @@ func TestRebuildKeepsTheLaterAllowance(t *testing.T) {
 		t.Fatalf("rebuild point = %+v, %v; want 1 queued", from, err)
 	}
 	sale := stock.Sale{ActivityID: act, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 3}
-	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, map[int64]int64{user: 1}, nil, 1, from.Queued); err != nil {
+	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, map[buyer.ID]int64{buyer.Of(user): 1}, nil, 1, from.Queued); err != nil {
 		t.Fatal(err)
 	}
 	third := reservation(act, user, 1, "", in)

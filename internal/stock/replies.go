@@ -136,7 +136,7 @@ func decodeReserved(r Reservation, fingerprint string, res []any, terms saleTerm
 	switch code {
 	case replyReserved:
 		got := Reserved{OrderID: r.OrderID, Available: n[0], Limit: terms.limit,
-			PriceCents: terms.price, PayWindow: terms.payWindow, Participations: terms.cap, room: terms.room}
+			PriceCents: terms.price, PayWindow: terms.payWindow, ParticipationCap: terms.cap, room: terms.room}
 		if seat {
 			got.Group = &Group{ID: r.Group, ActivityID: r.ActivityID, Members: int(n[1]), Size: int(n[2]),
 				ExpiresAt: time.UnixMilli(n[3]).UTC(), Status: GroupStatus(n[4])}

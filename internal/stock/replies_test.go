@@ -17,7 +17,7 @@ func TestReplyCodes(t *testing.T) {
 		}
 		codes[r.code], names[r.lua] = true, true
 	}
-	r := Reservation{Purchase: Purchase{ActivityID: 1, UserID: 2, Quantity: 1}, OrderID: "o"}
+	r := Reservation{Purchase: Purchase{ActivityID: 1, Buyer: "2", Quantity: 1}, OrderID: "o"}
 	for _, reply := range reserveReplies {
 		t.Run(reply.lua, func(t *testing.T) {
 			res := []any{int64(reply.code)}

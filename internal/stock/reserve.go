@@ -41,6 +41,7 @@ local sale = {avail = tonumber(v[1]), limit = tonumber(v[2]), limit_text = v[2],
   price = v[5] or '0', pay_window = v[6] or '0', qunits = tonumber(v[7] or '0'), group = v[8] == 'group',
   group_size = v[9], group_window = tonumber(v[10]), cap = tonumber(v[11] or '0'), room = v[12] == '1',
   buckets = v[13] or '1', closed = v[14]}
+sale.counted = counted(sale.cap, sale.group)
 -- shut is the reply of every purchase of the call when the sale takes none now
 local shut
 if not sale.avail or not sale.starts then shut = {NO_SALE}
@@ -57,7 +58,7 @@ local function clock_us()
 end
 
 -- A command inside a script costs the server far more than its own work, so the users
--- hash's fields (units u, lock l<u>, allowance a<u>, participations p<u>) and the
+-- hash's fields (a buyer's units, lock, allowance, participations) and the
 -- orders of a call are read with one HMGET each before its first purchase and written
 -- with one HSET each after its last (taken); each purchase sees what the ones before it
 -- wrote. h.v holds a field's value (false: absent), h.w the fields to write.
@@ -79,7 +80,7 @@ local purchases = unpack_purchases()
 if not shut and #purchases > 0 then -- a call carries at most maxCoalesced: the unpacks stay small
   local fields, ids = {}, {}
   for _, p in ipairs(purchases) do
-    fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = p.user, 'l' .. p.user, 'a' .. p.user
+    fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = p.user, LOCK .. p.user, ALLOWANCE .. p.user
     ids[#ids + 1] = p.order
   end
   read(users, fields)
@@ -110,9 +111,9 @@ local function replayed(p)
   return {REPLAYED, id}
 end
 
--- The user's lock (userlock.go): held while its expiry, by Redis' clock, has not passed.
+-- The buyer's lock (userlock.go): held while its expiry, by Redis' clock, has not passed.
 local function locked(p)
-  local lock = get(users, 'l' .. p.user)
+  local lock = get(users, LOCK .. p.user)
   if lock and tonumber(string.match(lock, ' (%d+)$')) > clock_us() / 1000 then return {BUSY} end
 end
 
@@ -152,7 +153,7 @@ local function units_refused(p)
   local refusal = quantity_refused(qty, sale.limit)
   if refusal then return refusal end
   if sale.avail < qty then return {SOLD_OUT, sale.avail, sale.room and 1 or 0, sale.limit} end
-  local held, parts = holding(users, get, p.user, sale.cap > 0 or sale.group)
+  local held, parts = holding(users, get, p.user, sale.counted)
   refusal = user_refused(held, qty, sale.limit, parts, sale.cap)
   if refusal then return refusal end
   return nil, held, parts
@@ -164,9 +165,9 @@ end
 local function take(p, allow, g, held, parts)
   local qty = tonumber(p.qty)
   sale.avail, sale.qunits = sale.avail - qty, sale.qunits + qty
-  hold(users, put, p.user, held, parts, qty, sale.cap > 0 or sale.group)
-  put(users, 'l' .. p.user, p.lock_token .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + p.lock_ttl))
-  if allow then put(users, 'a' .. p.user, allow) end
+  hold(users, put, p.user, held, parts, qty, sale.counted)
+  put(users, LOCK .. p.user, p.lock_token .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + p.lock_ttl))
+  if allow then put(users, ALLOWANCE .. p.user, allow) end
   if sale.room and held == 0 then redis.call('HINCRBY', K.sale, 'rused', 1) end -- a pass's first use
   if p.mode == 'open' then
     g = {1, sale.group_size, string.format('%d', tonumber(p.now) + sale.group_window * 1000), '0'}
@@ -208,7 +209,7 @@ local function reserve(p)
   if get(queued, p.order) then return reserved(p, sale.avail) end
   if p.interval == 0 then return decide(p) end
   local t = clock_us()
-  local nxt = math.max(tonumber(get(users, 'a' .. p.user) or '0'), tonumber(redis.call('GET', p.allowance_key) or '0'),
+  local nxt = math.max(tonumber(get(users, ALLOWANCE .. p.user) or '0'), tonumber(redis.call('GET', p.allowance_key) or '0'),
     t) + p.interval
   local wait = nxt - p.tolerance - t
   if wait > 0 then return {RATE_LIMITED, string.format('%d', wait)} end
@@ -314,9 +315,9 @@ type Reserved struct {
 	Limit      int
 	PriceCents int64
 	PayWindow  time.Duration
-	// Participations is the cap on the user's orders the purchase was checked
+	// ParticipationCap is the cap on the buyer's orders the purchase was checked
 	// against (0: none).
-	Participations int
+	ParticipationCap int
 	// Group is the seat's group after it was taken (a purchase in a group-buy sale).
 	Group *Group
 	// room: the sale has a waiting room (for the sold-out flag; also set beside
@@ -327,7 +328,7 @@ type Reserved struct {
 	Bucket Bucket
 }
 
-// Reserve takes r.Quantity units for r.UserID and takes the user's lock, in one round
+// Reserve takes r.Quantity units for r.Buyer and takes the buyer's lock, in one round
 // trip. On success the order is queued in Redis and the lock is held by r.LockToken;
 // the caller enqueues the order, then releases the lock. Errors: ErrNoSale, ErrBusy,
 // ErrNotStarted, ErrEnded, ErrSoldOut, ErrLimitExceeded, ErrQuantityOverLimit,
@@ -422,7 +423,7 @@ const maxRefills = 3
 func (s *Stock) reserveRouted(ctx context.Context, r Reservation, fingerprint string) (Reserved, error) {
 	refills := 0
 	for {
-		b := home(r.ActivityID, r.UserID, s.knownBuckets(r.ActivityID))
+		b := home(r.ActivityID, r.Buyer, s.knownBuckets(r.ActivityID))
 		got, err := s.reserve(ctx, r, fingerprint, b)
 		got.Bucket = b
 		var wrong *wrongBucketsError
@@ -484,7 +485,7 @@ var callKeys = []struct {
 	key  func(Bucket) string
 }{
 	{"sale", saleKey},              // the sale's hash
-	{"users", usersKey},            // per user: units, lock, allowance, participations
+	{"users", usersKey},            // per buyer: units, lock, allowance, participations
 	{"queued", queuedKey},          // order id -> queued value (queued.go)
 	{"since", queuedSinceKey},      // queued order ids by when they were taken
 	{"open_groups", openGroupsKey}, // open groups by the end of their window
@@ -503,9 +504,9 @@ var callArgs = []struct {
 
 // purchaseKeys are each purchase's keys; seatKeys follow them for a seat (mode not "").
 var purchaseKeys, seatKeys = []purchaseKey{
-	{"user_queued_key", func(b Bucket, r Reservation) string { return userQueuedKey(b, r.UserID) }},
-	{"idempotency_key", func(b Bucket, r Reservation) string { return idempotencyKey(b, r.UserID, r.IdempotencyKey) }},
-	{"allowance_key", func(b Bucket, r Reservation) string { return rateKey(b, r.UserID) }},
+	{"user_queued_key", func(b Bucket, r Reservation) string { return userQueuedKey(b, r.Buyer) }},
+	{"idempotency_key", func(b Bucket, r Reservation) string { return idempotencyKey(b, r.Buyer, r.IdempotencyKey) }},
+	{"allowance_key", func(b Bucket, r Reservation) string { return rateKey(b, r.Buyer) }},
 }, []purchaseKey{
 	{"group_key", func(b Bucket, r Reservation) string { return groupKey(b, r.Group) }},
 	{"seats_key", func(b Bucket, r Reservation) string { return groupSeatsKey(b, r.Group) }},

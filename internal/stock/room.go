@@ -58,7 +58,7 @@ func (s *Stock) SetRoom(ctx context.Context, activityID int64, r Room) error {
 // (SaleStateLua).
 func SaleKey(activityID int64) string { return saleKey(one(activityID)) }
 
-// UsersKey is the hash of what each user holds in a sale (see usersKey), for
+// UsersKey is the hash of what each buyer holds in a sale (see usersKey), for
 // internal/line, which tells a pass that was used from one that was not (SaleStateLua).
 func UsersKey(activityID int64) string { return usersKey(one(activityID)) }
 
@@ -69,7 +69,8 @@ func UsersKey(activityID int64) string { return usersKey(one(activityID)) }
 //	  starts and ends (unix ms), room (true: a waiting room), admit (admissions a
 //	  second), pass_ttl and prequeue (s), challenge (true: on), cost (the challenge's
 //	  maxnumber) and passes_used (buyers whose first purchase came with a pass)
-//	holds_any(users_key, user): whether user holds anything in the sale (holdings.go)
+//	holds_any(users_key, user): whether the buyer of key user holds anything in the sale
+//	  (holdings.go)
 const SaleStateLua = holdingsLua + `
 local function sale_state(key)
   local v = redis.call('HMGET', key, 'avail', 'start', 'end', 'room', 'admit', 'pttl', 'preq', 'chal', 'cost', 'rused')

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/buyer"
 )
 
 // unitsLua defines the steps the scripts below share, so each is written once.
@@ -13,15 +15,15 @@ import (
 //	each(cmd, key, list): runs cmd on key with the values of list as arguments, in
 //	  calls of at most 1000 (Lua's stack bounds unpack).
 //	unqueue(sale, queued, claimed, since, ids, user_sets): ends the queued state of the
-//	  orders ids (user_sets[i] is the queued set of order i's user) and returns, by
-//	  position, each one's user and quantity; nil for an id not queued (or seen before
+//	  orders ids (user_sets[i] is the queued set of order i's buyer) and returns, by
+//	  position, each one's buyer key and quantity; nil for an id not queued (or seen before
 //	  in ids). The queued hash is read once, and it, the claimed set, the since index
 //	  and the sale's qunits are each written once, for all of them: a command inside a
 //	  script costs the server more than its own work (measured: docs/performance.md's
 //	  git history).
 //	give_back(sale, users, user, qty): qty units back to stock, and the order they
-//	  made out of what user holds (release, holdings.go); a user who holds nothing any
-//	  more loses the field of their attempts' allowance (a<user>) too, once that
+//	  made out of what the buyer of key user holds (release, holdings.go); a buyer who
+//	  holds nothing any more loses the field of their attempts' allowance too, once that
 //	  allowance is full again (as its key would have expired).
 const unitsLua = queuedLua + holdingsLua + `
 local function each(cmd, key, list)
@@ -56,10 +58,10 @@ end
 local function give_back(sale, users, user, qty)
   redis.call('HINCRBY', sale, 'avail', qty)
   if release(users, user, qty) then
-    local a = redis.call('HGET', users, 'a' .. user)
+    local a = redis.call('HGET', users, ALLOWANCE .. user)
     if a then
       local t = redis.call('TIME')
-      if tonumber(a) <= tonumber(t[1]) * 1000000 + tonumber(t[2]) then redis.call('HDEL', users, 'a' .. user) end
+      if tonumber(a) <= tonumber(t[1]) * 1000000 + tonumber(t[2]) then redis.call('HDEL', users, ALLOWANCE .. user) end
     end
   end
 end
@@ -68,7 +70,7 @@ end
 // rollbackScript gives back a reservation whose reserve script's reply was lost (the
 // purchase was answered 503, so no order stands for it).
 //
-// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] user's queued set
+// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] buyer's queued set
 // KEYS[5] claimed set  KEYS[6] idempotency key (any key when the purchase had none)
 // KEYS[7] queued-since sorted set  KEYS[8] given-back set
 // ARGV[1] order id  ARGV[2] activity id (published on the returned-units channel)
@@ -101,7 +103,7 @@ type RollbackResult int
 
 // Rollback outcomes.
 const (
-	// RolledBack: the units and the user's allowance are back; no order exists.
+	// RolledBack: the units and the buyer's allowance are back; no order exists.
 	RolledBack RollbackResult = iota
 	// AlreadyClaimed: the order stands: a worker holds it (the repair pass enqueued it),
 	// or a replay of its key was answered with it (the repair pass will enqueue it).
@@ -112,10 +114,10 @@ const (
 
 // Rollback gives back a reservation whose reserve script's reply was lost, unless a
 // worker already claimed its order.
-func (s *Stock) Rollback(ctx context.Context, activityID, userID int64, orderID, idemKey string) (RollbackResult, error) {
-	b := home(activityID, userID, s.knownBuckets(activityID))
-	keys := []string{saleKey(b), usersKey(b), queuedKey(b), userQueuedKey(b, userID), claimedKey(b),
-		idempotencyKey(b, userID, idemKey), queuedSinceKey(b), givenBackKey(b)}
+func (s *Stock) Rollback(ctx context.Context, activityID int64, who buyer.ID, orderID, idemKey string) (RollbackResult, error) {
+	b := home(activityID, who, s.knownBuckets(activityID))
+	keys := []string{saleKey(b), usersKey(b), queuedKey(b), userQueuedKey(b, who), claimedKey(b),
+		idempotencyKey(b, who, idemKey), queuedSinceKey(b), givenBackKey(b)}
 	var n int64
 	err := whileMoving(ctx, s.rdb, func() (err error) {
 		n, err = rollbackScript.Run(ctx, s.rdb, keys, orderID, activityID, ReturnedChannel).Int64()
@@ -160,7 +162,7 @@ return r
 // OrderRef names an order of a sale and its buyer, whose home bucket holds it.
 type OrderRef struct {
 	OrderID string
-	UserID  int64
+	Buyer   buyer.ID
 }
 
 // Claimed is an order a worker claimed: its bucket, the generation the bucket reached
@@ -183,7 +185,7 @@ func (s *Stock) Claim(ctx context.Context, activityID int64, orders []OrderRef) 
 		return nil, fmt.Errorf("claim orders: %w", err)
 	}
 	claimed := make(map[string]Claimed, len(orders))
-	for b, os := range byBucket(sale, orders, func(o OrderRef) int64 { return o.UserID }) {
+	for b, os := range byBucket(sale, orders, func(o OrderRef) buyer.ID { return o.Buyer }) {
 		args := make([]any, len(os))
 		for i, o := range os {
 			args[i] = o.OrderID
@@ -204,11 +206,11 @@ func (s *Stock) Claim(ctx context.Context, activityID int64, orders []OrderRef) 
 	return claimed, nil
 }
 
-// byBucket groups a sale's orders by the home bucket of their buyers (user).
-func byBucket[T any](sale Bucket, orders []T, user func(T) int64) map[Bucket][]T {
+// byBucket groups a sale's orders by the home bucket of their buyers (of).
+func byBucket[T any](sale Bucket, orders []T, of func(T) buyer.ID) map[Bucket][]T {
 	out := map[Bucket][]T{}
 	for _, o := range orders {
-		b := home(sale.act, user(o), sale.k)
+		b := home(sale.act, of(o), sale.k)
 		out[b] = append(out[b], o)
 	}
 	return out
@@ -219,7 +221,7 @@ func byBucket[T any](sale Bucket, orders []T, user func(T) int64) map[Bucket][]T
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
 // KEYS[5] queued-since sorted set  KEYS[6] open groups sorted set
 // KEYS[7] open groups, fullest first
-// KEYS[5+3i] the queued set of order i's user, KEYS[6+3i] and KEYS[7+3i] the hash and
+// KEYS[5+3i] the queued set of order i's buyer, KEYS[6+3i] and KEYS[7+3i] the hash and
 // the seats of its group (any key of the sale's slot outside a group)
 // ARGV[1] activity id  ARGV[2] the returned-units channel
 // ARGV[3i] order i's id  ARGV[1+3i] "1" when order i failed (its units come back), else
@@ -254,9 +256,9 @@ return back
 // Settlement is one order the worker has written to MySQL.
 type Settlement struct {
 	OrderID string
-	UserID  int64
+	Buyer   buyer.ID
 	// Failed is true when MySQL refused the order: its units go back to stock and to
-	// the user's allowance, and its seat to its group.
+	// the buyer's allowance, and its seat to its group.
 	Failed bool
 	// Group is the order's group in a group-buy sale, "" outside one.
 	Group string
@@ -269,12 +271,12 @@ func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlemen
 	if err != nil {
 		return fmt.Errorf("settle orders: %w", err)
 	}
-	for b, os := range byBucket(sale, orders, func(o Settlement) int64 { return o.UserID }) {
+	for b, os := range byBucket(sale, orders, func(o Settlement) buyer.ID { return o.Buyer }) {
 		keys := []string{saleKey(b), usersKey(b), queuedKey(b), claimedKey(b), queuedSinceKey(b), openGroupsKey(b),
 			fillGroupsKey(b)}
 		args := []any{activityID, ReturnedChannel}
 		for _, o := range os {
-			keys = append(keys, userQueuedKey(b, o.UserID), groupKey(b, o.Group), groupSeatsKey(b, o.Group))
+			keys = append(keys, userQueuedKey(b, o.Buyer), groupKey(b, o.Group), groupSeatsKey(b, o.Group))
 			failed := "0"
 			if o.Failed {
 				failed = "1"
@@ -310,12 +312,12 @@ local function trim_returned(key, keep_ms)
 end
 `
 
-// returnScript gives cancelled orders' units back to stock and to their users'
+// returnScript gives cancelled orders' units back to stock and to their buyers'
 // allowances, once per order.
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] returned set (order ids already returned)
 // ARGV[1] activity id  ARGV[2] the returned-units channel  ARGV[3] ReturnedRetention in ms
-// then for each order i (0, 1, ...): ARGV[4+3i] its id  ARGV[5+3i] its user id
+// then for each order i (0, 1, ...): ARGV[4+3i] its id  ARGV[5+3i] its buyer's key
 // ARGV[6+3i] its quantity
 //
 // An order is remembered with the score +inf until Forget. The sale's generation goes
@@ -353,7 +355,7 @@ return 0
 // Returning is one cancelled (or expired) order whose units go back.
 type Returning struct {
 	OrderID  string
-	UserID   int64
+	Buyer    buyer.ID
 	Quantity int
 }
 
@@ -369,12 +371,12 @@ func (s *Stock) Return(ctx context.Context, activityID int64, orders ...Returnin
 	if err != nil {
 		return fmt.Errorf("return units: %w", err)
 	}
-	for b, os := range byBucket(sale, orders, func(o Returning) int64 { return o.UserID }) {
+	for b, os := range byBucket(sale, orders, func(o Returning) buyer.ID { return o.Buyer }) {
 		keys := []string{saleKey(b), usersKey(b), returnedKey(b)}
 		args := make([]any, 0, 3+3*len(os))
 		args = append(args, activityID, ReturnedChannel, ReturnedRetention.Milliseconds())
 		for _, o := range os {
-			args = append(args, o.OrderID, o.UserID, o.Quantity)
+			args = append(args, o.OrderID, o.Buyer.Key(), o.Quantity)
 		}
 		n, err := returnScript.Run(ctx, s.rdb, keys, args...).Int64()
 		if err != nil {
@@ -397,7 +399,7 @@ func (s *Stock) Forget(ctx context.Context, activityID int64, orders ...Returnin
 	if err != nil {
 		return fmt.Errorf("forget returned orders: %w", err)
 	}
-	for b, os := range byBucket(sale, orders, func(o Returning) int64 { return o.UserID }) {
+	for b, os := range byBucket(sale, orders, func(o Returning) buyer.ID { return o.Buyer }) {
 		args := make([]any, 0, len(os)+1)
 		for _, o := range os {
 			args = append(args, o.OrderID)

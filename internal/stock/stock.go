@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/buyer"
 )
 
 // Errors of a purchase. Handlers map them to the HTTP contract.
@@ -77,12 +79,12 @@ type Sale struct {
 	// rebuild from MySQL wrote (see rebuild.go).
 	Gen, Epoch int64
 	// Group-buy: Kind is "group" for a sale of seats in groups of GroupSize that fill
-	// within GroupWindow, else "sale". Participations caps the orders one user holds
+	// within GroupWindow, else "sale". ParticipationCap caps the orders one buyer holds
 	// (0: no cap), in a sale of either kind.
-	Kind           string
-	GroupSize      int
-	GroupWindow    time.Duration
-	Participations int
+	Kind             string
+	GroupSize        int
+	GroupWindow      time.Duration
+	ParticipationCap int
 	// Room is the sale's waiting room (room.go).
 	Room Room
 	// Buckets is how many buckets hold the sale's stock and buyers (bucket.go); 0 or 1
@@ -102,7 +104,7 @@ func (sale Sale) fields() []any {
 		"start", sale.StartsAt.UnixMilli(), "end", sale.EndsAt.UnixMilli(),
 		"price", sale.PriceCents, "paywin", int64(sale.PayWindow / time.Second),
 		"kind", kind, "gsize", sale.GroupSize, "gwin", int64(sale.GroupWindow / time.Second),
-		"plimit", sale.Participations}
+		"plimit", sale.ParticipationCap}
 	if sale.Buckets > 1 {
 		fields = append(fields, "buckets", sale.Buckets)
 	}
@@ -344,21 +346,21 @@ func (s *Stock) QueuedTotals(ctx context.Context, activityID int64) (orders, uni
 	return orders, units, nil
 }
 
-// UserQueued returns a user's queued orders in the given sales, in two round trips
+// UserQueued returns a buyer's queued orders in the given sales, in two round trips
 // (and one more for the sales whose buckets this process has not read yet).
-func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, userID int64) ([]QueuedOrder, error) {
+func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, who buyer.ID) ([]QueuedOrder, error) {
 	ks, err := s.bucketsOfAll(ctx, activityIDs)
 	if err != nil {
 		return nil, err
 	}
 	homes := make([]Bucket, len(activityIDs))
 	for i, id := range activityIDs {
-		homes[i] = home(id, userID, ks[id])
+		homes[i] = home(id, who, ks[id])
 	}
 	sets := make([]*redis.StringSliceCmd, len(activityIDs))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range homes {
-			sets[i] = p.SMembers(ctx, userQueuedKey(b, userID))
+			sets[i] = p.SMembers(ctx, userQueuedKey(b, who))
 		}
 		return nil
 	})
@@ -434,8 +436,8 @@ func integer(v any) (int64, error) {
 type Snapshot struct {
 	Sale   Sale
 	Queued []QueuedOrder
-	// Users is the units each user holds (queued, created and paid orders).
-	Users map[int64]int64
+	// Users is the units each buyer holds (queued, created and paid orders).
+	Users map[buyer.ID]int64
 }
 
 // Snapshot reads a sale's state, its queued orders and its users' units atomically. A
@@ -446,7 +448,7 @@ func (s *Stock) Snapshot(ctx context.Context, activityID int64) (Snapshot, error
 	if err != nil {
 		return Snapshot{}, err
 	}
-	snap := Snapshot{Sale: Sale{ActivityID: activityID, Buckets: max(1, sale.k)}, Users: map[int64]int64{}}
+	snap := Snapshot{Sale: Sale{ActivityID: activityID, Buckets: max(1, sale.k)}, Users: map[buyer.ID]int64{}}
 	var moves []move
 	for _, b := range sale.all() {
 		ms, err := s.snapshotBucket(ctx, b, &snap)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/buyer"
 	"seckill/internal/config"
 	"seckill/internal/lock"
 	"seckill/internal/stock"
@@ -34,7 +35,7 @@ func newSale(t *testing.T, s *stock.Stock, id, avail int64, limit int) {
 var orderSeq atomic.Int64
 
 func reservation(act, user int64, qty int, key string, now time.Time) stock.Reservation {
-	return stock.Reservation{Purchase: stock.Purchase{ActivityID: act, UserID: user, Quantity: qty, IdempotencyKey: key},
+	return stock.Reservation{Purchase: stock.Purchase{ActivityID: act, Buyer: buyer.Of(user), Quantity: qty, IdempotencyKey: key},
 		OrderID: fmt.Sprintf("o%d", orderSeq.Add(1)), Now: now, LockToken: fmt.Sprintf("t%d", orderSeq.Add(1)), LockTTL: time.Millisecond}
 }
 
@@ -87,8 +88,8 @@ func TestReserveEdges(t *testing.T) {
 		})
 	}
 	snap, _ := s.Snapshot(ctx, 1)
-	if held := snap.Users[10]; held != 3 {
-		t.Errorf("user 10 holds %d, want 3", snap.Users[10])
+	if held := snap.Users["10"]; held != 3 {
+		t.Errorf("user 10 holds %d, want 3", snap.Users["10"])
 	}
 	var kr *stock.KeyReusedError
 	_, err := s.Reserve(ctx, reservation(1, 10, 3, "k1", in))
@@ -148,8 +149,8 @@ func TestReserveReplayBeforeLock(t *testing.T) {
 			}
 		})
 	}
-	if snap, _ := s.Snapshot(ctx, 1); snap.Sale.Available != 4 || snap.Users[7] != 1 {
-		t.Errorf("available %d, user holds %d; want 4 and 1 (only the first took)", snap.Sale.Available, snap.Users[7])
+	if snap, _ := s.Snapshot(ctx, 1); snap.Sale.Available != 4 || snap.Users["7"] != 1 {
+		t.Errorf("available %d, user holds %d; want 4 and 1 (only the first took)", snap.Sale.Available, snap.Users["7"])
 	}
 }
 
@@ -275,7 +276,7 @@ func TestReserveAllowanceFieldDroppedWhenFull(t *testing.T) {
 			t.Fatalf("reserve: %v", err)
 		}
 		time.Sleep(wait)
-		if got, err := s.Rollback(ctx, act, user, r.OrderID, ""); err != nil || got != stock.RolledBack {
+		if got, err := s.Rollback(ctx, act, buyer.Of(user), r.OrderID, ""); err != nil || got != stock.RolledBack {
 			t.Fatalf("roll back: %v, %v", got, err)
 		}
 		n := rdb.HExists(ctx, fmt.Sprintf("seckill:{act:%d}:users", act), fmt.Sprintf("a%d", user)).Val()
@@ -314,9 +315,9 @@ func TestReserveRunTwiceTakesOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if snap.Sale.Available != 3 || snap.Users[7] != 2 || len(snap.Queued) != 1 {
+			if snap.Sale.Available != 3 || snap.Users["7"] != 2 || len(snap.Queued) != 1 {
 				t.Errorf("after two runs: available %d, user holds %d, queued %d; want 3, 2, 1",
-					snap.Sale.Available, snap.Users[7], len(snap.Queued))
+					snap.Sale.Available, snap.Users["7"], len(snap.Queued))
 			}
 		})
 	}
@@ -337,10 +338,10 @@ func TestRollbackClaimSettle(t *testing.T) {
 	a, b, c := take(1, "ka"), take(2, ""), take(3, "")
 
 	// a: its reserve reply was lost, nobody claimed it: units, allowance and key come back.
-	if got, err := s.Rollback(ctx, 1, 1, a.OrderID, "ka"); err != nil || got != stock.RolledBack {
+	if got, err := s.Rollback(ctx, 1, "1", a.OrderID, "ka"); err != nil || got != stock.RolledBack {
 		t.Fatalf("rollback a = %v, %v", got, err)
 	}
-	if got, _ := s.Rollback(ctx, 1, 1, a.OrderID, "ka"); got != stock.NotQueued {
+	if got, _ := s.Rollback(ctx, 1, "1", a.OrderID, "ka"); got != stock.NotQueued {
 		t.Errorf("second rollback of a = %v, want NotQueued", got)
 	}
 	again := reservation(1, 1, 1, "ka", t0)
@@ -353,14 +354,14 @@ func TestRollbackClaimSettle(t *testing.T) {
 	if err != nil || !claimed[b.OrderID] || claimed[a.OrderID] || gen != 2 {
 		t.Fatalf("claim = %v, generation %d, %v; want b claimed, generation 2 (a's rollback moved it too)", claimed, gen, err)
 	}
-	if got, _ := s.Rollback(ctx, 1, 2, b.OrderID, ""); got != stock.AlreadyClaimed {
+	if got, _ := s.Rollback(ctx, 1, "2", b.OrderID, ""); got != stock.AlreadyClaimed {
 		t.Errorf("rollback of claimed b = %v, want AlreadyClaimed", got)
 	}
 
 	// Settle b as created and c as failed, c twice in the batch and the batch twice:
 	// c's unit comes back once, and the queued units drop by two.
-	settle := []stock.Settlement{{OrderID: b.OrderID, UserID: 2}, {OrderID: c.OrderID, UserID: 3, Failed: true},
-		{OrderID: c.OrderID, UserID: 3, Failed: true}}
+	settle := []stock.Settlement{{OrderID: b.OrderID, Buyer: "2"}, {OrderID: c.OrderID, Buyer: "3", Failed: true},
+		{OrderID: c.OrderID, Buyer: "3", Failed: true}}
 	for i := 0; i < 2; i++ {
 		if err := s.Settle(ctx, 1, settle); err != nil {
 			t.Fatal(err)
@@ -372,7 +373,7 @@ func TestRollbackClaimSettle(t *testing.T) {
 	}
 	snap, _ := s.Snapshot(ctx, 1)
 	users := snap.Users
-	if users[2] != 1 || users[3] != 0 || users[1] != 1 {
+	if users["2"] != 1 || users["3"] != 0 || users["1"] != 1 {
 		t.Errorf("users = %v, want 1:1 2:1 and none for 3", users)
 	}
 	queued, units, err := s.QueuedTotals(ctx, 1)
@@ -386,7 +387,7 @@ func TestRollbackClaimSettle(t *testing.T) {
 	if none, _ := s.Stale(ctx, 1, t0.Add(-time.Millisecond), 10); len(none) != 0 {
 		t.Errorf("orders taken after the cut-off listed as stale: %+v", none)
 	}
-	mine, _ := s.UserQueued(ctx, []int64{1}, 1)
+	mine, _ := s.UserQueued(ctx, []int64{1}, "1")
 	if len(mine) != 1 || mine[0].OrderID != again.OrderID || mine[0].Quantity != 1 || mine[0].Limit != 3 {
 		t.Errorf("user 1's queued = %+v", mine)
 	}
@@ -429,7 +430,7 @@ func TestReserveConcurrent(t *testing.T) {
 	var sum int64
 	for u, n := range users {
 		if n > 2 {
-			t.Errorf("user %d holds %d > limit 2", u, n)
+			t.Errorf("buyer %s holds %d > limit 2", u, n)
 		}
 		sum += n
 	}
@@ -465,7 +466,7 @@ func TestSoldOutFlagClearedWhenUnitsComeBack(t *testing.T) {
 	if !errors.Is(err, stock.ErrSoldOut) {
 		t.Fatalf("flagged sale: err = %v, want sold out without Redis", err)
 	}
-	if err := apiA.Settle(ctx, 1, []stock.Settlement{{OrderID: r.OrderID, UserID: 1, Failed: true}}); err != nil {
+	if err := apiA.Settle(ctx, 1, []stock.Settlement{{OrderID: r.OrderID, Buyer: "1", Failed: true}}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(500 * time.Millisecond) // well within the flag's 1 s TTL
@@ -555,7 +556,7 @@ func TestReturnedSetBounded(t *testing.T) {
 	}
 	ret := func(id string) {
 		t.Helper()
-		if err := s.Return(ctx, 9, stock.Returning{OrderID: id, UserID: 3, Quantity: 1}); err != nil {
+		if err := s.Return(ctx, 9, stock.Returning{OrderID: id, Buyer: "3", Quantity: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -627,7 +628,7 @@ func TestRollbackAfterReplayLeavesOrder(t *testing.T) {
 	if err != nil || !again.Replayed || again.OrderID != first.OrderID {
 		t.Fatalf("replay: %+v, %v; want order %s replayed", again, err, first.OrderID)
 	}
-	if got, err := s.Rollback(ctx, 1, 7, first.OrderID, "tap"); err != nil || got != stock.AlreadyClaimed {
+	if got, err := s.Rollback(ctx, 1, "7", first.OrderID, "tap"); err != nil || got != stock.AlreadyClaimed {
 		t.Fatalf("roll back a replayed order: %v, %v; want it standing (AlreadyClaimed)", got, err)
 	}
 	if _, err := s.Queued(ctx, 1, first.OrderID); err != nil {
@@ -642,7 +643,7 @@ func TestRollbackAfterReplayLeavesOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Rollback(ctx, 1, 8, other.OrderID, "solo"); err != nil || got != stock.RolledBack {
+	if got, err := s.Rollback(ctx, 1, "8", other.OrderID, "solo"); err != nil || got != stock.RolledBack {
 		t.Fatalf("roll back an order never replayed: %v, %v; want RolledBack", got, err)
 	}
 	time.Sleep(10 * time.Millisecond) // the purchase's lock (1 ms) has gone
@@ -715,7 +716,7 @@ func TestUserLockReleasedByItsOwner(t *testing.T) {
 		t.Fatalf("release of an expired lock taken over: %v, want ErrLockNotHeld", err)
 	}
 	locks, err := s.UserLocks(ctx, 1)
-	if err != nil || len(locks) != 2 || locks[7] != second.LockToken || locks[8] != taken.LockToken {
+	if err != nil || len(locks) != 2 || locks["7"] != second.LockToken || locks["8"] != taken.LockToken {
 		t.Fatalf("locks held %v (%v), want user 7 by %s and 8 by %s", locks, err, second.LockToken, taken.LockToken)
 	}
 	if err := s.ReleaseUserLocks(ctx, second, taken); err != nil {
@@ -724,7 +725,7 @@ func TestUserLockReleasedByItsOwner(t *testing.T) {
 	if locks, err := s.UserLocks(ctx, 1); err != nil || len(locks) != 0 {
 		t.Fatalf("locks held after their releases: %v (%v)", locks, err)
 	}
-	if snap, err := s.Snapshot(ctx, 1); err != nil || snap.Users[7] != 2 || snap.Users[8] != 2 {
+	if snap, err := s.Snapshot(ctx, 1); err != nil || snap.Users["7"] != 2 || snap.Users["8"] != 2 {
 		t.Fatalf("units held %v (%v), want users 7 and 8 at 2 each", snap.Users, err)
 	}
 }
@@ -743,7 +744,7 @@ func TestUserLockReleaseWakesWaiters(t *testing.T) {
 	if _, err := s.Reserve(ctx, held); err != nil {
 		t.Fatal(err)
 	}
-	name := s.UserLockKey(1, 7)
+	name := s.UserLockKey(1, "7")
 	woke := make(chan error, 1)
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -799,14 +800,14 @@ func TestUserQueuedFollowsTheOrders(t *testing.T) {
 		if _, err := s.Reserve(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if r.UserID == 1 {
+		if r.Buyer == "1" {
 			mine = append(mine, r)
 		}
 		time.Sleep(2 * time.Millisecond) // the user lock's TTL
 	}
 	listed := func(want ...stock.Reservation) {
 		t.Helper()
-		got, err := s.UserQueued(ctx, []int64{1, 2}, 1)
+		got, err := s.UserQueued(ctx, []int64{1, 2}, "1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -824,23 +825,23 @@ func TestUserQueuedFollowsTheOrders(t *testing.T) {
 		}
 	}
 	listed(mine...)
-	if err := s.Settle(ctx, 1, []stock.Settlement{{OrderID: mine[0].OrderID, UserID: 1},
-		{OrderID: mine[1].OrderID, UserID: 1, Failed: true}}); err != nil {
+	if err := s.Settle(ctx, 1, []stock.Settlement{{OrderID: mine[0].OrderID, Buyer: "1"},
+		{OrderID: mine[1].OrderID, Buyer: "1", Failed: true}}); err != nil {
 		t.Fatal(err)
 	}
 	listed(mine[2], mine[3])
-	if got, err := s.Rollback(ctx, 1, 1, mine[3].OrderID, ""); err != nil || got != stock.RolledBack {
+	if got, err := s.Rollback(ctx, 1, "1", mine[3].OrderID, ""); err != nil || got != stock.RolledBack {
 		t.Fatalf("roll back: %v %v", got, err)
 	}
 	listed(mine[2])
-	if err := s.Settle(ctx, 2, []stock.Settlement{{OrderID: mine[2].OrderID, UserID: 1}}); err != nil {
+	if err := s.Settle(ctx, 2, []stock.Settlement{{OrderID: mine[2].OrderID, Buyer: "1"}}); err != nil {
 		t.Fatal(err)
 	}
 	listed()
-	if got, err := s.UserQueued(ctx, []int64{1}, 2); err != nil || len(got) != 1 {
+	if got, err := s.UserQueued(ctx, []int64{1}, "2"); err != nil || len(got) != 1 {
 		t.Errorf("user 2's queued orders %+v (%v), want one", got, err)
 	}
-	if snap, err := s.Snapshot(ctx, 1); err != nil || snap.Users[1] != 1 || snap.Users[2] != 1 {
+	if snap, err := s.Snapshot(ctx, 1); err != nil || snap.Users["1"] != 1 || snap.Users["2"] != 1 {
 		t.Errorf("units held %v (%v), want 1:1 (the order settled created, not the failed one nor the rolled back) 2:1", snap.Users, err)
 	}
 }

@@ -10,11 +10,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/buyer"
 	"seckill/internal/lock"
 )
 
-// A user's lock in a sale is the field l<user> of the users hash of the user's home
-// bucket, "<owner token> <expiry, unix ms by Redis' clock>": the reserve script takes it
+// A buyer's lock in a sale is the buyer's lock field (buyerfields.go) of the users hash
+// of the buyer's home bucket, "<owner token> <expiry, unix ms by Redis' clock>": the reserve script takes it
 // with the units, in the same HSET as the user's units, and the commit releases the locks
 // of its purchases with one script per bucket (ReleaseUserLocks). It was a key of its own
 // (SET PX, then a GET and a DEL per release); a key made and deleted per purchase cost the
@@ -33,17 +34,17 @@ var ErrLockNotHeld = errors.New("user lock not held")
 //
 // KEYS[1] users hash, then KEYS[1 + i] the waiters list of lock i (lock.WaitersKey of
 // its userLockKey), i = 1, 2, ...
-// ARGV[3i-2] lock i's user id  ARGV[3i-1] its owner token  ARGV[3i] its release channel
+// ARGV[3i-2] lock i's buyer key  ARGV[3i-1] its owner token  ARGV[3i] its release channel
 // (lock.ReleaseChannel of its userLockKey)
 //
 // A lock is released when its field holds its owner's token, expired or not; a released
 // lock with a waiter listed gets an empty message on its channel, which wakes every
 // waiter (internal/lock). Nobody waits for most locks: one EXISTS looks at all the
 // waiters lists first. Returns per lock 1 released, -2 not held.
-var releaseLocksScript = redis.NewScript(`
+var releaseLocksScript = redis.NewScript(buyerFieldsLua + `
 local n = #KEYS - 1
 local fields = {}
-for i = 1, n do fields[i] = 'l' .. ARGV[3 * i - 2] end
+for i = 1, n do fields[i] = LOCK .. ARGV[3 * i - 2] end
 local held = redis.call('HMGET', KEYS[1], unpack(fields))
 local out, gone = {}, {}
 for i = 1, n do
@@ -66,14 +67,14 @@ return out
 const maxReleased = 500
 
 // ReleaseUserLocks releases the user locks the reserve script took for rs (their
-// ActivityID, UserID and LockToken), with one script per bucket (per maxReleased locks).
+// ActivityID, Buyer and LockToken), with one script per bucket (per maxReleased locks).
 // A lock that no longer holds its token is left as it is: its error, joined with the
 // others, matches ErrLockNotHeld.
 func (s *Stock) ReleaseUserLocks(ctx context.Context, rs ...Reservation) error {
 	byBucket := map[Bucket][]Reservation{}
 	var order []Bucket
 	for _, r := range rs {
-		b := home(r.ActivityID, r.UserID, s.knownBuckets(r.ActivityID))
+		b := home(r.ActivityID, r.Buyer, s.knownBuckets(r.ActivityID))
 		if _, ok := byBucket[b]; !ok {
 			order = append(order, b)
 		}
@@ -95,9 +96,9 @@ func (s *Stock) releaseUserLocks(ctx context.Context, b Bucket, rs []Reservation
 	keys[0] = usersKey(b)
 	args := make([]any, 0, 3*len(rs))
 	for _, r := range rs {
-		name := userLockKey(b, r.UserID)
+		name := userLockKey(b, r.Buyer)
 		keys = append(keys, lock.WaitersKey(name))
-		args = append(args, r.UserID, r.LockToken, lock.ReleaseChannel(name))
+		args = append(args, r.Buyer.Key(), r.LockToken, lock.ReleaseChannel(name))
 	}
 	released, err := releaseLocksScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	if err == nil && len(released) != len(rs) {
@@ -109,7 +110,7 @@ func (s *Stock) releaseUserLocks(ctx context.Context, b Bucket, rs []Reservation
 	var errs []error
 	for i, n := range released {
 		if n != 1 {
-			errs = append(errs, fmt.Errorf("release the lock of user %d in sale %d: %w", rs[i].UserID, b.act, ErrLockNotHeld))
+			errs = append(errs, fmt.Errorf("release the lock of buyer %q in sale %d: %w", rs[i].Buyer, b.act, ErrLockNotHeld))
 		}
 	}
 	return errors.Join(errs...)
@@ -117,10 +118,10 @@ func (s *Stock) releaseUserLocks(ctx context.Context, b Bucket, rs []Reservation
 
 // holdLockScript takes a user lock without units.
 //
-// KEYS[1] users hash  ARGV[1] user id  ARGV[2] owner token  ARGV[3] TTL (ms)
+// KEYS[1] users hash  ARGV[1] buyer key  ARGV[2] owner token  ARGV[3] TTL (ms)
 // Returns 1 taken, 0 held by a live lock.
-var holdLockScript = redis.NewScript(`
-local field = 'l' .. ARGV[1]
+var holdLockScript = redis.NewScript(buyerFieldsLua + `
+local field = LOCK .. ARGV[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local v = redis.call('HGET', KEYS[1], field)
@@ -129,24 +130,24 @@ redis.call('HSET', KEYS[1], field, ARGV[2] .. ' ' .. string.format('%d', now + t
 return 1
 `)
 
-// HoldUserLock takes userID's lock in a sale with token for ttl, as a purchase does but
-// without units, or returns ErrBusy while it is held: for tests and tools that make a
-// buyer's purchases wait. ReleaseUserLocks with the same token releases it.
-func (s *Stock) HoldUserLock(ctx context.Context, activityID, userID int64, token string, ttl time.Duration) error {
-	b := home(activityID, userID, s.knownBuckets(activityID))
-	n, err := holdLockScript.Run(ctx, s.rdb, []string{usersKey(b)}, userID, token, ttl.Milliseconds()).Int64()
+// HoldUserLock takes the buyer's lock in a sale with token for ttl, as a purchase does
+// but without units, or returns ErrBusy while it is held: for tests and tools that make
+// a buyer's purchases wait. ReleaseUserLocks with the same token releases it.
+func (s *Stock) HoldUserLock(ctx context.Context, activityID int64, who buyer.ID, token string, ttl time.Duration) error {
+	b := home(activityID, who, s.knownBuckets(activityID))
+	n, err := holdLockScript.Run(ctx, s.rdb, []string{usersKey(b)}, who.Key(), token, ttl.Milliseconds()).Int64()
 	switch {
 	case err != nil:
-		return fmt.Errorf("hold the lock of user %d in sale %d: %w", userID, activityID, err)
+		return fmt.Errorf("hold the lock of buyer %q in sale %d: %w", who, activityID, err)
 	case n == 0:
 		return ErrBusy
 	}
 	return nil
 }
 
-// UserLocks returns the owner tokens of the live user locks of a sale, by user. It reads
-// every bucket's users hash whole: for tests and tools, not for the purchase path.
-func (s *Stock) UserLocks(ctx context.Context, activityID int64) (map[int64]string, error) {
+// UserLocks returns the owner tokens of the live buyer locks of a sale, by buyer. It
+// reads every bucket's users hash whole: for tests and tools, not for the purchase path.
+func (s *Stock) UserLocks(ctx context.Context, activityID int64) (map[buyer.ID]string, error) {
 	sale, err := s.saleOf(ctx, activityID)
 	if err != nil {
 		return nil, fmt.Errorf("user locks: %w", err)
@@ -155,25 +156,24 @@ func (s *Stock) UserLocks(ctx context.Context, activityID int64) (map[int64]stri
 	if err != nil {
 		return nil, fmt.Errorf("user locks: %w", err)
 	}
-	out := map[int64]string{}
+	out := map[buyer.ID]string{}
 	for _, b := range sale.all() {
 		users, err := s.rdb.HGetAll(ctx, usersKey(b)).Result()
 		if err != nil {
 			return nil, fmt.Errorf("user locks: %w", err)
 		}
 		for k, v := range users {
-			user, ok := strings.CutPrefix(k, "l")
-			token, expiry, ok2 := strings.Cut(v, " ")
-			if !ok || !ok2 {
+			kind, who, err1 := buyerField(k)
+			if kind != lockKind {
 				continue
 			}
-			id, err1 := strconv.ParseInt(user, 10, 64)
+			token, expiry, ok := strings.Cut(v, " ")
 			ms, err2 := strconv.ParseInt(expiry, 10, 64)
-			if err1 != nil || err2 != nil {
+			if err1 != nil || !ok || err2 != nil {
 				return nil, fmt.Errorf("user locks: malformed field %q=%q", k, v)
 			}
 			if ms > now.UnixMilli() {
-				out[id] = token
+				out[who] = token
 			}
 		}
 	}

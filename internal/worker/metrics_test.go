@@ -8,6 +8,7 @@ import (
 	"github.com/hibiken/asynq"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
+	"seckill/internal/buyer"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
@@ -24,7 +25,7 @@ func TestQueueDepthCountsTasks(t *testing.T) {
 	enq := queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb))
 	var orders []stock.QueuedOrder
 	for i, id := range []string{"01KAAAAAAAAAAAAAAAAAAAAAAA1", "01KAAAAAAAAAAAAAAAAAAAAAAB1", "01KAAAAAAAAAAAAAAAAAAAAAAC1"} {
-		orders = append(orders, stock.QueuedOrder{OrderID: id, ActivityID: 1, UserID: int64(i + 1), Quantity: 1,
+		orders = append(orders, stock.QueuedOrder{OrderID: id, ActivityID: 1, Buyer: buyer.Of(int64(i + 1)), Quantity: 1,
 			AmountCents: 1, CreatedAt: time.UnixMilli(1), ExpiresAt: time.UnixMilli(2), Limit: 1})
 	}
 	// Two orders in one task, as an API enqueues them, and one as the repair pass does.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"seckill/internal/buyer"
 	"seckill/internal/outage"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
@@ -132,7 +133,7 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 	for act, os := range byActivity {
 		refs := make([]stock.OrderRef, len(os))
 		for i, o := range os {
-			refs[i] = stock.OrderRef{OrderID: o.OrderID, UserID: o.UserID}
+			refs[i] = stock.OrderRef{OrderID: o.OrderID, Buyer: o.Buyer}
 		}
 		got, err := p.stock.Claim(ctx, act, refs)
 		for _, o := range os {
@@ -183,7 +184,7 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 			p.metrics.handled(out.Status, 1)
 			p.metrics.stored(o.CreatedAt)
 		}
-		settle[o.ActivityID] = append(settle[o.ActivityID], stock.Settlement{OrderID: o.ID, UserID: o.UserID,
+		settle[o.ActivityID] = append(settle[o.ActivityID], stock.Settlement{OrderID: o.ID, Buyer: buyer.Of(o.UserID),
 			Failed: out.Status == store.StatusFailed, Group: deref(o.GroupID)})
 	}
 	for act, ss := range settle {

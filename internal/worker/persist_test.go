@@ -9,6 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"seckill/internal/buyer"
 	"seckill/internal/lock"
 	"seckill/internal/outage"
 	"seckill/internal/queue"
@@ -37,11 +38,11 @@ func TestPersisterWritesATaskInBatches(t *testing.T) {
 	var orders []stock.QueuedOrder
 	for u := int64(1); u <= 5; u++ {
 		id := fmt.Sprintf("01KAAAAAAAAAAAAAAAAAAAAAA%d%d", u, a.ID)
-		if _, err := sk.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, UserID: u, Quantity: 1},
+		if _, err := sk.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1},
 			OrderID: id, Now: now, LockToken: lock.NewToken(), LockTTL: time.Second}); err != nil {
 			t.Fatal(err)
 		}
-		orders = append(orders, stock.QueuedOrder{OrderID: id, ActivityID: a.ID, UserID: u, Quantity: 1, AmountCents: 100,
+		orders = append(orders, stock.QueuedOrder{OrderID: id, ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, AmountCents: 100,
 			CreatedAt: now, ExpiresAt: now.Add(time.Minute), Limit: 1})
 	}
 	task := queue.NewBatchTask(orders)

@@ -43,9 +43,9 @@ func TestPersistAcrossARebuild(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const buyer = 7
+			const who = "7"
 			buy := func(id string, quantity int) error {
-				_, err := sk.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, UserID: buyer, Quantity: quantity},
+				_, err := sk.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: who, Quantity: quantity},
 					OrderID: id, Now: time.Now(), LockToken: lock.NewToken(), LockTTL: time.Millisecond})
 				return err
 			}
@@ -53,7 +53,7 @@ func TestPersistAcrossARebuild(t *testing.T) {
 			if err := buy(id, 2); err != nil {
 				t.Fatal(err)
 			}
-			o := stock.QueuedOrder{OrderID: id, ActivityID: a.ID, UserID: buyer, Quantity: 2, AmountCents: 200, Limit: 3,
+			o := stock.QueuedOrder{OrderID: id, ActivityID: a.ID, Buyer: who, Quantity: 2, AmountCents: 200, Limit: 3,
 				CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
 
 			p := worker.NewPersister(st, sk, outage.NewRecord(rdb), 10)

@@ -1,0 +1,90 @@
+package stock
+
+import (
+	"fmt"
+
+	"seckill/internal/buyer"
+)
+
+// A sale's users hash keeps, for each buyer, fields named by the buyer's key
+// (buyer.ID.Key: a decimal buyer's user id, any other '~' and its escaped subject):
+//
+//	<key>   the units the buyer holds (holdings.go)
+//	p<key>  the orders the buyer holds, participations, where the sale counts them
+//	        (counted)
+//	l<key>  the buyer's lock (userlock.go)
+//	a<key>  the buyer's attempts allowance as their last reservation left it (reserve.go)
+//
+// A key begins with a digit or '~', so a field's first byte tells its kind and no
+// buyer's field is another's. The names are made here only, for Go (the functions
+// below) and for the scripts (buyerFieldsLua, generated from the same marks).
+
+// The marks before a buyer's key in the names of its fields; units have none.
+const (
+	partsMark     = "p"
+	lockMark      = "l"
+	allowanceMark = "a"
+)
+
+// unitsField is the field of the units a buyer holds.
+func unitsField(who buyer.ID) string { return who.Key() }
+
+// partsField is the field of the orders a buyer holds (participations).
+func partsField(who buyer.ID) string { return partsMark + who.Key() }
+
+// allowanceField is the field of a buyer's attempts allowance.
+func allowanceField(who buyer.ID) string { return allowanceMark + who.Key() }
+
+// allowanceFields is the HSCAN pattern of every allowance field.
+const allowanceFields = allowanceMark + "*"
+
+// fieldKind is what a field of the users hash holds.
+type fieldKind int
+
+const (
+	unitsKind fieldKind = iota
+	partsKind
+	lockKind
+	allowanceKind
+	otherKind // a field of no buyer's kind above
+)
+
+// buyerField reads a field of the users hash: its kind and its buyer. An error for a
+// field of a known kind whose key is no buyer's.
+func buyerField(field string) (fieldKind, buyer.ID, error) {
+	kind, key := unitsKind, field
+	if field != "" {
+		switch field[:1] {
+		case partsMark:
+			kind, key = partsKind, field[1:]
+		case lockMark:
+			kind, key = lockKind, field[1:]
+		case allowanceMark:
+			kind, key = allowanceKind, field[1:]
+		default:
+			if c := field[0]; c != '~' && (c < '0' || c > '9') {
+				return otherKind, "", nil
+			}
+		}
+	}
+	who, err := buyer.FromKey(key)
+	if err != nil {
+		return kind, "", fmt.Errorf("users hash field %q: %w", field, err)
+	}
+	return kind, who, nil
+}
+
+// counted reports whether a sale keeps its buyers' orders (participations) beside their
+// units: when it caps them (cap > 0) or sells in groups. The one rule, which the
+// scripts apply as counted (buyerFieldsLua) and a rebuild as this.
+func counted(cap int, group bool) bool { return cap > 0 || group }
+
+// buyerFieldsLua defines the same for the scripts, which have a buyer's key, never its
+// subject: the units field is the key itself, the others the key after the constants
+// PARTS, LOCK and ALLOWANCE (PARTS .. key; a constant costs the script what a literal
+// does, a function call more); and counted(cap, group), counted of a cap (a number, 0:
+// none) and a group (any true value: the sale sells in groups).
+const buyerFieldsLua = `
+local PARTS, LOCK, ALLOWANCE = '` + partsMark + `', '` + lockMark + `', '` + allowanceMark + `'
+local function counted(cap, group) return cap > 0 or (group and true or false) end
+`
