@@ -11,7 +11,6 @@ import (
 	"slices"
 	"time"
 
-	"seckill/internal/buyer"
 	"seckill/internal/outage"
 	"seckill/internal/stock"
 	"seckill/internal/store"
@@ -103,7 +102,7 @@ func (l *Lifecycle) giveBack(ctx context.Context, orders []store.Order, read tim
 	}
 	bySale := map[int64][]stock.Returning{}
 	for _, o := range orders {
-		bySale[o.ActivityID] = append(bySale[o.ActivityID], stock.Returning{OrderID: o.ID, Buyer: buyer.Of(o.UserID), Quantity: o.Quantity})
+		bySale[o.ActivityID] = append(bySale[o.ActivityID], stock.Returning{OrderID: o.ID, Buyer: o.Buyer, Quantity: o.Quantity})
 	}
 	returned := map[int64][]stock.Returning{} // by sale, the orders whose units are back
 	var all []string

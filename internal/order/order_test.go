@@ -75,7 +75,7 @@ func (f *fixture) created(user int64, qty int) store.Order {
 		f.t.Fatal(err)
 	}
 	time.Sleep(2 * time.Millisecond)
-	o := store.Order{ID: id, ActivityID: f.act, UserID: user, Quantity: qty, AmountCents: 100 * int64(qty),
+	o := store.Order{ID: id, ActivityID: f.act, Buyer: buyer.Of(user), Quantity: qty, AmountCents: 100 * int64(qty),
 		CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}
 	if _, err := f.st.PersistBatch(ctx, []store.NewOrder{{Order: o, Limit: 5}}, outage.Outages{}); err != nil {
 		f.t.Fatal(err)
@@ -106,7 +106,7 @@ func (f *fixture) ledger(wantAvailable int64) {
 func TestPayCancelExpire(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	me := store.Access{UserID: 1}
+	me := store.Access{Buyer: "1"}
 	paid, cancelled, expired := f.created(1, 2), f.created(1, 1), f.created(2, 3)
 	f.ledger(4)
 
@@ -124,8 +124,8 @@ func TestPayCancelExpire(t *testing.T) {
 		{"cancel again", 21 * time.Second, func() (store.Order, error) { return f.life.Cancel(ctx, cancelled.ID, me) }, "cancelled", nil},
 		{"cancel a paid order", 22 * time.Second, func() (store.Order, error) { return f.life.Cancel(ctx, paid.ID, me) }, "", store.ErrNotCancellable},
 		// The payment loses to the end of the window: the order is cancelled by it.
-		{"pay at the end of the window", time.Minute, func() (store.Order, error) { return f.life.Pay(ctx, expired.ID, store.Access{UserID: 2}) }, "", store.ErrExpired},
-		{"pay it again", time.Minute + time.Second, func() (store.Order, error) { return f.life.Pay(ctx, expired.ID, store.Access{UserID: 2}) }, "", store.ErrExpired},
+		{"pay at the end of the window", time.Minute, func() (store.Order, error) { return f.life.Pay(ctx, expired.ID, store.Access{Buyer: "2"}) }, "", store.ErrExpired},
+		{"pay it again", time.Minute + time.Second, func() (store.Order, error) { return f.life.Pay(ctx, expired.ID, store.Access{Buyer: "2"}) }, "", store.ErrExpired},
 	}
 	for _, st := range steps {
 		f.set(t0.Add(st.at))
@@ -147,7 +147,7 @@ func TestPayCancelExpire(t *testing.T) {
 	if snap, _ := f.sk.Snapshot(ctx, f.act); snap.Users["2"] != 0 {
 		t.Errorf("user 2 still holds %d units after expiry", snap.Users["2"])
 	}
-	if _, err := f.life.Pay(ctx, expired.ID, store.Access{UserID: 2}); !errors.Is(err, store.ErrExpired) {
+	if _, err := f.life.Pay(ctx, expired.ID, store.Access{Buyer: "2"}); !errors.Is(err, store.ErrExpired) {
 		t.Errorf("pay an expired order: %v, want ErrExpired", err)
 	}
 }
@@ -202,7 +202,7 @@ func TestCancelWhileRedisDown(t *testing.T) {
 	ctx := context.Background()
 	o := f.created(1, 2)
 	f.redis.Kill()
-	got, err := f.life.Cancel(ctx, o.ID, store.Access{UserID: 1})
+	got, err := f.life.Cancel(ctx, o.ID, store.Access{Buyer: "1"})
 	if err != nil || got.Status != store.StatusCancelled {
 		t.Fatalf("cancel with Redis down: %q, %v; want cancelled (MySQL is the record)", got.Status, err)
 	}
@@ -339,7 +339,7 @@ func TestOutagesExtendPayWindows(t *testing.T) {
 				var err error
 				switch st.op {
 				case "pay":
-					_, err = f.life.Pay(ctx, o.ID, store.Access{UserID: 1})
+					_, err = f.life.Pay(ctx, o.ID, store.Access{Buyer: "1"})
 				case "expire":
 					_, err = f.life.ExpireDue(ctx, 100)
 				}

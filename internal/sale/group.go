@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"seckill/internal/apitime"
+	"seckill/internal/buyer"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 )
@@ -154,5 +155,16 @@ func (s *Service) AllGroups(ctx context.Context, activityID int64, limit int) ([
 // storedGroupView shows a group MySQL holds, with its members.
 func storedGroupView(g store.Group) Group {
 	return Group{ID: g.ID, ActivityID: g.ActivityID, Size: g.Size, Members: g.Members, Status: g.Status,
-		ExpiresAt: apitime.Of(g.ExpiresAt), MemberIDs: g.Users}
+		ExpiresAt: apitime.Of(g.ExpiresAt), MemberIDs: memberIDs(g.Buyers)}
+}
+
+// memberIDs are the user ids of the decimal members.
+func memberIDs(members []buyer.ID) []int64 {
+	var out []int64
+	for _, m := range members {
+		if n, ok := m.UserID(); ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }

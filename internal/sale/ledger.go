@@ -96,7 +96,7 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 		UserDifferences: []UserDifference{}}
 	expect := make(map[buyer.ID]int64, len(f.Users))
 	for u, n := range f.Users {
-		expect[buyer.Of(u)] = n
+		expect[u] = n
 	}
 	for _, q := range snap.Queued {
 		// Written to MySQL after the Redis read: count it once, as queued.

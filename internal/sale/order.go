@@ -205,7 +205,7 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 		if err != nil {
 			return Order{}, fmt.Errorf("get order: %w", err)
 		}
-		o, stored, owner = []Order{storedView(row)}, map[string]store.Order{id: row}, buyer.Of(row.UserID)
+		o, stored, owner = []Order{storedView(row)}, map[string]store.Order{id: row}, row.Buyer
 	default:
 		return Order{}, err
 	}
@@ -224,7 +224,6 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	if c.Service {
 		return []Order{}, nil
 	}
-	userID, _ := c.Buyer.UserID()
 	ids, err := s.store.ActivityIDs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
@@ -233,7 +232,7 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	if err != nil {
 		return nil, err
 	}
-	stored, err := s.store.ListUserOrders(ctx, userID, maxListedOrders)
+	stored, err := s.store.ListUserOrders(ctx, c.Buyer, maxListedOrders)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}
@@ -294,8 +293,7 @@ func (s *Service) afterCreated(ctx context.Context, id string, c Caller, errQueu
 	case !errors.Is(err, stock.ErrNotQueued):
 		return Order{}, err
 	}
-	userID, _ := c.Buyer.UserID()
-	stored, err := act(context.WithoutCancel(ctx), id, store.Access{UserID: userID, Admin: c.actsOnAnyOrder()})
+	stored, err := act(context.WithoutCancel(ctx), id, store.Access{Buyer: c.Buyer, Admin: c.actsOnAnyOrder()})
 	if err != nil {
 		return Order{}, err
 	}

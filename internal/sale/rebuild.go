@@ -128,14 +128,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 			return false, err
 		}
 		sale.Gen, sale.Epoch = max(from.Gen, recorded)+1, epoch
-		units, orders := map[buyer.ID]int64{}, map[buyer.ID]int64{}
-		for u, n := range f.Units {
-			units[buyer.Of(u)] = n
-		}
-		for u, n := range f.Orders {
-			orders[buyer.Of(u)] = n
-		}
-		err = r.stock.Rebuild(ctx, from, closing, sale, units, orders, held, settled)
+		err = r.stock.Rebuild(ctx, from, closing, sale, f.Units, f.Orders, held, settled)
 		switch {
 		case err == nil:
 			groups, err := r.stock.RestoreGroups(ctx, id, groupsOf(f.Seats))
@@ -184,7 +177,7 @@ func (r *Rebuilder) restoreKeys(ctx context.Context, id int64, buckets int) erro
 		if o.IdempotencyKey == nil || o.RequestFingerprint == nil {
 			continue
 		}
-		keys = append(keys, stock.KeptKey{Buyer: buyer.Of(o.UserID), Key: *o.IdempotencyKey, Fingerprint: *o.RequestFingerprint,
+		keys = append(keys, stock.KeptKey{Buyer: o.Buyer, Key: *o.IdempotencyKey, Fingerprint: *o.RequestFingerprint,
 			OrderID: o.ID, Expires: o.CreatedAt.Add(stock.IdempotencyTTL)})
 	}
 	return r.stock.RestoreKeys(ctx, id, buckets, keys)
@@ -210,7 +203,7 @@ func groupsOf(seats []store.GroupSeat) []stock.Group {
 				Seats: map[buyer.ID]stock.Seat{}})
 		}
 		if s.OrderID != "" {
-			out[i].Seats[buyer.Of(s.UserID)] = stock.Seat{OrderID: s.OrderID, Quantity: s.Quantity}
+			out[i].Seats[s.Buyer] = stock.Seat{OrderID: s.OrderID, Quantity: s.Quantity}
 		}
 	}
 	return out

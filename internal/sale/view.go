@@ -42,7 +42,8 @@ func (EventViews) Group(g store.Group) any {
 
 // storedView shows an order MySQL holds.
 func storedView(o store.Order) Order {
-	v := Order{ID: o.ID, ActivityID: o.ActivityID, UserID: o.UserID, Quantity: o.Quantity, AmountCents: o.AmountCents,
+	userID, _ := o.Buyer.UserID()
+	v := Order{ID: o.ID, ActivityID: o.ActivityID, UserID: userID, Quantity: o.Quantity, AmountCents: o.AmountCents,
 		Status: o.Status, CreatedAt: apitime.Of(o.CreatedAt), ExpiresAt: apitime.Of(o.ExpiresAt), PaidAt: apitime.OfPtr(o.PaidAt)}
 	if o.FailureReason != nil {
 		v.FailureReason = *o.FailureReason

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/buyer"
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
 	"seckill/internal/stock"
@@ -24,7 +25,7 @@ func TestEventOrderIsTheAPIOrder(t *testing.T) {
 	for i, user := range []int64{1, 2, 3} {
 		at := now.Add(time.Duration(i) * time.Millisecond)
 		batch = append(batch, store.NewOrder{Limit: 2, Order: store.Order{ID: fmt.Sprintf("o%d-%d", a.ID, i),
-			ActivityID: a.ID, UserID: user, Quantity: 1, AmountCents: 100, CreatedAt: at, ExpiresAt: at.Add(15 * time.Minute)}})
+			ActivityID: a.ID, Buyer: buyer.Of(user), Quantity: 1, AmountCents: 100, CreatedAt: at, ExpiresAt: at.Add(15 * time.Minute)}})
 	}
 	if _, err := st.PersistBatch(ctx, batch, outage.Outages{}); err != nil {
 		t.Fatal(err)
@@ -165,7 +166,7 @@ func seatOrder(a store.Activity, user int64, group string) store.NewOrder {
 func plainOrder(a store.Activity, user int64) store.NewOrder {
 	at := a.StartsAt.Add(time.Duration(user) * time.Millisecond)
 	return store.NewOrder{Limit: a.PerUserLimit, Order: store.Order{ID: fmt.Sprintf("o%d-%d", a.ID, user),
-		ActivityID: a.ID, UserID: user, Quantity: 1, AmountCents: a.PriceCents, CreatedAt: at, ExpiresAt: at.Add(15 * time.Minute)}}
+		ActivityID: a.ID, Buyer: buyer.Of(user), Quantity: 1, AmountCents: a.PriceCents, CreatedAt: at, ExpiresAt: at.Add(15 * time.Minute)}}
 }
 
 // Every time in every event type and in the order and group answers is in the one

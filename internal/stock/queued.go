@@ -114,9 +114,8 @@ func (q QueuedOrder) Priced(sale Sale) QueuedOrder {
 // Row is the row MySQL stores for q, with what its guards check it against: what the
 // worker writes, and what the API shows of q until then (its status left to the caller).
 func (q QueuedOrder) Row() store.NewOrder {
-	userID, _ := q.Buyer.UserID()
-	n := store.NewOrder{Limit: q.Limit, Participations: q.ParticipationCap, Order: store.Order{ID: q.OrderID,
-		ActivityID: q.ActivityID, UserID: userID, Quantity: q.Quantity, AmountCents: q.AmountCents,
+	n := store.NewOrder{Limit: q.Limit, ParticipationCap: q.ParticipationCap, Order: store.Order{ID: q.OrderID,
+		ActivityID: q.ActivityID, Buyer: q.Buyer, Quantity: q.Quantity, AmountCents: q.AmountCents,
 		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt}}
 	if q.Group != "" {
 		g := q.Group

@@ -12,19 +12,20 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"seckill/internal/buyer"
 	"seckill/internal/outbox"
 )
 
 // ErrNotCancellable means the order is paid or failed, so it cannot be cancelled.
 var ErrNotCancellable = errors.New("the order can no longer be cancelled")
 
-// Access says who may act on an order: its owner, or anyone when Admin is true.
+// Access says who may act on an order: its buyer, or anyone when Admin is true.
 type Access struct {
-	UserID int64
-	Admin  bool
+	Buyer buyer.ID
+	Admin bool
 }
 
-func (a Access) allows(o Order) bool { return a.Admin || o.UserID == a.UserID }
+func (a Access) allows(o Order) bool { return a.Admin || o.Buyer == a.Buyer }
 
 // lockOrder reads an order for update, hiding it from callers who may not see it.
 func lockOrder(tx *gorm.DB, id string, who Access) (Order, error) {
@@ -52,7 +53,7 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 		cancelled, lost = false, nil
 		pay := tx.Model(&Order{}).Where("id = ? AND status = ? AND expires_at > ?", id, StatusCreated, now)
 		if !who.Admin {
-			pay = pay.Where("user_id = ?", who.UserID)
+			pay = pay.Where("buyer = ?", who.Buyer)
 		}
 		res := pay.Updates(map[string]any{"status": StatusPaid, "paid_at": now})
 		if res.Error != nil {
@@ -149,7 +150,7 @@ func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time
 // cancelCreated cancels orders, created orders locked by tx, at now: they are marked
 // return_pending, their units taken out of the sales' sold units and their buyers'
 // totals, and their order.cancelled events recorded. Rows are touched in the order the
-// worker's batches touch them (user_purchases by activity and user, then activities by
+// worker's batches touch them (user_purchases by activity and buyer, then activities by
 // id; store/persist.go), so the two cannot deadlock.
 func (s *Store) cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error {
 	if len(orders) == 0 {
@@ -318,7 +319,7 @@ func (s *Store) ReturnedToStock(ctx context.Context, ids ...string) error {
 	return s.db.WithContext(ctx).Model(&Order{}).Where("id IN ?", ids).Update("return_pending", false).Error
 }
 
-// Group is one row of sale_groups, with the users whose orders hold its seats.
+// Group is one row of sale_groups, with the buyers whose orders hold its seats.
 type Group struct {
 	ID         string
 	ActivityID int64
@@ -326,9 +327,9 @@ type Group struct {
 	Members    int
 	Status     string
 	ExpiresAt  time.Time
-	// Users are the members' user ids (orders of the group that are grouping, created,
-	// paid, or cancelled with the group when it failed).
-	Users []int64 `gorm:"-"`
+	// Buyers are the members (of orders of the group that are grouping, created, paid,
+	// or cancelled with the group when it failed).
+	Buyers []buyer.ID `gorm:"-"`
 }
 
 // ListGroups returns up to limit of the groups of a sale MySQL has (a group gets its
@@ -348,9 +349,9 @@ func (s *Store) ListGroups(ctx context.Context, activityID int64, limit int) ([]
 	}
 	var members []struct {
 		GroupID string
-		UserID  int64
+		Buyer   buyer.ID
 	}
-	if err := s.db.WithContext(ctx).Model(&Order{}).Select("group_id, user_id").
+	if err := s.db.WithContext(ctx).Model(&Order{}).Select("group_id, buyer").
 		Where("group_id IN ? AND status <> ?", ids, StatusFailed).Order("created_at").Scan(&members).Error; err != nil {
 		return nil, fmt.Errorf("list group members: %w", err)
 	}
@@ -360,7 +361,7 @@ func (s *Store) ListGroups(ctx context.Context, activityID int64, limit int) ([]
 	}
 	for _, m := range members {
 		if g := byID[m.GroupID]; g != nil {
-			g.Users = append(g.Users, m.UserID)
+			g.Buyers = append(g.Buyers, m.Buyer)
 		}
 	}
 	return gs, nil

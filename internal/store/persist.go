@@ -28,9 +28,9 @@ type NewOrder struct {
 	// Epoch is the epoch of the sale's Redis state the order was claimed in (or adopted
 	// into); an order of an older epoch than the activity's is refused (ErrClaimedBeforeRebuild).
 	Epoch int64
-	// Participations is the cap on the user's orders in the sale it was checked
+	// ParticipationCap is the cap on the buyer's orders in the sale it was checked
 	// against (0: none); MySQL checks it too.
-	Participations int
+	ParticipationCap int
 	// GroupSize and GroupExpiresAt describe the order's group (Order.GroupID) as Redis
 	// opened it, so MySQL can record the group with its first stored seat.
 	GroupSize      int
@@ -66,7 +66,7 @@ func (e *guardError) Error() string { return e.reason }
 // It is idempotent: an order already stored is left as it is and reported with
 // Existed. In the same transaction it adds the units to activities.sold, guarded by
 // stock_total, and the units and orders to user_purchases, guarded by each order's
-// Limit and Participations. An order of a group takes a seat in sale_groups, guarded
+// Limit and ParticipationCap. An order of a group takes a seat in sale_groups, guarded
 // by the group's size: it is stored grouping, and the seat that fills the group turns
 // every order of it created, their pay windows starting then. When a guard
 // refuses the batch, the orders are written one by one, oldest first, and each one the
@@ -189,7 +189,7 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder, w Windows) (map[
 				o.setWindow(now, now.Add(o.ExpiresAt.Sub(o.CreatedAt)), w, now)
 			}
 			fresh = append(fresh, o)
-			held = append(held, userUnits{o.ActivityID, o.UserID, int64(o.Quantity), 1, o.Limit, o.Participations})
+			held = append(held, userUnits{o.ActivityID, o.Buyer, int64(o.Quantity), 1, o.Limit, o.ParticipationCap})
 		}
 		if len(fresh) == 0 {
 			return nil

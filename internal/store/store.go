@@ -14,6 +14,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"seckill/internal/buyer"
 )
 
 // Order statuses, the same words as the API. Queued orders live in Redis only.
@@ -72,9 +74,12 @@ type Activity struct {
 
 // Order is one row of orders.
 type Order struct {
-	ID            string `gorm:"primaryKey"`
-	ActivityID    int64
-	UserID        int64
+	ID         string `gorm:"primaryKey"`
+	ActivityID int64
+	Buyer      buyer.ID
+	// UserID is the column user_id: Buyer's number for a decimal buyer, nil for any
+	// other, written from Buyer with the row (BeforeCreate).
+	UserID        *int64
 	Quantity      int
 	AmountCents   int64
 	Status        string
@@ -97,6 +102,16 @@ type Order struct {
 	// rebuild of the sale's Redis state writes the key back (KeptKeys).
 	IdempotencyKey     *string
 	RequestFingerprint *string
+}
+
+// BeforeCreate fills the row's user_id from its buyer; GORM calls it for every row it
+// inserts.
+func (o *Order) BeforeCreate(*gorm.DB) error {
+	o.UserID = nil
+	if n, ok := o.Buyer.UserID(); ok {
+		o.UserID = &n
+	}
+	return nil
 }
 
 // Window is the order's pay window as it was set, before outages extended it: its
@@ -269,10 +284,10 @@ func (s *Store) GetOrder(ctx context.Context, id string) (Order, error) {
 	return o, err
 }
 
-// ListUserOrders returns up to limit of the user's orders, newest first.
-func (s *Store) ListUserOrders(ctx context.Context, userID int64, limit int) ([]Order, error) {
+// ListUserOrders returns up to limit of the buyer's orders, newest first.
+func (s *Store) ListUserOrders(ctx context.Context, who buyer.ID, limit int) ([]Order, error) {
 	var os []Order
-	err := s.db.WithContext(ctx).Where("user_id = ?", userID).
+	err := s.db.WithContext(ctx).Where("buyer = ?", who).
 		Order("created_at DESC, id DESC").Limit(limit).Find(&os).Error
 	return os, err
 }
@@ -369,8 +384,8 @@ type Figures struct {
 	Sold int64
 	// ReturnPending is the units of cancelled orders not yet confirmed back in Redis.
 	ReturnPending int64
-	// Users is what each user holds by user_purchases (userHoldings).
-	Users map[int64]int64
+	// Users is what each buyer holds by user_purchases (userHoldings).
+	Users map[buyer.ID]int64
 }
 
 // Figures reads an activity's totals in one consistent read.
@@ -400,8 +415,8 @@ func (s *Store) Figures(ctx context.Context, activityID int64) (Figures, error) 
 // RebuildFacts are what a sale's Redis state is rebuilt from.
 type RebuildFacts struct {
 	Activity Activity
-	// Units and Orders are, by user, the units and orders of Holdings.
-	Units, Orders map[int64]int64
+	// Units and Orders are, by buyer, the units and orders of Holdings.
+	Units, Orders map[buyer.ID]int64
 	// Stored are the orders Redis holds as queued that MySQL has already (those count
 	// in the holdings, not as queued).
 	Stored map[string]bool
@@ -417,16 +432,16 @@ type GroupSeat struct {
 	Status    string
 	ExpiresAt time.Time
 	OrderID   string
-	UserID    int64
+	Buyer     buyer.ID
 	Quantity  int
 }
 
 // KeyedOrders returns a sale's orders made with an Idempotency-Key since since (id,
-// user, created_at and the key's two columns only), whatever their status: the keys a
+// buyer, created_at and the key's two columns only), whatever their status: the keys a
 // rebuild of the sale's Redis state writes back.
 func (s *Store) KeyedOrders(ctx context.Context, activityID int64, since time.Time) ([]Order, error) {
 	var orders []Order
-	err := s.db.WithContext(ctx).Select("id", "user_id", "created_at", "idempotency_key", "request_fingerprint").
+	err := s.db.WithContext(ctx).Select("id", "buyer", "created_at", "idempotency_key", "request_fingerprint").
 		Where("activity_id = ? AND created_at >= ? AND idempotency_key IS NOT NULL", activityID, since).
 		Find(&orders).Error
 	if err != nil {
@@ -452,7 +467,7 @@ func (s *Store) RebuildFacts(ctx context.Context, activityID int64, ids []string
 		}
 		if f.Activity.Kind == "group" {
 			if err := tx.Raw("SELECT g.id AS group_id, g.size, g.status, g.expires_at, "+
-				"COALESCE(o.id, '') AS order_id, COALESCE(o.user_id, 0) AS user_id, COALESCE(o.quantity, 0) AS quantity "+
+				"COALESCE(o.id, '') AS order_id, COALESCE(o.buyer, '') AS buyer, COALESCE(o.quantity, 0) AS quantity "+
 				"FROM sale_groups g LEFT JOIN orders o ON o.group_id = g.id AND o.status IN ? "+
 				"WHERE g.activity_id = ? ORDER BY g.id", holding, activityID).Scan(&f.Seats).Error; err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/buyer"
 	"seckill/internal/outage"
 	"seckill/internal/sale"
 	"seckill/internal/store"
@@ -31,7 +32,7 @@ func order(a store.Activity, user int64, qty int) store.NewOrder {
 	seq++
 	now := time.Now().UTC().Truncate(time.Millisecond).Add(time.Duration(seq) * time.Millisecond)
 	return store.NewOrder{Limit: a.PerUserLimit, Order: store.Order{
-		ID: fmt.Sprintf("o%d-%d", a.ID, seq), ActivityID: a.ID, UserID: user, Quantity: qty,
+		ID: fmt.Sprintf("o%d-%d", a.ID, seq), ActivityID: a.ID, Buyer: buyer.Of(user), Quantity: qty,
 		AmountCents: a.PriceCents * int64(qty), CreatedAt: now, ExpiresAt: now.Add(15 * time.Minute)}}
 }
 
@@ -191,7 +192,7 @@ func TestPersistBatchConcurrent(t *testing.T) {
 // seatOrder is an order of a seat in group g of size 3.
 func seatOrder(a store.Activity, user int64, g string) store.NewOrder {
 	o := order(a, user, 1)
-	o.GroupID, o.GroupSize, o.GroupExpiresAt, o.Participations = &g, 3, o.CreatedAt.Add(time.Minute), 2
+	o.GroupID, o.GroupSize, o.GroupExpiresAt, o.ParticipationCap = &g, 3, o.CreatedAt.Add(time.Minute), 2
 	return o
 }
 
@@ -249,7 +250,7 @@ func TestPersistSeatsAndFailGroup(t *testing.T) {
 		t.Fatalf("groups = %+v, %v; want g1, g2, g4", gs, err)
 	}
 	for _, g := range gs {
-		if g.ID == "g1" && (g.Status != "complete" || g.Members != 3 || len(g.Users) != 3) {
+		if g.ID == "g1" && (g.Status != "complete" || g.Members != 3 || len(g.Buyers) != 3) {
 			t.Errorf("g1 = %+v, want complete with 3 members", g)
 		}
 		if g.ID == "g4" && g.Status != "failed" {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"seckill/internal/buyer"
 	"seckill/internal/outage"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
@@ -184,7 +183,7 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 			p.metrics.handled(out.Status, 1)
 			p.metrics.stored(o.CreatedAt)
 		}
-		settle[o.ActivityID] = append(settle[o.ActivityID], stock.Settlement{OrderID: o.ID, Buyer: buyer.Of(o.UserID),
+		settle[o.ActivityID] = append(settle[o.ActivityID], stock.Settlement{OrderID: o.ID, Buyer: o.Buyer,
 			Failed: out.Status == store.StatusFailed, Group: deref(o.GroupID)})
 	}
 	for act, ss := range settle {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	buyerid "seckill/internal/buyer"
 	"seckill/internal/outage"
 	seckillsale "seckill/internal/sale"
 	"seckill/internal/store"
@@ -44,7 +45,7 @@ func (s *sale) persist(user int64, qty int) (string, string) {
 	now := time.Now().UTC().Truncate(time.Millisecond).Add(time.Duration(s.seq) * time.Millisecond)
 	id := fmt.Sprintf("a%d-o%d", s.a.ID, s.seq)
 	out, err := s.st.PersistBatch(context.Background(), []store.NewOrder{{Limit: s.a.PerUserLimit,
-		Order: store.Order{ID: id, ActivityID: s.a.ID, UserID: user, Quantity: qty,
+		Order: store.Order{ID: id, ActivityID: s.a.ID, Buyer: buyerid.Of(user), Quantity: qty,
 			AmountCents: 100 * int64(qty), CreatedAt: now, ExpiresAt: now.Add(15 * time.Minute)}}}, outage.Outages{})
 	if err != nil {
 		s.t.Fatalf("persist: %v", err)

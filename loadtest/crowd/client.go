@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"seckill/internal/auth"
-	id "seckill/internal/buyer"
+	buyerid "seckill/internal/buyer"
 )
 
 // api talks to one or more API processes, round-robin, over keep-alive connections.
@@ -60,7 +60,7 @@ func (a *api) base() string {
 
 // token signs a token for the user, valid for a day.
 func (a *api) token(userID int64, admin bool) (string, error) {
-	return auth.Sign(a.secret, id.Of(userID), admin, 24*time.Hour, time.Now())
+	return auth.Sign(a.secret, buyerid.Of(userID), admin, 24*time.Hour, time.Now())
 }
 
 // tokens signs tokens for users first..first+n-1.
