@@ -99,6 +99,7 @@ type activity struct {
 type order struct {
 	ID          string `json:"id"`
 	ActivityID  int64  `json:"activity_id"`
+	Buyer       string `json:"buyer"`
 	UserID      int64  `json:"user_id"`
 	Quantity    int    `json:"quantity"`
 	AmountCents int64  `json:"amount_cents"`

@@ -18,6 +18,7 @@ import (
 )
 
 type ticket struct {
+	Buyer         string     `json:"buyer"`
 	Status        string     `json:"status"`
 	Position      int64      `json:"position"`
 	Ahead         int64      `json:"ahead"`

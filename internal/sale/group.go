@@ -13,8 +13,8 @@ import (
 )
 
 // Group is a group of a group-buy sale as the API shows it: the group object of
-// api/openapi.yaml. The events of internal/store carry the same object without
-// MemberIDs (EventViews; TestEventGroupIsTheAPIGroup).
+// api/openapi.yaml. The events of internal/store carry the same object without its
+// members (EventViews; TestEventGroupIsTheAPIGroup).
 type Group struct {
 	ID         string       `json:"id"`
 	ActivityID int64        `json:"activity_id"`
@@ -22,8 +22,10 @@ type Group struct {
 	Members    int          `json:"members"`
 	Status     string       `json:"status"`
 	ExpiresAt  apitime.Time `json:"expires_at"`
-	// MemberIDs are the members' user ids, for admins only.
-	MemberIDs []int64 `json:"member_ids,omitempty"`
+	// MemberBuyers are the members, and MemberIDs the user ids of the decimal ones, for
+	// admins only.
+	MemberBuyers []buyer.Named `json:"member_buyers,omitempty"`
+	MemberIDs    []int64       `json:"member_ids,omitempty"`
 }
 
 func groupView(g stock.Group) Group {
@@ -154,17 +156,14 @@ func (s *Service) AllGroups(ctx context.Context, activityID int64, limit int) ([
 
 // storedGroupView shows a group MySQL holds, with its members.
 func storedGroupView(g store.Group) Group {
-	return Group{ID: g.ID, ActivityID: g.ActivityID, Size: g.Size, Members: g.Members, Status: g.Status,
-		ExpiresAt: apitime.Of(g.ExpiresAt), MemberIDs: memberIDs(g.Buyers)}
-}
-
-// memberIDs are the user ids of the decimal members.
-func memberIDs(members []buyer.ID) []int64 {
-	var out []int64
-	for _, m := range members {
-		if n, ok := m.UserID(); ok {
-			out = append(out, n)
+	v := Group{ID: g.ID, ActivityID: g.ActivityID, Size: g.Size, Members: g.Members, Status: g.Status,
+		ExpiresAt: apitime.Of(g.ExpiresAt)}
+	for _, m := range g.Buyers {
+		named := m.Named()
+		v.MemberBuyers = append(v.MemberBuyers, named)
+		if named.UserID != 0 {
+			v.MemberIDs = append(v.MemberIDs, named.UserID)
 		}
 	}
-	return out
+	return v
 }

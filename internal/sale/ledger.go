@@ -29,7 +29,7 @@ type Ledger struct {
 	Difference int64 `json:"difference"`
 	// SoldColumn is activities.sold, which must equal grouping + created + paid units.
 	SoldColumn int64 `json:"sold_column"`
-	// UserDifferences lists users whose units in Redis differ from MySQL's
+	// UserDifferences lists buyers whose units in Redis differ from MySQL's
 	// user_purchases plus their queued units (at most 20).
 	UserDifferences []UserDifference `json:"user_differences"`
 	Balanced        bool             `json:"balanced"`
@@ -38,11 +38,11 @@ type Ledger struct {
 	Attempts int `json:"attempts"`
 }
 
-// UserDifference is one user's units in Redis and in MySQL.
+// UserDifference is one buyer's units in Redis and in MySQL.
 type UserDifference struct {
-	UserID int64 `json:"user_id"`
-	Redis  int64 `json:"redis"`
-	MySQL  int64 `json:"mysql"`
+	buyer.Named
+	Redis int64 `json:"redis"`
+	MySQL int64 `json:"mysql"`
 }
 
 // Ledger checks that a sale's stock balances, in Redis and MySQL. While orders flow it
@@ -116,14 +116,12 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 	l.Difference = l.StockTotal - (l.Available + l.QueuedUnits + l.GroupingUnits + l.CreatedUnits + l.PaidUnits + l.ReturningUnits)
 	for u, want := range expect {
 		if got := snap.Users[u]; got != want && len(l.UserDifferences) < 20 {
-			n, _ := u.UserID()
-			l.UserDifferences = append(l.UserDifferences, UserDifference{UserID: n, Redis: got, MySQL: want})
+			l.UserDifferences = append(l.UserDifferences, UserDifference{Named: u.Named(), Redis: got, MySQL: want})
 		}
 	}
 	for u, got := range snap.Users {
 		if _, known := expect[u]; !known && got != 0 && len(l.UserDifferences) < 20 {
-			n, _ := u.UserID()
-			l.UserDifferences = append(l.UserDifferences, UserDifference{UserID: n, Redis: got})
+			l.UserDifferences = append(l.UserDifferences, UserDifference{Named: u.Named(), Redis: got})
 		}
 	}
 	l.Balanced = l.Difference == 0 && l.RedisTotal == l.StockTotal &&

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"seckill/internal/apitime"
+	"seckill/internal/buyer"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 )
@@ -11,9 +12,10 @@ import (
 // Order is an order as the API shows it: the order object of api/openapi.yaml. The
 // events of internal/store carry the same object (EventViews).
 type Order struct {
-	ID            string        `json:"id"`
-	ActivityID    int64         `json:"activity_id"`
-	UserID        int64         `json:"user_id"`
+	ID         string `json:"id"`
+	ActivityID int64  `json:"activity_id"`
+	// Named is the order's buyer: "buyer", and "user_id" for a decimal buyer.
+	buyer.Named
 	Quantity      int           `json:"quantity"`
 	AmountCents   int64         `json:"amount_cents"`
 	Status        string        `json:"status"`
@@ -36,14 +38,13 @@ func (EventViews) Order(o store.Order) any { return storedView(o) }
 // Group is g as the API shows it to a buyer.
 func (EventViews) Group(g store.Group) any {
 	v := storedGroupView(g)
-	v.MemberIDs = nil
+	v.MemberIDs, v.MemberBuyers = nil, nil
 	return v
 }
 
 // storedView shows an order MySQL holds.
 func storedView(o store.Order) Order {
-	userID, _ := o.Buyer.UserID()
-	v := Order{ID: o.ID, ActivityID: o.ActivityID, UserID: userID, Quantity: o.Quantity, AmountCents: o.AmountCents,
+	v := Order{ID: o.ID, ActivityID: o.ActivityID, Named: o.Buyer.Named(), Quantity: o.Quantity, AmountCents: o.AmountCents,
 		Status: o.Status, CreatedAt: apitime.Of(o.CreatedAt), ExpiresAt: apitime.Of(o.ExpiresAt), PaidAt: apitime.OfPtr(o.PaidAt)}
 	if o.FailureReason != nil {
 		v.FailureReason = *o.FailureReason

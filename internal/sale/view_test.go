@@ -17,15 +17,18 @@ import (
 
 // The events of internal/store carry the order object the API shows (EventViews renders
 // it from the row): each event's order, as MySQL recorded it, is the order the API shows
-// after that change (created, failed over stock, paid, cancelled).
+// after that change (created, failed over stock, paid, cancelled). Each names its buyer
+// by "buyer", and by "user_id" only for a decimal buyer.
 func TestEventOrderIsTheAPIOrder(t *testing.T) {
 	db, st, a := subscribedSale(t, 2)
 	ctx, now := context.Background(), a.StartsAt
 	var batch []store.NewOrder
-	for i, user := range []int64{1, 2, 3} {
+	buyers := map[string]buyer.ID{}
+	for i, who := range []buyer.ID{"1", "auth0|64f1c2", "109876543210987654321"} {
 		at := now.Add(time.Duration(i) * time.Millisecond)
 		batch = append(batch, store.NewOrder{Limit: 2, Order: store.Order{ID: fmt.Sprintf("o%d-%d", a.ID, i),
-			ActivityID: a.ID, Buyer: buyer.Of(user), Quantity: 1, AmountCents: 100, CreatedAt: at, ExpiresAt: at.Add(15 * time.Minute)}})
+			ActivityID: a.ID, Buyer: who, Quantity: 1, AmountCents: 100, CreatedAt: at, ExpiresAt: at.Add(15 * time.Minute)}})
+		buyers[batch[i].ID] = who
 	}
 	if _, err := st.PersistBatch(ctx, batch, outage.Outages{}); err != nil {
 		t.Fatal(err)
@@ -55,6 +58,10 @@ func TestEventOrderIsTheAPIOrder(t *testing.T) {
 			t.Fatalf("%s of %s: %v in %s", r.Type, r.Subject, err, r.Body)
 		}
 		last[r.Subject] = r.Type
+		userID, decimal := got["user_id"]
+		if who := buyers[r.Subject]; got["buyer"] != string(who) || decimal != (who == "1") || decimal && userID != float64(1) {
+			t.Errorf("%s of %s: the order names buyer %v and user %v, want %q", r.Type, r.Subject, got["buyer"], userID, who)
+		}
 		if r.Type != outbox.OrderCreated { // the order as it is now: after its last change
 			stored, err := st.GetOrder(ctx, r.Subject)
 			if err != nil {
@@ -110,7 +117,9 @@ func TestEventGroupIsTheAPIGroup(t *testing.T) {
 	db, st, a := subscribedSale(t, 10)
 	ctx, now := context.Background(), a.StartsAt
 	seat := func(user int64, group string) store.NewOrder { return seatOrder(a, user, group) }
-	if _, err := st.PersistBatch(ctx, []store.NewOrder{seat(1, "full"), seat(2, "full"), seat(3, "alone")}, outage.Outages{}); err != nil {
+	other := seat(2, "full") // a member of another subject than a user id
+	other.Buyer = "auth0|2"
+	if _, err := st.PersistBatch(ctx, []store.NewOrder{seat(1, "full"), other, seat(3, "alone")}, outage.Outages{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.FailGroup(ctx, a.ID, "alone", 2, now.Add(time.Minute), time.Now()); err != nil {
@@ -124,10 +133,13 @@ func TestEventGroupIsTheAPIGroup(t *testing.T) {
 	shown := map[string]map[string]any{}
 	for _, g := range stored {
 		v := asJSON(t, storedGroupView(g))
-		if v["member_ids"] == nil {
-			t.Errorf("group %s: the admin's view has no member_ids: %v", g.ID, v)
+		if g.ID == "full" && (fmt.Sprint(v["member_ids"]) != "[1]" ||
+			fmt.Sprint(v["member_buyers"]) != "[map[buyer:1 user_id:1] map[buyer:auth0|2]]") {
+			t.Errorf("group %s: the admin's view names members %v and %v, want buyers 1 and auth0|2, user 1",
+				g.ID, v["member_buyers"], v["member_ids"])
 		}
 		delete(v, "member_ids")
+		delete(v, "member_buyers")
 		shown[g.ID] = v
 	}
 	var rows []struct{ Subject, Type, Body string }
