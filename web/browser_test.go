@@ -714,7 +714,7 @@ func TestGroupBuyInBrowser(t *testing.T) {
 
 	// C fills the group.
 	c := b.open(t, "buyer-c", 1280, 900)
-	c.do("open the share link", chromedp.Navigate(shareURL+"#token="+testutil.Token(t, 44, false)))
+	c.do("open the share link", chromedp.Navigate(shareURL+"#token="+testutil.TokenOf(t, "auth0|64f1c2", false))) // a subject of an identity provider
 	c.waitFor("the invitation", `document.querySelector('#invite').dataset.members === '2' && !document.querySelector('#invite-join').disabled`)
 	c.do("join", chromedp.Click(chromedp.CSS("#invite-join")))
 	c.waitFor("C's join", `document.querySelector('#invite-message').textContent !== ''`)
@@ -758,7 +758,7 @@ func TestGroupBuyInBrowser(t *testing.T) {
 	admin.do("scroll to the sale's groups", chromedp.ScrollIntoView(chromedp.CSS("#sales li .groups-admin")))
 	admin.waitFor("the group complete", fmt.Sprintf(`document.querySelector('#sales li .groups-table tr[data-group-id=%q][data-status="complete"]') !== null`, groupID))
 	row := fmt.Sprintf(`#sales li .groups-table tr[data-group-id=%q]`, groupID)
-	if got := admin.eval(`[...document.querySelector(` + strconv.Quote(row) + `).cells].map((c) => c.textContent).join(' | ')`); got != groupID+" | Complete | 3 of 3 | 42, 43, 44 | Filled" {
+	if got := admin.eval(`[...document.querySelector(` + strconv.Quote(row) + `).cells].map((c) => c.textContent).join(' | ')`); got != groupID+" | Complete | 3 of 3 | 42, 43, auth0|64f1c2 | Filled" {
 		t.Errorf("the admin's row: got %q", got)
 	}
 	if got := admin.text("#sales li .groups-note"); got != "1 group: 0 open, 1 complete, 0 failed." {

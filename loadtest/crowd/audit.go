@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +14,7 @@ import (
 
 // The audit reads MySQL through the storage facts of the API contract only:
 // activities(id, stock_total, per_user_limit) and
-// orders(id, activity_id, user_id, quantity, status, group_id); for group-buy sales
+// orders(id, activity_id, buyer, quantity, status, group_id); for group-buy sales
 // also activities(sold, per_user_participations) and sale_groups(id, size, members,
 // status) (groups.go).
 
@@ -29,7 +28,7 @@ type saleRow struct {
 // storedOrder is an order as MySQL holds it.
 type storedOrder struct {
 	ID       string
-	UserID   int64
+	Buyer    string
 	Quantity int64
 	Status   string
 	GroupID  string // "" for an order of a plain sale
@@ -54,7 +53,7 @@ func loadSale(ctx context.Context, db *sql.DB, activityID int64) (saleRow, error
 
 func loadOrders(ctx context.Context, db *sql.DB, activityID int64) ([]storedOrder, error) {
 	rows, err := db.QueryContext(ctx,
-		"SELECT id, user_id, quantity, status, COALESCE(group_id, '') FROM orders WHERE activity_id = ?", activityID)
+		"SELECT id, buyer, quantity, status, COALESCE(group_id, '') FROM orders WHERE activity_id = ?", activityID)
 	if err != nil {
 		return nil, fmt.Errorf("load orders: %w", err)
 	}
@@ -62,7 +61,7 @@ func loadOrders(ctx context.Context, db *sql.DB, activityID int64) ([]storedOrde
 	var out []storedOrder
 	for rows.Next() {
 		var o storedOrder
-		if err := rows.Scan(&o.ID, &o.UserID, &o.Quantity, &o.Status, &o.GroupID); err != nil {
+		if err := rows.Scan(&o.ID, &o.Buyer, &o.Quantity, &o.Status, &o.GroupID); err != nil {
 			return nil, fmt.Errorf("load orders: %w", err)
 		}
 		out = append(out, o)
@@ -124,9 +123,10 @@ func pollUntil(ctx context.Context, poll *time.Duration, deadline time.Time, che
 	}
 }
 
-// ack is an order the API named in a 202 or a 200 answer, with what the buyer asked.
+// ack is an order the API named in a 202 or a 200 answer, with what the buyer (its
+// subject) asked.
 type ack struct {
-	UserID   int64
+	Buyer    string
 	Quantity int64
 	Key      string // Idempotency-Key, "" for none
 	Group    string // the seat's group in a group-buy sale, "" for a purchase
@@ -139,7 +139,7 @@ type ledger struct {
 	accepted map[string]ack
 	// replayed holds the orders named by 200 answers (replays of an Idempotency-Key).
 	replayed map[string]ack
-	// keys maps "user/key" to the orders its answers named.
+	// keys maps "buyer/key" to the orders its answers named.
 	keys map[string]map[string]bool
 	// repeated counts 202 answers that named an order an earlier 202 had named.
 	repeated int
@@ -166,7 +166,7 @@ func (l *ledger) record(id string, a ack, accepted bool) {
 		l.replayed[id] = a
 	}
 	if a.Key != "" {
-		k := strconv.FormatInt(a.UserID, 10) + "/" + a.Key
+		k := a.Buyer + "/" + a.Key
 		if l.keys[k] == nil {
 			l.keys[k] = map[string]bool{}
 		}
@@ -207,18 +207,18 @@ type report struct {
 	Lost []string
 	// Phantom are orders in MySQL that no 202 or 200 answer named.
 	Phantom []string
-	// KeyDuplicates are "user/key" whose answers named more than one order.
+	// KeyDuplicates are "buyer/key" whose answers named more than one order.
 	KeyDuplicates []string
 	// Repeated counts 202 answers that named an already accepted order.
 	Repeated int
 	// Refused are orders an answer named that MySQL stored as failed: Redis took their
 	// units, and MySQL's guards turned them down (only a Redis that lost writes does that).
 	Refused []string
-	// Mismatched are orders whose user, quantity or group in MySQL is not what the
+	// Mismatched are orders whose buyer, quantity or group in MySQL is not what the
 	// buyer asked and the answer said.
 	Mismatched []string
-	// OverLimit maps users past per_user_limit to the units they hold.
-	OverLimit map[int64]int64
+	// OverLimit maps buyers past per_user_limit to the units they hold.
+	OverLimit map[string]int64
 	// Unanswered counts purchases with no answer and no key to ask again with.
 	Unanswered int
 }
@@ -255,15 +255,15 @@ func audit(s saleRow, stored []storedOrder, l *ledger) report {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := report{Sale: s, Orders: len(stored), ByStatus: map[string]int{}, Accepted: len(l.accepted),
-		Repeated: l.repeated, OverLimit: map[int64]int64{}, Unanswered: l.unanswered}
+		Repeated: l.repeated, OverLimit: map[string]int64{}, Unanswered: l.unanswered}
 	byID := make(map[string]storedOrder, len(stored))
-	perUser := map[int64]int64{}
+	perUser := map[string]int64{}
 	for _, o := range stored {
 		byID[o.ID] = o
 		r.ByStatus[o.Status]++
 		if holds(o.Status) {
 			r.HeldUnits += o.Quantity
-			perUser[o.UserID] += o.Quantity
+			perUser[o.Buyer] += o.Quantity
 		}
 		_, accepted := l.accepted[o.ID]
 		_, replayed := l.replayed[o.ID]
@@ -289,7 +289,7 @@ func audit(s saleRow, stored []storedOrder, l *ledger) report {
 				if !slices.Contains(r.Refused, id) {
 					r.Refused = append(r.Refused, id)
 				}
-			case o.UserID != a.UserID || o.Quantity != a.Quantity || o.GroupID != a.Group:
+			case o.Buyer != a.Buyer || o.Quantity != a.Quantity || o.GroupID != a.Group:
 				if !slices.Contains(r.Mismatched, id) {
 					r.Mismatched = append(r.Mismatched, id)
 				}
@@ -325,7 +325,7 @@ func (r report) print(w io.Writer) {
 		len(r.Phantom), examples(r.Phantom), len(r.KeyDuplicates), examples(r.KeyDuplicates), r.Repeated))
 	users := make([]string, 0, len(r.OverLimit))
 	for u, n := range r.OverLimit {
-		users = append(users, fmt.Sprintf("user %d holds %d", u, n))
+		users = append(users, fmt.Sprintf("buyer %q holds %d", u, n))
 	}
 	sort.Strings(users)
 	line("over limit", len(r.OverLimit), examples(users))

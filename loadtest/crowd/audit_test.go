@@ -38,14 +38,14 @@ func newSale(t *testing.T, db *testutil.MySQLDB, sqlDB *sql.DB, stock int64, lim
 	return &sale{t: t, db: sqlDB, st: st, a: a, stock: stock}
 }
 
-// persist stores an order of qty units for the user and returns its id and status.
-func (s *sale) persist(user int64, qty int) (string, string) {
+// persist stores an order of qty units for the buyer and returns its id and status.
+func (s *sale) persist(who string, qty int) (string, string) {
 	s.t.Helper()
 	s.seq++
 	now := time.Now().UTC().Truncate(time.Millisecond).Add(time.Duration(s.seq) * time.Millisecond)
 	id := fmt.Sprintf("a%d-o%d", s.a.ID, s.seq)
 	out, err := s.st.PersistBatch(context.Background(), []store.NewOrder{{Limit: s.a.PerUserLimit,
-		Order: store.Order{ID: id, ActivityID: s.a.ID, Buyer: buyerid.Of(user), Quantity: qty,
+		Order: store.Order{ID: id, ActivityID: s.a.ID, Buyer: buyerid.ID(who), Quantity: qty,
 			AmountCents: 100 * int64(qty), CreatedAt: now, ExpiresAt: now.Add(15 * time.Minute)}}}, outage.Outages{})
 	if err != nil {
 		s.t.Fatalf("persist: %v", err)
@@ -105,89 +105,100 @@ func TestAudit(t *testing.T) {
 		want figures
 	}{
 		{"a clean sale", 10, 2, func(s *sale, l *ledger) {
-			id1, _ := s.persist(1, 2)
-			l.record(id1, ack{UserID: 1, Quantity: 2, Key: "k1"}, true)
-			l.record(id1, ack{UserID: 1, Quantity: 2, Key: "k1"}, false) // a replay: 200, same order
-			id2, _ := s.persist(2, 1)
-			l.record(id2, ack{UserID: 2, Quantity: 1}, true)
+			id1, _ := s.persist("1", 2)
+			l.record(id1, ack{Buyer: "1", Quantity: 2, Key: "k1"}, true)
+			l.record(id1, ack{Buyer: "1", Quantity: 2, Key: "k1"}, false) // a replay: 200, same order
+			id2, _ := s.persist("2", 1)
+			l.record(id2, ack{Buyer: "2", Quantity: 1}, true)
 		}, figures{HeldUnits: 3, OK: true}},
 
 		{"an acknowledged order stored as failed is refused; it and a cancelled one hold nothing", 4, 5, func(s *sale, l *ledger) {
-			id1, _ := s.persist(1, 2)
-			id3, _ := s.persist(3, 2)
-			id2, status := s.persist(2, 1) // over stock: MySQL stores it as failed
+			id1, _ := s.persist("1", 2)
+			id3, _ := s.persist("3", 2)
+			id2, status := s.persist("2", 1) // over stock: MySQL stores it as failed
 			if status != "failed" {
 				t.Fatalf("order over stock stored as %q, want failed", status)
 			}
 			s.exec("UPDATE orders SET status = 'cancelled' WHERE id = ?", id1)
 			for _, o := range []struct {
-				id   string
-				user int64
-				qty  int64
-			}{{id1, 1, 2}, {id2, 2, 1}, {id3, 3, 2}} {
-				l.record(o.id, ack{UserID: o.user, Quantity: o.qty}, true)
+				id, buyer string
+				qty       int64
+			}{{id1, "1", 2}, {id2, "2", 1}, {id3, "3", 2}} {
+				l.record(o.id, ack{Buyer: o.buyer, Quantity: o.qty}, true)
 			}
 		}, figures{Refused: 1, HeldUnits: 2}},
 
 		{"oversold", 3, 5, func(s *sale, l *ledger) {
-			id1, _ := s.persist(1, 2)
-			id2, _ := s.persist(2, 1)
+			id1, _ := s.persist("1", 2)
+			id2, _ := s.persist("2", 1)
 			s.exec("UPDATE orders SET quantity = 3 WHERE id = ?", id2)
-			l.record(id1, ack{UserID: 1, Quantity: 2}, true)
-			l.record(id2, ack{UserID: 2, Quantity: 3}, true)
+			l.record(id1, ack{Buyer: "1", Quantity: 2}, true)
+			l.record(id2, ack{Buyer: "2", Quantity: 3}, true)
 		}, figures{Oversold: 2, HeldUnits: 5}},
 
 		{"lost: a 202 MySQL never got", 10, 2, func(s *sale, l *ledger) {
-			id1, _ := s.persist(1, 1)
-			l.record(id1, ack{UserID: 1, Quantity: 1}, true)
-			l.record("never-stored", ack{UserID: 2, Quantity: 1}, true)
+			id1, _ := s.persist("1", 1)
+			l.record(id1, ack{Buyer: "1", Quantity: 1}, true)
+			l.record("never-stored", ack{Buyer: "2", Quantity: 1}, true)
 		}, figures{Lost: 1, HeldUnits: 1}},
 
 		{"lost: a replay's order MySQL never got", 10, 2, func(s *sale, l *ledger) {
-			l.record("never-stored", ack{UserID: 2, Quantity: 1, Key: "k"}, false)
+			l.record("never-stored", ack{Buyer: "2", Quantity: 1, Key: "k"}, false)
 		}, figures{Lost: 1}},
 
 		{"duplicated: an order no answer named", 10, 2, func(s *sale, l *ledger) {
-			id1, _ := s.persist(1, 1)
-			s.persist(2, 1)
-			l.record(id1, ack{UserID: 1, Quantity: 1}, true)
+			id1, _ := s.persist("1", 1)
+			s.persist("2", 1)
+			l.record(id1, ack{Buyer: "1", Quantity: 1}, true)
 		}, figures{Phantom: 1, HeldUnits: 2}},
 
 		{"duplicated: one key, two orders", 10, 2, func(s *sale, l *ledger) {
-			id1, _ := s.persist(1, 1)
-			id2, _ := s.persist(1, 1)
-			l.record(id1, ack{UserID: 1, Quantity: 1, Key: "same"}, true)
-			l.record(id2, ack{UserID: 1, Quantity: 1, Key: "same"}, false)
+			id1, _ := s.persist("1", 1)
+			id2, _ := s.persist("1", 1)
+			l.record(id1, ack{Buyer: "1", Quantity: 1, Key: "same"}, true)
+			l.record(id2, ack{Buyer: "1", Quantity: 1, Key: "same"}, false)
 		}, figures{KeyDuplicates: 1, HeldUnits: 2}},
 
+		{"buyers that differ in letter case, a UUID and an auth0 subject: each its own limit", 10, 2, func(s *sale, l *ledger) {
+			for _, who := range []string{"auth0|AbC", "auth0|abc", "7c9e6679-7425-40de-8000-000000000001"} {
+				id, _ := s.persist(who, 2)
+				l.record(id, ack{Buyer: who, Quantity: 2, Key: "k"}, true)
+			}
+		}, figures{HeldUnits: 6, OK: true}},
+
+		{"mismatched: an order of another buyer than the one answered", 10, 2, func(s *sale, l *ledger) {
+			id1, _ := s.persist("auth0|abc", 1)
+			l.record(id1, ack{Buyer: "auth0|AbC", Quantity: 1}, true)
+		}, figures{Mismatched: 1, HeldUnits: 1}},
+
 		{"the same key of two users is two keys", 10, 2, func(s *sale, l *ledger) {
-			id1, _ := s.persist(1, 1)
-			id2, _ := s.persist(2, 1)
-			l.record(id1, ack{UserID: 1, Quantity: 1, Key: "same"}, true)
-			l.record(id2, ack{UserID: 2, Quantity: 1, Key: "same"}, true)
+			id1, _ := s.persist("1", 1)
+			id2, _ := s.persist("2", 1)
+			l.record(id1, ack{Buyer: "1", Quantity: 1, Key: "same"}, true)
+			l.record(id2, ack{Buyer: "2", Quantity: 1, Key: "same"}, true)
 		}, figures{HeldUnits: 2, OK: true}},
 
 		{"duplicated: two 202s for one order", 10, 2, func(s *sale, l *ledger) {
-			id1, _ := s.persist(1, 1)
-			l.record(id1, ack{UserID: 1, Quantity: 1}, true)
-			l.record(id1, ack{UserID: 1, Quantity: 1}, true)
+			id1, _ := s.persist("1", 1)
+			l.record(id1, ack{Buyer: "1", Quantity: 1}, true)
+			l.record(id1, ack{Buyer: "1", Quantity: 1}, true)
 		}, figures{Repeated: 1, HeldUnits: 1}},
 
 		{"over the limit", 10, 2, func(s *sale, l *ledger) {
-			id1, _ := s.persist(1, 2)
-			id2, _ := s.persist(2, 1)
-			s.exec("UPDATE orders SET user_id = 1 WHERE id = ?", id2)
-			l.record(id1, ack{UserID: 1, Quantity: 2}, true)
-			l.record(id2, ack{UserID: 1, Quantity: 1}, true)
+			id1, _ := s.persist("1", 2)
+			id2, _ := s.persist("2", 1)
+			s.exec("UPDATE orders SET buyer = '1', user_id = 1 WHERE id = ?", id2)
+			l.record(id1, ack{Buyer: "1", Quantity: 2}, true)
+			l.record(id2, ack{Buyer: "1", Quantity: 1}, true)
 		}, figures{OverLimit: 1, HeldUnits: 3}},
 
 		{"mismatched: not what the buyer asked", 10, 2, func(s *sale, l *ledger) {
-			id1, _ := s.persist(1, 2)
-			l.record(id1, ack{UserID: 1, Quantity: 1}, true)
+			id1, _ := s.persist("1", 2)
+			l.record(id1, ack{Buyer: "1", Quantity: 1}, true)
 		}, figures{Mismatched: 1, HeldUnits: 2}},
 
 		{"inconclusive: a purchase without an answer", 10, 2, func(s *sale, l *ledger) {
-			s.persist(1, 1)
+			s.persist("1", 1)
 			l.noteUnanswered()
 		}, figures{Phantom: 1, Unanswered: 1, HeldUnits: 1, Inconclusive: true}},
 	}
@@ -215,13 +226,13 @@ func TestWaitPersisted(t *testing.T) {
 	t.Cleanup(func() { sqlDB.Close() })
 	ctx := context.Background()
 	s := newSale(t, db, sqlDB, 10, 5)
-	id1, _ := s.persist(1, 1)
+	id1, _ := s.persist("1", 1)
 
 	// An order that arrives while it waits.
 	late := make(chan string)
 	go func() {
 		time.Sleep(200 * time.Millisecond)
-		id, _ := s.persist(2, 1)
+		id, _ := s.persist("2", 1)
 		late <- id
 	}()
 	want := map[string]bool{id1: true, fmt.Sprintf("a%d-o%d", s.a.ID, 2): true}

@@ -23,7 +23,7 @@ type crowdConfig struct {
 	Together  float64 // share of buyers whose first two purchases are sent at the same time
 	Replay    float64 // share of purchases with a key that are sent again with the same key
 	NoKey     float64 // share of purchases without an Idempotency-Key
-	FirstUser int64   // user id of the first buyer
+	FirstUser int64   // number of the first buyer (its user id, or the source of its subject)
 	Seed      uint64
 	Drain     time.Duration // how long to wait for MySQL to hold every accepted order
 }
@@ -49,7 +49,7 @@ func (b *buyer) note(r answer) {
 // no answer (or 429 busy while an unanswered twin may hold the lock) is sent again
 // with the same key, so its outcome is always known; one without a key is counted
 // as unanswered.
-func (b *buyer) purchase(ctx context.Context, user int64, token, key string, qty int) answer {
+func (b *buyer) purchase(ctx context.Context, who string, token, key string, qty int) answer {
 	var r answer
 	for try := 0; ; try++ {
 		r = b.api.buy(ctx, b.activity, token, key, qty)
@@ -60,7 +60,7 @@ func (b *buyer) purchase(ctx context.Context, user int64, token, key string, qty
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	a := ack{UserID: user, Quantity: int64(qty), Key: key}
+	a := ack{Buyer: who, Quantity: int64(qty), Key: key}
 	switch {
 	case r.err != nil:
 		b.ledger.noteUnanswered()
@@ -88,6 +88,7 @@ func (b *buyer) both(ctx context.Context, f, g func()) {
 // with the same key and body, half of them after the answer and half at the same time
 // as the first; and one key in ten reused with another quantity.
 func (b *buyer) run(ctx context.Context, cfg crowdConfig, rng *rand.Rand, user int64, token string) {
+	who := b.api.subject(user)
 	key := func(i int) string {
 		if rng.Float64() < cfg.NoKey {
 			return ""
@@ -99,22 +100,22 @@ func (b *buyer) run(ctx context.Context, cfg crowdConfig, rng *rand.Rand, user i
 		k, q := key(i), qty()
 		if i == 0 && cfg.Attempts > 1 && rng.Float64() < cfg.Together {
 			k2, q2 := key(1), qty()
-			b.both(ctx, func() { b.purchase(ctx, user, token, k, q) },
-				func() { b.purchase(ctx, user, token, k2, q2) })
+			b.both(ctx, func() { b.purchase(ctx, who, token, k, q) },
+				func() { b.purchase(ctx, who, token, k2, q2) })
 			i++
 			continue
 		}
 		if k == "" || rng.Float64() >= cfg.Replay {
-			b.purchase(ctx, user, token, k, q)
+			b.purchase(ctx, who, token, k, q)
 		} else if rng.IntN(2) == 0 {
-			b.purchase(ctx, user, token, k, q)
-			b.purchase(ctx, user, token, k, q) // a client retrying after the answer
+			b.purchase(ctx, who, token, k, q)
+			b.purchase(ctx, who, token, k, q) // a client retrying after the answer
 		} else {
-			b.both(ctx, func() { b.purchase(ctx, user, token, k, q) }, // a double tap
-				func() { b.purchase(ctx, user, token, k, q) })
+			b.both(ctx, func() { b.purchase(ctx, who, token, k, q) }, // a double tap
+				func() { b.purchase(ctx, who, token, k, q) })
 		}
 		if k != "" && cfg.MaxQty > 1 && rng.IntN(10) == 0 {
-			b.purchase(ctx, user, token, k, q%cfg.MaxQty+1) // same key, other body: 422
+			b.purchase(ctx, who, token, k, q%cfg.MaxQty+1) // same key, other body: 422
 		}
 	}
 }

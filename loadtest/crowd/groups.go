@@ -98,7 +98,8 @@ var expectedSeatAnswers = map[string]bool{"list 200": true, "open 202": true, "j
 
 // seatUser is one user of the group phase.
 type seatUser struct {
-	id     int64
+	id     int64  // its number
+	buyer  string // its subject (api.subject)
 	token  string
 	seats  int             // seats taken
 	groups map[string]bool // groups the user holds a seat in
@@ -126,7 +127,8 @@ func (p *groupPhase) newUser() *seatUser {
 	if i >= len(p.tokens) {
 		return nil
 	}
-	return &seatUser{id: p.cfg.FirstUser + int64(i), token: p.tokens[i], groups: map[string]bool{}}
+	n := p.cfg.FirstUser + int64(i)
+	return &seatUser{id: n, buyer: p.api.subject(n), token: p.tokens[i], groups: map[string]bool{}}
 }
 
 // seated checks a 202 to user u's seat (in group, "" for an open) and records it in
@@ -146,8 +148,8 @@ func (p *groupPhase) seated(r answer, u *seatUser, group string) groupView {
 		wrong = fmt.Sprintf("a group of %d seats", a.Group.Size)
 	case a.Group.Members < 1 || a.Group.Members > a.Group.Size:
 		wrong = fmt.Sprintf("a group of %d members", a.Group.Members)
-	case a.Order.UserID != u.id || a.Order.Quantity != 1:
-		wrong = fmt.Sprintf("an order of user %d for %d units", a.Order.UserID, a.Order.Quantity)
+	case a.Order.Buyer != u.buyer || a.Order.Quantity != 1:
+		wrong = fmt.Sprintf("an order of buyer %q for %d units", a.Order.Buyer, a.Order.Quantity)
 	}
 	if wrong != "" {
 		p.mu.Lock()
@@ -161,7 +163,7 @@ func (p *groupPhase) seated(r answer, u *seatUser, group string) groupView {
 		p.ledger.noteUnanswered() // a 202 that names no order tells nothing
 		return a.Group
 	}
-	p.ledger.record(a.Order.ID, ack{UserID: u.id, Quantity: 1, Group: a.Group.ID}, true)
+	p.ledger.record(a.Order.ID, ack{Buyer: u.buyer, Quantity: 1, Group: a.Group.ID}, true)
 	return a.Group
 }
 
@@ -443,11 +445,11 @@ func (p *groupPhase) fill(ctx context.Context, conns int, deadline time.Time, fi
 		for _, g := range open {
 			seen[g.ID] = true
 			for range g.Size - g.Members {
-				tok, err := p.api.token(user, false)
+				tok, err := p.api.buyerToken(user)
 				if err != nil {
 					return f, err
 				}
-				seats = append(seats, seat{g.ID, &seatUser{id: user, token: tok}})
+				seats = append(seats, seat{g.ID, &seatUser{id: user, buyer: p.api.subject(user), token: tok}})
 				user++
 			}
 		}
@@ -551,10 +553,10 @@ type groupReport struct {
 	OverSize []string
 	// Miscounted are groups whose recorded members are not their held orders.
 	Miscounted []string
-	// Twice are "group/user" pairs: a user with two seats held in one group.
+	// Twice are "group/buyer" pairs: a buyer with two seats held in one group.
 	Twice []string
-	// OverCap maps users holding more orders than per_user_participations to them.
-	OverCap map[int64]int
+	// OverCap maps buyers holding more orders than per_user_participations to them.
+	OverCap map[string]int
 	// Homeless are orders without a group, or of a group MySQL does not record.
 	Homeless []string
 	// Unsettled are groups not complete, and orders whose status is not what their
@@ -579,7 +581,7 @@ var orderStatusOf = map[string][]string{"complete": {"created", "paid"}, "open":
 // orders hold, no user over the cap, every order in a recorded group with the status
 // its group gives it.
 func auditGroups(s groupSale, orders []storedOrder) groupReport {
-	r := groupReport{Groups: len(s.Groups), ByStatus: map[string]int{}, OverCap: map[int64]int{}}
+	r := groupReport{Groups: len(s.Groups), ByStatus: map[string]int{}, OverCap: map[string]int{}}
 	byID := make(map[string]groupRow, len(s.Groups))
 	for _, g := range s.Groups {
 		byID[g.ID] = g
@@ -588,9 +590,9 @@ func auditGroups(s groupSale, orders []storedOrder) groupReport {
 			r.Unsettled = append(r.Unsettled, g.ID)
 		}
 	}
-	seats := map[string]int{}  // held orders by group
-	pairs := map[string]int{}  // held orders by group/user
-	perUser := map[int64]int{} // held orders by user
+	seats := map[string]int{}   // held orders by group
+	pairs := map[string]int{}   // held orders by group/buyer
+	perUser := map[string]int{} // held orders by buyer
 	var held int64
 	for _, o := range orders {
 		if holds(o.Status) {
@@ -608,8 +610,8 @@ func auditGroups(s groupSale, orders []storedOrder) groupReport {
 			continue
 		}
 		seats[o.GroupID]++
-		pairs[fmt.Sprintf("%s/%d", o.GroupID, o.UserID)]++
-		perUser[o.UserID]++
+		pairs[o.GroupID+"/"+o.Buyer]++
+		perUser[o.Buyer]++
 	}
 	for _, g := range s.Groups {
 		if seats[g.ID] > g.Size || g.Members > g.Size {
@@ -640,7 +642,7 @@ func auditGroups(s groupSale, orders []storedOrder) groupReport {
 func (r groupReport) print(w io.Writer) {
 	users := make([]string, 0, len(r.OverCap))
 	for u, n := range r.OverCap {
-		users = append(users, fmt.Sprintf("user %d holds %d", u, n))
+		users = append(users, fmt.Sprintf("buyer %q holds %d", u, n))
 	}
 	sort.Strings(users)
 	fmt.Fprintf(w, "  %-16s %d groups (%s): over size %d%s, miscounted %d%s, twice in a group %d%s, over the cap %d%s, without a group %d%s, unsettled %d%s, sold minus held units %d\n",

@@ -34,7 +34,7 @@ type fakeGroups struct {
 
 type fakeGroup struct {
 	id      string
-	members []int64
+	members []string
 	full    bool // answers group_full although its members say otherwise
 }
 
@@ -49,7 +49,10 @@ func newFakeGroups(t *testing.T, size int) (*fakeGroups, *api) {
 func (f *fakeGroups) add(users ...int64) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	g := &fakeGroup{id: fmt.Sprintf("g%d", len(f.groups)+1), members: users}
+	g := &fakeGroup{id: fmt.Sprintf("g%d", len(f.groups)+1)}
+	for _, u := range users {
+		g.members = append(g.members, strconv.FormatInt(u, 10))
+	}
 	f.groups = append(f.groups, g)
 	return g.id
 }
@@ -105,16 +108,16 @@ func (f *fakeGroups) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answer(http.StatusUnauthorized, map[string]any{"error": map[string]string{"code": "unauthorized"}})
 		return
 	}
-	user, _ := id.Buyer.UserID()
+	user := string(id.Buyer)
 	var g *fakeGroup
 	switch gid, ok := strings.CutPrefix(r.URL.Path, "/api/v1/groups/"); {
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/activities/7/groups":
-		f.log = append(f.log, fmt.Sprintf("open %d", user))
-		g = &fakeGroup{id: fmt.Sprintf("g%d", len(f.groups)+1), members: []int64{user}}
+		f.log = append(f.log, "open "+user)
+		g = &fakeGroup{id: fmt.Sprintf("g%d", len(f.groups)+1), members: []string{user}}
 		f.groups = append(f.groups, g)
 	case r.Method == http.MethodPost && ok && strings.HasSuffix(gid, "/join"):
 		gid = strings.TrimSuffix(gid, "/join")
-		f.log = append(f.log, fmt.Sprintf("join %s %d", gid, user))
+		f.log = append(f.log, fmt.Sprintf("join %s %s", gid, user))
 		if g = f.group(gid); g == nil {
 			answer(http.StatusNotFound, map[string]any{"error": map[string]string{"code": "not_found"}})
 			return
@@ -135,7 +138,7 @@ func (f *fakeGroups) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.orders++
 	answer(http.StatusAccepted, seatAnswer{Group: f.view(g), Order: order{ID: "o" + strconv.Itoa(f.orders),
-		ActivityID: 7, UserID: user, Quantity: 1, Status: "queued", GroupID: g.id}})
+		ActivityID: 7, Buyer: user, Quantity: 1, Status: "queued", GroupID: g.id}})
 }
 
 // newTestPhase is a group phase on the fake's sale 7 with users 100..100+users-1.
@@ -291,7 +294,7 @@ func TestFill(t *testing.T) {
 
 	// A group that takes nobody: the fill stops after a round without a seat.
 	f.mu.Lock()
-	f.groups = append(f.groups, &fakeGroup{id: "stuck", members: []int64{7}, full: true})
+	f.groups = append(f.groups, &fakeGroup{id: "stuck", members: []string{"7"}, full: true})
 	f.mu.Unlock()
 	got, err = p.fill(context.Background(), 4, time.Now().Add(10*time.Second), 2000)
 	if err != nil || got.seats != 0 || got.answers.counts["join 409 group_full"] != 2 {
@@ -311,7 +314,7 @@ func TestAuditGroups(t *testing.T) {
 		return groupRow{ID: id, Size: size, Members: members, Status: "complete"}
 	}
 	seat := func(id, group string, user int64, status string) storedOrder {
-		return storedOrder{ID: id, UserID: user, Quantity: 1, Status: status, GroupID: group}
+		return storedOrder{ID: id, Buyer: strconv.FormatInt(user, 10), Quantity: 1, Status: status, GroupID: group}
 	}
 	clean := []storedOrder{seat("o1", "g1", 1, "created"), seat("o2", "g1", 2, "paid"), seat("o3", "g1", 3, "created"),
 		seat("o4", "g2", 1, "created"), seat("o5", "g2", 4, "created")}

@@ -196,7 +196,7 @@ func runHot(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg hotConfig)
 			if err := json.Unmarshal(acc.body, &o); err != nil || o.ID == "" {
 				return false, fmt.Errorf("202 without an order id: %s", acc.body)
 			}
-			l.record(o.ID, ack{UserID: cfg.FirstUser + int64(acc.buyer), Quantity: 1}, true)
+			l.record(o.ID, ack{Buyer: a.subject(cfg.FirstUser + int64(acc.buyer)), Quantity: 1}, true)
 		}
 		if _, _, err := waitPersisted(ctx, db, s.id, l.acknowledged(), 50*time.Millisecond, time.Now().Add(cfg.Drain)); err != nil {
 			return false, err

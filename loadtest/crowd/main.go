@@ -75,6 +75,8 @@ type common struct {
 	conns   int
 	timeout time.Duration
 	origin  string
+	// otherSubjects is the share of buyers who sign in with a UUID or an Auth0 subject.
+	otherSubjects float64
 }
 
 func (c *common) register(fs *flag.FlagSet, conns int) {
@@ -87,6 +89,8 @@ func (c *common) register(fs *flag.FlagSet, conns int) {
 	fs.IntVar(&c.conns, "conns", conns, "concurrent connections (buyers at once)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "timeout of one request")
 	fs.StringVar(&c.origin, "origin", "", "Origin header of every request, as a shop's pages on another origin send it (SECKILL_CORS_ORIGINS)")
+	fs.Float64Var(&c.otherSubjects, "other-subjects", 0.2,
+		"share of buyers whose token's subject is a UUID or an Auth0 subject, not their user id (0 to 1)")
 }
 
 func (c *common) api() *api {
@@ -97,7 +101,7 @@ func (c *common) api() *api {
 		}
 	}
 	a := newAPI(urls, max(c.conns, 1), c.timeout, c.secret)
-	a.origin = c.origin
+	a.origin, a.otherSubjects = c.origin, c.otherSubjects
 	return a
 }
 
@@ -320,7 +324,7 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 			if int64(*limit) < *stock {
 				return false, fmt.Errorf("-sold-out needs -limit >= -stock")
 			}
-			tok, err := a.token(2, false)
+			tok, err := a.token("2", false)
 			if err != nil {
 				return false, err
 			}
@@ -332,7 +336,7 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		return err == nil, err
 	case "token":
 		c.register(fs, 1)
-		user := fs.Int64("user", 42, "user id")
+		user := fs.String("user", "42", "the subject: a user id, or any other")
 		admin := fs.Bool("admin", false, "admin role")
 		if err := fs.Parse(args); err != nil {
 			return false, err

@@ -68,7 +68,7 @@ func runOverload(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg overl
 		if err := json.Unmarshal(body, &o); err != nil || o.ID == "" {
 			return fmt.Errorf("202 without an order id: %s", body)
 		}
-		l.record(o.ID, ack{UserID: o.UserID, Quantity: 1}, true)
+		l.record(o.ID, ack{Buyer: o.Buyer, Quantity: 1}, true)
 		return nil
 	}
 	var bad atomic.Value

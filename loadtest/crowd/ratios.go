@@ -146,16 +146,16 @@ type accepted202 struct {
 	body  []byte
 }
 
-// ledgerOf is the ledger of a purchase phase's 202s: one unit each, buyer i being user
-// firstUser+i.
-func ledgerOf(got []accepted202, firstUser int64) (*ledger, error) {
+// ledgerOf is the ledger of a purchase phase's 202s: one unit each, buyer i being buyer
+// number firstUser+i of a.
+func ledgerOf(a *api, got []accepted202, firstUser int64) (*ledger, error) {
 	l := newLedger()
 	for _, acc := range got {
 		var o order
 		if err := json.Unmarshal(acc.body, &o); err != nil || o.ID == "" {
 			return nil, fmt.Errorf("202 without an order id: %s", acc.body)
 		}
-		l.record(o.ID, ack{UserID: firstUser + int64(acc.buyer), Quantity: 1}, true)
+		l.record(o.ID, ack{Buyer: a.subject(firstUser + int64(acc.buyer)), Quantity: 1}, true)
 	}
 	return l, nil
 }
@@ -304,7 +304,7 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 	}
 
 	// Drain: when does MySQL hold every accepted order?
-	l, err := ledgerOf(got, cfg.FirstUser)
+	l, err := ledgerOf(a, got, cfg.FirstUser)
 	if err != nil {
 		return false, err
 	}

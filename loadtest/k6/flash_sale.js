@@ -15,10 +15,12 @@
 //                       never a failure (k6 shares the machine's cores with the API)
 //
 // The run fails (k6 exits 99, make k6 fails) on correctness only: an answer outside the
-// contract's answers to a crowd, a 5xx, or a replay that does not return its order.
+// contract's answers to a crowd, a 5xx, a replay that does not return its order, or an
+// order that does not name its buyer.
 //
 // The API needs SECKILL_RATE_IP=0 and SECKILL_RATE_USER=0: every request comes from one
-// address. Tokens are HS256 JWTs signed here, as the contract describes them.
+// address. Tokens are HS256 JWTs signed here, as the contract describes them; two buyers
+// in five sign in with what an identity provider names them (subjectOf).
 import http from 'k6/http';
 import { check } from 'k6';
 import crypto from 'k6/crypto';
@@ -41,6 +43,7 @@ const soldOut = new Counter('sold_out_answers');
 const unexpected = new Rate('unexpected_answers');
 const serverErrors = new Counter('server_errors');
 const replayMismatches = new Counter('replay_mismatches');
+const buyerMismatches = new Counter('buyer_mismatches');
 const purchaseDuration = new Trend('purchase_duration', true);
 
 export const options = {
@@ -62,6 +65,7 @@ export const options = {
     unexpected_answers: ['rate==0'],
     server_errors: ['count==0'],
     replay_mismatches: ['count==0'],
+    buyer_mismatches: ['count==0'],
   },
   summaryTrendStats: ['avg', 'med', 'p(90)', 'p(99)', 'max'],
 };
@@ -72,11 +76,22 @@ function b64url(s) {
   return encoding.b64encode(s, 'rawurl');
 }
 
-// token signs an HS256 JWT: sub = the user id as a decimal string, role, exp.
-function token(userID, role) {
+// subjectOf is buyer number n's subject: an Auth0 subject or a UUID for two in five, as
+// identity providers name buyers, else the decimal user id n.
+function subjectOf(n) {
+  const hex = n.toString(16).padStart(12, '0');
+  switch (n % 5) {
+    case 3: return `auth0|${hex.padStart(24, '0')}`;
+    case 4: return `7c9e6679-7425-40de-8000-${hex}`;
+    default: return String(n);
+  }
+}
+
+// token signs an HS256 JWT: sub = the subject, role, exp.
+function token(subject, role) {
   const now = Math.floor(Date.now() / 1000);
   const head = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
-  const body = b64url(JSON.stringify({ sub: String(userID), role: role, iat: now, exp: now + 3600 }));
+  const body = b64url(JSON.stringify({ sub: subject, role: role, iat: now, exp: now + 3600 }));
   const sig = crypto.hmac('sha256', SECRET, `${head}.${body}`, 'base64rawurl');
   return `${head}.${body}.${sig}`;
 }
@@ -87,7 +102,7 @@ export function setup() {
     name: 'k6 flash sale', product_name: 'k6 unit', price_cents: 100, stock: STOCK,
     per_user_limit: LIMIT, starts_at: new Date(now - 1000).toISOString(),
     ends_at: new Date(now + 3600 * 1000).toISOString(),
-  }), { headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token(1, 'admin')}` },
+  }), { headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token('1', 'admin')}` },
     tags: { name: 'create_sale' } });
   if (res.status !== 201) {
     throw new Error(`create sale: ${res.status} ${res.body}`);
@@ -125,10 +140,14 @@ function buy(id, tok, key, qty) {
 export default function (data) {
   // A new buyer every iteration: distinct users, as in a real crowd.
   const user = 10_000_000 + exec.vu.idInTest * 1_000_000 + exec.vu.iterationInScenario;
-  const tok = token(user, 'user');
+  const subject = subjectOf(user);
+  const tok = token(subject, 'user');
   const key = `k6-${user}`;
   const qty = 1 + (user % LIMIT);
   const first = buy(data.id, tok, key, qty);
+  if (first.status === 202 && !check(first, { 'the order names its buyer': (r) => r.json('buyer') === subject })) {
+    buyerMismatches.add(1);
+  }
   if (first.status === 202 && user % 10 === 0) {
     // A client that retries after the answer gets the same order back.
     const again = buy(data.id, tok, key, qty);

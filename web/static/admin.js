@@ -466,13 +466,13 @@ function renderGroups(entry) {
       entry.groupRows.set(g.id, row);
     }
     row.dataset.status = g.status;
-    const ids = g.member_ids || [];
+    const members = (g.member_buyers || []).map((m) => m.buyer);
     setText(row.cells[0], g.id);
     const badge = row.cells[1].firstChild;
     setText(badge, statusLabel(g.status));
     badge.className = `badge status-${g.status}`;
     setText(row.cells[2], `${g.members} of ${g.size}`);
-    setText(row.cells[3], ids.length ? ids.join(', ') : '—');
+    setText(row.cells[3], members.length ? members.join(', ') : '—');
     setText(row.cells[4], groupTimeLeft(g));
     if (parent.children[i] !== row) parent.insertBefore(row, parent.children[i] || null);
   });
