@@ -82,7 +82,7 @@ type Config struct {
 	// when set, the iss and aud the identity provider's tokens must carry.
 	JWTIssuer, JWTAudience string
 	// JWTUserClaim is SECKILL_JWT_USER_CLAIM [sub], the claim of the identity provider's
-	// tokens that holds the decimal user id; JWTRoleClaim is SECKILL_JWT_ROLE_CLAIM
+	// tokens that names the buyer (any subject); JWTRoleClaim is SECKILL_JWT_ROLE_CLAIM
 	// [role], the one that holds the role (user, admin or service, or a list of them).
 	JWTUserClaim, JWTRoleClaim string
 	// WebhookAllowPrivate is SECKILL_WEBHOOK_ALLOW_PRIVATE [true in dev mode, else

@@ -90,7 +90,7 @@ var Vars = []Var{
 	{Name: "SECKILL_JWT_AUDIENCE", Binaries: API,
 		Doc: "When set, the `aud` the identity provider's tokens must carry."},
 	{Name: "SECKILL_JWT_USER_CLAIM", Default: "sub", Binaries: API,
-		Doc: "The identity provider's claim that holds the decimal user id."},
+		Doc: "The identity provider's claim that names the buyer: any subject, or a JSON integer read as its decimal."},
 	{Name: "SECKILL_JWT_ROLE_CLAIM", Default: "role", Binaries: API,
 		Doc: "The identity provider's claim that holds the role (user, admin or service, or a list)."},
 	{Name: "SECKILL_WEBHOOK_ALLOW_PRIVATE", Default: "false", DevDefault: "true", Binaries: Both,

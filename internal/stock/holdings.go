@@ -15,12 +15,11 @@ import (
 // (participations). MySQL keeps the same in user_purchases (internal/store's
 // holdings.go).
 
-// holdingsLua reads and changes what a buyer holds; user is the buyer's key, and its
-// units' field (buyerFieldsLua). get(h,
-// field) and set(h, field, value) are the caller's way to the users hash h: hget and
-// hset go to Redis at once (h is the hash's key; set with a nil value deletes the
-// field), the reserve script passes its own, which read the hash once per call and
-// write it once after.
+// holdingsLua reads and changes what a buyer holds; user is the buyer's key, which is
+// also the field of its units (buyerFieldsLua). get(h, field) and set(h, field, value)
+// are the caller's way to the users hash h: hget and hset go to Redis at once (h is the
+// hash's key; set with a nil value deletes the field), the reserve script passes its
+// own, which read the hash once per call and write it once after.
 //
 //	holding(h, get, user, counted): the units and participations user holds (0
 //	  participations when not counted)

@@ -129,9 +129,8 @@ func (q QueuedOrder) Row() store.NewOrder {
 }
 
 // A queued order is the value of its id in the queued hash: "buyer quantity created
-// limit", buyer the buyer's key (buyer.ID.Key: a decimal buyer's user id, as values
-// written before any other buyer was have it), created in unix ms and limit the per-user
-// limit it was checked against, and,
+// limit", buyer the buyer's key (buyer.ID.Key: a decimal buyer's is its user id),
+// created in unix ms and limit the per-user limit it was checked against, and,
 // in a sale that caps participations or sells in groups, " cap group size expires":
 // the cap it was checked against (0: none), and its group's id, size and end (unix ms),
 // "- 0 0" outside a group. Go and Lua each have one encoder and one decoder of it, side
