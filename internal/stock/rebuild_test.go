@@ -248,55 +248,58 @@ func TestRebuildKeepsLocksOfQueuedOrders(t *testing.T) {
 	}
 }
 
-// A rebuild replaces the users hash, where an attempt that reserved left the user's
-// allowance (the field a<user>), yet hands nobody a fresh burst: the allowance of a user
-// whose orders MySQL has is kept in the user's allowance key, that of a user whose orders
-// stay queued (who may have reserved after it was read) in the field, as their lock.
+// A rebuild replaces the users hash, where an attempt that reserved left the buyer's
+// allowance (its allowance field), yet hands nobody a fresh burst: the allowance of a
+// buyer whose orders MySQL has is kept in the buyer's allowance key, that of a buyer
+// whose orders stay queued (who may have reserved after it was read) in the field, as
+// their lock. For a decimal buyer and one of another subject alike.
 func TestRebuildKeepsAllowances(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
 	s := stock.New(rdb)
 	ctx := context.Background()
 	in := t0.Add(time.Minute)
-	for i, stored := range []bool{false, true} {
-		act, user := int64(30+i), int64(7)
-		newSale(t, s, act, 10, 5)
-		var orders []string
-		for range 2 { // the burst: two attempts a second apart at most
-			r := reservation(act, user, 1, "", in)
-			r.PerSecond = 1
-			if _, err := s.Reserve(ctx, r); err != nil {
-				t.Fatalf("reserve: %v", err)
+	act := int64(30)
+	for _, who := range []buyer.ID{"7", "auth0|a b"} {
+		for _, stored := range []bool{false, true} {
+			act++
+			newSale(t, s, act, 10, 5)
+			attempt := func() stock.Reservation {
+				r := reservation(act, 0, 1, "", in)
+				r.Buyer, r.PerSecond = who, 1
+				return r
 			}
-			orders = append(orders, r.OrderID)
-			time.Sleep(5 * time.Millisecond) // the user's lock (1 ms) is gone
-		}
-		from, err := s.RebuildPoint(ctx, act, 1)
-		if err != nil || len(from.Queued) != 2 {
-			t.Fatalf("rebuild point = %+v, %v; want 2 queued", from, err)
-		}
-		users, held, kept := map[buyer.ID]int64{}, int64(0), []stock.QueuedOrder(nil)
-		if stored { // MySQL has both orders: the rebuild settles them
-			users[buyer.Of(user)], held, kept = 2, 2, from.Queued
-		}
-		sale := stock.Sale{ActivityID: act, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 3}
-		if err := s.Rebuild(ctx, from, stock.Closing{}, sale, users, nil, held, kept); err != nil {
-			t.Fatal(err)
-		}
-		if snap, err := s.Snapshot(ctx, act); err != nil || snap.Users[buyer.Of(user)] != 2 || snap.Sale.Available != 8 {
-			t.Fatalf("after the rebuild (MySQL has the orders: %v): %+v (%v), want 2 units held, 8 available", stored, snap, err)
-		}
-		// where each allowance went: a queued order's user keeps the field, which holds
-		// the allowance even of a reservation made after keepAllowances' read
-		field := rdb.HExists(ctx, fmt.Sprintf("seckill:{act:%d}:users", act), fmt.Sprintf("a%d", user)).Val()
-		key := rdb.Exists(ctx, fmt.Sprintf("seckill:{act:%d}:rate:%d", act, user)).Val() == 1
-		if field == stored || !key {
-			t.Errorf("MySQL has the orders: %v; the users hash's allowance field %v, the allowance key %v; want the field only for queued orders, the key in both",
-				stored, field, key)
-		}
-		r := reservation(act, user, 1, "", in)
-		r.PerSecond = 1
-		if _, err := s.Reserve(ctx, r); !errors.Is(err, stock.ErrRateLimited) {
-			t.Errorf("the third attempt after the rebuild (MySQL has the orders: %v): %v, want ErrRateLimited", stored, err)
+			for range 2 { // the burst: two attempts a second apart at most
+				if _, err := s.Reserve(ctx, attempt()); err != nil {
+					t.Fatalf("reserve: %v", err)
+				}
+				time.Sleep(5 * time.Millisecond) // the buyer's lock (1 ms) is gone
+			}
+			from, err := s.RebuildPoint(ctx, act, 1)
+			if err != nil || len(from.Queued) != 2 {
+				t.Fatalf("rebuild point = %+v, %v; want 2 queued", from, err)
+			}
+			users, held, kept := map[buyer.ID]int64{}, int64(0), []stock.QueuedOrder(nil)
+			if stored { // MySQL has both orders: the rebuild settles them
+				users[who], held, kept = 2, 2, from.Queued
+			}
+			sale := stock.Sale{ActivityID: act, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 3}
+			if err := s.Rebuild(ctx, from, stock.Closing{}, sale, users, nil, held, kept); err != nil {
+				t.Fatal(err)
+			}
+			if snap, err := s.Snapshot(ctx, act); err != nil || snap.Users[who] != 2 || snap.Sale.Available != 8 {
+				t.Fatalf("%q after the rebuild (MySQL has the orders: %v): %+v (%v), want 2 units held, 8 available", who, stored, snap, err)
+			}
+			// where each allowance went: a queued order's buyer keeps the field, which
+			// holds the allowance even of a reservation made after keepAllowances' read
+			field := rdb.HExists(ctx, fmt.Sprintf("seckill:{act:%d}:users", act), "a"+who.Key()).Val()
+			key := rdb.Exists(ctx, fmt.Sprintf("seckill:{act:%d}:rate:%s", act, who.Key())).Val() == 1
+			if field == stored || !key {
+				t.Errorf("%q, MySQL has the orders: %v; the users hash's allowance field %v, the allowance key %v; want the field only for queued orders, the key in both",
+					who, stored, field, key)
+			}
+			if _, err := s.Reserve(ctx, attempt()); !errors.Is(err, stock.ErrRateLimited) {
+				t.Errorf("%q's third attempt after the rebuild (MySQL has the orders: %v): %v, want ErrRateLimited", who, stored, err)
+			}
 		}
 	}
 }
