@@ -80,6 +80,7 @@ var mapping = []struct {
 	{stock.ErrGroupClosed, http.StatusConflict, "group_closed"},
 	{stock.ErrGroupFull, http.StatusConflict, "group_full"},
 	{stock.ErrAlreadyInGroup, http.StatusConflict, "already_in_group"},
+	{sale.ErrPaymentByShop, http.StatusForbidden, "payment_by_shop"},
 	{store.ErrNotPayable, http.StatusConflict, "order_not_payable"},
 	{store.ErrExpired, http.StatusConflict, "order_expired"},
 	{store.ErrNotCancellable, http.StatusConflict, "order_not_cancellable"},

@@ -259,11 +259,16 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	return out, s.inForce(ctx, out, seen)
 }
 
-// Pay marks a created order paid: the buyer's own (simulated) payment, or a shop's
-// confirmation of its payment (an admin or service caller, for any buyer's order).
-// Errors: ErrNotFound, store.ErrNotPayable (including a queued order, not yet in
-// MySQL), store.ErrExpired: the pay window ended first, and the order is cancelled.
+// Pay marks a created order paid: a shop's confirmation of its payment (an admin or
+// service caller, for any buyer's order), or, with BuyerPays, the buyer's own
+// simulated payment. A paid order is returned as it is (a confirmation sent again).
+// Errors: ErrPaymentByShop (a buyer, without BuyerPays; nothing is read), ErrNotFound,
+// store.ErrNotPayable (including a queued order, not yet in MySQL), store.ErrExpired:
+// the pay window ended first, and the order is cancelled.
 func (s *Service) Pay(ctx context.Context, id string, c Caller) (Order, error) {
+	if !c.actsOnAnyOrder() && !s.BuyerPays {
+		return Order{}, ErrPaymentByShop
+	}
 	return s.afterCreated(ctx, id, c, store.ErrNotPayable, s.orders.Pay)
 }
 
@@ -292,7 +297,7 @@ func (s *Service) afterCreated(ctx context.Context, id string, c Caller, errQueu
 	case !errors.Is(err, stock.ErrNotQueued):
 		return Order{}, err
 	}
-	stored, err := act(context.WithoutCancel(ctx), id, store.Access{UserID: c.UserID, Admin: c.actsOnAnyOrder()})
+	stored, err := act(context.WithoutCancel(ctx), id, c.access())
 	if err != nil {
 		return Order{}, err
 	}

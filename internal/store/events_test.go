@@ -18,7 +18,7 @@ import (
 // guard refuses rolls back with the order.created events it had recorded (its orders
 // are then written one by one: the one over stock gets order.failed alone), and a
 // payment that comes after the pay window records the order's cancellation, never its
-// payment.
+// payment; a confirmation sent again changes nothing and records nothing.
 func TestEventsWithTheirChanges(t *testing.T) {
 	db := testutil.MySQL(t)
 	s := store.New(db.Gorm, sale.EventViews{})
@@ -36,8 +36,15 @@ func TestEventsWithTheirChanges(t *testing.T) {
 		t.Fatalf("the order over stock: %+v, want failed", out[batch[2].ID])
 	}
 	paid, late := batch[0].ID, batch[1].ID
-	if _, _, err := s.PayOrder(ctx, paid, store.Access{Admin: true}, time.Now(), outage.Outages{}); err != nil {
+	first, _, err := s.PayOrder(ctx, paid, store.Access{Admin: true}, time.Now(), outage.Outages{})
+	if err != nil {
 		t.Fatalf("pay within the window: %v", err)
+	}
+	again, cancelled, err := s.PayOrder(ctx, paid, store.Access{Service: true}, time.Now().Add(time.Minute), outage.Outages{})
+	if err != nil || cancelled || again.Status != store.StatusPaid || !again.PaidAt.Equal(*first.PaidAt) ||
+		*again.PaidBy != store.PaidByAdmin || *first.PaidBy != store.PaidByAdmin {
+		t.Fatalf("the confirmation again: %v, cancelled %v, status %s paid at %v by %s; want paid at %v by admin, as first",
+			err, cancelled, again.Status, again.PaidAt, *again.PaidBy, first.PaidAt)
 	}
 	after := batch[1].ExpiresAt.Add(time.Second)
 	if _, _, err := s.PayOrder(ctx, late, store.Access{Admin: true}, after, outage.Outages{}); !errors.Is(err, store.ErrExpired) {

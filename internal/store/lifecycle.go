@@ -18,13 +18,29 @@ import (
 // ErrNotCancellable means the order is paid or failed, so it cannot be cancelled.
 var ErrNotCancellable = errors.New("the order can no longer be cancelled")
 
-// Access says who may act on an order: its owner, or anyone when Admin is true.
+// Access says who acts on an order: its buyer (UserID), or an admin or the shop's back
+// end (Service), who may act on any buyer's order.
 type Access struct {
-	UserID int64
-	Admin  bool
+	UserID  int64
+	Admin   bool
+	Service bool
 }
 
-func (a Access) allows(o Order) bool { return a.Admin || o.UserID == a.UserID }
+// anyOrder reports whether the caller may act on any buyer's order.
+func (a Access) anyOrder() bool { return a.Admin || a.Service }
+
+func (a Access) allows(o Order) bool { return a.anyOrder() || o.UserID == a.UserID }
+
+// payer is who a payment by the caller is recorded as paid by (orders.paid_by).
+func (a Access) payer() string {
+	switch {
+	case a.Service:
+		return PaidByService
+	case a.Admin:
+		return PaidByAdmin
+	}
+	return PaidByBuyer
+}
 
 // lockOrder reads an order for update, hiding it from callers who may not see it.
 func lockOrder(tx *gorm.DB, id string, who Access) (Order, error) {
@@ -36,25 +52,28 @@ func lockOrder(tx *gorm.DB, id string, who Access) (Order, error) {
 	return o, err
 }
 
-// PayOrder marks a created order paid at now if its pay window is still open, as MySQL
-// outages extended it (w). One conditional UPDATE decides while the deadline the row
-// shows has not passed (status created and expires_at after now); past it, the order's
-// row lock is taken and its deadline in force (Order.Deadline) decides, and a payment
-// within it is recorded with that deadline. Either way a payment and the order's expiry
-// or cancel exclude each other, whichever comes first. A payment that comes once the
-// window has passed loses: if the expiry has not cancelled the order yet, this
-// transaction does, and PayOrder returns ErrExpired with the cancelled order and
-// cancelled true (its units are then to go back to Redis). A paid, failed or cancelled
-// order is ErrNotPayable, except one cancelled by its expiry, which is ErrExpired.
+// PayOrder marks a created order paid at now, paid by who (Access.payer), if its pay
+// window is still open, as MySQL outages extended it (w). One conditional UPDATE decides
+// while the deadline the row shows has not passed (status created and expires_at after
+// now); past it, the order's row lock is taken and its deadline in force
+// (Order.Deadline) decides, and a payment within it is recorded with that deadline.
+// Either way a payment and the order's expiry, cancel or refund exclude each other,
+// whichever comes first. A payment that comes once the window has passed loses: if the
+// expiry has not cancelled the order yet, this transaction does, and PayOrder returns
+// ErrExpired with the cancelled order and cancelled true (its units are then to go back
+// to Redis). A paid order is returned as it is, with no error and no event: a
+// confirmation sent again. A failed, refunded or cancelled order is ErrNotPayable,
+// except one cancelled by its expiry, which is ErrExpired.
 func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Time, w Windows) (o Order, cancelled bool, err error) {
 	var lost error
+	paid := map[string]any{"status": StatusPaid, "paid_at": now, "paid_by": who.payer()}
 	err = s.transaction(ctx, func(tx *gorm.DB) error {
 		cancelled, lost = false, nil
 		pay := tx.Model(&Order{}).Where("id = ? AND status = ? AND expires_at > ?", id, StatusCreated, now)
-		if !who.Admin {
+		if !who.anyOrder() {
 			pay = pay.Where("user_id = ?", who.UserID)
 		}
-		res := pay.Updates(map[string]any{"status": StatusPaid, "paid_at": now})
+		res := pay.Updates(paid)
 		if res.Error != nil {
 			return fmt.Errorf("pay order: %w", res.Error)
 		}
@@ -71,11 +90,13 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 			if err := extend(tx, map[string]time.Time{o.ID: deadline}); err != nil {
 				return err
 			}
-			if err := tx.Model(&Order{}).Where("id = ?", id).Updates(map[string]any{"status": StatusPaid, "paid_at": now}).Error; err != nil {
+			if err := tx.Model(&Order{}).Where("id = ?", id).Updates(paid).Error; err != nil {
 				return fmt.Errorf("pay order: %w", err)
 			}
-			o.Status, o.PaidAt, o.ExpiresAt = StatusPaid, &now, deadline
+			by := who.payer()
+			o.Status, o.PaidAt, o.PaidBy, o.ExpiresAt = StatusPaid, &now, &by, deadline
 			return outbox.Record(tx, s.orderEvent(outbox.OrderPaid, o, now))
+		case o.Status == StatusPaid: // a confirmation sent again: the order as it was paid
 		case o.Status == StatusCreated: // the UPDATE missed it: its window has passed
 			cancelled, lost = true, ErrExpired
 			if err := extend(tx, map[string]time.Time{o.ID: deadline}); err != nil {

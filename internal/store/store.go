@@ -24,6 +24,15 @@ const (
 	StatusPaid      = "paid"
 	StatusCancelled = "cancelled"
 	StatusFailed    = "failed"
+	StatusRefunded  = "refunded" // paid, then refunded by the shop
+)
+
+// Who confirmed a payment (orders.paid_by): the shop's back end, an admin, or the buyer's
+// own simulated payment.
+const (
+	PaidByService = "service"
+	PaidByAdmin   = "admin"
+	PaidByBuyer   = "buyer"
 )
 
 // Errors of the store.
@@ -88,8 +97,15 @@ type Order struct {
 	// rows written before they existed, and for grouping orders: see Window).
 	WindowStartsAt, WindowEndsAt *time.Time
 	PaidAt                       *time.Time
-	CancelledAt                  *time.Time
-	PersistedAt                  time.Time
+	// PaidBy is who confirmed the payment (PaidByService, PaidByAdmin, PaidByBuyer); nil
+	// before the order is paid, and on orders paid before it was recorded.
+	PaidBy      *string
+	CancelledAt *time.Time
+	// RefundedAt is when the shop refunded the paid order; Restock says whether its
+	// units went back on sale then (nil on an order not refunded).
+	RefundedAt  *time.Time
+	Restock     *bool
+	PersistedAt time.Time
 	// GroupID is the order's group in a group-buy sale.
 	GroupID *string
 	// IdempotencyKey is the client's Idempotency-Key that made the order and
