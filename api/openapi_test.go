@@ -49,7 +49,7 @@ var contractCodes = []statusCode{
 	{409, "not_admitted"}, {409, "line_not_open"}, {409, "no_waiting_room"}, {400, "challenge_required"},
 	{403, "challenge_failed"},
 	// A real shop (the contract's fifth round).
-	{403, "payment_by_shop"},
+	{403, "payment_by_shop"}, {409, "order_not_refundable"},
 }
 
 // projectCodes are the codes the project added beyond the contract. A new code in
@@ -842,7 +842,7 @@ func TestBoundsMatchConstants(t *testing.T) {
 	}
 	if got, want := asStrings(get(d.schema("Order"), "properties", "status", "enum")),
 		[]string{store.StatusCancelled, store.StatusCreated, store.StatusFailed, store.StatusGrouping, store.StatusPaid,
-			store.StatusQueued}; !slices.Equal(got, want) {
+			store.StatusQueued, store.StatusRefunded}; !slices.Equal(got, want) {
 		t.Errorf("Order status enum: got %v, want %v", got, want)
 	}
 }

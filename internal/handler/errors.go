@@ -31,6 +31,7 @@ var (
 	errUnauthorized    = errors.New("a valid bearer token is required")
 	errForbidden       = errors.New("this route is for admins")
 	errNotBuyer        = errors.New("this route is for buyers and admins, not for a service token")
+	errNotShop         = errors.New("this route is for the shop's back end (a service token) and admins")
 	errTooLarge        = errors.New("the request body is larger than 64 KiB")
 	errNoRoute         = errors.New("no such route")
 	errMethod          = errors.New("method not allowed on this route")
@@ -60,6 +61,7 @@ var mapping = []struct {
 	{errUnauthorized, http.StatusUnauthorized, "unauthorized"},
 	{errForbidden, http.StatusForbidden, "forbidden"},
 	{errNotBuyer, http.StatusForbidden, "forbidden"},
+	{errNotShop, http.StatusForbidden, "forbidden"},
 	{errTooLarge, http.StatusRequestEntityTooLarge, "payload_too_large"},
 	{errNoRoute, http.StatusNotFound, "not_found"},
 	{errMethod, http.StatusMethodNotAllowed, "method_not_allowed"},
@@ -84,6 +86,7 @@ var mapping = []struct {
 	{store.ErrNotPayable, http.StatusConflict, "order_not_payable"},
 	{store.ErrExpired, http.StatusConflict, "order_expired"},
 	{store.ErrNotCancellable, http.StatusConflict, "order_not_cancellable"},
+	{store.ErrNotRefundable, http.StatusConflict, "order_not_refundable"},
 	{stock.ErrNotAdmitted, http.StatusConflict, "not_admitted"},
 	{line.ErrNoSale, http.StatusNotFound, "not_found"},
 	{line.ErrNoTicket, http.StatusNotFound, "not_found"},

@@ -45,6 +45,7 @@ type Service interface {
 	ListOrders(ctx context.Context, c sale.Caller) ([]sale.Order, error)
 	Pay(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	Cancel(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
+	Refund(ctx context.Context, id string, c sale.Caller, restock bool) (sale.Order, error)
 	Seat(ctx context.Context, r sale.BuyRequest) (sale.Group, sale.Order, bool, error)
 	GetGroup(ctx context.Context, id string) (sale.Group, error)
 	OpenGroups(ctx context.Context, activityID int64, limit int) ([]sale.Group, error)
@@ -210,6 +211,7 @@ func (h *Handler) Routes() http.Handler {
 	buyer.GET("/orders/:id", byOrder(h.svc.GetOrder))
 	buyer.POST("/orders/:id/pay", byOrder(h.svc.Pay))
 	buyer.POST("/orders/:id/cancel", byOrder(h.svc.Cancel))
+	buyer.POST("/orders/:id/refund", h.requireShop, h.refund)
 
 	admin := api.Group("/admin", h.authenticate, h.requireAdmin)
 	admin.POST("/activities", h.createActivity)
@@ -320,6 +322,16 @@ func caller(c *gin.Context) sale.Caller {
 func (h *Handler) requireAdmin(c *gin.Context) {
 	if !caller(c).Admin {
 		respondError(c, errForbidden)
+		return
+	}
+	c.Next()
+}
+
+// requireShop lets through the shop's back end (role service) and admins only: the
+// routes of the shop's money (a refund).
+func (h *Handler) requireShop(c *gin.Context) {
+	if id := caller(c); !id.Service && !id.Admin {
+		respondError(c, errNotShop)
 		return
 	}
 	c.Next()

@@ -213,6 +213,30 @@ func (h *Handler) listOrders(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"orders": os})
 }
 
+type refundRequest struct {
+	Restock *bool `json:"restock"`
+}
+
+// refund records the shop's refund of an order. The body is optional: none (or no
+// restock) puts the units back on sale.
+func (h *Handler) refund(c *gin.Context) {
+	body, err := io.ReadAll(c.Request.Body)
+	req := refundRequest{}
+	if err != nil || len(bytes.TrimSpace(body)) > 0 {
+		if err := decodeBody(body, err, &req); err != nil {
+			respondError(c, err)
+			return
+		}
+	}
+	restock := req.Restock == nil || *req.Restock
+	o, err := h.svc.Refund(c.Request.Context(), c.Param("id"), caller(c), restock)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, o)
+}
+
 // byOrder answers 200 with the order act returns for the order id in the path.
 func byOrder(act func(context.Context, string, sale.Caller) (sale.Order, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {

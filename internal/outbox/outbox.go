@@ -32,12 +32,13 @@ const (
 	OrderPaid      = "order.paid"
 	OrderCancelled = "order.cancelled"
 	OrderFailed    = "order.failed"
+	OrderRefunded  = "order.refunded"
 	GroupCompleted = "group.completed"
 	GroupFailed    = "group.failed"
 )
 
 // Types are the event types, in the order an endpoint's list shows them.
-var Types = []string{OrderCreated, OrderPaid, OrderCancelled, OrderFailed, GroupCompleted, GroupFailed}
+var Types = []string{OrderCreated, OrderPaid, OrderCancelled, OrderFailed, OrderRefunded, GroupCompleted, GroupFailed}
 
 // Event is a change to record.
 type Event struct {

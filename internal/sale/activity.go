@@ -333,13 +333,17 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 	return s.liveView(ctx, a)
 }
 
-// Stats are an activity's figures for admins.
+// Stats are an activity's figures for admins: stock_total = stock_available + sold +
+// off_sale, but for units on their way back to stock after a cancel or a refund.
 type Stats struct {
-	ActivityID     int64       `json:"activity_id"`
-	StockTotal     int64       `json:"stock_total"`
-	StockAvailable int64       `json:"stock_available"`
-	Sold           int64       `json:"sold"`
-	Orders         OrderCounts `json:"orders"`
+	ActivityID     int64 `json:"activity_id"`
+	StockTotal     int64 `json:"stock_total"`
+	StockAvailable int64 `json:"stock_available"`
+	Sold           int64 `json:"sold"`
+	// OffSale are the units of orders refunded without restock: neither sold nor
+	// available.
+	OffSale int64       `json:"off_sale"`
+	Orders  OrderCounts `json:"orders"`
 }
 
 // OrderCounts counts an activity's orders by status.
@@ -350,10 +354,13 @@ type OrderCounts struct {
 	Paid      int64 `json:"paid"`
 	Cancelled int64 `json:"cancelled"`
 	Failed    int64 `json:"failed"`
+	Refunded  int64 `json:"refunded"`
 }
 
 // Stats returns an activity's figures. Sold counts units of queued (Redis), grouping,
-// created and paid (MySQL) orders. The two stores are read one after the other, so while
+// created and paid (MySQL) orders; OffSale those of orders refunded without restock
+// (a refund with restock puts its units back in stock_available). The two stores are
+// read one after the other, so while
 // orders flow an order moving from queued to created can be counted in both or in
 // neither: the figures of a busy sale are right to within the orders persisted during
 // the call. GET .../ledger gives an exact balance.
@@ -373,7 +380,8 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	return Stats{ActivityID: id, StockTotal: a.StockTotal, StockAvailable: a.StockAvailable,
 		Sold: queuedUnits + counts[store.StatusGrouping].Units + counts[store.StatusCreated].Units +
 			counts[store.StatusPaid].Units,
+		OffSale: counts[store.StatusRefunded].OffSale,
 		Orders: OrderCounts{Queued: queued, Grouping: counts[store.StatusGrouping].Orders, Created: counts[store.StatusCreated].Orders,
 			Paid: counts[store.StatusPaid].Orders, Cancelled: counts[store.StatusCancelled].Orders,
-			Failed: counts[store.StatusFailed].Orders}}, nil
+			Failed: counts[store.StatusFailed].Orders, Refunded: counts[store.StatusRefunded].Orders}}, nil
 }

@@ -280,6 +280,17 @@ func (s *Service) Cancel(ctx context.Context, id string, c Caller) (Order, error
 	return s.afterCreated(ctx, id, c, store.ErrNotCancellable, s.orders.Cancel)
 }
 
+// Refund records the shop's refund of a paid order: the order turns refunded, its
+// units leave its buyer's limit, and with restock they go back on sale, unless the sale
+// has ended (the order then says restock false). Refunding a refunded order returns it
+// again. The handler lets only the shop's back end and admins call it. Errors:
+// ErrNotFound, store.ErrNotRefundable (not paid, including a queued order).
+func (s *Service) Refund(ctx context.Context, id string, c Caller, restock bool) (Order, error) {
+	return s.afterCreated(ctx, id, c, store.ErrNotRefundable, func(ctx context.Context, id string, who store.Access) (store.Order, error) {
+		return s.orders.Refund(ctx, id, who, restock)
+	})
+}
+
 // afterCreated runs an action on an order MySQL has; a queued order (still only in
 // Redis) gets errQueued. The action checks who may act on the order.
 func (s *Service) afterCreated(ctx context.Context, id string, c Caller, errQueued error,

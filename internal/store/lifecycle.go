@@ -18,6 +18,54 @@ import (
 // ErrNotCancellable means the order is paid or failed, so it cannot be cancelled.
 var ErrNotCancellable = errors.New("the order can no longer be cancelled")
 
+// RefundOrder records, at now, the shop's refund of a paid order, in one transaction:
+// the order turns refunded (refunded_at, restock), its units and participation leave
+// its buyer's user_purchases (the buyer may buy them again), and with restock they
+// leave the sale's sold units too, to go back on sale. Either way it is marked
+// return_pending until ReturnedToStock confirms that Redis has the buyer's holding back
+// (and, with restock, the units in stock). A sale that has ended (by its ends_at) takes
+// no units back: the refund is recorded with restock false. Its order.refunded event is
+// recorded with it. A refunded order is returned as it is with changed false (the
+// refund sent again, whatever its restock); an order that is not paid is
+// ErrNotRefundable. The row lock on the order makes a refund and the order's payment,
+// cancel or expiry exclude each other; rows are touched in the order cancelCreated
+// touches them.
+func (s *Store) RefundOrder(ctx context.Context, id string, who Access, restock bool, now time.Time) (o Order, changed bool, err error) {
+	err = s.transaction(ctx, func(tx *gorm.DB) error {
+		var err error
+		if o, changed, err = lockToChange(tx, id, who, StatusPaid, StatusRefunded, ErrNotRefundable); err != nil || !changed {
+			return err
+		}
+		back := restock
+		if back {
+			var ends time.Time
+			if err := tx.Raw("SELECT ends_at FROM activities WHERE id = ?", o.ActivityID).Scan(&ends).Error; err != nil {
+				return fmt.Errorf("read the sale's end: %w", err)
+			}
+			back = now.Before(ends)
+		}
+		res := tx.Model(&Order{}).Where("id = ? AND status = ?", id, StatusPaid).Updates(map[string]any{
+			"status": StatusRefunded, "refunded_at": now, "restock": back, "return_pending": true})
+		if res.Error != nil {
+			return fmt.Errorf("refund order: %w", res.Error)
+		}
+		if res.RowsAffected != 1 { // the row lock makes this certain; the check keeps it so
+			return fmt.Errorf("order %s changed under its row lock", id)
+		}
+		if err := takeBackFromUsers(tx, []Order{o}); err != nil {
+			return err
+		}
+		if back {
+			if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", o.Quantity, o.ActivityID).Error; err != nil {
+				return fmt.Errorf("take back sold units: %w", err)
+			}
+		}
+		o.Status, o.RefundedAt, o.Restock = StatusRefunded, &now, &back
+		return outbox.Record(tx, s.orderEvent(outbox.OrderRefunded, o, now))
+	})
+	return o, changed, err
+}
+
 // Access says who acts on an order: its buyer (UserID), or an admin or the shop's back
 // end (Service), who may act on any buyer's order.
 type Access struct {
@@ -50,6 +98,22 @@ func lockOrder(tx *gorm.DB, id string, who Access) (Order, error) {
 		return o, ErrNotFound
 	}
 	return o, err
+}
+
+// lockToChange reads an order for update, to change it from status from to status to:
+// change is true when it is in from. An order already in to is returned with change
+// false (the change asked again); an order in any other status is refused.
+func lockToChange(tx *gorm.DB, id string, who Access, from, to string, refused error) (o Order, change bool, err error) {
+	if o, err = lockOrder(tx, id, who); err != nil {
+		return o, false, err
+	}
+	switch o.Status {
+	case from:
+		return o, true, nil
+	case to:
+		return o, false, nil
+	}
+	return o, false, refused
 }
 
 // PayOrder marks a created order paid at now, paid by who (Access.payer), if its pay
@@ -149,19 +213,10 @@ func extend(tx *gorm.DB, deadlines map[string]time.Time) error {
 // order is ErrNotCancellable.
 func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time.Time) (o Order, changed bool, err error) {
 	err = s.transaction(ctx, func(tx *gorm.DB) error {
-		changed = false
 		var err error
-		if o, err = lockOrder(tx, id, who); err != nil {
+		if o, changed, err = lockToChange(tx, id, who, StatusCreated, StatusCancelled, ErrNotCancellable); err != nil || !changed {
 			return err
 		}
-		switch o.Status {
-		case StatusCancelled:
-			return nil
-		case StatusCreated:
-		default:
-			return ErrNotCancellable
-		}
-		changed = true
 		return s.cancelOne(tx, &o, now)
 	})
 	return o, changed, err

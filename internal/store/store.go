@@ -43,6 +43,8 @@ var (
 	ErrNotPayable = errors.New("the order is not awaiting payment")
 	// ErrExpired means the order's pay window has passed.
 	ErrExpired = errors.New("the order's pay window has passed")
+	// ErrNotRefundable means the order is not paid, so there is nothing to refund.
+	ErrNotRefundable = errors.New("the order is not paid, so it cannot be refunded")
 )
 
 // Activity is one row of activities.
@@ -113,6 +115,12 @@ type Order struct {
 	// rebuild of the sale's Redis state writes the key back (KeptKeys).
 	IdempotencyKey     *string
 	RequestFingerprint *string
+}
+
+// OffSale reports whether the order's units stay off sale for good: it was refunded
+// without restock. They count neither as sold nor as available (Figures.OffSale).
+func (o Order) OffSale() bool {
+	return o.Status == StatusRefunded && o.Restock != nil && !*o.Restock
 }
 
 // Window is the order's pay window as it was set, before outages extended it: its
@@ -314,6 +322,8 @@ type StatusCount struct {
 	Status string
 	Orders int64
 	Units  int64
+	// OffSale is the units among Units kept off sale (refunded without restock).
+	OffSale int64
 }
 
 // CountOrders returns the orders and units of an activity by status.
@@ -324,7 +334,8 @@ func (s *Store) CountOrders(ctx context.Context, activityID int64) (map[string]S
 // countOrders is CountOrders on db, which may be a transaction.
 func countOrders(db *gorm.DB, activityID int64) (map[string]StatusCount, error) {
 	var rows []StatusCount
-	err := db.Model(&Order{}).Select("status, COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units").
+	err := db.Model(&Order{}).Select("status, COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units, "+
+		"COALESCE(SUM(CASE WHEN "+offSale+" THEN quantity ELSE 0 END), 0) AS off_sale").
 		Where("activity_id = ?", activityID).Group("status").Scan(&rows).Error
 	if err != nil {
 		return nil, err
@@ -377,14 +388,22 @@ func (s *Store) transaction(ctx context.Context, fn func(tx *gorm.DB) error) err
 	return retrying(ctx, 5, lostToLocks, func() error { return s.db.WithContext(ctx).Transaction(fn) })
 }
 
+// offSale is the condition on orders whose units stay off sale (Order.OffSale).
+const offSale = "status = 'refunded' AND restock = FALSE"
+
 // Figures are an activity's stored totals, for the stock ledger.
 type Figures struct {
 	// Units by order status.
 	Units map[string]int64
-	// Sold is activities.sold.
+	// Sold is activities.sold: the units of grouping, created and paid orders, and
+	// those kept off sale (OffSale).
 	Sold int64
-	// ReturnPending is the units of cancelled orders not yet confirmed back in Redis.
+	// ReturnPending is the units of cancelled and refunded orders not yet confirmed
+	// back in Redis, those that go back on sale.
 	ReturnPending int64
+	// OffSale is the units of orders refunded without restock: out of the sale for
+	// good, neither sold nor available.
+	OffSale int64
 	// Users is what each user holds by user_purchases (userHoldings).
 	Users map[int64]int64
 }
@@ -400,10 +419,11 @@ func (s *Store) Figures(ctx context.Context, activityID int64) (Figures, error) 
 		for status, c := range counts {
 			f.Units[status] = c.Units
 		}
+		f.OffSale = counts[StatusRefunded].OffSale
 		if err := tx.Model(&Activity{}).Where("id = ?", activityID).Pluck("sold", &f.Sold).Error; err != nil {
 			return err
 		}
-		if err := tx.Model(&Order{}).Where("activity_id = ? AND return_pending", activityID).
+		if err := tx.Model(&Order{}).Where("activity_id = ? AND return_pending AND NOT ("+offSale+")", activityID).
 			Select("COALESCE(SUM(quantity), 0)").Scan(&f.ReturnPending).Error; err != nil {
 			return err
 		}
@@ -421,6 +441,10 @@ type RebuildFacts struct {
 	// Stored are the orders Redis holds as queued that MySQL has already (those count
 	// in the holdings, not as queued).
 	Stored map[string]bool
+	// OffSale is the units of orders refunded without restock whose buyers' holdings
+	// Redis has given back: no buyer holds them and they are not for sale (while the
+	// give-back is pending they are still in Units, their buyer's).
+	OffSale int64
 	// Seats are, for a group-buy sale, its groups with the seats MySQL has (one row per
 	// seat; a group without one has a row with OrderID "").
 	Seats []GroupSeat
@@ -464,6 +488,10 @@ func (s *Store) RebuildFacts(ctx context.Context, activityID int64, ids []string
 		}
 		var err error
 		if f.Units, f.Orders, err = holdingsAndOrders(tx, activityID); err != nil {
+			return err
+		}
+		if err := tx.Model(&Order{}).Where("activity_id = ? AND NOT return_pending AND "+offSale, activityID).
+			Select("COALESCE(SUM(quantity), 0)").Scan(&f.OffSale).Error; err != nil {
 			return err
 		}
 		if f.Activity.Kind == "group" {
