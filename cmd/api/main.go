@@ -199,6 +199,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	outages := outage.NewRecord(ap)
 	svc := sale.New(st, sk, order.New(st, sk, outages), outages, queue.NewEnqueuer(enq), locks)
 	svc.LockWait = cfg.LockWait
+	svc.ListMargin = max(svc.ListMargin, 2*cfg.LockWait)
 	svc.BuyerPays, svc.Checkout = cfg.BuyerPays, checkout
 	if cfg.BuyerPays && !cfg.Dev() {
 		slog.Warn("SECKILL_BUYER_PAYS=true: buyers mark their own orders paid, a simulated payment; never with real money")

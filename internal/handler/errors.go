@@ -50,6 +50,11 @@ var (
 	errMalformedJSON  = &invalidRequest{"the body must be a JSON object"}
 	errUnreadableBody = &invalidRequest{"the request body could not be read"}
 	errBadGroupLimit  = &invalidRequest{"limit must be an integer from 1 to " + strconv.Itoa(maxListedGroups)}
+	errNoActivityID   = &invalidRequest{"activity_id is required to list a sale's orders (with status, after, limit, " +
+		"or a service token): the sale's id"}
+	errBadActivityID = &invalidRequest{"activity_id must be a sale's id, a positive integer"}
+	errBadCursor     = &invalidRequest{"after must be the next of the page before, of the same listing " +
+		"(the same activity_id and status)"}
 )
 
 // mapping decides the status and code of the errors that are answers.

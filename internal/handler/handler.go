@@ -43,6 +43,7 @@ type Service interface {
 	Buy(ctx context.Context, r sale.BuyRequest) (sale.Order, bool, error)
 	GetOrder(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	ListOrders(ctx context.Context, c sale.Caller) ([]sale.Order, error)
+	SaleOrders(ctx context.Context, c sale.Caller, p sale.OrderPage) ([]sale.Order, error)
 	Pay(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	Cancel(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	Refund(ctx context.Context, id string, c sale.Caller, restock bool) (sale.Order, error)
@@ -124,6 +125,7 @@ type Handler struct {
 	live    InstanceLister
 	line    Line
 	passes  *auth.Passes
+	cursors *auth.Cursors
 	hooks   Webhooks
 	ready   *health.Probe
 }
@@ -153,7 +155,8 @@ func New(svc Service, o Options) *Handler {
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP), gate: gate,
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
 		metrics: newMetrics(o.Registry, o.Answers), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
-		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready}
+		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready,
+		cursors: auth.NewCursors(o.JWTSecret)}
 }
 
 // Routes returns the API's http.Handler.

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -144,4 +147,205 @@ func TestRefundRoute(t *testing.T) {
 		t.Errorf("stats: %d %s; want 3 available, 0 sold, 1 off sale, 2 refunded", a.status, a.body)
 	}
 	s.buyCreated(act, buyer, 2)
+}
+
+// page is a page of a sale's orders as the API answers it.
+type page struct {
+	Orders []struct {
+		ID     string `json:"id"`
+		UserID int64  `json:"user_id"`
+		Status string `json:"status"`
+	} `json:"orders"`
+	Next *string `json:"next"`
+}
+
+// readPage reads a page of a sale's orders and fails the test unless it is 200.
+func (s *stack) readPage(token, query string) page {
+	s.t.Helper()
+	a := s.do(call{method: "GET", path: "/api/v1/orders?" + query, token: token})
+	var p page
+	if a.status != http.StatusOK || json.Unmarshal([]byte(a.body), &p) != nil {
+		s.t.Fatalf("GET /api/v1/orders?%s: %d %s", query, a.status, a.body)
+	}
+	return p
+}
+
+// The pages of a sale's orders while buyers buy and the shop confirms payments: paged
+// from the start, and on from the last next until every order is stored and past the
+// horizon, every order of the sale shows exactly once, in id order.
+func TestSaleOrdersPagesUnderWrites(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	s.svc.ListMargin = time.Second // the stack's lock wait is 100 ms, and one clock
+	now := time.Now()
+	act := s.sale(1000, 1, now.Add(-time.Minute), now.Add(time.Hour))
+	admin, shop := testutil.Token(t, 1, true), testutil.ServiceToken(t, 900)
+	const buyers, writers = 240, 8
+	var wg sync.WaitGroup
+	errs := make(chan error, buyers)
+	for w := range writers {
+		wg.Go(func() {
+			for u := int64(w); u < buyers; u += writers {
+				a := s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/orders", act),
+					token: testutil.Token(t, 1000+u, false), body: `{"quantity":1}`})
+				if a.status != http.StatusAccepted {
+					errs <- fmt.Errorf("buy as %d: %d %s", 1000+u, a.status, a.body)
+					continue
+				}
+				if u%3 == 0 { // the shop confirms some as they come, once stored
+					var o struct{ ID string }
+					_ = json.Unmarshal([]byte(a.body), &o)
+					for range 100 {
+						if p := s.do(call{method: "POST", path: "/api/v1/orders/" + o.ID + "/pay", token: shop}); p.status != http.StatusConflict {
+							break
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	seen := map[string]int{}
+	last, after := "", ""
+	reads, pages := 0, 0
+	writing := true
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		select {
+		case <-done:
+			writing = false
+		default:
+		}
+		query := fmt.Sprintf("activity_id=%d&limit=7", act)
+		if after != "" {
+			query += "&after=" + url.QueryEscape(after)
+		}
+		p := s.readPage(admin, query)
+		reads++
+		for _, o := range p.Orders {
+			seen[o.ID]++
+			if o.ID <= last {
+				t.Errorf("order %s after %s: not in id order", o.ID, last)
+			}
+			last = o.ID
+		}
+		if p.Next != nil {
+			after = *p.Next
+			pages++
+			continue
+		}
+		if len(p.Orders) != 0 {
+			t.Fatalf("a page of %d orders without next", len(p.Orders))
+		}
+		// The end, for now: once the writers are done, the queue drained and the horizon
+		// past the last order, every order has been shown.
+		if !writing && len(seen) == buyers {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	var stored []string
+	all := s.readPage(admin, fmt.Sprintf("activity_id=%d&limit=1000", act))
+	for _, o := range all.Orders {
+		stored = append(stored, o.ID)
+		if seen[o.ID] != 1 {
+			t.Errorf("order %s shown %d times while paging", o.ID, seen[o.ID])
+		}
+	}
+	if len(stored) != buyers || len(seen) != buyers {
+		t.Errorf("%d orders stored, %d shown while paging; want %d", len(stored), len(seen), buyers)
+	}
+	t.Logf("%d reads, %d pages of up to 7 while %d orders were bought", reads, pages, buyers)
+}
+
+// Bad input to the pages of a sale's orders is 400 naming the parameter; a buyer sees
+// only their own orders, the shop every buyer's, of one status when asked; a cursor
+// works for its own listing only.
+func TestSaleOrdersPages(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	s.svc.ListMargin = time.Second
+	now := time.Now()
+	act := s.sale(10, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	other := s.sale(10, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	buyer, stranger, admin, shop := testutil.Token(t, 42, false), testutil.Token(t, 43, false), testutil.Token(t, 1, true),
+		testutil.ServiceToken(t, 900)
+	mine := []string{s.buyCreated(act, buyer, 1), s.buyCreated(act, buyer, 1)}
+	theirs := s.buyCreated(act, stranger, 1)
+	if a := s.do(call{method: "POST", path: "/api/v1/orders/" + mine[1] + "/pay", token: shop}); a.status != http.StatusOK {
+		t.Fatalf("pay: %d %s", a.status, a.body)
+	}
+	q := func(extra string) string { return fmt.Sprintf("activity_id=%d%s", act, extra) }
+	var full page
+	for deadline := time.Now().Add(10 * time.Second); len(full.Orders) < 3; { // past the horizon
+		if time.Now().After(deadline) {
+			t.Fatalf("the sale's orders never all listed: %+v", full)
+		}
+		time.Sleep(100 * time.Millisecond)
+		full = s.readPage(shop, q(""))
+	}
+	first := s.readPage(shop, q("&limit=1"))
+	paid := s.readPage(admin, q("&status=paid&limit=1"))
+	own := s.readPage(buyer, q("&limit=1"))
+
+	for _, tc := range []struct {
+		name, token, query string
+		status             int
+		code, inMsg        string
+	}{
+		{"limit 0", shop, q("&limit=0"), 400, "invalid_request", "limit"},
+		{"limit 1001", shop, q("&limit=1001"), 400, "invalid_request", "limit"},
+		{"limit not a number", shop, q("&limit=ten"), 400, "invalid_request", "limit"},
+		{"status queued", shop, q("&status=queued"), 400, "invalid_request", "status"},
+		{"status unknown", shop, q("&status=shipped"), 400, "invalid_request", "status"},
+		{"activity_id not a number", shop, "activity_id=one", 400, "invalid_request", "activity_id"},
+		{"activity_id 0", shop, "activity_id=0", 400, "invalid_request", "activity_id"},
+		{"no such sale", shop, "activity_id=999999", 404, "not_found", ""},
+		{"a service token without activity_id", shop, "", 400, "invalid_request", "activity_id"},
+		{"limit without activity_id", buyer, "limit=5", 400, "invalid_request", "activity_id"},
+		{"a cursor made up", shop, q("&after=MDFKRDZZNFpRMkgzTjhWNVhLN005UDBSU1Q0Mg.AAAAAAAAAAAAAAAAAAAAAA"), 400, "invalid_request", "after"},
+		{"a cursor of another status", admin, q("&after=" + url.QueryEscape(*paid.Next)), 400, "invalid_request", "after"},
+		{"a cursor of another sale", shop, fmt.Sprintf("activity_id=%d&after=%s", other, url.QueryEscape(*first.Next)), 400, "invalid_request", "after"},
+		{"a buyer's cursor for another buyer", stranger, q("&after=" + url.QueryEscape(*own.Next)), 400, "invalid_request", "after"},
+		{"a buyer's cursor for the shop", shop, q("&after=" + url.QueryEscape(*own.Next)), 400, "invalid_request", "after"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := s.do(call{method: "GET", path: "/api/v1/orders?" + tc.query, token: tc.token})
+			wantError(t, a, tc.status, tc.code)
+			if !strings.Contains(a.body, tc.inMsg) {
+				t.Errorf("message %s does not name %q", a.body, tc.inMsg)
+			}
+		})
+	}
+
+	ids := func(p page) (out []string) {
+		for _, o := range p.Orders {
+			out = append(out, o.ID)
+		}
+		return out
+	}
+	want := append(append([]string{}, mine...), theirs)
+	slices.Sort(want)
+	if got := ids(full); !slices.Equal(got, want) {
+		t.Errorf("the shop's page: %v, want every order in id order %v", got, want)
+	}
+	if next := s.readPage(shop, q("&limit=1&after="+url.QueryEscape(*first.Next))); len(next.Orders) != 1 || next.Orders[0].ID != want[1] {
+		t.Errorf("the page after the first: %v, want %s", ids(next), want[1])
+	}
+	if got := ids(paid); !slices.Equal(got, []string{mine[1]}) {
+		t.Errorf("the paid orders: %v, want %s", got, mine[1])
+	}
+	if rest := s.readPage(admin, q("&status=paid&after="+url.QueryEscape(*paid.Next))); len(rest.Orders) != 0 || rest.Next != nil {
+		t.Errorf("after the last paid order: %+v, want an empty page and no next", rest)
+	}
+	if got, wantMine := ids(s.readPage(buyer, q(""))), slices.Sorted(slices.Values(mine)); !slices.Equal(got, wantMine) {
+		t.Errorf("the buyer's page: %v, want only theirs %v", got, wantMine)
+	}
+	if got := s.readPage(buyer, fmt.Sprintf("activity_id=%d", other)); len(got.Orders) != 0 || got.Next != nil {
+		t.Errorf("the buyer's page of a sale they did not buy from: %+v", got)
+	}
 }

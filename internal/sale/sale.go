@@ -104,13 +104,17 @@ type Service struct {
 	BuyerPays bool
 	// Checkout is where a buyer pays a created order (SECKILL_CHECKOUT_URL); "" for none.
 	Checkout Checkout
+	// ListMargin is how far behind now the pages of a sale's orders stop (SaleOrders):
+	// longer than LockWait (a purchase's id is minted before it waits for the buyer's
+	// lock) and than the API instances' clocks are apart.
+	ListMargin time.Duration
 }
 
 // New returns a Service. Its answers show the deadlines of pay windows as MySQL
 // outages extend them (outages).
 func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, outages Outages, q Enqueuer, locks Locker) *Service {
 	s := &Service{store: st, stock: sk, orders: orders, outages: outages, queue: q, locks: locks, now: time.Now,
-		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second,
+		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second, ListMargin: 10 * time.Second,
 		rebuild: NewRebuilder(st, sk)}
 	s.commits.flush = s.commitBatch
 	return s

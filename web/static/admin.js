@@ -7,6 +7,7 @@ import {
 import { liveChart, sparkline, perSecond } from './charts.js';
 import { roomFields, roomBody, wireRoom, renderRoom, readLines } from './admin-line.js';
 import { webhooksPoller } from './webhooks.js';
+import { wireOrders } from './admin-orders.js';
 
 const session = new Session('seckill.admin.token');
 const sales = new Map(); // activity id -> {data, stats, node, busy}
@@ -262,6 +263,7 @@ function newSaleCard(a) {
     }
   });
   wireRoom(entry, patch);
+  wireOrders(entry, () => session.token, refused);
   el(node, '.end-no').addEventListener('click', () => closeConfirm(entry));
   el(node, '.end-yes').addEventListener('click', async () => {
     closeConfirm(entry);
@@ -375,6 +377,8 @@ function renderSale(entry) {
   figure(entry, '.f-paid', st && counts.paid);
   figure(entry, '.f-cancelled', st && counts.cancelled);
   figure(entry, '.f-failed', st && counts.failed);
+  figure(entry, '.f-refunded', st && counts.refunded);
+  figure(entry, '.f-off-sale', st && st.off_sale);
   const group = a.kind === 'group';
   const cap = a.per_user_participations;
   let parts = cap ? ` At most ${cap} ${cap === 1 ? 'participation' : 'participations'} per buyer.` : '';
