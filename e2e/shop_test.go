@@ -251,7 +251,7 @@ type refundAnswer struct {
 // refunded (its confirmation 200, every refund 200 with one refunded_at and restock) or
 // cancelled (refunds 409 order_not_refundable), its events say so once each, every unit
 // comes back once (to stock, or off sale), the refunded buyers buy again, and the ledger
-// balances.
+// balances. Every event carries the sale's external_ref.
 func TestShopRefundsRaceTheWorker(t *testing.T) {
 	s := testutil.StartStack(t, "SECKILL_WEBHOOK_ALLOW_PRIVATE=true")
 	c := newClient(t, s.URL)
@@ -259,7 +259,7 @@ func TestShopRefundsRaceTheWorker(t *testing.T) {
 	hooks := testutil.StartReceiver(t)
 	c.subscribe(admin, hooks)
 	const n, refunders = 40, 3
-	a := c.createSaleWith(admin, n, 1, map[string]any{"pay_window_seconds": 10})
+	a := c.createSaleWith(admin, n, 1, map[string]any{"pay_window_seconds": 10, "external_ref": "SKU-RACE"})
 	ids := c.buyEach(admin, a.ID, 3000, n)
 	expires := make([]time.Time, n)
 	for i, id := range ids {
@@ -367,9 +367,13 @@ func TestShopRefundsRaceTheWorker(t *testing.T) {
 					ID      string `json:"id"`
 					Restock *bool  `json:"restock"`
 				} `json:"order"`
+				ExternalRef string `json:"external_ref"`
 			} `json:"data"`
 		}
-		if d.Type == "order.refunded" && (json.Unmarshal(d.Body, &ev) != nil || ev.Data.Order.Restock == nil) {
+		switch {
+		case json.Unmarshal(d.Body, &ev) != nil || ev.Data.ExternalRef != "SKU-RACE":
+			t.Errorf("an order event without the sale's external_ref: %s", d.Body)
+		case d.Type == "order.refunded" && ev.Data.Order.Restock == nil:
 			t.Errorf("order.refunded without restock: %s", d.Body)
 		}
 	}

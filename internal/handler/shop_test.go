@@ -349,3 +349,76 @@ func TestSaleOrdersPages(t *testing.T) {
 		t.Errorf("the buyer's page of a sale they did not buy from: %+v", got)
 	}
 }
+
+// A sale's external_ref and metadata: on create and PATCH, shown by the activity; every
+// bad value is 400 naming its field, and changes nothing.
+func TestShopFieldsOfASale(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	admin := testutil.Token(t, 1, true)
+	now := time.Now().UTC()
+	body := func(extra string) string {
+		return fmt.Sprintf(`{"name":"n","product_name":"p","price_cents":100,"stock":5,"per_user_limit":1,"starts_at":%q,"ends_at":%q%s}`,
+			now.Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), extra)
+	}
+	created := s.do(call{method: "POST", path: "/api/v1/admin/activities", token: admin,
+		body: body(`,"external_ref":"SKU-42 ÉTÉ","metadata":{ "color" : "red", "sizes": [42, 43] }`)})
+	var a struct {
+		ID          int64           `json:"id"`
+		ExternalRef string          `json:"external_ref"`
+		Metadata    json.RawMessage `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(created.body), &a); created.status != http.StatusCreated || err != nil ||
+		a.ExternalRef != "SKU-42 ÉTÉ" || string(a.Metadata) != `{"color":"red","sizes":[42,43]}` {
+		t.Fatalf("create: %d %s; want the reference and the metadata, compacted", created.status, created.body)
+	}
+	path := fmt.Sprintf("/api/v1/admin/activities/%d", a.ID)
+	public := fmt.Sprintf("/api/v1/activities/%d", a.ID)
+	before := s.do(call{method: "GET", path: public})
+	if !strings.Contains(before.body, `"external_ref":"SKU-42 ÉTÉ"`) || !strings.Contains(before.body, `"metadata":{"color":"red","sizes":[42,43]}`) {
+		t.Errorf("the activity: %s", before.body)
+	}
+
+	big := `{"k":"` + strings.Repeat("x", 4090) + `"}` // 4,098 bytes
+	for _, tc := range []struct {
+		name, field, value string
+	}{
+		{"external_ref empty", "external_ref", `""`},
+		{"external_ref of 129 characters", "external_ref", `"` + strings.Repeat("é", 129) + `"`},
+		{"external_ref with a line break", "external_ref", `"SKU\n42"`},
+		{"external_ref with a control character", "external_ref", `"SKU\u000142"`},
+		{"external_ref a number", "external_ref", `42`},
+		{"metadata an array", "metadata", `[1,2]`},
+		{"metadata a string", "metadata", `"red"`},
+		{"metadata a number", "metadata", `1`},
+		{"metadata over 4 KiB", "metadata", big},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, c := range []call{
+				{method: "POST", path: "/api/v1/admin/activities", token: admin, body: body(`,"` + tc.field + `":` + tc.value)},
+				{method: "PATCH", path: path, token: admin, body: `{"per_user_limit":2,"` + tc.field + `":` + tc.value + `}`},
+			} {
+				a := s.do(c)
+				wantError(t, a, http.StatusBadRequest, "invalid_request")
+				if !strings.Contains(a.body, tc.field) {
+					t.Errorf("%s: %s does not name %s", c.method, a.body, tc.field)
+				}
+			}
+		})
+	}
+	if after := s.do(call{method: "GET", path: public}); after.body != before.body {
+		t.Errorf("the sale after the refused changes: %s, want it unchanged: %s", after.body, before.body)
+	}
+	if list := s.do(call{method: "GET", path: "/api/v1/admin/activities", token: admin}); strings.Count(list.body, `"id":`) != 1 {
+		t.Errorf("sales after the refused creates: %s, want the one", list.body)
+	}
+
+	exact := `{"k":"` + strings.Repeat("x", 4088) + `"}` // 4,096 bytes
+	patched := s.do(call{method: "PATCH", path: path, token: admin, body: `{"external_ref":"SKU-43","metadata":` + exact + `}`})
+	if patched.status != http.StatusOK || !strings.Contains(patched.body, `"external_ref":"SKU-43"`) || !strings.Contains(patched.body, exact) ||
+		!strings.Contains(patched.body, `"per_user_limit":1`) {
+		t.Errorf("patch: %d %s, want the new reference and 4 KiB of metadata, the rest as it was", patched.status, patched.body)
+	}
+	if again := s.do(call{method: "GET", path: public}); !strings.Contains(again.body, `"external_ref":"SKU-43"`) {
+		t.Errorf("the activity after the patch: %s", again.body)
+	}
+}

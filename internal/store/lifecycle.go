@@ -61,7 +61,7 @@ func (s *Store) RefundOrder(ctx context.Context, id string, who Access, restock 
 			}
 		}
 		o.Status, o.RefundedAt, o.Restock = StatusRefunded, &now, &back
-		return outbox.Record(tx, s.orderEvent(outbox.OrderRefunded, o, now))
+		return record(tx, s.orderEvent(outbox.OrderRefunded, o, now))
 	})
 	return o, changed, err
 }
@@ -146,7 +146,7 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 			return err
 		}
 		if res.RowsAffected == 1 {
-			return outbox.Record(tx, s.orderEvent(outbox.OrderPaid, o, now))
+			return record(tx, s.orderEvent(outbox.OrderPaid, o, now))
 		}
 		deadline := o.Deadline(w, now)
 		switch {
@@ -159,7 +159,7 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 			}
 			by := who.payer()
 			o.Status, o.PaidAt, o.PaidBy, o.ExpiresAt = StatusPaid, &now, &by, deadline
-			return outbox.Record(tx, s.orderEvent(outbox.OrderPaid, o, now))
+			return record(tx, s.orderEvent(outbox.OrderPaid, o, now))
 		case o.Status == StatusPaid: // a confirmation sent again: the order as it was paid
 		case o.Status == StatusCreated: // the UPDATE missed it: its window has passed
 			cancelled, lost = true, ErrExpired
@@ -257,7 +257,7 @@ func (s *Store) cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error 
 			return fmt.Errorf("take back sold units: %w", err)
 		}
 	}
-	return outbox.Record(tx, events...)
+	return record(tx, events...)
 }
 
 // ExpireOrders cancels, in one transaction, those of the given orders that are still
@@ -352,7 +352,7 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 			events = append(events, s.orderEvent(outbox.OrderCancelled, *o, now))
 		}
 		g.Status = groupFailed
-		if err := outbox.Record(tx, append(events, s.groupEvent(outbox.GroupFailed, g, now))...); err != nil {
+		if err := record(tx, append(events, s.groupEvent(outbox.GroupFailed, g, now))...); err != nil {
 			return err
 		}
 		if len(cancelled) == 0 {

@@ -76,9 +76,14 @@ type Activity struct {
 	// PerUserParticipations caps the orders one user holds in the sale; nil: no cap.
 	PerUserParticipations *int
 	// Room is the sale's waiting room (room.go).
-	Room      `gorm:"embedded"`
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Room `gorm:"embedded"`
+	// ExternalRef is the shop's reference of the sale (its product or SKU id), carried by
+	// every order event of the sale; Metadata a JSON object of the shop's, compacted.
+	// Both nil when the shop set none.
+	ExternalRef *string
+	Metadata    []byte
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // Order is one row of orders.
@@ -273,7 +278,7 @@ func (s *Store) UpdateActivity(ctx context.Context, id int64, change func(*Activ
 		}
 		a.UpdatedAt = s.now()
 		cols := map[string]any{"per_user_limit": a.PerUserLimit, "ends_at": a.EndsAt,
-			"stock_total": a.StockTotal, "updated_at": a.UpdatedAt}
+			"stock_total": a.StockTotal, "external_ref": a.ExternalRef, "metadata": a.Metadata, "updated_at": a.UpdatedAt}
 		maps.Copy(cols, a.Room.columns())
 		if err := tx.Model(&Activity{}).Where("id = ?", id).Updates(cols).Error; err != nil {
 			return err

@@ -362,7 +362,8 @@ function renderSale(entry) {
   const badge = el(node, '.sale-status');
   setText(badge, statusLabel(status));
   badge.className = `badge sale-status status-${status}`;
-  setText(el(node, '.product'), `${a.product_name} at ${money(a.price_cents)}; pay window ${duration(a.pay_window_seconds * 1000)}`);
+  setText(el(node, '.product'), `${a.product_name}${a.external_ref ? ` (the shop's ${a.external_ref})` : ''} at ${money(a.price_cents)}; `
+    + `pay window ${duration(a.pay_window_seconds * 1000)}`);
   let times = `${when(a.starts_at)} to ${when(a.ends_at)}`;
   if (status === 'upcoming') times += `; starts in ${duration(Date.parse(a.starts_at) - now)}`;
   else if (status !== 'ended') times += `; ends in ${duration(Date.parse(a.ends_at) - now)}`;
