@@ -274,6 +274,11 @@ func TestShopRefundsRaceTheWorker(t *testing.T) {
 	const n, refunders = 40, 3
 	a := c.createSaleWith(admin, n, 1, map[string]any{"pay_window_seconds": 10, "external_ref": "SKU-RACE"})
 	ids := c.buyEach(admin, a.ID, 3000, n)
+	// Outside dev mode the buyer cannot mark the order paid; it is the shop's to confirm.
+	if r := c.must("POST", "/api/v1/orders/"+ids[0]+"/pay", testutil.Token(t, 3000, false), nil); r.Status != http.StatusForbidden ||
+		r.errorCode() != "payment_by_shop" {
+		t.Errorf("the buyer's own payment: %d %s, want 403 payment_by_shop", r.Status, r.Body)
+	}
 	expires := make([]time.Time, n)
 	for i, id := range ids {
 		var o struct {

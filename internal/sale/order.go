@@ -291,13 +291,13 @@ var ListedStatuses = []string{store.StatusGrouping, store.StatusCreated, store.S
 // ErrNotFound (no such sale), a *FieldError naming status or limit, ErrUnavailable
 // while Redis lost the sale (its rebuild starts).
 //
-// A page is stable under writes: it stops before the horizon, the earliest id an order
-// not yet in MySQL can have. That is the oldest order the sale still holds as queued
-// in Redis (the worker settles an order there only after MySQL has it), and the orders
-// taken in the last ListMargin (an id is minted before its order is queued), each less
-// ListMargin, whichever is earlier. An order written to MySQL after a page was read therefore has an id after
-// the horizon that page was cut at, and so after the page's last order: paging on from
-// the last order shown, now or later, shows it, and shows no order twice.
+// A page is stable under writes: it stops before the horizon, an id below which no order
+// can still reach MySQL: the oldest order the sale holds as queued in Redis (the worker
+// settles an order there only after MySQL has it) or now, whichever is earlier, less
+// ListMargin (an id is minted before its order is queued, by an API whose clock may
+// differ a little). An order written to MySQL after a page was read therefore has an id
+// after the horizon that page was cut at, and so after the page's last order: paging on
+// from the last order shown, now or later, shows it, and shows no order twice.
 func (s *Service) SaleOrders(ctx context.Context, c Caller, p OrderPage) ([]Order, error) {
 	switch {
 	case p.Status != "" && !slices.Contains(ListedStatuses, p.Status):
