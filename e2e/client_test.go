@@ -110,8 +110,9 @@ type stats struct {
 	StockTotal     int64 `json:"stock_total"`
 	StockAvailable int64 `json:"stock_available"`
 	Sold           int64 `json:"sold"`
+	OffSale        int64 `json:"off_sale"`
 	Orders         struct {
-		Queued, Grouping, Created, Paid, Cancelled, Failed int64
+		Queued, Grouping, Created, Paid, Cancelled, Failed, Refunded int64
 	} `json:"orders"`
 }
 

@@ -74,7 +74,7 @@ func checkUnavailable(t *testing.T, calls []*boundedCall) time.Duration {
 func TestMySQLFrozenRoutesAnswerInBoundedTime(t *testing.T) {
 	db := testutil.StartMariaDB(t)
 	redis := testutil.StartRedis(t)
-	s := testutil.StartStackOnTopology(t, testutil.MySQLOn(t, db.DSN), redis.Topology(), 2, 1)
+	s := testutil.StartStackOnTopology(t, testutil.MySQLOn(t, db.DSN), redis.Topology(), 2, 1, "SECKILL_BUYER_PAYS=true")
 	c := newClient(t, s.URL)
 	admin, shop := testutil.Token(t, 1, true), testutil.ServiceToken(t, 900)
 	a := c.createSale(admin, 1000, 1)
@@ -168,7 +168,8 @@ type outageOrder struct {
 //   - both sales' ledgers balance.
 func TestMySQLOutageGivesWindowsTheirTime(t *testing.T) {
 	db, rs := testutil.StartMariaDB(t), testutil.StartRedis(t)
-	s := testutil.StartStackOnTopology(t, testutil.MySQLOn(t, db.DSN), rs.Topology(), 2, 1, "SECKILL_WEBHOOK_ALLOW_PRIVATE=true")
+	s := testutil.StartStackOnTopology(t, testutil.MySQLOn(t, db.DSN), rs.Topology(), 2, 1, "SECKILL_WEBHOOK_ALLOW_PRIVATE=true",
+		"SECKILL_BUYER_PAYS=true")
 	c := newClient(t, s.URL)
 	apis := []*client{newClient(t, s.URLs[0]), newClient(t, s.URLs[1])}
 	admin, shop := testutil.Token(t, 1, true), testutil.ServiceToken(t, 900)
@@ -505,7 +506,7 @@ func TestStartDuringMySQLOutage(t *testing.T) {
 	for _, o := range outages {
 		t.Run(o.name, func(t *testing.T) {
 			maria := testutil.StartMariaDB(t)
-			s := testutil.StartStackOn(t, testutil.MySQLOn(t, maria.DSN))
+			s := testutil.StartStackOn(t, testutil.MySQLOn(t, maria.DSN), "SECKILL_BUYER_PAYS=true")
 			c := newClient(t, s.URL)
 			admin := testutil.Token(t, 1, true)
 			a := c.createSale(admin, 100, 1)

@@ -112,8 +112,8 @@ func waitUntil(t *testing.T, what string, within time.Duration, cond func() bool
 // Events from real processes to two endpoints: one refuses the first try of every
 // event, then answers 410 and is disabled; the other gets every change of every order
 // and group (created, paid by the shop's service token, cancelled by the buyer, a
-// group completed, a group failed with its order cancelled), each order's in order,
-// each signed. A private target is refused while the setting is off.
+// group completed, a group failed with its order cancelled, a paid order refunded),
+// each order's in order, each signed. A private target is refused while the setting is off.
 func TestWebhooksFromRealProcesses(t *testing.T) {
 	strict := testutil.StartStack(t)
 	strictClient := newClient(t, strict.URL)
@@ -152,6 +152,12 @@ func TestWebhooksFromRealProcesses(t *testing.T) {
 				t.Fatalf("pay as the shop: %d %s", res.Status, res.Body)
 			}
 			want[id] = append(want[id], "order.paid")
+			if i == 3 { // and refunds it
+				if res := c.must("POST", "/api/v1/orders/"+id+"/refund", shop, map[string]bool{"restock": false}); res.Status != http.StatusOK {
+					t.Fatalf("refund as the shop: %d %s", res.Status, res.Body)
+				}
+				want[id] = append(want[id], "order.refunded")
+			}
 		case 1:
 			if res := c.must("POST", "/api/v1/orders/"+id+"/cancel", testutil.Token(t, int64(100+i), false), nil); res.Status != http.StatusOK {
 				t.Fatalf("cancel: %d %s", res.Status, res.Body)

@@ -196,11 +196,17 @@ func serve(ctx context.Context, cfg config.Config) error {
 	locks := lock.New(ap)
 	defer locks.Close()
 	enq := asynq.NewClientFromRedisClient(ap)
-	st := store.New(db, sale.EventViews{})
+	checkout := sale.Checkout(cfg.CheckoutURL)
+	st := store.New(db, sale.EventViews{Checkout: checkout})
 	// MySQL's outages, shared by every instance: pay windows do not run during one.
 	outages := outage.NewRecord(ap)
 	svc := sale.New(st, sk, order.New(st, sk, outages), outages, queue.NewEnqueuer(enq), locks)
 	svc.LockWait = cfg.LockWait
+	svc.ListMargin = max(svc.ListMargin, 2*cfg.LockWait)
+	svc.BuyerPays, svc.Checkout = cfg.BuyerPays, checkout
+	if cfg.BuyerPays && !cfg.Dev() {
+		slog.Warn("SECKILL_BUYER_PAYS=true: buyers mark their own orders paid, a simulated payment; never with real money")
+	}
 	now := time.Now
 	if cfg.ClockOffset != 0 { // a test of a wrong clock (SECKILL_CLOCK_OFFSET)
 		slog.Warn("this process's clock is shifted", "offset", cfg.ClockOffset)

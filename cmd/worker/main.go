@@ -71,7 +71,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st, sk := store.New(db, sale.EventViews{}), stock.New(ap)
+	st, sk := store.New(db, sale.EventViews{Checkout: sale.Checkout(cfg.CheckoutURL)}), stock.New(ap)
 	// MySQL's outages, shared by every instance: pay windows do not run during one.
 	outages := outage.NewRecord(ap)
 	persister := worker.NewPersister(st, sk, outages, cfg.PersistBatch)

@@ -88,6 +88,12 @@ type Config struct {
 	// WebhookAllowPrivate is SECKILL_WEBHOOK_ALLOW_PRIVATE [true in dev mode, else
 	// false]: whether webhook URLs may point at loopback and private addresses.
 	WebhookAllowPrivate bool
+	// BuyerPays is SECKILL_BUYER_PAYS [true in dev mode, else false]: whether a buyer may
+	// mark their own order paid (a simulated payment).
+	BuyerPays bool
+	// CheckoutURL is SECKILL_CHECKOUT_URL [unset]: the shop's checkout page, a URL
+	// template with {order_id} and {activity_id} (checkCheckoutURL).
+	CheckoutURL string
 	// RateUser is SECKILL_RATE_USER [20]: requests per second per user; 0 turns the limit off.
 	RateUser float64
 	// RateIP is SECKILL_RATE_IP [200]: requests per second per client IP; 0 turns the limit off.
@@ -154,6 +160,8 @@ func Load() (Config, error) {
 	c.JWTUserClaim = l.str("SECKILL_JWT_USER_CLAIM")
 	c.JWTRoleClaim = l.str("SECKILL_JWT_ROLE_CLAIM")
 	c.WebhookAllowPrivate = l.boolean("SECKILL_WEBHOOK_ALLOW_PRIVATE")
+	c.BuyerPays = l.boolean("SECKILL_BUYER_PAYS")
+	c.CheckoutURL = l.str("SECKILL_CHECKOUT_URL")
 	c.RateUser = l.number("SECKILL_RATE_USER")
 	c.RateIP = l.number("SECKILL_RATE_IP")
 	c.InFlight = l.whole("SECKILL_PURCHASES_IN_FLIGHT")
@@ -189,6 +197,11 @@ func Load() (Config, error) {
 	for _, o := range c.CORSOrigins {
 		if err := checkOrigin(o); err != nil {
 			l.fail(fmt.Errorf("SECKILL_CORS_ORIGINS: %q is not an origin: %w (want scheme://host[:port], as a browser sends it in Origin)", o, err))
+		}
+	}
+	if c.CheckoutURL != "" {
+		if err := checkCheckoutURL(c.CheckoutURL, c.Dev()); err != nil {
+			l.fail(fmt.Errorf("SECKILL_CHECKOUT_URL: %q: %w", c.CheckoutURL, err))
 		}
 	}
 	if c.LockWait < 0 {
@@ -252,6 +265,48 @@ func checkOrigin(o string) error {
 	}
 	return nil
 }
+
+// checkCheckoutURL says why t is not a checkout URL template: an absolute https URL (or
+// http on a loopback host in dev mode) once its placeholders are filled in, with
+// {order_id} among them, and no other placeholder than {order_id} and {activity_id}
+// (internal/sale fills them in: Checkout).
+func checkCheckoutURL(t string, dev bool) error {
+	for _, p := range placeholder.FindAllString(t, -1) {
+		if p != "{order_id}" && p != "{activity_id}" {
+			return fmt.Errorf("%s is not a placeholder (want {order_id} and {activity_id})", p)
+		}
+	}
+	if !strings.Contains(t, "{order_id}") {
+		return errors.New("it must hold {order_id}, where the order's id goes")
+	}
+	u, err := url.Parse(strings.NewReplacer("{order_id}", "01J0000000000000000000000042", "{activity_id}", "42").Replace(t))
+	switch {
+	case err != nil:
+		return err
+	case u.Host == "" || !u.IsAbs():
+		return errors.New("want an absolute URL such as https://shop.example/checkout?order={order_id}")
+	case u.User != nil:
+		return errors.New("no user or password in it")
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && dev && loopback(u.Hostname()):
+		return nil
+	case u.Scheme == "http" && dev:
+		return errors.New("http only on a loopback host (localhost, 127.0.0.1, [::1]); https otherwise")
+	}
+	return errors.New("want https (http only on loopback, in dev mode)")
+}
+
+// loopback reports whether host is localhost or a loopback address.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+var placeholder = regexp.MustCompile(`\{[^{}]*\}`)
 
 var (
 	originHost = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])$`)

@@ -102,6 +102,47 @@ func TestShopSettings(t *testing.T) {
 	}
 }
 
+// Payments: the buyer's simulated payment is on in dev mode only, unless set; a checkout
+// URL is an absolute https URL template with {order_id} (http on loopback in dev mode),
+// and anything else stops the start naming SECKILL_CHECKOUT_URL.
+func TestPaymentSettings(t *testing.T) {
+	prod := strings.Repeat("s", 32)
+	tests := []struct {
+		name      string
+		env       map[string]string
+		buyerPays bool
+		wantErr   string
+	}{
+		{"dev", map[string]string{"SECKILL_ENV": "dev"}, true, ""},
+		{"production", map[string]string{"SECKILL_JWT_SECRET": prod}, false, ""},
+		{"dev, buyers do not pay", map[string]string{"SECKILL_ENV": "dev", "SECKILL_BUYER_PAYS": "false"}, false, ""},
+		{"production, buyers pay (a demo)", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_BUYER_PAYS": "true"}, true, ""},
+		{"buyer pays not a boolean", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_BUYER_PAYS": "yes"}, false, "SECKILL_BUYER_PAYS"},
+		{"a checkout", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_CHECKOUT_URL": "https://shop.example/pay/{activity_id}?order={order_id}"}, false, ""},
+		{"http on loopback in dev mode", map[string]string{"SECKILL_ENV": "dev", "SECKILL_CHECKOUT_URL": "http://127.0.0.1:3000/pay?o={order_id}"}, true, ""},
+		{"http on localhost in dev mode", map[string]string{"SECKILL_ENV": "dev", "SECKILL_CHECKOUT_URL": "http://localhost/pay/{order_id}"}, true, ""},
+		{"http on [::1] in dev mode", map[string]string{"SECKILL_ENV": "dev", "SECKILL_CHECKOUT_URL": "http://[::1]:8000/{order_id}"}, true, ""},
+		{"http on loopback in production", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_CHECKOUT_URL": "http://127.0.0.1/pay?o={order_id}"}, false, "SECKILL_CHECKOUT_URL"},
+		{"http elsewhere in dev mode", map[string]string{"SECKILL_ENV": "dev", "SECKILL_CHECKOUT_URL": "http://shop.example/pay?o={order_id}"}, false, "SECKILL_CHECKOUT_URL"},
+		{"no order id", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_CHECKOUT_URL": "https://shop.example/pay/{activity_id}"}, false, "SECKILL_CHECKOUT_URL"},
+		{"an unknown placeholder", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_CHECKOUT_URL": "https://shop.example/pay/{order}?o={order_id}"}, false, "SECKILL_CHECKOUT_URL"},
+		{"relative", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_CHECKOUT_URL": "/pay?o={order_id}"}, false, "SECKILL_CHECKOUT_URL"},
+		{"another scheme", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_CHECKOUT_URL": "javascript:alert({order_id})"}, false, "SECKILL_CHECKOUT_URL"},
+		{"a password in it", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_CHECKOUT_URL": "https://u:p@shop.example/{order_id}"}, false, "SECKILL_CHECKOUT_URL"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := load(t, tc.env, tc.wantErr, "SECKILL_ENV", "SECKILL_JWT_SECRET", "SECKILL_BUYER_PAYS", "SECKILL_CHECKOUT_URL")
+			if !ok {
+				return
+			}
+			if c.BuyerPays != tc.buyerPays || c.CheckoutURL != tc.env["SECKILL_CHECKOUT_URL"] {
+				t.Errorf("BuyerPays %v, CheckoutURL %q; want %v, %q", c.BuyerPays, c.CheckoutURL, tc.buyerPays, tc.env["SECKILL_CHECKOUT_URL"])
+			}
+		})
+	}
+}
+
 // Counts take whole numbers, rates any number >= 0; anything else fails the start,
 // naming the variable.
 func TestNumbers(t *testing.T) {

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -25,6 +26,22 @@ type createActivityRequest struct {
 	PerUserParticipations *int    `json:"per_user_participations"`
 	StockBuckets          *int    `json:"stock_buckets"`
 	roomRequest
+	shopRequest
+}
+
+// shopRequest is the shop's own fields of a sale, on create and PATCH.
+type shopRequest struct {
+	ExternalRef *string         `json:"external_ref"`
+	Metadata    json.RawMessage `json:"metadata"`
+}
+
+// fields are the shop's fields as sent; null, as any optional field's, is none.
+func (r shopRequest) fields() sale.ShopFields {
+	f := sale.ShopFields{ExternalRef: r.ExternalRef, Metadata: r.Metadata}
+	if string(f.Metadata) == "null" {
+		f.Metadata = nil
+	}
+	return f
 }
 
 func (r createActivityRequest) toNew() (sale.NewActivity, error) {
@@ -56,7 +73,7 @@ func (r createActivityRequest) toNew() (sale.NewActivity, error) {
 	n = sale.NewActivity{Name: *r.Name, ProductName: *r.ProductName, PriceCents: *r.PriceCents,
 		Stock: *r.Stock, PerUserLimit: *r.PerUserLimit, StartsAt: *starts, EndsAt: *ends,
 		GroupSize: r.GroupSize, GroupWindowSeconds: r.GroupWindowSeconds, PerUserParticipations: r.PerUserParticipations,
-		Room: r.patch()}
+		Room: r.patch(), Shop: r.fields()}
 	if r.Kind != nil {
 		if *r.Kind == "" {
 			return n, &sale.FieldError{Field: "kind", Message: `must be "sale" or "group"`}
@@ -111,6 +128,7 @@ type patchActivityRequest struct {
 	EndsAt       *string `json:"ends_at"`
 	AddStock     *int64  `json:"add_stock"`
 	roomRequest
+	shopRequest
 }
 
 func (h *Handler) patchActivity(c *gin.Context) {
@@ -129,13 +147,14 @@ func (h *Handler) patchActivity(c *gin.Context) {
 		respondError(c, err)
 		return
 	}
-	room := req.patch()
-	if req.PerUserLimit == nil && ends == nil && req.AddStock == nil && room.Empty() {
-		respondError(c, &invalidRequest{"give at least one of per_user_limit, ends_at, add_stock and the waiting room's settings"})
+	room, shop := req.patch(), req.fields()
+	if req.PerUserLimit == nil && ends == nil && req.AddStock == nil && room.Empty() && shop.ExternalRef == nil && shop.Metadata == nil {
+		respondError(c, &invalidRequest{"give at least one of per_user_limit, ends_at, add_stock, the waiting room's settings, " +
+			"external_ref and metadata"})
 		return
 	}
 	a, err := h.svc.PatchActivity(c.Request.Context(), id,
-		sale.ActivityPatch{PerUserLimit: req.PerUserLimit, EndsAt: ends, AddStock: req.AddStock, Room: room})
+		sale.ActivityPatch{PerUserLimit: req.PerUserLimit, EndsAt: ends, AddStock: req.AddStock, Room: room, Shop: shop})
 	if err != nil {
 		respondError(c, err)
 		return

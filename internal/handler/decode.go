@@ -166,6 +166,8 @@ func kind(k reflect.Kind) string {
 		return "an integer in range"
 	case k == reflect.String:
 		return "a string"
+	case k == reflect.Bool:
+		return "a boolean (true or false)"
 	}
 	return "of the documented type"
 }

@@ -41,7 +41,7 @@ func TestContractErrors(t *testing.T) {
 	}
 	paidID := orderID(t, first.body)
 	s.waitCreated(paidID, buyer)
-	if a := s.do(call{method: "POST", path: "/api/v1/orders/" + paidID + "/pay", token: buyer}); a.status != http.StatusOK || !strings.Contains(a.body, `"status":"paid"`) {
+	if a := s.do(call{method: "POST", path: "/api/v1/orders/" + paidID + "/pay", token: admin}); a.status != http.StatusOK || !strings.Contains(a.body, `"status":"paid"`) {
 		t.Fatalf("pay: %d %s", a.status, a.body)
 	}
 	sold := s.do(call{method: "POST", path: buy(tiny), token: other, body: `{"quantity":1}`})
@@ -133,17 +133,17 @@ func TestContractErrors(t *testing.T) {
 		{"activity id not a number", call{method: "GET", path: "/api/v1/activities/abc"}, 404, "not_found", ""},
 		{"no such order", call{method: "GET", path: "/api/v1/orders/01ARZ3NDEKTSV4RRFFQ69G5FAV7", token: buyer}, 404, "not_found", ""},
 		{"another user's order", call{method: "GET", path: "/api/v1/orders/" + paidID, token: other}, 404, "not_found", ""},
-		{"pay another user's order", call{method: "POST", path: "/api/v1/orders/" + createdID + "/pay", token: buyer}, 404, "not_found", ""},
+		{"a buyer pays, outside dev mode", call{method: "POST", path: "/api/v1/orders/" + createdID + "/pay", token: other}, 403, "payment_by_shop", ""},
+		{"a buyer pays another user's order, outside dev mode", call{method: "POST", path: "/api/v1/orders/" + createdID + "/pay", token: buyer}, 403, "payment_by_shop", ""},
 		{"no such route", call{method: "GET", path: "/api/v1/nothing"}, 404, "not_found", ""},
 		{"sale not started", call{method: "POST", path: buy(upcoming), token: buyer, body: `{"quantity":1}`}, 409, "sale_not_started", ""},
 		{"sale ended", call{method: "POST", path: buy(ended), token: buyer, body: `{"quantity":1}`}, 409, "sale_ended", ""},
 		{"sold out", call{method: "POST", path: buy(tiny), token: buyer, body: `{"quantity":1}`}, 409, "sold_out", ""},
 		{"limit exceeded", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":2}`}, 409, "limit_exceeded", ""},
-		{"pay a paid order", call{method: "POST", path: "/api/v1/orders/" + paidID + "/pay", token: buyer}, 409, "order_not_payable", ""},
 		{"cancel a paid order", call{method: "POST", path: "/api/v1/orders/" + paidID + "/cancel", token: buyer}, 409, "order_not_cancellable", ""},
 		{"body over 64 KiB", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1,"pad":"` + strings.Repeat("x", 70<<10) + `"}`}, 413, "payload_too_large", ""},
 		{"chunked body over 64 KiB", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1,"pad":"` + strings.Repeat("x", 70<<10) + `"}`, chunked: true}, 413, "payload_too_large", ""},
-		{"chunked body over 64 KiB on a route that reads none", call{method: "POST", path: "/api/v1/orders/" + paidID + "/pay", token: buyer, body: strings.Repeat("x", 70<<10), chunked: true}, 413, "payload_too_large", ""},
+		{"chunked body over 64 KiB on a route that reads none", call{method: "POST", path: "/api/v1/orders/" + paidID + "/cancel", token: buyer, body: strings.Repeat("x", 70<<10), chunked: true}, 413, "payload_too_large", ""},
 		{"chunked body under 64 KiB is read", call{method: "POST", path: buy(tiny), token: buyer, body: `{"quantity":1}`, chunked: true}, 409, "sold_out", ""},
 		{"key reused with another body", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":2}`, header: map[string]string{"Idempotency-Key": "k-1"}}, 422, "idempotency_key_reused", ""},
 		{"wrong method", call{method: "DELETE", path: "/api/v1/orders"}, 405, "method_not_allowed", ""},
@@ -208,7 +208,7 @@ func TestContractErrors(t *testing.T) {
 	t.Run("order expired", func(t *testing.T) {
 		s.clock.Advance(2 * time.Minute) // past the 60 s pay window
 		defer s.clock.Advance(-2 * time.Minute)
-		wantError(t, s.do(call{method: "POST", path: "/api/v1/orders/" + createdID + "/pay", token: other}), 409, "order_expired")
+		wantError(t, s.do(call{method: "POST", path: "/api/v1/orders/" + createdID + "/pay", token: admin}), 409, "order_expired")
 	})
 	t.Run("cancel gives the unit back", func(t *testing.T) {
 		a := s.do(call{method: "POST", path: "/api/v1/orders/" + createdID + "/cancel", token: other})
@@ -372,9 +372,9 @@ func TestClientIPFromTrustedProxiesOnly(t *testing.T) {
 	}
 }
 
-// A shop's back end (role service) pays and cancels any buyer's order, and nothing
-// else: it cannot buy, reads only its own orders, is no admin, and the per-user and
-// per-IP limits do not hold it back.
+// A shop's back end (role service) reads, pays and cancels any buyer's order, and
+// nothing else: it cannot buy, is no admin, and the per-user and per-IP limits do not
+// hold it back.
 func TestServiceRole(t *testing.T) {
 	s := newStack(t, handler.Options{RateUser: 1, RateIP: 1})
 	now := time.Now()
@@ -403,22 +403,28 @@ func TestServiceRole(t *testing.T) {
 		c.token = shop
 		wantError(t, s.do(c), http.StatusForbidden, "forbidden")
 	}
-	// Many requests in a row, past both limits of 1/s: none is refused.
+	// Many requests in a row, past both limits of 1/s: none is refused, and the service
+	// reads any buyer's order.
 	for range 6 {
-		wantError(t, s.do(call{method: "GET", path: "/api/v1/orders/" + paid, token: shop}), http.StatusNotFound, "not_found")
+		if a := s.do(call{method: "GET", path: "/api/v1/orders/" + paid, token: shop}); a.status != http.StatusOK || !strings.Contains(a.body, `"status":"created"`) {
+			t.Errorf("service reads the buyer's order: %d %s", a.status, a.body)
+		}
 	}
-	if a := s.do(call{method: "POST", path: "/api/v1/orders/" + paid + "/pay", token: shop}); a.status != http.StatusOK ||
-		!strings.Contains(a.body, `"status":"paid"`) || !strings.Contains(a.body, `"user_id":42`) {
-		t.Errorf("service pays the buyer's order: %d %s", a.status, a.body)
+	confirmed := s.do(call{method: "POST", path: "/api/v1/orders/" + paid + "/pay", token: shop})
+	if confirmed.status != http.StatusOK || !strings.Contains(confirmed.body, `"status":"paid"`) ||
+		!strings.Contains(confirmed.body, `"user_id":42`) || !strings.Contains(confirmed.body, `"paid_by":"service"`) {
+		t.Errorf("service pays the buyer's order: %d %s", confirmed.status, confirmed.body)
 	}
-	wantError(t, s.do(call{method: "POST", path: "/api/v1/orders/" + paid + "/pay", token: shop}), http.StatusConflict, "order_not_payable")
+	// The confirmation sent again (its answer was lost): 200 and the same order, paid when
+	// it was first.
+	if again := s.do(call{method: "POST", path: "/api/v1/orders/" + paid + "/pay", token: shop}); again.status != http.StatusOK || again.body != confirmed.body {
+		t.Errorf("the confirmation again: %d %s, want 200 %s", again.status, again.body, confirmed.body)
+	}
 	if a := s.do(call{method: "POST", path: "/api/v1/orders/" + cancelled + "/cancel", token: shop}); a.status != http.StatusOK ||
 		!strings.Contains(a.body, `"status":"cancelled"`) {
 		t.Errorf("service cancels the buyer's order: %d %s", a.status, a.body)
 	}
-	if a := s.do(call{method: "GET", path: "/api/v1/orders", token: shop}); a.status != http.StatusOK || a.body != `{"orders":[]}` {
-		t.Errorf("the service's own orders: %d %s, want none", a.status, a.body)
-	}
+	wantError(t, s.do(call{method: "GET", path: "/api/v1/orders", token: shop}), http.StatusBadRequest, "invalid_request") // it has no orders of its own: activity_id
 	// The buyer's limits hold as before: the service's requests did not use them up,
 	// and a second request within the second is refused.
 	time.Sleep(time.Second)
@@ -429,9 +435,11 @@ func TestServiceRole(t *testing.T) {
 }
 
 // An admin pays and cancels any buyer's order, as the shop's back end does (the
-// contract's confirmations from the shop: "service (or admin)"); another buyer gets 404.
+// contract's confirmations from the shop: "service (or admin)"); another buyer gets 404
+// (a buyer's payment on: SECKILL_BUYER_PAYS).
 func TestAdminActsOnAnyOrder(t *testing.T) {
 	s := newStack(t, handler.Options{})
+	s.svc.BuyerPays = true
 	now := time.Now()
 	act := s.sale(10, 2, now.Add(-time.Minute), now.Add(time.Hour))
 	buyer, other, admin := testutil.Token(t, 42, false), testutil.Token(t, 43, false), testutil.Token(t, 1, true)

@@ -42,8 +42,10 @@ type Service interface {
 	Buy(ctx context.Context, r sale.BuyRequest) (sale.Order, bool, error)
 	GetOrder(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	ListOrders(ctx context.Context, c sale.Caller) ([]sale.Order, error)
+	SaleOrders(ctx context.Context, c sale.Caller, p sale.OrderPage) ([]sale.Order, error)
 	Pay(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	Cancel(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
+	Refund(ctx context.Context, id string, c sale.Caller, restock bool) (sale.Order, error)
 	Seat(ctx context.Context, r sale.BuyRequest) (sale.Group, sale.Order, bool, error)
 	GetGroup(ctx context.Context, id string) (sale.Group, error)
 	OpenGroups(ctx context.Context, activityID int64, limit int) ([]sale.Group, error)
@@ -122,6 +124,7 @@ type Handler struct {
 	live    InstanceLister
 	line    Line
 	passes  *auth.Passes
+	cursors *auth.Cursors
 	hooks   Webhooks
 	ready   *health.Probe
 }
@@ -151,7 +154,8 @@ func New(svc Service, o Options) *Handler {
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP), gate: gate,
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
 		metrics: newMetrics(o.Registry, o.Answers), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
-		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready}
+		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready,
+		cursors: auth.NewCursors(o.JWTSecret)}
 }
 
 // Routes returns the API's http.Handler.
@@ -209,6 +213,7 @@ func (h *Handler) Routes() http.Handler {
 	buyer.GET("/orders/:id", byOrder(h.svc.GetOrder))
 	buyer.POST("/orders/:id/pay", byOrder(h.svc.Pay))
 	buyer.POST("/orders/:id/cancel", byOrder(h.svc.Cancel))
+	buyer.POST("/orders/:id/refund", h.requireShop, h.refund)
 
 	admin := api.Group("/admin", h.authenticate, h.requireAdmin)
 	admin.POST("/activities", h.createActivity)
@@ -319,6 +324,16 @@ func caller(c *gin.Context) sale.Caller {
 func (h *Handler) requireAdmin(c *gin.Context) {
 	if !caller(c).Admin {
 		respondError(c, errForbidden)
+		return
+	}
+	c.Next()
+}
+
+// requireShop lets through the shop's back end (role service) and admins only: the
+// routes of the shop's money (a refund).
+func (h *Handler) requireShop(c *gin.Context) {
+	if id := caller(c); !id.Service && !id.Admin {
+		respondError(c, errNotShop)
 		return
 	}
 	c.Next()

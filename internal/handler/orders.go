@@ -3,8 +3,10 @@ package handler
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -204,13 +206,90 @@ const (
 	maxListedGroups     = 500
 )
 
+// listOrders lists the caller's own orders, or with ?activity_id= a page of a sale's
+// orders (listSaleOrders).
 func (h *Handler) listOrders(c *gin.Context) {
+	q := c.Request.URL.Query()
+	if q.Has("activity_id") {
+		h.listSaleOrders(c, q)
+		return
+	}
+	if q.Has("status") || q.Has("after") || q.Has("limit") || caller(c).Service {
+		respondError(c, errNoActivityID)
+		return
+	}
 	os, err := h.svc.ListOrders(c.Request.Context(), caller(c))
 	if err != nil {
 		respondError(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"orders": os})
+}
+
+// listSaleOrders answers a page of a sale's orders: every buyer's to the shop's back end
+// and admins, the caller's own to a buyer. Its next is a cursor of the listing (the
+// sale, the status, whose orders), signed, holding the last order's id; a page that is
+// empty has none.
+func (h *Handler) listSaleOrders(c *gin.Context, q url.Values) {
+	id, err := strconv.ParseInt(q.Get("activity_id"), 10, 64)
+	if err != nil || id < 1 {
+		respondError(c, errBadActivityID)
+		return
+	}
+	p := sale.OrderPage{ActivityID: id, Status: q.Get("status"), Limit: sale.DefaultOrderPage}
+	if q.Has("limit") {
+		if p.Limit, err = strconv.Atoi(q.Get("limit")); err != nil {
+			p.Limit = 0 // not a number: refused with the range, as one out of it
+		}
+	}
+	who := caller(c)
+	whose := "*"
+	if !who.Admin && !who.Service {
+		whose = strconv.Quote(string(who.Buyer)) // quoted: no subject reads as "*"
+	}
+	scope := fmt.Sprintf("orders of sale %d, status %q, of %s", id, p.Status, whose)
+	if q.Has("after") {
+		var ok bool
+		if p.After, ok = h.cursors.Open(scope, q.Get("after")); !ok {
+			respondError(c, errBadCursor)
+			return
+		}
+	}
+	os, err := h.svc.SaleOrders(c.Request.Context(), who, p)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	var next *string
+	if len(os) > 0 {
+		cur := h.cursors.Issue(scope, os[len(os)-1].ID)
+		next = &cur
+	}
+	c.JSON(http.StatusOK, gin.H{"orders": os, "next": next})
+}
+
+type refundRequest struct {
+	Restock *bool `json:"restock"`
+}
+
+// refund records the shop's refund of an order. The body is optional: none (or no
+// restock) puts the units back on sale.
+func (h *Handler) refund(c *gin.Context) {
+	body, err := io.ReadAll(c.Request.Body)
+	req := refundRequest{}
+	if err != nil || len(bytes.TrimSpace(body)) > 0 {
+		if err := decodeBody(body, err, &req); err != nil {
+			respondError(c, err)
+			return
+		}
+	}
+	restock := req.Restock == nil || *req.Restock
+	o, err := h.svc.Refund(c.Request.Context(), c.Param("id"), caller(c), restock)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, o)
 }
 
 // byOrder answers 200 with the order act returns for the order id in the path.

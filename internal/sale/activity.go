@@ -1,9 +1,13 @@
 package sale
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"seckill/internal/apitime"
@@ -41,6 +45,10 @@ type Activity struct {
 	// (internal/stock/bucket.go).
 	StockBuckets int `json:"stock_buckets"`
 	RoomSettings
+	// ExternalRef and Metadata are the shop's: its reference of the sale, which every
+	// order event of the sale carries, and a JSON object (ShopFields).
+	ExternalRef string          `json:"external_ref,omitempty"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
 }
 
 // Kinds of sale.
@@ -73,6 +81,56 @@ type NewActivity struct {
 	// Room sets the waiting room (room.go); Validate leaves the result in room.
 	Room RoomPatch
 	room RoomSettings
+	// Shop is the shop's reference of the sale and its metadata.
+	Shop ShopFields
+}
+
+// ShopFields are a sale's fields that are the shop's own: ExternalRef, 1 to 128
+// printable characters (its product's or SKU's id), and Metadata, a JSON object of at
+// most MaxMetadata bytes once compacted, kept as sent (compacted). Nil leaves a field
+// as it is (unset on a new sale).
+type ShopFields struct {
+	ExternalRef *string
+	Metadata    json.RawMessage
+}
+
+// Bounds of the shop's fields.
+const (
+	MaxExternalRef = 128
+	MaxMetadata    = 4096
+)
+
+// check validates the fields and compacts Metadata, or returns a *FieldError.
+func (f *ShopFields) check() error {
+	if r := f.ExternalRef; r != nil {
+		n := utf8.RuneCountInString(*r)
+		if n < 1 || n > MaxExternalRef || !utf8.ValidString(*r) || strings.IndexFunc(*r, func(c rune) bool { return !unicode.IsPrint(c) }) >= 0 {
+			return &FieldError{"external_ref", "must be 1 to 128 printable characters (no control characters, no line breaks)"}
+		}
+	}
+	if f.Metadata == nil {
+		return nil
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, f.Metadata); err != nil || compact.Len() == 0 || compact.Bytes()[0] != '{' ||
+		!utf8.Valid(compact.Bytes()) {
+		return &FieldError{"metadata", "must be a JSON object"}
+	}
+	if compact.Len() > MaxMetadata {
+		return &FieldError{"metadata", fmt.Sprintf("must be at most 4 KiB (4096 bytes) as compact JSON; it is %d", compact.Len())}
+	}
+	f.Metadata = compact.Bytes()
+	return nil
+}
+
+// apply sets the fields given on a.
+func (f ShopFields) apply(a *store.Activity) {
+	if f.ExternalRef != nil {
+		a.ExternalRef = f.ExternalRef
+	}
+	if f.Metadata != nil {
+		a.Metadata = f.Metadata
+	}
 }
 
 // Bounds of an activity's values.
@@ -125,7 +183,10 @@ func (n *NewActivity) Validate() error {
 		return err
 	}
 	n.StockBuckets = max(1, n.StockBuckets)
-	return oneBucket(n.StockBuckets, n.Kind, n.room.WaitingRoom)
+	if err := oneBucket(n.StockBuckets, n.Kind, n.room.WaitingRoom); err != nil {
+		return err
+	}
+	return n.Shop.check()
 }
 
 // oneBucket refuses several buckets for the sales that keep their stock in one: a
@@ -183,6 +244,7 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 		EndsAt: n.EndsAt, PayWindowSeconds: n.PayWindowSeconds, Kind: n.Kind, GroupSize: n.GroupSize,
 		GroupWindowSeconds: n.GroupWindowSeconds, PerUserParticipations: n.PerUserParticipations, Room: n.room.stored(),
 		StockBuckets: n.StockBuckets}
+	n.Shop.apply(&a)
 	err := s.store.CreateActivity(ctx, &a, func(a store.Activity) error {
 		return s.stock.Load(ctx, saleOf(a, a.StockTotal))
 	})
@@ -251,7 +313,11 @@ func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 		StockTotal: a.StockTotal, StockAvailable: a.StockTotal - a.Sold, PerUserLimit: a.PerUserLimit,
 		StartsAt: apitime.Of(a.StartsAt), EndsAt: apitime.Of(a.EndsAt), PayWindowSeconds: a.PayWindowSeconds,
 		Kind: a.Kind, GroupSize: a.GroupSize, GroupWindowSeconds: a.GroupWindowSeconds,
-		PerUserParticipations: a.PerUserParticipations, StockBuckets: max(1, a.StockBuckets), RoomSettings: roomOf(a)}
+		PerUserParticipations: a.PerUserParticipations, StockBuckets: max(1, a.StockBuckets), RoomSettings: roomOf(a),
+		Metadata: a.Metadata}
+	if a.ExternalRef != nil {
+		v.ExternalRef = *a.ExternalRef
+	}
 	if v.Kind == "" {
 		v.Kind = KindSale
 	}
@@ -278,6 +344,7 @@ type ActivityPatch struct {
 	EndsAt       *time.Time
 	AddStock     *int64
 	Room         RoomPatch
+	Shop         ShopFields
 }
 
 // PatchActivity changes a sale in MySQL and Redis; every API instance sees the change
@@ -292,6 +359,9 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 		return Activity{}, &FieldError{"per_user_limit", "must be between 1 and 1000000"}
 	case p.AddStock != nil && (*p.AddStock < 1 || *p.AddStock > MaxStock):
 		return Activity{}, &FieldError{"add_stock", "must be between 1 and 1000000000"}
+	}
+	if err := p.Shop.check(); err != nil {
+		return Activity{}, err
 	}
 	a, err := s.store.UpdateActivity(ctx, id, func(a *store.Activity) error {
 		if p.PerUserLimit != nil {
@@ -314,12 +384,16 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 			return &FieldError{"waiting_room", "is only for a sale of one stock bucket"}
 		}
 		a.Room = room.stored()
+		p.Shop.apply(a)
 		return nil
 	}, func(a store.Activity) error {
 		if !p.Room.Empty() {
 			if err := s.stock.SetRoom(ctx, id, roomOf(a).stock()); err != nil {
 				return err
 			}
+		}
+		if p.PerUserLimit == nil && p.EndsAt == nil && p.AddStock == nil {
+			return nil // nothing Redis keeps
 		}
 		var add int64
 		if p.AddStock != nil {
@@ -333,13 +407,17 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 	return s.liveView(ctx, a)
 }
 
-// Stats are an activity's figures for admins.
+// Stats are an activity's figures for admins: stock_total = stock_available + sold +
+// off_sale, but for units on their way back to stock after a cancel or a refund.
 type Stats struct {
-	ActivityID     int64       `json:"activity_id"`
-	StockTotal     int64       `json:"stock_total"`
-	StockAvailable int64       `json:"stock_available"`
-	Sold           int64       `json:"sold"`
-	Orders         OrderCounts `json:"orders"`
+	ActivityID     int64 `json:"activity_id"`
+	StockTotal     int64 `json:"stock_total"`
+	StockAvailable int64 `json:"stock_available"`
+	Sold           int64 `json:"sold"`
+	// OffSale are the units of orders refunded without restock: neither sold nor
+	// available.
+	OffSale int64       `json:"off_sale"`
+	Orders  OrderCounts `json:"orders"`
 }
 
 // OrderCounts counts an activity's orders by status.
@@ -350,10 +428,13 @@ type OrderCounts struct {
 	Paid      int64 `json:"paid"`
 	Cancelled int64 `json:"cancelled"`
 	Failed    int64 `json:"failed"`
+	Refunded  int64 `json:"refunded"`
 }
 
 // Stats returns an activity's figures. Sold counts units of queued (Redis), grouping,
-// created and paid (MySQL) orders. The two stores are read one after the other, so while
+// created and paid (MySQL) orders; OffSale those of orders refunded without restock
+// (a refund with restock puts its units back in stock_available). The two stores are
+// read one after the other, so while
 // orders flow an order moving from queued to created can be counted in both or in
 // neither: the figures of a busy sale are right to within the orders persisted during
 // the call. GET .../ledger gives an exact balance.
@@ -373,7 +454,8 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	return Stats{ActivityID: id, StockTotal: a.StockTotal, StockAvailable: a.StockAvailable,
 		Sold: queuedUnits + counts[store.StatusGrouping].Units + counts[store.StatusCreated].Units +
 			counts[store.StatusPaid].Units,
+		OffSale: counts[store.StatusRefunded].OffSale,
 		Orders: OrderCounts{Queued: queued, Grouping: counts[store.StatusGrouping].Orders, Created: counts[store.StatusCreated].Orders,
 			Paid: counts[store.StatusPaid].Orders, Cancelled: counts[store.StatusCancelled].Orders,
-			Failed: counts[store.StatusFailed].Orders}}, nil
+			Failed: counts[store.StatusFailed].Orders, Refunded: counts[store.StatusRefunded].Orders}}, nil
 }

@@ -11,9 +11,9 @@ import (
 	"seckill/internal/store"
 )
 
-// Ledger is the stock balance of a sale: every unit is either available or held by an
-// order that is queued, created or paid (or, for a moment after a cancel, on its way
-// back to Redis).
+// Ledger is the stock balance of a sale: every unit is either available, held by an
+// order that is queued, grouping, created or paid (or, for a moment after a cancel or a
+// refund, on its way back to Redis), or kept off sale by a refund without restock.
 type Ledger struct {
 	ActivityID     int64 `json:"activity_id"`
 	StockTotal     int64 `json:"stock_total"`
@@ -24,10 +24,14 @@ type Ledger struct {
 	CreatedUnits   int64 `json:"created_units"`
 	PaidUnits      int64 `json:"paid_units"`
 	ReturningUnits int64 `json:"returning_units"`
+	// OffSaleUnits are the units of orders refunded without restock: neither sold nor
+	// available.
+	OffSaleUnits int64 `json:"off_sale_units"`
 	// Difference is stock_total - (available + queued + grouping + created + paid +
-	// returning).
+	// returning + off sale).
 	Difference int64 `json:"difference"`
-	// SoldColumn is activities.sold, which must equal grouping + created + paid units.
+	// SoldColumn is activities.sold, which must equal grouping + created + paid + off
+	// sale units (MySQL's guard keeps units off sale out of what it lets be sold).
 	SoldColumn int64 `json:"sold_column"`
 	// UserDifferences lists buyers whose units in Redis differ from MySQL's
 	// user_purchases plus their queued units (at most 20).
@@ -92,7 +96,7 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 	}
 	l := Ledger{ActivityID: id, StockTotal: a.StockTotal, RedisTotal: snap.Sale.Total,
 		Available: snap.Sale.Available, CreatedUnits: f.Units[store.StatusCreated], GroupingUnits: f.Units[store.StatusGrouping],
-		PaidUnits: f.Units[store.StatusPaid], ReturningUnits: f.ReturnPending, SoldColumn: f.Sold,
+		PaidUnits: f.Units[store.StatusPaid], ReturningUnits: f.ReturnPending, OffSaleUnits: f.OffSale, SoldColumn: f.Sold,
 		UserDifferences: []UserDifference{}}
 	expect := make(map[buyer.ID]int64, len(f.Users))
 	for u, n := range f.Users {
@@ -113,7 +117,8 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 		l.QueuedUnits += int64(q.Quantity)
 		expect[q.Buyer] += stock.Holds(q.Quantity)
 	}
-	l.Difference = l.StockTotal - (l.Available + l.QueuedUnits + l.GroupingUnits + l.CreatedUnits + l.PaidUnits + l.ReturningUnits)
+	l.Difference = l.StockTotal - (l.Available + l.QueuedUnits + l.GroupingUnits + l.CreatedUnits + l.PaidUnits +
+		l.ReturningUnits + l.OffSaleUnits)
 	for u, want := range expect {
 		if got := snap.Users[u]; got != want && len(l.UserDifferences) < 20 {
 			l.UserDifferences = append(l.UserDifferences, UserDifference{Named: u.Named(), Redis: got, MySQL: want})
@@ -125,7 +130,7 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 		}
 	}
 	l.Balanced = l.Difference == 0 && l.RedisTotal == l.StockTotal &&
-		l.SoldColumn == f.Units[store.StatusGrouping]+f.Units[store.StatusCreated]+f.Units[store.StatusPaid] &&
+		l.SoldColumn == f.Units[store.StatusGrouping]+f.Units[store.StatusCreated]+f.Units[store.StatusPaid]+f.OffSale &&
 		len(l.UserDifferences) == 0
 	return l, nil
 }

@@ -111,7 +111,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 		if err != nil {
 			return false, err
 		}
-		held := int64(0)
+		held := f.OffSale // out of the stock: the buyers' units, and those kept off sale
 		for _, n := range f.Units {
 			held += n
 		}

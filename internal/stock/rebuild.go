@@ -199,7 +199,8 @@ func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
 // KEYS[8] moves hash
 // KEYS[8+i] the queued set of the buyer of stored order i
 // ARGV[1] the generation read, "" when the sale was missing
-// ARGV[2] total  ARGV[3] the units MySQL's orders hold  ARGV[4] the new generation
+// ARGV[2] total  ARGV[3] the units out of the stock in MySQL (its orders' and those kept
+// off sale)  ARGV[4] the new generation
 // ARGV[5] activity id  ARGV[6] the returned-units channel
 // ARGV[7] where the units left go: avail (a one-bucket sale), reserve (bucket 0 of a
 // sale of several), "" nowhere (another bucket: total and held are its own, avail 0)
@@ -285,7 +286,8 @@ var ErrMoved = errors.New("the sale changed in Redis during the rebuild")
 // it as closing; a sale of one bucket may be rebuilt without, the zero Closing); sale
 // holds the settings, its buckets, the new generation (sale.Gen, above both Redis's and
 // MySQL's) and the epoch the rebuild raised MySQL's to before it read MySQL
-// (sale.Epoch); users the units each user holds in MySQL, held their sum, parts the
+// (sale.Epoch); users the units each user holds in MySQL, held their sum and the units
+// MySQL keeps off sale (refunded without restock: out of the stock, nobody's), parts the
 // orders each holds (participations, counted where the sale caps them or sells in
 // groups); stored the orders of from.Queued that MySQL has. Orders Redis still holds as
 // queued and MySQL does not stay queued and keep their units. It returns ErrMoved,
@@ -326,9 +328,11 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing,
 	for i := range shares {
 		shares[i] = share{users: map[buyer.ID]int64{}, parts: map[buyer.ID]int64{}}
 	}
+	offSale := held // what no buyer holds: held less the buyers' units
 	for u, n := range users {
 		sh := &shares[HomeBucket(u, whole.k)]
 		sh.users[u], sh.held = n, sh.held+n
+		offSale -= n
 	}
 	for u, n := range parts {
 		shares[HomeBucket(u, whole.k)].parts[u] = n
@@ -337,7 +341,7 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing,
 		sh := &shares[HomeBucket(q.Buyer, whole.k)]
 		sh.stored = append(sh.stored, q)
 	}
-	left := sale.Total // less what the buckets hold: bucket 0 puts the rest in the reserve
+	left := sale.Total - offSale // less what the buckets hold: bucket 0 puts the rest in the reserve
 	all := whole.all()
 	for i := len(all) - 1; i >= 1; i-- {
 		sh := shares[i]

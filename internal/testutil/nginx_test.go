@@ -58,7 +58,7 @@ func TestNginxSpreadsOverBackends(t *testing.T) {
 // TestNginxRetriesOnlyWhatIsSafeToRepeat: a backend that drops every request it reads
 // (as an API that dies under it). A request that is harmless to make twice is sent to
 // the other backend: a GET, a purchase or seat with an Idempotency-Key, a pay, a
-// cancel. Any other (a purchase without a key, an admin's POST or PATCH) is not: the
+// cancel, a refund. Any other (a purchase without a key, an admin's POST or PATCH) is not: the
 // client gets 502, and the front never makes it twice.
 func TestNginxRetriesOnlyWhatIsSafeToRepeat(t *testing.T) {
 	for _, tc := range []struct {
@@ -71,6 +71,7 @@ func TestNginxRetriesOnlyWhatIsSafeToRepeat(t *testing.T) {
 		{http.MethodPost, "/api/v1/groups/g-1/join", "k-1", true},
 		{http.MethodPost, "/api/v1/orders/o-1/pay", "", true},
 		{http.MethodPost, "/api/v1/orders/o-1/cancel", "", true},
+		{http.MethodPost, "/api/v1/orders/o-1/refund", "", true},
 		{http.MethodPost, "/api/v1/activities/7/orders", "", false},
 		{http.MethodPost, "/api/v1/groups/g-1/join", "", false},
 		{http.MethodPost, "/api/v1/admin/activities", "k-1", false},

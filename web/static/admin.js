@@ -7,6 +7,7 @@ import {
 import { liveChart, sparkline, perSecond } from './charts.js';
 import { roomFields, roomBody, wireRoom, renderRoom, readLines } from './admin-line.js';
 import { webhooksPoller } from './webhooks.js';
+import { wireOrders } from './admin-orders.js';
 
 const session = new Session('seckill.admin.token');
 const sales = new Map(); // activity id -> {data, stats, node, busy}
@@ -262,6 +263,7 @@ function newSaleCard(a) {
     }
   });
   wireRoom(entry, patch);
+  wireOrders(entry, () => session.token, refused);
   el(node, '.end-no').addEventListener('click', () => closeConfirm(entry));
   el(node, '.end-yes').addEventListener('click', async () => {
     closeConfirm(entry);
@@ -360,7 +362,8 @@ function renderSale(entry) {
   const badge = el(node, '.sale-status');
   setText(badge, statusLabel(status));
   badge.className = `badge sale-status status-${status}`;
-  setText(el(node, '.product'), `${a.product_name} at ${money(a.price_cents)}; pay window ${duration(a.pay_window_seconds * 1000)}`);
+  setText(el(node, '.product'), `${a.product_name}${a.external_ref ? ` (the shop's ${a.external_ref})` : ''} at ${money(a.price_cents)}; `
+    + `pay window ${duration(a.pay_window_seconds * 1000)}`);
   let times = `${when(a.starts_at)} to ${when(a.ends_at)}`;
   if (status === 'upcoming') times += `; starts in ${duration(Date.parse(a.starts_at) - now)}`;
   else if (status !== 'ended') times += `; ends in ${duration(Date.parse(a.ends_at) - now)}`;
@@ -375,6 +378,8 @@ function renderSale(entry) {
   figure(entry, '.f-paid', st && counts.paid);
   figure(entry, '.f-cancelled', st && counts.cancelled);
   figure(entry, '.f-failed', st && counts.failed);
+  figure(entry, '.f-refunded', st && counts.refunded);
+  figure(entry, '.f-off-sale', st && st.off_sale);
   const group = a.kind === 'group';
   const cap = a.per_user_participations;
   let parts = cap ? ` At most ${cap} ${cap === 1 ? 'participation' : 'participations'} per buyer.` : '';

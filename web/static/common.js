@@ -163,6 +163,7 @@ export function statusLabel(status) {
     queued: 'Queued',
     created: 'Created',
     paid: 'Paid',
+    refunded: 'Refunded',
     cancelled: 'Cancelled',
     failed: 'Failed',
     grouping: 'Waiting for group',
