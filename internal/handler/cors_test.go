@@ -153,7 +153,7 @@ func TestCORS(t *testing.T) {
 }
 
 // TestCORSUnset: with no list (the default), no answer carries a CORS header or
-// Vary, and a preflight is the 405 it always was.
+// Vary, and a preflight is the router's 405.
 func TestCORSUnset(t *testing.T) {
 	s := newStack(t, handler.Options{})
 	a := s.do(call{method: "OPTIONS", path: "/api/v1/orders", header: map[string]string{"Origin": shop, "Access-Control-Request-Method": "GET"}})

@@ -17,8 +17,7 @@ import (
 //	  position, each one's user and quantity; nil for an id not queued (or seen before
 //	  in ids). The queued hash is read once, and it, the claimed set, the since index
 //	  and the sale's qunits are each written once, for all of them: a command inside a
-//	  script costs the server more than its own work (measured: docs/performance.md's
-//	  git history).
+//	  script costs the server more than its own work.
 //	give_back(sale, users, user, qty): qty units back to stock, and the order they
 //	  made out of what user holds (release, holdings.go); a user who holds nothing any
 //	  more loses the field of their attempts' allowance (a<user>) too, once that
