@@ -303,23 +303,25 @@ func waitReady(t testing.TB, url string, p *Process) {
 	t.Fatalf("%s not ready at %s:\n%s", p.name, url, p.Output())
 }
 
-// Token returns a valid token for the user of the stacks tests start.
+// Token returns a valid token for the user of the stacks tests start. Any goroutine
+// may call it: a token it cannot sign fails the test with t.Error and is "", which the
+// API refuses.
 func Token(t testing.TB, userID int64, admin bool) string {
 	t.Helper()
 	tok, err := auth.Sign(JWTSecret, userID, admin, time.Hour, time.Now())
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
 	}
 	return tok
 }
 
 // ServiceToken returns a valid token of role service (a shop's back end) for the
-// stacks tests start.
+// stacks tests start. Any goroutine may call it, as Token.
 func ServiceToken(t testing.TB, id int64) string {
 	t.Helper()
 	tok, err := auth.SignRole(JWTSecret, id, auth.RoleService, time.Hour, time.Now())
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
 	}
 	return tok
 }
