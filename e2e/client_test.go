@@ -32,6 +32,14 @@ type response struct {
 	Header http.Header
 }
 
+// on returns c for a goroutine other than the test's: its helpers' Fatal goes to g
+// (testutil.Goroutines), which reports to the test.
+func (c *client) on(g *testutil.Goroutines) *client {
+	cp := *c
+	cp.t = g
+	return &cp
+}
+
 func (r response) errorCode() string {
 	var e struct {
 		Error struct{ Code string } `json:"error"`

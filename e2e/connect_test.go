@@ -189,6 +189,7 @@ func TestNoSecretInTheLogs(t *testing.T) {
 	if r, err := c.do("GET", "/api/v1/admin/activities", admin, nil); err == nil {
 		t.Logf("the sales listed with MySQL frozen: %d", r.Status)
 	}
+	// MySQL stays frozen 3 s while the service runs: the scenario under test.
 	time.Sleep(3 * time.Second)
 	maria.Resume()
 

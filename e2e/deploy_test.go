@@ -242,8 +242,11 @@ func TestRollingDeployBehindNginx(t *testing.T) {
 		ready := p.wait(readyz, 200, up, time.Now(), 60*time.Second)
 		t.Logf("%s at %v: exited %v after SIGTERM, ready again %v after its start", name,
 			start.Sub(began).Round(100*time.Millisecond), took.Round(10*time.Millisecond), ready.Round(10*time.Millisecond))
+		// A second between one process's return and the next one's stop: the roll's pace, under
+		// test.
 		time.Sleep(time.Second)
 	}
+	// The crowd runs 3 s before the roll begins: the scenario under test.
 	time.Sleep(3 * time.Second)
 	// SECKILL_SHUTDOWN_DELAY and _TIMEOUT as shipped: 5 s and 20 s.
 	for i, api := range s.APIs {
@@ -252,6 +255,7 @@ func TestRollingDeployBehindNginx(t *testing.T) {
 	for i, w := range s.Workers {
 		replace(fmt.Sprintf("worker %d", i+1), w, s.WorkerURLs[i]+"/readyz", 0, 20*time.Second)
 	}
+	// The crowd runs 3 s more after the roll: the scenario under test.
 	time.Sleep(3 * time.Second)
 	stop()
 	buyers.Wait()
@@ -357,6 +361,7 @@ func TestAPIShutdownSequence(t *testing.T) {
 			t.Errorf("GET the sale %v after SIGTERM: %d", time.Since(term), r.Status)
 		}
 		served++
+		// Requests every 100 ms through the delay: the behaviour under test.
 		time.Sleep(100 * time.Millisecond)
 	}
 
@@ -378,6 +383,7 @@ func TestAPIShutdownSequence(t *testing.T) {
 		}
 		inFlight <- r
 	}()
+	// Just past the end of the shutdown delay: the moment under test.
 	time.Sleep(time.Until(term.Add(delay + 300*time.Millisecond)))
 	// A new connection is refused; a request on a connection kept open is answered, and
 	// its connection closed after the answer.
@@ -456,7 +462,18 @@ func TestWorkerShutdownGivesBackTasks(t *testing.T) {
 				map[string]int{"quantity": 1}, "Idempotency-Key", key)
 			cr.record(u, key, r, nil)
 		}
-		time.Sleep(200 * time.Millisecond) // the worker has taken tasks; their transactions wait for MariaDB
+		// The worker has taken tasks, whose transactions wait for MariaDB.
+		in := asynq.NewInspector(asynq.RedisClientOpt{Addr: s.Redis.Addr})
+		defer in.Close()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if q, err := in.GetQueueInfo(queue.Name); err == nil && q.Active > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Error("the worker took no task in 30 s")
+				break
+			}
+		}
 		start := time.Now()
 		s.Worker.Send(syscall.SIGTERM)
 		if !s.Worker.WaitExit(timeout + 3*time.Second) {

@@ -117,6 +117,7 @@ func TestProbesFollowRedisAndMySQL(t *testing.T) {
 			if status, body := p.get(api); status != 200 {
 				t.Errorf("API readyz with MySQL frozen %v: %d %s, want 200", time.Since(frozen).Round(time.Millisecond), status, body)
 			}
+			// The probe is read every 100 ms through the freeze: the behaviour under test.
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()

@@ -94,15 +94,16 @@ func TestConfirmationsRaceThePayWindow(t *testing.T) {
 	// before to 240 ms after.
 	answers := make([]response, n)
 	var wg sync.WaitGroup
+	g := testutil.NewGoroutines(t)
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
+			// The confirmation's own instant, against the window's end, is what is tested.
 			time.Sleep(time.Until(expires[i].Add(time.Duration(i-25) * 10 * time.Millisecond)))
-			answers[i] = c.must("POST", "/api/v1/orders/"+ids[i]+"/pay", shop, nil)
-		}()
+			answers[i] = c.on(g).must("POST", "/api/v1/orders/"+ids[i]+"/pay", shop, nil)
+		})
 	}
 	wg.Wait()
+	g.Report()
 
 	// Each answer stands once given: the order is paid or cancelled by then.
 	paid, expired := 0, 0
@@ -195,18 +196,22 @@ func TestIdentityProviderTokens(t *testing.T) {
 	p.AddKey("rsa-3", "RS256")
 	for time.Since(rotated) < 7*time.Second {
 		status(c.must("GET", "/api/v1/orders", token("rsa-3", 5003, "user"), nil), http.StatusUnauthorized, "unauthorized")
+		// Every 500 ms within the fetch limit's 10 s: the behaviour under test.
 		time.Sleep(500 * time.Millisecond)
 	}
 	if got := p.Fetches() - fetches; got != 1 {
 		t.Errorf("%d fetches of the key set for two new keys within 7 s, want 1", got)
 	}
+	// The fetch limit's 10 s pass: the behaviour under test.
 	time.Sleep(time.Until(rotated.Add(10 * time.Second)))
 	status(c.must("GET", "/api/v1/orders", token("rsa-3", 5003, "user"), nil), http.StatusOK, "")
 
 	// The provider stops.
 	p.Stop()
 	p.AddKey("rsa-4", "RS256")
-	time.Sleep(10 * time.Second) // a fetch is allowed again, and fails
+	// The fetch limit's 10 s pass, so a fetch is allowed again, and fails: the behaviour under
+	// test.
+	time.Sleep(10 * time.Second)
 	status(c.must("GET", "/api/v1/orders", token("rsa-1", 5011, "user"), nil), http.StatusOK, "")
 	status(c.must("GET", "/api/v1/orders", token("ec-1", 5012, "user"), nil), http.StatusOK, "")
 	status(c.must("GET", "/api/v1/orders", token("rsa-4", 5014, "user"), nil), http.StatusUnauthorized, "unauthorized")
@@ -218,6 +223,7 @@ func TestIdentityProviderTokens(t *testing.T) {
 	status(late.must("GET", "/api/v1/orders", token("rsa-1", 5021, "user"), nil), http.StatusUnauthorized, "unauthorized")
 	status(late.must("GET", "/api/v1/orders", testutil.Token(t, 5021, false), nil), http.StatusOK, "")
 	p.Start()
+	// The fetch limit's 10 s pass with the provider back: the behaviour under test.
 	time.Sleep(10 * time.Second)
 	status(late.must("GET", "/api/v1/orders", token("rsa-4", 5024, "user"), nil), http.StatusOK, "")
 	status(late.must("GET", "/api/v1/orders", token("rsa-1", 5025, "user"), nil), http.StatusOK, "")

@@ -240,6 +240,8 @@ func TestWebhooksFromRealProcesses(t *testing.T) {
 		t.Fatalf("cancel as the shop: %d %s", res.Status, res.Body)
 	}
 	waitUntil(t, "the shop's cancel delivered", 30*time.Second, func() bool { return len(healthy.Accepted()) == total+1 })
+	// A quiet half second in which the disabled endpoint may get nothing more: the behaviour
+	// under test.
 	time.Sleep(500 * time.Millisecond)
 	if n := len(flaky.Deliveries()); n != before {
 		t.Errorf("the disabled endpoint got %d more deliveries", n-before)
@@ -262,6 +264,7 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 	r.Answer = func(testutil.Received, int) int {
 		inflight.Add(1)
 		defer inflight.Add(-1)
+		// The endpoint takes 5 ms per delivery, so deliveries overlap: the load under test.
 		time.Sleep(5 * time.Millisecond)
 		if hold.Load() {
 			<-released
@@ -274,11 +277,13 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 	a := c.createSale(admin, n, 1)
 	ids := make([]string, n)
 	var wg sync.WaitGroup
+	g := testutil.NewGoroutines(t)
 	work := make(chan int)
 	for range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c := c.on(g)
 			for i := range work {
 				ids[i] = c.buyOne(a.ID, int64(10000+i))
 			}
@@ -289,6 +294,7 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
+	g.Report()
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -319,6 +325,7 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c := c.on(g)
 			for i := range work {
 				path, token := "/api/v1/orders/"+ids[i]+"/pay", shop
 				if i%4 == 1 {
@@ -344,11 +351,13 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
+	g.Report()
 	<-killed
 	if held == 0 {
 		t.Fatal("no delivery was in flight at the endpoint within 2 minutes: the worker was not killed")
 	}
 	t.Logf("worker SIGKILLed with %d deliveries made, %d in flight at the endpoint", killedAt, held)
+	// The worker stays dead a second: the scenario under test.
 	time.Sleep(time.Second)
 	s.Worker.Start()
 

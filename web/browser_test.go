@@ -524,6 +524,8 @@ func TestAdminChartsMove(t *testing.T) {
 					post(base, "/api/v1/activities/1/orders", token, []byte(`{"quantity":1}`))
 				}
 			}()
+			// A buyer comes every 50 ms, so the charts see purchases over seconds: the crowd the
+			// page is tested under.
 			time.Sleep(50 * time.Millisecond)
 		}
 		wg.Wait()

@@ -160,7 +160,9 @@ func TestIdPRotationAndOutage(t *testing.T) {
 		t.Fatalf("%d fetches of the key set at start, want 1", got)
 	}
 
-	time.Sleep(every) // past the limit of the first fetch
+	// The behaviour under test: the fetch limit's interval passes, so an unknown kid may fetch
+	// the set again.
+	time.Sleep(every)
 	p.AddKey("k2", "ES256")
 	verify(user("k2", 2), 2) // an unknown kid: the set is fetched again, and has it
 	if got := p.Fetches(); got != 2 {
@@ -174,6 +176,7 @@ func TestIdPRotationAndOutage(t *testing.T) {
 	if got := p.Fetches(); got != 2 {
 		t.Errorf("%d fetches after 20 tokens of an unknown kid within %v, want still 2", got, every)
 	}
+	// The fetch limit's interval passes (the behaviour under test).
 	time.Sleep(every)
 	verify(user("k3", 3), 3)
 	if got := p.Fetches(); got != 3 {
@@ -184,6 +187,7 @@ func TestIdPRotationAndOutage(t *testing.T) {
 	// token, not one the cache remembers); a kid never fetched is refused, quickly.
 	p.Stop()
 	p.AddKey("k4", "ES256")
+	// The fetch limit's interval passes (the behaviour under test).
 	time.Sleep(every)
 	verify(user("k1", 11), 11)
 	verify(user("k2", 12), 12)
@@ -194,11 +198,13 @@ func TestIdPRotationAndOutage(t *testing.T) {
 	}
 	// Back up: the next unknown kid (once the limit allows) fetches the set again.
 	p.Start()
+	// The fetch limit's interval passes (the behaviour under test).
 	time.Sleep(every)
 	verify(user("k4", 4), 4)
 	// A key withdrawn from the set stops being trusted once the set is fetched again.
 	p.RemoveKey("k1")
 	p.AddKey("k5", "RS256")
+	// The fetch limit's interval passes (the behaviour under test).
 	time.Sleep(every)
 	verify(user("k5", 5), 5) // fetches the set without k1
 	verify(user("k1", 21), 0)

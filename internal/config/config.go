@@ -388,8 +388,8 @@ func (c Config) redis(pool, minIdle int) redis.UniversalClient {
 // It runs full duplex: one connection with a writer that sends commands as they come
 // and a reader that hands out replies as they arrive. The default (half duplex) sends
 // the next batch only once the reply to the last one is read, so a command waits for
-// the batch in flight and Redis idles between batches; full duplex sold more purchases
-// a second in `make loadtest` (docs/performance.md's git history).
+// the batch in flight and Redis idles between batches; full duplex sells more purchases
+// a second (`make loadtest` measures it).
 func RedisPipelined(rdb redis.UniversalClient) (*redis.AutoPipeliner, error) {
 	opts := redis.DefaultBlockingAutoPipelineOptions()
 	opts.FullDuplex = true

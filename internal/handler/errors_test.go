@@ -297,9 +297,11 @@ func TestRedisDownIsUnavailable(t *testing.T) {
 }
 
 // Limits that hold across instances: two handlers that know of each other (two live
-// APIs), one user's requests alternating between them for 1.5 s, get one allowance
-// between them (5/s x the window + the burst of 10), not one each, and the refusals are
-// the contract's 429. No Redis call is made for the limit (internal/ratelimit).
+// APIs), one user's requests alternating between them, get one allowance between them
+// (5/s x the interval the requests took + the burst of 10), not one each, and the
+// refusals are the contract's 429. No Redis call is made for the limit
+// (internal/ratelimit). The requests go on until two allowances would have refused
+// some (limitedStream), so the count tells one allowance from two on a slow machine too.
 func TestRateLimitSharedAcrossInstances(t *testing.T) {
 	s := newStack(t, handler.Options{})
 	const rate, burst = 5, 10
@@ -313,23 +315,20 @@ func TestRateLimitSharedAcrossInstances(t *testing.T) {
 	buyer := testutil.Token(t, 7, false)
 	codes := map[int]int{}
 	var limited answer
-	start := time.Now()
-	for i := 0; time.Since(start) < 1500*time.Millisecond; i++ {
+	window := limitedStream(t, rate, burst, func(i int) {
 		s.url = urls[i%2]
 		a := s.do(call{method: "GET", path: "/api/v1/orders", token: buyer})
 		codes[a.status]++
 		if a.status == http.StatusTooManyRequests {
 			limited = a
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	window := time.Since(start).Seconds()
-	allowance := int(rate*window) + burst
-	t.Logf("%.2f s over two instances: %v", window, codes)
-	if got := codes[http.StatusOK]; got > allowance+1 || got < burst+int(rate*window/2) {
-		t.Errorf("%.2f s over two instances: %v; want at most one allowance, %d (+1 for a token earned meanwhile; "+
+	})
+	allowance := int(rate*window.Seconds()) + burst
+	t.Logf("%v over two instances: %v", window, codes)
+	if got := codes[http.StatusOK]; got > allowance+1 || got < burst+int(rate*window.Seconds()/2) {
+		t.Errorf("%v over two instances: %v; want at most one allowance, %d (+1 for a token earned meanwhile; "+
 			"per-instance limits would allow %d), and at least the burst and half the refill, %d",
-			window, codes, allowance, 2*allowance, burst+int(rate*window/2))
+			window, codes, allowance, 2*allowance, burst+int(rate*window.Seconds()/2))
 	}
 	if len(codes) != 2 {
 		t.Errorf("answers %v, want only 200 and 429", codes)
@@ -337,6 +336,29 @@ func TestRateLimitSharedAcrossInstances(t *testing.T) {
 	wantError(t, limited, 429, "rate_limited")
 	if ra := limited.header.Get("Retry-After"); ra == "" || ra == "0" {
 		t.Errorf("Retry-After = %q, want whole seconds >= 1", ra)
+	}
+}
+
+// limitedStream makes one user's requests (request(i) makes the i-th) for at least
+// 1.5 s, a few milliseconds apart, and on until there are more of them than two
+// allowances of rate and burst let through over the interval they took: then a count of
+// what was allowed tells one allowance from two, however slowly the machine answers. It
+// returns that interval, as measured.
+func limitedStream(t *testing.T, rate, burst int, request func(i int)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for i := 0; ; i++ {
+		request(i)
+		took := time.Since(start)
+		if took >= 1500*time.Millisecond && i+1 > 2*(burst+int(float64(rate)*took.Seconds()))+2 {
+			return took
+		}
+		if took > time.Minute {
+			t.Fatalf("%d requests in %v: too few for two allowances to refuse any", i+1, took)
+		}
+		// The stream's pace, the behaviour under test: requests spread over the interval,
+		// so that the allowance refills while they come.
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -387,7 +409,9 @@ func TestServiceRole(t *testing.T) {
 			t.Fatalf("buy: %d %s", a.status, a.body)
 		}
 		id := orderID(t, a.body)
-		time.Sleep(time.Second) // the buyer's allowance of 1 request/s (and the IP's) comes back
+		// The buyer's allowance of 1 request/s (and the IP's) comes back: a rate is time, with no
+		// state to poll.
+		time.Sleep(time.Second)
 		s.waitCreated(id, buyer)
 		return id
 	}
@@ -427,6 +451,7 @@ func TestServiceRole(t *testing.T) {
 	wantError(t, s.do(call{method: "GET", path: "/api/v1/orders", token: shop}), http.StatusBadRequest, "invalid_request") // it has no orders of its own: activity_id
 	// The buyer's limits hold as before: the service's requests did not use them up,
 	// and a second request within the second is refused.
+	// The allowance of 1 request/s comes back: a rate is time, with no state to poll.
 	time.Sleep(time.Second)
 	if a := s.do(call{method: "GET", path: "/api/v1/orders/" + paid, token: buyer}); a.status != http.StatusOK || !strings.Contains(a.body, `"status":"paid"`) {
 		t.Errorf("the buyer reads the paid order: %d %s", a.status, a.body)
@@ -481,8 +506,7 @@ func TestPurchaseAttemptsLimited(t *testing.T) {
 	buyer := testutil.Token(t, 7, false)
 	codes := map[string]int{}
 	var limited answer
-	start := time.Now()
-	for i := 0; time.Since(start) < 1500*time.Millisecond; i++ {
+	window := limitedStream(t, rate, burst, func(i int) {
 		s.url = urls[i%2]
 		a := s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/orders", upcoming), token: buyer,
 			body: `{"quantity":1}`})
@@ -490,14 +514,12 @@ func TestPurchaseAttemptsLimited(t *testing.T) {
 		if a.status == http.StatusTooManyRequests {
 			limited = a
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	window := time.Since(start).Seconds()
-	allowance := int(rate*window) + burst
-	t.Logf("%.2f s of purchase attempts over two instances: %v", window, codes)
-	if got := codes["409 sale_not_started"]; got > allowance+1 || got < burst+int(rate*window/2) {
+	})
+	allowance := int(rate*window.Seconds()) + burst
+	t.Logf("%v of purchase attempts over two instances: %v", window, codes)
+	if got := codes["409 sale_not_started"]; got > allowance+1 || got < burst+int(rate*window.Seconds()/2) {
 		t.Errorf("answered past the limit: %d, want one allowance, %d (+1), and at least %d",
-			got, allowance, burst+int(rate*window/2))
+			got, allowance, burst+int(rate*window.Seconds()/2))
 	}
 	if len(codes) != 2 {
 		t.Errorf("answers %v, want only 409 sale_not_started and 429 rate_limited", codes)

@@ -108,6 +108,14 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	return &stack{t: t, url: ts.URL, routes: routes, redis: srv, rdb: rdb, svc: svc, clock: c, line: l}
 }
 
+// on returns s for a goroutine other than the test's: its helpers' Fatal goes to g,
+// which reports to the test.
+func (s *stack) on(g *testutil.Goroutines) *stack {
+	cp := *s
+	cp.t = g
+	return &cp
+}
+
 // sale creates a sale directly through the service.
 func (s *stack) sale(stockUnits int64, limit int, starts, ends time.Time) int64 {
 	s.t.Helper()

@@ -76,6 +76,7 @@ func (f *fixture) created(user int64, qty int) store.Order {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	// The purchase's 1 ms user lock runs out (a lease, by Redis' clock).
 	time.Sleep(2 * time.Millisecond)
 	o := store.Order{ID: id, ActivityID: f.act, Buyer: buyer.Of(user), Quantity: qty, AmountCents: 100 * int64(qty),
 		CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}

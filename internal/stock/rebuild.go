@@ -20,9 +20,9 @@ import (
 // worker's claim (before its MySQL transaction), its settle, a cancelled order's units
 // coming back. The worker records in MySQL (activities.redis_gen) the generation its
 // claim got, in the transaction that writes the orders; so MySQL's figure was reached
-// in Redis before MySQL had it, and a current Redis is never behind it. A Redis that is
-// (an AOF from yesterday, a replica promoted without the last writes) lost writes that
-// MySQL saw, and its sale must be rebuilt. A rebuild sets the generation past both.
+// in Redis before MySQL had it, and a current Redis is never behind it. A Redis behind
+// it (an AOF from yesterday, a replica promoted without the last writes) lost writes
+// that MySQL saw, and its sale must be rebuilt. A rebuild sets the generation past both.
 //
 // Generations cannot tell the orders a worker claimed in a state that is gone (lost, or
 // replaced by a rebuild) and writes to MySQL only after a rebuild read MySQL: nothing in
@@ -185,12 +185,11 @@ func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
 	return nil
 }
 
-// rebuildScript writes a sale's state (one bucket's) from its record (MySQL), keeping
-// the orders Redis still holds as queued that MySQL does not have, only if the bucket
-// is as the caller read it (the RebuildPoint): missing when it was missing, at the same
-// generation when it was there, and still closed by this rebuild for a sale of several
-// buckets. Otherwise something moved meanwhile (another process rebuilt it, a worker
-// claimed or settled orders) and nothing is written.
+// rebuildScript writes one bucket of a sale from MySQL's figures, only if the bucket is
+// as the caller read it (RebuildPoint): missing if it was missing, else at the generation
+// read, and, in a sale of several buckets, still closed by this rebuild. Otherwise
+// something moved meanwhile (another rebuild, a worker's claim or settle) and it writes
+// nothing.
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
 // KEYS[5] queued-since sorted set  KEYS[6] returned set  KEYS[7] the users hash as
@@ -209,20 +208,22 @@ func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
 // ARGV[10+f] n, then the n queued order ids MySQL has (they are settled here: MySQL's
 // units count them)
 //
-// The units left are the total minus MySQL's units minus those of the orders that stay
-// queued, and each user holds MySQL's units plus those of their queued orders (and one
-// participation each, for values that carry a cap). The users hash is written by the
-// caller beforehand under another key, in chunks, so that a sale of many buyers does
-// not block Redis for the whole of it; the script renames it in place. The returned set
-// is cleared: the orders whose units are still on their way back are held in MySQL's
-// figures, and come back once more by the repair pass. The user locks and attempts'
-// allowances of the users whose orders stay queued are kept (userlock.go, reserve.go);
-// other locks go with the old users hash, other allowances were copied to their keys
-// beforehand (keepAllowances). So are the moves recorded here:
-// the units of a move not applied are among those left. A group-buy sale's groups are
-// written after it (RestoreGroups).
-// Returns {1, units of the orders that stay queued} rebuilt, {0} the sale moved
-// meanwhile.
+// What it writes:
+//   - the users hash the caller staged under KEYS[7] (in chunks, so that a sale of many
+//     buyers never blocks Redis for long), renamed into place, with the units (and
+//     participations) of the orders that stay queued added; the locks and allowances of
+//     those orders' buyers stay, the other buyers' locks go with the old hash (their
+//     allowances were copied to keys of their own beforehand: keepAllowances);
+//   - the units left, total minus MySQL's units minus the queued orders' units, into the
+//     field ARGV[7] names;
+//   - the stored orders ARGV names settled: MySQL's units count them;
+//   - the returned set and the moves hash emptied: MySQL's units count the cancelled
+//     orders whose units are not back yet, which the return job then gives back, and the
+//     units of a move not applied are among those left.
+//
+// A group-buy sale's groups are written after it (RestoreGroups).
+// Returns {1, units of the orders that stay queued} when it wrote, {0} when the bucket
+// moved.
 var rebuildScript = redis.NewScript(unitsLua + `
 local gen = redis.call('HGET', KEYS[1], 'gen')
 if ARGV[1] == '' then

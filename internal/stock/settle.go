@@ -19,8 +19,7 @@ import (
 //	  position, each one's buyer key and quantity; nil for an id not queued (or seen before
 //	  in ids). The queued hash is read once, and it, the claimed set, the since index
 //	  and the sale's qunits are each written once, for all of them: a command inside a
-//	  script costs the server more than its own work (measured: docs/performance.md's
-//	  git history).
+//	  script costs the server more than its own work.
 //	give_back(sale, users, user, qty): qty units back to stock, and the order they
 //	  made out of what the buyer of key user holds (free_buyer)
 //	free_buyer(users, user, qty): the order of qty units out of what the buyer of key

@@ -177,6 +177,8 @@ func TestNginxThroughRestarts(t *testing.T) {
 		ask(fmt.Sprintf("with backend %d stopped", i))
 		// A restart takes a moment; nginx counts fail_timeout in whole seconds, so a
 		// backend that refused is left out for 1 to 2 s.
+		// The backend stays down 2.5 s, past nginx's fail_timeout, as a slow restart does: the
+		// behaviour under test.
 		time.Sleep(2500 * time.Millisecond)
 		b.start()
 	}

@@ -305,29 +305,31 @@ func waitReady(t testing.TB, url string, p *Process) {
 }
 
 // Token returns a valid token for the decimal buyer userID of the stacks tests start.
+// Any goroutine may call it: a token it cannot sign fails the test with t.Error and is
+// "", which the API refuses.
 func Token(t testing.TB, userID int64, admin bool) string {
 	t.Helper()
 	return TokenOf(t, buyer.Of(userID), admin)
 }
 
 // TokenOf returns a valid token whose subject is the buyer (any subject), for the stacks
-// tests start.
+// tests start. Any goroutine may call it, as Token.
 func TokenOf(t testing.TB, b buyer.ID, admin bool) string {
 	t.Helper()
 	tok, err := auth.Sign(JWTSecret, b, admin, time.Hour, time.Now())
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
 	}
 	return tok
 }
 
 // ServiceToken returns a valid token of role service (a shop's back end) for the
-// stacks tests start.
+// stacks tests start. Any goroutine may call it, as Token.
 func ServiceToken(t testing.TB, id int64) string {
 	t.Helper()
 	tok, err := auth.SignRole(JWTSecret, buyer.Of(id), auth.RoleService, time.Hour, time.Now())
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
 	}
 	return tok
 }

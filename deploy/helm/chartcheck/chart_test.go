@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -212,6 +213,7 @@ func TestChart(t *testing.T) {
 			checkWorker(t, r)
 			if d := r.deployments["nginx"]; d != nil {
 				checkGrace(t, "nginx", d.Spec.Template.Spec, nginxShutdown)
+				checkNginxInFlight(t, r)
 			}
 			checkPods(t, r)
 			checkSelectors(t, r)
@@ -597,6 +599,108 @@ func checkWorker(t *testing.T, r rendered) {
 		}
 	}
 	checkGrace(t, "worker", d.Spec.Template.Spec, duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT"))
+}
+
+// checkNginxInFlight: the nginx pods together pass on no more purchases at once than the
+// fewest API pods the chart runs (the autoscaler's minimum) refuse past themselves, by
+// their own bounds as the code reads them (config.Vars' defaults, or the API's
+// environment), so the front refuses first however the autoscaler scales.
+func checkNginxInFlight(t *testing.T, r rendered) {
+	t.Helper()
+	api := r.deployments["api"]
+	apis := int64(0)
+	switch {
+	case len(r.hpas) == 1 && r.hpas[0].Spec.MinReplicas != nil:
+		apis = int64(*r.hpas[0].Spec.MinReplicas)
+	case api.Spec.Replicas != nil:
+		apis = int64(*api.Spec.Replicas)
+	default:
+		t.Fatal("no count of API pods: neither an autoscaler's minimum nor the Deployment's replicas")
+	}
+	perAPI := apiPurchaseBound(t, envOf(t, api.Spec.Template.Spec.Containers[0]))
+	nginx := r.deployments["nginx"]
+	pods := int64(1)
+	if nginx.Spec.Replicas != nil {
+		pods = int64(*nginx.Spec.Replicas)
+	}
+	v := envOf(t, nginx.Spec.Template.Spec.Containers[0])["SECKILL_NGINX_PURCHASES_IN_FLIGHT"]
+	got, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || got < 1 {
+		t.Fatalf("nginx: SECKILL_NGINX_PURCHASES_IN_FLIGHT=%q, want a whole number of at least 1", v)
+	}
+	if perAPI > 0 && got*pods > apis*perAPI {
+		t.Errorf("nginx: %d pods × %d purchases in flight pass on more than %d API pods refuse past themselves (%d each)", pods, got, apis, perAPI)
+	}
+}
+
+// apiPurchaseBound is what one API refuses purchases past: SECKILL_SALE_PURCHASES_IN_FLIGHT,
+// or SECKILL_PURCHASES_IN_FLIGHT when lower, each from env or config.Vars' default;
+// 0 when neither bounds.
+func apiPurchaseBound(t *testing.T, env map[string]string) int64 {
+	t.Helper()
+	bound := func(name string) int64 {
+		v, ok := env[name]
+		if !ok {
+			v = known()[name].Default
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", name, v, err)
+		}
+		return n
+	}
+	sale, process := bound("SECKILL_SALE_PURCHASES_IN_FLIGHT"), bound("SECKILL_PURCHASES_IN_FLIGHT")
+	if sale == 0 || process > 0 && process < sale {
+		return process
+	}
+	return sale
+}
+
+// TestNginxInFlight: the chart derives nginx's bound on purchases in flight from the
+// API pods and their bounds, and refuses a number of the values' that adds up to more.
+func TestNginxInFlight(t *testing.T) {
+	for _, c := range []struct {
+		name, values string
+		want         string // SECKILL_NGINX_PURCHASES_IN_FLIGHT per nginx pod
+		refused      string // or a part of helm's error
+	}{
+		{"derived from the autoscaler's minimum", "", "288", ""},
+		{"more API pods at the least", "api: {autoscaling: {minReplicas: 6}}", "576", ""},
+		{"no autoscaler: the replicas", "api: {autoscaling: {enabled: false}, replicas: 2}\nnginx: {enabled: true, replicas: 1}", "384", ""},
+		{"the process bound when lower", "api: {env: {SECKILL_PURCHASES_IN_FLIGHT: \"100\"}}", "150", ""},
+		{"no sale bound: the process bound", "api: {env: {SECKILL_SALE_PURCHASES_IN_FLIGHT: \"0\"}}", "384", ""},
+		{"a number within the bounds", "nginx: {enabled: true, purchasesInFlight: 200}", "200", ""},
+		{"a number past the bounds", "nginx: {enabled: true, purchasesInFlight: 400}", "", "nginx.purchasesInFlight 400 × nginx.replicas 2"},
+		{"no bound anywhere and none given", "api: {env: {SECKILL_SALE_PURCHASES_IN_FLIGHT: \"0\", SECKILL_PURCHASES_IN_FLIGHT: \"0\"}}", "", "the APIs have no bound of their own"},
+		{"no bound anywhere and one given", "api: {env: {SECKILL_SALE_PURCHASES_IN_FLIGHT: \"0\", SECKILL_PURCHASES_IN_FLIGHT: \"0\"}}\nnginx: {enabled: true, purchasesInFlight: 1000}", "1000", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			values := filepath.Join(t.TempDir(), "values.yaml")
+			body := c.values
+			if !strings.Contains(body, "nginx:") {
+				body += "\nnginx: {enabled: true}"
+			}
+			if err := os.WriteFile(values, []byte(body+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if c.refused != "" {
+				out, err := exec.Command(helm(t), "template", "shop", chart(), "-f", values).CombinedOutput()
+				if err == nil || !strings.Contains(string(out), c.refused) {
+					t.Fatalf("helm template: %v, want it refused with %q:\n%s", err, c.refused, out)
+				}
+				return
+			}
+			r := render(t, values)
+			nginx := r.deployments["nginx"]
+			if nginx == nil {
+				t.Fatal("no nginx Deployment")
+			}
+			if got := envOf(t, nginx.Spec.Template.Spec.Containers[0])["SECKILL_NGINX_PURCHASES_IN_FLIGHT"]; got != c.want {
+				t.Errorf("SECKILL_NGINX_PURCHASES_IN_FLIGHT = %q, want %s", got, c.want)
+			}
+			checkNginxInFlight(t, r)
+		})
+	}
 }
 
 // checkPods: the service's containers run as the image's non-root user on a
