@@ -48,6 +48,8 @@ var contractCodes = []statusCode{
 	// The waiting room (the contract's third round).
 	{409, "not_admitted"}, {409, "line_not_open"}, {409, "no_waiting_room"}, {400, "challenge_required"},
 	{403, "challenge_failed"},
+	// The door under attack (the contract's fifth round).
+	{408, "request_timeout"},
 }
 
 // projectCodes are the codes the project added beyond the contract. A new code in

@@ -43,7 +43,8 @@
 #                                         off: none
 #   LOADTEST_FRONT=none                   nginx: the crowd talks to a private nginx in front of the
 #                                         API processes (deploy/nginx/render.sh, access log off, no
-#                                         per-IP limit), whose bound on purchases in flight is
+#                                         per-IP limit), whose bound on purchases in flight from one
+#                                         address (the crowd's) is
 #                                         LOADTEST_FRONT_IN_FLIGHT [192 per API]; its workers' CPU is
 #                                         reported as nginx1, nginx2
 #   LOADTEST_PPROF_PORT                   unset: no profiling; a port: API i serves /debug/pprof/ on

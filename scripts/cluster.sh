@@ -14,8 +14,9 @@
 # SECKILL_FRONT_ADDR [127.0.0.1:8080] (nginx). The per-IP limit is nginx's:
 # SECKILL_NGINX_RATE_IP [200] requests per second per client address (bursts of twice
 # that more); the APIs run with SECKILL_RATE_IP=0 and the per-user limit as configured.
-# Purchases and seats in flight through nginx: SECKILL_NGINX_PURCHASES_IN_FLIGHT [192 per
-# API, the APIs' own bound of one sale], past which nginx answers 429 rate_limited at once.
+# Purchases and seats in flight from one client address through nginx:
+# SECKILL_NGINX_PURCHASES_IN_FLIGHT [192 per API, the APIs' own bound of one sale: a load
+# tool on this machine is one address], past which nginx answers 429 rate_limited at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)

@@ -243,7 +243,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, IdP: idp, RateUser: cfg.RateUser,
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins, Registry: reg, Instances: live,
 		Answers: answers, Line: waitingRoom, Passes: passes, Now: now,
-		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),
+		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, BodyTimeout: cfg.BodyTimeout, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),
 		Ready: probe})
 
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h.Routes(),

@@ -6,8 +6,9 @@
 #   deploy/nginx/render.sh DIR LISTEN RATE_IP IN_FLIGHT ACCESS_LOG BACKEND...
 #
 # LISTEN host:port; RATE_IP requests per second per client address (bursts of twice that
-# more); IN_FLIGHT purchases and seats passed on at once (1..65535); ACCESS_LOG a file
-# (with each request's upstream and time), or off; BACKEND host:port of each API.
+# more); IN_FLIGHT purchases and seats in flight from one client address (1..65535);
+# ACCESS_LOG a file (with each request's upstream and time), or off; BACKEND host:port
+# of each API.
 # SECKILL_CORS_ORIGINS in the environment [empty], the APIs' list of origins whose pages
 # may call the API: the front's own refusals carry the CORS headers for them.
 # Then: nginx -p DIR -c DIR/nginx.conf [-g 'daemon off;']. Used by scripts/cluster.sh,

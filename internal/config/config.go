@@ -98,6 +98,9 @@ type Config struct {
 	// SaleInFlight is SECKILL_SALE_PURCHASES_IN_FLIGHT [192]: the same for one sale, so a
 	// hot sale leaves room for the others. 0: no bound.
 	SaleInFlight int
+	// BodyTimeout is SECKILL_BODY_TIMEOUT [2s]: how long a request's whole body may take
+	// to arrive; past it the answer is 408 and the connection is closed.
+	BodyTimeout time.Duration
 	// LockWait is SECKILL_LOCK_WAIT [500ms]: how long a purchase waits for the same user's
 	// earlier purchase in the same sale before answering 429 busy.
 	LockWait time.Duration
@@ -158,6 +161,7 @@ func Load() (Config, error) {
 	c.RateIP = l.number("SECKILL_RATE_IP")
 	c.InFlight = l.whole("SECKILL_PURCHASES_IN_FLIGHT")
 	c.SaleInFlight = l.whole("SECKILL_SALE_PURCHASES_IN_FLIGHT")
+	c.BodyTimeout = l.durationIn("SECKILL_BODY_TIMEOUT", 100*time.Millisecond, time.Minute)
 	c.LockWait = l.duration("SECKILL_LOCK_WAIT", "500ms")
 	c.WorkerConcurrency = l.whole("SECKILL_WORKER_CONCURRENCY")
 	c.PersistBatch = l.whole("SECKILL_PERSIST_BATCH")

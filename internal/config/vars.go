@@ -103,6 +103,8 @@ var Vars = []Var{
 		Doc: "Purchases one API process answers at once; past it a purchase gets 429 at once. 0: no bound."},
 	{Name: "SECKILL_SALE_PURCHASES_IN_FLIGHT", Default: "192", Binaries: API,
 		Doc: "The same for one sale, so a hot sale leaves room for the others. 0: no bound."},
+	{Name: "SECKILL_BODY_TIMEOUT", Default: "2s", Binaries: API,
+		Doc: "How long a request's whole body may take to arrive, from its headers; past it the answer is 408 request_timeout and the connection is closed. A purchase takes its place in flight only once its body has arrived."},
 	{Name: "SECKILL_LOCK_WAIT", Default: "500ms", Binaries: API,
 		Doc: "How long a purchase waits for the same user's earlier purchase in the same sale before 429 busy."},
 	{Name: "SECKILL_WORKER_CONCURRENCY", Default: "8", Binaries: Worker,
@@ -270,6 +272,16 @@ func (l *loader) duration(name, example string) time.Duration {
 	d, err := time.ParseDuration(l.str(name))
 	if err != nil {
 		l.errs = append(l.errs, fmt.Errorf("%s: want a duration such as %s", name, example))
+	}
+	return d
+}
+
+// durationIn is duration for a value that must lie within [lo, hi].
+func (l *loader) durationIn(name string, lo, hi time.Duration) time.Duration {
+	n := len(l.errs)
+	d := l.duration(name, lookup(name).Default)
+	if len(l.errs) == n && (d < lo || d > hi) {
+		l.fail(fmt.Errorf("%s: want a duration from %v to %v, got %q", name, lo, hi, os.Getenv(name)))
 	}
 	return d
 }

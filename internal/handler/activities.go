@@ -80,7 +80,7 @@ func (r createActivityRequest) toNew() (sale.NewActivity, error) {
 
 func (h *Handler) createActivity(c *gin.Context) {
 	var req createActivityRequest
-	if err := decode(c, &req); err != nil {
+	if err := h.decode(c, &req); err != nil {
 		respondError(c, err)
 		return
 	}
@@ -120,7 +120,7 @@ func (h *Handler) patchActivity(c *gin.Context) {
 		return
 	}
 	var req patchActivityRequest
-	if err := decode(c, &req); err != nil {
+	if err := h.decode(c, &req); err != nil {
 		respondError(c, err)
 		return
 	}

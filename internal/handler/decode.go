@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"reflect"
 	"slices"
@@ -23,26 +24,52 @@ const maxBody = 64 << 10
 // decode reads the request's JSON object into v. Unknown fields are ignored, names
 // that differ from a field's only in case too (encoding/json would take "QUANTITY" for
 // "quantity"); a body that is not one JSON object, or a value of the wrong type, is an
-// *invalidRequest naming the field; a body over 64 KiB is errTooLarge.
+// *invalidRequest naming the field; a body over 64 KiB is errTooLarge, one that does
+// not arrive within the body timeout errBodyTimeout (readBody).
 //
 // The body is read whole and decoded by json.Unmarshal, which takes exactly one value;
 // only a body it refuses is decoded again as a stream, to say what is wrong with it.
-func decode(c *gin.Context, v any) error {
-	body, err := io.ReadAll(c.Request.Body)
-	return decodeBody(body, err, v)
+func (h *Handler) decode(c *gin.Context, v any) error {
+	body, err := h.readBody(c)
+	if err != nil {
+		return err
+	}
+	return decodeBody(body, v)
 }
 
-// decodeBody is decode of a body already read, with the error its reading ended with.
-func decodeBody(body []byte, err error, v any) error {
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return errTooLarge
+// readBody reads the request's body whole, which must arrive within the body timeout
+// (SECKILL_BODY_TIMEOUT) from now: the connection's read deadline bounds the whole
+// body, not the gap between two reads, and is lifted once it is read, so a handler
+// that then waits on storage is not cut off. A body that has not arrived in time is
+// errBodyTimeout (408, and the connection closed); one over 64 KiB is errTooLarge.
+func (h *Handler) readBody(c *gin.Context) ([]byte, error) {
+	// A writer without deadlines (httptest's) reads unbounded.
+	rc := http.NewResponseController(c.Writer)
+	bounded := rc.SetReadDeadline(time.Now().Add(h.bodyTimeout)) == nil
+	body, err := io.ReadAll(c.Request.Body)
+	if bounded {
+		_ = rc.SetReadDeadline(time.Time{})
 	}
+	var tooLarge *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case err == nil:
+		return body, nil
+	case errors.As(err, &tooLarge):
+		return nil, errTooLarge
+	case errors.As(err, &ne) && ne.Timeout():
+		return nil, errBodyTimeout
+	}
+	return nil, errUnreadableBody
+}
+
+// decodeBody is decode of a body already read.
+func decodeBody(body []byte, v any) error {
 	body = exactNames(body, v)
-	if err == nil && json.Unmarshal(body, v) == nil {
+	if json.Unmarshal(body, v) == nil {
 		return nil
 	}
-	return explain(io.MultiReader(bytes.NewReader(body), errReader{err}), v)
+	return explain(bytes.NewReader(body), v)
 }
 
 // exactNames returns body without the members of its object whose names are not a
@@ -104,16 +131,6 @@ func fieldNames(t reflect.Type) map[string]bool {
 		}
 	}
 	return names
-}
-
-// errReader fails with err once the body read before it is used up (nil: io.EOF).
-type errReader struct{ err error }
-
-func (r errReader) Read([]byte) (int, error) {
-	if r.err == nil {
-		return 0, io.EOF
-	}
-	return 0, r.err
 }
 
 // explain decodes a body as a stream and says what is wrong with it.

@@ -14,7 +14,8 @@ import (
 )
 
 // Front is what a test's nginx lets through: RateIP requests per second per address
-// (bursts of twice that more) and InFlight purchases and seats at once (at most 65535).
+// (bursts of twice that more) and InFlight purchases and seats at once per address (at
+// most 65535).
 // CORSOrigins is the APIs' SECKILL_CORS_ORIGINS, for the front's own refusals.
 type Front struct {
 	RateIP, InFlight int
