@@ -11,11 +11,12 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"seckill/internal/sale"
 )
 
 // maxBody is the largest request body the API reads.
@@ -202,8 +203,5 @@ func timeField(name string, v *string) (*time.Time, error) {
 // required returns the error for a missing field.
 func required(name string) error { return &invalidRequest{name + " is required"} }
 
-// pathID parses a positive integer path parameter.
-func pathID(c *gin.Context, name string) (int64, bool) {
-	id, err := strconv.ParseInt(c.Param(name), 10, 64)
-	return id, err == nil && id > 0
-}
+// pathID parses an activity id in the path, canonical only (sale.ParseID).
+func pathID(c *gin.Context, name string) (int64, bool) { return sale.ParseID(c.Param(name)) }

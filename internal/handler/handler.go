@@ -405,7 +405,7 @@ func (h *Handler) allowIP(c *gin.Context) bool {
 	if !h.perIP.On() {
 		return true
 	}
-	if ok, wait := h.perIP.Allow(c.ClientIP(), h.now()); !ok && !h.fromService(c) {
+	if ok, wait := h.perIP.Allow(ratelimit.ClientKey(c.ClientIP()), h.now()); !ok && !h.fromService(c) {
 		respondError(c, &limited{wait})
 		return false
 	}
