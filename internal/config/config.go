@@ -83,8 +83,15 @@ type Config struct {
 	JWTIssuer, JWTAudience string
 	// JWTUserClaim is SECKILL_JWT_USER_CLAIM [sub], the claim of the identity provider's
 	// tokens that holds the decimal user id; JWTRoleClaim is SECKILL_JWT_ROLE_CLAIM
-	// [role], the one that holds the role (user, admin or service, or a list of them).
+	// [role], the one that holds its role names (a string or a list).
 	JWTUserClaim, JWTRoleClaim string
+	// JWTAdminRoles and JWTServiceRoles are SECKILL_JWT_ADMIN_ROLES and
+	// SECKILL_JWT_SERVICE_ROLES [none]: the provider's role names that make its token an
+	// admin's or a service's; any other valid token is a buyer's.
+	JWTAdminRoles, JWTServiceRoles []string
+	// JWTLeeway is SECKILL_JWT_LEEWAY [30s, at most 5m]: the clock skew allowed on the
+	// provider's exp and nbf.
+	JWTLeeway time.Duration
 	// WebhookAllowPrivate is SECKILL_WEBHOOK_ALLOW_PRIVATE [true in dev mode, else
 	// false]: whether webhook URLs may point at loopback and private addresses.
 	WebhookAllowPrivate bool
@@ -156,6 +163,9 @@ func Load() (Config, error) {
 	c.JWTAudience = l.str("SECKILL_JWT_AUDIENCE")
 	c.JWTUserClaim = l.str("SECKILL_JWT_USER_CLAIM")
 	c.JWTRoleClaim = l.str("SECKILL_JWT_ROLE_CLAIM")
+	c.JWTAdminRoles = l.list("SECKILL_JWT_ADMIN_ROLES")
+	c.JWTServiceRoles = l.list("SECKILL_JWT_SERVICE_ROLES")
+	c.JWTLeeway = l.durationIn("SECKILL_JWT_LEEWAY", 0, 5*time.Minute)
 	c.WebhookAllowPrivate = l.boolean("SECKILL_WEBHOOK_ALLOW_PRIVATE")
 	c.RateUser = l.number("SECKILL_RATE_USER")
 	c.RateIP = l.number("SECKILL_RATE_IP")
@@ -171,9 +181,7 @@ func Load() (Config, error) {
 	c.ShutdownTimeout = l.duration("SECKILL_SHUTDOWN_TIMEOUT", "20s")
 
 	if c.JWKSURL != "" {
-		if u, err := url.Parse(c.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			l.fail(fmt.Errorf("SECKILL_JWT_JWKS_URL: want an http or https URL, got %q", c.JWKSURL))
-		}
+		l.checkIdP(c)
 	}
 	switch {
 	case len(c.RedisAddrs) == 0:
@@ -207,12 +215,47 @@ func Load() (Config, error) {
 		l.fail(errors.New("SECKILL_JWT_SECRET is required outside dev mode (SECKILL_ENV=dev)"))
 	case len(c.JWTSecret) < 32:
 		l.fail(errors.New("SECKILL_JWT_SECRET must be at least 32 bytes"))
+	case !l.dev && c.UsesDevSecret():
+		l.fail(errors.New("SECKILL_JWT_SECRET is the public development secret, with which anyone can sign admin tokens: set a secret of your own (the dev secret is for SECKILL_ENV=dev only)"))
 	}
 	if c.WorkerConcurrency < 1 || c.PersistBatch < 1 {
 		l.fail(errors.New("SECKILL_WORKER_CONCURRENCY and SECKILL_PERSIST_BATCH must be at least 1"))
 	}
 	c.shown = l.shown
 	return c, l.err()
+}
+
+// checkIdP refuses a key set URL that is not one, and, outside dev mode, an identity
+// provider's settings that would accept forged or foreign tokens: a key set fetched
+// over plain http (anyone on the path could add a key and sign admin tokens) unless
+// from this machine, and one without an issuer or an audience (every token the
+// provider ever signed, for any application, would pass).
+func (l *loader) checkIdP(c Config) {
+	u, err := url.Parse(c.JWKSURL)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		l.fail(fmt.Errorf("SECKILL_JWT_JWKS_URL: want an https URL, got %q", c.JWKSURL))
+	case !l.dev && u.Scheme == "http" && !loopbackHost(u.Hostname()):
+		l.fail(fmt.Errorf("SECKILL_JWT_JWKS_URL: %q is plain http: anyone on the path could add a key and sign admin tokens; want https (http only to a loopback host)", c.JWKSURL))
+	}
+	if l.dev {
+		return
+	}
+	if c.JWTIssuer == "" {
+		l.fail(errors.New("SECKILL_JWT_ISSUER is required with SECKILL_JWT_JWKS_URL: without it, a token the provider signed for any issuer is accepted"))
+	}
+	if c.JWTAudience == "" {
+		l.fail(errors.New("SECKILL_JWT_AUDIENCE is required with SECKILL_JWT_JWKS_URL: without it, a token the provider signed for any application is accepted"))
+	}
+}
+
+// loopbackHost reports whether host is this machine: localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
 }
 
 // Dev reports whether SECKILL_ENV is "dev".
@@ -266,7 +309,8 @@ var (
 // is unset.
 func (c Config) IdP() (auth.IdPConfig, bool) {
 	return auth.IdPConfig{JWKSURL: c.JWKSURL, Issuer: c.JWTIssuer, Audience: c.JWTAudience,
-		UserClaim: c.JWTUserClaim, RoleClaim: c.JWTRoleClaim}, c.JWKSURL != ""
+		UserClaim: c.JWTUserClaim, RoleClaim: c.JWTRoleClaim, AdminRoles: c.JWTAdminRoles,
+		ServiceRoles: c.JWTServiceRoles, Leeway: c.JWTLeeway}, c.JWKSURL != ""
 }
 
 // RedisTopology names the Redis set-up the settings describe: "single", "sentinel"
