@@ -21,7 +21,7 @@ const refusalBound = 30 * time.Second
 // one line that names the setting: never a hang, never plaintext instead of TLS.
 func TestBadConnectionSettingsRefuseTheStart(t *testing.T) {
 	sec := testutil.NewRedisSecurity(t)
-	locked := testutil.StartRedisWith(t, sec)
+	locked := testutil.StartRedisWith(t, sec, "--appendonly", "yes")
 	plain := testutil.StartRedisWith(t, nil)
 	other := testutil.NewTLSFiles(t) // an authority that signed none of the servers
 	dir := t.TempDir()

@@ -64,6 +64,10 @@ type Config struct {
 	// this many replicas of its master hold its reservation (WAIT after a barrier write,
 	// once per group of purchases per master).
 	MinReplicas int
+	// RedisDurability is SECKILL_REDIS_DURABILITY [required]: "required" starts the API,
+	// outside dev mode, only on a Redis that keeps an acknowledged purchase through a
+	// crash (CheckDurability); "none" starts it anyway.
+	RedisDurability string
 	// TrustedProxies is SECKILL_TRUSTED_PROXIES [none]: comma-separated CIDRs (or
 	// addresses) whose X-Forwarded-For the API believes for the client IP.
 	TrustedProxies []string
@@ -153,6 +157,10 @@ func Load() (Config, error) {
 	c.RedisSentinelPassword = l.str("SECKILL_REDIS_SENTINEL_PASSWORD")
 	c.RedisTLS = l.redisTLS()
 	c.MinReplicas = l.whole("SECKILL_REDIS_MIN_REPLICAS")
+	c.RedisDurability = l.str("SECKILL_REDIS_DURABILITY")
+	if c.RedisDurability != DurabilityRequired && c.RedisDurability != DurabilityNone {
+		l.fail(fmt.Errorf("SECKILL_REDIS_DURABILITY: want %s or %s, got %q", DurabilityRequired, DurabilityNone, c.RedisDurability))
+	}
 	c.TrustedProxies = l.list("SECKILL_TRUSTED_PROXIES")
 	c.CORSOrigins = l.list("SECKILL_CORS_ORIGINS")
 	c.MySQLDSN = l.str("SECKILL_MYSQL_DSN")

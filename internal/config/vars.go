@@ -73,6 +73,8 @@ var Vars = []Var{
 		Doc: "PEM private key of SECKILL_REDIS_TLS_CERT_FILE."},
 	{Name: "SECKILL_REDIS_MIN_REPLICAS", Default: "0", Binaries: API,
 		Doc: "A purchase is answered 202 only once this many replicas of its master hold its reservation."},
+	{Name: "SECKILL_REDIS_DURABILITY", Default: "required", Binaries: API,
+		Doc: "`required`: outside dev mode the API starts only on a Redis that keeps an acknowledged purchase through a crash, AOF on (`INFO persistence`) on every master, or SECKILL_REDIS_MIN_REPLICAS >= 1. `none` starts anyway, and the log and /readyz (`\"durable\": false`) say a Redis crash can lose acknowledged orders."},
 	{Name: "SECKILL_TRUSTED_PROXIES", Binaries: API,
 		Doc: "Comma-separated CIDRs or addresses whose X-Forwarded-For names the client IP; none by default."},
 	{Name: "SECKILL_CORS_ORIGINS", Binaries: API,
