@@ -189,3 +189,54 @@ func TestStalledUploadsDoNotStarveBuyers(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsOffThePublicPort: /metrics is not served on the buyers' port, only on
+// SECKILL_METRICS_ADDR; /debug/pprof/ is served nowhere but there and the worker's
+// metrics address, and only with SECKILL_PPROF=true.
+func TestMetricsOffThePublicPort(t *testing.T) {
+	get := func(url string) int {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	db := testutil.MySQL(t)
+	for _, pprof := range []bool{false, true} {
+		t.Run(fmt.Sprintf("SECKILL_PPROF=%v", pprof), func(t *testing.T) {
+			s := testutil.StartStackOnTopology(t, db, testutil.StartRedis(t, "--appendonly", "yes").Topology(), 1, 1,
+				fmt.Sprintf("SECKILL_PPROF=%v", pprof))
+			waitUntil(t, "the worker's metrics address to answer", 30*time.Second, func() bool {
+				resp, err := http.Get(s.WorkerMetricsURL)
+				if err == nil {
+					resp.Body.Close()
+				}
+				return err == nil
+			})
+			ops := strings.TrimSuffix(s.MetricsURL, "/metrics")
+			profiles := http.StatusNotFound
+			if pprof {
+				profiles = http.StatusOK
+			}
+			for _, tc := range []struct {
+				url  string
+				want int
+			}{
+				{s.URL + "/metrics", http.StatusNotFound},
+				{s.URL + "/debug/pprof/", http.StatusNotFound},
+				{s.MetricsURL, http.StatusOK},
+				{ops + "/debug/pprof/", profiles},
+				{ops + "/debug/pprof/heap", profiles},
+				{s.WorkerMetricsURL, http.StatusOK},
+				{s.WorkerURLs[0] + "/debug/pprof/", profiles},
+				{s.WorkerURLs[0] + "/debug/pprof/goroutine", profiles},
+			} {
+				if got := get(tc.url); got != tc.want {
+					t.Errorf("GET %s: %d, want %d", tc.url, got, tc.want)
+				}
+			}
+		})
+	}
+}

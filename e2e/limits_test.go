@@ -13,11 +13,11 @@ import (
 // processes on one Redis; together they get one allowance (2/s, bursts of 4), not one
 // each. Each process allows its share, having counted the other by its heartbeat.
 func TestRateLimitAcrossAPIProcesses(t *testing.T) {
-	s := testutil.StartStack(t, "SECKILL_RATE_USER=2")
-	_, url2 := s.StartAPI(t)
-	clients := []*client{newClient(t, s.URL), newClient(t, url2)}
-	for _, c := range clients {
-		c.waitMetric("seckill_api_instances", 2, 3*presence.Interval)
+	s := testutil.StartStackOnTopology(t, testutil.MySQL(t), testutil.StartRedis(t, "--appendonly", "yes").Topology(), 2, 1,
+		"SECKILL_RATE_USER=2")
+	clients := []*client{newClient(t, s.URLs[0]), newClient(t, s.URLs[1])}
+	for _, m := range s.MetricsURLs {
+		waitMetric(t, m, "seckill_api_instances", 2, 3*presence.Interval)
 	}
 	buyer := testutil.Token(t, 77, false)
 	start := time.Now()

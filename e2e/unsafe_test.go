@@ -18,7 +18,7 @@ func TestUnsafeSettingsRefuseTheStart(t *testing.T) {
 	db := testutil.MySQL(t)
 	redis := testutil.StartRedis(t, "--appendonly", "yes")
 	api, worker := testutil.Binaries(t)
-	base := append(append(db.Env(), "SECKILL_JWT_SECRET="+testutil.JWTSecret, "SECKILL_HTTP_ADDR=127.0.0.1:0",
+	base := append(append(db.Env(), "SECKILL_JWT_SECRET="+testutil.JWTSecret, "SECKILL_HTTP_ADDR=127.0.0.1:0", "SECKILL_METRICS_ADDR=127.0.0.1:0",
 		"SECKILL_WORKER_METRICS_ADDR=127.0.0.1:0"), redis.Topology()...)
 	idp := []string{"SECKILL_JWT_JWKS_URL=https://idp.example/.well-known/jwks.json",
 		"SECKILL_JWT_ISSUER=https://idp.example", "SECKILL_JWT_AUDIENCE=seckill"}
@@ -74,7 +74,7 @@ func TestRedisDurabilityAtStart(t *testing.T) {
 			{"a Cluster with one master without AOF", cluster.Topology(), "SECKILL_REDIS_DURABILITY: the Redis master " + cluster.Masters()[1].Addr},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				p := testutil.StartProcess(t, "api", api, append(append(append([]string{}, base...), "SECKILL_HTTP_ADDR=127.0.0.1:0"), tc.env...))
+				p := testutil.StartProcess(t, "api", api, append(append(append([]string{}, base...), "SECKILL_HTTP_ADDR=127.0.0.1:0", "SECKILL_METRICS_ADDR=127.0.0.1:0"), tc.env...))
 				if line := refusal(t, p); !strings.Contains(line, tc.want) {
 					t.Errorf("refused the start with %q, want a line with %q", line, tc.want)
 				}
@@ -110,7 +110,7 @@ func TestRedisDurabilityAtStart(t *testing.T) {
 	t.Run("judged once Redis answers", func(t *testing.T) {
 		late := testutil.StartRedis(t)
 		late.Kill()
-		p := testutil.StartProcess(t, "api", api, append(append(append([]string{}, base...), "SECKILL_HTTP_ADDR=127.0.0.1:0"), late.Topology()...))
+		p := testutil.StartProcess(t, "api", api, append(append(append([]string{}, base...), "SECKILL_HTTP_ADDR=127.0.0.1:0", "SECKILL_METRICS_ADDR=127.0.0.1:0"), late.Topology()...))
 		waitUntil(t, "the API to say it waits for Redis", 30*time.Second, func() bool {
 			return strings.Contains(p.Output(), "its durability is checked once it answers")
 		})

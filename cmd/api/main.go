@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -257,17 +256,25 @@ func serve(ctx context.Context, cfg config.Config) error {
 		WriteTimeout: 15 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10}
 	var conns health.Conns
 	conns.Track(srv)
-	if cfg.PprofAddr != "" {
-		go func() {
-			slog.Info("pprof listening", "url", "http://"+cfg.PprofAddr+"/debug/pprof/")
-			err := http.ListenAndServe(cfg.PprofAddr, http.DefaultServeMux) // net/http/pprof registers there
-			slog.Error("pprof server", "err", err)
-		}()
-	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return err
 	}
+	// Metrics (and profiles, with SECKILL_PPROF) on a port of their own, never the buyers'.
+	opsLn, err := net.Listen("tcp", cfg.MetricsAddr)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	ops := &http.Server{Handler: health.Operations(reg, cfg.Pprof), ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout: 60 * time.Second}
+	defer ops.Close()
+	go func() {
+		if err := ops.Serve(opsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("metrics server", "err", err)
+		}
+	}()
+	slog.Info("metrics listening", "url", "http://"+opsLn.Addr().String()+"/metrics", "pprof", cfg.Pprof)
 	slog.Info("api listening", "url", "http://"+ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -37,8 +37,12 @@ type Config struct {
 	Env string
 	// HTTPAddr is SECKILL_HTTP_ADDR [127.0.0.1:8080], where the API listens.
 	HTTPAddr string
-	// MetricsAddr is SECKILL_WORKER_METRICS_ADDR [127.0.0.1:9091], where the worker serves /metrics.
+	// MetricsAddr is SECKILL_METRICS_ADDR [127.0.0.1:9090], where the API serves
+	// /metrics, never on HTTPAddr.
 	MetricsAddr string
+	// WorkerMetricsAddr is SECKILL_WORKER_METRICS_ADDR [127.0.0.1:9091], where the worker
+	// serves /metrics and its probes.
+	WorkerMetricsAddr string
 	// RedisAddrs is SECKILL_REDIS_ADDR [127.0.0.1:6379]: one address, or a
 	// comma-separated list (a cluster's seed nodes, or Sentinels).
 	RedisAddrs []string
@@ -121,9 +125,8 @@ type Config struct {
 	// PersistBatch is SECKILL_PERSIST_BATCH [250]: most orders the worker writes in one
 	// MySQL transaction.
 	PersistBatch int
-	// PprofAddr is SECKILL_PPROF_ADDR [unset: off]: where the API serves net/http/pprof,
-	// for profiling under load. Keep it on loopback.
-	PprofAddr string
+	// Pprof is SECKILL_PPROF [false]: true serves net/http/pprof on the metrics address.
+	Pprof bool
 	// ClockOffset is SECKILL_CLOCK_OFFSET [0]: shifts the API's own clock, for tests of
 	// an instance whose clock is wrong (sale windows and passes are judged by Redis'
 	// clock whatever it says). Never set it in production.
@@ -147,7 +150,8 @@ func Load() (Config, error) {
 	c := Config{Env: l.str("SECKILL_ENV")}
 	l.dev = c.Dev()
 	c.HTTPAddr = l.str("SECKILL_HTTP_ADDR")
-	c.MetricsAddr = l.str("SECKILL_WORKER_METRICS_ADDR")
+	c.MetricsAddr = l.str("SECKILL_METRICS_ADDR")
+	c.WorkerMetricsAddr = l.str("SECKILL_WORKER_METRICS_ADDR")
 	c.RedisAddrs = l.list("SECKILL_REDIS_ADDR")
 	c.RedisCluster = l.boolean("SECKILL_REDIS_CLUSTER")
 	c.RedisMasterName = l.str("SECKILL_REDIS_MASTER_NAME")
@@ -183,7 +187,7 @@ func Load() (Config, error) {
 	c.LockWait = l.duration("SECKILL_LOCK_WAIT", "500ms")
 	c.WorkerConcurrency = l.whole("SECKILL_WORKER_CONCURRENCY")
 	c.PersistBatch = l.whole("SECKILL_PERSIST_BATCH")
-	c.PprofAddr = l.str("SECKILL_PPROF_ADDR")
+	c.Pprof = l.boolean("SECKILL_PPROF")
 	c.ClockOffset = l.duration("SECKILL_CLOCK_OFFSET", "-90s")
 	c.ShutdownDelay = l.duration("SECKILL_SHUTDOWN_DELAY", "5s")
 	c.ShutdownTimeout = l.duration("SECKILL_SHUTDOWN_TIMEOUT", "20s")

@@ -17,11 +17,15 @@ import (
 	"seckill/internal/testutil"
 )
 
-// metric reads one unlabelled value from /metrics.
+// metric reads one unlabelled value from the operations port's /metrics.
 func (s *stack) metric(name string) float64 {
 	s.t.Helper()
-	a := s.do(call{method: "GET", path: "/metrics"})
-	sc := bufio.NewScanner(strings.NewReader(a.body))
+	resp, err := http.Get(s.metricsURL)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)

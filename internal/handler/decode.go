@@ -44,12 +44,13 @@ func (h *Handler) decode(c *gin.Context, v any) error {
 // that then waits on storage is not cut off. A body that has not arrived in time is
 // errBodyTimeout (408, and the connection closed); one over 64 KiB is errTooLarge.
 func (h *Handler) readBody(c *gin.Context) ([]byte, error) {
-	// A writer without deadlines (httptest's) reads unbounded.
-	rc := http.NewResponseController(c.Writer)
-	bounded := rc.SetReadDeadline(time.Now().Add(h.bodyTimeout)) == nil
+	conn := readDeadline(c.Writer) // nil for a writer without one (httptest's): unbounded
+	if conn != nil {
+		_ = conn.SetReadDeadline(time.Now().Add(h.bodyTimeout))
+	}
 	body, err := io.ReadAll(c.Request.Body)
-	if bounded {
-		_ = rc.SetReadDeadline(time.Time{})
+	if conn != nil {
+		_ = conn.SetReadDeadline(time.Time{})
 	}
 	var tooLarge *http.MaxBytesError
 	var ne net.Error
@@ -62,6 +63,25 @@ func (h *Handler) readBody(c *gin.Context) ([]byte, error) {
 		return nil, errBodyTimeout
 	}
 	return nil, errUnreadableBody
+}
+
+// deadliner sets the read deadline of a request's connection.
+type deadliner interface{ SetReadDeadline(time.Time) error }
+
+// readDeadline finds the connection's read deadline under w, as
+// http.ResponseController does, without its allocation per call (an error for a writer
+// without one); nil when there is none.
+func readDeadline(w http.ResponseWriter) deadliner {
+	for {
+		switch t := w.(type) {
+		case deadliner:
+			return t
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return nil
+		}
+	}
 }
 
 // decodeBody is decode of a body already read.

@@ -17,7 +17,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	apidoc "seckill/api"
 	"seckill/internal/admission"
@@ -34,7 +33,8 @@ import (
 // Service is what the handlers need from internal/sale.
 type Service interface {
 	CreateActivity(ctx context.Context, n sale.NewActivity) (sale.Activity, error)
-	ListActivities(ctx context.Context) ([]sale.Activity, error)
+	ListActivities(ctx context.Context, p sale.Page) ([]sale.Activity, int64, error)
+	PublicActivities(ctx context.Context, p sale.Page) ([]sale.Activity, int64, error)
 	GetActivity(ctx context.Context, id int64) (sale.Activity, error)
 	PatchActivity(ctx context.Context, id int64, p sale.ActivityPatch) (sale.Activity, error)
 	Stats(ctx context.Context, id int64) (sale.Stats, error)
@@ -94,7 +94,8 @@ type Options struct {
 	// Instances lists the live API and worker processes for the admin (presence);
 	// nil answers an empty list.
 	Instances InstanceLister
-	// Registry receives the HTTP metrics; /metrics serves it.
+	// Registry receives the HTTP metrics; the operations port's /metrics serves it
+	// (health.Operations), never these routes.
 	Registry *prometheus.Registry
 	// Answers, when set, counts purchase answers per sale for the heartbeat.
 	Answers *presence.Answers
@@ -121,7 +122,6 @@ type Handler struct {
 	perIP   *ratelimit.Limiter
 	gate    *admission.Gate
 	metrics *metrics
-	reg     *prometheus.Registry
 	now     func() time.Time
 	proxies []string
 	cors    *cors
@@ -164,7 +164,7 @@ func New(svc Service, o Options) *Handler {
 	}, func() float64 { return float64(gate.InFlight()) }))
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP), gate: gate,
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
-		metrics: newMetrics(o.Registry, o.Answers), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
+		metrics: newMetrics(o.Registry, o.Answers), now: o.Now, proxies: o.TrustedProxies,
 		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready,
 		bodyTimeout: o.BodyTimeout}
 }
@@ -197,10 +197,10 @@ func (h *Handler) Routes() http.Handler {
 
 	r.GET("/healthz", gin.WrapF(health.Live))
 	r.GET("/readyz", gin.WrapH(h.ready))
-	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(h.reg, promhttp.HandlerOpts{})))
+	// /metrics is not here: it is on the operations port (health.Operations).
 
 	api := r.Group("/api/v1", h.limitIP)
-	api.GET("/activities", h.listActivities)
+	api.GET("/activities", listActivities(h.svc.PublicActivities))
 	api.GET("/activities/:id", byActivity(h.svc.GetActivity))
 	api.GET("/activities/:id/groups", h.listGroups(false))
 	api.GET("/groups/:gid", h.getGroup)
@@ -228,7 +228,7 @@ func (h *Handler) Routes() http.Handler {
 
 	admin := api.Group("/admin", h.authenticate, h.requireAdmin)
 	admin.POST("/activities", h.createActivity)
-	admin.GET("/activities", h.listActivities)
+	admin.GET("/activities", listActivities(h.svc.ListActivities))
 	admin.PATCH("/activities/:id", h.patchActivity)
 	admin.GET("/activities/:id/stats", byActivity(h.svc.Stats))
 	admin.GET("/activities/:id/ledger", byActivity(h.svc.Ledger))

@@ -79,6 +79,7 @@ type Service struct {
 	metrics *metrics
 	commits committer
 	rebuild *Rebuilder
+	catalog catalog
 	// judgeByNow judges sale windows by now instead of Redis' clock (SetClock).
 	judgeByNow bool
 

@@ -528,3 +528,41 @@ func TestNginxBoundsPurchasesPerToken(t *testing.T) {
 		}
 	}
 }
+
+// Behind a balancer (SECKILL_NGINX_REAL_IP_FROM), nginx counts each client by the
+// address the balancer's X-Forwarded-For names: two clients behind it get an allowance
+// each, and the API is told the client; without it, X-Forwarded-For is not believed.
+func TestNginxRealIPBehindABalancer(t *testing.T) {
+	b := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, r.Header.Get("X-Forwarded-For"))
+	})
+	for _, tc := range []struct {
+		realIPFrom string
+		believed   bool
+	}{{"127.0.0.1/32", true}, {"", false}} {
+		t.Run(fmt.Sprintf("real_ip from %q", tc.realIPFrom), func(t *testing.T) {
+			url := StartNginx(t, []string{b}, Front{RateIP: 1, InFlight: 65535, RealIPFrom: tc.realIPFrom}) // bursts of 2 more
+			served := map[string]int{}
+			for _, client := range []string{"198.51.100.7", "198.51.100.8"} {
+				for range 6 {
+					resp, body := send(t, http.MethodGet, url+"/x", "X-Forwarded-For", client)
+					if resp.StatusCode == http.StatusOK {
+						served[client]++
+						if last := string(body[strings.LastIndexByte(string(body), ' ')+1:]); tc.believed && last != client {
+							t.Errorf("the API was told %q, want the client %s last", body, client)
+						}
+					}
+				}
+			}
+			// An allowance is the first request and a burst of 2: each client's own when
+			// believed, one for both (the balancer's) when not.
+			want := map[string]int{"198.51.100.7": 3, "198.51.100.8": 3}
+			if !tc.believed {
+				want = map[string]int{"198.51.100.7": 3}
+			}
+			if fmt.Sprint(served) != fmt.Sprint(want) {
+				t.Errorf("served %v, want %v", served, want)
+			}
+		})
+	}
+}

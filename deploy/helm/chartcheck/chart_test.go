@@ -554,6 +554,26 @@ func checkAPI(t *testing.T, r rendered) {
 			t.Errorf("api: %s probe on port %s, the API listens on %s", name, got, port)
 		}
 	}
+	// /metrics on a port of its own, which the pods' scrape annotations name.
+	metrics := listenPort(t, env["SECKILL_METRICS_ADDR"])
+	if metrics == port {
+		t.Errorf("api: /metrics on the buyers' port %s", port)
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == "metrics" && fmt.Sprint(cp.ContainerPort) != metrics {
+			t.Errorf("api: container port metrics is %d, SECKILL_METRICS_ADDR listens on %s", cp.ContainerPort, metrics)
+		}
+	}
+	for _, pod := range []corev1.PodTemplateSpec{d.Spec.Template, r.deployments["worker"].Spec.Template} {
+		a := pod.Annotations
+		want := metrics
+		if pod.Labels["app.kubernetes.io/component"] == "worker" {
+			want = listenPort(t, envOf(t, pod.Spec.Containers[0])["SECKILL_WORKER_METRICS_ADDR"])
+		}
+		if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != want || a["prometheus.io/path"] != "/metrics" {
+			t.Errorf("%s pods: scrape annotations %v, want /metrics on port %s", pod.Labels["app.kubernetes.io/component"], a, want)
+		}
+	}
 	checkGrace(t, "api", d.Spec.Template.Spec, duration(t, env, "SECKILL_SHUTDOWN_DELAY")+duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT"))
 	if p := d.Spec.Template.Spec.Containers[0].ReadinessProbe; p != nil && p.PeriodSeconds*p.FailureThreshold > 3 {
 		t.Errorf("api: readiness takes %d s to see a 503; the API says 503 within 3 s of Redis going", p.PeriodSeconds*p.FailureThreshold)
@@ -702,8 +722,8 @@ func checkSelectors(t *testing.T, r rendered) {
 				t.Errorf("ServiceMonitor: endpoint %s scrapes %s", e.Port, e.Path)
 			}
 		}
-		if !ports["http"] || !ports["metrics"] {
-			t.Errorf("ServiceMonitor scrapes ports %v, want the API's http and the worker's metrics", ports)
+		if len(ports) != 1 || !ports["metrics"] {
+			t.Errorf("ServiceMonitor scrapes ports %v, want metrics alone (the API's and the worker's, never http)", ports)
 		}
 	}
 }
