@@ -52,17 +52,25 @@ func (h *Handler) readBody(c *gin.Context) ([]byte, error) {
 	if conn != nil {
 		_ = conn.SetReadDeadline(time.Time{})
 	}
+	if err != nil {
+		return nil, bodyError(err)
+	}
+	return body, nil
+}
+
+// bodyError is the answer to a body whose reading failed with err. (A function of its
+// own: the targets of errors.As live on the heap, which the body that arrived whole,
+// every purchase's, does not pay for.)
+func bodyError(err error) error {
 	var tooLarge *http.MaxBytesError
 	var ne net.Error
 	switch {
-	case err == nil:
-		return body, nil
 	case errors.As(err, &tooLarge):
-		return nil, errTooLarge
+		return errTooLarge
 	case errors.As(err, &ne) && ne.Timeout():
-		return nil, errBodyTimeout
+		return errBodyTimeout
 	}
-	return nil, errUnreadableBody
+	return errUnreadableBody
 }
 
 // deadliner sets the read deadline of a request's connection.
