@@ -51,6 +51,8 @@ var contractCodes = []statusCode{
 	{403, "challenge_failed"},
 	// A real shop (the contract's fifth round).
 	{403, "payment_by_shop"}, {409, "order_not_refundable"},
+	// The door under attack (the contract's fifth round).
+	{408, "request_timeout"},
 }
 
 // projectCodes are the codes the project added beyond the contract. A new code in
@@ -874,8 +876,15 @@ func TestSchemasMatchJSON(t *testing.T) {
 	for list, item := range map[string]string{"ActivityList": "activities", "OrderList": "orders", "InstanceList": "instances",
 		"WebhookList": "webhooks", "DeliveryList": "deliveries"} {
 		s := d.schema(list)
-		if got := asStrings(s["required"]); !slices.Equal(got, []string{item}) {
-			t.Errorf("%s required: got %v, want [%s]", list, got, item)
+		want := []string{item}
+		if list == "ActivityList" { // paged: next names the next page, null after the last
+			want = append(want, "next")
+			if get(s, "properties", "next", "nullable") != true {
+				t.Errorf("%s.next is not nullable", list)
+			}
+		}
+		if got := asStrings(s["required"]); !slices.Equal(got, want) {
+			t.Errorf("%s required: got %v, want %v", list, got, want)
 		}
 		if get(s, "properties", item, "type") != "array" {
 			t.Errorf("%s.%s is not an array", list, item)

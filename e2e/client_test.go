@@ -186,13 +186,15 @@ func userOrders(t testing.TB, c *client, user int64) []order {
 	return list.Orders
 }
 
-// waitMetric waits until the API's /metrics shows the unlabelled metric name at want.
-func (c *client) waitMetric(name string, want float64, within time.Duration) {
-	c.t.Helper()
+// waitMetric waits until the /metrics at url (an API's MetricsURL) shows the unlabelled
+// metric name at want.
+func waitMetric(t testing.TB, url, name string, want float64, within time.Duration) {
+	t.Helper()
+	c := newClient(t, "")
 	deadline := time.Now().Add(within)
 	last := ""
 	for {
-		r := c.must("GET", "/metrics", "", nil)
+		r := c.must("GET", url, "", nil)
 		for _, line := range strings.Split(string(r.Body), "\n") {
 			if v, ok := strings.CutPrefix(line, name+" "); ok {
 				last = v
@@ -202,7 +204,7 @@ func (c *client) waitMetric(name string, want float64, within time.Duration) {
 			}
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("%s at %s: %s = %q, want %v", c.base, time.Now().Format(time.TimeOnly), name, last, want)
+			t.Fatalf("%s at %s: %s = %q, want %v", url, time.Now().Format(time.TimeOnly), name, last, want)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -171,8 +171,8 @@ func TestClusterCrowdThroughNginx(t *testing.T) {
 		return apis == 3 && workers == 2
 	})
 	// nginx spread the purchases over the three instances.
-	for _, u := range s.URLs {
-		m := newClient(t, u).must("GET", "/metrics", "", nil)
+	for _, u := range s.MetricsURLs {
+		m := newClient(t, "").must("GET", u, "", nil)
 		served := 0
 		for _, g := range purchasesServed.FindAllStringSubmatch(string(m.Body), -1) {
 			n, _ := strconv.Atoi(g[1])

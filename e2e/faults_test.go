@@ -265,7 +265,7 @@ func TestAPIAnswersRequestsInFlightOnSIGTERM(t *testing.T) {
 			answers <- fmt.Sprintf("%d %s", r.Status, r.errorCode())
 		}()
 	}
-	c.waitMetric("seckill_purchases_in_flight", 8, held*3/4) // all eight wait for the lock inside the API
+	waitMetric(t, s.MetricsURL, "seckill_purchases_in_flight", 8, held*3/4) // all eight wait for the lock inside the API
 	s.API.Signal(syscall.SIGTERM)
 	got := map[string]int{}
 	for i := 0; i < 8; i++ {

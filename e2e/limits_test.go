@@ -18,11 +18,11 @@ import (
 // own would have let through more than one allowance over that interval: so the count
 // tells one allowance from two however slowly the machine answers.
 func TestRateLimitAcrossAPIProcesses(t *testing.T) {
-	s := testutil.StartStack(t, "SECKILL_RATE_USER=2")
-	_, url2 := s.StartAPI(t)
-	clients := []*client{newClient(t, s.URL), newClient(t, url2)}
-	for _, c := range clients {
-		c.waitMetric("seckill_api_instances", 2, 3*presence.Interval)
+	s := testutil.StartStackOnTopology(t, testutil.MySQL(t), testutil.StartRedis(t, "--appendonly", "yes").Topology(), 2, 1,
+		"SECKILL_RATE_USER=2")
+	clients := []*client{newClient(t, s.URLs[0]), newClient(t, s.URLs[1])}
+	for _, m := range s.MetricsURLs {
+		waitMetric(t, m, "seckill_api_instances", 2, 3*presence.Interval)
 	}
 	const rate, burst = 2, 4 // SECKILL_RATE_USER, and its bursts of twice that
 	// allowances is what n allowances let through over d at most: n bursts and n times

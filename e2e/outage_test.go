@@ -73,7 +73,7 @@ func checkUnavailable(t *testing.T, calls []*boundedCall) time.Duration {
 // over two APIs; purchases still get 202.
 func TestMySQLFrozenRoutesAnswerInBoundedTime(t *testing.T) {
 	db := testutil.StartMariaDB(t)
-	redis := testutil.StartRedis(t)
+	redis := testutil.StartRedis(t, "--appendonly", "yes")
 	s := testutil.StartStackOnTopology(t, testutil.MySQLOn(t, db.DSN), redis.Topology(), 2, 1, "SECKILL_BUYER_PAYS=true")
 	c := newClient(t, s.URL)
 	admin, shop := testutil.Token(t, 1, true), testutil.ServiceToken(t, 900)
@@ -167,7 +167,7 @@ type outageOrder struct {
 //     it, and a group left alone fails only after its extended end;
 //   - both sales' ledgers balance.
 func TestMySQLOutageGivesWindowsTheirTime(t *testing.T) {
-	db, rs := testutil.StartMariaDB(t), testutil.StartRedis(t)
+	db, rs := testutil.StartMariaDB(t), testutil.StartRedis(t, "--appendonly", "yes")
 	s := testutil.StartStackOnTopology(t, testutil.MySQLOn(t, db.DSN), rs.Topology(), 2, 1, "SECKILL_WEBHOOK_ALLOW_PRIVATE=true",
 		"SECKILL_BUYER_PAYS=true")
 	c := newClient(t, s.URL)
@@ -637,7 +637,7 @@ func TestMigrationFailingOnceMySQLAnswersStopsTheAPI(t *testing.T) {
 	denied.DSN = cfg.FormatDSN()
 
 	maria.Stop()
-	s := testutil.StartStackOnTopology(t, &denied, testutil.StartRedis(t).Topology(), 1, 0, "SECKILL_SHUTDOWN_DELAY=1s")
+	s := testutil.StartStackOnTopology(t, &denied, testutil.StartRedis(t, "--appendonly", "yes").Topology(), 1, 0, "SECKILL_SHUTDOWN_DELAY=1s")
 	maria.Start()
 	waitUntil(t, "the API to exit once MySQL answers", time.Minute, func() bool {
 		exited, _ := s.API.Exited()

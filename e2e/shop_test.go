@@ -147,7 +147,7 @@ func TestIdentityProviderTokens(t *testing.T) {
 	p.AddKey("rsa-1", "RS256")
 	p.AddKey("ec-1", "ES256")
 	s := testutil.StartStack(t, "SECKILL_JWT_JWKS_URL="+p.URL, "SECKILL_JWT_ISSUER=https://idp.example",
-		"SECKILL_JWT_AUDIENCE=seckill")
+		"SECKILL_JWT_AUDIENCE=seckill", "SECKILL_JWT_ADMIN_ROLES=admin", "SECKILL_JWT_SERVICE_ROLES=service")
 	c := newClient(t, s.URL)
 	token := func(kid string, sub int, role string, replace ...any) string {
 		claims := jwt.MapClaims{"sub": fmt.Sprint(sub), "role": role, "iss": "https://idp.example", "aud": "seckill",

@@ -76,6 +76,17 @@ func TestShopSettings(t *testing.T) {
 			"SECKILL_JWT_ISSUER": "https://idp.example", "SECKILL_JWT_AUDIENCE": "seckill", "SECKILL_JWT_USER_CLAIM": "uid",
 			"SECKILL_JWT_ROLE_CLAIM": "realm_access.roles"}, true, true, ""},
 		{"a JWKS that is no URL", map[string]string{"SECKILL_ENV": "dev", "SECKILL_JWT_JWKS_URL": "idp.example/jwks"}, false, false, "SECKILL_JWT_JWKS_URL"},
+		{"a JWKS over http in dev mode, without issuer or audience", map[string]string{"SECKILL_ENV": "dev",
+			"SECKILL_JWT_JWKS_URL": "http://idp.test/jwks"}, true, true, ""},
+		{"a JWKS over http to loopback", map[string]string{"SECKILL_JWT_SECRET": strings.Repeat("s", 32),
+			"SECKILL_JWT_JWKS_URL": "http://127.0.0.1:8180/jwks", "SECKILL_JWT_ISSUER": "https://idp.example",
+			"SECKILL_JWT_AUDIENCE": "seckill"}, false, true, ""},
+		{"a JWKS over http to [::1]", map[string]string{"SECKILL_JWT_SECRET": strings.Repeat("s", 32),
+			"SECKILL_JWT_JWKS_URL": "http://[::1]:8180/jwks", "SECKILL_JWT_ISSUER": "https://idp.example",
+			"SECKILL_JWT_AUDIENCE": "seckill"}, false, true, ""},
+		{"a JWKS over http off loopback", map[string]string{"SECKILL_JWT_SECRET": strings.Repeat("s", 32),
+			"SECKILL_JWT_JWKS_URL": "http://idp.example/jwks", "SECKILL_JWT_ISSUER": "https://idp.example",
+			"SECKILL_JWT_AUDIENCE": "seckill"}, false, false, "SECKILL_JWT_JWKS_URL"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,8 +102,15 @@ func TestShopSettings(t *testing.T) {
 			if ok != tc.idp {
 				t.Fatalf("IdP set: %v, want %v", ok, tc.idp)
 			}
-			if ok && (idp.JWKSURL != tc.env["SECKILL_JWT_JWKS_URL"] || idp.Issuer != "https://idp.example" ||
-				idp.Audience != "seckill" || idp.UserClaim != "uid" || idp.RoleClaim != "realm_access.roles") {
+			or := func(v, def string) string {
+				if v == "" {
+					return def
+				}
+				return v
+			}
+			if ok && (idp.JWKSURL != tc.env["SECKILL_JWT_JWKS_URL"] || idp.Issuer != tc.env["SECKILL_JWT_ISSUER"] ||
+				idp.Audience != tc.env["SECKILL_JWT_AUDIENCE"] || idp.UserClaim != or(tc.env["SECKILL_JWT_USER_CLAIM"], "sub") ||
+				idp.RoleClaim != or(tc.env["SECKILL_JWT_ROLE_CLAIM"], "role") || idp.Leeway != 30*time.Second) {
 				t.Errorf("IdP = %+v", idp)
 			}
 			if !ok && (c.JWTUserClaim != "sub" || c.JWTRoleClaim != "role") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -97,7 +98,7 @@ func (r createActivityRequest) toNew() (sale.NewActivity, error) {
 
 func (h *Handler) createActivity(c *gin.Context) {
 	var req createActivityRequest
-	if err := decode(c, &req); err != nil {
+	if err := h.decode(c, &req); err != nil {
 		respondError(c, err)
 		return
 	}
@@ -114,13 +115,47 @@ func (h *Handler) createActivity(c *gin.Context) {
 	c.JSON(http.StatusCreated, a)
 }
 
-func (h *Handler) listActivities(c *gin.Context) {
-	as, err := h.svc.ListActivities(c.Request.Context())
-	if err != nil {
-		respondError(c, err)
-		return
+// listActivities answers a page of sales, newest first, from list: the public one (a
+// snapshot at most a second old) or the admin's (MySQL at the moment).
+func listActivities(list func(context.Context, sale.Page) ([]sale.Activity, int64, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		p, err := page(c)
+		if err != nil {
+			respondError(c, err)
+			return
+		}
+		as, next, err := list(c.Request.Context(), p)
+		if err != nil {
+			respondError(c, err)
+			return
+		}
+		var cursor *string // null on the last page
+		if next > 0 {
+			s := strconv.FormatInt(next, 10)
+			cursor = &s
+		}
+		c.JSON(http.StatusOK, gin.H{"activities": as, "next": cursor})
 	}
-	c.JSON(http.StatusOK, gin.H{"activities": as})
+}
+
+// page reads ?after= (the next of the page before: an activity id) and ?limit= (1 to
+// sale.MaxPage, sale.DefaultPage when not given).
+func page(c *gin.Context) (sale.Page, error) {
+	p := sale.Page{Limit: sale.DefaultPage}
+	if q, given := c.GetQuery("after"); given {
+		var ok bool
+		if p.After, ok = sale.ParseID(q); !ok {
+			return p, &invalidRequest{"after must be the next of the page before (an activity id)"}
+		}
+	}
+	if q, given := c.GetQuery("limit"); given {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 1 || n > sale.MaxPage || strconv.Itoa(n) != q {
+			return p, &invalidRequest{"limit must be an integer from 1 to " + strconv.Itoa(sale.MaxPage)}
+		}
+		p.Limit = n
+	}
+	return p, nil
 }
 
 type patchActivityRequest struct {
@@ -138,7 +173,7 @@ func (h *Handler) patchActivity(c *gin.Context) {
 		return
 	}
 	var req patchActivityRequest
-	if err := decode(c, &req); err != nil {
+	if err := h.decode(c, &req); err != nil {
 		respondError(c, err)
 		return
 	}

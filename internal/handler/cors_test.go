@@ -143,7 +143,7 @@ func TestCORS(t *testing.T) {
 	a = s.do(call{method: "POST", path: orders, token: buyer, body: strings.Repeat("x", 65<<10), header: map[string]string{"Origin": shop}})
 	wantError(t, a, http.StatusRequestEntityTooLarge, "payload_too_large")
 	wantCORS(t, "413", a, shop, true)
-	for _, path := range []string{"/", "/admin", "/healthz", "/metrics"} {
+	for _, path := range []string{"/", "/admin", "/healthz", "/readyz"} {
 		a := s.do(call{method: "GET", path: path, header: map[string]string{"Origin": shop}})
 		if a.status != http.StatusOK {
 			t.Errorf("GET %s: %d", path, a.status)

@@ -38,6 +38,7 @@ var (
 	errRateLimited     = errors.New("too many requests; slow down")
 	errBadPathActivity = errors.New("no such activity")
 	errOverloaded      = errors.New("too many purchases at once here; try again in a second")
+	errBodyTimeout     = errors.New("the request body did not arrive in time")
 )
 
 // invalidRequest is a 400 with its own sentence.
@@ -68,6 +69,7 @@ var mapping = []struct {
 	{errNotBuyer, http.StatusForbidden, "forbidden"},
 	{errNotShop, http.StatusForbidden, "forbidden"},
 	{errTooLarge, http.StatusRequestEntityTooLarge, "payload_too_large"},
+	{errBodyTimeout, http.StatusRequestTimeout, "request_timeout"},
 	{errNoRoute, http.StatusNotFound, "not_found"},
 	{errMethod, http.StatusMethodNotAllowed, "method_not_allowed"},
 	{errRateLimited, http.StatusTooManyRequests, "rate_limited"},
@@ -183,6 +185,9 @@ func errorJSON(code, msg string) []byte {
 func writeError(c *gin.Context, status int, code string, body []byte) {
 	if status == http.StatusServiceUnavailable {
 		c.Header("Retry-After", "1") // a failover, a rebuild, a restart: seconds, not minutes
+	}
+	if status == http.StatusRequestTimeout { // the rest of the body may still be on its way
+		c.Header("Connection", "close")
 	}
 	c.Set(errorCodeKey, code)
 	c.Abort()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -33,7 +32,7 @@ func validIdempotencyKey(k string) bool {
 
 // purchase reads what every purchase and seat carries, the body's quantity and the
 // optional Idempotency-Key header, into a purchase by the caller.
-func purchase(c *gin.Context) (sale.BuyRequest, error) {
+func purchase(c *gin.Context, body []byte) (sale.BuyRequest, error) {
 	r := sale.BuyRequest{Buyer: caller(c).Buyer}
 	keys, hasKey := c.Request.Header["Idempotency-Key"]
 	if hasKey && (len(keys) != 1 || !validIdempotencyKey(keys[0])) {
@@ -42,13 +41,12 @@ func purchase(c *gin.Context) (sale.BuyRequest, error) {
 	if hasKey {
 		r.IdempotencyKey = keys[0]
 	}
-	body, err := io.ReadAll(c.Request.Body)
-	if q, ok := plainQuantity(body); ok && err == nil {
+	if q, ok := plainQuantity(body); ok {
 		r.Quantity = q
 		return r, nil
 	}
 	var req buyRequest
-	if err := decodeBody(body, err, &req); err != nil {
+	if err := decodeBody(body, &req); err != nil {
 		return r, err
 	}
 	if req.Quantity == nil {
@@ -112,13 +110,13 @@ func (h *Handler) purchaseError(c *gin.Context, err, refused error) {
 	respondError(c, notAdmitted(err, refused))
 }
 
-func (h *Handler) buy(c *gin.Context) {
+func (h *Handler) buy(c *gin.Context, body []byte) {
 	id, ok := pathID(c, "id")
 	if !ok {
 		h.purchaseError(c, errBadPathActivity, nil)
 		return
 	}
-	r, err := purchase(c)
+	r, err := purchase(c, body)
 	if err != nil {
 		h.purchaseError(c, err, nil)
 		return
@@ -134,8 +132,8 @@ func (h *Handler) buy(c *gin.Context) {
 }
 
 // seat opens a group (the path names a sale) or joins one (the path names a group).
-func (h *Handler) seat(open bool) gin.HandlerFunc {
-	return func(c *gin.Context) {
+func (h *Handler) seat(open bool) func(*gin.Context, []byte) {
+	return func(c *gin.Context, body []byte) {
 		var id int64
 		if open {
 			var ok bool
@@ -144,7 +142,7 @@ func (h *Handler) seat(open bool) gin.HandlerFunc {
 				return
 			}
 		}
-		r, err := purchase(c)
+		r, err := purchase(c, body)
 		if err != nil {
 			h.purchaseError(c, err, nil)
 			return
@@ -275,10 +273,14 @@ type refundRequest struct {
 // refund records the shop's refund of an order. The body is optional: none (or no
 // restock) puts the units back on sale.
 func (h *Handler) refund(c *gin.Context) {
-	body, err := io.ReadAll(c.Request.Body)
+	body, err := h.readBody(c)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
 	req := refundRequest{}
-	if err != nil || len(bytes.TrimSpace(body)) > 0 {
-		if err := decodeBody(body, err, &req); err != nil {
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := decodeBody(body, &req); err != nil {
 			respondError(c, err)
 			return
 		}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -268,12 +270,70 @@ func saleOf(a store.Activity, available int64) stock.Sale {
 	return sale
 }
 
-// ListActivities returns every sale, newest first, with the stock Redis has left.
-func (s *Service) ListActivities(ctx context.Context) ([]Activity, error) {
-	as, err := s.store.ListActivities(ctx)
+// Page is where a list of sales, newest first, goes on: the sales whose id is below
+// After (0: from the newest), at most Limit of them.
+type Page struct {
+	After int64
+	Limit int
+}
+
+// Bounds of a page of sales (the contract's): Limit from 1 to MaxPage, DefaultPage
+// when not given.
+const (
+	DefaultPage = 100
+	MaxPage     = 1000
+)
+
+// ListActivities returns a page of sales from MySQL, newest first, with the stock Redis
+// has left, and the After of the next page (0 when this one is the last): the admin's
+// list, exact at the moment it is asked for.
+func (s *Service) ListActivities(ctx context.Context, p Page) ([]Activity, int64, error) {
+	as, err := s.store.ActivitiesBefore(ctx, p.After, p.Limit+1) // one more says whether a page follows
 	if err != nil {
-		return nil, fmt.Errorf("list activities: %w", err)
+		return nil, 0, fmt.Errorf("list activities: %w", err)
 	}
+	next := int64(0)
+	if len(as) > p.Limit {
+		as, next = as[:p.Limit], as[p.Limit-1].ID
+	}
+	views, err := s.views(ctx, as)
+	return views, next, err
+}
+
+// PublicActivities returns a page of sales, newest first, as ListActivities does, from
+// a snapshot of the whole list at most CatalogAge old (catalog): a flood of the public
+// list reaches MySQL at most once per CatalogAge in this process.
+func (s *Service) PublicActivities(ctx context.Context, p Page) ([]Activity, int64, error) {
+	// The load serves every request waiting for it: the first one's end is not its end.
+	all, err := s.catalog.get(context.WithoutCancel(ctx), func(ctx context.Context) ([]Activity, error) {
+		as, err := s.store.ListActivities(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list activities: %w", err)
+		}
+		return s.views(ctx, as)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	from := 0 // newest first: the page starts at the first sale below After
+	if p.After > 0 {
+		from, _ = slices.BinarySearchFunc(all, p.After, func(a Activity, after int64) int {
+			if a.ID >= after {
+				return -1
+			}
+			return 1
+		})
+	}
+	page := all[from:min(len(all), from+p.Limit)]
+	next := int64(0)
+	if from+p.Limit < len(all) {
+		next = page[len(page)-1].ID
+	}
+	return page, next, nil
+}
+
+// views shows stored sales with the state Redis has now.
+func (s *Service) views(ctx context.Context, as []store.Activity) ([]Activity, error) {
 	ids := make([]int64, len(as))
 	for i, a := range as {
 		ids[i] = a.ID
@@ -287,6 +347,42 @@ func (s *Service) ListActivities(ctx context.Context) ([]Activity, error) {
 		out[i] = s.view(a, sales)
 	}
 	return out, nil
+}
+
+// CatalogAge is the most a snapshot of the public list of sales is behind MySQL and
+// Redis.
+const CatalogAge = time.Second
+
+// catalog is the public list of sales as one snapshot, loaded again when it is older
+// than CatalogAge and asked for, by one request while the others wait for it. A load
+// that failed is kept as long: its error is every answer until then.
+type catalog struct {
+	mu   sync.Mutex
+	at   time.Time // of the last load; zero before the first
+	list []Activity
+	err  error
+}
+
+// get returns the snapshot, loading it first when it is older than CatalogAge.
+func (c *catalog) get(ctx context.Context, load func(context.Context) ([]Activity, error)) ([]Activity, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at.IsZero() || time.Since(c.at) >= CatalogAge {
+		c.list, c.err = load(ctx)
+		c.at = time.Now()
+	}
+	return c.list, c.err
+}
+
+// ids are the sales of the last snapshot, without loading one.
+func (c *catalog) ids() []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]int64, len(c.list))
+	for i, a := range c.list {
+		ids[i] = a.ID
+	}
+	return ids
 }
 
 // GetActivity returns one sale or ErrNotFound.

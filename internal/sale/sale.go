@@ -83,6 +83,7 @@ type Service struct {
 	metrics *metrics
 	commits committer
 	rebuild *Rebuilder
+	catalog catalog
 	// judgeByNow judges sale windows by now instead of Redis' clock (SetClock).
 	judgeByNow bool
 
@@ -173,14 +174,41 @@ func newOrderID(activityID int64, now time.Time) string {
 	return ulid.MustNew(ulid.Timestamp(now), rand.Reader).String() + strconv.FormatInt(activityID, 10)
 }
 
-// ActivityOf returns the activity id inside an order's or a group's id.
+// ActivityOf returns the activity id inside an order's or a group's id; false unless
+// the id is exactly as issued: its ULID in upper case (ULIDs parse in either case, and
+// MySQL compares ids without regard to case) and the activity id in canonical decimal
+// (ParseID).
 func ActivityOf(orderID string) (int64, bool) {
 	if len(orderID) <= ulid.EncodedSize || len(orderID) > 48 {
 		return 0, false
 	}
-	if _, err := ulid.ParseStrict(orderID[:ulid.EncodedSize]); err != nil {
+	stamp := orderID[:ulid.EncodedSize]
+	for i := range len(stamp) {
+		if stamp[i] >= 'a' && stamp[i] <= 'z' {
+			return 0, false
+		}
+	}
+	if _, err := ulid.ParseStrict(stamp); err != nil {
 		return 0, false
 	}
-	id, err := strconv.ParseInt(orderID[ulid.EncodedSize:], 10, 64)
-	return id, err == nil && id > 0
+	return ParseID(orderID[ulid.EncodedSize:])
+}
+
+// ParseID reads an activity id as the API writes it: a decimal from 1 to 2^63-1
+// without sign, leading zero or anything else; false for any other text ("+1", "01").
+// Each id has one spelling, so a path that names a sale means it in one way only.
+func ParseID(s string) (int64, bool) {
+	if s == "" || s[0] == '0' || len(s) > 19 {
+		return 0, false
+	}
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return id, true
 }

@@ -222,6 +222,18 @@ func (s *Store) ListActivities(ctx context.Context) ([]Activity, error) {
 	return as, err
 }
 
+// ActivitiesBefore returns at most limit activities whose id is below before (0: from
+// the newest), newest first.
+func (s *Store) ActivitiesBefore(ctx context.Context, before int64, limit int) ([]Activity, error) {
+	q := s.db.WithContext(ctx).Order("id DESC").Limit(limit)
+	if before > 0 {
+		q = q.Where("id < ?", before)
+	}
+	var as []Activity
+	err := q.Find(&as).Error
+	return as, err
+}
+
 // BucketGens returns, by activity and bucket, the highest generation of the Redis state
 // of the buckets 1 and up of sales of several buckets that orders were written under
 // (bucket 0's is Activity.RedisGen).

@@ -1,7 +1,7 @@
 // The admin's page: sign in with an admin token, create a sale (the API's
 // validation messages beside their fields), and watch and change every sale.
 import {
-  api, clock, Session, decodeClaims, money, duration, when, el, setText, statusLabel, poller,
+  api, activities, clock, Session, decodeClaims, money, duration, when, el, setText, statusLabel, poller,
   groupWindowOver, onScreen, offScreen,
 } from './common.js';
 import { liveChart, sparkline, perSecond } from './charts.js';
@@ -67,7 +67,7 @@ async function signIn(token) {
     return signOut('This token has expired. Get a new one with go run ./cmd/api token -user 1 -admin.');
   }
   session.set(token);
-  const res = await api('GET', '/api/v1/admin/activities', { token });
+  const res = await api('GET', '/api/v1/admin/activities?limit=1', { token }); // is the token an admin's?
   if (refused(res)) return undefined;
   setText($('token-error'), '');
   showSignedIn(true);
@@ -517,7 +517,7 @@ function showSales(list) {
 
 const salesPoll = poller(async () => {
   if (!session.token || $('console').hidden) return 2000;
-  const res = await api('GET', '/api/v1/admin/activities', { token: session.token });
+  const res = await activities('/api/v1/admin/activities', { token: session.token });
   if (!res.ok) {
     if (refused(res)) return 2000;
     if (res.status === 429) return (res.retryAfter || 1) * 1000;

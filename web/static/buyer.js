@@ -5,7 +5,7 @@
 // fills and the order becomes payable. A sale with a waiting room is bought from once
 // its line lets the buyer in (line.js).
 import {
-  api, clock, Session, decodeClaims, money, duration, when, idempotencyKey,
+  api, activities, clock, Session, decodeClaims, money, duration, when, idempotencyKey,
   el, setText, statusLabel, poller, groupWindowOver, onScreen, offScreen,
 } from './common.js';
 import { setupLines, renderLine, wireLine, admittedPass, trackCards, startLines, forgetLines } from './line.js';
@@ -325,7 +325,7 @@ function showSales(list) {
 }
 
 const salesPoll = poller(async () => {
-  const res = await api('GET', '/api/v1/activities');
+  const res = await activities('/api/v1/activities');
   if (res.ok) {
     showSales(res.data.activities || []);
     return 2000;

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -213,7 +212,6 @@ func TestChart(t *testing.T) {
 			checkWorker(t, r)
 			if d := r.deployments["nginx"]; d != nil {
 				checkGrace(t, "nginx", d.Spec.Template.Spec, nginxShutdown)
-				checkNginxInFlight(t, r)
 			}
 			checkPods(t, r)
 			checkSelectors(t, r)
@@ -556,6 +554,26 @@ func checkAPI(t *testing.T, r rendered) {
 			t.Errorf("api: %s probe on port %s, the API listens on %s", name, got, port)
 		}
 	}
+	// /metrics on a port of its own, which the pods' scrape annotations name.
+	metrics := listenPort(t, env["SECKILL_METRICS_ADDR"])
+	if metrics == port {
+		t.Errorf("api: /metrics on the buyers' port %s", port)
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == "metrics" && fmt.Sprint(cp.ContainerPort) != metrics {
+			t.Errorf("api: container port metrics is %d, SECKILL_METRICS_ADDR listens on %s", cp.ContainerPort, metrics)
+		}
+	}
+	for _, pod := range []corev1.PodTemplateSpec{d.Spec.Template, r.deployments["worker"].Spec.Template} {
+		a := pod.Annotations
+		want := metrics
+		if pod.Labels["app.kubernetes.io/component"] == "worker" {
+			want = listenPort(t, envOf(t, pod.Spec.Containers[0])["SECKILL_WORKER_METRICS_ADDR"])
+		}
+		if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != want || a["prometheus.io/path"] != "/metrics" {
+			t.Errorf("%s pods: scrape annotations %v, want /metrics on port %s", pod.Labels["app.kubernetes.io/component"], a, want)
+		}
+	}
 	checkGrace(t, "api", d.Spec.Template.Spec, duration(t, env, "SECKILL_SHUTDOWN_DELAY")+duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT"))
 	if p := d.Spec.Template.Spec.Containers[0].ReadinessProbe; p != nil && p.PeriodSeconds*p.FailureThreshold > 3 {
 		t.Errorf("api: readiness takes %d s to see a 503; the API says 503 within 3 s of Redis going", p.PeriodSeconds*p.FailureThreshold)
@@ -601,78 +619,19 @@ func checkWorker(t *testing.T, r rendered) {
 	checkGrace(t, "worker", d.Spec.Template.Spec, duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT"))
 }
 
-// checkNginxInFlight: the nginx pods together pass on no more purchases at once than the
-// fewest API pods the chart runs (the autoscaler's minimum) refuse past themselves, by
-// their own bounds as the code reads them (config.Vars' defaults, or the API's
-// environment), so the front refuses first however the autoscaler scales.
-func checkNginxInFlight(t *testing.T, r rendered) {
-	t.Helper()
-	api := r.deployments["api"]
-	apis := int64(0)
-	switch {
-	case len(r.hpas) == 1 && r.hpas[0].Spec.MinReplicas != nil:
-		apis = int64(*r.hpas[0].Spec.MinReplicas)
-	case api.Spec.Replicas != nil:
-		apis = int64(*api.Spec.Replicas)
-	default:
-		t.Fatal("no count of API pods: neither an autoscaler's minimum nor the Deployment's replicas")
-	}
-	perAPI := apiPurchaseBound(t, envOf(t, api.Spec.Template.Spec.Containers[0]))
-	nginx := r.deployments["nginx"]
-	pods := int64(1)
-	if nginx.Spec.Replicas != nil {
-		pods = int64(*nginx.Spec.Replicas)
-	}
-	v := envOf(t, nginx.Spec.Template.Spec.Containers[0])["SECKILL_NGINX_PURCHASES_IN_FLIGHT"]
-	got, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || got < 1 {
-		t.Fatalf("nginx: SECKILL_NGINX_PURCHASES_IN_FLIGHT=%q, want a whole number of at least 1", v)
-	}
-	if perAPI > 0 && got*pods > apis*perAPI {
-		t.Errorf("nginx: %d pods × %d purchases in flight pass on more than %d API pods refuse past themselves (%d each)", pods, got, apis, perAPI)
-	}
-}
-
-// apiPurchaseBound is what one API refuses purchases past: SECKILL_SALE_PURCHASES_IN_FLIGHT,
-// or SECKILL_PURCHASES_IN_FLIGHT when lower, each from env or config.Vars' default;
-// 0 when neither bounds.
-func apiPurchaseBound(t *testing.T, env map[string]string) int64 {
-	t.Helper()
-	bound := func(name string) int64 {
-		v, ok := env[name]
-		if !ok {
-			v = known()[name].Default
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			t.Fatalf("%s=%q: %v", name, v, err)
-		}
-		return n
-	}
-	sale, process := bound("SECKILL_SALE_PURCHASES_IN_FLIGHT"), bound("SECKILL_PURCHASES_IN_FLIGHT")
-	if sale == 0 || process > 0 && process < sale {
-		return process
-	}
-	return sale
-}
-
-// TestNginxInFlight: the chart derives nginx's bound on purchases in flight from the
-// API pods and their bounds, and refuses a number of the values' that adds up to more.
+// TestNginxInFlight: nginx's bound on purchases in flight is per client address
+// (nginx.purchasesInFlight), passed to the front as it is, and a number out of 1..65535
+// is refused.
 func TestNginxInFlight(t *testing.T) {
 	for _, c := range []struct {
 		name, values string
-		want         string // SECKILL_NGINX_PURCHASES_IN_FLIGHT per nginx pod
+		want         string // SECKILL_NGINX_PURCHASES_IN_FLIGHT
 		refused      string // or a part of helm's error
 	}{
-		{"derived from the autoscaler's minimum", "", "288", ""},
-		{"more API pods at the least", "api: {autoscaling: {minReplicas: 6}}", "576", ""},
-		{"no autoscaler: the replicas", "api: {autoscaling: {enabled: false}, replicas: 2}\nnginx: {enabled: true, replicas: 1}", "384", ""},
-		{"the process bound when lower", "api: {env: {SECKILL_PURCHASES_IN_FLIGHT: \"100\"}}", "150", ""},
-		{"no sale bound: the process bound", "api: {env: {SECKILL_SALE_PURCHASES_IN_FLIGHT: \"0\"}}", "384", ""},
-		{"a number within the bounds", "nginx: {enabled: true, purchasesInFlight: 200}", "200", ""},
-		{"a number past the bounds", "nginx: {enabled: true, purchasesInFlight: 400}", "", "nginx.purchasesInFlight 400 × nginx.replicas 2"},
-		{"no bound anywhere and none given", "api: {env: {SECKILL_SALE_PURCHASES_IN_FLIGHT: \"0\", SECKILL_PURCHASES_IN_FLIGHT: \"0\"}}", "", "the APIs have no bound of their own"},
-		{"no bound anywhere and one given", "api: {env: {SECKILL_SALE_PURCHASES_IN_FLIGHT: \"0\", SECKILL_PURCHASES_IN_FLIGHT: \"0\"}}\nnginx: {enabled: true, purchasesInFlight: 1000}", "1000", ""},
+		{"the default", "", "64", ""},
+		{"a number of the values'", "nginx: {enabled: true, purchasesInFlight: 200}", "200", ""},
+		{"none", "nginx: {enabled: true, purchasesInFlight: 0}", "", "nginx.purchasesInFlight: 0 per client address, want 1 to 65535"},
+		{"too many", "nginx: {enabled: true, purchasesInFlight: 70000}", "", "want 1 to 65535"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			values := filepath.Join(t.TempDir(), "values.yaml")
@@ -690,15 +649,13 @@ func TestNginxInFlight(t *testing.T) {
 				}
 				return
 			}
-			r := render(t, values)
-			nginx := r.deployments["nginx"]
+			nginx := render(t, values).deployments["nginx"]
 			if nginx == nil {
 				t.Fatal("no nginx Deployment")
 			}
 			if got := envOf(t, nginx.Spec.Template.Spec.Containers[0])["SECKILL_NGINX_PURCHASES_IN_FLIGHT"]; got != c.want {
 				t.Errorf("SECKILL_NGINX_PURCHASES_IN_FLIGHT = %q, want %s", got, c.want)
 			}
-			checkNginxInFlight(t, r)
 		})
 	}
 }
@@ -806,8 +763,8 @@ func checkSelectors(t *testing.T, r rendered) {
 				t.Errorf("ServiceMonitor: endpoint %s scrapes %s", e.Port, e.Path)
 			}
 		}
-		if !ports["http"] || !ports["metrics"] {
-			t.Errorf("ServiceMonitor scrapes ports %v, want the API's http and the worker's metrics", ports)
+		if len(ports) != 1 || !ports["metrics"] {
+			t.Errorf("ServiceMonitor scrapes ports %v, want metrics alone (the API's and the worker's, never http)", ports)
 		}
 	}
 }

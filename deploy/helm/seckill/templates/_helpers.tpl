@@ -180,6 +180,15 @@ checksum/secrets: {{ toYaml .Values.secrets.stringData | sha256sum }}
 {{- end }}
 {{- end -}}
 
+{{/* Pod annotations for a Prometheus that finds its targets by them (without the
+Operator's ServiceMonitor): scrape /metrics on the given port, the operations port,
+never the buyers'. */}}
+{{- define "seckill.scrape" -}}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ . | quote }}
+prometheus.io/path: /metrics
+{{- end -}}
+
 {{/* A whole number of seconds >= 0 from a value: (list VALUE "its.name"). */}}
 {{- define "seckill.seconds" -}}
 {{- $v := index . 0 -}}
@@ -221,42 +230,13 @@ capabilities:
 {{- end -}}
 
 {{/*
-Purchases and seats one nginx pod passes on at once: nginx.purchasesInFlight, or when
-it is 0, the most that keeps the nginx pods together within what the fewest API pods
-refuse past themselves: API pods (api.autoscaling.minReplicas, api.replicas without the
-autoscaler) times each API's bound (SECKILL_SALE_PURCHASES_IN_FLIGHT, or
-SECKILL_PURCHASES_IN_FLIGHT when lower; 0 is no bound), divided by nginx.replicas. The
-defaults 192 and 256 are config.Vars' (deploy/helm/chartcheck holds them to it). A
-number of the values' that adds up to more is refused.
+Purchases and seats in flight through nginx from one client address
+(nginx.purchasesInFlight): 1 to 65535.
 */}}
 {{- define "seckill.nginxInFlight" -}}
-{{- $env := .Values.api.env -}}
-{{- $sale := index $env "SECKILL_SALE_PURCHASES_IN_FLIGHT" | default "192" | int -}}
-{{- $process := index $env "SECKILL_PURCHASES_IN_FLIGHT" | default "256" | int -}}
-{{- $perAPI := $sale -}}
-{{- if or (eq $sale 0) (and (gt $process 0) (lt $process $sale)) -}}
-{{- $perAPI = $process -}}
-{{- end -}}
-{{- $apis := ternary .Values.api.autoscaling.minReplicas .Values.api.replicas .Values.api.autoscaling.enabled | int -}}
-{{- $pods := .Values.nginx.replicas | int -}}
-{{- if lt $pods 1 -}}
-{{- fail "nginx.replicas must be at least 1" -}}
-{{- end -}}
 {{- $set := .Values.nginx.purchasesInFlight | int -}}
-{{- if eq $perAPI 0 -}}
-{{- if lt $set 1 -}}
-{{- fail "nginx.purchasesInFlight: the APIs have no bound of their own (SECKILL_SALE_PURCHASES_IN_FLIGHT and SECKILL_PURCHASES_IN_FLIGHT 0), so set the front's" -}}
-{{- end -}}
-{{- else -}}
-{{- $total := mul $apis $perAPI -}}
-{{- if eq $set 0 -}}
-{{- $set = div $total $pods -}}
-{{- else if gt (mul $set $pods) $total -}}
-{{- fail (printf "nginx.purchasesInFlight %d × nginx.replicas %d passes on more than the %d API pods refuse past themselves (%d each): set it at or under %d, or 0 to derive it" $set $pods $apis $perAPI (div $total $pods)) -}}
-{{- end -}}
-{{- end -}}
 {{- if or (lt $set 1) (gt $set 65535) -}}
-{{- fail (printf "nginx.purchasesInFlight: %d per nginx pod, want 1 to 65535" $set) -}}
+{{- fail (printf "nginx.purchasesInFlight: %d per client address, want 1 to 65535" $set) -}}
 {{- end -}}
 {{- $set -}}
 {{- end -}}
