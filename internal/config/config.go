@@ -107,6 +107,10 @@ type Config struct {
 	// PersistBatch is SECKILL_PERSIST_BATCH [250]: most orders the worker writes in one
 	// MySQL transaction.
 	PersistBatch int
+	// SaleRetention is SECKILL_SALE_RETENTION [1h]: how long a sale's Redis state stays
+	// after its end and after its last order is final, before the worker archives the
+	// sale (internal/sale/archive.go); 0 to MaxSaleRetention.
+	SaleRetention time.Duration
 	// PprofAddr is SECKILL_PPROF_ADDR [unset: off]: where the API serves net/http/pprof,
 	// for profiling under load. Keep it on loopback.
 	PprofAddr string
@@ -124,6 +128,10 @@ type Config struct {
 
 	shown []string // what the start-up log shows of each variable (String)
 }
+
+// MaxSaleRetention is the longest SECKILL_SALE_RETENTION: a sale's state stays in Redis
+// at most this long once it is over.
+const MaxSaleRetention = 30 * 24 * time.Hour
 
 // Load reads the environment, each variable through Vars (its default, and
 // <NAME>_FILE for a secret). It fails on malformed values, naming each variable at
@@ -161,6 +169,7 @@ func Load() (Config, error) {
 	c.LockWait = l.duration("SECKILL_LOCK_WAIT", "500ms")
 	c.WorkerConcurrency = l.whole("SECKILL_WORKER_CONCURRENCY")
 	c.PersistBatch = l.whole("SECKILL_PERSIST_BATCH")
+	c.SaleRetention = l.duration("SECKILL_SALE_RETENTION", "1h")
 	c.PprofAddr = l.str("SECKILL_PPROF_ADDR")
 	c.ClockOffset = l.duration("SECKILL_CLOCK_OFFSET", "-90s")
 	c.ShutdownDelay = l.duration("SECKILL_SHUTDOWN_DELAY", "5s")
@@ -193,6 +202,9 @@ func Load() (Config, error) {
 	}
 	if c.LockWait < 0 {
 		l.fail(errors.New("SECKILL_LOCK_WAIT: want a duration such as 500ms"))
+	}
+	if c.SaleRetention < 0 || c.SaleRetention > MaxSaleRetention {
+		l.fail(fmt.Errorf("SECKILL_SALE_RETENTION: want a duration from 0s to 720h (30 days), got %v", c.SaleRetention))
 	}
 	if c.ShutdownDelay < 0 || c.ShutdownTimeout < 0 {
 		l.fail(errors.New("SECKILL_SHUTDOWN_DELAY and SECKILL_SHUTDOWN_TIMEOUT: want durations >= 0 such as 5s and 20s"))

@@ -109,6 +109,8 @@ var Vars = []Var{
 		Doc: "Tasks of orders a worker writes at once."},
 	{Name: "SECKILL_PERSIST_BATCH", Default: "250", Binaries: Worker,
 		Doc: "Most orders the worker writes in one MySQL transaction."},
+	{Name: "SECKILL_SALE_RETENTION", Default: "1h", Binaries: Worker,
+		Doc: "How long a sale's Redis state stays after its end and after its last order is final; then the worker removes it and MySQL answers for the sale. 0s to 720h."},
 	{Name: "SECKILL_PPROF_ADDR", Binaries: API,
 		Doc: "Where the API serves net/http/pprof, for profiling; off when unset. Keep it on loopback."},
 	{Name: "SECKILL_SHUTDOWN_DELAY", Default: "5s", Binaries: API,

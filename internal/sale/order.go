@@ -224,7 +224,7 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	if c.Service {
 		return []Order{}, nil
 	}
-	ids, err := s.store.ActivityIDs(ctx)
+	ids, err := s.store.UnarchivedIDs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}
