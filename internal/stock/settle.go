@@ -321,16 +321,19 @@ end
 // ARGV[6+3i] its quantity
 //
 // An order is remembered with the score +inf until Forget. The sale's generation goes
-// up once when anything came back. A lost sale gets nothing: its rebuild counts an
-// order as held while return_pending, and not once its return is recorded in MySQL.
+// up once when anything came back. A sale that is lost or archived (sale_live) gets
+// nothing, and nothing is written: a rebuild counts an order as held while
+// return_pending, and not once its return is recorded in MySQL; an archived sale is
+// over.
 // Returns how many of the orders were given back now (the others had been before).
-var returnScript = redis.NewScript(unitsLua + bumpGenLua + trimReturnedLua + `
+var returnScript = redis.NewScript(unitsLua + bumpGenLua + trimReturnedLua + saleLiveLua + `
+if not sale_live(KEYS[1]) then return 0 end
 trim_returned(KEYS[3], tonumber(ARGV[3]))
-local live, back = redis.call('HEXISTS', KEYS[1], 'total') == 1, 0
+local back = 0
 for i = 4, #ARGV, 3 do
   if not redis.call('ZSCORE', KEYS[3], ARGV[i]) then
     redis.call('ZADD', KEYS[3], '+inf', ARGV[i])
-    if live then give_back(KEYS[1], KEYS[2], ARGV[i + 1], tonumber(ARGV[i + 2])) end
+    give_back(KEYS[1], KEYS[2], ARGV[i + 1], tonumber(ARGV[i + 2]))
     back = back + 1
   end
 end
