@@ -41,6 +41,9 @@ type Activity struct {
 	// (internal/stock/bucket.go).
 	StockBuckets int `json:"stock_buckets"`
 	RoomSettings
+	// ArchivedAt is when the sale was archived: it is over, its Redis state is gone,
+	// and every figure of it comes from MySQL. Absent before.
+	ArchivedAt *apitime.Time `json:"archived_at,omitempty"`
 }
 
 // Kinds of sale.
@@ -206,15 +209,18 @@ func saleOf(a store.Activity, available int64) stock.Sale {
 	return sale
 }
 
-// ListActivities returns every sale, newest first, with the stock Redis has left.
+// ListActivities returns every sale, newest first, with the stock Redis has left (an
+// archived sale's from MySQL).
 func (s *Service) ListActivities(ctx context.Context) ([]Activity, error) {
 	as, err := s.store.ListActivities(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list activities: %w", err)
 	}
-	ids := make([]int64, len(as))
-	for i, a := range as {
-		ids[i] = a.ID
+	ids := make([]int64, 0, len(as))
+	for _, a := range as {
+		if !s.isArchived(a) {
+			ids = append(ids, a.ID)
+		}
 	}
 	sales, err := s.stock.Sales(ctx, ids)
 	if err != nil {
@@ -236,8 +242,12 @@ func (s *Service) GetActivity(ctx context.Context, id int64) (Activity, error) {
 	return s.liveView(ctx, a)
 }
 
-// liveView shows a stored activity with the state Redis has now.
+// liveView shows a stored activity with the state Redis has now; an archived one as
+// MySQL has it.
 func (s *Service) liveView(ctx context.Context, a store.Activity) (Activity, error) {
+	if s.isArchived(a) {
+		return s.view(a, nil), nil
+	}
 	sales, err := s.stock.Sales(ctx, []int64{a.ID})
 	if err != nil {
 		return Activity{}, err
@@ -245,7 +255,9 @@ func (s *Service) liveView(ctx context.Context, a store.Activity) (Activity, err
 	return s.view(a, sales), nil
 }
 
-// view shows a stored activity with Redis's live state when Redis has it.
+// view shows a stored activity with Redis's live state when Redis has it, else (an
+// archived sale, or one Redis lost) with MySQL's units left: stock_total less the units
+// of its grouping, created and paid orders.
 func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 	v := Activity{ID: a.ID, Name: a.Name, ProductName: a.ProductName, PriceCents: a.PriceCents,
 		StockTotal: a.StockTotal, StockAvailable: a.StockTotal - a.Sold, PerUserLimit: a.PerUserLimit,
@@ -254,6 +266,10 @@ func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 		PerUserParticipations: a.PerUserParticipations, StockBuckets: max(1, a.StockBuckets), RoomSettings: roomOf(a)}
 	if v.Kind == "" {
 		v.Kind = KindSale
+	}
+	if a.ArchivedAt != nil {
+		at := apitime.Of(*a.ArchivedAt)
+		v.ArchivedAt = &at
 	}
 	if live, ok := sales[a.ID]; ok {
 		v.StockAvailable, v.StockTotal, v.PerUserLimit, v.EndsAt = live.Available, live.Total, live.Limit, apitime.Of(live.EndsAt)
@@ -281,7 +297,8 @@ type ActivityPatch struct {
 }
 
 // PatchActivity changes a sale in MySQL and Redis; every API instance sees the change
-// at its next request, since purchases read the sale's state from Redis.
+// at its next request, since purchases read the sale's state from Redis. An archived
+// sale is ErrArchived, unchanged.
 func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) (Activity, error) {
 	if p.EndsAt != nil {
 		ends := apitime.Of(*p.EndsAt).Time // as CreateActivity keeps it
@@ -356,15 +373,18 @@ type OrderCounts struct {
 // created and paid (MySQL) orders. The two stores are read one after the other, so while
 // orders flow an order moving from queued to created can be counted in both or in
 // neither: the figures of a busy sale are right to within the orders persisted during
-// the call. GET .../ledger gives an exact balance.
+// the call. GET .../ledger gives an exact balance. An archived sale's come from MySQL
+// alone (it has no queued order).
 func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	a, err := s.GetActivity(ctx, id)
 	if err != nil {
 		return Stats{}, err
 	}
-	queued, queuedUnits, err := s.stock.QueuedTotals(ctx, id)
-	if err != nil {
-		return Stats{}, err
+	var queued, queuedUnits int64
+	if a.ArchivedAt == nil {
+		if queued, queuedUnits, err = s.stock.QueuedTotals(ctx, id); err != nil {
+			return Stats{}, err
+		}
 	}
 	counts, err := s.store.CountOrders(ctx, id)
 	if err != nil {

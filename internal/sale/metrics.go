@@ -104,7 +104,8 @@ func (m *metrics) committed(n int, err error) {
 var stockDesc = prometheus.NewDesc("seckill_stock_available", "Units a sale has left in Redis.",
 	[]string{"activity_id"}, nil)
 
-// stockCollector reads every sale's available units from Redis when scraped.
+// stockCollector reads every sale's available units from Redis when scraped; an
+// archived sale has no series.
 type stockCollector struct{ s *Service }
 
 func (c stockCollector) Describe(ch chan<- *prometheus.Desc) { ch <- stockDesc }
@@ -117,6 +118,9 @@ func (c stockCollector) Collect(ch chan<- prometheus.Metric) {
 		return // a scrape while a store is down shows no stock figures
 	}
 	for _, a := range as {
+		if a.ArchivedAt != nil { // over: its label goes with its Redis state
+			continue
+		}
 		ch <- prometheus.MustNewConstMetric(stockDesc, prometheus.GaugeValue, float64(a.StockAvailable),
 			strconv.FormatInt(a.ID, 10))
 	}

@@ -50,26 +50,27 @@ func (s *Store) ArchiveCandidates(ctx context.Context, endedBy time.Time, limit 
 	return as, nil
 }
 
-// Settled reports whether every order of a sale is final and no cancelled order's
-// units are on their way back, and, if so, when its last order became final (paid,
-// cancelled, or stored failed; the zero time for a sale without orders). The check of
-// the statuses reads the index orders_by_activity; the instant reads every order of the
-// sale, so the caller remembers it.
-func (s *Store) Settled(ctx context.Context, activityID int64) (settled bool, last time.Time, err error) {
-	db := s.db.WithContext(ctx)
-	if open, err := unsettledOrder(db, activityID); err != nil || open {
-		return false, time.Time{}, err
-	}
+// Unsettled reports whether an order of the sale is not final yet, or is cancelled with
+// its units still on their way back, through the indexes orders_by_activity and
+// orders_return_pending.
+func (s *Store) Unsettled(ctx context.Context, activityID int64) (bool, error) {
+	return unsettledOrder(s.db.WithContext(ctx), activityID)
+}
+
+// LastFinal returns when the last order of a sale became final (paid, cancelled, or
+// stored failed; the zero time for a sale without orders). It reads every order of the
+// sale: ask it once the sale is settled (Unsettled), and remember it.
+func (s *Store) LastFinal(ctx context.Context, activityID int64) (time.Time, error) {
 	var at *time.Time
-	err = db.Model(&Order{}).Select("MAX(GREATEST(persisted_at, COALESCE(paid_at, persisted_at), "+
+	err := s.db.WithContext(ctx).Model(&Order{}).Select("MAX(GREATEST(persisted_at, COALESCE(paid_at, persisted_at), "+
 		"COALESCE(cancelled_at, persisted_at)))").Where("activity_id = ?", activityID).Scan(&at).Error
 	if err != nil {
-		return false, time.Time{}, fmt.Errorf("when the orders of activity %d became final: %w", activityID, err)
+		return time.Time{}, fmt.Errorf("when the orders of activity %d became final: %w", activityID, err)
 	}
-	if at != nil {
-		last = *at
+	if at == nil {
+		return time.Time{}, nil
 	}
-	return true, last, nil
+	return *at, nil
 }
 
 // unsettledOrder reports whether an order of the sale is not final, or is cancelled
@@ -178,6 +179,16 @@ func (s *Store) KeyedOrder(ctx context.Context, activityID int64, who buyer.ID, 
 		return o, ErrNotFound
 	}
 	return o, err
+}
+
+// GetGroup returns one group of sale_groups, without its members, or ErrNotFound.
+func (s *Store) GetGroup(ctx context.Context, id string) (Group, error) {
+	var g Group
+	err := s.db.WithContext(ctx).Table("sale_groups").Where("id = ?", id).Take(&g).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return g, ErrNotFound
+	}
+	return g, err
 }
 
 // UnarchivedActivities returns every sale not archived, newest first: the sales whose
