@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -61,16 +62,13 @@ func (s *Store) Unsettled(ctx context.Context, activityID int64) (bool, error) {
 // stored failed; the zero time for a sale without orders). It reads every order of the
 // sale: ask it once the sale is settled (Unsettled), and remember it.
 func (s *Store) LastFinal(ctx context.Context, activityID int64) (time.Time, error) {
-	var at *time.Time
+	var at sql.NullTime
 	err := s.db.WithContext(ctx).Model(&Order{}).Select("MAX(GREATEST(persisted_at, COALESCE(paid_at, persisted_at), "+
-		"COALESCE(cancelled_at, persisted_at)))").Where("activity_id = ?", activityID).Scan(&at).Error
+		"COALESCE(cancelled_at, persisted_at)))").Where("activity_id = ?", activityID).Row().Scan(&at)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("when the orders of activity %d became final: %w", activityID, err)
 	}
-	if at == nil {
-		return time.Time{}, nil
-	}
-	return *at, nil
+	return at.Time, nil
 }
 
 // unsettledOrder reports whether an order of the sale is not final, or is cancelled
