@@ -123,20 +123,6 @@ func (d *drop) waitArchived(t *testing.T, within time.Duration) archivedActivity
 	}
 }
 
-// saleKeysIn lists the keys of sale id in Redis (every bucket's tag).
-func saleKeysIn(t *testing.T, rdb *redis.Client, id int64) []string {
-	t.Helper()
-	var keys []string
-	for _, match := range []string{fmt.Sprintf("seckill:{act:%d}*", id), fmt.Sprintf("seckill:{act:%d:*", id)} {
-		found, err := rdb.Keys(context.Background(), match).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, found...)
-	}
-	return keys
-}
-
 // A sale run to its end with real API and worker processes is archived by the worker
 // once SECKILL_SALE_RETENTION has passed: no key of it is left in Redis, and the API
 // answers from MySQL: the activity and its stats as before, a balanced ledger, the
@@ -155,7 +141,7 @@ func TestArchivedSaleEndToEnd(t *testing.T) {
 	a := d.waitArchived(t, 60*time.Second)
 	c.must("GET", path+"/stats", admin, nil).decode(t, &before)
 	rdb := s.Redis.Client(t)
-	if keys := saleKeysIn(t, rdb, d.id); len(keys) > 0 {
+	if keys := testutil.SaleKeys(t, rdb, d.id); len(keys) > 0 {
 		t.Errorf("keys of the archived sale in Redis: %v", keys)
 	}
 	if a.Status != "ended" || a.StockAvailable != 9 || a.StockTotal != 10 {
@@ -213,7 +199,7 @@ func TestArchivedSaleEndToEnd(t *testing.T) {
 		t.Errorf("stats after the refusals %+v, want %+v", after, before)
 	}
 	time.Sleep(3 * time.Second) // two runs of the worker's jobs (rebuild of lost sales, archive) pass
-	if keys := saleKeysIn(t, rdb, d.id); len(keys) > 0 {
+	if keys := testutil.SaleKeys(t, rdb, d.id); len(keys) > 0 {
 		t.Errorf("keys of the archived sale back in Redis: %v", keys)
 	}
 	if m := string(c.must("GET", "/metrics", "", nil).Body); strings.Contains(m, fmt.Sprintf(`activity_id="%d"`, d.id)) {

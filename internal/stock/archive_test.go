@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,42 +14,6 @@ import (
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
 )
-
-// saleKeys lists every key of a sale in Redis, in all its buckets (tags {act:<id>} and
-// {act:<id>:<n>.<j>}), on each master of a cluster: a SCAN of the keyspace, as a test
-// may make and the service never does.
-func saleKeys(t *testing.T, rdb redis.UniversalClient, act int64) []string {
-	t.Helper()
-	ctx := context.Background()
-	var mu sync.Mutex // ForEachMaster runs on every master at once
-	var keys []string
-	scan := func(ctx context.Context, c *redis.Client) error {
-		for _, match := range []string{fmt.Sprintf("seckill:{act:%d}*", act), fmt.Sprintf("seckill:{act:%d:*", act)} {
-			iter := c.Scan(ctx, 0, match, 1000).Iterator()
-			for iter.Next(ctx) {
-				mu.Lock()
-				keys = append(keys, iter.Val())
-				mu.Unlock()
-			}
-			if err := iter.Err(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var err error
-	switch c := rdb.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, scan)
-	case *redis.Client:
-		err = scan(ctx, c)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(keys)
-	return keys
-}
 
 // A finished sale whose orders went every way (bought with Idempotency-Keys, settled,
 // failed back to stock, cancelled and returned, rolled back, refused past the limit;
@@ -91,11 +54,11 @@ func TestRemoveLeavesNoKeyOfTheSale(t *testing.T) {
 					if _, err := s.Reserve(ctx, reservation(neighbour, 1, 1, "n1", t0.Add(time.Minute))); err != nil {
 						t.Fatal(err)
 					}
-					kept := saleKeys(t, rdb, neighbour)
+					kept := testutil.SaleKeys(t, rdb, neighbour)
 
 					newSaleOf(t, s, act, 40, tc.buckets, tc.group)
 					names := finishSale(t, s, act, tc.group)
-					if len(saleKeys(t, rdb, act)) == 0 {
+					if len(testutil.SaleKeys(t, rdb, act)) == 0 {
 						t.Fatal("the finished sale has no key to remove")
 					}
 
@@ -114,7 +77,7 @@ func TestRemoveLeavesNoKeyOfTheSale(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if left := saleKeys(t, rdb, act); len(left) > 0 {
+					if left := testutil.SaleKeys(t, rdb, act); len(left) > 0 {
 						t.Errorf("after Remove (%d keys removed): %v left", removed, left)
 					}
 					late(t, s, act, tc.buckets, names)
@@ -125,10 +88,10 @@ func TestRemoveLeavesNoKeyOfTheSale(t *testing.T) {
 					if err := s.Reopen(ctx, act, tc.buckets, c); err != nil { // ... meets MySQL's refusal
 						t.Fatal(err)
 					}
-					if left := saleKeys(t, rdb, act); len(left) > 0 {
+					if left := testutil.SaleKeys(t, rdb, act); len(left) > 0 {
 						t.Errorf("late writes after Remove left %v", left)
 					}
-					if got := saleKeys(t, rdb, neighbour); !slices.Equal(got, kept) {
+					if got := testutil.SaleKeys(t, rdb, neighbour); !slices.Equal(got, kept) {
 						t.Errorf("the neighbouring sale's keys: %v, want %v", got, kept)
 					}
 				})

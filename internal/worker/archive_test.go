@@ -141,20 +141,6 @@ func (f *archiveFixture) end(t *testing.T, a sale.Activity, at time.Time) {
 	}
 }
 
-// keysOf lists the sale's keys in Redis, every bucket's (a SCAN, as a test may).
-func keysOf(t *testing.T, rdb *redis.Client, act int64) []string {
-	t.Helper()
-	var keys []string
-	for _, match := range []string{fmt.Sprintf("seckill:{act:%d}*", act), fmt.Sprintf("seckill:{act:%d:*", act)} {
-		found, err := rdb.Keys(context.Background(), match).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, found...)
-	}
-	return keys
-}
-
 // Which sales the archive takes: only a sale that has ended, whose every order is final
 // (none queued in Redis, grouping, created, or cancelled with its units on their way
 // back), and for which the retention has passed since its end and since its last order
@@ -250,7 +236,7 @@ func TestArchiveTakesOnlyFinishedSales(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			keys := keysOf(t, f.rdb, a.ID)
+			keys := testutil.SaleKeys(t, f.rdb, a.ID)
 			if got := stored.Archived() && stored.RedisRemovedAt != nil; got != tc.want || n != map[bool]int{true: 1}[tc.want] {
 				t.Fatalf("archived %v (%d sales), want %v", got, n, tc.want)
 			}
@@ -351,7 +337,7 @@ func TestArchivedSaleAnswersFromMySQL(t *testing.T) {
 	if _, err := sale.NewRebuilder(f.st, f.sk).RebuildLost(ctx, time.Now().Add(-2*time.Hour)); err != nil {
 		t.Errorf("the worker's check of lost sales: %v", err)
 	}
-	if keys := keysOf(t, f.rdb, a.ID); len(keys) > 0 {
+	if keys := testutil.SaleKeys(t, f.rdb, a.ID); len(keys) > 0 {
 		t.Errorf("keys of the archived sale back in Redis: %v", keys)
 	}
 	if g, err := f.st.GetActivity(ctx, a.ID); err != nil || g.PerUserLimit != 3 || g.RedisEpoch != 0 {
@@ -468,7 +454,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 			if !archived {
 				t.Fatal("the sale was never archived")
 			}
-			if keys := keysOf(t, f.rdb, a.ID); len(keys) > 0 {
+			if keys := testutil.SaleKeys(t, f.rdb, a.ID); len(keys) > 0 {
 				t.Errorf("keys of the archived sale in Redis: %v", keys)
 			}
 			counts, err := f.st.CountOrders(ctx, a.ID)
