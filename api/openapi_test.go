@@ -57,7 +57,7 @@ var contractCodes = []statusCode{
 
 // projectCodes are the codes the project added beyond the contract. A new code in
 // internal/handler must be added here (and documented) on purpose.
-var projectCodes = []statusCode{{405, "method_not_allowed"}, {409, "order_not_cancellable"}}
+var projectCodes = []statusCode{{405, "method_not_allowed"}, {409, "order_not_cancellable"}, {409, "sale_archived"}}
 
 type statusCode struct {
 	status int

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs load scenarios against an API and a worker of its own, and stops them afterwards.
 #
-#   loadtest/run.sh [audit] [ratios] [compare] [overload] [hot] [soak] [k6] [ab]     (default: audit ratios, about a minute)
+#   loadtest/run.sh [audit] [ratios] [compare] [overload] [hot] [soak] [drops] [k6] [ab]     (default: audit ratios, about a minute)
 #
 # ratios ends with a group-buy phase (seats taken/s against the purchases/s of the same
 # run, then an audit of the group sale); RATIOS_FLAGS='-group-size 0' leaves it out.
@@ -17,7 +17,11 @@
 # Environment:
 #   API_INSTANCES=1       API processes; the crowd spreads its requests over all of them
 #   SECKILL_API_BIN, SECKILL_WORKER_BIN   binaries to run [bin/api, bin/worker, built from the work tree]
-#   AUDIT_FLAGS, RATIOS_FLAGS, COMPARE_FLAGS, OVERLOAD_FLAGS, HOT_FLAGS, SOAK_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
+#   AUDIT_FLAGS, RATIOS_FLAGS, COMPARE_FLAGS, OVERLOAD_FLAGS, HOT_FLAGS, SOAK_FLAGS, DROPS_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
+#   LOADTEST_DROPS                        a number N: crowd drops runs N short sales to their end beside
+#                                         the scenarios, and waits for the worker (its
+#                                         SECKILL_SALE_RETENTION 1s then) to archive them; its
+#                                         report follows the scenarios' (logs/drops.txt)
 #   LOADTEST_OTHER_URL                    compare: another service's purchase endpoint, running on this
 #                                         machine (started by you); LOADTEST_OTHER_NAME [other],
 #                                         LOADTEST_OTHER_METHOD [POST],
@@ -62,8 +66,8 @@ root=$(pwd)
 scenarios=("$@")
 [ ${#scenarios[@]} -eq 0 ] && scenarios=(audit ratios)
 for s in "${scenarios[@]}"; do
-	case $s in audit | ratios | compare | overload | hot | soak | k6 | ab) ;; *)
-		echo "usage: $0 [audit] [ratios] [compare] [overload] [hot] [soak] [k6] [ab]" >&2
+	case $s in audit | ratios | compare | overload | hot | soak | drops | k6 | ab) ;; *)
+		echo "usage: $0 [audit] [ratios] [compare] [overload] [hot] [soak] [drops] [k6] [ab]" >&2
 		exit 2
 		;;
 	esac
@@ -251,6 +255,8 @@ if [ "${LOADTEST_LIMITS:-both}" = both ]; then
 	watch+=",limits=$!"
 	limited=http://127.0.0.1:$port
 fi
+# Sales archived during the run (drops) need a short retention; others end in an hour.
+if [ -n "${LOADTEST_DROPS:-}" ] || [[ " ${scenarios[*]} " == *" drops "* ]]; then export SECKILL_SALE_RETENTION=1s; fi
 "$worker_bin" >"$logs/worker.log" 2>&1 9>&- &
 pids+=($!)
 worker_pid=$!
@@ -303,6 +309,18 @@ fi
 echo "loadtest: API ${apis[*]}${front:+ behind nginx at $front}${limited:+ and $limited with the limits as shipped}, worker, redis ${LOADTEST_REDIS:-single}${SECKILL_REDIS_TLS:+ over TLS} on :${redis_ports[*]} (min replicas $min_replicas), MySQL database $db; $built"
 
 status=0
+# The drops' Redis figures need the one server (a cluster's keys are spread over masters).
+drops_redis=""
+[ "${LOADTEST_REDIS:-single}" != single ] || drops_redis=127.0.0.1:$redis_port
+drops_pid=""
+if [ -n "${LOADTEST_DROPS:-}" ]; then
+	echo "drops: $LOADTEST_DROPS short sales run to their end and archived beside the scenarios (report at the end)"
+	# shellcheck disable=SC2086
+	bin/crowd drops -api "$api_list" -mysql "$dsn" -sales "$LOADTEST_DROPS" ${drops_redis:+-redis "$drops_redis"} \
+		${DROPS_FLAGS:-} >"$logs/drops.txt" 2>&1 9>&- &
+	drops_pid=$!
+	pids+=($!)
+fi
 # On the way out, keep the worker's metrics and Redis's per-command figures for a look.
 trap 'curl -fs "http://$SECKILL_WORKER_METRICS_ADDR/metrics" 2>/dev/null | grep "^seckill_" >"$logs/worker-metrics.txt" || true
 for p in "${redis_ports[@]}"; do redis-cli -p "$p" "${cli_tls[@]}" info commandstats; done >"$logs/redis-commandstats.txt" 2>/dev/null || true; stop' EXIT
@@ -336,6 +354,10 @@ for s in "${scenarios[@]}"; do
 		# shellcheck disable=SC2086
 		bin/crowd overload -api "${urls[0]}" -mysql "$dsn" -rss-pid "${api_pids[0]}" -watch "$watch" ${OVERLOAD_FLAGS:-} || status=1
 		;;
+	drops)
+		# shellcheck disable=SC2086
+		bin/crowd drops -api "$api_list" -mysql "$dsn" ${drops_redis:+-redis "$drops_redis"} ${DROPS_FLAGS:-} || status=1
+		;;
 	soak)
 		# shellcheck disable=SC2086
 		bin/crowd soak -api "${urls[0]}" -mysql "$dsn" -redis "127.0.0.1:$redis_port" -api-pid "${api_pids[0]}" \
@@ -354,4 +376,9 @@ for s in "${scenarios[@]}"; do
 		;;
 	esac
 done
+if [ -n "$drops_pid" ]; then
+	echo
+	wait "$drops_pid" || status=1
+	cat "$logs/drops.txt"
+fi
 exit $status

@@ -868,3 +868,45 @@ func (tb *tab) setBlocked(patterns []*network.BlockPattern) {
 		tb.fail("block URLs: %v", err)
 	}
 }
+
+// TestAdminShowsAnArchivedSale watches a sale end and be archived from the admin page:
+// its card, charted while the sale ran, says it is archived, with its figures from
+// MySQL, no chart and none of the actions the API would refuse.
+func TestAdminShowsAnArchivedSale(t *testing.T) {
+	s := testutil.StartStack(t, "SECKILL_SALE_RETENTION=1s")
+	now := time.Now().UTC()
+	body, _ := json.Marshal(map[string]any{"name": "Weekly drop", "product_name": "p", "price_cents": 100,
+		"stock": 7, "per_user_limit": 1, "starts_at": now.Add(-time.Minute).Format(time.RFC3339Nano),
+		"ends_at": now.Add(4 * time.Second).Format(time.RFC3339Nano)})
+	req, _ := http.NewRequest("POST", s.URL+"/api/v1/admin/activities", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+testutil.Token(t, 1, true))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create the sale: %d", resp.StatusCode)
+	}
+	b := startBrowser(t)
+	admin := b.open(t, "admin-archived", 1280, 1000)
+	admin.do("open the admin page", chromedp.Navigate(s.URL+"/admin#token="+testutil.Token(t, 1, true)))
+	admin.waitFor("the live sale's chart drawn", `(() => { const c = document.querySelector('#sales .sale-chart');
+		return c !== null && c.querySelector('canvas') !== null })()`)
+	admin.waitFor("the sale archived on its card", `(() => { const n = document.querySelector('#sales .archived-note');
+		return n !== null && !n.hidden && n.textContent.startsWith('Archived ') })()`)
+	for what, js := range map[string]string{
+		"the badge":          `document.querySelector('#sales .sale-status').textContent`,
+		"units available":    `document.querySelector('#sales .f-available').textContent`,
+		"the actions hidden": `String(document.querySelector('#sales .controls').hidden)`,
+		"the charts hidden":  `String([...document.querySelectorAll('#sales .chart-figure')].every((f) => f.hidden && f.querySelector('canvas') === null))`,
+	} {
+		want := map[string]string{"the badge": "Archived", "units available": "7", "the actions hidden": "true",
+			"the charts hidden": "true"}[what]
+		if got := admin.eval(js); got != want {
+			t.Errorf("%s: %q, want %q", what, got, want)
+		}
+	}
+	admin.screenshot("admin-archived")
+	admin.checkConsole()
+}

@@ -1,5 +1,6 @@
 // Command worker writes queued orders to MySQL: an asynq server whose handler writes
-// each task's orders in transactions, plus the periodic expiry, return and repair jobs.
+// each task's orders in transactions, plus the periodic expiry, return, repair and
+// archive jobs.
 package main
 
 import (
@@ -129,6 +130,8 @@ func run(ctx context.Context) error {
 	lifecycle := order.New(st, sk, outages)
 	repairer := worker.NewRepairer(st, sk, queue.NewEnqueuer(asynq.NewClientFromRedisClient(ap)), persister)
 	admitter := line.NewAdmitter(line.New(ap, nil, nil), st)
+	archiver := sale.NewArchiver(st, sk, cfg.SaleRetention)
+	archiver.Register(reg)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
 	worker.RunPeriodic(jobsCtx, locks, reg,
@@ -157,6 +160,12 @@ func run(ctx context.Context) error {
 		}},
 		worker.Job{Name: "prune-webhooks", Period: time.Minute, Run: func(ctx context.Context) error {
 			_, err := deliverer.Prune(ctx, 10000)
+			return err
+		}},
+		// A sale over for SECKILL_SALE_RETENTION leaves Redis; MySQL answers for it
+		// (internal/sale.Archiver).
+		worker.Job{Name: "archive-sales", Period: 2 * time.Second, Run: func(ctx context.Context) error {
+			_, err := archiver.Run(ctx)
 			return err
 		}},
 		// A live sale Redis has lost is rebuilt from MySQL (internal/sale.Rebuilder).

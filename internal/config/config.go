@@ -133,6 +133,10 @@ type Config struct {
 	PersistBatch int
 	// Pprof is SECKILL_PPROF [false]: true serves net/http/pprof on the metrics address.
 	Pprof bool
+	// SaleRetention is SECKILL_SALE_RETENTION [1h]: how long a sale's Redis state stays
+	// after its end and after its last order is final, before the worker archives the
+	// sale (internal/sale/archive.go); 0 to MaxSaleRetention.
+	SaleRetention time.Duration
 	// ClockOffset is SECKILL_CLOCK_OFFSET [0]: shifts the API's own clock, for tests of
 	// an instance whose clock is wrong (sale windows and passes are judged by Redis'
 	// clock whatever it says). Never set it in production.
@@ -147,6 +151,10 @@ type Config struct {
 
 	shown []string // what the start-up log shows of each variable (String)
 }
+
+// MaxSaleRetention is the longest SECKILL_SALE_RETENTION: a sale's state stays in Redis
+// at most this long once it is over.
+const MaxSaleRetention = 30 * 24 * time.Hour
 
 // Load reads the environment, each variable through Vars (its default, and
 // <NAME>_FILE for a secret). It fails on malformed values, naming each variable at
@@ -196,6 +204,7 @@ func Load() (Config, error) {
 	c.WorkerConcurrency = l.whole("SECKILL_WORKER_CONCURRENCY")
 	c.PersistBatch = l.whole("SECKILL_PERSIST_BATCH")
 	c.Pprof = l.boolean("SECKILL_PPROF")
+	c.SaleRetention = l.duration("SECKILL_SALE_RETENTION", "1h")
 	c.ClockOffset = l.duration("SECKILL_CLOCK_OFFSET", "-90s")
 	c.ShutdownDelay = l.duration("SECKILL_SHUTDOWN_DELAY", "5s")
 	c.ShutdownTimeout = l.duration("SECKILL_SHUTDOWN_TIMEOUT", "20s")
@@ -230,6 +239,9 @@ func Load() (Config, error) {
 	}
 	if c.LockWait < 0 {
 		l.fail(errors.New("SECKILL_LOCK_WAIT: want a duration such as 500ms"))
+	}
+	if c.SaleRetention < 0 || c.SaleRetention > MaxSaleRetention {
+		l.fail(fmt.Errorf("SECKILL_SALE_RETENTION: want a duration from 0s to 720h (30 days), got %v", c.SaleRetention))
 	}
 	if c.ShutdownDelay < 0 || c.ShutdownTimeout < 0 {
 		l.fail(errors.New("SECKILL_SHUTDOWN_DELAY and SECKILL_SHUTDOWN_TIMEOUT: want durations >= 0 such as 5s and 20s"))

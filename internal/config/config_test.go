@@ -195,6 +195,36 @@ func TestNumbers(t *testing.T) {
 	}
 }
 
+// SECKILL_SALE_RETENTION is a duration from 0 to 30 days; anything else (negative, longer,
+// not a duration) fails the start, naming the variable.
+func TestSaleRetention(t *testing.T) {
+	for _, tc := range []struct {
+		value   string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"", time.Hour, false},
+		{"0s", 0, false},
+		{"90s", 90 * time.Second, false},
+		{"720h", 30 * 24 * time.Hour, false},
+		{"-1s", 0, true},
+		{"721h", 0, true},
+		{"a day", 0, true},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			wantErr := ""
+			if tc.wantErr {
+				wantErr = "SECKILL_SALE_RETENTION"
+			}
+			c, ok := load(t, map[string]string{"SECKILL_ENV": "dev", "SECKILL_SALE_RETENTION": tc.value}, wantErr,
+				"SECKILL_ENV", "SECKILL_SALE_RETENTION")
+			if ok && c.SaleRetention != tc.want {
+				t.Errorf("SaleRetention = %v, want %v", c.SaleRetention, tc.want)
+			}
+		})
+	}
+}
+
 // load sets each variable of names to its value in env (unset when env has none) and
 // loads the settings. With wantErr it checks that loading fails naming it and returns
 // false; otherwise loading must succeed.

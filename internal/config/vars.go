@@ -127,6 +127,8 @@ var Vars = []Var{
 		Doc: "Most orders the worker writes in one MySQL transaction."},
 	{Name: "SECKILL_PPROF", Default: "false", Binaries: Both,
 		Doc: "`true` serves net/http/pprof at /debug/pprof/ on the metrics address (SECKILL_METRICS_ADDR, SECKILL_WORKER_METRICS_ADDR), for profiling; off by default."},
+	{Name: "SECKILL_SALE_RETENTION", Default: "1h", Binaries: Worker,
+		Doc: "How long a sale's Redis state stays after its end and after its last order is final; then the worker removes it and MySQL answers for the sale. 0s to 720h."},
 	{Name: "SECKILL_SHUTDOWN_DELAY", Default: "5s", Binaries: API,
 		Doc: "On SIGTERM or SIGINT the API answers /readyz 503 at once and goes on serving every request this long, so load balancers and Kubernetes stop sending to it, before it stops accepting."},
 	{Name: "SECKILL_SHUTDOWN_TIMEOUT", Default: "20s", Binaries: Both,

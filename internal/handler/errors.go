@@ -78,6 +78,7 @@ var mapping = []struct {
 	{sale.ErrNotFound, http.StatusNotFound, "not_found"},
 	{stock.ErrNotStarted, http.StatusConflict, "sale_not_started"},
 	{stock.ErrEnded, http.StatusConflict, "sale_ended"},
+	{sale.ErrArchived, http.StatusConflict, "sale_archived"},
 	{stock.ErrSoldOut, http.StatusConflict, "sold_out"},
 	{stock.ErrLimitExceeded, http.StatusConflict, "limit_exceeded"},
 	{stock.ErrQuantityOverLimit, http.StatusBadRequest, "invalid_request"},

@@ -28,6 +28,12 @@ func passesKey(activityID int64) string { return prefix(activityID) + "passes" }
 // after their holder bought).
 func metaKey(activityID int64) string { return prefix(activityID) + "meta" }
 
+// Keys are the line's keys of a sale whose names it fixes, for the sale's archive
+// (a solution's key, powKey, expires with its challenge).
+func Keys(activityID int64) []string {
+	return []string{waitKey(activityID), ticketsKey(activityID), passesKey(activityID), metaKey(activityID)}
+}
+
 // powKey marks a proof-of-work solution as accepted (until its challenge expires), so
 // each solution joins once.
 func powKey(activityID int64, challenge string) string {

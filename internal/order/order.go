@@ -231,7 +231,7 @@ func (l *Lifecycle) FailDueGroups(ctx context.Context, limit int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("fail groups: %w", err)
 	}
-	acts, err := l.store.ListActivities(ctx)
+	acts, err := l.store.UnarchivedActivities(ctx) // an archived sale's groups all had their outcome
 	if err != nil {
 		return 0, fmt.Errorf("fail groups: %w", err)
 	}

@@ -51,6 +51,9 @@ type Activity struct {
 	// order event of the sale carries, and a JSON object (ShopFields).
 	ExternalRef string          `json:"external_ref,omitempty"`
 	Metadata    json.RawMessage `json:"metadata,omitempty"`
+	// ArchivedAt is when the sale was archived: it is over, its Redis state is gone,
+	// and every figure of it comes from MySQL. Absent before.
+	ArchivedAt *apitime.Time `json:"archived_at,omitempty"`
 }
 
 // Kinds of sale.
@@ -334,9 +337,11 @@ func (s *Service) PublicActivities(ctx context.Context, p Page) ([]Activity, int
 
 // views shows stored sales with the state Redis has now.
 func (s *Service) views(ctx context.Context, as []store.Activity) ([]Activity, error) {
-	ids := make([]int64, len(as))
-	for i, a := range as {
-		ids[i] = a.ID
+	ids := make([]int64, 0, len(as))
+	for _, a := range as {
+		if !s.isArchived(a) {
+			ids = append(ids, a.ID)
+		}
 	}
 	sales, err := s.stock.Sales(ctx, ids)
 	if err != nil {
@@ -374,13 +379,15 @@ func (c *catalog) get(ctx context.Context, load func(context.Context) ([]Activit
 	return c.list, c.err
 }
 
-// ids are the sales of the last snapshot, without loading one.
+// ids are the sales of the last snapshot that are not archived, without loading one.
 func (c *catalog) ids() []int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ids := make([]int64, len(c.list))
-	for i, a := range c.list {
-		ids[i] = a.ID
+	ids := make([]int64, 0, len(c.list))
+	for _, a := range c.list {
+		if a.ArchivedAt == nil { // an archived sale has no Redis state
+			ids = append(ids, a.ID)
+		}
 	}
 	return ids
 }
@@ -394,8 +401,12 @@ func (s *Service) GetActivity(ctx context.Context, id int64) (Activity, error) {
 	return s.liveView(ctx, a)
 }
 
-// liveView shows a stored activity with the state Redis has now.
+// liveView shows a stored activity with the state Redis has now; an archived one as
+// MySQL has it.
 func (s *Service) liveView(ctx context.Context, a store.Activity) (Activity, error) {
+	if s.isArchived(a) {
+		return s.view(a, nil), nil
+	}
 	sales, err := s.stock.Sales(ctx, []int64{a.ID})
 	if err != nil {
 		return Activity{}, err
@@ -403,7 +414,9 @@ func (s *Service) liveView(ctx context.Context, a store.Activity) (Activity, err
 	return s.view(a, sales), nil
 }
 
-// view shows a stored activity with Redis's live state when Redis has it.
+// view shows a stored activity with Redis's live state when Redis has it, else (an
+// archived sale, or one Redis lost) with MySQL's units left: stock_total less the units
+// of its grouping, created and paid orders.
 func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 	v := Activity{ID: a.ID, Name: a.Name, ProductName: a.ProductName, PriceCents: a.PriceCents,
 		StockTotal: a.StockTotal, StockAvailable: a.StockTotal - a.Sold, PerUserLimit: a.PerUserLimit,
@@ -416,6 +429,10 @@ func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 	}
 	if v.Kind == "" {
 		v.Kind = KindSale
+	}
+	if a.ArchivedAt != nil {
+		at := apitime.Of(*a.ArchivedAt)
+		v.ArchivedAt = &at
 	}
 	if live, ok := sales[a.ID]; ok {
 		v.StockAvailable, v.StockTotal, v.PerUserLimit, v.EndsAt = live.Available, live.Total, live.Limit, apitime.Of(live.EndsAt)
@@ -444,7 +461,8 @@ type ActivityPatch struct {
 }
 
 // PatchActivity changes a sale in MySQL and Redis; every API instance sees the change
-// at its next request, since purchases read the sale's state from Redis.
+// at its next request, since purchases read the sale's state from Redis. An archived
+// sale is ErrArchived, unchanged.
 func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) (Activity, error) {
 	if p.EndsAt != nil {
 		ends := apitime.Of(*p.EndsAt).Time // as CreateActivity keeps it
@@ -533,15 +551,18 @@ type OrderCounts struct {
 // read one after the other, so while
 // orders flow an order moving from queued to created can be counted in both or in
 // neither: the figures of a busy sale are right to within the orders persisted during
-// the call. GET .../ledger gives an exact balance.
+// the call. GET .../ledger gives an exact balance. An archived sale's come from MySQL
+// alone (it has no queued order).
 func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	a, err := s.GetActivity(ctx, id)
 	if err != nil {
 		return Stats{}, err
 	}
-	queued, queuedUnits, err := s.stock.QueuedTotals(ctx, id)
-	if err != nil {
-		return Stats{}, err
+	var queued, queuedUnits int64
+	if a.ArchivedAt == nil {
+		if queued, queuedUnits, err = s.stock.QueuedTotals(ctx, id); err != nil {
+			return Stats{}, err
+		}
 	}
 	counts, err := s.store.CountOrders(ctx, id)
 	if err != nil {

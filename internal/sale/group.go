@@ -79,7 +79,8 @@ func (s *Service) extendGroup(ctx context.Context, activityID int64, id string) 
 	return err == nil && end.After(now)
 }
 
-// GetGroup returns a group, or ErrNotFound.
+// GetGroup returns a group, or ErrNotFound; a group of an archived sale as MySQL keeps
+// it.
 func (s *Service) GetGroup(ctx context.Context, id string) (Group, error) {
 	activityID, ok := ActivityOf(id)
 	if !ok {
@@ -87,7 +88,7 @@ func (s *Service) GetGroup(ctx context.Context, id string) (Group, error) {
 	}
 	g, err := s.stock.GetGroup(ctx, activityID, id, false)
 	if errors.Is(err, stock.ErrNoGroup) {
-		return Group{}, ErrNotFound
+		return s.archivedGroup(ctx, activityID, id)
 	}
 	if err != nil {
 		return Group{}, err
@@ -98,6 +99,26 @@ func (s *Service) GetGroup(ctx context.Context, id string) (Group, error) {
 			v.ExpiresAt = apitime.Of(end)
 		}
 	}
+	return v, nil
+}
+
+// archivedGroup returns a group of an archived sale from MySQL, without its members;
+// ErrNotFound for a group of a sale that is not archived (Redis holds every group of
+// those).
+func (s *Service) archivedGroup(ctx context.Context, activityID int64, id string) (Group, error) {
+	a, err := s.store.GetActivity(ctx, activityID)
+	if err != nil {
+		return Group{}, err
+	}
+	if !s.isArchived(a) {
+		return Group{}, ErrNotFound
+	}
+	g, err := s.store.GetGroup(ctx, id)
+	if err != nil {
+		return Group{}, err
+	}
+	v := storedGroupView(g)
+	v.MemberBuyers, v.MemberIDs = nil, nil
 	return v, nil
 }
 
@@ -119,7 +140,10 @@ func (s *Service) groupEnd(ctx context.Context, activityID int64, id string) tim
 func (s *Service) OpenGroups(ctx context.Context, activityID int64, limit int) ([]Group, error) {
 	gs, err := s.stock.OpenGroups(ctx, activityID, s.now(), limit)
 	if errors.Is(err, stock.ErrNoSale) {
-		return nil, s.MissingSale(ctx, activityID)
+		if err := s.MissingSale(ctx, activityID); !errors.Is(err, errArchivedSale) {
+			return nil, err
+		}
+		return []Group{}, nil // an archived sale has no open group
 	}
 	if err != nil {
 		return nil, err

@@ -37,6 +37,10 @@ type Ledger struct {
 	// user_purchases plus their queued units (at most 20).
 	UserDifferences []UserDifference `json:"user_differences"`
 	Balanced        bool             `json:"balanced"`
+	// Archived is true for an archived sale, whose balance is MySQL's alone: its units
+	// available are stock_total less those its orders hold, redis_stock_total is
+	// stock_total, and user_differences hold user_purchases against its orders.
+	Archived bool `json:"archived"`
 	// Attempts is how many reads it took to see a stable balance (orders moving from
 	// queued to created between the Redis and MySQL reads can unbalance one read).
 	Attempts int `json:"attempts"`
@@ -74,6 +78,9 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 	a, err := s.store.GetActivity(ctx, id)
 	if err != nil {
 		return Ledger{}, fmt.Errorf("ledger: %w", err)
+	}
+	if s.isArchived(a) {
+		return s.archivedLedger(ctx, a)
 	}
 	snap, err := s.stock.Snapshot(ctx, id)
 	if errors.Is(err, stock.ErrNoSale) {
@@ -132,5 +139,34 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 	l.Balanced = l.Difference == 0 && l.RedisTotal == l.StockTotal &&
 		l.SoldColumn == f.Units[store.StatusGrouping]+f.Units[store.StatusCreated]+f.Units[store.StatusPaid]+f.OffSale &&
 		len(l.UserDifferences) == 0
+	return l, nil
+}
+
+// archivedLedger is the ledger of an archived sale, from MySQL alone: what its orders
+// hold against activities.sold and each buyer's user_purchases.
+func (s *Service) archivedLedger(ctx context.Context, a store.Activity) (Ledger, error) {
+	f, err := s.store.Figures(ctx, a.ID)
+	if err != nil {
+		return Ledger{}, fmt.Errorf("ledger: %w", err)
+	}
+	held, err := s.store.Holdings(ctx, a.ID)
+	if err != nil {
+		return Ledger{}, fmt.Errorf("ledger: %w", err)
+	}
+	l := Ledger{ActivityID: a.ID, StockTotal: a.StockTotal, RedisTotal: a.StockTotal, GroupingUnits: f.Units[store.StatusGrouping],
+		CreatedUnits: f.Units[store.StatusCreated], PaidUnits: f.Units[store.StatusPaid], ReturningUnits: f.ReturnPending,
+		SoldColumn: f.Sold, UserDifferences: []UserDifference{}, Archived: true}
+	l.Available = l.StockTotal - (l.GroupingUnits + l.CreatedUnits + l.PaidUnits + l.ReturningUnits)
+	for u, n := range f.Users {
+		if held[u] != n && len(l.UserDifferences) < 20 {
+			l.UserDifferences = append(l.UserDifferences, UserDifference{Named: u.Named(), Redis: held[u], MySQL: n})
+		}
+	}
+	for u, n := range held {
+		if _, known := f.Users[u]; !known && len(l.UserDifferences) < 20 {
+			l.UserDifferences = append(l.UserDifferences, UserDifference{Named: u.Named(), Redis: n})
+		}
+	}
+	l.Balanced = l.SoldColumn == l.GroupingUnits+l.CreatedUnits+l.PaidUnits && len(l.UserDifferences) == 0
 	return l, nil
 }

@@ -105,8 +105,9 @@ var stockDesc = prometheus.NewDesc("seckill_stock_available", "Units a sale has 
 	[]string{"activity_id"}, nil)
 
 // stockCollector reads the available units of the sales of the last snapshot of the
-// public list (catalog) from Redis when scraped. A scrape asks MySQL nothing: it never
-// loads the snapshot itself, which the list's own requests keep within a second.
+// public list (catalog) from Redis when scraped; an archived sale has no series. A
+// scrape asks MySQL nothing: it never loads the snapshot itself, which the list's own
+// requests keep within a second.
 type stockCollector struct{ s *Service }
 
 func (c stockCollector) Describe(ch chan<- *prometheus.Desc) { ch <- stockDesc }

@@ -46,6 +46,10 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 		return Order{}, nil, false, &FieldError{"quantity", "must be between 1 and the sale's per-user limit"}
 	}
 	ctx = context.WithoutCancel(ctx)
+	if _, archived := s.archived.Load(r.ActivityID); archived {
+		o, replayed, err := s.archivedPurchase(ctx, r)
+		return o, nil, replayed, err
+	}
 	now := s.now()
 	if r.IdempotencyKey == "" { // most of a crowd meets a sold-out sale: say so before minting ids
 		if err := s.stock.FlaggedSoldOut(stock.Reservation{Purchase: r, Now: now}); err != nil {
@@ -60,7 +64,11 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	got, err := s.reserve(ctx, &res)
 	switch {
 	case errors.Is(err, stock.ErrNoSale):
-		return Order{}, nil, false, s.MissingSale(ctx, r.ActivityID)
+		if err := s.MissingSale(ctx, r.ActivityID); !errors.Is(err, errArchivedSale) {
+			return Order{}, nil, false, err
+		}
+		o, replayed, err := s.archivedPurchase(ctx, r)
+		return o, nil, replayed, err
 	case err != nil:
 		return Order{}, nil, false, err
 	case got.Replayed:
@@ -170,20 +178,61 @@ func (s *Service) giveBack(ctx context.Context, res stock.Reservation) {
 }
 
 // MissingSale is the answer for a sale Redis does not know: ErrNotFound when MySQL does
-// not know it either, else ErrUnavailable, and its rebuild from MySQL starts.
+// not know it either; stock.ErrEnded when it is archived (Redis has it no more, and no
+// rebuild brings it back); else ErrUnavailable, and its rebuild from MySQL starts.
 func (s *Service) MissingSale(ctx context.Context, activityID int64) error {
-	_, err := s.store.GetActivity(ctx, activityID)
+	a, err := s.store.GetActivity(ctx, activityID)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return err
 	case err != nil:
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case s.isArchived(a):
+		return errArchivedSale
 	}
 	// Redis lost it: rebuild it from MySQL (once, whoever notices first); until then
 	// its purchases answer 503.
 	slog.Warn("sale is in MySQL but not in Redis: rebuilding it from MySQL", "activity", activityID)
 	s.rebuild.Kick(activityID)
 	return fmt.Errorf("%w: sale %d missing in Redis, being rebuilt", ErrUnavailable, activityID)
+}
+
+// errArchivedSale is stock.ErrEnded for a sale MissingSale found archived.
+var errArchivedSale = fmt.Errorf("%w: it is archived", stock.ErrEnded)
+
+// isArchived reports whether a stored sale is archived, and remembers it when it is.
+func (s *Service) isArchived(a store.Activity) bool {
+	if !a.Archived() {
+		return false
+	}
+	if _, known := s.archived.LoadOrStore(a.ID, struct{}{}); !known {
+		s.stock.ForgetSale(a.ID)
+	}
+	return true
+}
+
+// archivedPurchase answers a purchase of an archived sale from MySQL: a replay of an
+// Idempotency-Key that made an order in the last stock.IdempotencyTTL gets that order
+// (replayed true), as from Redis before (or stock.ErrKeyReused with another body);
+// anything else is stock.ErrEnded. Nothing is written.
+func (s *Service) archivedPurchase(ctx context.Context, r BuyRequest) (Order, bool, error) {
+	if r.IdempotencyKey == "" {
+		return Order{}, false, errArchivedSale
+	}
+	row, err := s.store.KeyedOrder(ctx, r.ActivityID, r.Buyer, r.IdempotencyKey, s.now().Add(-stock.IdempotencyTTL))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Order{}, false, errArchivedSale
+	case err != nil:
+		return Order{}, false, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case row.RequestFingerprint == nil || *row.RequestFingerprint != r.Fingerprint():
+		return Order{}, false, &stock.KeyReusedError{OrderID: row.ID}
+	}
+	o := []Order{storedView(row)}
+	if err := s.inForce(ctx, o, map[string]store.Order{row.ID: row}); err != nil {
+		return Order{}, false, err
+	}
+	return o[0], true, nil
 }
 
 // GetOrder returns an order to its owner or an admin; anyone else gets ErrNotFound.
@@ -229,7 +278,7 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	if c.Service {
 		return []Order{}, nil
 	}
-	ids, err := s.store.ActivityIDs(ctx)
+	ids, err := s.store.UnarchivedIDs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}

@@ -45,7 +45,9 @@ const rebuildAttempts = 20
 
 // Rebuild rebuilds a sale's Redis state from MySQL if Redis has lost it, or always with
 // force (a current state is rebuilt to the same figures, its queued orders kept), and
-// reports whether it did. ErrNotFound for a sale MySQL does not know. The sale is closed
+// reports whether it did. ErrNotFound for a sale MySQL does not know, ErrArchived for
+// an archived one (MySQL refuses its epoch too, should it be archived meanwhile: the
+// rebuild writes nothing, and reopens what its Close wrote). The sale is closed
 // to purchases while it is rebuilt (stock.Close), by one process at a time: when
 // another process is rebuilding it, Rebuild leaves it to that one.
 //
@@ -59,6 +61,9 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 	if err != nil {
 		return false, err
 	}
+	if a.Archived() {
+		return false, ErrArchived
+	}
 	k := max(1, a.StockBuckets)
 	lost, err := r.stock.RebuildPoint(ctx, id, k) // what made this rebuild start
 	if err != nil || lost.Exists && !force {
@@ -67,9 +72,12 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 	r.metrics.started()
 	defer func() { r.metrics.ended(rebuilt, err) }()
 	closing, err := r.stock.Close(ctx, id, k)
-	if errors.Is(err, stock.ErrRebuilding) {
+	switch {
+	case errors.Is(err, stock.ErrRebuilding):
 		return false, nil
-	} else if err != nil {
+	case errors.Is(err, stock.ErrArchived):
+		return false, ErrArchived
+	case err != nil:
 		return false, err
 	}
 	if k == 1 { // its one write is all or nothing: a failed rebuild leaves the sale as it was, open
@@ -88,6 +96,9 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 		return false, r.stock.Reopen(ctx, id, k, closing)
 	}
 	epoch, err := r.store.NextRedisEpoch(ctx, id)
+	if errors.Is(err, ErrArchived) && k > 1 { // archived since it was read: no state of it comes back
+		return false, errors.Join(err, r.stock.Reopen(context.WithoutCancel(ctx), id, k, closing))
+	}
 	if err != nil {
 		return false, err
 	}
@@ -218,7 +229,7 @@ func (r *Rebuilder) Kick(id int64) {
 		defer r.running.Delete(id)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, err := r.Rebuild(ctx, id, false); err != nil {
+		if _, err := r.Rebuild(ctx, id, false); err != nil && !errors.Is(err, ErrArchived) {
 			slog.Error("rebuild a sale Redis lost", "activity", id, "err", err)
 		}
 	}()
@@ -228,7 +239,7 @@ func (r *Rebuilder) Kick(id int64) {
 // stale, and returns how many it rebuilt (the worker's periodic check). MySQL is read
 // before Redis, so a current sale's generation in Redis is at least MySQL's.
 func (r *Rebuilder) RebuildLost(ctx context.Context, now time.Time) (int, error) {
-	as, err := r.store.ListActivities(ctx)
+	as, err := r.store.UnarchivedActivities(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -294,10 +305,10 @@ func (r *Rebuilder) RebuildLost(ctx context.Context, now time.Time) (int, error)
 
 // Rebuild rebuilds a sale's Redis state from MySQL (the admin's button) and returns its
 // stats. A current state comes out with the same figures: the orders Redis holds as
-// queued are kept. ErrNotFound for an unknown id.
+// queued are kept. ErrNotFound for an unknown id, ErrArchived for an archived sale.
 func (s *Service) Rebuild(ctx context.Context, id int64) (Stats, error) {
 	if _, err := s.rebuild.Rebuild(ctx, id, true); err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrArchived) {
 			return Stats{}, err
 		}
 		return Stats{}, fmt.Errorf("%w: %w", ErrUnavailable, err)

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -84,6 +85,9 @@ type Service struct {
 	commits committer
 	rebuild *Rebuilder
 	catalog catalog
+	// archived holds the ids of the sales this process found archived (an archived sale
+	// stays so): their purchases are answered from MySQL without asking Redis.
+	archived sync.Map
 	// judgeByNow judges sale windows by now instead of Redis' clock (SetClock).
 	judgeByNow bool
 

@@ -258,13 +258,14 @@ return {n, pending, stamp}
 // ARGV[4] activity id  ARGV[5] the returned-units channel  ARGV[6] MoveRetention in ms
 //
 // Returns 1 applied now (and every API process's sold-out flag of the sale is dropped),
-// 0 applied before, -1 the destination is lost, -2 a rebuild came between take and
-// apply (it counted the units; they are not added). In the last two cases the units
-// are left to the rebuild, and the record may go.
+// 0 applied before, -1 the destination is lost or archived, -2 a rebuild came between
+// take and apply (it counted the units; they are not added). In the last two cases the
+// units are left to the rebuild (or to MySQL, which answers for an archived sale), and
+// the record may go.
 var applyScript = redis.NewScript(`
 if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
-local d = redis.call('HMGET', KEYS[1], 'total', 'rebuilt')
-if not d[1] then return -1 end
+local d = redis.call('HMGET', KEYS[1], 'total', 'rebuilt', 'archived')
+if not d[1] or d[3] then return -1 end
 if (d[2] or '0') ~= ARGV[3] then return -2 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

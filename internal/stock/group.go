@@ -189,10 +189,12 @@ func (s *Stock) groups(ctx context.Context, activityID int64, ids []string, seat
 // ARGV[1] now (unix ms)  ARGV[2] group id  ARGV[3] activity id
 // ARGV[4] the returned-units channel
 //
-// Returns 1 failed now; 0 nothing to do (complete, failed before, window not passed, or
-// no such group); -1 not yet: a seat's order is still on its way to MySQL (the worker
-// writes it first, so MySQL cancels every order of the group in one go).
-var failScript = redis.NewScript(unitsLua + bumpGenLua + listGroupLua + `
+// Returns 1 failed now; 0 nothing to do (complete, failed before, window not passed, no
+// such group, or the sale is lost or archived: sale_live); -1 not yet: a seat's order is
+// still on its way to MySQL (the worker writes it first, so MySQL cancels every order of
+// the group in one go).
+var failScript = redis.NewScript(unitsLua + bumpGenLua + listGroupLua + saleLiveLua + `
+if not sale_live(KEYS[1]) then return 0 end
 local g = redis.call('HMGET', KEYS[4], 'members', 'size', 'expires', 'status')
 if not g[1] or g[4] ~= '0' then
   list_group(KEYS[6], KEYS[8], KEYS[4], ARGV[2])
@@ -226,11 +228,13 @@ type Windows interface {
 // opened with is kept in the field window.
 //
 // KEYS[1] group hash  KEYS[2] open groups sorted set  KEYS[3] open groups, fullest first
+// KEYS[4] the sale's hash
 // ARGV[1] group id  ARGV[2] the new end (unix ms)
 //
 // Returns the group's end after the call (unix ms), or -1 when it is not open (or does
-// not exist).
-var extendScript = redis.NewScript(listGroupLua + `
+// not exist, or its sale is lost or archived: sale_live).
+var extendScript = redis.NewScript(listGroupLua + saleLiveLua + `
+if not sale_live(KEYS[4]) then return -1 end
 local g = redis.call('HMGET', KEYS[1], 'expires', 'status')
 if not g[1] or g[2] ~= '0' then return -1 end
 if tonumber(ARGV[2]) <= tonumber(g[1]) then return tonumber(g[1]) end
@@ -292,7 +296,7 @@ func (s *Stock) ExtendGroup(ctx context.Context, activityID int64, id string, w 
 		return d, err
 	}
 	b := one(activityID)
-	keys := []string{groupKey(b, id), openGroupsKey(b), fillGroupsKey(b)}
+	keys := []string{groupKey(b, id), openGroupsKey(b), fillGroupsKey(b), saleKey(b)}
 	got, err := extendScript.Run(ctx, s.rdb, keys, id, d.UnixMilli()).Int64()
 	switch {
 	case err != nil:

@@ -3,8 +3,11 @@ package stock_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
@@ -44,6 +47,86 @@ func BenchmarkRedisMemory(b *testing.B) {
 		b.StopTimer()
 		b.ReportMetric(float64(testutil.UsedMemory(b, rdb)-before)/float64(b.N), "bytes/order")
 	})
+}
+
+// BenchmarkBuyerMemory reports what a buyer of a sale holds in Redis once their order
+// is in MySQL (its pay window running, their Idempotency-Key still kept), and once the
+// sale is archived (docs/sizing.md): used_memory before the sale, with b.N buyers
+// settled, and after the archive's removal, each divided by b.N.
+//
+//	go test -run '^$' -bench BuyerMemory -benchtime 100000x ./internal/stock/
+func BenchmarkBuyerMemory(b *testing.B) {
+	ctx := context.Background()
+	rdb := testutil.StartRedis(b).Client(b)
+	s := stock.New(rdb)
+	before := testutil.UsedMemory(b, rdb)
+	newSaleB(b, s, 1)
+	now := t0.Add(time.Minute)
+	var names stock.Names
+	for start := 0; start < b.N; start += 1000 {
+		var refs []stock.OrderRef
+		var settled []stock.Settlement
+		for i := start; i < min(start+1000, b.N); i++ {
+			r := reservation(1, int64(i+1), 1, "key-"+strconv.Itoa(i), now)
+			if _, err := s.Reserve(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+			refs = append(refs, stock.OrderRef{OrderID: r.OrderID, Buyer: r.Buyer})
+			settled = append(settled, stock.Settlement{OrderID: r.OrderID, Buyer: r.Buyer})
+			names.Buyers = append(names.Buyers, r.Buyer)
+			names.Keys = append(names.Keys, stock.KeptKey{Buyer: r.Buyer, Key: r.IdempotencyKey})
+		}
+		if _, err := s.Claim(ctx, 1, refs); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Settle(ctx, 1, settled); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	time.Sleep(2 * time.Second) // the purchases' user locks (a 1 ms lease) expire
+	live := testutil.UsedMemory(b, rdb)
+	b.StartTimer()
+	closing, err := s.Close(ctx, 1, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.MarkArchived(ctx, 1, 1, closing); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Remove(ctx, 1, 1, names); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	time.Sleep(time.Second) // UNLINK frees large values on another thread
+	archived := testutil.UsedMemory(b, rdb)
+	b.ReportMetric(float64(live-before)/float64(b.N), "bytes/buyer-live")
+	b.ReportMetric(float64(archived-before)/float64(b.N), "bytes/buyer-archived")
+	b.ReportMetric(unlinkMicros(b, rdb), "µs/unlink") // the longest Redis is held by the removal, on average
+}
+
+// unlinkMicros is the mean time Redis spent in one UNLINK (INFO commandstats).
+func unlinkMicros(b *testing.B, rdb *redis.Client) float64 {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(info, "\r\n") {
+		if rest, ok := strings.CutPrefix(l, "cmdstat_unlink:"); ok {
+			for _, f := range strings.Split(rest, ",") {
+				if v, ok := strings.CutPrefix(f, "usec_per_call="); ok {
+					n, err := strconv.ParseFloat(v, 64)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return n
+				}
+			}
+		}
+	}
+	b.Fatal("no UNLINK in INFO commandstats")
+	return 0
 }
 
 func newSaleB(b *testing.B, s *stock.Stock, id int64) {

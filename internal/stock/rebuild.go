@@ -108,12 +108,14 @@ func (s *Stock) RebuildPoint(ctx context.Context, activityID int64, buckets int)
 const RebuildLease = 30 * time.Second
 
 // closeScript closes a sale of several buckets for a rebuild, unless another rebuild
-// closed it less than the lease ago. Run on bucket 0, the lease's holder.
+// closed it less than the lease ago, or it is being archived (archive.go). Run on
+// bucket 0, the lease's holder.
 //
 // KEYS[1] bucket 0's sale hash
 // ARGV[1] this rebuild's token  ARGV[2] RebuildLease in ms
-// Returns 1 closed by this rebuild, 0 another rebuild holds it.
+// Returns 1 closed by this rebuild, 0 another rebuild holds it, -1 archived.
 var closeScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'archived') == 1 then return -1 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local c = redis.call('HGET', KEYS[1], 'closed')
@@ -142,8 +144,9 @@ var ErrRebuilding = errors.New("another process is rebuilding the sale")
 type Closing struct{ token string }
 
 // Close closes a sale of several buckets to purchases and moves between buckets for a
-// rebuild; Rebuild, given the Closing and a RebuildPoint read after it, reopens it.
-// ErrRebuilding when another process's rebuild holds it (for less than RebuildLease). A
+// rebuild (or for its archive: archive.go); Rebuild, given the Closing and a
+// RebuildPoint read after it, reopens it. ErrRebuilding when another process's rebuild
+// holds it (for less than RebuildLease), ErrArchived when it is being archived. A
 // rebuild whose process dies leaves the sale closed, to the next rebuild after the
 // lease (the worker's periodic check, or a purchase that meets it).
 func (s *Stock) Close(ctx context.Context, activityID int64, buckets int) (Closing, error) {
@@ -153,8 +156,11 @@ func (s *Stock) Close(ctx context.Context, activityID int64, buckets int) (Closi
 	if err != nil {
 		return Closing{}, fmt.Errorf("close sale %d for a rebuild: %w", activityID, err)
 	}
-	if ok == 0 {
+	switch ok {
+	case 0:
 		return Closing{}, ErrRebuilding
+	case -1:
+		return Closing{}, ErrArchived
 	}
 	value := token + " " + strconv.FormatInt(time.Now().UnixMilli(), 10)
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

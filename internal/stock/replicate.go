@@ -26,14 +26,16 @@ var (
 // barrier has the reservations that were answered before it was sent.
 //
 // KEYS[1] queued hash  KEYS[2] barrier counter (a key of the sale, so on its master)
+// KEYS[3] the sale's hash
 // ARGV[i] order ids
-// Returns the ids that are not queued.
-var barrierScript = redis.NewScript(`
+// Returns the ids that are not queued. A sale that is lost or archived (sale_live) gets
+// no counter: it holds no reservation to wait for, and its keys are not to come back.
+var barrierScript = redis.NewScript(saleLiveLua + `
 local missing = {}
 for _, id in ipairs(ARGV) do
   if redis.call('HEXISTS', KEYS[1], id) == 0 then missing[#missing + 1] = id end
 end
-redis.call('INCR', KEYS[2])
+if sale_live(KEYS[3]) then redis.call('INCR', KEYS[2]) end
 return missing
 `)
 
@@ -198,7 +200,7 @@ func (r *Replicas) barrier(node *redis.Client, batch []*confirmation) {
 	var wait *redis.Cmd
 	_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, id := range sales {
-			checks[id] = barrierScript.Eval(ctx, p, []string{queuedKey(id), barrierKey(id)}, ids[id]...)
+			checks[id] = barrierScript.Eval(ctx, p, []string{queuedKey(id), barrierKey(id), saleKey(id)}, ids[id]...)
 		}
 		wait = p.Do(ctx, "WAIT", r.n, r.timeout.Milliseconds())
 		return nil

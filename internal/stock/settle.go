@@ -326,18 +326,21 @@ end
 // ARGV[6+4i] its quantity  ARGV[7+4i] "1" when its units stay off sale (Returning.OffSale)
 //
 // An order is remembered with the score +inf until Forget. The sale's generation goes
-// up once when anything came back. A lost sale gets nothing: its rebuild counts an
-// order as held while return_pending, and not once its return is recorded in MySQL.
+// up once when anything came back. A sale that is lost or archived (sale_live) gets
+// nothing, and nothing is written: a rebuild counts an order as held while
+// return_pending, and not once its return is recorded in MySQL; an archived sale is
+// over.
 // Returns how many of the orders were given back now (the others had been before).
-var returnScript = redis.NewScript(unitsLua + bumpGenLua + trimReturnedLua + `
+var returnScript = redis.NewScript(unitsLua + bumpGenLua + trimReturnedLua + saleLiveLua + `
+if not sale_live(KEYS[1]) then return 0 end
 trim_returned(KEYS[3], tonumber(ARGV[3]))
-local live, back = redis.call('HEXISTS', KEYS[1], 'total') == 1, 0
+local back = 0
 for i = 4, #ARGV, 4 do
   local o = {id = ARGV[i], user = ARGV[i + 1], qty = tonumber(ARGV[i + 2]), off_sale = ARGV[i + 3] == '1'}
   if not redis.call('ZSCORE', KEYS[3], o.id) then
     redis.call('ZADD', KEYS[3], '+inf', o.id)
-    if live and o.off_sale then free_buyer(KEYS[2], o.user, o.qty)
-    elseif live then give_back(KEYS[1], KEYS[2], o.user, o.qty) end
+    if o.off_sale then free_buyer(KEYS[2], o.user, o.qty)
+    else give_back(KEYS[1], KEYS[2], o.user, o.qty) end
     back = back + 1
   end
 end

@@ -86,6 +86,9 @@ type Activity struct {
 	Metadata    []byte
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// ArchivedAt is when MySQL began to answer for the sale alone, and RedisRemovedAt
+	// when its Redis state was gone (archive.go); nil before.
+	ArchivedAt, RedisRemovedAt *time.Time
 }
 
 // Order is one row of orders.
@@ -261,16 +264,23 @@ func (s *Store) BucketGens(ctx context.Context) (map[int64]map[int]int64, error)
 // transactions writing the sale's orders that hold its row, and once it has committed
 // PersistBatch refuses orders claimed in an older epoch, so a rebuild that reads MySQL
 // after it misses no order written under the state it replaces. ErrNotFound for an
-// unknown sale.
+// unknown sale, ErrArchived for an archived one (whose Redis state is not to come back).
 func (s *Store) NextRedisEpoch(ctx context.Context, activityID int64) (int64, error) {
 	var epoch int64
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Exec("UPDATE activities SET redis_epoch = redis_epoch + 1 WHERE id = ?", activityID)
+		res := tx.Exec("UPDATE activities SET redis_epoch = redis_epoch + 1 WHERE id = ? AND archived_at IS NULL", activityID)
 		if res.Error != nil {
 			return res.Error
 		}
 		if res.RowsAffected != 1 {
-			return ErrNotFound
+			var n int64
+			if err := tx.Model(&Activity{}).Where("id = ?", activityID).Count(&n).Error; err != nil {
+				return err
+			}
+			if n == 0 {
+				return ErrNotFound
+			}
+			return ErrArchived
 		}
 		return tx.Raw("SELECT redis_epoch FROM activities WHERE id = ?", activityID).Scan(&epoch).Error
 	})
@@ -280,16 +290,17 @@ func (s *Store) NextRedisEpoch(ctx context.Context, activityID int64) (int64, er
 	return epoch, nil
 }
 
-// ActivityIDs returns the id of every activity.
-func (s *Store) ActivityIDs(ctx context.Context) ([]int64, error) {
+// UnarchivedIDs returns the id of every activity not archived: those whose orders Redis
+// may still hold as queued.
+func (s *Store) UnarchivedIDs(ctx context.Context) ([]int64, error) {
 	var ids []int64
-	err := s.db.WithContext(ctx).Model(&Activity{}).Pluck("id", &ids).Error
+	err := s.db.WithContext(ctx).Model(&Activity{}).Where("archived_at IS NULL").Pluck("id", &ids).Error
 	return ids, err
 }
 
 // UpdateActivity changes an activity under a row lock: change edits the row (and may
 // refuse with an error), then apply runs with the new row before the commit; if apply
-// fails nothing is changed.
+// fails nothing is changed. An archived activity is ErrArchived, unchanged.
 func (s *Store) UpdateActivity(ctx context.Context, id int64, change func(*Activity) error, apply func(Activity) error) (Activity, error) {
 	var a Activity
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -299,6 +310,9 @@ func (s *Store) UpdateActivity(ctx context.Context, id int64, change func(*Activ
 		}
 		if err != nil {
 			return err
+		}
+		if a.Archived() {
+			return ErrArchived
 		}
 		if err := change(&a); err != nil {
 			return err

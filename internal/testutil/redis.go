@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -274,4 +275,42 @@ func UsedMemory(t testing.TB, rdb *redis.Client) int64 {
 	}
 	t.Fatal("no used_memory in INFO memory")
 	return 0
+}
+
+// SaleKeys lists every key of a sale in Redis, in all its stock buckets (the hash tags
+// {act:<id>} and {act:<id>:<n>.<j>} of internal/stock/bucket.go), on each master of a
+// Cluster: a SCAN of the keyspace, as a test may make and the service never does.
+func SaleKeys(t testing.TB, rdb redis.UniversalClient, activityID int64) []string {
+	t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex // ForEachMaster runs on every master at once
+	var keys []string
+	scan := func(ctx context.Context, c *redis.Client) error {
+		for _, match := range []string{fmt.Sprintf("seckill:{act:%d}*", activityID), fmt.Sprintf("seckill:{act:%d:*", activityID)} {
+			iter := c.Scan(ctx, 0, match, 1000).Iterator()
+			for iter.Next(ctx) {
+				mu.Lock()
+				keys = append(keys, iter.Val())
+				mu.Unlock()
+			}
+			if err := iter.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, c)
+	default:
+		t.Fatalf("SaleKeys: a client of type %T", rdb)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	return keys
 }

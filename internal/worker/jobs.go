@@ -125,9 +125,10 @@ func NewRepairer(st *store.Store, sk *stock.Stock, q *queue.Enqueuer, p *Persist
 		StuckAge: 30 * time.Second, Batch: 500, now: time.Now}
 }
 
-// Repair runs one pass over every sale and returns how many orders it enqueued or wrote.
+// Repair runs one pass over every sale not archived (an archived one holds no order in
+// Redis) and returns how many orders it enqueued or wrote.
 func (r *Repairer) Repair(ctx context.Context) (int, error) {
-	acts, err := r.store.ListActivities(ctx)
+	acts, err := r.store.UnarchivedActivities(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("repair: %w", err)
 	}

@@ -197,7 +197,7 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 
 // adoptOrphans decides about the orders of a batch that Redis no longer holds as
 // queued: one MySQL has is done (a task delivered again); one the API gave back (its
-// buyer got 503) is dropped; one whose state Redis lost with its sale's, after it was
+// buyer got 503), or one of an archived sale, is dropped; one whose state Redis lost with its sale's, after it was
 // acknowledged, is adopted (its units taken again on the rebuilt sale) and returned to
 // be persisted, or stored failed if no units are left, if its buyer would pass a limit,
 // or if it is a seat (its group was lost with the sale). A sale not rebuilt yet leaves its
@@ -221,6 +221,17 @@ func (p *Persister) adoptOrphans(ctx context.Context, notQueued []stock.QueuedOr
 	var adopted []store.NewOrder
 	for act, qs := range byActivity {
 		got, epoch, err := p.stock.Adopt(ctx, act, qs)
+		if archived, aerr := p.archived(ctx, act, got); aerr != nil || archived {
+			for _, q := range qs {
+				results[q.OrderID] = aerr
+			}
+			if archived {
+				slog.Warn("orders of an archived sale that MySQL does not have: given back by the API before; dropped",
+					"activity", act, "orders", len(qs))
+				p.metrics.handled("dropped", len(qs))
+			}
+			continue
+		}
 		for _, q := range qs {
 			switch {
 			case err != nil:
@@ -247,6 +258,25 @@ func (p *Persister) adoptOrphans(ctx context.Context, notQueued []stock.QueuedOr
 		}
 	}
 	return adopted
+}
+
+// archived reports whether a sale whose orders Adopt found missing (got) is archived.
+// An archived sale was settled when it was, with no order queued in Redis (every order
+// it took in MySQL, each settled there after its write): an order of it that MySQL does
+// not have was given back by the API (its buyer got 503), and is dropped.
+func (p *Persister) archived(ctx context.Context, activityID int64, got map[string]stock.Adoption) (bool, error) {
+	missing := false
+	for _, a := range got {
+		missing = missing || a == stock.SaleMissing
+	}
+	if !missing {
+		return false, nil
+	}
+	a, err := p.store.GetActivity(ctx, activityID)
+	if err != nil {
+		return false, err
+	}
+	return a.Archived(), nil
 }
 
 // orphanReasons are the failure reasons of the orphans Adopt did not adopt, each

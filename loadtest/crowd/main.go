@@ -16,6 +16,10 @@
 //	              sale's scripts, and an audit of each sale
 //	crowd soak    a steady crowd for minutes on a sale nobody pays for: Redis', the
 //	              API's and the worker's memory every 30 s, levelling off or not
+//	crowd drops   many short sales run to their end (bought, paid, cancelled), then
+//	              archived by the worker (SECKILL_SALE_RETENTION short): the time to their
+//	              archive, what the API answers for them, Redis's keys and memory; run
+//	              it beside another scenario to see an archive under a crowd
 //	crowd compare  this API's purchases and sold-out answers beside another service's
 //	              purchase endpoint (any URL, its success told by a substring of the
 //	              answer), each against /healthz, with CPU per purchase of each process
@@ -116,7 +120,7 @@ func (c *common) db() (*sql.DB, error) {
 
 func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 	if len(args) == 0 {
-		return false, fmt.Errorf("usage: crowd audit|ratios|compare|overload|hot|soak|plot|sale|token [flags]  (crowd MODE -h lists the flags)")
+		return false, fmt.Errorf("usage: crowd audit|ratios|compare|overload|hot|soak|drops|plot|sale|token [flags]  (crowd MODE -h lists the flags)")
 	}
 	mode, args := args[0], args[1:]
 	fs := flag.NewFlagSet("crowd "+mode, flag.ContinueOnError)
@@ -298,6 +302,22 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 			return false, fmt.Errorf("-rate, -duration and -every must be positive, -pay-window at least 1s")
 		}
 		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runSoak(ctx, w, a, db, cfg) })
+	case "drops":
+		var cfg dropsConfig
+		c.register(fs, 8)
+		fs.IntVar(&cfg.Sales, "sales", 50, "short sales to run to their end and see archived")
+		fs.IntVar(&cfg.Buyers, "buyers", 20, "buyers (and units) of each sale; half their orders paid, half cancelled")
+		fs.DurationVar(&cfg.Open, "open", 10*time.Second, "how long each sale is open from its creation (its buyers buy in it)")
+		fs.DurationVar(&cfg.Within, "within", 5*time.Minute, "longest wait for the last sale's archive (the worker's SECKILL_SALE_RETENTION short)")
+		fs.Int64Var(&cfg.FirstUser, "first-user", 60_000_000, "user id of the first buyer")
+		fs.StringVar(&cfg.RedisAddr, "redis", "", "the API's Redis, for its keys and used_memory before and after (empty: not read)")
+		if err := fs.Parse(args); err != nil {
+			return false, err
+		}
+		if cfg.Sales < 1 || cfg.Buyers < 1 || cfg.Open <= 0 || cfg.Within <= 0 {
+			return false, fmt.Errorf("-sales, -buyers, -open and -within must be positive")
+		}
+		return withAPI(ctx, c, func(a *api, _ *sql.DB) (bool, error) { return runDrops(ctx, w, a, cfg) })
 	case "plot":
 		out := fs.String("out", "docs/img", "directory the SVG files are written to")
 		if err := fs.Parse(args); err != nil {

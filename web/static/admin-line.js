@@ -107,7 +107,7 @@ export function renderRoom(entry) {
 
 // readLines reads the line of every room sale among entries and charts it at at (ms).
 export async function readLines(entries, token, at) {
-  const rooms = entries.filter((e) => e && e.data.waiting_room);
+  const rooms = entries.filter((e) => e && e.data.waiting_room && !e.data.archived_at);
   const res = await Promise.all(rooms.map((e) => api('GET', `/api/v1/admin/activities/${e.data.id}/line`, { token })));
   rooms.forEach((entry, i) => {
     if (!res[i].ok) return;

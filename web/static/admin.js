@@ -345,6 +345,23 @@ function chartSale(entry, at) {
   if (st.stock_available > 0) entry.soldOutAt = 0;
 }
 
+// archive shows an archived sale as MySQL keeps it: a note, no chart (its figures no
+// longer move) and none of the actions that would change it (the API refuses them).
+function archive(entry) {
+  const at = entry.data.archived_at;
+  const note = el(entry.node, '.archived-note');
+  note.hidden = !at;
+  if (!at) return;
+  setText(note, `Archived ${when(at)}: the sale is over, Redis holds nothing of it, and these figures come from MySQL.`);
+  el(entry.node, '.controls').hidden = true;
+  el(entry.node, '.line-admin').hidden = true;
+  for (const fig of entry.node.querySelectorAll('.chart-figure')) fig.hidden = true;
+  for (const name of ['chart', 'answers', 'lineChart']) {
+    if (entry[name]) entry[name].plot.destroy();
+    entry[name] = null;
+  }
+}
+
 function figure(entry, selector, value) {
   setText(el(entry.node, selector), value === undefined || value === null ? '…' : Number(value).toLocaleString('en-US'));
 }
@@ -357,6 +374,7 @@ function renderSale(entry) {
   let status = a.status;
   if (status === 'upcoming' && now >= Date.parse(a.starts_at)) status = 'active';
   if (status !== 'ended' && now >= Date.parse(a.ends_at)) status = 'ended';
+  if (a.archived_at) status = 'archived';
   node.dataset.status = status;
   setText(el(node, '.sale-name'), `${a.id}. ${a.name}`);
   const badge = el(node, '.sale-status');
@@ -392,8 +410,9 @@ function renderSale(entry) {
   figure(entry, '.f-grouping', st && counts.grouping);
   el(node, '.groups-admin').hidden = !group;
   if (group) renderGroups(entry);
-  const ended = status === 'ended';
+  const ended = status === 'ended' || status === 'archived';
   el(node, '.end').hidden = ended;
+  archive(entry);
   const start = Date.parse(a.starts_at);
   setText(el(node, '.sellout'), entry.soldOutAt && entry.soldOutAt >= start
     ? `Sold out ${duration(entry.soldOutAt - start)} after the start (within 2 s).` : '');
@@ -529,13 +548,15 @@ const salesPoll = poller(async () => {
   const shown = list.slice(0, maxStatsSales);
   const groups = Promise.all(shown.map((a) => sales.get(a.id))
     .filter((entry) => entry && entry.onScreen).map(fetchGroups));
-  const stats = await Promise.all(shown.map((a) => api('GET', `/api/v1/admin/activities/${a.id}/stats`, { token: session.token })));
+  // An archived sale's figures no longer move: read once.
+  const live = shown.filter((a) => !a.archived_at || !(sales.get(a.id) || {}).stats);
+  const stats = await Promise.all(live.map((a) => api('GET', `/api/v1/admin/activities/${a.id}/stats`, { token: session.token })));
   const at = clock.now();
-  shown.forEach((a, i) => {
+  live.forEach((a, i) => {
     const entry = sales.get(a.id);
     if (entry && stats[i].ok) {
       entry.stats = stats[i].data;
-      chartSale(entry, at);
+      if (!a.archived_at) chartSale(entry, at);
       renderSale(entry);
     }
   });

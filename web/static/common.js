@@ -175,6 +175,7 @@ export function statusLabel(status) {
     active: 'On sale',
     sold_out: 'Sold out',
     ended: 'Ended',
+    archived: 'Archived',
     queued: 'Queued',
     created: 'Created',
     paid: 'Paid',

@@ -1,0 +1,178 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/buyer"
+)
+
+// A sale that is over leaves Redis (internal/sale/archive.go): its archive closes it as
+// a rebuild does (Close: purchases and moves are refused), checks that Redis holds no
+// order of it as queued (RebuildPoint), has MySQL mark it archived, then marks it here
+// (MarkArchived: the field archived of every bucket's sale hash) and removes its keys
+// (Remove), each bucket's sale hash last and bucket 0's very last.
+//
+// From the mark on, nothing writes to the sale's keys again, so a key removed stays
+// removed: the scripts that write only on a sale Redis holds as queued or open (the
+// reserve, claim, settle and roll-back scripts; the sale is closed and holds no queued
+// order) find nothing to do; those that could write to a sale without one (a return of
+// units, a group's failure or extension, a move's apply, the replication barrier, the
+// line's join and admission) first ask sale_live, and write nothing on a sale that is
+// lost or archived; and a rebuild, whose Close the mark refuses, cannot take the sale
+// (MySQL refuses its epoch too, once the hash is gone).
+
+// ErrArchived means the sale is archived: its Redis state is being removed or is gone,
+// and MySQL answers for it.
+var ErrArchived = errors.New("the sale is archived")
+
+// saleLiveLua defines sale_live(sale): whether the sale's hash holds a sale (its total)
+// that is not being archived. Every script that could write to the keys of a sale
+// without queued orders asks it first.
+const saleLiveLua = `
+local function sale_live(sale)
+  local v = redis.call('HMGET', sale, 'total', 'archived')
+  return v[1] ~= false and v[2] == false
+end
+`
+
+// markScript marks a bucket of a sale archived, while the archive's Close holds it.
+//
+// KEYS[1] the bucket's sale hash  ARGV[1] the archive's closing token
+// Returns 1 marked (or marked before), 0 the bucket is not in Redis (nothing written),
+// -1 another process holds the sale closed (its lease passed to a rebuild).
+var markScript = redis.NewScript(`
+local v = redis.call('HMGET', KEYS[1], 'total', 'closed', 'archived')
+if v[3] then return 1 end
+if not v[1] then return 0 end
+if string.match(v[2] or '', '^(%S+)') ~= ARGV[1] then return -1 end
+redis.call('HSET', KEYS[1], 'archived', '1')
+return 1
+`)
+
+// MarkArchived marks every bucket of a sale of buckets buckets archived, the sale being
+// closed by closing (Close). A bucket Redis does not have stays missing. ErrRebuilding
+// when the closing is no longer the archive's (its lease ran out and a rebuild took the
+// sale): nothing more is marked, and the archive tries again later.
+func (s *Stock) MarkArchived(ctx context.Context, activityID int64, buckets int, closing Closing) error {
+	for _, b := range (Bucket{act: activityID, k: max(1, buckets)}).all() {
+		n, err := markScript.Run(ctx, s.rdb, []string{saleKey(b)}, closing.token).Int()
+		switch {
+		case err != nil:
+			return fmt.Errorf("mark sale %d archived: %w", activityID, err)
+		case n == -1:
+			return fmt.Errorf("mark sale %d archived: %w", activityID, ErrRebuilding)
+		}
+	}
+	return nil
+}
+
+// Names are the keys of a sale that MySQL names (its buyers, their Idempotency-Keys,
+// its groups) and those other packages keep in the sale's slot (Extra: the line's), for
+// Remove.
+type Names struct {
+	Buyers []buyer.ID
+	Keys   []KeptKey // only Buyer and Key are read
+	Groups []string
+	// Extra are keys in bucket 0's slot that other packages own (internal/line).
+	Extra []string
+}
+
+// unlinkChunk bounds the keys of one UNLINK, and unlinkCalls the UNLINKs of one round
+// trip: UNLINK takes a key out of the keyspace at once and frees its memory on another
+// thread, so each command holds the server a fraction of a millisecond however large
+// its keys (a users hash of a million buyers included).
+const (
+	unlinkChunk = 500
+	unlinkCalls = 20
+)
+
+// waitlistVariants are the waitlist's sorted sets a sale may have: waitlist:- for a
+// sale without variants, waitlist:<i> for its variants 0..99.
+const waitlistVariants = 100
+
+// Remove removes every key of an archived sale of buckets buckets (MarkArchived first):
+// in each bucket, from the last to bucket 0, the keys of its buyers (queued set, rate,
+// Idempotency-Keys), its groups, the waitlist, n.Extra and the sale's own keys, then its
+// sale hash; bucket 0's sale hash goes last. Every command is an UNLINK of at most
+// unlinkChunk keys of one slot, so it runs on a Redis Cluster as on one server and
+// never holds Redis long. It may be run again after a failure: a key gone is skipped.
+func (s *Stock) Remove(ctx context.Context, activityID int64, buckets int, n Names) (int64, error) {
+	all := (Bucket{act: activityID, k: max(1, buckets)}).all()
+	byBucket := make([][]string, len(all))
+	for _, who := range n.Buyers {
+		b := home(activityID, who, len(all))
+		byBucket[b.n] = append(byBucket[b.n], userQueuedKey(b, who), rateKey(b, who))
+	}
+	for _, k := range n.Keys {
+		b := home(activityID, k.Buyer, len(all))
+		byBucket[b.n] = append(byBucket[b.n], idempotencyKey(b, k.Buyer, k.Key))
+	}
+	zero := all[0]
+	for _, g := range n.Groups {
+		byBucket[0] = append(byBucket[0], groupKey(zero, g), groupSeatsKey(zero, g))
+	}
+	byBucket[0] = append(byBucket[0], waitlistKey(zero, "entries"), waitlistKey(zero, "-"))
+	for i := range waitlistVariants {
+		byBucket[0] = append(byBucket[0], waitlistKey(zero, strconv.Itoa(i)))
+	}
+	byBucket[0] = append(byBucket[0], n.Extra...)
+	var removed int64
+	for i := len(all) - 1; i >= 0; i-- {
+		b := all[i]
+		keys := append(byBucket[i], usersKey(b), queuedKey(b), queuedSinceKey(b), claimedKey(b), returnedKey(b),
+			barrierKey(b), givenBackKey(b), movesKey(b), appliedKey(b), openGroupsKey(b), fillGroupsKey(b), failingKey(b))
+		n, err := s.unlink(ctx, keys)
+		removed += n
+		if err != nil {
+			return removed, fmt.Errorf("remove sale %d: %w", activityID, err)
+		}
+	}
+	for i := len(all) - 1; i >= 0; i-- { // the sale hashes, bucket 0's last: the mark goes with them
+		n, err := s.unlink(ctx, []string{saleKey(all[i])})
+		removed += n
+		if err != nil {
+			return removed, fmt.Errorf("remove sale %d: %w", activityID, err)
+		}
+	}
+	s.ForgetSale(activityID)
+	return removed, nil
+}
+
+// unlink removes keys of one slot, in UNLINKs of at most unlinkChunk keys, unlinkCalls
+// of them per round trip, and returns how many existed.
+func (s *Stock) unlink(ctx context.Context, keys []string) (int64, error) {
+	var removed int64
+	for len(keys) > 0 {
+		cmds, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for c := 0; c < unlinkCalls && len(keys) > 0; c++ {
+				chunk := keys[:min(unlinkChunk, len(keys))]
+				keys = keys[len(chunk):]
+				p.Unlink(ctx, chunk...)
+			}
+			return nil
+		})
+		if err != nil {
+			return removed, err
+		}
+		for _, c := range cmds {
+			removed += c.(*redis.IntCmd).Val()
+		}
+	}
+	return removed, nil
+}
+
+// ForgetSale drops what this process remembers of a sale (its buckets, its sold-out flag):
+// the sale is archived, and Redis no longer has it.
+func (s *Stock) ForgetSale(activityID int64) {
+	if k, ok := s.sizes.LoadAndDelete(activityID); ok {
+		for _, b := range (Bucket{act: activityID, k: k.(int)}).all()[1:] {
+			tags.Delete(b)
+		}
+	}
+	s.soldOut.flags.Delete(activityID)
+}
