@@ -72,6 +72,7 @@ var mapping = []struct {
 	{stock.ErrSoldOut, http.StatusConflict, "sold_out"},
 	{stock.ErrLimitExceeded, http.StatusConflict, "limit_exceeded"},
 	{stock.ErrQuantityOverLimit, http.StatusBadRequest, "invalid_request"},
+	{stock.ErrNoVariant, http.StatusBadRequest, "invalid_request"},
 	{stock.ErrKeyReused, http.StatusUnprocessableEntity, "idempotency_key_reused"},
 	{stock.ErrBusy, http.StatusTooManyRequests, "busy"},
 	{stock.ErrNoGroup, http.StatusNotFound, "not_found"},

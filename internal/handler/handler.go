@@ -27,6 +27,7 @@ import (
 	"seckill/internal/presence"
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
+	"seckill/internal/stock"
 	"seckill/web"
 )
 
@@ -40,6 +41,7 @@ type Service interface {
 	Ledger(ctx context.Context, id int64) (sale.Ledger, error)
 	Rebuild(ctx context.Context, id int64) (sale.Stats, error)
 	Buy(ctx context.Context, r sale.BuyRequest) (sale.Order, bool, error)
+	Variant(ctx context.Context, activityID int64, name string) (stock.Variant, error)
 	GetOrder(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	ListOrders(ctx context.Context, c sale.Caller) ([]sale.Order, error)
 	Pay(ctx context.Context, id string, c sale.Caller) (sale.Order, error)

@@ -13,7 +13,8 @@ import (
 )
 
 type buyRequest struct {
-	Quantity *int `json:"quantity"`
+	Quantity *int    `json:"quantity"`
+	Variant  *string `json:"variant"`
 }
 
 func validIdempotencyKey(k string) bool {
@@ -30,12 +31,13 @@ func validIdempotencyKey(k string) bool {
 }
 
 // purchase reads what every purchase and seat carries, the body's quantity and the
-// optional Idempotency-Key header, into a purchase by the caller.
-func purchase(c *gin.Context) (sale.BuyRequest, error) {
+// optional Idempotency-Key header, into a purchase by the caller; and the variant the
+// body names, nil for none.
+func purchase(c *gin.Context) (sale.BuyRequest, *string, error) {
 	r := sale.BuyRequest{Buyer: caller(c).Buyer}
 	keys, hasKey := c.Request.Header["Idempotency-Key"]
 	if hasKey && (len(keys) != 1 || !validIdempotencyKey(keys[0])) {
-		return r, errInvalidIdemKey
+		return r, nil, errInvalidIdemKey
 	}
 	if hasKey {
 		r.IdempotencyKey = keys[0]
@@ -43,17 +45,17 @@ func purchase(c *gin.Context) (sale.BuyRequest, error) {
 	body, err := io.ReadAll(c.Request.Body)
 	if q, ok := plainQuantity(body); ok && err == nil {
 		r.Quantity = q
-		return r, nil
+		return r, nil, nil
 	}
 	var req buyRequest
 	if err := decodeBody(body, err, &req); err != nil {
-		return r, err
+		return r, nil, err
 	}
 	if req.Quantity == nil {
-		return r, required("quantity")
+		return r, nil, required("quantity")
 	}
 	r.Quantity = *req.Quantity
-	return r, nil
+	return r, req.Variant, nil
 }
 
 // plainQuantity reads the body nearly every purchase sends, {"quantity":N} with N an
@@ -116,12 +118,18 @@ func (h *Handler) buy(c *gin.Context) {
 		h.purchaseError(c, errBadPathActivity, nil)
 		return
 	}
-	r, err := purchase(c)
+	r, variant, err := purchase(c)
 	if err != nil {
 		h.purchaseError(c, err, nil)
 		return
 	}
 	r.ActivityID = id
+	if variant != nil {
+		if r.Variant, err = h.svc.Variant(c.Request.Context(), id, *variant); err != nil {
+			h.purchaseError(c, err, nil)
+			return
+		}
+	}
 	refused := h.admission(c, &r)
 	o, replayed, err := h.svc.Buy(c.Request.Context(), r)
 	if err != nil {
@@ -142,7 +150,10 @@ func (h *Handler) seat(open bool) gin.HandlerFunc {
 				return
 			}
 		}
-		r, err := purchase(c)
+		r, variant, err := purchase(c)
+		if err == nil && variant != nil {
+			err = &sale.FieldError{Field: "variant", Message: "is not for a sale of kind group"}
+		}
 		if err != nil {
 			h.purchaseError(c, err, nil)
 			return

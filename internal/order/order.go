@@ -102,7 +102,11 @@ func (l *Lifecycle) giveBack(ctx context.Context, orders []store.Order, read tim
 	}
 	bySale := map[int64][]stock.Returning{}
 	for _, o := range orders {
-		bySale[o.ActivityID] = append(bySale[o.ActivityID], stock.Returning{OrderID: o.ID, Buyer: o.Buyer, Quantity: o.Quantity})
+		r := stock.Returning{OrderID: o.ID, Buyer: o.Buyer, Quantity: o.Quantity}
+		if o.VariantIndex != nil {
+			r.Variant = stock.VariantAt(*o.VariantIndex)
+		}
+		bySale[o.ActivityID] = append(bySale[o.ActivityID], r)
 	}
 	returned := map[int64][]stock.Returning{} // by sale, the orders whose units are back
 	var all []string

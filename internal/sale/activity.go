@@ -3,7 +3,9 @@ package sale
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"seckill/internal/apitime"
@@ -40,7 +42,21 @@ type Activity struct {
 	// StockBuckets is how many Redis slots hold the sale's stock and buyers
 	// (internal/stock/bucket.go).
 	StockBuckets int `json:"stock_buckets"`
+	// Variants are a sale of variants' sizes or colours, in the order created;
+	// PerVariantLimit caps the units of one variant a buyer holds.
+	Variants        []Variant `json:"variants,omitempty"`
+	PerVariantLimit *int      `json:"per_variant_limit,omitempty"`
 	RoomSettings
+}
+
+// Variant is one variant of a sale as the API shows it: its status is sold_out with no
+// unit left, else the sale's.
+type Variant struct {
+	Name           string  `json:"name"`
+	ExternalRef    *string `json:"external_ref,omitempty"`
+	StockTotal     int64   `json:"stock_total"`
+	StockAvailable int64   `json:"stock_available"`
+	Status         string  `json:"status"`
 }
 
 // Kinds of sale.
@@ -73,6 +89,18 @@ type NewActivity struct {
 	// Room sets the waiting room (room.go); Validate leaves the result in room.
 	Room RoomPatch
 	room RoomSettings
+	// Variants, when not nil, are the sale's variants instead of Stock (which must be
+	// 0; Validate makes it their sum); PerVariantLimit caps one variant's units a buyer
+	// holds (nil: none).
+	Variants        []NewVariant
+	PerVariantLimit *int
+}
+
+// NewVariant is one variant of a new sale.
+type NewVariant struct {
+	Name        string
+	Stock       int64
+	ExternalRef *string
 }
 
 // Bounds of an activity's values.
@@ -90,12 +118,18 @@ const (
 	MaxGroupWindow   = 604800
 	MaxStockBuckets  = 64
 	maxListedOrders  = 500
+	MaxVariants      = stock.MaxVariants
+	MaxVariantName   = 64
+	MaxExternalRef   = 128
 )
 
 // Validate checks every value and returns a *FieldError for the first bad one.
 func (n *NewActivity) Validate() error {
 	if n.PayWindowSeconds == 0 {
 		n.PayWindowSeconds = DefaultPayWindow
+	}
+	if err := n.validateVariants(); err != nil {
+		return err
 	}
 	switch {
 	case n.Name == "" || utf8.RuneCountInString(n.Name) > MaxNameLength:
@@ -104,7 +138,7 @@ func (n *NewActivity) Validate() error {
 		return &FieldError{"product_name", "must be 1 to 200 characters"}
 	case n.PriceCents < 0 || n.PriceCents > MaxPriceCents:
 		return &FieldError{"price_cents", "must be between 0 and 1000000000000"}
-	case n.Stock < 1 || n.Stock > MaxStock:
+	case n.Variants == nil && (n.Stock < 1 || n.Stock > MaxStock):
 		return &FieldError{"stock", "must be between 1 and 1000000000"}
 	case n.PerUserLimit < 1 || n.PerUserLimit > MaxPerUserLimit:
 		return &FieldError{"per_user_limit", "must be between 1 and 1000000"}
@@ -126,6 +160,58 @@ func (n *NewActivity) Validate() error {
 	}
 	n.StockBuckets = max(1, n.StockBuckets)
 	return oneBucket(n.StockBuckets, n.Kind, n.room.WaitingRoom)
+}
+
+// validateVariants checks a sale's variants and its per-variant limit, and makes Stock
+// their sum. A sale without variants takes no per-variant limit, a group-buy sale no
+// variants.
+func (n *NewActivity) validateVariants() error {
+	if n.Variants == nil {
+		if n.PerVariantLimit != nil {
+			return &FieldError{"per_variant_limit", "is only for a sale with variants"}
+		}
+		return nil
+	}
+	switch {
+	case n.Stock != 0:
+		return &FieldError{"stock", "must not be given beside variants: the sale's stock is the sum of theirs"}
+	case len(n.Variants) < 1 || len(n.Variants) > MaxVariants:
+		return &FieldError{"variants", "must hold 1 to 100 variants"}
+	case n.Kind == KindGroup:
+		return &FieldError{"variants", "are not for a sale of kind group"}
+	case n.PerVariantLimit != nil && (*n.PerVariantLimit < 1 || *n.PerVariantLimit > n.PerUserLimit):
+		return &FieldError{"per_variant_limit", "must be between 1 and per_user_limit"}
+	}
+	seen := make(map[string]bool, len(n.Variants))
+	for i, v := range n.Variants {
+		switch {
+		case v.Name == "" || utf8.RuneCountInString(v.Name) > MaxVariantName || !printable(v.Name):
+			return &FieldError{fmt.Sprintf("variants[%d].name", i), "must be 1 to 64 printable characters"}
+		case seen[v.Name]:
+			return &FieldError{fmt.Sprintf("variants[%d].name", i), fmt.Sprintf("%q is the name of an earlier variant", v.Name)}
+		case v.Stock < 1 || v.Stock > MaxStock:
+			return &FieldError{fmt.Sprintf("variants[%d].stock", i), "must be between 1 and 1000000000"}
+		case v.ExternalRef != nil && (*v.ExternalRef == "" || utf8.RuneCountInString(*v.ExternalRef) > MaxExternalRef ||
+			!printable(*v.ExternalRef)):
+			return &FieldError{fmt.Sprintf("variants[%d].external_ref", i), "must be 1 to 128 printable characters"}
+		}
+		seen[v.Name] = true
+		n.Stock += v.Stock
+	}
+	return nil
+}
+
+// printable reports whether s is valid UTF-8 without a control character.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // oneBucket refuses several buckets for the sales that keep their stock in one: a
@@ -182,7 +268,10 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 		StockTotal: n.Stock, PerUserLimit: n.PerUserLimit, StartsAt: n.StartsAt,
 		EndsAt: n.EndsAt, PayWindowSeconds: n.PayWindowSeconds, Kind: n.Kind, GroupSize: n.GroupSize,
 		GroupWindowSeconds: n.GroupWindowSeconds, PerUserParticipations: n.PerUserParticipations, Room: n.room.stored(),
-		StockBuckets: n.StockBuckets}
+		StockBuckets: n.StockBuckets, PerVariantLimit: n.PerVariantLimit}
+	for i, v := range n.Variants {
+		a.Variants = append(a.Variants, store.Variant{Idx: i, Name: v.Name, ExternalRef: v.ExternalRef, StockTotal: v.Stock})
+	}
 	err := s.store.CreateActivity(ctx, &a, func(a store.Activity) error {
 		return s.stock.Load(ctx, saleOf(a, a.StockTotal))
 	})
@@ -202,6 +291,12 @@ func saleOf(a store.Activity, available int64) stock.Sale {
 	}
 	if a.PerUserParticipations != nil {
 		sale.ParticipationCap = *a.PerUserParticipations
+	}
+	for _, v := range a.Variants {
+		sale.Variants = append(sale.Variants, stock.VariantStock{Total: v.StockTotal, Available: v.StockTotal - v.Sold})
+	}
+	if a.PerVariantLimit != nil {
+		sale.VariantLimit = *a.PerVariantLimit
 	}
 	return sale
 }
@@ -255,28 +350,46 @@ func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 	if v.Kind == "" {
 		v.Kind = KindSale
 	}
-	if live, ok := sales[a.ID]; ok {
+	live, isLive := sales[a.ID]
+	if isLive {
 		v.StockAvailable, v.StockTotal, v.PerUserLimit, v.EndsAt = live.Available, live.Total, live.Limit, apitime.Of(live.EndsAt)
 	}
-	now := s.now()
-	switch {
-	case now.Before(v.StartsAt.Time):
-		v.Status = StatusUpcoming
-	case !now.Before(v.EndsAt.Time):
-		v.Status = StatusEnded
-	case v.StockAvailable <= 0:
-		v.Status = StatusSoldOut
-	default:
-		v.Status = StatusActive
+	v.PerVariantLimit = a.PerVariantLimit
+	v.Status = s.status(v.StartsAt.Time, v.EndsAt.Time, v.StockAvailable)
+	for i, sv := range a.Variants {
+		vv := Variant{Name: sv.Name, ExternalRef: sv.ExternalRef, StockTotal: sv.StockTotal, StockAvailable: sv.StockTotal - sv.Sold}
+		if isLive && i < len(live.Variants) {
+			vv.StockTotal, vv.StockAvailable = live.Variants[i].Total, live.Variants[i].Available
+		}
+		vv.Status = s.status(v.StartsAt.Time, v.EndsAt.Time, vv.StockAvailable)
+		v.Variants = append(v.Variants, vv)
 	}
 	return v
 }
 
-// ActivityPatch is an admin's change to a sale; nil fields stay as they are.
+// status is the status of a sale (or one of its variants) of the given window with
+// available units left.
+func (s *Service) status(starts, ends time.Time, available int64) string {
+	now := s.now()
+	switch {
+	case now.Before(starts):
+		return StatusUpcoming
+	case !now.Before(ends):
+		return StatusEnded
+	case available <= 0:
+		return StatusSoldOut
+	}
+	return StatusActive
+}
+
+// ActivityPatch is an admin's change to a sale; nil fields stay as they are. AddStock
+// adds units to a sale without variants, AddVariants to variants of a sale of variants,
+// by name.
 type ActivityPatch struct {
 	PerUserLimit *int
 	EndsAt       *time.Time
 	AddStock     *int64
+	AddVariants  map[string]int64
 	Room         RoomPatch
 }
 
@@ -292,7 +405,15 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 		return Activity{}, &FieldError{"per_user_limit", "must be between 1 and 1000000"}
 	case p.AddStock != nil && (*p.AddStock < 1 || *p.AddStock > MaxStock):
 		return Activity{}, &FieldError{"add_stock", "must be between 1 and 1000000000"}
+	case p.AddVariants != nil && len(p.AddVariants) == 0:
+		return Activity{}, &FieldError{"add_stock", "must name at least one variant"}
 	}
+	for name, n := range p.AddVariants {
+		if n < 1 || n > MaxStock {
+			return Activity{}, &FieldError{"add_stock", fmt.Sprintf("of %q must be between 1 and 1000000000", name)}
+		}
+	}
+	addVariants := map[int]int64{}
 	a, err := s.store.UpdateActivity(ctx, id, func(a *store.Activity) error {
 		if p.PerUserLimit != nil {
 			a.PerUserLimit = *p.PerUserLimit
@@ -303,8 +424,22 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 			}
 			a.EndsAt = *p.EndsAt
 		}
-		if p.AddStock != nil {
+		switch {
+		case p.AddStock != nil && len(a.Variants) > 0:
+			return &FieldError{"add_stock", `must be an object of units by variant for a sale of variants, such as {"EU 42": 5}`}
+		case p.AddVariants != nil && len(a.Variants) == 0:
+			return &FieldError{"add_stock", "must be a number for a sale without variants"}
+		case p.AddStock != nil:
 			a.StockTotal += *p.AddStock
+		}
+		for name, n := range p.AddVariants {
+			i := slices.IndexFunc(a.Variants, func(v store.Variant) bool { return v.Name == name })
+			if i < 0 {
+				return &FieldError{"add_stock", fmt.Sprintf("names %q, which is no variant of the sale", name)}
+			}
+			a.Variants[i].StockTotal += n
+			a.StockTotal += n
+			addVariants[a.Variants[i].Idx] = n
 		}
 		room := roomOf(*a)
 		if err := p.Room.apply(&room, a.Kind); err != nil {
@@ -325,7 +460,7 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 		if p.AddStock != nil {
 			add = *p.AddStock
 		}
-		return s.stock.Patch(ctx, id, p.PerUserLimit, p.EndsAt, add)
+		return s.stock.Patch(ctx, id, p.PerUserLimit, p.EndsAt, add, addVariants)
 	})
 	if err != nil {
 		return Activity{}, fmt.Errorf("patch activity: %w", err)
@@ -340,6 +475,8 @@ type Stats struct {
 	StockAvailable int64       `json:"stock_available"`
 	Sold           int64       `json:"sold"`
 	Orders         OrderCounts `json:"orders"`
+	// Variants are a sale of variants' variants, as the activity shows them.
+	Variants []Variant `json:"variants,omitempty"`
 }
 
 // OrderCounts counts an activity's orders by status.
@@ -370,7 +507,7 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("count orders: %w", err)
 	}
-	return Stats{ActivityID: id, StockTotal: a.StockTotal, StockAvailable: a.StockAvailable,
+	return Stats{ActivityID: id, StockTotal: a.StockTotal, StockAvailable: a.StockAvailable, Variants: a.Variants,
 		Sold: queuedUnits + counts[store.StatusGrouping].Units + counts[store.StatusCreated].Units +
 			counts[store.StatusPaid].Units,
 		Orders: OrderCounts{Queued: queued, Grouping: counts[store.StatusGrouping].Orders, Created: counts[store.StatusCreated].Orders,

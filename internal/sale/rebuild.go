@@ -128,7 +128,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 			return false, err
 		}
 		sale.Gen, sale.Epoch = max(from.Gen, recorded)+1, epoch
-		err = r.stock.Rebuild(ctx, from, closing, sale, f.Units, f.Orders, held, settled)
+		err = r.stock.Rebuild(ctx, from, closing, sale, f.Units, f.Orders, held, settled, f.VariantUnits)
 		switch {
 		case err == nil:
 			groups, err := r.stock.RestoreGroups(ctx, id, groupsOf(f.Seats))

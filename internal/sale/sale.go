@@ -80,6 +80,8 @@ type Service struct {
 	metrics *metrics
 	commits committer
 	rebuild *Rebuilder
+	// variants are the sales' variants this process met (variants.go).
+	variants variantCache
 	// judgeByNow judges sale windows by now instead of Redis' clock (SetClock).
 	judgeByNow bool
 

@@ -25,6 +25,8 @@ type Order struct {
 	FailureReason string        `json:"failure_reason,omitempty"`
 	// GroupID is the order's group in a group-buy sale.
 	GroupID string `json:"group_id,omitempty"`
+	// Variant is the variant bought in a sale of variants.
+	Variant string `json:"variant,omitempty"`
 }
 
 // EventViews are the objects the events of internal/store carry (store.New takes
@@ -52,15 +54,22 @@ func storedView(o store.Order) Order {
 	if o.GroupID != nil {
 		v.GroupID = *o.GroupID
 	}
+	if o.Variant != nil {
+		v.Variant = *o.Variant
+	}
 	return v
 }
 
 // queuedView shows an order on its way to MySQL (priced: stock.QueuedOrder.Priced) as
-// the row it will be.
-func queuedView(q stock.QueuedOrder) Order {
+// the row it will be, its variant named from the sale's (variants, by index).
+func queuedView(q stock.QueuedOrder, variants []store.Variant) Order {
 	row := q.Row().Order
 	row.Status = store.StatusQueued
-	return storedView(row)
+	v := storedView(row)
+	if i, ok := q.Variant.Index(); ok && i < len(variants) {
+		v.Variant = variants[i].Name
+	}
+	return v
 }
 
 // inForce shows, in the views of orders whose window may still run, the deadline in

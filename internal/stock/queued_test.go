@@ -30,6 +30,10 @@ func TestQueuedValueOneFormat(t *testing.T) {
 	buy := func(who buyer.ID, qty int) Reservation {
 		return Reservation{Purchase: Purchase{ActivityID: 3, Buyer: who, Quantity: qty}, OrderID: "o1", Now: created}
 	}
+	variant := func(r Reservation, i int) Reservation {
+		r.Variant = VariantAt(i)
+		return r
+	}
 	seat := func(id string, size int, expires time.Time) *Group {
 		return &Group{ID: id, Size: size, ExpiresAt: expires}
 	}
@@ -49,11 +53,13 @@ func TestQueuedValueOneFormat(t *testing.T) {
 		{"a buyer of 21 digits", buy("109876543210987654321", 1), Reserved{Limit: 1}},
 		{"a buyer with spaces and a no-break space", buy("a b c ", 1), Reserved{Limit: 1, ParticipationCap: 3}},
 		{"a buyer with a percent sign", buy("100%", 1), Reserved{Limit: 1}},
+		{"a variant", variant(buy("42", 2), 0), Reserved{Limit: 5}},
+		{"the last of 100 variants, capped", variant(buy("~x y", 1), 99), Reserved{Limit: 2, ParticipationCap: 2}},
 	}
 	// decode: parse_queued's fields of ARGV[1] ("" for nil)
 	decode := redis.NewScript(queuedLua + `
 local out = {parse_queued(ARGV[1])}
-for i = 1, 8 do out[i] = out[i] or '' end
+for i = 1, 9 do out[i] = out[i] or '' end
 return out
 `)
 	// encode: queued_value of the purchase's orderArgs, then limit, cap and the group
@@ -81,12 +87,16 @@ return queued_value(p, ARGV[%d], ARGV[%d], group, size, expires)
 			if q.Group != "" {
 				size, expires = itoa(int64(q.GroupSize)), itoa(q.GroupExpiresAt.UnixMilli())
 			}
+			variant := ""
+			if i, ok := q.Variant.Index(); ok {
+				variant = itoa(int64(i))
+			}
 			want := []string{q.Buyer.Key(), itoa(int64(q.Quantity)), itoa(q.CreatedAt.UnixMilli()), itoa(int64(q.Limit)),
-				cap, q.Group, size, expires}
+				cap, q.Group, size, expires, variant}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Lua's parse_queued of Go's %q (-want +got):\n%s", value, diff)
 			}
-			if len(strings.Split(value, " ")) == 8 { // a field added later, past the eighth, is Go's alone
+			if len(strings.Split(value, " ")) == 9 { // a field added later, past the ninth, is Go's alone
 				later, err := decode.Run(ctx, rdb, nil, value+" 9 x").StringSlice()
 				if err != nil {
 					t.Fatal(err)

@@ -16,31 +16,32 @@ import (
 //	  calls of at most 1000 (Lua's stack bounds unpack).
 //	unqueue(sale, queued, claimed, since, ids, user_sets): ends the queued state of the
 //	  orders ids (user_sets[i] is the queued set of order i's buyer) and returns, by
-//	  position, each one's buyer key and quantity; nil for an id not queued (or seen before
-//	  in ids). The queued hash is read once, and it, the claimed set, the since index
+//	  position, each one's buyer key, quantity and variant (nil for none); nil for an id
+//	  not queued (or seen before in ids). The queued hash is read once, and it, the claimed set, the since index
 //	  and the sale's qunits are each written once, for all of them: a command inside a
 //	  script costs the server more than its own work (measured: docs/performance.md's
 //	  git history).
-//	give_back(sale, users, user, qty): qty units back to stock, and the order they
-//	  made out of what the buyer of key user holds (release, holdings.go); a buyer who
-//	  holds nothing any more loses the field of their attempts' allowance too, once that
-//	  allowance is full again (as its key would have expired).
-const unitsLua = queuedLua + holdingsLua + `
+//	give_back(sale, users, user, qty, variant): qty units (of variant, nil for none) back
+//	  to stock, and the order they made out of what the buyer of key user holds
+//	  (release, holdings.go; release_variant, variants.go); a buyer who holds nothing any
+//	  more loses the field of their attempts' allowance too, once that allowance is full
+//	  again (as its key would have expired).
+const unitsLua = queuedLua + holdingsLua + variantHoldingsLua + `
 local function each(cmd, key, list)
   for i = 1, #list, 1000 do
     redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
   end
 end
 local function unqueue(sale, queued, claimed, since, ids, user_sets)
-  local users, qtys, gone, seen, units = {}, {}, {}, {}, 0
+  local users, qtys, variants, gone, seen, units = {}, {}, {}, {}, {}, 0
   for first = 1, #ids, 1000 do
     local values = redis.call('HMGET', queued, unpack(ids, first, math.min(first + 999, #ids)))
     for j, v in ipairs(values) do
       local i = first + j - 1
       if v and not seen[ids[i]] then
         seen[ids[i]] = true
-        local user, qty = parse_queued(v)
-        users[i], qtys[i] = user, tonumber(qty)
+        local user, qty, _, _, _, _, _, _, variant = parse_queued(v)
+        users[i], qtys[i], variants[i] = user, tonumber(qty), variant
         units = units + qtys[i]
         gone[#gone + 1] = ids[i]
         redis.call('SREM', user_sets[i], ids[i])
@@ -53,10 +54,14 @@ local function unqueue(sale, queued, claimed, since, ids, user_sets)
     each('ZREM', since, gone)
     redis.call('HINCRBY', sale, 'qunits', string.format('%d', -units))
   end
-  return users, qtys
+  return users, qtys, variants
 end
-local function give_back(sale, users, user, qty)
+local function give_back(sale, users, user, qty, variant)
   redis.call('HINCRBY', sale, 'avail', qty)
+  if variant then
+    redis.call('HINCRBY', sale, vfield('avail', variant), qty)
+    release_variant(users, user, variant, qty)
+  end
   if release(users, user, qty) then
     local a = redis.call('HGET', users, ALLOWANCE .. user)
     if a then
@@ -87,9 +92,9 @@ local prior = redis.call('GET', KEYS[6])
 -- a replay answered with this order (reserveScript marked its key): it stands, and the
 -- repair pass enqueues it
 if prior and string.sub(prior, -#ARGV[1] - 3) == ' ' .. ARGV[1] .. ' r' then return 0 end
-local users, qtys = unqueue(KEYS[1], KEYS[3], KEYS[5], KEYS[7], {ARGV[1]}, {KEYS[4]})
+local users, qtys, variants = unqueue(KEYS[1], KEYS[3], KEYS[5], KEYS[7], {ARGV[1]}, {KEYS[4]})
 if not users[1] then return -1 end
-give_back(KEYS[1], KEYS[2], users[1], qtys[1])
+give_back(KEYS[1], KEYS[2], users[1], qtys[1], variants[1])
 bump_gen(KEYS[1])
 redis.call('SADD', KEYS[8], ARGV[1])
 redis.call('EXPIRE', KEYS[8], 86400)
@@ -234,11 +239,11 @@ var settleScript = redis.NewScript(unitsLua + bumpGenLua + listGroupLua + `
 local n = (#ARGV - 2) / 3
 local ids, sets = {}, {}
 for i = 1, n do ids[i], sets[i] = ARGV[3 * i], KEYS[5 + 3 * i] end
-local users, qtys = unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], ids, sets)
+local users, qtys, variants = unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], ids, sets)
 local back = 0
 for i = 1, n do
   if users[i] and ARGV[1 + 3 * i] == '1' then
-    give_back(KEYS[1], KEYS[2], users[i], qtys[i])
+    give_back(KEYS[1], KEYS[2], users[i], qtys[i], variants[i])
     back = back + qtys[i]
     local group, seats = KEYS[6 + 3 * i], KEYS[7 + 3 * i]
     if ARGV[2 + 3 * i] ~= '' and redis.call('HDEL', seats, users[i]) == 1 then
@@ -317,8 +322,8 @@ end
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] returned set (order ids already returned)
 // ARGV[1] activity id  ARGV[2] the returned-units channel  ARGV[3] ReturnedRetention in ms
-// then for each order i (0, 1, ...): ARGV[4+3i] its id  ARGV[5+3i] its buyer's key
-// ARGV[6+3i] its quantity
+// then for each order i (0, 1, ...): ARGV[4+4i] its id  ARGV[5+4i] its buyer's key
+// ARGV[6+4i] its quantity  ARGV[7+4i] its variant's index, "" for none
 //
 // An order is remembered with the score +inf until Forget. The sale's generation goes
 // up once when anything came back. A lost sale gets nothing: its rebuild counts an
@@ -327,10 +332,12 @@ end
 var returnScript = redis.NewScript(unitsLua + bumpGenLua + trimReturnedLua + `
 trim_returned(KEYS[3], tonumber(ARGV[3]))
 local live, back = redis.call('HEXISTS', KEYS[1], 'total') == 1, 0
-for i = 4, #ARGV, 3 do
+for i = 4, #ARGV, 4 do
   if not redis.call('ZSCORE', KEYS[3], ARGV[i]) then
     redis.call('ZADD', KEYS[3], '+inf', ARGV[i])
-    if live then give_back(KEYS[1], KEYS[2], ARGV[i + 1], tonumber(ARGV[i + 2])) end
+    local variant = ARGV[i + 3]
+    if variant == '' then variant = nil end
+    if live then give_back(KEYS[1], KEYS[2], ARGV[i + 1], tonumber(ARGV[i + 2]), variant) end
     back = back + 1
   end
 end
@@ -357,6 +364,8 @@ type Returning struct {
 	OrderID  string
 	Buyer    buyer.ID
 	Quantity int
+	// Variant is the order's variant, none outside a sale of variants.
+	Variant Variant
 }
 
 // Return gives the units of cancelled (or expired) orders of one sale back to stock and
@@ -373,10 +382,10 @@ func (s *Stock) Return(ctx context.Context, activityID int64, orders ...Returnin
 	}
 	for b, os := range byBucket(sale, orders, func(o Returning) buyer.ID { return o.Buyer }) {
 		keys := []string{saleKey(b), usersKey(b), returnedKey(b)}
-		args := make([]any, 0, 3+3*len(os))
+		args := make([]any, 0, 3+4*len(os))
 		args = append(args, activityID, ReturnedChannel, ReturnedRetention.Milliseconds())
 		for _, o := range os {
-			args = append(args, o.OrderID, o.Buyer.Key(), o.Quantity)
+			args = append(args, o.OrderID, o.Buyer.Key(), o.Quantity, o.Variant.arg())
 		}
 		n, err := returnScript.Run(ctx, s.rdb, keys, args...).Int64()
 		if err != nil {

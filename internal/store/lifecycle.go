@@ -182,6 +182,9 @@ func (s *Store) cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error 
 			return fmt.Errorf("take back sold units: %w", err)
 		}
 	}
+	if err := takeBackVariantSold(tx, orders); err != nil {
+		return err
+	}
 	return outbox.Record(tx, events...)
 }
 
