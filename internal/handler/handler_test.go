@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -164,6 +165,19 @@ func (s *stack) waitCreated(id, token string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	s.t.Fatalf("order %s never reached created", id)
+}
+
+// bodyOf is body as JSON with some fields replaced (a nil value drops the field).
+func bodyOf(body, replace map[string]any) string {
+	for k, v := range replace {
+		if v == nil {
+			delete(body, k)
+		} else {
+			body[k] = v
+		}
+	}
+	b, _ := json.Marshal(body)
+	return string(b)
 }
 
 func orderID(t *testing.T, body string) string {

@@ -90,7 +90,7 @@ type NewActivity struct {
 	Room RoomPatch
 	room RoomSettings
 	// Variants, when not nil, are the sale's variants instead of Stock (which must be
-	// 0; Validate makes it their sum); PerVariantLimit caps one variant's units a buyer
+	// 0, or their sum; Validate makes it their sum); PerVariantLimit caps one variant's units a buyer
 	// holds (nil: none).
 	Variants        []NewVariant
 	PerVariantLimit *int
@@ -173,8 +173,6 @@ func (n *NewActivity) validateVariants() error {
 		return nil
 	}
 	switch {
-	case n.Stock != 0:
-		return &FieldError{"stock", "must not be given beside variants: the sale's stock is the sum of theirs"}
 	case len(n.Variants) < 1 || len(n.Variants) > MaxVariants:
 		return &FieldError{"variants", "must hold 1 to 100 variants"}
 	case n.Kind == KindGroup:
@@ -183,6 +181,7 @@ func (n *NewActivity) validateVariants() error {
 		return &FieldError{"per_variant_limit", "must be between 1 and per_user_limit"}
 	}
 	seen := make(map[string]bool, len(n.Variants))
+	var sum int64
 	for i, v := range n.Variants {
 		switch {
 		case v.Name == "" || utf8.RuneCountInString(v.Name) > MaxVariantName || !printable(v.Name):
@@ -196,8 +195,12 @@ func (n *NewActivity) validateVariants() error {
 			return &FieldError{fmt.Sprintf("variants[%d].external_ref", i), "must be 1 to 128 printable characters"}
 		}
 		seen[v.Name] = true
-		n.Stock += v.Stock
+		sum += v.Stock
 	}
+	if n.Stock != 0 && n.Stock != sum { // 0, or the sum an earlier Validate made it
+		return &FieldError{"stock", "must not be given beside variants: the sale's stock is the sum of theirs"}
+	}
+	n.Stock = sum
 	return nil
 }
 

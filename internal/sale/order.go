@@ -56,6 +56,8 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	switch {
 	case errors.Is(err, stock.ErrNoSale):
 		return Order{}, nil, false, s.MissingSale(ctx, r.ActivityID)
+	case errors.Is(err, stock.ErrNoVariant): // the body's field, named as it is spelled
+		return Order{}, nil, false, &FieldError{"variant", "is required in a sale of variants, and must name one of them"}
 	case err != nil:
 		return Order{}, nil, false, err
 	case got.Replayed:
