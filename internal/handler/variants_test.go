@@ -188,3 +188,63 @@ func TestVariantsContract(t *testing.T) {
 		t.Errorf("stats: %d %s", st.status, st.body)
 	}
 }
+
+// A sale of variants with a waiting room has one line: a pass buys any variant, the
+// ticket's units_left counts every variant's units, a variant sells out while the line
+// still admits for the others, and once every variant is sold out the sale is, for the
+// line too.
+func TestVariantsWithAWaitingRoom(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	admin := testutil.Token(t, 1, true)
+	a := s.do(call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: variantSale(map[string]any{
+		"waiting_room": true, "admit_per_second": 100, "per_variant_limit": nil, "per_user_limit": 2,
+		"variants": []map[string]any{{"name": "S", "stock": 1}, {"name": "M", "stock": 2}}})})
+	var room activityView
+	if err := json.Unmarshal([]byte(a.body), &room); a.status != http.StatusCreated || err != nil {
+		t.Fatalf("create: %d %s", a.status, a.body)
+	}
+	lineOf, buy := fmt.Sprintf("/api/v1/activities/%d/line", room.ID), fmt.Sprintf("/api/v1/activities/%d/orders", room.ID)
+	tokens := []string{testutil.Token(t, 51, false), testutil.Token(t, 52, false), testutil.Token(t, 53, false)}
+	for _, tok := range tokens {
+		if j := s.do(call{method: "POST", path: lineOf, token: tok, body: `{}`}); j.status != http.StatusCreated ||
+			!strings.Contains(j.body, `"units_left":3`) {
+			t.Fatalf("join: %d %s; want 201 with every variant's 3 units left", j.status, j.body)
+		}
+	}
+	if _, err := s.line.Admit(t.Context(), room.ID); err != nil {
+		t.Fatal(err)
+	}
+	pass := func(tok string) map[string]string {
+		a := s.do(call{method: "GET", path: lineOf, token: tok})
+		var tk struct{ Pass string }
+		if err := json.Unmarshal([]byte(a.body), &tk); err != nil || tk.Pass == "" {
+			t.Fatalf("ticket: %d %s; want a pass", a.status, a.body)
+		}
+		return map[string]string{handler.PassHeader: tk.Pass}
+	}
+	steps := []struct {
+		name   string
+		c      call
+		status int
+		code   string
+	}{
+		{"a variant without a pass", call{method: "POST", path: buy, token: tokens[0], body: `{"quantity":1,"variant":"S"}`}, 409, "not_admitted"},
+		{"the pass buys S", call{method: "POST", path: buy, token: tokens[0], body: `{"quantity":1,"variant":"S"}`, header: pass(tokens[0])}, 202, ""},
+		{"S sold out, for another pass", call{method: "POST", path: buy, token: tokens[1], body: `{"quantity":1,"variant":"S"}`, header: pass(tokens[1])}, 409, "sold_out"},
+		{"the same pass buys M", call{method: "POST", path: buy, token: tokens[1], body: `{"quantity":1,"variant":"M"}`, header: pass(tokens[1])}, 202, ""},
+		{"the first pass buys M too", call{method: "POST", path: buy, token: tokens[0], body: `{"quantity":1,"variant":"M"}`, header: pass(tokens[0])}, 202, ""},
+		{"nothing left of any variant", call{method: "POST", path: buy, token: tokens[2], body: `{"quantity":1,"variant":"M"}`, header: pass(tokens[2])}, 409, "sold_out"},
+		{"the line of a sold-out sale", call{method: "POST", path: lineOf, token: testutil.Token(t, 54, false), body: `{}`}, 409, "sold_out"},
+	}
+	for _, st := range steps {
+		time.Sleep(5 * time.Millisecond) // the buyer's lock of the purchase before is released
+		got := s.do(st.c)
+		if st.code == "" {
+			if got.status != st.status {
+				t.Errorf("%s: %d %s, want %d", st.name, got.status, got.body, st.status)
+			}
+			continue
+		}
+		t.Run(st.name, func(t *testing.T) { wantError(t, got, st.status, st.code) })
+	}
+}
