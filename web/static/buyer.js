@@ -225,7 +225,9 @@ function renderSaleCard(entry) {
   setText(el(node, '.clock'), clockText);
 
   const available = Math.max(0, a.stock_available);
-  setText(el(node, '.stock-text'), `${available.toLocaleString('en-US')} of ${a.stock_total.toLocaleString('en-US')} left`);
+  setText(el(node, '.stock-text'), `${available.toLocaleString('en-US')} of ${a.stock_total.toLocaleString('en-US')} left`
+    + (a.variants ? ` in ${plural(a.variants.length, 'size', 'sizes')}` : ''));
+  renderVariants(entry, state);
   const share = a.stock_total > 0 ? Math.min(1, available / a.stock_total) : 0;
   el(node, '.bar-fill').style.width = `${(share * 100).toFixed(1)}%`;
 
@@ -265,9 +267,55 @@ function renderSaleCard(entry) {
   message.className = `message ${entry.result ? entry.result.kind : 'state'}`;
 }
 
+// renderVariants shows a sale of variants' sizes as a choice, each with its units left:
+// a sold-out size is shown as such (never hidden) and cannot be chosen; a chosen size
+// that sells out is unchosen.
+function renderVariants(entry, state) {
+  const a = entry.data;
+  const box = el(entry.node, '.variants');
+  const vs = a.variants || [];
+  box.hidden = vs.length === 0;
+  if (vs.length === 0) return;
+  const options = el(box, '.variant-options');
+  const names = JSON.stringify(vs.map((v) => v.name));
+  if (options.dataset.names !== names) { // the sizes never change: built once
+    options.dataset.names = names;
+    options.replaceChildren(...vs.map((v) => {
+      const label = document.createElement('label');
+      label.className = 'variant';
+      const input = document.createElement('input');
+      Object.assign(input, { type: 'radio', name: `variant-${a.id}`, value: v.name });
+      input.addEventListener('change', () => {
+        entry.variant = v.name;
+        entry.result = null;
+        renderSaleCard(entry);
+      });
+      const name = document.createElement('span');
+      name.className = 'variant-name';
+      name.textContent = v.name;
+      const left = document.createElement('span');
+      left.className = 'variant-left';
+      label.append(input, name, left);
+      return label;
+    }));
+  }
+  vs.forEach((v, i) => {
+    const label = options.children[i];
+    const input = label.querySelector('input');
+    const soldOut = v.stock_available <= 0;
+    label.classList.toggle('sold-out', soldOut);
+    setText(el(label, '.variant-left'), soldOut ? 'Sold out' : `${v.stock_available.toLocaleString('en-US')} left`);
+    if (soldOut && entry.variant === v.name) entry.variant = '';
+    input.disabled = soldOut || !state.canBuy;
+    input.checked = entry.variant === v.name;
+    label.title = soldOut ? `${v.name} is sold out` : '';
+  });
+}
+
 // limitText says how much one buyer may take, and how much this one holds.
 function limitText(a, state) {
   let text = `Up to ${a.per_user_limit} per buyer`;
+  if (a.per_variant_limit) text += `, ${a.per_variant_limit} of a size`;
   if (a.per_user_participations) {
     text += isGroupSale(a)
       ? `, in at most ${plural(a.per_user_participations, 'group', 'groups')} at once`
@@ -344,6 +392,11 @@ function buyError(res, a) {
   switch (res.error.code) {
     case 'sold_out': {
       const m = /only (\d+) left/i.exec(msg);
+      if (a.variants) {
+        return m
+          ? `Not enough of this size left: only ${m[1]} remain. Choose a smaller quantity or another size.`
+          : 'This size is sold out. Choose another size.';
+      }
       return m
         ? `Not enough left: only ${m[1]} remain. Choose a smaller quantity.`
         : 'Sold out: every unit has been taken.';
@@ -352,6 +405,9 @@ function buyError(res, a) {
       const parts = /take part (\d+) times?/i.exec(msg);
       if (parts) {
         return `Limit reached: you already hold ${plural(Number(parts[1]), 'order', 'orders')} in this sale, the most allowed per buyer.`;
+      }
+      if (/of this variant/i.test(msg)) {
+        return `Limit reached for this size: each buyer may hold at most ${a.per_variant_limit} of one size.`;
       }
       return `Limit reached: each buyer may hold at most ${a.per_user_limit} of this sale, counting queued, created and paid orders.`;
     }
@@ -383,17 +439,24 @@ async function buy(entry) {
   const a = entry.data;
   const quantity = cardQuantity(entry);
   if (!quantity) return;
+  const variant = a.variants ? entry.variant : undefined;
+  if (a.variants && !variant) {
+    entry.result = { kind: 'error', text: 'Choose a size first.', key: saleState(a).key };
+    renderSaleCard(entry);
+    el(entry.node, '.variant input:not(:disabled)')?.focus();
+    return;
+  }
   // One key per purchase: a retry after a lost answer sends the same key and body,
   // so the server answers with the first order instead of making a second one.
-  if (!entry.pending || entry.pending.quantity !== quantity) {
-    entry.pending = { quantity, key: idempotencyKey() };
+  if (!entry.pending || entry.pending.quantity !== quantity || entry.pending.variant !== variant) {
+    entry.pending = { quantity, variant, key: idempotencyKey() };
   }
   entry.busy = true;
   entry.result = null;
   renderSaleCard(entry);
   const res = await api('POST', `/api/v1/activities/${a.id}/orders`, {
     token: session.token,
-    body: { quantity },
+    body: variant ? { quantity, variant } : { quantity },
     headers: { 'Idempotency-Key': entry.pending.key, ...(a.waiting_room ? { 'X-Sale-Pass': admittedPass(a.id) } : {}) },
   });
   entry.busy = false;
@@ -403,7 +466,7 @@ async function buy(entry) {
     upsertOrder(o);
     entry.result = {
       kind: 'ok',
-      text: `Order placed: ${o.quantity} × ${a.product_name}, ${statusLabel(o.status).toLowerCase()}. Follow it under Your orders.`,
+      text: `Order placed: ${o.quantity} × ${a.product_name}${o.variant ? ` (${o.variant})` : ''}, ${statusLabel(o.status).toLowerCase()}. Follow it under Your orders.`,
     };
     fastOrdersUntil = Date.now() + 15000;
     ordersPoll.kick();
@@ -492,7 +555,8 @@ function renderOrderCard(entry) {
   const expired = o.status === 'created' && now >= expires;
   node.dataset.status = o.status;
   const what = sale ? sale.data.product_name : 'item';
-  setText(el(node, '.order-title'), `${sale ? sale.data.name : `Sale ${o.activity_id}`}: ${o.quantity} × ${what}${o.group_id ? ' in a group' : ''}`);
+  setText(el(node, '.order-title'), `${sale ? sale.data.name : `Sale ${o.activity_id}`}: ${o.quantity} × ${what}`
+    + `${o.variant ? ` (${o.variant})` : ''}${o.group_id ? ' in a group' : ''}`);
   const badge = el(node, '.order-badge');
   setText(badge, statusLabel(o.status));
   badge.className = `badge order-badge status-${o.status}`;
