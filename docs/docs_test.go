@@ -24,7 +24,11 @@ import (
 // TestDocs checks every Markdown file of the repository (README.md, docs/, loadtest/, and
 // any page added later): a relative link or anchor that does not resolve, an environment
 // variable the code does not read, a route the router does not serve, or a test,
-// benchmark or fuzz target the code does not have is an error.
+// benchmark or fuzz target the code does not have is an error. So is a fact kept in two
+// places: a measured figure (µs, or a rate per second) on two pages, a table of settings
+// outside docs/configuration.md, a default in brackets (`SECKILL_X` [5s]) that is not the
+// code's, or a test named in a page written for operators. And a page over 10 KB lists
+// its sections: every ## heading is linked from the page itself.
 func TestDocs(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -34,7 +38,8 @@ func TestDocs(t *testing.T) {
 	if !slices.Contains(pages, "README.md") || !slices.Contains(pages, "docs/concepts.md") {
 		t.Fatalf("the Markdown files found under %s lack README.md or docs/concepts.md: %v", root, pages)
 	}
-	c := checker{root: root, vars: codeVariables(t, root), routes: routerRoutes(t), tests: testNames(t, root)}
+	c := checker{root: root, vars: codeVariables(t, root), routes: routerRoutes(t), tests: testNames(t, root),
+		settings: settingDefaults()}
 	for _, p := range c.check(t, pages) {
 		t.Error(p)
 	}
@@ -65,7 +70,7 @@ func TestJSONExamples(t *testing.T) {
 		}
 	}
 	if examples == 0 {
-		t.Error("no JSON example found: docs/integration.md shows each event type")
+		t.Error("no JSON example found: docs/integration.md shows an event")
 	}
 }
 
@@ -91,17 +96,27 @@ func TestCheckerFindsEachKind(t *testing.T) {
 		"/api/v1/admin and `GET /healthz` and `/api/v1/admin/...`\n"+
 		"`POST /api/v1/activities/{id}` `GET /api/v1/nothing` `DELETE /orders/{id}/pay`\n"+
 		"shown by `TestKnown` and BenchmarkKnown, not by TestGone or `go test -run FuzzGone`\n"+
-		"```sh\n[in code](nowhere.md)\ncurl http://127.0.0.1:8080/api/v1/activities/$ID/orderz\n```\n")
+		"```sh\n[in code](nowhere.md)\ncurl http://127.0.0.1:8080/api/v1/activities/$ID/orderz\n```\n"+
+		"The API spends 54–81 µs per purchase, `SECKILL_KNOWN` [7] and `SECKILL_PLAIN` [5s].\n\n"+
+		"| Variable | Default |\n|---|---|\n| `SECKILL_KNOWN` | 5s |\n")
 	write("docs/a.md", "# A\n\n## The part\n\n<a id=\"kept\"></a>\n[ok](../README.md#top) [ok](#kept)\n")
+	write("docs/b.md", "# B\n\nMeasured: 54-81 µs of CPU, 9,000 purchases/s.\n\n```sh\n12 µs in a code block\n```\n")
+	write("docs/configuration.md", "# Settings\n\n| Variable | Default |\n|---|---|\n| `SECKILL_KNOWN` | 5s |\n\n9,000 purchases/s in one place.\n")
+	write("docs/runbook.md", "# Runbook\n\nShown by `TestKnown`.\n\n```sh\ngo test -run TestKnown ./e2e/\n```\n")
+	big := strings.Repeat("A long page. ", tocSize/13+10)
+	write("docs/big.md", "# Big\n\n- [One](#one)\n\n## One\n\n"+big+"\n\n## Two\n\n12 µs\n")
+	write("docs/small.md", "# Small\n\n## Unlisted\n\n12 µs again\n")
 	c := checker{
-		root: root,
-		vars: map[string]bool{"SECKILL_KNOWN": true, "SECKILL_KNOWN_FILE": true, "SECKILL_PLAIN": true, "AUDIT_FLAGS": true},
+		root:     root,
+		settings: map[string]string{"SECKILL_KNOWN": "5s", "SECKILL_PLAIN": "5s"},
+		vars:     map[string]bool{"SECKILL_KNOWN": true, "SECKILL_KNOWN_FILE": true, "SECKILL_PLAIN": true, "AUDIT_FLAGS": true},
 		routes: []route{{"GET", "/api/v1/activities/:id"}, {"POST", "/api/v1/activities/:id/orders"},
 			{"GET", "/api/v1/orders/:id"}, {"POST", "/api/v1/orders/:id/pay"},
 			{"GET", "/api/v1/admin/activities"}, {"GET", "/healthz"}},
 		tests: map[string]bool{"TestKnown": true, "BenchmarkKnown": true},
 	}
-	got := strings.Join(c.check(t, []string{"README.md", "docs/a.md"}), "\n")
+	got := strings.Join(c.check(t, []string{"README.md", "docs/a.md", "docs/b.md", "docs/configuration.md",
+		"docs/runbook.md", "docs/big.md", "docs/small.md"}), "\n")
 	for _, want := range []string{
 		"README.md: link docs/missing.md: no such file",
 		"README.md: link docs/a.md#nowhere: no heading",
@@ -116,6 +131,13 @@ func TestCheckerFindsEachKind(t *testing.T) {
 		"README.md: route /api/v1/activities/$ID/orderz",
 		"README.md: test TestGone",
 		"README.md: test FuzzGone",
+		"docs/b.md: figure 54–81µs is on README.md too",
+		"docs/configuration.md: figure 9,000purchases/s is on docs/b.md too",
+		"docs/small.md: figure 12µs is on docs/big.md too",
+		"README.md: setting SECKILL_KNOWN in a table of settings",
+		"README.md: setting SECKILL_KNOWN [7]: its default is \"5s\"",
+		"docs/runbook.md: test TestKnown named in a page for operators",
+		"docs/big.md: section #two: a page over",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the checker did not report %q; it reported:\n%s", want, got)
@@ -123,7 +145,8 @@ func TestCheckerFindsEachKind(t *testing.T) {
 	}
 	for _, fine := range []string{"docs/a.md:", "variable SECKILL_KNOWN:", "variable SECKILL_KNOWN_FILE:", "variable AUDIT_FLAGS:", "nowhere.md", "example.com",
 		"route /api/v1/admin:", "GET /healthz", "{id}/orders", "GET /orders/{id}", "the-part", "group-buy", "/api/v1/admin/...",
-		"TestKnown", "BenchmarkKnown"} {
+		"TestKnown:", "BenchmarkKnown", "SECKILL_PLAIN [5s]", "docs/configuration.md: setting", "#one", "docs/small.md: section",
+		"figure 12µs is on docs/b.md", "README.md: test TestKnown"} {
 		if strings.Contains(got, fine) {
 			t.Errorf("the checker reported something fine (%q):\n%s", fine, got)
 		}
@@ -133,11 +156,35 @@ func TestCheckerFindsEachKind(t *testing.T) {
 type route struct{ method, path string }
 
 type checker struct {
-	root   string
-	vars   map[string]bool // environment variables the code names
-	routes []route         // the router's, with gin's :param segments
-	tests  map[string]bool // the test, benchmark and fuzz functions of the code
+	root     string
+	vars     map[string]bool   // environment variables the code names
+	routes   []route           // the router's, with gin's :param segments
+	tests    map[string]bool   // the test, benchmark and fuzz functions of the code
+	settings map[string]string // the binaries' settings (config.Vars) and their defaults
 }
+
+// settingDefaults are the binaries' settings with their defaults, "" for none.
+func settingDefaults() map[string]string {
+	out := map[string]string{}
+	for _, v := range config.Vars {
+		out[v.Name] = v.Default
+	}
+	return out
+}
+
+// operatorPages are the pages written for the people who run the service: the tests that
+// show what they say are named in docs/internals.md, not in them.
+var operatorPages = map[string]bool{
+	"docs/configuration.md": true, "docs/connecting.md": true, "docs/deploying.md": true,
+	"docs/getting-started.md": true, "docs/integration.md": true, "docs/kubernetes.md": true,
+	"docs/runbook.md": true, "docs/sizing.md": true, "docs/topologies.md": true,
+}
+
+// settingsPage is the one table of settings.
+const settingsPage = "docs/configuration.md"
+
+// tocSize is the size from which a page lists its sections.
+const tocSize = 10 * 1024
 
 // check returns one line per problem in pages (paths relative to root).
 func (c checker) check(t *testing.T, pages []string) []string {
@@ -184,9 +231,61 @@ func (c checker) check(t *testing.T, pages []string) []string {
 				report("test %s: no such test, benchmark or fuzz target in the code", n)
 			}
 		}
+		text := withoutFences(texts[p])
+		if operatorPages[p] {
+			for _, n := range testName.FindAllString(text, -1) {
+				report("test %s named in a page for operators: name it in docs/internals.md#the-tests-behind-the-operator-pages", n)
+			}
+		}
+		for _, m := range settingRow.FindAllStringSubmatch(text, -1) {
+			if _, ok := c.settings[m[1]]; ok && p != settingsPage {
+				report("setting %s in a table of settings: %s is the one table", m[1], settingsPage)
+			}
+		}
+		for _, m := range bracketDefault.FindAllStringSubmatch(text, -1) {
+			if def, ok := c.settings[m[1]]; ok && def != m[2] {
+				report("setting %s [%s]: its default is %q", m[1], m[2], def)
+			}
+		}
+		if len(texts[p]) > tocSize {
+			listed := map[string]bool{}
+			for _, target := range links(withoutCode(texts[p])) {
+				if strings.HasPrefix(target, "#") {
+					listed[target[1:]] = true
+				}
+			}
+			for _, a := range sectionAnchors(texts[p]) {
+				if !listed[a] {
+					report("section #%s: a page over %d KB lists its sections, and this one is not linked from the page", a, tocSize/1024)
+				}
+			}
+		}
 	}
+	problems = append(problems, c.figuresOnTwoPages(pages, texts)...)
 	sort.Strings(problems)
 	return slices.Compact(problems)
+}
+
+// figuresOnTwoPages reports a measured figure (a number or a range with µs, or a rate
+// per second) that appears on more than one page: each figure lives in one page
+// (docs/performance.md measures, docs/sizing.md plans with them) and the others link.
+func (c checker) figuresOnTwoPages(pages []string, texts map[string]string) []string {
+	seen := map[string][]string{} // figure -> pages, in order
+	for _, p := range pages {
+		for _, m := range figure.FindAllString(withoutFences(texts[p]), -1) {
+			f := strings.Join(strings.Fields(strings.NewReplacer("-", "–", " ", "").Replace(m)), "")
+			if !slices.Contains(seen[f], p) {
+				seen[f] = append(seen[f], p)
+			}
+		}
+	}
+	var out []string
+	for f, on := range seen {
+		for _, p := range on[1:] {
+			out = append(out, fmt.Sprintf("%s: figure %s is on %s too: keep it in one page and link to it", p, f, on[0]))
+		}
+	}
+	return out
 }
 
 func (c checker) checkLink(page, target string, anchors map[string]map[string]bool, report func(string, ...any)) {
@@ -237,6 +336,12 @@ var (
 	bareRoute = regexp.MustCompile("/api/v1(/[^\\s`'\")\\]<>]*)?")
 	// A test named as the evidence of what a page says.
 	testName = regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*`)
+	// A table row that begins with a setting: a table of settings.
+	settingRow = regexp.MustCompile("(?m)^ {0,3}\\|\\s*`([A-Z][A-Z0-9_]+)`\\s*\\|")
+	// A setting with its default in brackets: `SECKILL_RATE_USER` [20].
+	bracketDefault = regexp.MustCompile("`([A-Z][A-Z0-9_]+)`\\s+\\[([^\\]\\s]+)\\]")
+	// A measured figure: a number or a range of them in µs, or a rate per second.
+	figure = regexp.MustCompile(`\b\d[\d,.]*k?(?:\s?[–-]\s?\d[\d,.]*k?)?\s?(?:µs\b|/s\b|(?:purchases|orders|events|answers|requests|acquisitions)(?:/s\b| a second\b| per second\b))`)
 )
 
 // trimPath drops a query, a fragment and the punctuation a sentence puts after a path.
@@ -493,6 +598,39 @@ func withoutCode(md string) string {
 		b.WriteString(inlineCode.ReplaceAllString(line, "``"))
 	}
 	return b.String()
+}
+
+// withoutFences blanks fenced code blocks only: inline code stays, as part of the prose.
+func withoutFences(md string) string {
+	var b strings.Builder
+	in := false
+	for _, line := range strings.SplitAfter(md, "\n") {
+		if fence.MatchString(line) {
+			in = !in
+			b.WriteString("\n")
+			continue
+		}
+		if in {
+			b.WriteString("\n")
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// sectionAnchors are the anchors of md's ## headings, in order.
+func sectionAnchors(md string) []string {
+	var out []string
+	for _, line := range strings.Split(withoutFences(md), "\n") {
+		if !strings.HasPrefix(line, "## ") {
+			continue
+		}
+		for a := range headingAnchors(line) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func links(prose string) []string {

@@ -376,6 +376,7 @@ func TestBucketsAPIKilledWhileMovingUnits(t *testing.T) {
 				leftAtKill, unappliedAtKill = movesLeft()
 				t.Logf("API killed with SIGKILL at a move recorded in %s: %d move records left, %d not applied",
 					strings.TrimPrefix(e.Channel, "__keyspace@0__:"), leftAtKill, unappliedAtKill)
+				// The killed API stays down a second: the scenario under test.
 				time.Sleep(time.Second)
 				victim.Start()
 				s.WaitReady(t)
@@ -422,8 +423,8 @@ func TestBucketsAPIKilledWhileMovingUnits(t *testing.T) {
 	cr.merge(runCrowd(t, a.ID, crowdPlan{users: 60, firstUser: 6000, concurrency: 16, endpoints: []string{s.URL, url2}}))
 	cr.checkReplays(t)
 	// A purchase cut off by the kill after its units were taken is enqueued by the
-	// repair pass 10 s after it was taken (as TestOneOfTwoAPIsKilledMidCrowd).
-	time.Sleep(8 * time.Second)
+	// repair pass 10 s after it was taken (as TestOneOfTwoAPIsKilledMidCrowd); it is
+	// queued in Redis until then, and the audit waits until no order of the sale is.
 	audit(t, s, a, cr, auditFaults)
 	if st := c.stats(admin, a.ID); st.StockAvailable != 0 || st.Sold != units {
 		t.Errorf("after a crowd wanting more than the stock: %+v, want 0 available and %d sold", st, units)
@@ -467,6 +468,7 @@ func TestBucketsMasterKilledMidCrowd(t *testing.T) {
 	made := acknowledged(t, newClient(t, s.URLs[0]), sales, 8000, 6)
 	var killed, promoted, back time.Time
 	results := crowds(t, sales, crowdPlan{users: 60, concurrency: 8, endpoints: s.URLs, pace: 150 * time.Millisecond}, func() {
+		// The failover lands 1.5 s into the crowd: the scenario under test.
 		time.Sleep(1500 * time.Millisecond)
 		killed, promoted, back = failOver(t, cl, victim, saleTag(first.ID))
 	})

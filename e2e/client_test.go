@@ -32,6 +32,14 @@ type response struct {
 	Header http.Header
 }
 
+// on returns c for a goroutine other than the test's: its helpers' Fatal goes to g
+// (testutil.Goroutines), which reports to the test.
+func (c *client) on(g *testutil.Goroutines) *client {
+	cp := *c
+	cp.t = g
+	return &cp
+}
+
 func (r response) errorCode() string {
 	var e struct {
 		Error struct{ Code string } `json:"error"`
@@ -111,8 +119,9 @@ type stats struct {
 	StockTotal     int64 `json:"stock_total"`
 	StockAvailable int64 `json:"stock_available"`
 	Sold           int64 `json:"sold"`
+	OffSale        int64 `json:"off_sale"`
 	Orders         struct {
-		Queued, Grouping, Created, Paid, Cancelled, Failed int64
+		Queued, Grouping, Created, Paid, Cancelled, Failed, Refunded int64
 	} `json:"orders"`
 }
 
@@ -178,13 +187,15 @@ func userOrders(t testing.TB, c *client, user int64) []order {
 	return list.Orders
 }
 
-// waitMetric waits until the API's /metrics shows the unlabelled metric name at want.
-func (c *client) waitMetric(name string, want float64, within time.Duration) {
-	c.t.Helper()
+// waitMetric waits until the /metrics at url (an API's MetricsURL) shows the unlabelled
+// metric name at want.
+func waitMetric(t testing.TB, url, name string, want float64, within time.Duration) {
+	t.Helper()
+	c := newClient(t, "")
 	deadline := time.Now().Add(within)
 	last := ""
 	for {
-		r := c.must("GET", "/metrics", "", nil)
+		r := c.must("GET", url, "", nil)
 		for _, line := range strings.Split(string(r.Body), "\n") {
 			if v, ok := strings.CutPrefix(line, name+" "); ok {
 				last = v
@@ -194,7 +205,7 @@ func (c *client) waitMetric(name string, want float64, within time.Duration) {
 			}
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("%s at %s: %s = %q, want %v", c.base, time.Now().Format(time.TimeOnly), name, last, want)
+			t.Fatalf("%s at %s: %s = %q, want %v", url, time.Now().Format(time.TimeOnly), name, last, want)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -170,8 +171,8 @@ func TestClusterCrowdThroughNginx(t *testing.T) {
 		return apis == 3 && workers == 2
 	})
 	// nginx spread the purchases over the three instances.
-	for _, u := range s.URLs {
-		m := newClient(t, u).must("GET", "/metrics", "", nil)
+	for _, u := range s.MetricsURLs {
+		m := newClient(t, "").must("GET", u, "", nil)
 		served := 0
 		for _, g := range purchasesServed.FindAllStringSubmatch(string(m.Body), -1) {
 			n, _ := strconv.Atoi(g[1])
@@ -228,13 +229,16 @@ func TestClusterMasterKilledMidCrowd(t *testing.T) {
 					r, err := c.do("POST", fmt.Sprintf("/api/v1/activities/%d/orders", m.sale), m.token,
 						map[string]int{"quantity": 1}, "Idempotency-Key", m.key)
 					var o order
+					var undecodable error
 					if err == nil && r.Status == http.StatusOK {
-						r.decode(t, &o)
+						undecodable = json.Unmarshal(r.Body, &o)
 					}
 					mu.Lock()
 					switch {
 					case err != nil:
 						replayErrs = append(replayErrs, fmt.Sprintf("replay of %s: %v", m.order.ID, err))
+					case undecodable != nil:
+						replayErrs = append(replayErrs, fmt.Sprintf("replay of %s: %v in %s", m.order.ID, undecodable, r.Body))
 					case r.Status == http.StatusOK && o.ID != m.order.ID:
 						replayErrs = append(replayErrs, fmt.Sprintf("replay of %s answered order %s", m.order.ID, o.ID))
 					case r.Status != http.StatusOK && r.Status != http.StatusServiceUnavailable:
@@ -246,6 +250,7 @@ func TestClusterMasterKilledMidCrowd(t *testing.T) {
 			})
 		}
 		defer func() { close(stop); replaying.Wait() }()
+		// The failover lands 1.5 s into the replays: the scenario under test.
 		time.Sleep(1500 * time.Millisecond)
 		killed, promoted, back = failOver(t, cl, victim, saleTag(byMaster[victim][0].ID))
 	}
@@ -324,6 +329,7 @@ func failOver(t *testing.T, cl *testutil.Cluster, victim *testutil.RedisServer, 
 			return killed, promoted, killed
 		}
 	}
+	// The killed node stays down a second before it comes back: the scenario under test.
 	time.Sleep(time.Second)
 	victim.Start()
 	cl.WaitHealthy(t, time.Minute)
@@ -364,6 +370,7 @@ func TestClusterSlotMigratedMidCrowd(t *testing.T) {
 	}
 	results := crowds(t, []activity{a}, crowdPlan{users: 150, concurrency: 16, endpoints: s.URLs,
 		pace: 30 * time.Millisecond}, func() {
+		// The slot moves a second into the crowd: the scenario under test.
 		time.Sleep(time.Second)
 		cl.MigrateSlot(t, testutil.SlotOf(saleTag(a.ID)), to)
 	})
@@ -402,11 +409,13 @@ func TestSentinelMasterKilledMidCrowd(t *testing.T) {
 	var killed, promoted time.Time
 	results := crowds(t, sales, crowdPlan{users: 60, concurrency: 8, endpoints: s.URLs,
 		pace: 150 * time.Millisecond}, func() {
+		// The master is killed 1.5 s into the crowd: the scenario under test.
 		time.Sleep(1500 * time.Millisecond)
 		old.Kill()
 		killed = time.Now()
 		ss.WaitFailover(t, old, 30*time.Second)
 		promoted = time.Now()
+		// The killed master stays down a second after the failover: the scenario under test.
 		time.Sleep(time.Second)
 		old.Start() // the Sentinels turn it into the new master's replica
 	})
@@ -447,10 +456,12 @@ func TestClusterWorkersKilledMidCrowd(t *testing.T) {
 	sales, _ := salesOnEveryMaster(t, newClient(t, s.URL), cl, 6, 150, 3)
 	results := crowds(t, sales, crowdPlan{users: 50, concurrency: 8, endpoints: s.URLs,
 		pace: 60 * time.Millisecond}, func() {
+		// The workers are killed a second into the crowd: the scenario under test.
 		time.Sleep(time.Second)
 		for _, w := range s.Workers {
 			w.Signal(syscall.SIGKILL)
 		}
+		// The workers stay down a second: the scenario under test.
 		time.Sleep(time.Second)
 		for _, w := range s.Workers {
 			w.Start()
@@ -495,14 +506,12 @@ func TestClusterGroupBuy(t *testing.T) {
 	}
 	results := make([]*groupCrowd, len(sales))
 	var wg sync.WaitGroup
+	g := testutil.NewGoroutines(t)
 	for i, a := range sales {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = runGroupCrowd(t, s.URLs, a, 20, 20, i == 0)
-		}()
+		wg.Go(func() { results[i] = runGroupCrowd(g, s.URLs, a, 20, 20, i == 0) })
 	}
 	wg.Wait()
+	g.Report()
 	for i, a := range sales {
 		waitGroupsSettled(t, c, a)
 		auditGroups(t, s, a, results[i])

@@ -21,7 +21,7 @@ const refusalBound = 30 * time.Second
 // one line that names the setting: never a hang, never plaintext instead of TLS.
 func TestBadConnectionSettingsRefuseTheStart(t *testing.T) {
 	sec := testutil.NewRedisSecurity(t)
-	locked := testutil.StartRedisWith(t, sec)
+	locked := testutil.StartRedisWith(t, sec, "--appendonly", "yes")
 	plain := testutil.StartRedisWith(t, nil)
 	other := testutil.NewTLSFiles(t) // an authority that signed none of the servers
 	dir := t.TempDir()
@@ -79,7 +79,7 @@ func TestBadConnectionSettingsRefuseTheStart(t *testing.T) {
 	api, worker := testutil.Binaries(t)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			env := append(append(append(plainDB.Env(), "SECKILL_JWT_SECRET="+testutil.JWTSecret, "SECKILL_HTTP_ADDR=127.0.0.1:0",
+			env := append(append(append(plainDB.Env(), "SECKILL_JWT_SECRET="+testutil.JWTSecret, "SECKILL_HTTP_ADDR=127.0.0.1:0", "SECKILL_METRICS_ADDR=127.0.0.1:0",
 				"SECKILL_WORKER_METRICS_ADDR=127.0.0.1:0"), redisEnv...), tc.env...)
 			for _, bin := range []string{api, worker} {
 				p := testutil.StartProcess(t, filepath.Base(bin), bin, env)
@@ -189,6 +189,7 @@ func TestNoSecretInTheLogs(t *testing.T) {
 	if r, err := c.do("GET", "/api/v1/admin/activities", admin, nil); err == nil {
 		t.Logf("the sales listed with MySQL frozen: %d", r.Status)
 	}
+	// MySQL stays frozen 3 s while the service runs: the scenario under test.
 	time.Sleep(3 * time.Second)
 	maria.Resume()
 

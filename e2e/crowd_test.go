@@ -161,6 +161,7 @@ func runCrowd(t *testing.T, activityID int64, p crowdPlan) *crowd {
 	}
 	for _, g := range groups {
 		if p.pace > 0 {
+			// The plan's pace spreads the crowd over time: the load under test.
 			time.Sleep(p.pace / 3)
 		}
 		for _, a := range g {

@@ -39,6 +39,7 @@ func faultCrowdWith(t *testing.T, s *testutil.Stack, p crowdPlan) (activity, *cr
 	return a, cr
 }
 
+// after runs f once d has passed: when a fault lands in a crowd, the scenario under test.
 func after(d time.Duration, f func()) { time.Sleep(d); f() }
 
 func TestWorkerKilledMidCrowd(t *testing.T) {
@@ -68,9 +69,9 @@ func TestOneOfTwoAPIsKilledMidCrowd(t *testing.T) {
 	}
 	// A request cut off after its units were taken may leave an order without a 202, and
 	// the killed API may not have enqueued orders it had answered 202 for; the repair
-	// pass enqueues both 10 s after they were taken (the audit waits for the queue to
-	// drain), and counts the first kind as unanswered.
-	time.Sleep(8 * time.Second)
+	// pass enqueues both 10 s after they were taken. They are queued in Redis until
+	// then, and the audit waits until no order of the sale is; it counts the first kind
+	// as unanswered.
 	audit(t, s, a, cr, auditFaults)
 }
 
@@ -92,6 +93,7 @@ func TestMariaDBFrozenMidCrowd(t *testing.T) {
 		}()
 		t.Log("MariaDB frozen with SIGSTOP")
 		// While MySQL answers nothing, a purchase still gets its 202 at once.
+		// A second into the freeze, a purchase: the scenario under test.
 		time.Sleep(time.Second)
 		start := time.Now()
 		var err error
@@ -107,6 +109,7 @@ func TestMariaDBFrozenMidCrowd(t *testing.T) {
 		} else {
 			depth = metricValue(string(m.Body), "seckill_queue_depth")
 		}
+		// The freeze goes on, 5 s in all: the scenario under test.
 		time.Sleep(4 * time.Second)
 	}})
 	t.Logf("purchase while MySQL was frozen: %d in %v; queue depth %v", probe.Status, probeTook, depth)
@@ -142,7 +145,8 @@ func TestRedisRestartedMidCrowd(t *testing.T) {
 	if cr.dropped.Load() != 0 {
 		t.Errorf("%d requests got no HTTP answer while Redis was down; want 503s", cr.dropped.Load())
 	}
-	time.Sleep(8 * time.Second) // the repair pass re-enqueues reservations whose reply was lost
+	// A reservation whose reply was lost stays queued in Redis until the repair pass
+	// enqueues it; the audit waits until no order of the sale is queued.
 	audit(t, s, a, cr, auditFaults)
 }
 
@@ -239,13 +243,14 @@ func TestGracefulShutdown(t *testing.T) {
 // The requests are purchases of one user whose lock is held, so they are certainly in
 // the handler, waiting, when the signal comes.
 func TestAPIAnswersRequestsInFlightOnSIGTERM(t *testing.T) {
-	s := testutil.StartStack(t)
+	s := testutil.StartStack(t, "SECKILL_LOCK_WAIT=5s") // a purchase waits out the held lock
 	c := newClient(t, s.URL)
 	a := c.createSale(testutil.Token(t, 1, true), 100, 3)
 	rdb := config.Config{RedisAddrs: []string{s.Redis.Addr}}.Redis()
 	defer rdb.Close()
 	const user = 4242
-	if err := stock.New(rdb).HoldUserLock(context.Background(), a.ID, buyer.Of(user), "held-by-a-test", 300*time.Millisecond); err != nil {
+	const held = 2 * time.Second
+	if err := stock.New(rdb).HoldUserLock(context.Background(), a.ID, buyer.Of(user), "held-by-a-test", held); err != nil {
 		t.Fatal(err)
 	}
 	token := testutil.Token(t, user, false)
@@ -260,7 +265,7 @@ func TestAPIAnswersRequestsInFlightOnSIGTERM(t *testing.T) {
 			answers <- fmt.Sprintf("%d %s", r.Status, r.errorCode())
 		}()
 	}
-	time.Sleep(100 * time.Millisecond) // all eight wait for the lock inside the API
+	waitMetric(t, s.MetricsURL, "seckill_purchases_in_flight", 8, held*3/4) // all eight wait for the lock inside the API
 	s.API.Signal(syscall.SIGTERM)
 	got := map[string]int{}
 	for i := 0; i < 8; i++ {
@@ -319,9 +324,9 @@ func TestRedisFrozenAnswers503InBoundedTime(t *testing.T) {
 	}
 	// The frozen purchase's script may have run when Redis resumed, after the API had
 	// answered 503 and its roll-back had found nothing yet: that is the one 503 that can
-	// take units (docs/concepts.md, Durability), and the repair pass then writes the order. The audit allows an
-	// order without a 202 for that 503, and nothing else.
-	time.Sleep(12 * time.Second) // the repair pass enqueues a reservation 10 s old
+	// take units (docs/concepts.md, Durability), and the repair pass then writes the order:
+	// queued in Redis until then, which the audit waits out. The audit allows an order
+	// without a 202 for that 503, and nothing else.
 	audit(t, s, a, cr, auditFaults)
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -61,7 +62,7 @@ type groupCrowd struct {
 	codes    map[string]int
 }
 
-func (gc *groupCrowd) record(t *testing.T, r response, err error) {
+func (gc *groupCrowd) record(t testing.TB, r response, err error) {
 	gc.mu.Lock()
 	defer gc.mu.Unlock()
 	if err != nil {
@@ -76,9 +77,8 @@ func (gc *groupCrowd) record(t *testing.T, r response, err error) {
 	switch r.Status {
 	case http.StatusAccepted, http.StatusOK:
 		var a seatAnswer
-		r.decode(t, &a)
-		if a.Order.ID == "" || a.Group.ID == "" {
-			t.Errorf("seat answer without order or group: %s", r.Body)
+		if err := json.Unmarshal(r.Body, &a); err != nil || a.Order.ID == "" || a.Group.ID == "" {
+			t.Errorf("seat answer without order or group (%v): %s", err, r.Body)
 		}
 		gc.accepted[a.Order.ID] = a
 	case http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable:
@@ -119,13 +119,15 @@ func TestGroupBuyCrowd(t *testing.T) {
 	waitGroupsSettled(t, c, a)
 	auditGroups(t, s, a, gc)
 
-	// An order of a complete group can be paid; one of a failed group cannot.
+	// An order of a complete group can be paid (the shop confirms it); one of a failed
+	// group cannot.
 	var paid, refused bool
+	shop := testutil.ServiceToken(t, 900)
 	for _, ans := range gc.accepted {
 		var o order
 		r := c.must("GET", "/api/v1/orders/"+ans.Order.ID, testutil.Token(t, ans.Order.UserID, false), nil)
 		r.decode(t, &o)
-		p := c.must("POST", "/api/v1/orders/"+o.ID+"/pay", testutil.Token(t, o.UserID, false), nil)
+		p := c.must("POST", "/api/v1/orders/"+o.ID+"/pay", shop, nil)
 		switch {
 		case o.Status == "created" && !paid:
 			paid = p.Status == http.StatusOK
@@ -163,7 +165,7 @@ func noGORMErrors(t *testing.T, procs ...*testutil.Process) {
 // joiners buyers, ten a second so the windows close mid-crowd, each join one random
 // group from two devices at once (no key) and another with a key. Requests go round
 // robin over urls.
-func runGroupCrowd(t *testing.T, urls []string, a activity, openers, joiners int, race bool) *groupCrowd {
+func runGroupCrowd(t testing.TB, urls []string, a activity, openers, joiners int, race bool) *groupCrowd {
 	t.Helper()
 	c := newClient(t, urls[0])
 	gc := &groupCrowd{accepted: map[string]seatAnswer{}, codes: map[string]int{}}
@@ -225,6 +227,8 @@ func runGroupCrowd(t *testing.T, urls []string, a activity, openers, joiners int
 		}()
 		if u%10 == 9 {
 			wg.Wait()
+			// Joiners come in tens, a second apart, while groups fill and their windows run: the
+			// scenario under test.
 			time.Sleep(time.Second)
 		}
 	}
@@ -378,6 +382,8 @@ func TestGroupsFailWithWorkerKilled(t *testing.T) {
 	}
 	c.waitDrained(admin, a.ID, time.Minute)
 	for range 2 {
+		// The worker is killed twice, 1.5 s apart, while the groups' windows run: the scenario
+		// under test.
 		time.Sleep(1500 * time.Millisecond)
 		s.Worker.Signal(syscall.SIGKILL)
 		s.Worker.Start()

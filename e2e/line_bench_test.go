@@ -105,6 +105,7 @@ func BenchmarkLineAnswers(b *testing.B) {
 						}
 					}()
 				}
+				// A turn of load of a fixed length: what the benchmark measures.
 				time.Sleep(turn)
 				close(stop)
 				for range clients {

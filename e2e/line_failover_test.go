@@ -137,6 +137,7 @@ func lineThroughFailover(t *testing.T, topo failoverTopology) {
 			}
 		}()
 	}
+	// The crowd runs a second before the master is killed: the scenario under test.
 	time.Sleep(time.Second)
 	master.Kill()
 	killed := time.Now()
@@ -152,6 +153,7 @@ func lineThroughFailover(t *testing.T, topo failoverTopology) {
 			t.Fatal("no replica took over in 30 s")
 		}
 	}
+	// The crowd runs 2 s on the promoted replica: the scenario under test.
 	time.Sleep(2 * time.Second)
 	close(stop)
 	wg.Wait()

@@ -119,6 +119,7 @@ func TestLineLotteryOverTwoAPIs(t *testing.T) {
 	if tk := clients[1].ticket(a.ID, joined[0]); tk.Status != "waiting" || tk.EstimatedWait < 1 {
 		t.Errorf("a ticket before the start: %+v", tk)
 	}
+	// The sale's start, when the lottery's order is fixed: the behaviour under test.
 	time.Sleep(time.Until(start) + 100*time.Millisecond)
 	var lateUsers []int64
 	for i := range late { // one at a time: their arrival order is known
@@ -248,6 +249,7 @@ func TestLineSellsOutWithThousandsInLine(t *testing.T) {
 		users[i] = int64(10_000 + i)
 	}
 	joinAll(t, []*client{c}, a.ID, users)
+	// The sale's start: the behaviour under test.
 	time.Sleep(time.Until(start))
 
 	// Buyers poll their tickets and buy once admitted, until they see sold out.
@@ -307,6 +309,7 @@ func TestLineSellsOutWithThousandsInLine(t *testing.T) {
 					}
 				}
 				mine = left
+				// A buyer's page reads its ticket every 200 ms: the crowd under test.
 				time.Sleep(200 * time.Millisecond)
 			}
 		}()
@@ -322,6 +325,8 @@ func TestLineSellsOutWithThousandsInLine(t *testing.T) {
 	}
 	// Within 2 s of the last unit every waiting ticket reads sold_out: read a sample
 	// spread over the whole line, from the back too.
+	// 2 s after the last unit: the bound within which every waiting ticket reads sold_out,
+	// under test.
 	time.Sleep(time.Until(time.UnixMilli(soldOutAt.Load()).Add(2 * time.Second)))
 	waitingSeen := 0
 	for i := 0; i < buyers; i += 17 {
@@ -405,11 +410,14 @@ func TestClockAheadNeitherSellsNorAdmitsEarly(t *testing.T) {
 		if tk := c.ticket(room.ID, 42); tk.Status != "waiting" {
 			t.Fatalf("%v before the start the ticket reads %+v", time.Until(start), tk)
 		}
+		// Checks every 200 ms until shortly before the start: the window under test.
 		time.Sleep(200 * time.Millisecond)
 	}
 	if checks == 0 {
 		t.Fatal("the set-up took past the start: nothing was checked before it")
 	}
+	// Half a second past the start by the test's clock (the API's is ten minutes ahead): the
+	// behaviour under test.
 	time.Sleep(time.Until(start) + 500*time.Millisecond)
 	if r := c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", plain.ID), buyer, map[string]any{"quantity": 1}); r.Status != http.StatusAccepted {
 		t.Errorf("after the start: %d %s", r.Status, r.Body)

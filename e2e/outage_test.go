@@ -73,8 +73,8 @@ func checkUnavailable(t *testing.T, calls []*boundedCall) time.Duration {
 // over two APIs; purchases still get 202.
 func TestMySQLFrozenRoutesAnswerInBoundedTime(t *testing.T) {
 	db := testutil.StartMariaDB(t)
-	redis := testutil.StartRedis(t)
-	s := testutil.StartStackOnTopology(t, testutil.MySQLOn(t, db.DSN), redis.Topology(), 2, 1)
+	redis := testutil.StartRedis(t, "--appendonly", "yes")
+	s := testutil.StartStackOnTopology(t, testutil.MySQLOn(t, db.DSN), redis.Topology(), 2, 1, "SECKILL_BUYER_PAYS=true")
 	c := newClient(t, s.URL)
 	admin, shop := testutil.Token(t, 1, true), testutil.ServiceToken(t, 900)
 	a := c.createSale(admin, 1000, 1)
@@ -167,8 +167,9 @@ type outageOrder struct {
 //     it, and a group left alone fails only after its extended end;
 //   - both sales' ledgers balance.
 func TestMySQLOutageGivesWindowsTheirTime(t *testing.T) {
-	db, rs := testutil.StartMariaDB(t), testutil.StartRedis(t)
-	s := testutil.StartStackOnTopology(t, testutil.MySQLOn(t, db.DSN), rs.Topology(), 2, 1, "SECKILL_WEBHOOK_ALLOW_PRIVATE=true")
+	db, rs := testutil.StartMariaDB(t), testutil.StartRedis(t, "--appendonly", "yes")
+	s := testutil.StartStackOnTopology(t, testutil.MySQLOn(t, db.DSN), rs.Topology(), 2, 1, "SECKILL_WEBHOOK_ALLOW_PRIVATE=true",
+		"SECKILL_BUYER_PAYS=true")
 	c := newClient(t, s.URL)
 	apis := []*client{newClient(t, s.URLs[0]), newClient(t, s.URLs[1])}
 	admin, shop := testutil.Token(t, 1, true), testutil.ServiceToken(t, 900)
@@ -185,6 +186,7 @@ func TestMySQLOutageGivesWindowsTheirTime(t *testing.T) {
 	var seats []seatAnswer
 	first := time.Now()
 	for w := range 3 {
+		// The waves come 2 s apart, so their windows end 2 s apart: the scenario under test.
 		time.Sleep(time.Until(first.Add(time.Duration(w) * 2 * time.Second)))
 		for i, plan := range plans {
 			user := int64(100 + 10*w + i)
@@ -215,7 +217,8 @@ func TestMySQLOutageGivesWindowsTheirTime(t *testing.T) {
 		groups[i] = a.Group
 	}
 
-	time.Sleep(time.Until(first.Add(7 * time.Second))) // the windows end 3, 5 and 7 s into the freeze
+	// The windows end 3, 5 and 7 s into the freeze: the scenario under test.
+	time.Sleep(time.Until(first.Add(7 * time.Second)))
 	db.Pause()
 	frozen := time.Now()
 	defer db.Resume()
@@ -234,7 +237,7 @@ func TestMySQLOutageGivesWindowsTheirTime(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
+			for deadline := time.Now().Add(2 * time.Minute); ; {
 				call := &boundedCall{name: "the shop's confirmation", method: "POST", path: "/api/v1/orders/" + o.ID + "/pay", token: shop}
 				callAll([]*client{apis[i%2]}, []*boundedCall{call})
 				if call.err != nil || call.got.Status != http.StatusServiceUnavailable {
@@ -246,7 +249,11 @@ func TestMySQLOutageGivesWindowsTheirTime(t *testing.T) {
 				if call.took > mysqlBound || call.got.Header.Get("Retry-After") == "" {
 					t.Errorf("a confirmation during the freeze: 503 after %v, Retry-After %q", call.took, call.got.Header.Get("Retry-After"))
 				}
-				time.Sleep(300 * time.Millisecond)
+				if time.Now().After(deadline) {
+					t.Errorf("the shop's confirmation of %s still answered 503 two minutes on", o.ID)
+					return
+				}
+				time.Sleep(300 * time.Millisecond) // the shop asks again after a 503, as the docs tell it to
 			}
 		}()
 	}
@@ -257,6 +264,7 @@ func TestMySQLOutageGivesWindowsTheirTime(t *testing.T) {
 			during = append(during, &boundedCall{name: "a buyer's pay", method: "POST", path: "/api/v1/orders/" + o.ID + "/pay", token: o.token})
 		}
 	}
+	// A second into the freeze, buyers try to pay: the scenario under test.
 	time.Sleep(time.Second)
 	callAll(apis, during)
 	t.Logf("buyers' pays during the freeze: the slowest answered after %v", checkUnavailable(t, during).Round(time.Millisecond))
@@ -277,9 +285,11 @@ func TestMySQLOutageGivesWindowsTheirTime(t *testing.T) {
 	s.Worker.Signal(syscall.SIGKILL)
 	t.Log("worker killed with SIGKILL")
 	// A group whose window ended 3 s into the freeze takes a join during it.
+	// 5 s into the freeze: the scenario under test.
 	time.Sleep(time.Until(frozen.Add(5 * time.Second)))
 	seats = append(seats, c.takeSeat("/api/v1/groups/"+groups[0].ID+"/join", 510))
 
+	// The freeze lasts 10 s: the scenario under test.
 	time.Sleep(time.Until(frozen.Add(10 * time.Second)))
 	db.Resume()
 	resumed := time.Now()
@@ -288,6 +298,7 @@ func TestMySQLOutageGivesWindowsTheirTime(t *testing.T) {
 	s.Worker.Start()
 
 	// A join after the freeze, within the time it gave back.
+	// 1.5 s after the freeze, within the time it gave back: the scenario under test.
 	time.Sleep(1500 * time.Millisecond)
 	seats = append(seats, c.takeSeat("/api/v1/groups/"+groups[1].ID+"/join", 511))
 	if g := c.group(groups[2].ID); g.Status != "open" || g.ExpiresAt.Before(groups[2].ExpiresAt.Add(took-100*time.Millisecond)) {
@@ -297,19 +308,23 @@ func TestMySQLOutageGivesWindowsTheirTime(t *testing.T) {
 
 	// The buyers pay halfway through what is left of their windows; the unpaid orders
 	// show the extended deadline and stay created until shortly before it.
+	g := testutil.NewGoroutines(t)
 	for _, o := range orders {
 		extended := o.ExpiresAt.Add(took - 100*time.Millisecond) // the freeze's share: the rest is measurement
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c := c.on(g)
 			switch o.plan {
 			case "pay":
+				// Halfway through what is left of the window: the moment under test.
 				time.Sleep(time.Until(resumed.Add(extended.Sub(resumed) / 2)))
 				if r := c.must("POST", "/api/v1/orders/"+o.ID+"/pay", o.token, nil); r.Status != http.StatusOK {
 					t.Errorf("the buyer's pay %v after the freeze, %v before the extended window ends: %d %s",
 						time.Since(resumed).Round(time.Millisecond), time.Until(extended).Round(time.Millisecond), r.Status, r.Body)
 				}
 			case "leave":
+				// 0.7 s before the extended deadline: the moment under test.
 				time.Sleep(time.Until(extended.Add(-700 * time.Millisecond)))
 				if got := c.getOrder(admin, o.ID); got.Status != "created" || got.ExpiresAt.Before(extended) {
 					t.Errorf("an unpaid order 0.7 s before its extended deadline: %s until %v, want created until at least %v",
@@ -327,6 +342,7 @@ func TestMySQLOutageGivesWindowsTheirTime(t *testing.T) {
 		stored.Add(1)
 		go func() {
 			defer stored.Done()
+			c := c.on(g)
 			got := c.getOrder(admin, o.ID)
 			for deadline := time.Now().Add(time.Minute); got.Status == "queued" && time.Now().Before(deadline); {
 				time.Sleep(100 * time.Millisecond)
@@ -353,6 +369,7 @@ func TestMySQLOutageGivesWindowsTheirTime(t *testing.T) {
 		}
 	}
 	wg.Wait()
+	g.Report()
 	// A confirmation is judged when it came: during the freeze, its window had not
 	// been running since the freeze began.
 	for _, call := range confirmations {
@@ -505,7 +522,7 @@ func TestStartDuringMySQLOutage(t *testing.T) {
 	for _, o := range outages {
 		t.Run(o.name, func(t *testing.T) {
 			maria := testutil.StartMariaDB(t)
-			s := testutil.StartStackOn(t, testutil.MySQLOn(t, maria.DSN))
+			s := testutil.StartStackOn(t, testutil.MySQLOn(t, maria.DSN), "SECKILL_BUYER_PAYS=true")
 			c := newClient(t, s.URL)
 			admin := testutil.Token(t, 1, true)
 			a := c.createSale(admin, 100, 1)
@@ -539,10 +556,12 @@ func TestStartDuringMySQLOutage(t *testing.T) {
 			const buyers = 40
 			bought := make([]string, buyers)
 			var wg sync.WaitGroup
+			g := testutil.NewGoroutines(t)
 			for i := range buyers {
-				wg.Go(func() { bought[i] = c.buyOne(a.ID, 6000+int64(i)) })
+				wg.Go(func() { bought[i] = c.on(g).buyOne(a.ID, 6000+int64(i)) })
 			}
 			wg.Wait()
+			g.Report()
 			calls := []*boundedCall{
 				{name: "a buyer's pay", method: "POST", path: "/api/v1/orders/" + paid + "/pay", token: testutil.Token(t, 5000, false)},
 				{name: "an order read", method: "GET", path: "/api/v1/orders/" + paid, token: admin},
@@ -585,9 +604,10 @@ func TestStartDuringMySQLOutage(t *testing.T) {
 				created = fresh.must("POST", "/api/v1/admin/activities", admin, newSale().body)
 				return created.Status == http.StatusCreated
 			})
-			if !strings.Contains(first.API.Output(), "migrations applied") {
-				t.Errorf("the API started on the database never migrated did not log its migrations:\n%s", first.API.Output())
-			}
+			// Its log line reaches the test through a pipe, a moment after the sale's answer.
+			waitUntil(t, "the API started on the database never migrated to log its migrations", 10*time.Second, func() bool {
+				return strings.Contains(first.API.Output(), "migrations applied")
+			})
 			var sale activity
 			created.decode(t, &sale)
 			fresh.buyEach(admin, sale.ID, 7000, 1)
@@ -617,7 +637,7 @@ func TestMigrationFailingOnceMySQLAnswersStopsTheAPI(t *testing.T) {
 	denied.DSN = cfg.FormatDSN()
 
 	maria.Stop()
-	s := testutil.StartStackOnTopology(t, &denied, testutil.StartRedis(t).Topology(), 1, 0, "SECKILL_SHUTDOWN_DELAY=1s")
+	s := testutil.StartStackOnTopology(t, &denied, testutil.StartRedis(t, "--appendonly", "yes").Topology(), 1, 0, "SECKILL_SHUTDOWN_DELAY=1s")
 	maria.Start()
 	waitUntil(t, "the API to exit once MySQL answers", time.Minute, func() bool {
 		exited, _ := s.API.Exited()

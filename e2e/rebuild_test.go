@@ -139,6 +139,7 @@ func TestRedisKilledWithDataLostMidCrowd(t *testing.T) {
 	var restarted time.Time
 	cr := runCrowd(t, a.ID, crowdPlan{users: 150, concurrency: 16, endpoints: urls, pace: 20 * time.Millisecond,
 		during: func() {
+			// Redis is lost a second into the crowd: the scenario under test.
 			time.Sleep(time.Second)
 			s.Redis.Kill()
 			s.Redis.ReplaceData("")

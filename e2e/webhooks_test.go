@@ -112,8 +112,8 @@ func waitUntil(t *testing.T, what string, within time.Duration, cond func() bool
 // Events from real processes to two endpoints: one refuses the first try of every
 // event, then answers 410 and is disabled; the other gets every change of every order
 // and group (created, paid by the shop's service token, cancelled by the buyer, a
-// group completed, a group failed with its order cancelled), each order's in order,
-// each signed. A private target is refused while the setting is off.
+// group completed, a group failed with its order cancelled, a paid order refunded),
+// each order's in order, each signed. A private target is refused while the setting is off.
 func TestWebhooksFromRealProcesses(t *testing.T) {
 	strict := testutil.StartStack(t)
 	strictClient := newClient(t, strict.URL)
@@ -152,6 +152,12 @@ func TestWebhooksFromRealProcesses(t *testing.T) {
 				t.Fatalf("pay as the shop: %d %s", res.Status, res.Body)
 			}
 			want[id] = append(want[id], "order.paid")
+			if i == 3 { // and refunds it
+				if res := c.must("POST", "/api/v1/orders/"+id+"/refund", shop, map[string]bool{"restock": false}); res.Status != http.StatusOK {
+					t.Fatalf("refund as the shop: %d %s", res.Status, res.Body)
+				}
+				want[id] = append(want[id], "order.refunded")
+			}
 		case 1:
 			if res := c.must("POST", "/api/v1/orders/"+id+"/cancel", testutil.Token(t, int64(100+i), false), nil); res.Status != http.StatusOK {
 				t.Fatalf("cancel: %d %s", res.Status, res.Body)
@@ -234,6 +240,8 @@ func TestWebhooksFromRealProcesses(t *testing.T) {
 		t.Fatalf("cancel as the shop: %d %s", res.Status, res.Body)
 	}
 	waitUntil(t, "the shop's cancel delivered", 30*time.Second, func() bool { return len(healthy.Accepted()) == total+1 })
+	// A quiet half second in which the disabled endpoint may get nothing more: the behaviour
+	// under test.
 	time.Sleep(500 * time.Millisecond)
 	if n := len(flaky.Deliveries()); n != before {
 		t.Errorf("the disabled endpoint got %d more deliveries", n-before)
@@ -256,6 +264,7 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 	r.Answer = func(testutil.Received, int) int {
 		inflight.Add(1)
 		defer inflight.Add(-1)
+		// The endpoint takes 5 ms per delivery, so deliveries overlap: the load under test.
 		time.Sleep(5 * time.Millisecond)
 		if hold.Load() {
 			<-released
@@ -268,11 +277,13 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 	a := c.createSale(admin, n, 1)
 	ids := make([]string, n)
 	var wg sync.WaitGroup
+	g := testutil.NewGoroutines(t)
 	work := make(chan int)
 	for range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c := c.on(g)
 			for i := range work {
 				ids[i] = c.buyOne(a.ID, int64(10000+i))
 			}
@@ -283,6 +294,7 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
+	g.Report()
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -313,6 +325,7 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c := c.on(g)
 			for i := range work {
 				path, token := "/api/v1/orders/"+ids[i]+"/pay", shop
 				if i%4 == 1 {
@@ -338,11 +351,13 @@ func TestWebhooksSurviveWorkerKill(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
+	g.Report()
 	<-killed
 	if held == 0 {
 		t.Fatal("no delivery was in flight at the endpoint within 2 minutes: the worker was not killed")
 	}
 	t.Logf("worker SIGKILLed with %d deliveries made, %d in flight at the endpoint", killedAt, held)
+	// The worker stays dead a second: the scenario under test.
 	time.Sleep(time.Second)
 	s.Worker.Start()
 

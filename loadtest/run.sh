@@ -43,11 +43,14 @@
 #                                         off: none
 #   LOADTEST_FRONT=none                   nginx: the crowd talks to a private nginx in front of the
 #                                         API processes (deploy/nginx/render.sh, access log off, no
-#                                         per-IP limit), whose bound on purchases in flight is
+#                                         per-IP limit), whose bound on purchases in flight from one
+#                                         address (the crowd's) is
 #                                         LOADTEST_FRONT_IN_FLIGHT [192 per API]; its workers' CPU is
 #                                         reported as nginx1, nginx2
-#   LOADTEST_PPROF_PORT                   unset: no profiling; a port: API i serves /debug/pprof/ on
-#                                         127.0.0.1:PORT+i-1, the API with the limits on PORT+10
+#   LOADTEST_PPROF_PORT                   unset: no profiling, each API's /metrics on a free port; a
+#                                         port: API i serves /metrics and /debug/pprof/ on
+#                                         127.0.0.1:PORT+i-1 (SECKILL_METRICS_ADDR, SECKILL_PPROF), the
+#                                         API with the limits on PORT+10
 #                                         (go tool pprof http://127.0.0.1:PORT/debug/pprof/profile)
 # Called by `make loadtest` (audit ratios) and `make k6` (k6).
 set -euo pipefail
@@ -215,9 +218,21 @@ export SECKILL_WORKER_METRICS_ADDR=127.0.0.1:$port
 "$api_bin" migrate >"$logs/migrate.log" 2>&1
 urls=()
 api_pids=()
+# Sets metrics to an API's metrics settings: LOADTEST_PPROF_PORT's address, with
+# profiles, or a free port (not in a subshell: free_port remembers what it handed out).
+metrics_addr() { # the API's offset from LOADTEST_PPROF_PORT
+	if [ -n "${LOADTEST_PPROF_PORT:-}" ]; then
+		metrics="SECKILL_METRICS_ADDR=127.0.0.1:$((LOADTEST_PPROF_PORT + $1)) SECKILL_PPROF=true"
+	else
+		free_port
+		metrics="SECKILL_METRICS_ADDR=127.0.0.1:$port"
+	fi
+}
 for i in $(seq "${API_INSTANCES:-1}"); do
+	metrics_addr $((i - 1))
 	free_port
-	env SECKILL_HTTP_ADDR=127.0.0.1:$port ${LOADTEST_PPROF_PORT:+SECKILL_PPROF_ADDR=127.0.0.1:$((LOADTEST_PPROF_PORT + i - 1))} \
+	# shellcheck disable=SC2086 # metrics is one or two VAR=value words
+	env SECKILL_HTTP_ADDR=127.0.0.1:$port $metrics \
 		"$api_bin" >"$logs/api$i.log" 2>&1 9>&- &
 	pids+=($!)
 	watch+=",api$i=$!"
@@ -226,9 +241,11 @@ for i in $(seq "${API_INSTANCES:-1}"); do
 done
 limited=""
 if [ "${LOADTEST_LIMITS:-both}" = both ]; then
+	metrics_addr 10
 	free_port
+	# shellcheck disable=SC2086 # metrics is one or two VAR=value words
 	env -u SECKILL_RATE_USER -u SECKILL_RATE_IP SECKILL_TRUSTED_PROXIES=127.0.0.1/32 \
-		SECKILL_HTTP_ADDR=127.0.0.1:$port ${LOADTEST_PPROF_PORT:+SECKILL_PPROF_ADDR=127.0.0.1:$((LOADTEST_PPROF_PORT + 10))} \
+		SECKILL_HTTP_ADDR=127.0.0.1:$port $metrics \
 		"$api_bin" >"$logs/api-limits.log" 2>&1 9>&- &
 	pids+=($!)
 	watch+=",limits=$!"

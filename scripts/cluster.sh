@@ -10,12 +10,14 @@
 #   scripts/cluster.sh down   stop everything it started, by pid file (.data/cluster/)
 # Called by `make run-cluster` after scripts/services.sh up (MariaDB, packages) and the
 # build. Ports (environment): SECKILL_CLUSTER_PORTS [7001 7002 7003 7004 7005 7006],
-# SECKILL_API_PORTS [8081 8082 8083], SECKILL_WORKER_METRICS_PORTS [9092 9093],
+# SECKILL_API_PORTS [8081 8082 8083], SECKILL_API_METRICS_PORTS [9081 9082 9083] (each
+# API's /metrics, SECKILL_METRICS_ADDR), SECKILL_WORKER_METRICS_PORTS [9092 9093],
 # SECKILL_FRONT_ADDR [127.0.0.1:8080] (nginx). The per-IP limit is nginx's:
 # SECKILL_NGINX_RATE_IP [200] requests per second per client address (bursts of twice
 # that more); the APIs run with SECKILL_RATE_IP=0 and the per-user limit as configured.
-# Purchases and seats in flight through nginx: SECKILL_NGINX_PURCHASES_IN_FLIGHT [192 per
-# API, the APIs' own bound of one sale], past which nginx answers 429 rate_limited at once.
+# Purchases and seats in flight from one client address through nginx:
+# SECKILL_NGINX_PURCHASES_IN_FLIGHT [192 per API, the APIs' own bound of one sale: a load
+# tool on this machine is one address], past which nginx answers 429 rate_limited at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -23,6 +25,7 @@ data="$root/.data/cluster"
 run="$data/run"
 read -r -a redis_ports <<<"${SECKILL_CLUSTER_PORTS:-7001 7002 7003 7004 7005 7006}"
 read -r -a api_ports <<<"${SECKILL_API_PORTS:-8081 8082 8083}"
+read -r -a api_metrics_ports <<<"${SECKILL_API_METRICS_PORTS:-9081 9082 9083}"
 read -r -a worker_ports <<<"${SECKILL_WORKER_METRICS_PORTS:-9092 9093}"
 front=${SECKILL_FRONT_ADDR:-127.0.0.1:8080}
 nginx_rate_ip=${SECKILL_NGINX_RATE_IP:-200}
@@ -129,7 +132,7 @@ free_port() { # port
 up() {
 	mkdir -p "$run"
 	local p
-	for p in "${api_ports[@]}" "${worker_ports[@]}"; do free_port "$p"; done
+	for p in "${api_ports[@]}" "${api_metrics_ports[@]}" "${worker_ports[@]}"; do free_port "$p"; done
 	stop_pids "$nginx_pid" # one left by a run that was killed outright
 	free_port "${front##*:}"
 	start_nodes
@@ -148,7 +151,8 @@ up() {
 	trap 'exit 143' TERM
 	local pids=() i
 	for i in "${!api_ports[@]}"; do
-		SECKILL_HTTP_ADDR=127.0.0.1:${api_ports[i]} bin/api >"$run/api$((i + 1)).log" 2>&1 &
+		SECKILL_HTTP_ADDR=127.0.0.1:${api_ports[i]} SECKILL_METRICS_ADDR=127.0.0.1:${api_metrics_ports[i]} \
+			bin/api >"$run/api$((i + 1)).log" 2>&1 &
 		pids+=($!)
 		echo $! >"$run/api$((i + 1)).pid"
 	done
@@ -168,7 +172,7 @@ up() {
 
   Flash sale running at http://$front   (nginx in front of the APIs on :${api_ports[*]})
   Redis Cluster on :${redis_ports[*]} (3 masters, 3 replicas; purchases confirmed by $SECKILL_REDIS_MIN_REPLICAS replica)
-  Two workers (metrics on :${worker_ports[*]}). Logs: .data/cluster/run/, .data/cluster/<port>/, .data/cluster/nginx/
+  API metrics on :${api_metrics_ports[*]}; two workers (metrics on :${worker_ports[*]}). Logs: .data/cluster/run/, .data/cluster/<port>/, .data/cluster/nginx/
   Ctrl-C stops the APIs, workers and nginx; the cluster stays for the next run. \`make stop\` stops all of it.
 
 MSG

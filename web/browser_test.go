@@ -33,7 +33,7 @@ import (
 // cancels, and the admin ends the sale. Screenshots of every step go to the
 // artifacts directory.
 func TestPagesInBrowser(t *testing.T) {
-	s := testutil.StartStack(t)
+	s := testutil.StartStack(t, "SECKILL_BUYER_PAYS=true") // the buyer's page pays, a simulated payment
 	b := startBrowser(t)
 
 	admin := b.open(t, "admin", 1280, 900)
@@ -524,6 +524,8 @@ func TestAdminChartsMove(t *testing.T) {
 					post(base, "/api/v1/activities/1/orders", token, []byte(`{"quantity":1}`))
 				}
 			}()
+			// A buyer comes every 50 ms, so the charts see purchases over seconds: the crowd the
+			// page is tested under.
 			time.Sleep(50 * time.Millisecond)
 		}
 		wg.Wait()
@@ -583,7 +585,7 @@ func atoi(t *testing.T, s string) int {
 // a buyer whose page had not seen the group fill is told it is full, and the admin's
 // card lists the group complete with its members.
 func TestGroupBuyInBrowser(t *testing.T) {
-	s := testutil.StartStack(t)
+	s := testutil.StartStack(t, "SECKILL_BUYER_PAYS=true") // the buyer's page pays, a simulated payment
 	b := startBrowser(t)
 
 	admin := b.open(t, "admin-group", 1280, 900)

@@ -114,9 +114,9 @@ func TestWaitingRoomInBrowser(t *testing.T) {
 		}
 	}
 
-	// The start: the line admits both (one unit: at most two passes outstanding). The
-	// wait for it begins at the start: a waitFor gives up after 25 s, and on a quiet
-	// machine the set-up leaves more than that before the start.
+	// The start, the behaviour under test: the line admits both (one unit: at most two
+	// passes outstanding). The wait for it begins at the start: a waitFor gives up after
+	// 25 s, and on a quiet machine the set-up leaves more than that before the start.
 	time.Sleep(time.Until(startsAt))
 	for _, tb := range []*tab{phone, desk} {
 		tb.waitFor("the turn", `document.querySelector('#sales li').dataset.line === 'admitted'`)

@@ -41,6 +41,19 @@ func call(t *testing.T, method, url, token string, body, out any) int {
 	return resp.StatusCode
 }
 
+// launch creates an active sale of 5 phones at 499.00, one per buyer, through the API
+// at url.
+func launch(t *testing.T, url, admin string) (a struct{ ID int64 }) {
+	t.Helper()
+	now := time.Now().UTC()
+	if st := call(t, "POST", url+"/api/v1/admin/activities", admin, map[string]any{"name": "Launch", "product_name": "Phone",
+		"price_cents": 49900, "stock": 5, "per_user_limit": 1, "starts_at": now.Add(-time.Minute).Format(time.RFC3339),
+		"ends_at": now.Add(time.Hour).Format(time.RFC3339)}, &a); st != http.StatusCreated {
+		t.Fatalf("create the sale: %d", st)
+	}
+	return a
+}
+
 // TestWebhooksInBrowser: the admin page lists the shop's endpoints and their newest
 // deliveries. A healthy endpoint shows an order's created and paid events delivered;
 // one that answered 410 shows disabled, its delivery given up; on a phone the page does
@@ -57,11 +70,7 @@ func TestWebhooksInBrowser(t *testing.T) {
 		}
 		r.SetSecret(t, w.Secret)
 	}
-	now := time.Now().UTC()
-	var a struct{ ID int64 }
-	call(t, "POST", s.URL+"/api/v1/admin/activities", admin, map[string]any{"name": "Launch", "product_name": "Phone",
-		"price_cents": 49900, "stock": 5, "per_user_limit": 1, "starts_at": now.Add(-time.Minute).Format(time.RFC3339),
-		"ends_at": now.Add(time.Hour).Format(time.RFC3339)}, &a)
+	a := launch(t, s.URL, admin)
 	var o struct{ ID, Status string }
 	buyer := testutil.Token(t, 42, false)
 	if st := call(t, "POST", fmt.Sprintf("%s/api/v1/activities/%d/orders", s.URL, a.ID), buyer, map[string]int{"quantity": 1}, &o); st != http.StatusAccepted {

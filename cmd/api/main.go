@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -23,6 +22,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
@@ -196,11 +196,17 @@ func serve(ctx context.Context, cfg config.Config) error {
 	locks := lock.New(ap)
 	defer locks.Close()
 	enq := asynq.NewClientFromRedisClient(ap)
-	st := store.New(db, sale.EventViews{})
+	checkout := sale.Checkout(cfg.CheckoutURL)
+	st := store.New(db, sale.EventViews{Checkout: checkout})
 	// MySQL's outages, shared by every instance: pay windows do not run during one.
 	outages := outage.NewRecord(ap)
 	svc := sale.New(st, sk, order.New(st, sk, outages), outages, queue.NewEnqueuer(enq), locks)
 	svc.LockWait = cfg.LockWait
+	svc.ListMargin = max(svc.ListMargin, 2*cfg.LockWait)
+	svc.BuyerPays, svc.Checkout = cfg.BuyerPays, checkout
+	if cfg.BuyerPays && !cfg.Dev() {
+		slog.Warn("SECKILL_BUYER_PAYS=true: buyers mark their own orders paid, a simulated payment; never with real money")
+	}
 	now := time.Now
 	if cfg.ClockOffset != 0 { // a test of a wrong clock (SECKILL_CLOCK_OFFSET)
 		slog.Warn("this process's clock is shifted", "offset", cfg.ClockOffset)
@@ -246,25 +252,38 @@ func serve(ctx context.Context, cfg config.Config) error {
 	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, IdP: idp, RateUser: cfg.RateUser,
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins, Registry: reg, Instances: live,
 		Answers: answers, Line: waitingRoom, Passes: passes, Now: now,
-		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),
+		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, BodyTimeout: cfg.BodyTimeout, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),
 		Ready: probe})
+
+	notDurable, err := durability(ctx, cfg, rdb, probe)
+	if err != nil {
+		return err
+	}
 
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h.Routes(),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 15 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10}
 	var conns health.Conns
 	conns.Track(srv)
-	if cfg.PprofAddr != "" {
-		go func() {
-			slog.Info("pprof listening", "url", "http://"+cfg.PprofAddr+"/debug/pprof/")
-			err := http.ListenAndServe(cfg.PprofAddr, http.DefaultServeMux) // net/http/pprof registers there
-			slog.Error("pprof server", "err", err)
-		}()
-	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return err
 	}
+	// Metrics (and profiles, with SECKILL_PPROF) on a port of their own, never the buyers'.
+	opsLn, err := net.Listen("tcp", cfg.MetricsAddr)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	ops := &http.Server{Handler: health.Operations(reg, cfg.Pprof), ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout: 60 * time.Second}
+	defer ops.Close()
+	go func() {
+		if err := ops.Serve(opsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("metrics server", "err", err)
+		}
+	}()
+	slog.Info("metrics listening", "url", "http://"+opsLn.Addr().String()+"/metrics", "pprof", cfg.Pprof)
 	slog.Info("api listening", "url", "http://"+ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -284,9 +303,55 @@ func serve(ctx context.Context, cfg config.Config) error {
 	case err := <-migrationFailed: // it stops, as it would have at start, handing on its orders
 		slog.Error("migrations failed once MySQL answered: stopping", "err", err)
 		return errors.Join(err, shutdown(cfg, server{srv, ln, &conns}, probe, stopBeat, svc, errc))
+	case err := <-notDurable: // as it would have at start
+		return errors.Join(err, shutdown(cfg, server{srv, ln, &conns}, probe, stopBeat, svc, errc))
 	case <-ctx.Done():
 	}
 	return shutdown(cfg, server{srv, ln, &conns}, probe, stopBeat, svc, errc)
+}
+
+// durability checks that a purchase answered 202 survives a Redis crash
+// (config.Config.CheckDurability) and says on /readyz whether it does. Outside dev mode
+// a Redis that may lose one stops the start; SECKILL_REDIS_DURABILITY=none starts and
+// says in the log what it risks. A Redis that does not answer at start is checked once
+// it does, every second until then: a refusal then arrives on the channel returned.
+func durability(ctx context.Context, cfg config.Config, rdb redis.UniversalClient, probe *health.Probe) (<-chan error, error) {
+	check := func() (done bool, err error) {
+		durable, err := cfg.CheckDurability(ctx, rdb)
+		switch {
+		case config.IsUnreachable(err):
+			return false, nil
+		case err != nil && cfg.Dev():
+			slog.Warn("dev mode: starting anyway", "err", err)
+		case err != nil:
+			return true, err
+		case !durable:
+			slog.Warn("SECKILL_REDIS_DURABILITY=none: a Redis crash can lose acknowledged orders and their Idempotency-Keys (a retry then makes a second order); turn AOF on or set SECKILL_REDIS_MIN_REPLICAS for real sales")
+		}
+		probe.SetDurable(durable)
+		return true, nil
+	}
+	late := make(chan error, 1)
+	if done, err := check(); done {
+		return late, err
+	}
+	slog.Warn("redis: no answer at start; its durability is checked once it answers")
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			if done, err := check(); done {
+				if err != nil {
+					late <- err
+				}
+				return
+			}
+		}
+	}()
+	return late, nil
 }
 
 // server is the API's HTTP server, its listener and its connections.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,7 +16,6 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"seckill/internal/config"
 	"seckill/internal/health"
@@ -71,7 +69,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st, sk := store.New(db, sale.EventViews{}), stock.New(ap)
+	st, sk := store.New(db, sale.EventViews{Checkout: sale.Checkout(cfg.CheckoutURL)}), stock.New(ap)
 	// MySQL's outages, shared by every instance: pay windows do not run during one.
 	outages := outage.NewRecord(ap)
 	persister := worker.NewPersister(st, sk, outages, cfg.PersistBatch)
@@ -179,22 +177,20 @@ func run(ctx context.Context) error {
 	probe := health.NewProbe([]*health.Check{health.Watch(ctx, "redis", sk.Ping),
 		health.Watch(ctx, "mysql", mysqlConn.PingContext, mysqlState.Observe)})
 
-	// The metrics address is internal: it also serves net/http/pprof for profiling.
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// The metrics address is internal: the probes, and net/http/pprof with SECKILL_PPROF.
+	mux := health.Operations(reg, cfg.Pprof)
 	mux.HandleFunc("/healthz", health.Live)
 	mux.Handle("/readyz", probe)
-	mux.Handle("/debug/pprof/", http.DefaultServeMux)
-	metrics := &http.Server{Addr: cfg.MetricsAddr, ReadHeaderTimeout: 5 * time.Second, Handler: mux}
+	metrics := &http.Server{Addr: cfg.WorkerMetricsAddr, ReadHeaderTimeout: 5 * time.Second, Handler: mux}
 	go func() {
 		if err := metrics.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			slog.Error("worker metrics server", "err", err)
 		}
 	}()
-	slog.Info("worker running", "queue", queue.Name, "concurrency", cfg.WorkerConcurrency, "metrics", "http://"+cfg.MetricsAddr+"/metrics")
+	slog.Info("worker running", "queue", queue.Name, "concurrency", cfg.WorkerConcurrency, "metrics", "http://"+cfg.WorkerMetricsAddr+"/metrics")
 	// The heartbeat (GET /api/v1/admin/instances) stops first on shutdown, so the
 	// instance leaves the list at once.
-	stopBeat := live.Start(presence.NewInstance("worker", cfg.MetricsAddr), presence.FromRegistry(reg,
+	stopBeat := live.Start(presence.NewInstance("worker", cfg.WorkerMetricsAddr), presence.FromRegistry(reg,
 		presence.Figure{Name: "orders_written_per_second", Metric: "seckill_persisted_orders_total", Label: "outcome", Value: "created", Rate: true},
 		presence.Figure{Name: "transactions_per_second", Metric: "seckill_persist_batch_size", Rate: true},
 		presence.Figure{Name: "queue_depth", Metric: "seckill_queue_depth"},

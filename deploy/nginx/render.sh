@@ -6,10 +6,13 @@
 #   deploy/nginx/render.sh DIR LISTEN RATE_IP IN_FLIGHT ACCESS_LOG BACKEND...
 #
 # LISTEN host:port; RATE_IP requests per second per client address (bursts of twice that
-# more); IN_FLIGHT purchases and seats passed on at once (1..65535); ACCESS_LOG a file
-# (with each request's upstream and time), or off; BACKEND host:port of each API.
+# more); IN_FLIGHT purchases and seats in flight from one client address (1..65535);
+# ACCESS_LOG a file (with each request's upstream and time), or off; BACKEND host:port
+# of each API.
 # SECKILL_CORS_ORIGINS in the environment [empty], the APIs' list of origins whose pages
 # may call the API: the front's own refusals carry the CORS headers for them.
+# SECKILL_NGINX_REAL_IP_FROM [unix:, none], one CIDR of a balancer in front of nginx whose
+# X-Forwarded-For names the client.
 # Then: nginx -p DIR -c DIR/nginx.conf [-g 'daemon off;']. Used by scripts/cluster.sh,
 # loadtest/run.sh and the tests (internal/testutil/nginx.go).
 set -euo pipefail
@@ -17,6 +20,8 @@ set -euo pipefail
 dir=$1 listen=$2 rate_ip=$3 in_flight=$4 access_log=$5
 shift 5
 cors_origins=${SECKILL_CORS_ORIGINS:-}
+real_ip_from=${SECKILL_NGINX_REAL_IP_FROM:-unix:}
+[[ $real_ip_from =~ ^(unix:|[0-9a-fA-F.:]+(/[0-9]+)?)$ ]] || { echo "$0: SECKILL_NGINX_REAL_IP_FROM: want one CIDR or unix:, got $real_ip_from" >&2; exit 2; }
 # Only what origins are made of (the APIs check each entry at start).
 origin_chars='^[][a-z0-9.:/, -]*$'
 [[ $cors_origins =~ $origin_chars ]] || { echo "$0: SECKILL_CORS_ORIGINS: want origins such as https://shop.example, comma-separated; got $cors_origins" >&2; exit 2; }
@@ -25,7 +30,7 @@ upstream=""
 # left out for 1 to 2 s, then tried again (deploy/nginx/seckill.conf.template says why).
 for b in "$@"; do upstream+="server $b max_fails=1 fail_timeout=1s; "; done
 mkdir -p "$dir"
-sed -e "s|\${SECKILL_NGINX_LISTEN}|$listen|" -e "s|\${SECKILL_NGINX_UPSTREAM}|$upstream|" \
+sed -e "s|\${SECKILL_NGINX_LISTEN}|$listen|" -e "s|\${SECKILL_NGINX_REAL_IP_FROM}|$real_ip_from|" -e "s|\${SECKILL_NGINX_UPSTREAM}|$upstream|" \
 	-e "s|\${SECKILL_NGINX_RATE_IP}|$rate_ip|" -e "s|\${SECKILL_NGINX_BURST_IP}|$((2 * rate_ip))|" \
 	-e "s|\${SECKILL_NGINX_PURCHASES_IN_FLIGHT}|$in_flight|" -e "s|\${SECKILL_CORS_ORIGINS}|$cors_origins|" \
 	"$(dirname "$0")/seckill.conf.template" >"$dir/seckill.conf"

@@ -24,11 +24,17 @@ type IdPConfig struct {
 	// (SECKILL_JWT_ISSUER, SECKILL_JWT_AUDIENCE).
 	Issuer, Audience string
 	// UserClaim names the claim holding the buyer's subject ["sub"]: a string, or a JSON
-	// integer read as its decimal; RoleClaim the one
-	// holding the role ["role"] (SECKILL_JWT_USER_CLAIM, SECKILL_JWT_ROLE_CLAIM). A name
-	// that is not a claim of the token is read as a path into nested objects
-	// ("realm_access.roles").
+	// integer read as its decimal; RoleClaim the one holding the role names, a string or
+	// a list ["role"] (SECKILL_JWT_USER_CLAIM, SECKILL_JWT_ROLE_CLAIM). A name that is not
+	// a claim of the token is read as a path into nested objects ("realm_access.roles").
 	UserClaim, RoleClaim string
+	// AdminRoles and ServiceRoles are the provider's role names that make a token this
+	// service's admin or service (SECKILL_JWT_ADMIN_ROLES, SECKILL_JWT_SERVICE_ROLES);
+	// none by default. Any other valid token is a buyer's: a provider's own "admin" is
+	// not ours unless it is listed.
+	AdminRoles, ServiceRoles []string
+	// Leeway is the clock skew allowed on exp and nbf (SECKILL_JWT_LEEWAY).
+	Leeway time.Duration
 	// RefreshEvery is the least time between two fetches of the key set for a token
 	// whose kid is unknown [10 s].
 	RefreshEvery time.Duration
@@ -99,7 +105,7 @@ func (p *IdP) verify(token string, now time.Time) (Identity, time.Time, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), keyWait)
 	defer cancel()
 	opts := []jwt.ParserOption{jwt.WithValidMethods(idpAlgs), jwt.WithExpirationRequired(), jwt.WithJSONNumber(),
-		jwt.WithTimeFunc(func() time.Time { return now })}
+		jwt.WithTimeFunc(func() time.Time { return now }), jwt.WithLeeway(p.cfg.Leeway)}
 	if p.cfg.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(p.cfg.Issuer))
 	}
@@ -110,7 +116,7 @@ func (p *IdP) verify(token string, now time.Time) (Identity, time.Time, error) {
 	if _, err := jwt.ParseWithClaims(token, c, p.keys.KeyfuncCtx(ctx), opts...); err != nil {
 		return Identity{}, time.Time{}, fmt.Errorf("%w: %v", ErrInvalidToken, err)
 	}
-	ident, err := identityOfClaims(subject(claim(c, p.cfg.UserClaim)), roleOf(claim(c, p.cfg.RoleClaim)))
+	ident, err := identityOfClaims(subject(claim(c, p.cfg.UserClaim)), p.roleOf(claim(c, p.cfg.RoleClaim)))
 	if err != nil {
 		return Identity{}, time.Time{}, err
 	}
@@ -118,7 +124,7 @@ func (p *IdP) verify(token string, now time.Time) (Identity, time.Time, error) {
 	if err != nil || exp == nil {
 		return Identity{}, time.Time{}, fmt.Errorf("%w: exp is required", ErrInvalidToken)
 	}
-	return ident, exp.Time, nil
+	return ident, exp.Time.Add(p.cfg.Leeway), nil
 }
 
 // claim is the claim named name, or, when the token has none of that name, the value at
@@ -152,18 +158,29 @@ func subject(v any) string {
 	return ""
 }
 
-// roleOf is the role a role claim grants: the claim itself, or, for a list of roles,
-// the one among admin, service and user that grants most (in that order); "" for none.
-func roleOf(v any) string {
+// roleOf is the role a role claim grants: admin when it holds a name of AdminRoles,
+// else service when it holds one of ServiceRoles, else user (a buyer), whatever else it
+// holds or when it is missing.
+func (p *IdP) roleOf(v any) string {
+	var names []string
 	switch v := v.(type) {
 	case string:
-		return v
+		names = []string{v}
 	case []any:
-		for _, want := range []string{RoleAdmin, RoleService, RoleUser} {
-			if slices.Contains(v, any(want)) {
-				return want
+		for _, n := range v {
+			if n, ok := n.(string); ok {
+				names = append(names, n)
 			}
 		}
 	}
-	return ""
+	holds := func(listed []string) bool {
+		return slices.ContainsFunc(names, func(n string) bool { return slices.Contains(listed, n) })
+	}
+	switch {
+	case holds(p.cfg.AdminRoles):
+		return RoleAdmin
+	case holds(p.cfg.ServiceRoles):
+		return RoleService
+	}
+	return RoleUser
 }

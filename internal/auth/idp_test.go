@@ -43,8 +43,10 @@ func TestIdPTokens(t *testing.T) {
 	p.AddKeyWithoutAlg("rsa-bare", "RS256")
 	p.AddKeyWithoutAlg("ec-bare", "ES256")
 	now := time.Now()
-	v := newIdPVerifier(t, p, auth.IdPConfig{Issuer: "https://idp.example", Audience: "seckill"})
-	custom := newIdPVerifier(t, p, auth.IdPConfig{UserClaim: "uid", RoleClaim: "realm_access.roles"})
+	v := newIdPVerifier(t, p, auth.IdPConfig{Issuer: "https://idp.example", Audience: "seckill",
+		AdminRoles: []string{"seckill-admin", "admin"}, ServiceRoles: []string{"shop-backend", "service"}, Leeway: 30 * time.Second})
+	custom := newIdPVerifier(t, p, auth.IdPConfig{UserClaim: "uid", RoleClaim: "realm_access.roles", AdminRoles: []string{"admin"}})
+	unlisted := newIdPVerifier(t, p, auth.IdPConfig{Issuer: "https://idp.example", Audience: "seckill"})
 
 	claims := func(replace jwt.MapClaims) jwt.MapClaims {
 		c := jwt.MapClaims{"sub": "42", "role": "user", "iss": "https://idp.example", "aud": "seckill",
@@ -85,8 +87,6 @@ func TestIdPTokens(t *testing.T) {
 		{"no audience", v, p.Sign("rsa-1", claims(jwt.MapClaims{"aud": nil})), auth.Identity{}, false},
 		{"expired", v, p.Sign("rsa-1", claims(jwt.MapClaims{"exp": now.Add(-time.Minute).Unix()})), auth.Identity{}, false},
 		{"no exp", v, p.Sign("rsa-1", claims(jwt.MapClaims{"exp": nil})), auth.Identity{}, false},
-		{"no role", v, p.Sign("rsa-1", claims(jwt.MapClaims{"role": nil})), auth.Identity{}, false},
-		{"unknown role", v, p.Sign("rsa-1", claims(jwt.MapClaims{"role": "root"})), auth.Identity{}, false},
 		{"a UUID subject", v, p.Sign("rsa-1", claims(jwt.MapClaims{"sub": uuid})), auth.Identity{Buyer: uuid}, true},
 		{"an auth0|… subject", v, p.Sign("ec-1", claims(jwt.MapClaims{"sub": "auth0|64f1c2a9e0b7d3f1a2c4e6b8"})),
 			auth.Identity{Buyer: "auth0|64f1c2a9e0b7d3f1a2c4e6b8"}, true},
@@ -104,6 +104,20 @@ func TestIdPTokens(t *testing.T) {
 			"exp": now.Add(time.Hour).Unix()}), auth.Identity{}, false},
 		{"a user claim that is an object", custom, p.Sign("rsa-1", jwt.MapClaims{"uid": map[string]any{"id": "1"}, "realm_access": map[string]any{"roles": []string{"user"}},
 			"exp": now.Add(time.Hour).Unix()}), auth.Identity{}, false},
+		// Roles: admin and service only by a listed name; any other valid token is a buyer.
+		{"no role: a buyer", v, p.Sign("rsa-1", claims(jwt.MapClaims{"role": nil})), auth.Identity{Buyer: "42"}, true},
+		{"an unlisted role: a buyer", v, p.Sign("rsa-1", claims(jwt.MapClaims{"role": "root"})), auth.Identity{Buyer: "42"}, true},
+		{"a listed admin role", v, p.Sign("rsa-1", claims(jwt.MapClaims{"role": []string{"offline_access", "seckill-admin"}})), auth.Identity{Buyer: "42", Admin: true}, true},
+		{"a listed service role", v, p.Sign("rsa-1", claims(jwt.MapClaims{"role": "shop-backend"})), auth.Identity{Buyer: "42", Service: true}, true},
+		{"admin and service listed: admin", v, p.Sign("rsa-1", claims(jwt.MapClaims{"role": []string{"shop-backend", "admin"}})), auth.Identity{Buyer: "42", Admin: true}, true},
+		{"the provider's admin, not listed", unlisted, p.Sign("rsa-1", claims(jwt.MapClaims{"role": "admin"})), auth.Identity{Buyer: "42"}, true},
+		{"the provider's service, not listed", unlisted, p.Sign("rsa-1", claims(jwt.MapClaims{"role": []string{"service"}})), auth.Identity{Buyer: "42"}, true},
+		{"a role claim of another type: a buyer", v, p.Sign("rsa-1", claims(jwt.MapClaims{"role": 7})), auth.Identity{Buyer: "42"}, true},
+		// Leeway: 30 s on exp and nbf.
+		{"expired within the leeway", v, p.Sign("rsa-1", claims(jwt.MapClaims{"exp": now.Add(-10 * time.Second).Unix()})), auth.Identity{Buyer: "42"}, true},
+		{"not yet valid within the leeway", v, p.Sign("rsa-1", claims(jwt.MapClaims{"nbf": now.Add(10 * time.Second).Unix()})), auth.Identity{Buyer: "42"}, true},
+		{"not yet valid past the leeway", v, p.Sign("rsa-1", claims(jwt.MapClaims{"nbf": now.Add(time.Minute).Unix()})), auth.Identity{}, false},
+		{"expired, without leeway", unlisted, p.Sign("rsa-1", claims(jwt.MapClaims{"exp": now.Add(-time.Second).Unix()})), auth.Identity{}, false},
 		{"the settings' claims missing", custom, p.Sign("rsa-1", claims(nil)), auth.Identity{}, false},
 		// Alg confusion: an HS256 token keyed with the RSA public key is checked with our
 		// secret, never with a key of the set.
@@ -160,7 +174,9 @@ func TestIdPRotationAndOutage(t *testing.T) {
 		t.Fatalf("%d fetches of the key set at start, want 1", got)
 	}
 
-	time.Sleep(every) // past the limit of the first fetch
+	// The behaviour under test: the fetch limit's interval passes, so an unknown kid may fetch
+	// the set again.
+	time.Sleep(every)
 	p.AddKey("k2", "ES256")
 	verify(user("k2", 2), 2) // an unknown kid: the set is fetched again, and has it
 	if got := p.Fetches(); got != 2 {
@@ -174,6 +190,7 @@ func TestIdPRotationAndOutage(t *testing.T) {
 	if got := p.Fetches(); got != 2 {
 		t.Errorf("%d fetches after 20 tokens of an unknown kid within %v, want still 2", got, every)
 	}
+	// The fetch limit's interval passes (the behaviour under test).
 	time.Sleep(every)
 	verify(user("k3", 3), 3)
 	if got := p.Fetches(); got != 3 {
@@ -184,6 +201,7 @@ func TestIdPRotationAndOutage(t *testing.T) {
 	// token, not one the cache remembers); a kid never fetched is refused, quickly.
 	p.Stop()
 	p.AddKey("k4", "ES256")
+	// The fetch limit's interval passes (the behaviour under test).
 	time.Sleep(every)
 	verify(user("k1", 11), 11)
 	verify(user("k2", 12), 12)
@@ -194,11 +212,13 @@ func TestIdPRotationAndOutage(t *testing.T) {
 	}
 	// Back up: the next unknown kid (once the limit allows) fetches the set again.
 	p.Start()
+	// The fetch limit's interval passes (the behaviour under test).
 	time.Sleep(every)
 	verify(user("k4", 4), 4)
 	// A key withdrawn from the set stops being trusted once the set is fetched again.
 	p.RemoveKey("k1")
 	p.AddKey("k5", "RS256")
+	// The fetch limit's interval passes (the behaviour under test).
 	time.Sleep(every)
 	verify(user("k5", 5), 5) // fetches the set without k1
 	verify(user("k1", 21), 0)

@@ -35,7 +35,7 @@ var RedisACL = []ACLPart{
 	{"+multi +exec +discard +watch +unwatch", "transactions: a sale's snapshot and patches read and written at once"},
 	{"+time", "Redis' clock, which judges sale windows and pay windows, whatever the instances' clocks say"},
 	{"+wait", "SECKILL_REDIS_MIN_REPLICAS: a purchase waits for its replicas"},
-	{"+info", "with SECKILL_REDIS_MIN_REPLICAS, the seckill_redis_connected_replicas metric reads INFO replication of each master (refused, the metric stays empty and one warning is logged)"},
+	{"+info", "the API's start reads INFO persistence of each master (AOF on: SECKILL_REDIS_DURABILITY); with SECKILL_REDIS_MIN_REPLICAS, the seckill_redis_connected_replicas metric reads INFO replication of each master (refused, the metric stays empty and one warning is logged)"},
 	{"+cluster|slots +asking", "Redis Cluster: the client reads the slots' masters and follows ASK during a slot's migration"},
 	{"+memory|usage", "asynq's queue statistics, behind the worker's seckill_queue_depth metric"},
 }

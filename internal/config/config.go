@@ -37,8 +37,12 @@ type Config struct {
 	Env string
 	// HTTPAddr is SECKILL_HTTP_ADDR [127.0.0.1:8080], where the API listens.
 	HTTPAddr string
-	// MetricsAddr is SECKILL_WORKER_METRICS_ADDR [127.0.0.1:9091], where the worker serves /metrics.
+	// MetricsAddr is SECKILL_METRICS_ADDR [127.0.0.1:9090], where the API serves
+	// /metrics, never on HTTPAddr.
 	MetricsAddr string
+	// WorkerMetricsAddr is SECKILL_WORKER_METRICS_ADDR [127.0.0.1:9091], where the worker
+	// serves /metrics and its probes.
+	WorkerMetricsAddr string
 	// RedisAddrs is SECKILL_REDIS_ADDR [127.0.0.1:6379]: one address, or a
 	// comma-separated list (a cluster's seed nodes, or Sentinels).
 	RedisAddrs []string
@@ -64,6 +68,10 @@ type Config struct {
 	// this many replicas of its master hold its reservation (WAIT after a barrier write,
 	// once per group of purchases per master).
 	MinReplicas int
+	// RedisDurability is SECKILL_REDIS_DURABILITY [required]: "required" starts the API,
+	// outside dev mode, only on a Redis that keeps an acknowledged purchase through a
+	// crash (CheckDurability); "none" starts it anyway.
+	RedisDurability string
 	// TrustedProxies is SECKILL_TRUSTED_PROXIES [none]: comma-separated CIDRs (or
 	// addresses) whose X-Forwarded-For the API believes for the client IP.
 	TrustedProxies []string
@@ -83,11 +91,24 @@ type Config struct {
 	JWTIssuer, JWTAudience string
 	// JWTUserClaim is SECKILL_JWT_USER_CLAIM [sub], the claim of the identity provider's
 	// tokens that names the buyer (any subject); JWTRoleClaim is SECKILL_JWT_ROLE_CLAIM
-	// [role], the one that holds the role (user, admin or service, or a list of them).
+	// [role], the one that holds its role names (a string or a list).
 	JWTUserClaim, JWTRoleClaim string
+	// JWTAdminRoles and JWTServiceRoles are SECKILL_JWT_ADMIN_ROLES and
+	// SECKILL_JWT_SERVICE_ROLES [none]: the provider's role names that make its token an
+	// admin's or a service's; any other valid token is a buyer's.
+	JWTAdminRoles, JWTServiceRoles []string
+	// JWTLeeway is SECKILL_JWT_LEEWAY [30s, at most 5m]: the clock skew allowed on the
+	// provider's exp and nbf.
+	JWTLeeway time.Duration
 	// WebhookAllowPrivate is SECKILL_WEBHOOK_ALLOW_PRIVATE [true in dev mode, else
 	// false]: whether webhook URLs may point at loopback and private addresses.
 	WebhookAllowPrivate bool
+	// BuyerPays is SECKILL_BUYER_PAYS [true in dev mode, else false]: whether a buyer may
+	// mark their own order paid (a simulated payment).
+	BuyerPays bool
+	// CheckoutURL is SECKILL_CHECKOUT_URL [unset]: the shop's checkout page, a URL
+	// template with {order_id} and {activity_id} (checkCheckoutURL).
+	CheckoutURL string
 	// RateUser is SECKILL_RATE_USER [20]: requests per second per user; 0 turns the limit off.
 	RateUser float64
 	// RateIP is SECKILL_RATE_IP [200]: requests per second per client IP; 0 turns the limit off.
@@ -98,6 +119,9 @@ type Config struct {
 	// SaleInFlight is SECKILL_SALE_PURCHASES_IN_FLIGHT [192]: the same for one sale, so a
 	// hot sale leaves room for the others. 0: no bound.
 	SaleInFlight int
+	// BodyTimeout is SECKILL_BODY_TIMEOUT [2s]: how long a request's whole body may take
+	// to arrive; past it the answer is 408 and the connection is closed.
+	BodyTimeout time.Duration
 	// LockWait is SECKILL_LOCK_WAIT [500ms]: how long a purchase waits for the same user's
 	// earlier purchase in the same sale before answering 429 busy.
 	LockWait time.Duration
@@ -107,9 +131,8 @@ type Config struct {
 	// PersistBatch is SECKILL_PERSIST_BATCH [250]: most orders the worker writes in one
 	// MySQL transaction.
 	PersistBatch int
-	// PprofAddr is SECKILL_PPROF_ADDR [unset: off]: where the API serves net/http/pprof,
-	// for profiling under load. Keep it on loopback.
-	PprofAddr string
+	// Pprof is SECKILL_PPROF [false]: true serves net/http/pprof on the metrics address.
+	Pprof bool
 	// ClockOffset is SECKILL_CLOCK_OFFSET [0]: shifts the API's own clock, for tests of
 	// an instance whose clock is wrong (sale windows and passes are judged by Redis'
 	// clock whatever it says). Never set it in production.
@@ -133,7 +156,8 @@ func Load() (Config, error) {
 	c := Config{Env: l.str("SECKILL_ENV")}
 	l.dev = c.Dev()
 	c.HTTPAddr = l.str("SECKILL_HTTP_ADDR")
-	c.MetricsAddr = l.str("SECKILL_WORKER_METRICS_ADDR")
+	c.MetricsAddr = l.str("SECKILL_METRICS_ADDR")
+	c.WorkerMetricsAddr = l.str("SECKILL_WORKER_METRICS_ADDR")
 	c.RedisAddrs = l.list("SECKILL_REDIS_ADDR")
 	c.RedisCluster = l.boolean("SECKILL_REDIS_CLUSTER")
 	c.RedisMasterName = l.str("SECKILL_REDIS_MASTER_NAME")
@@ -143,6 +167,10 @@ func Load() (Config, error) {
 	c.RedisSentinelPassword = l.str("SECKILL_REDIS_SENTINEL_PASSWORD")
 	c.RedisTLS = l.redisTLS()
 	c.MinReplicas = l.whole("SECKILL_REDIS_MIN_REPLICAS")
+	c.RedisDurability = l.str("SECKILL_REDIS_DURABILITY")
+	if c.RedisDurability != DurabilityRequired && c.RedisDurability != DurabilityNone {
+		l.fail(fmt.Errorf("SECKILL_REDIS_DURABILITY: want %s or %s, got %q", DurabilityRequired, DurabilityNone, c.RedisDurability))
+	}
 	c.TrustedProxies = l.list("SECKILL_TRUSTED_PROXIES")
 	c.CORSOrigins = l.list("SECKILL_CORS_ORIGINS")
 	c.MySQLDSN = l.str("SECKILL_MYSQL_DSN")
@@ -153,23 +181,27 @@ func Load() (Config, error) {
 	c.JWTAudience = l.str("SECKILL_JWT_AUDIENCE")
 	c.JWTUserClaim = l.str("SECKILL_JWT_USER_CLAIM")
 	c.JWTRoleClaim = l.str("SECKILL_JWT_ROLE_CLAIM")
+	c.JWTAdminRoles = l.list("SECKILL_JWT_ADMIN_ROLES")
+	c.JWTServiceRoles = l.list("SECKILL_JWT_SERVICE_ROLES")
+	c.JWTLeeway = l.durationIn("SECKILL_JWT_LEEWAY", 0, 5*time.Minute)
 	c.WebhookAllowPrivate = l.boolean("SECKILL_WEBHOOK_ALLOW_PRIVATE")
+	c.BuyerPays = l.boolean("SECKILL_BUYER_PAYS")
+	c.CheckoutURL = l.str("SECKILL_CHECKOUT_URL")
 	c.RateUser = l.number("SECKILL_RATE_USER")
 	c.RateIP = l.number("SECKILL_RATE_IP")
 	c.InFlight = l.whole("SECKILL_PURCHASES_IN_FLIGHT")
 	c.SaleInFlight = l.whole("SECKILL_SALE_PURCHASES_IN_FLIGHT")
+	c.BodyTimeout = l.durationIn("SECKILL_BODY_TIMEOUT", 100*time.Millisecond, time.Minute)
 	c.LockWait = l.duration("SECKILL_LOCK_WAIT", "500ms")
 	c.WorkerConcurrency = l.whole("SECKILL_WORKER_CONCURRENCY")
 	c.PersistBatch = l.whole("SECKILL_PERSIST_BATCH")
-	c.PprofAddr = l.str("SECKILL_PPROF_ADDR")
+	c.Pprof = l.boolean("SECKILL_PPROF")
 	c.ClockOffset = l.duration("SECKILL_CLOCK_OFFSET", "-90s")
 	c.ShutdownDelay = l.duration("SECKILL_SHUTDOWN_DELAY", "5s")
 	c.ShutdownTimeout = l.duration("SECKILL_SHUTDOWN_TIMEOUT", "20s")
 
 	if c.JWKSURL != "" {
-		if u, err := url.Parse(c.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			l.fail(fmt.Errorf("SECKILL_JWT_JWKS_URL: want an http or https URL, got %q", c.JWKSURL))
-		}
+		l.checkIdP(c)
 	}
 	switch {
 	case len(c.RedisAddrs) == 0:
@@ -191,6 +223,11 @@ func Load() (Config, error) {
 			l.fail(fmt.Errorf("SECKILL_CORS_ORIGINS: %q is not an origin: %w (want scheme://host[:port], as a browser sends it in Origin)", o, err))
 		}
 	}
+	if c.CheckoutURL != "" {
+		if err := checkCheckoutURL(c.CheckoutURL, c.Dev()); err != nil {
+			l.fail(fmt.Errorf("SECKILL_CHECKOUT_URL: %q: %w", c.CheckoutURL, err))
+		}
+	}
 	if c.LockWait < 0 {
 		l.fail(errors.New("SECKILL_LOCK_WAIT: want a duration such as 500ms"))
 	}
@@ -203,12 +240,47 @@ func Load() (Config, error) {
 		l.fail(errors.New("SECKILL_JWT_SECRET is required outside dev mode (SECKILL_ENV=dev)"))
 	case len(c.JWTSecret) < 32:
 		l.fail(errors.New("SECKILL_JWT_SECRET must be at least 32 bytes"))
+	case !l.dev && c.UsesDevSecret():
+		l.fail(errors.New("SECKILL_JWT_SECRET is the public development secret, with which anyone can sign admin tokens: set a secret of your own (the dev secret is for SECKILL_ENV=dev only)"))
 	}
 	if c.WorkerConcurrency < 1 || c.PersistBatch < 1 {
 		l.fail(errors.New("SECKILL_WORKER_CONCURRENCY and SECKILL_PERSIST_BATCH must be at least 1"))
 	}
 	c.shown = l.shown
 	return c, l.err()
+}
+
+// checkIdP refuses a key set URL that is not one, and, outside dev mode, an identity
+// provider's settings that would accept forged or foreign tokens: a key set fetched
+// over plain http (anyone on the path could add a key and sign admin tokens) unless
+// from this machine, and one without an issuer or an audience (every token the
+// provider ever signed, for any application, would pass).
+func (l *loader) checkIdP(c Config) {
+	u, err := url.Parse(c.JWKSURL)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		l.fail(fmt.Errorf("SECKILL_JWT_JWKS_URL: want an https URL, got %q", c.JWKSURL))
+	case !l.dev && u.Scheme == "http" && !loopbackHost(u.Hostname()):
+		l.fail(fmt.Errorf("SECKILL_JWT_JWKS_URL: %q is plain http: anyone on the path could add a key and sign admin tokens; want https (http only to a loopback host)", c.JWKSURL))
+	}
+	if l.dev {
+		return
+	}
+	if c.JWTIssuer == "" {
+		l.fail(errors.New("SECKILL_JWT_ISSUER is required with SECKILL_JWT_JWKS_URL: without it, a token the provider signed for any issuer is accepted"))
+	}
+	if c.JWTAudience == "" {
+		l.fail(errors.New("SECKILL_JWT_AUDIENCE is required with SECKILL_JWT_JWKS_URL: without it, a token the provider signed for any application is accepted"))
+	}
+}
+
+// loopbackHost reports whether host is this machine: localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
 }
 
 // Dev reports whether SECKILL_ENV is "dev".
@@ -253,6 +325,48 @@ func checkOrigin(o string) error {
 	return nil
 }
 
+// checkCheckoutURL says why t is not a checkout URL template: an absolute https URL (or
+// http on a loopback host in dev mode) once its placeholders are filled in, with
+// {order_id} among them, and no other placeholder than {order_id} and {activity_id}
+// (internal/sale fills them in: Checkout).
+func checkCheckoutURL(t string, dev bool) error {
+	for _, p := range placeholder.FindAllString(t, -1) {
+		if p != "{order_id}" && p != "{activity_id}" {
+			return fmt.Errorf("%s is not a placeholder (want {order_id} and {activity_id})", p)
+		}
+	}
+	if !strings.Contains(t, "{order_id}") {
+		return errors.New("it must hold {order_id}, where the order's id goes")
+	}
+	u, err := url.Parse(strings.NewReplacer("{order_id}", "01J0000000000000000000000042", "{activity_id}", "42").Replace(t))
+	switch {
+	case err != nil:
+		return err
+	case u.Host == "" || !u.IsAbs():
+		return errors.New("want an absolute URL such as https://shop.example/checkout?order={order_id}")
+	case u.User != nil:
+		return errors.New("no user or password in it")
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && dev && loopback(u.Hostname()):
+		return nil
+	case u.Scheme == "http" && dev:
+		return errors.New("http only on a loopback host (localhost, 127.0.0.1, [::1]); https otherwise")
+	}
+	return errors.New("want https (http only on loopback, in dev mode)")
+}
+
+// loopback reports whether host is localhost or a loopback address.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+var placeholder = regexp.MustCompile(`\{[^{}]*\}`)
+
 var (
 	originHost = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])$`)
 	originPort = regexp.MustCompile(`^[1-9][0-9]*$`)
@@ -262,7 +376,8 @@ var (
 // is unset.
 func (c Config) IdP() (auth.IdPConfig, bool) {
 	return auth.IdPConfig{JWKSURL: c.JWKSURL, Issuer: c.JWTIssuer, Audience: c.JWTAudience,
-		UserClaim: c.JWTUserClaim, RoleClaim: c.JWTRoleClaim}, c.JWKSURL != ""
+		UserClaim: c.JWTUserClaim, RoleClaim: c.JWTRoleClaim, AdminRoles: c.JWTAdminRoles,
+		ServiceRoles: c.JWTServiceRoles, Leeway: c.JWTLeeway}, c.JWKSURL != ""
 }
 
 // RedisTopology names the Redis set-up the settings describe: "single", "sentinel"
@@ -333,8 +448,8 @@ func (c Config) redis(pool, minIdle int) redis.UniversalClient {
 // It runs full duplex: one connection with a writer that sends commands as they come
 // and a reader that hands out replies as they arrive. The default (half duplex) sends
 // the next batch only once the reply to the last one is read, so a command waits for
-// the batch in flight and Redis idles between batches; full duplex sold more purchases
-// a second in `make loadtest` (docs/performance.md's git history).
+// the batch in flight and Redis idles between batches; full duplex sells more purchases
+// a second (`make loadtest` measures it).
 func RedisPipelined(rdb redis.UniversalClient) (*redis.AutoPipeliner, error) {
 	opts := redis.DefaultBlockingAutoPipelineOptions()
 	opts.FullDuplex = true

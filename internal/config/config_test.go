@@ -76,6 +76,17 @@ func TestShopSettings(t *testing.T) {
 			"SECKILL_JWT_ISSUER": "https://idp.example", "SECKILL_JWT_AUDIENCE": "seckill", "SECKILL_JWT_USER_CLAIM": "uid",
 			"SECKILL_JWT_ROLE_CLAIM": "realm_access.roles"}, true, true, ""},
 		{"a JWKS that is no URL", map[string]string{"SECKILL_ENV": "dev", "SECKILL_JWT_JWKS_URL": "idp.example/jwks"}, false, false, "SECKILL_JWT_JWKS_URL"},
+		{"a JWKS over http in dev mode, without issuer or audience", map[string]string{"SECKILL_ENV": "dev",
+			"SECKILL_JWT_JWKS_URL": "http://idp.test/jwks"}, true, true, ""},
+		{"a JWKS over http to loopback", map[string]string{"SECKILL_JWT_SECRET": strings.Repeat("s", 32),
+			"SECKILL_JWT_JWKS_URL": "http://127.0.0.1:8180/jwks", "SECKILL_JWT_ISSUER": "https://idp.example",
+			"SECKILL_JWT_AUDIENCE": "seckill"}, false, true, ""},
+		{"a JWKS over http to [::1]", map[string]string{"SECKILL_JWT_SECRET": strings.Repeat("s", 32),
+			"SECKILL_JWT_JWKS_URL": "http://[::1]:8180/jwks", "SECKILL_JWT_ISSUER": "https://idp.example",
+			"SECKILL_JWT_AUDIENCE": "seckill"}, false, true, ""},
+		{"a JWKS over http off loopback", map[string]string{"SECKILL_JWT_SECRET": strings.Repeat("s", 32),
+			"SECKILL_JWT_JWKS_URL": "http://idp.example/jwks", "SECKILL_JWT_ISSUER": "https://idp.example",
+			"SECKILL_JWT_AUDIENCE": "seckill"}, false, false, "SECKILL_JWT_JWKS_URL"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,12 +102,60 @@ func TestShopSettings(t *testing.T) {
 			if ok != tc.idp {
 				t.Fatalf("IdP set: %v, want %v", ok, tc.idp)
 			}
-			if ok && (idp.JWKSURL != tc.env["SECKILL_JWT_JWKS_URL"] || idp.Issuer != "https://idp.example" ||
-				idp.Audience != "seckill" || idp.UserClaim != "uid" || idp.RoleClaim != "realm_access.roles") {
+			or := func(v, def string) string {
+				if v == "" {
+					return def
+				}
+				return v
+			}
+			if ok && (idp.JWKSURL != tc.env["SECKILL_JWT_JWKS_URL"] || idp.Issuer != tc.env["SECKILL_JWT_ISSUER"] ||
+				idp.Audience != tc.env["SECKILL_JWT_AUDIENCE"] || idp.UserClaim != or(tc.env["SECKILL_JWT_USER_CLAIM"], "sub") ||
+				idp.RoleClaim != or(tc.env["SECKILL_JWT_ROLE_CLAIM"], "role") || idp.Leeway != 30*time.Second) {
 				t.Errorf("IdP = %+v", idp)
 			}
 			if !ok && (c.JWTUserClaim != "sub" || c.JWTRoleClaim != "role") {
 				t.Errorf("claims %q %q, want the defaults sub and role", c.JWTUserClaim, c.JWTRoleClaim)
+			}
+		})
+	}
+}
+
+// Payments: the buyer's simulated payment is on in dev mode only, unless set; a checkout
+// URL is an absolute https URL template with {order_id} (http on loopback in dev mode),
+// and anything else stops the start naming SECKILL_CHECKOUT_URL.
+func TestPaymentSettings(t *testing.T) {
+	prod := strings.Repeat("s", 32)
+	tests := []struct {
+		name      string
+		env       map[string]string
+		buyerPays bool
+		wantErr   string
+	}{
+		{"dev", map[string]string{"SECKILL_ENV": "dev"}, true, ""},
+		{"production", map[string]string{"SECKILL_JWT_SECRET": prod}, false, ""},
+		{"dev, buyers do not pay", map[string]string{"SECKILL_ENV": "dev", "SECKILL_BUYER_PAYS": "false"}, false, ""},
+		{"production, buyers pay (a demo)", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_BUYER_PAYS": "true"}, true, ""},
+		{"buyer pays not a boolean", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_BUYER_PAYS": "yes"}, false, "SECKILL_BUYER_PAYS"},
+		{"a checkout", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_CHECKOUT_URL": "https://shop.example/pay/{activity_id}?order={order_id}"}, false, ""},
+		{"http on loopback in dev mode", map[string]string{"SECKILL_ENV": "dev", "SECKILL_CHECKOUT_URL": "http://127.0.0.1:3000/pay?o={order_id}"}, true, ""},
+		{"http on localhost in dev mode", map[string]string{"SECKILL_ENV": "dev", "SECKILL_CHECKOUT_URL": "http://localhost/pay/{order_id}"}, true, ""},
+		{"http on [::1] in dev mode", map[string]string{"SECKILL_ENV": "dev", "SECKILL_CHECKOUT_URL": "http://[::1]:8000/{order_id}"}, true, ""},
+		{"http on loopback in production", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_CHECKOUT_URL": "http://127.0.0.1/pay?o={order_id}"}, false, "SECKILL_CHECKOUT_URL"},
+		{"http elsewhere in dev mode", map[string]string{"SECKILL_ENV": "dev", "SECKILL_CHECKOUT_URL": "http://shop.example/pay?o={order_id}"}, false, "SECKILL_CHECKOUT_URL"},
+		{"no order id", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_CHECKOUT_URL": "https://shop.example/pay/{activity_id}"}, false, "SECKILL_CHECKOUT_URL"},
+		{"an unknown placeholder", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_CHECKOUT_URL": "https://shop.example/pay/{order}?o={order_id}"}, false, "SECKILL_CHECKOUT_URL"},
+		{"relative", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_CHECKOUT_URL": "/pay?o={order_id}"}, false, "SECKILL_CHECKOUT_URL"},
+		{"another scheme", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_CHECKOUT_URL": "javascript:alert({order_id})"}, false, "SECKILL_CHECKOUT_URL"},
+		{"a password in it", map[string]string{"SECKILL_JWT_SECRET": prod, "SECKILL_CHECKOUT_URL": "https://u:p@shop.example/{order_id}"}, false, "SECKILL_CHECKOUT_URL"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := load(t, tc.env, tc.wantErr, "SECKILL_ENV", "SECKILL_JWT_SECRET", "SECKILL_BUYER_PAYS", "SECKILL_CHECKOUT_URL")
+			if !ok {
+				return
+			}
+			if c.BuyerPays != tc.buyerPays || c.CheckoutURL != tc.env["SECKILL_CHECKOUT_URL"] {
+				t.Errorf("BuyerPays %v, CheckoutURL %q; want %v, %q", c.BuyerPays, c.CheckoutURL, tc.buyerPays, tc.env["SECKILL_CHECKOUT_URL"])
 			}
 		})
 	}

@@ -45,8 +45,10 @@ var Vars = []Var{
 		Doc: "`dev` allows the public development JWT secret (and says so in the log) and private webhook URLs; anything else is production."},
 	{Name: "SECKILL_HTTP_ADDR", Default: "127.0.0.1:8080", Binaries: API,
 		Doc: "Where the API listens."},
+	{Name: "SECKILL_METRICS_ADDR", Default: "127.0.0.1:9090", Binaries: API,
+		Doc: "Where the API serves /metrics (and /debug/pprof/ with SECKILL_PPROF), never on SECKILL_HTTP_ADDR: keep it internal."},
 	{Name: "SECKILL_WORKER_METRICS_ADDR", Default: "127.0.0.1:9091", Binaries: Worker,
-		Doc: "Where the worker serves /metrics (and /debug/pprof/): keep it internal."},
+		Doc: "Where the worker serves /metrics, /healthz, /readyz (and /debug/pprof/ with SECKILL_PPROF): keep it internal."},
 	{Name: "SECKILL_REDIS_ADDR", Default: "127.0.0.1:6379", Binaries: Both,
 		Doc: "One host:port, or a comma-separated list: a cluster's seed nodes, or Sentinels."},
 	{Name: "SECKILL_REDIS_CLUSTER", Default: "false", Binaries: Both,
@@ -73,6 +75,8 @@ var Vars = []Var{
 		Doc: "PEM private key of SECKILL_REDIS_TLS_CERT_FILE."},
 	{Name: "SECKILL_REDIS_MIN_REPLICAS", Default: "0", Binaries: API,
 		Doc: "A purchase is answered 202 only once this many replicas of its master hold its reservation."},
+	{Name: "SECKILL_REDIS_DURABILITY", Default: "required", Binaries: API,
+		Doc: "`required`: outside dev mode the API starts only on a Redis that keeps an acknowledged purchase through a crash, AOF on (`INFO persistence`) on every master, or SECKILL_REDIS_MIN_REPLICAS >= 1. `none` starts anyway, and the log and /readyz (`\"durable\": false`) say a Redis crash can lose acknowledged orders."},
 	{Name: "SECKILL_TRUSTED_PROXIES", Binaries: API,
 		Doc: "Comma-separated CIDRs or addresses whose X-Forwarded-For names the client IP; none by default."},
 	{Name: "SECKILL_CORS_ORIGINS", Binaries: API,
@@ -83,18 +87,28 @@ var Vars = []Var{
 		Doc: "Set: every MySQL connection uses TLS and verifies the server's certificate against this PEM file of certificate authorities (and its name against the DSN's host)."},
 	{Name: "SECKILL_JWT_SECRET", DevDefault: DevJWTSecret, Binaries: Both, Secret: true,
 		Doc: "The HS256 signing secret of tokens and sale passes, at least 32 bytes; required outside dev mode, where the public development secret stands in."},
-	{Name: "SECKILL_JWT_JWKS_URL", Binaries: API,
-		Doc: "A shop's identity provider's JWK Set (http or https URL): its RS256/ES256 tokens are accepted beside the HS256 ones."},
-	{Name: "SECKILL_JWT_ISSUER", Binaries: API,
-		Doc: "When set, the `iss` the identity provider's tokens must carry."},
-	{Name: "SECKILL_JWT_AUDIENCE", Binaries: API,
-		Doc: "When set, the `aud` the identity provider's tokens must carry."},
+	{Name: "SECKILL_JWT_JWKS_URL", Binaries: Both,
+		Doc: "A shop's identity provider's JWK Set, an https URL (plain http only to a loopback host): its RS256/ES256 tokens are accepted beside the HS256 ones. Outside dev mode it needs SECKILL_JWT_ISSUER and SECKILL_JWT_AUDIENCE."},
+	{Name: "SECKILL_JWT_ISSUER", Binaries: Both,
+		Doc: "The `iss` the identity provider's tokens must carry; required with a JWKS outside dev mode."},
+	{Name: "SECKILL_JWT_AUDIENCE", Binaries: Both,
+		Doc: "The `aud` the identity provider's tokens must carry; required with a JWKS outside dev mode."},
 	{Name: "SECKILL_JWT_USER_CLAIM", Default: "sub", Binaries: API,
 		Doc: "The identity provider's claim that names the buyer: any subject, or a JSON integer read as its decimal."},
 	{Name: "SECKILL_JWT_ROLE_CLAIM", Default: "role", Binaries: API,
-		Doc: "The identity provider's claim that holds the role (user, admin or service, or a list)."},
+		Doc: "The identity provider's claim that holds its role names (a string or a list)."},
+	{Name: "SECKILL_JWT_ADMIN_ROLES", Binaries: API,
+		Doc: "Comma-separated role names of the identity provider that make its token this service's admin; none by default."},
+	{Name: "SECKILL_JWT_SERVICE_ROLES", Binaries: API,
+		Doc: "Comma-separated role names of the identity provider that make its token a shop's back end (role service); none by default. Any other valid token is a buyer's."},
+	{Name: "SECKILL_JWT_LEEWAY", Default: "30s", Binaries: API,
+		Doc: "Clock skew allowed on the identity provider's exp and nbf, at most 5m."},
 	{Name: "SECKILL_WEBHOOK_ALLOW_PRIVATE", Default: "false", DevDefault: "true", Binaries: Both,
 		Doc: "Whether webhook URLs may point at loopback and private addresses."},
+	{Name: "SECKILL_BUYER_PAYS", Default: "false", DevDefault: "true", Binaries: API,
+		Doc: "`true` lets a buyer mark their own order paid, a simulated payment for a demo; otherwise payments are confirmed by the shop's back end (a `service` token) or an admin, and a buyer's pay is `403 payment_by_shop`."},
+	{Name: "SECKILL_CHECKOUT_URL", Binaries: Both,
+		Doc: "The shop's checkout page as a URL template with `{order_id}` (and optionally `{activity_id}`), such as `https://shop.example/checkout?order={order_id}`: a created order, in answers and events, carries it expanded as `checkout_url`, and the buyer's page sends the buyer there to pay. An absolute https URL (http on loopback in dev mode); anything else stops the start."},
 	{Name: "SECKILL_RATE_USER", Default: "20", Binaries: API,
 		Doc: "Requests per second per user, across all API instances; 0 turns the limit off."},
 	{Name: "SECKILL_RATE_IP", Default: "200", Binaries: API,
@@ -103,14 +117,16 @@ var Vars = []Var{
 		Doc: "Purchases one API process answers at once; past it a purchase gets 429 at once. 0: no bound."},
 	{Name: "SECKILL_SALE_PURCHASES_IN_FLIGHT", Default: "192", Binaries: API,
 		Doc: "The same for one sale, so a hot sale leaves room for the others. 0: no bound."},
+	{Name: "SECKILL_BODY_TIMEOUT", Default: "2s", Binaries: API,
+		Doc: "How long a request's whole body may take to arrive, from its headers; past it the answer is 408 request_timeout and the connection is closed. A purchase takes its place in flight only once its body has arrived."},
 	{Name: "SECKILL_LOCK_WAIT", Default: "500ms", Binaries: API,
 		Doc: "How long a purchase waits for the same user's earlier purchase in the same sale before 429 busy."},
 	{Name: "SECKILL_WORKER_CONCURRENCY", Default: "8", Binaries: Worker,
 		Doc: "Tasks of orders a worker writes at once."},
 	{Name: "SECKILL_PERSIST_BATCH", Default: "250", Binaries: Worker,
 		Doc: "Most orders the worker writes in one MySQL transaction."},
-	{Name: "SECKILL_PPROF_ADDR", Binaries: API,
-		Doc: "Where the API serves net/http/pprof, for profiling; off when unset. Keep it on loopback."},
+	{Name: "SECKILL_PPROF", Default: "false", Binaries: Both,
+		Doc: "`true` serves net/http/pprof at /debug/pprof/ on the metrics address (SECKILL_METRICS_ADDR, SECKILL_WORKER_METRICS_ADDR), for profiling; off by default."},
 	{Name: "SECKILL_SHUTDOWN_DELAY", Default: "5s", Binaries: API,
 		Doc: "On SIGTERM or SIGINT the API answers /readyz 503 at once and goes on serving every request this long, so load balancers and Kubernetes stop sending to it, before it stops accepting."},
 	{Name: "SECKILL_SHUTDOWN_TIMEOUT", Default: "20s", Binaries: Both,
@@ -270,6 +286,16 @@ func (l *loader) duration(name, example string) time.Duration {
 	d, err := time.ParseDuration(l.str(name))
 	if err != nil {
 		l.errs = append(l.errs, fmt.Errorf("%s: want a duration such as %s", name, example))
+	}
+	return d
+}
+
+// durationIn is duration for a value that must lie within [lo, hi].
+func (l *loader) durationIn(name string, lo, hi time.Duration) time.Duration {
+	n := len(l.errs)
+	d := l.duration(name, lookup(name).Default)
+	if len(l.errs) == n && (d < lo || d > hi) {
+		l.fail(fmt.Errorf("%s: want a duration from %v to %v, got %q", name, lo, hi, os.Getenv(name)))
 	}
 	return d
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -31,6 +32,22 @@ type createActivityRequest struct {
 	Variants        *[]variantRequest `json:"variants"`
 	PerVariantLimit *int              `json:"per_variant_limit"`
 	roomRequest
+	shopRequest
+}
+
+// shopRequest is the shop's own fields of a sale, on create and PATCH.
+type shopRequest struct {
+	ExternalRef *string         `json:"external_ref"`
+	Metadata    json.RawMessage `json:"metadata"`
+}
+
+// fields are the shop's fields as sent; null, as any optional field's, is none.
+func (r shopRequest) fields() sale.ShopFields {
+	f := sale.ShopFields{ExternalRef: r.ExternalRef, Metadata: r.Metadata}
+	if string(f.Metadata) == "null" {
+		f.Metadata = nil
+	}
+	return f
 }
 
 type variantRequest struct {
@@ -93,7 +110,7 @@ func (r createActivityRequest) toNew() (sale.NewActivity, error) {
 	n = sale.NewActivity{Name: *r.Name, ProductName: *r.ProductName, PriceCents: *r.PriceCents,
 		PerUserLimit: *r.PerUserLimit, StartsAt: *starts, EndsAt: *ends,
 		GroupSize: r.GroupSize, GroupWindowSeconds: r.GroupWindowSeconds, PerUserParticipations: r.PerUserParticipations,
-		Room: r.patch(), Variants: variants, PerVariantLimit: r.PerVariantLimit}
+		Room: r.patch(), Shop: r.fields(), Variants: variants, PerVariantLimit: r.PerVariantLimit}
 	if r.Stock != nil {
 		n.Stock = *r.Stock
 	}
@@ -120,7 +137,7 @@ func (r createActivityRequest) toNew() (sale.NewActivity, error) {
 
 func (h *Handler) createActivity(c *gin.Context) {
 	var req createActivityRequest
-	if err := decode(c, &req); err != nil {
+	if err := h.decode(c, &req); err != nil {
 		respondError(c, err)
 		return
 	}
@@ -137,13 +154,47 @@ func (h *Handler) createActivity(c *gin.Context) {
 	c.JSON(http.StatusCreated, a)
 }
 
-func (h *Handler) listActivities(c *gin.Context) {
-	as, err := h.svc.ListActivities(c.Request.Context())
-	if err != nil {
-		respondError(c, err)
-		return
+// listActivities answers a page of sales, newest first, from list: the public one (a
+// snapshot at most a second old) or the admin's (MySQL at the moment).
+func listActivities(list func(context.Context, sale.Page) ([]sale.Activity, int64, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		p, err := page(c)
+		if err != nil {
+			respondError(c, err)
+			return
+		}
+		as, next, err := list(c.Request.Context(), p)
+		if err != nil {
+			respondError(c, err)
+			return
+		}
+		var cursor *string // null on the last page
+		if next > 0 {
+			s := strconv.FormatInt(next, 10)
+			cursor = &s
+		}
+		c.JSON(http.StatusOK, gin.H{"activities": as, "next": cursor})
 	}
-	c.JSON(http.StatusOK, gin.H{"activities": as})
+}
+
+// page reads ?after= (the next of the page before: an activity id) and ?limit= (1 to
+// sale.MaxPage, sale.DefaultPage when not given).
+func page(c *gin.Context) (sale.Page, error) {
+	p := sale.Page{Limit: sale.DefaultPage}
+	if q, given := c.GetQuery("after"); given {
+		var ok bool
+		if p.After, ok = sale.ParseID(q); !ok {
+			return p, &invalidRequest{"after must be the next of the page before (an activity id)"}
+		}
+	}
+	if q, given := c.GetQuery("limit"); given {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 1 || n > sale.MaxPage || strconv.Itoa(n) != q {
+			return p, &invalidRequest{"limit must be an integer from 1 to " + strconv.Itoa(sale.MaxPage)}
+		}
+		p.Limit = n
+	}
+	return p, nil
 }
 
 type patchActivityRequest struct {
@@ -153,6 +204,7 @@ type patchActivityRequest struct {
 	// variant name.
 	AddStock json.RawMessage `json:"add_stock"`
 	roomRequest
+	shopRequest
 }
 
 // addStock reads add_stock: a number, or an object of numbers by variant name (nil,
@@ -187,7 +239,7 @@ func (h *Handler) patchActivity(c *gin.Context) {
 		return
 	}
 	var req patchActivityRequest
-	if err := decode(c, &req); err != nil {
+	if err := h.decode(c, &req); err != nil {
 		respondError(c, err)
 		return
 	}
@@ -201,13 +253,15 @@ func (h *Handler) patchActivity(c *gin.Context) {
 		respondError(c, err)
 		return
 	}
-	room := req.patch()
-	if req.PerUserLimit == nil && ends == nil && add == nil && addVariants == nil && room.Empty() {
-		respondError(c, &invalidRequest{"give at least one of per_user_limit, ends_at, add_stock and the waiting room's settings"})
+	room, shop := req.patch(), req.fields()
+	if req.PerUserLimit == nil && ends == nil && add == nil && addVariants == nil && room.Empty() && shop.ExternalRef == nil &&
+		shop.Metadata == nil {
+		respondError(c, &invalidRequest{"give at least one of per_user_limit, ends_at, add_stock, the waiting room's settings, " +
+			"external_ref and metadata"})
 		return
 	}
 	a, err := h.svc.PatchActivity(c.Request.Context(), id,
-		sale.ActivityPatch{PerUserLimit: req.PerUserLimit, EndsAt: ends, AddStock: add, AddVariants: addVariants, Room: room})
+		sale.ActivityPatch{PerUserLimit: req.PerUserLimit, EndsAt: ends, AddStock: add, AddVariants: addVariants, Room: room, Shop: shop})
 	if err != nil {
 		respondError(c, err)
 		return

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,11 +17,15 @@ import (
 	"seckill/internal/testutil"
 )
 
-// metric reads one unlabelled value from /metrics.
+// metric reads one unlabelled value from the operations port's /metrics.
 func (s *stack) metric(name string) float64 {
 	s.t.Helper()
-	a := s.do(call{method: "GET", path: "/metrics"})
-	sc := bufio.NewScanner(strings.NewReader(a.body))
+	resp, err := http.Get(s.metricsURL)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
@@ -127,5 +133,60 @@ func TestPurchasesInFlightBounded(t *testing.T) {
 		if a := post(act, user+10); a.status != http.StatusAccepted {
 			t.Errorf("after the crowd, sale %d: %d %s, want 202", act, a.status, a.body)
 		}
+	}
+}
+
+// A purchase whose body is still on its way holds no place in flight, with a valid
+// token or without: while such uploads stall, a whole purchase is admitted under a bound
+// of one. Past the body timeout a stalled upload is answered 408 request_timeout, in the
+// contract's error body, and its connection is closed.
+func TestStalledUploadHoldsNoPlace(t *testing.T) {
+	s := newStack(t, handler.Options{InFlight: 1, SaleInFlight: 1, BodyTimeout: 500 * time.Millisecond})
+	now := time.Now()
+	act := s.sale(100, 5, now.Add(-time.Minute), now.Add(time.Hour))
+	path := fmt.Sprintf("/api/v1/activities/%d/orders", act)
+	addr := strings.TrimPrefix(s.url, "http://")
+	type stall struct {
+		conn net.Conn
+		r    *bufio.Reader
+	}
+	var stalls []stall
+	for _, token := range []string{testutil.Token(t, 1, false), ""} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		head := "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: 14\r\n"
+		if token != "" {
+			head += "Authorization: Bearer " + token + "\r\n"
+		}
+		if _, err := conn.Write([]byte(head + "\r\n{")); err != nil {
+			t.Fatal(err)
+		}
+		stalls = append(stalls, stall{conn, bufio.NewReader(conn)})
+	}
+	if a := s.do(call{method: "POST", path: path, token: testutil.Token(t, 2, false), body: `{"quantity":1}`}); a.status != http.StatusAccepted {
+		t.Errorf("a whole purchase while two uploads stall, under a bound of one: %d %s, want 202", a.status, a.body)
+	}
+	for i, st := range stalls {
+		_ = st.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(st.r, nil)
+		if err != nil {
+			t.Fatalf("stalled upload %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := http.StatusRequestTimeout
+		if i == 1 {
+			want = http.StatusUnauthorized // no token: refused before its body is waited for
+		}
+		wantError(t, answer{status: resp.StatusCode, body: string(b)}, want, map[int]string{408: "request_timeout", 401: "unauthorized"}[want])
+		if i == 0 && !resp.Close {
+			t.Errorf("the 408 leaves the connection open (Connection: %q), want it closed", resp.Header.Get("Connection"))
+		}
+	}
+	if got := s.metric("seckill_purchases_in_flight"); got != 0 {
+		t.Errorf("seckill_purchases_in_flight %g after the answers, want 0", got)
 	}
 }

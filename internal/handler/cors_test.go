@@ -143,7 +143,7 @@ func TestCORS(t *testing.T) {
 	a = s.do(call{method: "POST", path: orders, token: buyer, body: strings.Repeat("x", 65<<10), header: map[string]string{"Origin": shop}})
 	wantError(t, a, http.StatusRequestEntityTooLarge, "payload_too_large")
 	wantCORS(t, "413", a, shop, true)
-	for _, path := range []string{"/", "/admin", "/healthz", "/metrics"} {
+	for _, path := range []string{"/", "/admin", "/healthz", "/readyz"} {
 		a := s.do(call{method: "GET", path: path, header: map[string]string{"Origin": shop}})
 		if a.status != http.StatusOK {
 			t.Errorf("GET %s: %d", path, a.status)
@@ -153,7 +153,7 @@ func TestCORS(t *testing.T) {
 }
 
 // TestCORSUnset: with no list (the default), no answer carries a CORS header or
-// Vary, and a preflight is the 405 it always was.
+// Vary, and a preflight is the router's 405.
 func TestCORSUnset(t *testing.T) {
 	s := newStack(t, handler.Options{})
 	a := s.do(call{method: "OPTIONS", path: "/api/v1/orders", header: map[string]string{"Origin": shop, "Access-Control-Request-Method": "GET"}})
@@ -182,7 +182,7 @@ func TestPreflightsCountAgainstNoLimit(t *testing.T) {
 	from := func(addr string) map[string]string {
 		return map[string]string{"Origin": shop, "X-Forwarded-For": addr, "Content-Type": "application/json"}
 	}
-	preflight := func(path string) answer {
+	preflight := func(s *stack, path string) answer {
 		return s.do(call{method: "OPTIONS", path: path, header: map[string]string{"Origin": shop, "X-Forwarded-For": "10.0.0.1",
 			"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization,content-type"}})
 	}
@@ -190,16 +190,16 @@ func TestPreflightsCountAgainstNoLimit(t *testing.T) {
 	const goroutines, each = 20, 25
 	var wg sync.WaitGroup
 	codes := make(chan int, goroutines*each)
+	on := testutil.NewGoroutines(t)
 	for g := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range each {
-				codes <- preflight(paths[(g+i)%len(paths)]).status
+				codes <- preflight(s.on(on), paths[(g+i)%len(paths)]).status
 			}
-		}()
+		})
 	}
 	wg.Wait()
+	on.Report()
 	close(codes)
 	counts := map[int]int{}
 	for c := range codes {
@@ -232,7 +232,7 @@ func TestPreflightsCountAgainstNoLimit(t *testing.T) {
 	s.redis.Pause()
 	defer s.redis.Resume()
 	for _, path := range paths {
-		if a := preflight(path); a.status != http.StatusNoContent {
+		if a := preflight(s, path); a.status != http.StatusNoContent {
 			t.Errorf("preflight %s with Redis frozen: %d %s, want 204", path, a.status, a.body)
 		}
 	}

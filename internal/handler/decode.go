@@ -7,14 +7,16 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"seckill/internal/sale"
 )
 
 // maxBody is the largest request body the API reads.
@@ -23,26 +25,80 @@ const maxBody = 64 << 10
 // decode reads the request's JSON object into v. Unknown fields are ignored, names
 // that differ from a field's only in case too (encoding/json would take "QUANTITY" for
 // "quantity"); a body that is not one JSON object, or a value of the wrong type, is an
-// *invalidRequest naming the field; a body over 64 KiB is errTooLarge.
+// *invalidRequest naming the field; a body over 64 KiB is errTooLarge, one that does
+// not arrive within the body timeout errBodyTimeout (readBody).
 //
 // The body is read whole and decoded by json.Unmarshal, which takes exactly one value;
 // only a body it refuses is decoded again as a stream, to say what is wrong with it.
-func decode(c *gin.Context, v any) error {
-	body, err := io.ReadAll(c.Request.Body)
-	return decodeBody(body, err, v)
+func (h *Handler) decode(c *gin.Context, v any) error {
+	body, err := h.readBody(c)
+	if err != nil {
+		return err
+	}
+	return decodeBody(body, v)
 }
 
-// decodeBody is decode of a body already read, with the error its reading ended with.
-func decodeBody(body []byte, err error, v any) error {
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return errTooLarge
+// readBody reads the request's body whole, which must arrive within the body timeout
+// (SECKILL_BODY_TIMEOUT) from now: the connection's read deadline bounds the whole
+// body, not the gap between two reads, and is lifted once it is read, so a handler
+// that then waits on storage is not cut off. A body that has not arrived in time is
+// errBodyTimeout (408, and the connection closed); one over 64 KiB is errTooLarge.
+func (h *Handler) readBody(c *gin.Context) ([]byte, error) {
+	conn := readDeadline(c.Writer) // nil for a writer without one (httptest's): unbounded
+	if conn != nil {
+		_ = conn.SetReadDeadline(time.Now().Add(h.bodyTimeout))
 	}
+	body, err := io.ReadAll(c.Request.Body)
+	if conn != nil {
+		_ = conn.SetReadDeadline(time.Time{})
+	}
+	if err != nil {
+		return nil, bodyError(err)
+	}
+	return body, nil
+}
+
+// bodyError is the answer to a body whose reading failed with err. (A function of its
+// own: the targets of errors.As live on the heap, which the body that arrived whole,
+// every purchase's, does not pay for.)
+func bodyError(err error) error {
+	var tooLarge *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &tooLarge):
+		return errTooLarge
+	case errors.As(err, &ne) && ne.Timeout():
+		return errBodyTimeout
+	}
+	return errUnreadableBody
+}
+
+// deadliner sets the read deadline of a request's connection.
+type deadliner interface{ SetReadDeadline(time.Time) error }
+
+// readDeadline finds the connection's read deadline under w, as
+// http.ResponseController does, without its allocation per call (an error for a writer
+// without one); nil when there is none.
+func readDeadline(w http.ResponseWriter) deadliner {
+	for {
+		switch t := w.(type) {
+		case deadliner:
+			return t
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
+
+// decodeBody is decode of a body already read.
+func decodeBody(body []byte, v any) error {
 	body = exactNames(body, v)
-	if err == nil && json.Unmarshal(body, v) == nil {
+	if json.Unmarshal(body, v) == nil {
 		return nil
 	}
-	return explain(io.MultiReader(bytes.NewReader(body), errReader{err}), v)
+	return explain(bytes.NewReader(body), v)
 }
 
 // exactNames returns body without the members of its object whose names are not a
@@ -106,16 +162,6 @@ func fieldNames(t reflect.Type) map[string]bool {
 	return names
 }
 
-// errReader fails with err once the body read before it is used up (nil: io.EOF).
-type errReader struct{ err error }
-
-func (r errReader) Read([]byte) (int, error) {
-	if r.err == nil {
-		return 0, io.EOF
-	}
-	return 0, r.err
-}
-
 // explain decodes a body as a stream and says what is wrong with it.
 func explain(r io.Reader, v any) error {
 	dec := json.NewDecoder(r)
@@ -166,6 +212,8 @@ func kind(k reflect.Kind) string {
 		return "an integer in range"
 	case k == reflect.String:
 		return "a string"
+	case k == reflect.Bool:
+		return "a boolean (true or false)"
 	}
 	return "of the documented type"
 }
@@ -185,8 +233,5 @@ func timeField(name string, v *string) (*time.Time, error) {
 // required returns the error for a missing field.
 func required(name string) error { return &invalidRequest{name + " is required"} }
 
-// pathID parses a positive integer path parameter.
-func pathID(c *gin.Context, name string) (int64, bool) {
-	id, err := strconv.ParseInt(c.Param(name), 10, 64)
-	return id, err == nil && id > 0
-}
+// pathID parses an activity id in the path, canonical only (sale.ParseID).
+func pathID(c *gin.Context, name string) (int64, bool) { return sale.ParseID(c.Param(name)) }

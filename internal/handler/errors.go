@@ -31,12 +31,14 @@ var (
 	errUnauthorized    = errors.New("a valid bearer token is required")
 	errForbidden       = errors.New("this route is for admins")
 	errNotBuyer        = errors.New("this route is for buyers and admins, not for a service token")
+	errNotShop         = errors.New("this route is for the shop's back end (a service token) and admins")
 	errTooLarge        = errors.New("the request body is larger than 64 KiB")
 	errNoRoute         = errors.New("no such route")
 	errMethod          = errors.New("method not allowed on this route")
 	errRateLimited     = errors.New("too many requests; slow down")
 	errBadPathActivity = errors.New("no such activity")
 	errOverloaded      = errors.New("too many purchases at once here; try again in a second")
+	errBodyTimeout     = errors.New("the request body did not arrive in time")
 )
 
 // invalidRequest is a 400 with its own sentence.
@@ -49,6 +51,11 @@ var (
 	errMalformedJSON  = &invalidRequest{"the body must be a JSON object"}
 	errUnreadableBody = &invalidRequest{"the request body could not be read"}
 	errBadGroupLimit  = &invalidRequest{"limit must be an integer from 1 to " + strconv.Itoa(maxListedGroups)}
+	errNoActivityID   = &invalidRequest{"activity_id is required to list a sale's orders (with status, after, limit, " +
+		"or a service token): the sale's id"}
+	errBadActivityID = &invalidRequest{"activity_id must be a sale's id, a positive integer"}
+	errBadCursor     = &invalidRequest{"after must be the next of the page before, of the same listing " +
+		"(the same activity_id and status)"}
 )
 
 // mapping decides the status and code of the errors that are answers.
@@ -60,7 +67,9 @@ var mapping = []struct {
 	{errUnauthorized, http.StatusUnauthorized, "unauthorized"},
 	{errForbidden, http.StatusForbidden, "forbidden"},
 	{errNotBuyer, http.StatusForbidden, "forbidden"},
+	{errNotShop, http.StatusForbidden, "forbidden"},
 	{errTooLarge, http.StatusRequestEntityTooLarge, "payload_too_large"},
+	{errBodyTimeout, http.StatusRequestTimeout, "request_timeout"},
 	{errNoRoute, http.StatusNotFound, "not_found"},
 	{errMethod, http.StatusMethodNotAllowed, "method_not_allowed"},
 	{errRateLimited, http.StatusTooManyRequests, "rate_limited"},
@@ -81,9 +90,11 @@ var mapping = []struct {
 	{stock.ErrGroupClosed, http.StatusConflict, "group_closed"},
 	{stock.ErrGroupFull, http.StatusConflict, "group_full"},
 	{stock.ErrAlreadyInGroup, http.StatusConflict, "already_in_group"},
+	{sale.ErrPaymentByShop, http.StatusForbidden, "payment_by_shop"},
 	{store.ErrNotPayable, http.StatusConflict, "order_not_payable"},
 	{store.ErrExpired, http.StatusConflict, "order_expired"},
 	{store.ErrNotCancellable, http.StatusConflict, "order_not_cancellable"},
+	{store.ErrNotRefundable, http.StatusConflict, "order_not_refundable"},
 	{stock.ErrNotAdmitted, http.StatusConflict, "not_admitted"},
 	{line.ErrNoSale, http.StatusNotFound, "not_found"},
 	{line.ErrNoTicket, http.StatusNotFound, "not_found"},
@@ -175,6 +186,9 @@ func errorJSON(code, msg string) []byte {
 func writeError(c *gin.Context, status int, code string, body []byte) {
 	if status == http.StatusServiceUnavailable {
 		c.Header("Retry-After", "1") // a failover, a rebuild, a restart: seconds, not minutes
+	}
+	if status == http.StatusRequestTimeout { // the rest of the body may still be on its way
+		c.Header("Connection", "close")
 	}
 	c.Set(errorCodeKey, code)
 	c.Abort()

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -20,7 +21,7 @@ func decodeAs(t *testing.T, body string, v any) (error, int, string) {
 	c, _ := gin.CreateTestContext(w)
 	c.Request = httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
 	c.Request.Body = http.MaxBytesReader(w, c.Request.Body, maxBody)
-	err := decode(c, v)
+	err := (&Handler{bodyTimeout: time.Second}).decode(c, v)
 	if err != nil {
 		respondError(c, err)
 	}

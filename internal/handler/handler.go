@@ -16,7 +16,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	apidoc "seckill/api"
 	"seckill/internal/admission"
@@ -34,7 +33,8 @@ import (
 // Service is what the handlers need from internal/sale.
 type Service interface {
 	CreateActivity(ctx context.Context, n sale.NewActivity) (sale.Activity, error)
-	ListActivities(ctx context.Context) ([]sale.Activity, error)
+	ListActivities(ctx context.Context, p sale.Page) ([]sale.Activity, int64, error)
+	PublicActivities(ctx context.Context, p sale.Page) ([]sale.Activity, int64, error)
 	GetActivity(ctx context.Context, id int64) (sale.Activity, error)
 	PatchActivity(ctx context.Context, id int64, p sale.ActivityPatch) (sale.Activity, error)
 	Stats(ctx context.Context, id int64) (sale.Stats, error)
@@ -44,8 +44,10 @@ type Service interface {
 	Variant(ctx context.Context, activityID int64, name string) (stock.Variant, error)
 	GetOrder(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	ListOrders(ctx context.Context, c sale.Caller) ([]sale.Order, error)
+	SaleOrders(ctx context.Context, c sale.Caller, p sale.OrderPage) ([]sale.Order, error)
 	Pay(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	Cancel(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
+	Refund(ctx context.Context, id string, c sale.Caller, restock bool) (sale.Order, error)
 	Seat(ctx context.Context, r sale.BuyRequest) (sale.Group, sale.Order, bool, error)
 	GetGroup(ctx context.Context, id string) (sale.Group, error)
 	OpenGroups(ctx context.Context, activityID int64, limit int) ([]sale.Group, error)
@@ -76,8 +78,13 @@ type Options struct {
 	RateUser, RateIP float64
 	// InFlight and SaleInFlight bound the purchases (and seats) this process has in
 	// flight, in all and of one sale; past either the answer is 429 rate_limited with
-	// Retry-After at once (internal/admission). 0 is no bound.
+	// Retry-After at once (internal/admission). 0 is no bound. A purchase takes its
+	// place only once its token is verified and its body has arrived (arrived).
 	InFlight, SaleInFlight int
+	// BodyTimeout bounds the arrival of a request's whole body (SECKILL_BODY_TIMEOUT):
+	// past it the answer is 408 request_timeout and the connection is closed. 0 means
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// APIs counts the live API instances that share the limits (presence.Peers); nil
 	// means this one alone.
 	APIs func() int
@@ -90,7 +97,8 @@ type Options struct {
 	// Instances lists the live API and worker processes for the admin (presence);
 	// nil answers an empty list.
 	Instances InstanceLister
-	// Registry receives the HTTP metrics; /metrics serves it.
+	// Registry receives the HTTP metrics; the operations port's /metrics serves it
+	// (health.Operations), never these routes.
 	Registry *prometheus.Registry
 	// Answers, when set, counts purchase answers per sale for the heartbeat.
 	Answers *presence.Answers
@@ -117,16 +125,21 @@ type Handler struct {
 	perIP   *ratelimit.Limiter
 	gate    *admission.Gate
 	metrics *metrics
-	reg     *prometheus.Registry
 	now     func() time.Time
 	proxies []string
 	cors    *cors
 	live    InstanceLister
 	line    Line
 	passes  *auth.Passes
+	cursors *auth.Cursors
 	hooks   Webhooks
 	ready   *health.Probe
+
+	bodyTimeout time.Duration
 }
+
+// DefaultBodyTimeout is SECKILL_BODY_TIMEOUT's default, for handlers built without one.
+const DefaultBodyTimeout = 2 * time.Second
 
 // New returns a Handler over svc.
 func New(svc Service, o Options) *Handler {
@@ -138,6 +151,9 @@ func New(svc Service, o Options) *Handler {
 	}
 	if o.Ready == nil {
 		o.Ready = health.NewProbe(nil)
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
 	}
 	if o.APIs != nil {
 		o.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -152,8 +168,9 @@ func New(svc Service, o Options) *Handler {
 	}, func() float64 { return float64(gate.InFlight()) }))
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP), gate: gate,
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
-		metrics: newMetrics(o.Registry, o.Answers), reg: o.Registry, now: o.Now, proxies: o.TrustedProxies,
-		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready}
+		metrics: newMetrics(o.Registry, o.Answers), now: o.Now, proxies: o.TrustedProxies,
+		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready,
+		cursors: auth.NewCursors(o.JWTSecret), bodyTimeout: o.BodyTimeout}
 }
 
 // Routes returns the API's http.Handler.
@@ -173,7 +190,7 @@ func (h *Handler) Routes() http.Handler {
 	if h.cors != nil { // before every other check, so their refusals carry its headers
 		r.Use(h.cors.headers)
 	}
-	r.Use(limitBody)
+	r.Use(h.limitBody)
 	web.Register(r) // the buyer's page at /, the admin's at /admin
 	r.NoRoute(func(c *gin.Context) { respondError(c, errNoRoute) })
 	r.NoMethod(func(c *gin.Context) {
@@ -184,10 +201,10 @@ func (h *Handler) Routes() http.Handler {
 
 	r.GET("/healthz", gin.WrapF(health.Live))
 	r.GET("/readyz", gin.WrapH(h.ready))
-	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(h.reg, promhttp.HandlerOpts{})))
+	// /metrics is not here: it is on the operations port (health.Operations).
 
 	api := r.Group("/api/v1", h.limitIP)
-	api.GET("/activities", h.listActivities)
+	api.GET("/activities", listActivities(h.svc.PublicActivities))
 	api.GET("/activities/:id", byActivity(h.svc.GetActivity))
 	api.GET("/activities/:id/groups", h.listGroups(false))
 	api.GET("/groups/:gid", h.getGroup)
@@ -198,12 +215,13 @@ func (h *Handler) Routes() http.Handler {
 	}))
 
 	// Purchases are limited where they are answered: by the reserve script when they
-	// reach Redis, here when the process answers them itself (purchaseError). Past the
-	// bound of purchases in flight they are refused before anything else is done.
-	buying := r.Group("/api/v1", h.admit, h.limitIP, h.authenticate)
-	buying.POST("/activities/:id/orders", h.requireBuyer, h.buy)
-	buying.POST("/activities/:id/groups", h.requireBuyer, h.seat(true))
-	buying.POST("/groups/:gid/join", h.requireBuyer, h.seat(false))
+	// reach Redis, here when the process answers them itself (purchaseError). They
+	// count toward the per-IP limit and the bound of purchases in flight only once they
+	// have arrived whole (arrived).
+	buying := r.Group("/api/v1")
+	buying.POST("/activities/:id/orders", h.arrived(h.buy))
+	buying.POST("/activities/:id/groups", h.arrived(h.seat(true)))
+	buying.POST("/groups/:gid/join", h.arrived(h.seat(false)))
 	buyer := api.Group("", h.authenticate, h.limitUser)
 	buyer.POST("/activities/:id/line", h.requireBuyer, h.joinLine)
 	buyer.GET("/activities/:id/line", h.requireBuyer, h.ticket)
@@ -211,10 +229,11 @@ func (h *Handler) Routes() http.Handler {
 	buyer.GET("/orders/:id", byOrder(h.svc.GetOrder))
 	buyer.POST("/orders/:id/pay", byOrder(h.svc.Pay))
 	buyer.POST("/orders/:id/cancel", byOrder(h.svc.Cancel))
+	buyer.POST("/orders/:id/refund", h.requireShop, h.refund)
 
 	admin := api.Group("/admin", h.authenticate, h.requireAdmin)
 	admin.POST("/activities", h.createActivity)
-	admin.GET("/activities", h.listActivities)
+	admin.GET("/activities", listActivities(h.svc.ListActivities))
 	admin.PATCH("/activities/:id", h.patchActivity)
 	admin.GET("/activities/:id/stats", byActivity(h.svc.Stats))
 	admin.GET("/activities/:id/ledger", byActivity(h.svc.Ledger))
@@ -272,25 +291,21 @@ func (h *Handler) recover(c *gin.Context) {
 
 // limitBody refuses bodies over 64 KiB on every route, whether it reads its body or
 // not: at once when Content-Length says so; a body of unknown length (chunked) is read
-// here, up to one byte past the limit.
-func limitBody(c *gin.Context) {
+// here, within the body timeout (readBody).
+func (h *Handler) limitBody(c *gin.Context) {
 	if c.Request.ContentLength > maxBody {
 		respondError(c, errTooLarge)
 		return
 	}
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
 	if c.Request.ContentLength < 0 {
-		b, err := io.ReadAll(io.LimitReader(c.Request.Body, maxBody+1))
-		switch {
-		case err != nil:
-			respondError(c, errUnreadableBody)
-			return
-		case len(b) > maxBody:
-			respondError(c, errTooLarge)
+		b, err := h.readBody(c)
+		if err != nil {
+			respondError(c, err)
 			return
 		}
 		c.Request.Body, c.Request.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
 	}
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
 	c.Next()
 }
 
@@ -298,19 +313,26 @@ const identityKey = "identity"
 
 // authenticate checks the bearer token and stores the caller.
 func (h *Handler) authenticate(c *gin.Context) {
-	header := c.GetHeader("Authorization")
-	token, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok || token == "" {
-		respondError(c, errUnauthorized)
+	if err := h.identify(c); err != nil {
+		respondError(c, err)
 		return
+	}
+	c.Next()
+}
+
+// identify checks the bearer token and stores the caller; errUnauthorized when there
+// is no valid one.
+func (h *Handler) identify(c *gin.Context) error {
+	token, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		return errUnauthorized
 	}
 	id, err := h.tokens.Verify(token, h.now())
 	if err != nil {
-		respondError(c, errUnauthorized)
-		return
+		return errUnauthorized
 	}
 	c.Set(identityKey, id)
-	c.Next()
+	return nil
 }
 
 func caller(c *gin.Context) sale.Caller {
@@ -326,17 +348,51 @@ func (h *Handler) requireAdmin(c *gin.Context) {
 	c.Next()
 }
 
-// admit counts a purchase in flight while it is answered; past the process's or the
-// sale's bound it is refused at once, before its token is checked or its body read.
-func (h *Handler) admit(c *gin.Context) {
-	id, _ := saleOfPurchase(c, c.FullPath()) // 0 for a path naming no sale: answered 404 soon
-	if !h.gate.Enter(id) {
-		h.metrics.shed.Inc()
-		respondError(c, errOverloaded)
+// requireShop lets through the shop's back end (role service) and admins only: the
+// routes of the shop's money (a refund).
+func (h *Handler) requireShop(c *gin.Context) {
+	if id := caller(c); !id.Service && !id.Admin {
+		respondError(c, errNotShop)
 		return
 	}
-	defer h.gate.Leave(id)
 	c.Next()
+}
+
+// arrived runs a purchase or a seat (next, given its body) once it has arrived whole:
+// its token verified, then its body read within the body timeout. Only then does it
+// count toward the per-IP limit and take a place in flight, so an upload that is slow
+// or stalled, with a token or without, holds no place and counts toward no bound. The
+// place is taken last and held while next answers: past the process's or the sale's
+// bound the purchase is refused 429 at once.
+func (h *Handler) arrived(next func(c *gin.Context, body []byte)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := h.identify(c); err != nil {
+			// Its body is not waited for: the connection closes after the answer.
+			c.Header("Connection", "close")
+			respondError(c, err)
+			return
+		}
+		body, err := h.readBody(c)
+		if err != nil {
+			respondError(c, err)
+			return
+		}
+		if !h.allowIP(c) {
+			return
+		}
+		if caller(c).Service { // a shop's back end does not buy
+			respondError(c, errNotBuyer)
+			return
+		}
+		id, _ := saleOfPurchase(c, c.FullPath()) // 0 for a path naming no sale: answered 404
+		if !h.gate.Enter(id) {
+			h.metrics.shed.Inc()
+			respondError(c, errOverloaded)
+			return
+		}
+		defer h.gate.Leave(id)
+		next(c, body)
+	}
 }
 
 // requireBuyer refuses a shop's back end (role service) the routes that buy.
@@ -353,15 +409,22 @@ func (h *Handler) requireBuyer(c *gin.Context) {
 // carries a valid service token (the check costs a verification only for requests
 // over the limit, and verified tokens are cached).
 func (h *Handler) limitIP(c *gin.Context) {
-	if !h.perIP.On() {
+	if h.allowIP(c) {
 		c.Next()
-		return
 	}
-	if ok, wait := h.perIP.Allow(c.ClientIP(), h.now()); !ok && !h.fromService(c) {
+}
+
+// allowIP counts the request against its client IP's limit; past it, it answers 429
+// and returns false.
+func (h *Handler) allowIP(c *gin.Context) bool {
+	if !h.perIP.On() {
+		return true
+	}
+	if ok, wait := h.perIP.Allow(ratelimit.ClientKey(c.ClientIP()), h.now()); !ok && !h.fromService(c) {
 		respondError(c, &limited{wait})
-		return
+		return false
 	}
-	c.Next()
+	return true
 }
 
 // limitUser limits requests per user; a shop's back end (role service) is not a user.

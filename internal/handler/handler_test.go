@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
 
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
@@ -54,14 +56,18 @@ func (c *clock) Advance(d time.Duration) {
 // stack is the API in-process over a private Redis and a fresh database, with an
 // in-process asynq worker writing orders to MySQL.
 type stack struct {
-	t      testing.TB
-	url    string
-	routes http.Handler // the handler of url
-	redis  *testutil.RedisServer
-	rdb    redis.UniversalClient
-	svc    *sale.Service
-	clock  *clock
-	line   *line.Line
+	t   testing.TB
+	url string
+	// metricsURL is the operations port's /metrics, as cmd/api serves it, with the
+	// service's collectors; db is the MySQL every handler uses.
+	metricsURL string
+	db         *gorm.DB
+	routes     http.Handler // the handler of url
+	redis      *testutil.RedisServer
+	rdb        redis.UniversalClient
+	svc        *sale.Service
+	clock      *clock
+	line       *line.Line
 }
 
 func newStack(t testing.TB, o handler.Options) *stack {
@@ -103,10 +109,25 @@ func newStack(t testing.TB, o handler.Options) *stack {
 		t.Cleanup(cancel)
 		o.Ready = health.NewProbe([]*health.Check{health.Watch(ctx, "redis", sk.Ping)}, health.Watch(ctx, "mysql", st.Ping))
 	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	svc.Register(o.Registry)
+	ops := httptest.NewServer(health.Operations(o.Registry, false))
+	t.Cleanup(ops.Close)
 	routes := handler.New(svc, o).Routes()
 	ts := httptest.NewServer(routes)
 	t.Cleanup(ts.Close)
-	return &stack{t: t, url: ts.URL, routes: routes, redis: srv, rdb: rdb, svc: svc, clock: c, line: l}
+	return &stack{t: t, url: ts.URL, metricsURL: ops.URL + "/metrics", db: db.Gorm, routes: routes, redis: srv, rdb: rdb, svc: svc,
+		clock: c, line: l}
+}
+
+// on returns s for a goroutine other than the test's: its helpers' Fatal goes to g,
+// which reports to the test.
+func (s *stack) on(g *testutil.Goroutines) *stack {
+	cp := *s
+	cp.t = g
+	return &cp
 }
 
 // sale creates a sale directly through the service.

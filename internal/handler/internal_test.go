@@ -164,6 +164,7 @@ func TestMySQLTransactionPastItsBoundIsUnavailable(t *testing.T) {
 		t.Cleanup(func() { sqlDB.Close() })
 	}
 	err = db.WithContext(context.Background()).Transaction(func(tx *gorm.DB) error {
+		// A transaction that outlasts its bound: the behaviour under test.
 		time.Sleep(2500 * time.Millisecond)
 		return tx.Exec("SELECT 1").Error
 	})

@@ -90,7 +90,7 @@ func (h *Handler) joinLine(c *gin.Context) {
 		return
 	}
 	var req joinRequest
-	if err := decode(c, &req); err != nil {
+	if err := h.decode(c, &req); err != nil {
 		respondError(c, err)
 		return
 	}

@@ -58,8 +58,7 @@ func saleOfPurchase(c *gin.Context, route string) (int64, bool) {
 	}
 	switch route {
 	case purchaseRoute, openGroupRoute:
-		id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-		return id, err == nil && id > 0
+		return pathID(c, "id")
 	case joinGroupRoute:
 		return sale.ActivityOf(c.Param("gid"))
 	}

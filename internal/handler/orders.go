@@ -3,8 +3,9 @@ package handler
 import (
 	"bytes"
 	"context"
-	"io"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -33,7 +34,7 @@ func validIdempotencyKey(k string) bool {
 // purchase reads what every purchase and seat carries, the body's quantity and the
 // optional Idempotency-Key header, into a purchase by the caller; and the variant the
 // body names, nil for none.
-func purchase(c *gin.Context) (sale.BuyRequest, *string, error) {
+func purchase(c *gin.Context, body []byte) (sale.BuyRequest, *string, error) {
 	r := sale.BuyRequest{Buyer: caller(c).Buyer}
 	keys, hasKey := c.Request.Header["Idempotency-Key"]
 	if hasKey && (len(keys) != 1 || !validIdempotencyKey(keys[0])) {
@@ -42,13 +43,12 @@ func purchase(c *gin.Context) (sale.BuyRequest, *string, error) {
 	if hasKey {
 		r.IdempotencyKey = keys[0]
 	}
-	body, err := io.ReadAll(c.Request.Body)
-	if q, ok := plainQuantity(body); ok && err == nil {
+	if q, ok := plainQuantity(body); ok {
 		r.Quantity = q
 		return r, nil, nil
 	}
 	var req buyRequest
-	if err := decodeBody(body, err, &req); err != nil {
+	if err := decodeBody(body, &req); err != nil {
 		return r, nil, err
 	}
 	if req.Quantity == nil {
@@ -112,13 +112,13 @@ func (h *Handler) purchaseError(c *gin.Context, err, refused error) {
 	respondError(c, notAdmitted(err, refused))
 }
 
-func (h *Handler) buy(c *gin.Context) {
+func (h *Handler) buy(c *gin.Context, body []byte) {
 	id, ok := pathID(c, "id")
 	if !ok {
 		h.purchaseError(c, errBadPathActivity, nil)
 		return
 	}
-	r, variant, err := purchase(c)
+	r, variant, err := purchase(c, body)
 	if err != nil {
 		h.purchaseError(c, err, nil)
 		return
@@ -140,8 +140,8 @@ func (h *Handler) buy(c *gin.Context) {
 }
 
 // seat opens a group (the path names a sale) or joins one (the path names a group).
-func (h *Handler) seat(open bool) gin.HandlerFunc {
-	return func(c *gin.Context) {
+func (h *Handler) seat(open bool) func(*gin.Context, []byte) {
+	return func(c *gin.Context, body []byte) {
 		var id int64
 		if open {
 			var ok bool
@@ -150,7 +150,7 @@ func (h *Handler) seat(open bool) gin.HandlerFunc {
 				return
 			}
 		}
-		r, variant, err := purchase(c)
+		r, variant, err := purchase(c, body)
 		if err == nil && variant != nil {
 			err = &sale.FieldError{Field: "variant", Message: "is not for a sale of kind group"}
 		}
@@ -215,13 +215,94 @@ const (
 	maxListedGroups     = 500
 )
 
+// listOrders lists the caller's own orders, or with ?activity_id= a page of a sale's
+// orders (listSaleOrders).
 func (h *Handler) listOrders(c *gin.Context) {
+	q := c.Request.URL.Query()
+	if q.Has("activity_id") {
+		h.listSaleOrders(c, q)
+		return
+	}
+	if q.Has("status") || q.Has("after") || q.Has("limit") || caller(c).Service {
+		respondError(c, errNoActivityID)
+		return
+	}
 	os, err := h.svc.ListOrders(c.Request.Context(), caller(c))
 	if err != nil {
 		respondError(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"orders": os})
+}
+
+// listSaleOrders answers a page of a sale's orders: every buyer's to the shop's back end
+// and admins, the caller's own to a buyer. Its next is a cursor of the listing (the
+// sale, the status, whose orders), signed, holding the last order's id; a page that is
+// empty has none.
+func (h *Handler) listSaleOrders(c *gin.Context, q url.Values) {
+	id, err := strconv.ParseInt(q.Get("activity_id"), 10, 64)
+	if err != nil || id < 1 {
+		respondError(c, errBadActivityID)
+		return
+	}
+	p := sale.OrderPage{ActivityID: id, Status: q.Get("status"), Limit: sale.DefaultOrderPage}
+	if q.Has("limit") {
+		if p.Limit, err = strconv.Atoi(q.Get("limit")); err != nil {
+			p.Limit = 0 // not a number: refused with the range, as one out of it
+		}
+	}
+	who := caller(c)
+	whose := "*"
+	if !who.Admin && !who.Service {
+		whose = strconv.Quote(string(who.Buyer)) // quoted: no subject reads as "*"
+	}
+	scope := fmt.Sprintf("orders of sale %d, status %q, of %s", id, p.Status, whose)
+	if q.Has("after") {
+		var ok bool
+		if p.After, ok = h.cursors.Open(scope, q.Get("after")); !ok {
+			respondError(c, errBadCursor)
+			return
+		}
+	}
+	os, err := h.svc.SaleOrders(c.Request.Context(), who, p)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	var next *string
+	if len(os) > 0 {
+		cur := h.cursors.Issue(scope, os[len(os)-1].ID)
+		next = &cur
+	}
+	c.JSON(http.StatusOK, gin.H{"orders": os, "next": next})
+}
+
+type refundRequest struct {
+	Restock *bool `json:"restock"`
+}
+
+// refund records the shop's refund of an order. The body is optional: none (or no
+// restock) puts the units back on sale.
+func (h *Handler) refund(c *gin.Context) {
+	body, err := h.readBody(c)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	req := refundRequest{}
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := decodeBody(body, &req); err != nil {
+			respondError(c, err)
+			return
+		}
+	}
+	restock := req.Restock == nil || *req.Restock
+	o, err := h.svc.Refund(c.Request.Context(), c.Param("id"), caller(c), restock)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, o)
 }
 
 // byOrder answers 200 with the order act returns for the order id in the path.

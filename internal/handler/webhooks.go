@@ -33,7 +33,7 @@ type createWebhookRequest struct {
 
 func (h *Handler) createWebhook(c *gin.Context) {
 	var req createWebhookRequest
-	if err := decode(c, &req); err != nil {
+	if err := h.decode(c, &req); err != nil {
 		respondError(c, err)
 		return
 	}

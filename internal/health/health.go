@@ -110,6 +110,7 @@ func (c *Check) Name() string { return c.name }
 type Probe struct {
 	need, report []*Check
 	stopping     atomic.Bool
+	durable      atomic.Int32 // 0: not said; 1: durable; 2: not durable
 }
 
 // NewProbe returns a Probe that needs need and reports report.
@@ -119,6 +120,17 @@ func NewProbe(need []*Check, report ...*Check) *Probe {
 
 // Stop makes the probe answer not ready from now on (the process is shutting down).
 func (p *Probe) Stop() { p.stopping.Store(true) }
+
+// SetDurable says, from now on, in the body's "durable" field, whether an acknowledged
+// purchase survives a Redis crash (config.Config.CheckDurability); the field is absent
+// until it is said. It never changes the answer.
+func (p *Probe) SetDurable(durable bool) {
+	if durable {
+		p.durable.Store(1)
+	} else {
+		p.durable.Store(2)
+	}
+}
 
 // Stopping reports whether Stop was called.
 func (p *Probe) Stopping() bool { return p.stopping.Load() }
@@ -137,7 +149,8 @@ func (p *Probe) Ready() bool {
 }
 
 // ServeHTTP answers 200 when ready, else 503, with the same body either way:
-// {"ready":bool,"<check>":"ok"|"down",...}, the needed checks first.
+// {"ready":bool,"<check>":"ok"|"down",...}, the needed checks first, then "durable"
+// once SetDurable has said it.
 func (p *Probe) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	ready := p.Ready()
 	body := strconv.AppendBool([]byte(`{"ready":`), ready)
@@ -149,6 +162,9 @@ func (p *Probe) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 		} else {
 			body = append(body, `"down"`...)
 		}
+	}
+	if d := p.durable.Load(); d != 0 {
+		body = strconv.AppendBool(append(body, `,"durable":`...), d == 1)
 	}
 	body = append(body, '}')
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")

@@ -113,9 +113,7 @@ func TestCheckBoundsAHangingPing(t *testing.T) {
 		return nil
 	})
 	<-running
-	for !c.OK() {
-		time.Sleep(time.Millisecond)
-	}
+	waitOK(t, c)
 	<-running
 	start := time.Now()
 	for c.OK() {
@@ -125,13 +123,22 @@ func TestCheckBoundsAHangingPing(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	t.Logf("down %v after the ping began to hang", time.Since(start).Round(time.Millisecond))
+	// The behaviour under test: three periods in which no ping may start while one hangs.
 	time.Sleep(3 * health.Every)
 	if len(running) != 0 {
 		t.Errorf("%d more pings started while one hung", len(running))
 	}
 	close(release)
 	<-running
-	for !c.OK() {
-		time.Sleep(time.Millisecond)
+	waitOK(t, c)
+}
+
+// waitOK polls c until it says the server is up.
+func waitOK(t *testing.T, c *health.Check) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !c.OK(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the check never said up")
+		}
 	}
 }

@@ -43,6 +43,8 @@ func TestAdmitterReadsRoomsOncePerRefresh(t *testing.T) {
 	f.join(1, 42)
 	f.clock.set(t0.Add(time.Second))
 	rooms.ids = []int64{1}
+	// The admitter reads its list of rooms once per Refresh: the period is the behaviour under
+	// test.
 	time.Sleep(a.Refresh)
 	admitted, err := a.Run(context.Background())
 	if err != nil {

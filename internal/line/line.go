@@ -46,8 +46,6 @@ const (
 	SoldOut  = "sold_out"
 )
 
-var statuses = [...]string{Waiting, Admitted, Expired, SoldOut}
-
 // Ticket is a buyer's place in a sale's line.
 type Ticket struct {
 	ActivityID int64 `json:"activity_id"`
@@ -83,7 +81,7 @@ func New(rdb redis.UniversalClient, passes *auth.Passes, pow *altcha.Issuer) *Li
 // SetClock makes the line judge every instant by now instead of Redis' clock (tests).
 func (l *Line) SetClock(now func() time.Time) { l.now = now }
 
-// clock is the scripts' ARGV[1].
+// clock is the scripts' clock argument: "" for Redis' clock.
 func (l *Line) clock() string {
 	if l.now == nil {
 		return ""
@@ -91,10 +89,12 @@ func (l *Line) clock() string {
 	return strconv.FormatInt(l.now().UnixMilli(), 10)
 }
 
-// ticketKeys are the KEYS of the join and read scripts.
-func ticketKeys(activityID int64) []string {
-	return []string{stock.SaleKey(activityID), metaKey(activityID), waitKey(activityID),
-		ticketsKey(activityID), stock.UsersKey(activityID)}
+// keys are the keys of a sale's line by the names the scripts read them by
+// (scripts.go); each script takes those it names.
+func keys(activityID int64) map[string]string {
+	return map[string]string{"sale": stock.SaleKey(activityID), "meta": metaKey(activityID),
+		"wait": waitKey(activityID), "tickets": ticketsKey(activityID), "passes": passesKey(activityID),
+		"users": stock.UsersKey(activityID)}
 }
 
 // challengeTTL is how long a challenge may be solved and sent.
@@ -104,19 +104,16 @@ const challengeTTL = 10 * time.Minute
 // the sale sets, accepted for challengeTTL by Redis' clock. Errors: ErrNoSale,
 // ErrNoWaitingRoom.
 func (l *Line) Challenge(ctx context.Context, activityID int64) (altcha.Challenge, error) {
-	res, err := challengeScript.Run(ctx, l.rdb, []string{stock.SaleKey(activityID)}, l.clock()).Int64Slice()
+	res, err := challengeScript.run(ctx, l.rdb, keys(activityID), map[string]any{"clock": l.clock()})
 	if err != nil {
 		return altcha.Challenge{}, fmt.Errorf("read waiting room: %w", err)
 	}
-	switch {
-	case len(res) == 1 && res[0] == -1:
-		return altcha.Challenge{}, ErrNoSale
-	case len(res) == 1 && res[0] == -2:
-		return altcha.Challenge{}, ErrNoWaitingRoom
-	case len(res) != 2:
-		return altcha.Challenge{}, fmt.Errorf("read waiting room: unexpected script reply %v", res)
+	_, v, err := decode(res, replyChallenge)
+	if err != nil {
+		return altcha.Challenge{}, err
 	}
-	return l.pow.Create(max(res[0], 1), time.UnixMilli(res[1]).Add(challengeTTL),
+	cost, now := v[0], v[1]
+	return l.pow.Create(max(cost, 1), time.UnixMilli(now).Add(challengeTTL),
 		url.Values{"sale": {strconv.FormatInt(activityID, 10)}})
 }
 
@@ -126,7 +123,8 @@ func (l *Line) Challenge(ctx context.Context, activityID int64) (altcha.Challeng
 // ErrNoWaitingRoom, ErrNotOpen, ErrChallengeRequired, ErrChallengeFailed,
 // stock.ErrEnded, stock.ErrSoldOut.
 func (l *Line) Join(ctx context.Context, activityID int64, who buyer.ID, solution string) (t Ticket, created bool, err error) {
-	keys := append(ticketKeys(activityID), metaKey(activityID))
+	k := keys(activityID)
+	k["pow"] = k["meta"] // any key of the slot when no solution came
 	presented, expires := "", int64(0)
 	var invalid error // why the solution that came is not accepted
 	if solution != "" {
@@ -139,7 +137,7 @@ func (l *Line) Join(ctx context.Context, activityID int64, who buyer.ID, solutio
 		if err != nil {
 			invalid, presented = err, "0"
 		} else {
-			keys[5] = powKey(activityID, s.Challenge)
+			k["pow"] = powKey(activityID, s.Challenge)
 			presented, expires = "1", s.Expires.UnixMilli()
 		}
 	}
@@ -147,58 +145,43 @@ func (l *Line) Join(ctx context.Context, activityID int64, who buyer.ID, solutio
 	if _, err := rand.Read(draw[:]); err != nil {
 		return Ticket{}, false, err
 	}
-	res, err := joinScript.Run(ctx, l.rdb, keys, l.clock(), who.Key(),
-		binary.BigEndian.Uint64(draw[:])>>16, presented, expires).Int64Slice()
+	res, err := joinScript.run(ctx, l.rdb, k, map[string]any{"clock": l.clock(), "user": who.Key(),
+		"draw": binary.BigEndian.Uint64(draw[:]) >> 16, "solution": presented, "expires": expires})
 	if err != nil {
 		return Ticket{}, false, fmt.Errorf("join line: %w", err)
 	}
-	if res[0] == -6 && invalid != nil { // judged after the sale's state: a ticket, a closed line
+	code, v, err := decode(res, replyJoined, replyTicket)
+	if errors.Is(err, ErrChallengeRequired) && invalid != nil { // judged after the sale's state: a ticket, a closed line
 		return Ticket{}, false, fmt.Errorf("%w: %w", ErrChallengeFailed, invalid)
 	}
-	switch res[0] {
-	case -2:
-		return Ticket{}, false, ErrNoWaitingRoom
-	case -3:
-		return Ticket{}, false, stock.ErrEnded
-	case -4:
-		return Ticket{}, false, stock.ErrSoldOut
-	case -5:
-		return Ticket{}, false, ErrNotOpen
-	case -6:
-		return Ticket{}, false, ErrChallengeRequired
-	case -7:
-		return Ticket{}, false, fmt.Errorf("%w: this solution joined the line before", ErrChallengeFailed)
-	case -9:
-		return Ticket{}, false, fmt.Errorf("%w: the challenge has expired", ErrChallengeFailed)
+	if err != nil {
+		return Ticket{}, false, err
 	}
-	t, err = l.ticket(activityID, who, res)
-	return t, res[0] == 0, err
+	t, err = l.ticket(activityID, who, v)
+	return t, code == replyJoined, err
 }
 
 // Ticket returns the buyer's ticket in the sale's line. Errors: ErrNoSale, ErrNoTicket.
 func (l *Line) Ticket(ctx context.Context, activityID int64, who buyer.ID) (Ticket, error) {
-	res, err := readScript.Run(ctx, l.rdb, ticketKeys(activityID), l.clock(), who.Key()).Int64Slice()
+	res, err := readScript.run(ctx, l.rdb, keys(activityID), map[string]any{"clock": l.clock(), "user": who.Key()})
 	if err != nil {
 		return Ticket{}, fmt.Errorf("read ticket: %w", err)
 	}
-	if res[0] == -8 {
-		return Ticket{}, ErrNoTicket
+	_, v, err := decode(res, replyTicket)
+	if err != nil {
+		return Ticket{}, err
 	}
-	return l.ticket(activityID, who, res)
+	return l.ticket(activityID, who, v)
 }
 
-// ticket turns an answer of the join or read script into a Ticket:
-// {code, status, position, ahead, admitted ms, pass expiry ms, avail, start, admit, now}.
-func (l *Line) ticket(activityID int64, who buyer.ID, res []int64) (Ticket, error) {
-	switch {
-	case len(res) == 1 && res[0] == -1:
-		return Ticket{}, ErrNoSale
-	case len(res) != 10 || res[1] < 0 || res[1] >= int64(len(statuses)):
-		return Ticket{}, fmt.Errorf("line: unexpected script reply %v", res)
+// ticket turns the values of a ticket's answer (ticketValues) into a Ticket.
+func (l *Line) ticket(activityID int64, who buyer.ID, v []int64) (Ticket, error) {
+	status, position, ahead, admittedMs, expiresMs := v[0], v[1], v[2], v[3], v[4]
+	avail, startMs, rate, nowMs := v[5], v[6], v[7], v[8]
+	if status < 0 || status >= int64(len(ticketStatuses)) {
+		return Ticket{}, fmt.Errorf("%w: ticket status %d", errUnexpectedReply, status)
 	}
-	status, position, ahead, admittedMs, expiresMs := res[1], res[2], res[3], res[4], res[5]
-	avail, startMs, rate, nowMs := res[6], res[7], res[8], res[9]
-	t := Ticket{ActivityID: activityID, Named: who.Named(), Status: statuses[status], Position: position,
+	t := Ticket{ActivityID: activityID, Named: who.Named(), Status: ticketStatuses[status].status, Position: position,
 		Ahead: ahead, UnitsLeft: max(avail, 0)}
 	if t.Status == Waiting {
 		wait := float64(ahead) * admissionInterval(rate).Seconds()
@@ -250,19 +233,16 @@ const maxPerStep = 20_000
 // does, every 100 ms, on one replica at a time); any caller, any number of them, keeps
 // the rate. Errors: ErrNoSale.
 func (l *Line) Admit(ctx context.Context, activityID int64) (Step, error) {
-	keys := []string{stock.SaleKey(activityID), metaKey(activityID), waitKey(activityID),
-		ticketsKey(activityID), passesKey(activityID), stock.UsersKey(activityID)}
-	res, err := admitScript.Run(ctx, l.rdb, keys, l.clock(), Tolerance.Milliseconds(), maxPerStep).Int64Slice()
+	res, err := admitScript.run(ctx, l.rdb, keys(activityID),
+		map[string]any{"clock": l.clock(), "tolerance": Tolerance.Milliseconds(), "most": maxPerStep})
 	if err != nil {
 		return Step{}, fmt.Errorf("advance line: %w", err)
 	}
-	switch {
-	case len(res) == 1 && res[0] == -1:
-		return Step{}, ErrNoSale
-	case len(res) != 4:
-		return Step{}, fmt.Errorf("advance line: unexpected script reply %v", res)
+	_, v, err := decode(res, replyAdvanced)
+	if err != nil {
+		return Step{}, err
 	}
-	return Step{Admitted: res[0], Waiting: res[1], Outstanding: res[2], Used: res[3]}, nil
+	return Step{Admitted: v[0], Waiting: v[1], Outstanding: v[2], Used: v[3]}, nil
 }
 
 // Figures are a line's counts for the admin.

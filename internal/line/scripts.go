@@ -1,14 +1,177 @@
 package line
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/stock"
 )
 
-// Every script of the line takes its clock from ARGV[1]: "" reads Redis' own (TIME),
-// the one clock of every API instance and worker; tests pass unix ms instead. The
-// sale's own state is read through internal/stock's sale_state and holds_any.
+// The line's scripts answer with a code, then the values the code says. lineReplies
+// names each code for the scripts (their Lua constants are written from it, repliesLua)
+// and gives a refusal's error; decode turns a reply into its values or that error.
+const (
+	replyJoined            = 0  // a new ticket: the ticket's answer (ticketValues)
+	replyTicket            = 1  // the user's ticket: the ticket's answer
+	replyChallenge         = 2  // the challenge's cost, and now (unix ms)
+	replyAdvanced          = 3  // admitted now, waiting, passes outstanding and unused, passes used
+	replyNoSale            = -1 // no such sale
+	replyNoRoom            = -2 // the sale has no waiting room
+	replyEnded             = -3 // the sale has ended
+	replySoldOut           = -4 // no unit left
+	replyNotOpen           = -5 // before the line opens (the prequeue before the start)
+	replyChallengeRequired = -6 // the challenge is on and no solution came, or one that is not valid
+	replySolutionUsed      = -7 // the solution joined the line before
+	replyNoTicket          = -8 // the user never joined
+	replyChallengeExpired  = -9 // the solution's challenge has expired
+)
+
+// ticketValues is how many values follow the code of a ticket's answer: status,
+// position, ahead, admitted (unix ms), pass expiry (unix ms), units left, the sale's
+// start (unix ms), its admissions a second, now (unix ms).
+const ticketValues = 9
+
+// lineReply is one of the scripts' reply codes: its Lua constant's name, how many values
+// follow the code, and for a refusal its error (nil: an answer made of the values).
+type lineReply struct {
+	code   int64
+	lua    string
+	values int
+	err    error
+}
+
+// Errors of the refusals that say more than their sentinel.
+var (
+	errSolutionUsed     = fmt.Errorf("%w: this solution joined the line before", ErrChallengeFailed)
+	errChallengeExpired = fmt.Errorf("%w: the challenge has expired", ErrChallengeFailed)
+	errUnexpectedReply  = errors.New("unexpected script reply")
+)
+
+// lineReplies are all the reply codes of the line's scripts.
+var lineReplies = []lineReply{
+	{replyJoined, "JOINED", ticketValues, nil},
+	{replyTicket, "TICKET", ticketValues, nil},
+	{replyChallenge, "CHALLENGE", 2, nil},
+	{replyAdvanced, "ADVANCED", 4, nil},
+	{replyNoSale, "NO_SALE", 0, ErrNoSale},
+	{replyNoRoom, "NO_ROOM", 0, ErrNoWaitingRoom},
+	{replyEnded, "ENDED", 0, stock.ErrEnded},
+	{replySoldOut, "SOLD_OUT", 0, stock.ErrSoldOut},
+	{replyNotOpen, "NOT_OPEN", 0, ErrNotOpen},
+	{replyChallengeRequired, "CHALLENGE_REQUIRED", 0, ErrChallengeRequired},
+	{replySolutionUsed, "SOLUTION_USED", 0, errSolutionUsed},
+	{replyNoTicket, "NO_TICKET", 0, ErrNoTicket},
+	{replyChallengeExpired, "CHALLENGE_EXPIRED", 0, errChallengeExpired},
+}
+
+// ticketStatuses are a ticket's statuses as the scripts number them (the index) and
+// name them in Lua.
+var ticketStatuses = []struct{ status, lua string }{
+	{Waiting, "TICKET_WAITING"},
+	{Admitted, "TICKET_ADMITTED"},
+	{Expired, "TICKET_EXPIRED"},  // admitted, the pass unused past its expiry
+	{SoldOut, "TICKET_SOLD_OUT"}, // waiting in a line that closed: no unit left, or the sale ended
+}
+
+// repliesLua defines the reply codes and the ticket statuses as Lua constants.
+func repliesLua() string {
+	var names, values []string
+	for _, r := range lineReplies {
+		names, values = append(names, r.lua), append(values, strconv.FormatInt(r.code, 10))
+	}
+	for i, s := range ticketStatuses {
+		names, values = append(names, s.lua), append(values, strconv.Itoa(i))
+	}
+	return "\nlocal " + strings.Join(names, ", ") + " = " + strings.Join(values, ", ") + "\n"
+}
+
+// decode turns a script's reply into the values after its code, when the code is one of
+// want; a refusal's code into its error; anything else (an unknown code, another code, a
+// count of values not the code's) into an error that is none of the line's.
+func decode(res []int64, want ...int64) (code int64, values []int64, err error) {
+	if len(res) == 0 {
+		return 0, nil, fmt.Errorf("%w: none", errUnexpectedReply)
+	}
+	i := slices.IndexFunc(lineReplies, func(r lineReply) bool { return r.code == res[0] })
+	if i < 0 || len(res)-1 != lineReplies[i].values || lineReplies[i].err == nil && !slices.Contains(want, res[0]) {
+		return 0, nil, fmt.Errorf("%w %v", errUnexpectedReply, res)
+	}
+	if lineReplies[i].err != nil {
+		return res[0], nil, lineReplies[i].err
+	}
+	return res[0], res[1:], nil
+}
+
+// lineScript is one of the line's scripts with its KEYS and ARGV named, once, here: the
+// script's first lines unpack them as K.<name> and ARG.<name>, and its body never reads
+// KEYS or ARGV by position. The shared fragments before those lines see neither: they
+// take what they read as arguments.
+type lineScript struct {
+	keys, args []string
+	body       string // the script's own lines, after the unpacking
+	script     *redis.Script
+}
+
+func newScript(keys, args []string, shared, body string) *lineScript {
+	var b strings.Builder
+	b.WriteString(repliesLua())
+	b.WriteString(shared)
+	fmt.Fprintf(&b, "\nlocal K = {%s}\nlocal ARG = {%s}\n", named(keys, "KEYS"), named(args, "ARGV"))
+	b.WriteString(body)
+	return &lineScript{keys: keys, args: args, body: body, script: redis.NewScript(b.String())}
+}
+
+// named is the fields of a Lua table of names, each the element of list at its place.
+func named(names []string, list string) string {
+	fields := make([]string, len(names))
+	for i, n := range names {
+		fields[i] = fmt.Sprintf("%s = %s[%d]", n, list, i+1)
+	}
+	return strings.Join(fields, ", ")
+}
+
+// run runs the script with its keys, found by name in keys (which may hold more: a
+// sale's line keys), and its arguments, all of them and no other, by name in args.
+func (s *lineScript) run(ctx context.Context, rdb redis.Scripter, keys map[string]string, args map[string]any) ([]int64, error) {
+	if len(args) != len(s.args) {
+		return nil, fmt.Errorf("line script: arguments %v, want %v", mapKeys(args), s.args)
+	}
+	k, a := make([]string, len(s.keys)), make([]any, len(s.args))
+	for i, name := range s.keys {
+		v, ok := keys[name]
+		if !ok {
+			return nil, fmt.Errorf("line script: no key %q among %v", name, mapKeys(keys))
+		}
+		k[i] = v
+	}
+	for i, name := range s.args {
+		v, ok := args[name]
+		if !ok {
+			return nil, fmt.Errorf("line script: no argument %q among %v", name, mapKeys(args))
+		}
+		a[i] = v
+	}
+	return s.script.Run(ctx, rdb, k, a...).Int64Slice()
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// clockLua reads the scripts' clock: arg "" reads Redis' own (TIME), the one clock of
+// every API instance and worker; tests pass unix ms instead. A sale's own state is read
+// through internal/stock's sale_state and holds_any.
 const clockLua = stock.SaleStateLua + `
 local function clock_ms(arg)
   if arg ~= '' then return tonumber(arg) end
@@ -17,33 +180,30 @@ local function clock_ms(arg)
 end
 `
 
-// ticketLua reads a buyer's ticket, for the join and read scripts, whose KEYS are
-// KEYS[1] sale hash  KEYS[2] meta hash  KEYS[3] waiting sorted set  KEYS[4] tickets hash
-// KEYS[5] the sale's users hash (units each buyer holds)
-// and whose sale is sale_state's table.
+// ticketLua reads a buyer's ticket, for the join and read scripts.
 //
-// read_ticket returns nil (no ticket) or {status, position, ahead, admitted ms, pass
-// expiry ms}, status 0 waiting, 1 admitted, 2 expired (admitted, the pass unused past
-// its expiry), 3 sold out (waiting in a line that closed: no unit left, or the sale
-// ended; one look at the sale, never a write per ticket). A waiting buyer's position
-// counts the admitted ones before: everyone admitted was ahead in the line.
-// answer is a script's reply: {code, the ticket's five, avail, start, admit, now}.
+// read_ticket(keys, user, now, sale) reads keys.wait, keys.meta, keys.tickets and
+// keys.users (the sale's users hash: units each buyer holds); sale is sale_state's table.
+// It returns nil (no ticket) or {status, position, ahead, admitted ms, pass expiry ms}:
+// TICKET_SOLD_OUT is one look at the sale, never a write per ticket, and a waiting
+// buyer's position counts the admitted ones before: everyone admitted was ahead.
+// answer(code, t, sale, now) is a script's reply: the code, then ticketValues values.
 const ticketLua = clockLua + `
-local function read_ticket(user, now, sale)
-  local rank = redis.call('ZRANK', KEYS[3], user)
+local function read_ticket(keys, user, now, sale)
+  local rank = redis.call('ZRANK', keys.wait, user)
   if rank then
-    local status = 0
-    if now >= sale.ends or sale.avail <= 0 then status = 3 end
-    local admitted = tonumber(redis.call('HGET', KEYS[2], 'admitted') or '0')
+    local status = TICKET_WAITING
+    if now >= sale.ends or sale.avail <= 0 then status = TICKET_SOLD_OUT end
+    local admitted = tonumber(redis.call('HGET', keys.meta, 'admitted') or '0')
     return {status, admitted + rank + 1, rank, 0, 0}
   end
-  local v = redis.call('HGET', KEYS[4], user)
+  local v = redis.call('HGET', keys.tickets, user)
   if not v then return nil end
   local at, pos, ttl = string.match(v, '^(%d+) (%d+) (%d+)$')
-  at = tonumber(redis.call('HGET', KEYS[2], 'epoch')) + tonumber(at)
+  at = tonumber(redis.call('HGET', keys.meta, 'epoch')) + tonumber(at)
   local exp = at + tonumber(ttl)
-  local status = 1
-  if now >= tonumber(exp) and not holds_any(KEYS[5], user) then status = 2 end
+  local status = TICKET_ADMITTED
+  if now >= exp and not holds_any(keys.users, user) then status = TICKET_EXPIRED end
   return {status, tonumber(pos), 0, at, exp}
 end
 local function answer(code, t, sale, now)
@@ -51,122 +211,126 @@ local function answer(code, t, sale, now)
 end
 `
 
+// The keys and arguments of the scripts, by the names the scripts read them by:
+//
+//	sale     the sale's hash (stock.SaleKey)
+//	meta     the line's counters (metaKey)
+//	wait     the waiting buyers (waitKey)
+//	tickets  the admitted buyers' tickets (ticketsKey)
+//	passes   the passes outstanding (passesKey)
+//	users    the sale's users hash (stock.UsersKey)
+//	pow      the solution's proof-of-work key (powKey; any key of the slot when none)
+//
+//	clock     "" for Redis' clock, or unix ms (tests)
+//	user      the buyer's key (buyer.ID.Key)
+//	draw      the lottery's draw for this buyer, an integer below 2^48
+//	solution  "1" a right solution of ours came with the join, "0" one that is not
+//	          (refused even where no challenge is needed), "" none
+//	expires   the solution's challenge's expiry (unix ms), judged by the clock
+//	tolerance how late an admission may come after its slot (ms)
+//	most      the most admissions of one run
+var (
+	ticketKeyNames = []string{"sale", "meta", "wait", "tickets", "users"}
+	admitKeyNames  = []string{"sale", "meta", "wait", "tickets", "passes", "users"}
+)
+
 // challengeScript reads what a sale's challenge needs.
 //
-// KEYS[1] sale hash
-// ARGV[1] clock ("" Redis')
-//
-// Returns {cost, now (unix ms)}, {-1} no such sale, or {-2} the sale has no waiting room.
-var challengeScript = redis.NewScript(clockLua + `
-local sale = sale_state(KEYS[1])
-if not sale then return {-1} end
-if not sale.room then return {-2} end
-return {sale.cost, clock_ms(ARGV[1])}
+// Returns {CHALLENGE, cost, now (unix ms)}, NO_SALE or NO_ROOM.
+var challengeScript = newScript([]string{"sale"}, []string{"clock"}, clockLua, `
+local sale = sale_state(K.sale)
+if not sale then return {NO_SALE} end
+if not sale.room then return {NO_ROOM} end
+return {CHALLENGE, sale.cost, clock_ms(ARG.clock)}
 `)
 
 // joinScript gives a user a place in a sale's line, once.
 //
-// KEYS[1..5] as ticketLua  KEYS[6] the solution's proof-of-work key (any key of the
-// slot when none)
-// ARGV[1] clock ("" Redis')  ARGV[2] buyer key  ARGV[3] the lottery's draw for this buyer
-// (an integer below 2^48)  ARGV[4] "1" when a right solution of ours came with the join,
-// "0" when one came that is not (refused even where no challenge is needed), "" for
-// none  ARGV[5] the solution's challenge's expiry (unix ms; judged here, by the clock)
-//
-// Returns answer(0, ...) for a new ticket, answer(1, ...) for the user's ticket (a
-// second join; nothing changes), or
-//
-//	{-1} no such sale   {-2} the sale has no waiting room   {-3} the sale has ended
-//	{-4} sold out       {-5} before the line opens (prequeue before the start)
-//	{-6} the challenge is on and no solution came, or one that is not valid
-//	{-7} the solution was used before  {-9} the solution's challenge has expired
+// Returns answer(JOINED, ...) for a new ticket, answer(TICKET, ...) for the user's
+// ticket (a second join; nothing changes), or NO_SALE, NO_ROOM, ENDED, SOLD_OUT,
+// NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, CHALLENGE_EXPIRED.
 //
 // The sale's state comes before the solution: a user with a ticket gets it back, and a
-// closed line says so, whatever solution came.
-// A join before the start (by Redis' clock) is placed by its draw: the order of those
-// joiners is a uniform lottery, fixed at join time, so nothing is shuffled at the
-// start. A later join is placed at 2^48 plus the count of later joins, behind them all,
-// in arrival order.
-var joinScript = redis.NewScript(ticketLua + `
-local sale = sale_state(KEYS[1])
-if not sale then return {-1} end
-if not sale.room then return {-2} end
-local now = clock_ms(ARGV[1])
-local t = read_ticket(ARGV[2], now, sale)
-if t then return answer(1, t, sale, now) end
-if now >= sale.ends then return {-3} end
-if sale.avail <= 0 then return {-4} end
-if now < sale.starts - sale.prequeue * 1000 then return {-5} end
-if sale.challenge or ARGV[4] == '0' then
-  if ARGV[4] ~= '1' then return {-6} end
-  local expires = tonumber(ARGV[5])
-  if now >= expires then return {-9} end
+// closed line says so, whatever solution came. A join before the start (by the clock)
+// is placed by its draw: the order of those joiners is a uniform lottery, fixed at join
+// time, so nothing is shuffled at the start. A later join is placed at 2^48 plus the
+// count of later joins, behind them all, in arrival order.
+var joinScript = newScript(append(slices.Clone(ticketKeyNames), "pow"),
+	[]string{"clock", "user", "draw", "solution", "expires"}, ticketLua, `
+local sale = sale_state(K.sale)
+if not sale then return {NO_SALE} end
+if not sale.room then return {NO_ROOM} end
+local now = clock_ms(ARG.clock)
+local t = read_ticket(K, ARG.user, now, sale)
+if t then return answer(TICKET, t, sale, now) end
+if now >= sale.ends then return {ENDED} end
+if sale.avail <= 0 then return {SOLD_OUT} end
+if now < sale.starts - sale.prequeue * 1000 then return {NOT_OPEN} end
+if sale.challenge or ARG.solution == '0' then
+  if ARG.solution ~= '1' then return {CHALLENGE_REQUIRED} end
+  local expires = tonumber(ARG.expires)
+  if now >= expires then return {CHALLENGE_EXPIRED} end
   -- kept until the challenge expires: no instance accepts the solution after that
-  if not redis.call('SET', KEYS[6], '1', 'NX', 'PX', string.format('%d', expires - now)) then return {-7} end
+  if not redis.call('SET', K.pow, '1', 'NX', 'PX', string.format('%d', expires - now)) then
+    return {SOLUTION_USED}
+  end
 end
-local score = ARGV[3]
+local score = ARG.draw
 if now >= sale.starts then
-  score = string.format('%d', 2^48 + redis.call('HINCRBY', KEYS[2], 'seq', 1))
+  score = string.format('%d', 2^48 + redis.call('HINCRBY', K.meta, 'seq', 1))
 end
-redis.call('ZADD', KEYS[3], score, ARGV[2])
-redis.call('HINCRBY', KEYS[2], 'joined', 1)
-return answer(0, read_ticket(ARGV[2], now, sale), sale, now)
+redis.call('ZADD', K.wait, score, ARG.user)
+redis.call('HINCRBY', K.meta, 'joined', 1)
+return answer(JOINED, read_ticket(K, ARG.user, now, sale), sale, now)
 `)
 
 // readScript reads a user's ticket.
 //
-// KEYS[1..5] as ticketLua
-// ARGV[1] clock ("" Redis')  ARGV[2] buyer key
-//
-// Returns answer(1, ...), {-1} no such sale, or {-8} the user never joined.
-var readScript = redis.NewScript(ticketLua + `
-local sale = sale_state(KEYS[1])
-if not sale then return {-1} end
-local now = clock_ms(ARGV[1])
-local t = read_ticket(ARGV[2], now, sale)
-if not t then return {-8} end
-return answer(1, t, sale, now)
+// Returns answer(TICKET, ...), NO_SALE or NO_TICKET.
+var readScript = newScript(ticketKeyNames, []string{"clock", "user"}, ticketLua, `
+local sale = sale_state(K.sale)
+if not sale then return {NO_SALE} end
+local now = clock_ms(ARG.clock)
+local t = read_ticket(K, ARG.user, now, sale)
+if not t then return {NO_TICKET} end
+return answer(TICKET, t, sale, now)
 `)
 
 // admitScript advances a sale's line: it retires expired passes, then admits the next
 // waiting buyers whose slots have come.
 //
-// KEYS[1] sale hash  KEYS[2] meta hash  KEYS[3] waiting sorted set  KEYS[4] tickets hash
-// KEYS[5] passes sorted set  KEYS[6] the sale's users hash
-// ARGV[1] clock ("" Redis')  ARGV[2] tolerance (ms)  ARGV[3] most admissions in this run
-//
-// Returns {-1} for no such sale, else {admitted now, waiting, passes outstanding and
-// unused, passes used}.
+// Returns {ADVANCED, admitted now, waiting, passes outstanding and unused, passes used},
+// or NO_SALE.
 //
 // Admission slots are spaced by interval = (10 s + tolerance) / (10 x admit - 1) and the
 // next slot is never older than now - tolerance when a run starts: a buyer admitted at
 // t has a slot in [t - tolerance, t], so any 10 s window holds at most
 // (10 s + tolerance) / interval + 1 = 10 x admit admissions, however late or often the
-// runs come. Admission is from the start to the end of the sale (Redis' clock), while
+// runs come. Admission is from the start to the end of the sale (by the clock), while
 // units are left, and while the passes outstanding and unused are fewer than
 // max(admit, 2 x units left). A pass is used once its holder has bought (the reserve
 // script counts a pass holder's first purchase: sale_state's passes_used); passes that
 // expire leave the count, those whose holder holds units counted as used (usedexp).
-var admitScript = redis.NewScript(clockLua + `
-local sale = sale_state(KEYS[1])
-if not sale then return {-1} end
-local now = clock_ms(ARGV[1])
-local tolerance = tonumber(ARGV[2])
-local meta = redis.call('HMGET', KEYS[2], 'next', 'usedexp')
+var admitScript = newScript(admitKeyNames, []string{"clock", "tolerance", "most"}, clockLua, `
+local sale = sale_state(K.sale)
+if not sale then return {NO_SALE} end
+local now = clock_ms(ARG.clock)
+local tolerance = tonumber(ARG.tolerance)
+local meta = redis.call('HMGET', K.meta, 'next', 'usedexp')
 local usedexp = tonumber(meta[2] or '0')
-local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, 5000)
+local gone = redis.call('ZRANGEBYSCORE', K.passes, '-inf', now, 'LIMIT', 0, 5000)
 if #gone > 0 then
   local used = 0
   for _, u in ipairs(gone) do
-    if holds_any(KEYS[6], u) then used = used + 1 end
+    if holds_any(K.users, u) then used = used + 1 end
   end
-  redis.call('ZREMRANGEBYRANK', KEYS[5], 0, #gone - 1)
+  redis.call('ZREMRANGEBYRANK', K.passes, 0, #gone - 1)
   usedexp = usedexp + used
-  redis.call('HINCRBY', KEYS[2], 'usedexp', used)
-  redis.call('HINCRBY', KEYS[2], 'expired', #gone - used)
+  redis.call('HINCRBY', K.meta, 'usedexp', used)
+  redis.call('HINCRBY', K.meta, 'expired', #gone - used)
 end
 local rused = sale.passes_used
-local outstanding = redis.call('ZCARD', KEYS[5])
+local outstanding = redis.call('ZCARD', K.passes)
 local open = outstanding - math.min(outstanding, math.max(0, rused - usedexp))
 local rate, avail = sale.admit, sale.avail
 local n = 0
@@ -175,22 +339,22 @@ if sale.room and rate > 0 and avail > 0 and now >= sale.starts and now < sale.en
   local slot = math.max(tonumber(meta[1] or '0'), now - tolerance)
   if slot <= now then
     n = math.max(0, math.min(math.floor((now - slot) / interval) + 1, math.max(rate, 2 * avail) - open,
-      tonumber(ARGV[3])))
+      tonumber(ARG.most)))
   end
   if n > 0 then
-    local popped = redis.call('ZPOPMIN', KEYS[3], n)
+    local popped = redis.call('ZPOPMIN', K.wait, n)
     n = #popped / 2
-    local before = redis.call('HINCRBY', KEYS[2], 'admitted', n) - n
+    local before = redis.call('HINCRBY', K.meta, 'admitted', n) - n
     local exp = math.ceil((now + sale.pass_ttl * 1000) / 1000) * 1000
-    redis.call('HSETNX', KEYS[2], 'epoch', string.format('%d', now))
-    local since = now - tonumber(redis.call('HGET', KEYS[2], 'epoch'))
+    redis.call('HSETNX', K.meta, 'epoch', string.format('%d', now))
+    local since = now - tonumber(redis.call('HGET', K.meta, 'epoch'))
     for i = 1, n do
       local user = popped[2 * i - 1]
-      redis.call('HSET', KEYS[4], user, string.format('%d %d %d', since, before + i, exp - now))
-      redis.call('ZADD', KEYS[5], exp, user)
+      redis.call('HSET', K.tickets, user, string.format('%d %d %d', since, before + i, exp - now))
+      redis.call('ZADD', K.passes, exp, user)
     end
-    redis.call('HSET', KEYS[2], 'next', string.format('%.3f', slot + n * interval))
+    redis.call('HSET', K.meta, 'next', string.format('%.3f', slot + n * interval))
   end
 end
-return {n, redis.call('ZCARD', KEYS[3]), open + n, rused}
+return {ADVANCED, n, redis.call('ZCARD', K.wait), open + n, rused}
 `)

@@ -76,6 +76,7 @@ func ExampleClient_Obtain() {
 
 	held, _ := locks.Obtain(ctx, "report", time.Minute, nil)
 	go func() {
+		// The holder works a while, then releases: what the example shows.
 		time.Sleep(50 * time.Millisecond)
 		held.Release(ctx)
 	}()
@@ -227,7 +228,8 @@ redis.call("HSET", KEYS[1], "fence", ARGV[1], "value", ARGV[2])
 return 1`)
 
 	old, _ := locks.Obtain(ctx, "price:42", 50*time.Millisecond, nil)
-	time.Sleep(100 * time.Millisecond) // a long GC pause: the lease runs out
+	// A long GC pause: the lease runs out (the behaviour the example shows).
+	time.Sleep(100 * time.Millisecond)
 	next, _ := locks.Obtain(ctx, "price:42", time.Minute, nil)
 
 	ok, _ := fencedSet.Run(ctx, rdb, []string{"price:42:value"}, next.Fence(), "99").Int()
@@ -345,6 +347,7 @@ return redis.call("DECR", KEYS[2])`)
 			cancel()
 		}
 	}()
+	// The first holder releases while the other waits: what the example shows.
 	time.Sleep(20 * time.Millisecond)
 	first.Release(ctx)
 	<-done

@@ -138,7 +138,8 @@ func TestFencedWritesAreLinearizable(t *testing.T) {
 					return
 				}
 				if rand.N(4) == 0 {
-					time.Sleep(ttl + 10*time.Millisecond) // a pause: the lease runs out
+					// A pause past the lease, which runs out: the behaviour under test.
+					time.Sleep(ttl + 10*time.Millisecond)
 				}
 				value := int64(id*1000 + round)
 				call := time.Now()

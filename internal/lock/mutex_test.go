@@ -131,6 +131,7 @@ func TestExpiryAndExtend(t *testing.T) {
 	if err := l.Extend(ctx, 150*time.Millisecond); err != nil {
 		t.Fatalf("extend: %v", err)
 	}
+	// The extended lease runs out: the behaviour under test.
 	time.Sleep(300 * time.Millisecond)
 	if n := rdb.Exists(ctx, "k").Val(); n != 0 {
 		t.Fatalf("key outlived its TTL")
@@ -203,6 +204,7 @@ func TestContendedNeverTwoHolders(t *testing.T) {
 				n := holders.Add(1)
 				for m := max.Load(); n > m && !max.CompareAndSwap(m, n); m = max.Load() {
 				}
+				// The lock is held a moment: the contention under test.
 				time.Sleep(50 * time.Microsecond)
 				holders.Add(-1)
 				if err := l.Release(ctx); err != nil {
@@ -337,7 +339,8 @@ func TestReleaseTellsListedWaitersOnly(t *testing.T) {
 				sctx, cancel := context.WithTimeout(ctx, time.Millisecond)
 				_ = other.WaitRelease(sctx, key)
 				cancel()
-				time.Sleep(listingSlack + 50*time.Millisecond) // the listing lapses, the channel lingers
+				// The listing lapses and the channel lingers: the behaviour under test.
+				time.Sleep(listingSlack + 50*time.Millisecond)
 			}
 			woken := make(chan error, 1)
 			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)

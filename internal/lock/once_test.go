@@ -30,6 +30,7 @@ func TestRunOnceOneInstancePerPeriod(t *testing.T) {
 					t.Errorf("RunOnce: %v", err)
 					return
 				}
+				// Each instance tries every 5 ms, many times a period: the contention under test.
 				time.Sleep(5 * time.Millisecond)
 			}
 		})

@@ -132,6 +132,7 @@ func TestRedlockSurvivesMasterLoss(t *testing.T) {
 				if prev := lastFence.Swap(l.Fence()); prev >= l.Fence() {
 					t.Errorf("fence %d after %d", l.Fence(), prev)
 				}
+				// The lock is held a moment: the contention under test.
 				time.Sleep(time.Millisecond)
 				holders.Add(-1)
 				acquired.Add(1)
@@ -144,6 +145,7 @@ func TestRedlockSurvivesMasterLoss(t *testing.T) {
 			servers[i].Kill()
 		}
 		before := acquired.Load()
+		// A phase of the crowd, of a fixed length: its acquisitions are what is counted.
 		time.Sleep(phaseTime)
 		if got := acquired.Load() - before; got == 0 {
 			t.Errorf("%s: no acquisition in %v", name, phaseTime)

@@ -46,6 +46,7 @@ func TestWatchdogKeepsLockWhileHolderWorks(t *testing.T) {
 	if err := rdb.Set(ctx, "k", l.Token(), 3*renewInterval/2).Err(); err != nil {
 		t.Fatalf("set: %v", err)
 	}
+	// Two TTLs pass with nothing renewing: the behaviour under test.
 	time.Sleep(2 * watchdogTTL)
 	if n := rdb.Exists(ctx, "k").Val(); n != 0 {
 		t.Errorf("the key was renewed after release")
@@ -62,6 +63,7 @@ func TestWatchdogCancelsContextWhenKeyDeleted(t *testing.T) {
 		t.Fatalf("obtain: %v", err)
 	}
 	work := l.Context()
+	// Half a renewal interval into the work, the key goes: the moment is the scenario.
 	time.Sleep(renewInterval / 2)
 	rdb.Del(ctx, "k")
 	deleted := time.Now()

@@ -78,11 +78,25 @@ func (l *Lifecycle) Cancel(ctx context.Context, id string, who store.Access) (st
 	return o, nil
 }
 
-// returnUnits gives a cancelled order's units back; if Redis fails, the order stays
-// return_pending and ReturnPending retries.
+// Refund records the shop's refund of a paid order (store.RefundOrder) and gives its
+// units back to the buyer's allowance, and with restock to stock, as Cancel does.
+// Refunding a refunded order returns it unchanged. Errors: store.ErrNotFound,
+// store.ErrNotRefundable.
+func (l *Lifecycle) Refund(ctx context.Context, id string, who store.Access, restock bool) (store.Order, error) {
+	read := time.Now()
+	o, changed, err := l.store.RefundOrder(ctx, id, who, restock, l.stamp())
+	if err != nil || !changed {
+		return o, err
+	}
+	l.returnUnits(ctx, o, read)
+	return o, nil
+}
+
+// returnUnits gives a cancelled or refunded order's units back; if Redis fails, the
+// order stays return_pending and ReturnPending retries.
 func (l *Lifecycle) returnUnits(ctx context.Context, o store.Order, read time.Time) {
 	if err := l.giveBack(ctx, []store.Order{o}, read); err != nil {
-		slog.Warn("cancelled order's units not yet back in Redis; the worker will retry", "order", o.ID, "err", err)
+		slog.Warn("the order's units not yet back in Redis; the worker will retry", "order", o.ID, "status", o.Status, "err", err)
 	}
 }
 
@@ -91,7 +105,8 @@ func (l *Lifecycle) returnUnits(ctx context.Context, o store.Order, read time.Ti
 // reads again.
 var errStaleRead = errors.New("the pending return was read too long ago; read again")
 
-// giveBack returns cancelled orders' units to Redis (one script call per sale), records
+// giveBack returns cancelled and refunded orders' units to Redis (one script call per
+// sale; the units of those kept off sale to their buyers' allowances only), records
 // that in MySQL (one UPDATE), then lets Redis forget the orders after their retention.
 // read is when MySQL said the returns were pending: Redis remembers a returned order
 // ReturnedRetention after MySQL recorded it, so a caller within half of that of its
@@ -102,7 +117,7 @@ func (l *Lifecycle) giveBack(ctx context.Context, orders []store.Order, read tim
 	}
 	bySale := map[int64][]stock.Returning{}
 	for _, o := range orders {
-		r := stock.Returning{OrderID: o.ID, Buyer: o.Buyer, Quantity: o.Quantity}
+		r := stock.Returning{OrderID: o.ID, Buyer: o.Buyer, Quantity: o.Quantity, OffSale: o.OffSale()}
 		if o.VariantIndex != nil {
 			r.Variant = stock.VariantAt(*o.VariantIndex)
 		}
@@ -191,8 +206,8 @@ func (l *Lifecycle) ExpireDueFor(ctx context.Context, page int, d time.Duration)
 	}
 }
 
-// ReturnPending gives back the units of up to limit cancelled orders whose return to
-// Redis was interrupted, and returns how many it handled.
+// ReturnPending gives back the units of up to limit cancelled or refunded orders whose
+// return to Redis was interrupted, and returns how many it handled.
 func (l *Lifecycle) ReturnPending(ctx context.Context, limit int) (int, error) {
 	read := time.Now()
 	os, err := l.store.PendingReturns(ctx, limit)

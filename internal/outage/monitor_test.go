@@ -82,7 +82,9 @@ func TestMonitorRecordsAFreeze(t *testing.T) {
 	const freeze = 4 * time.Second
 	db, _, rec, ms := monitored(t, 2)
 	waitUp(t, ms, true, 5*time.Second)
-	time.Sleep(time.Second) // a few probes answered
+	// A second of probes answered before the freeze: the record dates an outage from the last
+	// one.
+	time.Sleep(time.Second)
 	db.Pause()
 	frozen := time.Now()
 	defer db.Resume()
@@ -99,12 +101,29 @@ func TestMonitorRecordsAFreeze(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The freeze lasts its length: the behaviour under test.
 	time.Sleep(freeze - time.Since(frozen))
 	resumed := time.Now() // before SIGCONT: MySQL cannot answer earlier
 	db.Resume()
 	waitUp(t, ms, true, 10*time.Second)
-	time.Sleep(health.Every) // the end reported
+	waitClosed(t, rec, 10*time.Second) // the end reported
 	checkCovers(t, rec, frozen, resumed)
+}
+
+// waitClosed polls the record until it holds an outage that has ended.
+func waitClosed(t *testing.T, rec *outage.Record, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got, err := rec.Read(context.Background())
+		if err == nil && len(got.Spans) > 0 && !got.Open {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no outage ended in the record %v on: %+v, %v", within, got, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // MySQL and Redis both frozen, MySQL back first: the outage could not be reported while
@@ -112,6 +131,8 @@ func TestMonitorRecordsAFreeze(t *testing.T) {
 func TestMonitorTellsAnOutageOnceRedisAnswers(t *testing.T) {
 	db, redis, rec, ms := monitored(t, 1)
 	waitUp(t, ms, true, 5*time.Second)
+	// A second of probes answered before the freeze: the record dates an outage from the last
+	// one.
 	time.Sleep(time.Second)
 	redis.Pause()
 	defer redis.Resume()
@@ -119,23 +140,14 @@ func TestMonitorTellsAnOutageOnceRedisAnswers(t *testing.T) {
 	frozen := time.Now()
 	defer db.Resume()
 	waitUp(t, ms, false, health.Every+health.Timeout+2*time.Second)
+	// The freeze lasts 2 s, Redis frozen too: the behaviour under test.
 	time.Sleep(2 * time.Second)
 	resumed := time.Now() // before SIGCONT: MySQL cannot answer earlier
 	db.Resume()
 	waitUp(t, ms, true, 10*time.Second)
+	// MySQL answers again while Redis is still frozen, for a second: the scenario under test.
 	time.Sleep(time.Second)
 	redis.Resume()
-	time.Sleep(2 * health.Every) // a report retried and answered
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, err := rec.Read(context.Background())
-		if err == nil && len(got.Spans) > 0 && !got.Open {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no outage recorded 10 s after Redis resumed: %+v, %v", got, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitClosed(t, rec, 10*time.Second) // the report, retried, answered
 	checkCovers(t, rec, frozen, resumed)
 }

@@ -32,12 +32,13 @@ const (
 	OrderPaid      = "order.paid"
 	OrderCancelled = "order.cancelled"
 	OrderFailed    = "order.failed"
+	OrderRefunded  = "order.refunded"
 	GroupCompleted = "group.completed"
 	GroupFailed    = "group.failed"
 )
 
 // Types are the event types, in the order an endpoint's list shows them.
-var Types = []string{OrderCreated, OrderPaid, OrderCancelled, OrderFailed, GroupCompleted, GroupFailed}
+var Types = []string{OrderCreated, OrderPaid, OrderCancelled, OrderFailed, OrderRefunded, GroupCompleted, GroupFailed}
 
 // Event is a change to record.
 type Event struct {
@@ -63,19 +64,34 @@ type body struct {
 }
 
 // Record writes events to the outbox with tx, the transaction of the changes they tell
-// of, in one INSERT. Each gets an id (a ULID of its time, prefixed evt_) that every
-// delivery of it carries as webhook-id, and its body, written once, so every retry
-// sends the same bytes. An event no enabled endpoint subscribes to is not written: with
-// no endpoint, a change costs one small read.
+// of: Write of those Wanted.
 func Record(tx *gorm.DB, events ...Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	wanted, err := subscribed(tx)
+	wanted, err := Wanted(tx, events)
 	if err != nil {
 		return err
 	}
-	events = slices.DeleteFunc(events, func(e Event) bool { return !wanted[e.Type] })
+	return Write(tx, wanted...)
+}
+
+// Wanted returns the events some enabled endpoint subscribes to, the only ones to
+// write: with no endpoint, a change costs one small read. Its caller may complete them
+// (with what only an event needs) before it writes them.
+func Wanted(tx *gorm.DB, events []Event) ([]Event, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	wanted, err := subscribed(tx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(events, func(e Event) bool { return !wanted[e.Type] }), nil
+}
+
+// Write writes events (those Wanted) to the outbox with tx, the transaction of the
+// changes they tell of, in one INSERT. Each gets an id (a ULID of its time, prefixed
+// evt_) that every delivery of it carries as webhook-id, and its body, written once, so
+// every retry sends the same bytes.
+func Write(tx *gorm.DB, events ...Event) error {
 	if len(events) == 0 {
 		return nil
 	}

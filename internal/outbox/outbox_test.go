@@ -124,13 +124,15 @@ func TestDeliveredSignedInOrderOnce(t *testing.T) {
 			want[id] = append(want[id], typ)
 		}
 		if step == 0 {
-			time.Sleep(100 * time.Millisecond) // some delivered before the next are written
+			// Some are delivered before the next are written: the interleaving under test.
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 	waitFor(t, "every event delivered to both", func() bool {
 		return len(flaky.Accepted()) == 3*orders && len(healthy.Accepted()) == 3*orders
 	})
-	time.Sleep(300 * time.Millisecond) // nothing more arrives
+	// A quiet period in which nothing more may arrive: the behaviour under test.
+	time.Sleep(300 * time.Millisecond)
 
 	for name, r := range map[string]*testutil.Receiver{"flaky": flaky, "healthy": healthy} {
 		if bad := r.Invalid(); len(bad) > 0 {
@@ -236,6 +238,8 @@ func TestGoneDisablesAndGivingUp(t *testing.T) {
 	waitFor(t, "the failing endpoint's three deliveries given up", func() bool {
 		return len(deliveries(t, hooks, fw.ID)["failed"]) == 3 // order.created only: a, gone, b
 	})
+	// A quiet period in which the disabled endpoint may get nothing more: the behaviour under
+	// test.
 	time.Sleep(300 * time.Millisecond)
 	if n := len(gone.Deliveries()); n != 3 {
 		t.Errorf("the disabled endpoint got %d deliveries, want 3 (nothing after its 410)", n)
@@ -345,6 +349,11 @@ func TestPrivateTargets(t *testing.T) {
 		{"http://169.254.169.254/latest/meta-data", "loopback or private network address"},
 		{"http://100.64.0.1/hook", "loopback or private network address"},
 		{"http://0.0.0.0/hook", "loopback or private network address"},
+		{"http://198.18.0.1/hook", "loopback or private network address"},
+		{"http://240.0.0.1/hook", "loopback or private network address"},
+		{"http://[::ffff:127.0.0.1]/hook", "loopback or private network address"},
+		{"http://[64:ff9b::a00:1]/hook", "loopback or private network address"},
+		{"http://[2002:a00:1::1]/hook", "loopback or private network address"},
 		{"ftp://example.com/hook", "absolute http or https URL"},
 		{"/relative", "absolute http or https URL"},
 		{"https://user:pw@example.com/hook", "user or password"},
@@ -661,7 +670,8 @@ func TestMetrics(t *testing.T) {
 		got, lags, lagSum = webhookMetrics(t, reg)
 		return len(deliveries(t, hooks, fw.ID)["failed"]) == 1 && got["gave_up"] == 1
 	})
-	time.Sleep(200 * time.Millisecond) // nothing more is counted
+	// A quiet period in which nothing more may be counted: the behaviour under test.
+	time.Sleep(200 * time.Millisecond)
 	got, lags, lagSum = webhookMetrics(t, reg)
 	if !maps.Equal(got, want) {
 		t.Errorf("seckill_webhook_deliveries_total by outcome: %v, want %v", got, want)

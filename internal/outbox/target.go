@@ -11,24 +11,68 @@ import (
 	"syscall"
 )
 
-// ErrPrivateTarget is a webhook address on loopback or a private network, refused
-// unless SECKILL_WEBHOOK_ALLOW_PRIVATE is true: the worker would otherwise post to the
-// inside of its own network on an admin's say.
+// ErrPrivateTarget is a webhook address that is not public (loopback, a private
+// network, any special-purpose range), refused unless SECKILL_WEBHOOK_ALLOW_PRIVATE is
+// true: the worker would otherwise post to the inside of its own network on an
+// admin's say.
 var ErrPrivateTarget = errors.New("a loopback or private network address")
 
 // private reports the addresses a webhook may not reach unless private targets are
-// allowed: loopback, private (RFC 1918, fc00::/7), link-local, shared (100.64.0.0/10),
-// unspecified and multicast.
+// allowed: every address of nonPublic, an IPv4-mapped IPv6 address (::ffff:a.b.c.d)
+// judged by its IPv4 address.
 func private(a netip.Addr) bool {
 	a = a.Unmap()
-	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() || shared.Contains(a)
+	for _, p := range nonPublic {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
+
+// nonPublic are the ranges that are not the public internet's: IANA's special-purpose
+// address registries (RFC 6890 and later) less what is globally reachable, and the
+// IPv6 ranges that embed an IPv4 address the API cannot see through (NAT64, 6to4,
+// Teredo, IPv4-compatible), which could name an inside address.
+var nonPublic = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range []string{
+		"0.0.0.0/8",       // this network
+		"10.0.0.0/8",      // private
+		"100.64.0.0/10",   // shared (carrier-grade NAT)
+		"127.0.0.0/8",     // loopback
+		"169.254.0.0/16",  // link-local (cloud metadata services)
+		"172.16.0.0/12",   // private
+		"192.0.0.0/24",    // IETF protocol assignments
+		"192.0.2.0/24",    // documentation
+		"192.88.99.0/24",  // 6to4 relay anycast
+		"192.168.0.0/16",  // private
+		"198.18.0.0/15",   // benchmarking
+		"198.51.100.0/24", // documentation
+		"203.0.113.0/24",  // documentation
+		"224.0.0.0/4",     // multicast
+		"240.0.0.0/4",     // reserved, and the limited broadcast address
+		"::/96",           // unspecified, loopback, IPv4-compatible
+		"64:ff9b::/96",    // NAT64, well-known prefix
+		"64:ff9b:1::/48",  // NAT64, local use
+		"100::/64",        // discard-only
+		"2001::/23",       // IETF protocol assignments (Teredo, benchmarking, ORCHID)
+		"2001:db8::/32",   // documentation
+		"2002::/16",       // 6to4
+		"3fff::/20",       // documentation
+		"5f00::/16",       // segment routing
+		"fc00::/7",        // unique local
+		"fe80::/10",       // link-local
+		"fec0::/10",       // site-local
+		"ff00::/8",        // multicast
+	} {
+		out = append(out, netip.MustParsePrefix(p))
+	}
+	return out
+}()
 
 // allowHint ends the message of a refused private URL.
 const allowHint = "; SECKILL_WEBHOOK_ALLOW_PRIVATE=true allows it"
-
-var shared = netip.MustParsePrefix("100.64.0.0/10") // carrier-grade NAT
 
 // checkURL checks a webhook URL: absolute http or https, a host, no user or password,
 // at most 2048 bytes; unless allowPrivate, every address its host resolves to must be

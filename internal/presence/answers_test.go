@@ -127,6 +127,7 @@ func TestAnswersConcurrent(t *testing.T) {
 				return
 			default:
 				beat()
+				// Heartbeats as often as the counting goroutines can meet them: the race under test.
 				time.Sleep(100 * time.Microsecond)
 			}
 		}
@@ -181,6 +182,7 @@ func TestHeartbeatCarriesSales(t *testing.T) {
 		t.Errorf("sale in the heartbeat: %+v, want sale 5 with 202 and 409_sold_out", s)
 	}
 	// The next beat, 2 s later, has no answers to carry.
+	// A heartbeat interval with no answers passes: the behaviour under test.
 	time.Sleep(presence.Interval + 500*time.Millisecond)
 	if got, err := r.List(ctx); err != nil || len(got) != 1 || got[0].Sales != nil {
 		t.Errorf("after a quiet interval: %+v %v, want one instance without sales", got, err)

@@ -20,9 +20,30 @@ package ratelimit
 import (
 	"hash/maphash"
 	"math"
+	"net/netip"
+	"strings"
 	"sync"
 	"time"
 )
+
+// ClientKey is the key of a client IP for a per-IP limit: an IPv4 address as it is, an
+// IPv6 address as its /64, the block one subscriber or host is given (RFC 6177), so a
+// client cannot take a fresh allowance with each of its addresses. An IPv4-mapped IPv6
+// address is its IPv4 address.
+func ClientKey(ip string) string {
+	if strings.IndexByte(ip, ':') < 0 {
+		return ip
+	}
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	if a = a.Unmap(); a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
+}
 
 // Limiter allows each key perSecond requests per second over all the instances that
 // share the allowance, with bursts of twice that.

@@ -195,3 +195,29 @@ func BenchmarkAllow(b *testing.B) {
 		}
 	})
 }
+
+// An IPv6 client is keyed by its /64; IPv4, and IPv4 mapped into IPv6, by the address.
+func TestClientKey(t *testing.T) {
+	for _, tc := range []struct{ ip, want string }{
+		{"192.0.2.7", "192.0.2.7"},
+		{"::ffff:192.0.2.7", "192.0.2.7"},
+		{"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"},
+		{"2001:db8:1:3::1", "2001:db8:1:3::/64"},
+		{"::1", "::/64"},
+		{"not an address", "not an address"},
+	} {
+		if got := ratelimit.ClientKey(tc.ip); got != tc.want {
+			t.Errorf("ClientKey(%q) = %q, want %q", tc.ip, got, tc.want)
+		}
+	}
+	// Two addresses of one /64 share one allowance; another /64 has its own.
+	l := ratelimit.New(1, nil) // 1/s, bursts of 2
+	now := time.Now()
+	for i, ip := range []string{"2001:db8::1", "2001:db8::2", "2001:db8::3", "2001:db8:0:1::1"} {
+		ok, _ := l.Allow(ratelimit.ClientKey(ip), now)
+		if want := i != 2; ok != want {
+			t.Errorf("request %d from %s: allowed %v, want %v", i+1, ip, ok, want)
+		}
+	}
+}

@@ -1,9 +1,13 @@
 package sale
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -47,6 +51,10 @@ type Activity struct {
 	Variants        []Variant `json:"variants,omitempty"`
 	PerVariantLimit *int      `json:"per_variant_limit,omitempty"`
 	RoomSettings
+	// ExternalRef and Metadata are the shop's: its reference of the sale, which every
+	// order event of the sale carries, and a JSON object (ShopFields).
+	ExternalRef string          `json:"external_ref,omitempty"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
 }
 
 // Variant is one variant of a sale as the API shows it: its status is sold_out with no
@@ -89,9 +97,11 @@ type NewActivity struct {
 	// Room sets the waiting room (room.go); Validate leaves the result in room.
 	Room RoomPatch
 	room RoomSettings
+	// Shop is the shop's reference of the sale and its metadata.
+	Shop ShopFields
 	// Variants, when not nil, are the sale's variants instead of Stock (which must be
-	// 0, or their sum; Validate makes it their sum); PerVariantLimit caps one variant's units a buyer
-	// holds (nil: none).
+	// 0, or their sum; Validate makes it their sum); PerVariantLimit caps one variant's
+	// units a buyer holds (nil: none).
 	Variants        []NewVariant
 	PerVariantLimit *int
 }
@@ -101,6 +111,58 @@ type NewVariant struct {
 	Name        string
 	Stock       int64
 	ExternalRef *string
+}
+
+// ShopFields are a sale's fields that are the shop's own: ExternalRef, 1 to 128
+// printable characters (its product's or SKU's id), and Metadata, a JSON object of at
+// most MaxMetadata bytes once compacted, kept as sent (compacted). Nil leaves a field
+// as it is (unset on a new sale).
+type ShopFields struct {
+	ExternalRef *string
+	Metadata    json.RawMessage
+}
+
+// Bounds of the shop's fields.
+const (
+	MaxExternalRef = 128
+	MaxMetadata    = 4096
+)
+
+// validExternalRef reports whether r is a shop's reference (of a sale or of a variant):
+// 1 to 128 printable characters.
+func validExternalRef(r string) bool {
+	n := utf8.RuneCountInString(r)
+	return n >= 1 && n <= MaxExternalRef && utf8.ValidString(r) && strings.IndexFunc(r, func(c rune) bool { return !unicode.IsPrint(c) }) < 0
+}
+
+// check validates the fields and compacts Metadata, or returns a *FieldError.
+func (f *ShopFields) check() error {
+	if r := f.ExternalRef; r != nil && !validExternalRef(*r) {
+		return &FieldError{"external_ref", "must be 1 to 128 printable characters (no control characters, no line breaks)"}
+	}
+	if f.Metadata == nil {
+		return nil
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, f.Metadata); err != nil || compact.Len() == 0 || compact.Bytes()[0] != '{' ||
+		!utf8.Valid(compact.Bytes()) {
+		return &FieldError{"metadata", "must be a JSON object"}
+	}
+	if compact.Len() > MaxMetadata {
+		return &FieldError{"metadata", fmt.Sprintf("must be at most 4 KiB (4096 bytes) as compact JSON; it is %d", compact.Len())}
+	}
+	f.Metadata = compact.Bytes()
+	return nil
+}
+
+// apply sets the fields given on a.
+func (f ShopFields) apply(a *store.Activity) {
+	if f.ExternalRef != nil {
+		a.ExternalRef = f.ExternalRef
+	}
+	if f.Metadata != nil {
+		a.Metadata = f.Metadata
+	}
 }
 
 // Bounds of an activity's values.
@@ -120,7 +182,6 @@ const (
 	maxListedOrders  = 500
 	MaxVariants      = stock.MaxVariants
 	MaxVariantName   = 64
-	MaxExternalRef   = 128
 )
 
 // Validate checks every value and returns a *FieldError for the first bad one.
@@ -159,7 +220,10 @@ func (n *NewActivity) Validate() error {
 		return err
 	}
 	n.StockBuckets = max(1, n.StockBuckets)
-	return oneBucket(n.StockBuckets, n.Kind, n.room.WaitingRoom)
+	if err := oneBucket(n.StockBuckets, n.Kind, n.room.WaitingRoom); err != nil {
+		return err
+	}
+	return n.Shop.check()
 }
 
 // validateVariants checks a sale's variants and its per-variant limit, and makes Stock
@@ -190,8 +254,7 @@ func (n *NewActivity) validateVariants() error {
 			return &FieldError{fmt.Sprintf("variants[%d].name", i), fmt.Sprintf("%q is the name of an earlier variant", v.Name)}
 		case v.Stock < 1 || v.Stock > MaxStock:
 			return &FieldError{fmt.Sprintf("variants[%d].stock", i), "must be between 1 and 1000000000"}
-		case v.ExternalRef != nil && (*v.ExternalRef == "" || utf8.RuneCountInString(*v.ExternalRef) > MaxExternalRef ||
-			!printable(*v.ExternalRef)):
+		case v.ExternalRef != nil && !validExternalRef(*v.ExternalRef):
 			return &FieldError{fmt.Sprintf("variants[%d].external_ref", i), "must be 1 to 128 printable characters"}
 		}
 		seen[v.Name] = true
@@ -206,15 +269,7 @@ func (n *NewActivity) validateVariants() error {
 
 // printable reports whether s is valid UTF-8 without a control character.
 func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
+	return utf8.ValidString(s) && strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
 // oneBucket refuses several buckets for the sales that keep their stock in one: a
@@ -272,6 +327,7 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 		EndsAt: n.EndsAt, PayWindowSeconds: n.PayWindowSeconds, Kind: n.Kind, GroupSize: n.GroupSize,
 		GroupWindowSeconds: n.GroupWindowSeconds, PerUserParticipations: n.PerUserParticipations, Room: n.room.stored(),
 		StockBuckets: n.StockBuckets, PerVariantLimit: n.PerVariantLimit}
+	n.Shop.apply(&a)
 	for i, v := range n.Variants {
 		a.Variants = append(a.Variants, store.Variant{Idx: i, Name: v.Name, ExternalRef: v.ExternalRef, StockTotal: v.Stock})
 	}
@@ -304,12 +360,70 @@ func saleOf(a store.Activity, available int64) stock.Sale {
 	return sale
 }
 
-// ListActivities returns every sale, newest first, with the stock Redis has left.
-func (s *Service) ListActivities(ctx context.Context) ([]Activity, error) {
-	as, err := s.store.ListActivities(ctx)
+// Page is where a list of sales, newest first, goes on: the sales whose id is below
+// After (0: from the newest), at most Limit of them.
+type Page struct {
+	After int64
+	Limit int
+}
+
+// Bounds of a page of sales (the contract's): Limit from 1 to MaxPage, DefaultPage
+// when not given.
+const (
+	DefaultPage = 100
+	MaxPage     = 1000
+)
+
+// ListActivities returns a page of sales from MySQL, newest first, with the stock Redis
+// has left, and the After of the next page (0 when this one is the last): the admin's
+// list, exact at the moment it is asked for.
+func (s *Service) ListActivities(ctx context.Context, p Page) ([]Activity, int64, error) {
+	as, err := s.store.ActivitiesBefore(ctx, p.After, p.Limit+1) // one more says whether a page follows
 	if err != nil {
-		return nil, fmt.Errorf("list activities: %w", err)
+		return nil, 0, fmt.Errorf("list activities: %w", err)
 	}
+	next := int64(0)
+	if len(as) > p.Limit {
+		as, next = as[:p.Limit], as[p.Limit-1].ID
+	}
+	views, err := s.views(ctx, as)
+	return views, next, err
+}
+
+// PublicActivities returns a page of sales, newest first, as ListActivities does, from
+// a snapshot of the whole list at most CatalogAge old (catalog): a flood of the public
+// list reaches MySQL at most once per CatalogAge in this process.
+func (s *Service) PublicActivities(ctx context.Context, p Page) ([]Activity, int64, error) {
+	// The load serves every request waiting for it: the first one's end is not its end.
+	all, err := s.catalog.get(context.WithoutCancel(ctx), func(ctx context.Context) ([]Activity, error) {
+		as, err := s.store.ListActivities(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list activities: %w", err)
+		}
+		return s.views(ctx, as)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	from := 0 // newest first: the page starts at the first sale below After
+	if p.After > 0 {
+		from, _ = slices.BinarySearchFunc(all, p.After, func(a Activity, after int64) int {
+			if a.ID >= after {
+				return -1
+			}
+			return 1
+		})
+	}
+	page := all[from:min(len(all), from+p.Limit)]
+	next := int64(0)
+	if from+p.Limit < len(all) {
+		next = page[len(page)-1].ID
+	}
+	return page, next, nil
+}
+
+// views shows stored sales with the state Redis has now.
+func (s *Service) views(ctx context.Context, as []store.Activity) ([]Activity, error) {
 	ids := make([]int64, len(as))
 	for i, a := range as {
 		ids[i] = a.ID
@@ -323,6 +437,42 @@ func (s *Service) ListActivities(ctx context.Context) ([]Activity, error) {
 		out[i] = s.view(a, sales)
 	}
 	return out, nil
+}
+
+// CatalogAge is the most a snapshot of the public list of sales is behind MySQL and
+// Redis.
+const CatalogAge = time.Second
+
+// catalog is the public list of sales as one snapshot, loaded again when it is older
+// than CatalogAge and asked for, by one request while the others wait for it. A load
+// that failed is kept as long: its error is every answer until then.
+type catalog struct {
+	mu   sync.Mutex
+	at   time.Time // of the last load; zero before the first
+	list []Activity
+	err  error
+}
+
+// get returns the snapshot, loading it first when it is older than CatalogAge.
+func (c *catalog) get(ctx context.Context, load func(context.Context) ([]Activity, error)) ([]Activity, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at.IsZero() || time.Since(c.at) >= CatalogAge {
+		c.list, c.err = load(ctx)
+		c.at = time.Now()
+	}
+	return c.list, c.err
+}
+
+// ids are the sales of the last snapshot, without loading one.
+func (c *catalog) ids() []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]int64, len(c.list))
+	for i, a := range c.list {
+		ids[i] = a.ID
+	}
+	return ids
 }
 
 // GetActivity returns one sale or ErrNotFound.
@@ -349,7 +499,11 @@ func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 		StockTotal: a.StockTotal, StockAvailable: a.StockTotal - a.Sold, PerUserLimit: a.PerUserLimit,
 		StartsAt: apitime.Of(a.StartsAt), EndsAt: apitime.Of(a.EndsAt), PayWindowSeconds: a.PayWindowSeconds,
 		Kind: a.Kind, GroupSize: a.GroupSize, GroupWindowSeconds: a.GroupWindowSeconds,
-		PerUserParticipations: a.PerUserParticipations, StockBuckets: max(1, a.StockBuckets), RoomSettings: roomOf(a)}
+		PerUserParticipations: a.PerUserParticipations, StockBuckets: max(1, a.StockBuckets), RoomSettings: roomOf(a),
+		Metadata: a.Metadata}
+	if a.ExternalRef != nil {
+		v.ExternalRef = *a.ExternalRef
+	}
 	if v.Kind == "" {
 		v.Kind = KindSale
 	}
@@ -394,6 +548,7 @@ type ActivityPatch struct {
 	AddStock     *int64
 	AddVariants  map[string]int64
 	Room         RoomPatch
+	Shop         ShopFields
 }
 
 // PatchActivity changes a sale in MySQL and Redis; every API instance sees the change
@@ -410,6 +565,9 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 		return Activity{}, &FieldError{"add_stock", "must be between 1 and 1000000000"}
 	case p.AddVariants != nil && len(p.AddVariants) == 0:
 		return Activity{}, &FieldError{"add_stock", "must name at least one variant"}
+	}
+	if err := p.Shop.check(); err != nil {
+		return Activity{}, err
 	}
 	for name, n := range p.AddVariants {
 		if n < 1 || n > MaxStock {
@@ -452,12 +610,16 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 			return &FieldError{"waiting_room", "is only for a sale of one stock bucket"}
 		}
 		a.Room = room.stored()
+		p.Shop.apply(a)
 		return nil
 	}, func(a store.Activity) error {
 		if !p.Room.Empty() {
 			if err := s.stock.SetRoom(ctx, id, roomOf(a).stock()); err != nil {
 				return err
 			}
+		}
+		if p.PerUserLimit == nil && p.EndsAt == nil && p.AddStock == nil && p.AddVariants == nil {
+			return nil // nothing Redis keeps
 		}
 		var add int64
 		if p.AddStock != nil {
@@ -471,13 +633,17 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 	return s.liveView(ctx, a)
 }
 
-// Stats are an activity's figures for admins.
+// Stats are an activity's figures for admins: stock_total = stock_available + sold +
+// off_sale, but for units on their way back to stock after a cancel or a refund.
 type Stats struct {
-	ActivityID     int64       `json:"activity_id"`
-	StockTotal     int64       `json:"stock_total"`
-	StockAvailable int64       `json:"stock_available"`
-	Sold           int64       `json:"sold"`
-	Orders         OrderCounts `json:"orders"`
+	ActivityID     int64 `json:"activity_id"`
+	StockTotal     int64 `json:"stock_total"`
+	StockAvailable int64 `json:"stock_available"`
+	Sold           int64 `json:"sold"`
+	// OffSale are the units of orders refunded without restock: neither sold nor
+	// available.
+	OffSale int64       `json:"off_sale"`
+	Orders  OrderCounts `json:"orders"`
 	// Variants are a sale of variants' variants, as the activity shows them.
 	Variants []Variant `json:"variants,omitempty"`
 }
@@ -490,10 +656,13 @@ type OrderCounts struct {
 	Paid      int64 `json:"paid"`
 	Cancelled int64 `json:"cancelled"`
 	Failed    int64 `json:"failed"`
+	Refunded  int64 `json:"refunded"`
 }
 
 // Stats returns an activity's figures. Sold counts units of queued (Redis), grouping,
-// created and paid (MySQL) orders. The two stores are read one after the other, so while
+// created and paid (MySQL) orders; OffSale those of orders refunded without restock
+// (a refund with restock puts its units back in stock_available). The two stores are
+// read one after the other, so while
 // orders flow an order moving from queued to created can be counted in both or in
 // neither: the figures of a busy sale are right to within the orders persisted during
 // the call. GET .../ledger gives an exact balance.
@@ -513,7 +682,8 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	return Stats{ActivityID: id, StockTotal: a.StockTotal, StockAvailable: a.StockAvailable, Variants: a.Variants,
 		Sold: queuedUnits + counts[store.StatusGrouping].Units + counts[store.StatusCreated].Units +
 			counts[store.StatusPaid].Units,
+		OffSale: counts[store.StatusRefunded].OffSale,
 		Orders: OrderCounts{Queued: queued, Grouping: counts[store.StatusGrouping].Orders, Created: counts[store.StatusCreated].Orders,
 			Paid: counts[store.StatusPaid].Orders, Cancelled: counts[store.StatusCancelled].Orders,
-			Failed: counts[store.StatusFailed].Orders}}, nil
+			Failed: counts[store.StatusFailed].Orders, Refunded: counts[store.StatusRefunded].Orders}}, nil
 }

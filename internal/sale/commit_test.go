@@ -317,8 +317,10 @@ func TestBacklogHoldsAnswers(t *testing.T) {
 	}
 	// The first purchase starts a commit, held at the gate with its batch.
 	buy(buyers[0])
-	for f.queue.started.Load() == 0 {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(time.Minute); f.queue.started.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no commit started")
+		}
 	}
 	inFlight := f.queue.started.Load()
 	total := bound + extra
@@ -332,6 +334,8 @@ func TestBacklogHoldsAnswers(t *testing.T) {
 	for answered.Load() < want && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
+	// A quiet period in which no more may be answered while the enqueue is held: the
+	// behaviour under test.
 	time.Sleep(200 * time.Millisecond)
 	if got := answered.Load(); got != want {
 		t.Errorf("with the enqueue held: %d of %d purchases answered, want %d (%d in the held batch + %d)",

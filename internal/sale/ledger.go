@@ -11,9 +11,9 @@ import (
 	"seckill/internal/store"
 )
 
-// Ledger is the stock balance of a sale: every unit is either available or held by an
-// order that is queued, created or paid (or, for a moment after a cancel, on its way
-// back to Redis).
+// Ledger is the stock balance of a sale: every unit is either available, held by an
+// order that is queued, grouping, created or paid (or, for a moment after a cancel or a
+// refund, on its way back to Redis), or kept off sale by a refund without restock.
 type Ledger struct {
 	ActivityID     int64 `json:"activity_id"`
 	StockTotal     int64 `json:"stock_total"`
@@ -24,10 +24,14 @@ type Ledger struct {
 	CreatedUnits   int64 `json:"created_units"`
 	PaidUnits      int64 `json:"paid_units"`
 	ReturningUnits int64 `json:"returning_units"`
+	// OffSaleUnits are the units of orders refunded without restock: neither sold nor
+	// available.
+	OffSaleUnits int64 `json:"off_sale_units"`
 	// Difference is stock_total - (available + queued + grouping + created + paid +
-	// returning).
+	// returning + off sale).
 	Difference int64 `json:"difference"`
-	// SoldColumn is activities.sold, which must equal grouping + created + paid units.
+	// SoldColumn is activities.sold, which must equal grouping + created + paid + off
+	// sale units (MySQL's guard keeps units off sale out of what it lets be sold).
 	SoldColumn int64 `json:"sold_column"`
 	// UserDifferences lists buyers whose units in Redis differ from MySQL's
 	// user_purchases plus their queued units (at most 20).
@@ -48,10 +52,12 @@ type VariantLedger struct {
 	RedisTotal int64  `json:"redis_stock_total"`
 	Available  int64  `json:"available"`
 	HeldUnits  int64  `json:"held_units"`
-	// Difference is stock_total - (available + held).
+	// OffSaleUnits are the units of its orders refunded without restock.
+	OffSaleUnits int64 `json:"off_sale_units"`
+	// Difference is stock_total - (available + held + off sale).
 	Difference int64 `json:"difference"`
 	// SoldColumn is activity_variants.sold, which must equal the units of its orders
-	// that hold stock in MySQL.
+	// that hold stock in MySQL and of those kept off sale.
 	SoldColumn int64 `json:"sold_column"`
 }
 
@@ -109,7 +115,7 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 	}
 	l := Ledger{ActivityID: id, StockTotal: a.StockTotal, RedisTotal: snap.Sale.Total,
 		Available: snap.Sale.Available, CreatedUnits: f.Units[store.StatusCreated], GroupingUnits: f.Units[store.StatusGrouping],
-		PaidUnits: f.Units[store.StatusPaid], ReturningUnits: f.ReturnPending, SoldColumn: f.Sold,
+		PaidUnits: f.Units[store.StatusPaid], ReturningUnits: f.ReturnPending, OffSaleUnits: f.OffSale, SoldColumn: f.Sold,
 		UserDifferences: []UserDifference{}}
 	expect := make(map[buyer.ID]int64, len(f.Users))
 	for u, n := range f.Users {
@@ -117,12 +123,13 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 	}
 	variantsBalanced := true
 	for i, vf := range f.Variants {
-		vl := VariantLedger{Name: vf.Name, StockTotal: vf.StockTotal, HeldUnits: vf.Held + vf.ReturnPending, SoldColumn: vf.Sold}
+		vl := VariantLedger{Name: vf.Name, StockTotal: vf.StockTotal, HeldUnits: vf.Held + vf.ReturnPending,
+			OffSaleUnits: vf.OffSale, SoldColumn: vf.Sold}
 		if i < len(snap.Sale.Variants) {
 			vl.RedisTotal, vl.Available = snap.Sale.Variants[i].Total, snap.Sale.Variants[i].Available
 		}
 		l.Variants = append(l.Variants, vl)
-		variantsBalanced = variantsBalanced && vl.SoldColumn == vf.Held
+		variantsBalanced = variantsBalanced && vl.SoldColumn == vf.Held+vf.OffSale
 	}
 	for _, q := range snap.Queued {
 		var vl *VariantLedger
@@ -151,10 +158,11 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 	}
 	for i := range l.Variants {
 		vl := &l.Variants[i]
-		vl.Difference = vl.StockTotal - (vl.Available + vl.HeldUnits)
+		vl.Difference = vl.StockTotal - (vl.Available + vl.HeldUnits + vl.OffSaleUnits)
 		variantsBalanced = variantsBalanced && vl.Difference == 0 && vl.RedisTotal == vl.StockTotal
 	}
-	l.Difference = l.StockTotal - (l.Available + l.QueuedUnits + l.GroupingUnits + l.CreatedUnits + l.PaidUnits + l.ReturningUnits)
+	l.Difference = l.StockTotal - (l.Available + l.QueuedUnits + l.GroupingUnits + l.CreatedUnits + l.PaidUnits +
+		l.ReturningUnits + l.OffSaleUnits)
 	for u, want := range expect {
 		if got := snap.Users[u]; got != want && len(l.UserDifferences) < 20 {
 			l.UserDifferences = append(l.UserDifferences, UserDifference{Named: u.Named(), Redis: got, MySQL: want})
@@ -166,7 +174,7 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 		}
 	}
 	l.Balanced = l.Difference == 0 && l.RedisTotal == l.StockTotal && variantsBalanced &&
-		l.SoldColumn == f.Units[store.StatusGrouping]+f.Units[store.StatusCreated]+f.Units[store.StatusPaid] &&
+		l.SoldColumn == f.Units[store.StatusGrouping]+f.Units[store.StatusCreated]+f.Units[store.StatusPaid]+f.OffSale &&
 		len(l.UserDifferences) == 0
 	return l, nil
 }

@@ -111,7 +111,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 		if err != nil {
 			return false, err
 		}
-		held := int64(0)
+		held := f.OffSale // out of the stock: the buyers' units, and those kept off sale
 		for _, n := range f.Units {
 			held += n
 		}
@@ -123,6 +123,9 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 		}
 		a := f.Activity
 		sale := saleOf(a, 0)
+		for i := range sale.Variants {
+			sale.Variants[i].OffSale = f.VariantOffSale[i]
+		}
 		recorded, err := r.recordedGen(ctx, a)
 		if err != nil {
 			return false, err

@@ -28,6 +28,9 @@ var (
 	// ErrNotFound means no such activity or order, or an order of another user. It is
 	// the store's own, so a miss in MySQL needs no translating.
 	ErrNotFound = store.ErrNotFound
+	// ErrPaymentByShop is a buyer marking an order paid where payments are the shop's to
+	// confirm (BuyerPays false).
+	ErrPaymentByShop = errors.New("payments are confirmed by the shop: pay at the shop's checkout")
 )
 
 // FieldError is a request value out of range, named by its JSON field.
@@ -80,6 +83,7 @@ type Service struct {
 	metrics *metrics
 	commits committer
 	rebuild *Rebuilder
+	catalog catalog
 	// variants are the sales' variants this process met (variants.go).
 	variants variantCache
 	// judgeByNow judges sale windows by now instead of Redis' clock (SetClock).
@@ -98,13 +102,23 @@ type Service struct {
 	// Replicas, when set, must confirm a reservation before its purchase is answered
 	// (SECKILL_REDIS_MIN_REPLICAS); a purchase it cannot confirm answers ErrUnavailable.
 	Replicas ReplicaConfirmer
+	// BuyerPays lets a buyer mark their own order paid, a simulated payment
+	// (SECKILL_BUYER_PAYS); otherwise only the shop's back end and admins confirm
+	// payments, and a buyer's Pay is ErrPaymentByShop.
+	BuyerPays bool
+	// Checkout is where a buyer pays a created order (SECKILL_CHECKOUT_URL); "" for none.
+	Checkout Checkout
+	// ListMargin is how far behind now the pages of a sale's orders stop (SaleOrders):
+	// longer than LockWait (a purchase's id is minted before it waits for the buyer's
+	// lock) and than the API instances' clocks are apart.
+	ListMargin time.Duration
 }
 
 // New returns a Service. Its answers show the deadlines of pay windows as MySQL
 // outages extend them (outages).
 func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, outages Outages, q Enqueuer, locks Locker) *Service {
 	s := &Service{store: st, stock: sk, orders: orders, outages: outages, queue: q, locks: locks, now: time.Now,
-		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second,
+		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second, ListMargin: 10 * time.Second,
 		rebuild: NewRebuilder(st, sk)}
 	s.commits.flush = s.commitBatch
 	return s
@@ -135,20 +149,25 @@ func (s *Service) SetProcessClock(now func() time.Time) {
 }
 
 // Caller is who makes a request: a buyer, an admin, or a shop's back end (Service),
-// which pays and cancels any buyer's orders but reads only its own.
+// which reads, pays, cancels and refunds any buyer's orders and buys none.
 type Caller struct {
 	Buyer   buyer.ID
 	Admin   bool
 	Service bool
 }
 
-// actsOnAnyOrder reports whether the caller may pay or cancel any buyer's order: a
-// shop's back end, or an admin (the contract's confirmations from the shop).
+// actsOnAnyOrder reports whether the caller may read, pay, cancel or refund any buyer's
+// order: a shop's back end, or an admin (the contract's confirmations from the shop).
 func (c Caller) actsOnAnyOrder() bool { return c.Admin || c.Service }
 
-// reads reports whether the caller may read an order of the buyer: the buyer or an
-// admin. A service token's sub is not a buyer's, whatever it is.
-func (c Caller) reads(b buyer.ID) bool { return c.Admin || !c.Service && c.Buyer == b }
+// reads reports whether the caller may read an order of the buyer: the buyer, an admin
+// or the shop's back end. A service token's sub is not a buyer's, whatever it is.
+func (c Caller) reads(b buyer.ID) bool { return c.actsOnAnyOrder() || c.Buyer == b }
+
+// access is the caller as the store checks who acts on an order.
+func (c Caller) access() store.Access {
+	return store.Access{Buyer: c.Buyer, Admin: c.Admin, Service: c.Service}
+}
 
 // newOrderID returns an unguessable order id: a ULID (time + 80 random bits from
 // crypto/rand) followed by the activity id, so a queued order can be found in Redis.
@@ -157,14 +176,41 @@ func newOrderID(activityID int64, now time.Time) string {
 	return ulid.MustNew(ulid.Timestamp(now), rand.Reader).String() + strconv.FormatInt(activityID, 10)
 }
 
-// ActivityOf returns the activity id inside an order's or a group's id.
+// ActivityOf returns the activity id inside an order's or a group's id; false unless
+// the id is exactly as issued: its ULID in upper case (ULIDs parse in either case, and
+// MySQL compares ids without regard to case) and the activity id in canonical decimal
+// (ParseID).
 func ActivityOf(orderID string) (int64, bool) {
 	if len(orderID) <= ulid.EncodedSize || len(orderID) > 48 {
 		return 0, false
 	}
-	if _, err := ulid.ParseStrict(orderID[:ulid.EncodedSize]); err != nil {
+	stamp := orderID[:ulid.EncodedSize]
+	for i := range len(stamp) {
+		if stamp[i] >= 'a' && stamp[i] <= 'z' {
+			return 0, false
+		}
+	}
+	if _, err := ulid.ParseStrict(stamp); err != nil {
 		return 0, false
 	}
-	id, err := strconv.ParseInt(orderID[ulid.EncodedSize:], 10, 64)
-	return id, err == nil && id > 0
+	return ParseID(orderID[ulid.EncodedSize:])
+}
+
+// ParseID reads an activity id as the API writes it: a decimal from 1 to 2^63-1
+// without sign, leading zero or anything else; false for any other text ("+1", "01").
+// Each id has one spelling, so a path that names a sale means it in one way only.
+func ParseID(s string) (int64, bool) {
+	if s == "" || s[0] == '0' || len(s) > 19 {
+		return 0, false
+	}
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return id, true
 }

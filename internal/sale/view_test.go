@@ -17,14 +17,14 @@ import (
 
 // The events of internal/store carry the order object the API shows (EventViews renders
 // it from the row): each event's order, as MySQL recorded it, is the order the API shows
-// after that change (created, failed over stock, paid, cancelled). Each names its buyer
-// by "buyer", and by "user_id" only for a decimal buyer.
+// after that change (created, failed over stock, paid, cancelled, refunded). Each names
+// its buyer by "buyer", and by "user_id" only for a decimal buyer.
 func TestEventOrderIsTheAPIOrder(t *testing.T) {
-	db, st, a := subscribedSale(t, 2)
+	db, st, a := subscribedSale(t, 3)
 	ctx, now := context.Background(), a.StartsAt
 	var batch []store.NewOrder
 	buyers := map[string]buyer.ID{}
-	for i, who := range []buyer.ID{"1", "auth0|64f1c2", "109876543210987654321"} {
+	for i, who := range []buyer.ID{"1", "auth0|64f1c2", "109876543210987654321", "a b"} {
 		at := now.Add(time.Duration(i) * time.Millisecond)
 		batch = append(batch, store.NewOrder{Limit: 2, Order: store.Order{ID: fmt.Sprintf("o%d-%d", a.ID, i),
 			ActivityID: a.ID, Buyer: who, Quantity: 1, AmountCents: 100, CreatedAt: at, ExpiresAt: at.Add(15 * time.Minute)}})
@@ -33,11 +33,16 @@ func TestEventOrderIsTheAPIOrder(t *testing.T) {
 	if _, err := st.PersistBatch(ctx, batch, outage.Outages{}); err != nil {
 		t.Fatal(err)
 	}
-	paid, cancelled, failed := batch[0].ID, batch[1].ID, batch[2].ID
-	if _, _, err := st.PayOrder(ctx, paid, store.Access{Admin: true}, time.Now(), outage.Outages{}); err != nil {
-		t.Fatal(err)
+	paid, cancelled, refunded, failed := batch[0].ID, batch[1].ID, batch[2].ID, batch[3].ID
+	for _, id := range []string{paid, refunded} {
+		if _, _, err := st.PayOrder(ctx, id, store.Access{Admin: true}, time.Now(), outage.Outages{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, _, err := st.CancelOrder(ctx, cancelled, store.Access{Admin: true}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.RefundOrder(ctx, refunded, store.Access{Service: true}, false, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -45,7 +50,8 @@ func TestEventOrderIsTheAPIOrder(t *testing.T) {
 	if err := db.Gorm.Raw("SELECT subject, type, body FROM outbox_events ORDER BY seq").Scan(&rows).Error; err != nil {
 		t.Fatal(err)
 	}
-	last := map[string]string{} // order id -> its last event's type
+	last := map[string]string{}              // order id -> its last event's type
+	lastOrder := map[string]map[string]any{} // order id -> its last event's order
 	for _, r := range rows {
 		var body struct {
 			Data struct{ Order json.RawMessage }
@@ -57,22 +63,23 @@ func TestEventOrderIsTheAPIOrder(t *testing.T) {
 		if err := json.Unmarshal(body.Data.Order, &got); err != nil {
 			t.Fatalf("%s of %s: %v in %s", r.Type, r.Subject, err, r.Body)
 		}
-		last[r.Subject] = r.Type
+		last[r.Subject], lastOrder[r.Subject] = r.Type, got
 		userID, decimal := got["user_id"]
 		if who := buyers[r.Subject]; got["buyer"] != string(who) || decimal != (who == "1") || decimal && userID != float64(1) {
 			t.Errorf("%s of %s: the order names buyer %v and user %v, want %q", r.Type, r.Subject, got["buyer"], userID, who)
 		}
-		if r.Type != outbox.OrderCreated { // the order as it is now: after its last change
-			stored, err := st.GetOrder(ctx, r.Subject)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := asJSON(t, storedView(stored)); fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("%s of %s: event order %v, API order %v", r.Type, r.Subject, got, want)
-			}
+	}
+	for id, got := range lastOrder { // the order as it is now: after its last change
+		stored, err := st.GetOrder(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := asJSON(t, storedView(stored)); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s of %s: event order %v, API order %v", last[id], id, got, want)
 		}
 	}
-	want := map[string]string{paid: outbox.OrderPaid, cancelled: outbox.OrderCancelled, failed: outbox.OrderFailed}
+	want := map[string]string{paid: outbox.OrderPaid, cancelled: outbox.OrderCancelled, refunded: outbox.OrderRefunded,
+		failed: outbox.OrderFailed}
 	if fmt.Sprint(last) != fmt.Sprint(want) {
 		t.Errorf("last events %v, want %v", last, want)
 	}
@@ -190,8 +197,8 @@ func TestTimesInOneFormat(t *testing.T) {
 	ctx := context.Background()
 	clock := a.StartsAt.Truncate(time.Second).Add(time.Second + 500) // a whole second and 500 ns
 	st.SetClock(func() time.Time { return clock })
-	paid, cancelled := plainOrder(a, 1), plainOrder(a, 2)
-	batch := []store.NewOrder{paid, cancelled, seatOrder(a, 3, "full"), seatOrder(a, 4, "full"), seatOrder(a, 5, "alone")}
+	paid, cancelled, refunded := plainOrder(a, 1), plainOrder(a, 2), plainOrder(a, 7)
+	batch := []store.NewOrder{paid, cancelled, refunded, seatOrder(a, 3, "full"), seatOrder(a, 4, "full"), seatOrder(a, 5, "alone")}
 	if _, err := st.PersistBatch(ctx, batch, outage.Outages{}); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +209,12 @@ func TestTimesInOneFormat(t *testing.T) {
 	if _, err := st.FailGroup(ctx, a.ID, "alone", 2, a.StartsAt.Add(time.Minute), clock); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.PayOrder(ctx, paid.ID, store.Access{Admin: true}, clock.Add(time.Second), outage.Outages{}); err != nil {
+	for _, o := range []store.NewOrder{paid, refunded} {
+		if _, _, err := st.PayOrder(ctx, o.ID, store.Access{Admin: true}, clock.Add(time.Second), outage.Outages{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := st.RefundOrder(ctx, refunded.ID, store.Access{Service: true}, true, clock.Add(2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := st.CancelOrder(ctx, cancelled.ID, store.Access{Admin: true}, clock); err != nil {

@@ -34,8 +34,8 @@ import (
 // applies it: a unit is neither lost nor counted twice. The sale reads sold out only
 // when the reserve, every bucket and every recorded move are empty.
 //
-// Bucket 0 of a sale keeps the tag {act:<id>}, so a one-bucket sale is what it always
-// was. The tags of the others are chosen so that their slots are spread evenly over
+// Bucket 0 of a sale keeps the tag {act:<id>}, so a one-bucket sale has the keys of a
+// sale without buckets. The tags of the others are chosen so that their slots are spread evenly over
 // the slot space from bucket 0's (bucketTag): with a cluster's masters holding equal
 // ranges of slots, as redis-cli --cluster create makes them, K buckets of a sale land on
 // K masters when K is their number or divides it, and evenly on them when K is a

@@ -141,6 +141,7 @@ func TestBucketsSellEveryUnit(t *testing.T) {
 							t.Errorf("buyer %d: %v", u, err)
 						}
 						mu.Unlock()
+						// The buyer's 1 ms user lock runs out between tries (a lease, by Redis' clock).
 						time.Sleep(2 * time.Millisecond)
 					}
 				}()

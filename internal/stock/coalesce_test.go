@@ -181,8 +181,10 @@ func TestCoalescedInArrivalOrder(t *testing.T) {
 
 	first := reserve(ctx, purchase(1, 1, 1))
 	second := reserve(ctx, purchase(1, 2, 1))
-	for held.Load() < callsPerSale {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(5 * time.Second); held.Load() < callsPerSale; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls held, want %d", held.Load(), callsPerSale)
+		}
 	}
 	a := reserve(ctx, purchase(1, 10, 1))
 	waitFor(1)

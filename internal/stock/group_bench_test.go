@@ -13,9 +13,8 @@ import (
 
 // BenchmarkOpenGroups measures the buyers' list of open groups (Stock.OpenGroups) on a
 // sale with 100, 1,000 and 3,000 open groups of 1 to 10 members: the default list of
-// the 50 fullest, against a list of every open group (what the list read before the
-// fullest-first sorted set: one HMGET per open group). Figures: docs/performance.md's
-// git history.
+// the 50 fullest, against a list of every open group read with one HMGET per open group,
+// which the fullest-first sorted set spares.
 //
 //	go test -run - -bench OpenGroups ./internal/stock
 func BenchmarkOpenGroups(b *testing.B) {

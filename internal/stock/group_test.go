@@ -62,7 +62,8 @@ func TestGroupSeats(t *testing.T) {
 	}
 	for _, st := range steps {
 		got, err := s.Reserve(ctx, st.r)
-		time.Sleep(2 * time.Millisecond) // the user lock's TTL
+		// The user lock's 1 ms lease runs out (by Redis' clock).
+		time.Sleep(2 * time.Millisecond)
 		if !errors.Is(err, st.want) {
 			t.Fatalf("%s: %v, want %v", st.name, err, st.want)
 		}
@@ -162,7 +163,9 @@ func TestGroupFail(t *testing.T) {
 		t.Errorf("failing = %v, want g until MySQL has cancelled its orders", failing)
 	}
 	// User 1's participation came back: the cap of 1 lets them open another group.
-	time.Sleep(2 * time.Millisecond) // the user lock's TTL, should the steps above be quicker
+	// The user lock's 1 ms lease runs out, should the steps above be quicker (by Redis'
+	// clock).
+	time.Sleep(2 * time.Millisecond)
 	if _, err := s.Reserve(ctx, seat(1, 1, "h", true, after)); err != nil {
 		t.Errorf("user 1 after their group failed: %v", err)
 	}
@@ -189,22 +192,21 @@ func TestGroupFillRacesFailure(t *testing.T) {
 		var failed bool
 		var failErr error
 		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
+		on := testutil.NewGoroutines(t)
+		wg.Go(func() {
 			_, joined = s.Reserve(ctx, seat(1, joiner, g, false, end.Add(-time.Millisecond)))
-		}()
-		go func() {
-			defer wg.Done()
+		})
+		wg.Go(func() {
 			for { // the fail waits for the seats' orders to be settled, as the worker's job does
 				failed, failErr = s.FailGroup(ctx, 1, g, end)
 				if !errors.Is(failErr, stock.ErrGroupPending) {
 					return
 				}
-				settleAll(t, s, 1)
+				settleAll(on, s, 1)
 			}
-		}()
+		})
 		wg.Wait()
+		on.Report()
 		settleAll(t, s, 1)
 		grp, err := s.GetGroup(ctx, 1, g, false)
 		switch {
@@ -226,7 +228,7 @@ func TestGroupFillRacesFailure(t *testing.T) {
 }
 
 // settleAll settles every queued order of a sale as stored (what the worker does).
-func settleAll(t *testing.T, s *stock.Stock, activityID int64) {
+func settleAll(t testing.TB, s *stock.Stock, activityID int64) {
 	t.Helper()
 	snap, err := s.Snapshot(context.Background(), activityID)
 	if err != nil {
@@ -411,7 +413,8 @@ func TestSoldOutFlagKnowsTheKind(t *testing.T) {
 		{"plain sale, a seat joining one", seat(2, 2, "g1", false, in), stock.ErrNotGroupSale, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			time.Sleep(2 * time.Millisecond) // the user lock's TTL
+			// The user lock's 1 ms lease runs out (by Redis' clock).
+			time.Sleep(2 * time.Millisecond)
 			_, err := s.Reserve(ctx, c.r)
 			if !errors.Is(err, c.want) || stock.AnsweredInProcess(err) != c.fromFlag {
 				t.Errorf("Reserve: %v (answered in process: %v), want %v (from the flag: %v)", err, stock.AnsweredInProcess(err), c.want, c.fromFlag)
@@ -437,7 +440,7 @@ func TestSoldOutFlagDroppedWhenSettingsChange(t *testing.T) {
 	defer cancel()
 	s := stock.New(srv.Client(t))
 	go s.Watch(ctx)
-	time.Sleep(100 * time.Millisecond) // the subscription in place
+	waitSubscribed(t, srv.Client(t), 1)
 	newSale(t, s, 1, 1, 2)
 	newSale(t, s, 2, 1, 2)
 	in := t0.Add(time.Second)
@@ -490,6 +493,7 @@ func TestExtendGroup(t *testing.T) {
 		if _, err := s.Reserve(ctx, r); err != nil {
 			t.Fatal(err)
 		}
+		// The user lock's 1 ms lease runs out (by Redis' clock).
 		time.Sleep(2 * time.Millisecond)
 	}
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }

@@ -21,9 +21,9 @@ import (
 // worker's claim (before its MySQL transaction), its settle, a cancelled order's units
 // coming back. The worker records in MySQL (activities.redis_gen) the generation its
 // claim got, in the transaction that writes the orders; so MySQL's figure was reached
-// in Redis before MySQL had it, and a current Redis is never behind it. A Redis that is
-// (an AOF from yesterday, a replica promoted without the last writes) lost writes that
-// MySQL saw, and its sale must be rebuilt. A rebuild sets the generation past both.
+// in Redis before MySQL had it, and a current Redis is never behind it. A Redis behind
+// it (an AOF from yesterday, a replica promoted without the last writes) lost writes
+// that MySQL saw, and its sale must be rebuilt. A rebuild sets the generation past both.
 //
 // Generations cannot tell the orders a worker claimed in a state that is gone (lost, or
 // replaced by a rebuild) and writes to MySQL only after a rebuild read MySQL: nothing in
@@ -186,12 +186,11 @@ func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
 	return nil
 }
 
-// rebuildScript writes a sale's state (one bucket's) from its record (MySQL), keeping
-// the orders Redis still holds as queued that MySQL does not have, only if the bucket
-// is as the caller read it (the RebuildPoint): missing when it was missing, at the same
-// generation when it was there, and still closed by this rebuild for a sale of several
-// buckets. Otherwise something moved meanwhile (another process rebuilt it, a worker
-// claimed or settled orders) and nothing is written.
+// rebuildScript writes one bucket of a sale from MySQL's figures, only if the bucket is
+// as the caller read it (RebuildPoint): missing if it was missing, else at the generation
+// read, and, in a sale of several buckets, still closed by this rebuild. Otherwise
+// something moved meanwhile (another rebuild, a worker's claim or settle) and it writes
+// nothing.
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
 // KEYS[5] queued-since sorted set  KEYS[6] returned set  KEYS[7] the users hash as
@@ -200,7 +199,8 @@ func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
 // KEYS[8] moves hash
 // KEYS[8+i] the queued set of the buyer of stored order i
 // ARGV[1] the generation read, "" when the sale was missing
-// ARGV[2] total  ARGV[3] the units MySQL's orders hold  ARGV[4] the new generation
+// ARGV[2] total  ARGV[3] the units out of the stock in MySQL (its orders' and those kept
+// off sale)  ARGV[4] the new generation
 // ARGV[5] activity id  ARGV[6] the returned-units channel
 // ARGV[7] where the units left go: avail (a one-bucket sale), reserve (bucket 0 of a
 // sale of several), "" nowhere (another bucket: total and held are its own, avail 0)
@@ -212,21 +212,23 @@ func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
 // (0: none), then per variant i its total and the units MySQL's orders hold of it (as
 // ARGV[2] and ARGV[3] for the sale)
 //
-// The units left are the total minus MySQL's units minus those of the orders that stay
-// queued, and each user holds MySQL's units plus those of their queued orders (and one
-// participation each, for values that carry a cap); so for each variant, whose units go
-// where the sale's do (avail:<i>, reserve:<i>). The users hash is written by the
-// caller beforehand under another key, in chunks, so that a sale of many buyers does
-// not block Redis for the whole of it; the script renames it in place. The returned set
-// is cleared: the orders whose units are still on their way back are held in MySQL's
-// figures, and come back once more by the repair pass. The user locks and attempts'
-// allowances of the users whose orders stay queued are kept (userlock.go, reserve.go);
-// other locks go with the old users hash, other allowances were copied to their keys
-// beforehand (keepAllowances). So are the moves recorded here:
-// the units of a move not applied are among those left. A group-buy sale's groups are
-// written after it (RestoreGroups).
-// Returns {1, units of the orders that stay queued, then those of each variant} rebuilt,
-// {0} the sale moved meanwhile.
+// What it writes:
+//   - the users hash the caller staged under KEYS[7] (in chunks, so that a sale of many
+//     buyers never blocks Redis for long), renamed into place, with the units (and
+//     participations, and units of a variant where the sale keeps them) of the orders
+//     that stay queued added; the locks and allowances of those orders' buyers stay,
+//     the other buyers' locks go with the old hash (their allowances were copied to keys
+//     of their own beforehand: keepAllowances);
+//   - the units left, total minus MySQL's units minus the queued orders' units, into the
+//     field ARGV[7] names, and so for each variant (avail:<i>, or reserve:<i>);
+//   - the stored orders ARGV names settled: MySQL's units count them;
+//   - the returned set and the moves hash emptied: MySQL's units count the cancelled
+//     orders whose units are not back yet, which the return job then gives back, and the
+//     units of a move not applied are among those left.
+//
+// A group-buy sale's groups are written after it (RestoreGroups).
+// Returns {1, units of the orders that stay queued, then those of each variant} when it
+// wrote, {0} when the bucket moved.
 var rebuildScript = redis.NewScript(unitsLua + `
 local gen = redis.call('HGET', KEYS[1], 'gen')
 if ARGV[1] == '' then
@@ -306,7 +308,8 @@ var ErrMoved = errors.New("the sale changed in Redis during the rebuild")
 // it as closing; a sale of one bucket may be rebuilt without, the zero Closing); sale
 // holds the settings, its buckets, the new generation (sale.Gen, above both Redis's and
 // MySQL's) and the epoch the rebuild raised MySQL's to before it read MySQL
-// (sale.Epoch); users the units each user holds in MySQL, held their sum, parts the
+// (sale.Epoch); users the units each user holds in MySQL, held their sum and the units
+// MySQL keeps off sale (refunded without restock: out of the stock, nobody's), parts the
 // orders each holds (participations, counted where the sale caps them or sells in
 // groups); variants the units each buyer holds of each variant, by index (a sale of
 // variants); stored the orders of from.Queued that MySQL has. Orders Redis still holds as
@@ -325,9 +328,9 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing,
 	whole := Bucket{act: sale.ActivityID, k: max(1, sale.Buckets)}
 	stamp := time.Now().UnixMilli() // the same in every bucket: see Adopt and applyScript
 	fields := append(sale.fields(), "rebuilt", stamp, "epoch", sale.Epoch)
-	totals := make([]int64, len(sale.Variants))
+	totals := make([]int64, len(sale.Variants)) // of each variant, the units not kept off sale
 	for i, v := range sale.Variants {
-		totals[i] = v.Total
+		totals[i] = v.Total - v.OffSale
 	}
 	if whole.k == 1 {
 		_, err := s.rebuildBucket(ctx, from, closing, whole, sale, fields, "avail", sale.Total, held,
@@ -349,9 +352,10 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing,
 		shares[i] = bucketShare{users: map[buyer.ID]int64{}, parts: map[buyer.ID]int64{},
 			variants: map[buyer.ID]map[int]int64{}, totals: make([]int64, len(sale.Variants))}
 	}
-	var held0 int64
+	offSale := held // what no buyer holds: held less the buyers' units
 	for u, n := range users {
 		shares[HomeBucket(u, whole.k)].users[u] = n
+		offSale -= n
 	}
 	for u, n := range parts {
 		shares[HomeBucket(u, whole.k)].parts[u] = n
@@ -363,25 +367,23 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing,
 		sh := &shares[HomeBucket(q.Buyer, whole.k)]
 		sh.stored = append(sh.stored, q)
 	}
-	// less what the buckets hold (theirs in MySQL, and their orders that stay queued),
-	// of the sale and of each variant: bucket 0 puts the rest in the reserve
-	left, vleft := sale.Total, slices.Clone(totals)
+	// Less what the buckets 1 and up hold (theirs in MySQL, and their orders that stay
+	// queued), of the sale and of each variant: bucket 0 puts the rest in the reserve.
+	left, vleft := sale.Total-offSale, slices.Clone(totals)
+	heldIn := func(sh bucketShare) (n int64) {
+		for _, u := range sh.users {
+			n += u
+		}
+		return n
+	}
 	all := whole.all()
-	for i := len(all) - 1; i >= 0; i-- {
+	for i := len(all) - 1; i >= 1; i-- {
 		sh := shares[i]
-		var held int64
-		for _, n := range sh.users {
-			held += n
-		}
-		if i == 0 {
-			held0, sh.totals = held, vleft
-			break
-		}
-		q, err := s.rebuildBucket(ctx, from, closing, all[i], sale, fields, "", 0, held, sh)
+		q, err := s.rebuildBucket(ctx, from, closing, all[i], sale, fields, "", 0, heldIn(sh), sh)
 		if err != nil {
 			return err
 		}
-		left -= held + q[0]
+		left -= heldIn(sh) + q[0]
 		for j := range vleft {
 			vleft[j] -= q[1+j]
 			for _, vs := range sh.variants {
@@ -389,7 +391,8 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing,
 			}
 		}
 	}
-	if _, err := s.rebuildBucket(ctx, from, closing, all[0], sale, fields, "reserve", left, held0, shares[0]); err != nil {
+	shares[0].totals = vleft
+	if _, err := s.rebuildBucket(ctx, from, closing, all[0], sale, fields, "reserve", left, heldIn(shares[0]), shares[0]); err != nil {
 		return err
 	}
 	s.learnBuckets(sale.ActivityID, whole.k)

@@ -82,7 +82,8 @@ func TestRebuildStale(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids = append(ids, r.OrderID)
-		time.Sleep(2 * time.Millisecond) // the user lock's TTL
+		// The user lock's 1 ms lease runs out (by Redis' clock).
+		time.Sleep(2 * time.Millisecond)
 	}
 	from, err := s.RebuildPoint(ctx, 4, 1)
 	if err != nil || !from.Exists || from.Gen != 0 || len(from.Queued) != 3 {
@@ -272,7 +273,8 @@ func TestRebuildKeepsAllowances(t *testing.T) {
 				if _, err := s.Reserve(ctx, attempt()); err != nil {
 					t.Fatalf("reserve: %v", err)
 				}
-				time.Sleep(5 * time.Millisecond) // the buyer's lock (1 ms) is gone
+				// The buyer's 1 ms lock runs out (a lease, by Redis' clock).
+				time.Sleep(5 * time.Millisecond)
 			}
 			from, err := s.RebuildPoint(ctx, act, 1)
 			if err != nil || len(from.Queued) != 2 {
@@ -318,7 +320,8 @@ func TestRebuildKeepsTheLaterAllowance(t *testing.T) {
 	if _, err := s.Reserve(ctx, r); err != nil {
 		t.Fatalf("reserve: %v", err)
 	}
-	time.Sleep(5 * time.Millisecond) // the user's lock (1 ms) is gone
+	// The user's 1 ms lock runs out (a lease, by Redis' clock).
+	time.Sleep(5 * time.Millisecond)
 	over := reservation(act, user, 6, "", in)
 	over.PerSecond = 1
 	if _, err := s.Reserve(ctx, over); !errors.Is(err, stock.ErrQuantityOverLimit) {

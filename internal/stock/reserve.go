@@ -415,7 +415,7 @@ var (
 // (the script's first check of the two), sold out for a purchase of the kind and within
 // the limit of the purchase that set the flag. Anything else (a seat in a plain sale, a
 // purchase in a group-buy sale, a quantity above the limit: rare, and refused by the
-// script before it looks at stock) goes to the script, which answers it as ever.
+// script before it looks at stock) goes to the script, which answers it.
 func flaggedAnswer(flag *soldOutFlag, r Reservation) error {
 	switch {
 	case flag.room && r.PassExpires.IsZero():

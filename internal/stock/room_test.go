@@ -77,7 +77,8 @@ func TestReserveNeedsAPassInAWaitingRoom(t *testing.T) {
 		{"another holder", withPass(11, in.Add(time.Minute)), nil, 2},
 	}
 	for _, st := range steps {
-		time.Sleep(2 * time.Millisecond) // the previous step's 1 ms user lock
+		// The previous step's 1 ms user lock runs out (a lease, by Redis' clock).
+		time.Sleep(2 * time.Millisecond)
 		_, err := s.Reserve(ctx, st.r)
 		if !errors.Is(err, st.want) {
 			t.Fatalf("%s: err = %v, want %v", st.name, err, st.want)
@@ -97,6 +98,7 @@ func TestReserveNeedsAPassInAWaitingRoom(t *testing.T) {
 	if err := s.SetRoom(ctx, 1, room); err != nil {
 		t.Fatal(err)
 	}
+	// The previous purchase's 1 ms user lock runs out (a lease, by Redis' clock).
 	time.Sleep(2 * time.Millisecond)
 	if _, err := s.Reserve(ctx, reservation(1, 12, 1, "", in)); err != nil {
 		t.Errorf("room off, no pass: %v", err)
@@ -126,7 +128,8 @@ func TestSoldOutFlagOfAWaitingRoom(t *testing.T) {
 		if pass {
 			r.PassExpires = in.Add(time.Minute)
 		}
-		time.Sleep(2 * time.Millisecond) // a previous purchase's 1 ms user lock
+		// A previous purchase's 1 ms user lock runs out (a lease, by Redis' clock).
+		time.Sleep(2 * time.Millisecond)
 		_, err := s.Reserve(ctx, r)
 		return err
 	}

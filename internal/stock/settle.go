@@ -17,15 +17,17 @@ import (
 //	unqueue(sale, queued, claimed, since, ids, user_sets): ends the queued state of the
 //	  orders ids (user_sets[i] is the queued set of order i's buyer) and returns, by
 //	  position, each one's buyer key, quantity and variant (nil for none); nil for an id
-//	  not queued (or seen before in ids). The queued hash is read once, and it, the claimed set, the since index
-//	  and the sale's qunits are each written once, for all of them: a command inside a
-//	  script costs the server more than its own work (measured: docs/performance.md's
-//	  git history).
+//	  not queued (or seen before in ids). The queued hash is read once, and it, the
+//	  claimed set, the since index and the sale's qunits are each written once, for all
+//	  of them: a command inside a script costs the server more than its own work.
 //	give_back(sale, users, user, qty, variant): qty units (of variant, nil for none) back
 //	  to stock, and the order they made out of what the buyer of key user holds
-//	  (release, holdings.go; release_variant, variants.go); a buyer who holds nothing any
-//	  more loses the field of their attempts' allowance too, once that allowance is full
-//	  again (as its key would have expired).
+//	  (free_buyer)
+//	free_buyer(users, user, qty, variant): the order of qty units (of variant, nil for
+//	  none) out of what the buyer of key user holds (release, holdings.go;
+//	  release_variant, variants.go); a buyer who holds nothing any more loses the field
+//	  of their attempts' allowance too, once that allowance is full again (as its key
+//	  would have expired)
 const unitsLua = queuedLua + holdingsLua + variantHoldingsLua + `
 local function each(cmd, key, list)
   for i = 1, #list, 1000 do
@@ -56,12 +58,8 @@ local function unqueue(sale, queued, claimed, since, ids, user_sets)
   end
   return users, qtys, variants
 end
-local function give_back(sale, users, user, qty, variant)
-  redis.call('HINCRBY', sale, 'avail', qty)
-  if variant then
-    redis.call('HINCRBY', sale, vfield('avail', variant), qty)
-    release_variant(users, user, variant, qty)
-  end
+local function free_buyer(users, user, qty, variant)
+  if variant then release_variant(users, user, variant, qty) end
   if release(users, user, qty) then
     local a = redis.call('HGET', users, ALLOWANCE .. user)
     if a then
@@ -69,6 +67,11 @@ local function give_back(sale, users, user, qty, variant)
       if tonumber(a) <= tonumber(t[1]) * 1000000 + tonumber(t[2]) then redis.call('HDEL', users, ALLOWANCE .. user) end
     end
   end
+end
+local function give_back(sale, users, user, qty, variant)
+  redis.call('HINCRBY', sale, 'avail', qty)
+  if variant then redis.call('HINCRBY', sale, vfield('avail', variant), qty) end
+  free_buyer(users, user, qty, variant)
 end
 `
 
@@ -317,13 +320,15 @@ local function trim_returned(key, keep_ms)
 end
 `
 
-// returnScript gives cancelled orders' units back to stock and to their buyers'
-// allowances, once per order.
+// returnScript gives cancelled and refunded orders' units back to stock and to their
+// buyers' allowances, once per order; a refund without restock gives back the
+// allowance alone.
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] returned set (order ids already returned)
 // ARGV[1] activity id  ARGV[2] the returned-units channel  ARGV[3] ReturnedRetention in ms
-// then for each order i (0, 1, ...): ARGV[4+4i] its id  ARGV[5+4i] its buyer's key
-// ARGV[6+4i] its quantity  ARGV[7+4i] its variant's index, "" for none
+// then for each order i (0, 1, ...): ARGV[4+5i] its id  ARGV[5+5i] its buyer's key
+// ARGV[6+5i] its quantity  ARGV[7+5i] "1" when its units stay off sale (Returning.OffSale)
+// ARGV[8+5i] its variant's index, "" for none
 //
 // An order is remembered with the score +inf until Forget. The sale's generation goes
 // up once when anything came back. A lost sale gets nothing: its rebuild counts an
@@ -332,12 +337,14 @@ end
 var returnScript = redis.NewScript(unitsLua + bumpGenLua + trimReturnedLua + `
 trim_returned(KEYS[3], tonumber(ARGV[3]))
 local live, back = redis.call('HEXISTS', KEYS[1], 'total') == 1, 0
-for i = 4, #ARGV, 4 do
-  if not redis.call('ZSCORE', KEYS[3], ARGV[i]) then
-    redis.call('ZADD', KEYS[3], '+inf', ARGV[i])
-    local variant = ARGV[i + 3]
-    if variant == '' then variant = nil end
-    if live then give_back(KEYS[1], KEYS[2], ARGV[i + 1], tonumber(ARGV[i + 2]), variant) end
+for i = 4, #ARGV, 5 do
+  local o = {id = ARGV[i], user = ARGV[i + 1], qty = tonumber(ARGV[i + 2]), off_sale = ARGV[i + 3] == '1',
+    variant = ARGV[i + 4]}
+  if o.variant == '' then o.variant = nil end
+  if not redis.call('ZSCORE', KEYS[3], o.id) then
+    redis.call('ZADD', KEYS[3], '+inf', o.id)
+    if live and o.off_sale then free_buyer(KEYS[2], o.user, o.qty, o.variant)
+    elseif live then give_back(KEYS[1], KEYS[2], o.user, o.qty, o.variant) end
     back = back + 1
   end
 end
@@ -359,19 +366,22 @@ for i = 1, #ARGV - 1 do redis.call('ZADD', KEYS[1], 'XX', now_ms, ARGV[i]) end
 return 0
 `)
 
-// Returning is one cancelled (or expired) order whose units go back.
+// Returning is one cancelled (or expired, or refunded) order whose units go back.
 type Returning struct {
 	OrderID  string
 	Buyer    buyer.ID
 	Quantity int
+	// OffSale keeps the units off sale (a refund without restock): only what the
+	// buyer holds is given back.
+	OffSale bool
 	// Variant is the order's variant, none outside a sale of variants.
 	Variant Variant
 }
 
-// Return gives the units of cancelled (or expired) orders of one sale back to stock and
-// to their users' allowances (in their home buckets), one step per bucket. It is
-// idempotent per order while the order is remembered: from the call until
-// ReturnedRetention after Forget.
+// Return gives the units of cancelled (or expired, or refunded) orders of one sale
+// back to stock (but those OffSale) and to their users' allowances (in their home
+// buckets), one step per bucket. It is idempotent per order while the order is
+// remembered: from the call until ReturnedRetention after Forget.
 func (s *Stock) Return(ctx context.Context, activityID int64, orders ...Returning) error {
 	if len(orders) == 0 {
 		return nil
@@ -382,10 +392,14 @@ func (s *Stock) Return(ctx context.Context, activityID int64, orders ...Returnin
 	}
 	for b, os := range byBucket(sale, orders, func(o Returning) buyer.ID { return o.Buyer }) {
 		keys := []string{saleKey(b), usersKey(b), returnedKey(b)}
-		args := make([]any, 0, 3+4*len(os))
+		args := make([]any, 0, 3+5*len(os))
 		args = append(args, activityID, ReturnedChannel, ReturnedRetention.Milliseconds())
 		for _, o := range os {
-			args = append(args, o.OrderID, o.Buyer.Key(), o.Quantity, o.Variant.arg())
+			offSale := "0"
+			if o.OffSale {
+				offSale = "1"
+			}
+			args = append(args, o.OrderID, o.Buyer.Key(), o.Quantity, offSale, o.Variant.arg())
 		}
 		n, err := returnScript.Run(ctx, s.rdb, keys, args...).Int64()
 		if err != nil {

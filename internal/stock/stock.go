@@ -405,6 +405,38 @@ func (s *Stock) QueuedTotals(ctx context.Context, activityID int64) (orders, uni
 	return orders, units, nil
 }
 
+// OldestQueued returns when the oldest order of a sale still queued was taken (by the
+// clock of the API that took it; zero with none queued), read from each bucket's
+// queued-since index. An index entry whose order is no longer queued is dropped by the
+// repair pass (Stale) once 10 s old, so the answer may be that much too early, never
+// too late.
+func (s *Stock) OldestQueued(ctx context.Context, activityID int64) (time.Time, error) {
+	sale, err := s.saleOf(ctx, activityID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	all := sale.all()
+	cmds := make([]*redis.ZSliceCmd, len(all))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, b := range all {
+			cmds[i] = p.ZRangeWithScores(ctx, queuedSinceKey(b), 0, 0)
+		}
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the oldest queued order: %w", err)
+	}
+	var oldest time.Time
+	for _, c := range cmds {
+		for _, z := range c.Val() {
+			if at := time.UnixMilli(int64(z.Score)); oldest.IsZero() || at.Before(oldest) {
+				oldest = at
+			}
+		}
+	}
+	return oldest, nil
+}
+
 // UserQueued returns a buyer's queued orders in the given sales, in two round trips
 // (and one more for the sales whose buckets this process has not read yet).
 func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, who buyer.ID) ([]QueuedOrder, error) {

@@ -68,7 +68,8 @@ func TestReserveEdges(t *testing.T) {
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
-			time.Sleep(2 * time.Millisecond) // the 1 ms user lock of the previous step expires
+			// The 1 ms user lock of the previous step runs out (a lease, by Redis' clock).
+			time.Sleep(2 * time.Millisecond)
 			got, err := s.Reserve(ctx, st.r)
 			if !errors.Is(err, st.wantErr) {
 				t.Fatalf("err = %v, want %v", err, st.wantErr)
@@ -199,6 +200,7 @@ func TestReserveAllowance(t *testing.T) {
 	if err := attempt(2, 7, 5); !errors.Is(err, stock.ErrNotStarted) {
 		t.Errorf("another sale: %v, want an allowance of its own", err)
 	}
+	// The allowance's wait passes: the behaviour under test.
 	time.Sleep(rl.Wait)
 	if err := attempt(1, 7, 5); !errors.Is(err, stock.ErrNotStarted) {
 		t.Errorf("after the wait it said: %v, want allowed", err)
@@ -240,7 +242,8 @@ func TestReserveAllowanceOverReservations(t *testing.T) {
 				case !reserves && !errors.Is(err, stock.ErrNotStarted) && !errors.Is(err, stock.ErrBusy):
 					t.Fatalf("attempt %d: %v, want the sale's answer (not started, or busy while the lock lasts)", j+1, err)
 				}
-				time.Sleep(5 * time.Millisecond) // the user's lock (1 ms) is gone
+				// The user's 1 ms lock runs out (a lease, by Redis' clock).
+				time.Sleep(5 * time.Millisecond)
 			}
 			r := reservation(act, user, 1, "", t0.Add(time.Minute))
 			r.PerSecond = 1
@@ -275,6 +278,7 @@ func TestReserveAllowanceFieldDroppedWhenFull(t *testing.T) {
 		if _, err := s.Reserve(ctx, r); err != nil {
 			t.Fatalf("reserve: %v", err)
 		}
+		// The allowance refills for this long before the roll-back: the case under test.
 		time.Sleep(wait)
 		if got, err := s.Rollback(ctx, act, buyer.Of(user), r.OrderID, ""); err != nil || got != stock.RolledBack {
 			t.Fatalf("roll back: %v, %v", got, err)
@@ -303,6 +307,7 @@ func TestReserveRunTwiceTakesOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The 1 ms user lock of the first run runs out (a lease, by Redis' clock).
 			time.Sleep(2 * time.Millisecond)
 			again, err := s.Reserve(ctx, r)
 			if err != nil {
@@ -332,6 +337,7 @@ func TestRollbackClaimSettle(t *testing.T) {
 		if _, err := s.Reserve(ctx, r); err != nil {
 			t.Fatal(err)
 		}
+		// The 1 ms user lock runs out (a lease, by Redis' clock).
 		time.Sleep(2 * time.Millisecond)
 		return r
 	}
@@ -409,6 +415,7 @@ func TestReserveConcurrent(t *testing.T) {
 					_, err := s.Reserve(ctx, reservation(1, user, 1, "", t0))
 					if errors.Is(err, stock.ErrBusy) {
 						busy.Add(1)
+						// A busy buyer tries again at once, as a crowd does: the contention under test.
 						time.Sleep(time.Millisecond)
 						continue
 					}
@@ -439,6 +446,21 @@ func TestReserveConcurrent(t *testing.T) {
 	}
 }
 
+// waitSubscribed polls Redis until n clients listen for returned units (each Watch has
+// subscribed).
+func waitSubscribed(t *testing.T, rdb *redis.Client, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		got, err := rdb.PubSubNumSub(context.Background(), stock.ReturnedChannel).Result()
+		if err == nil && got[stock.ReturnedChannel] >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v listening for returned units (%v), want %d", got, err, n)
+		}
+	}
+}
+
 // A sold-out flag answers without Redis until units come back, on every process.
 func TestSoldOutFlagClearedWhenUnitsComeBack(t *testing.T) {
 	srv := testutil.StartRedis(t)
@@ -447,7 +469,7 @@ func TestSoldOutFlagClearedWhenUnitsComeBack(t *testing.T) {
 	apiA, apiB := stock.New(srv.Client(t)), stock.New(srv.Client(t))
 	go apiA.Watch(ctx)
 	go apiB.Watch(ctx)
-	time.Sleep(100 * time.Millisecond) // subscriptions in place
+	waitSubscribed(t, srv.Client(t), 2)
 	newSale(t, apiA, 1, 1, 1)
 	r := reservation(1, 1, 1, "", t0)
 	if _, err := apiA.Reserve(ctx, r); err != nil {
@@ -646,7 +668,8 @@ func TestRollbackAfterReplayLeavesOrder(t *testing.T) {
 	if got, err := s.Rollback(ctx, 1, "8", other.OrderID, "solo"); err != nil || got != stock.RolledBack {
 		t.Fatalf("roll back an order never replayed: %v, %v; want RolledBack", got, err)
 	}
-	time.Sleep(10 * time.Millisecond) // the purchase's lock (1 ms) has gone
+	// The purchase's 1 ms lock runs out (a lease, by Redis' clock).
+	time.Sleep(10 * time.Millisecond)
 	fresh, err := s.Reserve(ctx, reservation(1, 8, 1, "solo", in))
 	if err != nil || fresh.Replayed || fresh.OrderID == other.OrderID {
 		t.Errorf("the key after its roll-back: %+v, %v; want a new purchase", fresh, err)
@@ -710,6 +733,7 @@ func TestUserLockReleasedByItsOwner(t *testing.T) {
 	busy(7)
 
 	old := reserve(8, 20*time.Millisecond)
+	// The 20 ms lock runs out, to be taken over: the behaviour under test.
 	time.Sleep(30 * time.Millisecond)
 	taken := reserve(8, time.Minute) // the old lock expired
 	if err := s.ReleaseUserLocks(ctx, old); !errors.Is(err, stock.ErrLockNotHeld) {
@@ -803,7 +827,8 @@ func TestUserQueuedFollowsTheOrders(t *testing.T) {
 		if r.Buyer == "1" {
 			mine = append(mine, r)
 		}
-		time.Sleep(2 * time.Millisecond) // the user lock's TTL
+		// The user lock's 1 ms lease runs out (by Redis' clock).
+		time.Sleep(2 * time.Millisecond)
 	}
 	listed := func(want ...stock.Reservation) {
 		t.Helper()

@@ -17,9 +17,9 @@ import (
 // A buyer's lock in a sale is the buyer's lock field (buyerfields.go) of the users hash
 // of the buyer's home bucket, "<owner token> <expiry, unix ms by Redis' clock>": the reserve script takes it
 // with the units, in the same HSET as the user's units, and the commit releases the locks
-// of its purchases with one script per bucket (ReleaseUserLocks). It was a key of its own
-// (SET PX, then a GET and a DEL per release); a key made and deleted per purchase cost the
-// master more than the field (measured: docs/performance.md's git history). A lock is held
+// of its purchases with one script per bucket (ReleaseUserLocks). A field, not a key of its
+// own: a key made and deleted per purchase costs the master more than a field written in
+// the HSET the purchase makes anyway. A lock is held
 // while its field is there and its expiry has not passed; a field left by a process that
 // died is taken over by the user's next purchase. Waiting is internal/lock's: a purchase
 // that meets the lock waits with lock.Client.WaitRelease on the name userLockKey gives it

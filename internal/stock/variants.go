@@ -19,9 +19,11 @@ import (
 // MaxVariants is the most variants a sale may have.
 const MaxVariants = 100
 
-// VariantStock is one variant's units in Redis.
+// VariantStock is one variant's units in Redis. OffSale, for a rebuild, is its units
+// kept off sale (refunded without restock), which no buyer holds.
 type VariantStock struct {
 	Total, Available int64
+	OffSale          int64
 }
 
 // variantField is the field of a sale hash that holds variant v's share of field

@@ -261,3 +261,83 @@ func sumHeld(vs map[int]int) int {
 	}
 	return n
 }
+
+// A sale of three variants in three buckets, with a per-variant limit, is rebuilt from
+// MySQL's figures while some of its orders stay queued and some units are kept off
+// sale: each variant's units left go to the reserve (reserve:<i>), its total less what
+// MySQL's orders hold, those kept off sale and the orders that stay queued; a buyer's
+// units of a variant come back with their holding, so the per-variant limit holds; and
+// every unit left of each variant sells to buyers of any bucket, none more.
+func TestVariantsBucketedRebuild(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	const act, k = 71, 3
+	units := []int64{10, 6, 4}
+	newVariantSale(t, s, act, units, 4, 2, k)
+	// Queued before the loss: buyers 1..6 take 1 of variant 0 and 1 of variant 1 each.
+	for u := int64(1); u <= 6; u++ {
+		for _, v := range []int{0, 1} {
+			time.Sleep(2 * time.Millisecond)
+			if _, err := s.Reserve(ctx, variantReservation(act, u, 1, v)); err != nil {
+				t.Fatalf("buyer %d, variant %d: %v", u, v, err)
+			}
+		}
+	}
+	closing, err := s.Close(ctx, act, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, err := s.RebuildPoint(ctx, act, k)
+	if err != nil || len(from.Queued) != 12 {
+		t.Fatalf("rebuild point: %d queued, %v", len(from.Queued), err)
+	}
+	// MySQL holds the orders of buyers 1 and 2 (stored), 2 units of variant 2 of buyer
+	// 100, and 1 unit of variant 2 refunded without restock (off sale).
+	var stored []stock.QueuedOrder
+	for _, q := range from.Queued {
+		if q.Buyer == "1" || q.Buyer == "2" {
+			stored = append(stored, q)
+		}
+	}
+	users := map[buyer.ID]int64{"1": 2, "2": 2, "100": 2}
+	byVariant := map[buyer.ID]map[int]int64{"1": {0: 1, 1: 1}, "2": {0: 1, 1: 1}, "100": {2: 2}}
+	sale := stock.Sale{ActivityID: act, Limit: 4, StartsAt: t0, EndsAt: t0.Add(time.Hour), PriceCents: 1999,
+		PayWindow: 15 * time.Minute, VariantLimit: 2, Buckets: k, Gen: from.Gen + 1, Total: 20}
+	for i, n := range units {
+		sale.Variants = append(sale.Variants, stock.VariantStock{Total: n, OffSale: map[int]int64{2: 1}[i]})
+	}
+	if err := s.Rebuild(ctx, from, closing, sale, users, nil, 7, stored, byVariant); err != nil {
+		t.Fatal(err)
+	}
+	// Left: variant 0 10 - 2 held - 4 queued = 4; variant 1 6 - 2 - 4 = 0; variant 2
+	// 4 - 2 held - 1 off sale = 1; the sale 20 - 7 - 8 = 5.
+	if sale, vs := variantsLeft(t, s, act); sale != 5 || fmt.Sprint(vs) != "[4 0 1]" {
+		t.Fatalf("after the rebuild: %d left, variants %v; want 5 and [4 0 1]", sale, vs)
+	}
+	time.Sleep(2 * time.Millisecond)
+	if _, err := s.Reserve(ctx, variantReservation(act, 100, 1, 2)); !errors.Is(err, stock.ErrLimitExceeded) {
+		t.Errorf("buyer 100 holds 2 of variant 2 in MySQL: one more got %v, want limit_exceeded", err)
+	}
+	if _, err := s.Reserve(ctx, variantReservation(act, 1, 1, 0)); err != nil {
+		t.Errorf("buyer 1 holds 1 of variant 0 in MySQL, and may hold 2: %v", err)
+	}
+	time.Sleep(2 * time.Millisecond)
+	if _, err := s.Reserve(ctx, variantReservation(act, 1, 1, 0)); !errors.Is(err, stock.ErrLimitExceeded) {
+		t.Errorf("buyer 1 holds 2 of variant 0 now: one more got %v, want limit_exceeded", err)
+	}
+	sold := make([]int, 3)
+	for v := range units {
+		for u := int64(300 + 100*v); ; u++ {
+			if _, err := s.Reserve(ctx, variantReservation(act, u, 1, v)); err != nil {
+				if !errors.Is(err, stock.ErrSoldOut) {
+					t.Fatalf("buyer %d, variant %d: %v", u, v, err)
+				}
+				break
+			}
+			sold[v]++
+		}
+	}
+	if fmt.Sprint(sold) != "[3 0 1]" { // buyer 1 took one of variant 0's 4 above
+		t.Errorf("sold after the rebuild by variant: %v, want [3 0 1]", sold)
+	}
+}

@@ -1,7 +1,10 @@
 package store
 
 import (
+	"fmt"
 	"time"
+
+	"gorm.io/gorm"
 
 	"seckill/internal/outbox"
 )
@@ -14,10 +17,14 @@ type Views interface {
 	Group(Group) any
 }
 
-// orderData and groupData are the data objects of the events (internal/outbox).
+// orderData and groupData are the data objects of the events (internal/outbox). An
+// order event carries its sale's external_ref (Activity.ExternalRef) beside the order,
+// when the sale has one.
 type (
 	orderData struct {
-		Order any `json:"order"`
+		Order       any     `json:"order"`
+		ExternalRef *string `json:"external_ref,omitempty"`
+		activityID  int64
 	}
 	groupData struct {
 		Group any `json:"group"`
@@ -26,10 +33,46 @@ type (
 
 // orderEvent is the event of a change of o, which it shows as it is after the change.
 func (s *Store) orderEvent(typ string, o Order, at time.Time) outbox.Event {
-	return outbox.Event{Type: typ, Subject: o.ID, At: at, Data: orderData{s.views.Order(o)}}
+	return outbox.Event{Type: typ, Subject: o.ID, At: at, Data: &orderData{Order: s.views.Order(o), activityID: o.ActivityID}}
 }
 
 // groupEvent is the event of a group's completion or failure.
 func (s *Store) groupEvent(typ string, g Group, at time.Time) outbox.Event {
 	return outbox.Event{Type: typ, Subject: g.ID, At: at, Data: groupData{s.views.Group(g)}}
+}
+
+// record writes events to the outbox with tx, the transaction of their changes
+// (outbox.Record), each order event with its sale's external_ref as tx reads it (read
+// only when some endpoint subscribes to an order event).
+func record(tx *gorm.DB, events ...outbox.Event) error {
+	events, err := outbox.Wanted(tx, events)
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	for _, e := range events {
+		if d, ok := e.Data.(*orderData); ok {
+			ids = append(ids, d.activityID)
+		}
+	}
+	if len(ids) > 0 {
+		var refs []struct {
+			ID          int64
+			ExternalRef string
+		}
+		if err := tx.Model(&Activity{}).Select("id", "external_ref").Where("id IN ? AND external_ref IS NOT NULL", ids).
+			Find(&refs).Error; err != nil {
+			return fmt.Errorf("read the sales' external_ref: %w", err)
+		}
+		byID := make(map[int64]*string, len(refs))
+		for i := range refs {
+			byID[refs[i].ID] = &refs[i].ExternalRef
+		}
+		for _, e := range events {
+			if d, ok := e.Data.(*orderData); ok {
+				d.ExternalRef = byID[d.activityID]
+			}
+		}
+	}
+	return outbox.Write(tx, events...)
 }

@@ -19,13 +19,80 @@ import (
 // ErrNotCancellable means the order is paid or failed, so it cannot be cancelled.
 var ErrNotCancellable = errors.New("the order can no longer be cancelled")
 
-// Access says who may act on an order: its buyer, or anyone when Admin is true.
-type Access struct {
-	Buyer buyer.ID
-	Admin bool
+// RefundOrder records, at now, the shop's refund of a paid order, in one transaction:
+// the order turns refunded (refunded_at, restock), its units and participation leave
+// its buyer's user_purchases (the buyer may buy them again), and with restock they
+// leave the sale's sold units too, to go back on sale. Either way it is marked
+// return_pending until ReturnedToStock confirms that Redis has the buyer's holding back
+// (and, with restock, the units in stock). A sale that has ended (by its ends_at) takes
+// no units back: the refund is recorded with restock false. Its order.refunded event is
+// recorded with it. A refunded order is returned as it is with changed false (the
+// refund sent again, whatever its restock); an order that is not paid is
+// ErrNotRefundable. The row lock on the order makes a refund and the order's payment,
+// cancel or expiry exclude each other; rows are touched in the order cancelCreated
+// touches them.
+func (s *Store) RefundOrder(ctx context.Context, id string, who Access, restock bool, now time.Time) (o Order, changed bool, err error) {
+	err = s.transaction(ctx, func(tx *gorm.DB) error {
+		var err error
+		if o, changed, err = lockToChange(tx, id, who, StatusPaid, StatusRefunded, ErrNotRefundable); err != nil || !changed {
+			return err
+		}
+		back := restock
+		if back {
+			var ends time.Time
+			if err := tx.Raw("SELECT ends_at FROM activities WHERE id = ?", o.ActivityID).Scan(&ends).Error; err != nil {
+				return fmt.Errorf("read the sale's end: %w", err)
+			}
+			back = now.Before(ends)
+		}
+		res := tx.Model(&Order{}).Where("id = ? AND status = ?", id, StatusPaid).Updates(map[string]any{
+			"status": StatusRefunded, "refunded_at": now, "restock": back, "return_pending": true})
+		if res.Error != nil {
+			return fmt.Errorf("refund order: %w", res.Error)
+		}
+		if res.RowsAffected != 1 { // the row lock makes this certain; the check keeps it so
+			return fmt.Errorf("order %s changed under its row lock", id)
+		}
+		if err := takeBackFromUsers(tx, []Order{o}); err != nil {
+			return err
+		}
+		if back {
+			if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", o.Quantity, o.ActivityID).Error; err != nil {
+				return fmt.Errorf("take back sold units: %w", err)
+			}
+			if err := takeBackVariantSold(tx, []Order{o}); err != nil {
+				return err
+			}
+		}
+		o.Status, o.RefundedAt, o.Restock = StatusRefunded, &now, &back
+		return record(tx, s.orderEvent(outbox.OrderRefunded, o, now))
+	})
+	return o, changed, err
 }
 
-func (a Access) allows(o Order) bool { return a.Admin || o.Buyer == a.Buyer }
+// Access says who acts on an order: its buyer, or an admin or the shop's back end
+// (Service), who may act on any buyer's order.
+type Access struct {
+	Buyer   buyer.ID
+	Admin   bool
+	Service bool
+}
+
+// anyOrder reports whether the caller may act on any buyer's order.
+func (a Access) anyOrder() bool { return a.Admin || a.Service }
+
+func (a Access) allows(o Order) bool { return a.anyOrder() || o.Buyer == a.Buyer }
+
+// payer is who a payment by the caller is recorded as paid by (orders.paid_by).
+func (a Access) payer() string {
+	switch {
+	case a.Service:
+		return PaidByService
+	case a.Admin:
+		return PaidByAdmin
+	}
+	return PaidByBuyer
+}
 
 // lockOrder reads an order for update, hiding it from callers who may not see it.
 func lockOrder(tx *gorm.DB, id string, who Access) (Order, error) {
@@ -37,25 +104,44 @@ func lockOrder(tx *gorm.DB, id string, who Access) (Order, error) {
 	return o, err
 }
 
-// PayOrder marks a created order paid at now if its pay window is still open, as MySQL
-// outages extended it (w). One conditional UPDATE decides while the deadline the row
-// shows has not passed (status created and expires_at after now); past it, the order's
-// row lock is taken and its deadline in force (Order.Deadline) decides, and a payment
-// within it is recorded with that deadline. Either way a payment and the order's expiry
-// or cancel exclude each other, whichever comes first. A payment that comes once the
-// window has passed loses: if the expiry has not cancelled the order yet, this
-// transaction does, and PayOrder returns ErrExpired with the cancelled order and
-// cancelled true (its units are then to go back to Redis). A paid, failed or cancelled
-// order is ErrNotPayable, except one cancelled by its expiry, which is ErrExpired.
+// lockToChange reads an order for update, to change it from status from to status to:
+// change is true when it is in from. An order already in to is returned with change
+// false (the change asked again); an order in any other status is refused.
+func lockToChange(tx *gorm.DB, id string, who Access, from, to string, refused error) (o Order, change bool, err error) {
+	if o, err = lockOrder(tx, id, who); err != nil {
+		return o, false, err
+	}
+	switch o.Status {
+	case from:
+		return o, true, nil
+	case to:
+		return o, false, nil
+	}
+	return o, false, refused
+}
+
+// PayOrder marks a created order paid at now, paid by who (Access.payer), if its pay
+// window is still open, as MySQL outages extended it (w). One conditional UPDATE decides
+// while the deadline the row shows has not passed (status created and expires_at after
+// now); past it, the order's row lock is taken and its deadline in force
+// (Order.Deadline) decides, and a payment within it is recorded with that deadline.
+// Either way a payment and the order's expiry, cancel or refund exclude each other,
+// whichever comes first. A payment that comes once the window has passed loses: if the
+// expiry has not cancelled the order yet, this transaction does, and PayOrder returns
+// ErrExpired with the cancelled order and cancelled true (its units are then to go back
+// to Redis). A paid order is returned as it is, with no error and no event: a
+// confirmation sent again. A failed, refunded or cancelled order is ErrNotPayable,
+// except one cancelled by its expiry, which is ErrExpired.
 func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Time, w Windows) (o Order, cancelled bool, err error) {
 	var lost error
+	paid := map[string]any{"status": StatusPaid, "paid_at": now, "paid_by": who.payer()}
 	err = s.transaction(ctx, func(tx *gorm.DB) error {
 		cancelled, lost = false, nil
 		pay := tx.Model(&Order{}).Where("id = ? AND status = ? AND expires_at > ?", id, StatusCreated, now)
-		if !who.Admin {
+		if !who.anyOrder() {
 			pay = pay.Where("buyer = ?", who.Buyer)
 		}
-		res := pay.Updates(map[string]any{"status": StatusPaid, "paid_at": now})
+		res := pay.Updates(paid)
 		if res.Error != nil {
 			return fmt.Errorf("pay order: %w", res.Error)
 		}
@@ -64,7 +150,7 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 			return err
 		}
 		if res.RowsAffected == 1 {
-			return outbox.Record(tx, s.orderEvent(outbox.OrderPaid, o, now))
+			return record(tx, s.orderEvent(outbox.OrderPaid, o, now))
 		}
 		deadline := o.Deadline(w, now)
 		switch {
@@ -72,11 +158,13 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 			if err := extend(tx, map[string]time.Time{o.ID: deadline}); err != nil {
 				return err
 			}
-			if err := tx.Model(&Order{}).Where("id = ?", id).Updates(map[string]any{"status": StatusPaid, "paid_at": now}).Error; err != nil {
+			if err := tx.Model(&Order{}).Where("id = ?", id).Updates(paid).Error; err != nil {
 				return fmt.Errorf("pay order: %w", err)
 			}
-			o.Status, o.PaidAt, o.ExpiresAt = StatusPaid, &now, deadline
-			return outbox.Record(tx, s.orderEvent(outbox.OrderPaid, o, now))
+			by := who.payer()
+			o.Status, o.PaidAt, o.PaidBy, o.ExpiresAt = StatusPaid, &now, &by, deadline
+			return record(tx, s.orderEvent(outbox.OrderPaid, o, now))
+		case o.Status == StatusPaid: // a confirmation sent again: the order as it was paid
 		case o.Status == StatusCreated: // the UPDATE missed it: its window has passed
 			cancelled, lost = true, ErrExpired
 			if err := extend(tx, map[string]time.Time{o.ID: deadline}); err != nil {
@@ -129,19 +217,10 @@ func extend(tx *gorm.DB, deadlines map[string]time.Time) error {
 // order is ErrNotCancellable.
 func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time.Time) (o Order, changed bool, err error) {
 	err = s.transaction(ctx, func(tx *gorm.DB) error {
-		changed = false
 		var err error
-		if o, err = lockOrder(tx, id, who); err != nil {
+		if o, changed, err = lockToChange(tx, id, who, StatusCreated, StatusCancelled, ErrNotCancellable); err != nil || !changed {
 			return err
 		}
-		switch o.Status {
-		case StatusCancelled:
-			return nil
-		case StatusCreated:
-		default:
-			return ErrNotCancellable
-		}
-		changed = true
 		return s.cancelOne(tx, &o, now)
 	})
 	return o, changed, err
@@ -185,7 +264,7 @@ func (s *Store) cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error 
 	if err := takeBackVariantSold(tx, orders); err != nil {
 		return err
 	}
-	return outbox.Record(tx, events...)
+	return record(tx, events...)
 }
 
 // ExpireOrders cancels, in one transaction, those of the given orders that are still
@@ -280,7 +359,7 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 			events = append(events, s.orderEvent(outbox.OrderCancelled, *o, now))
 		}
 		g.Status = groupFailed
-		if err := outbox.Record(tx, append(events, s.groupEvent(outbox.GroupFailed, g, now))...); err != nil {
+		if err := record(tx, append(events, s.groupEvent(outbox.GroupFailed, g, now))...); err != nil {
 			return err
 		}
 		if len(cancelled) == 0 {

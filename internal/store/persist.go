@@ -215,7 +215,7 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder, w Windows) (map[
 		if err := tx.Create(&rows).Error; err != nil {
 			return fmt.Errorf("insert orders: %w", err)
 		}
-		if err := outbox.Record(tx, events...); err != nil {
+		if err := record(tx, events...); err != nil {
 			return err
 		}
 		if err := addSold(tx, fresh); err != nil {
@@ -425,7 +425,7 @@ func (s *Store) persistFailed(ctx context.Context, o NewOrder, reason string) (m
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
-		return outbox.Record(tx, s.orderEvent(outbox.OrderFailed, row, row.PersistedAt))
+		return record(tx, s.orderEvent(outbox.OrderFailed, row, row.PersistedAt))
 	})
 	if retryable(err) { // stored meanwhile by another delivery of the same task
 		stored, gerr := s.GetOrder(ctx, o.ID)

@@ -27,6 +27,15 @@ const (
 	StatusPaid      = "paid"
 	StatusCancelled = "cancelled"
 	StatusFailed    = "failed"
+	StatusRefunded  = "refunded" // paid, then refunded by the shop
+)
+
+// Who confirmed a payment (orders.paid_by): the shop's back end, an admin, or the buyer's
+// own simulated payment.
+const (
+	PaidByService = "service"
+	PaidByAdmin   = "admin"
+	PaidByBuyer   = "buyer"
 )
 
 // Errors of the store.
@@ -37,6 +46,8 @@ var (
 	ErrNotPayable = errors.New("the order is not awaiting payment")
 	// ErrExpired means the order's pay window has passed.
 	ErrExpired = errors.New("the order's pay window has passed")
+	// ErrNotRefundable means the order is not paid, so there is nothing to refund.
+	ErrNotRefundable = errors.New("the order is not paid, so it cannot be refunded")
 )
 
 // Activity is one row of activities.
@@ -69,6 +80,11 @@ type Activity struct {
 	PerUserParticipations *int
 	// Room is the sale's waiting room (room.go).
 	Room `gorm:"embedded"`
+	// ExternalRef is the shop's reference of the sale (its product or SKU id), carried by
+	// every order event of the sale; Metadata a JSON object of the shop's, compacted.
+	// Both nil when the shop set none.
+	ExternalRef *string
+	Metadata    []byte
 	// Variants are a sale of variants' variants, by index (none for a sale without);
 	// PerVariantLimit caps the units of one variant a buyer holds (nil: none).
 	Variants        []Variant `gorm:"foreignKey:ActivityID"`
@@ -117,8 +133,15 @@ type Order struct {
 	// rows written before they existed, and for grouping orders: see Window).
 	WindowStartsAt, WindowEndsAt *time.Time
 	PaidAt                       *time.Time
-	CancelledAt                  *time.Time
-	PersistedAt                  time.Time
+	// PaidBy is who confirmed the payment (PaidByService, PaidByAdmin, PaidByBuyer); nil
+	// before the order is paid, and on orders paid before it was recorded.
+	PaidBy      *string
+	CancelledAt *time.Time
+	// RefundedAt is when the shop refunded the paid order; Restock says whether its
+	// units went back on sale then (nil on an order not refunded).
+	RefundedAt  *time.Time
+	Restock     *bool
+	PersistedAt time.Time
 	// GroupID is the order's group in a group-buy sale.
 	GroupID *string
 	// Variant and VariantIndex are the order's variant in a sale of variants: its name,
@@ -140,6 +163,12 @@ func (o *Order) BeforeCreate(*gorm.DB) error {
 		o.UserID = &n
 	}
 	return nil
+}
+
+// OffSale reports whether the order's units stay off sale for good: it was refunded
+// without restock. They count neither as sold nor as available (Figures.OffSale).
+func (o Order) OffSale() bool {
+	return o.Status == StatusRefunded && o.Restock != nil && !*o.Restock
 }
 
 // Window is the order's pay window as it was set, before outages extended it: its
@@ -218,6 +247,18 @@ func (s *Store) GetActivity(ctx context.Context, id int64) (Activity, error) {
 func (s *Store) ListActivities(ctx context.Context) ([]Activity, error) {
 	var as []Activity
 	err := s.db.WithContext(ctx).Preload("Variants", variantsInOrder).Order("id DESC").Find(&as).Error
+	return as, err
+}
+
+// ActivitiesBefore returns at most limit activities whose id is below before (0: from
+// the newest), newest first.
+func (s *Store) ActivitiesBefore(ctx context.Context, before int64, limit int) ([]Activity, error) {
+	q := s.db.WithContext(ctx).Order("id DESC").Limit(limit)
+	if before > 0 {
+		q = q.Where("id < ?", before)
+	}
+	var as []Activity
+	err := q.Find(&as).Error
 	return as, err
 }
 
@@ -304,7 +345,7 @@ func (s *Store) UpdateActivity(ctx context.Context, id int64, change func(*Activ
 		}
 		a.UpdatedAt = s.now()
 		cols := map[string]any{"per_user_limit": a.PerUserLimit, "ends_at": a.EndsAt,
-			"stock_total": a.StockTotal, "updated_at": a.UpdatedAt}
+			"stock_total": a.StockTotal, "external_ref": a.ExternalRef, "metadata": a.Metadata, "updated_at": a.UpdatedAt}
 		maps.Copy(cols, a.Room.columns())
 		if err := tx.Model(&Activity{}).Where("id = ?", id).Updates(cols).Error; err != nil {
 			return err
@@ -332,6 +373,45 @@ func (s *Store) ListUserOrders(ctx context.Context, who buyer.ID, limit int) ([]
 	return os, err
 }
 
+// OrderRange is a page of a sale's orders in id order: those with an id after After
+// ("" from the first) and before Before, of one Status ("" for any) and, when Buyer is
+// not "", of that buyer only; at most Limit.
+type OrderRange struct {
+	ActivityID    int64
+	Status        string
+	Buyer         buyer.ID
+	After, Before string
+	Limit         int
+}
+
+// SaleOrders returns a page of a sale's orders in id order. A page of every buyer's
+// orders reads one range of the index orders_by_sale (activity_id, id), or, of one
+// status, of orders_by_activity (activity_id, status, and the id InnoDB appends). The
+// index is named: left to itself MariaDB reads it from the sale's first entry (ref on
+// activity_id) and filters the ids, a scan of the sale up to the page. A buyer's page
+// reads the buyer's entries of orders_holdings, a few, as the planner chooses.
+func (s *Store) SaleOrders(ctx context.Context, r OrderRange) ([]Order, error) {
+	table := "orders FORCE INDEX (orders_by_sale)"
+	if r.Status != "" {
+		table = "orders FORCE INDEX (orders_by_activity)"
+	}
+	if r.Buyer != "" {
+		table = "orders"
+	}
+	q := s.db.WithContext(ctx).Table(table).Where("activity_id = ? AND id > ? AND id < ?", r.ActivityID, r.After, r.Before)
+	if r.Status != "" {
+		q = q.Where("status = ?", r.Status)
+	}
+	if r.Buyer != "" {
+		q = q.Where("buyer = ?", r.Buyer)
+	}
+	var os []Order
+	if err := q.Order("id").Limit(r.Limit).Find(&os).Error; err != nil {
+		return nil, fmt.Errorf("list the orders of activity %d: %w", r.ActivityID, err)
+	}
+	return os, nil
+}
+
 // OrdersByID returns the stored orders among ids, by id.
 func (s *Store) OrdersByID(ctx context.Context, ids []string) (map[string]Order, error) {
 	found := make(map[string]Order, len(ids))
@@ -353,6 +433,8 @@ type StatusCount struct {
 	Status string
 	Orders int64
 	Units  int64
+	// OffSale is the units among Units kept off sale (refunded without restock).
+	OffSale int64
 }
 
 // CountOrders returns the orders and units of an activity by status.
@@ -363,7 +445,8 @@ func (s *Store) CountOrders(ctx context.Context, activityID int64) (map[string]S
 // countOrders is CountOrders on db, which may be a transaction.
 func countOrders(db *gorm.DB, activityID int64) (map[string]StatusCount, error) {
 	var rows []StatusCount
-	err := db.Model(&Order{}).Select("status, COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units").
+	err := db.Model(&Order{}).Select("status, COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units, "+
+		"COALESCE(SUM(CASE WHEN "+offSale+" THEN quantity ELSE 0 END), 0) AS off_sale").
 		Where("activity_id = ?", activityID).Group("status").Scan(&rows).Error
 	if err != nil {
 		return nil, err
@@ -416,14 +499,22 @@ func (s *Store) transaction(ctx context.Context, fn func(tx *gorm.DB) error) err
 	return retrying(ctx, 5, lostToLocks, func() error { return s.db.WithContext(ctx).Transaction(fn) })
 }
 
+// offSale is the condition on orders whose units stay off sale (Order.OffSale).
+const offSale = "status = 'refunded' AND restock = FALSE"
+
 // Figures are an activity's stored totals, for the stock ledger.
 type Figures struct {
 	// Units by order status.
 	Units map[string]int64
-	// Sold is activities.sold.
+	// Sold is activities.sold: the units of grouping, created and paid orders, and
+	// those kept off sale (OffSale).
 	Sold int64
-	// ReturnPending is the units of cancelled orders not yet confirmed back in Redis.
+	// ReturnPending is the units of cancelled and refunded orders not yet confirmed
+	// back in Redis, those that go back on sale.
 	ReturnPending int64
+	// OffSale is the units of orders refunded without restock: out of the sale for
+	// good, neither sold nor available.
+	OffSale int64
 	// Users is what each buyer holds by user_purchases (userHoldings).
 	Users map[buyer.ID]int64
 	// Variants are, in a sale of variants, each variant's figures by index.
@@ -431,11 +522,11 @@ type Figures struct {
 }
 
 // VariantFigures are one variant's stored totals: its row, and the units of its orders
-// that hold stock (grouping, created, paid) and of its cancelled ones on their way back
-// to Redis.
+// that hold stock (grouping, created, paid), of its cancelled ones on their way back to
+// Redis, and of those kept off sale (refunded without restock).
 type VariantFigures struct {
 	Variant
-	Held, ReturnPending int64
+	Held, ReturnPending, OffSale int64
 }
 
 // Figures reads an activity's totals in one consistent read.
@@ -449,10 +540,11 @@ func (s *Store) Figures(ctx context.Context, activityID int64) (Figures, error) 
 		for status, c := range counts {
 			f.Units[status] = c.Units
 		}
+		f.OffSale = counts[StatusRefunded].OffSale
 		if err := tx.Model(&Activity{}).Where("id = ?", activityID).Pluck("sold", &f.Sold).Error; err != nil {
 			return err
 		}
-		if err := tx.Model(&Order{}).Where("activity_id = ? AND return_pending", activityID).
+		if err := tx.Model(&Order{}).Where("activity_id = ? AND return_pending AND NOT ("+offSale+")", activityID).
 			Select("COALESCE(SUM(quantity), 0)").Scan(&f.ReturnPending).Error; err != nil {
 			return err
 		}
@@ -471,11 +563,16 @@ type RebuildFacts struct {
 	// Units and Orders are, by buyer, the units and orders of Holdings.
 	Units, Orders map[buyer.ID]int64
 	// VariantUnits are, in a sale of variants, the units of Holdings by buyer and
-	// variant index.
-	VariantUnits map[buyer.ID]map[int]int64
+	// variant index, and VariantOffSale those of OffSale by variant index.
+	VariantUnits   map[buyer.ID]map[int]int64
+	VariantOffSale map[int]int64
 	// Stored are the orders Redis holds as queued that MySQL has already (those count
 	// in the holdings, not as queued).
 	Stored map[string]bool
+	// OffSale is the units of orders refunded without restock whose buyers' holdings
+	// Redis has given back: no buyer holds them and they are not for sale (while the
+	// give-back is pending they are still in Units, their buyer's).
+	OffSale int64
 	// Seats are, for a group-buy sale, its groups with the seats MySQL has (one row per
 	// seat; a group without one has a row with OrderID "").
 	Seats []GroupSeat
@@ -521,8 +618,12 @@ func (s *Store) RebuildFacts(ctx context.Context, activityID int64, ids []string
 		if f.Units, f.Orders, err = holdingsAndOrders(tx, activityID); err != nil {
 			return err
 		}
+		if err := tx.Model(&Order{}).Where("activity_id = ? AND NOT return_pending AND "+offSale, activityID).
+			Select("COALESCE(SUM(quantity), 0)").Scan(&f.OffSale).Error; err != nil {
+			return err
+		}
 		if len(f.Activity.Variants) > 0 {
-			if f.VariantUnits, err = variantHoldings(tx, activityID); err != nil {
+			if f.VariantUnits, f.VariantOffSale, err = variantHoldings(tx, activityID); err != nil {
 				return err
 			}
 		}

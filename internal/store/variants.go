@@ -109,8 +109,9 @@ func takeBackVariantSold(tx *gorm.DB, orders []Order) error {
 }
 
 // variantHoldings reads, by buyer and variant index, the units of a sale's orders that
-// hold stock in MySQL (the orders of Holdings).
-func variantHoldings(db *gorm.DB, activityID int64) (map[buyer.ID]map[int]int64, error) {
+// hold stock in MySQL (the orders of Holdings), and by variant index the units kept off
+// sale whose buyers' holdings Redis has given back (RebuildFacts.OffSale).
+func variantHoldings(db *gorm.DB, activityID int64) (map[buyer.ID]map[int]int64, map[int]int64, error) {
 	var rows []struct {
 		Buyer        buyer.ID
 		VariantIndex int
@@ -120,7 +121,7 @@ func variantHoldings(db *gorm.DB, activityID int64) (map[buyer.ID]map[int]int64,
 		Where("activity_id = ? AND variant_index IS NOT NULL AND (status IN ? OR return_pending)", activityID, holding).
 		Group("buyer, variant_index").Scan(&rows).Error
 	if err != nil {
-		return nil, fmt.Errorf("variant holdings of activity %d: %w", activityID, err)
+		return nil, nil, fmt.Errorf("variant holdings of activity %d: %w", activityID, err)
 	}
 	out := map[buyer.ID]map[int]int64{}
 	for _, r := range rows {
@@ -129,7 +130,21 @@ func variantHoldings(db *gorm.DB, activityID int64) (map[buyer.ID]map[int]int64,
 		}
 		out[r.Buyer][r.VariantIndex] = r.Units
 	}
-	return out, nil
+	var off []struct {
+		VariantIndex int
+		Units        int64
+	}
+	err = db.Model(&Order{}).Select("variant_index, SUM(quantity) AS units").
+		Where("activity_id = ? AND variant_index IS NOT NULL AND NOT return_pending AND "+offSale, activityID).
+		Group("variant_index").Scan(&off).Error
+	if err != nil {
+		return nil, nil, fmt.Errorf("variant units off sale of activity %d: %w", activityID, err)
+	}
+	offSale := map[int]int64{}
+	for _, r := range off {
+		offSale[r.VariantIndex] = r.Units
+	}
+	return out, offSale, nil
 }
 
 // variantFigures reads a sale's variants with the units their orders hold and those
@@ -143,12 +158,13 @@ func variantFigures(tx *gorm.DB, activityID int64) ([]VariantFigures, error) {
 		return nil, nil
 	}
 	var rows []struct {
-		VariantIndex        int
-		Held, ReturnPending int64
+		VariantIndex                 int
+		Held, ReturnPending, OffSale int64
 	}
 	err := tx.Model(&Order{}).Select("variant_index, "+
 		"COALESCE(SUM(CASE WHEN status IN ? THEN quantity END), 0) AS held, "+
-		"COALESCE(SUM(CASE WHEN return_pending THEN quantity END), 0) AS return_pending", holding).
+		"COALESCE(SUM(CASE WHEN return_pending AND NOT ("+offSale+") THEN quantity END), 0) AS return_pending, "+
+		"COALESCE(SUM(CASE WHEN "+offSale+" THEN quantity END), 0) AS off_sale", holding).
 		Where("activity_id = ? AND variant_index IS NOT NULL", activityID).Group("variant_index").Scan(&rows).Error
 	if err != nil {
 		return nil, err
@@ -160,6 +176,7 @@ func variantFigures(tx *gorm.DB, activityID int64) ([]VariantFigures, error) {
 	for _, r := range rows {
 		if r.VariantIndex >= 0 && r.VariantIndex < len(out) {
 			out[r.VariantIndex].Held, out[r.VariantIndex].ReturnPending = r.Held, r.ReturnPending
+			out[r.VariantIndex].OffSale = r.OffSale
 		}
 	}
 	return out, nil

@@ -350,6 +350,7 @@ func (c *Cluster) MigrateSlot(t testing.TB, slot int, to *RedisServer) {
 			args = append(args, k)
 		}
 		must(src.addr, args...)
+		// Clients meet the slot half moved between batches: the migration under test.
 		time.Sleep(migratePause)
 	}
 	must(dst.addr, "CLUSTER", "SETSLOT", slot, "NODE", dst.id)

@@ -123,10 +123,12 @@ func TestClusterMigrateSlotUnderTraffic(t *testing.T) {
 			}
 		}()
 	}
+	// Increments run before the migration: the traffic it moves under.
 	time.Sleep(100 * time.Millisecond)
 	before, start := ops.Load(), time.Now()
 	c.MigrateSlot(t, SlotOf(key(0)), to)
 	took, during := time.Since(start), ops.Load()-before
+	// Increments run after the migration too.
 	time.Sleep(100 * time.Millisecond)
 	stop.Store(true)
 	wg.Wait()

@@ -14,11 +14,15 @@ import (
 )
 
 // Front is what a test's nginx lets through: RateIP requests per second per address
-// (bursts of twice that more) and InFlight purchases and seats at once (at most 65535).
-// CORSOrigins is the APIs' SECKILL_CORS_ORIGINS, for the front's own refusals.
+// (bursts of twice that more) and InFlight purchases and seats at once per address (at
+// most 65535).
+// CORSOrigins is the APIs' SECKILL_CORS_ORIGINS, for the front's own refusals;
+// RealIPFrom is SECKILL_NGINX_REAL_IP_FROM, the balancer whose X-Forwarded-For nginx
+// believes ("": none).
 type Front struct {
 	RateIP, InFlight int
 	CORSOrigins      string
+	RealIPFrom       string
 }
 
 // NoLimits is a Front no test's crowd reaches: the tests' crowds come from one address.
@@ -72,7 +76,7 @@ func startNginx(t testing.TB, backends []string, front Front, site func(listen s
 	render := filepath.Join(filepath.Dir(file), "..", "..", "deploy", "nginx", "render.sh")
 	args := append([]string{dir, addr, strconv.Itoa(front.RateIP), strconv.Itoa(front.InFlight), "off"}, backends...)
 	cmd := exec.Command(render, args...)
-	cmd.Env = append(os.Environ(), "SECKILL_CORS_ORIGINS="+front.CORSOrigins)
+	cmd.Env = append(os.Environ(), "SECKILL_CORS_ORIGINS="+front.CORSOrigins, "SECKILL_NGINX_REAL_IP_FROM="+front.RealIPFrom)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("render the front: %v\n%s", err, out)
 	}

@@ -28,6 +28,24 @@ func backend(t *testing.T, h http.HandlerFunc) string {
 	return ln.Addr().String()
 }
 
+// holdingBackend is a backend that holds each request of the query "hold" until
+// release is called (at the latest at the test's end), and says on held that it has one;
+// it takes up to n held at once.
+func holdingBackend(t *testing.T, n int) (addr string, held <-chan struct{}, release func()) {
+	t.Helper()
+	h, done := make(chan struct{}, n), make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(done) }) }
+	t.Cleanup(release) // a test that fails while they are held does not leave them hanging
+	addr = backend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery == "hold" {
+			h <- struct{}{}
+			<-done
+		}
+	})
+	return addr, h, release
+}
+
 func TestNginxSpreadsOverBackends(t *testing.T) {
 	var backends []string
 	for i := range 2 {
@@ -58,7 +76,7 @@ func TestNginxSpreadsOverBackends(t *testing.T) {
 // TestNginxRetriesOnlyWhatIsSafeToRepeat: a backend that drops every request it reads
 // (as an API that dies under it). A request that is harmless to make twice is sent to
 // the other backend: a GET, a purchase or seat with an Idempotency-Key, a pay, a
-// cancel. Any other (a purchase without a key, an admin's POST or PATCH) is not: the
+// cancel, a refund. Any other (a purchase without a key, an admin's POST or PATCH) is not: the
 // client gets 502, and the front never makes it twice.
 func TestNginxRetriesOnlyWhatIsSafeToRepeat(t *testing.T) {
 	for _, tc := range []struct {
@@ -71,6 +89,7 @@ func TestNginxRetriesOnlyWhatIsSafeToRepeat(t *testing.T) {
 		{http.MethodPost, "/api/v1/groups/g-1/join", "k-1", true},
 		{http.MethodPost, "/api/v1/orders/o-1/pay", "", true},
 		{http.MethodPost, "/api/v1/orders/o-1/cancel", "", true},
+		{http.MethodPost, "/api/v1/orders/o-1/refund", "", true},
 		{http.MethodPost, "/api/v1/activities/7/orders", "", false},
 		{http.MethodPost, "/api/v1/groups/g-1/join", "", false},
 		{http.MethodPost, "/api/v1/admin/activities", "k-1", false},
@@ -176,6 +195,8 @@ func TestNginxThroughRestarts(t *testing.T) {
 		ask(fmt.Sprintf("with backend %d stopped", i))
 		// A restart takes a moment; nginx counts fail_timeout in whole seconds, so a
 		// backend that refused is left out for 1 to 2 s.
+		// The backend stays down 2.5 s, past nginx's fail_timeout, as a slow restart does: the
+		// behaviour under test.
 		time.Sleep(2500 * time.Millisecond)
 		b.start()
 	}
@@ -248,9 +269,10 @@ func TestNginxLimitsPerIP(t *testing.T) {
 	}
 }
 
-// The front's bound on purchases in flight: with InFlight purchases held by the backend,
-// every further request on a route that buys is refused at once with 429 rate_limited
-// and never reaches the backend, while the other routes, and GETs of those paths, pass;
+// The front's bound on purchases in flight, per client address: with InFlight purchases
+// of one address held by the backend, every further request of that address on a route
+// that buys is refused at once with 429 rate_limited and never reaches the backend,
+// while the other routes, GETs of those paths and purchases from another address pass;
 // once the held ones are answered, purchases pass again.
 func TestNginxBoundsPurchasesInFlight(t *testing.T) {
 	const inFlight = 2
@@ -295,7 +317,7 @@ func TestNginxBoundsPurchasesInFlight(t *testing.T) {
 	}{
 		{http.MethodPost, "/api/v1/activities/7/orders", "", true},
 		{http.MethodPost, "/api/v1/activities/7/orders", "k-1", true}, // @purchase_keyed
-		{http.MethodPost, "/api/v1/activities/8/orders", "", true},    // one count for the whole front
+		{http.MethodPost, "/api/v1/activities/8/orders", "", true},    // one count for the address, whatever the sale
 		{http.MethodPost, "/api/v1/activities/7/groups", "", true},
 		{http.MethodPost, "/api/v1/groups/g-1/join", "k-1", true},
 		{http.MethodGet, "/api/v1/activities/7/orders", "", false},
@@ -311,7 +333,13 @@ func TestNginxBoundsPurchasesInFlight(t *testing.T) {
 			t.Errorf("%s %s: %d %s, want it passed to the backend (200)", tc.method, tc.path, resp.StatusCode, body)
 		}
 	}
-	if got, want := reached.Load()-before, int64(5); got != want { // the ones not refused
+	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/activities/7/orders", strings.NewReader(`{"quantity":1}`))
+	if resp, err := ClientFrom("127.0.0.2", 10*time.Second).Do(req); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusOK {
+		t.Errorf("a purchase from another address: %d, want it passed to the backend (200)", resp.StatusCode)
+	}
+	if got, want := reached.Load()-before, int64(6); got != want { // the ones not refused
 		t.Errorf("the backend saw %d of the requests sent while %d purchases were held, want %d (the ones not refused)", got, inFlight, want)
 	}
 
@@ -424,16 +452,7 @@ func TestNginxCORS(t *testing.T) {
 	})
 
 	t.Run("purchases in flight", func(t *testing.T) {
-		held, release := make(chan struct{}, 1), make(chan struct{})
-		var releaseOnce sync.Once
-		releaseHeld := func() { releaseOnce.Do(func() { close(release) }) }
-		t.Cleanup(releaseHeld)
-		b := backend(t, func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.RawQuery == "hold" {
-				held <- struct{}{}
-				<-release
-			}
-		})
+		b, held, releaseHeld := holdingBackend(t, 1)
 		url := StartNginx(t, []string{b}, Front{RateIP: 1_000_000, InFlight: 1, CORSOrigins: origins})
 		done := make(chan struct{})
 		go func() {
@@ -456,4 +475,97 @@ func TestNginxCORS(t *testing.T) {
 		releaseHeld()
 		<-done
 	})
+}
+
+// The front's bound on purchases in flight per token: with 4 purchases of one token
+// held by the backend, each from an address of its own, a fifth with that token is
+// refused at once from yet another address, while another token passes.
+func TestNginxBoundsPurchasesPerToken(t *testing.T) {
+	const perToken = 4
+	b, held, releaseHeld := holdingBackend(t, perToken)
+	url := StartNginx(t, []string{b}, Front{RateIP: 1_000_000, InFlight: 65535})
+	// Tokens longer than nginx's 255-byte keys, alike but for their last characters.
+	token := "Bearer " + strings.Repeat("x", 400) + "-one"
+	buy := func(from, token, query string) (int, error) {
+		req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/activities/7/orders"+query, strings.NewReader(`{"quantity":1}`))
+		req.Header.Set("Authorization", token)
+		resp, err := ClientFrom(from, 10*time.Second).Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	answered := make(chan int, perToken)
+	for i := range perToken {
+		go func() {
+			code, err := buy(fmt.Sprintf("127.0.3.%d", i+1), token, "?hold")
+			if err != nil {
+				t.Errorf("a held purchase: %v", err)
+			}
+			answered <- code
+		}()
+	}
+	for range perToken {
+		select {
+		case <-held:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the held purchases did not reach the backend")
+		}
+	}
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{
+		{token, http.StatusTooManyRequests},
+		{strings.TrimSuffix(token, "-one") + "-two", http.StatusOK},
+	} {
+		if code, err := buy("127.0.3.99", tc.token, ""); err != nil || code != tc.want {
+			t.Errorf("a purchase with token ...%s from another address: %d %v, want %d", tc.token[len(tc.token)-4:], code, err, tc.want)
+		}
+	}
+	releaseHeld()
+	for range perToken {
+		if code := <-answered; code != http.StatusOK {
+			t.Errorf("a held purchase was answered %d, want 200", code)
+		}
+	}
+}
+
+// Behind a balancer (SECKILL_NGINX_REAL_IP_FROM), nginx counts each client by the
+// address the balancer's X-Forwarded-For names: two clients behind it get an allowance
+// each, and the API is told the client; without it, X-Forwarded-For is not believed.
+func TestNginxRealIPBehindABalancer(t *testing.T) {
+	b := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, r.Header.Get("X-Forwarded-For"))
+	})
+	for _, tc := range []struct {
+		realIPFrom string
+		believed   bool
+	}{{"127.0.0.1/32", true}, {"", false}} {
+		t.Run(fmt.Sprintf("real_ip from %q", tc.realIPFrom), func(t *testing.T) {
+			url := StartNginx(t, []string{b}, Front{RateIP: 1, InFlight: 65535, RealIPFrom: tc.realIPFrom}) // bursts of 2 more
+			served := map[string]int{}
+			for _, client := range []string{"198.51.100.7", "198.51.100.8"} {
+				for range 6 {
+					resp, body := send(t, http.MethodGet, url+"/x", "X-Forwarded-For", client)
+					if resp.StatusCode == http.StatusOK {
+						served[client]++
+						if last := string(body[strings.LastIndexByte(string(body), ' ')+1:]); tc.believed && last != client {
+							t.Errorf("the API was told %q, want the client %s last", body, client)
+						}
+					}
+				}
+			}
+			// An allowance is the first request and a burst of 2: each client's own when
+			// believed, one for both (the balancer's) when not.
+			want := map[string]int{"198.51.100.7": 3, "198.51.100.8": 3}
+			if !tc.believed {
+				want = map[string]int{"198.51.100.7": 3}
+			}
+			if fmt.Sprint(served) != fmt.Sprint(want) {
+				t.Errorf("served %v, want %v", served, want)
+			}
+		})
+	}
 }

@@ -223,13 +223,29 @@ func (s *RedisServer) pid() (int, error) {
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("find a free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		// Never one handed out before: a process given it may not listen yet (a worker,
+		// a stack's second address), and the kernel would hand it out again.
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
+
+// handedOut are the ports freePort has returned in this test binary.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // Env returns the environment variable or the default.
 func Env(name, def string) string {

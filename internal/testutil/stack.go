@@ -175,9 +175,12 @@ func (p *Process) Output() string { return p.log.String() }
 // Stack is API and worker processes on a private Redis (one server, a Cluster or a
 // Sentinel set) and a fresh MySQL database.
 type Stack struct {
-	// URL is the first API's base URL; URLs has every API's.
-	URL  string
-	URLs []string
+	// URL is the first API's base URL; URLs has every API's. MetricsURL is the first
+	// API's /metrics (SECKILL_METRICS_ADDR, never on URL); MetricsURLs has every API's.
+	URL         string
+	URLs        []string
+	MetricsURL  string
+	MetricsURLs []string
 	// WorkerMetricsURL is the first worker's /metrics; WorkerURLs has every worker's
 	// base URL (SECKILL_WORKER_METRICS_ADDR: /metrics, /healthz, /readyz).
 	WorkerMetricsURL string
@@ -228,22 +231,20 @@ func StartStackOnTopology(t testing.TB, db *MySQLDB, topo Topology, apis, worker
 	if apis < 1 {
 		t.Fatalf("a stack of %d APIs: it wants one at least (the first migrates the database)", apis)
 	}
-	api, _ := Binaries(t)
 	s := &Stack{MySQL: db}
 	s.Env = append(append(append(s.MySQL.Env(),
 		"SECKILL_JWT_SECRET="+JWTSecret,
 		"SECKILL_RATE_IP=0",
 		"SECKILL_RATE_USER=0",
 	), topo...), extraEnv...)
-	for i := range apis {
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-		p := StartProcess(t, fmt.Sprintf("api%d %s", i+1, addr), api, append(append([]string{}, s.Env...), "SECKILL_HTTP_ADDR="+addr))
-		s.APIs, s.URLs = append(s.APIs, p), append(s.URLs, "http://"+addr)
+	for range apis {
+		p, url, metrics := s.startAPI(t)
+		s.APIs, s.URLs, s.MetricsURLs = append(s.APIs, p), append(s.URLs, url), append(s.MetricsURLs, metrics)
 	}
 	for i, p := range s.APIs {
 		waitReady(t, s.URLs[i], p) // the first has migrated the database by then
 	}
-	s.URL, s.API = s.URLs[0], s.APIs[0]
+	s.URL, s.API, s.MetricsURL = s.URLs[0], s.APIs[0], s.MetricsURLs[0]
 	for range workers {
 		s.StartWorker(t)
 	}
@@ -271,14 +272,25 @@ func StartStackOnRedis(t testing.TB, db *MySQLDB, redisEnv []string, apis, worke
 	return StartStackOnTopology(t, db, redisEnv, apis, workers, extraEnv...)
 }
 
-// StartAPI starts one more API process on another port, sharing Redis and MySQL.
+// StartAPI starts one more API process on another port, sharing Redis and MySQL, and
+// waits until it is ready.
 func (s *Stack) StartAPI(t testing.TB) (*Process, string) {
+	t.Helper()
+	p, url, _ := s.startAPI(t)
+	waitReady(t, url, p)
+	return p, url
+}
+
+// startAPI starts an API process of the stack's settings, its HTTP and metrics
+// addresses on free ports, without waiting for it: it returns its base URL and its
+// /metrics.
+func (s *Stack) startAPI(t testing.TB) (p *Process, url, metrics string) {
 	t.Helper()
 	api, _ := Binaries(t)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	p := StartProcess(t, "api "+addr, api, append(append([]string{}, s.Env...), "SECKILL_HTTP_ADDR="+addr))
-	waitReady(t, "http://"+addr, p)
-	return p, "http://" + addr
+	ops := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	p = StartProcess(t, "api "+addr, api, append(append([]string{}, s.Env...), "SECKILL_HTTP_ADDR="+addr, "SECKILL_METRICS_ADDR="+ops))
+	return p, "http://" + addr, "http://" + ops + "/metrics"
 }
 
 // WaitReady waits until the stack's API answers /readyz with 200.
@@ -305,29 +317,31 @@ func waitReady(t testing.TB, url string, p *Process) {
 }
 
 // Token returns a valid token for the decimal buyer userID of the stacks tests start.
+// Any goroutine may call it: a token it cannot sign fails the test with t.Error and is
+// "", which the API refuses.
 func Token(t testing.TB, userID int64, admin bool) string {
 	t.Helper()
 	return TokenOf(t, buyer.Of(userID), admin)
 }
 
 // TokenOf returns a valid token whose subject is the buyer (any subject), for the stacks
-// tests start.
+// tests start. Any goroutine may call it, as Token.
 func TokenOf(t testing.TB, b buyer.ID, admin bool) string {
 	t.Helper()
 	tok, err := auth.Sign(JWTSecret, b, admin, time.Hour, time.Now())
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
 	}
 	return tok
 }
 
 // ServiceToken returns a valid token of role service (a shop's back end) for the
-// stacks tests start.
+// stacks tests start. Any goroutine may call it, as Token.
 func ServiceToken(t testing.TB, id int64) string {
 	t.Helper()
 	tok, err := auth.SignRole(JWTSecret, buyer.Of(id), auth.RoleService, time.Hour, time.Now())
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
 	}
 	return tok
 }

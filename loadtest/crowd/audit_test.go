@@ -18,7 +18,7 @@ import (
 // sale is one activity of a test database, with helpers that write its orders through
 // the store (as the worker does) and bend them with SQL on the contract's columns only.
 type sale struct {
-	t     *testing.T
+	t     testing.TB
 	db    *sql.DB
 	st    *store.Store
 	a     store.Activity
@@ -229,16 +229,23 @@ func TestWaitPersisted(t *testing.T) {
 	id1, _ := s.persist("1", 1)
 
 	// An order that arrives while it waits.
-	late := make(chan string)
+	late := make(chan string, 1)
+	g := testutil.NewGoroutines(t)
+	on := *s // the sale, for the goroutine
+	on.t = g
 	go func() {
+		defer close(late)
+		// The order comes 200 ms into the wait: what is tested is a wait that sees it come.
 		time.Sleep(200 * time.Millisecond)
-		id, _ := s.persist("2", 1)
+		id, _ := on.persist("2", 1)
 		late <- id
 	}()
 	want := map[string]bool{id1: true, fmt.Sprintf("a%d-o%d", s.a.ID, 2): true}
 	start := time.Now()
 	at, all, err := waitPersisted(ctx, sqlDB, s.a.ID, want, 10*time.Millisecond, time.Now().Add(30*time.Second))
-	if got := <-late; !want[got] {
+	got := <-late
+	g.Report()
+	if !want[got] {
 		t.Fatalf("late order id %s, want one of %v", got, want)
 	}
 	if err != nil || !all {

@@ -1,12 +1,13 @@
 // The admin's page: sign in with an admin token, create a sale (the API's
 // validation messages beside their fields), and watch and change every sale.
 import {
-  api, clock, Session, decodeClaims, money, duration, when, el, setText, statusLabel, poller,
+  api, activities, clock, Session, decodeClaims, money, duration, when, el, setText, statusLabel, poller,
   groupWindowOver, onScreen, offScreen,
 } from './common.js';
 import { liveChart, sparkline, perSecond } from './charts.js';
 import { roomFields, roomBody, wireRoom, renderRoom, readLines } from './admin-line.js';
 import { webhooksPoller } from './webhooks.js';
+import { wireOrders } from './admin-orders.js';
 
 const session = new Session('seckill.admin.token');
 const sales = new Map(); // activity id -> {data, stats, node, busy}
@@ -66,7 +67,7 @@ async function signIn(token) {
     return signOut('This token has expired. Get a new one with go run ./cmd/api token -user 1 -admin.');
   }
   session.set(token);
-  const res = await api('GET', '/api/v1/admin/activities', { token });
+  const res = await api('GET', '/api/v1/admin/activities?limit=1', { token }); // is the token an admin's?
   if (refused(res)) return undefined;
   setText($('token-error'), '');
   showSignedIn(true);
@@ -284,6 +285,7 @@ function newSaleCard(a) {
     }
   });
   wireRoom(entry, patch);
+  wireOrders(entry, () => session.token, refused);
   el(node, '.end-no').addEventListener('click', () => closeConfirm(entry));
   el(node, '.end-yes').addEventListener('click', async () => {
     closeConfirm(entry);
@@ -382,7 +384,8 @@ function renderSale(entry) {
   const badge = el(node, '.sale-status');
   setText(badge, statusLabel(status));
   badge.className = `badge sale-status status-${status}`;
-  setText(el(node, '.product'), `${a.product_name} at ${money(a.price_cents)}; pay window ${duration(a.pay_window_seconds * 1000)}`);
+  setText(el(node, '.product'), `${a.product_name}${a.external_ref ? ` (the shop's ${a.external_ref})` : ''} at ${money(a.price_cents)}; `
+    + `pay window ${duration(a.pay_window_seconds * 1000)}`);
   let times = `${when(a.starts_at)} to ${when(a.ends_at)}`;
   if (status === 'upcoming') times += `; starts in ${duration(Date.parse(a.starts_at) - now)}`;
   else if (status !== 'ended') times += `; ends in ${duration(Date.parse(a.ends_at) - now)}`;
@@ -397,6 +400,8 @@ function renderSale(entry) {
   figure(entry, '.f-paid', st && counts.paid);
   figure(entry, '.f-cancelled', st && counts.cancelled);
   figure(entry, '.f-failed', st && counts.failed);
+  figure(entry, '.f-refunded', st && counts.refunded);
+  figure(entry, '.f-off-sale', st && st.off_sale);
   const group = a.kind === 'group';
   const cap = a.per_user_participations;
   let parts = cap ? ` At most ${cap} ${cap === 1 ? 'participation' : 'participations'} per buyer.` : '';
@@ -568,7 +573,7 @@ function showSales(list) {
 
 const salesPoll = poller(async () => {
   if (!session.token || $('console').hidden) return 2000;
-  const res = await api('GET', '/api/v1/admin/activities', { token: session.token });
+  const res = await activities('/api/v1/admin/activities', { token: session.token });
   if (!res.ok) {
     if (refused(res)) return 2000;
     if (res.status === 429) return (res.retryAfter || 1) * 1000;

@@ -5,7 +5,7 @@
 // fills and the order becomes payable. A sale with a waiting room is bought from once
 // its line lets the buyer in (line.js).
 import {
-  api, clock, Session, decodeClaims, money, duration, when, idempotencyKey,
+  api, activities, clock, Session, decodeClaims, money, duration, when, idempotencyKey,
   el, setText, statusLabel, poller, groupWindowOver, onScreen, offScreen,
 } from './common.js';
 import { setupLines, renderLine, wireLine, admittedPass, trackCards, startLines, forgetLines } from './line.js';
@@ -373,7 +373,7 @@ function showSales(list) {
 }
 
 const salesPoll = poller(async () => {
-  const res = await api('GET', '/api/v1/activities');
+  const res = await activities('/api/v1/activities');
   if (res.ok) {
     showSales(res.data.activities || []);
     return 2000;
@@ -495,6 +495,7 @@ function newOrderCard(o) {
   title.id = `order-${o.id}-title`;
   title.tabIndex = -1;
   el(node, '.pay').setAttribute('aria-describedby', title.id);
+  el(node, '.checkout').setAttribute('aria-describedby', title.id);
   el(node, '.cancel').setAttribute('aria-describedby', title.id);
   const entry = { data: o, node, message: '', busy: false, share: '' };
   el(node, '.pay').addEventListener('click', () => act(entry, 'pay'));
@@ -535,6 +536,10 @@ function orderText(o, expired) {
         : 'Created: awaiting payment.';
     case 'paid':
       return `Paid on ${when(o.paid_at)}. Thank you!`;
+    case 'refunded':
+      return o.restock
+        ? `Refunded on ${when(o.refunded_at)}: the units went back on sale.`
+        : `Refunded on ${when(o.refunded_at)}.`;
     case 'cancelled':
       return g && g.data && g.data.status !== 'complete'
         ? 'Cancelled: the group did not fill in time. The units went back to stock; nothing is owed.'
@@ -569,7 +574,14 @@ function renderOrderCard(entry) {
   setText(el(node, '.order-id'), `Order ${o.id}, placed on ${when(o.created_at)}`);
   const actions = el(node, '.actions');
   actions.hidden = o.status !== 'created';
+  // The shop's checkout, when it has one, takes the payment: the page sends the buyer
+  // there instead of paying here.
   const pay = el(node, '.pay');
+  const checkout = el(node, '.checkout');
+  pay.hidden = Boolean(o.checkout_url);
+  checkout.hidden = !o.checkout_url || expired;
+  if (o.checkout_url) checkout.href = o.checkout_url;
+  setText(checkout, `Pay ${money(o.amount_cents)} at the shop`);
   setText(pay, entry.busy === 'pay' ? 'Paying…' : `Pay ${money(o.amount_cents)}`);
   pay.disabled = Boolean(entry.busy) || expired;
   const cancel = el(node, '.cancel');
@@ -596,6 +608,8 @@ function actionError(res, verb) {
       return verb === 'pay'
         ? 'This order cannot be paid: it is no longer awaiting payment.'
         : 'This order cannot be cancelled: it is no longer awaiting payment.';
+    case 'payment_by_shop':
+      return 'Payment is taken at the shop\'s checkout: the shop marks the order paid once it has your payment.';
     case 'not_found':
       return 'No such order.';
     case 'rate_limited':

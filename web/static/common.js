@@ -34,6 +34,21 @@ export async function api(method, path, { token, body, headers = {} } = {}) {
   return { ok: false, status: res.status, data, error, retryAfter };
 }
 
+// activities reads a list of sales page by page (1000 a page, following next), path
+// being /api/v1/activities or /api/v1/admin/activities, and resolves as api does, with
+// every sale in data.activities; the first page that fails is the answer.
+export async function activities(path, opts = {}) {
+  const all = [];
+  let after = null;
+  for (;;) {
+    const res = await api('GET', path + '?limit=1000' + (after ? '&after=' + after : ''), opts);
+    if (!res.ok) return res;
+    all.push(...((res.data && res.data.activities) || []));
+    after = res.data && res.data.next;
+    if (!after) return { ...res, data: { activities: all, next: null } };
+  }
+}
+
 // clock estimates the server's time from the Date header of each response, so that
 // countdowns agree with the server even when this device's clock is off.
 export const clock = {
@@ -163,6 +178,7 @@ export function statusLabel(status) {
     queued: 'Queued',
     created: 'Created',
     paid: 'Paid',
+    refunded: 'Refunded',
     cancelled: 'Cancelled',
     failed: 'Failed',
     grouping: 'Waiting for group',

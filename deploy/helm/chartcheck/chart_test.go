@@ -554,6 +554,26 @@ func checkAPI(t *testing.T, r rendered) {
 			t.Errorf("api: %s probe on port %s, the API listens on %s", name, got, port)
 		}
 	}
+	// /metrics on a port of its own, which the pods' scrape annotations name.
+	metrics := listenPort(t, env["SECKILL_METRICS_ADDR"])
+	if metrics == port {
+		t.Errorf("api: /metrics on the buyers' port %s", port)
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == "metrics" && fmt.Sprint(cp.ContainerPort) != metrics {
+			t.Errorf("api: container port metrics is %d, SECKILL_METRICS_ADDR listens on %s", cp.ContainerPort, metrics)
+		}
+	}
+	for _, pod := range []corev1.PodTemplateSpec{d.Spec.Template, r.deployments["worker"].Spec.Template} {
+		a := pod.Annotations
+		want := metrics
+		if pod.Labels["app.kubernetes.io/component"] == "worker" {
+			want = listenPort(t, envOf(t, pod.Spec.Containers[0])["SECKILL_WORKER_METRICS_ADDR"])
+		}
+		if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != want || a["prometheus.io/path"] != "/metrics" {
+			t.Errorf("%s pods: scrape annotations %v, want /metrics on port %s", pod.Labels["app.kubernetes.io/component"], a, want)
+		}
+	}
 	checkGrace(t, "api", d.Spec.Template.Spec, duration(t, env, "SECKILL_SHUTDOWN_DELAY")+duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT"))
 	if p := d.Spec.Template.Spec.Containers[0].ReadinessProbe; p != nil && p.PeriodSeconds*p.FailureThreshold > 3 {
 		t.Errorf("api: readiness takes %d s to see a 503; the API says 503 within 3 s of Redis going", p.PeriodSeconds*p.FailureThreshold)
@@ -597,6 +617,47 @@ func checkWorker(t *testing.T, r rendered) {
 		}
 	}
 	checkGrace(t, "worker", d.Spec.Template.Spec, duration(t, env, "SECKILL_SHUTDOWN_TIMEOUT"))
+}
+
+// TestNginxInFlight: nginx's bound on purchases in flight is per client address
+// (nginx.purchasesInFlight), passed to the front as it is, and a number out of 1..65535
+// is refused.
+func TestNginxInFlight(t *testing.T) {
+	for _, c := range []struct {
+		name, values string
+		want         string // SECKILL_NGINX_PURCHASES_IN_FLIGHT
+		refused      string // or a part of helm's error
+	}{
+		{"the default", "", "64", ""},
+		{"a number of the values'", "nginx: {enabled: true, purchasesInFlight: 200}", "200", ""},
+		{"none", "nginx: {enabled: true, purchasesInFlight: 0}", "", "nginx.purchasesInFlight: 0 per client address, want 1 to 65535"},
+		{"too many", "nginx: {enabled: true, purchasesInFlight: 70000}", "", "want 1 to 65535"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			values := filepath.Join(t.TempDir(), "values.yaml")
+			body := c.values
+			if !strings.Contains(body, "nginx:") {
+				body += "\nnginx: {enabled: true}"
+			}
+			if err := os.WriteFile(values, []byte(body+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if c.refused != "" {
+				out, err := exec.Command(helm(t), "template", "shop", chart(), "-f", values).CombinedOutput()
+				if err == nil || !strings.Contains(string(out), c.refused) {
+					t.Fatalf("helm template: %v, want it refused with %q:\n%s", err, c.refused, out)
+				}
+				return
+			}
+			nginx := render(t, values).deployments["nginx"]
+			if nginx == nil {
+				t.Fatal("no nginx Deployment")
+			}
+			if got := envOf(t, nginx.Spec.Template.Spec.Containers[0])["SECKILL_NGINX_PURCHASES_IN_FLIGHT"]; got != c.want {
+				t.Errorf("SECKILL_NGINX_PURCHASES_IN_FLIGHT = %q, want %s", got, c.want)
+			}
+		})
+	}
 }
 
 // checkPods: the service's containers run as the image's non-root user on a
@@ -702,8 +763,8 @@ func checkSelectors(t *testing.T, r rendered) {
 				t.Errorf("ServiceMonitor: endpoint %s scrapes %s", e.Port, e.Path)
 			}
 		}
-		if !ports["http"] || !ports["metrics"] {
-			t.Errorf("ServiceMonitor scrapes ports %v, want the API's http and the worker's metrics", ports)
+		if len(ports) != 1 || !ports["metrics"] {
+			t.Errorf("ServiceMonitor scrapes ports %v, want metrics alone (the API's and the worker's, never http)", ports)
 		}
 	}
 }

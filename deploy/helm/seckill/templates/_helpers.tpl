@@ -180,6 +180,15 @@ checksum/secrets: {{ toYaml .Values.secrets.stringData | sha256sum }}
 {{- end }}
 {{- end -}}
 
+{{/* Pod annotations for a Prometheus that finds its targets by them (without the
+Operator's ServiceMonitor): scrape /metrics on the given port, the operations port,
+never the buyers'. */}}
+{{- define "seckill.scrape" -}}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ . | quote }}
+prometheus.io/path: /metrics
+{{- end -}}
+
 {{/* A whole number of seconds >= 0 from a value: (list VALUE "its.name"). */}}
 {{- define "seckill.seconds" -}}
 {{- $v := index . 0 -}}
@@ -218,4 +227,16 @@ allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
 capabilities:
   drop: ["ALL"]
+{{- end -}}
+
+{{/*
+Purchases and seats in flight through nginx from one client address
+(nginx.purchasesInFlight): 1 to 65535.
+*/}}
+{{- define "seckill.nginxInFlight" -}}
+{{- $set := .Values.nginx.purchasesInFlight | int -}}
+{{- if or (lt $set 1) (gt $set 65535) -}}
+{{- fail (printf "nginx.purchasesInFlight: %d per client address, want 1 to 65535" $set) -}}
+{{- end -}}
+{{- $set -}}
 {{- end -}}

@@ -1,0 +1,158 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"seckill/internal/config"
+	"seckill/internal/sale"
+	"seckill/internal/store"
+	"seckill/internal/testutil"
+)
+
+// BenchmarkSaleOrdersPage measures a page of 1,000 orders of a sale of 1,000,000 in
+// MySQL (store.SaleOrders, the back office's GET /api/v1/orders?activity_id=), beside a
+// second sale of 1,000,000 whose orders were taken at the same instants (their ids
+// interleave): from the start, from the middle, and of one status (paid, half the
+// orders). It fails unless EXPLAIN shows each page read through its index
+// (a range of orders_by_sale; of orders_by_activity for a status), and logs the plans. MySQL's
+// client is the API's (config.MySQL).
+//
+//	go test -run - -bench SaleOrdersPage -benchtime 200x ./internal/store
+func BenchmarkSaleOrdersPage(b *testing.B) {
+	ctx := context.Background()
+	testDB := testutil.MySQL(b)
+	db, err := config.Config{MySQLDSN: testDB.DSN}.MySQL()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if s, err := db.DB(); err == nil {
+			_ = s.Close()
+		}
+	})
+	st := store.New(db, sale.EventViews{})
+	const n = 1_000_000
+	start := time.Now()
+	ids, sales := seedTwoSales(b, testDB.Gorm, st, n)
+	b.Logf("seeded 2 x %d orders in %v", n, time.Since(start).Round(time.Millisecond))
+	act := sales[0]
+	horizon := ulid.MustNew(ulid.Timestamp(time.Now().Add(time.Hour)), nil).String()
+
+	for _, tc := range []struct {
+		name, status, index string
+		after               func(i int) string
+	}{
+		{"from the start", "", "orders_by_sale", func(int) string { return "" }},
+		{"from anywhere", "", "orders_by_sale", func(i int) string { return ids[(i*7919)%(n-1000)] }},
+		{"paid, from anywhere", store.StatusPaid, "orders_by_activity", func(i int) string { return ids[(i*7919)%(n-2000)] }},
+	} {
+		var plan []struct {
+			Type, Key, Ref, Extra *string
+			Rows                  *int64
+		}
+		// The statement SaleOrders runs, as the driver sends it, explained.
+		rec := &lastSQL{Interface: logger.Discard}
+		r := store.OrderRange{ActivityID: act, Status: tc.status, After: tc.after(1), Before: horizon, Limit: 1000}
+		if _, err := store.New(db.Session(&gorm.Session{Logger: rec}), sale.EventViews{}).SaleOrders(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		if err := db.WithContext(ctx).Raw("EXPLAIN " + rec.sql).Scan(&plan).Error; err != nil {
+			b.Fatal(err)
+		}
+		if len(plan) != 1 || plan[0].Key == nil || *plan[0].Key != tc.index || plan[0].Type == nil || *plan[0].Type != "range" {
+			b.Fatalf("%s: the page is not a range of %s: %+v", tc.name, tc.index, plan)
+		}
+		b.Logf("%s: EXPLAIN type %s, key %s, rows %d, %s", tc.name, deref(plan[0].Type), *plan[0].Key, *plan[0].Rows,
+			deref(plan[0].Extra))
+		b.Run(tc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				os, err := st.SaleOrders(ctx, store.OrderRange{ActivityID: act, Status: tc.status, After: tc.after(i),
+					Before: horizon, Limit: 1000})
+				if err != nil || len(os) != 1000 {
+					b.Fatalf("page: %d orders, %v; want 1000", len(os), err)
+				}
+			}
+		})
+	}
+}
+
+// lastSQL is a GORM logger that keeps the last statement run, and logs nothing.
+type lastSQL struct {
+	logger.Interface
+	sql string
+}
+
+func (l *lastSQL) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
+	l.sql, _ = fc()
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// seedTwoSales writes two sales and n orders of each in multi-row INSERTs, the two
+// sales' orders taken at the same instants, so their ids interleave; half of each
+// sale's orders paid, the rest created. It returns the first sale's order ids in order,
+// and the two sales' ids.
+func seedTwoSales(b *testing.B, db *gorm.DB, st *store.Store, n int) ([]string, [2]int64) {
+	b.Helper()
+	ctx := context.Background()
+	t0 := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
+	var acts [2]int64
+	for i := range acts {
+		a := store.Activity{Name: "bench", ProductName: "p", PriceCents: 100, StockTotal: int64(n),
+			PerUserLimit: 1, StartsAt: t0, EndsAt: t0.Add(2 * time.Hour), PayWindowSeconds: 900}
+		if err := st.CreateActivity(ctx, &a, func(store.Activity) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+		acts[i] = a.ID
+	}
+	entropy := ulid.Monotonic(rand.NewChaCha8([32]byte{1}), 0)
+	stamp := "'" + t0.Format("2006-01-02 15:04:05.000") + "'"
+	ids := make([]string, 0, n)
+	const batch = 2500 // orders of each sale per INSERT
+	var sql strings.Builder
+	for first := 0; first < n; first += batch {
+		sql.Reset()
+		sql.WriteString("INSERT INTO orders (id, activity_id, user_id, quantity, amount_cents, status, " +
+			"created_at, expires_at, paid_at, paid_by, persisted_at) VALUES ")
+		for i := first; i < min(first+batch, n); i++ {
+			at := ulid.Timestamp(t0.Add(time.Duration(i) * time.Millisecond / 4)) // 4,000 purchases a second
+			for s, act := range acts {
+				id := ulid.MustNew(at, entropy).String() + fmt.Sprint(act)
+				if s == 0 {
+					ids = append(ids, id)
+				}
+				status, paidAt, paidBy := store.StatusCreated, "NULL", "NULL"
+				if i%2 == 0 {
+					status, paidAt, paidBy = store.StatusPaid, stamp, "'service'"
+				}
+				if i > first || s > 0 {
+					sql.WriteByte(',')
+				}
+				fmt.Fprintf(&sql, "('%s',%d,%d,1,100,'%s',%s,%s,%s,%s,%s)", id, act, i+1, status, stamp, stamp,
+					paidAt, paidBy, stamp)
+			}
+		}
+		if err := db.WithContext(ctx).Exec(sql.String()).Error; err != nil {
+			b.Fatalf("insert orders %d..: %v", first, err)
+		}
+	}
+	// Fresh index statistics, so the query is planned as on a table that grew slowly.
+	if err := db.WithContext(ctx).Exec("ANALYZE TABLE orders").Error; err != nil {
+		b.Fatal(err)
+	}
+	return ids, acts
+}
