@@ -117,7 +117,7 @@ func (sale Sale) fields() []any {
 		fields = append(fields, "buckets", sale.Buckets)
 	}
 	if len(sale.Variants) > 0 {
-		fields = append(fields, "variants", len(sale.Variants), "vlimit", sale.VariantLimit)
+		fields = append(fields, "variants", len(sale.Variants), "vlimit", sale.VariantLimit, tableField, tableValue)
 		for i, v := range sale.Variants {
 			fields = append(fields, variantField("total", VariantAt(i)), v.Total)
 		}

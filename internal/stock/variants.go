@@ -2,6 +2,7 @@ package stock
 
 import (
 	"strconv"
+	"strings"
 )
 
 // A sale of variants sells one product in sizes or colours (docs/internals.md, "Buyers
@@ -18,6 +19,17 @@ import (
 
 // MaxVariants is the most variants a sale may have.
 const MaxVariants = 100
+
+// A sale of variants' hash has two fields per variant, up to some 230 fields. Redis
+// keeps a hash of few, short fields as a listpack, which HMGET and HSET read from its
+// start, field by field: a purchase's HMGET of its sixteen fields would then cost more
+// the more variants the sale has (measured: twice the script's time with 100 variants).
+// The field tableField holds a value longer than Redis keeps in a listpack
+// (hash-max-listpack-value, 64 bytes by default), so the hash is a hash table from its
+// creation, where each field costs the same whatever their number.
+const tableField = "vtable"
+
+var tableValue = strings.Repeat("-", 512)
 
 // VariantStock is one variant's units in Redis. OffSale, for a rebuild, is its units
 // kept off sale (refunded without restock), which no buyer holds.

@@ -46,6 +46,7 @@ func BenchmarkReserveVariants(b *testing.B) {
 				var user atomic.Int64
 				cpu := redisCPU(b, s)
 				b.SetParallelism(4) // 8 senders on 2 cores
+				b.ResetTimer()
 				b.RunParallel(func(pb *testing.PB) {
 					rng := rand.New(rand.NewPCG(uint64(user.Add(1<<32)), 1))
 					calls := make([]*reserveCall, 0, size)

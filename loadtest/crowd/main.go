@@ -134,12 +134,16 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		fs.Float64Var(&cfg.Replay, "replay", 0.3, "share of keyed purchases sent again with the same Idempotency-Key")
 		fs.Float64Var(&cfg.NoKey, "nokey", 0.2, "share of purchases without an Idempotency-Key")
 		fs.Int64Var(&cfg.FirstUser, "first-user", 1000, "user id of the first buyer")
+		fs.IntVar(&cfg.Variants, "variants", 0, "0: a plain sale; 1..100: a sale of that many variants (V0, V1, ...), the stock split over them, each purchase naming one at random, audited per variant")
 		fs.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()), "random seed of the buyers' scripts")
 		fs.DurationVar(&cfg.Drain, "drain", 2*time.Minute, "longest wait for MySQL to hold every accepted order")
 		if err := fs.Parse(args); err != nil {
 			return false, err
 		}
 		cfg.Conns = c.conns
+		if cfg.Variants < 0 || cfg.Variants > 100 || int64(cfg.Variants) > cfg.Stock {
+			return false, fmt.Errorf("-variants: want 0..100, and at most -stock")
+		}
 		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runAudit(ctx, w, a, db, cfg) })
 	case "ratios":
 		var cfg ratiosConfig
