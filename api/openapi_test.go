@@ -53,11 +53,13 @@ var contractCodes = []statusCode{
 	{403, "payment_by_shop"}, {409, "order_not_refundable"},
 	// The door under attack (the contract's fifth round).
 	{408, "request_timeout"},
+	// The waitlist (the contract's fifth round).
+	{409, "not_sold_out"},
 }
 
 // projectCodes are the codes the project added beyond the contract. A new code in
 // internal/handler must be added here (and documented) on purpose.
-var projectCodes = []statusCode{{405, "method_not_allowed"}, {409, "order_not_cancellable"}}
+var projectCodes = []statusCode{{405, "method_not_allowed"}, {409, "order_not_cancellable"}, {409, "no_waitlist"}}
 
 type statusCode struct {
 	status int

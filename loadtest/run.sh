@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs load scenarios against an API and a worker of its own, and stops them afterwards.
 #
-#   loadtest/run.sh [audit] [variants] [ratios] [compare] [overload] [hot] [soak] [k6] [ab]     (default: audit variants ratios, about a minute)
+#   loadtest/run.sh [audit] [variants] [waitlist] [ratios] [compare] [overload] [hot] [soak] [k6] [ab]     (default: audit variants waitlist ratios, about a minute)
 #
 # ratios ends with a group-buy phase (seats taken/s against the purchases/s of the same
 # run, then an audit of the group sale); RATIOS_FLAGS='-group-size 0' leaves it out.
@@ -52,7 +52,7 @@
 #                                         127.0.0.1:PORT+i-1 (SECKILL_METRICS_ADDR, SECKILL_PPROF), the
 #                                         API with the limits on PORT+10
 #                                         (go tool pprof http://127.0.0.1:PORT/debug/pprof/profile)
-# Called by `make loadtest` (audit variants ratios) and `make k6` (k6).
+# Called by `make loadtest` (audit variants waitlist ratios) and `make k6` (k6).
 set -euo pipefail
 # A command that fails ends the run (set -e); say which, rather than end silently.
 trap 'echo "loadtest/run.sh: line $LINENO failed (exit $?): $BASH_COMMAND; logs in .data/loadtest" >&2' ERR
@@ -60,10 +60,10 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 scenarios=("$@")
-[ ${#scenarios[@]} -eq 0 ] && scenarios=(audit variants ratios)
+[ ${#scenarios[@]} -eq 0 ] && scenarios=(audit variants waitlist ratios)
 for s in "${scenarios[@]}"; do
-	case $s in audit | variants | ratios | compare | overload | hot | soak | k6 | ab) ;; *)
-		echo "usage: $0 [audit] [variants] [ratios] [compare] [overload] [hot] [soak] [k6] [ab]" >&2
+	case $s in audit | variants | waitlist | ratios | compare | overload | hot | soak | k6 | ab) ;; *)
+		echo "usage: $0 [audit] [variants] [waitlist] [ratios] [compare] [overload] [hot] [soak] [k6] [ab]" >&2
 		exit 2
 		;;
 	esac
@@ -317,6 +317,10 @@ for s in "${scenarios[@]}"; do
 		# the audit's crowd on a sale of 10 variants, audited per variant
 		# shellcheck disable=SC2086
 		bin/crowd audit -api "$api_list" -mysql "$dsn" -variants 10 -first-user 500000 ${VARIANTS_FLAGS:-} || status=1
+		;;
+	waitlist)
+		# shellcheck disable=SC2086
+		bin/crowd waitlist -api "$api_list" -mysql "$dsn" ${WAITLIST_FLAGS:-} || status=1
 		;;
 	ratios)
 		# shellcheck disable=SC2086

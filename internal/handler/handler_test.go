@@ -81,7 +81,9 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	t.Cleanup(func() { _ = locks.Close() })
 	c := &clock{}
 	outages := outage.NewRecord(rdb)
-	svc := sale.New(st, sk, order.New(st, sk, outages), outages, queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
+	orders := order.New(st, sk, outages)
+	orders.Offers = queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)) // as cmd/api
+	svc := sale.New(st, sk, orders, outages, queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
 	svc.SetClock(c.Now)
 	svc.LockWait = 100 * time.Millisecond
 	svc.UserRate = o.RateUser // as cmd/api: purchases that reach Redis are limited there

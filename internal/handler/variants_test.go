@@ -57,6 +57,11 @@ func TestVariantsContract(t *testing.T) {
 		a.PerVariantLimit == nil || *a.PerVariantLimit != 2 {
 		t.Fatalf("created: %s", created.body)
 	}
+	for _, list := range []call{{method: "GET", path: "/api/v1/activities"}, {method: "GET", path: "/api/v1/admin/activities", token: admin}} {
+		if got := s.do(list); !strings.Contains(got.body, `"variants":[{"name":"EU 42","external_ref":"SKU-42","stock_total":2`) {
+			t.Errorf("%s lists the sale without its variants: %s", list.path, got.body)
+		}
+	}
 	plain := s.sale(5, 3, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
 	buy := func(act int64) string { return fmt.Sprintf("/api/v1/activities/%d/orders", act) }
 	patch := fmt.Sprintf("/api/v1/admin/activities/%d", a.ID)

@@ -646,6 +646,8 @@ type Stats struct {
 	Orders  OrderCounts `json:"orders"`
 	// Variants are a sale of variants' variants, as the activity shows them.
 	Variants []Variant `json:"variants,omitempty"`
+	// Waitlist is how many entries wait on the sale's waitlist.
+	Waitlist int64 `json:"waitlist"`
 }
 
 // OrderCounts counts an activity's orders by status.
@@ -679,7 +681,12 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("count orders: %w", err)
 	}
+	waiting, err := s.stock.WaitlistLength(ctx, id, len(a.Variants))
+	if err != nil {
+		return Stats{}, err
+	}
 	return Stats{ActivityID: id, StockTotal: a.StockTotal, StockAvailable: a.StockAvailable, Variants: a.Variants,
+		Waitlist: waiting,
 		Sold: queuedUnits + counts[store.StatusGrouping].Units + counts[store.StatusCreated].Units +
 			counts[store.StatusPaid].Units,
 		OffSale: counts[store.StatusRefunded].OffSale,

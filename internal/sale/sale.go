@@ -138,6 +138,7 @@ func (s *Service) SetClock(now func() time.Time) {
 	s.now = now
 	s.judgeByNow = true
 	s.orders.SetClock(now)
+	s.stock.SetClock(now)
 }
 
 // SetProcessClock replaces this process's own clock (the times orders record, the
@@ -146,6 +147,7 @@ func (s *Service) SetClock(now func() time.Time) {
 func (s *Service) SetProcessClock(now func() time.Time) {
 	s.now = now
 	s.orders.SetClock(now)
+	s.stock.SetClock(now)
 }
 
 // Caller is who makes a request: a buyer, an admin, or a shop's back end (Service),

@@ -39,6 +39,9 @@ type Order struct {
 	Restock    *bool         `json:"restock,omitempty"`
 	// Variant is the variant bought in a sale of variants.
 	Variant string `json:"variant,omitempty"`
+	// Offered is true for units the waitlist offered the buyer (returns to whoever
+	// asked first), not a purchase.
+	Offered bool `json:"offered,omitempty"`
 }
 
 // Checkout is a shop's checkout page as a URL template (SECKILL_CHECKOUT_URL, checked
@@ -91,6 +94,7 @@ func storedView(o store.Order) Order {
 	if o.Status == store.StatusRefunded {
 		v.RefundedAt, v.Restock = apitime.OfPtr(o.RefundedAt), o.Restock
 	}
+	v.Offered = o.Offered
 	if o.Variant != nil {
 		v.Variant = *o.Variant
 	}

@@ -114,6 +114,9 @@ type QueuedOrder struct {
 	Fingerprint    string
 	// Variant is the variant bought (none outside a sale of variants).
 	Variant Variant
+	// Offered is true for an order the waitlist made of units that came back
+	// (waitlist.go), not a purchase.
+	Offered bool
 	// Claimed is true once a worker has begun to persist the order (Stale only).
 	Claimed bool
 }
@@ -156,6 +159,7 @@ func (q QueuedOrder) Row() store.NewOrder {
 	if i, ok := q.Variant.Index(); ok {
 		n.VariantIndex = &i // the store names it (variant) from the sale's variants
 	}
+	n.Offered = q.Offered
 	return n
 }
 
@@ -165,7 +169,8 @@ func (q QueuedOrder) Row() store.NewOrder {
 // in a sale that caps participations or sells in groups, " cap group size expires":
 // the cap it was checked against (0: none), and its group's id, size and end (unix ms),
 // "- 0 0" outside a group; in a sale of variants the long form ends with " variant", the
-// variant's index (a group-buy sale has none). Go and Lua each have one encoder and one decoder of it, side
+// variant's index (a group-buy sale has none); an order the waitlist offered ends with
+// " <variant or -> o". Go and Lua each have one encoder and one decoder of it, side
 // by side here; TestQueuedValueOneFormat holds the two languages to it. A line
 // (AppendLine) ends with the same value, so a field added at the value's end reaches
 // the queue's tasks with no change of the line. Fields are split on single spaces, as
@@ -188,12 +193,18 @@ func appendValue(b []byte, q QueuedOrder) []byte {
 		b = append(append(append(b, ' '), q.Group...), ' ')
 		b = strconv.AppendInt(b, int64(q.GroupSize), 10)
 		b = strconv.AppendInt(append(b, ' '), q.GroupExpiresAt.UnixMilli(), 10)
-	case q.ParticipationCap > 0 || ok:
+	case q.ParticipationCap > 0 || ok || q.Offered:
 		b = strconv.AppendInt(append(b, ' '), int64(q.ParticipationCap), 10)
 		b = append(b, " - 0 0"...)
 	}
-	if ok {
+	switch {
+	case ok:
 		b = strconv.AppendInt(append(b, ' '), int64(variant), 10)
+	case q.Offered:
+		b = append(b, " -"...)
+	}
+	if q.Offered {
+		b = append(b, " o"...)
 	}
 	return b
 }
@@ -207,11 +218,22 @@ func parseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
 	return q, nil
 }
 
-// parseValue reads the fields of a value (four, eight, or nine with a variant) into q,
-// and reports whether they are one.
+// parseValue reads the fields of a value (four, eight, nine with a variant, ten for an
+// offered order) into q, and reports whether they are one.
 func parseValue(f []string, q *QueuedOrder) bool {
-	if len(f) != 4 && len(f) != 8 && len(f) != 9 {
+	if len(f) != 4 && len(f) != 8 && len(f) != 9 && len(f) != 10 {
 		return false
+	}
+	if len(f) == 10 {
+		if f[9] != "o" {
+			return false
+		}
+		q.Offered = true
+		if f[8] == "-" {
+			f = f[:8]
+		} else {
+			f = f[:9]
+		}
 	}
 	who, err := buyer.FromKey(f[0])
 	if err != nil {
@@ -294,8 +316,9 @@ func ParseLine(line []byte) (QueuedOrder, error) {
 //
 //	queued_value(p, limit, cap, group, size, expires): the value of the order of the
 //	  reserve script's purchase p (its orderArgs: p.user the buyer's key, p.qty, p.now
-//	  its creation, p.variant its variant, '' for none); cap nil or 0
-//	  and group nil for no participations counted and no group
+//	  its creation, p.variant its variant, '' for none), or of units the waitlist
+//	  offered (p.offered true); cap nil or 0 and group nil for no participations counted
+//	  and no group
 //	parse_queued(v): user (the buyer's key), qty, created, limit, cap, group, size,
 //	  expires, variant; cap nil when the sale counts no participations, group, size and
 //	  expires nil outside a group, variant (the index, a string) nil outside a sale of
@@ -304,6 +327,10 @@ const queuedLua = `
 local function queued_value(p, limit, cap, group, size, expires)
   local v = p.user .. ' ' .. p.qty .. ' ' .. p.now .. ' ' .. limit
   if group then return v .. ' ' .. (cap or 0) .. ' ' .. group .. ' ' .. size .. ' ' .. expires end
+  if p.offered then
+    if p.variant == '' then return v .. ' ' .. (cap or 0) .. ' - 0 0 - o' end
+    return v .. ' ' .. (cap or 0) .. ' - 0 0 ' .. p.variant .. ' o'
+  end
   if p.variant ~= '' then return v .. ' ' .. (cap or 0) .. ' - 0 0 ' .. p.variant end
   if cap and tonumber(cap) > 0 then return v .. ' ' .. cap .. ' - 0 0' end
   return v
@@ -312,9 +339,9 @@ local function parse_queued(v)
   local user, qty, created, limit, tail = string.match(v, '^(%S+) (%d+) (%d+) (%d+)(.*)$')
   local cap, group, size, expires, variant
   if tail ~= '' then
-    cap, group, size, expires, variant = string.match(tail, '^ (%d+) (%S+) (%d+) (%d+) ?(%d*)')
+    cap, group, size, expires, variant = string.match(tail, '^ (%d+) (%S+) (%d+) (%d+) ?(%S*)')
     if group == '-' then group, size, expires = nil, nil, nil end
-    if variant == '' then variant = nil end
+    if variant == '' or variant == '-' then variant = nil end
   end
   return user, qty, created, limit, cap, group, size, expires, variant
 end

@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -214,6 +215,51 @@ func TestDecimalBuyersValueAndLineUnchanged(t *testing.T) {
 	} {
 		if got, err := ParseLine([]byte(bad)); err == nil {
 			t.Errorf("ParseLine(%q) = %+v, want an error", bad, got)
+		}
+	}
+}
+
+// An order the waitlist offered has one value in both languages too: what the offer's
+// Lua writes (queued_value of an offer), Go reads back as the order, Offered and its
+// variant (or none) kept, and Go writes the same bytes; Lua's parse_queued reads its
+// variant, the last field it decides by.
+func TestOfferedValueOneFormat(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	ctx := context.Background()
+	encode := redis.NewScript(queuedLua + `
+return queued_value({user = ARGV[1], qty = ARGV[2], now = ARGV[3], variant = ARGV[4], offered = true}, ARGV[5], tonumber(ARGV[6]))
+`)
+	decode := redis.NewScript(queuedLua + `
+local user, qty, _, _, _, _, _, _, variant = parse_queued(ARGV[1])
+return {user, qty, variant or ''}
+`)
+	created := time.UnixMilli(1_795_000_000_123).UTC()
+	for _, q := range []QueuedOrder{
+		{OrderID: "o1", ActivityID: 3, Buyer: "42", Quantity: 2, CreatedAt: created, Limit: 3, Offered: true},
+		{OrderID: "o2", ActivityID: 3, Buyer: "~auth0|x", Quantity: 1, CreatedAt: created, Limit: 2, ParticipationCap: 4,
+			Variant: VariantAt(7), Offered: true},
+	} {
+		lua, err := encode.Run(ctx, rdb, nil, q.Buyer.Key(), q.Quantity, q.CreatedAt.UnixMilli(), q.Variant.arg(), q.Limit,
+			q.ParticipationCap).Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if goValue := queuedValue(q); lua != goValue {
+			t.Errorf("Lua's offered value %q, Go's %q", lua, goValue)
+		}
+		back, err := parseQueued(q.ActivityID, q.OrderID, lua)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(q, back); diff != "" {
+			t.Errorf("Go's parseQueued of Lua's %q (-want +got):\n%s", lua, diff)
+		}
+		got, err := decode.Run(ctx, rdb, nil, lua).StringSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{q.Buyer.Key(), itoa(int64(q.Quantity)), q.Variant.arg()}; !slices.Equal(got, want) {
+			t.Errorf("Lua's parse_queued of %q: %v, want %v", lua, got, want)
 		}
 	}
 }

@@ -59,11 +59,14 @@ type Stock struct {
 	reserving *coalescer
 	sizes     sync.Map // activity id -> its buckets (int), once read (bucket.go)
 	refilling refills
+	// now is when units that come back are offered to the waitlist (the orders' time,
+	// and the sale's end judged by it).
+	now func() time.Time
 }
 
 // New returns a Stock on rdb.
 func New(rdb redis.UniversalClient) *Stock {
-	s := &Stock{rdb: rdb, soldOut: newSoldOutFlags()}
+	s := &Stock{rdb: rdb, soldOut: newSoldOutFlags(), now: time.Now}
 	s.reserving = newCoalescer(s.reserveAll)
 	return s
 }
@@ -346,6 +349,9 @@ func (s *Stock) unapplied(ctx context.Context, ms []move) ([]move, error) {
 	}
 	return out, nil
 }
+
+// SetClock replaces the clock the waitlist's offers are made by (tests).
+func (s *Stock) SetClock(now func() time.Time) { s.now = now }
 
 // Ping checks that Redis answers.
 func (s *Stock) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }

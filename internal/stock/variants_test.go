@@ -117,7 +117,7 @@ func TestReserveVariants(t *testing.T) {
 
 	// Buyer 20's order of variant 0 comes back: its units go to variant 0, and the buyer
 	// may hold 2 of it again.
-	if err := s.Return(ctx, 2, stock.Returning{OrderID: returned.OrderID, Buyer: returned.Buyer, Quantity: returned.Quantity,
+	if _, err := s.Return(ctx, 2, stock.Returning{OrderID: returned.OrderID, Buyer: returned.Buyer, Quantity: returned.Quantity,
 		Variant: returned.Variant}); err != nil {
 		t.Fatal(err)
 	}

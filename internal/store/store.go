@@ -148,6 +148,8 @@ type Order struct {
 	// written from its index with the row (PersistBatch), and its index.
 	Variant      *string
 	VariantIndex *int
+	// Offered is true for an order the waitlist made of units that came back.
+	Offered bool
 	// IdempotencyKey is the client's Idempotency-Key that made the order and
 	// RequestFingerprint what the key remembers of the request; nil without one. A
 	// rebuild of the sale's Redis state writes the key back (KeptKeys).
@@ -253,7 +255,7 @@ func (s *Store) ListActivities(ctx context.Context) ([]Activity, error) {
 // ActivitiesBefore returns at most limit activities whose id is below before (0: from
 // the newest), newest first.
 func (s *Store) ActivitiesBefore(ctx context.Context, before int64, limit int) ([]Activity, error) {
-	q := s.db.WithContext(ctx).Order("id DESC").Limit(limit)
+	q := s.db.WithContext(ctx).Preload("Variants", variantsInOrder).Order("id DESC").Limit(limit)
 	if before > 0 {
 		q = q.Where("id < ?", before)
 	}

@@ -329,6 +329,20 @@ func TestCrowdAgainstStack(t *testing.T) {
 		}
 	}
 
+	// The waitlist: every unit of a bought-out sale returned while a crowd retries it.
+	out.Reset()
+	ok, err = runWaitlist(ctx, &out, a, sqlDB, waitlistConfig{Stock: 30, Waiting: 50, Retriers: 5, Conns: 10,
+		FirstUser: 7000, Drain: time.Minute})
+	if err != nil || !ok {
+		t.Fatalf("waitlist = %v, %v; want a pass:\n%s", ok, err, out.String())
+	}
+	for _, want := range []string{"30 units returned by cancels: 30 offered (30 orders marked offered in MySQL, all there: true)",
+		"offered out of line 0, units to the crowd 0", "waitlist: PASS"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("waitlist output has no %q:\n%s", want, out.String())
+		}
+	}
+
 	// A sale of four variants, audited per variant: the crowd wants more than each has.
 	out.Reset()
 	ok, err = runAudit(ctx, &out, a, sqlDB, crowdConfig{Users: 150, Attempts: 3, Conns: 20, Stock: 120,

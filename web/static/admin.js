@@ -393,6 +393,7 @@ function renderSale(entry) {
   figure(entry, '.f-available', st ? st.stock_available : a.stock_available);
   figure(entry, '.f-total', st ? st.stock_total : a.stock_total);
   figure(entry, '.f-limit', a.per_user_limit);
+  figure(entry, '.f-waitlist', st && st.waitlist);
   figure(entry, '.f-sold', st && st.sold);
   const counts = (st && st.orders) || {};
   figure(entry, '.f-queued', st && counts.queued);

@@ -50,6 +50,7 @@ const expiredSignIn = 'Your sign-in has expired or was not accepted. Sign in aga
 
 function signOut(reason) {
   session.set('');
+  for (const entry of sales.values()) entry.waitlist = null;
   forgetLines();
   orders.clear();
   $('orders').replaceChildren();
@@ -183,8 +184,10 @@ function newSaleCard(a) {
   qty.setAttribute('aria-describedby', limit.id);
   el(node, '.sale-name').id = `sale-${a.id}-name`;
   el(node, '.buy-button').setAttribute('aria-describedby', `sale-${a.id}-name`);
-  const entry = { data: a, node, result: null, pending: null, busy: false };
+  const entry = { data: a, node, result: null, pending: null, busy: false, waitlist: null, waitlistBusy: false };
   wireLine(entry);
+  el(node, '.join-waitlist').addEventListener('click', () => joinWaitlist(entry));
+  el(node, '.leave-waitlist').addEventListener('click', () => leaveWaitlist(entry));
   el(node, '.buy').addEventListener('submit', (ev) => {
     ev.preventDefault();
     if (isGroupSale(entry.data)) openGroup(entry);
@@ -242,7 +245,7 @@ function renderSaleCard(entry) {
   const group = isGroupSale(a);
   const button = el(node, '.buy-button');
   button.hidden = group;
-  button.disabled = entry.busy || !state.canBuy;
+  button.disabled = entry.busy || !state.canBuy || soldOutChoice(entry);
   qty.disabled = !state.canBuy;
   setText(button, entry.busy ? 'Buying…' : 'Buy');
   const opener = el(node, '.open-group-button');
@@ -258,6 +261,7 @@ function renderSaleCard(entry) {
     renderOpenGroups(entry, state);
   }
 
+  renderWaitlist(entry, state);
   if (entry.result && entry.result.key !== state.key) entry.result = null;
   // A sentence about a seat lasts while its group is open: the order tells the rest.
   if (entry.result && entry.result.group && groups.get(entry.result.group)?.data?.status !== 'open') entry.result = null;
@@ -268,8 +272,8 @@ function renderSaleCard(entry) {
 }
 
 // renderVariants shows a sale of variants' sizes as a choice, each with its units left:
-// a sold-out size is shown as such (never hidden) and cannot be chosen; a chosen size
-// that sells out is unchosen.
+// a sold-out size is shown as such (never hidden); chosen, it offers its waitlist
+// instead of Buy.
 function renderVariants(entry, state) {
   const a = entry.data;
   const box = el(entry.node, '.variants');
@@ -305,12 +309,133 @@ function renderVariants(entry, state) {
     const soldOut = v.stock_available <= 0;
     label.classList.toggle('sold-out', soldOut);
     setText(el(label, '.variant-left'), soldOut ? 'Sold out' : `${v.stock_available.toLocaleString('en-US')} left`);
-    if (soldOut && entry.variant === v.name) entry.variant = '';
-    input.disabled = soldOut || !state.canBuy;
+    input.disabled = !session.token || state.status === 'ended' || state.status === 'upcoming';
     input.checked = entry.variant === v.name;
-    label.title = soldOut ? `${v.name} is sold out` : '';
+    label.title = soldOut ? `${v.name} is sold out: choose it to join its waitlist` : '';
   });
 }
+
+// ---- the waitlist ----
+
+// soldOutChoice reports whether the size chosen on a sale of variants is sold out.
+function soldOutChoice(entry) {
+  const v = (entry.data.variants || []).find((x) => x.name === entry.variant);
+  return Boolean(v && v.stock_available <= 0);
+}
+
+// waitlistable reports whether the buyer may ask the sale's waitlist for units now: the
+// sale, or the size chosen, is sold out while the sale is on.
+function waitlistable(entry, state) {
+  const a = entry.data;
+  if (!session.token || isGroupSale(a) || a.stock_buckets > 1) return false;
+  if (state.status !== 'active' && state.status !== 'sold_out') return false;
+  return a.variants ? soldOutChoice(entry) : state.status === 'sold_out';
+}
+
+// ordinal is 1st, 2nd, 3rd, 4th...
+function ordinal(n) {
+  const s = ['th', 'st', 'nd', 'rd'];
+  const v = n % 100;
+  return `${n}${s[(v - 20) % 10] || s[v] || s[0]}`;
+}
+
+// renderWaitlist shows the buyer's waitlist entry of the sale (its place, or the order
+// offered with its pay window's countdown), or the way to join it.
+function renderWaitlist(entry, state) {
+  const box = el(entry.node, '.waitlist-box');
+  const w = entry.waitlist;
+  const join = el(box, '.join-waitlist');
+  const leave = el(box, '.leave-waitlist');
+  const canJoin = waitlistable(entry, state) && (!w || w.status === 'ended');
+  box.hidden = !w && !canJoin;
+  if (box.hidden) return;
+  let text = '';
+  const what = w && w.variant ? ` of ${w.variant}` : '';
+  if (w && w.status === 'waiting') {
+    text = `On the waitlist for ${plural(w.quantity, 'unit', 'units')}${what}: ${ordinal(w.position)} in line. `
+      + 'Units that come back are offered in the order buyers joined.';
+  } else if (w && w.status === 'offered') {
+    const o = orders.get(w.order_id)?.data;
+    const left = o && o.status === 'created' ? Date.parse(o.expires_at) - clock.now() : 0;
+    text = o && o.status === 'created' && left > 0
+      ? `Units came back for you: ${plural(w.quantity, 'unit', 'units')}${what} ${w.quantity === 1 ? 'is' : 'are'} yours. Pay within ${duration(left)}.`
+      : `Units came back for you: ${plural(w.quantity, 'unit', 'units')}${what}. See the order below.`;
+  } else if (w && w.status === 'ended') {
+    text = 'Your waitlist offer ended unpaid (or the sale ended).';
+  } else {
+    text = soldOutText(entry);
+  }
+  setText(el(box, '.waitlist-state'), text);
+  join.hidden = !canJoin;
+  join.disabled = entry.waitlistBusy;
+  setText(join, entry.waitlistBusy ? 'Joining…' : 'Join the waitlist');
+  leave.hidden = !w || w.status !== 'waiting';
+  leave.disabled = entry.waitlistBusy;
+}
+
+// soldOutText is the sentence beside Join the waitlist.
+function soldOutText(entry) {
+  return entry.data.variants
+    ? `${entry.variant} is sold out. Join its waitlist to be offered units that come back, in the order buyers joined.`
+    : 'Sold out. Join the waitlist to be offered units that come back, in the order buyers joined.';
+}
+
+// fetchWaitlist reads the buyer's entry of a sale's waitlist (none: null).
+async function fetchWaitlist(entry) {
+  const res = await api('GET', `/api/v1/activities/${entry.data.id}/waitlist`, { token: session.token });
+  if (res.ok) entry.waitlist = res.data;
+  else if (res.status === 404) entry.waitlist = null;
+  return res;
+}
+
+async function joinWaitlist(entry) {
+  if (entry.waitlistBusy) return;
+  const a = entry.data;
+  const quantity = cardQuantity(entry);
+  if (!quantity) return;
+  entry.waitlistBusy = true;
+  renderSaleCard(entry);
+  const body = a.variants ? { quantity, variant: entry.variant } : { quantity };
+  const res = await api('POST', `/api/v1/activities/${a.id}/waitlist`, { token: session.token, body });
+  entry.waitlistBusy = false;
+  if (res.ok) {
+    entry.waitlist = res.data;
+    entry.result = null;
+  } else if (res.error.code === 'not_sold_out') {
+    entry.result = { kind: 'error', text: 'Units are on sale again: buy them now.', key: saleState(a).key };
+    salesPoll.kick();
+  } else {
+    entry.result = { kind: 'error', text: buyError(res, a), key: saleState(a).key };
+  }
+  renderSaleCard(entry);
+}
+
+async function leaveWaitlist(entry) {
+  if (entry.waitlistBusy) return;
+  entry.waitlistBusy = true;
+  renderSaleCard(entry);
+  const res = await api('DELETE', `/api/v1/activities/${entry.data.id}/waitlist`, { token: session.token });
+  entry.waitlistBusy = false;
+  if (res.ok || res.status === 404) entry.waitlist = null;
+  renderSaleCard(entry);
+}
+
+// Every 2 s, the buyer's entries of the sales they may wait for: those sold out (or
+// with a size sold out), and those they joined.
+const waitlistPoll = poller(async () => {
+  if (!session.token) return 3000;
+  const jobs = [];
+  for (const entry of sales.values()) {
+    const a = entry.data;
+    const soldOutSomewhere = a.status === 'sold_out' || (a.variants || []).some((v) => v.stock_available <= 0);
+    if (entry.waitlist || (soldOutSomewhere && !isGroupSale(a) && a.status !== 'ended')) jobs.push(fetchWaitlist(entry));
+  }
+  const answers = await Promise.all(jobs);
+  if (answers.some((r) => r.ok && r.data.status === 'offered')) ordersPoll.kick();
+  renderAllSales();
+  const limited = answers.find((r) => r.status === 429);
+  return limited ? (limited.retryAfter || 1) * 1000 : 2000;
+});
 
 // limitText says how much one buyer may take, and how much this one holds.
 function limitText(a, state) {
@@ -561,7 +686,7 @@ function renderOrderCard(entry) {
   node.dataset.status = o.status;
   const what = sale ? sale.data.product_name : 'item';
   setText(el(node, '.order-title'), `${sale ? sale.data.name : `Sale ${o.activity_id}`}: ${o.quantity} × ${what}`
-    + `${o.variant ? ` (${o.variant})` : ''}${o.group_id ? ' in a group' : ''}`);
+    + `${o.variant ? ` (${o.variant})` : ''}${o.group_id ? ' in a group' : ''}${o.offered ? ', offered from the waitlist' : ''}`);
   const badge = el(node, '.order-badge');
   setText(badge, statusLabel(o.status));
   badge.className = `badge order-badge status-${o.status}`;
@@ -1234,4 +1359,5 @@ showSignedIn();
 salesPoll.kick();
 ordersPoll.kick();
 groupsPoll.kick();
+waitlistPoll.kick();
 startLines();
