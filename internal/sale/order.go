@@ -375,10 +375,14 @@ func (s *Service) horizon(ctx context.Context, activityID int64) (string, error)
 // Pay marks a created order paid: a shop's confirmation of its payment (an admin or
 // service caller, for any buyer's order), or, with BuyerPays, the buyer's own
 // simulated payment. A paid order is returned as it is (a confirmation sent again).
-// Errors: ErrPaymentByShop (a buyer, without BuyerPays; nothing is read), ErrNotFound,
+// Errors: ErrNotFound (also for an id not as issued, before any other answer),
+// ErrPaymentByShop (a buyer, without BuyerPays; nothing is read),
 // store.ErrNotPayable (including a queued order, not yet in MySQL), store.ErrExpired:
 // the pay window ended first, and the order is cancelled.
 func (s *Service) Pay(ctx context.Context, id string, c Caller) (Order, error) {
+	if _, ok := ActivityOf(id); !ok {
+		return Order{}, ErrNotFound // a path that names no order, whoever calls
+	}
 	if !c.actsOnAnyOrder() && !s.BuyerPays {
 		return Order{}, ErrPaymentByShop
 	}
