@@ -263,3 +263,57 @@ func TestVariantsWithAWaitingRoom(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) { wantError(t, got, st.status, st.code) })
 	}
 }
+
+// The shop's refunds of orders of a sale of variants: with restock the units go back to
+// their variant (and to its waitlist first: none here), without they stay off sale; the
+// ledger balances each variant.
+func TestVariantsRefunds(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	admin, shop := testutil.Token(t, 1, true), testutil.ServiceToken(t, 900)
+	created := s.do(call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: variantSale(map[string]any{
+		"per_variant_limit": nil, "variants": []map[string]any{{"name": "S", "stock": 1}, {"name": "M", "stock": 2}}})})
+	var a activityView
+	if err := json.Unmarshal([]byte(created.body), &a); created.status != http.StatusCreated || err != nil {
+		t.Fatalf("create: %d %s", created.status, created.body)
+	}
+	buy := func(u int64, size string) string {
+		got := s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/orders", a.ID), token: testutil.Token(t, u, false),
+			body: fmt.Sprintf(`{"quantity":1,"variant":%q}`, size)})
+		if got.status != http.StatusAccepted {
+			t.Fatalf("buyer %d buys %s: %d %s", u, size, got.status, got.body)
+		}
+		id := orderID(t, got.body)
+		s.waitCreated(id, testutil.Token(t, u, false))
+		if p := s.do(call{method: "POST", path: "/api/v1/orders/" + id + "/pay", token: shop}); p.status != http.StatusOK {
+			t.Fatalf("pay: %d %s", p.status, p.body)
+		}
+		return id
+	}
+	small, medium := buy(42, "S"), buy(43, "M")
+	for _, r := range []struct {
+		id, body string
+	}{{small, `{"restock":true}`}, {medium, `{"restock":false}`}} {
+		if got := s.do(call{method: "POST", path: "/api/v1/orders/" + r.id + "/refund", token: shop, body: r.body}); got.status != http.StatusOK ||
+			!strings.Contains(got.body, `"status":"refunded"`) {
+			t.Fatalf("refund %s: %d %s", r.body, got.status, got.body)
+		}
+	}
+	// The units come back once the worker's return (here the call's own) has run.
+	var view activityView
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got := s.do(call{method: "GET", path: fmt.Sprintf("/api/v1/activities/%d", a.ID)})
+		if err := json.Unmarshal([]byte(got.body), &view); err != nil {
+			t.Fatal(err)
+		}
+		if view.Variants[0].StockAvailable == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if view.Variants[0].StockAvailable != 1 || view.Variants[0].Status != "active" || view.Variants[1].StockAvailable != 1 {
+		t.Errorf("after a refund of S with restock and of M without: %+v; want S 1 left, M 1 left", view.Variants)
+	}
+	l := s.do(call{method: "GET", path: fmt.Sprintf("/api/v1/admin/activities/%d/ledger", a.ID), token: admin})
+	if !strings.Contains(l.body, `"balanced":true`) || !strings.Contains(l.body, `{"name":"M","stock_total":2,"redis_stock_total":2,"available":1,"held_units":0,"off_sale_units":1,"difference":0,"sold_column":1}`) {
+		t.Errorf("ledger: %s", l.body)
+	}
+}
