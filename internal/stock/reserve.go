@@ -430,7 +430,7 @@ func flaggedAnswer(flag *soldOutFlag, r Reservation) error {
 // Idempotency-Key from this process's sold-out flag, without Redis (sold out, or not
 // admitted for a waiting-room sale's purchase without a pass), or nil when the flag does
 // not answer it now (Reserve may then send it to the script). It reads r's ActivityID,
-// Now, Quantity, PassExpires, Group and OpenGroup: a caller checks it before preparing a
+// Now, Quantity, Variant, PassExpires, Group and OpenGroup: a caller checks it before preparing a
 // reservation it would not need.
 func (s *Stock) FlaggedSoldOut(r Reservation) error {
 	if flag := s.soldOut.answers(r.ActivityID, r.Variant, r.Now); flag != nil {

@@ -21,7 +21,8 @@ const soldOutTTL = time.Second
 // ReturnedChannel). Once a flag is older than soldOutTTL, one purchase at a time goes
 // to Redis to check it again, while the others are still refused from the flag.
 type soldOutFlags struct {
-	flags sync.Map // activity id -> *sync.Map of Variant (none: the sale's) -> *soldOutFlag
+	flags    sync.Map // activity id -> *soldOutFlag, of a sale without variants
+	variants sync.Map // activity id -> *sync.Map of Variant -> *soldOutFlag, of a sale of variants
 	// gen changes whenever flags are cleared; a flag computed from a Redis answer
 	// older than the last clearing is not set, so a late "sold out" cannot hide units
 	// that came back meanwhile.
@@ -69,39 +70,52 @@ func (f *soldOutFlags) answers(activityID int64, variant Variant, now time.Time)
 
 // load is the flag of a sale's variant (none: the sale's).
 func (f *soldOutFlags) load(activityID int64, variant Variant) (any, bool) {
-	sale, ok := f.flags.Load(activityID)
+	if variant == 0 { // a sale without variants: one lookup on the sold-out path
+		return f.flags.Load(activityID)
+	}
+	sale, ok := f.variants.Load(activityID)
 	if !ok {
 		return nil, false
 	}
 	return sale.(*sync.Map).Load(variant)
 }
 
+// mapOf is the map that holds the flags of a sale's variant, keyed as it keeps them.
+func (f *soldOutFlags) mapOf(activityID int64, variant Variant) (*sync.Map, any) {
+	if variant == 0 {
+		return &f.flags, activityID
+	}
+	sale, _ := f.variants.LoadOrStore(activityID, &sync.Map{})
+	return sale.(*sync.Map), variant
+}
+
 func (f *soldOutFlags) set(activityID int64, variant Variant, epoch uint64, fl *soldOutFlag) {
 	if f.gen.Load() != epoch {
 		return
 	}
-	sale, _ := f.flags.LoadOrStore(activityID, &sync.Map{})
-	sale.(*sync.Map).Store(variant, fl)
+	m, key := f.mapOf(activityID, variant)
+	m.Store(key, fl)
 	if f.gen.Load() != epoch { // cleared meanwhile: the flag may hide units come back
-		sale.(*sync.Map).CompareAndDelete(variant, fl)
+		m.CompareAndDelete(key, fl)
 	}
 }
 
 // dropRecheck removes a flag whose re-check did not find the sale sold out.
 func (f *soldOutFlags) dropRecheck(activityID int64, variant Variant, fl *soldOutFlag) {
-	if sale, ok := f.flags.Load(activityID); ok {
-		sale.(*sync.Map).CompareAndDelete(variant, fl)
-	}
+	m, key := f.mapOf(activityID, variant)
+	m.CompareAndDelete(key, fl)
 }
 
 func (f *soldOutFlags) clear(activityID int64) {
 	f.gen.Add(1)
 	f.flags.Delete(activityID)
+	f.variants.Delete(activityID)
 }
 
 func (f *soldOutFlags) clearAll() {
 	f.gen.Add(1)
 	f.flags.Clear()
+	f.variants.Clear()
 }
 
 // Watch listens on ReturnedChannel and clears this process's sold-out flag of every
