@@ -41,7 +41,9 @@ stop:
 
 # Load tests (loadtest/README.md), against an API, a worker and a Redis of their own on
 # free ports and a fresh seckill_loadtest database; figures go to docs/performance.md.
-#   make loadtest   audit a crowd's orders in MySQL, then measure the ratios to /healthz (~1 min)
+#   make loadtest   audit a crowd's orders in MySQL (a plain sale, then a sale of 10 variants),
+#                   the waitlist's offers of returned units, then measure the ratios to
+#                   /healthz (~1 min)
 #   make loadtest-overload   an open-loop crowd (vegeta) at 3x what one API serves: 202/s
 #                   vs that capacity, p99 of all answers, connection errors, API RSS; once
 #                   against the API, once through nginx in front of it (~2 min)
@@ -60,7 +62,7 @@ stop:
 .PHONY: loadtest loadtest-overload soak k6 loadtest-cluster loadtest-hot perf-report perf-plots
 
 loadtest: services build
-	loadtest/run.sh audit ratios
+	loadtest/run.sh audit variants waitlist ratios
 
 loadtest-overload: services build
 	LOADTEST_LIMITS=off loadtest/run.sh overload

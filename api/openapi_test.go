@@ -53,11 +53,14 @@ var contractCodes = []statusCode{
 	{403, "payment_by_shop"}, {409, "order_not_refundable"},
 	// The door under attack (the contract's fifth round).
 	{408, "request_timeout"},
+	// The waitlist (the contract's fifth round).
+	{409, "not_sold_out"},
 }
 
 // projectCodes are the codes the project added beyond the contract. A new code in
 // internal/handler must be added here (and documented) on purpose.
-var projectCodes = []statusCode{{405, "method_not_allowed"}, {409, "order_not_cancellable"}, {409, "sale_archived"}}
+var projectCodes = []statusCode{{405, "method_not_allowed"}, {409, "order_not_cancellable"}, {409, "sale_archived"},
+	{409, "no_waitlist"}}
 
 type statusCode struct {
 	status int
@@ -722,6 +725,10 @@ func TestNewActivityBounds(t *testing.T) {
 			if strings.HasPrefix(field, "group_") { // the group fields belong to a group-buy sale
 				body["kind"], body["group_size"], body["group_window_seconds"] = "group", 3, 60
 			}
+			if field == "per_variant_limit" { // a sale of variants', at most per_user_limit
+				delete(body, "stock")
+				body["variants"], body["per_user_limit"] = []any{map[string]any{"name": "M", "stock": 1}}, sale.MaxPerUserLimit
+			}
 			body[field] = v
 			got := send(body)
 			if ok && got.status != http.StatusCreated {
@@ -757,11 +764,31 @@ func TestNewActivityBounds(t *testing.T) {
 	}
 
 	required := asStrings(s["required"])
-	want := []string{"ends_at", "name", "per_user_limit", "price_cents", "product_name", "starts_at", "stock"}
+	want := []string{"ends_at", "name", "per_user_limit", "price_cents", "product_name", "starts_at"}
 	if !slices.Equal(required, want) {
 		t.Errorf("NewActivity required: got %v, want the contract's %v", required, want)
 	}
+	// One of stock and variants: the sale's units.
+	var oneOf []string
+	for _, alt := range get(s, "oneOf").([]any) {
+		oneOf = append(oneOf, asStrings(get(alt, "required"))...)
+	}
+	if !slices.Equal(oneOf, []string{"stock", "variants"}) {
+		t.Errorf("NewActivity oneOf required: got %v, want [stock variants]", oneOf)
+	}
+	body := valid()
+	delete(body, "stock")
+	if got := send(body); got.status != 400 || !strings.Contains(got.message, "stock") {
+		t.Errorf("neither stock nor variants: got %d %q, want 400 naming stock", got.status, got.message)
+	}
+	body["variants"] = []any{map[string]any{"name": "M", "stock": 1}}
+	if got := send(body); got.status != http.StatusCreated {
+		t.Errorf("variants without stock: got %d %q, want 201", got.status, got.message)
+	}
 	for field := range props {
+		if field == "stock" {
+			continue // above
+		}
 		body := valid()
 		delete(body, field)
 		got := send(body)
@@ -773,7 +800,7 @@ func TestNewActivityBounds(t *testing.T) {
 			t.Errorf("without optional %s: got %d %q, want 201", field, got.status, got.message)
 		}
 	}
-	body := valid()
+	body = valid()
 	body["ends_at"] = body["starts_at"]
 	if got := send(body); got.status != 400 || !strings.Contains(strings.ToLower(got.message), "ends_at") {
 		t.Errorf("ends_at equal to starts_at: got %d %q, want 400 naming ends_at", got.status, got.message)
@@ -798,8 +825,11 @@ func TestBoundsMatchConstants(t *testing.T) {
 		{"NewActivity", "pay_window_seconds", "default", sale.DefaultPayWindow},
 		{"ActivityPatch", "per_user_limit", "minimum", 1},
 		{"ActivityPatch", "per_user_limit", "maximum", sale.MaxPerUserLimit},
-		{"ActivityPatch", "add_stock", "minimum", 1},
-		{"ActivityPatch", "add_stock", "maximum", sale.MaxStock},
+		{"NewVariant", "name", "maxLength", sale.MaxVariantName},
+		{"NewVariant", "stock", "maximum", sale.MaxStock},
+		{"NewVariant", "external_ref", "maxLength", sale.MaxExternalRef},
+		{"NewActivity", "variants", "maxItems", sale.MaxVariants},
+		{"NewActivity", "per_variant_limit", "maximum", sale.MaxPerUserLimit},
 		{"BuyRequest", "quantity", "minimum", 1},
 		{"BuyRequest", "quantity", "maximum", sale.MaxPerUserLimit},
 		{"Activity", "name", "maxLength", sale.MaxNameLength},
@@ -825,6 +855,17 @@ func TestBoundsMatchConstants(t *testing.T) {
 		if !ok || got != tt.want {
 			t.Errorf("%s.%s %s: got %v, want %d", tt.schema, tt.field, tt.keyword,
 				get(d.schema(tt.schema), "properties", tt.field, tt.keyword), tt.want)
+		}
+	}
+	for i, want := range []int64{1, sale.MaxStock} { // add_stock's number, and each variant's in its object
+		for j, alt := range get(d.schema("ActivityPatch"), "properties", "add_stock", "oneOf").([]any) {
+			if j == 1 {
+				alt = get(alt, "additionalProperties")
+			}
+			keyword := []string{"minimum", "maximum"}[i]
+			if got, ok := asInt(get(alt, keyword)); !ok || got != want {
+				t.Errorf("ActivityPatch.add_stock oneOf[%d] %s: got %v, want %d", j, keyword, get(alt, keyword), want)
+			}
 		}
 	}
 	if got := asStrings(get(d.schema("BuyRequest"), "required")); !slices.Equal(got, []string{"quantity"}) {

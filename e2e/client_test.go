@@ -112,6 +112,7 @@ type order struct {
 	Quantity    int    `json:"quantity"`
 	AmountCents int64  `json:"amount_cents"`
 	Status      string `json:"status"`
+	Variant     string `json:"variant"`
 }
 
 type stats struct {

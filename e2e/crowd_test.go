@@ -96,6 +96,9 @@ type crowdPlan struct {
 	onSale func(activity)
 	// pace spreads the crowd: a pause after each user's attempts are sent.
 	pace time.Duration
+	// variants, if set, are a sale of variants' names: each attempt names one of them at
+	// random (a double click the same one).
+	variants []string
 }
 
 // runCrowd fires, for each user: two concurrent requests with the same
@@ -124,20 +127,27 @@ func runCrowd(t *testing.T, activityID int64, p crowdPlan) *crowd {
 		tokens[i] = testutil.Token(t, ids[i], false)
 	}
 	type attempt struct {
-		user  int64
-		token string
-		qty   int
-		key   string
+		user    int64
+		token   string
+		qty     int
+		key     string
+		variant string
 	}
 	var groups [][]attempt // attempts in a group are sent at once
 	rng := rand.New(rand.NewPCG(1, 2))
+	variant := func() string {
+		if len(p.variants) == 0 {
+			return ""
+		}
+		return p.variants[rng.IntN(len(p.variants))]
+	}
 	for i := 0; i < p.users; i++ {
 		u, tok := ids[i], tokens[i]
-		k1 := fmt.Sprintf("click-%d", u)
+		k1, v1 := fmt.Sprintf("click-%d", u), variant()
 		groups = append(groups,
-			[]attempt{{u, tok, 1, k1}, {u, tok, 1, k1}},
-			[]attempt{{u, tok, 1 + rng.IntN(2), ""}, {u, tok, 1 + rng.IntN(2), ""}},
-			[]attempt{{u, tok, 1, fmt.Sprintf("later-%d", u)}})
+			[]attempt{{u, tok, 1, k1, v1}, {u, tok, 1, k1, v1}},
+			[]attempt{{u, tok, 1 + rng.IntN(2), "", variant()}, {u, tok, 1 + rng.IntN(2), "", variant()}},
+			[]attempt{{u, tok, 1, fmt.Sprintf("later-%d", u), variant()}})
 	}
 	rng.Shuffle(len(groups), func(i, j int) { groups[i], groups[j] = groups[j], groups[i] })
 
@@ -164,9 +174,12 @@ func runCrowd(t *testing.T, activityID int64, p crowdPlan) *crowd {
 				if a.key != "" {
 					hdr = []string{"Idempotency-Key", a.key}
 				}
+				var body any = map[string]int{"quantity": a.qty}
+				if a.variant != "" {
+					body = map[string]any{"quantity": a.qty, "variant": a.variant}
+				}
 				began := time.Now()
-				r, err := pick().do("POST", fmt.Sprintf("/api/v1/activities/%d/orders", activityID), a.token,
-					map[string]int{"quantity": a.qty}, hdr...)
+				r, err := pick().do("POST", fmt.Sprintf("/api/v1/activities/%d/orders", activityID), a.token, body, hdr...)
 				for took := int64(time.Since(began)); ; {
 					if old := cr.slowest.Load(); took <= old || cr.slowest.CompareAndSwap(old, took) {
 						break

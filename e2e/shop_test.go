@@ -18,7 +18,8 @@ import (
 	"seckill/internal/testutil"
 )
 
-// createSaleWith creates an active sale with the given fields added to a plain one.
+// createSaleWith creates an active sale with the given fields added to a plain one (a
+// nil value drops the field).
 func (c *client) createSaleWith(admin string, stock int64, limit int, extra map[string]any) activity {
 	c.t.Helper()
 	now := time.Now().UTC()
@@ -26,7 +27,11 @@ func (c *client) createSaleWith(admin string, stock int64, limit int, extra map[
 		"per_user_limit": limit, "starts_at": now.Add(-time.Minute).Format(time.RFC3339),
 		"ends_at": now.Add(time.Hour).Format(time.RFC3339)}
 	for k, v := range extra {
-		body[k] = v
+		if v == nil {
+			delete(body, k)
+		} else {
+			body[k] = v
+		}
 	}
 	r := c.must("POST", "/api/v1/admin/activities", admin, body)
 	if r.Status != http.StatusCreated {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs load scenarios against an API and a worker of its own, and stops them afterwards.
 #
-#   loadtest/run.sh [audit] [ratios] [compare] [overload] [hot] [soak] [drops] [k6] [ab]     (default: audit ratios, about a minute)
+#   loadtest/run.sh [audit] [variants] [waitlist] [ratios] [compare] [overload] [hot] [soak] [drops] [k6] [ab]
+#   (default: audit variants waitlist ratios, about a minute)
 #
 # ratios ends with a group-buy phase (seats taken/s against the purchases/s of the same
 # run, then an audit of the group sale); RATIOS_FLAGS='-group-size 0' leaves it out.
@@ -17,7 +18,8 @@
 # Environment:
 #   API_INSTANCES=1       API processes; the crowd spreads its requests over all of them
 #   SECKILL_API_BIN, SECKILL_WORKER_BIN   binaries to run [bin/api, bin/worker, built from the work tree]
-#   AUDIT_FLAGS, RATIOS_FLAGS, COMPARE_FLAGS, OVERLOAD_FLAGS, HOT_FLAGS, SOAK_FLAGS, DROPS_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
+#   AUDIT_FLAGS, VARIANTS_FLAGS, WAITLIST_FLAGS, RATIOS_FLAGS, COMPARE_FLAGS, OVERLOAD_FLAGS, HOT_FLAGS,
+#   SOAK_FLAGS, DROPS_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
 #   LOADTEST_DROPS                        a number N: crowd drops runs N short sales to their end beside
 #                                         the scenarios, and waits for the worker (its
 #                                         SECKILL_SALE_RETENTION 1s then) to archive them; its
@@ -56,7 +58,7 @@
 #                                         127.0.0.1:PORT+i-1 (SECKILL_METRICS_ADDR, SECKILL_PPROF), the
 #                                         API with the limits on PORT+10
 #                                         (go tool pprof http://127.0.0.1:PORT/debug/pprof/profile)
-# Called by `make loadtest` (audit ratios) and `make k6` (k6).
+# Called by `make loadtest` (audit variants waitlist ratios) and `make k6` (k6).
 set -euo pipefail
 # A command that fails ends the run (set -e); say which, rather than end silently.
 trap 'echo "loadtest/run.sh: line $LINENO failed (exit $?): $BASH_COMMAND; logs in .data/loadtest" >&2' ERR
@@ -64,10 +66,10 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 scenarios=("$@")
-[ ${#scenarios[@]} -eq 0 ] && scenarios=(audit ratios)
+[ ${#scenarios[@]} -eq 0 ] && scenarios=(audit variants waitlist ratios)
 for s in "${scenarios[@]}"; do
-	case $s in audit | ratios | compare | overload | hot | soak | drops | k6 | ab) ;; *)
-		echo "usage: $0 [audit] [ratios] [compare] [overload] [hot] [soak] [drops] [k6] [ab]" >&2
+	case $s in audit | variants | waitlist | ratios | compare | overload | hot | soak | drops | k6 | ab) ;; *)
+		echo "usage: $0 [audit] [variants] [waitlist] [ratios] [compare] [overload] [hot] [soak] [drops] [k6] [ab]" >&2
 		exit 2
 		;;
 	esac
@@ -330,6 +332,15 @@ for s in "${scenarios[@]}"; do
 	audit)
 		# shellcheck disable=SC2086
 		bin/crowd audit -api "$api_list" -mysql "$dsn" ${AUDIT_FLAGS:-} || status=1
+		;;
+	variants)
+		# the audit's crowd on a sale of 10 variants, audited per variant
+		# shellcheck disable=SC2086
+		bin/crowd audit -api "$api_list" -mysql "$dsn" -variants 10 -first-user 500000 ${VARIANTS_FLAGS:-} || status=1
+		;;
+	waitlist)
+		# shellcheck disable=SC2086
+		bin/crowd waitlist -api "$api_list" -mysql "$dsn" ${WAITLIST_FLAGS:-} || status=1
 		;;
 	ratios)
 		# shellcheck disable=SC2086

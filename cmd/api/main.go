@@ -200,7 +200,9 @@ func serve(ctx context.Context, cfg config.Config) error {
 	st := store.New(db, sale.EventViews{Checkout: checkout})
 	// MySQL's outages, shared by every instance: pay windows do not run during one.
 	outages := outage.NewRecord(ap)
-	svc := sale.New(st, sk, order.New(st, sk, outages), outages, queue.NewEnqueuer(enq), locks)
+	orders := order.New(st, sk, outages)
+	orders.Offers = queue.NewEnqueuer(enq) // the waitlist's orders of units that come back
+	svc := sale.New(st, sk, orders, outages, queue.NewEnqueuer(enq), locks)
 	svc.LockWait = cfg.LockWait
 	svc.ListMargin = max(svc.ListMargin, 2*cfg.LockWait)
 	svc.BuyerPays, svc.Checkout = cfg.BuyerPays, checkout

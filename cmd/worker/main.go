@@ -127,8 +127,10 @@ func run(ctx context.Context) error {
 
 	locks := lock.New(rdb)
 	defer locks.Close()
+	enqueuer := queue.NewEnqueuer(asynq.NewClientFromRedisClient(ap))
 	lifecycle := order.New(st, sk, outages)
-	repairer := worker.NewRepairer(st, sk, queue.NewEnqueuer(asynq.NewClientFromRedisClient(ap)), persister)
+	lifecycle.Offers = enqueuer // the waitlist's orders of units that come back
+	repairer := worker.NewRepairer(st, sk, enqueuer, persister)
 	admitter := line.NewAdmitter(line.New(ap, nil, nil), st)
 	archiver := sale.NewArchiver(st, sk, cfg.SaleRetention)
 	archiver.Register(reg)

@@ -1,8 +1,10 @@
 package handler
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -26,6 +28,9 @@ type createActivityRequest struct {
 	GroupWindowSeconds    *int    `json:"group_window_seconds"`
 	PerUserParticipations *int    `json:"per_user_participations"`
 	StockBuckets          *int    `json:"stock_buckets"`
+	// A sale of variants gives them instead of stock.
+	Variants        *[]variantRequest `json:"variants"`
+	PerVariantLimit *int              `json:"per_variant_limit"`
 	roomRequest
 	shopRequest
 }
@@ -45,6 +50,33 @@ func (r shopRequest) fields() sale.ShopFields {
 	return f
 }
 
+type variantRequest struct {
+	Name        *string `json:"name"`
+	Stock       *int64  `json:"stock"`
+	ExternalRef *string `json:"external_ref"`
+}
+
+// variants reads the variants of a create body (nil when it has none).
+func (r createActivityRequest) variants() ([]sale.NewVariant, error) {
+	if r.Variants == nil {
+		return nil, nil
+	}
+	if r.Stock != nil {
+		return nil, &sale.FieldError{Field: "stock", Message: "must not be given beside variants: the sale's stock is the sum of theirs"}
+	}
+	out := make([]sale.NewVariant, 0, len(*r.Variants))
+	for i, v := range *r.Variants {
+		switch {
+		case v.Name == nil:
+			return nil, required(fmt.Sprintf("variants[%d].name", i))
+		case v.Stock == nil:
+			return nil, required(fmt.Sprintf("variants[%d].stock", i))
+		}
+		out = append(out, sale.NewVariant{Name: *v.Name, Stock: *v.Stock, ExternalRef: v.ExternalRef})
+	}
+	return out, nil
+}
+
 func (r createActivityRequest) toNew() (sale.NewActivity, error) {
 	var n sale.NewActivity
 	switch {
@@ -54,7 +86,7 @@ func (r createActivityRequest) toNew() (sale.NewActivity, error) {
 		return n, required("product_name")
 	case r.PriceCents == nil:
 		return n, required("price_cents")
-	case r.Stock == nil:
+	case r.Stock == nil && r.Variants == nil:
 		return n, required("stock")
 	case r.PerUserLimit == nil:
 		return n, required("per_user_limit")
@@ -71,10 +103,17 @@ func (r createActivityRequest) toNew() (sale.NewActivity, error) {
 	if err != nil {
 		return n, err
 	}
+	variants, err := r.variants()
+	if err != nil {
+		return n, err
+	}
 	n = sale.NewActivity{Name: *r.Name, ProductName: *r.ProductName, PriceCents: *r.PriceCents,
-		Stock: *r.Stock, PerUserLimit: *r.PerUserLimit, StartsAt: *starts, EndsAt: *ends,
+		PerUserLimit: *r.PerUserLimit, StartsAt: *starts, EndsAt: *ends,
 		GroupSize: r.GroupSize, GroupWindowSeconds: r.GroupWindowSeconds, PerUserParticipations: r.PerUserParticipations,
-		Room: r.patch(), Shop: r.fields()}
+		Room: r.patch(), Shop: r.fields(), Variants: variants, PerVariantLimit: r.PerVariantLimit}
+	if r.Stock != nil {
+		n.Stock = *r.Stock
+	}
 	if r.Kind != nil {
 		if *r.Kind == "" {
 			return n, &sale.FieldError{Field: "kind", Message: `must be "sale" or "group"`}
@@ -161,9 +200,36 @@ func page(c *gin.Context) (sale.Page, error) {
 type patchActivityRequest struct {
 	PerUserLimit *int    `json:"per_user_limit"`
 	EndsAt       *string `json:"ends_at"`
-	AddStock     *int64  `json:"add_stock"`
+	// AddStock is a number of units, or for a sale of variants an object of units by
+	// variant name.
+	AddStock json.RawMessage `json:"add_stock"`
 	roomRequest
 	shopRequest
+}
+
+// addStock reads add_stock: a number, or an object of numbers by variant name (nil,
+// nil when absent).
+func (r patchActivityRequest) addStock() (*int64, map[string]int64, error) {
+	raw := bytes.TrimSpace(r.AddStock)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil, nil
+	}
+	bad := &invalidRequest{`add_stock must be an integer in range, or an object of integers by variant name such as {"EU 42": 5}`}
+	if raw[0] == '{' {
+		var byVariant map[string]int64
+		if json.Unmarshal(raw, &byVariant) != nil {
+			return nil, nil, bad
+		}
+		if byVariant == nil {
+			byVariant = map[string]int64{}
+		}
+		return nil, byVariant, nil
+	}
+	var n int64
+	if json.Unmarshal(raw, &n) != nil {
+		return nil, nil, bad
+	}
+	return &n, nil, nil
 }
 
 func (h *Handler) patchActivity(c *gin.Context) {
@@ -182,14 +248,20 @@ func (h *Handler) patchActivity(c *gin.Context) {
 		respondError(c, err)
 		return
 	}
+	add, addVariants, err := req.addStock()
+	if err != nil {
+		respondError(c, err)
+		return
+	}
 	room, shop := req.patch(), req.fields()
-	if req.PerUserLimit == nil && ends == nil && req.AddStock == nil && room.Empty() && shop.ExternalRef == nil && shop.Metadata == nil {
+	if req.PerUserLimit == nil && ends == nil && add == nil && addVariants == nil && room.Empty() && shop.ExternalRef == nil &&
+		shop.Metadata == nil {
 		respondError(c, &invalidRequest{"give at least one of per_user_limit, ends_at, add_stock, the waiting room's settings, " +
 			"external_ref and metadata"})
 		return
 	}
 	a, err := h.svc.PatchActivity(c.Request.Context(), id,
-		sale.ActivityPatch{PerUserLimit: req.PerUserLimit, EndsAt: ends, AddStock: req.AddStock, Room: room, Shop: shop})
+		sale.ActivityPatch{PerUserLimit: req.PerUserLimit, EndsAt: ends, AddStock: add, AddVariants: addVariants, Room: room, Shop: shop})
 	if err != nil {
 		respondError(c, err)
 		return

@@ -62,17 +62,8 @@ func TestContractErrors(t *testing.T) {
 		base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf(`{"sub":"42","role":"admin","exp":%d}`, now.Add(time.Hour).Unix()))) + "."
 	// validSale is a valid new sale with some fields replaced (a nil value drops the field).
 	validSale := func(replace map[string]any) string {
-		body := map[string]any{"name": "n", "product_name": "p", "price_cents": 100, "stock": 10,
-			"per_user_limit": 1, "starts_at": now.Format(time.RFC3339), "ends_at": now.Add(time.Hour).Format(time.RFC3339)}
-		for k, v := range replace {
-			if v == nil {
-				delete(body, k)
-			} else {
-				body[k] = v
-			}
-		}
-		b, _ := json.Marshal(body)
-		return string(b)
+		return bodyOf(map[string]any{"name": "n", "product_name": "p", "price_cents": 100, "stock": 10,
+			"per_user_limit": 1, "starts_at": now.Format(time.RFC3339), "ends_at": now.Add(time.Hour).Format(time.RFC3339)}, replace)
 	}
 
 	tests := []struct {

@@ -21,11 +21,13 @@ import (
 	"seckill/internal/admission"
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
+	"seckill/internal/buyer"
 	"seckill/internal/health"
 	"seckill/internal/line"
 	"seckill/internal/presence"
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
+	"seckill/internal/stock"
 	"seckill/web"
 )
 
@@ -40,6 +42,10 @@ type Service interface {
 	Ledger(ctx context.Context, id int64) (sale.Ledger, error)
 	Rebuild(ctx context.Context, id int64) (sale.Stats, error)
 	Buy(ctx context.Context, r sale.BuyRequest) (sale.Order, bool, error)
+	Variant(ctx context.Context, activityID int64, name string) (stock.Variant, error)
+	JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, variant *string) (sale.WaitlistEntry, bool, error)
+	Waitlist(ctx context.Context, activityID int64, who buyer.ID) (sale.WaitlistEntry, error)
+	LeaveWaitlist(ctx context.Context, activityID int64, who buyer.ID) error
 	GetOrder(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
 	ListOrders(ctx context.Context, c sale.Caller) ([]sale.Order, error)
 	SaleOrders(ctx context.Context, c sale.Caller, p sale.OrderPage) ([]sale.Order, error)
@@ -223,6 +229,9 @@ func (h *Handler) Routes() http.Handler {
 	buyer := api.Group("", h.authenticate, h.limitUser)
 	buyer.POST("/activities/:id/line", h.requireBuyer, h.joinLine)
 	buyer.GET("/activities/:id/line", h.requireBuyer, h.ticket)
+	buyer.POST("/activities/:id/waitlist", h.requireBuyer, h.joinWaitlist)
+	buyer.GET("/activities/:id/waitlist", h.requireBuyer, h.waitlistEntry)
+	buyer.DELETE("/activities/:id/waitlist", h.requireBuyer, h.leaveWaitlist)
 	buyer.GET("/orders", h.listOrders)
 	buyer.GET("/orders/:id", byOrder(h.svc.GetOrder))
 	buyer.POST("/orders/:id/pay", byOrder(h.svc.Pay))

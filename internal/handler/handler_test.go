@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -80,7 +81,9 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	t.Cleanup(func() { _ = locks.Close() })
 	c := &clock{}
 	outages := outage.NewRecord(rdb)
-	svc := sale.New(st, sk, order.New(st, sk, outages), outages, queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
+	orders := order.New(st, sk, outages)
+	orders.Offers = queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)) // as cmd/api
+	svc := sale.New(st, sk, orders, outages, queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
 	svc.SetClock(c.Now)
 	svc.LockWait = 100 * time.Millisecond
 	svc.UserRate = o.RateUser // as cmd/api: purchases that reach Redis are limited there
@@ -185,6 +188,19 @@ func (s *stack) waitCreated(id, token string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	s.t.Fatalf("order %s never reached created", id)
+}
+
+// bodyOf is body as JSON with some fields replaced (a nil value drops the field).
+func bodyOf(body, replace map[string]any) string {
+	for k, v := range replace {
+		if v == nil {
+			delete(body, k)
+		} else {
+			body[k] = v
+		}
+	}
+	b, _ := json.Marshal(body)
+	return string(b)
 }
 
 func orderID(t *testing.T, body string) string {

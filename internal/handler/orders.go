@@ -14,7 +14,8 @@ import (
 )
 
 type buyRequest struct {
-	Quantity *int `json:"quantity"`
+	Quantity *int    `json:"quantity"`
+	Variant  *string `json:"variant"`
 }
 
 func validIdempotencyKey(k string) bool {
@@ -31,29 +32,30 @@ func validIdempotencyKey(k string) bool {
 }
 
 // purchase reads what every purchase and seat carries, the body's quantity and the
-// optional Idempotency-Key header, into a purchase by the caller.
-func purchase(c *gin.Context, body []byte) (sale.BuyRequest, error) {
+// optional Idempotency-Key header, into a purchase by the caller; and the variant the
+// body names, nil for none.
+func purchase(c *gin.Context, body []byte) (sale.BuyRequest, *string, error) {
 	r := sale.BuyRequest{Buyer: caller(c).Buyer}
 	keys, hasKey := c.Request.Header["Idempotency-Key"]
 	if hasKey && (len(keys) != 1 || !validIdempotencyKey(keys[0])) {
-		return r, errInvalidIdemKey
+		return r, nil, errInvalidIdemKey
 	}
 	if hasKey {
 		r.IdempotencyKey = keys[0]
 	}
 	if q, ok := plainQuantity(body); ok {
 		r.Quantity = q
-		return r, nil
+		return r, nil, nil
 	}
 	var req buyRequest
 	if err := decodeBody(body, &req); err != nil {
-		return r, err
+		return r, nil, err
 	}
 	if req.Quantity == nil {
-		return r, required("quantity")
+		return r, nil, required("quantity")
 	}
 	r.Quantity = *req.Quantity
-	return r, nil
+	return r, req.Variant, nil
 }
 
 // plainQuantity reads the body nearly every purchase sends, {"quantity":N} with N an
@@ -116,12 +118,18 @@ func (h *Handler) buy(c *gin.Context, body []byte) {
 		h.purchaseError(c, errBadPathActivity, nil)
 		return
 	}
-	r, err := purchase(c, body)
+	r, variant, err := purchase(c, body)
 	if err != nil {
 		h.purchaseError(c, err, nil)
 		return
 	}
 	r.ActivityID = id
+	if variant != nil {
+		if r.Variant, err = h.svc.Variant(c.Request.Context(), id, *variant); err != nil {
+			h.purchaseError(c, err, nil)
+			return
+		}
+	}
 	refused := h.admission(c, &r)
 	o, replayed, err := h.svc.Buy(c.Request.Context(), r)
 	if err != nil {
@@ -142,7 +150,10 @@ func (h *Handler) seat(open bool) func(*gin.Context, []byte) {
 				return
 			}
 		}
-		r, err := purchase(c, body)
+		r, variant, err := purchase(c, body)
+		if err == nil && variant != nil {
+			err = &sale.FieldError{Field: "variant", Message: "is not for a sale of kind group"}
+		}
 		if err != nil {
 			h.purchaseError(c, err, nil)
 			return

@@ -29,6 +29,14 @@ type Lifecycle struct {
 	stock   *stock.Stock
 	outages Outages
 	now     func() time.Time
+	// Offers, when set, enqueues the orders the waitlist makes of units that come back
+	// (stock.Return); without it the worker's repair pass does, seconds later.
+	Offers Enqueuer
+}
+
+// Enqueuer puts queued orders on the queue to MySQL.
+type Enqueuer interface {
+	EnqueueBatch(ctx context.Context, orders []stock.QueuedOrder) error
 }
 
 // New returns a Lifecycle that judges pay windows as MySQL outages extend them.
@@ -117,17 +125,22 @@ func (l *Lifecycle) giveBack(ctx context.Context, orders []store.Order, read tim
 	}
 	bySale := map[int64][]stock.Returning{}
 	for _, o := range orders {
-		bySale[o.ActivityID] = append(bySale[o.ActivityID], stock.Returning{OrderID: o.ID, Buyer: o.Buyer,
-			Quantity: o.Quantity, OffSale: o.OffSale()})
+		r := stock.Returning{OrderID: o.ID, Buyer: o.Buyer, Quantity: o.Quantity, OffSale: o.OffSale()}
+		if o.VariantIndex != nil {
+			r.Variant = stock.VariantAt(*o.VariantIndex)
+		}
+		bySale[o.ActivityID] = append(bySale[o.ActivityID], r)
 	}
 	returned := map[int64][]stock.Returning{} // by sale, the orders whose units are back
 	var all []string
 	var errs []error
 	for act, rs := range bySale {
-		if err := l.stock.Return(ctx, act, rs...); err != nil {
+		offered, err := l.stock.Return(ctx, act, rs...)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("sale %d: %w", act, err))
 			continue
 		}
+		l.enqueueOffers(ctx, offered)
 		returned[act] = rs
 		for _, r := range rs {
 			all = append(all, r.OrderID)
@@ -143,6 +156,18 @@ func (l *Lifecycle) giveBack(ctx context.Context, orders []store.Order, read tim
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// enqueueOffers puts the orders the waitlist offered on the queue to MySQL, with Offers
+// when set; otherwise, or when it fails, the worker's repair pass enqueues them (they
+// are queued in Redis as any purchase's order).
+func (l *Lifecycle) enqueueOffers(ctx context.Context, offered []stock.QueuedOrder) {
+	if len(offered) == 0 || l.Offers == nil {
+		return
+	}
+	if err := l.Offers.EnqueueBatch(ctx, offered); err != nil {
+		slog.Warn("orders offered to the waitlist not enqueued: the repair pass will", "orders", len(offered), "err", err)
+	}
 }
 
 // expireBatch is how many due orders one transaction expires, and one script call per

@@ -46,6 +46,10 @@ type Activity struct {
 	// StockBuckets is how many Redis slots hold the sale's stock and buyers
 	// (internal/stock/bucket.go).
 	StockBuckets int `json:"stock_buckets"`
+	// Variants are a sale of variants' sizes or colours, in the order created;
+	// PerVariantLimit caps the units of one variant a buyer holds.
+	Variants        []Variant `json:"variants,omitempty"`
+	PerVariantLimit *int      `json:"per_variant_limit,omitempty"`
 	RoomSettings
 	// ExternalRef and Metadata are the shop's: its reference of the sale, which every
 	// order event of the sale carries, and a JSON object (ShopFields).
@@ -54,6 +58,16 @@ type Activity struct {
 	// ArchivedAt is when the sale was archived: it is over, its Redis state is gone,
 	// and every figure of it comes from MySQL. Absent before.
 	ArchivedAt *apitime.Time `json:"archived_at,omitempty"`
+}
+
+// Variant is one variant of a sale as the API shows it: its status is sold_out with no
+// unit left, else the sale's.
+type Variant struct {
+	Name           string  `json:"name"`
+	ExternalRef    *string `json:"external_ref,omitempty"`
+	StockTotal     int64   `json:"stock_total"`
+	StockAvailable int64   `json:"stock_available"`
+	Status         string  `json:"status"`
 }
 
 // Kinds of sale.
@@ -88,6 +102,18 @@ type NewActivity struct {
 	room RoomSettings
 	// Shop is the shop's reference of the sale and its metadata.
 	Shop ShopFields
+	// Variants, when not nil, are the sale's variants instead of Stock (which must be
+	// 0, or their sum; Validate makes it their sum); PerVariantLimit caps one variant's
+	// units a buyer holds (nil: none).
+	Variants        []NewVariant
+	PerVariantLimit *int
+}
+
+// NewVariant is one variant of a new sale.
+type NewVariant struct {
+	Name        string
+	Stock       int64
+	ExternalRef *string
 }
 
 // ShopFields are a sale's fields that are the shop's own: ExternalRef, 1 to 128
@@ -105,13 +131,17 @@ const (
 	MaxMetadata    = 4096
 )
 
+// validExternalRef reports whether r is a shop's reference (of a sale or of a variant):
+// 1 to 128 printable characters.
+func validExternalRef(r string) bool {
+	n := utf8.RuneCountInString(r)
+	return n >= 1 && n <= MaxExternalRef && utf8.ValidString(r) && strings.IndexFunc(r, func(c rune) bool { return !unicode.IsPrint(c) }) < 0
+}
+
 // check validates the fields and compacts Metadata, or returns a *FieldError.
 func (f *ShopFields) check() error {
-	if r := f.ExternalRef; r != nil {
-		n := utf8.RuneCountInString(*r)
-		if n < 1 || n > MaxExternalRef || !utf8.ValidString(*r) || strings.IndexFunc(*r, func(c rune) bool { return !unicode.IsPrint(c) }) >= 0 {
-			return &FieldError{"external_ref", "must be 1 to 128 printable characters (no control characters, no line breaks)"}
-		}
+	if r := f.ExternalRef; r != nil && !validExternalRef(*r) {
+		return &FieldError{"external_ref", "must be 1 to 128 printable characters (no control characters, no line breaks)"}
 	}
 	if f.Metadata == nil {
 		return nil
@@ -153,12 +183,17 @@ const (
 	MaxGroupWindow   = 604800
 	MaxStockBuckets  = 64
 	maxListedOrders  = 500
+	MaxVariants      = stock.MaxVariants
+	MaxVariantName   = 64
 )
 
 // Validate checks every value and returns a *FieldError for the first bad one.
 func (n *NewActivity) Validate() error {
 	if n.PayWindowSeconds == 0 {
 		n.PayWindowSeconds = DefaultPayWindow
+	}
+	if err := n.validateVariants(); err != nil {
+		return err
 	}
 	switch {
 	case n.Name == "" || utf8.RuneCountInString(n.Name) > MaxNameLength:
@@ -167,7 +202,7 @@ func (n *NewActivity) Validate() error {
 		return &FieldError{"product_name", "must be 1 to 200 characters"}
 	case n.PriceCents < 0 || n.PriceCents > MaxPriceCents:
 		return &FieldError{"price_cents", "must be between 0 and 1000000000000"}
-	case n.Stock < 1 || n.Stock > MaxStock:
+	case n.Variants == nil && (n.Stock < 1 || n.Stock > MaxStock):
 		return &FieldError{"stock", "must be between 1 and 1000000000"}
 	case n.PerUserLimit < 1 || n.PerUserLimit > MaxPerUserLimit:
 		return &FieldError{"per_user_limit", "must be between 1 and 1000000"}
@@ -192,6 +227,52 @@ func (n *NewActivity) Validate() error {
 		return err
 	}
 	return n.Shop.check()
+}
+
+// validateVariants checks a sale's variants and its per-variant limit, and makes Stock
+// their sum. A sale without variants takes no per-variant limit, a group-buy sale no
+// variants.
+func (n *NewActivity) validateVariants() error {
+	if n.Variants == nil {
+		if n.PerVariantLimit != nil {
+			return &FieldError{"per_variant_limit", "is only for a sale with variants"}
+		}
+		return nil
+	}
+	switch {
+	case len(n.Variants) < 1 || len(n.Variants) > MaxVariants:
+		return &FieldError{"variants", "must hold 1 to 100 variants"}
+	case n.Kind == KindGroup:
+		return &FieldError{"variants", "are not for a sale of kind group"}
+	case n.PerVariantLimit != nil && (*n.PerVariantLimit < 1 || *n.PerVariantLimit > n.PerUserLimit):
+		return &FieldError{"per_variant_limit", "must be between 1 and per_user_limit"}
+	}
+	seen := make(map[string]bool, len(n.Variants))
+	var sum int64
+	for i, v := range n.Variants {
+		switch {
+		case v.Name == "" || utf8.RuneCountInString(v.Name) > MaxVariantName || !printable(v.Name):
+			return &FieldError{fmt.Sprintf("variants[%d].name", i), "must be 1 to 64 printable characters"}
+		case seen[v.Name]:
+			return &FieldError{fmt.Sprintf("variants[%d].name", i), fmt.Sprintf("%q is the name of an earlier variant", v.Name)}
+		case v.Stock < 1 || v.Stock > MaxStock:
+			return &FieldError{fmt.Sprintf("variants[%d].stock", i), "must be between 1 and 1000000000"}
+		case v.ExternalRef != nil && !validExternalRef(*v.ExternalRef):
+			return &FieldError{fmt.Sprintf("variants[%d].external_ref", i), "must be 1 to 128 printable characters"}
+		}
+		seen[v.Name] = true
+		sum += v.Stock
+	}
+	if n.Stock != 0 && n.Stock != sum { // 0, or the sum an earlier Validate made it
+		return &FieldError{"stock", "must not be given beside variants: the sale's stock is the sum of theirs"}
+	}
+	n.Stock = sum
+	return nil
+}
+
+// printable reports whether s is valid UTF-8 without a control character.
+func printable(s string) bool {
+	return utf8.ValidString(s) && strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
 // oneBucket refuses several buckets for the sales that keep their stock in one: a
@@ -248,8 +329,11 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 		StockTotal: n.Stock, PerUserLimit: n.PerUserLimit, StartsAt: n.StartsAt,
 		EndsAt: n.EndsAt, PayWindowSeconds: n.PayWindowSeconds, Kind: n.Kind, GroupSize: n.GroupSize,
 		GroupWindowSeconds: n.GroupWindowSeconds, PerUserParticipations: n.PerUserParticipations, Room: n.room.stored(),
-		StockBuckets: n.StockBuckets}
+		StockBuckets: n.StockBuckets, PerVariantLimit: n.PerVariantLimit}
 	n.Shop.apply(&a)
+	for i, v := range n.Variants {
+		a.Variants = append(a.Variants, store.Variant{Idx: i, Name: v.Name, ExternalRef: v.ExternalRef, StockTotal: v.Stock})
+	}
 	err := s.store.CreateActivity(ctx, &a, func(a store.Activity) error {
 		return s.stock.Load(ctx, saleOf(a, a.StockTotal))
 	})
@@ -269,6 +353,12 @@ func saleOf(a store.Activity, available int64) stock.Sale {
 	}
 	if a.PerUserParticipations != nil {
 		sale.ParticipationCap = *a.PerUserParticipations
+	}
+	for _, v := range a.Variants {
+		sale.Variants = append(sale.Variants, stock.VariantStock{Total: v.StockTotal, Available: v.StockTotal - v.Sold})
+	}
+	if a.PerVariantLimit != nil {
+		sale.VariantLimit = *a.PerVariantLimit
 	}
 	return sale
 }
@@ -434,28 +524,46 @@ func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 		at := apitime.Of(*a.ArchivedAt)
 		v.ArchivedAt = &at
 	}
-	if live, ok := sales[a.ID]; ok {
+	live, isLive := sales[a.ID]
+	if isLive {
 		v.StockAvailable, v.StockTotal, v.PerUserLimit, v.EndsAt = live.Available, live.Total, live.Limit, apitime.Of(live.EndsAt)
 	}
-	now := s.now()
-	switch {
-	case now.Before(v.StartsAt.Time):
-		v.Status = StatusUpcoming
-	case !now.Before(v.EndsAt.Time):
-		v.Status = StatusEnded
-	case v.StockAvailable <= 0:
-		v.Status = StatusSoldOut
-	default:
-		v.Status = StatusActive
+	v.PerVariantLimit = a.PerVariantLimit
+	v.Status = s.status(v.StartsAt.Time, v.EndsAt.Time, v.StockAvailable)
+	for i, sv := range a.Variants {
+		vv := Variant{Name: sv.Name, ExternalRef: sv.ExternalRef, StockTotal: sv.StockTotal, StockAvailable: sv.StockTotal - sv.Sold}
+		if isLive && i < len(live.Variants) {
+			vv.StockTotal, vv.StockAvailable = live.Variants[i].Total, live.Variants[i].Available
+		}
+		vv.Status = s.status(v.StartsAt.Time, v.EndsAt.Time, vv.StockAvailable)
+		v.Variants = append(v.Variants, vv)
 	}
 	return v
 }
 
-// ActivityPatch is an admin's change to a sale; nil fields stay as they are.
+// status is the status of a sale (or one of its variants) of the given window with
+// available units left.
+func (s *Service) status(starts, ends time.Time, available int64) string {
+	now := s.now()
+	switch {
+	case now.Before(starts):
+		return StatusUpcoming
+	case !now.Before(ends):
+		return StatusEnded
+	case available <= 0:
+		return StatusSoldOut
+	}
+	return StatusActive
+}
+
+// ActivityPatch is an admin's change to a sale; nil fields stay as they are. AddStock
+// adds units to a sale without variants, AddVariants to variants of a sale of variants,
+// by name.
 type ActivityPatch struct {
 	PerUserLimit *int
 	EndsAt       *time.Time
 	AddStock     *int64
+	AddVariants  map[string]int64
 	Room         RoomPatch
 	Shop         ShopFields
 }
@@ -473,10 +581,18 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 		return Activity{}, &FieldError{"per_user_limit", "must be between 1 and 1000000"}
 	case p.AddStock != nil && (*p.AddStock < 1 || *p.AddStock > MaxStock):
 		return Activity{}, &FieldError{"add_stock", "must be between 1 and 1000000000"}
+	case p.AddVariants != nil && len(p.AddVariants) == 0:
+		return Activity{}, &FieldError{"add_stock", "must name at least one variant"}
 	}
 	if err := p.Shop.check(); err != nil {
 		return Activity{}, err
 	}
+	for name, n := range p.AddVariants {
+		if n < 1 || n > MaxStock {
+			return Activity{}, &FieldError{"add_stock", fmt.Sprintf("of %q must be between 1 and 1000000000", name)}
+		}
+	}
+	addVariants := map[int]int64{}
 	a, err := s.store.UpdateActivity(ctx, id, func(a *store.Activity) error {
 		if p.PerUserLimit != nil {
 			a.PerUserLimit = *p.PerUserLimit
@@ -487,8 +603,22 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 			}
 			a.EndsAt = *p.EndsAt
 		}
-		if p.AddStock != nil {
+		switch {
+		case p.AddStock != nil && len(a.Variants) > 0:
+			return &FieldError{"add_stock", `must be an object of units by variant for a sale of variants, such as {"EU 42": 5}`}
+		case p.AddVariants != nil && len(a.Variants) == 0:
+			return &FieldError{"add_stock", "must be a number for a sale without variants"}
+		case p.AddStock != nil:
 			a.StockTotal += *p.AddStock
+		}
+		for name, n := range p.AddVariants {
+			i := slices.IndexFunc(a.Variants, func(v store.Variant) bool { return v.Name == name })
+			if i < 0 {
+				return &FieldError{"add_stock", fmt.Sprintf("names %q, which is no variant of the sale", name)}
+			}
+			a.Variants[i].StockTotal += n
+			a.StockTotal += n
+			addVariants[a.Variants[i].Idx] = n
 		}
 		room := roomOf(*a)
 		if err := p.Room.apply(&room, a.Kind); err != nil {
@@ -506,14 +636,14 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 				return err
 			}
 		}
-		if p.PerUserLimit == nil && p.EndsAt == nil && p.AddStock == nil {
+		if p.PerUserLimit == nil && p.EndsAt == nil && p.AddStock == nil && p.AddVariants == nil {
 			return nil // nothing Redis keeps
 		}
 		var add int64
 		if p.AddStock != nil {
 			add = *p.AddStock
 		}
-		return s.stock.Patch(ctx, id, p.PerUserLimit, p.EndsAt, add)
+		return s.stock.Patch(ctx, id, p.PerUserLimit, p.EndsAt, add, addVariants)
 	})
 	if err != nil {
 		return Activity{}, fmt.Errorf("patch activity: %w", err)
@@ -532,6 +662,10 @@ type Stats struct {
 	// available.
 	OffSale int64       `json:"off_sale"`
 	Orders  OrderCounts `json:"orders"`
+	// Variants are a sale of variants' variants, as the activity shows them.
+	Variants []Variant `json:"variants,omitempty"`
+	// Waitlist is how many entries wait on the sale's waitlist.
+	Waitlist int64 `json:"waitlist"`
 }
 
 // OrderCounts counts an activity's orders by status.
@@ -568,7 +702,12 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("count orders: %w", err)
 	}
-	return Stats{ActivityID: id, StockTotal: a.StockTotal, StockAvailable: a.StockAvailable,
+	waiting, err := s.stock.WaitlistLength(ctx, id, len(a.Variants))
+	if err != nil {
+		return Stats{}, err
+	}
+	return Stats{ActivityID: id, StockTotal: a.StockTotal, StockAvailable: a.StockAvailable, Variants: a.Variants,
+		Waitlist: waiting,
 		Sold: queuedUnits + counts[store.StatusGrouping].Units + counts[store.StatusCreated].Units +
 			counts[store.StatusPaid].Units,
 		OffSale: counts[store.StatusRefunded].OffSale,

@@ -36,7 +36,9 @@ type Ledger struct {
 	// UserDifferences lists buyers whose units in Redis differ from MySQL's
 	// user_purchases plus their queued units (at most 20).
 	UserDifferences []UserDifference `json:"user_differences"`
-	Balanced        bool             `json:"balanced"`
+	// Variants are a sale of variants' balances, one per variant, in its order.
+	Variants []VariantLedger `json:"variants,omitempty"`
+	Balanced bool            `json:"balanced"`
 	// Archived is true for an archived sale, whose balance is MySQL's alone: its units
 	// available are stock_total less those its orders hold, redis_stock_total is
 	// stock_total, and user_differences hold user_purchases against its orders.
@@ -44,6 +46,23 @@ type Ledger struct {
 	// Attempts is how many reads it took to see a stable balance (orders moving from
 	// queued to created between the Redis and MySQL reads can unbalance one read).
 	Attempts int `json:"attempts"`
+}
+
+// VariantLedger is one variant's balance: its units available in Redis, and those its
+// orders hold (queued, grouping, created, paid, returning).
+type VariantLedger struct {
+	Name       string `json:"name"`
+	StockTotal int64  `json:"stock_total"`
+	RedisTotal int64  `json:"redis_stock_total"`
+	Available  int64  `json:"available"`
+	HeldUnits  int64  `json:"held_units"`
+	// OffSaleUnits are the units of its orders refunded without restock.
+	OffSaleUnits int64 `json:"off_sale_units"`
+	// Difference is stock_total - (available + held + off sale).
+	Difference int64 `json:"difference"`
+	// SoldColumn is activity_variants.sold, which must equal the units of its orders
+	// that hold stock in MySQL and of those kept off sale.
+	SoldColumn int64 `json:"sold_column"`
 }
 
 // UserDifference is one buyer's units in Redis and in MySQL.
@@ -109,7 +128,21 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 	for u, n := range f.Users {
 		expect[u] = n
 	}
+	variantsBalanced := true
+	for i, vf := range f.Variants {
+		vl := VariantLedger{Name: vf.Name, StockTotal: vf.StockTotal, HeldUnits: vf.Held + vf.ReturnPending,
+			OffSaleUnits: vf.OffSale, SoldColumn: vf.Sold}
+		if i < len(snap.Sale.Variants) {
+			vl.RedisTotal, vl.Available = snap.Sale.Variants[i].Total, snap.Sale.Variants[i].Available
+		}
+		l.Variants = append(l.Variants, vl)
+		variantsBalanced = variantsBalanced && vl.SoldColumn == vf.Held+vf.OffSale
+	}
 	for _, q := range snap.Queued {
+		var vl *VariantLedger
+		if i, ok := q.Variant.Index(); ok && i < len(l.Variants) {
+			vl = &l.Variants[i]
+		}
 		// Written to MySQL after the Redis read: count it once, as queued.
 		if o, inMySQL := stored[q.OrderID]; inMySQL {
 			switch o.Status {
@@ -120,9 +153,20 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 				l.GroupingUnits -= int64(o.Quantity)
 				expect[q.Buyer] -= stock.Holds(o.Quantity)
 			}
+			if vl != nil && (o.Status == store.StatusCreated || o.Status == store.StatusPaid) {
+				vl.HeldUnits -= int64(o.Quantity)
+			}
 		}
 		l.QueuedUnits += int64(q.Quantity)
 		expect[q.Buyer] += stock.Holds(q.Quantity)
+		if vl != nil {
+			vl.HeldUnits += int64(q.Quantity)
+		}
+	}
+	for i := range l.Variants {
+		vl := &l.Variants[i]
+		vl.Difference = vl.StockTotal - (vl.Available + vl.HeldUnits + vl.OffSaleUnits)
+		variantsBalanced = variantsBalanced && vl.Difference == 0 && vl.RedisTotal == vl.StockTotal
 	}
 	l.Difference = l.StockTotal - (l.Available + l.QueuedUnits + l.GroupingUnits + l.CreatedUnits + l.PaidUnits +
 		l.ReturningUnits + l.OffSaleUnits)
@@ -136,7 +180,7 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 			l.UserDifferences = append(l.UserDifferences, UserDifference{Named: u.Named(), Redis: got})
 		}
 	}
-	l.Balanced = l.Difference == 0 && l.RedisTotal == l.StockTotal &&
+	l.Balanced = l.Difference == 0 && l.RedisTotal == l.StockTotal && variantsBalanced &&
 		l.SoldColumn == f.Units[store.StatusGrouping]+f.Units[store.StatusCreated]+f.Units[store.StatusPaid]+f.OffSale &&
 		len(l.UserDifferences) == 0
 	return l, nil
@@ -155,8 +199,16 @@ func (s *Service) archivedLedger(ctx context.Context, a store.Activity) (Ledger,
 	}
 	l := Ledger{ActivityID: a.ID, StockTotal: a.StockTotal, RedisTotal: a.StockTotal, GroupingUnits: f.Units[store.StatusGrouping],
 		CreatedUnits: f.Units[store.StatusCreated], PaidUnits: f.Units[store.StatusPaid], ReturningUnits: f.ReturnPending,
-		SoldColumn: f.Sold, UserDifferences: []UserDifference{}, Archived: true}
-	l.Available = l.StockTotal - (l.GroupingUnits + l.CreatedUnits + l.PaidUnits + l.ReturningUnits)
+		OffSaleUnits: f.OffSale, SoldColumn: f.Sold, UserDifferences: []UserDifference{}, Archived: true}
+	l.Available = l.StockTotal - (l.GroupingUnits + l.CreatedUnits + l.PaidUnits + l.ReturningUnits + l.OffSaleUnits)
+	balanced := true
+	for _, vf := range f.Variants {
+		vl := VariantLedger{Name: vf.Name, StockTotal: vf.StockTotal, RedisTotal: vf.StockTotal,
+			HeldUnits: vf.Held + vf.ReturnPending, OffSaleUnits: vf.OffSale, SoldColumn: vf.Sold}
+		vl.Available = vl.StockTotal - (vl.HeldUnits + vl.OffSaleUnits)
+		l.Variants = append(l.Variants, vl)
+		balanced = balanced && vl.SoldColumn == vf.Held+vf.OffSale
+	}
 	for u, n := range f.Users {
 		if held[u] != n && len(l.UserDifferences) < 20 {
 			l.UserDifferences = append(l.UserDifferences, UserDifference{Named: u.Named(), Redis: held[u], MySQL: n})
@@ -167,6 +219,7 @@ func (s *Service) archivedLedger(ctx context.Context, a store.Activity) (Ledger,
 			l.UserDifferences = append(l.UserDifferences, UserDifference{Named: u.Named(), Redis: n})
 		}
 	}
-	l.Balanced = l.SoldColumn == l.GroupingUnits+l.CreatedUnits+l.PaidUnits && len(l.UserDifferences) == 0
+	l.Balanced = balanced && l.SoldColumn == l.GroupingUnits+l.CreatedUnits+l.PaidUnits+l.OffSaleUnits &&
+		len(l.UserDifferences) == 0
 	return l, nil
 }

@@ -69,6 +69,8 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 		}
 		o, replayed, err := s.archivedPurchase(ctx, r)
 		return o, nil, replayed, err
+	case errors.Is(err, stock.ErrNoVariant): // the body's field, named as it is spelled
+		return Order{}, nil, false, &FieldError{"variant", "is required in a sale of variants, and must name one of them"}
 	case err != nil:
 		return Order{}, nil, false, err
 	case got.Replayed:
@@ -93,7 +95,11 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	if s.commits.add(c) {
 		<-c.done
 	}
-	return queuedView(q), got.Group, false, nil
+	names, err := s.namesOf(ctx, q) // the variant was found by its name: the sale's are known
+	if err != nil {
+		return Order{}, nil, false, err
+	}
+	return queuedView(q, names), got.Group, false, nil
 }
 
 // confirmReplicated waits until Replicas confirms a reservation in bucket b, when it is
@@ -253,7 +259,11 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 		if err != nil {
 			return Order{}, err
 		}
-		o, owner = []Order{queuedView(q.Priced(sales[activityID]))}, q.Buyer
+		names, err := s.namesOf(ctx, q)
+		if err != nil {
+			return Order{}, err
+		}
+		o, owner = []Order{queuedView(q.Priced(sales[activityID]), names)}, q.Buyer
 	case errors.Is(err, stock.ErrNotQueued):
 		row, err := s.store.GetOrder(ctx, id)
 		if err != nil {
@@ -306,7 +316,11 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	}
 	for _, q := range queued {
 		if _, ok := seen[q.OrderID]; !ok {
-			out = append(out, queuedView(q.Priced(sales[q.ActivityID])))
+			names, err := s.namesOf(ctx, q)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, queuedView(q.Priced(sales[q.ActivityID]), names))
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt.Time) })

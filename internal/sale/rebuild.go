@@ -134,12 +134,15 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 		}
 		a := f.Activity
 		sale := saleOf(a, 0)
+		for i := range sale.Variants {
+			sale.Variants[i].OffSale = f.VariantOffSale[i]
+		}
 		recorded, err := r.recordedGen(ctx, a)
 		if err != nil {
 			return false, err
 		}
 		sale.Gen, sale.Epoch = max(from.Gen, recorded)+1, epoch
-		err = r.stock.Rebuild(ctx, from, closing, sale, f.Units, f.Orders, held, settled)
+		err = r.stock.Rebuild(ctx, from, closing, sale, f.Units, f.Orders, held, settled, f.VariantUnits)
 		switch {
 		case err == nil:
 			groups, err := r.stock.RestoreGroups(ctx, id, groupsOf(f.Seats))

@@ -88,6 +88,8 @@ type Service struct {
 	// archived holds the ids of the sales this process found archived (an archived sale
 	// stays so): their purchases are answered from MySQL without asking Redis.
 	archived sync.Map
+	// variants are the sales' variants this process met (variants.go).
+	variants variantCache
 	// judgeByNow judges sale windows by now instead of Redis' clock (SetClock).
 	judgeByNow bool
 
@@ -140,6 +142,7 @@ func (s *Service) SetClock(now func() time.Time) {
 	s.now = now
 	s.judgeByNow = true
 	s.orders.SetClock(now)
+	s.stock.SetClock(now)
 }
 
 // SetProcessClock replaces this process's own clock (the times orders record, the
@@ -148,6 +151,7 @@ func (s *Service) SetClock(now func() time.Time) {
 func (s *Service) SetProcessClock(now func() time.Time) {
 	s.now = now
 	s.orders.SetClock(now)
+	s.stock.SetClock(now)
 }
 
 // Caller is who makes a request: a buyer, an admin, or a shop's back end (Service),

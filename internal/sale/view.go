@@ -37,6 +37,11 @@ type Order struct {
 	// went back on sale.
 	RefundedAt *apitime.Time `json:"refunded_at,omitempty"`
 	Restock    *bool         `json:"restock,omitempty"`
+	// Variant is the variant bought in a sale of variants.
+	Variant string `json:"variant,omitempty"`
+	// Offered is true for units the waitlist offered the buyer (returns to whoever
+	// asked first), not a purchase.
+	Offered bool `json:"offered,omitempty"`
 }
 
 // Checkout is a shop's checkout page as a URL template (SECKILL_CHECKOUT_URL, checked
@@ -89,15 +94,23 @@ func storedView(o store.Order) Order {
 	if o.Status == store.StatusRefunded {
 		v.RefundedAt, v.Restock = apitime.OfPtr(o.RefundedAt), o.Restock
 	}
+	v.Offered = o.Offered
+	if o.Variant != nil {
+		v.Variant = *o.Variant
+	}
 	return v
 }
 
 // queuedView shows an order on its way to MySQL (priced: stock.QueuedOrder.Priced) as
-// the row it will be.
-func queuedView(q stock.QueuedOrder) Order {
+// the row it will be, its variant named from the sale's (variants, by index).
+func queuedView(q stock.QueuedOrder, variants []store.Variant) Order {
 	row := q.Row().Order
 	row.Status = store.StatusQueued
-	return storedView(row)
+	v := storedView(row)
+	if i, ok := q.Variant.Index(); ok && i < len(variants) {
+		v.Variant = variants[i].Name
+	}
+	return v
 }
 
 // inForce shows, in the views of orders whose window may still run, the deadline in

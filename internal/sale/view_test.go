@@ -243,7 +243,7 @@ func TestTimesInOneFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	answers := map[string]any{"queued order": queuedView(stock.QueuedOrder{OrderID: "q", ActivityID: a.ID,
-		Buyer: "7", Quantity: 1, CreatedAt: clock}.Priced(stock.Sale{PriceCents: 100, PayWindow: 15 * time.Minute}))}
+		Buyer: "7", Quantity: 1, CreatedAt: clock}.Priced(stock.Sale{PriceCents: 100, PayWindow: 15 * time.Minute}), nil)}
 	for _, o := range orders {
 		answers[o.Status+" order "+o.ID] = storedView(o)
 	}

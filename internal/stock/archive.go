@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -91,10 +90,6 @@ const (
 	unlinkCalls = 20
 )
 
-// waitlistVariants are the waitlist's sorted sets a sale may have: waitlist:- for a
-// sale without variants, waitlist:<i> for its variants 0..99.
-const waitlistVariants = 100
-
 // Remove removes every key of an archived sale of buckets buckets (MarkArchived first):
 // in each bucket, from the last to bucket 0, the keys of its buyers (queued set, rate,
 // Idempotency-Keys), its groups, the waitlist, n.Extra and the sale's own keys, then its
@@ -116,9 +111,9 @@ func (s *Stock) Remove(ctx context.Context, activityID int64, buckets int, n Nam
 	for _, g := range n.Groups {
 		byBucket[0] = append(byBucket[0], groupKey(zero, g), groupSeatsKey(zero, g))
 	}
-	byBucket[0] = append(byBucket[0], waitlistKey(zero, "entries"), waitlistKey(zero, "-"))
-	for i := range waitlistVariants {
-		byBucket[0] = append(byBucket[0], waitlistKey(zero, strconv.Itoa(i)))
+	byBucket[0] = append(byBucket[0], waitlistEntriesKey(zero), waitlistKey(zero, 0))
+	for i := range MaxVariants { // the waiting sets a sale may have, one per variant
+		byBucket[0] = append(byBucket[0], waitlistKey(zero, VariantAt(i)))
 	}
 	byBucket[0] = append(byBucket[0], n.Extra...)
 	var removed int64

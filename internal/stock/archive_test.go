@@ -171,7 +171,7 @@ func finishSale(t *testing.T, s *stock.Stock, act int64, group bool) stock.Names
 	if err := s.Settle(ctx, act, settle); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Return(ctx, act, returning...); err != nil {
+	if _, err := s.Return(ctx, act, returning...); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Forget(ctx, act, returning...); err != nil {
@@ -191,7 +191,7 @@ func late(t *testing.T, s *stock.Stock, act int64, buckets int, names stock.Name
 	t.Helper()
 	ctx := context.Background()
 	who := names.Buyers[1]
-	if err := s.Return(ctx, act, stock.Returning{OrderID: "late-return", Buyer: who, Quantity: 1}); err != nil {
+	if _, err := s.Return(ctx, act, stock.Returning{OrderID: "late-return", Buyer: who, Quantity: 1}); err != nil {
 		t.Error(err)
 	}
 	if err := s.Forget(ctx, act, stock.Returning{OrderID: "late-return", Buyer: who, Quantity: 1}); err != nil {

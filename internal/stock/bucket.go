@@ -233,21 +233,26 @@ const (
 // KEYS[1] the source bucket's sale hash  KEYS[2] its moves hash
 // ARGV[1] the field to take from: avail (a bucket's units) or reserve (bucket 0 only)
 // ARGV[2] units wanted  ARGV[3] divisor: take at least ceil(held / divisor)
-// ARGV[4] move id  ARGV[5] the destination bucket
+// ARGV[4] move id  ARGV[5] the destination bucket  ARGV[6] the variant's index, "" for
+// none: the units are the variant's (its share of the field, which goes down with it)
 //
 // Returns {units taken, moves recorded here before this one, the source's rebuild stamp}
 // (units 0: none there); {-1} the source is lost; {-2} the sale is closed for a rebuild.
-var takeScript = redis.NewScript(`
-local s = redis.call('HMGET', KEYS[1], 'total', 'closed', ARGV[1], 'rebuilt')
+var takeScript = redis.NewScript(variantsLua + `
+local field = vfield(ARGV[1], ARGV[6])
+local s = redis.call('HMGET', KEYS[1], 'total', 'closed', field, 'rebuilt', ARGV[1])
 if not s[1] then return {-1} end
 if s[2] then return {-2} end
 local held, pending, stamp = tonumber(s[3] or '0'), redis.call('HLEN', KEYS[2]), s[4] or '0'
 local n = math.min(held, math.max(tonumber(ARGV[2]), math.ceil(held / tonumber(ARGV[3]))))
 if n <= 0 then return {0, pending, stamp} end
 local t = redis.call('TIME')
-redis.call('HSET', KEYS[1], ARGV[1], string.format('%d', held - n))
-redis.call('HSET', KEYS[2], ARGV[4], ARGV[5] .. ' ' .. string.format('%d', n) .. ' ' ..
-  string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) .. ' ' .. stamp)
+redis.call('HSET', KEYS[1], field, string.format('%d', held - n))
+if field ~= ARGV[1] then redis.call('HSET', KEYS[1], ARGV[1], string.format('%d', tonumber(s[5] or '0') - n)) end
+local record = ARGV[5] .. ' ' .. string.format('%d', n) .. ' ' ..
+  string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) .. ' ' .. stamp
+if ARGV[6] ~= '' then record = record .. ' ' .. ARGV[6] end
+redis.call('HSET', KEYS[2], ARGV[4], record)
 return {n, pending, stamp}
 `)
 
@@ -256,13 +261,14 @@ return {n, pending, stamp}
 // KEYS[1] the destination's sale hash  KEYS[2] its applied set
 // ARGV[1] move id  ARGV[2] units  ARGV[3] the rebuild stamp of the source when taken
 // ARGV[4] activity id  ARGV[5] the returned-units channel  ARGV[6] MoveRetention in ms
+// ARGV[7] the variant's index, "" for none
 //
 // Returns 1 applied now (and every API process's sold-out flag of the sale is dropped),
 // 0 applied before, -1 the destination is lost or archived, -2 a rebuild came between
 // take and apply (it counted the units; they are not added). In the last two cases the
 // units are left to the rebuild (or to MySQL, which answers for an archived sale), and
 // the record may go.
-var applyScript = redis.NewScript(`
+var applyScript = redis.NewScript(variantsLua + `
 if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
 local d = redis.call('HMGET', KEYS[1], 'total', 'rebuilt', 'archived')
 if not d[1] or d[3] then return -1 end
@@ -272,11 +278,13 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. (now - tonumber(ARGV[6])))
 redis.call('ZADD', KEYS[2], now, ARGV[1])
 redis.call('HINCRBY', KEYS[1], 'avail', ARGV[2])
+if ARGV[7] ~= '' then redis.call('HINCRBY', KEYS[1], vfield('avail', ARGV[7]), ARGV[2]) end
 redis.call('PUBLISH', ARGV[5], ARGV[4])
 return 1
 `)
 
-// move is one move recorded at its source.
+// move is one move recorded at its source: "<to> <units> <taken> <stamp>", and
+// " <variant index>" for a variant's units.
 type move struct {
 	id      string
 	from    Bucket
@@ -284,26 +292,34 @@ type move struct {
 	units   int64
 	takenAt time.Time
 	stamp   string
+	variant Variant
 }
 
 func parseMove(from Bucket, id, v string) (move, error) {
 	f := strings.Fields(v)
-	if len(f) != 4 {
+	if len(f) != 4 && len(f) != 5 {
 		return move{}, fmt.Errorf("move %s: malformed %q", id, v)
 	}
 	to, err1 := strconv.Atoi(f[0])
 	units, err2 := strconv.ParseInt(f[1], 10, 64)
 	ms, err3 := strconv.ParseInt(f[2], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	var variant Variant
+	var err4 error
+	if len(f) == 5 {
+		var i int
+		i, err4 = strconv.Atoi(f[4])
+		variant = VariantAt(i)
+	}
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return move{}, fmt.Errorf("move %s: malformed %q", id, v)
 	}
-	return move{id: id, from: from, to: to, units: units, takenAt: time.UnixMilli(ms), stamp: f[3]}, nil
+	return move{id: id, from: from, to: to, units: units, takenAt: time.UnixMilli(ms), stamp: f[3], variant: variant}, nil
 }
 
 // take runs takeScript: units taken (0 for none), moves pending at the source.
-func (s *Stock) take(ctx context.Context, from Bucket, field string, want int64, divisor int, id string, to int) (taken, pending int64, stamp string, err error) {
+func (s *Stock) take(ctx context.Context, from Bucket, field string, want int64, divisor int, id string, to int, variant Variant) (taken, pending int64, stamp string, err error) {
 	res, err := reply(takeScript.Run(ctx, s.rdb, []string{saleKey(from), movesKey(from)},
-		field, want, divisor, id, to).Result())
+		field, want, divisor, id, to, variant.arg()).Result())
 	if err != nil {
 		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, err)
 	}
@@ -327,7 +343,7 @@ func (s *Stock) take(ctx context.Context, from Bucket, field string, want int64,
 func (s *Stock) apply(ctx context.Context, m move) error {
 	to := Bucket{act: m.from.act, n: m.to, k: m.from.k}
 	n, err := applyScript.Run(ctx, s.rdb, []string{saleKey(to), appliedKey(to)}, m.id, m.units, m.stamp,
-		m.from.act, ReturnedChannel, MoveRetention.Milliseconds()).Int64()
+		m.from.act, ReturnedChannel, MoveRetention.Milliseconds(), m.variant.arg()).Int64()
 	if err != nil {
 		return fmt.Errorf("apply move %s: %w", m.id, err)
 	}
@@ -344,11 +360,17 @@ func (s *Stock) apply(ctx context.Context, m move) error {
 // answer as for a missing sale (it is ErrNoSale too) until the rebuild reopens it.
 var ErrClosed = fmt.Errorf("%w: closed while it is rebuilt", ErrNoSale)
 
-// refills lets one refill of a bucket run at a time in this process; the purchases
-// that find the bucket short meanwhile wait for it and share its outcome.
+// refills lets one refill of a bucket (of one variant's units) run at a time in this
+// process; the purchases that find the bucket short meanwhile wait for it and share its
+// outcome.
 type refills struct {
 	mu      sync.Mutex
-	running map[Bucket]*refillCall
+	running map[refillOf]*refillCall
+}
+
+type refillOf struct {
+	to      Bucket
+	variant Variant
 }
 
 type refillCall struct {
@@ -358,33 +380,35 @@ type refillCall struct {
 	err   error
 }
 
-// refill moves units into bucket to (short of want units) from the reserve, then from
-// the other buckets, and returns how many it moved. empty is true when it found none
-// anywhere and no move under way: the sale is sold out. A refill of the same bucket
-// under way in this process is waited for instead, and its outcome returned.
-func (s *Stock) refill(ctx context.Context, to Bucket, want int64) (moved int64, empty bool, err error) {
+// refill moves units (of variant, in a sale of variants) into bucket to (short of want
+// units) from the reserve, then from the other buckets, and returns how many it moved.
+// empty is true when it found none anywhere and no move under way: the sale (the
+// variant) is sold out. A refill of the same bucket and variant under way in this
+// process is waited for instead, and its outcome returned.
+func (s *Stock) refill(ctx context.Context, to Bucket, want int64, variant Variant) (moved int64, empty bool, err error) {
 	r := &s.refilling
+	of := refillOf{to, variant}
 	r.mu.Lock()
-	if c, ok := r.running[to]; ok {
+	if c, ok := r.running[of]; ok {
 		r.mu.Unlock()
 		<-c.done
 		return c.moved, c.empty, c.err
 	}
 	if r.running == nil {
-		r.running = map[Bucket]*refillCall{}
+		r.running = map[refillOf]*refillCall{}
 	}
 	c := &refillCall{done: make(chan struct{})}
-	r.running[to] = c
+	r.running[of] = c
 	r.mu.Unlock()
-	c.moved, c.empty, c.err = s.refillOnce(ctx, to, want)
+	c.moved, c.empty, c.err = s.refillOnce(ctx, to, want, variant)
 	r.mu.Lock()
-	delete(r.running, to)
+	delete(r.running, of)
 	r.mu.Unlock()
 	close(c.done)
 	return c.moved, c.empty, c.err
 }
 
-func (s *Stock) refillOnce(ctx context.Context, to Bucket, want int64) (moved int64, empty bool, err error) {
+func (s *Stock) refillOnce(ctx context.Context, to Bucket, want int64, variant Variant) (moved int64, empty bool, err error) {
 	type source struct {
 		from    Bucket
 		field   string
@@ -400,9 +424,9 @@ func (s *Stock) refillOnce(ctx context.Context, to Bucket, want int64) (moved in
 		if moved >= want {
 			break
 		}
-		m := move{id: newToken(), from: src.from, to: to.n}
+		m := move{id: newToken(), from: src.from, to: to.n, variant: variant}
 		var pending int64
-		m.units, pending, m.stamp, err = s.take(ctx, src.from, src.field, want-moved, src.divisor, m.id, to.n)
+		m.units, pending, m.stamp, err = s.take(ctx, src.from, src.field, want-moved, src.divisor, m.id, to.n, variant)
 		switch {
 		case errors.Is(err, ErrNoSale): // ErrClosed too
 			lost, empty = err, false

@@ -222,7 +222,7 @@ func TestMoveFinishedByRepair(t *testing.T) {
 	from := Bucket{act: act, n: 1, k: k}
 	m := move{id: "m1", from: from, to: 2}
 	var err error
-	if m.units, _, m.stamp, err = s.take(ctx, from, "avail", 4, 2, m.id, m.to); err != nil || m.units != 5 {
+	if m.units, _, m.stamp, err = s.take(ctx, from, "avail", 4, 2, m.id, m.to, 0); err != nil || m.units != 5 {
 		t.Fatalf("take 4 of 10, at least half: %d, %v; want 5", m.units, err)
 	}
 	// The mover dies here.
@@ -246,7 +246,7 @@ func TestMoveFinishedByRepair(t *testing.T) {
 		t.Errorf("a finished move repaired again: %d", n)
 	}
 
-	if err := s.Patch(ctx, act, nil, nil, 6); err != nil {
+	if err := s.Patch(ctx, act, nil, nil, 6, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := bucketFields(t, s, act, k, "total"); got[0] != 36 || got[1] != 36 || got[2] != 36 {
@@ -291,7 +291,7 @@ func TestBucketedRebuild(t *testing.T) {
 	from := Bucket{act: act, n: 1, k: k}
 	late := move{id: "late", from: from, to: 0}
 	var err error
-	if late.units, _, late.stamp, err = s.take(ctx, from, "avail", 1, 1, late.id, late.to); err != nil || late.units == 0 {
+	if late.units, _, late.stamp, err = s.take(ctx, from, "avail", 1, 1, late.id, late.to, 0); err != nil || late.units == 0 {
 		t.Fatalf("take: %d, %v", late.units, err)
 	}
 
@@ -319,7 +319,7 @@ func TestBucketedRebuild(t *testing.T) {
 	}
 	users := map[buyer.ID]int64{"1": 2, "2": 2, "100": 3}
 	sale.Gen = from0.Gen + 1
-	if err := s.Rebuild(ctx, from0, closing, sale, users, nil, 7, stored); err != nil {
+	if err := s.Rebuild(ctx, from0, closing, sale, users, nil, 7, stored, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.apply(ctx, late); err != nil {
@@ -391,7 +391,7 @@ func TestPatchReachesEveryBucket(t *testing.T) {
 	const act, k = 12, 3
 	loadBuckets(t, s, act, 3, 1, k)
 	limit, end := 2, start.Add(30*time.Minute)
-	if err := s.Patch(ctx, act, &limit, &end, 4); err != nil {
+	if err := s.Patch(ctx, act, &limit, &end, 4, nil); err != nil {
 		t.Fatal(err)
 	}
 	for field, want := range map[string]int64{"limit": 2, "end": end.UnixMilli(), "total": 7} {

@@ -2,6 +2,8 @@ package stock
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"seckill/internal/buyer"
 )
@@ -14,6 +16,8 @@ import (
 //	        (counted)
 //	l<key>  the buyer's lock (userlock.go)
 //	a<key>  the buyer's attempts allowance as their last reservation left it (reserve.go)
+//	v<i>:<key>  the units of variant i the buyer holds, where the sale sets a
+//	        per-variant limit (variants.go)
 //
 // A key begins with a digit or '~', so a field's first byte tells its kind and no
 // buyer's field is another's. The names are made here only, for Go (the functions
@@ -24,6 +28,7 @@ const (
 	partsMark     = "p"
 	lockMark      = "l"
 	allowanceMark = "a"
+	variantMark   = "v"
 )
 
 // unitsField is the field of the units a buyer holds.
@@ -34,6 +39,12 @@ func partsField(who buyer.ID) string { return partsMark + who.Key() }
 
 // allowanceField is the field of a buyer's attempts allowance.
 func allowanceField(who buyer.ID) string { return allowanceMark + who.Key() }
+
+// variantUnitsField is the field of the units of variant v a buyer holds.
+func variantUnitsField(who buyer.ID, v Variant) string {
+	i, _ := v.Index()
+	return variantMark + strconv.Itoa(i) + ":" + who.Key()
+}
 
 // allowanceFields is the HSCAN pattern of every allowance field.
 const allowanceFields = allowanceMark + "*"
@@ -46,6 +57,7 @@ const (
 	partsKind
 	lockKind
 	allowanceKind
+	variantKind
 	otherKind // a field of no buyer's kind above
 )
 
@@ -61,6 +73,12 @@ func buyerField(field string) (fieldKind, buyer.ID, error) {
 			kind, key = lockKind, field[1:]
 		case allowanceMark:
 			kind, key = allowanceKind, field[1:]
+		case variantMark:
+			_, rest, ok := strings.Cut(field, ":")
+			if !ok {
+				return variantKind, "", fmt.Errorf("users hash field %q: no variant's index", field)
+			}
+			kind, key = variantKind, rest
 		default:
 			if c := field[0]; c != '~' && (c < '0' || c > '9') {
 				return otherKind, "", nil
@@ -82,9 +100,9 @@ func counted(cap int, group bool) bool { return cap > 0 || group }
 // buyerFieldsLua defines the same for the scripts, which have a buyer's key, never its
 // subject: the units field is the key itself, the others the key after the constants
 // PARTS, LOCK and ALLOWANCE (PARTS .. key; a constant costs the script what a literal
-// does, a function call more); and counted(cap, group), counted of a cap (a number, 0:
+// does, a function call more), a variant's units VARIANT .. index .. ':' .. key; and counted(cap, group), counted of a cap (a number, 0:
 // none) and a group (any true value: the sale sells in groups).
 const buyerFieldsLua = `
-local PARTS, LOCK, ALLOWANCE = '` + partsMark + `', '` + lockMark + `', '` + allowanceMark + `'
+local PARTS, LOCK, ALLOWANCE, VARIANT = '` + partsMark + `', '` + lockMark + `', '` + allowanceMark + `', '` + variantMark + `'
 local function counted(cap, group) return cap > 0 or (group and true or false) end
 `

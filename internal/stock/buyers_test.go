@@ -142,7 +142,7 @@ func TestBuyersStayApart(t *testing.T) {
 				held += int64(q.Quantity)
 			}
 			sale.Gen = from.Gen + 1
-			if err := s.Rebuild(ctx, from, closing, sale, units, parts, held, from.Queued); err != nil {
+			if err := s.Rebuild(ctx, from, closing, sale, units, parts, held, from.Queued, nil); err != nil {
 				t.Fatal(err)
 			}
 			holds("after a rebuild", want)
@@ -188,19 +188,19 @@ func TestBuyerField(t *testing.T) {
 			field string
 			kind  fieldKind
 		}{{unitsField(who), unitsKind}, {partsField(who), partsKind}, {lockMark + who.Key(), lockKind},
-			{allowanceField(who), allowanceKind}} {
+			{allowanceField(who), allowanceKind}, {variantUnitsField(who, VariantAt(7)), variantKind}} {
 			kind, got, err := buyerField(f.field)
 			if err != nil || kind != f.kind || got != who {
 				t.Errorf("field %q: %v %q %v, want %v %q", f.field, kind, got, err, f.kind, who)
 			}
 		}
 	}
-	for _, field := range []string{"p042", "l", "a~", "~a b", "0"} {
+	for _, field := range []string{"p042", "l", "a~", "~a b", "0", "v3", "v3:042"} {
 		if kind, who, err := buyerField(field); err == nil {
 			t.Errorf("field %q: %v %q, want an error", field, kind, who)
 		}
 	}
-	if kind, _, err := buyerField("v3:42"); err != nil || kind != otherKind {
+	if kind, _, err := buyerField("x3:42"); err != nil || kind != otherKind {
 		t.Errorf("a field of another kind: %v %v, want otherKind", kind, err)
 	}
 }

@@ -459,7 +459,7 @@ func TestSoldOutFlagDroppedWhenSettingsChange(t *testing.T) {
 		{"a waiting room set", func() error {
 			return s.SetRoom(ctx, 1, stock.Room{On: true, AdmitPerSecond: 10, PassTTL: time.Minute, Prequeue: time.Minute, ChallengeCost: 1000})
 		}, reservation(1, 2, 1, "", in), stock.ErrNotAdmitted},
-		{"the limit lowered", func() error { return s.Patch(ctx, 2, &one, nil, 0) }, reservation(2, 2, 2, "", in), stock.ErrQuantityOverLimit},
+		{"the limit lowered", func() error { return s.Patch(ctx, 2, &one, nil, 0, nil) }, reservation(2, 2, 2, "", in), stock.ErrQuantityOverLimit},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := s.Reserve(ctx, c.r); !errors.Is(err, stock.ErrSoldOut) || !stock.AnsweredInProcess(err) {

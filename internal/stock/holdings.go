@@ -97,6 +97,19 @@ func holdingFields(units, parts map[buyer.ID]int64, counted bool, add func(field
 	}
 }
 
+// variantHoldingFields calls add with each field of the users hash, and its value, of the
+// units of each variant each buyer holds (variants: by buyer, by index), kept where the
+// sale sets a per-variant limit (variant_held in variantHoldingsLua reads them).
+func variantHoldingFields(variants map[buyer.ID]map[int]int64, add func(field string, n int64)) {
+	for who, vs := range variants {
+		for i, n := range vs {
+			if n > 0 {
+				add(variantUnitsField(who, VariantAt(i)), n)
+			}
+		}
+	}
+}
+
 // parseHoldings adds to held what each buyer holds (units) in a users hash read whole,
 // skipping the fields that are not holdings (participations, a lock, an allowance).
 func parseHoldings(hash map[string]string, held map[buyer.ID]int64) error {

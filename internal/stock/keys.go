@@ -121,8 +121,3 @@ func movesKey(b Bucket) string { return prefix(b) + "moves" }
 // tried. Trimmed after MoveRetention.
 func appliedKey(b Bucket) string { return prefix(b) + "moves:applied" }
 
-// waitlistKey names a key of a sale's waitlist (docs/internals.md, "Buyers and variants:
-// how they are kept"): waitlist:entries, the hash of buyer key -> entry, and one sorted
-// set per variant of the waiting buyers' keys, waitlist:<i> (waitlist:- without
-// variants).
-func waitlistKey(b Bucket, name string) string { return prefix(b) + "waitlist:" + name }

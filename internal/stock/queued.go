@@ -30,15 +30,40 @@ type Purchase struct {
 	// PassExpires is when the buyer's pass for this sale expires (a waiting-room
 	// sale); zero for none. The caller has verified the pass.
 	PassExpires time.Time
+	// Variant is the variant bought in a sale of variants (its index: VariantAt), the
+	// zero Variant for none.
+	Variant Variant
+}
+
+// Variant is one of a sale's variants by its index plus one, so that the zero Variant is
+// none (a sale without variants). Redis, the queued value and MySQL's variant_index keep
+// the index itself (Index).
+type Variant int
+
+// VariantAt is the variant of index i (0 up).
+func VariantAt(i int) Variant { return Variant(i + 1) }
+
+// Index is the variant's index, and false for none.
+func (v Variant) Index() (int, bool) { return int(v) - 1, v > 0 }
+
+// arg is the variant as the scripts take it: its index, "" for none.
+func (v Variant) arg() string {
+	if i, ok := v.Index(); ok {
+		return strconv.Itoa(i)
+	}
+	return ""
 }
 
 // Fingerprint is what an Idempotency-Key remembers of the request that used it (the
-// quantity, and a seat's group), "" without a key: a replay must match it.
+// quantity, the variant, and a seat's group), "" without a key: a replay must match it.
 func (p Purchase) Fingerprint() string {
 	if p.IdempotencyKey == "" {
 		return ""
 	}
 	fingerprint := "q" + strconv.Itoa(p.Quantity)
+	if i, ok := p.Variant.Index(); ok {
+		fingerprint += ":v" + strconv.Itoa(i)
+	}
 	if m := p.mode(); m == "join" {
 		fingerprint += ":join:" + p.Group
 	} else if m == "open" {
@@ -55,6 +80,7 @@ var orderArgs = []purchaseArg{
 	{"user", luaString, func(r Reservation, _ string) any { return r.Buyer.Key() }}, // the buyer's key
 	{"qty", luaString, func(r Reservation, _ string) any { return r.Quantity }},
 	{"order", luaString, func(r Reservation, _ string) any { return r.OrderID }},
+	{"variant", luaString, func(r Reservation, _ string) any { return r.Variant.arg() }}, // "": none
 }
 
 // QueuedOrder is an order taken from stock that MySQL does not have yet: the one record
@@ -86,6 +112,11 @@ type QueuedOrder struct {
 	// own record.
 	IdempotencyKey string
 	Fingerprint    string
+	// Variant is the variant bought (none outside a sale of variants).
+	Variant Variant
+	// Offered is true for an order the waitlist made of units that came back
+	// (waitlist.go), not a purchase.
+	Offered bool
 	// Claimed is true once a worker has begun to persist the order (Stale only).
 	Claimed bool
 }
@@ -95,7 +126,7 @@ type QueuedOrder struct {
 func (r Reservation) queued(got Reserved, fingerprint string) QueuedOrder {
 	q := QueuedOrder{OrderID: r.OrderID, ActivityID: r.ActivityID, Buyer: r.Buyer, Quantity: r.Quantity,
 		CreatedAt: r.Now, Limit: got.Limit, ParticipationCap: got.ParticipationCap,
-		IdempotencyKey: r.IdempotencyKey, Fingerprint: fingerprint}
+		IdempotencyKey: r.IdempotencyKey, Fingerprint: fingerprint, Variant: r.Variant}
 	if got.Group != nil {
 		q.Group, q.GroupSize, q.GroupExpiresAt = got.Group.ID, got.Group.Size, got.Group.ExpiresAt
 	}
@@ -125,6 +156,10 @@ func (q QueuedOrder) Row() store.NewOrder {
 		key, fp := q.IdempotencyKey, q.Fingerprint
 		n.IdempotencyKey, n.RequestFingerprint = &key, &fp
 	}
+	if i, ok := q.Variant.Index(); ok {
+		n.VariantIndex = &i // the store names it (variant) from the sale's variants
+	}
+	n.Offered = q.Offered
 	return n
 }
 
@@ -133,7 +168,9 @@ func (q QueuedOrder) Row() store.NewOrder {
 // created in unix ms and limit the per-user limit it was checked against, and,
 // in a sale that caps participations or sells in groups, " cap group size expires":
 // the cap it was checked against (0: none), and its group's id, size and end (unix ms),
-// "- 0 0" outside a group. Go and Lua each have one encoder and one decoder of it, side
+// "- 0 0" outside a group; in a sale of variants the long form ends with " variant", the
+// variant's index (a group-buy sale has none); an order the waitlist offered ends with
+// " <variant or -> o". Go and Lua each have one encoder and one decoder of it, side
 // by side here; TestQueuedValueOneFormat holds the two languages to it. A line
 // (AppendLine) ends with the same value, so a field added at the value's end reaches
 // the queue's tasks with no change of the line. Fields are split on single spaces, as
@@ -149,15 +186,25 @@ func appendValue(b []byte, q QueuedOrder) []byte {
 	b = strconv.AppendInt(append(b, ' '), int64(q.Quantity), 10)
 	b = strconv.AppendInt(append(b, ' '), q.CreatedAt.UnixMilli(), 10)
 	b = strconv.AppendInt(append(b, ' '), int64(q.Limit), 10)
+	variant, ok := q.Variant.Index()
 	switch {
 	case q.Group != "":
 		b = strconv.AppendInt(append(b, ' '), int64(q.ParticipationCap), 10)
 		b = append(append(append(b, ' '), q.Group...), ' ')
 		b = strconv.AppendInt(b, int64(q.GroupSize), 10)
 		b = strconv.AppendInt(append(b, ' '), q.GroupExpiresAt.UnixMilli(), 10)
-	case q.ParticipationCap > 0:
+	case q.ParticipationCap > 0 || ok || q.Offered:
 		b = strconv.AppendInt(append(b, ' '), int64(q.ParticipationCap), 10)
 		b = append(b, " - 0 0"...)
+	}
+	switch {
+	case ok:
+		b = strconv.AppendInt(append(b, ' '), int64(variant), 10)
+	case q.Offered:
+		b = append(b, " -"...)
+	}
+	if q.Offered {
+		b = append(b, " o"...)
 	}
 	return b
 }
@@ -171,17 +218,28 @@ func parseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
 	return q, nil
 }
 
-// parseValue reads the fields of a value (four, or eight) into q, and reports whether
-// they are one.
+// parseValue reads the fields of a value (four, eight, nine with a variant, ten for an
+// offered order) into q, and reports whether they are one.
 func parseValue(f []string, q *QueuedOrder) bool {
-	if len(f) != 4 && len(f) != 8 {
+	if len(f) != 4 && len(f) != 8 && len(f) != 9 && len(f) != 10 {
 		return false
+	}
+	if len(f) == 10 {
+		if f[9] != "o" {
+			return false
+		}
+		q.Offered = true
+		if f[8] == "-" {
+			f = f[:8]
+		} else {
+			f = f[:9]
+		}
 	}
 	who, err := buyer.FromKey(f[0])
 	if err != nil {
 		return false
 	}
-	var n [8]int64
+	var n [9]int64
 	for i := 1; i < len(f); i++ {
 		if i == 5 {
 			continue // the group id
@@ -193,8 +251,14 @@ func parseValue(f []string, q *QueuedOrder) bool {
 	}
 	q.Buyer, q.Quantity, q.CreatedAt = who, int(n[1]), time.UnixMilli(n[2]).UTC()
 	q.Limit, q.ParticipationCap = int(n[3]), int(n[4])
-	if len(f) == 8 && f[5] != "-" {
+	if len(f) >= 8 && f[5] != "-" {
 		q.Group, q.GroupSize, q.GroupExpiresAt = f[5], int(n[6]), time.UnixMilli(n[7]).UTC()
+	}
+	if len(f) == 9 {
+		if n[8] < 0 || n[8] >= MaxVariants {
+			return false
+		}
+		q.Variant = VariantAt(int(n[8]))
 	}
 	return true
 }
@@ -252,26 +316,33 @@ func ParseLine(line []byte) (QueuedOrder, error) {
 //
 //	queued_value(p, limit, cap, group, size, expires): the value of the order of the
 //	  reserve script's purchase p (its orderArgs: p.user the buyer's key, p.qty, p.now
-//	  its creation); cap nil or 0
-//	  and group nil for no participations counted and no group
+//	  its creation, p.variant its variant, '' for none), or of units the waitlist
+//	  offered (p.offered true); cap nil or 0 and group nil for no participations counted
+//	  and no group
 //	parse_queued(v): user (the buyer's key), qty, created, limit, cap, group, size,
-//	  expires; cap nil when
-//	  the sale counts no participations, group, size and expires nil outside a group.
-//	  Fields past these are left to Go: no script decides by them.
+//	  expires, variant; cap nil when the sale counts no participations, group, size and
+//	  expires nil outside a group, variant (the index, a string) nil outside a sale of
+//	  variants. Fields past these are left to Go: no script decides by them.
 const queuedLua = `
 local function queued_value(p, limit, cap, group, size, expires)
   local v = p.user .. ' ' .. p.qty .. ' ' .. p.now .. ' ' .. limit
   if group then return v .. ' ' .. (cap or 0) .. ' ' .. group .. ' ' .. size .. ' ' .. expires end
+  if p.offered then
+    if p.variant == '' then return v .. ' ' .. (cap or 0) .. ' - 0 0 - o' end
+    return v .. ' ' .. (cap or 0) .. ' - 0 0 ' .. p.variant .. ' o'
+  end
+  if p.variant ~= '' then return v .. ' ' .. (cap or 0) .. ' - 0 0 ' .. p.variant end
   if cap and tonumber(cap) > 0 then return v .. ' ' .. cap .. ' - 0 0' end
   return v
 end
 local function parse_queued(v)
   local user, qty, created, limit, tail = string.match(v, '^(%S+) (%d+) (%d+) (%d+)(.*)$')
-  local cap, group, size, expires
+  local cap, group, size, expires, variant
   if tail ~= '' then
-    cap, group, size, expires = string.match(tail, '^ (%d+) (%S+) (%d+) (%d+)')
+    cap, group, size, expires, variant = string.match(tail, '^ (%d+) (%S+) (%d+) (%d+) ?(%S*)')
     if group == '-' then group, size, expires = nil, nil, nil end
+    if variant == '' or variant == '-' then variant = nil end
   end
-  return user, qty, created, limit, cap, group, size, expires
+  return user, qty, created, limit, cap, group, size, expires, variant
 end
 `

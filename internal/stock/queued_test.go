@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,6 +31,10 @@ func TestQueuedValueOneFormat(t *testing.T) {
 	buy := func(who buyer.ID, qty int) Reservation {
 		return Reservation{Purchase: Purchase{ActivityID: 3, Buyer: who, Quantity: qty}, OrderID: "o1", Now: created}
 	}
+	variant := func(r Reservation, i int) Reservation {
+		r.Variant = VariantAt(i)
+		return r
+	}
 	seat := func(id string, size int, expires time.Time) *Group {
 		return &Group{ID: id, Size: size, ExpiresAt: expires}
 	}
@@ -49,11 +54,13 @@ func TestQueuedValueOneFormat(t *testing.T) {
 		{"a buyer of 21 digits", buy("109876543210987654321", 1), Reserved{Limit: 1}},
 		{"a buyer with spaces and a no-break space", buy("a b c ", 1), Reserved{Limit: 1, ParticipationCap: 3}},
 		{"a buyer with a percent sign", buy("100%", 1), Reserved{Limit: 1}},
+		{"a variant", variant(buy("42", 2), 0), Reserved{Limit: 5}},
+		{"the last of 100 variants, capped", variant(buy("~x y", 1), 99), Reserved{Limit: 2, ParticipationCap: 2}},
 	}
 	// decode: parse_queued's fields of ARGV[1] ("" for nil)
 	decode := redis.NewScript(queuedLua + `
 local out = {parse_queued(ARGV[1])}
-for i = 1, 8 do out[i] = out[i] or '' end
+for i = 1, 9 do out[i] = out[i] or '' end
 return out
 `)
 	// encode: queued_value of the purchase's orderArgs, then limit, cap and the group
@@ -81,12 +88,16 @@ return queued_value(p, ARGV[%d], ARGV[%d], group, size, expires)
 			if q.Group != "" {
 				size, expires = itoa(int64(q.GroupSize)), itoa(q.GroupExpiresAt.UnixMilli())
 			}
+			variant := ""
+			if i, ok := q.Variant.Index(); ok {
+				variant = itoa(int64(i))
+			}
 			want := []string{q.Buyer.Key(), itoa(int64(q.Quantity)), itoa(q.CreatedAt.UnixMilli()), itoa(int64(q.Limit)),
-				cap, q.Group, size, expires}
+				cap, q.Group, size, expires, variant}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Lua's parse_queued of Go's %q (-want +got):\n%s", value, diff)
 			}
-			if len(strings.Split(value, " ")) == 8 { // a field added later, past the eighth, is Go's alone
+			if len(strings.Split(value, " ")) == 9 { // a field added later, past the ninth, is Go's alone
 				later, err := decode.Run(ctx, rdb, nil, value+" 9 x").StringSlice()
 				if err != nil {
 					t.Fatal(err)
@@ -204,6 +215,51 @@ func TestDecimalBuyersValueAndLineUnchanged(t *testing.T) {
 	} {
 		if got, err := ParseLine([]byte(bad)); err == nil {
 			t.Errorf("ParseLine(%q) = %+v, want an error", bad, got)
+		}
+	}
+}
+
+// An order the waitlist offered has one value in both languages too: what the offer's
+// Lua writes (queued_value of an offer), Go reads back as the order, Offered and its
+// variant (or none) kept, and Go writes the same bytes; Lua's parse_queued reads its
+// variant, the last field it decides by.
+func TestOfferedValueOneFormat(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	ctx := context.Background()
+	encode := redis.NewScript(queuedLua + `
+return queued_value({user = ARGV[1], qty = ARGV[2], now = ARGV[3], variant = ARGV[4], offered = true}, ARGV[5], tonumber(ARGV[6]))
+`)
+	decode := redis.NewScript(queuedLua + `
+local user, qty, _, _, _, _, _, _, variant = parse_queued(ARGV[1])
+return {user, qty, variant or ''}
+`)
+	created := time.UnixMilli(1_795_000_000_123).UTC()
+	for _, q := range []QueuedOrder{
+		{OrderID: "o1", ActivityID: 3, Buyer: "42", Quantity: 2, CreatedAt: created, Limit: 3, Offered: true},
+		{OrderID: "o2", ActivityID: 3, Buyer: "~auth0|x", Quantity: 1, CreatedAt: created, Limit: 2, ParticipationCap: 4,
+			Variant: VariantAt(7), Offered: true},
+	} {
+		lua, err := encode.Run(ctx, rdb, nil, q.Buyer.Key(), q.Quantity, q.CreatedAt.UnixMilli(), q.Variant.arg(), q.Limit,
+			q.ParticipationCap).Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if goValue := queuedValue(q); lua != goValue {
+			t.Errorf("Lua's offered value %q, Go's %q", lua, goValue)
+		}
+		back, err := parseQueued(q.ActivityID, q.OrderID, lua)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(q, back); diff != "" {
+			t.Errorf("Go's parseQueued of Lua's %q (-want +got):\n%s", lua, diff)
+		}
+		got, err := decode.Run(ctx, rdb, nil, lua).StringSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{q.Buyer.Key(), itoa(int64(q.Quantity)), q.Variant.arg()}; !slices.Equal(got, want) {
+			t.Errorf("Lua's parse_queued of %q: %v, want %v", lua, got, want)
 		}
 	}
 }

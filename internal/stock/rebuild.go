@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -213,23 +214,27 @@ func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
 // ARGV[9] f, then ARGV[10..9+f] the sale's settings as field, value, ... (Sale.fields)
 // ARGV[10+f] n, then the n queued order ids MySQL has (they are settled here: MySQL's
 // units count them)
+// ARGV[11+f+n] v, the sale's variants (0 for none), ARGV[12+f+n] its per-variant limit
+// (0: none), then per variant i its total and the units MySQL's orders hold of it (as
+// ARGV[2] and ARGV[3] for the sale)
 //
 // What it writes:
 //   - the users hash the caller staged under KEYS[7] (in chunks, so that a sale of many
 //     buyers never blocks Redis for long), renamed into place, with the units (and
-//     participations) of the orders that stay queued added; the locks and allowances of
-//     those orders' buyers stay, the other buyers' locks go with the old hash (their
-//     allowances were copied to keys of their own beforehand: keepAllowances);
+//     participations, and units of a variant where the sale keeps them) of the orders
+//     that stay queued added; the locks and allowances of those orders' buyers stay,
+//     the other buyers' locks go with the old hash (their allowances were copied to keys
+//     of their own beforehand: keepAllowances);
 //   - the units left, total minus MySQL's units minus the queued orders' units, into the
-//     field ARGV[7] names;
+//     field ARGV[7] names, and so for each variant (avail:<i>, or reserve:<i>);
 //   - the stored orders ARGV names settled: MySQL's units count them;
 //   - the returned set and the moves hash emptied: MySQL's units count the cancelled
 //     orders whose units are not back yet, which the return job then gives back, and the
 //     units of a move not applied are among those left.
 //
 // A group-buy sale's groups are written after it (RestoreGroups).
-// Returns {1, units of the orders that stay queued} when it wrote, {0} when the bucket
-// moved.
+// Returns {1, units of the orders that stay queued, then those of each variant} when it
+// wrote, {0} when the bucket moved.
 var rebuildScript = redis.NewScript(unitsLua + `
 local gen = redis.call('HGET', KEYS[1], 'gen')
 if ARGV[1] == '' then
@@ -267,22 +272,38 @@ end
 for i, v in ipairs(held) do
   if v then redis.call('HSET', KEYS[2], kept[i], v) end
 end
-local qunits = 0
+local at = 11 + f + n -- the variants
+local nv, vlimit = tonumber(ARGV[at]), tonumber(ARGV[at + 1])
+local qunits, vqunits = 0, {}
+for i = 1, nv do vqunits[i] = 0 end
 for _, v in ipairs(queued) do
-  local user, qty, _, _, cap, group = parse_queued(v)
+  local user, qty, _, _, cap, group, _, _, variant = parse_queued(v)
   local count = counted(tonumber(cap or '0'), group)
   local units, parts = holding(KEYS[2], hget, user, count)
   hold(KEYS[2], hset, user, units, parts, tonumber(qty), count)
   qunits = qunits + tonumber(qty)
+  if variant and tonumber(variant) < nv then
+    vqunits[tonumber(variant) + 1] = vqunits[tonumber(variant) + 1] + tonumber(qty)
+    if vlimit > 0 then hold_variant(KEYS[2], user, variant, qty) end
+  end
 end
-local left = string.format('%d', math.max(0, tonumber(ARGV[2]) - tonumber(ARGV[3]) - qunits))
-local fields = {'avail', '0', 'qunits', string.format('%d', qunits), 'gen', ARGV[4]}
-if ARGV[7] == 'avail' then fields[2] = left end
-if ARGV[7] == 'reserve' then fields[#fields + 1], fields[#fields + 2] = 'reserve', left end
+local function put_left(fields, total, held, q, avail, reserve)
+  local left = string.format('%d', math.max(0, tonumber(total) - tonumber(held) - q))
+  fields[#fields + 1], fields[#fields + 2] = avail, '0'
+  if ARGV[7] == 'avail' then fields[#fields] = left end
+  if ARGV[7] == 'reserve' then fields[#fields + 1], fields[#fields + 2] = reserve, left end
+end
+local fields = {'qunits', string.format('%d', qunits), 'gen', ARGV[4]}
+put_left(fields, ARGV[2], ARGV[3], qunits, 'avail', 'reserve')
+for i = 1, nv do
+  put_left(fields, ARGV[at + 2 * i], ARGV[at + 2 * i + 1], vqunits[i], vfield('avail', i - 1), vfield('reserve', i - 1))
+end
 for i = 10, 9 + f do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('PUBLISH', ARGV[6], ARGV[5])
-return {1, qunits}
+local out = {1, qunits}
+for i = 1, nv do out[#out + 1] = vqunits[i] end
+return out
 `)
 
 // ErrMoved is a rebuild that found the sale changed since its RebuildPoint.
@@ -296,7 +317,8 @@ var ErrMoved = errors.New("the sale changed in Redis during the rebuild")
 // (sale.Epoch); users the units each user holds in MySQL, held their sum and the units
 // MySQL keeps off sale (refunded without restock: out of the stock, nobody's), parts the
 // orders each holds (participations, counted where the sale caps them or sells in
-// groups); stored the orders of from.Queued that MySQL has. Orders Redis still holds as
+// groups); variants the units each buyer holds of each variant, by index (a sale of
+// variants); stored the orders of from.Queued that MySQL has. Orders Redis still holds as
 // queued and MySQL does not stay queued and keep their units. It returns ErrMoved,
 // writing nothing more, when the sale is no longer as from says (rebuilt by another
 // process, or orders moved meanwhile: read both again). Every API process's sold-out
@@ -308,12 +330,17 @@ var ErrMoved = errors.New("the sale changed in Redis during the rebuild")
 // from before from was read (Close), so no purchase nor move came between, and what a
 // worker or a return does in a bucket already written is counted once: as queued in its
 // bucket, or as held in MySQL, where the reserve's figure took it.
-func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing, sale Sale, users, parts map[buyer.ID]int64, held int64, stored []QueuedOrder) error {
+func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing, sale Sale, users, parts map[buyer.ID]int64, held int64, stored []QueuedOrder, variants map[buyer.ID]map[int]int64) error {
 	whole := Bucket{act: sale.ActivityID, k: max(1, sale.Buckets)}
 	stamp := time.Now().UnixMilli() // the same in every bucket: see Adopt and applyScript
 	fields := append(sale.fields(), "rebuilt", stamp, "epoch", sale.Epoch)
+	totals := make([]int64, len(sale.Variants)) // of each variant, the units not kept off sale
+	for i, v := range sale.Variants {
+		totals[i] = v.Total - v.OffSale
+	}
 	if whole.k == 1 {
-		_, err := s.rebuildBucket(ctx, from, closing, whole, sale, fields, "avail", sale.Total, held, users, parts, stored)
+		_, err := s.rebuildBucket(ctx, from, closing, whole, sale, fields, "avail", sale.Total, held,
+			bucketShare{users: users, parts: parts, stored: stored, variants: variants, totals: totals})
 		if err != nil {
 			return err
 		}
@@ -326,40 +353,52 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing,
 	if len(from.gens) != whole.k || closing.token == "" {
 		return fmt.Errorf("rebuild sale %d: its %d buckets were not read under a Close", sale.ActivityID, whole.k)
 	}
-	type share struct {
-		users, parts map[buyer.ID]int64
-		held         int64
-		stored       []QueuedOrder
-	}
-	shares := make([]share, whole.k)
+	shares := make([]bucketShare, whole.k)
 	for i := range shares {
-		shares[i] = share{users: map[buyer.ID]int64{}, parts: map[buyer.ID]int64{}}
+		shares[i] = bucketShare{users: map[buyer.ID]int64{}, parts: map[buyer.ID]int64{},
+			variants: map[buyer.ID]map[int]int64{}, totals: make([]int64, len(sale.Variants))}
 	}
 	offSale := held // what no buyer holds: held less the buyers' units
 	for u, n := range users {
-		sh := &shares[HomeBucket(u, whole.k)]
-		sh.users[u], sh.held = n, sh.held+n
+		shares[HomeBucket(u, whole.k)].users[u] = n
 		offSale -= n
 	}
 	for u, n := range parts {
 		shares[HomeBucket(u, whole.k)].parts[u] = n
 	}
+	for u, vs := range variants {
+		shares[HomeBucket(u, whole.k)].variants[u] = vs
+	}
 	for _, q := range stored {
 		sh := &shares[HomeBucket(q.Buyer, whole.k)]
 		sh.stored = append(sh.stored, q)
 	}
-	left := sale.Total - offSale // less what the buckets hold: bucket 0 puts the rest in the reserve
+	// Less what the buckets 1 and up hold (theirs in MySQL, and their orders that stay
+	// queued), of the sale and of each variant: bucket 0 puts the rest in the reserve.
+	left, vleft := sale.Total-offSale, slices.Clone(totals)
+	heldIn := func(sh bucketShare) (n int64) {
+		for _, u := range sh.users {
+			n += u
+		}
+		return n
+	}
 	all := whole.all()
 	for i := len(all) - 1; i >= 1; i-- {
 		sh := shares[i]
-		qunits, err := s.rebuildBucket(ctx, from, closing, all[i], sale, fields, "", 0, sh.held, sh.users, sh.parts, sh.stored)
+		q, err := s.rebuildBucket(ctx, from, closing, all[i], sale, fields, "", 0, heldIn(sh), sh)
 		if err != nil {
 			return err
 		}
-		left -= sh.held + qunits
+		left -= heldIn(sh) + q[0]
+		for j := range vleft {
+			vleft[j] -= q[1+j]
+			for _, vs := range sh.variants {
+				vleft[j] -= vs[j]
+			}
+		}
 	}
-	sh := shares[0]
-	if _, err := s.rebuildBucket(ctx, from, closing, all[0], sale, fields, "reserve", left, sh.held, sh.users, sh.parts, sh.stored); err != nil {
+	shares[0].totals = vleft
+	if _, err := s.rebuildBucket(ctx, from, closing, all[0], sale, fields, "reserve", left, heldIn(shares[0]), shares[0]); err != nil {
 		return err
 	}
 	s.learnBuckets(sale.ActivityID, whole.k)
@@ -367,39 +406,57 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing,
 	return s.reopen(ctx, whole, closing.token)
 }
 
+// bucketShare is what a bucket's rebuild writes of its buyers: users, parts and variants
+// as Rebuild has them, its stored orders, and the totals of the variants (by index) it
+// counts the units left of.
+type bucketShare struct {
+	users, parts map[buyer.ID]int64
+	variants     map[buyer.ID]map[int]int64
+	stored       []QueuedOrder
+	totals       []int64
+}
+
 // rebuildBucket runs rebuildScript on bucket b (see it for into, total and held) and
-// returns the units of the orders that stay queued there.
+// returns the units of the orders that stay queued there, then those of each variant.
 func (s *Stock) rebuildBucket(ctx context.Context, from RebuildPoint, closing Closing, b Bucket, sale Sale, fields []any, into string,
-	total, held int64, users, parts map[buyer.ID]int64, stored []QueuedOrder) (int64, error) {
+	total, held int64, sh bucketShare) ([]int64, error) {
 	expect := ""
 	if b.n < len(from.gens) {
 		expect = from.gens[b.n]
 	}
 	args := append([]any{expect, total, held, sale.Gen, sale.ActivityID, ReturnedChannel, into, closing.token, len(fields)},
 		fields...)
-	args = append(args, len(stored))
+	args = append(args, len(sh.stored))
 	if err := s.keepAllowances(ctx, b); err != nil {
-		return 0, fmt.Errorf("rebuild sale %d: %w", sale.ActivityID, err)
+		return nil, fmt.Errorf("rebuild sale %d: %w", sale.ActivityID, err)
 	}
-	staged, err := s.stageUsers(ctx, sale, b, users, parts)
+	staged, err := s.stageUsers(ctx, sale, b, sh)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	keys := []string{saleKey(b), usersKey(b), queuedKey(b), claimedKey(b), queuedSinceKey(b), returnedKey(b), staged,
 		movesKey(b)}
-	for _, q := range stored {
+	for _, q := range sh.stored {
 		args = append(args, q.OrderID)
 		keys = append(keys, userQueuedKey(b, q.Buyer))
 	}
+	args = append(args, len(sale.Variants), sale.VariantLimit)
+	for i := range sale.Variants {
+		var vheld int64
+		for _, vs := range sh.variants {
+			vheld += vs[i]
+		}
+		args = append(args, sh.totals[i], vheld)
+	}
 	res, err := reply(rebuildScript.Run(ctx, s.rdb, keys, args...).Result())
 	if err != nil {
-		return 0, fmt.Errorf("rebuild sale %d: %w", sale.ActivityID, err)
+		return nil, fmt.Errorf("rebuild sale %d: %w", sale.ActivityID, err)
 	}
-	if n, _ := integer(res[0]); n != 1 || len(res) != 2 {
+	if n, _ := integer(res[0]); n != 1 || len(res) != 2+len(sale.Variants) {
 		_ = s.rdb.Unlink(ctx, staged).Err() // it expires anyway
-		return 0, ErrMoved
+		return nil, ErrMoved
 	}
-	return integer(res[1])
+	return integers(res[1:])
 }
 
 // KeptKey is an Idempotency-Key that made an order MySQL holds (RestoreKeys).
@@ -443,7 +500,7 @@ const stageChunk = 5000
 // stageUsers writes the users hash a rebuild will put in place (what each buyer holds:
 // holdingFields) under a key of its own in bucket b's slot, in pipelined chunks, and
 // returns that key. The key expires in a minute should the rebuild not take it.
-func (s *Stock) stageUsers(ctx context.Context, sale Sale, b Bucket, users, parts map[buyer.ID]int64) (string, error) {
+func (s *Stock) stageUsers(ctx context.Context, sale Sale, b Bucket, sh bucketShare) (string, error) {
 	key := prefix(b) + "users:rebuild:" + strconv.FormatInt(sale.Gen, 10) + ":" + newToken()
 	fields := make([]any, 0, 2*stageChunk)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -459,7 +516,10 @@ func (s *Stock) stageUsers(ctx context.Context, sale Sale, b Bucket, users, part
 				flush()
 			}
 		}
-		holdingFields(users, parts, counted(sale.ParticipationCap, sale.Kind == "group"), add)
+		holdingFields(sh.users, sh.parts, counted(sale.ParticipationCap, sale.Kind == "group"), add)
+		if sale.VariantLimit > 0 {
+			variantHoldingFields(sh.variants, add)
+		}
 		flush()
 		return nil
 	})
@@ -544,10 +604,11 @@ func newToken() string {
 // KEYS[5] given-back set
 // ARGV per order: id, its queued value (queued.go)
 // Returns per order: 1 queued and claimed (adopted now, or queued already), 2 an orphan
-// but too few units are left (nothing taken), 0 not an orphan, 3 the sale itself is
-// missing (not rebuilt yet, or closed while it is), 4 an orphan seat (nothing taken), 5 an orphan whose buyer
-// would pass the limit or the cap (nothing taken); then the sale's epoch.
-var adoptScript = redis.NewScript(queuedLua + repliesLua() + holdingsLua + userLimitLua + `
+// but too few units are left (of its variant, in a sale of variants: nothing taken), 0
+// not an orphan, 3 the sale itself is missing (not rebuilt yet, or closed while it is),
+// 4 an orphan seat (nothing taken), 5 an orphan whose buyer would pass the limit, the
+// cap or the per-variant limit (nothing taken); then the sale's epoch.
+var adoptScript = redis.NewScript(queuedLua + repliesLua() + holdingsLua + userLimitLua + variantHoldingsLua + `
 local out = {}
 if redis.call('HEXISTS', KEYS[1], 'total') == 0 or redis.call('HEXISTS', KEYS[1], 'closed') == 1 then
   for i = 1, #ARGV, 2 do out[#out + 1] = 3 end
@@ -555,9 +616,10 @@ if redis.call('HEXISTS', KEYS[1], 'total') == 0 or redis.call('HEXISTS', KEYS[1]
   return out
 end
 local rebuilt = tonumber(redis.call('HGET', KEYS[1], 'rebuilt') or '0')
+local vlimit = tonumber(redis.call('HGET', KEYS[1], 'vlimit') or '0')
 for i = 1, #ARGV, 2 do
   local id, v = ARGV[i], ARGV[i + 1]
-  local user, qty, created, limit, cap, group = parse_queued(v)
+  local user, qty, created, limit, cap, group, _, _, variant = parse_queued(v)
   qty, created, limit, cap = tonumber(qty), tonumber(created), tonumber(limit), tonumber(cap or '0')
   local count = counted(cap, group)
   local held, parts = holding(KEYS[2], hget, user, count)
@@ -569,12 +631,18 @@ for i = 1, #ARGV, 2 do
     r = 0
   elseif group then
     r = 4
-  elseif user_refused(held, qty, limit, parts, cap) then
+  elseif user_refused(held, qty, limit, parts, cap) or
+      variant and vlimit > 0 and variant_held(KEYS[2], user, variant) + qty > vlimit then
     r = 5
   else
-    local avail = tonumber(redis.call('HGET', KEYS[1], 'avail'))
-    if avail >= qty then
+    local s = redis.call('HMGET', KEYS[1], 'avail', vfield('avail', variant))
+    local avail, left = tonumber(s[1]), tonumber(s[2] or '0')
+    if avail >= qty and left >= qty then
       redis.call('HSET', KEYS[1], 'avail', string.format('%d', avail - qty))
+      if variant then
+        redis.call('HSET', KEYS[1], vfield('avail', variant), string.format('%d', left - qty))
+        if vlimit > 0 then hold_variant(KEYS[2], user, variant, qty) end
+      end
       redis.call('HINCRBY', KEYS[1], 'qunits', qty)
       hold(KEYS[2], hset, user, held, parts, qty, count)
       redis.call('HSET', KEYS[3], id, v)
@@ -625,17 +693,21 @@ func (s *Stock) Adopt(ctx context.Context, activityID int64, orders []QueuedOrde
 		// all in the reserve): the orphans it is short for take a share, as a purchase
 		// would, and are tried again.
 		var short []QueuedOrder
-		var want int64
+		want := map[Variant]int64{}
 		for i, q := range qs {
 			out[q.OrderID] = got[i]
 			if got[i] == OrphanNoStock && sale.k > 1 {
-				short, want = append(short, q), want+int64(q.Quantity)
+				short, want[q.Variant] = append(short, q), want[q.Variant]+int64(q.Quantity)
 			}
 		}
 		if len(short) > 0 {
-			moved, _, err := s.refill(ctx, b, want)
-			if err != nil {
-				return nil, 0, fmt.Errorf("adopt orders: %w", err)
+			var moved int64
+			for v, n := range want {
+				m, _, err := s.refill(ctx, b, n, v)
+				if err != nil {
+					return nil, 0, fmt.Errorf("adopt orders: %w", err)
+				}
+				moved += m
 			}
 			if moved > 0 {
 				again, _, err := s.adoptIn(ctx, b, short)

@@ -32,7 +32,7 @@ func TestRebuildLostOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.Rebuild(ctx, from, stock.Closing{}, sale, users, nil, 8, nil)
+			err := s.Rebuild(ctx, from, stock.Closing{}, sale, users, nil, 8, nil, nil)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -93,7 +93,7 @@ func TestRebuildStale(t *testing.T) {
 	if _, gen, err := claim(ctx, s, 4, ids[:1]...); err != nil || gen != 1 {
 		t.Fatalf("claim: generation %d, %v; want 1", gen, err)
 	}
-	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, nil, nil, 0, nil); !errors.Is(err, stock.ErrMoved) {
+	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, nil, nil, 0, nil, nil); !errors.Is(err, stock.ErrMoved) {
 		t.Fatalf("rebuild read before a claim: %v, want ErrMoved", err)
 	}
 
@@ -105,14 +105,14 @@ func TestRebuildStale(t *testing.T) {
 			stored = append(stored, q)
 		}
 	}
-	if err := s.Return(ctx, 4, stock.Returning{OrderID: "cancelled-before", Buyer: "3", Quantity: 1}); err != nil { // the returned set has it
+	if _, err := s.Return(ctx, 4, stock.Returning{OrderID: "cancelled-before", Buyer: "3", Quantity: 1}); err != nil { // the returned set has it
 		t.Fatal(err)
 	}
 	from, _ = s.RebuildPoint(ctx, 4, 1) // the return moved the generation too
 	if from.Gen != 2 {
 		t.Fatalf("generation after a claim and a return = %d, want 2", from.Gen)
 	}
-	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, map[buyer.ID]int64{"1": 2, "3": 1}, nil, 3, stored); err != nil {
+	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, map[buyer.ID]int64{"1": 2, "3": 1}, nil, 3, stored, nil); err != nil {
 		t.Fatal(err)
 	}
 	snap, err := s.Snapshot(ctx, 4)
@@ -129,7 +129,7 @@ func TestRebuildStale(t *testing.T) {
 	if sales, _ := s.Sales(ctx, []int64{4}); sales[4].Gen != 7 {
 		t.Errorf("generation after the rebuild = %d, want 7", sales[4].Gen)
 	}
-	if err := s.Return(ctx, 4, stock.Returning{OrderID: "cancelled-before", Buyer: "3", Quantity: 1}); err != nil { // still pending in MySQL: back again
+	if _, err := s.Return(ctx, 4, stock.Returning{OrderID: "cancelled-before", Buyer: "3", Quantity: 1}); err != nil { // still pending in MySQL: back again
 		t.Fatal(err)
 	}
 	if sales, _ := s.Sales(ctx, []int64{4}); sales[4].Available != 4 {
@@ -175,7 +175,7 @@ func TestAdoptOrphans(t *testing.T) {
 	}
 	from, _ := s.RebuildPoint(ctx, 5, 1)
 	sale := stock.Sale{ActivityID: 5, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 1, Epoch: 3}
-	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, nil, nil, 0, nil); err != nil {
+	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, nil, nil, 0, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	later := stock.QueuedOrder{OrderID: "after", ActivityID: 5, Buyer: "5", Quantity: 1, Limit: 5, CreatedAt: time.Now().Add(time.Second)}
@@ -228,7 +228,7 @@ func TestRebuildKeepsLocksOfQueuedOrders(t *testing.T) {
 		}
 	}
 	sale := stock.Sale{ActivityID: 6, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 3}
-	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, map[buyer.ID]int64{"2": 1}, nil, 1, stored); err != nil {
+	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, map[buyer.ID]int64{"2": 1}, nil, 1, stored, nil); err != nil {
 		t.Fatal(err)
 	}
 	locks, err := s.UserLocks(ctx, 6)
@@ -285,7 +285,7 @@ func TestRebuildKeepsAllowances(t *testing.T) {
 				users[who], held, kept = 2, 2, from.Queued
 			}
 			sale := stock.Sale{ActivityID: act, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 3}
-			if err := s.Rebuild(ctx, from, stock.Closing{}, sale, users, nil, held, kept); err != nil {
+			if err := s.Rebuild(ctx, from, stock.Closing{}, sale, users, nil, held, kept, nil); err != nil {
 				t.Fatal(err)
 			}
 			if snap, err := s.Snapshot(ctx, act); err != nil || snap.Users[who] != 2 || snap.Sale.Available != 8 {
@@ -332,7 +332,7 @@ func TestRebuildKeepsTheLaterAllowance(t *testing.T) {
 		t.Fatalf("rebuild point = %+v, %v; want 1 queued", from, err)
 	}
 	sale := stock.Sale{ActivityID: act, Total: 10, Limit: 5, StartsAt: t0, EndsAt: t0.Add(time.Hour), Gen: 3}
-	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, map[buyer.ID]int64{buyer.Of(user): 1}, nil, 1, from.Queued); err != nil {
+	if err := s.Rebuild(ctx, from, stock.Closing{}, sale, map[buyer.ID]int64{buyer.Of(user): 1}, nil, 1, from.Queued, nil); err != nil {
 		t.Fatal(err)
 	}
 	third := reservation(act, user, 1, "", in)

@@ -35,6 +35,8 @@ const (
 	replyNotAdmitted       = -17 // a waiting-room sale and no unexpired pass
 	replyWrongBuckets      = -18 // the sale's buckets, not those the caller sent: nothing decided
 	replyClosed            = -19 // the sale is closed while it is rebuilt (bucket.go)
+	replyNoVariant         = -20 // no variant of the sale named, or one named in a sale without variants
+	replyOverVariantLimit  = -21 // units of the variant held, the per-variant limit: the purchase would pass it
 )
 
 // reserveReply is one of the reserve script's reply codes: its Lua constant's name, how
@@ -70,6 +72,8 @@ var reserveReplies = []reserveReply{
 	{replyNotAdmitted, "NOT_ADMITTED", 0, ErrNotAdmitted},
 	{replyWrongBuckets, "WRONG_BUCKETS", 1, nil},
 	{replyClosed, "CLOSED", 0, ErrClosed},
+	{replyNoVariant, "NO_VARIANT", 0, ErrNoVariant},
+	{replyOverVariantLimit, "OVER_VARIANT_LIMIT", 2, ErrLimitExceeded},
 }
 
 // repliesLua defines the reply codes as Lua constants, from reserveReplies.
@@ -150,6 +154,8 @@ func decodeReserved(r Reservation, fingerprint string, res []any, terms saleTerm
 		return Reserved{}, &DetailError{ErrSoldOut, fmt.Sprintf("only %d left", n[0])}
 	case replyOverLimit:
 		return Reserved{}, &DetailError{ErrLimitExceeded, fmt.Sprintf("you hold %d of at most %d units", n[0], n[1])}
+	case replyOverVariantLimit:
+		return Reserved{}, &DetailError{ErrLimitExceeded, fmt.Sprintf("you hold %d of at most %d units of this variant", n[0], n[1])}
 	case replyOverCap:
 		return Reserved{}, &DetailError{ErrLimitExceeded,
 			fmt.Sprintf("you take part %d times, at most %d are allowed", n[0], n[1])}

@@ -36,11 +36,11 @@ import (
 // (reserve); a retry after the lock does not count again (interval 0).
 var reserveScript = redis.NewScript(listGroupLua + queuedLua + repliesLua() + holdingsLua + userLimitLua + layoutLua() + `
 local v = redis.call('HMGET', K.sale, 'avail', 'limit', 'start', 'end', 'price', 'paywin', 'qunits', 'kind',
-  'gsize', 'gwin', 'plimit', 'room', 'buckets', 'closed')
+  'gsize', 'gwin', 'plimit', 'room', 'buckets', 'closed', 'variants', 'vlimit')
 local sale = {avail = tonumber(v[1]), limit = tonumber(v[2]), limit_text = v[2], starts = tonumber(v[3]), ends = tonumber(v[4]),
   price = v[5] or '0', pay_window = v[6] or '0', qunits = tonumber(v[7] or '0'), group = v[8] == 'group',
   group_size = v[9], group_window = tonumber(v[10]), cap = tonumber(v[11] or '0'), room = v[12] == '1',
-  buckets = v[13] or '1', closed = v[14]}
+  buckets = v[13] or '1', closed = v[14], variants = tonumber(v[15]), vlimit = tonumber(v[16] or '0')}
 sale.counted = counted(sale.cap, sale.group)
 -- shut is the reply of every purchase of the call when the sale takes none now
 local shut
@@ -75,6 +75,9 @@ local function put(h, f, v)
   h.v[f], h.w[#h.w + 1], h.w[#h.w + 2] = v, f, v
 end
 local since = {} -- score, order id of each reservation of the call, for one ZADD
+-- a sale of variants: the units left of each variant the call's purchases named, by its
+-- field (avail:<i>), read at its first purchase and written once after the last
+local variants, variants_w = {}, {}
 
 local purchases = unpack_purchases()
 if not shut and #purchases > 0 then -- a call carries at most maxCoalesced: the unpacks stay small
@@ -145,16 +148,39 @@ local function seat_refused(p)
   return nil, g
 end
 
+-- The units left for purchase p: the sale's, or in a sale of variants the variant's
+-- (p.vfield, its field); a purchase that names no variant of the sale, or names one in a
+-- sale without, is refused.
+local function left_for(p)
+  if not sale.variants and p.variant == '' then return nil, sale.avail end
+  local i = tonumber(p.variant)
+  if not sale.variants or not i or i >= sale.variants then return {NO_VARIANT} end
+  p.vfield = 'avail:' .. p.variant
+  if not variants[p.vfield] then variants[p.vfield] = tonumber(redis.call('HGET', K.sale, p.vfield) or '0') end
+  return nil, variants[p.vfield]
+end
+
+-- A buyer within the per-variant limit with qty more units of p's variant (p.vheld: what
+-- they hold of it), where the sale sets one.
+local function variant_refused(p, qty)
+  if sale.vlimit <= 0 or p.vfield == nil then return nil end
+  p.vheld = tonumber(get(users, VARIANT .. p.variant .. ':' .. p.user) or '0')
+  if p.vheld + qty > sale.vlimit then return {OVER_VARIANT_LIMIT, p.vheld, sale.vlimit} end
+end
+
 -- The quantity within the per-user limit, units left for it, the user within the limit
--- with it, and within the cap on participations; else the refusal. Returns nil, the
--- units and the participations the user holds.
+-- with it, within the cap on participations, and within the per-variant limit; else the
+-- refusal. Returns nil, the units and the participations the user holds.
 local function units_refused(p)
   local qty = tonumber(p.qty)
   local refusal = quantity_refused(qty, sale.limit)
   if refusal then return refusal end
-  if sale.avail < qty then return {SOLD_OUT, sale.avail, sale.room and 1 or 0, sale.limit} end
+  local left
+  refusal, left = left_for(p)
+  if refusal then return refusal end
+  if left < qty then return {SOLD_OUT, left, sale.room and 1 or 0, sale.limit} end
   local held, parts = holding(users, get, p.user, sale.counted)
-  refusal = user_refused(held, qty, sale.limit, parts, sale.cap)
+  refusal = user_refused(held, qty, sale.limit, parts, sale.cap) or variant_refused(p, qty)
   if refusal then return refusal end
   return nil, held, parts
 end
@@ -165,6 +191,12 @@ end
 local function take(p, allow, g, held, parts)
   local qty = tonumber(p.qty)
   sale.avail, sale.qunits = sale.avail - qty, sale.qunits + qty
+  local left = sale.avail
+  if p.vfield then
+    left = variants[p.vfield] - qty
+    variants[p.vfield], variants_w[p.vfield] = left, true
+    if p.vheld then put(users, VARIANT .. p.variant .. ':' .. p.user, string.format('%d', p.vheld + qty)) end
+  end
   hold(users, put, p.user, held, parts, qty, sale.counted)
   put(users, LOCK .. p.user, p.lock_token .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + p.lock_ttl))
   if allow then put(users, ALLOWANCE .. p.user, allow) end
@@ -187,7 +219,7 @@ local function take(p, allow, g, held, parts)
   if p.fingerprint ~= '' then
     redis.call('SET', p.idempotency_key, p.fingerprint .. ' ' .. p.order, 'EX', ARG.key_ttl)
   end
-  return reserved(p, sale.avail)
+  return reserved(p, left)
 end
 
 local function decide(p, allow)
@@ -231,7 +263,9 @@ local function taken()
   if #since > 0 then
     -- counts computed in Lua go out with '%d': Redis 7.2.0-7.2.4 writes 900000000 as
     -- "9e+08", which HINCRBY then refuses
-    redis.call('HSET', K.sale, 'avail', string.format('%d', sale.avail), 'qunits', string.format('%d', sale.qunits))
+    local fields = {'avail', string.format('%d', sale.avail), 'qunits', string.format('%d', sale.qunits)}
+    for f in pairs(variants_w) do fields[#fields + 1], fields[#fields + 2] = f, string.format('%d', variants[f]) end
+    redis.call('HSET', K.sale, unpack(fields))
     redis.call('ZADD', K.since, unpack(since))
   end
 end
@@ -345,7 +379,7 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 	var recheck *soldOutFlag
 	if r.IdempotencyKey == "" { // a replay is answered even when sold out
 		var flag *soldOutFlag
-		if flag, recheck = s.soldOut.check(r.ActivityID, r.Now); flag != nil {
+		if flag, recheck = s.soldOut.check(r.ActivityID, r.Variant, r.Now); flag != nil {
 			if err := flaggedAnswer(flag, r); err != nil {
 				return Reserved{}, err
 			}
@@ -355,9 +389,9 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 	got, err := s.reserveRouted(ctx, r, fingerprint)
 	switch {
 	case err == errNoneLeft, err == nil && !got.Replayed && got.Available == 0 && got.Bucket.k <= 1:
-		s.soldOut.set(r.ActivityID, epoch, &soldOutFlag{at: r.Now, room: got.room, group: r.mode() != "", limit: got.Limit})
+		s.soldOut.set(r.ActivityID, r.Variant, epoch, &soldOutFlag{at: r.Now, room: got.room, group: r.mode() != "", limit: got.Limit})
 	case recheck != nil:
-		s.soldOut.dropRecheck(r.ActivityID, recheck)
+		s.soldOut.dropRecheck(r.ActivityID, r.Variant, recheck)
 	}
 	return got, err
 }
@@ -396,10 +430,10 @@ func flaggedAnswer(flag *soldOutFlag, r Reservation) error {
 // Idempotency-Key from this process's sold-out flag, without Redis (sold out, or not
 // admitted for a waiting-room sale's purchase without a pass), or nil when the flag does
 // not answer it now (Reserve may then send it to the script). It reads r's ActivityID,
-// Now, Quantity, PassExpires, Group and OpenGroup: a caller checks it before preparing a
+// Now, Quantity, Variant, PassExpires, Group and OpenGroup: a caller checks it before preparing a
 // reservation it would not need.
 func (s *Stock) FlaggedSoldOut(r Reservation) error {
-	if flag := s.soldOut.answers(r.ActivityID, r.Now); flag != nil {
+	if flag := s.soldOut.answers(r.ActivityID, r.Variant, r.Now); flag != nil {
 		return flaggedAnswer(flag, r)
 	}
 	return nil
@@ -446,7 +480,7 @@ func (s *Stock) reserveRouted(ctx context.Context, r Reservation, fingerprint st
 			return got, notFlagged
 		}
 		refills++
-		moved, empty, rerr := s.refill(ctx, b, int64(r.Quantity))
+		moved, empty, rerr := s.refill(ctx, b, int64(r.Quantity), r.Variant)
 		switch {
 		case rerr != nil: // a bucket closed for a rebuild or lost (ErrNoSale), or Redis failing
 			return got, fmt.Errorf("move units to bucket %d: %w", b.n, rerr)

@@ -16,32 +16,34 @@ import (
 //	  calls of at most 1000 (Lua's stack bounds unpack).
 //	unqueue(sale, queued, claimed, since, ids, user_sets): ends the queued state of the
 //	  orders ids (user_sets[i] is the queued set of order i's buyer) and returns, by
-//	  position, each one's buyer key and quantity; nil for an id not queued (or seen before
-//	  in ids). The queued hash is read once, and it, the claimed set, the since index
-//	  and the sale's qunits are each written once, for all of them: a command inside a
-//	  script costs the server more than its own work.
-//	give_back(sale, users, user, qty): qty units back to stock, and the order they
-//	  made out of what the buyer of key user holds (free_buyer)
-//	free_buyer(users, user, qty): the order of qty units out of what the buyer of key
-//	  user holds (release, holdings.go); a buyer who holds nothing any more loses the
-//	  field of their attempts' allowance too, once that allowance is full again (as its
-//	  key would have expired)
-const unitsLua = queuedLua + holdingsLua + `
+//	  position, each one's buyer key, quantity and variant (nil for none); nil for an id
+//	  not queued (or seen before in ids). The queued hash is read once, and it, the
+//	  claimed set, the since index and the sale's qunits are each written once, for all
+//	  of them: a command inside a script costs the server more than its own work.
+//	give_back(sale, users, user, qty, variant): qty units (of variant, nil for none) back
+//	  to stock, and the order they made out of what the buyer of key user holds
+//	  (free_buyer)
+//	free_buyer(users, user, qty, variant): the order of qty units (of variant, nil for
+//	  none) out of what the buyer of key user holds (release, holdings.go;
+//	  release_variant, variants.go); a buyer who holds nothing any more loses the field
+//	  of their attempts' allowance too, once that allowance is full again (as its key
+//	  would have expired)
+const unitsLua = queuedLua + holdingsLua + variantHoldingsLua + `
 local function each(cmd, key, list)
   for i = 1, #list, 1000 do
     redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
   end
 end
 local function unqueue(sale, queued, claimed, since, ids, user_sets)
-  local users, qtys, gone, seen, units = {}, {}, {}, {}, 0
+  local users, qtys, variants, gone, seen, units = {}, {}, {}, {}, {}, 0
   for first = 1, #ids, 1000 do
     local values = redis.call('HMGET', queued, unpack(ids, first, math.min(first + 999, #ids)))
     for j, v in ipairs(values) do
       local i = first + j - 1
       if v and not seen[ids[i]] then
         seen[ids[i]] = true
-        local user, qty = parse_queued(v)
-        users[i], qtys[i] = user, tonumber(qty)
+        local user, qty, _, _, _, _, _, _, variant = parse_queued(v)
+        users[i], qtys[i], variants[i] = user, tonumber(qty), variant
         units = units + qtys[i]
         gone[#gone + 1] = ids[i]
         redis.call('SREM', user_sets[i], ids[i])
@@ -54,9 +56,10 @@ local function unqueue(sale, queued, claimed, since, ids, user_sets)
     each('ZREM', since, gone)
     redis.call('HINCRBY', sale, 'qunits', string.format('%d', -units))
   end
-  return users, qtys
+  return users, qtys, variants
 end
-local function free_buyer(users, user, qty)
+local function free_buyer(users, user, qty, variant)
+  if variant then release_variant(users, user, variant, qty) end
   if release(users, user, qty) then
     local a = redis.call('HGET', users, ALLOWANCE .. user)
     if a then
@@ -65,9 +68,10 @@ local function free_buyer(users, user, qty)
     end
   end
 end
-local function give_back(sale, users, user, qty)
+local function give_back(sale, users, user, qty, variant)
   redis.call('HINCRBY', sale, 'avail', qty)
-  free_buyer(users, user, qty)
+  if variant then redis.call('HINCRBY', sale, vfield('avail', variant), qty) end
+  free_buyer(users, user, qty, variant)
 end
 `
 
@@ -91,9 +95,9 @@ local prior = redis.call('GET', KEYS[6])
 -- a replay answered with this order (reserveScript marked its key): it stands, and the
 -- repair pass enqueues it
 if prior and string.sub(prior, -#ARGV[1] - 3) == ' ' .. ARGV[1] .. ' r' then return 0 end
-local users, qtys = unqueue(KEYS[1], KEYS[3], KEYS[5], KEYS[7], {ARGV[1]}, {KEYS[4]})
+local users, qtys, variants = unqueue(KEYS[1], KEYS[3], KEYS[5], KEYS[7], {ARGV[1]}, {KEYS[4]})
 if not users[1] then return -1 end
-give_back(KEYS[1], KEYS[2], users[1], qtys[1])
+give_back(KEYS[1], KEYS[2], users[1], qtys[1], variants[1])
 bump_gen(KEYS[1])
 redis.call('SADD', KEYS[8], ARGV[1])
 redis.call('EXPIRE', KEYS[8], 86400)
@@ -224,74 +228,107 @@ func byBucket[T any](sale Bucket, orders []T, of func(T) buyer.ID) map[Bucket][]
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
 // KEYS[5] queued-since sorted set  KEYS[6] open groups sorted set
-// KEYS[7] open groups, fullest first
-// KEYS[5+3i] the queued set of order i's buyer, KEYS[6+3i] and KEYS[7+3i] the hash and
-// the seats of its group (any key of the sale's slot outside a group)
-// ARGV[1] activity id  ARGV[2] the returned-units channel
-// ARGV[3i] order i's id  ARGV[1+3i] "1" when order i failed (its units come back), else
-// "0"  ARGV[2+3i] its group's id, "" outside a group
+// KEYS[7] open groups, fullest first  KEYS[8] waitlist entries
+// KEYS[5+4i] the queued set of order i's buyer, KEYS[6+4i] and KEYS[7+4i] the hash and
+// the seats of its group (any key of the sale's slot outside a group), KEYS[8+4i] the
+// waiting set of its variant (waitlistKey)
+// ARGV[1] activity id  ARGV[2] the returned-units channel  ARGV[3] the bucket's key
+// prefix  ARGV[4] now (ms)  ARGV[5] m, then ARGV[6..5+m] order ids for offers
+// ARGV[3+m+3i] order i's id  ARGV[4+m+3i] "1" when order i failed (its units come
+// back), else "0"  ARGV[5+m+3i] its group's id, "" outside a group
 //
 // Each order is settled once: an order no longer queued is skipped. A failed order's
-// seat in its group is free again (the group reopens until its window ends). The sale's
-// generation goes up. Returns the units given back.
-var settleScript = redis.NewScript(unitsLua + bumpGenLua + listGroupLua + `
-local n = (#ARGV - 2) / 3
+// units go to the waitlist first (offer), and its seat in its group is free again (the
+// group reopens until its window ends); an offered order that failed ends its entry.
+// The sale's generation goes up. Returns the units given back, then the orders offered
+// (id, value, ...).
+var settleScript = redis.NewScript(unitsLua + repliesLua() + userLimitLua + bumpGenLua + listGroupLua + entryLua + offerLua + endOfferLua + `
+local m = tonumber(ARGV[5])
+local w = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], since = KEYS[5], entries = KEYS[8], prefix = ARGV[3],
+  now = ARGV[4], ids = {}, next = 1, offers = {}}
+for j = 1, m do w.ids[j] = ARGV[5 + j] end
+local n = (#ARGV - 5 - m) / 3
+local at = function(i, j) return ARGV[2 + m + 3 * i + j] end
 local ids, sets = {}, {}
-for i = 1, n do ids[i], sets[i] = ARGV[3 * i], KEYS[5 + 3 * i] end
-local users, qtys = unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], ids, sets)
+for i = 1, n do ids[i], sets[i] = at(i, 1), KEYS[5 + 4 * i] end
+local users, qtys, variants = unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], ids, sets)
+local waitlist = redis.call('HLEN', KEYS[8]) > 0
 local back = 0
 for i = 1, n do
-  if users[i] and ARGV[1 + 3 * i] == '1' then
-    give_back(KEYS[1], KEYS[2], users[i], qtys[i])
+  if users[i] and at(i, 2) == '1' then
+    give_back(KEYS[1], KEYS[2], users[i], qtys[i], variants[i])
     back = back + qtys[i]
-    local group, seats = KEYS[6 + 3 * i], KEYS[7 + 3 * i]
-    if ARGV[2 + 3 * i] ~= '' and redis.call('HDEL', seats, users[i]) == 1 then
+    if waitlist then
+      end_offer(KEYS[8], users[i], ids[i])
+      w.set = KEYS[8 + 4 * i]
+      offer(w, variants[i])
+    end
+    local group, seats = KEYS[6 + 4 * i], KEYS[7 + 4 * i]
+    if at(i, 3) ~= '' and redis.call('HDEL', seats, users[i]) == 1 then
       redis.call('HINCRBY', group, 'members', -1)
       if redis.call('HGET', group, 'status') == '1' then redis.call('HSET', group, 'status', 0) end
-      list_group(KEYS[6], KEYS[7], group, ARGV[2 + 3 * i])
+      list_group(KEYS[6], KEYS[7], group, at(i, 3))
     end
   end
 end
 if back > 0 then redis.call('PUBLISH', ARGV[2], ARGV[1]) end
 bump_gen(KEYS[1])
-return back
+local out = {back}
+for _, v in ipairs(w.offers) do out[#out + 1] = v end
+return out
 `)
 
 // Settlement is one order the worker has written to MySQL.
 type Settlement struct {
 	OrderID string
 	Buyer   buyer.ID
-	// Failed is true when MySQL refused the order: its units go back to stock and to
-	// the buyer's allowance, and its seat to its group.
+	// Failed is true when MySQL refused the order: its units go back to stock (the
+	// waitlist first) and to the buyer's allowance, and its seat to its group.
 	Failed bool
 	// Group is the order's group in a group-buy sale, "" outside one.
 	Group string
+	// Variant is the order's variant, whose waitlist its units go to first when it
+	// failed.
+	Variant Variant
 }
 
 // Settle removes orders of one sale from the queued state, giving back the units of
-// failed ones (to their buyers' home buckets). It is idempotent per order.
+// failed ones (to their buyers' home buckets): to the waitlist first, whose orders
+// offered are queued as a purchase's are (the worker's repair pass enqueues them). It is
+// idempotent per order. Variant is not needed: the queued value has it.
 func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlement) error {
 	sale, err := s.saleOf(ctx, activityID)
 	if err != nil {
 		return fmt.Errorf("settle orders: %w", err)
 	}
+	now := s.now()
 	for b, os := range byBucket(sale, orders, func(o Settlement) buyer.ID { return o.Buyer }) {
 		keys := []string{saleKey(b), usersKey(b), queuedKey(b), claimedKey(b), queuedSinceKey(b), openGroupsKey(b),
-			fillGroupsKey(b)}
-		args := []any{activityID, ReturnedChannel}
+			fillGroupsKey(b), waitlistEntriesKey(b)}
+		var failing int
 		for _, o := range os {
-			keys = append(keys, userQueuedKey(b, o.Buyer), groupKey(b, o.Group), groupSeatsKey(b, o.Group))
+			if o.Failed {
+				failing++
+			}
+		}
+		ids := offerIDs(activityID, now, min(failing, maxOffers))
+		args := append([]any{activityID, ReturnedChannel, prefix(b), now.UnixMilli(), len(ids)}, ids...)
+		for _, o := range os {
+			keys = append(keys, userQueuedKey(b, o.Buyer), groupKey(b, o.Group), groupSeatsKey(b, o.Group),
+				waitlistKey(b, o.Variant))
 			failed := "0"
 			if o.Failed {
 				failed = "1"
 			}
 			args = append(args, o.OrderID, failed, o.Group)
 		}
-		back, err := settleScript.Run(ctx, s.rdb, keys, args...).Int64()
+		res, err := reply(settleScript.Run(ctx, s.rdb, keys, args...).Result())
 		if err != nil {
 			return fmt.Errorf("settle orders: %w", err)
 		}
-		if back > 0 {
+		if back, err := integer(res[0]); err != nil {
+			return fmt.Errorf("settle orders: %w", err)
+		} else if back > 0 {
 			s.soldOut.clear(activityID)
 		}
 	}
@@ -316,31 +353,53 @@ local function trim_returned(key, keep_ms)
 end
 `
 
-// returnScript gives cancelled and refunded orders' units back to stock and to their
-// buyers' allowances, once per order; a refund without restock gives back the
-// allowance alone.
+// returnScript gives cancelled and refunded orders' units back to stock (to the
+// waitlist first) and to their buyers' allowances, once per order; a refund without
+// restock gives back the allowance alone.
 //
 // KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] returned set (order ids already returned)
+// KEYS[4] queued hash  KEYS[5] queued-since sorted set  KEYS[6] waitlist entries
+// KEYS[6+i] the waiting set of order i's variant (waitlistKey; i from 1)
 // ARGV[1] activity id  ARGV[2] the returned-units channel  ARGV[3] ReturnedRetention in ms
-// then for each order i (0, 1, ...): ARGV[4+4i] its id  ARGV[5+4i] its buyer's key
-// ARGV[6+4i] its quantity  ARGV[7+4i] "1" when its units stay off sale (Returning.OffSale)
+// ARGV[4] the bucket's key prefix  ARGV[5] now (ms)  ARGV[6] m, then ARGV[7..6+m] order
+// ids for offers; then for each order i (from 1): ARGV[2+m+5i] its id  ARGV[3+m+5i] its
+// buyer's key  ARGV[4+m+5i] its quantity  ARGV[5+m+5i] "1" when its units stay off sale
+// (Returning.OffSale)  ARGV[6+m+5i] its variant's index, "" for none
 //
-// An order is remembered with the score +inf until Forget. The sale's generation goes
-// up once when anything came back. A sale that is lost or archived (sale_live) gets
-// nothing, and nothing is written: a rebuild counts an order as held while
-// return_pending, and not once its return is recorded in MySQL; an archived sale is
-// over.
-// Returns how many of the orders were given back now (the others had been before).
-var returnScript = redis.NewScript(unitsLua + bumpGenLua + trimReturnedLua + saleLiveLua + `
-if not sale_live(KEYS[1]) then return 0 end
+// An order is remembered with the score +inf until Forget. An offered order that comes
+// back ends its entry. The sale's generation goes up once when anything came back. A
+// sale that is lost or archived (sale_live) gets nothing, and nothing is written: a
+// rebuild counts an order as held while return_pending, and not once its return is
+// recorded in MySQL; an archived sale is over. Returns how many of the orders were
+// given back now (the others had been before), the sale's price and pay window (s),
+// then the orders offered (id, value, ...).
+var returnScript = redis.NewScript(unitsLua + repliesLua() + userLimitLua + bumpGenLua + trimReturnedLua + entryLua +
+	offerLua + endOfferLua + saleLiveLua + `
+if not sale_live(KEYS[1]) then return {0, '0', '0'} end
 trim_returned(KEYS[3], tonumber(ARGV[3]))
+local m = tonumber(ARGV[6])
+local w = {sale = KEYS[1], users = KEYS[2], queued = KEYS[4], since = KEYS[5], entries = KEYS[6], prefix = ARGV[4],
+  now = ARGV[5], ids = {}, next = 1, offers = {}}
+for j = 1, m do w.ids[j] = ARGV[6 + j] end
 local back = 0
-for i = 4, #ARGV, 4 do
-  local o = {id = ARGV[i], user = ARGV[i + 1], qty = tonumber(ARGV[i + 2]), off_sale = ARGV[i + 3] == '1'}
+local waitlist = redis.call('HLEN', KEYS[6]) > 0
+local i = 0
+for a = 7 + m, #ARGV, 5 do
+  i = i + 1
+  local o = {id = ARGV[a], user = ARGV[a + 1], qty = tonumber(ARGV[a + 2]), off_sale = ARGV[a + 3] == '1',
+    variant = ARGV[a + 4]}
+  if o.variant == '' then o.variant = nil end
   if not redis.call('ZSCORE', KEYS[3], o.id) then
     redis.call('ZADD', KEYS[3], '+inf', o.id)
-    if o.off_sale then free_buyer(KEYS[2], o.user, o.qty)
-    else give_back(KEYS[1], KEYS[2], o.user, o.qty) end
+    if o.off_sale then free_buyer(KEYS[2], o.user, o.qty, o.variant)
+    else give_back(KEYS[1], KEYS[2], o.user, o.qty, o.variant) end
+    if waitlist then
+      end_offer(KEYS[6], o.user, o.id)
+      if not o.off_sale then
+        w.set = KEYS[6 + i]
+        offer(w, o.variant)
+      end
+    end
     back = back + 1
   end
 end
@@ -348,7 +407,10 @@ if back > 0 then
   bump_gen(KEYS[1])
   redis.call('PUBLISH', ARGV[2], ARGV[1])
 end
-return back
+local terms = redis.call('HMGET', KEYS[1], 'price', 'paywin')
+local out = {back, terms[1] or '0', terms[2] or '0'}
+for _, v in ipairs(w.offers) do out[#out + 1] = v end
+return out
 `)
 
 // forgetScript starts the retention of returned orders that MySQL now records as
@@ -370,40 +432,68 @@ type Returning struct {
 	// OffSale keeps the units off sale (a refund without restock): only what the
 	// buyer holds is given back.
 	OffSale bool
+	// Variant is the order's variant, none outside a sale of variants.
+	Variant Variant
 }
 
 // Return gives the units of cancelled (or expired, or refunded) orders of one sale
 // back to stock (but those OffSale) and to their users' allowances (in their home
-// buckets), one step per bucket. It is idempotent per order while the order is
-// remembered: from the call until ReturnedRetention after Forget.
-func (s *Stock) Return(ctx context.Context, activityID int64, orders ...Returning) error {
+// buckets), one step per bucket: to the sale's waitlist first, and returns the orders
+// it offered there, queued and priced, for the caller to enqueue (else the worker's
+// repair pass does). It is idempotent per order while the order is remembered: from
+// the call until ReturnedRetention after Forget.
+func (s *Stock) Return(ctx context.Context, activityID int64, orders ...Returning) ([]QueuedOrder, error) {
 	if len(orders) == 0 {
-		return nil
+		return nil, nil
 	}
 	sale, err := s.saleOf(ctx, activityID)
 	if err != nil {
-		return fmt.Errorf("return units: %w", err)
+		return nil, fmt.Errorf("return units: %w", err)
 	}
+	now := s.now()
+	var out []QueuedOrder
 	for b, os := range byBucket(sale, orders, func(o Returning) buyer.ID { return o.Buyer }) {
-		keys := []string{saleKey(b), usersKey(b), returnedKey(b)}
-		args := make([]any, 0, 3+4*len(os))
-		args = append(args, activityID, ReturnedChannel, ReturnedRetention.Milliseconds())
+		keys := []string{saleKey(b), usersKey(b), returnedKey(b), queuedKey(b), queuedSinceKey(b), waitlistEntriesKey(b)}
+		var units int
+		for _, o := range os {
+			keys = append(keys, waitlistKey(b, o.Variant))
+			units += o.Quantity
+		}
+		ids := offerIDs(activityID, now, min(units, maxOffers))
+		args := make([]any, 0, 6+len(ids)+5*len(os))
+		args = append(append(args, activityID, ReturnedChannel, ReturnedRetention.Milliseconds(), prefix(b), now.UnixMilli(),
+			len(ids)), ids...)
 		for _, o := range os {
 			offSale := "0"
 			if o.OffSale {
 				offSale = "1"
 			}
-			args = append(args, o.OrderID, o.Buyer.Key(), o.Quantity, offSale)
+			args = append(args, o.OrderID, o.Buyer.Key(), o.Quantity, offSale, o.Variant.arg())
 		}
-		n, err := returnScript.Run(ctx, s.rdb, keys, args...).Int64()
+		res, err := reply(returnScript.Run(ctx, s.rdb, keys, args...).Result())
 		if err != nil {
-			return fmt.Errorf("return units: %w", err)
+			return out, fmt.Errorf("return units: %w", err)
 		}
-		if n > 0 {
+		if len(res) < 3 {
+			return out, fmt.Errorf("return units: unexpected reply %v", res)
+		}
+		terms, err := integers(res[:3])
+		if err != nil {
+			return out, fmt.Errorf("return units: %w", err)
+		}
+		if terms[0] > 0 {
 			s.soldOut.clear(activityID)
 		}
+		offers, err := offered(activityID, res[3:])
+		if err != nil {
+			return out, fmt.Errorf("return units: %w", err)
+		}
+		priced := Sale{PriceCents: terms[1], PayWindow: time.Duration(terms[2]) * time.Second}
+		for _, q := range offers {
+			out = append(out, q.Priced(priced))
+		}
 	}
-	return nil
+	return out, nil
 }
 
 // Forget says MySQL records the return of these orders of a sale: each is remembered

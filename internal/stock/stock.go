@@ -28,6 +28,9 @@ var (
 	ErrQuantityOverLimit = errors.New("quantity is above the per-user limit")
 	ErrKeyReused         = errors.New("the Idempotency-Key was used with a different body")
 	ErrRateLimited       = errors.New("too many purchase attempts; slow down")
+	// ErrNoVariant is a purchase that names no variant of a sale of variants, or names
+	// one in a sale without.
+	ErrNoVariant = errors.New("variant must name one of the sale's variants")
 )
 
 // DetailError is a purchase error with a sentence for the buyer.
@@ -56,11 +59,14 @@ type Stock struct {
 	reserving *coalescer
 	sizes     sync.Map // activity id -> its buckets (int), once read (bucket.go)
 	refilling refills
+	// now is when units that come back are offered to the waitlist (the orders' time,
+	// and the sale's end judged by it).
+	now func() time.Time
 }
 
 // New returns a Stock on rdb.
 func New(rdb redis.UniversalClient) *Stock {
-	s := &Stock{rdb: rdb, soldOut: newSoldOutFlags()}
+	s := &Stock{rdb: rdb, soldOut: newSoldOutFlags(), now: time.Now}
 	s.reserving = newCoalescer(s.reserveAll)
 	return s
 }
@@ -92,6 +98,11 @@ type Sale struct {
 	Buckets int
 	// Reserve is, of Available, the units in the reserve (a sale of several buckets).
 	Reserve int64
+	// Variants are a sale of variants' units by index (variants.go), none for a sale
+	// without; Total and Available are then their sums. VariantLimit caps the units of
+	// one variant a buyer holds (0: no cap but the per-user limit).
+	Variants     []VariantStock
+	VariantLimit int
 }
 
 // fields are the settings of a sale's hash, as Load and Rebuild write them.
@@ -108,7 +119,22 @@ func (sale Sale) fields() []any {
 	if sale.Buckets > 1 {
 		fields = append(fields, "buckets", sale.Buckets)
 	}
+	if len(sale.Variants) > 0 {
+		fields = append(fields, "variants", len(sale.Variants), "vlimit", sale.VariantLimit, tableField, tableValue)
+		for i, v := range sale.Variants {
+			fields = append(fields, variantField("total", VariantAt(i)), v.Total)
+		}
+	}
 	return append(fields, sale.Room.fields()...)
+}
+
+// share is bucket n's share of units spread evenly over k buckets.
+func share(units int64, n, k int) int64 {
+	s := units / int64(k)
+	if int64(n) < units%int64(k) {
+		s++
+	}
+	return s
 }
 
 // Load writes a new sale's state. The sale can be bought from when Load returns. A sale
@@ -118,11 +144,16 @@ func (s *Stock) Load(ctx context.Context, sale Sale) error {
 	all := Bucket{act: sale.ActivityID, k: max(1, sale.Buckets)}.all()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := len(all) - 1; i >= 0; i-- {
-			share := sale.Available / int64(len(all))
-			if int64(i) < sale.Available%int64(len(all)) {
-				share++
+			fields := []any{"avail", share(sale.Available, i, len(all))}
+			if len(sale.Variants) > 0 { // each variant spread; the bucket's avail their sum
+				var sum int64
+				for j, v := range sale.Variants {
+					n := share(v.Available, i, len(all))
+					fields, sum = append(fields, variantField("avail", VariantAt(j)), n), sum+n
+				}
+				fields[1] = sum
 			}
-			fields := append([]any{"avail", share}, sale.fields()...)
+			fields = append(fields, sale.fields()...)
 			if len(all) > 1 && i == 0 {
 				fields = append(fields, "reserve", 0)
 			}
@@ -137,16 +168,20 @@ func (s *Stock) Load(ctx context.Context, sale Sale) error {
 	return nil
 }
 
-// Patch changes a sale: a new limit and end time when not nil, and addStock more units
-// (in the reserve of a sale of several buckets, which hands them to the buckets that
-// run short). Every API process drops its sold-out flag of the sale (ReturnedChannel).
-// A sale of one bucket changes in one transaction; a sale of several, bucket by bucket,
+// Patch changes a sale: a new limit and end time when not nil, and addStock more units,
+// or, in a sale of variants, addVariants' units more of each variant by index (in the
+// reserve of a sale of several buckets, which hands them to the buckets that run
+// short). Every API process drops its sold-out flag of the sale (ReturnedChannel). A
+// sale of one bucket changes in one transaction; a sale of several, bucket by bucket,
 // its units last (a failure between leaves fewer units to sell, never more: the ledger
 // shows it, and a rebuild from MySQL mends it).
-func (s *Stock) Patch(ctx context.Context, activityID int64, limit *int, endsAt *time.Time, addStock int64) error {
+func (s *Stock) Patch(ctx context.Context, activityID int64, limit *int, endsAt *time.Time, addStock int64, addVariants map[int]int64) error {
 	sale, err := s.saleOf(ctx, activityID)
 	if err != nil {
 		return err
+	}
+	for _, n := range addVariants {
+		addStock += n
 	}
 	settings := func(p redis.Pipeliner) {
 		for _, b := range sale.all() {
@@ -160,38 +195,46 @@ func (s *Stock) Patch(ctx context.Context, activityID int64, limit *int, endsAt 
 			if addStock > 0 {
 				p.HIncrBy(ctx, key, "total", addStock)
 			}
+			for i, n := range addVariants {
+				p.HIncrBy(ctx, key, variantField("total", VariantAt(i)), n)
+			}
 		}
 	}
 	units := func(p redis.Pipeliner) {
+		field := "avail"
+		if sale.k > 1 {
+			field = "reserve"
+		}
 		if addStock > 0 {
-			field := "avail"
-			if sale.k > 1 {
-				field = "reserve"
-			}
 			p.HIncrBy(ctx, saleKey(one(activityID)), field, addStock)
+		}
+		for i, n := range addVariants {
+			p.HIncrBy(ctx, saleKey(one(activityID)), variantField(field, VariantAt(i)), n)
 		}
 		p.Publish(ctx, ReturnedChannel, activityID)
 	}
 	if sale.k <= 1 {
 		_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { settings(p); units(p); return nil })
 	} else if _, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { settings(p); return nil }); err == nil {
-		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { units(p); return nil })
+		_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { units(p); return nil })
 	}
 	if err != nil {
 		return fmt.Errorf("patch sale %d: %w", activityID, err)
 	}
+	s.soldOut.clear(activityID) // this process at once; the others by the message
 	return nil
 }
 
 // Sales returns the Redis state of the given sales; a sale Redis does not know is absent.
 // A sale of several buckets reads its settings from bucket 0, and the units available
-// summed over the reserve, every bucket and the moves under way.
+// summed over the reserve, every bucket and the moves under way; a sale of variants reads
+// each variant's too.
 func (s *Stock) Sales(ctx context.Context, activityIDs []int64) (map[int64]Sale, error) {
 	cmds := make([]*redis.SliceCmd, len(activityIDs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range activityIDs {
 			cmds[i] = p.HMGet(ctx, saleKey(one(id)), "avail", "total", "limit", "start", "end", "price", "paywin", "gen",
-				"buckets", "reserve")
+				"buckets", "reserve", "variants", "vlimit")
 		}
 		return nil
 	})
@@ -207,7 +250,7 @@ func (s *Stock) Sales(ctx context.Context, activityIDs []int64) (map[int64]Sale,
 		n := make([]int64, len(v))
 		for j := range v {
 			str, _ := v[j].(string)
-			if str == "" && j >= 7 { // no generation yet, one bucket, no reserve: 0
+			if str == "" && j >= 7 { // no generation yet, one bucket, no reserve, no variants: 0
 				continue
 			}
 			if n[j], err = strconv.ParseInt(str, 10, 64); err != nil {
@@ -217,10 +260,15 @@ func (s *Stock) Sales(ctx context.Context, activityIDs []int64) (map[int64]Sale,
 		sale := Sale{ActivityID: id, Available: n[0], Total: n[1], Limit: int(n[2]),
 			StartsAt: time.UnixMilli(n[3]).UTC(), EndsAt: time.UnixMilli(n[4]).UTC(),
 			PriceCents: n[5], PayWindow: time.Duration(n[6]) * time.Second, Gen: n[7], Buckets: max(1, int(n[8])),
-			Reserve: n[9]}
+			Reserve: n[9], VariantLimit: int(n[11])}
+		if n[10] < 0 || n[10] > MaxVariants {
+			return nil, fmt.Errorf("read sale %d: %d variants", id, n[10])
+		}
 		if sale.Buckets > 1 {
 			s.learnBuckets(id, sale.Buckets)
-			if sale.Available, err = s.available(ctx, Bucket{act: id, k: sale.Buckets}); err != nil {
+		}
+		if sale.Buckets > 1 || n[10] > 0 {
+			if err := s.available(ctx, Bucket{act: id, k: sale.Buckets}, &sale, int(n[10])); err != nil {
 				return nil, err
 			}
 		}
@@ -229,45 +277,59 @@ func (s *Stock) Sales(ctx context.Context, activityIDs []int64) (map[int64]Sale,
 	return sales, nil
 }
 
-// available sums the units of a sale of several buckets that are not in orders: in the
-// reserve, in the buckets, and on their way between them (moves taken and not applied).
-func (s *Stock) available(ctx context.Context, sale Bucket) (int64, error) {
-	all := sale.all()
-	avail := make([]*redis.SliceCmd, len(all))
+// available sets sale's units available, and its n variants' units, from every bucket:
+// those not in orders, in the reserve, in the buckets, and on their way between them
+// (moves taken and not applied). A variant's total is bucket 0's copy.
+func (s *Stock) available(ctx context.Context, whole Bucket, sale *Sale, n int) error {
+	all := whole.all()
+	hashes := make([]*redis.MapStringStringCmd, len(all))
 	moves := make([]*redis.MapStringStringCmd, len(all))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range all {
-			avail[i] = p.HMGet(ctx, saleKey(b), "avail", "reserve")
+			hashes[i] = p.HGetAll(ctx, saleKey(b))
 			moves[i] = p.HGetAll(ctx, movesKey(b))
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("read units of sale %d: %w", sale.act, err)
+		return fmt.Errorf("read units of sale %d: %w", whole.act, err)
 	}
 	var sum int64
+	variants := make([]int64, n)
 	var pending []move
 	for i, b := range all {
-		for _, v := range avail[i].Val() {
-			n, _ := strconv.ParseInt(fmt.Sprint(v), 10, 64)
-			sum += n
-		}
+		unitsOf(hashes[i].Val(), "avail", n, &sum, variants)
+		unitsOf(hashes[i].Val(), "reserve", n, &sum, variants)
 		for id, v := range moves[i].Val() {
 			m, err := parseMove(b, id, v)
 			if err != nil {
-				return 0, err
+				return err
 			}
 			pending = append(pending, m)
 		}
 	}
 	unapplied, err := s.unapplied(ctx, pending)
-	return sum + unapplied, err
+	if err != nil {
+		return err
+	}
+	for _, m := range unapplied {
+		sum += m.units
+		if i, ok := m.variant.Index(); ok && i < n {
+			variants[i] += m.units
+		}
+	}
+	sale.Available, sale.Variants = sum, nil
+	for i := range variants {
+		total, _ := strconv.ParseInt(hashes[0].Val()[variantField("total", VariantAt(i))], 10, 64)
+		sale.Variants = append(sale.Variants, VariantStock{Total: total, Available: variants[i]})
+	}
+	return nil
 }
 
-// unapplied sums the units of the moves not yet applied at their destination.
-func (s *Stock) unapplied(ctx context.Context, ms []move) (int64, error) {
+// unapplied returns the moves of ms not yet applied at their destination.
+func (s *Stock) unapplied(ctx context.Context, ms []move) ([]move, error) {
 	if len(ms) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	scores := make([]*redis.FloatCmd, len(ms))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -277,16 +339,19 @@ func (s *Stock) unapplied(ctx context.Context, ms []move) (int64, error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("read moves: %w", err)
+		return nil, fmt.Errorf("read moves: %w", err)
 	}
-	var sum int64
+	var out []move
 	for i, m := range ms {
 		if errors.Is(scores[i].Err(), redis.Nil) {
-			sum += m.units
+			out = append(out, m)
 		}
 	}
-	return sum, nil
+	return out, nil
 }
+
+// SetClock replaces the clock the waitlist's offers are made by (tests).
+func (s *Stock) SetClock(now func() time.Time) { s.now = now }
 
 // Ping checks that Redis answers.
 func (s *Stock) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
@@ -490,17 +555,21 @@ func (s *Stock) Snapshot(ctx context.Context, activityID int64) (Snapshot, error
 		moves = append(moves, ms...)
 	}
 	unapplied, err := s.unapplied(ctx, moves)
-	snap.Sale.Available += unapplied
+	for _, m := range unapplied {
+		snap.Sale.Available += m.units
+		if i, ok := m.variant.Index(); ok && i < len(snap.Sale.Variants) {
+			snap.Sale.Variants[i].Available += m.units
+		}
+	}
 	return snap, err
 }
 
 // snapshotBucket adds one bucket's state to snap, read in one transaction, and returns
 // the moves recorded there.
 func (s *Stock) snapshotBucket(ctx context.Context, b Bucket, snap *Snapshot) ([]move, error) {
-	var sale *redis.SliceCmd
-	var queued, users, moves *redis.MapStringStringCmd
+	var sale, queued, users, moves *redis.MapStringStringCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		sale = p.HMGet(ctx, saleKey(b), "avail", "total", "reserve")
+		sale = p.HGetAll(ctx, saleKey(b))
 		queued = p.HGetAll(ctx, queuedKey(b))
 		users = p.HGetAll(ctx, usersKey(b))
 		moves = p.HGetAll(ctx, movesKey(b))
@@ -509,19 +578,30 @@ func (s *Stock) snapshotBucket(ctx context.Context, b Bucket, snap *Snapshot) ([
 	if err != nil {
 		return nil, fmt.Errorf("snapshot sale %d: %w", b.act, err)
 	}
-	v := sale.Val()
-	if v[0] == nil || v[1] == nil {
+	h := sale.Val()
+	if h["avail"] == "" || h["total"] == "" {
 		return nil, ErrNoSale
 	}
-	if v[2] == nil {
-		v[2] = "0"
-	}
-	n, err := integers(v)
+	total, err := strconv.ParseInt(h["total"], 10, 64)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot sale %d: %w", b.act, err)
+		return nil, fmt.Errorf("snapshot sale %d: total %q", b.act, h["total"])
 	}
-	snap.Sale.Available += n[0] + n[2]
-	snap.Sale.Total, snap.Sale.Reserve = n[1], snap.Sale.Reserve+n[2]
+	n, _ := strconv.Atoi(h["variants"])
+	if b.n == 0 {
+		snap.Sale.Variants = make([]VariantStock, n)
+		for i := range snap.Sale.Variants {
+			snap.Sale.Variants[i].Total, _ = strconv.ParseInt(h[variantField("total", VariantAt(i))], 10, 64)
+		}
+	}
+	variants := make([]int64, len(snap.Sale.Variants))
+	var reserve int64
+	unitsOf(h, "avail", len(variants), &snap.Sale.Available, variants)
+	unitsOf(h, "reserve", len(variants), &reserve, variants)
+	for i, v := range variants {
+		snap.Sale.Variants[i].Available += v
+	}
+	snap.Sale.Available += reserve
+	snap.Sale.Total, snap.Sale.Reserve = total, snap.Sale.Reserve+reserve
 	for id, v := range queued.Val() {
 		q, err := parseQueued(b.act, id, v)
 		if err != nil {

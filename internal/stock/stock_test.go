@@ -578,7 +578,7 @@ func TestReturnedSetBounded(t *testing.T) {
 	}
 	ret := func(id string) {
 		t.Helper()
-		if err := s.Return(ctx, 9, stock.Returning{OrderID: id, Buyer: "3", Quantity: 1}); err != nil {
+		if _, err := s.Return(ctx, 9, stock.Returning{OrderID: id, Buyer: "3", Quantity: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -60,6 +60,9 @@ func (s *Store) RefundOrder(ctx context.Context, id string, who Access, restock 
 			if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", o.Quantity, o.ActivityID).Error; err != nil {
 				return fmt.Errorf("take back sold units: %w", err)
 			}
+			if err := takeBackVariantSold(tx, []Order{o}); err != nil {
+				return err
+			}
 		}
 		o.Status, o.RefundedAt, o.Restock = StatusRefunded, &now, &back
 		return record(tx, s.orderEvent(outbox.OrderRefunded, o, now))
@@ -257,6 +260,9 @@ func (s *Store) cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error 
 		if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", sold[act], act).Error; err != nil {
 			return fmt.Errorf("take back sold units: %w", err)
 		}
+	}
+	if err := takeBackVariantSold(tx, orders); err != nil {
+		return err
 	}
 	return record(tx, events...)
 }

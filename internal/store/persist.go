@@ -201,6 +201,9 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder, w Windows) (map[
 		if err != nil {
 			return err
 		}
+		if err := nameVariants(tx, fresh); err != nil {
+			return err
+		}
 		rows := make([]Order, len(fresh))
 		for i, o := range fresh {
 			out[o.ID] = Outcome{Status: o.Status}
@@ -215,7 +218,10 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder, w Windows) (map[
 		if err := record(tx, events...); err != nil {
 			return err
 		}
-		return addSold(tx, fresh)
+		if err := addSold(tx, fresh); err != nil {
+			return err
+		}
+		return addVariantSold(tx, rows)
 	})
 	return out, err
 }
@@ -407,6 +413,15 @@ func (s *Store) persistFailed(ctx context.Context, o NewOrder, reason string) (m
 	row := o.Order
 	row.Status, row.FailureReason, row.PersistedAt = StatusFailed, &reason, s.now()
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		named := []NewOrder{{Order: row}}
+		if err := nameVariants(tx, named); err != nil {
+			var guard *guardError
+			if !errors.As(err, &guard) {
+				return err
+			}
+			named[0].VariantIndex = nil // a variant the sale does not have: stored without
+		}
+		row = named[0].Order
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -84,12 +85,35 @@ type Activity struct {
 	// Both nil when the shop set none.
 	ExternalRef *string
 	Metadata    []byte
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// Variants are a sale of variants' variants, by index (none for a sale without);
+	// PerVariantLimit caps the units of one variant a buyer holds (nil: none).
+	Variants        []Variant `gorm:"foreignKey:ActivityID"`
+	PerVariantLimit *int
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 	// ArchivedAt is when MySQL began to answer for the sale alone, and RedisRemovedAt
 	// when its Redis state was gone (archive.go); nil before.
 	ArchivedAt, RedisRemovedAt *time.Time
 }
+
+// Variant is one row of activity_variants: a variant of a sale, by its index (Idx, 0
+// up in the order given at the sale's creation). Names never change.
+type Variant struct {
+	ActivityID  int64 `gorm:"primaryKey;autoIncrement:false"`
+	Idx         int   `gorm:"primaryKey;autoIncrement:false"`
+	Name        string
+	ExternalRef *string
+	StockTotal  int64
+	// Sold is the variant's units in created and paid orders (its share of
+	// Activity.Sold).
+	Sold int64
+}
+
+// TableName is activity_variants.
+func (Variant) TableName() string { return "activity_variants" }
+
+// variantsInOrder loads activities' variants by index.
+func variantsInOrder(db *gorm.DB) *gorm.DB { return db.Order("idx") }
 
 // Order is one row of orders.
 type Order struct {
@@ -123,6 +147,12 @@ type Order struct {
 	PersistedAt time.Time
 	// GroupID is the order's group in a group-buy sale.
 	GroupID *string
+	// Variant and VariantIndex are the order's variant in a sale of variants: its name,
+	// written from its index with the row (PersistBatch), and its index.
+	Variant      *string
+	VariantIndex *int
+	// Offered is true for an order the waitlist made of units that came back.
+	Offered bool
 	// IdempotencyKey is the client's Idempotency-Key that made the order and
 	// RequestFingerprint what the key remembers of the request; nil without one. A
 	// rebuild of the sale's Redis state writes the key back (KeptKeys).
@@ -211,7 +241,7 @@ func (s *Store) CreateActivity(ctx context.Context, a *Activity, ready func(Acti
 // GetActivity returns the activity or ErrNotFound.
 func (s *Store) GetActivity(ctx context.Context, id int64) (Activity, error) {
 	var a Activity
-	err := s.db.WithContext(ctx).Take(&a, id).Error
+	err := s.db.WithContext(ctx).Preload("Variants", variantsInOrder).Take(&a, id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return a, ErrNotFound
 	}
@@ -221,14 +251,14 @@ func (s *Store) GetActivity(ctx context.Context, id int64) (Activity, error) {
 // ListActivities returns every activity, newest first.
 func (s *Store) ListActivities(ctx context.Context) ([]Activity, error) {
 	var as []Activity
-	err := s.db.WithContext(ctx).Order("id DESC").Find(&as).Error
+	err := s.db.WithContext(ctx).Preload("Variants", variantsInOrder).Order("id DESC").Find(&as).Error
 	return as, err
 }
 
 // ActivitiesBefore returns at most limit activities whose id is below before (0: from
 // the newest), newest first.
 func (s *Store) ActivitiesBefore(ctx context.Context, before int64, limit int) ([]Activity, error) {
-	q := s.db.WithContext(ctx).Order("id DESC").Limit(limit)
+	q := s.db.WithContext(ctx).Preload("Variants", variantsInOrder).Order("id DESC").Limit(limit)
 	if before > 0 {
 		q = q.Where("id < ?", before)
 	}
@@ -314,8 +344,20 @@ func (s *Store) UpdateActivity(ctx context.Context, id int64, change func(*Activ
 		if a.Archived() {
 			return ErrArchived
 		}
+		if err := tx.Order("idx").Where("activity_id = ?", id).Find(&a.Variants).Error; err != nil {
+			return err
+		}
+		before := slices.Clone(a.Variants)
 		if err := change(&a); err != nil {
 			return err
+		}
+		for i, v := range a.Variants {
+			if i < len(before) && v.StockTotal != before[i].StockTotal {
+				if err := tx.Exec("UPDATE activity_variants SET stock_total = ? WHERE activity_id = ? AND idx = ?",
+					v.StockTotal, id, v.Idx).Error; err != nil {
+					return err
+				}
+			}
 		}
 		a.UpdatedAt = s.now()
 		cols := map[string]any{"per_user_limit": a.PerUserLimit, "ends_at": a.EndsAt,
@@ -491,6 +533,16 @@ type Figures struct {
 	OffSale int64
 	// Users is what each buyer holds by user_purchases (userHoldings).
 	Users map[buyer.ID]int64
+	// Variants are, in a sale of variants, each variant's figures by index.
+	Variants []VariantFigures
+}
+
+// VariantFigures are one variant's stored totals: its row, and the units of its orders
+// that hold stock (grouping, created, paid), of its cancelled ones on their way back to
+// Redis, and of those kept off sale (refunded without restock).
+type VariantFigures struct {
+	Variant
+	Held, ReturnPending, OffSale int64
 }
 
 // Figures reads an activity's totals in one consistent read.
@@ -512,7 +564,10 @@ func (s *Store) Figures(ctx context.Context, activityID int64) (Figures, error) 
 			Select("COALESCE(SUM(quantity), 0)").Scan(&f.ReturnPending).Error; err != nil {
 			return err
 		}
-		f.Users, err = userHoldings(tx, activityID)
+		if f.Users, err = userHoldings(tx, activityID); err != nil {
+			return err
+		}
+		f.Variants, err = variantFigures(tx, activityID)
 		return err
 	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	return f, err
@@ -523,6 +578,10 @@ type RebuildFacts struct {
 	Activity Activity
 	// Units and Orders are, by buyer, the units and orders of Holdings.
 	Units, Orders map[buyer.ID]int64
+	// VariantUnits are, in a sale of variants, the units of Holdings by buyer and
+	// variant index, and VariantOffSale those of OffSale by variant index.
+	VariantUnits   map[buyer.ID]map[int]int64
+	VariantOffSale map[int]int64
 	// Stored are the orders Redis holds as queued that MySQL has already (those count
 	// in the holdings, not as queued).
 	Stored map[string]bool
@@ -565,7 +624,7 @@ func (s *Store) KeyedOrders(ctx context.Context, activityID int64, since time.Ti
 func (s *Store) RebuildFacts(ctx context.Context, activityID int64, ids []string) (RebuildFacts, error) {
 	f := RebuildFacts{Stored: map[string]bool{}}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.First(&f.Activity, activityID).Error; err != nil {
+		if err := tx.Preload("Variants", variantsInOrder).First(&f.Activity, activityID).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return ErrNotFound
 			}
@@ -578,6 +637,11 @@ func (s *Store) RebuildFacts(ctx context.Context, activityID int64, ids []string
 		if err := tx.Model(&Order{}).Where("activity_id = ? AND NOT return_pending AND "+offSale, activityID).
 			Select("COALESCE(SUM(quantity), 0)").Scan(&f.OffSale).Error; err != nil {
 			return err
+		}
+		if len(f.Activity.Variants) > 0 {
+			if f.VariantUnits, f.VariantOffSale, err = variantHoldings(tx, activityID); err != nil {
+				return err
+			}
 		}
 		if f.Activity.Kind == "group" {
 			if err := tx.Raw("SELECT g.id AS group_id, g.size, g.status, g.expires_at, "+

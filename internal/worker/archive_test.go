@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -250,7 +251,7 @@ func TestArchiveTakesOnlyFinishedSales(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if after != before {
+			if !reflect.DeepEqual(after, before) {
 				t.Errorf("stats after the archive run %+v, before %+v", after, before)
 			}
 		})
@@ -297,7 +298,7 @@ func TestArchivedSaleAnswersFromMySQL(t *testing.T) {
 	if got.ArchivedAt == nil || got.StockAvailable != activity.StockAvailable || got.StockAvailable != 47 || got.Status != sale.StatusEnded {
 		t.Errorf("the archived activity: %+v, want archived_at, 47 available (as before: %d), ended", got, activity.StockAvailable)
 	}
-	if s, err := f.svc.Stats(ctx, a.ID); err != nil || s != stats {
+	if s, err := f.svc.Stats(ctx, a.ID); err != nil || !reflect.DeepEqual(s, stats) {
 		t.Errorf("stats %+v, %v; want %+v", s, err, stats)
 	}
 	if l, err := f.svc.Ledger(ctx, a.ID); err != nil || !l.Balanced || !l.Archived || l.Available != 47 || l.PaidUnits != 3 {

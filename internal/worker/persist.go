@@ -183,8 +183,11 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 			p.metrics.handled(out.Status, 1)
 			p.metrics.stored(o.CreatedAt)
 		}
-		settle[o.ActivityID] = append(settle[o.ActivityID], stock.Settlement{OrderID: o.ID, Buyer: o.Buyer,
-			Failed: out.Status == store.StatusFailed, Group: deref(o.GroupID)})
+		s := stock.Settlement{OrderID: o.ID, Buyer: o.Buyer, Failed: out.Status == store.StatusFailed, Group: deref(o.GroupID)}
+		if o.VariantIndex != nil {
+			s.Variant = stock.VariantAt(*o.VariantIndex)
+		}
+		settle[o.ActivityID] = append(settle[o.ActivityID], s)
 	}
 	for act, ss := range settle {
 		err := p.stock.Settle(ctx, act, ss)

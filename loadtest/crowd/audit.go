@@ -14,7 +14,8 @@ import (
 
 // The audit reads MySQL through the storage facts of the API contract only:
 // activities(id, stock_total, per_user_limit) and
-// orders(id, activity_id, buyer, quantity, status, group_id); for group-buy sales
+// orders(id, activity_id, buyer, quantity, status, group_id, variant); for a sale of
+// variants activity_variants(activity_id, name, stock_total); for group-buy sales
 // also activities(sold, per_user_participations) and sale_groups(id, size, members,
 // status) (groups.go).
 
@@ -23,6 +24,8 @@ type saleRow struct {
 	ID           int64
 	StockTotal   int64
 	PerUserLimit int64
+	// Variants are a sale of variants' stock_total by name (auditSale reads them).
+	Variants map[string]int64
 }
 
 // storedOrder is an order as MySQL holds it.
@@ -32,6 +35,7 @@ type storedOrder struct {
 	Quantity int64
 	Status   string
 	GroupID  string // "" for an order of a plain sale
+	Variant  string // "" outside a sale of variants
 }
 
 // holds reports the statuses whose units are taken from stock and count against the
@@ -53,7 +57,8 @@ func loadSale(ctx context.Context, db *sql.DB, activityID int64) (saleRow, error
 
 func loadOrders(ctx context.Context, db *sql.DB, activityID int64) ([]storedOrder, error) {
 	rows, err := db.QueryContext(ctx,
-		"SELECT id, buyer, quantity, status, COALESCE(group_id, '') FROM orders WHERE activity_id = ?", activityID)
+		"SELECT id, buyer, quantity, status, COALESCE(group_id, ''), COALESCE(variant, '') FROM orders WHERE activity_id = ?",
+		activityID)
 	if err != nil {
 		return nil, fmt.Errorf("load orders: %w", err)
 	}
@@ -61,7 +66,7 @@ func loadOrders(ctx context.Context, db *sql.DB, activityID int64) ([]storedOrde
 	var out []storedOrder
 	for rows.Next() {
 		var o storedOrder
-		if err := rows.Scan(&o.ID, &o.Buyer, &o.Quantity, &o.Status, &o.GroupID); err != nil {
+		if err := rows.Scan(&o.ID, &o.Buyer, &o.Quantity, &o.Status, &o.GroupID, &o.Variant); err != nil {
 			return nil, fmt.Errorf("load orders: %w", err)
 		}
 		out = append(out, o)
@@ -130,6 +135,7 @@ type ack struct {
 	Quantity int64
 	Key      string // Idempotency-Key, "" for none
 	Group    string // the seat's group in a group-buy sale, "" for a purchase
+	Variant  string // the variant named in a sale of variants, "" outside one
 }
 
 // ledger is what the API told the crowd about one sale. It is safe for concurrent use.
@@ -203,6 +209,11 @@ type report struct {
 	Accepted  int   // 202 answers
 	// Oversold is how many units more than stock_total the orders hold (0 when fine).
 	Oversold int64
+	// VariantsOversold maps the variants of a sale of variants whose orders hold more
+	// than their stock_total to the units too many; VariantHeld is each variant's units
+	// held.
+	VariantsOversold map[string]int64
+	VariantHeld      map[string]int64
 	// Lost are orders an answer named that MySQL does not have.
 	Lost []string
 	// Phantom are orders in MySQL that no 202 or 200 answer named.
@@ -233,7 +244,7 @@ func (r report) Inconclusive() bool { return r.Unanswered > 0 && len(r.Phantom) 
 // OK reports whether nothing was oversold, lost, refused, duplicated, mismatched or over
 // a limit, and every purchase got an answer.
 func (r report) OK() bool {
-	return r.Oversold == 0 && len(r.Lost) == 0 && len(r.Refused) == 0 && r.Duplicated() == 0 &&
+	return r.Oversold == 0 && len(r.VariantsOversold) == 0 && len(r.Lost) == 0 && len(r.Refused) == 0 && r.Duplicated() == 0 &&
 		len(r.Mismatched) == 0 && len(r.OverLimit) == 0 && r.Unanswered == 0
 }
 
@@ -247,7 +258,30 @@ func auditSale(ctx context.Context, db *sql.DB, activityID int64, l *ledger) (re
 	if err != nil {
 		return report{}, err
 	}
+	if s.Variants, err = loadVariants(ctx, db, activityID); err != nil {
+		return report{}, err
+	}
 	return audit(s, stored, l), nil
+}
+
+// loadVariants reads a sale of variants' stock_total by variant name (none for a sale
+// without variants).
+func loadVariants(ctx context.Context, db *sql.DB, activityID int64) (map[string]int64, error) {
+	rows, err := db.QueryContext(ctx, "SELECT name, stock_total FROM activity_variants WHERE activity_id = ?", activityID)
+	if err != nil {
+		return nil, fmt.Errorf("load variants: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var total int64
+		if err := rows.Scan(&name, &total); err != nil {
+			return nil, fmt.Errorf("load variants: %w", err)
+		}
+		out[name] = total
+	}
+	return out, rows.Err()
 }
 
 // audit compares MySQL's sale and orders with what the API answered.
@@ -255,7 +289,8 @@ func audit(s saleRow, stored []storedOrder, l *ledger) report {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := report{Sale: s, Orders: len(stored), ByStatus: map[string]int{}, Accepted: len(l.accepted),
-		Repeated: l.repeated, OverLimit: map[string]int64{}, Unanswered: l.unanswered}
+		Repeated: l.repeated, OverLimit: map[string]int64{}, Unanswered: l.unanswered,
+		VariantsOversold: map[string]int64{}, VariantHeld: map[string]int64{}}
 	byID := make(map[string]storedOrder, len(stored))
 	perUser := map[string]int64{}
 	for _, o := range stored {
@@ -264,6 +299,9 @@ func audit(s saleRow, stored []storedOrder, l *ledger) report {
 		if holds(o.Status) {
 			r.HeldUnits += o.Quantity
 			perUser[o.Buyer] += o.Quantity
+			if o.Variant != "" {
+				r.VariantHeld[o.Variant] += o.Quantity
+			}
 		}
 		_, accepted := l.accepted[o.ID]
 		_, replayed := l.replayed[o.ID]
@@ -272,6 +310,11 @@ func audit(s saleRow, stored []storedOrder, l *ledger) report {
 		}
 	}
 	r.Oversold = max(0, r.HeldUnits-s.StockTotal)
+	for v, held := range r.VariantHeld {
+		if total, ok := s.Variants[v]; !ok || held > total {
+			r.VariantsOversold[v] = held - total
+		}
+	}
 	for u, units := range perUser {
 		if units > s.PerUserLimit {
 			r.OverLimit[u] = units
@@ -289,7 +332,7 @@ func audit(s saleRow, stored []storedOrder, l *ledger) report {
 				if !slices.Contains(r.Refused, id) {
 					r.Refused = append(r.Refused, id)
 				}
-			case o.Buyer != a.Buyer || o.Quantity != a.Quantity || o.GroupID != a.Group:
+			case o.Buyer != a.Buyer || o.Quantity != a.Quantity || o.GroupID != a.Group || o.Variant != a.Variant:
 				if !slices.Contains(r.Mismatched, id) {
 					r.Mismatched = append(r.Mismatched, id)
 				}
@@ -319,6 +362,24 @@ func (r report) print(w io.Writer) {
 		fmt.Fprintf(w, "  %-12s %d%s\n", name, n, detail)
 	}
 	line("oversold", int(r.Oversold), " (units in grouping+created+paid orders beyond stock_total)")
+	if len(r.Sale.Variants) > 0 {
+		names := make([]string, 0, len(r.Sale.Variants))
+		for v := range r.Sale.Variants {
+			names = append(names, v)
+		}
+		sort.Strings(names)
+		held := make([]string, len(names))
+		for i, v := range names {
+			held[i] = fmt.Sprintf("%s %d/%d", v, r.VariantHeld[v], r.Sale.Variants[v])
+		}
+		fmt.Fprintf(w, "  %-12s %s\n", "by variant", strings.Join(held, ", "))
+		over := make([]string, 0, len(r.VariantsOversold))
+		for v, n := range r.VariantsOversold {
+			over = append(over, fmt.Sprintf("%s by %d", v, n))
+		}
+		sort.Strings(over)
+		line("var. oversold", len(r.VariantsOversold), " (variants whose orders hold more than their stock_total)"+examples(over))
+	}
 	line("lost", len(r.Lost), examples(r.Lost))
 	line("refused", len(r.Refused), " (acknowledged, then stored as failed by MySQL's guards)"+examples(r.Refused))
 	line("duplicated", r.Duplicated(), fmt.Sprintf(" (in MySQL without a 202/200: %d%s; keys with 2+ orders: %d%s; repeated 202s: %d)",

@@ -26,12 +26,15 @@ type sale struct {
 	stock int64
 }
 
-func newSale(t *testing.T, db *testutil.MySQLDB, sqlDB *sql.DB, stock int64, limit int) *sale {
+func newSale(t *testing.T, db *testutil.MySQLDB, sqlDB *sql.DB, stock int64, limit int, variants ...int64) *sale {
 	t.Helper()
 	st := store.New(db.Gorm, seckillsale.EventViews{})
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	a := store.Activity{Name: "audit", ProductName: "unit", PriceCents: 100, StockTotal: stock,
 		PerUserLimit: limit, StartsAt: now, EndsAt: now.Add(time.Hour), PayWindowSeconds: 900}
+	for i, n := range variants {
+		a.Variants = append(a.Variants, store.Variant{Idx: i, Name: fmt.Sprint("V", i), StockTotal: n})
+	}
 	if err := st.CreateActivity(context.Background(), &a, func(store.Activity) error { return nil }); err != nil {
 		t.Fatalf("create activity: %v", err)
 	}
@@ -41,12 +44,21 @@ func newSale(t *testing.T, db *testutil.MySQLDB, sqlDB *sql.DB, stock int64, lim
 // persist stores an order of qty units for the buyer and returns its id and status.
 func (s *sale) persist(who string, qty int) (string, string) {
 	s.t.Helper()
+	return s.persistVariant(who, qty, -1)
+}
+
+// persistVariant is persist of an order of the variant of index variant (-1: none).
+func (s *sale) persistVariant(who string, qty, variant int) (string, string) {
+	s.t.Helper()
 	s.seq++
 	now := time.Now().UTC().Truncate(time.Millisecond).Add(time.Duration(s.seq) * time.Millisecond)
 	id := fmt.Sprintf("a%d-o%d", s.a.ID, s.seq)
-	out, err := s.st.PersistBatch(context.Background(), []store.NewOrder{{Limit: s.a.PerUserLimit,
-		Order: store.Order{ID: id, ActivityID: s.a.ID, Buyer: buyerid.ID(who), Quantity: qty,
-			AmountCents: 100 * int64(qty), CreatedAt: now, ExpiresAt: now.Add(15 * time.Minute)}}}, outage.Outages{})
+	o := store.NewOrder{Limit: s.a.PerUserLimit, Order: store.Order{ID: id, ActivityID: s.a.ID, Buyer: buyerid.ID(who),
+		Quantity: qty, AmountCents: 100 * int64(qty), CreatedAt: now, ExpiresAt: now.Add(15 * time.Minute)}}
+	if variant >= 0 {
+		o.VariantIndex = &variant
+	}
+	out, err := s.st.PersistBatch(context.Background(), []store.NewOrder{o}, outage.Outages{})
 	if err != nil {
 		s.t.Fatalf("persist: %v", err)
 	}
@@ -62,27 +74,24 @@ func (s *sale) exec(query string, args ...any) {
 
 func (s *sale) audit(l *ledger) report {
 	s.t.Helper()
-	ctx := context.Background()
-	row, err := loadSale(ctx, s.db, s.a.ID)
+	r, err := auditSale(context.Background(), s.db, s.a.ID, l)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	stored, err := loadOrders(ctx, s.db, s.a.ID)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return audit(row, stored, l)
+	return r
 }
 
 // figures are the audit's counts that must be 0 after a correct sale.
 type figures struct {
 	Oversold, Lost, Refused, Phantom, KeyDuplicates, Repeated, Mismatched, OverLimit, Unanswered int
+	VariantsOversold                                                                             int
 	HeldUnits                                                                                    int64
 	OK, Inconclusive                                                                             bool
 }
 
 func figuresOf(r report) figures {
-	return figures{Oversold: int(r.Oversold), Lost: len(r.Lost), Refused: len(r.Refused), Phantom: len(r.Phantom),
+	return figures{Oversold: int(r.Oversold), VariantsOversold: len(r.VariantsOversold), Lost: len(r.Lost),
+		Refused: len(r.Refused), Phantom: len(r.Phantom),
 		KeyDuplicates: len(r.KeyDuplicates), Repeated: r.Repeated, Mismatched: len(r.Mismatched),
 		OverLimit: len(r.OverLimit), Unanswered: r.Unanswered, HeldUnits: r.HeldUnits,
 		OK: r.OK(), Inconclusive: r.Inconclusive()}
@@ -100,11 +109,14 @@ func TestAudit(t *testing.T) {
 		name  string
 		stock int64
 		limit int
+		// variants, if set, make the sale one of variants V0, V1, ... of these units
+		// (stock is their sum).
+		variants []int64
 		// sell stores orders and returns what the API answered about them.
 		sell func(s *sale, l *ledger)
 		want figures
 	}{
-		{"a clean sale", 10, 2, func(s *sale, l *ledger) {
+		{"a clean sale", 10, 2, nil, func(s *sale, l *ledger) {
 			id1, _ := s.persist("1", 2)
 			l.record(id1, ack{Buyer: "1", Quantity: 2, Key: "k1"}, true)
 			l.record(id1, ack{Buyer: "1", Quantity: 2, Key: "k1"}, false) // a replay: 200, same order
@@ -112,7 +124,7 @@ func TestAudit(t *testing.T) {
 			l.record(id2, ack{Buyer: "2", Quantity: 1}, true)
 		}, figures{HeldUnits: 3, OK: true}},
 
-		{"an acknowledged order stored as failed is refused; it and a cancelled one hold nothing", 4, 5, func(s *sale, l *ledger) {
+		{"an acknowledged order stored as failed is refused; it and a cancelled one hold nothing", 4, 5, nil, func(s *sale, l *ledger) {
 			id1, _ := s.persist("1", 2)
 			id3, _ := s.persist("3", 2)
 			id2, status := s.persist("2", 1) // over stock: MySQL stores it as failed
@@ -128,7 +140,7 @@ func TestAudit(t *testing.T) {
 			}
 		}, figures{Refused: 1, HeldUnits: 2}},
 
-		{"oversold", 3, 5, func(s *sale, l *ledger) {
+		{"oversold", 3, 5, nil, func(s *sale, l *ledger) {
 			id1, _ := s.persist("1", 2)
 			id2, _ := s.persist("2", 1)
 			s.exec("UPDATE orders SET quantity = 3 WHERE id = ?", id2)
@@ -136,55 +148,55 @@ func TestAudit(t *testing.T) {
 			l.record(id2, ack{Buyer: "2", Quantity: 3}, true)
 		}, figures{Oversold: 2, HeldUnits: 5}},
 
-		{"lost: a 202 MySQL never got", 10, 2, func(s *sale, l *ledger) {
+		{"lost: a 202 MySQL never got", 10, 2, nil, func(s *sale, l *ledger) {
 			id1, _ := s.persist("1", 1)
 			l.record(id1, ack{Buyer: "1", Quantity: 1}, true)
 			l.record("never-stored", ack{Buyer: "2", Quantity: 1}, true)
 		}, figures{Lost: 1, HeldUnits: 1}},
 
-		{"lost: a replay's order MySQL never got", 10, 2, func(s *sale, l *ledger) {
+		{"lost: a replay's order MySQL never got", 10, 2, nil, func(s *sale, l *ledger) {
 			l.record("never-stored", ack{Buyer: "2", Quantity: 1, Key: "k"}, false)
 		}, figures{Lost: 1}},
 
-		{"duplicated: an order no answer named", 10, 2, func(s *sale, l *ledger) {
+		{"duplicated: an order no answer named", 10, 2, nil, func(s *sale, l *ledger) {
 			id1, _ := s.persist("1", 1)
 			s.persist("2", 1)
 			l.record(id1, ack{Buyer: "1", Quantity: 1}, true)
 		}, figures{Phantom: 1, HeldUnits: 2}},
 
-		{"duplicated: one key, two orders", 10, 2, func(s *sale, l *ledger) {
+		{"duplicated: one key, two orders", 10, 2, nil, func(s *sale, l *ledger) {
 			id1, _ := s.persist("1", 1)
 			id2, _ := s.persist("1", 1)
 			l.record(id1, ack{Buyer: "1", Quantity: 1, Key: "same"}, true)
 			l.record(id2, ack{Buyer: "1", Quantity: 1, Key: "same"}, false)
 		}, figures{KeyDuplicates: 1, HeldUnits: 2}},
 
-		{"buyers that differ in letter case, a UUID and an auth0 subject: each its own limit", 10, 2, func(s *sale, l *ledger) {
+		{"buyers that differ in letter case, a UUID and an auth0 subject: each its own limit", 10, 2, nil, func(s *sale, l *ledger) {
 			for _, who := range []string{"auth0|AbC", "auth0|abc", "7c9e6679-7425-40de-8000-000000000001"} {
 				id, _ := s.persist(who, 2)
 				l.record(id, ack{Buyer: who, Quantity: 2, Key: "k"}, true)
 			}
 		}, figures{HeldUnits: 6, OK: true}},
 
-		{"mismatched: an order of another buyer than the one answered", 10, 2, func(s *sale, l *ledger) {
+		{"mismatched: an order of another buyer than the one answered", 10, 2, nil, func(s *sale, l *ledger) {
 			id1, _ := s.persist("auth0|abc", 1)
 			l.record(id1, ack{Buyer: "auth0|AbC", Quantity: 1}, true)
 		}, figures{Mismatched: 1, HeldUnits: 1}},
 
-		{"the same key of two users is two keys", 10, 2, func(s *sale, l *ledger) {
+		{"the same key of two users is two keys", 10, 2, nil, func(s *sale, l *ledger) {
 			id1, _ := s.persist("1", 1)
 			id2, _ := s.persist("2", 1)
 			l.record(id1, ack{Buyer: "1", Quantity: 1, Key: "same"}, true)
 			l.record(id2, ack{Buyer: "2", Quantity: 1, Key: "same"}, true)
 		}, figures{HeldUnits: 2, OK: true}},
 
-		{"duplicated: two 202s for one order", 10, 2, func(s *sale, l *ledger) {
+		{"duplicated: two 202s for one order", 10, 2, nil, func(s *sale, l *ledger) {
 			id1, _ := s.persist("1", 1)
 			l.record(id1, ack{Buyer: "1", Quantity: 1}, true)
 			l.record(id1, ack{Buyer: "1", Quantity: 1}, true)
 		}, figures{Repeated: 1, HeldUnits: 1}},
 
-		{"over the limit", 10, 2, func(s *sale, l *ledger) {
+		{"over the limit", 10, 2, nil, func(s *sale, l *ledger) {
 			id1, _ := s.persist("1", 2)
 			id2, _ := s.persist("2", 1)
 			s.exec("UPDATE orders SET buyer = '1', user_id = 1 WHERE id = ?", id2)
@@ -192,19 +204,49 @@ func TestAudit(t *testing.T) {
 			l.record(id2, ack{Buyer: "1", Quantity: 1}, true)
 		}, figures{OverLimit: 1, HeldUnits: 3}},
 
-		{"mismatched: not what the buyer asked", 10, 2, func(s *sale, l *ledger) {
+		{"mismatched: not what the buyer asked", 10, 2, nil, func(s *sale, l *ledger) {
 			id1, _ := s.persist("1", 2)
 			l.record(id1, ack{Buyer: "1", Quantity: 1}, true)
 		}, figures{Mismatched: 1, HeldUnits: 2}},
 
-		{"inconclusive: a purchase without an answer", 10, 2, func(s *sale, l *ledger) {
+		{"inconclusive: a purchase without an answer", 10, 2, nil, func(s *sale, l *ledger) {
 			s.persist("1", 1)
 			l.noteUnanswered()
 		}, figures{Phantom: 1, Unanswered: 1, HeldUnits: 1, Inconclusive: true}},
+
+		{"a clean sale of variants", 5, 3, []int64{2, 3}, func(s *sale, l *ledger) {
+			for _, o := range []struct {
+				who     string
+				qty     int
+				variant int
+			}{{"1", 2, 0}, {"2", 2, 1}, {"1", 1, 1}} {
+				id, _ := s.persistVariant(o.who, o.qty, o.variant)
+				l.record(id, ack{Buyer: o.who, Quantity: int64(o.qty), Variant: fmt.Sprint("V", o.variant)}, true)
+			}
+		}, figures{HeldUnits: 5, OK: true}},
+
+		{"a variant oversold while the sale is not", 10, 5, []int64{2, 8}, func(s *sale, l *ledger) {
+			id, _ := s.persistVariant("1", 2, 0)
+			s.exec("UPDATE orders SET quantity = 3 WHERE id = ?", id)
+			l.record(id, ack{Buyer: "1", Quantity: 3, Variant: "V0"}, true)
+		}, figures{VariantsOversold: 1, HeldUnits: 3}},
+
+		{"mismatched: another variant than the one asked", 10, 5, []int64{5, 5}, func(s *sale, l *ledger) {
+			id, _ := s.persistVariant("1", 1, 0)
+			l.record(id, ack{Buyer: "1", Quantity: 1, Variant: "V1"}, true)
+		}, figures{Mismatched: 1, HeldUnits: 1}},
+
+		{"over the limit across variants", 10, 2, []int64{5, 5}, func(s *sale, l *ledger) {
+			id1, _ := s.persistVariant("1", 2, 0)
+			id2, _ := s.persistVariant("2", 1, 1)
+			s.exec("UPDATE orders SET buyer = '1', user_id = 1 WHERE id = ?", id2)
+			l.record(id1, ack{Buyer: "1", Quantity: 2, Variant: "V0"}, true)
+			l.record(id2, ack{Buyer: "1", Quantity: 1, Variant: "V1"}, true)
+		}, figures{OverLimit: 1, HeldUnits: 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newSale(t, db, sqlDB, tt.stock, tt.limit)
+			s := newSale(t, db, sqlDB, tt.stock, tt.limit, tt.variants...)
 			l := newLedger()
 			tt.sell(s, l)
 			r := s.audit(l)
@@ -284,6 +326,35 @@ func TestCrowdAgainstStack(t *testing.T) {
 	for _, want := range []string{"202: ", "200: ", "409 limit_exceeded: ", "audit: PASS"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("audit output has no %q:\n%s", want, out.String())
+		}
+	}
+
+	// The waitlist: every unit of a bought-out sale returned while a crowd retries it.
+	out.Reset()
+	ok, err = runWaitlist(ctx, &out, a, sqlDB, waitlistConfig{Stock: 30, Waiting: 50, Retriers: 5, Conns: 10,
+		FirstUser: 7000, Drain: time.Minute})
+	if err != nil || !ok {
+		t.Fatalf("waitlist = %v, %v; want a pass:\n%s", ok, err, out.String())
+	}
+	for _, want := range []string{"30 units returned by cancels: 30 offered (30 orders marked offered in MySQL, all there: true)",
+		"offered out of line 0, units to the crowd 0", "waitlist: PASS"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("waitlist output has no %q:\n%s", want, out.String())
+		}
+	}
+
+	// A sale of four variants, audited per variant: the crowd wants more than each has.
+	out.Reset()
+	ok, err = runAudit(ctx, &out, a, sqlDB, crowdConfig{Users: 150, Attempts: 3, Conns: 20, Stock: 120,
+		Limit: 3, MaxQty: 2, Together: 0.5, Replay: 0.5, NoKey: 0.2, FirstUser: 5000, Seed: 2, Variants: 4,
+		Drain: time.Minute})
+	if err != nil || !ok {
+		t.Fatalf("audit of a sale of variants = %v, %v; want a pass:\n%s", ok, err, out.String())
+	}
+	for _, want := range []string{"in 4 variants", "409 sold_out: ", "by variant   V0 30/30, V1 30/30, V2 30/30, V3 30/30",
+		"var. oversold 0", "audit: PASS"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("audit output of a sale of variants has no %q:\n%s", want, out.String())
 		}
 	}
 

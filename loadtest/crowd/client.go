@@ -222,8 +222,16 @@ type order struct {
 
 // buy posts a purchase of quantity units.
 func (a *api) buy(ctx context.Context, activityID int64, token, key string, quantity int) answer {
-	return a.do(ctx, http.MethodPost, "/api/v1/activities/"+strconv.FormatInt(activityID, 10)+"/orders",
-		token, key, quantityBody(quantity))
+	return a.buyVariant(ctx, activityID, token, key, quantity, "")
+}
+
+// buyVariant is buy of a variant of a sale of variants ("" for none).
+func (a *api) buyVariant(ctx context.Context, activityID int64, token, key string, quantity int, variant string) answer {
+	body := quantityBody(quantity)
+	if variant != "" {
+		body, _ = json.Marshal(map[string]any{"quantity": quantity, "variant": variant})
+	}
+	return a.do(ctx, http.MethodPost, "/api/v1/activities/"+strconv.FormatInt(activityID, 10)+"/orders", token, key, body)
 }
 
 // quantityBodies are the bodies of purchases of 1..9 units, made once: a crowd sends
@@ -248,7 +256,7 @@ type saleSpec struct {
 	Name         string `json:"name"`
 	ProductName  string `json:"product_name"`
 	PriceCents   int64  `json:"price_cents"`
-	Stock        int64  `json:"stock"`
+	Stock        int64  `json:"stock,omitempty"` // 0: a sale of Variants
 	PerUserLimit int    `json:"per_user_limit"`
 	StartsAt     string `json:"starts_at"`
 	EndsAt       string `json:"ends_at"`
@@ -259,6 +267,26 @@ type saleSpec struct {
 	PerUserParticipations int    `json:"per_user_participations,omitempty"`
 	PayWindowSeconds      int    `json:"pay_window_seconds,omitempty"` // 0: the default
 	StockBuckets          int    `json:"stock_buckets,omitempty"`      // 0: one
+	// Variants, instead of Stock, make a sale of variants.
+	Variants []variantSpec `json:"variants,omitempty"`
+}
+
+// variantSpec is one variant of a sale to create.
+type variantSpec struct {
+	Name  string `json:"name"`
+	Stock int64  `json:"stock"`
+}
+
+// variantSpecs splits stock over n variants named V0, V1, ..., as evenly as it goes.
+func variantSpecs(stock int64, n int) []variantSpec {
+	out := make([]variantSpec, n)
+	for i := range out {
+		out[i] = variantSpec{Name: fmt.Sprintf("V%d", i), Stock: stock / int64(n)}
+		if int64(i) < stock%int64(n) {
+			out[i].Stock++
+		}
+	}
+	return out
 }
 
 // createSale creates a sale that is on from a second ago for an hour, and returns its id.

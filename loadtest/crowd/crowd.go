@@ -24,6 +24,7 @@ type crowdConfig struct {
 	Replay    float64 // share of purchases with a key that are sent again with the same key
 	NoKey     float64 // share of purchases without an Idempotency-Key
 	FirstUser int64   // number of the first buyer (its user id, or the source of its subject)
+	Variants  int     // 0: a plain sale; else a sale of that many variants, the stock split over them, each purchase naming one
 	Seed      uint64
 	Drain     time.Duration // how long to wait for MySQL to hold every accepted order
 }
@@ -49,10 +50,10 @@ func (b *buyer) note(r answer) {
 // no answer (or 429 busy while an unanswered twin may hold the lock) is sent again
 // with the same key, so its outcome is always known; one without a key is counted
 // as unanswered.
-func (b *buyer) purchase(ctx context.Context, who string, token, key string, qty int) answer {
+func (b *buyer) purchase(ctx context.Context, who string, token, key string, qty int, variant string) answer {
 	var r answer
 	for try := 0; ; try++ {
-		r = b.api.buy(ctx, b.activity, token, key, qty)
+		r = b.api.buyVariant(ctx, b.activity, token, key, qty, variant)
 		b.note(r)
 		again := r.err != nil || (try > 0 && r.status == http.StatusTooManyRequests)
 		if !again || key == "" || try == 4 || ctx.Err() != nil {
@@ -60,7 +61,7 @@ func (b *buyer) purchase(ctx context.Context, who string, token, key string, qty
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	a := ack{Buyer: who, Quantity: int64(qty), Key: key}
+	a := ack{Buyer: who, Quantity: int64(qty), Key: key, Variant: variant}
 	switch {
 	case r.err != nil:
 		b.ledger.noteUnanswered()
@@ -83,10 +84,11 @@ func (b *buyer) both(ctx context.Context, f, g func()) {
 	wg.Wait()
 }
 
-// run is one user's script: Attempts purchases of 1..MaxQty units; the first two at
-// once for a Together share of users; a Replay share of keyed purchases sent again
-// with the same key and body, half of them after the answer and half at the same time
-// as the first; and one key in ten reused with another quantity.
+// run is one user's script: Attempts purchases of 1..MaxQty units (each of a variant at
+// random in a sale of variants); the first two at once for a Together share of users; a
+// Replay share of keyed purchases sent again with the same key and body, half of them
+// after the answer and half at the same time as the first; and one key in ten reused
+// with another quantity.
 func (b *buyer) run(ctx context.Context, cfg crowdConfig, rng *rand.Rand, user int64, token string) {
 	who := b.api.subject(user)
 	key := func(i int) string {
@@ -96,26 +98,32 @@ func (b *buyer) run(ctx context.Context, cfg crowdConfig, rng *rand.Rand, user i
 		return fmt.Sprintf("%s-u%d-a%d", b.nonce, user, i)
 	}
 	qty := func() int { return 1 + rng.IntN(cfg.MaxQty) }
+	variant := func() string {
+		if cfg.Variants == 0 {
+			return ""
+		}
+		return fmt.Sprintf("V%d", rng.IntN(cfg.Variants))
+	}
 	for i := 0; i < cfg.Attempts; i++ {
-		k, q := key(i), qty()
+		k, q, v := key(i), qty(), variant()
 		if i == 0 && cfg.Attempts > 1 && rng.Float64() < cfg.Together {
-			k2, q2 := key(1), qty()
-			b.both(ctx, func() { b.purchase(ctx, who, token, k, q) },
-				func() { b.purchase(ctx, who, token, k2, q2) })
+			k2, q2, v2 := key(1), qty(), variant()
+			b.both(ctx, func() { b.purchase(ctx, who, token, k, q, v) },
+				func() { b.purchase(ctx, who, token, k2, q2, v2) })
 			i++
 			continue
 		}
 		if k == "" || rng.Float64() >= cfg.Replay {
-			b.purchase(ctx, who, token, k, q)
+			b.purchase(ctx, who, token, k, q, v)
 		} else if rng.IntN(2) == 0 {
-			b.purchase(ctx, who, token, k, q)
-			b.purchase(ctx, who, token, k, q) // a client retrying after the answer
+			b.purchase(ctx, who, token, k, q, v)
+			b.purchase(ctx, who, token, k, q, v) // a client retrying after the answer
 		} else {
-			b.both(ctx, func() { b.purchase(ctx, who, token, k, q) }, // a double tap
-				func() { b.purchase(ctx, who, token, k, q) })
+			b.both(ctx, func() { b.purchase(ctx, who, token, k, q, v) }, // a double tap
+				func() { b.purchase(ctx, who, token, k, q, v) })
 		}
 		if k != "" && cfg.MaxQty > 1 && rng.IntN(10) == 0 {
-			b.purchase(ctx, who, token, k, q%cfg.MaxQty+1) // same key, other body: 422
+			b.purchase(ctx, who, token, k, q%cfg.MaxQty+1, v) // same key, other body: 422
 		}
 	}
 }
@@ -130,7 +138,11 @@ func runAudit(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg crowdCon
 	if cfg.MaxQty > cfg.Limit {
 		return false, fmt.Errorf("-max-qty %d is above -limit %d", cfg.MaxQty, cfg.Limit)
 	}
-	id, err := a.createSale(ctx, "crowd audit", cfg.Stock, cfg.Limit)
+	spec := saleSpec{Name: "crowd audit", Stock: cfg.Stock, PerUserLimit: cfg.Limit}
+	if cfg.Variants > 0 {
+		spec.Stock, spec.Variants = 0, variantSpecs(cfg.Stock, cfg.Variants)
+	}
+	id, err := a.create(ctx, spec)
 	if err != nil {
 		return false, err
 	}
@@ -138,8 +150,12 @@ func runAudit(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg crowdCon
 	if err != nil {
 		return false, err
 	}
-	fmt.Fprintf(w, "audit: sale %d (stock %d, limit %d), %d users x %d purchases of 1..%d units, %d buyers at once, %d instance(s)\n",
-		id, cfg.Stock, cfg.Limit, cfg.Users, cfg.Attempts, cfg.MaxQty, cfg.Conns, len(a.urls))
+	variants := ""
+	if cfg.Variants > 0 {
+		variants = fmt.Sprintf(" in %d variants", cfg.Variants)
+	}
+	fmt.Fprintf(w, "audit: sale %d (stock %d%s, limit %d), %d users x %d purchases of 1..%d units, %d buyers at once, %d instance(s)\n",
+		id, cfg.Stock, variants, cfg.Limit, cfg.Users, cfg.Attempts, cfg.MaxQty, cfg.Conns, len(a.urls))
 
 	b := &buyer{api: a, activity: id, ledger: newLedger(), tally: newTally(),
 		nonce: fmt.Sprintf("c%x", time.Now().UnixNano()&0xffffffff)}

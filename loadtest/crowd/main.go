@@ -120,7 +120,7 @@ func (c *common) db() (*sql.DB, error) {
 
 func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 	if len(args) == 0 {
-		return false, fmt.Errorf("usage: crowd audit|ratios|compare|overload|hot|soak|drops|plot|sale|token [flags]  (crowd MODE -h lists the flags)")
+		return false, fmt.Errorf("usage: crowd audit|waitlist|ratios|compare|overload|hot|soak|drops|plot|sale|token [flags]  (crowd MODE -h lists the flags)")
 	}
 	mode, args := args[0], args[1:]
 	fs := flag.NewFlagSet("crowd "+mode, flag.ContinueOnError)
@@ -138,13 +138,33 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		fs.Float64Var(&cfg.Replay, "replay", 0.3, "share of keyed purchases sent again with the same Idempotency-Key")
 		fs.Float64Var(&cfg.NoKey, "nokey", 0.2, "share of purchases without an Idempotency-Key")
 		fs.Int64Var(&cfg.FirstUser, "first-user", 1000, "user id of the first buyer")
+		fs.IntVar(&cfg.Variants, "variants", 0, "0: a plain sale; 1..100: a sale of that many variants (V0, V1, ...), the stock split over them, each purchase naming one at random, audited per variant")
 		fs.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()), "random seed of the buyers' scripts")
 		fs.DurationVar(&cfg.Drain, "drain", 2*time.Minute, "longest wait for MySQL to hold every accepted order")
 		if err := fs.Parse(args); err != nil {
 			return false, err
 		}
 		cfg.Conns = c.conns
+		if cfg.Variants < 0 || cfg.Variants > 100 || int64(cfg.Variants) > cfg.Stock {
+			return false, fmt.Errorf("-variants: want 0..100, and at most -stock")
+		}
 		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runAudit(ctx, w, a, db, cfg) })
+	case "waitlist":
+		var cfg waitlistConfig
+		c.register(fs, 50)
+		fs.Int64Var(&cfg.Stock, "stock", 200, "units of the sale: each bought by a buyer, then returned by a cancel")
+		fs.IntVar(&cfg.Waiting, "waiting", 400, "buyers on the waitlist (more than -stock: some stay waiting)")
+		fs.IntVar(&cfg.Retriers, "retriers", 20, "connections retrying the sold-out sale while the units come back")
+		fs.Int64Var(&cfg.FirstUser, "first-user", 800_000, "user id of the first buyer")
+		fs.DurationVar(&cfg.Drain, "drain", time.Minute, "longest wait for the offers and for MySQL to hold their orders")
+		if err := fs.Parse(args); err != nil {
+			return false, err
+		}
+		cfg.Conns = c.conns
+		if cfg.Stock < 1 || int64(cfg.Waiting) <= cfg.Stock || cfg.Retriers < 0 {
+			return false, fmt.Errorf("-stock must be positive, -waiting above it, -retriers not negative")
+		}
+		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runWaitlist(ctx, w, a, db, cfg) })
 	case "ratios":
 		var cfg ratiosConfig
 		c.register(fs, 100)
@@ -368,7 +388,7 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		_, err = fmt.Fprintln(w, tok)
 		return err == nil, err
 	}
-	return false, fmt.Errorf("unknown mode %q (want audit, ratios, compare, overload, hot, soak, plot, sale or token)", mode)
+	return false, fmt.Errorf("unknown mode %q (want audit, waitlist, ratios, compare, overload, hot, soak, plot, sale or token)", mode)
 }
 
 func withAPI(ctx context.Context, c common, f func(*api, *sql.DB) (bool, error)) (bool, error) {

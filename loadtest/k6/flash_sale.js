@@ -11,6 +11,10 @@
 //   VUS                 peak virtual users [100]
 //   RAMP, HOLD, DOWN    stage lengths [10s, 20s, 5s]
 //   STOCK, LIMIT        units of the sale and per-user limit [20000, 2]
+//   VARIANTS            0: a plain sale [0]; 1..100: a sale of that many variants (V0, V1,
+//                       ...), STOCK split over them, each buyer naming one; the run then
+//                       fails too on an order of another variant than asked, and at its end
+//                       on a ledger that does not balance for every variant (none oversold)
 //   P99_MS              the purchase p99 goal in ms [25]: reported beside the measured p99,
 //                       never a failure (k6 shares the machine's cores with the API)
 //
@@ -36,6 +40,7 @@ const VUS = parseInt(__ENV.VUS || '100', 10);
 const STOCK = parseInt(__ENV.STOCK || '20000', 10);
 const LIMIT = parseInt(__ENV.LIMIT || '2', 10);
 const P99_MS = parseInt(__ENV.P99_MS || '25', 10);
+const VARIANTS = parseInt(__ENV.VARIANTS || '0', 10);
 
 const accepted = new Counter('purchases_accepted');
 const replayed = new Counter('purchases_replayed');
@@ -44,6 +49,8 @@ const unexpected = new Rate('unexpected_answers');
 const serverErrors = new Counter('server_errors');
 const replayMismatches = new Counter('replay_mismatches');
 const buyerMismatches = new Counter('buyer_mismatches');
+const variantMismatches = new Counter('variant_mismatches');
+const variantsUnbalanced = new Counter('variants_unbalanced');
 const purchaseDuration = new Trend('purchase_duration', true);
 
 export const options = {
@@ -66,6 +73,8 @@ export const options = {
     server_errors: ['count==0'],
     replay_mismatches: ['count==0'],
     buyer_mismatches: ['count==0'],
+    variant_mismatches: ['count==0'],
+    variants_unbalanced: ['count==0'],
   },
   summaryTrendStats: ['avg', 'med', 'p(90)', 'p(99)', 'max'],
 };
@@ -96,14 +105,27 @@ function token(subject, role) {
   return `${head}.${body}.${sig}`;
 }
 
+// variants splits STOCK over VARIANTS variants named V0, V1, ... (none for a plain sale).
+function variants() {
+  const out = [];
+  for (let i = 0; i < VARIANTS; i++) {
+    out.push({ name: `V${i}`, stock: Math.floor(STOCK / VARIANTS) + (i < STOCK % VARIANTS ? 1 : 0) });
+  }
+  return out;
+}
+
 export function setup() {
   const now = Date.now();
-  const res = http.post(`${BASE}/api/v1/admin/activities`, JSON.stringify({
-    name: 'k6 flash sale', product_name: 'k6 unit', price_cents: 100, stock: STOCK,
+  const sale = {
+    name: 'k6 flash sale', product_name: 'k6 unit', price_cents: 100,
     per_user_limit: LIMIT, starts_at: new Date(now - 1000).toISOString(),
     ends_at: new Date(now + 3600 * 1000).toISOString(),
-  }), { headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token('1', 'admin')}` },
-    tags: { name: 'create_sale' } });
+  };
+  if (VARIANTS > 0) sale.variants = variants();
+  else sale.stock = STOCK;
+  const res = http.post(`${BASE}/api/v1/admin/activities`, JSON.stringify(sale),
+    { headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token('1', 'admin')}` },
+      tags: { name: 'create_sale' } });
   if (res.status !== 201) {
     throw new Error(`create sale: ${res.status} ${res.body}`);
   }
@@ -118,10 +140,11 @@ function code(res) {
   }
 }
 
-function buy(id, tok, key, qty) {
+function buy(id, tok, key, qty, variant) {
   const headers = { 'Content-Type': 'application/json', Authorization: `Bearer ${tok}` };
   if (key) headers['Idempotency-Key'] = key;
-  const res = http.post(`${BASE}/api/v1/activities/${id}/orders`, JSON.stringify({ quantity: qty }),
+  const body = variant ? { quantity: qty, variant: variant } : { quantity: qty };
+  const res = http.post(`${BASE}/api/v1/activities/${id}/orders`, JSON.stringify(body),
     { headers: headers, tags: { name: 'buy' } });
   const c = res.status >= 400 ? code(res) : '';
   const ok = res.status === 202 || res.status === 200 ||
@@ -144,17 +167,37 @@ export default function (data) {
   const tok = token(subject, 'user');
   const key = `k6-${user}`;
   const qty = 1 + (user % LIMIT);
-  const first = buy(data.id, tok, key, qty);
+  const variant = VARIANTS > 0 ? `V${(user * 7919) % VARIANTS}` : undefined;
+  const first = buy(data.id, tok, key, qty, variant);
   if (first.status === 202 && !check(first, { 'the order names its buyer': (r) => r.json('buyer') === subject })) {
     buyerMismatches.add(1);
   }
+  if (first.status === 202 && variant && !check(first, { 'the order names its variant': (r) => r.json('variant') === variant })) {
+    variantMismatches.add(1);
+  }
   if (first.status === 202 && user % 10 === 0) {
     // A client that retries after the answer gets the same order back.
-    const again = buy(data.id, tok, key, qty);
+    const again = buy(data.id, tok, key, qty, variant);
     const same = check(again, {
       'a replay returns the same order': (r) => r.status === 200 && r.json('id') === first.json('id'),
     });
     if (!same) replayMismatches.add(1);
+  }
+}
+
+// teardown audits a sale of variants per variant through the ledger (which reads until
+// the orders in flight settle): each variant's units available and held add up to its
+// stock, none oversold, and MySQL's sold column agrees.
+export function teardown(data) {
+  if (VARIANTS === 0) return;
+  const res = http.get(`${BASE}/api/v1/admin/activities/${data.id}/ledger`,
+    { headers: { Authorization: `Bearer ${token('1', 'admin')}` }, tags: { name: 'ledger' } });
+  const vs = res.status === 200 ? (res.json('variants') || []) : [];
+  const balanced = res.status === 200 && res.json('balanced') === true && vs.length === VARIANTS &&
+    vs.every((v) => v.difference === 0 && v.available >= 0 && v.held_units <= v.stock_total);
+  if (!check(res, { 'the ledger balances for every variant': () => balanced })) {
+    variantsUnbalanced.add(1);
+    console.error(`ledger of sale ${data.id}: ${res.status} ${res.body}`);
   }
 }
 

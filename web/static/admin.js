@@ -102,6 +102,8 @@ const fields = {
   group_window_seconds: 'f-group-window',
   per_user_participations: 'f-participations',
   stock_buckets: 'f-buckets',
+  variants: 'f-variants',
+  per_variant_limit: 'f-per-variant',
   ...roomFields,
 };
 
@@ -142,6 +144,20 @@ function clearCreateErrors() {
   setText($('create-error'), '');
 }
 
+// parseVariants reads the variants field, one "name: stock" a line, into the API's
+// variants (undefined when empty). A line without a number keeps its text as the stock,
+// so the API names the variant in its answer.
+function parseVariants(text) {
+  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  if (lines.length === 0) return undefined;
+  return lines.map((line) => {
+    const at = line.lastIndexOf(':');
+    const name = at < 0 ? line : line.slice(0, at).trim();
+    const stock = at < 0 ? '' : line.slice(at + 1).trim();
+    return { name, stock: /^\d+$/.test(stock) ? Number(stock) : stock };
+  });
+}
+
 // createBody reads the form. Empty fields are left out, so the API names what is missing.
 function createBody() {
   const body = {};
@@ -157,6 +173,9 @@ function createBody() {
   const price = number('f-price');
   if (price !== undefined) body.price_cents = Number.isFinite(price) ? Math.round(price * 100) : price;
   body.stock = number('f-stock');
+  const variants = parseVariants($('f-variants').value);
+  if (variants) body.variants = variants;
+  body.per_variant_limit = number('f-per-variant');
   body.per_user_limit = number('f-limit');
   body.starts_at = time('f-starts');
   body.ends_at = time('f-ends');
@@ -183,12 +202,14 @@ $('create-form').addEventListener('submit', async (ev) => {
   setText(button, 'Create sale');
   if (res.ok) {
     const a = res.data;
-    const kind = a.kind === 'group'
+    let kind = a.kind === 'group'
       ? `Group-buy sale ${a.id}, “${a.name}”, created with ${units(a.stock_total)} in groups of ${a.group_size} (each has ${duration(a.group_window_seconds * 1000)} to fill)`
       : `Sale ${a.id}, “${a.name}”, created with ${units(a.stock_total)}`;
+    if (a.variants) kind += ` in ${a.variants.length} ${a.variants.length === 1 ? 'variant' : 'variants'}`;
     setText($('create-result'), `${kind}: on sale from ${when(a.starts_at)} to ${when(a.ends_at)}.`);
     $('f-name').value = '';
     $('f-product').value = '';
+    $('f-variants').value = '';
     salesPoll.kick();
     return;
   }
@@ -239,8 +260,9 @@ function newSaleCard(a) {
     ev.preventDefault();
     const value = el(node, '.stock-input').value.trim();
     if (value === '') return showPatchError(entry, 'add_stock', 'Enter how many units to add.');
-    return patch(entry, { add_stock: Number(value) },
-      (b) => `Added ${units(Number(value))}: ${b.stock_available} of ${b.stock_total} available.`);
+    const variant = entry.data.variants ? el(node, '.stock-variant').value : '';
+    return patch(entry, { add_stock: variant ? { [variant]: Number(value) } : Number(value) },
+      (b) => `Added ${units(Number(value))}${variant ? ` of ${variant}` : ''}: ${b.stock_available} of ${b.stock_total} available.`);
   });
   el(node, '.end-button').addEventListener('click', () => {
     setText(el(node, '.confirm-text'), `End “${entry.data.name}” now? Buyers can no longer buy from it.`);
@@ -389,6 +411,7 @@ function renderSale(entry) {
   figure(entry, '.f-available', st ? st.stock_available : a.stock_available);
   figure(entry, '.f-total', st ? st.stock_total : a.stock_total);
   figure(entry, '.f-limit', a.per_user_limit);
+  figure(entry, '.f-waitlist', st && st.waitlist);
   figure(entry, '.f-sold', st && st.sold);
   const counts = (st && st.orders) || {};
   figure(entry, '.f-queued', st && counts.queued);
@@ -408,6 +431,7 @@ function renderSale(entry) {
   el(node, '.figures .group-only').hidden = !group;
   el(node, '.group-answers-note').hidden = !group;
   figure(entry, '.f-grouping', st && counts.grouping);
+  renderVariants(entry, (st && st.variants) || a.variants);
   el(node, '.groups-admin').hidden = !group;
   if (group) renderGroups(entry);
   const ended = status === 'ended' || status === 'archived';
@@ -417,6 +441,39 @@ function renderSale(entry) {
   setText(el(node, '.sellout'), entry.soldOutAt && entry.soldOutAt >= start
     ? `Sold out ${duration(entry.soldOutAt - start)} after the start (within 2 s).` : '');
   renderRoom(entry);
+}
+
+// renderVariants lists a sale of variants' variants with their units left (from the
+// stats, read every 2 s), and offers them to the add-stock form.
+function renderVariants(entry, vs) {
+  const node = entry.node;
+  el(node, '.variants-admin').hidden = !vs;
+  const select = el(node, '.stock-variant');
+  select.hidden = !vs;
+  if (!vs) return;
+  const names = vs.map((v) => v.name);
+  if (select.dataset.names !== JSON.stringify(names)) {
+    select.dataset.names = JSON.stringify(names);
+    select.replaceChildren(...names.map((n) => Object.assign(document.createElement('option'), { value: n, textContent: n })));
+  }
+  const sku = new Map((entry.data.variants || []).map((v) => [v.name, v.external_ref || '']));
+  const body = el(node, '.variants-table tbody');
+  while (body.children.length > vs.length) body.lastElementChild.remove();
+  vs.forEach((v, i) => {
+    let row = body.children[i];
+    if (!row) {
+      row = document.createElement('tr');
+      row.append(...[0, 1, 2, 3, 4].map(() => document.createElement('td')));
+      body.append(row);
+    }
+    const cells = row.children;
+    setText(cells[0], v.name);
+    setText(cells[1], sku.get(v.name) || '—');
+    setText(cells[2], Number(v.stock_available).toLocaleString('en-US'));
+    setText(cells[3], Number(v.stock_total).toLocaleString('en-US'));
+    setText(cells[4], statusLabel(v.status));
+    row.dataset.status = v.status;
+  });
 }
 
 // ---- a group sale's groups ----

@@ -50,6 +50,7 @@ const expiredSignIn = 'Your sign-in has expired or was not accepted. Sign in aga
 
 function signOut(reason) {
   session.set('');
+  for (const entry of sales.values()) entry.waitlist = null;
   forgetLines();
   orders.clear();
   $('orders').replaceChildren();
@@ -183,8 +184,10 @@ function newSaleCard(a) {
   qty.setAttribute('aria-describedby', limit.id);
   el(node, '.sale-name').id = `sale-${a.id}-name`;
   el(node, '.buy-button').setAttribute('aria-describedby', `sale-${a.id}-name`);
-  const entry = { data: a, node, result: null, pending: null, busy: false };
+  const entry = { data: a, node, result: null, pending: null, busy: false, waitlist: null, waitlistBusy: false };
   wireLine(entry);
+  el(node, '.join-waitlist').addEventListener('click', () => joinWaitlist(entry));
+  el(node, '.leave-waitlist').addEventListener('click', () => leaveWaitlist(entry));
   el(node, '.buy').addEventListener('submit', (ev) => {
     ev.preventDefault();
     if (isGroupSale(entry.data)) openGroup(entry);
@@ -225,7 +228,9 @@ function renderSaleCard(entry) {
   setText(el(node, '.clock'), clockText);
 
   const available = Math.max(0, a.stock_available);
-  setText(el(node, '.stock-text'), `${available.toLocaleString('en-US')} of ${a.stock_total.toLocaleString('en-US')} left`);
+  setText(el(node, '.stock-text'), `${available.toLocaleString('en-US')} of ${a.stock_total.toLocaleString('en-US')} left`
+    + (a.variants ? ` in ${plural(a.variants.length, 'size', 'sizes')}` : ''));
+  renderVariants(entry, state);
   const share = a.stock_total > 0 ? Math.min(1, available / a.stock_total) : 0;
   el(node, '.bar-fill').style.width = `${(share * 100).toFixed(1)}%`;
 
@@ -240,7 +245,7 @@ function renderSaleCard(entry) {
   const group = isGroupSale(a);
   const button = el(node, '.buy-button');
   button.hidden = group;
-  button.disabled = entry.busy || !state.canBuy;
+  button.disabled = entry.busy || !state.canBuy || soldOutChoice(entry);
   qty.disabled = !state.canBuy;
   setText(button, entry.busy ? 'Buying…' : 'Buy');
   const opener = el(node, '.open-group-button');
@@ -256,6 +261,7 @@ function renderSaleCard(entry) {
     renderOpenGroups(entry, state);
   }
 
+  renderWaitlist(entry, state);
   if (entry.result && entry.result.key !== state.key) entry.result = null;
   // A sentence about a seat lasts while its group is open: the order tells the rest.
   if (entry.result && entry.result.group && groups.get(entry.result.group)?.data?.status !== 'open') entry.result = null;
@@ -265,9 +271,176 @@ function renderSaleCard(entry) {
   message.className = `message ${entry.result ? entry.result.kind : 'state'}`;
 }
 
+// renderVariants shows a sale of variants' sizes as a choice, each with its units left:
+// a sold-out size is shown as such (never hidden); chosen, it offers its waitlist
+// instead of Buy.
+function renderVariants(entry, state) {
+  const a = entry.data;
+  const box = el(entry.node, '.variants');
+  const vs = a.variants || [];
+  box.hidden = vs.length === 0;
+  if (vs.length === 0) return;
+  const options = el(box, '.variant-options');
+  const names = JSON.stringify(vs.map((v) => v.name));
+  if (options.dataset.names !== names) { // the sizes never change: built once
+    options.dataset.names = names;
+    options.replaceChildren(...vs.map((v) => {
+      const label = document.createElement('label');
+      label.className = 'variant';
+      const input = document.createElement('input');
+      Object.assign(input, { type: 'radio', name: `variant-${a.id}`, value: v.name });
+      input.addEventListener('change', () => {
+        entry.variant = v.name;
+        entry.result = null;
+        renderSaleCard(entry);
+      });
+      const name = document.createElement('span');
+      name.className = 'variant-name';
+      name.textContent = v.name;
+      const left = document.createElement('span');
+      left.className = 'variant-left';
+      label.append(input, name, left);
+      return label;
+    }));
+  }
+  vs.forEach((v, i) => {
+    const label = options.children[i];
+    const input = label.querySelector('input');
+    const soldOut = v.stock_available <= 0;
+    label.classList.toggle('sold-out', soldOut);
+    setText(el(label, '.variant-left'), soldOut ? 'Sold out' : `${v.stock_available.toLocaleString('en-US')} left`);
+    input.disabled = !session.token || state.status === 'ended' || state.status === 'upcoming';
+    input.checked = entry.variant === v.name;
+    label.title = soldOut ? `${v.name} is sold out: choose it to join its waitlist` : '';
+  });
+}
+
+// ---- the waitlist ----
+
+// soldOutChoice reports whether the size chosen on a sale of variants is sold out.
+function soldOutChoice(entry) {
+  const v = (entry.data.variants || []).find((x) => x.name === entry.variant);
+  return Boolean(v && v.stock_available <= 0);
+}
+
+// waitlistable reports whether the buyer may ask the sale's waitlist for units now: the
+// sale, or the size chosen, is sold out while the sale is on.
+function waitlistable(entry, state) {
+  const a = entry.data;
+  if (!session.token || isGroupSale(a) || a.stock_buckets > 1) return false;
+  if (state.status !== 'active' && state.status !== 'sold_out') return false;
+  return a.variants ? soldOutChoice(entry) : state.status === 'sold_out';
+}
+
+// ordinal is 1st, 2nd, 3rd, 4th...
+function ordinal(n) {
+  const s = ['th', 'st', 'nd', 'rd'];
+  const v = n % 100;
+  return `${n}${s[(v - 20) % 10] || s[v] || s[0]}`;
+}
+
+// renderWaitlist shows the buyer's waitlist entry of the sale (its place, or the order
+// offered with its pay window's countdown), or the way to join it.
+function renderWaitlist(entry, state) {
+  const box = el(entry.node, '.waitlist-box');
+  const w = entry.waitlist;
+  const join = el(box, '.join-waitlist');
+  const leave = el(box, '.leave-waitlist');
+  const canJoin = waitlistable(entry, state) && (!w || w.status === 'ended');
+  box.hidden = !w && !canJoin;
+  if (box.hidden) return;
+  let text = '';
+  const what = w && w.variant ? ` of ${w.variant}` : '';
+  if (w && w.status === 'waiting') {
+    text = `On the waitlist for ${plural(w.quantity, 'unit', 'units')}${what}: ${ordinal(w.position)} in line. `
+      + 'Units that come back are offered in the order buyers joined.';
+  } else if (w && w.status === 'offered') {
+    const o = orders.get(w.order_id)?.data;
+    const left = o && o.status === 'created' ? Date.parse(o.expires_at) - clock.now() : 0;
+    text = o && o.status === 'created' && left > 0
+      ? `Units came back for you: ${plural(w.quantity, 'unit', 'units')}${what} ${w.quantity === 1 ? 'is' : 'are'} yours. Pay within ${duration(left)}.`
+      : `Units came back for you: ${plural(w.quantity, 'unit', 'units')}${what}. See the order below.`;
+  } else if (w && w.status === 'ended') {
+    text = 'Your waitlist offer ended unpaid (or the sale ended).';
+  } else {
+    text = soldOutText(entry);
+  }
+  setText(el(box, '.waitlist-state'), text);
+  join.hidden = !canJoin;
+  join.disabled = entry.waitlistBusy;
+  setText(join, entry.waitlistBusy ? 'Joining…' : 'Join the waitlist');
+  leave.hidden = !w || w.status !== 'waiting';
+  leave.disabled = entry.waitlistBusy;
+}
+
+// soldOutText is the sentence beside Join the waitlist.
+function soldOutText(entry) {
+  return entry.data.variants
+    ? `${entry.variant} is sold out. Join its waitlist to be offered units that come back, in the order buyers joined.`
+    : 'Sold out. Join the waitlist to be offered units that come back, in the order buyers joined.';
+}
+
+// fetchWaitlist reads the buyer's entry of a sale's waitlist (none: null).
+async function fetchWaitlist(entry) {
+  const res = await api('GET', `/api/v1/activities/${entry.data.id}/waitlist`, { token: session.token });
+  if (res.ok) entry.waitlist = res.data;
+  else if (res.status === 404) entry.waitlist = null;
+  return res;
+}
+
+async function joinWaitlist(entry) {
+  if (entry.waitlistBusy) return;
+  const a = entry.data;
+  const quantity = cardQuantity(entry);
+  if (!quantity) return;
+  entry.waitlistBusy = true;
+  renderSaleCard(entry);
+  const body = a.variants ? { quantity, variant: entry.variant } : { quantity };
+  const res = await api('POST', `/api/v1/activities/${a.id}/waitlist`, { token: session.token, body });
+  entry.waitlistBusy = false;
+  if (res.ok) {
+    entry.waitlist = res.data;
+    entry.result = null;
+  } else if (res.error.code === 'not_sold_out') {
+    entry.result = { kind: 'error', text: 'Units are on sale again: buy them now.', key: saleState(a).key };
+    salesPoll.kick();
+  } else {
+    entry.result = { kind: 'error', text: buyError(res, a), key: saleState(a).key };
+  }
+  renderSaleCard(entry);
+}
+
+async function leaveWaitlist(entry) {
+  if (entry.waitlistBusy) return;
+  entry.waitlistBusy = true;
+  renderSaleCard(entry);
+  const res = await api('DELETE', `/api/v1/activities/${entry.data.id}/waitlist`, { token: session.token });
+  entry.waitlistBusy = false;
+  if (res.ok || res.status === 404) entry.waitlist = null;
+  renderSaleCard(entry);
+}
+
+// Every 2 s, the buyer's entries of the sales they may wait for: those sold out (or
+// with a size sold out), and those they joined.
+const waitlistPoll = poller(async () => {
+  if (!session.token) return 3000;
+  const jobs = [];
+  for (const entry of sales.values()) {
+    const a = entry.data;
+    const soldOutSomewhere = a.status === 'sold_out' || (a.variants || []).some((v) => v.stock_available <= 0);
+    if (entry.waitlist || (soldOutSomewhere && !isGroupSale(a) && a.status !== 'ended')) jobs.push(fetchWaitlist(entry));
+  }
+  const answers = await Promise.all(jobs);
+  if (answers.some((r) => r.ok && r.data.status === 'offered')) ordersPoll.kick();
+  renderAllSales();
+  const limited = answers.find((r) => r.status === 429);
+  return limited ? (limited.retryAfter || 1) * 1000 : 2000;
+});
+
 // limitText says how much one buyer may take, and how much this one holds.
 function limitText(a, state) {
   let text = `Up to ${a.per_user_limit} per buyer`;
+  if (a.per_variant_limit) text += `, ${a.per_variant_limit} of a size`;
   if (a.per_user_participations) {
     text += isGroupSale(a)
       ? `, in at most ${plural(a.per_user_participations, 'group', 'groups')} at once`
@@ -344,6 +517,11 @@ function buyError(res, a) {
   switch (res.error.code) {
     case 'sold_out': {
       const m = /only (\d+) left/i.exec(msg);
+      if (a.variants) {
+        return m
+          ? `Not enough of this size left: only ${m[1]} remain. Choose a smaller quantity or another size.`
+          : 'This size is sold out. Choose another size.';
+      }
       return m
         ? `Not enough left: only ${m[1]} remain. Choose a smaller quantity.`
         : 'Sold out: every unit has been taken.';
@@ -352,6 +530,9 @@ function buyError(res, a) {
       const parts = /take part (\d+) times?/i.exec(msg);
       if (parts) {
         return `Limit reached: you already hold ${plural(Number(parts[1]), 'order', 'orders')} in this sale, the most allowed per buyer.`;
+      }
+      if (/of this variant/i.test(msg)) {
+        return `Limit reached for this size: each buyer may hold at most ${a.per_variant_limit} of one size.`;
       }
       return `Limit reached: each buyer may hold at most ${a.per_user_limit} of this sale, counting queued, created and paid orders.`;
     }
@@ -383,17 +564,24 @@ async function buy(entry) {
   const a = entry.data;
   const quantity = cardQuantity(entry);
   if (!quantity) return;
+  const variant = a.variants ? entry.variant : undefined;
+  if (a.variants && !variant) {
+    entry.result = { kind: 'error', text: 'Choose a size first.', key: saleState(a).key };
+    renderSaleCard(entry);
+    el(entry.node, '.variant input:not(:disabled)')?.focus();
+    return;
+  }
   // One key per purchase: a retry after a lost answer sends the same key and body,
   // so the server answers with the first order instead of making a second one.
-  if (!entry.pending || entry.pending.quantity !== quantity) {
-    entry.pending = { quantity, key: idempotencyKey() };
+  if (!entry.pending || entry.pending.quantity !== quantity || entry.pending.variant !== variant) {
+    entry.pending = { quantity, variant, key: idempotencyKey() };
   }
   entry.busy = true;
   entry.result = null;
   renderSaleCard(entry);
   const res = await api('POST', `/api/v1/activities/${a.id}/orders`, {
     token: session.token,
-    body: { quantity },
+    body: variant ? { quantity, variant } : { quantity },
     headers: { 'Idempotency-Key': entry.pending.key, ...(a.waiting_room ? { 'X-Sale-Pass': admittedPass(a.id) } : {}) },
   });
   entry.busy = false;
@@ -403,7 +591,7 @@ async function buy(entry) {
     upsertOrder(o);
     entry.result = {
       kind: 'ok',
-      text: `Order placed: ${o.quantity} × ${a.product_name}, ${statusLabel(o.status).toLowerCase()}. Follow it under Your orders.`,
+      text: `Order placed: ${o.quantity} × ${a.product_name}${o.variant ? ` (${o.variant})` : ''}, ${statusLabel(o.status).toLowerCase()}. Follow it under Your orders.`,
     };
     fastOrdersUntil = Date.now() + 15000;
     ordersPoll.kick();
@@ -497,7 +685,8 @@ function renderOrderCard(entry) {
   const expired = o.status === 'created' && now >= expires;
   node.dataset.status = o.status;
   const what = sale ? sale.data.product_name : 'item';
-  setText(el(node, '.order-title'), `${sale ? sale.data.name : `Sale ${o.activity_id}`}: ${o.quantity} × ${what}${o.group_id ? ' in a group' : ''}`);
+  setText(el(node, '.order-title'), `${sale ? sale.data.name : `Sale ${o.activity_id}`}: ${o.quantity} × ${what}`
+    + `${o.variant ? ` (${o.variant})` : ''}${o.group_id ? ' in a group' : ''}${o.offered ? ', offered from the waitlist' : ''}`);
   const badge = el(node, '.order-badge');
   setText(badge, statusLabel(o.status));
   badge.className = `badge order-badge status-${o.status}`;
@@ -1170,4 +1359,5 @@ showSignedIn();
 salesPoll.kick();
 ordersPoll.kick();
 groupsPoll.kick();
+waitlistPoll.kick();
 startLines();

@@ -1,0 +1,70 @@
+package handler
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+)
+
+type waitlistRequest struct {
+	Quantity *int    `json:"quantity"`
+	Variant  *string `json:"variant"`
+}
+
+// joinWaitlist puts the caller on a sold-out sale's waitlist: 201 on the first join, 200
+// with the same entry after.
+func (h *Handler) joinWaitlist(c *gin.Context) {
+	id, ok := pathID(c, "id")
+	if !ok {
+		respondError(c, errBadPathActivity)
+		return
+	}
+	var req waitlistRequest
+	if err := h.decode(c, &req); err != nil {
+		respondError(c, err)
+		return
+	}
+	if req.Quantity == nil {
+		respondError(c, required("quantity"))
+		return
+	}
+	e, created, err := h.svc.JoinWaitlist(c.Request.Context(), id, caller(c).Buyer, *req.Quantity, req.Variant)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	c.JSON(status, e)
+}
+
+// waitlistEntry answers the caller's entry on the sale's waitlist, 404 without one.
+func (h *Handler) waitlistEntry(c *gin.Context) {
+	id, ok := pathID(c, "id")
+	if !ok {
+		respondError(c, errBadPathActivity)
+		return
+	}
+	e, err := h.svc.Waitlist(c.Request.Context(), id, caller(c).Buyer)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, e)
+}
+
+// leaveWaitlist takes the caller off the sale's waitlist: 204, 404 without an entry.
+func (h *Handler) leaveWaitlist(c *gin.Context) {
+	id, ok := pathID(c, "id")
+	if !ok {
+		respondError(c, errBadPathActivity)
+		return
+	}
+	if err := h.svc.LeaveWaitlist(c.Request.Context(), id, caller(c).Buyer); err != nil {
+		respondError(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}

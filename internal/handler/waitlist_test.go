@@ -1,0 +1,147 @@
+package handler_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/internal/handler"
+	"seckill/internal/testutil"
+)
+
+type entryView struct {
+	Buyer    string `json:"buyer"`
+	Variant  string `json:"variant"`
+	Quantity int    `json:"quantity"`
+	Position int    `json:"position"`
+	Status   string `json:"status"`
+	OrderID  string `json:"order_id"`
+}
+
+// The contract's waitlist through the HTTP handlers, against real Redis and MySQL: a
+// join only while the sale is sold out and within the buyer's limit, again answering the
+// same entry; the units of a cancel offered in join order as created orders marked
+// offered, with their own pay window; an offered order cancelled ends its entry and goes
+// to the next; leaving; and every bad input answered 400 naming its field. Steps run in
+// order on one stack.
+func TestWaitlistContract(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	now := time.Now()
+	admin := testutil.Token(t, 1, true)
+	sold := s.sale(2, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	onSale := s.sale(5, 2, now.Add(-time.Minute), now.Add(time.Hour))
+	ended := s.sale(5, 2, now.Add(-2*time.Hour), now.Add(-time.Hour))
+	tok := func(u int64) string { return testutil.Token(t, u, false) }
+	waitlist := func(act int64) string { return fmt.Sprintf("/api/v1/activities/%d/waitlist", act) }
+	first := s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/orders", sold), token: tok(42), body: `{"quantity":2}`})
+	if first.status != http.StatusAccepted {
+		t.Fatalf("buy the sale out: %d %s", first.status, first.body)
+	}
+	firstID := orderID(t, first.body)
+	s.waitCreated(firstID, tok(42))
+
+	for _, tt := range []struct {
+		name   string
+		c      call
+		status int
+		code   string
+		field  string
+	}{
+		{"without a token", call{method: "POST", path: waitlist(sold), body: `{"quantity":1}`}, 401, "unauthorized", ""},
+		{"without a quantity", call{method: "POST", path: waitlist(sold), token: tok(43), body: `{}`}, 400, "invalid_request", "quantity"},
+		{"quantity 0", call{method: "POST", path: waitlist(sold), token: tok(43), body: `{"quantity":0}`}, 400, "invalid_request", "quantity"},
+		{"quantity above the limit", call{method: "POST", path: waitlist(sold), token: tok(43), body: `{"quantity":3}`}, 400, "invalid_request", "quantity"},
+		{"quantity not a number", call{method: "POST", path: waitlist(sold), token: tok(43), body: `{"quantity":"1"}`}, 400, "invalid_request", "quantity"},
+		{"a variant in a sale without", call{method: "POST", path: waitlist(sold), token: tok(43), body: `{"quantity":1,"variant":"M"}`}, 400, "invalid_request", "variant"},
+		{"units on sale", call{method: "POST", path: waitlist(onSale), token: tok(43), body: `{"quantity":1}`}, 409, "not_sold_out", ""},
+		{"past the buyer's limit", call{method: "POST", path: waitlist(sold), token: tok(42), body: `{"quantity":1}`}, 409, "limit_exceeded", ""},
+		{"an ended sale", call{method: "POST", path: waitlist(ended), token: tok(43), body: `{"quantity":1}`}, 409, "sale_ended", ""},
+		{"no such sale", call{method: "POST", path: waitlist(999999), token: tok(43), body: `{"quantity":1}`}, 404, "not_found", ""},
+		{"no entry to read", call{method: "GET", path: waitlist(sold), token: tok(43)}, 404, "not_found", ""},
+		{"no entry to leave", call{method: "DELETE", path: waitlist(sold), token: tok(43)}, 404, "not_found", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := s.do(tt.c)
+			wantError(t, got, tt.status, tt.code)
+			if tt.field != "" && !strings.Contains(got.body, `"message":"`+tt.field+" ") {
+				t.Errorf("message of %s does not begin with the field %s", got.body, tt.field)
+			}
+		})
+	}
+
+	join := func(u int64, qty int) (answer, entryView) {
+		t.Helper()
+		got := s.do(call{method: "POST", path: waitlist(sold), token: tok(u), body: fmt.Sprintf(`{"quantity":%d}`, qty)})
+		var e entryView
+		_ = json.Unmarshal([]byte(got.body), &e)
+		return got, e
+	}
+	read := func(u int64) entryView {
+		t.Helper()
+		got := s.do(call{method: "GET", path: waitlist(sold), token: tok(u)})
+		var e entryView
+		if got.status != http.StatusOK || json.Unmarshal([]byte(got.body), &e) != nil {
+			t.Fatalf("entry of buyer %d: %d %s", u, got.status, got.body)
+		}
+		return e
+	}
+	for i, u := range []int64{43, 44, 45} {
+		got, e := join(u, 1)
+		if got.status != http.StatusCreated || e.Status != "waiting" || e.Position != i+1 || e.Buyer != fmt.Sprint(u) {
+			t.Fatalf("buyer %d joins: %d %s; want 201 waiting at %d", u, got.status, got.body, i+1)
+		}
+	}
+	if got, e := join(43, 2); got.status != http.StatusOK || e.Quantity != 1 || e.Position != 1 {
+		t.Errorf("buyer 43 joins again: %d %s; want 200 and the same entry", got.status, got.body)
+	}
+
+	// Buyer 42 cancels the 2 units: buyers 43 and 44 are offered one each, as created
+	// orders marked offered; buyer 45 waits, first now.
+	if got := s.do(call{method: "POST", path: "/api/v1/orders/" + firstID + "/cancel", token: tok(42)}); got.status != http.StatusOK {
+		t.Fatalf("cancel: %d %s", got.status, got.body)
+	}
+	offers := map[int64]string{}
+	for _, u := range []int64{43, 44} {
+		e := read(u)
+		if e.Status != "offered" || e.OrderID == "" || e.Position != 0 {
+			t.Fatalf("buyer %d's entry after the cancel: %+v, want offered with an order", u, e)
+		}
+		offers[u] = e.OrderID
+		s.waitCreated(e.OrderID, tok(u))
+		o := s.do(call{method: "GET", path: "/api/v1/orders/" + e.OrderID, token: tok(u)})
+		if !strings.Contains(o.body, `"offered":true`) || !strings.Contains(o.body, `"quantity":1`) || !strings.Contains(o.body, `"status":"created"`) {
+			t.Errorf("buyer %d's offered order: %s", u, o.body)
+		}
+	}
+	if e := read(45); e.Status != "waiting" || e.Position != 1 {
+		t.Errorf("buyer 45 after two offers: %+v, want waiting first", e)
+	}
+	a := s.do(call{method: "GET", path: fmt.Sprintf("/api/v1/activities/%d", sold)})
+	if !strings.Contains(a.body, `"stock_available":0`) {
+		t.Errorf("the units offered went on open sale: %s", a.body)
+	}
+
+	// Buyer 43 cancels the offered order: the entry ends, and buyer 45 is offered it.
+	if got := s.do(call{method: "POST", path: "/api/v1/orders/" + offers[43] + "/cancel", token: tok(43)}); got.status != http.StatusOK {
+		t.Fatalf("cancel the offered order: %d %s", got.status, got.body)
+	}
+	if e := read(43); e.Status != "ended" || e.OrderID != offers[43] {
+		t.Errorf("buyer 43's entry after the offered order was cancelled: %+v, want ended", e)
+	}
+	if e := read(45); e.Status != "offered" || e.OrderID == "" {
+		t.Errorf("buyer 45 after the offered order came back: %+v, want offered", e)
+	}
+
+	// Leaving: the entry goes; the order offered stays.
+	if got := s.do(call{method: "DELETE", path: waitlist(sold), token: tok(44)}); got.status != http.StatusNoContent {
+		t.Errorf("leave: %d %s", got.status, got.body)
+	}
+	wantError(t, s.do(call{method: "GET", path: waitlist(sold), token: tok(44)}), 404, "not_found")
+	if o := s.do(call{method: "GET", path: "/api/v1/orders/" + offers[44], token: tok(44)}); !strings.Contains(o.body, `"status":"created"`) {
+		t.Errorf("the order offered to a buyer who left: %s", o.body)
+	}
+	_ = admin
+}

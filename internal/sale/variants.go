@@ -1,0 +1,63 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"seckill/internal/stock"
+	"seckill/internal/store"
+)
+
+// variantCache keeps, in this process, the variants of the sales it met (none for a sale
+// without): a sale's variants, their names and their indexes never change once it is
+// created, so a purchase finds its variant's index without a storage call after the
+// sale's first.
+type variantCache struct {
+	sales sync.Map // activity id -> []store.Variant
+}
+
+// variantsOf returns a sale's variants by index, read from MySQL the first time.
+func (s *Service) variantsOf(ctx context.Context, activityID int64) ([]store.Variant, error) {
+	if vs, ok := s.variants.sales.Load(activityID); ok {
+		return vs.([]store.Variant), nil
+	}
+	a, err := s.store.GetActivity(ctx, activityID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	s.variants.sales.Store(activityID, a.Variants)
+	return a.Variants, nil
+}
+
+// Variant is the variant of a sale a purchase names: a *FieldError naming variant when
+// the sale has no variant of that name (or no variants at all), ErrNotFound for no such
+// sale.
+func (s *Service) Variant(ctx context.Context, activityID int64, name string) (stock.Variant, error) {
+	vs, err := s.variantsOf(ctx, activityID)
+	if err != nil {
+		return 0, err
+	}
+	if len(vs) == 0 {
+		return 0, &FieldError{"variant", "must not be given: the sale has no variants"}
+	}
+	i := slices.IndexFunc(vs, func(v store.Variant) bool { return v.Name == name })
+	if i < 0 {
+		return 0, &FieldError{"variant", fmt.Sprintf("%q is no variant of the sale", name)}
+	}
+	return stock.VariantAt(vs[i].Idx), nil
+}
+
+// namesOf returns the variants a queued order's view names its variant from: its sale's,
+// or none for an order without a variant.
+func (s *Service) namesOf(ctx context.Context, q stock.QueuedOrder) ([]store.Variant, error) {
+	if _, ok := q.Variant.Index(); !ok {
+		return nil, nil
+	}
+	return s.variantsOf(ctx, q.ActivityID)
+}

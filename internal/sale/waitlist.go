@@ -1,0 +1,122 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"seckill/internal/apitime"
+	"seckill/internal/buyer"
+	"seckill/internal/stock"
+)
+
+// WaitlistEntry is a buyer's place on a sale's waitlist as the API shows it: units that
+// come back are offered, in join order, to the entries waiting (internal/stock's
+// waitlist.go).
+type WaitlistEntry struct {
+	ActivityID int64 `json:"activity_id"`
+	buyer.Named
+	Variant  string `json:"variant,omitempty"`
+	Quantity int    `json:"quantity"`
+	// Position is the place among the entries still waiting (1: the next to be offered
+	// units); 0 once the entry is not waiting.
+	Position int          `json:"position"`
+	Status   string       `json:"status"`
+	JoinedAt apitime.Time `json:"joined_at"`
+	// OrderID is the order of the units offered, once offered.
+	OrderID string `json:"order_id,omitempty"`
+}
+
+// JoinWaitlist puts a buyer on the waitlist of a sale (of one of its variants, by name)
+// for quantity units while it (the variant) is sold out, and returns the entry and
+// whether it is new; a buyer on it already gets the entry they have. Errors: a
+// *FieldError (quantity, variant), ErrNotFound, stock.ErrNotSoldOut, stock.ErrEnded,
+// stock.ErrLimitExceeded, stock.ErrGroupSale, stock.ErrNoWaitlist, ErrUnavailable.
+func (s *Service) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, variant *string) (WaitlistEntry, bool, error) {
+	if quantity < 1 || quantity > MaxPerUserLimit {
+		return WaitlistEntry{}, false, &FieldError{"quantity", "must be between 1 and the sale's per-user limit"}
+	}
+	var v stock.Variant
+	if variant != nil {
+		var err error
+		if v, err = s.Variant(ctx, activityID, *variant); err != nil {
+			return WaitlistEntry{}, false, err
+		}
+	}
+	e, created, err := s.stock.JoinWaitlist(ctx, activityID, who, quantity, v, s.now())
+	switch {
+	case errors.Is(err, stock.ErrNoSale):
+		return WaitlistEntry{}, false, s.MissingSale(ctx, activityID)
+	case errors.Is(err, stock.ErrNoVariant):
+		return WaitlistEntry{}, false, &FieldError{"variant", "is required in a sale of variants, and must name one of them"}
+	case errors.Is(err, stock.ErrQuantityOverLimit): // the body's field, named as it is spelled
+		var d *stock.DetailError
+		if errors.As(err, &d) {
+			return WaitlistEntry{}, false, &FieldError{"quantity", strings.TrimPrefix(d.Detail, "quantity ")}
+		}
+		return WaitlistEntry{}, false, &FieldError{"quantity", "must be between 1 and the sale's per-user limit"}
+	case err != nil:
+		return WaitlistEntry{}, false, err
+	}
+	view, err := s.entryView(ctx, e)
+	return view, created, err
+}
+
+// Waitlist returns a buyer's entry on a sale's waitlist, or ErrNotFound.
+func (s *Service) Waitlist(ctx context.Context, activityID int64, who buyer.ID) (WaitlistEntry, error) {
+	e, err := s.stock.WaitlistEntry(ctx, activityID, who)
+	if errors.Is(err, stock.ErrNoEntry) {
+		return WaitlistEntry{}, ErrNotFound
+	}
+	if err != nil {
+		return WaitlistEntry{}, err
+	}
+	return s.entryView(ctx, e)
+}
+
+// LeaveWaitlist takes a buyer off a sale's waitlist (an order offered stays); a buyer
+// without an entry is ErrNotFound.
+func (s *Service) LeaveWaitlist(ctx context.Context, activityID int64, who buyer.ID) error {
+	err := s.stock.LeaveWaitlist(ctx, activityID, who)
+	if errors.Is(err, stock.ErrNoEntry) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// entryView shows an entry: its variant by name, and ended once its sale has (the
+// entries end with the sale).
+func (s *Service) entryView(ctx context.Context, e stock.Entry) (WaitlistEntry, error) {
+	v := WaitlistEntry{ActivityID: e.ActivityID, Named: e.Buyer.Named(), Quantity: e.Quantity, Position: e.Position,
+		Status: e.Status, JoinedAt: apitime.Of(e.JoinedAt), OrderID: e.OrderID}
+	if i, ok := e.Variant.Index(); ok {
+		vs, err := s.variantsOf(ctx, e.ActivityID)
+		if err != nil {
+			return WaitlistEntry{}, err
+		}
+		if i >= len(vs) {
+			return WaitlistEntry{}, fmt.Errorf("waitlist entry of sale %d: no variant %d", e.ActivityID, i)
+		}
+		v.Variant = vs[i].Name
+	}
+	if v.Status == stock.EntryWaiting {
+		sales, err := s.stock.Sales(ctx, []int64{e.ActivityID})
+		if err != nil {
+			return WaitlistEntry{}, err
+		}
+		if sale, ok := sales[e.ActivityID]; ok && !s.now().Before(sale.EndsAt) {
+			v.Status, v.Position = stock.EntryEnded, 0
+		}
+	}
+	return v, nil
+}
+
+// WaitlistLength returns how many entries wait on a sale's waitlist (of every variant).
+func (s *Service) WaitlistLength(ctx context.Context, activityID int64) (int64, error) {
+	vs, err := s.variantsOf(ctx, activityID)
+	if err != nil {
+		return 0, err
+	}
+	return s.stock.WaitlistLength(ctx, activityID, len(vs))
+}

@@ -1,0 +1,183 @@
+package stock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"seckill/internal/buyer"
+	"seckill/internal/stock"
+	"seckill/internal/testutil"
+)
+
+// Units that come back go to the waitlist first, in join order: each returned unit to
+// the first entry it fits (a larger entry waits for enough), as an order marked offered,
+// never on open sale while an entry fits; an entry whose buyer would pass the limit is
+// passed over; an offered order that comes back ends its entry and is offered to the
+// next; units no entry fits go back on sale; a join while units are on sale, past the
+// limit, or after the end is refused, and a buyer's second join answers the entry.
+func TestWaitlistOffersInJoinOrder(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	s := stock.New(rdb)
+	ctx := context.Background()
+	newSale(t, s, 1, 3, 2)
+	in := t0.Add(time.Minute)
+	s.SetClock(func() time.Time { return in })
+	join := func(user int64, qty int) (stock.Entry, bool, error) {
+		return s.JoinWaitlist(ctx, 1, buyer.Of(user), qty, 0, in)
+	}
+	if _, _, err := join(9, 1); !errors.Is(err, stock.ErrNotSoldOut) {
+		t.Fatalf("a join while units are on sale: %v, want ErrNotSoldOut", err)
+	}
+	var bought []stock.Reservation
+	for u := int64(1); u <= 3; u++ {
+		r := reservation(1, u, 1, "", in)
+		if _, err := s.Reserve(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		bought = append(bought, r)
+	}
+	settle := func(ids ...stock.Reservation) {
+		t.Helper()
+		var ss []stock.Settlement
+		for _, r := range ids {
+			ss = append(ss, stock.Settlement{OrderID: r.OrderID, Buyer: r.Buyer})
+		}
+		if err := s.Settle(ctx, 1, ss); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle(bought...)
+
+	for _, j := range []struct {
+		user     int64
+		qty      int
+		position int
+	}{{10, 2, 1}, {11, 1, 2}, {12, 1, 3}, {13, 1, 4}} {
+		e, created, err := join(j.user, j.qty)
+		if err != nil || !created || e.Position != j.position || e.Status != stock.EntryWaiting || e.Quantity != j.qty {
+			t.Fatalf("buyer %d joins: %+v, %v, %v; want a new entry at %d", j.user, e, created, err, j.position)
+		}
+	}
+	if e, created, err := join(10, 1); err != nil || created || e.Quantity != 2 || e.Position != 1 {
+		t.Errorf("buyer 10 joins again: %+v, %v, %v; want the entry they have", e, created, err)
+	}
+	if _, _, err := join(1, 2); !errors.Is(err, stock.ErrLimitExceeded) {
+		t.Errorf("buyer 1, who holds 1 of 2, joins for 2: %v, want ErrLimitExceeded", err)
+	}
+	// Buyer 13 leaves: their entry goes, and nothing is offered to them.
+	if err := s.LeaveWaitlist(ctx, 1, "13"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WaitlistEntry(ctx, 1, "13"); !errors.Is(err, stock.ErrNoEntry) {
+		t.Errorf("the entry of a buyer who left: %v, want ErrNoEntry", err)
+	}
+
+	entry := func(user int64) stock.Entry {
+		t.Helper()
+		e, err := s.WaitlistEntry(ctx, 1, buyer.Of(user))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	giveBack := func(r stock.Reservation) []stock.QueuedOrder {
+		t.Helper()
+		offered, err := s.Return(ctx, 1, stock.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: r.Quantity})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return offered
+	}
+	left := func() int64 {
+		t.Helper()
+		n, _ := variantsLeft(t, s, 1)
+		return n
+	}
+
+	// Buyer 1's unit comes back: buyer 10 wants 2 and waits on; buyer 11 gets it.
+	offered := giveBack(bought[0])
+	if len(offered) != 1 || offered[0].Buyer != "11" || offered[0].Quantity != 1 || !offered[0].Offered {
+		t.Fatalf("the first unit back offered %+v, want one order of 1 to buyer 11", offered)
+	}
+	if e := entry(11); e.Status != stock.EntryOffered || e.OrderID != offered[0].OrderID || e.Position != 0 {
+		t.Errorf("buyer 11's entry: %+v, want offered with order %s", e, offered[0].OrderID)
+	}
+	if e10, e12 := entry(10), entry(12); e10.Position != 1 || e12.Position != 2 {
+		t.Errorf("positions after the offer: buyer 10 %d, buyer 12 %d; want 1 and 2", e10.Position, e12.Position)
+	}
+	if n := left(); n != 0 {
+		t.Errorf("%d units on open sale while an entry fitted", n)
+	}
+	q, err := s.Queued(ctx, 1, offered[0].OrderID)
+	if err != nil || !q.Offered || q.Buyer != "11" {
+		t.Errorf("the offered order queued: %+v, %v", q, err)
+	}
+
+	// Buyer 2's unit: buyer 12 gets it.
+	if offered := giveBack(bought[1]); len(offered) != 1 || offered[0].Buyer != "12" {
+		t.Fatalf("the second unit back offered %+v, want buyer 12's order", offered)
+	}
+	// Buyer 11's offered order is persisted, then expires unpaid: its entry ends, and its
+	// unit fits nobody (buyer 10 wants 2): it goes back on sale.
+	offer11 := stock.Reservation{Purchase: stock.Purchase{ActivityID: 1, Buyer: "11", Quantity: 1}, OrderID: offered[0].OrderID}
+	settle(offer11)
+	if offered := giveBack(offer11); len(offered) != 0 {
+		t.Errorf("a unit nobody fits was offered: %+v", offered)
+	}
+	if e := entry(11); e.Status != stock.EntryEnded {
+		t.Errorf("the entry of an offered order that came back: %+v, want ended", e)
+	}
+	if n := left(); n != 1 {
+		t.Errorf("%d units on sale, want the 1 no entry fits", n)
+	}
+	// Buyer 3's unit joins it: buyer 10 gets both, and none is left on sale.
+	if offered := giveBack(bought[2]); len(offered) != 1 || offered[0].Buyer != "10" || offered[0].Quantity != 2 {
+		t.Fatalf("two units back offered %+v, want buyer 10's order of 2", offered)
+	}
+	if n := left(); n != 0 {
+		t.Errorf("%d units on sale after buyer 10's offer, want 0", n)
+	}
+	snap, err := s.Snapshot(ctx, 1)
+	if err != nil || snap.Users["10"] != 2 || snap.Users["12"] != 1 || snap.Users["11"] != 0 {
+		t.Errorf("holdings after the offers: %v, %v", snap.Users, err)
+	}
+	// After the end, nobody joins.
+	if _, _, err := s.JoinWaitlist(ctx, 1, "20", 1, 0, t0.Add(time.Hour)); !errors.Is(err, stock.ErrEnded) {
+		t.Errorf("a join at the end: %v, want ErrEnded", err)
+	}
+}
+
+// An entry whose buyer bought meanwhile, up to the limit, is passed over: the unit goes
+// to the next entry that fits within its buyer's limit.
+func TestWaitlistOfferWithinTheLimit(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newVariantSale(t, s, 2, []int64{1, 1}, 1, 0, 1)
+	s.SetClock(func() time.Time { return t0.Add(time.Minute) })
+	r := variantReservation(2, 1, 1, 0)
+	if _, err := s.Reserve(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	in := t0.Add(time.Minute)
+	for _, u := range []int64{30, 31} {
+		if _, _, err := s.JoinWaitlist(ctx, 2, buyer.Of(u), 1, stock.VariantAt(0), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Buyer 30 buys the other size meanwhile: they hold the limit of 1.
+	if _, err := s.Reserve(ctx, variantReservation(2, 30, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Settle(ctx, 2, []stock.Settlement{{OrderID: r.OrderID, Buyer: r.Buyer}}); err != nil {
+		t.Fatal(err)
+	}
+	offered, err := s.Return(ctx, 2, stock.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: 1, Variant: stock.VariantAt(0)})
+	if err != nil || len(offered) != 1 || offered[0].Buyer != "31" || offered[0].Variant != stock.VariantAt(0) {
+		t.Fatalf("the unit of size 0 back offered %+v, %v; want buyer 31's order of size 0", offered, err)
+	}
+	if e, _ := s.WaitlistEntry(ctx, 2, "30"); e.Status != stock.EntryWaiting {
+		t.Errorf("buyer 30, at the limit, was passed over: %+v, want still waiting", e)
+	}
+}
