@@ -97,7 +97,7 @@ func runDrops(ctx context.Context, w io.Writer, a *api, cfg dropsConfig) (bool, 
 }
 
 // runDrop runs one sale to its end: created, bought, its orders in MySQL, half of them
-// paid and the others cancelled.
+// paid by the shop and the others cancelled by their buyers.
 func runDrop(ctx context.Context, a *api, cfg dropsConfig, firstUser int64) (*dropSale, error) {
 	admin, err := a.token("1", true)
 	if err != nil {
@@ -139,11 +139,11 @@ func runDrop(ctx context.Context, a *api, cfg dropsConfig, firstUser int64) (*dr
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		action := "/pay"
+		action, by := "/pay", admin // the shop confirms a payment, the buyer cancels
 		if i%2 == 1 {
-			action = "/cancel"
+			action, by = "/cancel", s.tokens[i]
 		}
-		if r := a.do(ctx, http.MethodPost, "/api/v1/orders/"+id+action, s.tokens[i], "", nil); r.status != http.StatusOK {
+		if r := a.do(ctx, http.MethodPost, "/api/v1/orders/"+id+action, by, "", nil); r.status != http.StatusOK {
 			return nil, fmt.Errorf("%s order %s: %s %s", action, id, r.label(), r.body)
 		}
 	}
