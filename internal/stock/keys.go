@@ -120,4 +120,3 @@ func movesKey(b Bucket) string { return prefix(b) + "moves" }
 // there, by the time they were (unix ms): a move is applied once, however often it is
 // tried. Trimmed after MoveRetention.
 func appliedKey(b Bucket) string { return prefix(b) + "moves:applied" }
-
