@@ -477,3 +477,81 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 		})
 	}
 }
+
+// An archived sale of variants, one of whose orders the shop refunded without restock,
+// reads as it did live: each variant's units left, and a balanced ledger that counts the
+// unit kept off sale in the sale and in its variant.
+func TestArchivedSaleOfVariantsBalances(t *testing.T) {
+	ctx := context.Background()
+	f := newArchiveFixture(t, testutil.MySQL(t))
+	a, err := f.svc.CreateActivity(ctx, sale.NewActivity{Name: "sizes", ProductName: "p", PriceCents: 100, PerUserLimit: 2,
+		Variants: []sale.NewVariant{{Name: "S", Stock: 10}, {Name: "M", Stock: 5}},
+		StartsAt: time.Now().Add(-3 * time.Hour), EndsAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var os []sale.Order
+	for u, v := range []int{0, 1, 1} {
+		o, _, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(int64(u + 1)), Quantity: 1,
+			IdempotencyKey: fmt.Sprintf("key-%d", u+1), Variant: stock.VariantAt(v)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		os = append(os, o)
+	}
+	f.persistAll(t, a)
+	for _, o := range os {
+		if _, err := f.svc.Pay(ctx, o.ID, sale.Caller{Service: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.svc.Refund(ctx, os[2].ID, sale.Caller{Service: true}, false); err != nil { // M's unit stays off sale
+		t.Fatal(err)
+	}
+	f.end(t, a, time.Now())
+	live, err := f.svc.GetActivity(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := f.svc.Ledger(ctx, a.ID); err != nil || !l.Balanced || l.OffSaleUnits != 1 {
+		t.Fatalf("the live ledger %+v, %v; want balanced, 1 unit off sale", l, err)
+	}
+	f.archiver.SetClock(func() time.Time { return time.Now().Add(retention + 20*time.Minute) })
+	if n, err := f.archiver.Run(ctx); err != nil || n != 1 {
+		t.Fatalf("archived %d, %v; want 1", n, err)
+	}
+
+	got, err := f.svc.GetActivity(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ArchivedAt == nil || got.StockAvailable != live.StockAvailable || !reflect.DeepEqual(got.Variants, live.Variants) {
+		t.Errorf("the archived activity: %+v; want archived_at, and as live: %+v", got, live)
+	}
+	l, err := f.svc.Ledger(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type check struct {
+		name      string
+		got, want any
+	}
+	tests := []check{
+		{"balanced and archived", l.Balanced && l.Archived, true},
+		{"available", l.Available, int64(12)},
+		{"paid", l.PaidUnits, int64(2)},
+		{"off sale", l.OffSaleUnits, int64(1)},
+		{"variants", len(l.Variants), 2},
+	}
+	for i, want := range [][3]int64{{9, 1, 0}, {3, 1, 1}} { // S, M: available, held, off sale
+		if i < len(l.Variants) {
+			v := l.Variants[i]
+			tests = append(tests, check{v.Name + " available, held, off sale", [3]int64{v.Available, v.HeldUnits, v.OffSaleUnits}, want})
+		}
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("%s: got %v, want %v (ledger %+v)", tc.name, tc.got, tc.want, l)
+		}
+	}
+}
