@@ -3,6 +3,8 @@ package stock
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,7 +16,11 @@ import (
 // scripts are the package's scripts (script), by name: TestScripts reads each one.
 var scripts = map[string]*script{
 	"close": closeScript, "reopen": reopenScript, "rebuild": rebuildScript, "keep allowance": keepAllowanceScript,
-	"adopt": adoptScript,
+	"adopt": adoptScript, "rollback": rollbackScript, "claim": claimScript, "settle": settleScript,
+	"return": returnScript, "forget": forgetScript, "stale": staleScript, "take": takeScript, "apply": applyScript,
+	"fail": failScript, "extend": extendScript, "restore": restoreScript, "barrier": barrierScript, "mark": markScript,
+	"join": joinScript, "read": readScript, "leave": leaveScript, "release locks": releaseLocksScript,
+	"hold lock": holdLockScript,
 }
 
 // fragments are the Lua fragments the scripts share.
@@ -40,6 +46,23 @@ var (
 func TestScripts(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
 	ctx := context.Background()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := 0
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(f, "_test.go") {
+			made += strings.Count(string(src), "Script = newScript(")
+		}
+	}
+	if made != len(scripts) {
+		t.Errorf("the package makes %d scripts, the test reads %d", made, len(scripts))
+	}
 	for name, f := range fragments {
 		if luaPosition.MatchString(f) {
 			t.Errorf("fragment %s reads KEYS or ARGV", name)
