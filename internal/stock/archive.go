@@ -41,17 +41,24 @@ end
 
 // markScript marks a bucket of a sale archived, while the archive's Close holds it.
 //
-// KEYS[1] the bucket's sale hash  ARGV[1] the archive's closing token
-// Returns 1 marked (or marked before), 0 the bucket is not in Redis (nothing written),
-// -1 another process holds the sale closed (its lease passed to a rebuild).
-var markScript = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'total', 'closed', 'archived')
-if v[3] then return 1 end
-if not v[1] then return 0 end
-if string.match(v[2] or '', '^(%S+)') ~= ARGV[1] then return -1 end
-redis.call('HSET', KEYS[1], 'archived', '1')
-return 1
+// KEYS[1] sale: the bucket's sale hash  ARGV[1] token: the archive's closing token
+// Returns a code of markCodes: MARKED (now or before), NOT_IN_REDIS (the bucket is not
+// in Redis: nothing written), LEASE_LOST (another process holds the sale closed: its
+// lease passed to a rebuild).
+var markScript = newScript(markCodes, "", `
+local sale, token = KEYS[1], ARGV[1]
+`, `
+local v = redis.call('HMGET', sale, 'total', 'closed', 'archived')
+if v[3] then return MARKED end
+if not v[1] then return NOT_IN_REDIS end
+if string.match(v[2] or '', '^(%S+)') ~= token then return LEASE_LOST end
+redis.call('HSET', sale, 'archived', '1')
+return MARKED
 `)
+
+// markCodes are markScript's answers: marked, not in Redis, or the closing lost
+// (ErrRebuilding).
+var markCodes = []scriptCode{{"MARKED", 1, nil}, {"NOT_IN_REDIS", 0, nil}, {"LEASE_LOST", -1, ErrRebuilding}}
 
 // MarkArchived marks every bucket of a sale of buckets buckets archived, the sale being
 // closed by closing (Close). A bucket Redis does not have stays missing. ErrRebuilding
@@ -59,12 +66,12 @@ return 1
 // sale): nothing more is marked, and the archive tries again later.
 func (s *Stock) MarkArchived(ctx context.Context, activityID int64, buckets int, closing Closing) error {
 	for _, b := range (Bucket{act: activityID, k: max(1, buckets)}).all() {
-		n, err := markScript.Run(ctx, s.rdb, []string{saleKey(b)}, closing.token).Int()
-		switch {
-		case err != nil:
+		n, err := markScript.Run(ctx, s.rdb, []string{saleKey(b)}, closing.token).Int64()
+		if err == nil {
+			err = answerOf(markCodes, n)
+		}
+		if err != nil {
 			return fmt.Errorf("mark sale %d archived: %w", activityID, err)
-		case n == -1:
-			return fmt.Errorf("mark sale %d archived: %w", activityID, ErrRebuilding)
 		}
 	}
 	return nil

@@ -230,58 +230,81 @@ const (
 // takeScript takes units out of a bucket (or the reserve) for another bucket, and
 // records the move.
 //
-// KEYS[1] the source bucket's sale hash  KEYS[2] its moves hash
-// ARGV[1] the field to take from: avail (a bucket's units) or reserve (bucket 0 only)
-// ARGV[2] units wanted  ARGV[3] divisor: take at least ceil(held / divisor)
-// ARGV[4] move id  ARGV[5] the destination bucket  ARGV[6] the variant's index, "" for
-// none: the units are the variant's (its share of the field, which goes down with it)
+// KEYS[1] sale: the source bucket's sale hash  KEYS[2] moves: its moves hash
+// ARGV[1] field: the field to take from, avail (a bucket's units) or reserve (bucket 0
+// only)  ARGV[2] want: units wanted  ARGV[3] divisor: take at least ceil(held / divisor)
+// ARGV[4] id: move id  ARGV[5] to: the destination bucket  ARGV[6] variant: the
+// variant's index, "" for none: the units are the variant's (its share of the field,
+// which goes down with it)
 //
 // Returns {units taken, moves recorded here before this one, the source's rebuild stamp}
-// (units 0: none there); {-1} the source is lost; {-2} the sale is closed for a rebuild.
-var takeScript = redis.NewScript(variantsLua + `
-local field = vfield(ARGV[1], ARGV[6])
-local s = redis.call('HMGET', KEYS[1], 'total', 'closed', field, 'rebuilt', ARGV[1])
-if not s[1] then return {-1} end
-if s[2] then return {-2} end
-local held, pending, stamp = tonumber(s[3] or '0'), redis.call('HLEN', KEYS[2]), s[4] or '0'
-local n = math.min(held, math.max(tonumber(ARGV[2]), math.ceil(held / tonumber(ARGV[3]))))
+// (units 0: none there), or {a code of takeCodes} (negative): the source is lost, or the
+// sale is closed for a rebuild.
+var takeScript = newScript(takeCodes, variantsLua, `
+local K = {sale = KEYS[1], moves = KEYS[2]}
+local ARG = {field = ARGV[1], want = tonumber(ARGV[2]), divisor = tonumber(ARGV[3]), id = ARGV[4], to = ARGV[5],
+  variant = ARGV[6]}
+`, `
+local field = vfield(ARG.field, ARG.variant)
+local s = redis.call('HMGET', K.sale, 'total', 'closed', field, 'rebuilt', ARG.field)
+if not s[1] then return {SOURCE_LOST} end
+if s[2] then return {SOURCE_CLOSED} end
+local held, pending, stamp = tonumber(s[3] or '0'), redis.call('HLEN', K.moves), s[4] or '0'
+local n = math.min(held, math.max(ARG.want, math.ceil(held / ARG.divisor)))
 if n <= 0 then return {0, pending, stamp} end
 local t = redis.call('TIME')
-redis.call('HSET', KEYS[1], field, string.format('%d', held - n))
-if field ~= ARGV[1] then redis.call('HSET', KEYS[1], ARGV[1], string.format('%d', tonumber(s[5] or '0') - n)) end
-local record = ARGV[5] .. ' ' .. string.format('%d', n) .. ' ' ..
+redis.call('HSET', K.sale, field, string.format('%d', held - n))
+if field ~= ARG.field then redis.call('HSET', K.sale, ARG.field, string.format('%d', tonumber(s[5] or '0') - n)) end
+local record = ARG.to .. ' ' .. string.format('%d', n) .. ' ' ..
   string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) .. ' ' .. stamp
-if ARGV[6] ~= '' then record = record .. ' ' .. ARGV[6] end
-redis.call('HSET', KEYS[2], ARGV[4], record)
+if ARG.variant ~= '' then record = record .. ' ' .. ARG.variant end
+redis.call('HSET', K.moves, ARG.id, record)
 return {n, pending, stamp}
 `)
 
+// takeCodes are takeScript's refusals: the source bucket is lost, or the sale is closed
+// for a rebuild.
+var takeCodes = []scriptCode{{"SOURCE_LOST", -1, ErrNoSale}, {"SOURCE_CLOSED", -2, ErrClosed}}
+
 // applyScript adds a move's units to its destination bucket, once per move id.
 //
-// KEYS[1] the destination's sale hash  KEYS[2] its applied set
-// ARGV[1] move id  ARGV[2] units  ARGV[3] the rebuild stamp of the source when taken
-// ARGV[4] activity id  ARGV[5] the returned-units channel  ARGV[6] MoveRetention in ms
-// ARGV[7] the variant's index, "" for none
+// KEYS[1] sale: the destination's sale hash  KEYS[2] applied: its applied set
+// ARGV[1] id: move id  ARGV[2] units  ARGV[3] stamp: the rebuild stamp of the source
+// when taken  ARGV[4] activity: activity id  ARGV[5] channel: the returned-units channel
+// ARGV[6] retention: MoveRetention in ms  ARGV[7] variant: the variant's index, "" for
+// none
 //
-// Returns 1 applied now (and every API process's sold-out flag of the sale is dropped),
-// 0 applied before, -1 the destination is lost or archived, -2 a rebuild came between
-// take and apply (it counted the units; they are not added). In the last two cases the
-// units are left to the rebuild (or to MySQL, which answers for an archived sale), and
-// the record may go.
-var applyScript = redis.NewScript(variantsLua + `
-if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
-local d = redis.call('HMGET', KEYS[1], 'total', 'rebuilt', 'archived')
-if not d[1] or d[3] then return -1 end
-if (d[2] or '0') ~= ARGV[3] then return -2 end
+// Returns a code of applyCodes: APPLIED now (and every API process's sold-out flag of
+// the sale is dropped), APPLIED_BEFORE, DESTINATION_GONE (lost or archived),
+// REBUILT_BETWEEN (a rebuild came between take and apply: it counted the units; they
+// are not added). In the last two cases the units are left to the rebuild (or to MySQL,
+// which answers for an archived sale), and the record may go.
+var applyScript = newScript(applyCodes, variantsLua, `
+local K = {sale = KEYS[1], applied = KEYS[2]}
+local ARG = {id = ARGV[1], units = ARGV[2], stamp = ARGV[3], activity = ARGV[4], channel = ARGV[5],
+  retention = tonumber(ARGV[6]), variant = ARGV[7]}
+`, `
+if redis.call('ZSCORE', K.applied, ARG.id) then return APPLIED_BEFORE end
+local d = redis.call('HMGET', K.sale, 'total', 'rebuilt', 'archived')
+if not d[1] or d[3] then return DESTINATION_GONE end
+if (d[2] or '0') ~= ARG.stamp then return REBUILT_BETWEEN end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. (now - tonumber(ARGV[6])))
-redis.call('ZADD', KEYS[2], now, ARGV[1])
-redis.call('HINCRBY', KEYS[1], 'avail', ARGV[2])
-if ARGV[7] ~= '' then redis.call('HINCRBY', KEYS[1], vfield('avail', ARGV[7]), ARGV[2]) end
-redis.call('PUBLISH', ARGV[5], ARGV[4])
-return 1
+redis.call('ZREMRANGEBYSCORE', K.applied, '-inf', '(' .. (now - ARG.retention))
+redis.call('ZADD', K.applied, now, ARG.id)
+redis.call('HINCRBY', K.sale, 'avail', ARG.units)
+if ARG.variant ~= '' then redis.call('HINCRBY', K.sale, vfield('avail', ARG.variant), ARG.units) end
+redis.call('PUBLISH', ARG.channel, ARG.activity)
+return APPLIED
 `)
+
+// applyCodes are applyScript's answers: applied now (moveApplied), or not: applied
+// before, the destination lost or archived, a rebuild between take and apply.
+var applyCodes = []scriptCode{{"APPLIED", moveApplied, nil}, {"APPLIED_BEFORE", 0, nil}, {"DESTINATION_GONE", -1, nil},
+	{"REBUILT_BETWEEN", -2, nil}}
+
+// moveApplied is APPLIED, a move applied now.
+const moveApplied = 1
 
 // move is one move recorded at its source: "<to> <units> <taken> <stamp>", and
 // " <variant index>" for a variant's units.
@@ -327,10 +350,8 @@ func (s *Stock) take(ctx context.Context, from Bucket, field string, want int64,
 	switch {
 	case err != nil:
 		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, err)
-	case n == -1:
-		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, ErrNoSale)
-	case n == -2:
-		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, ErrClosed)
+	case n < 0:
+		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, answerOf(takeCodes, n))
 	case len(res) != 3:
 		return 0, 0, "", fmt.Errorf("take units: unexpected reply %v", res)
 	}
@@ -344,10 +365,13 @@ func (s *Stock) apply(ctx context.Context, m move) error {
 	to := Bucket{act: m.from.act, n: m.to, k: m.from.k}
 	n, err := applyScript.Run(ctx, s.rdb, []string{saleKey(to), appliedKey(to)}, m.id, m.units, m.stamp,
 		m.from.act, ReturnedChannel, MoveRetention.Milliseconds(), m.variant.arg()).Int64()
+	if err == nil {
+		_, err = codeOf(applyCodes, n)
+	}
 	if err != nil {
 		return fmt.Errorf("apply move %s: %w", m.id, err)
 	}
-	if n == 1 {
+	if n == moveApplied {
 		s.soldOut.clear(m.from.act)
 	}
 	if err := s.rdb.HDel(ctx, movesKey(m.from), m.id).Err(); err != nil {

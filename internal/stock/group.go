@@ -183,40 +183,53 @@ func (s *Stock) groups(ctx context.Context, activityID int64, ids []string, seat
 // participation go back, at once and once (the status changes in the same step), and
 // the group is listed as failing until MySQL has cancelled its orders.
 //
-// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] group hash
-// KEYS[5] group seats hash  KEYS[6] open groups sorted set  KEYS[7] failing set
-// KEYS[8] open groups, fullest first
-// ARGV[1] now (unix ms)  ARGV[2] group id  ARGV[3] activity id
-// ARGV[4] the returned-units channel
+// KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] queued: queued hash
+// KEYS[4] group: group hash  KEYS[5] seats: group seats hash  KEYS[6] open_groups: open
+// groups sorted set  KEYS[7] failing: failing set  KEYS[8] fill_groups: open groups,
+// fullest first
+// ARGV[1] now: now (unix ms)  ARGV[2] group: group id  ARGV[3] activity: activity id
+// ARGV[4] channel: the returned-units channel
 //
-// Returns 1 failed now; 0 nothing to do (complete, failed before, window not passed, no
-// such group, or the sale is lost or archived: sale_live); -1 not yet: a seat's order is
-// still on its way to MySQL (the worker writes it first, so MySQL cancels every order of
-// the group in one go).
-var failScript = redis.NewScript(unitsLua + bumpGenLua + listGroupLua + saleLiveLua + `
-if not sale_live(KEYS[1]) then return 0 end
-local g = redis.call('HMGET', KEYS[4], 'members', 'size', 'expires', 'status')
+// Returns a code of failCodes: FAILED_NOW; NOTHING_TO_FAIL (complete, failed before,
+// window not passed, no such group, or the sale is lost or archived: sale_live);
+// SEATS_PENDING, not yet: a seat's order is still on its way to MySQL (the worker
+// writes it first, so MySQL cancels every order of the group in one go).
+var failScript = newScript(failCodes, unitsLua+bumpGenLua+listGroupLua+saleLiveLua, `
+local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], group = KEYS[4], seats = KEYS[5], open_groups = KEYS[6],
+  failing = KEYS[7], fill_groups = KEYS[8]}
+local ARG = {now = tonumber(ARGV[1]), group = ARGV[2], activity = ARGV[3], channel = ARGV[4]}
+`, `
+if not sale_live(K.sale) then return NOTHING_TO_FAIL end
+local g = redis.call('HMGET', K.group, 'members', 'size', 'expires', 'status')
 if not g[1] or g[4] ~= '0' then
-  list_group(KEYS[6], KEYS[8], KEYS[4], ARGV[2])
-  return 0
+  list_group(K.open_groups, K.fill_groups, K.group, ARG.group)
+  return NOTHING_TO_FAIL
 end
-if tonumber(ARGV[1]) < tonumber(g[3]) then return 0 end
-local seats = redis.call('HGETALL', KEYS[5])
+if ARG.now < tonumber(g[3]) then return NOTHING_TO_FAIL end
+local seats = redis.call('HGETALL', K.seats)
 for i = 1, #seats, 2 do
   local id = string.match(seats[i + 1], '^(%S+)')
-  if redis.call('HEXISTS', KEYS[3], id) == 1 then return -1 end
+  if redis.call('HEXISTS', K.queued, id) == 1 then return SEATS_PENDING end
 end
 for i = 1, #seats, 2 do
   local qty = tonumber(string.match(seats[i + 1], ' (%d+)$'))
-  give_back(KEYS[1], KEYS[2], seats[i], qty)
+  give_back(K.sale, K.users, seats[i], qty)
 end
-redis.call('HSET', KEYS[4], 'status', 2)
-list_group(KEYS[6], KEYS[8], KEYS[4], ARGV[2])
-redis.call('SADD', KEYS[7], ARGV[2])
-bump_gen(KEYS[1])
-if #seats > 0 then redis.call('PUBLISH', ARGV[4], ARGV[3]) end
-return 1
+redis.call('HSET', K.group, 'status', 2)
+list_group(K.open_groups, K.fill_groups, K.group, ARG.group)
+redis.call('SADD', K.failing, ARG.group)
+bump_gen(K.sale)
+if #seats > 0 then redis.call('PUBLISH', ARG.channel, ARG.activity) end
+return FAILED_NOW
 `)
+
+// failCodes are failScript's answers: failed now (groupFailedNow), nothing to do, or
+// not yet (ErrGroupPending).
+var failCodes = []scriptCode{{"FAILED_NOW", groupFailedNow, nil}, {"NOTHING_TO_FAIL", 0, nil},
+	{"SEATS_PENDING", -1, ErrGroupPending}}
+
+// groupFailedNow is FAILED_NOW, a group failed now.
+const groupFailedNow = 1
 
 // Windows gives the deadline in force, at now, of a window set to run from start to
 // end: the end plus the time MySQL outages took from it (outage.Outages).
@@ -227,22 +240,32 @@ type Windows interface {
 // extendScript gives an open group a later end of its window. The end the group was
 // opened with is kept in the field window.
 //
-// KEYS[1] group hash  KEYS[2] open groups sorted set  KEYS[3] open groups, fullest first
-// KEYS[4] the sale's hash
-// ARGV[1] group id  ARGV[2] the new end (unix ms)
+// KEYS[1] group: group hash  KEYS[2] open_groups: open groups sorted set
+// KEYS[3] fill_groups: open groups, fullest first  KEYS[4] sale: the sale's hash
+// ARGV[1] id: group id  ARGV[2] ends: the new end (unix ms)
 //
-// Returns the group's end after the call (unix ms), or -1 when it is not open (or does
-// not exist, or its sale is lost or archived: sale_live).
-var extendScript = redis.NewScript(listGroupLua + saleLiveLua + `
-if not sale_live(KEYS[4]) then return -1 end
-local g = redis.call('HMGET', KEYS[1], 'expires', 'status')
-if not g[1] or g[2] ~= '0' then return -1 end
-if tonumber(ARGV[2]) <= tonumber(g[1]) then return tonumber(g[1]) end
-redis.call('HSETNX', KEYS[1], 'window', g[1])
-redis.call('HSET', KEYS[1], 'expires', ARGV[2])
-list_group(KEYS[2], KEYS[3], KEYS[1], ARGV[1])
-return tonumber(ARGV[2])
+// Returns the group's end after the call (unix ms), or NOT_OPEN (extendCodes) when it
+// is not open (or does not exist, or its sale is lost or archived: sale_live).
+var extendScript = newScript(extendCodes, listGroupLua+saleLiveLua, `
+local K = {group = KEYS[1], open_groups = KEYS[2], fill_groups = KEYS[3], sale = KEYS[4]}
+local ARG = {id = ARGV[1], ends = ARGV[2]}
+`, `
+if not sale_live(K.sale) then return NOT_OPEN end
+local g = redis.call('HMGET', K.group, 'expires', 'status')
+if not g[1] or g[2] ~= '0' then return NOT_OPEN end
+if tonumber(ARG.ends) <= tonumber(g[1]) then return tonumber(g[1]) end
+redis.call('HSETNX', K.group, 'window', g[1])
+redis.call('HSET', K.group, 'expires', ARG.ends)
+list_group(K.open_groups, K.fill_groups, K.group, ARG.id)
+return tonumber(ARG.ends)
 `)
+
+// extendCodes is extendScript's one code: a group not open (groupNotOpen); its other
+// answers are ends.
+var extendCodes = []scriptCode{{"NOT_OPEN", groupNotOpen, nil}}
+
+// groupNotOpen is NOT_OPEN.
+const groupNotOpen = -1
 
 // GroupDeadline returns the end in force, at now, of an open group's window: the
 // window it was opened with (the sale's group window up to the end it was given then),
@@ -301,7 +324,7 @@ func (s *Stock) ExtendGroup(ctx context.Context, activityID int64, id string, w 
 	switch {
 	case err != nil:
 		return time.Time{}, fmt.Errorf("extend group %s: %w", id, err)
-	case got < 0:
+	case got == groupNotOpen:
 		return time.Time{}, nil
 	}
 	return time.UnixMilli(got).UTC(), nil
@@ -318,15 +341,18 @@ func (s *Stock) FailGroup(ctx context.Context, activityID int64, id string, now 
 	keys := []string{saleKey(one(activityID)), usersKey(one(activityID)), queuedKey(one(activityID)), groupKey(one(activityID), id),
 		groupSeatsKey(one(activityID), id), openGroupsKey(one(activityID)), failingKey(one(activityID)), fillGroupsKey(one(activityID))}
 	n, err := failScript.Run(ctx, s.rdb, keys, now.UnixMilli(), id, activityID, ReturnedChannel).Int64()
+	if err == nil {
+		err = answerOf(failCodes, n)
+	}
 	switch {
+	case errors.Is(err, ErrGroupPending):
+		return false, err
 	case err != nil:
 		return false, fmt.Errorf("fail group %s: %w", id, err)
-	case n == -1:
-		return false, ErrGroupPending
-	case n == 1:
+	case n == groupFailedNow:
 		s.soldOut.clear(activityID)
 	}
-	return n == 1, nil
+	return n == groupFailedNow, nil
 }
 
 // DueGroups returns up to limit ids of a sale's open groups whose window passed at or
@@ -358,24 +384,32 @@ func (s *Stock) DoneFailing(ctx context.Context, activityID int64, id string) er
 // restoreScript writes groups a lost sale had, as MySQL records them, each one only if
 // Redis does not have it.
 //
-// KEYS[1] open groups sorted set  KEYS[2] open groups, fullest first
-// KEYS[1+2i] and KEYS[2+2i] group i's hash and seats
-// ARGV, per group: id, size, expires (unix ms), status (GroupStatus), n seats, then n x
-// (buyer key, "<order id> <quantity>")
+// KEYS[1] open_groups: open groups sorted set  KEYS[2] fill_groups: open groups, fullest
+// first  KEYS[1+2i] and KEYS[2+2i] groups[i].key and .seats_key: group i's hash and seats
+// ARGV, per group i: groups[i].id, .size, .expires (unix ms), .status (GroupStatus), n
+// seats, then n x .seats[j].user (a buyer key), .seats[j].seat ("<order id> <quantity>")
 // Returns how many groups it wrote.
-var restoreScript = redis.NewScript(listGroupLua + `
-local a, written = 1, 0
-for g = 1, (#KEYS - 2) / 2 do
-  local group, seats = KEYS[1 + 2 * g], KEYS[2 + 2 * g]
-  local id, size, expires, status, n = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4])
-  a = a + 5
-  if redis.call('EXISTS', group) == 0 then
-    redis.call('HSET', group, 'members', n, 'size', size, 'expires', expires, 'status', status)
-    for i = 0, n - 1 do redis.call('HSET', seats, ARGV[a + 2 * i], ARGV[a + 2 * i + 1]) end
-    list_group(KEYS[1], KEYS[2], group, id)
+var restoreScript = newScript(nil, listGroupLua, `
+local K = {open_groups = KEYS[1], fill_groups = KEYS[2]}
+local groups, a = {}, 1
+for i = 1, (#KEYS - 2) / 2 do
+  local g = {key = KEYS[1 + 2 * i], seats_key = KEYS[2 + 2 * i], id = ARGV[a], size = ARGV[a + 1], expires = ARGV[a + 2],
+    status = ARGV[a + 3], seats = {}}
+  for j = 1, tonumber(ARGV[a + 4]) do
+    g.seats[j] = {user = ARGV[a + 3 + 2 * j], seat = ARGV[a + 4 + 2 * j]}
+  end
+  a = a + 5 + 2 * #g.seats
+  groups[i] = g
+end
+`, `
+local written = 0
+for _, g in ipairs(groups) do
+  if redis.call('EXISTS', g.key) == 0 then
+    redis.call('HSET', g.key, 'members', #g.seats, 'size', g.size, 'expires', g.expires, 'status', g.status)
+    for _, s in ipairs(g.seats) do redis.call('HSET', g.seats_key, s.user, s.seat) end
+    list_group(K.open_groups, K.fill_groups, g.key, g.id)
     written = written + 1
   end
-  a = a + 2 * n
 end
 return written
 `)

@@ -112,28 +112,37 @@ const RebuildLease = 30 * time.Second
 // closed it less than the lease ago, or it is being archived (archive.go). Run on
 // bucket 0, the lease's holder.
 //
-// KEYS[1] bucket 0's sale hash
-// ARGV[1] this rebuild's token  ARGV[2] RebuildLease in ms
-// Returns 1 closed by this rebuild, 0 another rebuild holds it, -1 archived.
-var closeScript = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[1], 'archived') == 1 then return -1 end
+// KEYS[1] sale: bucket 0's sale hash
+// ARGV[1] token: this rebuild's token  ARGV[2] lease: RebuildLease in ms
+// Returns a code of closeCodes.
+var closeScript = newScript(closeCodes, "", `
+local sale = KEYS[1]
+local token, lease = ARGV[1], tonumber(ARGV[2])
+`, `
+if redis.call('HEXISTS', sale, 'archived') == 1 then return ARCHIVING end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local c = redis.call('HGET', KEYS[1], 'closed')
+local c = redis.call('HGET', sale, 'closed')
 if c then
-  local token, at = string.match(c, '^(%S+) (%d+)$')
-  if token ~= ARGV[1] and at and now - tonumber(at) < tonumber(ARGV[2]) then return 0 end
+  local holder, at = string.match(c, '^(%S+) (%d+)$')
+  if holder ~= token and at and now - tonumber(at) < lease then return REBUILDING end
 end
-redis.call('HSET', KEYS[1], 'closed', ARGV[1] .. ' ' .. now)
-return 1
+redis.call('HSET', sale, 'closed', token .. ' ' .. now)
+return CLOSED_NOW
 `)
+
+// closeCodes are closeScript's answers: closed by this rebuild; another rebuild holds
+// the sale; the sale is being archived.
+var closeCodes = []scriptCode{{"CLOSED_NOW", 1, nil}, {"REBUILDING", 0, ErrRebuilding}, {"ARCHIVING", -1, ErrArchived}}
 
 // reopenScript ends the closing of a bucket, if it is still this rebuild's.
 //
-// KEYS[1] a bucket's sale hash  ARGV[1] the rebuild's token
-var reopenScript = redis.NewScript(`
-local c = redis.call('HGET', KEYS[1], 'closed')
-if c and string.match(c, '^(%S+)') == ARGV[1] then redis.call('HDEL', KEYS[1], 'closed') end
+// KEYS[1] sale: a bucket's sale hash  ARGV[1] token: the rebuild's token
+var reopenScript = newScript(nil, "", `
+local sale, token = KEYS[1], ARGV[1]
+`, `
+local c = redis.call('HGET', sale, 'closed')
+if c and string.match(c, '^(%S+)') == token then redis.call('HDEL', sale, 'closed') end
 return 0
 `)
 
@@ -153,15 +162,12 @@ type Closing struct{ token string }
 func (s *Stock) Close(ctx context.Context, activityID int64, buckets int) (Closing, error) {
 	token := newToken()
 	sale := Bucket{act: activityID, k: buckets}
-	ok, err := closeScript.Run(ctx, s.rdb, []string{saleKey(one(activityID))}, token, RebuildLease.Milliseconds()).Int()
+	n, err := closeScript.Run(ctx, s.rdb, []string{saleKey(one(activityID))}, token, RebuildLease.Milliseconds()).Int64()
 	if err != nil {
 		return Closing{}, fmt.Errorf("close sale %d for a rebuild: %w", activityID, err)
 	}
-	switch ok {
-	case 0:
-		return Closing{}, ErrRebuilding
-	case -1:
-		return Closing{}, ErrArchived
+	if err := answerOf(closeCodes, n); err != nil {
+		return Closing{}, err
 	}
 	value := token + " " + strconv.FormatInt(time.Now().UnixMilli(), 10)
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -198,59 +204,70 @@ func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
 // something moved meanwhile (another rebuild, a worker's claim or settle) and it writes
 // nothing.
 //
-// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
-// KEYS[5] queued-since sorted set  KEYS[6] returned set  KEYS[7] the users hash as
-// MySQL's orders make it (units, and participations), written beforehand in chunks (it
-// becomes the users hash; it may not exist when no buyer holds any)
-// KEYS[8] moves hash
-// KEYS[8+i] the queued set of the buyer of stored order i
-// ARGV[1] the generation read, "" when the sale was missing
-// ARGV[2] total  ARGV[3] the units out of the stock in MySQL (its orders' and those kept
-// off sale)  ARGV[4] the new generation
-// ARGV[5] activity id  ARGV[6] the returned-units channel
-// ARGV[7] where the units left go: avail (a one-bucket sale), reserve (bucket 0 of a
-// sale of several), "" nowhere (another bucket: total and held are its own, avail 0)
-// ARGV[8] the rebuild's closing token, "" for a one-bucket sale
-// ARGV[9] f, then ARGV[10..9+f] the sale's settings as field, value, ... (Sale.fields)
-// ARGV[10+f] n, then the n queued order ids MySQL has (they are settled here: MySQL's
-// units count them)
-// ARGV[11+f+n] v, the sale's variants (0 for none), ARGV[12+f+n] its per-variant limit
-// (0: none), then per variant i its total and the units MySQL's orders hold of it (as
-// ARGV[2] and ARGV[3] for the sale)
+// KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] queued: queued hash
+// KEYS[4] claimed: claimed set  KEYS[5] since: queued-since sorted set
+// KEYS[6] returned: returned set  KEYS[7] staged: the users hash as MySQL's orders make
+// it (units, and participations), written beforehand in chunks (it becomes the users
+// hash; it may not exist when no buyer holds any)  KEYS[8] moves: moves hash
+// KEYS[8+i] sets[i]: the queued set of the buyer of stored order i
+// ARGV[1] gen: the generation read, "" when the sale was missing
+// ARGV[2] total  ARGV[3] held: the units out of the stock in MySQL (its orders' and
+// those kept off sale)  ARGV[4] new_gen: the new generation
+// ARGV[5] activity: activity id  ARGV[6] channel: the returned-units channel
+// ARGV[7] into: where the units left go: avail (a one-bucket sale), reserve (bucket 0
+// of a sale of several), "" nowhere (another bucket: total and held are its own, avail 0)
+// ARGV[8] token: the rebuild's closing token, "" for a one-bucket sale
+// then, each part a count and its elements:
+//   - settings: the sale's settings as field, value, ... (Sale.fields)
+//   - stored: the queued order ids MySQL has (they are settled here: MySQL's units count
+//     them)
+//   - variants: the sale's variants (0 for none), then vlimit, the per-variant limit (0:
+//     none), then per variant its total and the units MySQL's orders hold of it (as
+//     total and held for the sale)
 //
 // What it writes:
-//   - the users hash the caller staged under KEYS[7] (in chunks, so that a sale of many
-//     buyers never blocks Redis for long), renamed into place, with the units (and
-//     participations, and units of a variant where the sale keeps them) of the orders
-//     that stay queued added; the locks and allowances of those orders' buyers stay,
-//     the other buyers' locks go with the old hash (their allowances were copied to keys
-//     of their own beforehand: keepAllowances);
-//   - the units left, total minus MySQL's units minus the queued orders' units, into the
-//     field ARGV[7] names, and so for each variant (avail:<i>, or reserve:<i>);
-//   - the stored orders ARGV names settled: MySQL's units count them;
+//   - the users hash the caller staged (in chunks, so that a sale of many buyers never
+//     blocks Redis for long), renamed into place, with the units (and participations,
+//     and units of a variant where the sale keeps them) of the orders that stay queued
+//     added; the locks and allowances of those orders' buyers stay, the other buyers'
+//     locks go with the old hash (their allowances were copied to keys of their own
+//     beforehand: keepAllowances);
+//   - the units left, total minus held minus the queued orders' units, into the field
+//     into names, and so for each variant (avail:<i>, or reserve:<i>);
+//   - the stored orders settled: MySQL's units count them;
 //   - the returned set and the moves hash emptied: MySQL's units count the cancelled
 //     orders whose units are not back yet, which the return job then gives back, and the
 //     units of a move not applied are among those left.
 //
 // A group-buy sale's groups are written after it (RestoreGroups).
-// Returns {1, units of the orders that stay queued, then those of each variant} when it
-// wrote, {0} when the bucket moved.
-var rebuildScript = redis.NewScript(unitsLua + `
-local gen = redis.call('HGET', KEYS[1], 'gen')
-if ARGV[1] == '' then
-  if redis.call('HEXISTS', KEYS[1], 'total') == 1 then return {0} end
-elseif gen ~= ARGV[1] and not (gen == false and ARGV[1] == '0') then
-  return {0}
-end
-if ARGV[8] ~= '' and string.match(redis.call('HGET', KEYS[1], 'closed') or '', '^(%S+)') ~= ARGV[8] then
-  return {0}
-end
-local f = tonumber(ARGV[9])
-local n = tonumber(ARGV[10 + f])
+// Returns {REBUILT, units of the orders that stay queued, then those of each variant}
+// when it wrote, {MOVED} when the bucket moved (rebuildCodes).
+var rebuildScript = newScript(rebuildCodes, unitsLua, `
+local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], claimed = KEYS[4], since = KEYS[5], returned = KEYS[6],
+  staged = KEYS[7], moves = KEYS[8]}
+local ARG = {gen = ARGV[1], total = ARGV[2], held = ARGV[3], new_gen = ARGV[4], activity = ARGV[5], channel = ARGV[6],
+  into = ARGV[7], token = ARGV[8]}
+local at = 9 -- the count of the part that comes next
+local settings = {}
+for i = 1, tonumber(ARGV[at]) do settings[i] = ARGV[at + i] end
+at = at + #settings + 1
 local stored, sets = {}, {}
-for i = 1, n do stored[i], sets[i] = ARGV[10 + f + i], KEYS[8 + i] end
-unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], stored, sets)
-local queued = redis.call('HVALS', KEYS[3])
+for i = 1, tonumber(ARGV[at]) do stored[i], sets[i] = ARGV[at + i], KEYS[8 + i] end
+at = at + #stored + 1
+local variants, vlimit = {}, tonumber(ARGV[at + 1])
+for i = 1, tonumber(ARGV[at]) do variants[i] = {total = ARGV[at + 2 * i], held = ARGV[at + 2 * i + 1]} end
+`, `
+local gen = redis.call('HGET', K.sale, 'gen')
+if ARG.gen == '' then
+  if redis.call('HEXISTS', K.sale, 'total') == 1 then return {MOVED} end
+elseif gen ~= ARG.gen and not (gen == false and ARG.gen == '0') then
+  return {MOVED}
+end
+if ARG.token ~= '' and string.match(redis.call('HGET', K.sale, 'closed') or '', '^(%S+)') ~= ARG.token then
+  return {MOVED}
+end
+unqueue(K.sale, K.queued, K.claimed, K.since, stored, sets)
+local queued = redis.call('HVALS', K.queued)
 -- the buyer locks of the purchases whose orders stay queued (their commits may be under
 -- way) stay held, and their buyers' attempts allowances stay (they may have reserved
 -- since keepAllowances read the others)
@@ -261,50 +278,55 @@ for _, v in ipairs(queued) do
 end
 local held = {}
 for first = 1, #kept, 1000 do
-  local part = redis.call('HMGET', KEYS[2], unpack(kept, first, math.min(first + 999, #kept)))
+  local part = redis.call('HMGET', K.users, unpack(kept, first, math.min(first + 999, #kept)))
   for j, v in ipairs(part) do held[first + j - 1] = v end
 end
-redis.call('UNLINK', KEYS[2], KEYS[6], KEYS[8])
-if redis.call('EXISTS', KEYS[7]) == 1 then
-  redis.call('RENAME', KEYS[7], KEYS[2])
-  redis.call('PERSIST', KEYS[2])
+redis.call('UNLINK', K.users, K.returned, K.moves)
+if redis.call('EXISTS', K.staged) == 1 then
+  redis.call('RENAME', K.staged, K.users)
+  redis.call('PERSIST', K.users)
 end
 for i, v in ipairs(held) do
-  if v then redis.call('HSET', KEYS[2], kept[i], v) end
+  if v then redis.call('HSET', K.users, kept[i], v) end
 end
-local at = 11 + f + n -- the variants
-local nv, vlimit = tonumber(ARGV[at]), tonumber(ARGV[at + 1])
 local qunits, vqunits = 0, {}
-for i = 1, nv do vqunits[i] = 0 end
+for i = 1, #variants do vqunits[i] = 0 end
 for _, v in ipairs(queued) do
   local user, qty, _, _, cap, group, _, _, variant = parse_queued(v)
   local count = counted(tonumber(cap or '0'), group)
-  local units, parts = holding(KEYS[2], hget, user, count)
-  hold(KEYS[2], hset, user, units, parts, tonumber(qty), count)
+  local units, parts = holding(K.users, hget, user, count)
+  hold(K.users, hset, user, units, parts, tonumber(qty), count)
   qunits = qunits + tonumber(qty)
-  if variant and tonumber(variant) < nv then
+  if variant and tonumber(variant) < #variants then
     vqunits[tonumber(variant) + 1] = vqunits[tonumber(variant) + 1] + tonumber(qty)
-    if vlimit > 0 then hold_variant(KEYS[2], user, variant, qty) end
+    if vlimit > 0 then hold_variant(K.users, user, variant, qty) end
   end
 end
-local function put_left(fields, total, held, q, avail, reserve)
-  local left = string.format('%d', math.max(0, tonumber(total) - tonumber(held) - q))
+local function put_left(fields, total, out, q, avail, reserve)
+  local left = string.format('%d', math.max(0, tonumber(total) - tonumber(out) - q))
   fields[#fields + 1], fields[#fields + 2] = avail, '0'
-  if ARGV[7] == 'avail' then fields[#fields] = left end
-  if ARGV[7] == 'reserve' then fields[#fields + 1], fields[#fields + 2] = reserve, left end
+  if ARG.into == 'avail' then fields[#fields] = left end
+  if ARG.into == 'reserve' then fields[#fields + 1], fields[#fields + 2] = reserve, left end
 end
-local fields = {'qunits', string.format('%d', qunits), 'gen', ARGV[4]}
-put_left(fields, ARGV[2], ARGV[3], qunits, 'avail', 'reserve')
-for i = 1, nv do
-  put_left(fields, ARGV[at + 2 * i], ARGV[at + 2 * i + 1], vqunits[i], vfield('avail', i - 1), vfield('reserve', i - 1))
+local fields = {'qunits', string.format('%d', qunits), 'gen', ARG.new_gen}
+put_left(fields, ARG.total, ARG.held, qunits, 'avail', 'reserve')
+for i, v in ipairs(variants) do
+  put_left(fields, v.total, v.held, vqunits[i], vfield('avail', i - 1), vfield('reserve', i - 1))
 end
-for i = 10, 9 + f do fields[#fields + 1] = ARGV[i] end
-redis.call('HSET', KEYS[1], unpack(fields))
-redis.call('PUBLISH', ARGV[6], ARGV[5])
-local out = {1, qunits}
-for i = 1, nv do out[#out + 1] = vqunits[i] end
+for _, f in ipairs(settings) do fields[#fields + 1] = f end
+redis.call('HSET', K.sale, unpack(fields))
+redis.call('PUBLISH', ARG.channel, ARG.activity)
+local out = {REBUILT, qunits}
+for i = 1, #variants do out[#out + 1] = vqunits[i] end
 return out
 `)
+
+// rebuildCodes are rebuildScript's answers: the bucket written, or moved since it was
+// read (nothing written).
+var rebuildCodes = []scriptCode{{"REBUILT", rebuildWritten, nil}, {"MOVED", 0, ErrMoved}}
+
+// rebuildWritten is REBUILT, the answer of a bucket written.
+const rebuildWritten = 1
 
 // ErrMoved is a rebuild that found the sale changed since its RebuildPoint.
 var ErrMoved = errors.New("the sale changed in Redis during the rebuild")
@@ -452,7 +474,7 @@ func (s *Stock) rebuildBucket(ctx context.Context, from RebuildPoint, closing Cl
 	if err != nil {
 		return nil, fmt.Errorf("rebuild sale %d: %w", sale.ActivityID, err)
 	}
-	if n, _ := integer(res[0]); n != 1 || len(res) != 2+len(sale.Variants) {
+	if n, _ := integer(res[0]); n != rebuildWritten || len(res) != 2+len(sale.Variants) {
 		_ = s.rdb.Unlink(ctx, staged).Err() // it expires anyway
 		return nil, ErrMoved
 	}
@@ -571,14 +593,16 @@ func (s *Stock) keepAllowances(ctx context.Context, b Bucket) error {
 
 // keepAllowanceScript writes allowances read from a users hash to their keys, each only
 // where it is later than the key's and still in force, expiring when it is full again.
-// KEYS[i]: the allowance key (rateKey) of the i-th buyer.
-// ARGV[1]: now, Redis' clock (µs); ARGV[i+1]: the i-th buyer's allowance (µs).
-var keepAllowanceScript = redis.NewScript(`
-local now = tonumber(ARGV[1])
-for i, key in ipairs(KEYS) do
-  local next = tonumber(ARGV[i + 1])
+// KEYS[i] keys[i]: the allowance key (rateKey) of the i-th buyer
+// ARGV[1] now: Redis' clock (µs)  ARGV[1+i] allowances[i]: the i-th buyer's allowance (µs)
+var keepAllowanceScript = newScript(nil, "", `
+local keys, now, allowances = KEYS, tonumber(ARGV[1]), {}
+for i = 1, #keys do allowances[i] = ARGV[1 + i] end
+`, `
+for i, key in ipairs(keys) do
+  local next = tonumber(allowances[i])
   if next and next > now and next > tonumber(redis.call('GET', key) or '0') then
-    redis.call('SET', key, ARGV[i + 1], 'PX', string.format('%d', math.ceil((next - now) / 1000)))
+    redis.call('SET', key, allowances[i], 'PX', string.format('%d', math.ceil((next - now) / 1000)))
   end
 end
 return 0
@@ -600,61 +624,61 @@ func newToken() string {
 // seat of a group-buy sale is not: its group's state went with the sale's. An orphan
 // not adopted is reported (nothing taken) for the worker to store failed.
 //
-// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
-// KEYS[5] given-back set
-// ARGV per order: id, its queued value (queued.go)
-// Returns per order: 1 queued and claimed (adopted now, or queued already), 2 an orphan
-// but too few units are left (of its variant, in a sale of variants: nothing taken), 0
-// not an orphan, 3 the sale itself is missing (not rebuilt yet, or closed while it is),
-// 4 an orphan seat (nothing taken), 5 an orphan whose buyer would pass the limit, the
-// cap or the per-variant limit (nothing taken); then the sale's epoch.
-var adoptScript = redis.NewScript(queuedLua + repliesLua() + holdingsLua + userLimitLua + variantHoldingsLua + `
+// KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] queued: queued hash
+// KEYS[4] claimed: claimed set  KEYS[5] given_back: given-back set
+// ARGV per order i: orders[i].id, orders[i].value (its queued value, queued.go)
+// Returns per order a code of adoptCodes (Adoption), then the sale's epoch.
+var adoptScript = newScript(adoptCodes, queuedLua+repliesLua()+holdingsLua+userLimitLua+variantHoldingsLua, `
+local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], claimed = KEYS[4], given_back = KEYS[5]}
+local orders = {}
+for a = 1, #ARGV, 2 do orders[#orders + 1] = {id = ARGV[a], value = ARGV[a + 1]} end
+`, `
 local out = {}
-if redis.call('HEXISTS', KEYS[1], 'total') == 0 or redis.call('HEXISTS', KEYS[1], 'closed') == 1 then
-  for i = 1, #ARGV, 2 do out[#out + 1] = 3 end
+if redis.call('HEXISTS', K.sale, 'total') == 0 or redis.call('HEXISTS', K.sale, 'closed') == 1 then
+  for i = 1, #orders do out[i] = SALE_MISSING end
   out[#out + 1] = 0
   return out
 end
-local rebuilt = tonumber(redis.call('HGET', KEYS[1], 'rebuilt') or '0')
-local vlimit = tonumber(redis.call('HGET', KEYS[1], 'vlimit') or '0')
-for i = 1, #ARGV, 2 do
-  local id, v = ARGV[i], ARGV[i + 1]
+local rebuilt = tonumber(redis.call('HGET', K.sale, 'rebuilt') or '0')
+local vlimit = tonumber(redis.call('HGET', K.sale, 'vlimit') or '0')
+for _, o in ipairs(orders) do
+  local id, v = o.id, o.value
   local user, qty, created, limit, cap, group, _, _, variant = parse_queued(v)
   qty, created, limit, cap = tonumber(qty), tonumber(created), tonumber(limit), tonumber(cap or '0')
   local count = counted(cap, group)
-  local held, parts = holding(KEYS[2], hget, user, count)
-  local r = 0
-  if redis.call('HEXISTS', KEYS[3], id) == 1 then
-    redis.call('SADD', KEYS[4], id)
-    r = 1
-  elseif created >= rebuilt or redis.call('SISMEMBER', KEYS[5], id) == 1 then
-    r = 0
+  local held, parts = holding(K.users, hget, user, count)
+  local r
+  if redis.call('HEXISTS', K.queued, id) == 1 then
+    redis.call('SADD', K.claimed, id)
+    r = ADOPTED
+  elseif created >= rebuilt or redis.call('SISMEMBER', K.given_back, id) == 1 then
+    r = NOT_ORPHAN
   elseif group then
-    r = 4
+    r = ORPHAN_SEAT
   elseif user_refused(held, qty, limit, parts, cap) or
-      variant and vlimit > 0 and variant_held(KEYS[2], user, variant) + qty > vlimit then
-    r = 5
+      variant and vlimit > 0 and variant_held(K.users, user, variant) + qty > vlimit then
+    r = ORPHAN_OVER_LIMIT
   else
-    local s = redis.call('HMGET', KEYS[1], 'avail', vfield('avail', variant))
+    local s = redis.call('HMGET', K.sale, 'avail', vfield('avail', variant))
     local avail, left = tonumber(s[1]), tonumber(s[2] or '0')
     if avail >= qty and left >= qty then
-      redis.call('HSET', KEYS[1], 'avail', string.format('%d', avail - qty))
+      redis.call('HSET', K.sale, 'avail', string.format('%d', avail - qty))
       if variant then
-        redis.call('HSET', KEYS[1], vfield('avail', variant), string.format('%d', left - qty))
-        if vlimit > 0 then hold_variant(KEYS[2], user, variant, qty) end
+        redis.call('HSET', K.sale, vfield('avail', variant), string.format('%d', left - qty))
+        if vlimit > 0 then hold_variant(K.users, user, variant, qty) end
       end
-      redis.call('HINCRBY', KEYS[1], 'qunits', qty)
-      hold(KEYS[2], hset, user, held, parts, qty, count)
-      redis.call('HSET', KEYS[3], id, v)
-      redis.call('SADD', KEYS[4], id)
-      r = 1
+      redis.call('HINCRBY', K.sale, 'qunits', qty)
+      hold(K.users, hset, user, held, parts, qty, count)
+      redis.call('HSET', K.queued, id, v)
+      redis.call('SADD', K.claimed, id)
+      r = ADOPTED
     else
-      r = 2
+      r = ORPHAN_NO_STOCK
     end
   end
   out[#out + 1] = r
 end
-out[#out + 1] = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')
+out[#out + 1] = tonumber(redis.call('HGET', K.sale, 'epoch') or '0')
 return out
 `)
 
@@ -664,12 +688,17 @@ type Adoption int
 // Adopt outcomes.
 const (
 	NotOrphan       Adoption = iota // given back by the API, taken after the rebuild, or no such sale
-	Adopted                         // queued and claimed again, its units taken
-	OrphanNoStock                   // an orphan, but too few units are left: nothing taken
-	SaleMissing                     // the sale is lost and not rebuilt yet: ask again later
+	Adopted                         // queued and claimed again (adopted now, or queued already), its units taken
+	OrphanNoStock                   // an orphan, but too few units are left (of its variant): nothing taken
+	SaleMissing                     // the sale is lost and not rebuilt yet, or closed while it is: ask again later
 	OrphanSeat                      // a seat in a group whose state was lost: nothing taken
-	OrphanOverLimit                 // an orphan whose buyer would pass the limit or the cap: nothing taken
+	OrphanOverLimit                 // an orphan whose buyer would pass the limit, the cap or the per-variant limit: nothing taken
 )
+
+// adoptCodes are adoptScript's answers, one per Adoption.
+var adoptCodes = []scriptCode{{"NOT_ORPHAN", int64(NotOrphan), nil}, {"ADOPTED", int64(Adopted), nil},
+	{"ORPHAN_NO_STOCK", int64(OrphanNoStock), nil}, {"SALE_MISSING", int64(SaleMissing), nil},
+	{"ORPHAN_SEAT", int64(OrphanSeat), nil}, {"ORPHAN_OVER_LIMIT", int64(OrphanOverLimit), nil}}
 
 // Adopt brings back the orders of a sale that a worker's task names but Redis no longer
 // holds as queued and MySQL does not have (the caller checked both): orders whose state
@@ -743,7 +772,11 @@ func (s *Stock) adoptIn(ctx context.Context, b Bucket, qs []QueuedOrder) ([]Adop
 	}
 	got := make([]Adoption, len(qs))
 	for i := range qs {
-		got[i] = Adoption(res[i])
+		c, err := codeOf(adoptCodes, res[i])
+		if err != nil {
+			return nil, 0, fmt.Errorf("adopt orders: %w", err)
+		}
+		got[i] = Adoption(c.code)
 	}
 	return got, res[len(qs)], nil
 }

@@ -25,17 +25,20 @@ var (
 // master made before it: the replication stream is ordered, so a replica that has the
 // barrier has the reservations that were answered before it was sent.
 //
-// KEYS[1] queued hash  KEYS[2] barrier counter (a key of the sale, so on its master)
-// KEYS[3] the sale's hash
-// ARGV[i] order ids
+// KEYS[1] queued: queued hash  KEYS[2] barrier: barrier counter (a key of the sale, so
+// on its master)  KEYS[3] sale: the sale's hash
+// ARGV[i] ids[i]: order ids
 // Returns the ids that are not queued. A sale that is lost or archived (sale_live) gets
 // no counter: it holds no reservation to wait for, and its keys are not to come back.
-var barrierScript = redis.NewScript(saleLiveLua + `
+var barrierScript = newScript(nil, saleLiveLua, `
+local queued, barrier, sale = KEYS[1], KEYS[2], KEYS[3]
+local ids = ARGV
+`, `
 local missing = {}
-for _, id in ipairs(ARGV) do
-  if redis.call('HEXISTS', KEYS[1], id) == 0 then missing[#missing + 1] = id end
+for _, id in ipairs(ids) do
+  if redis.call('HEXISTS', queued, id) == 0 then missing[#missing + 1] = id end
 end
-if sale_live(KEYS[3]) then redis.call('INCR', KEYS[2]) end
+if sale_live(sale) then redis.call('INCR', barrier) end
 return missing
 `)
 

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"seckill/internal/buyer"
 )
 
@@ -78,32 +76,37 @@ end
 // rollbackScript gives back a reservation whose reserve script's reply was lost (the
 // purchase was answered 503, so no order stands for it).
 //
-// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] buyer's queued set
-// KEYS[5] claimed set  KEYS[6] idempotency key (any key when the purchase had none)
-// KEYS[7] queued-since sorted set  KEYS[8] given-back set
-// ARGV[1] order id  ARGV[2] activity id (published on the returned-units channel)
-// ARGV[3] the returned-units channel
+// KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] queued: queued hash
+// KEYS[4] user_queued: the buyer's queued set  KEYS[5] claimed: claimed set
+// KEYS[6] idempotency: idempotency key (any key when the purchase had none)
+// KEYS[7] since: queued-since sorted set  KEYS[8] given_back: given-back set
+// ARGV[1] order: order id  ARGV[2] activity: activity id (published on the
+// returned-units channel)  ARGV[3] channel: the returned-units channel
 //
 // The sale's generation goes up (a rebuild that read the order queued reads again).
-// Returns 1 given back (and recorded as such for a day); 0 the order stands: a worker
-// already claimed it (the repair pass enqueued it meanwhile), or a replay of its
-// Idempotency-Key was answered with it (the repair pass enqueues it); -1 not queued
-// (given back or settled before).
-var rollbackScript = redis.NewScript(unitsLua + bumpGenLua + `
-if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then return 0 end
-local prior = redis.call('GET', KEYS[6])
+// Returns a code of rollbackCodes (RollbackResult): ROLLED_BACK, and the order is
+// recorded as given back for a day; STANDS, a worker already claimed it (the repair pass
+// enqueued it meanwhile), or a replay of its Idempotency-Key was answered with it (the
+// repair pass enqueues it); NOT_QUEUED, given back or settled before.
+var rollbackScript = newScript(rollbackCodes, unitsLua+bumpGenLua, `
+local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], user_queued = KEYS[4], claimed = KEYS[5],
+  idempotency = KEYS[6], since = KEYS[7], given_back = KEYS[8]}
+local ARG = {order = ARGV[1], activity = ARGV[2], channel = ARGV[3]}
+`, `
+if redis.call('SISMEMBER', K.claimed, ARG.order) == 1 then return STANDS end
+local prior = redis.call('GET', K.idempotency)
 -- a replay answered with this order (reserveScript marked its key): it stands, and the
 -- repair pass enqueues it
-if prior and string.sub(prior, -#ARGV[1] - 3) == ' ' .. ARGV[1] .. ' r' then return 0 end
-local users, qtys, variants = unqueue(KEYS[1], KEYS[3], KEYS[5], KEYS[7], {ARGV[1]}, {KEYS[4]})
-if not users[1] then return -1 end
-give_back(KEYS[1], KEYS[2], users[1], qtys[1], variants[1])
-bump_gen(KEYS[1])
-redis.call('SADD', KEYS[8], ARGV[1])
-redis.call('EXPIRE', KEYS[8], 86400)
-if prior and string.sub(prior, -#ARGV[1] - 1) == ' ' .. ARGV[1] then redis.call('DEL', KEYS[6]) end
-redis.call('PUBLISH', ARGV[3], ARGV[2])
-return 1
+if prior and string.sub(prior, -#ARG.order - 3) == ' ' .. ARG.order .. ' r' then return STANDS end
+local users, qtys, variants = unqueue(K.sale, K.queued, K.claimed, K.since, {ARG.order}, {K.user_queued})
+if not users[1] then return NOT_QUEUED end
+give_back(K.sale, K.users, users[1], qtys[1], variants[1])
+bump_gen(K.sale)
+redis.call('SADD', K.given_back, ARG.order)
+redis.call('EXPIRE', K.given_back, 86400)
+if prior and string.sub(prior, -#ARG.order - 1) == ' ' .. ARG.order then redis.call('DEL', K.idempotency) end
+redis.call('PUBLISH', ARG.channel, ARG.activity)
+return ROLLED_BACK
 `)
 
 // RollbackResult says what Rollback did.
@@ -120,6 +123,10 @@ const (
 	NotQueued
 )
 
+// rollbackCodes are rollbackScript's answers, one per RollbackResult.
+var rollbackCodes = []scriptCode{{"ROLLED_BACK", int64(RolledBack), nil}, {"STANDS", int64(AlreadyClaimed), nil},
+	{"NOT_QUEUED", int64(NotQueued), nil}}
+
 // Rollback gives back a reservation whose reserve script's reply was lost, unless a
 // worker already claimed its order.
 func (s *Stock) Rollback(ctx context.Context, activityID int64, who buyer.ID, orderID, idemKey string) (RollbackResult, error) {
@@ -134,38 +141,46 @@ func (s *Stock) Rollback(ctx context.Context, activityID int64, who buyer.ID, or
 	if err != nil {
 		return 0, fmt.Errorf("roll back reservation: %w", err)
 	}
-	switch n {
-	case 1:
-		s.soldOut.clear(activityID)
-		return RolledBack, nil
-	case 0:
-		return AlreadyClaimed, nil
-	case -1:
-		return NotQueued, nil
+	c, err := codeOf(rollbackCodes, n)
+	if err != nil {
+		return 0, fmt.Errorf("roll back reservation: %w", err)
 	}
-	return 0, fmt.Errorf("roll back reservation: unexpected reply %d", n)
+	if RollbackResult(c.code) == RolledBack {
+		s.soldOut.clear(activityID)
+	}
+	return RollbackResult(c.code), nil
 }
 
 // claimScript marks queued orders as being persisted.
 //
-// KEYS[1] queued hash  KEYS[2] claimed set  KEYS[3] sale hash
-// ARGV[i] order ids
-// Returns an array with, per order id, 1 claimed (it is queued) or 0 not queued, then
-// the sale's generation after this claim (0 for a missing sale), then its epoch.
-var claimScript = redis.NewScript(unitsLua + bumpGenLua + `
+// KEYS[1] queued: queued hash  KEYS[2] claimed: claimed set  KEYS[3] sale: sale hash
+// ARGV[i] ids[i]: order ids
+// Returns an array with, per order id, a code of claimCodes (CLAIMED: it is queued, or
+// UNCLAIMED: not queued), then the sale's generation after this claim (0 for a missing
+// sale), then its epoch.
+var claimScript = newScript(claimCodes, unitsLua+bumpGenLua, `
+local K = {queued = KEYS[1], claimed = KEYS[2], sale = KEYS[3]}
+local ids = ARGV
+`, `
 local r, queued = {}, {}
-for first = 1, #ARGV, 1000 do
-  local values = redis.call('HMGET', KEYS[1], unpack(ARGV, first, math.min(first + 999, #ARGV)))
+for first = 1, #ids, 1000 do
+  local values = redis.call('HMGET', K.queued, unpack(ids, first, math.min(first + 999, #ids)))
   for j, v in ipairs(values) do
-    r[first + j - 1] = v and 1 or 0
-    if v then queued[#queued + 1] = ARGV[first + j - 1] end
+    r[first + j - 1] = v and CLAIMED or UNCLAIMED
+    if v then queued[#queued + 1] = ids[first + j - 1] end
   end
 end
-if #queued > 0 then each('SADD', KEYS[2], queued) end
-r[#ARGV + 1] = bump_gen(KEYS[3])
-r[#ARGV + 2] = tonumber(redis.call('HGET', KEYS[3], 'epoch') or '0')
+if #queued > 0 then each('SADD', K.claimed, queued) end
+r[#ids + 1] = bump_gen(K.sale)
+r[#ids + 2] = tonumber(redis.call('HGET', K.sale, 'epoch') or '0')
 return r
 `)
+
+// claimCodes are claimScript's answers per order: claimed (orderClaimed), or not queued.
+var claimCodes = []scriptCode{{"CLAIMED", orderClaimed, nil}, {"UNCLAIMED", 0, nil}}
+
+// orderClaimed is CLAIMED, an order claimed now.
+const orderClaimed = 1
 
 // OrderRef names an order of a sale and its buyer, whose home bucket holds it.
 type OrderRef struct {
@@ -206,7 +221,7 @@ func (s *Stock) Claim(ctx context.Context, activityID int64, orders []OrderRef) 
 			return nil, fmt.Errorf("claim orders: %d answers for %d orders", len(res), len(os))
 		}
 		for i, o := range os {
-			if res[i] == 1 {
+			if res[i] == orderClaimed {
 				claimed[o.OrderID] = Claimed{Bucket: b.n, Gen: res[len(os)], Epoch: res[len(os)+1]}
 			}
 		}
@@ -226,53 +241,63 @@ func byBucket[T any](sale Bucket, orders []T, of func(T) buyer.ID) map[Bucket][]
 
 // settleScript ends the queued state of orders the worker has written to MySQL.
 //
-// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] queued hash  KEYS[4] claimed set
-// KEYS[5] queued-since sorted set  KEYS[6] open groups sorted set
-// KEYS[7] open groups, fullest first  KEYS[8] waitlist entries
-// KEYS[5+4i] the queued set of order i's buyer, KEYS[6+4i] and KEYS[7+4i] the hash and
-// the seats of its group (any key of the sale's slot outside a group), KEYS[8+4i] the
-// waiting set of its variant (waitlistKey)
-// ARGV[1] activity id  ARGV[2] the returned-units channel  ARGV[3] the bucket's key
-// prefix  ARGV[4] now (ms)  ARGV[5] m, then ARGV[6..5+m] order ids for offers
-// ARGV[3+m+3i] order i's id  ARGV[4+m+3i] "1" when order i failed (its units come
-// back), else "0"  ARGV[5+m+3i] its group's id, "" outside a group
+// KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] queued: queued hash
+// KEYS[4] claimed: claimed set  KEYS[5] since: queued-since sorted set
+// KEYS[6] open_groups: open groups sorted set  KEYS[7] fill_groups: open groups, fullest
+// first  KEYS[8] entries: waitlist entries
+// ARGV[1] activity: activity id  ARGV[2] channel: the returned-units channel
+// ARGV[3] prefix: the bucket's key prefix  ARGV[4] now: now (ms)
+// ARGV[5] m, then ARGV[6..5+m] offer_ids: order ids for offers
+// then per order i (from 1) three ARGV, orders[i].id, .failed ("1" when it failed: its
+// units come back, else "0"), .group (its group's id, "" outside a group), and four
+// KEYS, KEYS[5+4i] orders[i].user_queued (the queued set of its buyer), KEYS[6+4i] and
+// KEYS[7+4i] .group_key and .seats (the hash and the seats of its group: any key of the
+// sale's slot outside a group), KEYS[8+4i] .waiting (the waiting set of its variant,
+// waitlistKey)
 //
 // Each order is settled once: an order no longer queued is skipped. A failed order's
 // units go to the waitlist first (offer), and its seat in its group is free again (the
 // group reopens until its window ends); an offered order that failed ends its entry.
 // The sale's generation goes up. Returns the units given back, then the orders offered
 // (id, value, ...).
-var settleScript = redis.NewScript(unitsLua + repliesLua() + userLimitLua + bumpGenLua + listGroupLua + entryLua + offerLua + endOfferLua + `
-local m = tonumber(ARGV[5])
-local w = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], since = KEYS[5], entries = KEYS[8], prefix = ARGV[3],
-  now = ARGV[4], ids = {}, next = 1, offers = {}}
-for j = 1, m do w.ids[j] = ARGV[5 + j] end
-local n = (#ARGV - 5 - m) / 3
-local at = function(i, j) return ARGV[2 + m + 3 * i + j] end
+var settleScript = newScript(nil, unitsLua+repliesLua()+userLimitLua+bumpGenLua+listGroupLua+entryLua+offerLua+endOfferLua, `
+local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], claimed = KEYS[4], since = KEYS[5], open_groups = KEYS[6],
+  fill_groups = KEYS[7], entries = KEYS[8]}
+local ARG = {activity = ARGV[1], channel = ARGV[2], prefix = ARGV[3], now = ARGV[4]}
+local offer_ids = {}
+for j = 1, tonumber(ARGV[5]) do offer_ids[j] = ARGV[5 + j] end
+local orders = {}
+for a = 6 + #offer_ids, #ARGV, 3 do
+  local i = #orders + 1
+  orders[i] = {id = ARGV[a], failed = ARGV[a + 1] == '1', group = ARGV[a + 2], user_queued = KEYS[5 + 4 * i],
+    group_key = KEYS[6 + 4 * i], seats = KEYS[7 + 4 * i], waiting = KEYS[8 + 4 * i]}
+end
+`, `
+local w = {sale = K.sale, users = K.users, queued = K.queued, since = K.since, entries = K.entries, prefix = ARG.prefix,
+  now = ARG.now, ids = offer_ids, next = 1, offers = {}}
 local ids, sets = {}, {}
-for i = 1, n do ids[i], sets[i] = at(i, 1), KEYS[5 + 4 * i] end
-local users, qtys, variants = unqueue(KEYS[1], KEYS[3], KEYS[4], KEYS[5], ids, sets)
-local waitlist = redis.call('HLEN', KEYS[8]) > 0
+for i, o in ipairs(orders) do ids[i], sets[i] = o.id, o.user_queued end
+local users, qtys, variants = unqueue(K.sale, K.queued, K.claimed, K.since, ids, sets)
+local waitlist = redis.call('HLEN', K.entries) > 0
 local back = 0
-for i = 1, n do
-  if users[i] and at(i, 2) == '1' then
-    give_back(KEYS[1], KEYS[2], users[i], qtys[i], variants[i])
+for i, o in ipairs(orders) do
+  if users[i] and o.failed then
+    give_back(K.sale, K.users, users[i], qtys[i], variants[i])
     back = back + qtys[i]
     if waitlist then
-      end_offer(KEYS[8], users[i], ids[i])
-      w.set = KEYS[8 + 4 * i]
+      end_offer(K.entries, users[i], o.id)
+      w.set = o.waiting
       offer(w, variants[i])
     end
-    local group, seats = KEYS[6 + 4 * i], KEYS[7 + 4 * i]
-    if at(i, 3) ~= '' and redis.call('HDEL', seats, users[i]) == 1 then
-      redis.call('HINCRBY', group, 'members', -1)
-      if redis.call('HGET', group, 'status') == '1' then redis.call('HSET', group, 'status', 0) end
-      list_group(KEYS[6], KEYS[7], group, at(i, 3))
+    if o.group ~= '' and redis.call('HDEL', o.seats, users[i]) == 1 then
+      redis.call('HINCRBY', o.group_key, 'members', -1)
+      if redis.call('HGET', o.group_key, 'status') == '1' then redis.call('HSET', o.group_key, 'status', 0) end
+      list_group(K.open_groups, K.fill_groups, o.group_key, o.group)
     end
   end
 end
-if back > 0 then redis.call('PUBLISH', ARGV[2], ARGV[1]) end
-bump_gen(KEYS[1])
+if back > 0 then redis.call('PUBLISH', ARG.channel, ARG.activity) end
+bump_gen(K.sale)
 local out = {back}
 for _, v in ipairs(w.offers) do out[#out + 1] = v end
 return out
@@ -357,14 +382,16 @@ end
 // waitlist first) and to their buyers' allowances, once per order; a refund without
 // restock gives back the allowance alone.
 //
-// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] returned set (order ids already returned)
-// KEYS[4] queued hash  KEYS[5] queued-since sorted set  KEYS[6] waitlist entries
-// KEYS[6+i] the waiting set of order i's variant (waitlistKey; i from 1)
-// ARGV[1] activity id  ARGV[2] the returned-units channel  ARGV[3] ReturnedRetention in ms
-// ARGV[4] the bucket's key prefix  ARGV[5] now (ms)  ARGV[6] m, then ARGV[7..6+m] order
-// ids for offers; then for each order i (from 1): ARGV[2+m+5i] its id  ARGV[3+m+5i] its
-// buyer's key  ARGV[4+m+5i] its quantity  ARGV[5+m+5i] "1" when its units stay off sale
-// (Returning.OffSale)  ARGV[6+m+5i] its variant's index, "" for none
+// KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] returned: returned set
+// (order ids already returned)  KEYS[4] queued: queued hash  KEYS[5] since: queued-since
+// sorted set  KEYS[6] entries: waitlist entries
+// ARGV[1] activity: activity id  ARGV[2] channel: the returned-units channel
+// ARGV[3] retention: ReturnedRetention in ms  ARGV[4] prefix: the bucket's key prefix
+// ARGV[5] now: now (ms)  ARGV[6] m, then ARGV[7..6+m] offer_ids: order ids for offers
+// then per order i (from 1) five ARGV, orders[i].id, .user (its buyer's key), .qty,
+// .off_sale ("1" when its units stay off sale: Returning.OffSale), .variant (its
+// variant's index, "" for none), and KEYS[6+i] orders[i].waiting (the waiting set of its
+// variant, waitlistKey)
 //
 // An order is remembered with the score +inf until Forget. An offered order that comes
 // back ends its entry. The sale's generation goes up once when anything came back. A
@@ -373,30 +400,35 @@ end
 // recorded in MySQL; an archived sale is over. Returns how many of the orders were
 // given back now (the others had been before), the sale's price and pay window (s),
 // then the orders offered (id, value, ...).
-var returnScript = redis.NewScript(unitsLua + repliesLua() + userLimitLua + bumpGenLua + trimReturnedLua + entryLua +
-	offerLua + endOfferLua + saleLiveLua + `
-if not sale_live(KEYS[1]) then return {0, '0', '0'} end
-trim_returned(KEYS[3], tonumber(ARGV[3]))
-local m = tonumber(ARGV[6])
-local w = {sale = KEYS[1], users = KEYS[2], queued = KEYS[4], since = KEYS[5], entries = KEYS[6], prefix = ARGV[4],
-  now = ARGV[5], ids = {}, next = 1, offers = {}}
-for j = 1, m do w.ids[j] = ARGV[6 + j] end
-local back = 0
-local waitlist = redis.call('HLEN', KEYS[6]) > 0
-local i = 0
-for a = 7 + m, #ARGV, 5 do
-  i = i + 1
+var returnScript = newScript(nil, unitsLua+repliesLua()+userLimitLua+bumpGenLua+trimReturnedLua+entryLua+offerLua+
+	endOfferLua+saleLiveLua, `
+local K = {sale = KEYS[1], users = KEYS[2], returned = KEYS[3], queued = KEYS[4], since = KEYS[5], entries = KEYS[6]}
+local ARG = {activity = ARGV[1], channel = ARGV[2], retention = tonumber(ARGV[3]), prefix = ARGV[4], now = ARGV[5]}
+local offer_ids = {}
+for j = 1, tonumber(ARGV[6]) do offer_ids[j] = ARGV[6 + j] end
+local orders = {}
+for a = 7 + #offer_ids, #ARGV, 5 do
   local o = {id = ARGV[a], user = ARGV[a + 1], qty = tonumber(ARGV[a + 2]), off_sale = ARGV[a + 3] == '1',
-    variant = ARGV[a + 4]}
+    variant = ARGV[a + 4], waiting = KEYS[7 + #orders]}
   if o.variant == '' then o.variant = nil end
-  if not redis.call('ZSCORE', KEYS[3], o.id) then
-    redis.call('ZADD', KEYS[3], '+inf', o.id)
-    if o.off_sale then free_buyer(KEYS[2], o.user, o.qty, o.variant)
-    else give_back(KEYS[1], KEYS[2], o.user, o.qty, o.variant) end
+  orders[#orders + 1] = o
+end
+`, `
+if not sale_live(K.sale) then return {0, '0', '0'} end
+trim_returned(K.returned, ARG.retention)
+local w = {sale = K.sale, users = K.users, queued = K.queued, since = K.since, entries = K.entries, prefix = ARG.prefix,
+  now = ARG.now, ids = offer_ids, next = 1, offers = {}}
+local back = 0
+local waitlist = redis.call('HLEN', K.entries) > 0
+for _, o in ipairs(orders) do
+  if not redis.call('ZSCORE', K.returned, o.id) then
+    redis.call('ZADD', K.returned, '+inf', o.id)
+    if o.off_sale then free_buyer(K.users, o.user, o.qty, o.variant)
+    else give_back(K.sale, K.users, o.user, o.qty, o.variant) end
     if waitlist then
-      end_offer(KEYS[6], o.user, o.id)
+      end_offer(K.entries, o.user, o.id)
       if not o.off_sale then
-        w.set = KEYS[6 + i]
+        w.set = o.waiting
         offer(w, o.variant)
       end
     end
@@ -404,10 +436,10 @@ for a = 7 + m, #ARGV, 5 do
   end
 end
 if back > 0 then
-  bump_gen(KEYS[1])
-  redis.call('PUBLISH', ARGV[2], ARGV[1])
+  bump_gen(K.sale)
+  redis.call('PUBLISH', ARG.channel, ARG.activity)
 end
-local terms = redis.call('HMGET', KEYS[1], 'price', 'paywin')
+local terms = redis.call('HMGET', K.sale, 'price', 'paywin')
 local out = {back, terms[1] or '0', terms[2] or '0'}
 for _, v in ipairs(w.offers) do out[#out + 1] = v end
 return out
@@ -416,11 +448,14 @@ return out
 // forgetScript starts the retention of returned orders that MySQL now records as
 // returned.
 //
-// KEYS[1] returned set
-// ARGV[1] .. ARGV[n-1] order ids  ARGV[n] ReturnedRetention in ms
-var forgetScript = redis.NewScript(trimReturnedLua + `
-local now_ms = trim_returned(KEYS[1], tonumber(ARGV[#ARGV]))
-for i = 1, #ARGV - 1 do redis.call('ZADD', KEYS[1], 'XX', now_ms, ARGV[i]) end
+// KEYS[1] returned: returned set
+// ARGV[1] .. ARGV[n-1] ids: order ids  ARGV[n] retention: ReturnedRetention in ms
+var forgetScript = newScript(nil, trimReturnedLua, `
+local returned, retention, ids = KEYS[1], tonumber(ARGV[#ARGV]), {}
+for i = 1, #ARGV - 1 do ids[i] = ARGV[i] end
+`, `
+local now_ms = trim_returned(returned, retention)
+for _, id in ipairs(ids) do redis.call('ZADD', returned, 'XX', now_ms, id) end
 return 0
 `)
 
@@ -521,21 +556,25 @@ func (s *Stock) Forget(ctx context.Context, activityID int64, orders ...Returnin
 
 // staleScript lists queued orders taken before a time, oldest first.
 //
-// KEYS[1] queued-since sorted set  KEYS[2] queued hash  KEYS[3] claimed set
-// ARGV[1] taken at or before (unix ms)  ARGV[2] most orders to list
+// KEYS[1] since: queued-since sorted set  KEYS[2] queued: queued hash
+// KEYS[3] claimed: claimed set
+// ARGV[1] before: taken at or before (unix ms)  ARGV[2] limit: most orders to list
 //
 // Returns a flat array of order id, its queued value, and 1 when claimed else 0.
-var staleScript = redis.NewScript(`
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+var staleScript = newScript(nil, "", `
+local since, queued, claimed = KEYS[1], KEYS[2], KEYS[3]
+local before, limit = ARGV[1], ARGV[2]
+`, `
+local ids = redis.call('ZRANGEBYSCORE', since, '-inf', before, 'LIMIT', 0, limit)
 local out = {}
 for _, id in ipairs(ids) do
-  local v = redis.call('HGET', KEYS[2], id)
+  local v = redis.call('HGET', queued, id)
   if v then
     table.insert(out, id)
     table.insert(out, v)
-    table.insert(out, redis.call('SISMEMBER', KEYS[3], id))
+    table.insert(out, redis.call('SISMEMBER', claimed, id))
   else
-    redis.call('ZREM', KEYS[1], id)
+    redis.call('ZREM', since, id)
   end
 end
 return out

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"seckill/internal/buyer"
 	"seckill/internal/lock"
 )
@@ -32,36 +30,46 @@ var ErrLockNotHeld = errors.New("user lock not held")
 
 // releaseLocksScript releases user locks of one bucket.
 //
-// KEYS[1] users hash, then KEYS[1 + i] the waiters list of lock i (lock.WaitersKey of
-// its userLockKey), i = 1, 2, ...
-// ARGV[3i-2] lock i's buyer key  ARGV[3i-1] its owner token  ARGV[3i] its release channel
-// (lock.ReleaseChannel of its userLockKey)
+// KEYS[1] users: users hash, then KEYS[1 + i] waiters[i]: the waiters list of lock i
+// (lock.WaitersKey of its userLockKey), i = 1, 2, ...
+// ARGV[3i-2] locks[i].user: lock i's buyer key  ARGV[3i-1] locks[i].token: its owner
+// token  ARGV[3i] locks[i].channel: its release channel (lock.ReleaseChannel of its
+// userLockKey)
 //
 // A lock is released when its field holds its owner's token, expired or not; a released
 // lock with a waiter listed gets an empty message on its channel, which wakes every
 // waiter (internal/lock). Nobody waits for most locks: one EXISTS looks at all the
-// waiters lists first. Returns per lock 1 released, -2 not held.
-var releaseLocksScript = redis.NewScript(buyerFieldsLua + `
-local n = #KEYS - 1
+// waiters lists first. Returns per lock a code of releaseCodes: RELEASED, or NOT_HELD.
+var releaseLocksScript = newScript(releaseCodes, buyerFieldsLua, `
+local users, waiters, locks = KEYS[1], {}, {}
+for i = 1, #KEYS - 1 do
+  waiters[i] = KEYS[1 + i]
+  locks[i] = {user = ARGV[3 * i - 2], token = ARGV[3 * i - 1], channel = ARGV[3 * i]}
+end
+`, `
 local fields = {}
-for i = 1, n do fields[i] = LOCK .. ARGV[3 * i - 2] end
-local held = redis.call('HMGET', KEYS[1], unpack(fields))
+for i, l in ipairs(locks) do fields[i] = LOCK .. l.user end
+local held = redis.call('HMGET', users, unpack(fields))
 local out, gone = {}, {}
-for i = 1, n do
-  if held[i] and string.match(held[i], '^(%S+)') == ARGV[3 * i - 1] then
-    out[i], gone[#gone + 1] = 1, fields[i]
+for i, l in ipairs(locks) do
+  if held[i] and string.match(held[i], '^(%S+)') == l.token then
+    out[i], gone[#gone + 1] = RELEASED, fields[i]
   else
-    out[i] = -2
+    out[i] = NOT_HELD
   end
 end
-if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
-if redis.call('EXISTS', unpack(KEYS, 2)) > 0 then
-  for i = 1, n do
-    if out[i] == 1 and redis.call('EXISTS', KEYS[1 + i]) == 1 then redis.call('PUBLISH', ARGV[3 * i], '') end
+if #gone > 0 then redis.call('HDEL', users, unpack(gone)) end
+if redis.call('EXISTS', unpack(waiters)) > 0 then
+  for i, l in ipairs(locks) do
+    if out[i] == RELEASED and redis.call('EXISTS', waiters[i]) == 1 then redis.call('PUBLISH', l.channel, '') end
   end
 end
 return out
 `)
+
+// releaseCodes are releaseLocksScript's answers per lock: released, or not held
+// (ErrLockNotHeld).
+var releaseCodes = []scriptCode{{"RELEASED", 1, nil}, {"NOT_HELD", -2, ErrLockNotHeld}}
 
 // maxReleased bounds the locks of one releaseLocksScript call.
 const maxReleased = 500
@@ -109,8 +117,8 @@ func (s *Stock) releaseUserLocks(ctx context.Context, b Bucket, rs []Reservation
 	}
 	var errs []error
 	for i, n := range released {
-		if n != 1 {
-			errs = append(errs, fmt.Errorf("release the lock of buyer %q in sale %d: %w", rs[i].Buyer, b.act, ErrLockNotHeld))
+		if err := answerOf(releaseCodes, n); err != nil {
+			errs = append(errs, fmt.Errorf("release the lock of buyer %q in sale %d: %w", rs[i].Buyer, b.act, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -118,17 +126,24 @@ func (s *Stock) releaseUserLocks(ctx context.Context, b Bucket, rs []Reservation
 
 // holdLockScript takes a user lock without units.
 //
-// KEYS[1] users hash  ARGV[1] buyer key  ARGV[2] owner token  ARGV[3] TTL (ms)
-// Returns 1 taken, 0 held by a live lock.
-var holdLockScript = redis.NewScript(buyerFieldsLua + `
-local field = LOCK .. ARGV[1]
+// KEYS[1] users: users hash  ARGV[1] user: buyer key  ARGV[2] token: owner token
+// ARGV[3] ttl: TTL (ms)
+// Returns a code of holdCodes: LOCK_TAKEN, or LOCK_BUSY (held by a live lock).
+var holdLockScript = newScript(holdCodes, buyerFieldsLua, `
+local users = KEYS[1]
+local user, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
+`, `
+local field = LOCK .. user
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local v = redis.call('HGET', KEYS[1], field)
-if v and tonumber(string.match(v, ' (%d+)$')) > now then return 0 end
-redis.call('HSET', KEYS[1], field, ARGV[2] .. ' ' .. string.format('%d', now + tonumber(ARGV[3])))
-return 1
+local v = redis.call('HGET', users, field)
+if v and tonumber(string.match(v, ' (%d+)$')) > now then return LOCK_BUSY end
+redis.call('HSET', users, field, token .. ' ' .. string.format('%d', now + ttl))
+return LOCK_TAKEN
 `)
+
+// holdCodes are holdLockScript's answers: the lock taken, or held (ErrBusy).
+var holdCodes = []scriptCode{{"LOCK_TAKEN", 1, nil}, {"LOCK_BUSY", 0, ErrBusy}}
 
 // HoldUserLock takes the buyer's lock in a sale with token for ttl, as a purchase does
 // but without units, or returns ErrBusy while it is held: for tests and tools that make
@@ -136,13 +151,10 @@ return 1
 func (s *Stock) HoldUserLock(ctx context.Context, activityID int64, who buyer.ID, token string, ttl time.Duration) error {
 	b := home(activityID, who, s.knownBuckets(activityID))
 	n, err := holdLockScript.Run(ctx, s.rdb, []string{usersKey(b)}, who.Key(), token, ttl.Milliseconds()).Int64()
-	switch {
-	case err != nil:
+	if err != nil {
 		return fmt.Errorf("hold the lock of buyer %q in sale %d: %w", who, activityID, err)
-	case n == 0:
-		return ErrBusy
 	}
-	return nil
+	return answerOf(holdCodes, n)
 }
 
 // UserLocks returns the owner tokens of the live buyer locks of a sale, by buyer. It

@@ -191,76 +191,102 @@ func offered(activityID int64, vs []any) ([]QueuedOrder, error) {
 
 // joinScript puts a buyer on a sale's waitlist, or answers the entry they have.
 //
-// KEYS[1] sale hash  KEYS[2] users hash  KEYS[3] waitlist entries  KEYS[4] the waiting
-// set of the entry's variant
-// ARGV[1] the buyer's key  ARGV[2] quantity  ARGV[3] the variant's index, "" for none
-// ARGV[4] now (ms)
+// KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] entries: waitlist entries
+// KEYS[4] set: the waiting set of the entry's variant
+// ARGV[1] user: the buyer's key  ARGV[2] qty: quantity  ARGV[3] variant: the variant's
+// index, "" for none  ARGV[4] now: now (ms)
 //
-// Returns {0 joined | 1 the entry there already, seq, qty, variant ("" none), joined,
-// status, order ("" none), position (0 when not waiting)}, or a refusal {code, ...}:
-// -1 no sale (lost or archived), -2 a group-buy sale, -3 the variant is none of the
-// sale's, -4 the sale has ended, -5 units are on sale, -6 {held, limit} past the limit,
-// -7 {limit} a quantity above the limit, -8 {held, limit} past the per-variant limit.
-var joinScript = redis.NewScript(buyerFieldsLua + entryLua + variantsLua + `
+// Returns {JOINED | ENTRY (the entry there already), seq, qty, variant ("" none),
+// joined, status, order ("" none), position (0 when not waiting)}, or a refusal of
+// joinCodes {code, ...}: NO_SALE (lost or archived), GROUP_SALE, NO_VARIANT (none of
+// the sale's), ENDED, NOT_SOLD_OUT (units are on sale), OVER_LIMIT {held, limit} past
+// the limit, QUANTITY_OVER_LIMIT {limit} a quantity above the limit,
+// OVER_VARIANT_LIMIT {held, limit} past the per-variant limit.
+var joinScript = newScript(joinCodes, buyerFieldsLua+entryLua+variantsLua, `
 local sale, users, entries, set = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local user, qty, variant, now = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+`, `
 local s = redis.call('HMGET', sale, 'total', 'kind', 'variants', 'end', 'avail', 'limit', 'vlimit', 'archived')
-if not s[1] or s[8] then return {-1} end
-if s[2] == 'group' then return {-2} end
+if not s[1] or s[8] then return {NO_SALE} end
+if s[2] == 'group' then return {GROUP_SALE} end
 local variants = tonumber(s[3] or '0')
 if variant == '' then variant = nil end
-if (variants > 0) ~= (variant ~= nil) or (variant and tonumber(variant) >= variants) then return {-3} end
+if (variants > 0) ~= (variant ~= nil) or (variant and tonumber(variant) >= variants) then return {NO_VARIANT} end
 local function answer(code, e)
   local pos = 0
   if e.status == 'w' then pos = (redis.call('ZRANK', set, user) or -1) + 1 end
   return {code, e.seq, string.format('%d', e.qty), e.variant or '', e.joined, e.status, e.order or '', pos}
 end
 local e = parse_entry(redis.call('HGET', entries, user))
-if e and e.status ~= 'e' then return answer(1, e) end
-if tonumber(now) >= tonumber(s[4]) then return {-4} end
+if e and e.status ~= 'e' then return answer(ENTRY, e) end
+if tonumber(now) >= tonumber(s[4]) then return {ENDED} end
 local left = s[5]
 if variant then left = redis.call('HGET', sale, vfield('avail', variant)) end
-if tonumber(left or '0') > 0 then return {-5} end
+if tonumber(left or '0') > 0 then return {NOT_SOLD_OUT} end
 local limit = tonumber(s[6])
-if qty > limit then return {-7, limit} end
+if qty > limit then return {QUANTITY_OVER_LIMIT, limit} end
 local held = tonumber(redis.call('HGET', users, user) or '0')
-if held + qty > limit then return {-6, held, limit} end
+if held + qty > limit then return {OVER_LIMIT, held, limit} end
 local vlimit = tonumber(s[7] or '0')
 if variant and vlimit > 0 then
   local vheld = tonumber(redis.call('HGET', users, VARIANT .. variant .. ':' .. user) or '0')
-  if vheld + qty > vlimit then return {-8, vheld, vlimit} end
+  if vheld + qty > vlimit then return {OVER_VARIANT_LIMIT, vheld, vlimit} end
 end
 local seq = redis.call('HINCRBY', sale, 'wlseq', 1)
 e = {seq = string.format('%d', seq), qty = qty, variant = variant, joined = now, status = 'w'}
 redis.call('HSET', entries, user, entry_value(e))
 redis.call('ZADD', set, seq, user)
-return answer(0, e)
+return answer(JOINED, e)
 `)
+
+// joinCodes are joinScript's answers: an entry, new (joinedNow) or there already, or a
+// refusal, of which three come with figures.
+var joinCodes = []scriptCode{{"JOINED", joinedNow, nil}, {"ENTRY", 1, nil}, {"NO_SALE", -1, ErrNoSale},
+	{"GROUP_SALE", -2, ErrGroupSale}, {"NO_VARIANT", -3, ErrNoVariant}, {"ENDED", -4, ErrEnded},
+	{"NOT_SOLD_OUT", -5, ErrNotSoldOut}, {"OVER_LIMIT", joinOverLimit, ErrLimitExceeded},
+	{"QUANTITY_OVER_LIMIT", joinQuantityOverLimit, ErrQuantityOverLimit},
+	{"OVER_VARIANT_LIMIT", joinOverVariantLimit, ErrLimitExceeded}}
+
+// The codes of joinCodes that Go tells apart.
+const (
+	joinedNow             = 0
+	joinOverLimit         = -6
+	joinQuantityOverLimit = -7
+	joinOverVariantLimit  = -8
+)
 
 // readScript reads a buyer's entry, with its position while waiting.
 //
-// KEYS[1] waitlist entries  ARGV[1] the buyer's key  ARGV[2] the waitlist key prefix
-// (the waiting set is it and the entry's variant, or "-")
+// KEYS[1] entries: waitlist entries  ARGV[1] user: the buyer's key  ARGV[2] prefix: the
+// waitlist key prefix (the waiting set is it and the entry's variant, or "-")
 // Returns {} for none, else {seq, qty, variant, joined, status, order, position}.
-var readScript = redis.NewScript(entryLua + `
-local e = parse_entry(redis.call('HGET', KEYS[1], ARGV[1]))
+var readScript = newScript(nil, entryLua, `
+local entries, user, prefix = KEYS[1], ARGV[1], ARGV[2]
+`, `
+local e = parse_entry(redis.call('HGET', entries, user))
 if not e then return {} end
 local pos = 0
-if e.status == 'w' then pos = (redis.call('ZRANK', ARGV[2] .. (e.variant or '-'), ARGV[1]) or -1) + 1 end
+if e.status == 'w' then pos = (redis.call('ZRANK', prefix .. (e.variant or '-'), user) or -1) + 1 end
 return {e.seq, string.format('%d', e.qty), e.variant or '', e.joined, e.status, e.order or '', pos}
 `)
 
 // leaveScript takes a buyer off the waitlist: the entry goes (an order offered stays).
 //
-// KEYS[1] waitlist entries  ARGV[1] the buyer's key  ARGV[2] the waitlist key prefix
-// Returns 1 when there was an entry, else 0.
-var leaveScript = redis.NewScript(entryLua + `
-local e = parse_entry(redis.call('HGET', KEYS[1], ARGV[1]))
-if not e then return 0 end
-redis.call('ZREM', ARGV[2] .. (e.variant or '-'), ARGV[1])
-redis.call('HDEL', KEYS[1], ARGV[1])
-return 1
+// KEYS[1] entries: waitlist entries  ARGV[1] user: the buyer's key  ARGV[2] prefix: the
+// waitlist key prefix
+// Returns a code of leaveCodes: LEFT when there was an entry, else NO_ENTRY.
+var leaveScript = newScript(leaveCodes, entryLua, `
+local entries, user, prefix = KEYS[1], ARGV[1], ARGV[2]
+`, `
+local e = parse_entry(redis.call('HGET', entries, user))
+if not e then return NO_ENTRY end
+redis.call('ZREM', prefix .. (e.variant or '-'), user)
+redis.call('HDEL', entries, user)
+return LEFT
 `)
+
+// leaveCodes are leaveScript's answers: the entry gone, or none (ErrNoEntry).
+var leaveCodes = []scriptCode{{"LEFT", 1, nil}, {"NO_ENTRY", 0, ErrNoEntry}}
 
 // waitlistPrefix is the prefix of a sale's waiting sets (waitlistKey without its
 // variant).
@@ -285,34 +311,29 @@ func (s *Stock) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("join waitlist: %w", err)
 	}
-	n, err := integers(res[:1])
+	n, err := integer(res[0])
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("join waitlist: %w", err)
 	}
-	switch n[0] {
-	case 0, 1:
+	c, err := codeOf(joinCodes, n)
+	switch {
+	case err != nil:
+		return Entry{}, false, fmt.Errorf("join waitlist: %w", err)
+	case c.err == nil:
 		e, err := parseEntry(activityID, who, res[1:])
-		return e, n[0] == 0, err
-	case -1:
-		return Entry{}, false, ErrNoSale
-	case -2:
-		return Entry{}, false, ErrGroupSale
-	case -3:
-		return Entry{}, false, ErrNoVariant
-	case -4:
-		return Entry{}, false, ErrEnded
-	case -5:
-		return Entry{}, false, ErrNotSoldOut
+		return e, n == joinedNow, err
+	case n != joinOverLimit && n != joinQuantityOverLimit && n != joinOverVariantLimit:
+		return Entry{}, false, c.err
 	}
 	vals, err := integers(res[1:])
 	switch {
 	case err != nil:
 		return Entry{}, false, fmt.Errorf("join waitlist: %w", err)
-	case n[0] == -6 && len(vals) == 2:
+	case n == joinOverLimit && len(vals) == 2:
 		return Entry{}, false, &DetailError{ErrLimitExceeded, fmt.Sprintf("you hold %d of at most %d units", vals[0], vals[1])}
-	case n[0] == -7 && len(vals) == 1:
+	case n == joinQuantityOverLimit && len(vals) == 1:
 		return Entry{}, false, &DetailError{ErrQuantityOverLimit, fmt.Sprintf("quantity must be between 1 and %d", vals[0])}
-	case n[0] == -8 && len(vals) == 2:
+	case n == joinOverVariantLimit && len(vals) == 2:
 		return Entry{}, false, &DetailError{ErrLimitExceeded, fmt.Sprintf("you hold %d of at most %d units of this variant", vals[0], vals[1])}
 	}
 	return Entry{}, false, fmt.Errorf("join waitlist: unexpected reply %v", res)
@@ -334,14 +355,11 @@ func (s *Stock) WaitlistEntry(ctx context.Context, activityID int64, who buyer.I
 // LeaveWaitlist takes a buyer off a sale's waitlist; ErrNoEntry when they had no entry.
 func (s *Stock) LeaveWaitlist(ctx context.Context, activityID int64, who buyer.ID) error {
 	sale := one(activityID)
-	n, err := leaveScript.Run(ctx, s.rdb, []string{waitlistEntriesKey(sale)}, who.Key(), waitlistPrefix(sale)).Int()
+	n, err := leaveScript.Run(ctx, s.rdb, []string{waitlistEntriesKey(sale)}, who.Key(), waitlistPrefix(sale)).Int64()
 	if err != nil {
 		return fmt.Errorf("leave waitlist: %w", err)
 	}
-	if n == 0 {
-		return ErrNoEntry
-	}
-	return nil
+	return answerOf(leaveCodes, n)
 }
 
 // WaitlistLength returns how many entries of a sale's waitlist are waiting.
