@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"net/http"
@@ -29,39 +30,53 @@ type drop struct {
 }
 
 // newDrop creates a sale open from now for open, with a pay window of 10 s (the
-// shortest), in buckets stock buckets.
-func newDrop(c *client, admin string, open time.Duration, buckets int) *drop {
-	c.t.Helper()
+// shortest), in buckets stock buckets. It returns its failure rather than failing the
+// test, so that a goroutine may call it.
+func newDrop(c *client, admin string, open time.Duration, buckets int) (*drop, error) {
 	now := time.Now().UTC()
-	r := c.must("POST", "/api/v1/admin/activities", admin, map[string]any{
+	r, err := c.do("POST", "/api/v1/admin/activities", admin, map[string]any{
 		"name": "weekly drop", "product_name": "sneaker", "price_cents": 12000, "stock": 10, "per_user_limit": 2,
 		"starts_at": now.Add(-time.Minute).Format(time.RFC3339Nano), "ends_at": now.Add(open).Format(time.RFC3339Nano),
 		"pay_window_seconds": 10, "stock_buckets": buckets})
-	if r.Status != http.StatusCreated {
-		c.t.Fatalf("create a drop: %d %s", r.Status, r.Body)
-	}
 	var a activity
-	r.decode(c.t, &a)
-	return &drop{c: c, admin: admin, id: a.ID}
+	if err != nil || r.Status != http.StatusCreated || json.Unmarshal(r.Body, &a) != nil {
+		return nil, fmt.Errorf("create a drop: %v %d %s", err, r.Status, r.Body)
+	}
+	return &drop{c: c, admin: admin, id: a.ID}, nil
 }
 
 // buy has each buyer buy one unit with an Idempotency-Key, then try to pass the limit
-// (409 limit_exceeded).
-func (d *drop) buy(t *testing.T, buyers ...buyer.ID) {
-	t.Helper()
+// (409 limit_exceeded). A 429 busy (the buyer's previous purchase still holds the
+// buyer's lock on a slow machine) is retried after a moment, as a client does. It
+// returns its failure rather than failing the test, so that a goroutine may call it.
+func (d *drop) buy(t *testing.T, buyers ...buyer.ID) error {
 	for _, b := range buyers {
 		tok := testutil.TokenOf(t, b, false)
-		r := d.c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", d.id), tok, map[string]int{"quantity": 1},
-			"Idempotency-Key", d.key(b))
-		if r.Status != http.StatusAccepted {
-			t.Fatalf("buyer %q in sale %d: %d %s", b, d.id, r.Status, r.Body)
+		path := fmt.Sprintf("/api/v1/activities/%d/orders", d.id)
+		r, err := d.try("POST", path, tok, map[string]int{"quantity": 1}, "Idempotency-Key", d.key(b))
+		if err != nil || r.Status != http.StatusAccepted {
+			return fmt.Errorf("buyer %q in sale %d: %v %d %s", b, d.id, err, r.Status, r.Body)
 		}
 		var o order
-		r.decode(t, &o)
-		if r := d.c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", d.id), tok, map[string]int{"quantity": 2}); r.errorCode() != "limit_exceeded" {
-			t.Fatalf("buyer %q past the limit: %d %s", b, r.Status, r.Body)
+		if err := json.Unmarshal(r.Body, &o); err != nil {
+			return fmt.Errorf("buyer %q in sale %d: %w", b, d.id, err)
+		}
+		if r, err := d.try("POST", path, tok, map[string]int{"quantity": 2}); err != nil || r.errorCode() != "limit_exceeded" {
+			return fmt.Errorf("buyer %q past the limit: %v %d %s", b, err, r.Status, r.Body)
 		}
 		d.buyers, d.orders = append(d.buyers, b), append(d.orders, o)
+	}
+	return nil
+}
+
+// try is the client's do, retried while the answer is 429 busy (for 10 s at most).
+func (d *drop) try(method, path, token string, body any, header ...string) (response, error) {
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		r, err := d.c.do(method, path, token, body, header...)
+		if err != nil || r.errorCode() != "busy" || time.Now().After(deadline) {
+			return r, err
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -71,34 +86,37 @@ func (d *drop) key(b buyer.ID) string {
 	return fmt.Sprintf("drop-%d-%08x", d.id, h.Sum32()) // a key holds A-Z, a-z, 0-9, _ and - only
 }
 
-// settle waits until MySQL has every order, then pays the first buyer's, cancels the
-// second's, and leaves the others to expire.
-func (d *drop) settle(t *testing.T) {
-	t.Helper()
+// settle waits until MySQL has every order, then has the shop confirm the first buyer's
+// payment, cancels the second's, and leaves the others to expire. It returns its failure
+// rather than failing the test, so that a goroutine may call it.
+func (d *drop) settle(t *testing.T) error {
 	for i, o := range d.orders {
 		tok := testutil.TokenOf(t, d.buyers[i], false)
 		for deadline := time.Now().Add(30 * time.Second); ; {
 			var got order
-			d.c.must("GET", "/api/v1/orders/"+o.ID, tok, nil).decode(t, &got)
-			if got.Status == "created" {
+			r, err := d.c.do("GET", "/api/v1/orders/"+o.ID, tok, nil)
+			if err == nil && json.Unmarshal(r.Body, &got) == nil && got.Status == "created" {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("order %s is %s after 30 s", o.ID, got.Status)
+				return fmt.Errorf("order %s is %q after 30 s (%v)", o.ID, got.Status, err)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+		action, by := "", ""
 		switch i {
 		case 0:
-			if r := d.c.must("POST", "/api/v1/orders/"+o.ID+"/pay", d.admin, nil); r.Status != http.StatusOK { // the shop confirms
-				t.Fatalf("pay %s: %d %s", o.ID, r.Status, r.Body)
-			}
+			action, by = "/pay", d.admin // the shop confirms
 		case 1:
-			if r := d.c.must("POST", "/api/v1/orders/"+o.ID+"/cancel", tok, nil); r.Status != http.StatusOK {
-				t.Fatalf("cancel %s: %d %s", o.ID, r.Status, r.Body)
-			}
+			action, by = "/cancel", tok
+		default:
+			continue
+		}
+		if r, err := d.c.do("POST", "/api/v1/orders/"+o.ID+action, by, nil); err != nil || r.Status != http.StatusOK {
+			return fmt.Errorf("%s %s: %v %d %s", action, o.ID, err, r.Status, r.Body)
 		}
 	}
+	return nil
 }
 
 // archivedActivity is the activity with its archived_at.
@@ -133,9 +151,16 @@ func TestArchivedSaleEndToEnd(t *testing.T) {
 	s := testutil.StartStack(t, "SECKILL_SALE_RETENTION=1s")
 	c := newClient(t, s.URL)
 	admin := testutil.Token(t, 1, true)
-	d := newDrop(c, admin, 4*time.Second, 1)
-	d.buy(t, "101", "auth0|e2e buyer", "8f14e45f-ceea-467f-a0e7-5ad1c4b1c0c2")
-	d.settle(t)
+	d, err := newDrop(c, admin, 4*time.Second, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.buy(t, "101", "auth0|e2e buyer", "8f14e45f-ceea-467f-a0e7-5ad1c4b1c0c2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.settle(t); err != nil {
+		t.Fatal(err)
+	}
 	path := fmt.Sprintf("/api/v1/admin/activities/%d", d.id)
 	var before stats
 	a := d.waitArchived(t, 60*time.Second)
@@ -237,9 +262,16 @@ func TestYearOfDropsLeavesRedisAsItWas(t *testing.T) {
 
 	// A first drop to its archive: the worker's jobs, the queue and the scripts have
 	// their keys and memory from then on.
-	warm := newDrop(c, admin, 4*time.Second, 1)
-	warm.buy(t, "1", "2", "3")
-	warm.settle(t)
+	warm, err := newDrop(c, admin, 4*time.Second, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.buy(t, "1", "2", "3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.settle(t); err != nil {
+		t.Fatal(err)
+	}
 	warm.waitArchived(t, 60*time.Second)
 	keysBefore, memBefore := redisLevel(t, rdb)
 
@@ -254,7 +286,11 @@ func TestYearOfDropsLeavesRedisAsItWas(t *testing.T) {
 			if i%4 == 3 {
 				buckets = 3
 			}
-			d := newDrop(c, admin, 5*time.Second, buckets)
+			d, err := newDrop(c, admin, 5*time.Second, buckets)
+			if err != nil {
+				t.Error(err)
+				return
+			}
 			var buyers []buyer.ID
 			for j := range perDrop {
 				b := buyer.ID(fmt.Sprintf("%d", 1000+perDrop*i+j))
@@ -263,8 +299,14 @@ func TestYearOfDropsLeavesRedisAsItWas(t *testing.T) {
 				}
 				buyers = append(buyers, b)
 			}
-			d.buy(t, buyers...)
-			d.settle(t)
+			if err := d.buy(t, buyers...); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := d.settle(t); err != nil {
+				t.Error(err)
+				return
+			}
 			ds[i] = d
 		})
 	}
