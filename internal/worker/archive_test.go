@@ -142,6 +142,20 @@ func (f *archiveFixture) end(t *testing.T, a sale.Activity, at time.Time) {
 	}
 }
 
+// pastRetention sets the archiver's clock past the retention of a sale that ended now.
+func (f *archiveFixture) pastRetention() {
+	f.archiver.SetClock(func() time.Time { return time.Now().Add(retention + 20*time.Minute) })
+}
+
+// archiveOne runs the archive past the retention, which must archive one sale.
+func (f *archiveFixture) archiveOne(t *testing.T) {
+	t.Helper()
+	f.pastRetention()
+	if n, err := f.archiver.Run(context.Background()); err != nil || n != 1 {
+		t.Fatalf("archived %d, %v; want 1", n, err)
+	}
+}
+
 // Which sales the archive takes: only a sale that has ended, whose every order is final
 // (none queued in Redis, grouping, created, or cancelled with its units on their way
 // back), and for which the retention has passed since its end and since its last order
@@ -286,10 +300,7 @@ func TestArchivedSaleAnswersFromMySQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.archiver.SetClock(func() time.Time { return time.Now().Add(retention + 20*time.Minute) })
-	if n, err := f.archiver.Run(ctx); err != nil || n != 1 {
-		t.Fatalf("archived %d, %v; want 1", n, err)
-	}
+	f.archiveOne(t)
 
 	got, err := f.svc.GetActivity(ctx, a.ID)
 	if err != nil {
@@ -383,7 +394,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 			task = append(task, stock.QueuedOrder{OrderID: gone.OrderID, ActivityID: a.ID, Buyer: gone.Buyer, Quantity: 1,
 				Limit: 3, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Minute)})
 			f.end(t, a, time.Now())
-			f.archiver.SetClock(func() time.Time { return time.Now().Add(retention + 20*time.Minute) })
+			f.pastRetention()
 
 			stored, err := f.st.GetActivity(ctx, a.ID)
 			if err != nil {
@@ -516,10 +527,7 @@ func TestArchivedSaleOfVariantsBalances(t *testing.T) {
 	if l, err := f.svc.Ledger(ctx, a.ID); err != nil || !l.Balanced || l.OffSaleUnits != 1 {
 		t.Fatalf("the live ledger %+v, %v; want balanced, 1 unit off sale", l, err)
 	}
-	f.archiver.SetClock(func() time.Time { return time.Now().Add(retention + 20*time.Minute) })
-	if n, err := f.archiver.Run(ctx); err != nil || n != 1 {
-		t.Fatalf("archived %d, %v; want 1", n, err)
-	}
+	f.archiveOne(t)
 
 	got, err := f.svc.GetActivity(ctx, a.ID)
 	if err != nil {
