@@ -175,13 +175,13 @@ func (p *Process) Output() string { return p.log.String() }
 // Stack is API and worker processes on a private Redis (one server, a Cluster or a
 // Sentinel set) and a fresh MySQL database.
 type Stack struct {
-	// URL is the first API's base URL; URLs has every API's. MetricsURL is the first
-	// API's /metrics (SECKILL_METRICS_ADDR, never on URL); MetricsURLs has every API's.
+	// URL is the first API's base URL; URLs holds each API's. MetricsURL is the first
+	// API's /metrics (SECKILL_METRICS_ADDR, never on URL); MetricsURLs holds each API's.
 	URL         string
 	URLs        []string
 	MetricsURL  string
 	MetricsURLs []string
-	// WorkerMetricsURL is the first worker's /metrics; WorkerURLs has every worker's
+	// WorkerMetricsURL is the first worker's /metrics; WorkerURLs holds each worker's
 	// base URL (SECKILL_WORKER_METRICS_ADDR: /metrics, /healthz, /readyz).
 	WorkerMetricsURL string
 	WorkerURLs       []string
