@@ -583,38 +583,28 @@ var (
 
 // withoutCode blanks fenced code blocks and inline code, where links are not links.
 func withoutCode(md string) string {
-	var b strings.Builder
-	in := false
-	for _, line := range strings.SplitAfter(md, "\n") {
-		if fence.MatchString(line) {
-			in = !in
-			b.WriteString("\n")
-			continue
-		}
-		if in {
-			b.WriteString("\n")
-			continue
-		}
-		b.WriteString(inlineCode.ReplaceAllString(line, "``"))
-	}
-	return b.String()
+	return blankFences(md, func(line string) string { return inlineCode.ReplaceAllString(line, "``") })
 }
 
 // withoutFences blanks fenced code blocks only: inline code stays, as part of the prose.
 func withoutFences(md string) string {
+	return blankFences(md, func(line string) string { return line })
+}
+
+// blankFences blanks the lines of fenced code blocks (keeping the line count) and passes
+// every other line through prose.
+func blankFences(md string, prose func(string) string) string {
 	var b strings.Builder
 	in := false
 	for _, line := range strings.SplitAfter(md, "\n") {
 		if fence.MatchString(line) {
 			in = !in
+		}
+		if in || fence.MatchString(line) {
 			b.WriteString("\n")
 			continue
 		}
-		if in {
-			b.WriteString("\n")
-			continue
-		}
-		b.WriteString(line)
+		b.WriteString(prose(line))
 	}
 	return b.String()
 }
