@@ -31,7 +31,6 @@ import (
 	"seckill/internal/handler"
 	"seckill/internal/health"
 	"seckill/internal/line"
-	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
@@ -40,6 +39,7 @@ import (
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
+	"seckill/lock"
 	"seckill/migrations"
 )
 

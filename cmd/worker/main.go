@@ -21,7 +21,6 @@ import (
 	"seckill/internal/config"
 	"seckill/internal/health"
 	"seckill/internal/line"
-	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
@@ -31,6 +30,7 @@ import (
 	"seckill/internal/stock"
 	"seckill/internal/store"
 	"seckill/internal/worker"
+	"seckill/lock"
 )
 
 func main() {

@@ -23,7 +23,6 @@ import (
 	"seckill/internal/handler"
 	"seckill/internal/health"
 	"seckill/internal/line"
-	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
@@ -33,6 +32,7 @@ import (
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
+	"seckill/lock"
 )
 
 // clock is a settable clock for the service; the HTTP layer keeps real time.

@@ -13,7 +13,6 @@ import (
 	"gorm.io/gorm"
 
 	"seckill/internal/buyer"
-	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/queue"
@@ -22,6 +21,7 @@ import (
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
+	"seckill/lock"
 )
 
 // breakableQueue is the real asynq enqueuer with a switch that makes its enqueues

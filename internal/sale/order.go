@@ -14,9 +14,9 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"seckill/internal/buyer"
-	"seckill/internal/lock"
 	"seckill/internal/stock"
 	"seckill/internal/store"
+	"seckill/lock"
 )
 
 // BuyRequest is a buyer's purchase: a seat in a group with Group or OpenGroup (Seat sets

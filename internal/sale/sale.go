@@ -14,12 +14,12 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"seckill/internal/buyer"
-	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/store"
+	"seckill/lock"
 )
 
 // Errors of the service besides those of internal/stock and internal/store.

@@ -47,7 +47,7 @@ func idempotencyKey(b Bucket, who buyer.ID, key string) string {
 // the lock is the buyer's lock field of the users hash (userlock.go), which the reserve script
 // takes in the same step that takes the units and the caller releases
 // (Stock.ReleaseUserLocks) once the order is enqueued (after the purchase was answered).
-// internal/lock keeps the lock's waiters list and release channel beside the name
+// seckill/lock keeps the lock's waiters list and release channel beside the name
 // (lock.Client.WaitRelease). Stock.UserLockKey names it for callers.
 func userLockKey(b Bucket, who buyer.ID) string {
 	return prefix(b) + "lock:" + who.Key()

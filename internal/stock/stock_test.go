@@ -16,9 +16,9 @@ import (
 
 	"seckill/internal/buyer"
 	"seckill/internal/config"
-	"seckill/internal/lock"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
+	"seckill/lock"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"seckill/internal/buyer"
-	"seckill/internal/lock"
+	"seckill/lock"
 )
 
 // A buyer's lock in a sale is the buyer's lock field (buyerfields.go) of the users hash
@@ -19,7 +19,7 @@ import (
 // own: a key made and deleted per purchase costs the master more than a field written in
 // the HSET the purchase makes anyway. A lock is held
 // while its field is there and its expiry has not passed; a field left by a process that
-// died is taken over by the user's next purchase. Waiting is internal/lock's: a purchase
+// died is taken over by the user's next purchase. Waiting is seckill/lock's: a purchase
 // that meets the lock waits with lock.Client.WaitRelease on the name userLockKey gives it
 // (no key has that name; the lock package keeps its waiters list and release channel
 // beside it), and a release publishes on that channel only when someone is listed there.
@@ -38,7 +38,7 @@ var ErrLockNotHeld = errors.New("user lock not held")
 //
 // A lock is released when its field holds its owner's token, expired or not; a released
 // lock with a waiter listed gets an empty message on its channel, which wakes every
-// waiter (internal/lock). Nobody waits for most locks: one EXISTS looks at all the
+// waiter (seckill/lock). Nobody waits for most locks: one EXISTS looks at all the
 // waiters lists first. Returns per lock a code of releaseCodes: RELEASED, or NOT_HELD.
 var releaseLocksScript = newScript(releaseCodes, buyerFieldsLua, `
 local users, waiters, locks = KEYS[1], {}, {}

@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/buyer"
-	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/queue"
@@ -22,6 +21,7 @@ import (
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
+	"seckill/lock"
 )
 
 // archiveFixture is a service, a worker's persister and an archiver on one Redis and

@@ -8,10 +8,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"seckill/internal/lock"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/store"
+	"seckill/lock"
 )
 
 // Job is one of the worker's periodic jobs.

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"seckill/internal/buyer"
-	"seckill/internal/lock"
 	"seckill/internal/outage"
 	"seckill/internal/queue"
 	"seckill/internal/sale"
@@ -18,6 +17,7 @@ import (
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
+	"seckill/lock"
 )
 
 // A task holds the orders of an API's batch; the persister writes them in transactions

@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/lock"
 	"seckill/internal/outage"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
+	"seckill/lock"
 )
 
 // A worker claims an order, and before it writes the order to MySQL the sale is rebuilt

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"seckill/internal/buyer"
-	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/sale"
@@ -15,6 +14,7 @@ import (
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
+	"seckill/lock"
 )
 
 // Units a refund kept off sale stay off sale through a rebuild from MySQL, and a

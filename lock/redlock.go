@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"sync"
@@ -24,7 +25,7 @@ import (
 // never expire.
 type Redlock struct {
 	id          string // the message of our releases, so our hubs can skip them
-	lines       *lines
+	waiters     *waiters
 	nodes       []*redlockNode
 	quorum      int
 	nodeTimeout time.Duration
@@ -62,7 +63,7 @@ func NewRedlock(masters []redis.UniversalClient, opts *RedlockOptions) *Redlock 
 		r.nodes = append(r.nodes, n)
 		hubs = append(hubs, n.hub)
 	}
-	r.lines = newLines(r.id, hubs)
+	r.waiters = newWaiters(r.id, hubs)
 	return r
 }
 
@@ -94,44 +95,22 @@ func (r *Redlock) Obtain(ctx context.Context, key string, ttl time.Duration, opt
 	}
 	token := opts.token()
 	try := func(ctx context.Context, as listing) (*Lock, error) { return r.try(ctx, key, token, ttl, as) }
-	return obtain(ctx, r.lines, key, opts, opts.freshToken(), try)
+	return obtain(ctx, r.waiters, key, opts, opts.freshToken(), try)
 }
 
-// redlockObtainScript takes the lock on one master and reads its counter; it
-// lists or delists the waiting Redlock there (see waitersLua).
+// redlockObtainScript takes the lock on one master and reads its counter
+// (redlock_obtain.lua).
 //
-//	KEYS[1] lock key        ARGV[1] owner token
-//	KEYS[2] fence counter   ARGV[2] TTL in milliseconds
-//	KEYS[3] waiters         ARGV[3] waiting Redlock id, or ""
-//	                        ARGV[4] listing lifetime in milliseconds
-//	                        ARGV[5] "1" to stay listed after taking the lock
-//
-// Returns the master's fence counter (0 when it has none), or -1 when another
-// owner holds the key.
-var redlockObtainScript = redis.NewScript(takeLua + `
-if not take() then
-	return -1
-end
-return tonumber(redis.call("GET", KEYS[2]) or "0")
-`)
+//go:embed redlock_obtain.lua
+var redlockObtainLua string
+var redlockObtainScript = redis.NewScript(redlockObtainLua)
 
 // redlockFenceScript raises one master's fence counter while we hold the lock
-// there.
+// there (redlock_fence.lua).
 //
-//	KEYS[1] lock key        ARGV[1] owner token
-//	KEYS[2] fence counter   ARGV[2] fencing token
-//
-// Returns 1 when the counter is at least the token now, -2 when the key does
-// not hold our token.
-var redlockFenceScript = redis.NewScript(`
-if redis.call("GET", KEYS[1]) ~= ARGV[1] then
-	return -2
-end
-if tonumber(redis.call("GET", KEYS[2]) or "0") < tonumber(ARGV[2]) then
-	redis.call("SET", KEYS[2], ARGV[2])
-end
-return 1
-`)
+//go:embed redlock_fence.lua
+var redlockFenceLua string
+var redlockFenceScript = redis.NewScript(redlockFenceLua)
 
 // try makes one Redlock attempt.
 func (r *Redlock) try(ctx context.Context, key, token string, ttl time.Duration, as listing) (*Lock, error) {

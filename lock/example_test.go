@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/lock"
 	"seckill/internal/testutil"
+	"seckill/lock"
 )
 
 // The examples run against real redis-servers that TestMain starts: one at
@@ -51,7 +51,7 @@ func Example() {
 	locks := lock.New(rdb)
 	defer locks.Close()
 
-	l, err := locks.Obtain(ctx, "seckill:{user:7:sku:42}:buy", 5*time.Second, nil)
+	l, err := locks.Obtain(ctx, "shop:{user:7:sku:42}:buy", 5*time.Second, nil)
 	if err != nil {
 		fmt.Println("busy:", errors.Is(err, lock.ErrNotObtained))
 		return
@@ -59,7 +59,7 @@ func Example() {
 	defer l.Release(ctx)
 
 	// A second buyer with the same user and product is turned away.
-	_, err = locks.Obtain(ctx, "seckill:{user:7:sku:42}:buy", 5*time.Second, nil)
+	_, err = locks.Obtain(ctx, "shop:{user:7:sku:42}:buy", 5*time.Second, nil)
 	fmt.Println("second buyer busy:", errors.Is(err, lock.ErrNotObtained))
 	// Output:
 	// second buyer busy: true

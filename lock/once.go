@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"time"
 
@@ -40,17 +41,9 @@ func (c *Client) RunOnce(ctx context.Context, name string, period time.Duration,
 	return true, nil
 }
 
-// claimPeriodScript claims a period for a job when no later or equal period
-// was claimed.
+// claimPeriodScript claims a period for a job when no later or equal period was
+// claimed (claim_period.lua).
 //
-//	KEYS[1] last period run   ARGV[1] period number   ARGV[2] TTL in milliseconds
-//
-// Returns 1 when claimed, 0 when the period or a later one was claimed before.
-var claimPeriodScript = redis.NewScript(`
-local last = tonumber(redis.call("GET", KEYS[1]) or "-1")
-if last >= tonumber(ARGV[1]) then
-	return 0
-end
-redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-return 1
-`)
+//go:embed claim_period.lua
+var claimPeriodLua string
+var claimPeriodScript = redis.NewScript(claimPeriodLua)

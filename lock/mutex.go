@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"time"
@@ -45,45 +46,12 @@ func (o *Options) token() string {
 	return o.Token
 }
 
-// obtainScript takes a free lock, or refreshes one that already holds our
-// token (so a retry after a lost reply succeeds), and numbers the acquisition;
-// it lists or delists the waiting Client (see waitersLua).
+// obtainScript takes a free lock, or refreshes one that already holds our token,
+// and numbers the acquisition (obtain.lua).
 //
-//	KEYS[1] lock key        ARGV[1] owner token
-//	KEYS[2] fence counter   ARGV[2] TTL in milliseconds
-//	KEYS[3] waiters         ARGV[3] waiting Client id, or ""
-//	                        ARGV[4] listing lifetime in milliseconds
-//	                        ARGV[5] "1" to stay listed after taking the lock
-//
-// Returns the new fencing token (>= 1), or -1 when another owner holds the key.
-var obtainScript = redis.NewScript(takeLua + `
-if not take() then
-	return -1
-end
-return redis.call("INCR", KEYS[2])
-`)
-
-// takeLua defines take(), the start of obtainScript and redlockObtainScript (same
-// KEYS and ARGV): it takes a free lock or refreshes one holding our token, lists or
-// delists the waiter, and reports whether the lock is ours.
-const takeLua = waitersLua + `
-local function take()
-	local taken = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
-	if not taken and redis.call("GET", KEYS[1]) == ARGV[1] then
-		taken = redis.call("PEXPIRE", KEYS[1], ARGV[2])
-	end
-	if not taken then
-		enlist(KEYS[3], ARGV[3], ARGV[4])
-		return false
-	end
-	if ARGV[5] == "1" then
-		enlist(KEYS[3], ARGV[3], ARGV[4])
-	else
-		delist(KEYS[3], ARGV[3])
-	end
-	return true
-end
-`
+//go:embed obtain.lua
+var obtainLua string
+var obtainScript = redis.NewScript(obtainLua)
 
 // Obtain takes the lock named key for ttl, retrying as opts.Retry says while
 // another owner holds it. The key then holds exactly the owner token, with a
@@ -107,14 +75,14 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts
 		}
 		return newLock(ctx, c, key, token, fence, ttl, start), nil
 	}
-	return obtain(ctx, c.lines, key, opts, opts.freshToken(), try)
+	return obtain(ctx, c.waiters, key, opts, opts.freshToken(), try)
 }
 
 // obtain acquires a lock with try and the options, and starts its watchdog.
 // With skipFirst, a caller makes no attempt of its own while other waiters of
 // this Client queue for the key; skip it only when the caller cannot hold the
 // lock already (a fresh token), or it would queue behind waiters for itself.
-func obtain(ctx context.Context, q *lines, key string, opts *Options, skipFirst bool,
+func obtain(ctx context.Context, q *waiters, key string, opts *Options, skipFirst bool,
 	try func(context.Context, listing) (*Lock, error)) (*Lock, error) {
 	l, err := q.acquire(ctx, key, opts.retry(), skipFirst, try)
 	if err != nil {
@@ -135,53 +103,17 @@ func (c *Client) Adopt(key, token string, ttl time.Duration) *Lock {
 	return newLock(context.Background(), c, key, token, 0, ttl, time.Now())
 }
 
-// releaseLua defines release(), which deletes a lock if it holds our token and,
-// when a waiter is listed, tells the waiters, naming the one to try first (see
-// waitersLua). Nobody listed is nobody waiting: the release sends no message (on
-// a Redis Cluster a PUBLISH goes to every node). It returns 1 when released, -2
-// when the key does not hold our token.
-const releaseLua = waitersLua + `
-local function release(key, waiters, token, channel, id)
-	if redis.call("GET", key) ~= token then
-		return -2
-	end
-	redis.call("DEL", key)
-	if channel ~= "" then
-		local picked = pick(waiters)
-		if picked ~= "" then
-			redis.call("PUBLISH", channel, id .. " " .. picked)
-		end
-	end
-	return 1
-end
-`
+// releaseScript releases one lock if it holds our token (release.lua).
+//
+//go:embed release.lua
+var releaseLua string
+var releaseScript = redis.NewScript(releaseLua)
 
-// releaseScript releases one lock.
+// releaseAllScript releases n locks of one hash slot (release_all.lua).
 //
-//	KEYS[1] lock key   ARGV[1] owner token
-//	KEYS[2] waiters    ARGV[2] release channel, or "" to tell nobody
-//	                   ARGV[3] the releasing Client's id
-//
-// Returns 1 when released, -2 when the key does not hold our token.
-var releaseScript = redis.NewScript(releaseLua + `
-return release(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3])
-`)
-
-// releaseAllScript releases n locks of one hash slot.
-//
-//	KEYS[2i-1] lock i's key       ARGV[1]    the releasing Client's id
-//	KEYS[2i]   lock i's waiters   ARGV[2i]   lock i's owner token
-//	                              ARGV[2i+1] lock i's release channel
-//
-// Returns an array with, for each lock, 1 when released or -2 when its key does
-// not hold our token.
-var releaseAllScript = redis.NewScript(releaseLua + `
-local released = {}
-for i = 1, #KEYS / 2 do
-	released[i] = release(KEYS[2*i-1], KEYS[2*i], ARGV[2*i], ARGV[2*i+1], ARGV[1])
-end
-return released
-`)
+//go:embed release_all.lua
+var releaseAllLua string
+var releaseAllScript = redis.NewScript(releaseAllLua)
 
 func (c *Client) release(ctx context.Context, key, token string) error {
 	_, err := scriptResult(ctx, c.rdb, releaseScript, []string{key, waitersKey(key)}, token, ReleaseChannel(key), c.id)
@@ -250,18 +182,11 @@ func (c *Client) releaseSlot(ctx context.Context, locks []*Lock) error {
 	return errors.Join(errs...)
 }
 
-// extendScript sets a new TTL on the lock if it holds our token.
+// extendScript sets a new TTL on the lock if it holds our token (extend.lua).
 //
-//	KEYS[1] lock key   ARGV[1] owner token   ARGV[2] TTL in milliseconds
-//
-// Returns 1 when extended, -2 when the key does not hold our token.
-var extendScript = redis.NewScript(`
-if redis.call("GET", KEYS[1]) == ARGV[1] then
-	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-	return 1
-end
-return -2
-`)
+//go:embed extend.lua
+var extendLua string
+var extendScript = redis.NewScript(extendLua)
 
 func (c *Client) extend(ctx context.Context, key, token string, ttl time.Duration, _ time.Time) error {
 	_, err := scriptResult(ctx, c.rdb, extendScript, []string{key}, token, ttl.Milliseconds())

@@ -2,10 +2,20 @@
 // and fencing tokens, waiters woken by a release message rather than by
 // polling, a watchdog that renews a lock while its holder works, a reentrant
 // lock, Redlock over several independent Redis masters, and RunOnce for
-// periodic jobs that one replica of many must run. The purchase path waits
-// for its per-user lock with WaitRelease (the lock itself is a field that
-// internal/stock keeps), and the worker's jobs run once per period with it. Each feature has a runnable example (the examples run against a real
-// redis-server in go test).
+// periodic jobs that one replica of many must run. It works on one Redis,
+// Sentinel or a Cluster through any redis.UniversalClient of
+// github.com/redis/go-redis/v9, its only dependency. Each feature has a
+// runnable example (the examples run against a real redis-server in go test).
+//
+//	locks := lock.New(rdb) // one Client per process
+//	defer locks.Close()
+//	l, err := locks.Obtain(ctx, "order:{42}", 10*time.Second, nil)
+//	if errors.Is(err, lock.ErrNotObtained) {
+//		// someone else holds it
+//	}
+//	defer l.Release(ctx)
+//
+// README.md beside this file says how another module requires it.
 //
 // # Mutex
 //
@@ -50,7 +60,7 @@
 // WaitRelease lets code that takes a lock in a script of its own wait the same
 // way: see ExampleClient_Adopt. WaitRelease lists its caller beside the key, as
 // a failed Obtain does, and a release publishes only when someone is listed, so
-// a lock taken with every purchase and waited for by nobody costs no PUBLISH (on
+// a lock taken with every request and waited for by nobody costs no PUBLISH (on
 // a Redis Cluster, a message to every node).
 //
 // # Watchdog and the holder's context
@@ -112,29 +122,38 @@
 //
 // A lock named key uses the key itself, key:fence (never expires), key:waiters
 // and the channel key:released, all in the key's Redis Cluster hash slot (see
-// keys.go). The scripts are listed beside their callers with their keys,
-// arguments and replies.
+// keys.go). Each Lua script is a .lua file beside the Go code that runs it,
+// embedded as it stands, with its keys, arguments and replies in its head; the
+// functions several share (listing.lua, taking.lua, releasing.lua) are copied
+// into each by go generate, which runs
+//
+//	go test -run '^TestScriptFiles$' -args -update
+//
+// and the same test, without -update, fails when a copy is stale.
 //
 // # Tests
 //
-// The tests start private redis-server processes on free ports
-// (internal/testutil) and run with -race: 100 goroutines contending (never
+// The tests start private redis-server processes on free ports and run with
+// -race: 100 goroutines contending (never
 // two holders), expiry and extend, non-owners refused, the watchdog keeping a
 // lock for five TTLs and cancelling the holder's context within one renewal
 // interval of a deleted key or a restarted Redis, reentrancy with nested
 // calls and concurrent strangers, Redlock over five masters with one then two
 // killed with SIGKILL and restarted and with three killed, fencing tokens
 // over 10,000 contended acquisitions and across Redlock master loss, and the
-// porcupine check of fenced writes.
+// porcupine check of fenced writes. A program in another module that requires
+// this one builds and takes a lock (module_test.go).
 //
 // # Benchmark
 //
 // bench_test.go races this package against github.com/bsm/redislock and
 // github.com/go-redsync/redsync on one private redis-server, uncontended and with
-// 16 goroutines or clients on one key; docs/internals.md has the figures:
+// 16 goroutines or clients on one key:
 //
-//	go test -run '^$' -bench . -benchtime 2s ./internal/lock/
+//	go test -run '^$' -bench . -benchtime 2s ./lock/
 //
 // Under contention the pollers' throughput and wait follow their retry interval,
 // whereas here a release wakes the next waiter.
 package lock
+
+//go:generate go test -run ^TestScriptFiles$ -args -update

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	_ "embed"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -56,7 +57,7 @@ func (c *Client) ObtainReentrant(ctx context.Context, key string, ttl time.Durat
 		}
 		return newLock(ctx, store, key, owner, fence, ttl, start), nil
 	}
-	return obtain(ctx, c.lines, key, opts, false, try)
+	return obtain(ctx, c.waiters, key, opts, false, try)
 }
 
 // Holds returns how many holds the owner ctx carries has on the reentrant
@@ -73,66 +74,19 @@ func (c *Client) Holds(ctx context.Context, key string) (int, error) {
 	return n, err
 }
 
-// reentrantObtainScript takes a free reentrant lock, or counts one more hold
-// for its owner; it lists or delists the waiting Client (see waitersLua).
+// reentrantObtainScript takes a free reentrant lock, or counts one more hold for
+// its owner (reentrant_obtain.lua).
 //
-//	KEYS[1] lock hash (owner -> holds)   ARGV[1] owner
-//	KEYS[2] fence counter                ARGV[2] TTL in milliseconds
-//	KEYS[3] waiters                      ARGV[3] waiting Client id, or ""
-//	                                     ARGV[4] listing lifetime in milliseconds
-//	                                     ARGV[5] "1" to stay listed after taking the lock
-//
-// Returns the fencing token: a new one for a first hold, the current one for
-// another hold by the same owner; or -1 when another owner holds the lock.
-var reentrantObtainScript = redis.NewScript(waitersLua + `
-local fence
-if redis.call("EXISTS", KEYS[1]) == 0 then
-	redis.call("HSET", KEYS[1], ARGV[1], 1)
-	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-	fence = redis.call("INCR", KEYS[2])
-elseif redis.call("HEXISTS", KEYS[1], ARGV[1]) == 1 then
-	redis.call("HINCRBY", KEYS[1], ARGV[1], 1)
-	if redis.call("PTTL", KEYS[1]) < tonumber(ARGV[2]) then
-		redis.call("PEXPIRE", KEYS[1], ARGV[2])
-	end
-	fence = tonumber(redis.call("GET", KEYS[2]) or "0")
-else
-	enlist(KEYS[3], ARGV[3], ARGV[4])
-	return -1
-end
-if ARGV[5] == "1" then
-	enlist(KEYS[3], ARGV[3], ARGV[4])
-else
-	delist(KEYS[3], ARGV[3])
-end
-return fence
-`)
+//go:embed reentrant_obtain.lua
+var reentrantObtainLua string
+var reentrantObtainScript = redis.NewScript(reentrantObtainLua)
 
-// reentrantReleaseScript gives up one hold, and after the last one deletes
-// the lock and, when a waiter is listed, tells the waiters, naming the one to
-// try first (see waitersLua and releaseLua).
+// reentrantReleaseScript gives up one hold, and deletes the lock with the last
+// (reentrant_release.lua).
 //
-//	KEYS[1] lock hash   ARGV[1] owner
-//	KEYS[2] waiters     ARGV[2] release channel
-//	                    ARGV[3] the releasing Client's id
-//
-// Returns the holds left (0 when the lock is gone), or -2 when the owner
-// holds none.
-var reentrantReleaseScript = redis.NewScript(waitersLua + `
-if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 then
-	return -2
-end
-local left = redis.call("HINCRBY", KEYS[1], ARGV[1], -1)
-if left > 0 then
-	return left
-end
-redis.call("DEL", KEYS[1])
-local picked = pick(KEYS[2])
-if picked ~= "" then
-	redis.call("PUBLISH", ARGV[2], ARGV[3] .. " " .. picked)
-end
-return 0
-`)
+//go:embed reentrant_release.lua
+var reentrantReleaseLua string
+var reentrantReleaseScript = redis.NewScript(reentrantReleaseLua)
 
 func (r reentrant) release(ctx context.Context, key, owner string) error {
 	left, err := scriptResult(ctx, r.c.rdb, reentrantReleaseScript, []string{key, waitersKey(key)},
@@ -143,18 +97,12 @@ func (r reentrant) release(ctx context.Context, key, owner string) error {
 	return err
 }
 
-// reentrantExtendScript sets a new TTL on the lock if the owner holds it.
+// reentrantExtendScript sets a new TTL on the lock if the owner holds it
+// (reentrant_extend.lua).
 //
-//	KEYS[1] lock hash   ARGV[1] owner   ARGV[2] TTL in milliseconds
-//
-// Returns 1 when extended, -2 when the owner holds none.
-var reentrantExtendScript = redis.NewScript(`
-if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 1 then
-	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-	return 1
-end
-return -2
-`)
+//go:embed reentrant_extend.lua
+var reentrantExtendLua string
+var reentrantExtendScript = redis.NewScript(reentrantExtendLua)
 
 func (r reentrant) extend(ctx context.Context, key, owner string, ttl time.Duration, _ time.Time) error {
 	_, err := scriptResult(ctx, r.c.rdb, reentrantExtendScript, []string{key}, owner, ttl.Milliseconds())

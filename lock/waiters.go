@@ -7,70 +7,72 @@ import (
 	"time"
 )
 
-// lines queues the waiters of one Client per key. Only the head of a line
-// tries Redis again; the others wait their turn in the process, so that many
-// goroutines waiting for one lock cost Redis no more than one waiter does,
-// and the lock goes to them in turn rather than to whoever polls at the right
-// moment. A release made by the same Client wakes the head at once (see
-// releaseHub.wake), without waiting for the pub/sub message.
-type lines struct {
+// waiters queues the waiting goroutines of one Client per key. Only the first
+// of a key's waiters tries Redis again; the others wait their turn in the
+// process, so that many goroutines waiting for one lock cost Redis no more
+// than one waiter does, and the lock goes to them in turn rather than to
+// whoever polls at the right moment. A release made by the same Client wakes
+// the first at once (see releaseHub.wake), without waiting for the pub/sub
+// message.
+type waiters struct {
 	id   string // the Client's id, how its waiters are listed in Redis
 	hubs []*releaseHub
 
 	mu sync.Mutex
-	m  map[string]*line
+	m  map[string]*keyWaiters
 }
 
-// line is the queue of one key. Its watch is subscribed to the key's release
-// channel for as long as the line has members, and is shared by its heads.
-type line struct {
+// keyWaiters are the waiters of one key, who take turns. Its watch is
+// subscribed to the key's release channel for as long as it has members, and
+// is shared by the waiters whose turn it is.
+type keyWaiters struct {
 	members int
-	turn    chan struct{} // holds the token while no member is the head
+	turn    chan struct{} // holds the token while it is no member's turn
 	watch   *releaseWatch
-	fresh   bool // no head has waited on the watch yet
+	fresh   bool // no member has waited on the watch yet
 }
 
-func newLines(id string, hubs []*releaseHub) *lines {
-	return &lines{id: id, hubs: hubs, m: make(map[string]*line)}
+func newWaiters(id string, hubs []*releaseHub) *waiters {
+	return &waiters{id: id, hubs: hubs, m: make(map[string]*keyWaiters)}
 }
 
 // busy reports whether waiters of this Client queue for key.
-func (q *lines) busy(key string) bool {
+func (q *waiters) busy(key string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.m[key] != nil
 }
 
-// enter joins the line of key, starting it (and subscribing) when there is
-// none.
-func (q *lines) enter(key string) (*line, error) {
+// enter joins the waiters of key, starting them (and subscribing) when there
+// are none.
+func (q *waiters) enter(key string) (*keyWaiters, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	ln := q.m[key]
-	if ln == nil {
+	kw := q.m[key]
+	if kw == nil {
 		w, err := watchRelease(q.hubs, key, false)
 		if err != nil {
 			w.close()
 			return nil, err
 		}
-		ln = &line{turn: make(chan struct{}, 1), watch: w, fresh: true}
-		ln.turn <- struct{}{}
-		q.m[key] = ln
+		kw = &keyWaiters{turn: make(chan struct{}, 1), watch: w, fresh: true}
+		kw.turn <- struct{}{}
+		q.m[key] = kw
 	}
-	ln.members++
-	return ln, nil
+	kw.members++
+	return kw, nil
 }
 
-// listing returns how the head of a line lists the Client in Redis, when
-// its backoff is the given one.
-func (q *lines) listing(ln *line, backoff time.Duration) listing {
+// listing returns how the waiter whose turn it is lists the Client in Redis,
+// when its backoff is the given one.
+func (q *waiters) listing(kw *keyWaiters, backoff time.Duration) listing {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return listing{id: q.id, lifetime: 2*backoff + listingSlack, stay: ln.members > 1}
+	return listing{id: q.id, lifetime: 2*backoff + listingSlack, stay: kw.members > 1}
 }
 
 // marks returns what each hub knows of key's release channel now.
-func (q *lines) marks(key string) []releaseMark {
+func (q *waiters) marks(key string) []releaseMark {
 	marks := make([]releaseMark, len(q.hubs))
 	for i, h := range q.hubs {
 		marks[i] = h.mark(ReleaseChannel(key))
@@ -80,7 +82,7 @@ func (q *lines) marks(key string) []releaseMark {
 
 // quietSince reports whether every hub stayed subscribed to key's release
 // channel since the marks, and saw no release.
-func (q *lines) quietSince(key string, marks []releaseMark) bool {
+func (q *waiters) quietSince(key string, marks []releaseMark) bool {
 	for i, h := range q.hubs {
 		if !h.quietSince(ReleaseChannel(key), marks[i]) {
 			return false
@@ -89,13 +91,13 @@ func (q *lines) quietSince(key string, marks []releaseMark) bool {
 	return true
 }
 
-// leave quits the line, and unsubscribes with its last member.
-func (q *lines) leave(key string, ln *line) {
+// leave quits the waiters of key, and unsubscribes with their last member.
+func (q *waiters) leave(key string, kw *keyWaiters) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if ln.members--; ln.members == 0 {
+	if kw.members--; kw.members == 0 {
 		delete(q.m, key)
-		ln.watch.close()
+		kw.watch.close()
 	}
 }
 
@@ -103,9 +105,9 @@ func (q *lines) leave(key string, ln *line) {
 // ErrNotObtained, retry gives up, or ctx ends. The first attempt is made at
 // once, unless skipFirst and waiters of this Client already queue for the
 // key: then the lock is busy, and the caller queues behind them. After that,
-// the caller waits its turn in the key's line, then, as its head, waits for a
-// release (or its backoff) before each attempt.
-func (q *lines) acquire(ctx context.Context, key string, retry RetryStrategy, skipFirst bool,
+// the caller waits its turn among the key's waiters, then, in its turn, waits
+// for a release (or its backoff) before each attempt.
+func (q *waiters) acquire(ctx context.Context, key string, retry RetryStrategy, skipFirst bool,
 	try func(context.Context, listing) (*Lock, error)) (*Lock, error) {
 	if retry != nil {
 		if _, ok := retry.NextBackoff(1, 0); !ok {
@@ -113,7 +115,7 @@ func (q *lines) acquire(ctx context.Context, key string, retry RetryStrategy, sk
 		}
 	}
 	// Note what the hubs know before the first attempt: when they are
-	// subscribed already, the first head need not try again unless a release
+	// subscribed already, the first turn need not try again unless a release
 	// came since.
 	var marks []releaseMark
 	if retry != nil {
@@ -126,7 +128,7 @@ func (q *lines) acquire(ctx context.Context, key string, retry RetryStrategy, sk
 	}
 	if retry == nil || !skipFirst || !q.busy(key) {
 		// A caller that will wait is listed by its first failed attempt already: a
-		// release tells only listed waiters (releaseLua).
+		// release tells only listed waiters (releasing.lua).
 		as := listing{}
 		if retry != nil {
 			as = listing{id: q.id, lifetime: 2*backoff + listingSlack}
@@ -138,19 +140,19 @@ func (q *lines) acquire(ctx context.Context, key string, retry RetryStrategy, sk
 	}
 	first := time.Now()
 	failed := 1
-	ln, lineErr := q.enter(key)
-	if lineErr != nil {
-		return nil, lineErr
+	kw, enterErr := q.enter(key)
+	if enterErr != nil {
+		return nil, enterErr
 	}
-	defer q.leave(key, ln)
+	defer q.leave(key, kw)
 
-	// Wait for our turn at the head, counting backoffs as attempts, so that
-	// a bounded strategy bounds the time in the line too.
+	// Wait for our turn, counting backoffs as attempts, so that a bounded
+	// strategy bounds the time in the queue too.
 	timer := time.NewTimer(backoff)
 	defer timer.Stop()
 	for waiting := true; waiting; {
 		select {
-		case <-ln.turn:
+		case <-kw.turn:
 			waiting = false
 		case <-ctx.Done():
 			return nil, notObtained(ctx, ctx.Err())
@@ -163,12 +165,12 @@ func (q *lines) acquire(ctx context.Context, key string, retry RetryStrategy, sk
 			timer.Reset(backoff)
 		}
 	}
-	defer func() { ln.turn <- struct{}{} }()
+	defer func() { kw.turn <- struct{}{} }()
 
-	w := ln.watch
-	if ln.fresh {
-		ln.fresh = false
-		// The first head: a release may have come between the first attempt
+	w := kw.watch
+	if kw.fresh {
+		kw.fresh = false
+		// The first turn: a release may have come between the first attempt
 		// and the watch. Unless it is known that none did, try again once
 		// the subscription is active.
 		if !q.quietSince(key, marks) {
@@ -182,7 +184,7 @@ func (q *lines) acquire(ctx context.Context, key string, retry RetryStrategy, sk
 		}
 		failed++
 		w.reset()
-		l, err := try(ctx, q.listing(ln, backoff))
+		l, err := try(ctx, q.listing(kw, backoff))
 		if err == nil || !isBusy(err) {
 			w.reset()
 			return l, notObtained(ctx, err)

@@ -19,49 +19,11 @@ import "time"
 // package's releases send none when nobody is listed). A message from a script
 // of your own may be empty: it wakes everyone.
 
-// waitersLua defines the Lua functions the obtain and release scripts share.
-// It goes at the start of their text.
-//
-//	enlist(key, id, lifetime)  lists id until lifetime ms from now; id "" lists nobody
-//	delist(key, id)            removes id
-//	pick(key)                  removes and returns the listed id whose listing
-//	                           lapses first (the longest waiting), or ""
-const waitersLua = `
-local function now_ms()
-	local t = redis.call("TIME")
-	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local function enlist(key, id, lifetime)
-	if id == "" then
-		return
-	end
-	redis.call("ZADD", key, now_ms() + tonumber(lifetime), id)
-	if redis.call("PTTL", key) < tonumber(lifetime) then
-		redis.call("PEXPIRE", key, lifetime)
-	end
-end
-local function delist(key, id)
-	if id ~= "" then
-		redis.call("ZREM", key, id)
-	end
-end
-local function pick(key)
-	if redis.call("EXISTS", key) == 0 then
-		return "" -- nobody listed: the common case, kept cheap
-	end
-	redis.call("ZREMRANGEBYSCORE", key, "-inf", now_ms())
-	local id = redis.call("ZRANGE", key, 0, 0)[1]
-	if id then
-		redis.call("ZREM", key, id)
-		return id
-	end
-	return ""
-end
-`
+// The scripts share the Lua functions that keep the listing: listing.lua.
 
 // listing is how an attempt lists its Client among the waiters of a lock.
 type listing struct {
-	id       string        // the Client's id; "" for an attempt outside the line of waiters
+	id       string        // the Client's id; "" for an attempt outside the queue of waiters
 	lifetime time.Duration // how long the listing lasts without another attempt
 	stay     bool          // more waiters of the Client remain: stay listed after taking the lock
 }

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"crypto/rand"
+	_ "embed"
 	"fmt"
 	"time"
 
@@ -15,11 +16,11 @@ import (
 // for one key queue in the process, and only the first of them waits in
 // Redis. A Client is safe for concurrent use; make one per process.
 type Client struct {
-	rdb   redis.UniversalClient
-	id    string // the message of our releases, so our hub can skip them
-	hub   *releaseHub
-	lines *lines
-	now   func() time.Time // the wall clock of RunOnce; tests set it
+	rdb     redis.UniversalClient
+	id      string // the message of our releases, so our hub can skip them
+	hub     *releaseHub
+	waiters *waiters
+	now     func() time.Time // the wall clock of RunOnce; tests set it
 }
 
 // New returns a Client that takes locks on rdb. Close it to close its pub/sub
@@ -27,7 +28,7 @@ type Client struct {
 func New(rdb redis.UniversalClient) *Client {
 	id := NewToken()
 	hub := newReleaseHub(rdb, id)
-	return &Client{rdb: rdb, id: id, hub: hub, lines: newLines(id, []*releaseHub{hub}), now: time.Now}
+	return &Client{rdb: rdb, id: id, hub: hub, waiters: newWaiters(id, []*releaseHub{hub}), now: time.Now}
 }
 
 // Close closes the Client's pub/sub connection and wakes its waiters. It does
@@ -44,7 +45,7 @@ func NewToken() string { return rand.Text() }
 // wait, then run the script again.
 //
 // It first lists a waiter beside the key (anyWaiter, until ctx's deadline), so
-// that a release publishes (releaseLua), then subscribes. A release published
+// that a release publishes (releasing.lua), then subscribes. A release published
 // before the subscription is active is not seen, nor one published while the
 // pub/sub connection is down, so always give ctx a deadline: it is the
 // backstop, as a backoff is for Obtain. The wait shares the Client's one
@@ -73,10 +74,8 @@ const (
 	defaultListing = 10 * time.Second
 )
 
-// listScript lists a waiter beside a lock (see waitersLua).
+// listScript lists a waiter beside a lock (list.lua).
 //
-//	KEYS[1] waiters   ARGV[1] waiter id   ARGV[2] listing lifetime in milliseconds
-var listScript = redis.NewScript(waitersLua + `
-enlist(KEYS[1], ARGV[1], ARGV[2])
-return 1
-`)
+//go:embed list.lua
+var listLua string
+var listScript = redis.NewScript(listLua)

@@ -241,7 +241,7 @@ func (h *releaseHub) confirm(channel string) {
 
 // wake tells the watches of a channel about a release: all of them, or,
 // when the release picked another Client's waiters, only those of
-// WaitRelease. A Client has one watch per busy key, shared by its line of
+// WaitRelease. A Client has one watch per busy key, shared by its queue of
 // waiters, whose head tries again.
 func (h *releaseHub) wake(channel string, all bool) {
 	h.mu.Lock()
@@ -258,7 +258,7 @@ func (h *releaseHub) wake(channel string, all bool) {
 	}
 }
 
-// onMessage handles a release message (see waitersLua): ours, already
+// onMessage handles a release message (see listing.go): ours, already
 // handled by the release itself; one that picked us, nobody or anyWaiter; or
 // one that picked another Client.
 func (h *releaseHub) onMessage(m *redis.Message) {

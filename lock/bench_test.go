@@ -28,7 +28,7 @@ import (
 // (the polling), and for the contended runs the 99th percentile of the time
 // one Obtain waited. ns/op is per turn of all three and means little.
 //
-//	go test -run '^$' -bench . -benchtime 2s ./internal/lock/
+//	go test -run '^$' -bench . -benchtime 2s ./lock/
 
 // locker is what a benchmark needs of a library: take the lock, retrying
 // every retry while it is busy, and return its release.

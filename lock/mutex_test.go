@@ -420,7 +420,7 @@ func TestOnePubSubConnectionPerClient(t *testing.T) {
 		waitQueued(t, c, k, 10)
 	}
 	if n := watches(c, "a"); n != 1 {
-		t.Errorf("%d watches of one key, want 1 for the line of waiters", n)
+		t.Errorf("%d watches of one key, want 1 for the queue of waiters", n)
 	}
 	conns, err := rdb.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").Text()
 	if err != nil {
@@ -470,15 +470,15 @@ func splitLines(s string) []string {
 	return append(lines, s[start:])
 }
 
-// waitQueued waits until n waiters of c queue for key, and the line's
+// waitQueued waits until n waiters of c queue for key, and their
 // subscription is active.
 func waitQueued(t *testing.T, c *Client, key string, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		c.lines.mu.Lock()
-		ln := c.lines.m[key]
-		ok := ln != nil && ln.members >= n
-		c.lines.mu.Unlock()
+		c.waiters.mu.Lock()
+		kw := c.waiters.m[key]
+		ok := kw != nil && kw.members >= n
+		c.waiters.mu.Unlock()
 		if ok && subscribed(c, key, 1) {
 			return
 		}

@@ -11,9 +11,9 @@ import (
 // the key's Redis Cluster hash tag, so a script that touches the lock and the
 // others stays in one slot:
 //
-//	key                    fence key                   waiters key                   release channel
-//	seckill:{user:7}:buy   seckill:{user:7}:buy:fence  seckill:{user:7}:buy:waiters  seckill:{user:7}:buy:released
-//	job:nightly            {job:nightly}:fence         {job:nightly}:waiters         {job:nightly}:released
+//	key                 fence key                waiters key                release channel
+//	shop:{user:7}:buy   shop:{user:7}:buy:fence  shop:{user:7}:buy:waiters  shop:{user:7}:buy:released
+//	job:nightly         {job:nightly}:fence      {job:nightly}:waiters      {job:nightly}:released
 //
 // A key without a hash tag is wrapped in one, which hashes to the key's own
 // slot. A key with a '}' but no tag is used as is; give such keys a tag when
@@ -23,11 +23,11 @@ import (
 // published. A script of your own that deletes a lock key should publish an
 // empty message there, so that waiters wake at once instead of at their next
 // backoff (this package's own releases name the waiter to wake; see
-// waitersLua).
+// listing.go).
 func ReleaseChannel(key string) string { return related(key, ":released") }
 
 // waitersKey returns the sorted set that lists the Clients waiting for key
-// (see waitersLua).
+// (see listing.go).
 func waitersKey(key string) string { return related(key, ":waiters") }
 
 // WaitersKey returns the sorted set that lists the Clients waiting for key. A script of
