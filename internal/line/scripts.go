@@ -172,7 +172,7 @@ func mapKeys[V any](m map[string]V) []string {
 // clockLua reads the scripts' clock: arg "" reads Redis' own (TIME), the one clock of
 // every API instance and worker; tests pass unix ms instead. A sale's own state is read
 // through internal/stock's sale_state and holds_any.
-const clockLua = stock.SaleStateLua + `
+var clockLua = stock.SaleStateLua + `
 local function clock_ms(arg)
   if arg ~= '' then return tonumber(arg) end
   local t = redis.call('TIME')
@@ -188,7 +188,7 @@ end
 // TICKET_SOLD_OUT is one look at the sale, never a write per ticket, and a waiting
 // buyer's position counts the admitted ones before: everyone admitted was ahead.
 // answer(code, t, sale, now) is a script's reply: the code, then ticketValues values.
-const ticketLua = clockLua + `
+var ticketLua = clockLua + `
 local function read_ticket(keys, user, now, sale)
   local rank = redis.call('ZRANK', keys.wait, user)
   if rank then

@@ -2,6 +2,7 @@ package stock
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 
@@ -29,32 +30,12 @@ import (
 // and MySQL answers for it.
 var ErrArchived = errors.New("the sale is archived")
 
-// saleLiveLua defines sale_live(sale): whether the sale's hash holds a sale (its total)
-// that is not being archived. Every script that could write to the keys of a sale
-// without queued orders asks it first.
-const saleLiveLua = `
-local function sale_live(sale)
-  local v = redis.call('HMGET', sale, 'total', 'archived')
-  return v[1] ~= false and v[2] == false
-end
-`
-
-// markScript marks a bucket of a sale archived, while the archive's Close holds it.
+// markScript marks a bucket of a sale archived, while the archive's Close holds it
+// (mark.lua).
 //
-// KEYS[1] sale: the bucket's sale hash  ARGV[1] token: the archive's closing token
-// Returns a code of markCodes: MARKED (now or before), NOT_IN_REDIS (the bucket is not
-// in Redis: nothing written), LEASE_LOST (another process holds the sale closed: its
-// lease passed to a rebuild).
-var markScript = newScript(markCodes, "", `
-local sale, token = KEYS[1], ARGV[1]
-`, `
-local v = redis.call('HMGET', sale, 'total', 'closed', 'archived')
-if v[3] then return MARKED end
-if not v[1] then return NOT_IN_REDIS end
-if string.match(v[2] or '', '^(%S+)') ~= token then return LEASE_LOST end
-redis.call('HSET', sale, 'archived', '1')
-return MARKED
-`)
+//go:embed mark.lua
+var markLua string
+var markScript = newScript(markLua, markCodes)
 
 // markCodes are markScript's answers: marked, not in Redis, or the closing lost
 // (ErrRebuilding).

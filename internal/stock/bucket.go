@@ -2,6 +2,7 @@ package stock
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -228,75 +229,22 @@ const (
 )
 
 // takeScript takes units out of a bucket (or the reserve) for another bucket, and
-// records the move.
+// records the move (take.lua).
 //
-// KEYS[1] sale: the source bucket's sale hash  KEYS[2] moves: its moves hash
-// ARGV[1] field: the field to take from, avail (a bucket's units) or reserve (bucket 0
-// only)  ARGV[2] want: units wanted  ARGV[3] divisor: take at least ceil(held / divisor)
-// ARGV[4] id: move id  ARGV[5] to: the destination bucket  ARGV[6] variant: the
-// variant's index, "" for none: the units are the variant's (its share of the field,
-// which goes down with it)
-//
-// Returns {units taken, moves recorded here before this one, the source's rebuild stamp}
-// (units 0: none there), or {a code of takeCodes} (negative): the source is lost, or the
-// sale is closed for a rebuild.
-var takeScript = newScript(takeCodes, variantsLua, `
-local K = {sale = KEYS[1], moves = KEYS[2]}
-local ARG = {field = ARGV[1], want = tonumber(ARGV[2]), divisor = tonumber(ARGV[3]), id = ARGV[4], to = ARGV[5],
-  variant = ARGV[6]}
-`, `
-local field = vfield(ARG.field, ARG.variant)
-local s = redis.call('HMGET', K.sale, 'total', 'closed', field, 'rebuilt', ARG.field)
-if not s[1] then return {SOURCE_LOST} end
-if s[2] then return {SOURCE_CLOSED} end
-local held, pending, stamp = tonumber(s[3] or '0'), redis.call('HLEN', K.moves), s[4] or '0'
-local n = math.min(held, math.max(ARG.want, math.ceil(held / ARG.divisor)))
-if n <= 0 then return {0, pending, stamp} end
-local t = redis.call('TIME')
-redis.call('HSET', K.sale, field, string.format('%d', held - n))
-if field ~= ARG.field then redis.call('HSET', K.sale, ARG.field, string.format('%d', tonumber(s[5] or '0') - n)) end
-local record = ARG.to .. ' ' .. string.format('%d', n) .. ' ' ..
-  string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) .. ' ' .. stamp
-if ARG.variant ~= '' then record = record .. ' ' .. ARG.variant end
-redis.call('HSET', K.moves, ARG.id, record)
-return {n, pending, stamp}
-`)
+//go:embed take.lua
+var takeLua string
+var takeScript = newScript(takeLua, takeCodes)
 
 // takeCodes are takeScript's refusals: the source bucket is lost, or the sale is closed
 // for a rebuild.
 var takeCodes = []scriptCode{{"SOURCE_LOST", -1, ErrNoSale}, {"SOURCE_CLOSED", -2, ErrClosed}}
 
-// applyScript adds a move's units to its destination bucket, once per move id.
+// applyScript adds a move's units to its destination bucket, once per move id
+// (apply.lua).
 //
-// KEYS[1] sale: the destination's sale hash  KEYS[2] applied: its applied set
-// ARGV[1] id: move id  ARGV[2] units  ARGV[3] stamp: the rebuild stamp of the source
-// when taken  ARGV[4] activity: activity id  ARGV[5] channel: the returned-units channel
-// ARGV[6] retention: MoveRetention in ms  ARGV[7] variant: the variant's index, "" for
-// none
-//
-// Returns a code of applyCodes: APPLIED now (and every API process's sold-out flag of
-// the sale is dropped), APPLIED_BEFORE, DESTINATION_GONE (lost or archived),
-// REBUILT_BETWEEN (a rebuild came between take and apply: it counted the units; they
-// are not added). In the last two cases the units are left to the rebuild (or to MySQL,
-// which answers for an archived sale), and the record may go.
-var applyScript = newScript(applyCodes, variantsLua, `
-local K = {sale = KEYS[1], applied = KEYS[2]}
-local ARG = {id = ARGV[1], units = ARGV[2], stamp = ARGV[3], activity = ARGV[4], channel = ARGV[5],
-  retention = tonumber(ARGV[6]), variant = ARGV[7]}
-`, `
-if redis.call('ZSCORE', K.applied, ARG.id) then return APPLIED_BEFORE end
-local d = redis.call('HMGET', K.sale, 'total', 'rebuilt', 'archived')
-if not d[1] or d[3] then return DESTINATION_GONE end
-if (d[2] or '0') ~= ARG.stamp then return REBUILT_BETWEEN end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', K.applied, '-inf', '(' .. (now - ARG.retention))
-redis.call('ZADD', K.applied, now, ARG.id)
-redis.call('HINCRBY', K.sale, 'avail', ARG.units)
-if ARG.variant ~= '' then redis.call('HINCRBY', K.sale, vfield('avail', ARG.variant), ARG.units) end
-redis.call('PUBLISH', ARG.channel, ARG.activity)
-return APPLIED
-`)
+//go:embed apply.lua
+var applyLua string
+var applyScript = newScript(applyLua, applyCodes)
 
 // applyCodes are applyScript's answers: applied now (moveApplied), or not: applied
 // before, the destination lost or archived, a rebuild between take and apply.

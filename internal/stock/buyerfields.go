@@ -21,7 +21,8 @@ import (
 //
 // A key begins with a digit or '~', so a field's first byte tells its kind and no
 // buyer's field is another's. The names are made here only, for Go (the functions
-// below) and for the scripts (buyerFieldsLua, generated from the same marks).
+// below) and for the scripts (buyer_fields.lua, whose constants marksLua writes from the
+// same marks).
 
 // The marks before a buyer's key in the names of its fields; units have none.
 const (
@@ -94,15 +95,12 @@ func buyerField(field string) (fieldKind, buyer.ID, error) {
 
 // counted reports whether a sale keeps its buyers' orders (participations) beside their
 // units: when it caps them (cap > 0) or sells in groups. The one rule, which the
-// scripts apply as counted (buyerFieldsLua) and a rebuild as this.
+// scripts apply as counted (buyer_fields.lua) and a rebuild as this.
 func counted(cap int, group bool) bool { return cap > 0 || group }
 
-// buyerFieldsLua defines the same for the scripts, which have a buyer's key, never its
-// subject: the units field is the key itself, the others the key after the constants
-// PARTS, LOCK and ALLOWANCE (PARTS .. key; a constant costs the script what a literal
-// does, a function call more), a variant's units VARIANT .. index .. ':' .. key; and counted(cap, group), counted of a cap (a number, 0:
-// none) and a group (any true value: the sale sells in groups).
-const buyerFieldsLua = `
-local PARTS, LOCK, ALLOWANCE, VARIANT = '` + partsMark + `', '` + lockMark + `', '` + allowanceMark + `', '` + variantMark + `'
-local function counted(cap, group) return cap > 0 or (group and true or false) end
-`
+// marksLua defines the marks as the Lua constants PARTS, LOCK, ALLOWANCE and VARIANT: the
+// section "marks" of buyer_fields.lua.
+func marksLua() string {
+	return "local PARTS, LOCK, ALLOWANCE, VARIANT = '" + partsMark + "', '" + lockMark + "', '" + allowanceMark +
+		"', '" + variantMark + "'\n"
+}

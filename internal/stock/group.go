@@ -2,6 +2,7 @@ package stock
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -42,23 +43,6 @@ func (s GroupStatus) String() string {
 	}
 	return "open"
 }
-
-// listGroupLua defines list_group, which puts a group in the sale's two sorted sets of
-// open groups (by the end of its window, and fullest first) when its hash says it is
-// open, and takes it out of both otherwise (complete, failed, or no such group). Every
-// script that changes a group's members or status calls it, so the two sets agree.
-const listGroupLua = `
-local function list_group(open, fill, group, id)
-  local g = redis.call('HMGET', group, 'members', 'expires', 'status')
-  if g[3] == '0' then
-    redis.call('ZADD', open, g[2], id)
-    redis.call('ZADD', fill, string.format('%d', tonumber(g[1]) * 1e13 - tonumber(g[2])), id)
-  else
-    redis.call('ZREM', open, id)
-    redis.call('ZREM', fill, id)
-  end
-end
-`
 
 // Group is a group of a group-buy sale as Redis holds it.
 type Group struct {
@@ -181,47 +165,11 @@ func (s *Stock) groups(ctx context.Context, activityID int64, ids []string, seat
 
 // failScript fails a group whose window has passed unfilled: every seat's units and
 // participation go back, at once and once (the status changes in the same step), and
-// the group is listed as failing until MySQL has cancelled its orders.
+// the group is listed as failing until MySQL has cancelled its orders (fail.lua).
 //
-// KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] queued: queued hash
-// KEYS[4] group: group hash  KEYS[5] seats: group seats hash  KEYS[6] open_groups: open
-// groups sorted set  KEYS[7] failing: failing set  KEYS[8] fill_groups: open groups,
-// fullest first
-// ARGV[1] now: now (unix ms)  ARGV[2] group: group id  ARGV[3] activity: activity id
-// ARGV[4] channel: the returned-units channel
-//
-// Returns a code of failCodes: FAILED_NOW; NOTHING_TO_FAIL (complete, failed before,
-// window not passed, no such group, or the sale is lost or archived: sale_live);
-// SEATS_PENDING, not yet: a seat's order is still on its way to MySQL (the worker
-// writes it first, so MySQL cancels every order of the group in one go).
-var failScript = newScript(failCodes, unitsLua+bumpGenLua+listGroupLua+saleLiveLua, `
-local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], group = KEYS[4], seats = KEYS[5], open_groups = KEYS[6],
-  failing = KEYS[7], fill_groups = KEYS[8]}
-local ARG = {now = tonumber(ARGV[1]), group = ARGV[2], activity = ARGV[3], channel = ARGV[4]}
-`, `
-if not sale_live(K.sale) then return NOTHING_TO_FAIL end
-local g = redis.call('HMGET', K.group, 'members', 'size', 'expires', 'status')
-if not g[1] or g[4] ~= '0' then
-  list_group(K.open_groups, K.fill_groups, K.group, ARG.group)
-  return NOTHING_TO_FAIL
-end
-if ARG.now < tonumber(g[3]) then return NOTHING_TO_FAIL end
-local seats = redis.call('HGETALL', K.seats)
-for i = 1, #seats, 2 do
-  local id = string.match(seats[i + 1], '^(%S+)')
-  if redis.call('HEXISTS', K.queued, id) == 1 then return SEATS_PENDING end
-end
-for i = 1, #seats, 2 do
-  local qty = tonumber(string.match(seats[i + 1], ' (%d+)$'))
-  give_back(K.sale, K.users, seats[i], qty)
-end
-redis.call('HSET', K.group, 'status', 2)
-list_group(K.open_groups, K.fill_groups, K.group, ARG.group)
-redis.call('SADD', K.failing, ARG.group)
-bump_gen(K.sale)
-if #seats > 0 then redis.call('PUBLISH', ARG.channel, ARG.activity) end
-return FAILED_NOW
-`)
+//go:embed fail.lua
+var failLua string
+var failScript = newScript(failLua, failCodes)
 
 // failCodes are failScript's answers: failed now (groupFailedNow), nothing to do, or
 // not yet (ErrGroupPending).
@@ -237,28 +185,11 @@ type Windows interface {
 	Deadline(start, end, now time.Time) time.Time
 }
 
-// extendScript gives an open group a later end of its window. The end the group was
-// opened with is kept in the field window.
+// extendScript gives an open group a later end of its window (extend.lua).
 //
-// KEYS[1] group: group hash  KEYS[2] open_groups: open groups sorted set
-// KEYS[3] fill_groups: open groups, fullest first  KEYS[4] sale: the sale's hash
-// ARGV[1] id: group id  ARGV[2] ends: the new end (unix ms)
-//
-// Returns the group's end after the call (unix ms), or NOT_OPEN (extendCodes) when it
-// is not open (or does not exist, or its sale is lost or archived: sale_live).
-var extendScript = newScript(extendCodes, listGroupLua+saleLiveLua, `
-local K = {group = KEYS[1], open_groups = KEYS[2], fill_groups = KEYS[3], sale = KEYS[4]}
-local ARG = {id = ARGV[1], ends = ARGV[2]}
-`, `
-if not sale_live(K.sale) then return NOT_OPEN end
-local g = redis.call('HMGET', K.group, 'expires', 'status')
-if not g[1] or g[2] ~= '0' then return NOT_OPEN end
-if tonumber(ARG.ends) <= tonumber(g[1]) then return tonumber(g[1]) end
-redis.call('HSETNX', K.group, 'window', g[1])
-redis.call('HSET', K.group, 'expires', ARG.ends)
-list_group(K.open_groups, K.fill_groups, K.group, ARG.id)
-return tonumber(ARG.ends)
-`)
+//go:embed extend.lua
+var extendLua string
+var extendScript = newScript(extendLua, extendCodes)
 
 // extendCodes is extendScript's one code: a group not open (groupNotOpen); its other
 // answers are ends.
@@ -382,37 +313,11 @@ func (s *Stock) DoneFailing(ctx context.Context, activityID int64, id string) er
 }
 
 // restoreScript writes groups a lost sale had, as MySQL records them, each one only if
-// Redis does not have it.
+// Redis does not have it (restore.lua).
 //
-// KEYS[1] open_groups: open groups sorted set  KEYS[2] fill_groups: open groups, fullest
-// first  KEYS[1+2i] and KEYS[2+2i] groups[i].key and .seats_key: group i's hash and seats
-// ARGV, per group i: groups[i].id, .size, .expires (unix ms), .status (GroupStatus), n
-// seats, then n x .seats[j].user (a buyer key), .seats[j].seat ("<order id> <quantity>")
-// Returns how many groups it wrote.
-var restoreScript = newScript(nil, listGroupLua, `
-local K = {open_groups = KEYS[1], fill_groups = KEYS[2]}
-local groups, a = {}, 1
-for i = 1, (#KEYS - 2) / 2 do
-  local g = {key = KEYS[1 + 2 * i], seats_key = KEYS[2 + 2 * i], id = ARGV[a], size = ARGV[a + 1], expires = ARGV[a + 2],
-    status = ARGV[a + 3], seats = {}}
-  for j = 1, tonumber(ARGV[a + 4]) do
-    g.seats[j] = {user = ARGV[a + 3 + 2 * j], seat = ARGV[a + 4 + 2 * j]}
-  end
-  a = a + 5 + 2 * #g.seats
-  groups[i] = g
-end
-`, `
-local written = 0
-for _, g in ipairs(groups) do
-  if redis.call('EXISTS', g.key) == 0 then
-    redis.call('HSET', g.key, 'members', #g.seats, 'size', g.size, 'expires', g.expires, 'status', g.status)
-    for _, s in ipairs(g.seats) do redis.call('HSET', g.seats_key, s.user, s.seat) end
-    list_group(K.open_groups, K.fill_groups, g.key, g.id)
-    written = written + 1
-  end
-end
-return written
-`)
+//go:embed restore.lua
+var restoreLua string
+var restoreScript = newScript(restoreLua, nil)
 
 // restoreChunk is how many groups one restoreScript call writes.
 const restoreChunk = 200

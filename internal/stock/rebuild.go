@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"crypto/rand"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -32,17 +33,6 @@ import (
 // reads MySQL and writes it into the state it builds; a claim returns the epoch of the
 // state it was made in, and MySQL refuses to write orders claimed in an older epoch than
 // its own. The worker claims those again, or adopts them (Adopt), on the rebuilt state.
-
-// bumpGenLua is the step the scripts that move orders share: the sale's generation goes
-// up by one, if the sale exists (a lost sale stays missing, to be rebuilt). It returns
-// the new generation, 0 for a missing sale. A sale exists when its hash has total: a
-// script that adds to a lost sale's counts (avail, qunits) leaves a partial hash.
-const bumpGenLua = `
-local function bump_gen(sale)
-  if redis.call('HEXISTS', sale, 'total') == 0 then return 0 end
-  return redis.call('HINCRBY', sale, 'gen', 1)
-end
-`
 
 // RebuildPoint is what a rebuild starts from: whether Redis has the sale, its
 // generation (the highest of its buckets'), and the orders it holds as queued; for a
@@ -109,42 +99,22 @@ func (s *Stock) RebuildPoint(ctx context.Context, activityID int64, buckets int)
 const RebuildLease = 30 * time.Second
 
 // closeScript closes a sale of several buckets for a rebuild, unless another rebuild
-// closed it less than the lease ago, or it is being archived (archive.go). Run on
-// bucket 0, the lease's holder.
+// closed it less than the lease ago, or it is being archived (archive.go) (close.lua).
 //
-// KEYS[1] sale: bucket 0's sale hash
-// ARGV[1] token: this rebuild's token  ARGV[2] lease: RebuildLease in ms
-// Returns a code of closeCodes.
-var closeScript = newScript(closeCodes, "", `
-local sale = KEYS[1]
-local token, lease = ARGV[1], tonumber(ARGV[2])
-`, `
-if redis.call('HEXISTS', sale, 'archived') == 1 then return ARCHIVING end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local c = redis.call('HGET', sale, 'closed')
-if c then
-  local holder, at = string.match(c, '^(%S+) (%d+)$')
-  if holder ~= token and at and now - tonumber(at) < lease then return REBUILDING end
-end
-redis.call('HSET', sale, 'closed', token .. ' ' .. now)
-return CLOSED_NOW
-`)
+//go:embed close.lua
+var closeLua string
+var closeScript = newScript(closeLua, closeCodes)
 
 // closeCodes are closeScript's answers: closed by this rebuild; another rebuild holds
 // the sale; the sale is being archived.
 var closeCodes = []scriptCode{{"CLOSED_NOW", 1, nil}, {"REBUILDING", 0, ErrRebuilding}, {"ARCHIVING", -1, ErrArchived}}
 
-// reopenScript ends the closing of a bucket, if it is still this rebuild's.
+// reopenScript ends the closing of a bucket, if it is still this rebuild's
+// (reopen.lua).
 //
-// KEYS[1] sale: a bucket's sale hash  ARGV[1] token: the rebuild's token
-var reopenScript = newScript(nil, "", `
-local sale, token = KEYS[1], ARGV[1]
-`, `
-local c = redis.call('HGET', sale, 'closed')
-if c and string.match(c, '^(%S+)') == token then redis.call('HDEL', sale, 'closed') end
-return 0
-`)
+//go:embed reopen.lua
+var reopenLua string
+var reopenScript = newScript(reopenLua, nil)
 
 // ErrRebuilding means another process is rebuilding the sale now.
 var ErrRebuilding = errors.New("another process is rebuilding the sale")
@@ -199,127 +169,13 @@ func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
 }
 
 // rebuildScript writes one bucket of a sale from MySQL's figures, only if the bucket is
-// as the caller read it (RebuildPoint): missing if it was missing, else at the generation
-// read, and, in a sale of several buckets, still closed by this rebuild. Otherwise
-// something moved meanwhile (another rebuild, a worker's claim or settle) and it writes
-// nothing.
+// as the caller read it (RebuildPoint): missing if it was missing, else at the
+// generation read, and, in a sale of several buckets, still closed by this rebuild
+// (rebuild.lua).
 //
-// KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] queued: queued hash
-// KEYS[4] claimed: claimed set  KEYS[5] since: queued-since sorted set
-// KEYS[6] returned: returned set  KEYS[7] staged: the users hash as MySQL's orders make
-// it (units, and participations), written beforehand in chunks (it becomes the users
-// hash; it may not exist when no buyer holds any)  KEYS[8] moves: moves hash
-// KEYS[8+i] sets[i]: the queued set of the buyer of stored order i
-// ARGV[1] gen: the generation read, "" when the sale was missing
-// ARGV[2] total  ARGV[3] held: the units out of the stock in MySQL (its orders' and
-// those kept off sale)  ARGV[4] new_gen: the new generation
-// ARGV[5] activity: activity id  ARGV[6] channel: the returned-units channel
-// ARGV[7] into: where the units left go: avail (a one-bucket sale), reserve (bucket 0
-// of a sale of several), "" nowhere (another bucket: total and held are its own, avail 0)
-// ARGV[8] token: the rebuild's closing token, "" for a one-bucket sale
-// then, each part a count and its elements:
-//   - settings: the sale's settings as field, value, ... (Sale.fields)
-//   - stored: the queued order ids MySQL has (they are settled here: MySQL's units count
-//     them)
-//   - variants: the sale's variants (0 for none), then vlimit, the per-variant limit (0:
-//     none), then per variant its total and the units MySQL's orders hold of it (as
-//     total and held for the sale)
-//
-// What it writes:
-//   - the users hash the caller staged (in chunks, so that a sale of many buyers never
-//     blocks Redis for long), renamed into place, with the units (and participations,
-//     and units of a variant where the sale keeps them) of the orders that stay queued
-//     added; the locks and allowances of those orders' buyers stay, the other buyers'
-//     locks go with the old hash (their allowances were copied to keys of their own
-//     beforehand: keepAllowances);
-//   - the units left, total minus held minus the queued orders' units, into the field
-//     into names, and so for each variant (avail:<i>, or reserve:<i>);
-//   - the stored orders settled: MySQL's units count them;
-//   - the returned set and the moves hash emptied: MySQL's units count the cancelled
-//     orders whose units are not back yet, which the return job then gives back, and the
-//     units of a move not applied are among those left.
-//
-// A group-buy sale's groups are written after it (RestoreGroups).
-// Returns {REBUILT, units of the orders that stay queued, then those of each variant}
-// when it wrote, {MOVED} when the bucket moved (rebuildCodes).
-var rebuildScript = newScript(rebuildCodes, unitsLua, `
-local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], claimed = KEYS[4], since = KEYS[5], returned = KEYS[6],
-  staged = KEYS[7], moves = KEYS[8]}
-local ARG = {gen = ARGV[1], total = ARGV[2], held = ARGV[3], new_gen = ARGV[4], activity = ARGV[5], channel = ARGV[6],
-  into = ARGV[7], token = ARGV[8]}
-local at = 9 -- the count of the part that comes next
-local settings = {}
-for i = 1, tonumber(ARGV[at]) do settings[i] = ARGV[at + i] end
-at = at + #settings + 1
-local stored, sets = {}, {}
-for i = 1, tonumber(ARGV[at]) do stored[i], sets[i] = ARGV[at + i], KEYS[8 + i] end
-at = at + #stored + 1
-local variants, vlimit = {}, tonumber(ARGV[at + 1])
-for i = 1, tonumber(ARGV[at]) do variants[i] = {total = ARGV[at + 2 * i], held = ARGV[at + 2 * i + 1]} end
-`, `
-local gen = redis.call('HGET', K.sale, 'gen')
-if ARG.gen == '' then
-  if redis.call('HEXISTS', K.sale, 'total') == 1 then return {MOVED} end
-elseif gen ~= ARG.gen and not (gen == false and ARG.gen == '0') then
-  return {MOVED}
-end
-if ARG.token ~= '' and string.match(redis.call('HGET', K.sale, 'closed') or '', '^(%S+)') ~= ARG.token then
-  return {MOVED}
-end
-unqueue(K.sale, K.queued, K.claimed, K.since, stored, sets)
-local queued = redis.call('HVALS', K.queued)
--- the buyer locks of the purchases whose orders stay queued (their commits may be under
--- way) stay held, and their buyers' attempts allowances stay (they may have reserved
--- since keepAllowances read the others)
-local kept = {}
-for _, v in ipairs(queued) do
-  local user = parse_queued(v)
-  kept[#kept + 1], kept[#kept + 2] = LOCK .. user, ALLOWANCE .. user
-end
-local held = {}
-for first = 1, #kept, 1000 do
-  local part = redis.call('HMGET', K.users, unpack(kept, first, math.min(first + 999, #kept)))
-  for j, v in ipairs(part) do held[first + j - 1] = v end
-end
-redis.call('UNLINK', K.users, K.returned, K.moves)
-if redis.call('EXISTS', K.staged) == 1 then
-  redis.call('RENAME', K.staged, K.users)
-  redis.call('PERSIST', K.users)
-end
-for i, v in ipairs(held) do
-  if v then redis.call('HSET', K.users, kept[i], v) end
-end
-local qunits, vqunits = 0, {}
-for i = 1, #variants do vqunits[i] = 0 end
-for _, v in ipairs(queued) do
-  local user, qty, _, _, cap, group, _, _, variant = parse_queued(v)
-  local count = counted(tonumber(cap or '0'), group)
-  local units, parts = holding(K.users, hget, user, count)
-  hold(K.users, hset, user, units, parts, tonumber(qty), count)
-  qunits = qunits + tonumber(qty)
-  if variant and tonumber(variant) < #variants then
-    vqunits[tonumber(variant) + 1] = vqunits[tonumber(variant) + 1] + tonumber(qty)
-    if vlimit > 0 then hold_variant(K.users, user, variant, qty) end
-  end
-end
-local function put_left(fields, total, out, q, avail, reserve)
-  local left = string.format('%d', math.max(0, tonumber(total) - tonumber(out) - q))
-  fields[#fields + 1], fields[#fields + 2] = avail, '0'
-  if ARG.into == 'avail' then fields[#fields] = left end
-  if ARG.into == 'reserve' then fields[#fields + 1], fields[#fields + 2] = reserve, left end
-end
-local fields = {'qunits', string.format('%d', qunits), 'gen', ARG.new_gen}
-put_left(fields, ARG.total, ARG.held, qunits, 'avail', 'reserve')
-for i, v in ipairs(variants) do
-  put_left(fields, v.total, v.held, vqunits[i], vfield('avail', i - 1), vfield('reserve', i - 1))
-end
-for _, f in ipairs(settings) do fields[#fields + 1] = f end
-redis.call('HSET', K.sale, unpack(fields))
-redis.call('PUBLISH', ARG.channel, ARG.activity)
-local out = {REBUILT, qunits}
-for i = 1, #variants do out[#out + 1] = vqunits[i] end
-return out
-`)
+//go:embed rebuild.lua
+var rebuildLua string
+var rebuildScript = newScript(rebuildLua, rebuildCodes)
 
 // rebuildCodes are rebuildScript's answers: the bucket written, or moved since it was
 // read (nothing written).
@@ -592,21 +448,12 @@ func (s *Stock) keepAllowances(ctx context.Context, b Bucket) error {
 }
 
 // keepAllowanceScript writes allowances read from a users hash to their keys, each only
-// where it is later than the key's and still in force, expiring when it is full again.
-// KEYS[i] keys[i]: the allowance key (rateKey) of the i-th buyer
-// ARGV[1] now: Redis' clock (µs)  ARGV[1+i] allowances[i]: the i-th buyer's allowance (µs)
-var keepAllowanceScript = newScript(nil, "", `
-local keys, now, allowances = KEYS, tonumber(ARGV[1]), {}
-for i = 1, #keys do allowances[i] = ARGV[1 + i] end
-`, `
-for i, key in ipairs(keys) do
-  local next = tonumber(allowances[i])
-  if next and next > now and next > tonumber(redis.call('GET', key) or '0') then
-    redis.call('SET', key, allowances[i], 'PX', string.format('%d', math.ceil((next - now) / 1000)))
-  end
-end
-return 0
-`)
+// where it is later than the key's and still in force, expiring when it is full again
+// (keep_allowance.lua).
+//
+//go:embed keep_allowance.lua
+var keepAllowanceLua string
+var keepAllowanceScript = newScript(keepAllowanceLua, nil)
 
 // newToken is 8 random bytes in hex, so two processes' staged hashes never meet.
 func newToken() string {
@@ -620,67 +467,12 @@ func newToken() string {
 // another master): each one not queued, not given back by the API, and taken before the
 // sale was last rebuilt has its units taken again, if there are enough and its buyer
 // stays within the limit and the cap on participations (the buyer may have bought again
-// on the rebuilt sale, which did not count it), and is queued and claimed, as it was. A
-// seat of a group-buy sale is not: its group's state went with the sale's. An orphan
-// not adopted is reported (nothing taken) for the worker to store failed.
+// on the rebuilt sale, which did not count it), and is queued and claimed, as it was
+// (adopt.lua).
 //
-// KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] queued: queued hash
-// KEYS[4] claimed: claimed set  KEYS[5] given_back: given-back set
-// ARGV per order i: orders[i].id, orders[i].value (its queued value, queued.go)
-// Returns per order a code of adoptCodes (Adoption), then the sale's epoch.
-var adoptScript = newScript(adoptCodes, queuedLua+repliesLua()+holdingsLua+userLimitLua+variantHoldingsLua, `
-local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], claimed = KEYS[4], given_back = KEYS[5]}
-local orders = {}
-for a = 1, #ARGV, 2 do orders[#orders + 1] = {id = ARGV[a], value = ARGV[a + 1]} end
-`, `
-local out = {}
-if redis.call('HEXISTS', K.sale, 'total') == 0 or redis.call('HEXISTS', K.sale, 'closed') == 1 then
-  for i = 1, #orders do out[i] = SALE_MISSING end
-  out[#out + 1] = 0
-  return out
-end
-local rebuilt = tonumber(redis.call('HGET', K.sale, 'rebuilt') or '0')
-local vlimit = tonumber(redis.call('HGET', K.sale, 'vlimit') or '0')
-for _, o in ipairs(orders) do
-  local id, v = o.id, o.value
-  local user, qty, created, limit, cap, group, _, _, variant = parse_queued(v)
-  qty, created, limit, cap = tonumber(qty), tonumber(created), tonumber(limit), tonumber(cap or '0')
-  local count = counted(cap, group)
-  local held, parts = holding(K.users, hget, user, count)
-  local r
-  if redis.call('HEXISTS', K.queued, id) == 1 then
-    redis.call('SADD', K.claimed, id)
-    r = ADOPTED
-  elseif created >= rebuilt or redis.call('SISMEMBER', K.given_back, id) == 1 then
-    r = NOT_ORPHAN
-  elseif group then
-    r = ORPHAN_SEAT
-  elseif user_refused(held, qty, limit, parts, cap) or
-      variant and vlimit > 0 and variant_held(K.users, user, variant) + qty > vlimit then
-    r = ORPHAN_OVER_LIMIT
-  else
-    local s = redis.call('HMGET', K.sale, 'avail', vfield('avail', variant))
-    local avail, left = tonumber(s[1]), tonumber(s[2] or '0')
-    if avail >= qty and left >= qty then
-      redis.call('HSET', K.sale, 'avail', string.format('%d', avail - qty))
-      if variant then
-        redis.call('HSET', K.sale, vfield('avail', variant), string.format('%d', left - qty))
-        if vlimit > 0 then hold_variant(K.users, user, variant, qty) end
-      end
-      redis.call('HINCRBY', K.sale, 'qunits', qty)
-      hold(K.users, hset, user, held, parts, qty, count)
-      redis.call('HSET', K.queued, id, v)
-      redis.call('SADD', K.claimed, id)
-      r = ADOPTED
-    else
-      r = ORPHAN_NO_STOCK
-    end
-  end
-  out[#out + 1] = r
-end
-out[#out + 1] = tonumber(redis.call('HGET', K.sale, 'epoch') or '0')
-return out
-`)
+//go:embed adopt.lua
+var adoptLua string
+var adoptScript = newScript(adoptLua, adoptCodes)
 
 // Adoption is what Adopt did with one order.
 type Adoption int

@@ -2,6 +2,7 @@ package stock
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"sync"
@@ -23,24 +24,11 @@ var (
 // barrierScript checks that orders are still queued on the master it runs on, and
 // writes, so that the WAIT after it on the same connection covers every write the
 // master made before it: the replication stream is ordered, so a replica that has the
-// barrier has the reservations that were answered before it was sent.
+// barrier has the reservations that were answered before it was sent (barrier.lua).
 //
-// KEYS[1] queued: queued hash  KEYS[2] barrier: barrier counter (a key of the sale, so
-// on its master)  KEYS[3] sale: the sale's hash
-// ARGV[i] ids[i]: order ids
-// Returns the ids that are not queued. A sale that is lost or archived (sale_live) gets
-// no counter: it holds no reservation to wait for, and its keys are not to come back.
-var barrierScript = newScript(nil, saleLiveLua, `
-local queued, barrier, sale = KEYS[1], KEYS[2], KEYS[3]
-local ids = ARGV
-`, `
-local missing = {}
-for _, id in ipairs(ids) do
-  if redis.call('HEXISTS', queued, id) == 0 then missing[#missing + 1] = id end
-end
-if sale_live(sale) then redis.call('INCR', barrier) end
-return missing
-`)
+//go:embed barrier.lua
+var barrierLua string
+var barrierScript = newScript(barrierLua, nil)
 
 // Replicas confirms that replicas hold reservations before a purchase is answered.
 // Replication is asynchronous: a master that dies can take its last writes with it, and

@@ -76,13 +76,14 @@ var reserveReplies = []reserveReply{
 	{replyOverVariantLimit, "OVER_VARIANT_LIMIT", 2, ErrLimitExceeded},
 }
 
-// repliesLua defines the reply codes as Lua constants, from reserveReplies.
+// repliesLua defines the reply codes as Lua constants, from reserveReplies: the section
+// "codes" of replies.lua.
 func repliesLua() string {
 	names, codes := make([]string, len(reserveReplies)), make([]string, len(reserveReplies))
 	for i, r := range reserveReplies {
 		names[i], codes[i] = r.lua, strconv.Itoa(r.code)
 	}
-	return "\nlocal " + strings.Join(names, ", ") + " = " + strings.Join(codes, ", ") + "\n"
+	return "local " + strings.Join(names, ", ") + " = " + strings.Join(codes, ", ") + "\n"
 }
 
 // IsRefusal reports whether err is a purchase's refusal (one of Refusals, also when the

@@ -55,33 +55,12 @@ func (s *Stock) SetRoom(ctx context.Context, activityID int64, r Room) error {
 
 // SaleKey is the hash of a sale's state (see saleKey), for internal/line's scripts,
 // which read a sale's window, units left and room settings in the same slot
-// (SaleStateLua).
+// (SaleStateLua, sale_state.lua).
 func SaleKey(activityID int64) string { return saleKey(one(activityID)) }
 
 // UsersKey is the hash of what each buyer holds in a sale (see usersKey), for
 // internal/line, which tells a pass that was used from one that was not (SaleStateLua).
 func UsersKey(activityID int64) string { return usersKey(one(activityID)) }
-
-// SaleStateLua defines the reads of a sale's state that internal/line's scripts make in
-// the sale's slot, so that only this package knows the fields of its hashes:
-//
-//	sale_state(sale_key): nil for no sale (or one being archived), else a table of its
-//	  avail (units left),
-//	  starts and ends (unix ms), room (true: a waiting room), admit (admissions a
-//	  second), pass_ttl and prequeue (s), challenge (true: on), cost (the challenge's
-//	  maxnumber) and passes_used (buyers whose first purchase came with a pass)
-//	holds_any(users_key, user): whether the buyer of key user holds anything in the sale
-//	  (holdings.go)
-const SaleStateLua = holdingsLua + `
-local function sale_state(key)
-  local v = redis.call('HMGET', key, 'avail', 'start', 'end', 'room', 'admit', 'pttl', 'preq', 'chal', 'cost', 'rused',
-    'archived')
-  if not v[1] or not v[2] or v[11] then return nil end
-  return {avail = tonumber(v[1]), starts = tonumber(v[2]), ends = tonumber(v[3]), room = v[4] == '1',
-    admit = tonumber(v[5] or '0'), pass_ttl = tonumber(v[6] or '300'), prequeue = tonumber(v[7] or '0'),
-    challenge = v[8] == '1', cost = tonumber(v[9] or '0'), passes_used = tonumber(v[10] or '0')}
-end
-`
 
 // PassesUsed reads, on c (a pipeline), how many buyers of a sale made their first
 // purchase with a pass (sale_state's passes_used).

@@ -8,22 +8,31 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// script is one of the package's Lua scripts other than the reserve script (whose
-// layout reserve.go defines in Go): the fragments it shares with others, then its head,
-// which names its KEYS and ARGV once (locals; in a longer script K.<key> and ARG.<arg>;
-// and tables of the parts of variable length), then its body, which reads only those
-// names. A fragment reads
-// neither KEYS nor ARGV: the script passes it what it needs. The script answers with
-// the codes of its table, whose Lua constants come before everything else.
+// A script of this package is a .lua file beside the Go code that runs it, embedded as
+// it stands: its head names its KEYS and ARGV once, its body reads only those names,
+// and what it shares with other scripts (the parts, such as units.lua) and what Go
+// writes for it (its codes, the reserve script's layout) stand in it between
+// ---- begin and ---- end lines that go generate keeps up to date
+// (go test -run TestScriptFiles -args -update; internal/luafile). A script answers with
+// the codes of its table (scriptCode), whose Lua constants come first.
 type script struct {
 	*redis.Script
-	codes              []scriptCode
-	shared, head, body string
+	src   string
+	codes []scriptCode
+	// head and body are an assembled script's own text; "" for a file
+	head, body string
 }
 
-func newScript(codes []scriptCode, shared, head, body string) *script {
-	return &script{Script: redis.NewScript(codesLua(codes) + shared + head + body), codes: codes, shared: shared,
-		head: head, body: body}
+func newScript(src string, codes []scriptCode) *script {
+	return &script{Script: redis.NewScript(src), src: src, codes: codes}
+}
+
+// assembled is a script still assembled in Go from the parts, with its head and body
+// apart: the waitlist's scripts and the two that offer to it (settle, return).
+func assembled(codes []scriptCode, shared, head, body string) *script {
+	s := newScript("\n"+codesLua(codes)+shared+head+body, codes)
+	s.head, s.body = head, body
+	return s
 }
 
 // scriptCode is a code a script answers with: its Lua constant's name, its value, and
@@ -34,7 +43,7 @@ type scriptCode struct {
 	err  error
 }
 
-// codesLua defines codes as Lua constants.
+// codesLua defines codes as Lua constants: a script's section "codes".
 func codesLua(codes []scriptCode) string {
 	if len(codes) == 0 {
 		return ""
@@ -43,7 +52,7 @@ func codesLua(codes []scriptCode) string {
 	for i, c := range codes {
 		names[i], values[i] = c.lua, strconv.FormatInt(c.code, 10)
 	}
-	return "\nlocal " + strings.Join(names, ", ") + " = " + strings.Join(values, ", ") + "\n"
+	return "local " + strings.Join(names, ", ") + " = " + strings.Join(values, ", ") + "\n"
 }
 
 // codeOf returns the entry of codes whose value is n; a value that none has is an

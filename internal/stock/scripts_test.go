@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"errors"
+	goflag "flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,39 +11,58 @@ import (
 	"strings"
 	"testing"
 
+	"seckill/internal/luafile"
 	"seckill/internal/testutil"
 )
 
-// scripts are the package's scripts (script), by name: TestScripts reads each one.
+var update = goflag.Bool("update", false, "rewrite the generated sections of the .lua files (go generate)")
+
+// scripts are the package's scripts (script), by file, or by name for those still
+// assembled in Go: TestScripts reads each one.
 var scripts = map[string]*script{
-	"close": closeScript, "reopen": reopenScript, "rebuild": rebuildScript, "keep allowance": keepAllowanceScript,
-	"adopt": adoptScript, "rollback": rollbackScript, "claim": claimScript, "settle": settleScript,
-	"return": returnScript, "forget": forgetScript, "stale": staleScript, "take": takeScript, "apply": applyScript,
-	"fail": failScript, "extend": extendScript, "restore": restoreScript, "barrier": barrierScript, "mark": markScript,
-	"join": joinScript, "read": readScript, "leave": leaveScript, "release locks": releaseLocksScript,
-	"hold lock": holdLockScript,
+	"close.lua": closeScript, "reopen.lua": reopenScript, "rebuild.lua": rebuildScript,
+	"keep_allowance.lua": keepAllowanceScript, "adopt.lua": adoptScript, "rollback.lua": rollbackScript,
+	"claim.lua": claimScript, "forget.lua": forgetScript, "stale.lua": staleScript, "take.lua": takeScript,
+	"apply.lua": applyScript, "fail.lua": failScript, "extend.lua": extendScript, "restore.lua": restoreScript,
+	"barrier.lua": barrierScript, "mark.lua": markScript, "release_locks.lua": releaseLocksScript,
+	"hold_lock.lua": holdLockScript,
+	"settle": settleScript, "return": returnScript, "join": joinScript, "read": readScript, "leave": leaveScript,
 }
 
-// fragments are the Lua fragments the scripts share.
-var fragments = map[string]string{
-	"buyerFields": buyerFieldsLua, "holdings": holdingsLua, "userLimit": userLimitLua, "queued": queuedLua,
-	"units": unitsLua, "bumpGen": bumpGenLua, "variants": variantsLua, "variantHoldings": variantHoldingsLua,
-	"listGroup": listGroupLua, "saleLive": saleLiveLua, "trimReturned": trimReturnedLua, "entry": entryLua,
-	"offer": offerLua, "endOffer": endOfferLua, "saleState": SaleStateLua,
+// generated is what Go writes into the sections of the package's .lua files: each
+// script's codes, the reserve script's replies and layout, the buyers' marks.
+func generated(file, name string) (string, bool) {
+	switch {
+	case file == "replies.lua" && name == "codes":
+		return repliesLua(), true
+	case file == "buyer_fields.lua" && name == "marks":
+		return marksLua(), true
+	case file == "reserve.lua" && name == "layout":
+		return layoutLua(), true
+	case name == "codes":
+		if s, ok := scripts[file]; ok && len(s.codes) > 0 {
+			return codesLua(s.codes), true
+		}
+	}
+	return "", false
+}
+
+// Each .lua file holds its parts and its generated sections as their sources have them,
+// and reads KEYS and ARGV in its head only (internal/luafile).
+func TestScriptFiles(t *testing.T) {
+	luafile.Check(t, ".", luafile.Sources{Generated: generated}, *update)
 }
 
 var (
-	luaQuoted   = regexp.MustCompile(`'[^']*'`)
-	luaComment  = regexp.MustCompile(`--[^\n]*`)
 	luaConstant = regexp.MustCompile(`\b[A-Z][A-Z_]+\b`)
 	luaDefined  = regexp.MustCompile(`(?m)^local ([A-Z][A-Z_]*(?:, [A-Z][A-Z_]*)*) =`)
 	luaPosition = regexp.MustCompile(`\b(KEYS|ARGV)\b`)
 )
 
-// Each script reads its KEYS and ARGV in its head only, and no fragment reads them; each
-// script's table of codes has one name and one value per code, which Lua reads as Go
-// has them; every constant a script uses is defined once in it, and every code of its
-// table is one it answers with; and codeOf finds each code, and no other value.
+// Each script's table of codes has one name and one value per code, which Lua reads as
+// Go has them; every constant a script uses is defined once in it, and every code of
+// its table is one it answers with; codeOf finds each code, and no other value; and a
+// script assembled in Go reads KEYS and ARGV in its head only.
 func TestScripts(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
 	ctx := context.Background()
@@ -57,24 +77,28 @@ func TestScripts(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !strings.HasSuffix(f, "_test.go") {
-			made += strings.Count(string(src), "Script = newScript(")
+			made += strings.Count(string(src), "Script = newScript(") + strings.Count(string(src), "Script = assembled(")
 		}
 	}
 	if made != len(scripts) {
 		t.Errorf("the package makes %d scripts, the test reads %d", made, len(scripts))
 	}
-	for name, f := range fragments {
-		if luaPosition.MatchString(f) {
-			t.Errorf("fragment %s reads KEYS or ARGV", name)
-		}
-	}
 	for name, s := range scripts {
 		t.Run(name, func(t *testing.T) {
-			if luaPosition.MatchString(s.body) {
-				t.Errorf("the body reads KEYS or ARGV: %s", luaPosition.FindString(s.body))
-			}
-			if !luaPosition.MatchString(s.head) {
-				t.Errorf("the head names neither KEYS nor ARGV")
+			own := s.head + s.body
+			if s.head == "" { // a file: TestScriptFiles holds it to the rule of names
+				f, err := luafile.Parse(s.src)
+				if err != nil {
+					t.Fatal(err)
+				}
+				own = f.Own
+			} else {
+				if luaPosition.MatchString(s.body) {
+					t.Errorf("the body reads KEYS or ARGV: %s", luaPosition.FindString(s.body))
+				}
+				if !luaPosition.MatchString(s.head) {
+					t.Errorf("the head names neither KEYS nor ARGV")
+				}
 			}
 			codes, names := map[int64]bool{}, map[string]bool{}
 			var all []string
@@ -100,9 +124,8 @@ func TestScripts(t *testing.T) {
 				}
 			}
 
-			src := luaComment.ReplaceAllString(luaQuoted.ReplaceAllString(codesLua(s.codes)+s.shared+s.head+s.body, ""), "")
 			defined := map[string]int{}
-			for _, m := range luaDefined.FindAllStringSubmatch(src, -1) {
+			for _, m := range luaDefined.FindAllStringSubmatch(luafile.Stripped(s.src), -1) {
 				for _, n := range strings.Split(m[1], ", ") {
 					defined[n]++
 				}
@@ -112,9 +135,8 @@ func TestScripts(t *testing.T) {
 					t.Errorf("%s is defined %d times", n, times)
 				}
 			}
-			own := luaComment.ReplaceAllString(luaQuoted.ReplaceAllString(s.head+s.body, ""), "")
 			used := map[string]bool{}
-			for _, c := range luaConstant.FindAllString(own, -1) {
+			for _, c := range luaConstant.FindAllString(luafile.Stripped(own), -1) {
 				if c == "KEYS" || c == "ARGV" || c == "ARG" {
 					continue
 				}

@@ -2,112 +2,19 @@ package stock
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"time"
 
 	"seckill/internal/buyer"
 )
 
-// unitsLua defines the steps the scripts below share, so each is written once.
-//
-//	each(cmd, key, list): runs cmd on key with the values of list as arguments, in
-//	  calls of at most 1000 (Lua's stack bounds unpack).
-//	unqueue(sale, queued, claimed, since, ids, user_sets): ends the queued state of the
-//	  orders ids (user_sets[i] is the queued set of order i's buyer) and returns, by
-//	  position, each one's buyer key, quantity and variant (nil for none); nil for an id
-//	  not queued (or seen before in ids). The queued hash is read once, and it, the
-//	  claimed set, the since index and the sale's qunits are each written once, for all
-//	  of them: a command inside a script costs the server more than its own work.
-//	give_back(sale, users, user, qty, variant): qty units (of variant, nil for none) back
-//	  to stock, and the order they made out of what the buyer of key user holds
-//	  (free_buyer)
-//	free_buyer(users, user, qty, variant): the order of qty units (of variant, nil for
-//	  none) out of what the buyer of key user holds (release, holdings.go;
-//	  release_variant, variants.go); a buyer who holds nothing any more loses the field
-//	  of their attempts' allowance too, once that allowance is full again (as its key
-//	  would have expired)
-const unitsLua = queuedLua + holdingsLua + variantHoldingsLua + `
-local function each(cmd, key, list)
-  for i = 1, #list, 1000 do
-    redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
-  end
-end
-local function unqueue(sale, queued, claimed, since, ids, user_sets)
-  local users, qtys, variants, gone, seen, units = {}, {}, {}, {}, {}, 0
-  for first = 1, #ids, 1000 do
-    local values = redis.call('HMGET', queued, unpack(ids, first, math.min(first + 999, #ids)))
-    for j, v in ipairs(values) do
-      local i = first + j - 1
-      if v and not seen[ids[i]] then
-        seen[ids[i]] = true
-        local user, qty, _, _, _, _, _, _, variant = parse_queued(v)
-        users[i], qtys[i], variants[i] = user, tonumber(qty), variant
-        units = units + qtys[i]
-        gone[#gone + 1] = ids[i]
-        redis.call('SREM', user_sets[i], ids[i])
-      end
-    end
-  end
-  if #gone > 0 then
-    each('HDEL', queued, gone)
-    each('SREM', claimed, gone)
-    each('ZREM', since, gone)
-    redis.call('HINCRBY', sale, 'qunits', string.format('%d', -units))
-  end
-  return users, qtys, variants
-end
-local function free_buyer(users, user, qty, variant)
-  if variant then release_variant(users, user, variant, qty) end
-  if release(users, user, qty) then
-    local a = redis.call('HGET', users, ALLOWANCE .. user)
-    if a then
-      local t = redis.call('TIME')
-      if tonumber(a) <= tonumber(t[1]) * 1000000 + tonumber(t[2]) then redis.call('HDEL', users, ALLOWANCE .. user) end
-    end
-  end
-end
-local function give_back(sale, users, user, qty, variant)
-  redis.call('HINCRBY', sale, 'avail', qty)
-  if variant then redis.call('HINCRBY', sale, vfield('avail', variant), qty) end
-  free_buyer(users, user, qty, variant)
-end
-`
-
 // rollbackScript gives back a reservation whose reserve script's reply was lost (the
-// purchase was answered 503, so no order stands for it).
+// purchase was answered 503, so no order stands for it) (rollback.lua).
 //
-// KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] queued: queued hash
-// KEYS[4] user_queued: the buyer's queued set  KEYS[5] claimed: claimed set
-// KEYS[6] idempotency: idempotency key (any key when the purchase had none)
-// KEYS[7] since: queued-since sorted set  KEYS[8] given_back: given-back set
-// ARGV[1] order: order id  ARGV[2] activity: activity id (published on the
-// returned-units channel)  ARGV[3] channel: the returned-units channel
-//
-// The sale's generation goes up (a rebuild that read the order queued reads again).
-// Returns a code of rollbackCodes (RollbackResult): ROLLED_BACK, and the order is
-// recorded as given back for a day; STANDS, a worker already claimed it (the repair pass
-// enqueued it meanwhile), or a replay of its Idempotency-Key was answered with it (the
-// repair pass enqueues it); NOT_QUEUED, given back or settled before.
-var rollbackScript = newScript(rollbackCodes, unitsLua+bumpGenLua, `
-local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], user_queued = KEYS[4], claimed = KEYS[5],
-  idempotency = KEYS[6], since = KEYS[7], given_back = KEYS[8]}
-local ARG = {order = ARGV[1], activity = ARGV[2], channel = ARGV[3]}
-`, `
-if redis.call('SISMEMBER', K.claimed, ARG.order) == 1 then return STANDS end
-local prior = redis.call('GET', K.idempotency)
--- a replay answered with this order (reserveScript marked its key): it stands, and the
--- repair pass enqueues it
-if prior and string.sub(prior, -#ARG.order - 3) == ' ' .. ARG.order .. ' r' then return STANDS end
-local users, qtys, variants = unqueue(K.sale, K.queued, K.claimed, K.since, {ARG.order}, {K.user_queued})
-if not users[1] then return NOT_QUEUED end
-give_back(K.sale, K.users, users[1], qtys[1], variants[1])
-bump_gen(K.sale)
-redis.call('SADD', K.given_back, ARG.order)
-redis.call('EXPIRE', K.given_back, 86400)
-if prior and string.sub(prior, -#ARG.order - 1) == ' ' .. ARG.order then redis.call('DEL', K.idempotency) end
-redis.call('PUBLISH', ARG.channel, ARG.activity)
-return ROLLED_BACK
-`)
+//go:embed rollback.lua
+var rollbackLua string
+var rollbackScript = newScript(rollbackLua, rollbackCodes)
 
 // RollbackResult says what Rollback did.
 type RollbackResult int
@@ -151,30 +58,11 @@ func (s *Stock) Rollback(ctx context.Context, activityID int64, who buyer.ID, or
 	return RollbackResult(c.code), nil
 }
 
-// claimScript marks queued orders as being persisted.
+// claimScript marks queued orders as being persisted (claim.lua).
 //
-// KEYS[1] queued: queued hash  KEYS[2] claimed: claimed set  KEYS[3] sale: sale hash
-// ARGV[i] ids[i]: order ids
-// Returns an array with, per order id, a code of claimCodes (CLAIMED: it is queued, or
-// UNCLAIMED: not queued), then the sale's generation after this claim (0 for a missing
-// sale), then its epoch.
-var claimScript = newScript(claimCodes, unitsLua+bumpGenLua, `
-local K = {queued = KEYS[1], claimed = KEYS[2], sale = KEYS[3]}
-local ids = ARGV
-`, `
-local r, queued = {}, {}
-for first = 1, #ids, 1000 do
-  local values = redis.call('HMGET', K.queued, unpack(ids, first, math.min(first + 999, #ids)))
-  for j, v in ipairs(values) do
-    r[first + j - 1] = v and CLAIMED or UNCLAIMED
-    if v then queued[#queued + 1] = ids[first + j - 1] end
-  end
-end
-if #queued > 0 then each('SADD', K.claimed, queued) end
-r[#ids + 1] = bump_gen(K.sale)
-r[#ids + 2] = tonumber(redis.call('HGET', K.sale, 'epoch') or '0')
-return r
-`)
+//go:embed claim.lua
+var claimLua string
+var claimScript = newScript(claimLua, claimCodes)
 
 // claimCodes are claimScript's answers per order: claimed (orderClaimed), or not queued.
 var claimCodes = []scriptCode{{"CLAIMED", orderClaimed, nil}, {"UNCLAIMED", 0, nil}}
@@ -260,7 +148,7 @@ func byBucket[T any](sale Bucket, orders []T, of func(T) buyer.ID) map[Bucket][]
 // group reopens until its window ends); an offered order that failed ends its entry.
 // The sale's generation goes up. Returns the units given back, then the orders offered
 // (id, value, ...).
-var settleScript = newScript(nil, unitsLua+repliesLua()+userLimitLua+bumpGenLua+listGroupLua+entryLua+offerLua+endOfferLua, `
+var settleScript = assembled(nil, unitsLua+repliesLua()+userLimitLua+bumpGenLua+listGroupLua+entryLua+offerLua+endOfferLua, `
 local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], claimed = KEYS[4], since = KEYS[5], open_groups = KEYS[6],
   fill_groups = KEYS[7], entries = KEYS[8]}
 local ARG = {activity = ARGV[1], channel = ARGV[2], prefix = ARGV[3], now = ARGV[4]}
@@ -367,17 +255,6 @@ func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlemen
 // So the set holds the orders returned in the last half-minute, not the sale's history.
 const ReturnedRetention = 30 * time.Second
 
-// trimReturnedLua: trim_returned drops from the returned set what MySQL recorded as
-// returned more than keep_ms ago by Redis' clock, and returns that clock in ms.
-const trimReturnedLua = `
-local function trim_returned(key, keep_ms)
-  local t = redis.call('TIME')
-  local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. (now_ms - keep_ms))
-  return now_ms
-end
-`
-
 // returnScript gives cancelled and refunded orders' units back to stock (to the
 // waitlist first) and to their buyers' allowances, once per order; a refund without
 // restock gives back the allowance alone.
@@ -400,7 +277,7 @@ end
 // recorded in MySQL; an archived sale is over. Returns how many of the orders were
 // given back now (the others had been before), the sale's price and pay window (s),
 // then the orders offered (id, value, ...).
-var returnScript = newScript(nil, unitsLua+repliesLua()+userLimitLua+bumpGenLua+trimReturnedLua+entryLua+offerLua+
+var returnScript = assembled(nil, unitsLua+repliesLua()+userLimitLua+bumpGenLua+trimReturnedLua+entryLua+offerLua+
 	endOfferLua+saleLiveLua, `
 local K = {sale = KEYS[1], users = KEYS[2], returned = KEYS[3], queued = KEYS[4], since = KEYS[5], entries = KEYS[6]}
 local ARG = {activity = ARGV[1], channel = ARGV[2], retention = tonumber(ARGV[3]), prefix = ARGV[4], now = ARGV[5]}
@@ -446,18 +323,11 @@ return out
 `)
 
 // forgetScript starts the retention of returned orders that MySQL now records as
-// returned.
+// returned (forget.lua).
 //
-// KEYS[1] returned: returned set
-// ARGV[1] .. ARGV[n-1] ids: order ids  ARGV[n] retention: ReturnedRetention in ms
-var forgetScript = newScript(nil, trimReturnedLua, `
-local returned, retention, ids = KEYS[1], tonumber(ARGV[#ARGV]), {}
-for i = 1, #ARGV - 1 do ids[i] = ARGV[i] end
-`, `
-local now_ms = trim_returned(returned, retention)
-for _, id in ipairs(ids) do redis.call('ZADD', returned, 'XX', now_ms, id) end
-return 0
-`)
+//go:embed forget.lua
+var forgetLua string
+var forgetScript = newScript(forgetLua, nil)
 
 // Returning is one cancelled (or expired, or refunded) order whose units go back.
 type Returning struct {
@@ -554,31 +424,11 @@ func (s *Stock) Forget(ctx context.Context, activityID int64, orders ...Returnin
 	return nil
 }
 
-// staleScript lists queued orders taken before a time, oldest first.
+// staleScript lists queued orders taken before a time, oldest first (stale.lua).
 //
-// KEYS[1] since: queued-since sorted set  KEYS[2] queued: queued hash
-// KEYS[3] claimed: claimed set
-// ARGV[1] before: taken at or before (unix ms)  ARGV[2] limit: most orders to list
-//
-// Returns a flat array of order id, its queued value, and 1 when claimed else 0.
-var staleScript = newScript(nil, "", `
-local since, queued, claimed = KEYS[1], KEYS[2], KEYS[3]
-local before, limit = ARGV[1], ARGV[2]
-`, `
-local ids = redis.call('ZRANGEBYSCORE', since, '-inf', before, 'LIMIT', 0, limit)
-local out = {}
-for _, id in ipairs(ids) do
-  local v = redis.call('HGET', queued, id)
-  if v then
-    table.insert(out, id)
-    table.insert(out, v)
-    table.insert(out, redis.call('SISMEMBER', claimed, id))
-  else
-    redis.call('ZREM', since, id)
-  end
-end
-return out
-`)
+//go:embed stale.lua
+var staleLua string
+var staleScript = newScript(staleLua, nil)
 
 // Stale returns up to limit queued orders of a sale (per bucket) taken at or before
 // before, oldest first in each bucket, with Claimed set for those a worker has begun to

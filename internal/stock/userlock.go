@@ -2,6 +2,7 @@ package stock
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -28,44 +29,11 @@ import (
 // expired (and may have been taken by another purchase), or was released before.
 var ErrLockNotHeld = errors.New("user lock not held")
 
-// releaseLocksScript releases user locks of one bucket.
+// releaseLocksScript releases user locks of one bucket (release_locks.lua).
 //
-// KEYS[1] users: users hash, then KEYS[1 + i] waiters[i]: the waiters list of lock i
-// (lock.WaitersKey of its userLockKey), i = 1, 2, ...
-// ARGV[3i-2] locks[i].user: lock i's buyer key  ARGV[3i-1] locks[i].token: its owner
-// token  ARGV[3i] locks[i].channel: its release channel (lock.ReleaseChannel of its
-// userLockKey)
-//
-// A lock is released when its field holds its owner's token, expired or not; a released
-// lock with a waiter listed gets an empty message on its channel, which wakes every
-// waiter (seckill/lock). Nobody waits for most locks: one EXISTS looks at all the
-// waiters lists first. Returns per lock a code of releaseCodes: RELEASED, or NOT_HELD.
-var releaseLocksScript = newScript(releaseCodes, buyerFieldsLua, `
-local users, waiters, locks = KEYS[1], {}, {}
-for i = 1, #KEYS - 1 do
-  waiters[i] = KEYS[1 + i]
-  locks[i] = {user = ARGV[3 * i - 2], token = ARGV[3 * i - 1], channel = ARGV[3 * i]}
-end
-`, `
-local fields = {}
-for i, l in ipairs(locks) do fields[i] = LOCK .. l.user end
-local held = redis.call('HMGET', users, unpack(fields))
-local out, gone = {}, {}
-for i, l in ipairs(locks) do
-  if held[i] and string.match(held[i], '^(%S+)') == l.token then
-    out[i], gone[#gone + 1] = RELEASED, fields[i]
-  else
-    out[i] = NOT_HELD
-  end
-end
-if #gone > 0 then redis.call('HDEL', users, unpack(gone)) end
-if redis.call('EXISTS', unpack(waiters)) > 0 then
-  for i, l in ipairs(locks) do
-    if out[i] == RELEASED and redis.call('EXISTS', waiters[i]) == 1 then redis.call('PUBLISH', l.channel, '') end
-  end
-end
-return out
-`)
+//go:embed release_locks.lua
+var releaseLocksLua string
+var releaseLocksScript = newScript(releaseLocksLua, releaseCodes)
 
 // releaseCodes are releaseLocksScript's answers per lock: released, or not held
 // (ErrLockNotHeld).
@@ -124,23 +92,11 @@ func (s *Stock) releaseUserLocks(ctx context.Context, b Bucket, rs []Reservation
 	return errors.Join(errs...)
 }
 
-// holdLockScript takes a user lock without units.
+// holdLockScript takes a user lock without units (hold_lock.lua).
 //
-// KEYS[1] users: users hash  ARGV[1] user: buyer key  ARGV[2] token: owner token
-// ARGV[3] ttl: TTL (ms)
-// Returns a code of holdCodes: LOCK_TAKEN, or LOCK_BUSY (held by a live lock).
-var holdLockScript = newScript(holdCodes, buyerFieldsLua, `
-local users = KEYS[1]
-local user, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
-`, `
-local field = LOCK .. user
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local v = redis.call('HGET', users, field)
-if v and tonumber(string.match(v, ' (%d+)$')) > now then return LOCK_BUSY end
-redis.call('HSET', users, field, token .. ' ' .. string.format('%d', now + ttl))
-return LOCK_TAKEN
-`)
+//go:embed hold_lock.lua
+var holdLockLua string
+var holdLockScript = newScript(holdLockLua, holdCodes)
 
 // holdCodes are holdLockScript's answers: the lock taken, or held (ErrBusy).
 var holdCodes = []scriptCode{{"LOCK_TAKEN", 1, nil}, {"LOCK_BUSY", 0, ErrBusy}}

@@ -47,37 +47,6 @@ func variantField(field string, v Variant) string {
 	return field
 }
 
-// variantsLua gives the scripts the same names: vfield(field, variant) is field's share
-// of the variant of index variant (a string or number; nil for none, the field itself).
-//
-// It follows holdingsLua, for what a buyer holds of a variant (the field VARIANT ..
-// index .. ':' .. key, kept only where the sale sets a per-variant limit):
-//
-//	hold_variant(users, user, variant, qty): user's units of variant go up by qty, where
-//	  the field is kept (vlimit > 0, read by the caller)
-//	release_variant(users, user, variant, qty): they go down by qty, the field dropped at
-//	  0; nothing where the buyer has no such field
-const variantsLua = `
-local function vfield(field, variant)
-  if variant == nil or variant == '' then return field end
-  return field .. ':' .. variant
-end
-`
-
-const variantHoldingsLua = variantsLua + `
-local function variant_held(users, user, variant)
-  return tonumber(redis.call('HGET', users, VARIANT .. variant .. ':' .. user) or '0')
-end
-local function hold_variant(users, user, variant, qty)
-  redis.call('HINCRBY', users, VARIANT .. variant .. ':' .. user, qty)
-end
-local function release_variant(users, user, variant, qty)
-  local f = VARIANT .. variant .. ':' .. user
-  local held = tonumber(redis.call('HGET', users, f) or '0') - qty
-  if held > 0 then redis.call('HSET', users, f, string.format('%d', held)) else redis.call('HDEL', users, f) end
-end
-`
-
 // unitsOf sums a sale hash's units of field (avail or reserve) for the sale and per
 // variant, from its fields read whole (HGETALL): n variants.
 func unitsOf(hash map[string]string, field string, n int, sum *int64, variants []int64) {

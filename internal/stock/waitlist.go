@@ -202,7 +202,7 @@ func offered(activityID int64, vs []any) ([]QueuedOrder, error) {
 // the sale's), ENDED, NOT_SOLD_OUT (units are on sale), OVER_LIMIT {held, limit} past
 // the limit, QUANTITY_OVER_LIMIT {limit} a quantity above the limit,
 // OVER_VARIANT_LIMIT {held, limit} past the per-variant limit.
-var joinScript = newScript(joinCodes, buyerFieldsLua+entryLua+variantsLua, `
+var joinScript = assembled(joinCodes, buyerFieldsLua+entryLua+variantsLua, `
 local sale, users, entries, set = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local user, qty, variant, now = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 `, `
@@ -260,7 +260,7 @@ const (
 // KEYS[1] entries: waitlist entries  ARGV[1] user: the buyer's key  ARGV[2] prefix: the
 // waitlist key prefix (the waiting set is it and the entry's variant, or "-")
 // Returns {} for none, else {seq, qty, variant, joined, status, order, position}.
-var readScript = newScript(nil, entryLua, `
+var readScript = assembled(nil, entryLua, `
 local entries, user, prefix = KEYS[1], ARGV[1], ARGV[2]
 `, `
 local e = parse_entry(redis.call('HGET', entries, user))
@@ -275,7 +275,7 @@ return {e.seq, string.format('%d', e.qty), e.variant or '', e.joined, e.status, 
 // KEYS[1] entries: waitlist entries  ARGV[1] user: the buyer's key  ARGV[2] prefix: the
 // waitlist key prefix
 // Returns a code of leaveCodes: LEFT when there was an entry, else NO_ENTRY.
-var leaveScript = newScript(leaveCodes, entryLua, `
+var leaveScript = assembled(leaveCodes, entryLua, `
 local entries, user, prefix = KEYS[1], ARGV[1], ARGV[2]
 `, `
 local e = parse_entry(redis.call('HGET', entries, user))
