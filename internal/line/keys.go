@@ -2,9 +2,9 @@ package line
 
 import "seckill/internal/stock"
 
-// A line's keys carry its sale's hash tag ({act:<id>}, stock.KeyPrefix), so every
+// A line's keys carry its sale's hash tag ({act:<id>}, stock.Prefix), so every
 // script of the line runs in one slot with the sale's own keys.
-func prefix(activityID int64) string { return stock.KeyPrefix(activityID) + "line:" }
+func prefix(activityID int64) string { return stock.Prefix(stock.One(activityID)) + "line:" }
 
 // waitKey is a sorted set of the waiting buyers' keys (buyer.ID.Key) by their place: a buyer who joined
 // before the start has a uniformly random score below lateBase (the lottery), a later

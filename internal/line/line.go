@@ -92,9 +92,9 @@ func (l *Line) clock() string {
 // keys are the keys of a sale's line by the names the scripts read them by
 // (scripts.go); each script takes those it names.
 func keys(activityID int64) map[string]string {
-	return map[string]string{"sale": stock.SaleKey(activityID), "meta": metaKey(activityID),
+	return map[string]string{"sale": stock.SaleKey(stock.One(activityID)), "meta": metaKey(activityID),
 		"wait": waitKey(activityID), "tickets": ticketsKey(activityID), "passes": passesKey(activityID),
-		"users": stock.UsersKey(activityID)}
+		"users": stock.UsersKey(stock.One(activityID))}
 }
 
 // challengeTTL is how long a challenge may be solved and sent.

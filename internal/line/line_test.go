@@ -107,7 +107,7 @@ func (f *fixture) admitAll(id int64) (order []int64, at map[int64]int64) {
 // admittedSince returns the users admitted that seen does not hold, by position.
 func (f *fixture) admittedSince(id int64, seen map[int64]bool) []int64 {
 	f.t.Helper()
-	all, err := f.rdb.HGetAll(context.Background(), stock.KeyPrefix(id)+"line:tickets").Result()
+	all, err := f.rdb.HGetAll(context.Background(), stock.Prefix(stock.One(id))+"line:tickets").Result()
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestChallengeLivesByRedisClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ttl, err := rdb.PTTL(ctx, stock.KeyPrefix(1)+"line:pow:"+lateSolution.Challenge).Result()
+	ttl, err := rdb.PTTL(ctx, stock.Prefix(stock.One(1))+"line:pow:"+lateSolution.Challenge).Result()
 	if err != nil || ttl < 55*time.Second || ttl > 61*time.Second {
 		t.Errorf("the accepted solution is remembered for %v (%v), want about a minute: until its challenge expires", ttl, err)
 	}

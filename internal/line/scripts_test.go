@@ -108,7 +108,7 @@ func TestScriptsTakeTheirNames(t *testing.T) {
 			}
 		}
 	}
-	if _, err := readScript.run(ctx, rdb, map[string]string{"sale": stock.SaleKey(1)}, map[string]any{"clock": "", "user": 1}); err == nil {
+	if _, err := readScript.run(ctx, rdb, map[string]string{"sale": stock.SaleKey(stock.One(1))}, map[string]any{"clock": "", "user": 1}); err == nil {
 		t.Error("the read script ran without its keys")
 	}
 	if _, err := readScript.run(ctx, rdb, k, map[string]any{"clock": ""}); err == nil {

@@ -35,21 +35,21 @@ var ErrArchived = errors.New("the sale is archived")
 //
 //go:embed mark.lua
 var markLua string
-var markScript = newScript(markLua, markCodes)
+var markScript = NewScript(markLua, markCodes)
 
 // markCodes are markScript's answers: marked, not in Redis, or the closing lost
 // (ErrRebuilding).
-var markCodes = []scriptCode{{"MARKED", 1, nil}, {"NOT_IN_REDIS", 0, nil}, {"LEASE_LOST", -1, ErrRebuilding}}
+var markCodes = []Code{{"MARKED", 1, nil}, {"NOT_IN_REDIS", 0, nil}, {"LEASE_LOST", -1, ErrRebuilding}}
 
 // MarkArchived marks every bucket of a sale of buckets buckets archived, the sale being
 // closed by closing (Close). A bucket Redis does not have stays missing. ErrRebuilding
 // when the closing is no longer the archive's (its lease ran out and a rebuild took the
 // sale): nothing more is marked, and the archive tries again later.
 func (s *Stock) MarkArchived(ctx context.Context, activityID int64, buckets int, closing Closing) error {
-	for _, b := range (Bucket{act: activityID, k: max(1, buckets)}).all() {
-		n, err := markScript.Run(ctx, s.rdb, []string{saleKey(b)}, closing.token).Int64()
+	for _, b := range (Bucket{act: activityID, k: max(1, buckets)}).All() {
+		n, err := markScript.Run(ctx, s.rdb, []string{SaleKey(b)}, closing.token).Int64()
 		if err == nil {
-			err = answerOf(markCodes, n)
+			err = AnswerOf(markCodes, n)
 		}
 		if err != nil {
 			return fmt.Errorf("mark sale %d archived: %w", activityID, err)
@@ -85,30 +85,30 @@ const (
 // unlinkChunk keys of one slot, so it runs on a Redis Cluster as on one server and
 // never holds Redis long. It may be run again after a failure: a key gone is skipped.
 func (s *Stock) Remove(ctx context.Context, activityID int64, buckets int, n Names) (int64, error) {
-	all := (Bucket{act: activityID, k: max(1, buckets)}).all()
+	all := (Bucket{act: activityID, k: max(1, buckets)}).All()
 	byBucket := make([][]string, len(all))
 	for _, who := range n.Buyers {
-		b := home(activityID, who, len(all))
-		byBucket[b.n] = append(byBucket[b.n], userQueuedKey(b, who), rateKey(b, who))
+		b := Home(activityID, who, len(all))
+		byBucket[b.n] = append(byBucket[b.n], UserQueuedKey(b, who), RateKey(b, who))
 	}
 	for _, k := range n.Keys {
-		b := home(activityID, k.Buyer, len(all))
-		byBucket[b.n] = append(byBucket[b.n], idempotencyKey(b, k.Buyer, k.Key))
+		b := Home(activityID, k.Buyer, len(all))
+		byBucket[b.n] = append(byBucket[b.n], IdempotencyKey(b, k.Buyer, k.Key))
 	}
 	zero := all[0]
 	for _, g := range n.Groups {
-		byBucket[0] = append(byBucket[0], groupKey(zero, g), groupSeatsKey(zero, g))
+		byBucket[0] = append(byBucket[0], GroupKey(zero, g), GroupSeatsKey(zero, g))
 	}
-	byBucket[0] = append(byBucket[0], waitlistEntriesKey(zero), waitlistKey(zero, 0))
+	byBucket[0] = append(byBucket[0], WaitlistEntriesKey(zero), WaitlistKey(zero, 0))
 	for i := range MaxVariants { // the waiting sets a sale may have, one per variant
-		byBucket[0] = append(byBucket[0], waitlistKey(zero, VariantAt(i)))
+		byBucket[0] = append(byBucket[0], WaitlistKey(zero, VariantAt(i)))
 	}
 	byBucket[0] = append(byBucket[0], n.Extra...)
 	var removed int64
 	for i := len(all) - 1; i >= 0; i-- {
 		b := all[i]
-		keys := append(byBucket[i], usersKey(b), queuedKey(b), queuedSinceKey(b), claimedKey(b), returnedKey(b),
-			barrierKey(b), givenBackKey(b), movesKey(b), appliedKey(b), openGroupsKey(b), fillGroupsKey(b), failingKey(b))
+		keys := append(byBucket[i], UsersKey(b), QueuedKey(b), QueuedSinceKey(b), ClaimedKey(b), ReturnedKey(b),
+			BarrierKey(b), GivenBackKey(b), MovesKey(b), AppliedKey(b), OpenGroupsKey(b), FillGroupsKey(b), FailingKey(b))
 		n, err := s.unlink(ctx, keys)
 		removed += n
 		if err != nil {
@@ -116,7 +116,7 @@ func (s *Stock) Remove(ctx context.Context, activityID int64, buckets int, n Nam
 		}
 	}
 	for i := len(all) - 1; i >= 0; i-- { // the sale hashes, bucket 0's last: the mark goes with them
-		n, err := s.unlink(ctx, []string{saleKey(all[i])})
+		n, err := s.unlink(ctx, []string{SaleKey(all[i])})
 		removed += n
 		if err != nil {
 			return removed, fmt.Errorf("remove sale %d: %w", activityID, err)
@@ -153,7 +153,7 @@ func (s *Stock) unlink(ctx context.Context, keys []string) (int64, error) {
 // the sale is archived, and Redis no longer has it.
 func (s *Stock) ForgetSale(activityID int64) {
 	if k, ok := s.sizes.LoadAndDelete(activityID); ok {
-		for _, b := range (Bucket{act: activityID, k: k.(int)}).all()[1:] {
+		for _, b := range (Bucket{act: activityID, k: k.(int)}).All()[1:] {
 			tags.Delete(b)
 		}
 	}

@@ -29,7 +29,7 @@ import (
 // rebuild counts wait in the reserve (the field reserve of bucket 0's hash), and a
 // bucket that runs short takes a share of the reserve, or else half of what another
 // bucket has (refill). A move is two scripts on two slots, take and apply: take removes
-// the units at the source and records the move there (movesKey); apply adds them at the
+// the units at the source and records the move there (MovesKey); apply adds them at the
 // destination once per move id (appliedKey); then the record is dropped. A process that
 // dies between the two leaves the record, and the worker's repair pass (FinishMoves)
 // applies it: a unit is neither lost nor counted twice. The sale reads sold out only
@@ -51,8 +51,8 @@ type Bucket struct {
 	n, k int
 }
 
-// one is a one-bucket sale, or the bucket 0 of any sale (the same keys).
-func one(activityID int64) Bucket { return Bucket{act: activityID, k: 1} }
+// One is a one-bucket sale, or the bucket 0 of any sale (the same keys).
+func One(activityID int64) Bucket { return Bucket{act: activityID, k: 1} }
 
 // tag is the bucket's hash tag, without braces.
 func (b Bucket) tag() string {
@@ -63,7 +63,7 @@ func (b Bucket) tag() string {
 }
 
 // buckets lists the k buckets of a sale, 0 first.
-func (b Bucket) all() []Bucket {
+func (b Bucket) All() []Bucket {
 	out := make([]Bucket, b.k)
 	for i := range out {
 		out[i] = Bucket{act: b.act, n: i, k: b.k}
@@ -95,7 +95,7 @@ func HomeBucket(who buyer.ID, k int) int {
 	return int(x % uint64(k))
 }
 
-func home(activityID int64, who buyer.ID, k int) Bucket {
+func Home(activityID int64, who buyer.ID, k int) Bucket {
 	return Bucket{act: activityID, n: HomeBucket(who, k), k: max(1, k)}
 }
 
@@ -145,17 +145,17 @@ func slotOf(tag string) int {
 	return int(crc) % clusterSlots
 }
 
-// bucketsOf returns how many buckets a sale has: remembered once read (a sale's K
+// Buckets returns how many buckets a sale has: remembered once read (a sale's K
 // never changes), else read from bucket 0's hash. A sale Redis does not know reads as
-// one bucket, not remembered.
-func (s *Stock) bucketsOf(ctx context.Context, activityID int64) (int, error) {
-	ks, err := s.bucketsOfAll(ctx, []int64{activityID})
+// One bucket, not remembered.
+func (s *Stock) Buckets(ctx context.Context, activityID int64) (int, error) {
+	ks, err := s.BucketsOfAll(ctx, []int64{activityID})
 	return ks[activityID], err
 }
 
-// bucketsOfAll is bucketsOf for several sales, those not remembered read in one round
+// BucketsOfAll is bucketsOf for several sales, those not remembered read in one round
 // trip.
-func (s *Stock) bucketsOfAll(ctx context.Context, activityIDs []int64) (map[int64]int, error) {
+func (s *Stock) BucketsOfAll(ctx context.Context, activityIDs []int64) (map[int64]int, error) {
 	out := make(map[int64]int, len(activityIDs))
 	var unknown []int64
 	for _, id := range activityIDs {
@@ -172,7 +172,7 @@ func (s *Stock) bucketsOfAll(ctx context.Context, activityIDs []int64) (map[int6
 	cmds := make([]*redis.SliceCmd, len(unknown))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range unknown {
-			cmds[i] = p.HMGet(ctx, saleKey(one(id)), "total", "buckets")
+			cmds[i] = p.HMGet(ctx, SaleKey(One(id)), "total", "buckets")
 		}
 		return nil
 	})
@@ -196,20 +196,20 @@ func (s *Stock) bucketsOfAll(ctx context.Context, activityIDs []int64) (map[int6
 	return out, nil
 }
 
-// learnBuckets remembers a sale's K, as a script reported it.
-func (s *Stock) learnBuckets(activityID int64, k int) { s.sizes.Store(activityID, max(1, k)) }
+// LearnBuckets remembers a sale's K, as a script reported it.
+func (s *Stock) LearnBuckets(activityID int64, k int) { s.sizes.Store(activityID, max(1, k)) }
 
-// knownBuckets is the K remembered for a sale, 1 when none is.
-func (s *Stock) knownBuckets(activityID int64) int {
+// KnownBuckets is the K remembered for a sale, 1 when none is.
+func (s *Stock) KnownBuckets(activityID int64) int {
 	if k, ok := s.sizes.Load(activityID); ok {
 		return k.(int)
 	}
 	return 1
 }
 
-// saleOf is the whole of a sale (bucket 0 with its K), for what reads every bucket.
-func (s *Stock) saleOf(ctx context.Context, activityID int64) (Bucket, error) {
-	k, err := s.bucketsOf(ctx, activityID)
+// SaleOf is the whole of a sale (bucket 0 with its K), for what reads every bucket.
+func (s *Stock) SaleOf(ctx context.Context, activityID int64) (Bucket, error) {
+	k, err := s.Buckets(ctx, activityID)
 	return Bucket{act: activityID, k: max(1, k)}, err
 }
 
@@ -218,7 +218,7 @@ func (s *Stock) saleOf(ctx context.Context, activityID int64) (Bucket, error) {
 // is the one this process learnt with the buyer's purchase (Reserve): the lock is only
 // of interest after one.
 func (s *Stock) UserLockKey(activityID int64, who buyer.ID) string {
-	return userLockKey(home(activityID, who, s.knownBuckets(activityID)), who)
+	return UserLockKey(Home(activityID, who, s.KnownBuckets(activityID)), who)
 }
 
 // MoveRetention is how long a bucket remembers a move it applied: a move is applied by
@@ -233,22 +233,22 @@ const (
 //
 //go:embed take.lua
 var takeLua string
-var takeScript = newScript(takeLua, takeCodes)
+var takeScript = NewScript(takeLua, takeCodes)
 
 // takeCodes are takeScript's refusals: the source bucket is lost, or the sale is closed
 // for a rebuild.
-var takeCodes = []scriptCode{{"SOURCE_LOST", -1, ErrNoSale}, {"SOURCE_CLOSED", -2, ErrClosed}}
+var takeCodes = []Code{{"SOURCE_LOST", -1, ErrNoSale}, {"SOURCE_CLOSED", -2, ErrClosed}}
 
 // applyScript adds a move's units to its destination bucket, once per move id
 // (apply.lua).
 //
 //go:embed apply.lua
 var applyLua string
-var applyScript = newScript(applyLua, applyCodes)
+var applyScript = NewScript(applyLua, applyCodes)
 
 // applyCodes are applyScript's answers: applied now (moveApplied), or not: applied
 // before, the destination lost or archived, a rebuild between take and apply.
-var applyCodes = []scriptCode{{"APPLIED", moveApplied, nil}, {"APPLIED_BEFORE", 0, nil}, {"DESTINATION_GONE", -1, nil},
+var applyCodes = []Code{{"APPLIED", moveApplied, nil}, {"APPLIED_BEFORE", 0, nil}, {"DESTINATION_GONE", -1, nil},
 	{"REBUILT_BETWEEN", -2, nil}}
 
 // moveApplied is APPLIED, a move applied now.
@@ -289,21 +289,21 @@ func parseMove(from Bucket, id, v string) (move, error) {
 
 // take runs takeScript: units taken (0 for none), moves pending at the source.
 func (s *Stock) take(ctx context.Context, from Bucket, field string, want int64, divisor int, id string, to int, variant Variant) (taken, pending int64, stamp string, err error) {
-	res, err := reply(takeScript.Run(ctx, s.rdb, []string{saleKey(from), movesKey(from)},
+	res, err := Reply(takeScript.Run(ctx, s.rdb, []string{SaleKey(from), MovesKey(from)},
 		field, want, divisor, id, to, variant.arg()).Result())
 	if err != nil {
 		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, err)
 	}
-	n, err := integer(res[0])
+	n, err := Integer(res[0])
 	switch {
 	case err != nil:
 		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, err)
 	case n < 0:
-		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, answerOf(takeCodes, n))
+		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, AnswerOf(takeCodes, n))
 	case len(res) != 3:
 		return 0, 0, "", fmt.Errorf("take units: unexpected reply %v", res)
 	}
-	pending, err = integer(res[1])
+	pending, err = Integer(res[1])
 	stamp, _ = res[2].(string)
 	return n, pending, stamp, err
 }
@@ -311,10 +311,10 @@ func (s *Stock) take(ctx context.Context, from Bucket, field string, want int64,
 // apply runs applyScript for m and then drops its record at the source.
 func (s *Stock) apply(ctx context.Context, m move) error {
 	to := Bucket{act: m.from.act, n: m.to, k: m.from.k}
-	n, err := applyScript.Run(ctx, s.rdb, []string{saleKey(to), appliedKey(to)}, m.id, m.units, m.stamp,
+	n, err := applyScript.Run(ctx, s.rdb, []string{SaleKey(to), AppliedKey(to)}, m.id, m.units, m.stamp,
 		m.from.act, ReturnedChannel, MoveRetention.Milliseconds(), m.variant.arg()).Int64()
 	if err == nil {
-		_, err = codeOf(applyCodes, n)
+		_, err = CodeOf(applyCodes, n)
 	}
 	if err != nil {
 		return fmt.Errorf("apply move %s: %w", m.id, err)
@@ -322,7 +322,7 @@ func (s *Stock) apply(ctx context.Context, m move) error {
 	if n == moveApplied {
 		s.soldOut.clear(m.from.act)
 	}
-	if err := s.rdb.HDel(ctx, movesKey(m.from), m.id).Err(); err != nil {
+	if err := s.rdb.HDel(ctx, MovesKey(m.from), m.id).Err(); err != nil {
 		return fmt.Errorf("drop move %s: %w", m.id, err)
 	}
 	return nil
@@ -427,12 +427,12 @@ func (s *Stock) refillOnce(ctx context.Context, to Bucket, want int64, variant V
 // mover did not finish them (it died between take and apply), and returns how many it
 // finished. The worker's repair pass runs it for every live sale of several buckets.
 func (s *Stock) FinishMoves(ctx context.Context, activityID int64, now time.Time) (int, error) {
-	sale, err := s.saleOf(ctx, activityID)
+	sale, err := s.SaleOf(ctx, activityID)
 	if err != nil || sale.k <= 1 {
 		return 0, err
 	}
 	done := 0
-	for _, b := range sale.all() {
+	for _, b := range sale.All() {
 		ms, err := s.moves(ctx, b)
 		if err != nil {
 			return done, err
@@ -452,7 +452,7 @@ func (s *Stock) FinishMoves(ctx context.Context, activityID int64, now time.Time
 
 // moves reads the moves recorded at bucket b.
 func (s *Stock) moves(ctx context.Context, b Bucket) ([]move, error) {
-	all, err := s.rdb.HGetAll(ctx, movesKey(b)).Result()
+	all, err := s.rdb.HGetAll(ctx, MovesKey(b)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read moves of bucket %d: %w", b.n, err)
 	}

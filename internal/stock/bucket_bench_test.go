@@ -53,7 +53,7 @@ func BenchmarkMoves(b *testing.B) {
 				}
 				wg.Wait()
 				elapsed += int64(time.Since(t0))
-				applied, err := s.rdb.ZCard(ctx, appliedKey(Bucket{act: act, k: k})).Result()
+				applied, err := s.rdb.ZCard(ctx, AppliedKey(Bucket{act: act, k: k})).Result()
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -32,7 +32,7 @@ func TestBucketTagsAndHomes(t *testing.T) {
 			for act := int64(1); act <= 200; act++ {
 				per := map[int]int{}
 				seen := map[string]bool{}
-				for _, b := range (Bucket{act: act, k: k}).all() {
+				for _, b := range (Bucket{act: act, k: k}).All() {
 					tag := b.tag()
 					if seen[tag] {
 						t.Fatalf("K=%d sale %d: tag %q twice", k, act, tag)
@@ -90,8 +90,8 @@ func TestBucketTagsAndHomes(t *testing.T) {
 func bucketFields(t *testing.T, s *Stock, act int64, k int, field string) []int64 {
 	t.Helper()
 	var out []int64
-	for _, b := range (Bucket{act: act, k: k}).all() {
-		n, err := s.rdb.HGet(context.Background(), saleKey(b), field).Int64()
+	for _, b := range (Bucket{act: act, k: k}).All() {
+		n, err := s.rdb.HGet(context.Background(), SaleKey(b), field).Int64()
 		if err != nil {
 			n = -1
 		}
@@ -368,13 +368,13 @@ func TestRefillMeetsAClosedSale(t *testing.T) {
 	if _, err := s.Reserve(ctx, purchase(act, ofOne[0], 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.rdb.HSet(ctx, saleKey(one(act)), "closed", "a-rebuild 0").Err(); err != nil {
+	if err := s.rdb.HSet(ctx, SaleKey(One(act)), "closed", "a-rebuild 0").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Reserve(ctx, purchase(act, ofOne[1], 1)); !errors.Is(err, ErrNoSale) || errors.Is(err, ErrSoldOut) {
 		t.Fatalf("a dry bucket while bucket 0 is closed: %v, want ErrNoSale", err)
 	}
-	if err := s.rdb.HDel(ctx, saleKey(one(act)), "closed").Err(); err != nil {
+	if err := s.rdb.HDel(ctx, SaleKey(One(act)), "closed").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Reserve(ctx, purchase(act, ofOne[1], 1)); err != nil {

@@ -50,7 +50,7 @@ func (b *coalescer) sent() int64 {
 func (b *coalescer) waitingFor(id int64) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if q := b.sales[one(id)]; q != nil {
+	if q := b.sales[One(id)]; q != nil {
 		return len(q.waiting)
 	}
 	return 0
@@ -275,7 +275,7 @@ func BenchmarkReserveCoalesced(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					calls := make([]*reserveCall, 0, size)
 					for pb.Next() {
-						calls = append(calls, &reserveCall{ctx: context.Background(), r: purchase(act, user.Add(1), 1), b: one(act)})
+						calls = append(calls, &reserveCall{ctx: context.Background(), r: purchase(act, user.Add(1), 1), b: One(act)})
 						if len(calls) == size {
 							s.reserveAll(context.Background(), calls)
 							for _, c := range calls {
@@ -302,13 +302,13 @@ func TestErrorHalfwayLeavesEarlierPurchasesWhole(t *testing.T) {
 	s := New(testutil.StartRedis(t).Client(t))
 	ctx := context.Background()
 	loadSale(t, s, 1, 10, 5)
-	if err := s.rdb.Set(ctx, userQueuedKey(one(1), "2"), "not a set", 0).Err(); err != nil {
+	if err := s.rdb.Set(ctx, UserQueuedKey(One(1), "2"), "not a set", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	first, broken, last := purchase(1, 1, 2), purchase(1, 2, 1), purchase(1, 3, 1)
 	var calls []*reserveCall
 	for _, r := range []Reservation{first, broken, last} {
-		calls = append(calls, &reserveCall{ctx: ctx, r: r, b: one(1)})
+		calls = append(calls, &reserveCall{ctx: ctx, r: r, b: One(1)})
 	}
 	s.reserveAll(ctx, calls)
 	for i, c := range calls {
@@ -317,7 +317,7 @@ func TestErrorHalfwayLeavesEarlierPurchasesWhole(t *testing.T) {
 		}
 	}
 
-	sale, err := s.rdb.HMGet(ctx, saleKey(one(1)), "avail", "qunits").Result()
+	sale, err := s.rdb.HMGet(ctx, SaleKey(One(1)), "avail", "qunits").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,14 +326,14 @@ func TestErrorHalfwayLeavesEarlierPurchasesWhole(t *testing.T) {
 	if fmt.Sprint(sale) != "[7 3]" {
 		t.Errorf("avail and qunits %v, want [7 3]", sale)
 	}
-	if _, err := s.rdb.ZScore(ctx, queuedSinceKey(one(1)), first.OrderID).Result(); err != nil {
+	if _, err := s.rdb.ZScore(ctx, QueuedSinceKey(One(1)), first.OrderID).Result(); err != nil {
 		t.Errorf("the first purchase's order is not in the since index: %v", err)
 	}
 	if q, err := s.Queued(ctx, 1, last.OrderID); err == nil {
 		t.Errorf("the purchase after the error is queued: %+v", q)
 	}
 
-	if err := s.rdb.Del(ctx, userQueuedKey(one(1), "2")).Err(); err != nil { // mended, for its roll-back
+	if err := s.rdb.Del(ctx, UserQueuedKey(One(1), "2")).Err(); err != nil { // mended, for its roll-back
 		t.Fatal(err)
 	}
 	for _, r := range []Reservation{first, broken} {
@@ -341,11 +341,11 @@ func TestErrorHalfwayLeavesEarlierPurchasesWhole(t *testing.T) {
 			t.Errorf("roll back buyer %s: %v %v, want RolledBack", r.Buyer, got, err)
 		}
 	}
-	sale, err = s.rdb.HMGet(ctx, saleKey(one(1)), "avail", "qunits").Result()
+	sale, err = s.rdb.HMGet(ctx, SaleKey(One(1)), "avail", "qunits").Result()
 	if err != nil || fmt.Sprint(sale) != "[10 0]" {
 		t.Errorf("after the roll-backs: avail and qunits %v (%v), want [10 0]", sale, err)
 	}
-	if n, err := s.rdb.ZCard(ctx, queuedSinceKey(one(1))).Result(); err != nil || n != 0 {
+	if n, err := s.rdb.ZCard(ctx, QueuedSinceKey(One(1))).Result(); err != nil || n != 0 {
 		t.Errorf("since index holds %d orders after the roll-backs (%v), want 0", n, err)
 	}
 }
@@ -365,7 +365,7 @@ func TestCallAnswersEachPurchaseWithTheTerms(t *testing.T) {
 	rs := []Reservation{purchase(1, 1, 2), purchase(1, 2, 1), purchase(1, 1, 1), purchase(1, 3, 3)}
 	var calls []*reserveCall
 	for _, r := range rs {
-		calls = append(calls, &reserveCall{ctx: ctx, r: r, b: one(1)})
+		calls = append(calls, &reserveCall{ctx: ctx, r: r, b: One(1)})
 	}
 	s.reserveAll(ctx, calls)
 	left := []int64{8, 7, -1, 4}
@@ -403,7 +403,7 @@ func TestReplayInTheCallOfItsPurchase(t *testing.T) {
 	var calls []*reserveCall
 	for _, r := range []*Reservation{&first, &again, &other} {
 		r.IdempotencyKey = "tap"
-		calls = append(calls, &reserveCall{ctx: ctx, r: *r, fingerprint: r.Fingerprint(), b: one(1)})
+		calls = append(calls, &reserveCall{ctx: ctx, r: *r, fingerprint: r.Fingerprint(), b: One(1)})
 	}
 	s.reserveAll(ctx, calls)
 	var got [3]Reserved
@@ -430,7 +430,7 @@ func TestReplayInTheCallOfItsPurchase(t *testing.T) {
 	if _, err := s.Queued(ctx, 1, first.OrderID); err != nil {
 		t.Errorf("the replayed order is not queued: %v", err)
 	}
-	if avail, err := s.rdb.HGet(ctx, saleKey(one(1)), "avail").Result(); err != nil || avail != "9" {
+	if avail, err := s.rdb.HGet(ctx, SaleKey(One(1)), "avail").Result(); err != nil || avail != "9" {
 		t.Errorf("avail %q (%v), want 9: one unit taken", avail, err)
 	}
 }

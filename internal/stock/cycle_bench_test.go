@@ -83,7 +83,7 @@ func benchmarkPurchaseCycle(b *testing.B, perSecond float64) {
 	if os.Getenv("SECKILL_CYCLE_STATS") != "" && b.N > 1 {
 		printCommandStats(b, plain, b.N)
 	}
-	left, err := plain.HLen(ctx, queuedKey(one(act))).Result()
+	left, err := plain.HLen(ctx, QueuedKey(One(act))).Result()
 	if err != nil || left != 0 {
 		b.Fatalf("%d orders left queued (%v)", left, err)
 	}

@@ -87,9 +87,9 @@ func (s *Stock) OpenGroups(ctx context.Context, activityID int64, now time.Time,
 		var ids *redis.StringSliceCmd
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			if from == 0 {
-				sale = p.HMGet(ctx, saleKey(one(activityID)), "start", "kind")
+				sale = p.HMGet(ctx, SaleKey(One(activityID)), "start", "kind")
 			}
-			ids = p.ZRevRange(ctx, fillGroupsKey(one(activityID)), from, from+page-1)
+			ids = p.ZRevRange(ctx, FillGroupsKey(One(activityID)), from, from+page-1)
 			return nil
 		})
 		if err != nil {
@@ -124,9 +124,9 @@ func (s *Stock) groups(ctx context.Context, activityID int64, ids []string, seat
 	members := make([]*redis.MapStringStringCmd, len(ids))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			hashes[i] = p.HMGet(ctx, groupKey(one(activityID), id), "members", "size", "expires", "status")
+			hashes[i] = p.HMGet(ctx, GroupKey(One(activityID), id), "members", "size", "expires", "status")
 			if seats {
-				members[i] = p.HGetAll(ctx, groupSeatsKey(one(activityID), id))
+				members[i] = p.HGetAll(ctx, GroupSeatsKey(One(activityID), id))
 			}
 		}
 		return nil
@@ -140,7 +140,7 @@ func (s *Stock) groups(ctx context.Context, activityID int64, ids []string, seat
 		if v[0] == nil {
 			continue
 		}
-		n, err := integers(v)
+		n, err := Integers(v)
 		if err != nil {
 			return nil, fmt.Errorf("group %s: %w", id, err)
 		}
@@ -169,11 +169,11 @@ func (s *Stock) groups(ctx context.Context, activityID int64, ids []string, seat
 //
 //go:embed fail.lua
 var failLua string
-var failScript = newScript(failLua, failCodes)
+var failScript = NewScript(failLua, failCodes)
 
 // failCodes are failScript's answers: failed now (groupFailedNow), nothing to do, or
 // not yet (ErrGroupPending).
-var failCodes = []scriptCode{{"FAILED_NOW", groupFailedNow, nil}, {"NOTHING_TO_FAIL", 0, nil},
+var failCodes = []Code{{"FAILED_NOW", groupFailedNow, nil}, {"NOTHING_TO_FAIL", 0, nil},
 	{"SEATS_PENDING", -1, ErrGroupPending}}
 
 // groupFailedNow is FAILED_NOW, a group failed now.
@@ -189,11 +189,11 @@ type Windows interface {
 //
 //go:embed extend.lua
 var extendLua string
-var extendScript = newScript(extendLua, extendCodes)
+var extendScript = NewScript(extendLua, extendCodes)
 
 // extendCodes is extendScript's one code: a group not open (groupNotOpen); its other
 // answers are ends.
-var extendCodes = []scriptCode{{"NOT_OPEN", groupNotOpen, nil}}
+var extendCodes = []Code{{"NOT_OPEN", groupNotOpen, nil}}
 
 // groupNotOpen is NOT_OPEN.
 const groupNotOpen = -1
@@ -210,12 +210,12 @@ func (s *Stock) GroupDeadline(ctx context.Context, activityID int64, id string, 
 
 // groupDeadline is GroupDeadline, which also returns the end the group has.
 func (s *Stock) groupDeadline(ctx context.Context, activityID int64, id string, w Windows, now time.Time) (d, shown time.Time, err error) {
-	b := one(activityID)
+	b := One(activityID)
 	var g *redis.SliceCmd
 	var gwin *redis.StringCmd
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		g = p.HMGet(ctx, groupKey(b, id), "expires", "window", "status")
-		gwin = p.HGet(ctx, saleKey(b), "gwin")
+		g = p.HMGet(ctx, GroupKey(b, id), "expires", "window", "status")
+		gwin = p.HGet(ctx, SaleKey(b), "gwin")
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -228,7 +228,7 @@ func (s *Stock) groupDeadline(ctx context.Context, activityID int64, id string, 
 	if v[1] == nil {
 		v[1] = v[0] // never extended: the end it was opened with
 	}
-	n, err := integers(v[:2])
+	n, err := Integers(v[:2])
 	seconds, err2 := gwin.Int64()
 	if err != nil || err2 != nil {
 		return d, shown, fmt.Errorf("group %s: malformed window %v (group window %q)", id, v, gwin.Val())
@@ -249,8 +249,8 @@ func (s *Stock) ExtendGroup(ctx context.Context, activityID int64, id string, w 
 	if err != nil || !d.After(shown) {
 		return d, err
 	}
-	b := one(activityID)
-	keys := []string{groupKey(b, id), openGroupsKey(b), fillGroupsKey(b), saleKey(b)}
+	b := One(activityID)
+	keys := []string{GroupKey(b, id), OpenGroupsKey(b), FillGroupsKey(b), SaleKey(b)}
 	got, err := extendScript.Run(ctx, s.rdb, keys, id, d.UnixMilli()).Int64()
 	switch {
 	case err != nil:
@@ -269,11 +269,11 @@ var ErrGroupPending = errors.New("a seat's order is still on its way to MySQL")
 // DoneFailing. It reports whether it failed the group now; ErrGroupPending when a
 // seat's order is not in MySQL yet (try again later).
 func (s *Stock) FailGroup(ctx context.Context, activityID int64, id string, now time.Time) (bool, error) {
-	keys := []string{saleKey(one(activityID)), usersKey(one(activityID)), queuedKey(one(activityID)), groupKey(one(activityID), id),
-		groupSeatsKey(one(activityID), id), openGroupsKey(one(activityID)), failingKey(one(activityID)), fillGroupsKey(one(activityID))}
+	keys := []string{SaleKey(One(activityID)), UsersKey(One(activityID)), QueuedKey(One(activityID)), GroupKey(One(activityID), id),
+		GroupSeatsKey(One(activityID), id), OpenGroupsKey(One(activityID)), FailingKey(One(activityID)), FillGroupsKey(One(activityID))}
 	n, err := failScript.Run(ctx, s.rdb, keys, now.UnixMilli(), id, activityID, ReturnedChannel).Int64()
 	if err == nil {
-		err = answerOf(failCodes, n)
+		err = AnswerOf(failCodes, n)
 	}
 	switch {
 	case errors.Is(err, ErrGroupPending):
@@ -289,7 +289,7 @@ func (s *Stock) FailGroup(ctx context.Context, activityID int64, id string, now 
 // DueGroups returns up to limit ids of a sale's open groups whose window passed at or
 // before now.
 func (s *Stock) DueGroups(ctx context.Context, activityID int64, now time.Time, limit int) ([]string, error) {
-	ids, err := s.rdb.ZRangeByScore(ctx, openGroupsKey(one(activityID)), &redis.ZRangeBy{
+	ids, err := s.rdb.ZRangeByScore(ctx, OpenGroupsKey(One(activityID)), &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(limit)}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("due groups of sale %d: %w", activityID, err)
@@ -300,7 +300,7 @@ func (s *Stock) DueGroups(ctx context.Context, activityID int64, now time.Time, 
 // Failing returns the groups of a sale that failed in Redis and whose orders MySQL has
 // not yet cancelled.
 func (s *Stock) Failing(ctx context.Context, activityID int64) ([]string, error) {
-	ids, err := s.rdb.SMembers(ctx, failingKey(one(activityID))).Result()
+	ids, err := s.rdb.SMembers(ctx, FailingKey(One(activityID))).Result()
 	if err != nil {
 		return nil, fmt.Errorf("failing groups of sale %d: %w", activityID, err)
 	}
@@ -309,7 +309,7 @@ func (s *Stock) Failing(ctx context.Context, activityID int64) ([]string, error)
 
 // DoneFailing records that MySQL has cancelled a failed group's orders.
 func (s *Stock) DoneFailing(ctx context.Context, activityID int64, id string) error {
-	return s.rdb.SRem(ctx, failingKey(one(activityID)), id).Err()
+	return s.rdb.SRem(ctx, FailingKey(One(activityID)), id).Err()
 }
 
 // restoreScript writes groups a lost sale had, as MySQL records them, each one only if
@@ -317,7 +317,7 @@ func (s *Stock) DoneFailing(ctx context.Context, activityID int64, id string) er
 //
 //go:embed restore.lua
 var restoreLua string
-var restoreScript = newScript(restoreLua, nil)
+var restoreScript = NewScript(restoreLua, nil)
 
 // restoreChunk is how many groups one restoreScript call writes.
 const restoreChunk = 200
@@ -332,10 +332,10 @@ func (s *Stock) RestoreGroups(ctx context.Context, activityID int64, groups []Gr
 	for len(groups) > 0 {
 		chunk := groups[:min(restoreChunk, len(groups))]
 		groups = groups[len(chunk):]
-		keys := []string{openGroupsKey(one(activityID)), fillGroupsKey(one(activityID))}
+		keys := []string{OpenGroupsKey(One(activityID)), FillGroupsKey(One(activityID))}
 		var args []any
 		for _, g := range chunk {
-			keys = append(keys, groupKey(one(activityID), g.ID), groupSeatsKey(one(activityID), g.ID))
+			keys = append(keys, GroupKey(One(activityID), g.ID), GroupSeatsKey(One(activityID), g.ID))
 			args = append(args, g.ID, g.Size, g.ExpiresAt.UnixMilli(), int(g.Status), len(g.Seats))
 			for who, seat := range g.Seats {
 				args = append(args, who.Key(), seat.OrderID+" "+strconv.Itoa(seat.Quantity))

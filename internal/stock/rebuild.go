@@ -53,12 +53,12 @@ type RebuildPoint struct {
 // of several buckets exists when every bucket does and it is not closed for a rebuild.
 func (s *Stock) RebuildPoint(ctx context.Context, activityID int64, buckets int) (RebuildPoint, error) {
 	pt := RebuildPoint{Exists: true, Whole: true}
-	for _, b := range (Bucket{act: activityID, k: max(1, buckets)}).all() {
+	for _, b := range (Bucket{act: activityID, k: max(1, buckets)}).All() {
 		var sale *redis.SliceCmd
 		var queued *redis.MapStringStringCmd
 		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			sale = p.HMGet(ctx, saleKey(b), "total", "gen", "closed")
-			queued = p.HGetAll(ctx, queuedKey(b))
+			sale = p.HMGet(ctx, SaleKey(b), "total", "gen", "closed")
+			queued = p.HGetAll(ctx, QueuedKey(b))
 			return nil
 		})
 		if err != nil {
@@ -103,18 +103,18 @@ const RebuildLease = 30 * time.Second
 //
 //go:embed close.lua
 var closeLua string
-var closeScript = newScript(closeLua, closeCodes)
+var closeScript = NewScript(closeLua, closeCodes)
 
 // closeCodes are closeScript's answers: closed by this rebuild; another rebuild holds
 // the sale; the sale is being archived.
-var closeCodes = []scriptCode{{"CLOSED_NOW", 1, nil}, {"REBUILDING", 0, ErrRebuilding}, {"ARCHIVING", -1, ErrArchived}}
+var closeCodes = []Code{{"CLOSED_NOW", 1, nil}, {"REBUILDING", 0, ErrRebuilding}, {"ARCHIVING", -1, ErrArchived}}
 
 // reopenScript ends the closing of a bucket, if it is still this rebuild's
 // (reopen.lua).
 //
 //go:embed reopen.lua
 var reopenLua string
-var reopenScript = newScript(reopenLua, nil)
+var reopenScript = NewScript(reopenLua, nil)
 
 // ErrRebuilding means another process is rebuilding the sale now.
 var ErrRebuilding = errors.New("another process is rebuilding the sale")
@@ -132,17 +132,17 @@ type Closing struct{ token string }
 func (s *Stock) Close(ctx context.Context, activityID int64, buckets int) (Closing, error) {
 	token := newToken()
 	sale := Bucket{act: activityID, k: buckets}
-	n, err := closeScript.Run(ctx, s.rdb, []string{saleKey(one(activityID))}, token, RebuildLease.Milliseconds()).Int64()
+	n, err := closeScript.Run(ctx, s.rdb, []string{SaleKey(One(activityID))}, token, RebuildLease.Milliseconds()).Int64()
 	if err != nil {
 		return Closing{}, fmt.Errorf("close sale %d for a rebuild: %w", activityID, err)
 	}
-	if err := answerOf(closeCodes, n); err != nil {
+	if err := AnswerOf(closeCodes, n); err != nil {
 		return Closing{}, err
 	}
 	value := token + " " + strconv.FormatInt(time.Now().UnixMilli(), 10)
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, b := range sale.all()[1:] {
-			p.HSet(ctx, saleKey(b), "closed", value)
+		for _, b := range sale.All()[1:] {
+			p.HSet(ctx, SaleKey(b), "closed", value)
 		}
 		return nil
 	})
@@ -159,9 +159,9 @@ func (s *Stock) Reopen(ctx context.Context, activityID int64, buckets int, closi
 
 // reopen ends a rebuild's closing of every bucket (bucket 0, the lease, last).
 func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
-	all := sale.all()
+	all := sale.All()
 	for i := len(all) - 1; i >= 0; i-- {
-		if err := reopenScript.Run(ctx, s.rdb, []string{saleKey(all[i])}, token).Err(); err != nil {
+		if err := reopenScript.Run(ctx, s.rdb, []string{SaleKey(all[i])}, token).Err(); err != nil {
 			return fmt.Errorf("reopen sale %d after its rebuild: %w", sale.act, err)
 		}
 	}
@@ -175,11 +175,11 @@ func (s *Stock) reopen(ctx context.Context, sale Bucket, token string) error {
 //
 //go:embed rebuild.lua
 var rebuildLua string
-var rebuildScript = newScript(rebuildLua, rebuildCodes)
+var rebuildScript = NewScript(rebuildLua, rebuildCodes)
 
 // rebuildCodes are rebuildScript's answers: the bucket written, or moved since it was
 // read (nothing written).
-var rebuildCodes = []scriptCode{{"REBUILT", rebuildWritten, nil}, {"MOVED", 0, ErrMoved}}
+var rebuildCodes = []Code{{"REBUILT", rebuildWritten, nil}, {"MOVED", 0, ErrMoved}}
 
 // rebuildWritten is REBUILT, the answer of a bucket written.
 const rebuildWritten = 1
@@ -260,7 +260,7 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing,
 		}
 		return n
 	}
-	all := whole.all()
+	all := whole.All()
 	for i := len(all) - 1; i >= 1; i-- {
 		sh := shares[i]
 		q, err := s.rebuildBucket(ctx, from, closing, all[i], sale, fields, "", 0, heldIn(sh), sh)
@@ -279,7 +279,7 @@ func (s *Stock) Rebuild(ctx context.Context, from RebuildPoint, closing Closing,
 	if _, err := s.rebuildBucket(ctx, from, closing, all[0], sale, fields, "reserve", left, heldIn(shares[0]), shares[0]); err != nil {
 		return err
 	}
-	s.learnBuckets(sale.ActivityID, whole.k)
+	s.LearnBuckets(sale.ActivityID, whole.k)
 	s.soldOut.clear(sale.ActivityID)
 	return s.reopen(ctx, whole, closing.token)
 }
@@ -312,11 +312,11 @@ func (s *Stock) rebuildBucket(ctx context.Context, from RebuildPoint, closing Cl
 	if err != nil {
 		return nil, err
 	}
-	keys := []string{saleKey(b), usersKey(b), queuedKey(b), claimedKey(b), queuedSinceKey(b), returnedKey(b), staged,
-		movesKey(b)}
+	keys := []string{SaleKey(b), UsersKey(b), QueuedKey(b), ClaimedKey(b), QueuedSinceKey(b), ReturnedKey(b), staged,
+		MovesKey(b)}
 	for _, q := range sh.stored {
 		args = append(args, q.OrderID)
-		keys = append(keys, userQueuedKey(b, q.Buyer))
+		keys = append(keys, UserQueuedKey(b, q.Buyer))
 	}
 	args = append(args, len(sale.Variants), sale.VariantLimit)
 	for i := range sale.Variants {
@@ -326,15 +326,15 @@ func (s *Stock) rebuildBucket(ctx context.Context, from RebuildPoint, closing Cl
 		}
 		args = append(args, sh.totals[i], vheld)
 	}
-	res, err := reply(rebuildScript.Run(ctx, s.rdb, keys, args...).Result())
+	res, err := Reply(rebuildScript.Run(ctx, s.rdb, keys, args...).Result())
 	if err != nil {
 		return nil, fmt.Errorf("rebuild sale %d: %w", sale.ActivityID, err)
 	}
-	if n, _ := integer(res[0]); n != rebuildWritten || len(res) != 2+len(sale.Variants) {
+	if n, _ := Integer(res[0]); n != rebuildWritten || len(res) != 2+len(sale.Variants) {
 		_ = s.rdb.Unlink(ctx, staged).Err() // it expires anyway
 		return nil, ErrMoved
 	}
-	return integers(res[1:])
+	return Integers(res[1:])
 }
 
 // KeptKey is an Idempotency-Key that made an order MySQL holds (RestoreKeys).
@@ -356,7 +356,7 @@ func (s *Stock) RestoreKeys(ctx context.Context, activityID int64, buckets int, 
 		cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys[start:min(start+stageChunk, len(keys))] {
 				if k.Expires.After(now) {
-					p.SetArgs(ctx, idempotencyKey(home(activityID, k.Buyer, buckets), k.Buyer, k.Key), k.Fingerprint+" "+k.OrderID,
+					p.SetArgs(ctx, IdempotencyKey(Home(activityID, k.Buyer, buckets), k.Buyer, k.Key), k.Fingerprint+" "+k.OrderID,
 						redis.SetArgs{Mode: "NX", ExpireAt: k.Expires})
 				}
 			}
@@ -379,7 +379,7 @@ const stageChunk = 5000
 // holdingFields) under a key of its own in bucket b's slot, in pipelined chunks, and
 // returns that key. The key expires in a minute should the rebuild not take it.
 func (s *Stock) stageUsers(ctx context.Context, sale Sale, b Bucket, sh bucketShare) (string, error) {
-	key := prefix(b) + "users:rebuild:" + strconv.FormatInt(sale.Gen, 10) + ":" + newToken()
+	key := Prefix(b) + "users:rebuild:" + strconv.FormatInt(sale.Gen, 10) + ":" + newToken()
 	fields := make([]any, 0, 2*stageChunk)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		flush := func() {
@@ -409,7 +409,7 @@ func (s *Stock) stageUsers(ctx context.Context, sale Sale, b Bucket, sh bucketSh
 
 // keepAllowances copies the attempts' allowances still in force from bucket b's users
 // hash (the buyers' allowance fields, which go with it in a rebuild) to their allowance keys
-// (rateKey), which a rebuild leaves alone and the reserve script reads too: a rebuild
+// (RateKey), which a rebuild leaves alone and the reserve script reads too: a rebuild
 // hands nobody a fresh burst. A key already later than its field (an attempt that
 // reserved nothing came after the one that did) stays as it is. Each key expires when
 // its allowance is full again, as one an attempt writes. The hash is read with HSCAN,
@@ -423,7 +423,7 @@ func (s *Stock) keepAllowances(ctx context.Context, b Bucket) error {
 	var cursor uint64
 	for {
 		var page []string
-		page, cursor, err = s.rdb.HScan(ctx, usersKey(b), cursor, allowanceFields, 1000).Result()
+		page, cursor, err = s.rdb.HScan(ctx, UsersKey(b), cursor, allowanceFields, 1000).Result()
 		if err != nil {
 			return fmt.Errorf("keep allowances: %w", err)
 		}
@@ -434,7 +434,7 @@ func (s *Stock) keepAllowances(ctx context.Context, b Bucket) error {
 			if err != nil || kind != allowanceKind {
 				return fmt.Errorf("keep allowances: malformed field %q", page[i])
 			}
-			keys, args = append(keys, rateKey(b, who)), append(args, page[i+1])
+			keys, args = append(keys, RateKey(b, who)), append(args, page[i+1])
 		}
 		if len(keys) > 0 {
 			if err := keepAllowanceScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
@@ -453,7 +453,7 @@ func (s *Stock) keepAllowances(ctx context.Context, b Bucket) error {
 //
 //go:embed keep_allowance.lua
 var keepAllowanceLua string
-var keepAllowanceScript = newScript(keepAllowanceLua, nil)
+var keepAllowanceScript = NewScript(keepAllowanceLua, nil)
 
 // newToken is 8 random bytes in hex, so two processes' staged hashes never meet.
 func newToken() string {
@@ -472,7 +472,7 @@ func newToken() string {
 //
 //go:embed adopt.lua
 var adoptLua string
-var adoptScript = newScript(adoptLua, adoptCodes)
+var adoptScript = NewScript(adoptLua, adoptCodes)
 
 // Adoption is what Adopt did with one order.
 type Adoption int
@@ -488,7 +488,7 @@ const (
 )
 
 // adoptCodes are adoptScript's answers, one per Adoption.
-var adoptCodes = []scriptCode{{"NOT_ORPHAN", int64(NotOrphan), nil}, {"ADOPTED", int64(Adopted), nil},
+var adoptCodes = []Code{{"NOT_ORPHAN", int64(NotOrphan), nil}, {"ADOPTED", int64(Adopted), nil},
 	{"ORPHAN_NO_STOCK", int64(OrphanNoStock), nil}, {"SALE_MISSING", int64(SaleMissing), nil},
 	{"ORPHAN_SEAT", int64(OrphanSeat), nil}, {"ORPHAN_OVER_LIMIT", int64(OrphanOverLimit), nil}}
 
@@ -500,12 +500,12 @@ var adoptCodes = []scriptCode{{"NOT_ORPHAN", int64(NotOrphan), nil}, {"ADOPTED",
 // (the lowest of the buckets', which a rebuild writes alike).
 func (s *Stock) Adopt(ctx context.Context, activityID int64, orders []QueuedOrder) (map[string]Adoption, int64, error) {
 	out := make(map[string]Adoption, len(orders))
-	sale, err := s.saleOf(ctx, activityID)
+	sale, err := s.SaleOf(ctx, activityID)
 	if err != nil {
 		return nil, 0, fmt.Errorf("adopt orders: %w", err)
 	}
 	epoch := int64(-1)
-	for b, qs := range byBucket(sale, orders, func(q QueuedOrder) buyer.ID { return q.Buyer }) {
+	for b, qs := range ByBucket(sale, orders, func(q QueuedOrder) buyer.ID { return q.Buyer }) {
 		got, e, err := s.adoptIn(ctx, b, qs)
 		if err != nil {
 			return nil, 0, err
@@ -554,7 +554,7 @@ func (s *Stock) adoptIn(ctx context.Context, b Bucket, qs []QueuedOrder) ([]Adop
 	for _, q := range qs {
 		args = append(args, q.OrderID, queuedValue(q))
 	}
-	keys := []string{saleKey(b), usersKey(b), queuedKey(b), claimedKey(b), givenBackKey(b)}
+	keys := []string{SaleKey(b), UsersKey(b), QueuedKey(b), ClaimedKey(b), GivenBackKey(b)}
 	res, err := adoptScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("adopt orders: %w", err)
@@ -564,11 +564,11 @@ func (s *Stock) adoptIn(ctx context.Context, b Bucket, qs []QueuedOrder) ([]Adop
 	}
 	got := make([]Adoption, len(qs))
 	for i := range qs {
-		c, err := codeOf(adoptCodes, res[i])
+		c, err := CodeOf(adoptCodes, res[i])
 		if err != nil {
 			return nil, 0, fmt.Errorf("adopt orders: %w", err)
 		}
-		got[i] = Adoption(c.code)
+		got[i] = Adoption(c.Value)
 	}
 	return got, res[len(qs)], nil
 }
@@ -578,11 +578,11 @@ func (s *Stock) adoptIn(ctx context.Context, b Bucket, qs []QueuedOrder) ([]Adop
 // is closed by a rebuild that began more than RebuildLease ago (by this process's
 // clock): its process died, and the sale waits for another rebuild.
 func (s *Stock) Gens(ctx context.Context, activityID int64, buckets int) (gens []int64, epoch int64, stuck bool, err error) {
-	all := (Bucket{act: activityID, k: max(1, buckets)}).all()
+	all := (Bucket{act: activityID, k: max(1, buckets)}).All()
 	cmds := make([]*redis.SliceCmd, len(all))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range all {
-			cmds[i] = p.HMGet(ctx, saleKey(b), "total", "gen", "closed", "epoch")
+			cmds[i] = p.HMGet(ctx, SaleKey(b), "total", "gen", "closed", "epoch")
 		}
 		return nil
 	})

@@ -28,7 +28,7 @@ var (
 //
 //go:embed barrier.lua
 var barrierLua string
-var barrierScript = newScript(barrierLua, nil)
+var barrierScript = NewScript(barrierLua, nil)
 
 // Replicas confirms that replicas hold reservations before a purchase is answered.
 // Replication is asynchronous: a master that dies can take its last writes with it, and
@@ -84,7 +84,7 @@ type confirmation struct {
 // While the sale's slot moves to another master (MOVED, ASK, TRYAGAIN), the barrier is
 // tried again on the master the refreshed slot map names, until ctx ends.
 func (r *Replicas) Confirm(ctx context.Context, b Bucket, orderID string) error {
-	return whileMoving(ctx, r.rdb, func() error { return r.confirmOnce(ctx, b, orderID) })
+	return WhileMoving(ctx, r.rdb, func() error { return r.confirmOnce(ctx, b, orderID) })
 }
 
 func (r *Replicas) confirmOnce(ctx context.Context, b Bucket, orderID string) error {
@@ -141,7 +141,7 @@ func (r *Replicas) Connected(ctx context.Context) error {
 func (r *Replicas) master(ctx context.Context, b Bucket) (*redis.Client, string, error) {
 	switch c := r.rdb.(type) {
 	case *redis.ClusterClient:
-		node, err := c.MasterForKey(ctx, saleKey(b))
+		node, err := c.MasterForKey(ctx, SaleKey(b))
 		if err != nil {
 			return nil, "", err
 		}
@@ -191,7 +191,7 @@ func (r *Replicas) barrier(node *redis.Client, batch []*confirmation) {
 	var wait *redis.Cmd
 	_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, id := range sales {
-			checks[id] = barrierScript.Eval(ctx, p, []string{queuedKey(id), barrierKey(id), saleKey(id)}, ids[id]...)
+			checks[id] = barrierScript.Eval(ctx, p, []string{QueuedKey(id), BarrierKey(id), SaleKey(id)}, ids[id]...)
 		}
 		wait = p.Do(ctx, "WAIT", r.n, r.timeout.Milliseconds())
 		return nil

@@ -115,7 +115,7 @@ func Refusals() []error {
 // (Reservation.Fingerprint), worked out once per purchase. A reply of an unknown code or
 // of other values than its code's is an error.
 func decodeReserved(r Reservation, fingerprint string, res []any, terms saleTerms) (Reserved, error) {
-	code, err := integer(res[0])
+	code, err := Integer(res[0])
 	if err != nil {
 		return Reserved{}, fmt.Errorf("reserve: %w", err)
 	}
@@ -134,7 +134,7 @@ func decodeReserved(r Reservation, fingerprint string, res []any, terms saleTerm
 		}
 		return Reserved{}, &KeyReusedError{OrderID: id}
 	}
-	n, err := integers(res[1:])
+	n, err := Integers(res[1:])
 	if err != nil {
 		return Reserved{}, fmt.Errorf("reserve: %w", err)
 	}

@@ -138,7 +138,7 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 
 // errNoneLeft is sold out with no unit left: the answer that sets the sold-out flag.
 // ErrSoldOutFlagged is the same answer given by the flag, without Redis: always this
-// one value, so a caller may answer it with a body worked out once.
+// One value, so a caller may answer it with a body worked out once.
 var (
 	errNoneLeft       = &DetailError{ErrSoldOut, "no units are left"}
 	ErrSoldOutFlagged = &DetailError{ErrSoldOut, "no units are left"}
@@ -197,7 +197,7 @@ const maxRefills = 3
 func (s *Stock) reserveRouted(ctx context.Context, r Reservation, fingerprint string) (Reserved, error) {
 	refills := 0
 	for {
-		b := home(r.ActivityID, r.Buyer, s.knownBuckets(r.ActivityID))
+		b := Home(r.ActivityID, r.Buyer, s.KnownBuckets(r.ActivityID))
 		got, err := s.reserve(ctx, r, fingerprint, b)
 		got.Bucket = b
 		var wrong *wrongBucketsError
@@ -206,7 +206,7 @@ func (s *Stock) reserveRouted(ctx context.Context, r Reservation, fingerprint st
 			if wrong.k == b.k || wrong.k < 1 || wrong.k > MaxBuckets {
 				return got, fmt.Errorf("reserve: sale %d has %d buckets", r.ActivityID, wrong.k)
 			}
-			s.learnBuckets(r.ActivityID, wrong.k)
+			s.LearnBuckets(r.ActivityID, wrong.k)
 			continue
 		case b.k <= 1 || !errors.Is(err, ErrSoldOut):
 			return got, err
@@ -258,12 +258,12 @@ var callKeys = []struct {
 	name string
 	key  func(Bucket) string
 }{
-	{"sale", saleKey},              // the sale's hash
-	{"users", usersKey},            // per buyer: units, lock, allowance, participations
-	{"queued", queuedKey},          // order id -> queued value (queued.go)
-	{"since", queuedSinceKey},      // queued order ids by when they were taken
-	{"open_groups", openGroupsKey}, // open groups by the end of their window
-	{"fill_groups", fillGroupsKey}, // open groups, fullest first
+	{"sale", SaleKey},              // the sale's hash
+	{"users", UsersKey},            // per buyer: units, lock, allowance, participations
+	{"queued", QueuedKey},          // order id -> queued value (queued.go)
+	{"since", QueuedSinceKey},      // queued order ids by when they were taken
+	{"open_groups", OpenGroupsKey}, // open groups by the end of their window
+	{"fill_groups", FillGroupsKey}, // open groups, fullest first
 }
 
 // callArgs are the arguments of every call.
@@ -278,12 +278,12 @@ var callArgs = []struct {
 
 // purchaseKeys are each purchase's keys; seatKeys follow them for a seat (mode not "").
 var purchaseKeys, seatKeys = []purchaseKey{
-	{"user_queued_key", func(b Bucket, r Reservation) string { return userQueuedKey(b, r.Buyer) }},
-	{"idempotency_key", func(b Bucket, r Reservation) string { return idempotencyKey(b, r.Buyer, r.IdempotencyKey) }},
-	{"allowance_key", func(b Bucket, r Reservation) string { return rateKey(b, r.Buyer) }},
+	{"user_queued_key", func(b Bucket, r Reservation) string { return UserQueuedKey(b, r.Buyer) }},
+	{"idempotency_key", func(b Bucket, r Reservation) string { return IdempotencyKey(b, r.Buyer, r.IdempotencyKey) }},
+	{"allowance_key", func(b Bucket, r Reservation) string { return RateKey(b, r.Buyer) }},
 }, []purchaseKey{
-	{"group_key", func(b Bucket, r Reservation) string { return groupKey(b, r.Group) }},
-	{"seats_key", func(b Bucket, r Reservation) string { return groupSeatsKey(b, r.Group) }},
+	{"group_key", func(b Bucket, r Reservation) string { return GroupKey(b, r.Group) }},
+	{"seats_key", func(b Bucket, r Reservation) string { return GroupSeatsKey(b, r.Group) }},
 }
 
 type purchaseKey struct {
@@ -400,8 +400,8 @@ func (s *Stock) reserveAll(ctx context.Context, calls []*reserveCall) {
 		}
 	}
 	var res []any
-	err := whileMoving(ctx, s.rdb, func() (err error) {
-		res, err = reply(reserveScript.Run(ctx, s.rdb, keys, args...).Result())
+	err := WhileMoving(ctx, s.rdb, func() (err error) {
+		res, err = Reply(reserveScript.Run(ctx, s.rdb, keys, args...).Result())
 		return err
 	})
 	var terms saleTerms
@@ -418,7 +418,7 @@ func (s *Stock) reserveAll(ctx context.Context, calls []*reserveCall) {
 			continue
 		}
 		c.terms = terms
-		if c.reply, c.err = reply(res[i], nil); c.err != nil {
+		if c.reply, c.err = Reply(res[i], nil); c.err != nil {
 			c.err = fmt.Errorf("purchase %d of %d: %w", i+1, len(calls), c.err)
 		}
 	}
@@ -434,11 +434,11 @@ type saleTerms struct {
 }
 
 func decodeTerms(v any) (saleTerms, error) {
-	vs, err := reply(v, nil)
+	vs, err := Reply(v, nil)
 	if err != nil {
 		return saleTerms{}, err
 	}
-	n, err := integers(vs)
+	n, err := Integers(vs)
 	if err != nil || len(n) != 5 {
 		return saleTerms{}, fmt.Errorf("unexpected sale terms %v in the script's reply", vs)
 	}

@@ -43,7 +43,7 @@ func flag(on bool) int {
 // (ReturnedChannel), which remembers whether the sale had a room.
 func (s *Stock) SetRoom(ctx context.Context, activityID int64, r Room) error {
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, saleKey(one(activityID)), r.fields()...)
+		p.HSet(ctx, SaleKey(One(activityID)), r.fields()...)
 		p.Publish(ctx, ReturnedChannel, activityID)
 		return nil
 	})
@@ -53,21 +53,8 @@ func (s *Stock) SetRoom(ctx context.Context, activityID int64, r Room) error {
 	return nil
 }
 
-// SaleKey is the hash of a sale's state (see saleKey), for internal/line's scripts,
-// which read a sale's window, units left and room settings in the same slot
-// (SaleStateLua, sale_state.lua).
-func SaleKey(activityID int64) string { return saleKey(one(activityID)) }
-
-// UsersKey is the hash of what each buyer holds in a sale (see usersKey), for
-// internal/line, which tells a pass that was used from one that was not (SaleStateLua).
-func UsersKey(activityID int64) string { return usersKey(one(activityID)) }
-
 // PassesUsed reads, on c (a pipeline), how many buyers of a sale made their first
 // purchase with a pass (sale_state's passes_used).
 func PassesUsed(ctx context.Context, c redis.Cmdable, activityID int64) *redis.StringCmd {
-	return c.HGet(ctx, SaleKey(activityID), "rused")
+	return c.HGet(ctx, SaleKey(One(activityID)), "rused")
 }
-
-// KeyPrefix is the prefix of every key of a sale, with its hash tag, so a package
-// that keeps its own keys of a sale (internal/line) puts them in the sale's slot.
-func KeyPrefix(activityID int64) string { return prefix(one(activityID)) }

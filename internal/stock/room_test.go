@@ -91,7 +91,7 @@ func TestReserveNeedsAPassInAWaitingRoom(t *testing.T) {
 			t.Errorf("%s: %d units left, want %d", st.name, got, st.avail)
 		}
 	}
-	if used, _ := rdb.HGet(ctx, stock.SaleKey(1), "rused").Int(); used != 2 {
+	if used, _ := rdb.HGet(ctx, stock.SaleKey(stock.One(1)), "rused").Int(); used != 2 {
 		t.Errorf("passes used = %d, want 2 (two holders, one of them twice)", used)
 	}
 	room.On = false

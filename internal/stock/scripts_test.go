@@ -26,7 +26,7 @@ var scripts = map[string]*script{
 	"apply.lua": applyScript, "fail.lua": failScript, "extend.lua": extendScript, "restore.lua": restoreScript,
 	"barrier.lua": barrierScript, "mark.lua": markScript, "release_locks.lua": releaseLocksScript,
 	"hold_lock.lua": holdLockScript,
-	"settle": settleScript, "return": returnScript, "join": joinScript, "read": readScript, "leave": leaveScript,
+	"settle":        settleScript, "return": returnScript, "join": joinScript, "read": readScript, "leave": leaveScript,
 }
 
 // generated is what Go writes into the sections of the package's .lua files: each
@@ -41,7 +41,7 @@ func generated(file, name string) (string, bool) {
 		return layoutLua(), true
 	case name == "codes":
 		if s, ok := scripts[file]; ok && len(s.codes) > 0 {
-			return codesLua(s.codes), true
+			return CodesLua(s.codes), true
 		}
 	}
 	return "", false
@@ -77,7 +77,7 @@ func TestScripts(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !strings.HasSuffix(f, "_test.go") {
-			made += strings.Count(string(src), "Script = newScript(") + strings.Count(string(src), "Script = assembled(")
+			made += strings.Count(string(src), "Script = NewScript(") + strings.Count(string(src), "Script = assembled(")
 		}
 	}
 	if made != len(scripts) {
@@ -104,21 +104,21 @@ func TestScripts(t *testing.T) {
 			var all []string
 			var want []int64
 			for _, c := range s.codes {
-				if codes[c.code] || names[c.lua] {
-					t.Errorf("code %d %s: value or name used twice", c.code, c.lua)
+				if codes[c.Value] || names[c.Lua] {
+					t.Errorf("code %d %s: value or name used twice", c.Value, c.Lua)
 				}
-				codes[c.code], names[c.lua] = true, true
-				all, want = append(all, c.lua), append(want, c.code)
-				got, err := codeOf(s.codes, c.code)
-				if err != nil || got.lua != c.lua || !errors.Is(answerOf(s.codes, c.code), c.err) {
-					t.Errorf("codeOf(%d) = %v, %v, want %s", c.code, got, err, c.lua)
+				codes[c.Value], names[c.Lua] = true, true
+				all, want = append(all, c.Lua), append(want, c.Value)
+				got, err := CodeOf(s.codes, c.Value)
+				if err != nil || got.Lua != c.Lua || !errors.Is(AnswerOf(s.codes, c.Value), c.Err) {
+					t.Errorf("codeOf(%d) = %v, %v, want %s", c.Value, got, err, c.Lua)
 				}
 			}
-			if _, err := codeOf(s.codes, 99); err == nil {
+			if _, err := CodeOf(s.codes, 99); err == nil {
 				t.Error("codeOf(99) is no error")
 			}
 			if len(all) > 0 {
-				got, err := rdb.Eval(ctx, codesLua(s.codes)+"return {"+strings.Join(all, ", ")+"}", nil).Int64Slice()
+				got, err := rdb.Eval(ctx, CodesLua(s.codes)+"return {"+strings.Join(all, ", ")+"}", nil).Int64Slice()
 				if err != nil || !slices.Equal(got, want) {
 					t.Errorf("Lua reads the codes as %v (%v), want %v", got, err, want)
 				}

@@ -14,7 +14,7 @@ import (
 //
 //go:embed rollback.lua
 var rollbackLua string
-var rollbackScript = newScript(rollbackLua, rollbackCodes)
+var rollbackScript = NewScript(rollbackLua, rollbackCodes)
 
 // RollbackResult says what Rollback did.
 type RollbackResult int
@@ -31,41 +31,41 @@ const (
 )
 
 // rollbackCodes are rollbackScript's answers, one per RollbackResult.
-var rollbackCodes = []scriptCode{{"ROLLED_BACK", int64(RolledBack), nil}, {"STANDS", int64(AlreadyClaimed), nil},
+var rollbackCodes = []Code{{"ROLLED_BACK", int64(RolledBack), nil}, {"STANDS", int64(AlreadyClaimed), nil},
 	{"NOT_QUEUED", int64(NotQueued), nil}}
 
 // Rollback gives back a reservation whose reserve script's reply was lost, unless a
 // worker already claimed its order.
 func (s *Stock) Rollback(ctx context.Context, activityID int64, who buyer.ID, orderID, idemKey string) (RollbackResult, error) {
-	b := home(activityID, who, s.knownBuckets(activityID))
-	keys := []string{saleKey(b), usersKey(b), queuedKey(b), userQueuedKey(b, who), claimedKey(b),
-		idempotencyKey(b, who, idemKey), queuedSinceKey(b), givenBackKey(b)}
+	b := Home(activityID, who, s.KnownBuckets(activityID))
+	keys := []string{SaleKey(b), UsersKey(b), QueuedKey(b), UserQueuedKey(b, who), ClaimedKey(b),
+		IdempotencyKey(b, who, idemKey), QueuedSinceKey(b), GivenBackKey(b)}
 	var n int64
-	err := whileMoving(ctx, s.rdb, func() (err error) {
+	err := WhileMoving(ctx, s.rdb, func() (err error) {
 		n, err = rollbackScript.Run(ctx, s.rdb, keys, orderID, activityID, ReturnedChannel).Int64()
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("roll back reservation: %w", err)
 	}
-	c, err := codeOf(rollbackCodes, n)
+	c, err := CodeOf(rollbackCodes, n)
 	if err != nil {
 		return 0, fmt.Errorf("roll back reservation: %w", err)
 	}
-	if RollbackResult(c.code) == RolledBack {
+	if RollbackResult(c.Value) == RolledBack {
 		s.soldOut.clear(activityID)
 	}
-	return RollbackResult(c.code), nil
+	return RollbackResult(c.Value), nil
 }
 
 // claimScript marks queued orders as being persisted (claim.lua).
 //
 //go:embed claim.lua
 var claimLua string
-var claimScript = newScript(claimLua, claimCodes)
+var claimScript = NewScript(claimLua, claimCodes)
 
 // claimCodes are claimScript's answers per order: claimed (orderClaimed), or not queued.
-var claimCodes = []scriptCode{{"CLAIMED", orderClaimed, nil}, {"UNCLAIMED", 0, nil}}
+var claimCodes = []Code{{"CLAIMED", orderClaimed, nil}, {"UNCLAIMED", 0, nil}}
 
 // orderClaimed is CLAIMED, an order claimed now.
 const orderClaimed = 1
@@ -91,17 +91,17 @@ type Claimed struct {
 // queued was either given back by the API (it must not be persisted) or settled
 // already (it is in MySQL).
 func (s *Stock) Claim(ctx context.Context, activityID int64, orders []OrderRef) (map[string]Claimed, error) {
-	sale, err := s.saleOf(ctx, activityID)
+	sale, err := s.SaleOf(ctx, activityID)
 	if err != nil {
 		return nil, fmt.Errorf("claim orders: %w", err)
 	}
 	claimed := make(map[string]Claimed, len(orders))
-	for b, os := range byBucket(sale, orders, func(o OrderRef) buyer.ID { return o.Buyer }) {
+	for b, os := range ByBucket(sale, orders, func(o OrderRef) buyer.ID { return o.Buyer }) {
 		args := make([]any, len(os))
 		for i, o := range os {
 			args[i] = o.OrderID
 		}
-		res, err := claimScript.Run(ctx, s.rdb, []string{queuedKey(b), claimedKey(b), saleKey(b)}, args...).Int64Slice()
+		res, err := claimScript.Run(ctx, s.rdb, []string{QueuedKey(b), ClaimedKey(b), SaleKey(b)}, args...).Int64Slice()
 		if err != nil {
 			return nil, fmt.Errorf("claim orders: %w", err)
 		}
@@ -117,11 +117,11 @@ func (s *Stock) Claim(ctx context.Context, activityID int64, orders []OrderRef) 
 	return claimed, nil
 }
 
-// byBucket groups a sale's orders by the home bucket of their buyers (of).
-func byBucket[T any](sale Bucket, orders []T, of func(T) buyer.ID) map[Bucket][]T {
+// ByBucket groups a sale's orders by the home bucket of their buyers (of).
+func ByBucket[T any](sale Bucket, orders []T, of func(T) buyer.ID) map[Bucket][]T {
 	out := map[Bucket][]T{}
 	for _, o := range orders {
-		b := home(sale.act, of(o), sale.k)
+		b := Home(sale.act, of(o), sale.k)
 		out[b] = append(out[b], o)
 	}
 	return out
@@ -141,7 +141,7 @@ func byBucket[T any](sale Bucket, orders []T, of func(T) buyer.ID) map[Bucket][]
 // KEYS, KEYS[5+4i] orders[i].user_queued (the queued set of its buyer), KEYS[6+4i] and
 // KEYS[7+4i] .group_key and .seats (the hash and the seats of its group: any key of the
 // sale's slot outside a group), KEYS[8+4i] .waiting (the waiting set of its variant,
-// waitlistKey)
+// WaitlistKey)
 //
 // Each order is settled once: an order no longer queued is skipped. A failed order's
 // units go to the waitlist first (offer), and its seat in its group is free again (the
@@ -210,14 +210,14 @@ type Settlement struct {
 // offered are queued as a purchase's are (the worker's repair pass enqueues them). It is
 // idempotent per order. Variant is not needed: the queued value has it.
 func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlement) error {
-	sale, err := s.saleOf(ctx, activityID)
+	sale, err := s.SaleOf(ctx, activityID)
 	if err != nil {
 		return fmt.Errorf("settle orders: %w", err)
 	}
 	now := s.now()
-	for b, os := range byBucket(sale, orders, func(o Settlement) buyer.ID { return o.Buyer }) {
-		keys := []string{saleKey(b), usersKey(b), queuedKey(b), claimedKey(b), queuedSinceKey(b), openGroupsKey(b),
-			fillGroupsKey(b), waitlistEntriesKey(b)}
+	for b, os := range ByBucket(sale, orders, func(o Settlement) buyer.ID { return o.Buyer }) {
+		keys := []string{SaleKey(b), UsersKey(b), QueuedKey(b), ClaimedKey(b), QueuedSinceKey(b), OpenGroupsKey(b),
+			FillGroupsKey(b), WaitlistEntriesKey(b)}
 		var failing int
 		for _, o := range os {
 			if o.Failed {
@@ -225,21 +225,21 @@ func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlemen
 			}
 		}
 		ids := offerIDs(activityID, now, min(failing, maxOffers))
-		args := append([]any{activityID, ReturnedChannel, prefix(b), now.UnixMilli(), len(ids)}, ids...)
+		args := append([]any{activityID, ReturnedChannel, Prefix(b), now.UnixMilli(), len(ids)}, ids...)
 		for _, o := range os {
-			keys = append(keys, userQueuedKey(b, o.Buyer), groupKey(b, o.Group), groupSeatsKey(b, o.Group),
-				waitlistKey(b, o.Variant))
+			keys = append(keys, UserQueuedKey(b, o.Buyer), GroupKey(b, o.Group), GroupSeatsKey(b, o.Group),
+				WaitlistKey(b, o.Variant))
 			failed := "0"
 			if o.Failed {
 				failed = "1"
 			}
 			args = append(args, o.OrderID, failed, o.Group)
 		}
-		res, err := reply(settleScript.Run(ctx, s.rdb, keys, args...).Result())
+		res, err := Reply(settleScript.Run(ctx, s.rdb, keys, args...).Result())
 		if err != nil {
 			return fmt.Errorf("settle orders: %w", err)
 		}
-		if back, err := integer(res[0]); err != nil {
+		if back, err := Integer(res[0]); err != nil {
 			return fmt.Errorf("settle orders: %w", err)
 		} else if back > 0 {
 			s.soldOut.clear(activityID)
@@ -268,7 +268,7 @@ const ReturnedRetention = 30 * time.Second
 // then per order i (from 1) five ARGV, orders[i].id, .user (its buyer's key), .qty,
 // .off_sale ("1" when its units stay off sale: Returning.OffSale), .variant (its
 // variant's index, "" for none), and KEYS[6+i] orders[i].waiting (the waiting set of its
-// variant, waitlistKey)
+// variant, WaitlistKey)
 //
 // An order is remembered with the score +inf until Forget. An offered order that comes
 // back ends its entry. The sale's generation goes up once when anything came back. A
@@ -327,7 +327,7 @@ return out
 //
 //go:embed forget.lua
 var forgetLua string
-var forgetScript = newScript(forgetLua, nil)
+var forgetScript = NewScript(forgetLua, nil)
 
 // Returning is one cancelled (or expired, or refunded) order whose units go back.
 type Returning struct {
@@ -351,22 +351,22 @@ func (s *Stock) Return(ctx context.Context, activityID int64, orders ...Returnin
 	if len(orders) == 0 {
 		return nil, nil
 	}
-	sale, err := s.saleOf(ctx, activityID)
+	sale, err := s.SaleOf(ctx, activityID)
 	if err != nil {
 		return nil, fmt.Errorf("return units: %w", err)
 	}
 	now := s.now()
 	var out []QueuedOrder
-	for b, os := range byBucket(sale, orders, func(o Returning) buyer.ID { return o.Buyer }) {
-		keys := []string{saleKey(b), usersKey(b), returnedKey(b), queuedKey(b), queuedSinceKey(b), waitlistEntriesKey(b)}
+	for b, os := range ByBucket(sale, orders, func(o Returning) buyer.ID { return o.Buyer }) {
+		keys := []string{SaleKey(b), UsersKey(b), ReturnedKey(b), QueuedKey(b), QueuedSinceKey(b), WaitlistEntriesKey(b)}
 		var units int
 		for _, o := range os {
-			keys = append(keys, waitlistKey(b, o.Variant))
+			keys = append(keys, WaitlistKey(b, o.Variant))
 			units += o.Quantity
 		}
 		ids := offerIDs(activityID, now, min(units, maxOffers))
 		args := make([]any, 0, 6+len(ids)+5*len(os))
-		args = append(append(args, activityID, ReturnedChannel, ReturnedRetention.Milliseconds(), prefix(b), now.UnixMilli(),
+		args = append(append(args, activityID, ReturnedChannel, ReturnedRetention.Milliseconds(), Prefix(b), now.UnixMilli(),
 			len(ids)), ids...)
 		for _, o := range os {
 			offSale := "0"
@@ -375,14 +375,14 @@ func (s *Stock) Return(ctx context.Context, activityID int64, orders ...Returnin
 			}
 			args = append(args, o.OrderID, o.Buyer.Key(), o.Quantity, offSale, o.Variant.arg())
 		}
-		res, err := reply(returnScript.Run(ctx, s.rdb, keys, args...).Result())
+		res, err := Reply(returnScript.Run(ctx, s.rdb, keys, args...).Result())
 		if err != nil {
 			return out, fmt.Errorf("return units: %w", err)
 		}
 		if len(res) < 3 {
 			return out, fmt.Errorf("return units: unexpected reply %v", res)
 		}
-		terms, err := integers(res[:3])
+		terms, err := Integers(res[:3])
 		if err != nil {
 			return out, fmt.Errorf("return units: %w", err)
 		}
@@ -407,17 +407,17 @@ func (s *Stock) Forget(ctx context.Context, activityID int64, orders ...Returnin
 	if len(orders) == 0 {
 		return nil
 	}
-	sale, err := s.saleOf(ctx, activityID)
+	sale, err := s.SaleOf(ctx, activityID)
 	if err != nil {
 		return fmt.Errorf("forget returned orders: %w", err)
 	}
-	for b, os := range byBucket(sale, orders, func(o Returning) buyer.ID { return o.Buyer }) {
+	for b, os := range ByBucket(sale, orders, func(o Returning) buyer.ID { return o.Buyer }) {
 		args := make([]any, 0, len(os)+1)
 		for _, o := range os {
 			args = append(args, o.OrderID)
 		}
 		args = append(args, ReturnedRetention.Milliseconds())
-		if err := forgetScript.Run(ctx, s.rdb, []string{returnedKey(b)}, args...).Err(); err != nil {
+		if err := forgetScript.Run(ctx, s.rdb, []string{ReturnedKey(b)}, args...).Err(); err != nil {
 			return fmt.Errorf("forget returned orders: %w", err)
 		}
 	}
@@ -428,19 +428,19 @@ func (s *Stock) Forget(ctx context.Context, activityID int64, orders ...Returnin
 //
 //go:embed stale.lua
 var staleLua string
-var staleScript = newScript(staleLua, nil)
+var staleScript = NewScript(staleLua, nil)
 
 // Stale returns up to limit queued orders of a sale (per bucket) taken at or before
 // before, oldest first in each bucket, with Claimed set for those a worker has begun to
 // persist.
 func (s *Stock) Stale(ctx context.Context, activityID int64, before time.Time, limit int) ([]QueuedOrder, error) {
-	sale, err := s.saleOf(ctx, activityID)
+	sale, err := s.SaleOf(ctx, activityID)
 	if err != nil {
 		return nil, fmt.Errorf("stale queued orders: %w", err)
 	}
 	var out []QueuedOrder
-	for _, b := range sale.all() {
-		res, err := staleScript.Run(ctx, s.rdb, []string{queuedSinceKey(b), queuedKey(b), claimedKey(b)},
+	for _, b := range sale.All() {
+		res, err := staleScript.Run(ctx, s.rdb, []string{QueuedSinceKey(b), QueuedKey(b), ClaimedKey(b)},
 			before.UnixMilli(), limit).Slice()
 		if err != nil {
 			return nil, fmt.Errorf("stale queued orders: %w", err)

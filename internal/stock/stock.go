@@ -141,7 +141,7 @@ func share(units int64, n, k int) int64 {
 // of several buckets gets its units spread evenly over them; bucket 0 is written last,
 // so a sale Redis has is a sale whole.
 func (s *Stock) Load(ctx context.Context, sale Sale) error {
-	all := Bucket{act: sale.ActivityID, k: max(1, sale.Buckets)}.all()
+	all := Bucket{act: sale.ActivityID, k: max(1, sale.Buckets)}.All()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := len(all) - 1; i >= 0; i-- {
 			fields := []any{"avail", share(sale.Available, i, len(all))}
@@ -157,14 +157,14 @@ func (s *Stock) Load(ctx context.Context, sale Sale) error {
 			if len(all) > 1 && i == 0 {
 				fields = append(fields, "reserve", 0)
 			}
-			p.HSet(ctx, saleKey(all[i]), fields...)
+			p.HSet(ctx, SaleKey(all[i]), fields...)
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("load sale %d: %w", sale.ActivityID, err)
 	}
-	s.learnBuckets(sale.ActivityID, len(all))
+	s.LearnBuckets(sale.ActivityID, len(all))
 	return nil
 }
 
@@ -176,7 +176,7 @@ func (s *Stock) Load(ctx context.Context, sale Sale) error {
 // its units last (a failure between leaves fewer units to sell, never more: the ledger
 // shows it, and a rebuild from MySQL mends it).
 func (s *Stock) Patch(ctx context.Context, activityID int64, limit *int, endsAt *time.Time, addStock int64, addVariants map[int]int64) error {
-	sale, err := s.saleOf(ctx, activityID)
+	sale, err := s.SaleOf(ctx, activityID)
 	if err != nil {
 		return err
 	}
@@ -184,8 +184,8 @@ func (s *Stock) Patch(ctx context.Context, activityID int64, limit *int, endsAt 
 		addStock += n
 	}
 	settings := func(p redis.Pipeliner) {
-		for _, b := range sale.all() {
-			key := saleKey(b)
+		for _, b := range sale.All() {
+			key := SaleKey(b)
 			if limit != nil {
 				p.HSet(ctx, key, "limit", *limit)
 			}
@@ -206,10 +206,10 @@ func (s *Stock) Patch(ctx context.Context, activityID int64, limit *int, endsAt 
 			field = "reserve"
 		}
 		if addStock > 0 {
-			p.HIncrBy(ctx, saleKey(one(activityID)), field, addStock)
+			p.HIncrBy(ctx, SaleKey(One(activityID)), field, addStock)
 		}
 		for i, n := range addVariants {
-			p.HIncrBy(ctx, saleKey(one(activityID)), variantField(field, VariantAt(i)), n)
+			p.HIncrBy(ctx, SaleKey(One(activityID)), variantField(field, VariantAt(i)), n)
 		}
 		p.Publish(ctx, ReturnedChannel, activityID)
 	}
@@ -233,7 +233,7 @@ func (s *Stock) Sales(ctx context.Context, activityIDs []int64) (map[int64]Sale,
 	cmds := make([]*redis.SliceCmd, len(activityIDs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range activityIDs {
-			cmds[i] = p.HMGet(ctx, saleKey(one(id)), "avail", "total", "limit", "start", "end", "price", "paywin", "gen",
+			cmds[i] = p.HMGet(ctx, SaleKey(One(id)), "avail", "total", "limit", "start", "end", "price", "paywin", "gen",
 				"buckets", "reserve", "variants", "vlimit")
 		}
 		return nil
@@ -265,7 +265,7 @@ func (s *Stock) Sales(ctx context.Context, activityIDs []int64) (map[int64]Sale,
 			return nil, fmt.Errorf("read sale %d: %d variants", id, n[10])
 		}
 		if sale.Buckets > 1 {
-			s.learnBuckets(id, sale.Buckets)
+			s.LearnBuckets(id, sale.Buckets)
 		}
 		if sale.Buckets > 1 || n[10] > 0 {
 			if err := s.available(ctx, Bucket{act: id, k: sale.Buckets}, &sale, int(n[10])); err != nil {
@@ -281,13 +281,13 @@ func (s *Stock) Sales(ctx context.Context, activityIDs []int64) (map[int64]Sale,
 // those not in orders, in the reserve, in the buckets, and on their way between them
 // (moves taken and not applied). A variant's total is bucket 0's copy.
 func (s *Stock) available(ctx context.Context, whole Bucket, sale *Sale, n int) error {
-	all := whole.all()
+	all := whole.All()
 	hashes := make([]*redis.MapStringStringCmd, len(all))
 	moves := make([]*redis.MapStringStringCmd, len(all))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range all {
-			hashes[i] = p.HGetAll(ctx, saleKey(b))
-			moves[i] = p.HGetAll(ctx, movesKey(b))
+			hashes[i] = p.HGetAll(ctx, SaleKey(b))
+			moves[i] = p.HGetAll(ctx, MovesKey(b))
 		}
 		return nil
 	})
@@ -334,7 +334,7 @@ func (s *Stock) unapplied(ctx context.Context, ms []move) ([]move, error) {
 	scores := make([]*redis.FloatCmd, len(ms))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, m := range ms {
-			scores[i] = p.ZScore(ctx, appliedKey(Bucket{act: m.from.act, n: m.to, k: m.from.k}), m.id)
+			scores[i] = p.ZScore(ctx, AppliedKey(Bucket{act: m.from.act, n: m.to, k: m.from.k}), m.id)
 		}
 		return nil
 	})
@@ -362,15 +362,15 @@ var ErrNotQueued = errors.New("order not queued")
 // Queued returns a queued order, or ErrNotQueued. In a sale of several buckets it is
 // looked for in each.
 func (s *Stock) Queued(ctx context.Context, activityID int64, orderID string) (QueuedOrder, error) {
-	sale, err := s.saleOf(ctx, activityID)
+	sale, err := s.SaleOf(ctx, activityID)
 	if err != nil {
 		return QueuedOrder{}, err
 	}
-	all := sale.all()
+	all := sale.All()
 	cmds := make([]*redis.StringCmd, len(all))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range all {
-			cmds[i] = p.HGet(ctx, queuedKey(b), orderID)
+			cmds[i] = p.HGet(ctx, QueuedKey(b), orderID)
 		}
 		return nil
 	})
@@ -387,17 +387,17 @@ func (s *Stock) Queued(ctx context.Context, activityID int64, orderID string) (Q
 
 // QueuedTotals returns how many orders of a sale are queued and their units.
 func (s *Stock) QueuedTotals(ctx context.Context, activityID int64) (orders, units int64, err error) {
-	sale, err := s.saleOf(ctx, activityID)
+	sale, err := s.SaleOf(ctx, activityID)
 	if err != nil {
 		return 0, 0, err
 	}
-	all := sale.all()
+	all := sale.All()
 	n := make([]*redis.IntCmd, len(all))
 	u := make([]*redis.StringCmd, len(all))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range all {
-			n[i] = p.HLen(ctx, queuedKey(b))
-			u[i] = p.HGet(ctx, saleKey(b), "qunits")
+			n[i] = p.HLen(ctx, QueuedKey(b))
+			u[i] = p.HGet(ctx, SaleKey(b), "qunits")
 		}
 		return nil
 	})
@@ -417,15 +417,15 @@ func (s *Stock) QueuedTotals(ctx context.Context, activityID int64) (orders, uni
 // repair pass (Stale) once 10 s old, so the answer may be that much too early, never
 // too late.
 func (s *Stock) OldestQueued(ctx context.Context, activityID int64) (time.Time, error) {
-	sale, err := s.saleOf(ctx, activityID)
+	sale, err := s.SaleOf(ctx, activityID)
 	if err != nil {
 		return time.Time{}, err
 	}
-	all := sale.all()
+	all := sale.All()
 	cmds := make([]*redis.ZSliceCmd, len(all))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range all {
-			cmds[i] = p.ZRangeWithScores(ctx, queuedSinceKey(b), 0, 0)
+			cmds[i] = p.ZRangeWithScores(ctx, QueuedSinceKey(b), 0, 0)
 		}
 		return nil
 	})
@@ -446,18 +446,18 @@ func (s *Stock) OldestQueued(ctx context.Context, activityID int64) (time.Time, 
 // UserQueued returns a buyer's queued orders in the given sales, in two round trips
 // (and one more for the sales whose buckets this process has not read yet).
 func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, who buyer.ID) ([]QueuedOrder, error) {
-	ks, err := s.bucketsOfAll(ctx, activityIDs)
+	ks, err := s.BucketsOfAll(ctx, activityIDs)
 	if err != nil {
 		return nil, err
 	}
 	homes := make([]Bucket, len(activityIDs))
 	for i, id := range activityIDs {
-		homes[i] = home(id, who, ks[id])
+		homes[i] = Home(id, who, ks[id])
 	}
 	sets := make([]*redis.StringSliceCmd, len(activityIDs))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range homes {
-			sets[i] = p.SMembers(ctx, userQueuedKey(b, who))
+			sets[i] = p.SMembers(ctx, UserQueuedKey(b, who))
 		}
 		return nil
 	})
@@ -468,7 +468,7 @@ func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, who buyer.I
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range homes {
 			if ids := sets[i].Val(); len(ids) > 0 {
-				values[i] = p.HMGet(ctx, queuedKey(b), ids...)
+				values[i] = p.HMGet(ctx, QueuedKey(b), ids...)
 			}
 		}
 		return nil
@@ -496,8 +496,8 @@ func (s *Stock) UserQueued(ctx context.Context, activityIDs []int64, who buyer.I
 	return out, nil
 }
 
-// reply returns a script's reply as the array it must be, refusing any other shape.
-func reply(v any, err error) ([]any, error) {
+// Reply returns a script's reply as the array it must be, refusing any other shape.
+func Reply(v any, err error) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -508,18 +508,18 @@ func reply(v any, err error) ([]any, error) {
 	return arr, nil
 }
 
-func integers(vs []any) ([]int64, error) {
+func Integers(vs []any) ([]int64, error) {
 	n := make([]int64, len(vs))
 	for i, v := range vs {
 		var err error
-		if n[i], err = integer(v); err != nil {
+		if n[i], err = Integer(v); err != nil {
 			return nil, err
 		}
 	}
 	return n, nil
 }
 
-func integer(v any) (int64, error) {
+func Integer(v any) (int64, error) {
 	switch x := v.(type) {
 	case int64:
 		return x, nil
@@ -541,13 +541,13 @@ type Snapshot struct {
 // sale of several buckets is read bucket by bucket, each atomically, and its units
 // available are those of the reserve, the buckets and the moves not yet applied.
 func (s *Stock) Snapshot(ctx context.Context, activityID int64) (Snapshot, error) {
-	sale, err := s.saleOf(ctx, activityID)
+	sale, err := s.SaleOf(ctx, activityID)
 	if err != nil {
 		return Snapshot{}, err
 	}
 	snap := Snapshot{Sale: Sale{ActivityID: activityID, Buckets: max(1, sale.k)}, Users: map[buyer.ID]int64{}}
 	var moves []move
-	for _, b := range sale.all() {
+	for _, b := range sale.All() {
 		ms, err := s.snapshotBucket(ctx, b, &snap)
 		if err != nil {
 			return snap, err
@@ -569,10 +569,10 @@ func (s *Stock) Snapshot(ctx context.Context, activityID int64) (Snapshot, error
 func (s *Stock) snapshotBucket(ctx context.Context, b Bucket, snap *Snapshot) ([]move, error) {
 	var sale, queued, users, moves *redis.MapStringStringCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		sale = p.HGetAll(ctx, saleKey(b))
-		queued = p.HGetAll(ctx, queuedKey(b))
-		users = p.HGetAll(ctx, usersKey(b))
-		moves = p.HGetAll(ctx, movesKey(b))
+		sale = p.HGetAll(ctx, SaleKey(b))
+		queued = p.HGetAll(ctx, QueuedKey(b))
+		users = p.HGetAll(ctx, UsersKey(b))
+		moves = p.HGetAll(ctx, MovesKey(b))
 		return nil
 	})
 	if err != nil {
@@ -623,13 +623,13 @@ func (s *Stock) snapshotBucket(ctx context.Context, b Bucket, snap *Snapshot) ([
 	return out, nil
 }
 
-// whileMoving runs fn until it returns anything but the errors of a slot on its way to
+// WhileMoving runs fn until it returns anything but the errors of a slot on its way to
 // another master (MOVED, ASK, TRYAGAIN), or ctx ends; between runs it waits 20 ms and
 // refreshes a cluster client's slot map. A cluster client follows those itself, but
 // within a budget of three redirects, which a live migration exhausts: a script whose
 // keys are split between the two masters meets TRYAGAIN until the last key has moved.
 // Only for scripts that are safe to run twice.
-func whileMoving(ctx context.Context, rdb redis.UniversalClient, fn func() error) error {
+func WhileMoving(ctx context.Context, rdb redis.UniversalClient, fn func() error) error {
 	for {
 		err := fn()
 		_, moved := redis.IsMovedError(err)

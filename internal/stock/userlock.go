@@ -21,7 +21,7 @@ import (
 // the HSET the purchase makes anyway. A lock is held
 // while its field is there and its expiry has not passed; a field left by a process that
 // died is taken over by the user's next purchase. Waiting is seckill/lock's: a purchase
-// that meets the lock waits with lock.Client.WaitRelease on the name userLockKey gives it
+// that meets the lock waits with lock.Client.WaitRelease on the name UserLockKey gives it
 // (no key has that name; the lock package keeps its waiters list and release channel
 // beside it), and a release publishes on that channel only when someone is listed there.
 
@@ -33,11 +33,11 @@ var ErrLockNotHeld = errors.New("user lock not held")
 //
 //go:embed release_locks.lua
 var releaseLocksLua string
-var releaseLocksScript = newScript(releaseLocksLua, releaseCodes)
+var releaseLocksScript = NewScript(releaseLocksLua, releaseCodes)
 
 // releaseCodes are releaseLocksScript's answers per lock: released, or not held
 // (ErrLockNotHeld).
-var releaseCodes = []scriptCode{{"RELEASED", 1, nil}, {"NOT_HELD", -2, ErrLockNotHeld}}
+var releaseCodes = []Code{{"RELEASED", 1, nil}, {"NOT_HELD", -2, ErrLockNotHeld}}
 
 // maxReleased bounds the locks of one releaseLocksScript call.
 const maxReleased = 500
@@ -50,7 +50,7 @@ func (s *Stock) ReleaseUserLocks(ctx context.Context, rs ...Reservation) error {
 	byBucket := map[Bucket][]Reservation{}
 	var order []Bucket
 	for _, r := range rs {
-		b := home(r.ActivityID, r.Buyer, s.knownBuckets(r.ActivityID))
+		b := Home(r.ActivityID, r.Buyer, s.KnownBuckets(r.ActivityID))
 		if _, ok := byBucket[b]; !ok {
 			order = append(order, b)
 		}
@@ -69,10 +69,10 @@ func (s *Stock) ReleaseUserLocks(ctx context.Context, rs ...Reservation) error {
 
 func (s *Stock) releaseUserLocks(ctx context.Context, b Bucket, rs []Reservation) error {
 	keys := make([]string, 1, 1+len(rs))
-	keys[0] = usersKey(b)
+	keys[0] = UsersKey(b)
 	args := make([]any, 0, 3*len(rs))
 	for _, r := range rs {
-		name := userLockKey(b, r.Buyer)
+		name := UserLockKey(b, r.Buyer)
 		keys = append(keys, lock.WaitersKey(name))
 		args = append(args, r.Buyer.Key(), r.LockToken, lock.ReleaseChannel(name))
 	}
@@ -85,7 +85,7 @@ func (s *Stock) releaseUserLocks(ctx context.Context, b Bucket, rs []Reservation
 	}
 	var errs []error
 	for i, n := range released {
-		if err := answerOf(releaseCodes, n); err != nil {
+		if err := AnswerOf(releaseCodes, n); err != nil {
 			errs = append(errs, fmt.Errorf("release the lock of buyer %q in sale %d: %w", rs[i].Buyer, b.act, err))
 		}
 	}
@@ -96,27 +96,27 @@ func (s *Stock) releaseUserLocks(ctx context.Context, b Bucket, rs []Reservation
 //
 //go:embed hold_lock.lua
 var holdLockLua string
-var holdLockScript = newScript(holdLockLua, holdCodes)
+var holdLockScript = NewScript(holdLockLua, holdCodes)
 
 // holdCodes are holdLockScript's answers: the lock taken, or held (ErrBusy).
-var holdCodes = []scriptCode{{"LOCK_TAKEN", 1, nil}, {"LOCK_BUSY", 0, ErrBusy}}
+var holdCodes = []Code{{"LOCK_TAKEN", 1, nil}, {"LOCK_BUSY", 0, ErrBusy}}
 
 // HoldUserLock takes the buyer's lock in a sale with token for ttl, as a purchase does
 // but without units, or returns ErrBusy while it is held: for tests and tools that make
 // a buyer's purchases wait. ReleaseUserLocks with the same token releases it.
 func (s *Stock) HoldUserLock(ctx context.Context, activityID int64, who buyer.ID, token string, ttl time.Duration) error {
-	b := home(activityID, who, s.knownBuckets(activityID))
-	n, err := holdLockScript.Run(ctx, s.rdb, []string{usersKey(b)}, who.Key(), token, ttl.Milliseconds()).Int64()
+	b := Home(activityID, who, s.KnownBuckets(activityID))
+	n, err := holdLockScript.Run(ctx, s.rdb, []string{UsersKey(b)}, who.Key(), token, ttl.Milliseconds()).Int64()
 	if err != nil {
 		return fmt.Errorf("hold the lock of buyer %q in sale %d: %w", who, activityID, err)
 	}
-	return answerOf(holdCodes, n)
+	return AnswerOf(holdCodes, n)
 }
 
 // UserLocks returns the owner tokens of the live buyer locks of a sale, by buyer. It
 // reads every bucket's users hash whole: for tests and tools, not for the purchase path.
 func (s *Stock) UserLocks(ctx context.Context, activityID int64) (map[buyer.ID]string, error) {
-	sale, err := s.saleOf(ctx, activityID)
+	sale, err := s.SaleOf(ctx, activityID)
 	if err != nil {
 		return nil, fmt.Errorf("user locks: %w", err)
 	}
@@ -125,8 +125,8 @@ func (s *Stock) UserLocks(ctx context.Context, activityID int64) (map[buyer.ID]s
 		return nil, fmt.Errorf("user locks: %w", err)
 	}
 	out := map[buyer.ID]string{}
-	for _, b := range sale.all() {
-		users, err := s.rdb.HGetAll(ctx, usersKey(b)).Result()
+	for _, b := range sale.All() {
+		users, err := s.rdb.HGetAll(ctx, UsersKey(b)).Result()
 		if err != nil {
 			return nil, fmt.Errorf("user locks: %w", err)
 		}

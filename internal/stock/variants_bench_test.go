@@ -55,7 +55,7 @@ func BenchmarkReserveVariants(b *testing.B) {
 						if n > 0 {
 							r.Variant = VariantAt(rng.IntN(n))
 						}
-						calls = append(calls, &reserveCall{ctx: context.Background(), r: r, b: one(act)})
+						calls = append(calls, &reserveCall{ctx: context.Background(), r: r, b: One(act)})
 						if len(calls) == size {
 							s.reserveAll(context.Background(), calls)
 							for _, c := range calls {

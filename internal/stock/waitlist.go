@@ -17,7 +17,7 @@ import (
 // The waitlist of a sale (docs/internals.md, "Buyers and variants: how they are kept")
 // lives in the sale's slot: waitlist:entries, a hash of buyer key -> the buyer's entry
 // (entryLua's format), and per variant (or for the sale without variants) a sorted set
-// of the waiting buyers' keys by their join sequence (waitlistKey). Units that come back
+// of the waiting buyers' keys by their join sequence (WaitlistKey). Units that come back
 // (a cancel, an expired pay window, a refund with restock, a failed order) are offered
 // there first, in the script that gives them back (offerLua): the first waiting entry
 // whose quantity fits, and whose buyer stays within the limits with it, gets a queued
@@ -57,16 +57,16 @@ type Entry struct {
 	OrderID string
 }
 
-// waitlistEntriesKey is the hash of the sale's waitlist entries by buyer key.
-func waitlistEntriesKey(b Bucket) string { return prefix(b) + "waitlist:entries" }
+// WaitlistEntriesKey is the hash of the sale's waitlist entries by buyer key.
+func WaitlistEntriesKey(b Bucket) string { return Prefix(b) + "waitlist:entries" }
 
-// waitlistKey is the sorted set of the buyers waiting for units of variant v (none: of
+// WaitlistKey is the sorted set of the buyers waiting for units of variant v (none: of
 // the sale), by join sequence.
-func waitlistKey(b Bucket, v Variant) string {
+func WaitlistKey(b Bucket, v Variant) string {
 	if i, ok := v.Index(); ok {
-		return prefix(b) + "waitlist:" + strconv.Itoa(i)
+		return Prefix(b) + "waitlist:" + strconv.Itoa(i)
 	}
-	return prefix(b) + "waitlist:-"
+	return Prefix(b) + "waitlist:-"
 }
 
 // entryLua reads and writes an entry, "<seq> <qty> <variant or -> <joined ms> <status>
@@ -241,7 +241,7 @@ return answer(JOINED, e)
 
 // joinCodes are joinScript's answers: an entry, new (joinedNow) or there already, or a
 // refusal, of which three come with figures.
-var joinCodes = []scriptCode{{"JOINED", joinedNow, nil}, {"ENTRY", 1, nil}, {"NO_SALE", -1, ErrNoSale},
+var joinCodes = []Code{{"JOINED", joinedNow, nil}, {"ENTRY", 1, nil}, {"NO_SALE", -1, ErrNoSale},
 	{"GROUP_SALE", -2, ErrGroupSale}, {"NO_VARIANT", -3, ErrNoVariant}, {"ENDED", -4, ErrEnded},
 	{"NOT_SOLD_OUT", -5, ErrNotSoldOut}, {"OVER_LIMIT", joinOverLimit, ErrLimitExceeded},
 	{"QUANTITY_OVER_LIMIT", joinQuantityOverLimit, ErrQuantityOverLimit},
@@ -286,11 +286,11 @@ return LEFT
 `)
 
 // leaveCodes are leaveScript's answers: the entry gone, or none (ErrNoEntry).
-var leaveCodes = []scriptCode{{"LEFT", 1, nil}, {"NO_ENTRY", 0, ErrNoEntry}}
+var leaveCodes = []Code{{"LEFT", 1, nil}, {"NO_ENTRY", 0, ErrNoEntry}}
 
-// waitlistPrefix is the prefix of a sale's waiting sets (waitlistKey without its
+// WaitlistPrefix is the prefix of a sale's waiting sets (WaitlistKey without its
 // variant).
-func waitlistPrefix(b Bucket) string { return prefix(b) + "waitlist:" }
+func WaitlistPrefix(b Bucket) string { return Prefix(b) + "waitlist:" }
 
 // JoinWaitlist puts a buyer on the waitlist of a sale (a variant of it) for quantity
 // units, and returns the entry and whether it is new (false: the entry the buyer had,
@@ -299,33 +299,33 @@ func waitlistPrefix(b Bucket) string { return prefix(b) + "waitlist:" }
 // buyer's holding with quantity would pass the limit or the per-variant limit),
 // ErrQuantityOverLimit, ErrNoWaitlist (a sale of several buckets).
 func (s *Stock) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, v Variant, now time.Time) (Entry, bool, error) {
-	sale, err := s.saleOf(ctx, activityID)
+	sale, err := s.SaleOf(ctx, activityID)
 	if err != nil {
 		return Entry{}, false, err
 	}
 	if sale.k > 1 {
 		return Entry{}, false, ErrNoWaitlist
 	}
-	keys := []string{saleKey(sale), usersKey(sale), waitlistEntriesKey(sale), waitlistKey(sale, v)}
-	res, err := reply(joinScript.Run(ctx, s.rdb, keys, who.Key(), quantity, v.arg(), now.UnixMilli()).Result())
+	keys := []string{SaleKey(sale), UsersKey(sale), WaitlistEntriesKey(sale), WaitlistKey(sale, v)}
+	res, err := Reply(joinScript.Run(ctx, s.rdb, keys, who.Key(), quantity, v.arg(), now.UnixMilli()).Result())
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("join waitlist: %w", err)
 	}
-	n, err := integer(res[0])
+	n, err := Integer(res[0])
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("join waitlist: %w", err)
 	}
-	c, err := codeOf(joinCodes, n)
+	c, err := CodeOf(joinCodes, n)
 	switch {
 	case err != nil:
 		return Entry{}, false, fmt.Errorf("join waitlist: %w", err)
-	case c.err == nil:
+	case c.Err == nil:
 		e, err := parseEntry(activityID, who, res[1:])
 		return e, n == joinedNow, err
 	case n != joinOverLimit && n != joinQuantityOverLimit && n != joinOverVariantLimit:
-		return Entry{}, false, c.err
+		return Entry{}, false, c.Err
 	}
-	vals, err := integers(res[1:])
+	vals, err := Integers(res[1:])
 	switch {
 	case err != nil:
 		return Entry{}, false, fmt.Errorf("join waitlist: %w", err)
@@ -341,8 +341,8 @@ func (s *Stock) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID
 
 // WaitlistEntry returns a buyer's entry on a sale's waitlist, or ErrNoEntry.
 func (s *Stock) WaitlistEntry(ctx context.Context, activityID int64, who buyer.ID) (Entry, error) {
-	sale := one(activityID)
-	res, err := readScript.Run(ctx, s.rdb, []string{waitlistEntriesKey(sale)}, who.Key(), waitlistPrefix(sale)).Slice()
+	sale := One(activityID)
+	res, err := readScript.Run(ctx, s.rdb, []string{WaitlistEntriesKey(sale)}, who.Key(), WaitlistPrefix(sale)).Slice()
 	if err != nil {
 		return Entry{}, fmt.Errorf("read waitlist entry: %w", err)
 	}
@@ -354,24 +354,24 @@ func (s *Stock) WaitlistEntry(ctx context.Context, activityID int64, who buyer.I
 
 // LeaveWaitlist takes a buyer off a sale's waitlist; ErrNoEntry when they had no entry.
 func (s *Stock) LeaveWaitlist(ctx context.Context, activityID int64, who buyer.ID) error {
-	sale := one(activityID)
-	n, err := leaveScript.Run(ctx, s.rdb, []string{waitlistEntriesKey(sale)}, who.Key(), waitlistPrefix(sale)).Int64()
+	sale := One(activityID)
+	n, err := leaveScript.Run(ctx, s.rdb, []string{WaitlistEntriesKey(sale)}, who.Key(), WaitlistPrefix(sale)).Int64()
 	if err != nil {
 		return fmt.Errorf("leave waitlist: %w", err)
 	}
-	return answerOf(leaveCodes, n)
+	return AnswerOf(leaveCodes, n)
 }
 
 // WaitlistLength returns how many entries of a sale's waitlist are waiting.
 func (s *Stock) WaitlistLength(ctx context.Context, activityID int64, variants int) (int64, error) {
-	sale := one(activityID)
+	sale := One(activityID)
 	cmds := make([]*redis.IntCmd, 0, max(1, variants))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if variants == 0 {
-			cmds = append(cmds, p.ZCard(ctx, waitlistKey(sale, 0)))
+			cmds = append(cmds, p.ZCard(ctx, WaitlistKey(sale, 0)))
 		}
 		for i := range variants {
-			cmds = append(cmds, p.ZCard(ctx, waitlistKey(sale, VariantAt(i))))
+			cmds = append(cmds, p.ZCard(ctx, WaitlistKey(sale, VariantAt(i))))
 		}
 		return nil
 	})
@@ -394,7 +394,7 @@ func parseEntry(activityID int64, who buyer.ID, vs []any) (Entry, error) {
 	str := func(v any) string { s, _ := v.(string); return s }
 	qty, err1 := strconv.Atoi(str(vs[1]))
 	joined, err2 := strconv.ParseInt(str(vs[3]), 10, 64)
-	pos, err3 := integer(vs[6])
+	pos, err3 := Integer(vs[6])
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return Entry{}, fmt.Errorf("waitlist entry: %w", err)
 	}
