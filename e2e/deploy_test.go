@@ -20,7 +20,7 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/config"
 	"seckill/internal/queue"
-	"seckill/internal/stock"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
 )
 
@@ -372,7 +372,7 @@ func TestAPIShutdownSequence(t *testing.T) {
 	defer rdb.Close()
 	const held = 77
 	hold := time.Until(term.Add(delay + time.Second))
-	if err := stock.New(rdb).HoldUserLock(context.Background(), a.ID, buyer.Of(held), "held-by-a-test", hold); err != nil {
+	if err := stocktest.New(rdb).HoldUserLock(context.Background(), a.ID, buyer.Of(held), "held-by-a-test", hold); err != nil {
 		t.Fatal(err)
 	}
 	inFlight := make(chan response, 1)

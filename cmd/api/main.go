@@ -38,6 +38,7 @@ import (
 	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	"seckill/internal/stock/replicas"
 	"seckill/internal/store"
 	"seckill/lock"
 	"seckill/migrations"
@@ -224,7 +225,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	ready := []*health.Check{health.Watch(watchCtx, "redis", sk.Ping)}
 	if cfg.MinReplicas > 0 {
 		// WAIT on the connection that wrote: the client itself, not its auto-pipeliner.
-		replicas := stock.NewReplicas(rdb, cfg.MinReplicas, replicaWait)
+		replicas := replicas.New(rdb, cfg.MinReplicas, replicaWait)
 		svc.Replicas = replicas
 		reg.MustRegister(replicas.Collector())
 		ready = append(ready, health.Watch(watchCtx, "replicas", replicas.Connected))

@@ -23,6 +23,7 @@ import (
 	"seckill/internal/outbox"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
 	"seckill/internal/store"
 )
 
@@ -116,7 +117,7 @@ var mapping = []struct {
 // place where errors become statuses. Errors that are not answers become 503 when a
 // storage server could not be reached, else 500 with nothing internal in the body.
 func respondError(c *gin.Context, err error) {
-	if err == stock.ErrSoldOutFlagged { // most of a flash crowd: its body is written once
+	if err == reserve.ErrSoldOutFlagged { // most of a flash crowd: its body is written once
 		writeError(c, soldOutFlagged.status, soldOutFlagged.code, soldOutFlagged.body)
 		return
 	}
@@ -198,7 +199,7 @@ func writeError(c *gin.Context, status int, code string, body []byte) {
 	c.Data(status, "application/json; charset=utf-8", body)
 }
 
-// soldOutFlagged is the answer to stock.ErrSoldOutFlagged, worked out once by the
+// soldOutFlagged is the answer to reserve.ErrSoldOutFlagged, worked out once by the
 // mapping as any other error's.
 var soldOutFlagged = func() (a struct {
 	status int
@@ -206,13 +207,13 @@ var soldOutFlagged = func() (a struct {
 	body   []byte
 }) {
 	for _, m := range mapping {
-		if errors.Is(stock.ErrSoldOutFlagged, m.err) {
+		if errors.Is(reserve.ErrSoldOutFlagged, m.err) {
 			a.status, a.code = m.status, m.code
-			a.body = errorJSON(m.code, message(stock.ErrSoldOutFlagged, m.err))
+			a.body = errorJSON(m.code, message(reserve.ErrSoldOutFlagged, m.err))
 			return a
 		}
 	}
-	panic("stock.ErrSoldOutFlagged is not in the mapping")
+	panic("reserve.ErrSoldOutFlagged is not in the mapping")
 }()
 
 // appendJSONString appends s as a JSON string, escaped as encoding/json escapes it
@@ -309,6 +310,6 @@ func unreachable(err error) bool {
 func answeredInProcess(err error) bool {
 	var fe *sale.FieldError
 	var ir *invalidRequest
-	return stock.AnsweredInProcess(err) || errors.As(err, &fe) || errors.As(err, &ir) ||
+	return reserve.AnsweredInProcess(err) || errors.As(err, &fe) || errors.As(err, &ir) ||
 		errors.Is(err, errBadPathActivity) || errors.Is(err, errTooLarge)
 }

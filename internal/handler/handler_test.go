@@ -28,7 +28,7 @@ import (
 	"seckill/internal/outbox"
 	"seckill/internal/queue"
 	"seckill/internal/sale"
-	"seckill/internal/stock"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
@@ -76,19 +76,19 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	rdb := config.Config{RedisAddrs: []string{srv.Addr}}.Redis() // the service's own client settings
 	t.Cleanup(func() { _ = rdb.Close() })
 	db := testutil.MySQL(t)
-	st, sk := store.New(db.Gorm, sale.EventViews{}), stock.New(rdb)
+	st, sk := store.New(db.Gorm, sale.EventViews{}), stocktest.New(rdb)
 	locks := lock.New(rdb)
 	t.Cleanup(func() { _ = locks.Close() })
 	c := &clock{}
 	outages := outage.NewRecord(rdb)
-	orders := order.New(st, sk, outages)
+	orders := order.New(st, sk.Stock, outages)
 	orders.Offers = queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)) // as cmd/api
-	svc := sale.New(st, sk, orders, outages, queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
+	svc := sale.New(st, sk.Stock, orders, outages, queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
 	svc.SetClock(c.Now)
 	svc.LockWait = 100 * time.Millisecond
 	svc.UserRate = o.RateUser // as cmd/api: purchases that reach Redis are limited there
 
-	persister := worker.NewPersister(st, sk, outages, 100)
+	persister := worker.NewPersister(st, sk.Stock, outages, 100)
 	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: map[string]int{queue.Name: 1},
 		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel})
 	mux := asynq.NewServeMux()

@@ -17,6 +17,7 @@ import (
 
 	"seckill/internal/config"
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
 	"seckill/internal/testutil"
 )
 
@@ -82,7 +83,7 @@ func TestSoldOutFlaggedAnswer(t *testing.T) {
 		respondError(c, err)
 		return w
 	}
-	fast, long := answer(stock.ErrSoldOutFlagged), answer(fmt.Errorf("wrapped: %w", stock.ErrSoldOutFlagged))
+	fast, long := answer(reserve.ErrSoldOutFlagged), answer(fmt.Errorf("wrapped: %w", reserve.ErrSoldOutFlagged))
 	if fast.Code != http.StatusConflict || fast.Body.String() != long.Body.String() || fast.Code != long.Code ||
 		!strings.Contains(fast.Body.String(), `"code":"sold_out"`) {
 		t.Errorf("flag's answer %d %s; the mapping's %d %s; want the same 409 sold_out", fast.Code, fast.Body, long.Code, long.Body)

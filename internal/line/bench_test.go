@@ -12,6 +12,7 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/line"
 	"seckill/internal/stock"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
 )
 
@@ -30,7 +31,7 @@ func BenchmarkLineOf200000(b *testing.B) {
 	for range b.N {
 		srv := testutil.StartRedis(b)
 		rdb := srv.Client(b)
-		st := stock.New(rdb)
+		st := stocktest.New(rdb)
 		l := line.New(rdb, auth.NewPasses(secret), altcha.New(auth.DeriveKey(secret, "altcha")))
 		now, err := rdb.Time(ctx).Result()
 		if err != nil {

@@ -18,6 +18,8 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/line"
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
 )
 
@@ -37,7 +39,7 @@ func (c *clock) since(t time.Time) int64 { return c.now().Sub(t).Milliseconds() 
 type fixture struct {
 	t     *testing.T
 	rdb   *redis.Client
-	stock *stock.Stock
+	stock *stocktest.Side
 	line  *line.Line
 	clock *clock
 	pow   *altcha.Issuer
@@ -48,7 +50,7 @@ func newFixture(t *testing.T, rdb *redis.Client) *fixture {
 	pow := altcha.New(auth.DeriveKey(secret, "altcha"))
 	l := line.New(rdb, auth.NewPasses(secret), pow)
 	l.SetClock(c.now)
-	return &fixture{t: t, rdb: rdb, stock: stock.New(rdb), line: l, clock: c, pow: pow}
+	return &fixture{t: t, rdb: rdb, stock: stocktest.New(rdb), line: l, clock: c, pow: pow}
 }
 
 // sale loads a sale of units that starts at t0 and ends an hour later, limit 1, with
@@ -224,7 +226,7 @@ func TestJoinEdges(t *testing.T) {
 	if joiner.Position != 2 {
 		t.Errorf("a late joiner's position: %d, want 2", joiner.Position)
 	}
-	if _, err := f.stock.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: 3, Buyer: "50", Quantity: 1, PassExpires: f.clock.now().Add(time.Minute)},
+	if _, err := f.stock.Reserve(ctx, reserve.Reservation{Purchase: stock.Purchase{ActivityID: 3, Buyer: "50", Quantity: 1, PassExpires: f.clock.now().Add(time.Minute)},
 		OrderID: "o1", Now: f.clock.now(), LockToken: "x", LockTTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
@@ -506,7 +508,7 @@ func TestAdmissionFollowsUnitsAndPasses(t *testing.T) {
 		if pass.PassExpiresAt != nil {
 			exp = pass.PassExpiresAt.Time
 		}
-		_, err := f.stock.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: 1, Buyer: buyer.Of(user), Quantity: 1, PassExpires: exp},
+		_, err := f.stock.Reserve(ctx, reserve.Reservation{Purchase: stock.Purchase{ActivityID: 1, Buyer: buyer.Of(user), Quantity: 1, PassExpires: exp},
 			OrderID: fmt.Sprint("o", user), Now: f.clock.now(), LockToken: "t", LockTTL: time.Millisecond})
 		return err
 	}
@@ -711,7 +713,7 @@ func TestLineOfAnyBuyer(t *testing.T) {
 	// "a b" buys with its pass; once the passes expire, its ticket alone stays admitted
 	// (the pass was used), the others' expire.
 	tk, _ := f.line.Ticket(ctx, 1, "a b")
-	_, err := f.stock.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: 1, Buyer: "a b", Quantity: 1,
+	_, err := f.stock.Reserve(ctx, reserve.Reservation{Purchase: stock.Purchase{ActivityID: 1, Buyer: "a b", Quantity: 1,
 		PassExpires: tk.PassExpiresAt.Time}, OrderID: "o1", Now: f.clock.now(), LockToken: "t", LockTTL: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

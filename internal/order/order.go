@@ -13,6 +13,7 @@ import (
 
 	"seckill/internal/outage"
 	"seckill/internal/stock"
+	"seckill/internal/stock/group"
 	"seckill/internal/store"
 )
 
@@ -27,6 +28,7 @@ var _ Outages = (*outage.Record)(nil)
 type Lifecycle struct {
 	store   *store.Store
 	stock   *stock.Stock
+	groups  *group.Groups
 	outages Outages
 	now     func() time.Time
 	// Offers, when set, enqueues the orders the waitlist makes of units that come back
@@ -41,7 +43,7 @@ type Enqueuer interface {
 
 // New returns a Lifecycle that judges pay windows as MySQL outages extend them.
 func New(st *store.Store, sk *stock.Stock, outages Outages) *Lifecycle {
-	return &Lifecycle{store: st, stock: sk, outages: outages, now: time.Now}
+	return &Lifecycle{store: st, stock: sk, groups: group.New(sk), outages: outages, now: time.Now}
 }
 
 // stamp is the time rows are stamped with: UTC, to the millisecond MySQL keeps.
@@ -266,13 +268,13 @@ func (l *Lifecycle) FailDueGroups(ctx context.Context, limit int) (int, error) {
 		if a.Kind != "group" || l.now().After(a.EndsAt.Add(time.Duration(*a.GroupWindowSeconds)*time.Second+outage.MaxGrace+time.Hour)) {
 			continue // long over: every group of it has had its outcome
 		}
-		due, err := l.stock.DueGroups(ctx, a.ID, l.now(), limit)
+		due, err := l.groups.DueGroups(ctx, a.ID, l.now(), limit)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		for _, id := range due {
-			end, err := l.stock.ExtendGroup(ctx, a.ID, id, outages, l.now())
+			end, err := l.groups.Extend(ctx, a.ID, id, outages, l.now())
 			switch {
 			case err != nil:
 				errs = append(errs, err)
@@ -281,16 +283,16 @@ func (l *Lifecycle) FailDueGroups(ctx context.Context, limit int) (int, error) {
 				slog.Info("group window extended by the time MySQL outages took from it", "group", id, "until", end)
 				continue
 			}
-			failed, err := l.stock.FailGroup(ctx, a.ID, id, l.now())
+			failed, err := l.groups.Fail(ctx, a.ID, id, l.now())
 			switch {
-			case errors.Is(err, stock.ErrGroupPending):
+			case errors.Is(err, group.ErrGroupPending):
 			case err != nil:
 				errs = append(errs, err)
 			case failed:
 				n++
 			}
 		}
-		failing, err := l.stock.Failing(ctx, a.ID)
+		failing, err := l.groups.Failing(ctx, a.ID)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -304,7 +306,7 @@ func (l *Lifecycle) FailDueGroups(ctx context.Context, limit int) (int, error) {
 
 // recordFailed cancels in MySQL the orders of a group that failed in Redis.
 func (l *Lifecycle) recordFailed(ctx context.Context, activityID int64, id string) error {
-	g, err := l.stock.GetGroup(ctx, activityID, id, false)
+	g, err := l.groups.Get(ctx, activityID, id, false)
 	if err != nil {
 		return err
 	}
@@ -314,5 +316,5 @@ func (l *Lifecycle) recordFailed(ctx context.Context, activityID int64, id strin
 	}
 	slog.Info("group failed: its window passed unfilled", "activity", activityID, "group", id,
 		"members", g.Members, "size", g.Size, "orders_cancelled", len(cancelled))
-	return l.stock.DoneFailing(ctx, activityID, id)
+	return l.groups.DoneFailing(ctx, activityID, id)
 }

@@ -335,7 +335,7 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 		a.Variants = append(a.Variants, store.Variant{Idx: i, Name: v.Name, ExternalRef: v.ExternalRef, StockTotal: v.Stock})
 	}
 	err := s.store.CreateActivity(ctx, &a, func(a store.Activity) error {
-		return s.stock.Load(ctx, saleOf(a, a.StockTotal))
+		return s.sales.Load(ctx, saleOf(a, a.StockTotal))
 	})
 	if err != nil {
 		return Activity{}, fmt.Errorf("create activity: %w", err)
@@ -433,7 +433,7 @@ func (s *Service) views(ctx context.Context, as []store.Activity) ([]Activity, e
 			ids = append(ids, a.ID)
 		}
 	}
-	sales, err := s.stock.Sales(ctx, ids)
+	sales, err := s.sales.Read(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -497,7 +497,7 @@ func (s *Service) liveView(ctx context.Context, a store.Activity) (Activity, err
 	if s.isArchived(a) {
 		return s.view(a, nil), nil
 	}
-	sales, err := s.stock.Sales(ctx, []int64{a.ID})
+	sales, err := s.sales.Read(ctx, []int64{a.ID})
 	if err != nil {
 		return Activity{}, err
 	}
@@ -632,7 +632,7 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 		return nil
 	}, func(a store.Activity) error {
 		if !p.Room.Empty() {
-			if err := s.stock.SetRoom(ctx, id, roomOf(a).stock()); err != nil {
+			if err := s.sales.SetRoom(ctx, id, roomOf(a).stock()); err != nil {
 				return err
 			}
 		}
@@ -643,7 +643,7 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 		if p.AddStock != nil {
 			add = *p.AddStock
 		}
-		return s.stock.Patch(ctx, id, p.PerUserLimit, p.EndsAt, add, addVariants)
+		return s.sales.Patch(ctx, id, p.PerUserLimit, p.EndsAt, add, addVariants)
 	})
 	if err != nil {
 		return Activity{}, fmt.Errorf("patch activity: %w", err)
@@ -694,7 +694,7 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	}
 	var queued, queuedUnits int64
 	if a.ArchivedAt == nil {
-		if queued, queuedUnits, err = s.stock.QueuedTotals(ctx, id); err != nil {
+		if queued, queuedUnits, err = s.sales.QueuedTotals(ctx, id); err != nil {
 			return Stats{}, err
 		}
 	}

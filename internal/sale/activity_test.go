@@ -34,7 +34,7 @@ func TestSaleTimesKeptToTheMillisecond(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		live, err := f.stock.Sales(ctx, []int64{created.ID})
+		live, err := f.stock.Read(ctx, []int64{created.ID})
 		if err != nil {
 			t.Fatal(err)
 		}

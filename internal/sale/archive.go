@@ -12,6 +12,8 @@ import (
 
 	"seckill/internal/line"
 	"seckill/internal/stock"
+	"seckill/internal/stock/lifecycle"
+	"seckill/internal/stock/reserve"
 	"seckill/internal/store"
 )
 
@@ -26,7 +28,7 @@ var ErrArchived = store.ErrArchived
 //
 //  1. Close the sale as a rebuild does (stock.Close, the same lease): purchases and
 //     moves are refused, and a rebuild cannot run meanwhile (nor the archive during one).
-//  2. Redis holds no order of it as queued (stock.RebuildPoint): every order it took is
+//  2. Redis holds no order of it as queued (lifecycle.RebuildPoint): every order it took is
 //     in MySQL, where (3) sees it.
 //  3. MySQL marks it archived (store.MarkArchived), under the sale's row lock, only if
 //     every order is final. From then on every answer about it comes from MySQL, and a
@@ -40,7 +42,7 @@ var ErrArchived = store.ErrArchived
 // on from (4).
 type Archiver struct {
 	store *store.Store
-	stock *stock.Stock
+	sales *lifecycle.Sales
 	// Retention is how long a sale stays in Redis after its end and after its last
 	// order became final (SECKILL_SALE_RETENTION).
 	Retention time.Duration
@@ -58,7 +60,7 @@ type Archiver struct {
 
 // NewArchiver returns an Archiver of the sales over for retention.
 func NewArchiver(st *store.Store, sk *stock.Stock, retention time.Duration) *Archiver {
-	return &Archiver{store: st, stock: sk, Retention: retention, Batch: 100, now: time.Now, final: map[int64]time.Time{}}
+	return &Archiver{store: st, sales: lifecycle.New(sk), Retention: retention, Batch: 100, now: time.Now, final: map[int64]time.Time{}}
 }
 
 // SetClock replaces the Archiver's clock (tests).
@@ -96,10 +98,10 @@ func (a *Archiver) Archive(ctx context.Context, s store.Activity, now time.Time)
 		}
 	}
 	k := max(1, s.StockBuckets)
-	closing, err := a.stock.Close(ctx, s.ID, k)
-	marked := errors.Is(err, stock.ErrArchived)
+	closing, err := a.sales.Close(ctx, s.ID, k)
+	marked := errors.Is(err, lifecycle.ErrArchived)
 	switch {
-	case errors.Is(err, stock.ErrRebuilding):
+	case errors.Is(err, lifecycle.ErrRebuilding):
 		return false, nil // a rebuild (or another run) holds it: next time
 	case err != nil && !marked:
 		return false, err
@@ -108,26 +110,26 @@ func (a *Archiver) Archive(ctx context.Context, s store.Activity, now time.Time)
 		if !s.Archived() {
 			ok, err := a.markInMySQL(ctx, s, now)
 			if err != nil || !ok {
-				return false, errors.Join(err, a.stock.Reopen(context.WithoutCancel(ctx), s.ID, k, closing))
+				return false, errors.Join(err, a.sales.Reopen(context.WithoutCancel(ctx), s.ID, k, closing))
 			}
 		}
-		if err := a.stock.MarkArchived(ctx, s.ID, k, closing); errors.Is(err, stock.ErrRebuilding) {
+		if err := a.sales.MarkArchived(ctx, s.ID, k, closing); errors.Is(err, lifecycle.ErrRebuilding) {
 			return false, nil // its lease ran out to a rebuild, which MySQL refuses: next time
 		} else if err != nil {
 			return false, err
 		}
 	}
-	names, err := a.store.SaleNames(ctx, s.ID, now.Add(-stock.IdempotencyTTL))
+	names, err := a.store.SaleNames(ctx, s.ID, now.Add(-reserve.IdempotencyTTL))
 	if err != nil {
 		return false, err
 	}
-	keys := make([]stock.KeptKey, 0, len(names.Keys))
+	keys := make([]lifecycle.KeptKey, 0, len(names.Keys))
 	for _, o := range names.Keys {
 		if o.IdempotencyKey != nil {
-			keys = append(keys, stock.KeptKey{Buyer: o.Buyer, Key: *o.IdempotencyKey})
+			keys = append(keys, lifecycle.KeptKey{Buyer: o.Buyer, Key: *o.IdempotencyKey})
 		}
 	}
-	removed, err := a.stock.Remove(ctx, s.ID, k, stock.Names{Buyers: names.Buyers, Keys: keys, Groups: names.Groups,
+	removed, err := a.sales.Remove(ctx, s.ID, k, lifecycle.Names{Buyers: names.Buyers, Keys: keys, Groups: names.Groups,
 		Extra: line.Keys(s.ID)})
 	if err != nil {
 		return false, err
@@ -174,7 +176,7 @@ func (a *Archiver) due(ctx context.Context, s store.Activity, now time.Time) (bo
 // markInMySQL has MySQL mark a closed sale archived, once Redis holds no order of it as
 // queued, and reports whether it did.
 func (a *Archiver) markInMySQL(ctx context.Context, s store.Activity, now time.Time) (bool, error) {
-	pt, err := a.stock.RebuildPoint(ctx, s.ID, max(1, s.StockBuckets))
+	pt, err := a.sales.RebuildPoint(ctx, s.ID, max(1, s.StockBuckets))
 	if err != nil || len(pt.Queued) > 0 {
 		return false, err // an order on its way to MySQL: next time
 	}

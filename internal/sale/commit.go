@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
 )
 
 // A purchase is answered as soon as its reserve script has run. That script records the
@@ -42,7 +43,7 @@ var enqueueRetries = []time.Duration{100 * time.Millisecond, 500 * time.Millisec
 // commit is one purchase waiting for its order to be enqueued.
 type commit struct {
 	order stock.QueuedOrder
-	res   stock.Reservation
+	res   reserve.Reservation
 	done  chan struct{} // closed once the order's commit is over, enqueued or not
 }
 
@@ -137,7 +138,7 @@ func (b *committer) run() {
 func (s *Service) commitBatch(batch []*commit) {
 	ctx := context.Background()
 	orders := make([]stock.QueuedOrder, len(batch))
-	res := make([]stock.Reservation, len(batch))
+	res := make([]reserve.Reservation, len(batch))
 	for i, c := range batch {
 		orders[i], res[i] = c.order, c.res
 	}
@@ -166,10 +167,10 @@ func (s *Service) enqueue(ctx context.Context, orders []stock.QueuedOrder) error
 }
 
 // releaseLocks releases the user locks that the reserve scripts of res took.
-func (s *Service) releaseLocks(ctx context.Context, res ...stock.Reservation) {
+func (s *Service) releaseLocks(ctx context.Context, res ...reserve.Reservation) {
 	rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 	defer cancel()
-	if err := s.stock.ReleaseUserLocks(rctx, res...); err != nil {
+	if err := s.reserver.ReleaseUserLocks(rctx, res...); err != nil {
 		slog.Warn("release user locks", "locks", len(res), "err", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
@@ -49,7 +50,7 @@ type fixture struct {
 	svc   *sale.Service
 	store *store.Store
 	rdb   *redis.Client
-	stock *stock.Stock
+	stock *stocktest.Side
 	queue *breakableQueue
 	act   int64
 }
@@ -65,12 +66,12 @@ func newFixture(t *testing.T, units int64, limit int) *fixture {
 func newFixtureOn(t *testing.T, db *gorm.DB, units int64, limit int) *fixture {
 	t.Helper()
 	rdb := testutil.StartRedis(t).Client(t)
-	st, sk := store.New(db, sale.EventViews{}), stock.New(rdb)
+	st, sk := store.New(db, sale.EventViews{}), stocktest.New(rdb)
 	locks := lock.New(rdb)
 	t.Cleanup(func() { _ = locks.Close() })
 	q := &breakableQueue{Enqueuer: queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb))}
 	outages := outage.NewRecord(rdb)
-	svc := sale.New(st, sk, order.New(st, sk, outages), outages, q, locks)
+	svc := sale.New(st, sk.Stock, order.New(st, sk.Stock, outages), outages, q, locks)
 	a, err := svc.CreateActivity(context.Background(), sale.NewActivity{Name: "s", ProductName: "p",
 		PriceCents: 100, Stock: units, PerUserLimit: limit, StartsAt: time.Now().Add(-time.Minute),
 		EndsAt: time.Now().Add(time.Hour)})
@@ -285,7 +286,7 @@ func TestFailedCommitLeavesOrdersForRepair(t *testing.T) {
 	}
 
 	f.queue.broken.Store(false)
-	rep := worker.NewRepairer(f.store, f.stock, f.queue.Enqueuer, worker.NewPersister(f.store, f.stock, outage.NewRecord(f.rdb), 100))
+	rep := worker.NewRepairer(f.store, f.stock.Stock, f.queue.Enqueuer, worker.NewPersister(f.store, f.stock.Stock, outage.NewRecord(f.rdb), 100))
 	rep.MinAge = 0
 	n, err := rep.Repair(ctx)
 	if err != nil {

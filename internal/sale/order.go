@@ -15,6 +15,9 @@ import (
 
 	"seckill/internal/buyer"
 	"seckill/internal/stock"
+	"seckill/internal/stock/group"
+	"seckill/internal/stock/lifecycle"
+	"seckill/internal/stock/reserve"
 	"seckill/internal/store"
 	"seckill/lock"
 )
@@ -41,7 +44,7 @@ func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool
 
 // buy is Buy, for a purchase or a seat in a group; for a seat it returns the group as
 // the seat left it (nil for a replay: GetOrder then tells the group).
-func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Group, replayed bool, err error) {
+func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *group.Group, replayed bool, err error) {
 	if r.Quantity < 1 || r.Quantity > MaxPerUserLimit {
 		return Order{}, nil, false, &FieldError{"quantity", "must be between 1 and the sale's per-user limit"}
 	}
@@ -52,11 +55,11 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	}
 	now := s.now()
 	if r.IdempotencyKey == "" { // most of a crowd meets a sold-out sale: say so before minting ids
-		if err := s.stock.FlaggedSoldOut(stock.Reservation{Purchase: r, Now: now}); err != nil {
+		if err := s.reserver.FlaggedSoldOut(reserve.Reservation{Purchase: r, Now: now}); err != nil {
 			return Order{}, nil, false, err
 		}
 	}
-	res := stock.Reservation{Purchase: r, OrderID: newOrderID(r.ActivityID, now), Now: now,
+	res := reserve.Reservation{Purchase: r, OrderID: newOrderID(r.ActivityID, now), Now: now,
 		LockToken: lock.NewToken(), LockTTL: s.LockTTL, PerSecond: s.UserRate, RedisClock: !s.judgeByNow}
 	if r.OpenGroup {
 		res.Group = newOrderID(r.ActivityID, now) // a group id has an order id's form
@@ -122,7 +125,7 @@ const firstBackoff = 2 * time.Millisecond
 // reserve runs the reserve script, waiting for the user's lock up to LockWait. A
 // release wakes the waiter at once; short backoffs cover a release missed while
 // subscribing. Each attempt runs at the current time, left in res.Now.
-func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Reserved, error) {
+func (s *Service) reserve(ctx context.Context, res *reserve.Reservation) (reserve.Reserved, error) {
 	start := time.Now()
 	deadline := start.Add(s.LockWait)
 	backoff := firstBackoff
@@ -134,7 +137,7 @@ func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Re
 	}()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
-		got, err := s.stock.Reserve(rctx, *res)
+		got, err := s.reserver.Reserve(rctx, *res)
 		cancel()
 		switch {
 		case errors.Is(err, stock.ErrBusy): // wait for the lock, below
@@ -152,7 +155,7 @@ func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Re
 		}
 		waited = true
 		wctx, cancel := context.WithTimeout(ctx, min(backoff, left))
-		_ = s.locks.WaitRelease(wctx, s.stock.UserLockKey(res.ActivityID, res.Buyer))
+		_ = s.locks.WaitRelease(wctx, s.reserver.UserLockKey(res.ActivityID, res.Buyer))
 		cancel()
 		backoff = min(2*backoff, 50*time.Millisecond)
 		res.Now = s.now()
@@ -164,7 +167,7 @@ func (s *Service) reserve(ctx context.Context, res *stock.Reservation) (stock.Re
 // is done in the background, so a Redis that stopped answering delays the 503 by one
 // timeout, not three; if Redis stays unreachable, the repair pass enqueues whatever
 // the reservation took.
-func (s *Service) abandon(ctx context.Context, res stock.Reservation) {
+func (s *Service) abandon(ctx context.Context, res reserve.Reservation) {
 	go func() {
 		s.giveBack(ctx, res)
 		s.releaseLocks(ctx, res)
@@ -173,7 +176,7 @@ func (s *Service) abandon(ctx context.Context, res stock.Reservation) {
 
 // giveBack rolls back a reservation whose reserve script may have run without its
 // reply reaching us (nothing was answered for it).
-func (s *Service) giveBack(ctx context.Context, res stock.Reservation) {
+func (s *Service) giveBack(ctx context.Context, res reserve.Reservation) {
 	rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 	defer cancel()
 	if _, err := s.stock.Rollback(rctx, res.ActivityID, res.Buyer, res.OrderID, res.IdempotencyKey); err != nil {
@@ -218,14 +221,14 @@ func (s *Service) isArchived(a store.Activity) bool {
 }
 
 // archivedPurchase answers a purchase of an archived sale from MySQL: a replay of an
-// Idempotency-Key that made an order in the last stock.IdempotencyTTL gets that order
+// Idempotency-Key that made an order in the last reserve.IdempotencyTTL gets that order
 // (replayed true), as from Redis before (or stock.ErrKeyReused with another body);
 // anything else is stock.ErrEnded. Nothing is written.
 func (s *Service) archivedPurchase(ctx context.Context, r BuyRequest) (Order, bool, error) {
 	if r.IdempotencyKey == "" {
 		return Order{}, false, errArchivedSale
 	}
-	row, err := s.store.KeyedOrder(ctx, r.ActivityID, r.Buyer, r.IdempotencyKey, s.now().Add(-stock.IdempotencyTTL))
+	row, err := s.store.KeyedOrder(ctx, r.ActivityID, r.Buyer, r.IdempotencyKey, s.now().Add(-reserve.IdempotencyTTL))
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return Order{}, false, errArchivedSale
@@ -252,10 +255,10 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 	var o []Order
 	var stored map[string]store.Order
 	var owner buyer.ID
-	q, err := s.stock.Queued(ctx, activityID, id)
+	q, err := s.sales.Queued(ctx, activityID, id)
 	switch {
 	case err == nil:
-		sales, err := s.stock.Sales(ctx, []int64{activityID})
+		sales, err := s.sales.Read(ctx, []int64{activityID})
 		if err != nil {
 			return Order{}, err
 		}
@@ -264,7 +267,7 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 			return Order{}, err
 		}
 		o, owner = []Order{queuedView(q.Priced(sales[activityID]), names)}, q.Buyer
-	case errors.Is(err, stock.ErrNotQueued):
+	case errors.Is(err, lifecycle.ErrNotQueued):
 		row, err := s.store.GetOrder(ctx, id)
 		if err != nil {
 			return Order{}, fmt.Errorf("get order: %w", err)
@@ -292,7 +295,7 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}
-	queued, err := s.stock.UserQueued(ctx, ids, c.Buyer)
+	queued, err := s.sales.UserQueued(ctx, ids, c.Buyer)
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +313,7 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	for _, q := range queued {
 		queuedSales = append(queuedSales, q.ActivityID)
 	}
-	sales, err := s.stock.Sales(ctx, queuedSales)
+	sales, err := s.sales.Read(ctx, queuedSales)
 	if err != nil {
 		return nil, err
 	}
@@ -399,7 +402,7 @@ func (s *Service) SaleOrders(ctx context.Context, c Caller, p OrderPage) ([]Orde
 // index is by the instant a purchase's last attempt ran, which is within LockWait after
 // its id was minted.)
 func (s *Service) horizon(ctx context.Context, activityID int64) (string, error) {
-	sales, err := s.stock.Sales(ctx, []int64{activityID})
+	sales, err := s.sales.Read(ctx, []int64{activityID})
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -407,7 +410,7 @@ func (s *Service) horizon(ctx context.Context, activityID int64) (string, error)
 		return "", s.MissingSale(ctx, activityID)
 	}
 	at := s.now()
-	oldest, err := s.stock.OldestQueued(ctx, activityID)
+	oldest, err := s.sales.OldestQueued(ctx, activityID)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -465,13 +468,13 @@ func (s *Service) afterCreated(ctx context.Context, id string, c Caller, errQueu
 	if !ok {
 		return Order{}, ErrNotFound
 	}
-	q, err := s.stock.Queued(ctx, activityID, id)
+	q, err := s.sales.Queued(ctx, activityID, id)
 	switch {
 	case err == nil && !c.actsOnAnyOrder() && q.Buyer != c.Buyer:
 		return Order{}, ErrNotFound
 	case err == nil:
 		return Order{}, errQueued
-	case !errors.Is(err, stock.ErrNotQueued):
+	case !errors.Is(err, lifecycle.ErrNotQueued):
 		return Order{}, err
 	}
 	stored, err := act(context.WithoutCancel(ctx), id, c.access())

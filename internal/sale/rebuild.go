@@ -10,6 +10,9 @@ import (
 
 	"seckill/internal/buyer"
 	"seckill/internal/stock"
+	"seckill/internal/stock/group"
+	"seckill/internal/stock/lifecycle"
+	"seckill/internal/stock/reserve"
 	"seckill/internal/store"
 )
 
@@ -30,14 +33,15 @@ import (
 // cluster, a crash or a failover loses none; a FLUSHALL or a lost disk does.
 type Rebuilder struct {
 	store   *store.Store
-	stock   *stock.Stock
+	sales   *lifecycle.Sales
+	groups  *group.Groups
 	running sync.Map // activity id -> struct{}: a rebuild under way in this process
 	metrics *rebuildMetrics
 }
 
 // NewRebuilder returns a Rebuilder.
 func NewRebuilder(st *store.Store, sk *stock.Stock) *Rebuilder {
-	return &Rebuilder{store: st, stock: sk}
+	return &Rebuilder{store: st, sales: lifecycle.New(sk), groups: group.New(sk)}
 }
 
 // rebuildAttempts bounds how often Rebuild reads again when orders moved meanwhile.
@@ -65,17 +69,17 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 		return false, ErrArchived
 	}
 	k := max(1, a.StockBuckets)
-	lost, err := r.stock.RebuildPoint(ctx, id, k) // what made this rebuild start
+	lost, err := r.sales.RebuildPoint(ctx, id, k) // what made this rebuild start
 	if err != nil || lost.Exists && !force {
 		return false, err
 	}
 	r.metrics.started()
 	defer func() { r.metrics.ended(rebuilt, err) }()
-	closing, err := r.stock.Close(ctx, id, k)
+	closing, err := r.sales.Close(ctx, id, k)
 	switch {
-	case errors.Is(err, stock.ErrRebuilding):
+	case errors.Is(err, lifecycle.ErrRebuilding):
 		return false, nil
-	case errors.Is(err, stock.ErrArchived):
+	case errors.Is(err, lifecycle.ErrArchived):
 		return false, ErrArchived
 	case err != nil:
 		return false, err
@@ -83,21 +87,21 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 	if k == 1 { // its one write is all or nothing: a failed rebuild leaves the sale as it was, open
 		defer func() {
 			if err != nil {
-				err = errors.Join(err, r.stock.Reopen(context.WithoutCancel(ctx), id, k, closing))
+				err = errors.Join(err, r.sales.Reopen(context.WithoutCancel(ctx), id, k, closing))
 			}
 		}()
 	}
-	from, err := r.stock.RebuildPoint(ctx, id, k) // read again, now that the sale is closed
+	from, err := r.sales.RebuildPoint(ctx, id, k) // read again, now that the sale is closed
 	if err != nil {
 		return false, err
 	}
 	if !lost.Whole && from.Whole {
 		// Redis missed some of the sale, and another process rebuilt it before the Close.
-		return false, r.stock.Reopen(ctx, id, k, closing)
+		return false, r.sales.Reopen(ctx, id, k, closing)
 	}
 	epoch, err := r.store.NextRedisEpoch(ctx, id)
 	if errors.Is(err, ErrArchived) && k > 1 { // archived since it was read: no state of it comes back
-		return false, errors.Join(err, r.stock.Reopen(context.WithoutCancel(ctx), id, k, closing))
+		return false, errors.Join(err, r.sales.Reopen(context.WithoutCancel(ctx), id, k, closing))
 	}
 	if err != nil {
 		return false, err
@@ -110,7 +114,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 	}
 	for attempt := 0; attempt < rebuildAttempts; attempt++ {
 		if attempt > 0 { // read again: orders moved
-			if from, err = r.stock.RebuildPoint(ctx, id, k); err != nil {
+			if from, err = r.sales.RebuildPoint(ctx, id, k); err != nil {
 				return false, err
 			}
 		}
@@ -142,15 +146,15 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 			return false, err
 		}
 		sale.Gen, sale.Epoch = max(from.Gen, recorded)+1, epoch
-		err = r.stock.Rebuild(ctx, from, closing, sale, f.Units, f.Orders, held, settled, f.VariantUnits)
+		err = r.sales.Rebuild(ctx, from, closing, sale, f.Units, f.Orders, held, settled, f.VariantUnits)
 		switch {
 		case err == nil:
-			groups, err := r.stock.RestoreGroups(ctx, id, groupsOf(f.Seats))
+			groups, err := r.groups.Restore(ctx, id, groupsOf(f.Seats))
 			slog.Warn("rebuilt a sale's Redis state from MySQL", "activity", id, "buckets", k, "was_there", lost.Exists,
 				"redis_gen", from.Gen, "mysql_gen", recorded, "epoch", epoch, "held", held, "users", len(f.Units),
 				"kept_queued", len(from.Queued)-len(settled), "groups_restored", groups)
 			return true, err
-		case !errors.Is(err, stock.ErrMoved):
+		case !errors.Is(err, lifecycle.ErrMoved):
 			return false, err
 		}
 		select { // orders moved meanwhile: read both again
@@ -159,7 +163,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
 		}
 	}
-	return false, fmt.Errorf("rebuild sale %d: %w %d times", id, stock.ErrMoved, rebuildAttempts)
+	return false, fmt.Errorf("rebuild sale %d: %w %d times", id, lifecycle.ErrMoved, rebuildAttempts)
 }
 
 // recordedGen is the highest generation of a sale's Redis state (of any of its buckets)
@@ -182,42 +186,42 @@ func (r *Rebuilder) recordedGen(ctx context.Context, a store.Activity) (int64, e
 // restoreKeys writes back to Redis the Idempotency-Keys of the sale's orders in MySQL
 // that have not expired yet (each in its buyer's home bucket of the sale's buckets).
 func (r *Rebuilder) restoreKeys(ctx context.Context, id int64, buckets int) error {
-	orders, err := r.store.KeyedOrders(ctx, id, time.Now().Add(-stock.IdempotencyTTL))
+	orders, err := r.store.KeyedOrders(ctx, id, time.Now().Add(-reserve.IdempotencyTTL))
 	if err != nil {
 		return err
 	}
-	keys := make([]stock.KeptKey, 0, len(orders))
+	keys := make([]lifecycle.KeptKey, 0, len(orders))
 	for _, o := range orders {
 		if o.IdempotencyKey == nil || o.RequestFingerprint == nil {
 			continue
 		}
-		keys = append(keys, stock.KeptKey{Buyer: o.Buyer, Key: *o.IdempotencyKey, Fingerprint: *o.RequestFingerprint,
-			OrderID: o.ID, Expires: o.CreatedAt.Add(stock.IdempotencyTTL)})
+		keys = append(keys, lifecycle.KeptKey{Buyer: o.Buyer, Key: *o.IdempotencyKey, Fingerprint: *o.RequestFingerprint,
+			OrderID: o.ID, Expires: o.CreatedAt.Add(reserve.IdempotencyTTL)})
 	}
-	return r.stock.RestoreKeys(ctx, id, buckets, keys)
+	return r.sales.RestoreKeys(ctx, id, buckets, keys)
 }
 
 // groupsOf gathers MySQL's seats by group.
-func groupsOf(seats []store.GroupSeat) []stock.Group {
-	var out []stock.Group
+func groupsOf(seats []store.GroupSeat) []group.Group {
+	var out []group.Group
 	at := map[string]int{}
 	for _, s := range seats {
 		i, ok := at[s.GroupID]
 		if !ok {
-			status := stock.GroupOpen
+			status := group.Open
 			switch s.Status {
 			case "complete":
-				status = stock.GroupComplete
+				status = group.Complete
 			case "failed":
-				status = stock.GroupFailed
+				status = group.Failed
 			}
 			i = len(out)
 			at[s.GroupID] = i
-			out = append(out, stock.Group{ID: s.GroupID, Size: s.Size, Status: status, ExpiresAt: s.ExpiresAt,
-				Seats: map[buyer.ID]stock.Seat{}})
+			out = append(out, group.Group{ID: s.GroupID, Size: s.Size, Status: status, ExpiresAt: s.ExpiresAt,
+				Seats: map[buyer.ID]group.Seat{}})
 		}
 		if s.OrderID != "" {
-			out[i].Seats[s.Buyer] = stock.Seat{OrderID: s.OrderID, Quantity: s.Quantity}
+			out[i].Seats[s.Buyer] = group.Seat{OrderID: s.OrderID, Quantity: s.Quantity}
 		}
 	}
 	return out
@@ -264,7 +268,7 @@ func (r *Rebuilder) RebuildLost(ctx context.Context, now time.Time) (int, error)
 			return 0, err
 		}
 	}
-	present, err := r.stock.Sales(ctx, ids)
+	present, err := r.sales.Read(ctx, ids)
 	if err != nil {
 		return 0, err
 	}
@@ -274,7 +278,7 @@ func (r *Rebuilder) RebuildLost(ctx context.Context, now time.Time) (int, error)
 		sale, ok := present[a.ID]
 		behind := false
 		if ok {
-			gens, epoch, stuck, err := r.stock.Gens(ctx, a.ID, a.StockBuckets)
+			gens, epoch, stuck, err := r.sales.Gens(ctx, a.ID, a.StockBuckets)
 			if err != nil {
 				errs = append(errs, err)
 				continue

@@ -17,7 +17,7 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/config"
 	"seckill/internal/sale"
-	"seckill/internal/stock"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 )
@@ -66,8 +66,8 @@ func benchmarkRebuild(b *testing.B, orders int) {
 			_ = s.Close()
 		}
 	})
-	st, sk := store.New(db, sale.EventViews{}), stock.New(rdb)
-	rebuilder := sale.NewRebuilder(st, sk)
+	st, sk := store.New(db, sale.EventViews{}), stocktest.New(rdb)
+	rebuilder := sale.NewRebuilder(st, sk.Stock)
 
 	start := time.Now()
 	seed := seedOrders(b, testDB.Gorm, st, orders)
@@ -77,7 +77,7 @@ func benchmarkRebuild(b *testing.B, orders int) {
 	if rebuilt, err := rebuilder.Rebuild(ctx, seed.act.ID, false); err != nil || !rebuilt {
 		b.Fatalf("rebuild: rebuilt %v, %v; want true", rebuilt, err)
 	}
-	checkRebuilt(b, stock.New(slow), seed)
+	checkRebuilt(b, stocktest.New(slow), seed)
 
 	b.Run("rebuild", func(b *testing.B) {
 		busy, script := scriptMicros(b, rdb), scripts.total.Load()
@@ -206,7 +206,7 @@ func seedOrders(b *testing.B, db *gorm.DB, st *store.Store, n int) seeded {
 
 // checkRebuilt fails the benchmark unless Redis holds the sale with stock_total minus
 // the held units available, and every user with the units the seed gave them.
-func checkRebuilt(b *testing.B, sk *stock.Stock, seed seeded) {
+func checkRebuilt(b *testing.B, sk *stocktest.Side, seed seeded) {
 	b.Helper()
 	snap, err := sk.Snapshot(context.Background(), seed.act.ID)
 	if err != nil {

@@ -18,6 +18,10 @@ import (
 	"seckill/internal/outage"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
+	"seckill/internal/stock/group"
+	"seckill/internal/stock/lifecycle"
+	"seckill/internal/stock/replicas"
+	"seckill/internal/stock/reserve"
 	"seckill/internal/store"
 	"seckill/lock"
 )
@@ -48,7 +52,7 @@ type Enqueuer interface {
 }
 
 // Locker waits for the release of the per-user locks the reserve script takes (stock
-// releases them: Stock.ReleaseUserLocks).
+// releases them: reserve.Reserver.ReleaseUserLocks).
 type Locker interface {
 	WaitRelease(ctx context.Context, key string) error
 }
@@ -69,22 +73,25 @@ var (
 	_ Outages          = (*outage.Record)(nil)
 	_ Enqueuer         = (*queue.Enqueuer)(nil)
 	_ Locker           = (*lock.Client)(nil)
-	_ ReplicaConfirmer = (*stock.Replicas)(nil)
+	_ ReplicaConfirmer = (*replicas.Replicas)(nil)
 )
 
 // Service runs sales and purchases.
 type Service struct {
-	store   *store.Store
-	stock   *stock.Stock
-	orders  *order.Lifecycle
-	outages Outages
-	queue   Enqueuer
-	locks   Locker
-	now     func() time.Time
-	metrics *metrics
-	commits committer
-	rebuild *Rebuilder
-	catalog catalog
+	store    *store.Store
+	stock    *stock.Stock
+	reserver *reserve.Reserver
+	sales    *lifecycle.Sales
+	groups   *group.Groups
+	orders   *order.Lifecycle
+	outages  Outages
+	queue    Enqueuer
+	locks    Locker
+	now      func() time.Time
+	metrics  *metrics
+	commits  committer
+	rebuild  *Rebuilder
+	catalog  catalog
 	// archived holds the ids of the sales this process found archived (an archived sale
 	// stays so): their purchases are answered from MySQL without asking Redis.
 	archived sync.Map
@@ -121,7 +128,7 @@ type Service struct {
 // New returns a Service. Its answers show the deadlines of pay windows as MySQL
 // outages extend them (outages).
 func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, outages Outages, q Enqueuer, locks Locker) *Service {
-	s := &Service{store: st, stock: sk, orders: orders, outages: outages, queue: q, locks: locks, now: time.Now,
+	s := &Service{store: st, stock: sk, reserver: reserve.New(sk), sales: lifecycle.New(sk), groups: group.New(sk), orders: orders, outages: outages, queue: q, locks: locks, now: time.Now,
 		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second, ListMargin: 10 * time.Second,
 		rebuild: NewRebuilder(st, sk)}
 	s.commits.flush = s.commitBatch

@@ -101,7 +101,7 @@ func (s *Service) entryView(ctx context.Context, e stock.Entry) (WaitlistEntry, 
 		v.Variant = vs[i].Name
 	}
 	if v.Status == stock.EntryWaiting {
-		sales, err := s.stock.Sales(ctx, []int64{e.ActivityID})
+		sales, err := s.sales.Read(ctx, []int64{e.ActivityID})
 		if err != nil {
 			return WaitlistEntry{}, err
 		}

@@ -12,9 +12,9 @@ import (
 )
 
 // What a buyer holds has one reading in both languages: the users hash Go stages
-// (holdingFields) is what Lua's holding reads, an order Lua's hold adds grows the
-// holding by Go's Holds as parseHoldings reads it, release takes the same back and
-// clears the fields of a buyer who holds nothing, and Go's quantityOverLimit refuses the
+// (HoldingFields) is what Lua's holding reads, an order Lua's hold adds grows the
+// holding by Go's Holds as ParseHoldings reads it, release takes the same back and
+// clears the fields of a buyer who holds nothing, and Go's QuantityOverLimit refuses the
 // quantities Lua's quantity_refused does.
 func TestHoldingsOneReading(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
@@ -22,7 +22,7 @@ func TestHoldingsOneReading(t *testing.T) {
 	const key = "{sale:1}:users"
 
 	var fields []any
-	holdingFields(map[buyer.ID]int64{"7": 3, "8": 0, "9": 1}, map[buyer.ID]int64{"7": 2, "9": 1}, true,
+	HoldingFields(map[buyer.ID]int64{"7": 3, "8": 0, "9": 1}, map[buyer.ID]int64{"7": 2, "9": 1}, true,
 		func(f string, n int64) { fields = append(fields, f, n) })
 	if err := rdb.HSet(ctx, key, fields...).Err(); err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ return release(KEYS[1], ARGV[1], tonumber(ARGV[2])) and 1 or 0
 			t.Fatal(err)
 		}
 		out := map[buyer.ID]int64{}
-		if err := parseHoldings(hash, out); err != nil {
+		if err := ParseHoldings(hash, out); err != nil {
 			t.Fatal(err)
 		}
 		return out
@@ -103,8 +103,8 @@ return quantity_refused(tonumber(ARGV[1]), tonumber(ARGV[2])) and 1 or 0
 `)
 	for qty := 1; qty <= 4; qty++ {
 		got, err := quantity.Run(ctx, rdb, []string{key}, qty, 3).Int()
-		if err != nil || (got == 1) != quantityOverLimit(qty, 3) {
-			t.Errorf("quantity %d of limit 3: Lua refuses %d (%v), Go %v", qty, got, err, quantityOverLimit(qty, 3))
+		if err != nil || (got == 1) != QuantityOverLimit(qty, 3) {
+			t.Errorf("quantity %d of limit 3: Lua refuses %d (%v), Go %v", qty, got, err, QuantityOverLimit(qty, 3))
 		}
 	}
 }

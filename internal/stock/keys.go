@@ -13,7 +13,7 @@ func SaleKey(b Bucket) string { return Prefix(b) + "sale" }
 
 // UsersKey is a hash of the buyers' fields (buyerfields.go): the units each buyer holds
 // in queued, created and paid orders, their participations where the sale counts them,
-// their lock (userlock.go), and their attempts allowance as their last reservation left
+// their lock (reserve's userlock.go), and their attempts allowance as their last reservation left
 // it (see RateKey), dropped with the units when they all come back and the allowance is
 // full again.
 func UsersKey(b Bucket) string { return Prefix(b) + "users" }
@@ -27,7 +27,6 @@ func QueuedKey(b Bucket) string { return Prefix(b) + "queued" }
 func QueuedSinceKey(b Bucket) string { return Prefix(b) + "queued:since" }
 
 // Keys of one buyer end with the buyer's key (buyer.ID.Key), which holds no space.
-
 // UserQueuedKey is the set of one buyer's queued order ids.
 func UserQueuedKey(b Bucket, who buyer.ID) string {
 	return Prefix(b) + "queued:user:" + who.Key()
@@ -44,11 +43,11 @@ func IdempotencyKey(b Bucket, who buyer.ID, key string) string {
 }
 
 // UserLockKey names the per-buyer lock of a sale's bucket. No key of that name is written:
-// the lock is the buyer's lock field of the users hash (userlock.go), which the reserve script
+// the lock is the buyer's lock field of the users hash (reserve's userlock.go), which the reserve script
 // takes in the same step that takes the units and the caller releases
-// (Stock.ReleaseUserLocks) once the order is enqueued (after the purchase was answered).
+// (reserve.Reserver.ReleaseUserLocks) once the order is enqueued (after the purchase was answered).
 // seckill/lock keeps the lock's waiters list and release channel beside the name
-// (lock.Client.WaitRelease). Stock.UserLockKey names it for callers.
+// (lock.Client.WaitRelease). reserve.Reserver.UserLockKey names it for callers.
 func UserLockKey(b Bucket, who buyer.ID) string {
 	return Prefix(b) + "lock:" + who.Key()
 }
@@ -109,7 +108,7 @@ func GivenBackKey(b Bucket) string { return Prefix(b) + "givenback" }
 
 // MovesKey is a hash, in the bucket units are moved from (the reserve's, bucket 0, or
 // another), of move id -> "<to bucket> <units> <taken unix ms> <rebuild stamp>": the
-// moves taken here and not yet known to be applied at their destination (bucket.go).
+// moves taken here and not yet known to be applied at their destination (internal/stock/moves).
 func MovesKey(b Bucket) string { return Prefix(b) + "moves" }
 
 // AppliedKey is a sorted set, in a bucket units were moved to, of the move ids applied

@@ -15,7 +15,6 @@ import (
 // queues (orderArgs), the queued record (QueuedOrder) with its value and its task's
 // line, their coders in Go and in Lua, and the row MySQL stores (Row). A field the
 // buyer sends with an order is added here, along that way.
-
 // Purchase is what a buyer asks for: units of a sale, or a seat in one of its groups.
 type Purchase struct {
 	ActivityID int64
@@ -46,8 +45,8 @@ func VariantAt(i int) Variant { return Variant(i + 1) }
 // Index is the variant's index, and false for none.
 func (v Variant) Index() (int, bool) { return int(v) - 1, v > 0 }
 
-// arg is the variant as the scripts take it: its index, "" for none.
-func (v Variant) arg() string {
+// Arg is the variant as the scripts take it: its index, "" for none.
+func (v Variant) Arg() string {
 	if i, ok := v.Index(); ok {
 		return strconv.Itoa(i)
 	}
@@ -64,23 +63,12 @@ func (p Purchase) Fingerprint() string {
 	if i, ok := p.Variant.Index(); ok {
 		fingerprint += ":v" + strconv.Itoa(i)
 	}
-	if m := p.mode(); m == "join" {
+	if m := p.Mode(); m == "join" {
 		fingerprint += ":join:" + p.Group
 	} else if m == "open" {
 		fingerprint += ":open"
 	}
 	return fingerprint
-}
-
-// orderArgs are the arguments of a purchase that its order is made of, first of each
-// purchase's in the reserve script's call (purchaseArgs): the script reads them as p.<name>
-// and writes the order's queued value of them (queued_value).
-var orderArgs = []purchaseArg{
-	{"now", luaString, func(r Reservation, _ string) any { return r.Now.UnixMilli() }},
-	{"user", luaString, func(r Reservation, _ string) any { return r.Buyer.Key() }}, // the buyer's key
-	{"qty", luaString, func(r Reservation, _ string) any { return r.Quantity }},
-	{"order", luaString, func(r Reservation, _ string) any { return r.OrderID }},
-	{"variant", luaString, func(r Reservation, _ string) any { return r.Variant.arg() }}, // "": none
 }
 
 // QueuedOrder is an order taken from stock that MySQL does not have yet: the one record
@@ -119,18 +107,6 @@ type QueuedOrder struct {
 	Offered bool
 	// Claimed is true once a worker has begun to persist the order (Stale only).
 	Claimed bool
-}
-
-// queued is the order reservation r queued, as the reserve script answered it (got);
-// fingerprint is r.Fingerprint().
-func (r Reservation) queued(got Reserved, fingerprint string) QueuedOrder {
-	q := QueuedOrder{OrderID: r.OrderID, ActivityID: r.ActivityID, Buyer: r.Buyer, Quantity: r.Quantity,
-		CreatedAt: r.Now, Limit: got.Limit, ParticipationCap: got.ParticipationCap,
-		IdempotencyKey: r.IdempotencyKey, Fingerprint: fingerprint, Variant: r.Variant}
-	if got.Group != nil {
-		q.Group, q.GroupSize, q.GroupExpiresAt = got.Group.ID, got.Group.Size, got.Group.ExpiresAt
-	}
-	return q.Priced(Sale{PriceCents: got.PriceCents, PayWindow: got.PayWindow})
 }
 
 // Priced is q at its sale's unit price and pay window: its amount, and the end of its
@@ -176,9 +152,8 @@ func (q QueuedOrder) Row() store.NewOrder {
 // the queue's tasks with no change of the line. Fields are split on single spaces, as
 // Lua's patterns read them (strings.Fields would split on Unicode spaces too, which a
 // buyer's key may hold).
-
-// queuedValue is q's value in the queued hash.
-func queuedValue(q QueuedOrder) string { return string(appendValue(make([]byte, 0, 64), q)) }
+// QueuedValue is q's value in the queued hash.
+func QueuedValue(q QueuedOrder) string { return string(appendValue(make([]byte, 0, 64), q)) }
 
 // appendValue appends q's value to b.
 func appendValue(b []byte, q QueuedOrder) []byte {
@@ -209,8 +184,8 @@ func appendValue(b []byte, q QueuedOrder) []byte {
 	return b
 }
 
-// parseQueued reads the value v of order orderID of a sale's queued hash.
-func parseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
+// ParseQueued reads the value v of order orderID of a sale's queued hash.
+func ParseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
 	q := QueuedOrder{OrderID: orderID, ActivityID: activityID}
 	if !parseValue(strings.Split(v, " "), &q) {
 		return QueuedOrder{}, fmt.Errorf("queued order %s: malformed %q", orderID, v)
@@ -308,4 +283,16 @@ func ParseLine(line []byte) (QueuedOrder, error) {
 		return QueuedOrder{}, fmt.Errorf("queued order: incomplete line %q", line)
 	}
 	return q, nil
+}
+
+// Mode is the reserve script's mode of p: "" a purchase, "open" or "join" a seat (also
+// before the group's id is minted: OpenGroup alone says "open").
+func (p Purchase) Mode() string {
+	switch {
+	case p.OpenGroup:
+		return "open"
+	case p.Group == "":
+		return ""
+	}
+	return "join"
 }

@@ -19,14 +19,9 @@ var update = goflag.Bool("update", false, "rewrite the generated sections of the
 
 // scripts are the package's scripts (script), by file, or by name for those still
 // assembled in Go: TestScripts reads each one.
-var scripts = map[string]*script{
-	"close.lua": closeScript, "reopen.lua": reopenScript, "rebuild.lua": rebuildScript,
-	"keep_allowance.lua": keepAllowanceScript, "adopt.lua": adoptScript, "rollback.lua": rollbackScript,
-	"claim.lua": claimScript, "forget.lua": forgetScript, "stale.lua": staleScript, "take.lua": takeScript,
-	"apply.lua": applyScript, "fail.lua": failScript, "extend.lua": extendScript, "restore.lua": restoreScript,
-	"barrier.lua": barrierScript, "mark.lua": markScript, "release_locks.lua": releaseLocksScript,
-	"hold_lock.lua": holdLockScript,
-	"settle":        settleScript, "return": returnScript, "join": joinScript, "read": readScript, "leave": leaveScript,
+var scripts = map[string]*Script{
+	"rollback.lua": rollbackScript, "claim.lua": claimScript, "forget.lua": forgetScript, "stale.lua": staleScript,
+	"settle": settleScript, "return": returnScript, "join": joinScript, "read": readScript, "leave": leaveScript,
 }
 
 // generated is what Go writes into the sections of the package's .lua files: each
@@ -37,8 +32,6 @@ func generated(file, name string) (string, bool) {
 		return repliesLua(), true
 	case file == "buyer_fields.lua" && name == "marks":
 		return marksLua(), true
-	case file == "reserve.lua" && name == "layout":
-		return layoutLua(), true
 	case name == "codes":
 		if s, ok := scripts[file]; ok && len(s.codes) > 0 {
 			return CodesLua(s.codes), true

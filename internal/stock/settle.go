@@ -14,6 +14,7 @@ import (
 //
 //go:embed rollback.lua
 var rollbackLua string
+
 var rollbackScript = NewScript(rollbackLua, rollbackCodes)
 
 // RollbackResult says what Rollback did.
@@ -53,7 +54,7 @@ func (s *Stock) Rollback(ctx context.Context, activityID int64, who buyer.ID, or
 		return 0, fmt.Errorf("roll back reservation: %w", err)
 	}
 	if RollbackResult(c.Value) == RolledBack {
-		s.soldOut.clear(activityID)
+		s.UnitsBack(activityID)
 	}
 	return RollbackResult(c.Value), nil
 }
@@ -62,6 +63,7 @@ func (s *Stock) Rollback(ctx context.Context, activityID int64, who buyer.ID, or
 //
 //go:embed claim.lua
 var claimLua string
+
 var claimScript = NewScript(claimLua, claimCodes)
 
 // claimCodes are claimScript's answers per order: claimed (orderClaimed), or not queued.
@@ -77,7 +79,7 @@ type OrderRef struct {
 }
 
 // Claimed is an order a worker claimed: its bucket, the generation the bucket reached
-// with the claim, and the epoch of the sale's state it was claimed in (see rebuild.go).
+// with the claim, and the epoch of the sale's state it was claimed in (see lifecycle's rebuild.go).
 type Claimed struct {
 	Bucket int
 	Gen    int64
@@ -87,7 +89,7 @@ type Claimed struct {
 // Claim marks queued orders of one sale as taken by a worker, so the API will not give
 // them back any more. It returns the orders that are queued and now claimed, each with
 // its bucket, the generation its bucket reached with the claim and the state's epoch,
-// which the worker gives MySQL with the orders (see rebuild.go); an order that is not
+// which the worker gives MySQL with the orders (see lifecycle's rebuild.go); an order that is not
 // queued was either given back by the API (it must not be persisted) or settled
 // already (it is in MySQL).
 func (s *Stock) Claim(ctx context.Context, activityID int64, orders []OrderRef) (map[string]Claimed, error) {
@@ -115,16 +117,6 @@ func (s *Stock) Claim(ctx context.Context, activityID int64, orders []OrderRef) 
 		}
 	}
 	return claimed, nil
-}
-
-// ByBucket groups a sale's orders by the home bucket of their buyers (of).
-func ByBucket[T any](sale Bucket, orders []T, of func(T) buyer.ID) map[Bucket][]T {
-	out := map[Bucket][]T{}
-	for _, o := range orders {
-		b := Home(sale.act, of(o), sale.k)
-		out[b] = append(out[b], o)
-	}
-	return out
 }
 
 // settleScript ends the queued state of orders the worker has written to MySQL.
@@ -242,7 +234,7 @@ func (s *Stock) Settle(ctx context.Context, activityID int64, orders []Settlemen
 		if back, err := Integer(res[0]); err != nil {
 			return fmt.Errorf("settle orders: %w", err)
 		} else if back > 0 {
-			s.soldOut.clear(activityID)
+			s.UnitsBack(activityID)
 		}
 	}
 	return nil
@@ -327,6 +319,7 @@ return out
 //
 //go:embed forget.lua
 var forgetLua string
+
 var forgetScript = NewScript(forgetLua, nil)
 
 // Returning is one cancelled (or expired, or refunded) order whose units go back.
@@ -373,7 +366,7 @@ func (s *Stock) Return(ctx context.Context, activityID int64, orders ...Returnin
 			if o.OffSale {
 				offSale = "1"
 			}
-			args = append(args, o.OrderID, o.Buyer.Key(), o.Quantity, offSale, o.Variant.arg())
+			args = append(args, o.OrderID, o.Buyer.Key(), o.Quantity, offSale, o.Variant.Arg())
 		}
 		res, err := Reply(returnScript.Run(ctx, s.rdb, keys, args...).Result())
 		if err != nil {
@@ -387,7 +380,7 @@ func (s *Stock) Return(ctx context.Context, activityID int64, orders ...Returnin
 			return out, fmt.Errorf("return units: %w", err)
 		}
 		if terms[0] > 0 {
-			s.soldOut.clear(activityID)
+			s.UnitsBack(activityID)
 		}
 		offers, err := offered(activityID, res[3:])
 		if err != nil {
@@ -428,6 +421,7 @@ func (s *Stock) Forget(ctx context.Context, activityID int64, orders ...Returnin
 //
 //go:embed stale.lua
 var staleLua string
+
 var staleScript = NewScript(staleLua, nil)
 
 // Stale returns up to limit queued orders of a sale (per bucket) taken at or before
@@ -455,7 +449,7 @@ func (s *Stock) Stale(ctx context.Context, activityID int64, before time.Time, l
 			if !ok1 || !ok2 || !ok3 {
 				return nil, fmt.Errorf("stale queued orders: unexpected reply %v", res[i:i+3])
 			}
-			q, err := parseQueued(activityID, id, v)
+			q, err := ParseQueued(activityID, id, v)
 			if err != nil {
 				return nil, err
 			}

@@ -16,7 +16,6 @@ import (
 // with the number of variants. Every unit of a variant is in its avail:<i> (or
 // reserve:<i>, or a move of it) exactly when it is in avail (reserve, the move): the
 // two always change together.
-
 // MaxVariants is the most variants a sale may have.
 const MaxVariants = 100
 
@@ -38,22 +37,22 @@ type VariantStock struct {
 	OffSale          int64
 }
 
-// variantField is the field of a sale hash that holds variant v's share of field
+// VariantField is the field of a sale hash that holds variant v's share of field
 // (avail, total, reserve): field itself for no variant.
-func variantField(field string, v Variant) string {
+func VariantField(field string, v Variant) string {
 	if i, ok := v.Index(); ok {
 		return field + ":" + strconv.Itoa(i)
 	}
 	return field
 }
 
-// unitsOf sums a sale hash's units of field (avail or reserve) for the sale and per
+// UnitsOf sums a sale hash's units of field (avail or reserve) for the sale and per
 // variant, from its fields read whole (HGETALL): n variants.
-func unitsOf(hash map[string]string, field string, n int, sum *int64, variants []int64) {
+func UnitsOf(hash map[string]string, field string, n int, sum *int64, variants []int64) {
 	v, _ := strconv.ParseInt(hash[field], 10, 64)
 	*sum += v
 	for i := range n {
-		v, _ := strconv.ParseInt(hash[variantField(field, VariantAt(i))], 10, 64)
+		v, _ := strconv.ParseInt(hash[VariantField(field, VariantAt(i))], 10, 64)
 		variants[i] += v
 	}
 }

@@ -24,7 +24,6 @@ import (
 // order of them at once, marked offered, as a purchase would have made it; the units go
 // back on open sale only when no entry fits. A sale of several buckets has no waitlist:
 // its units come back to the buyers' home buckets, in other slots.
-
 // Errors of the waitlist.
 var (
 	// ErrNotSoldOut is a join while the sale (the variant) has units on sale.
@@ -180,7 +179,7 @@ func offered(activityID int64, vs []any) ([]QueuedOrder, error) {
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("offers: unexpected reply %v", vs[i:i+2])
 		}
-		q, err := parseQueued(activityID, id, v)
+		q, err := ParseQueued(activityID, id, v)
 		if err != nil {
 			return nil, err
 		}
@@ -307,7 +306,7 @@ func (s *Stock) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID
 		return Entry{}, false, ErrNoWaitlist
 	}
 	keys := []string{SaleKey(sale), UsersKey(sale), WaitlistEntriesKey(sale), WaitlistKey(sale, v)}
-	res, err := Reply(joinScript.Run(ctx, s.rdb, keys, who.Key(), quantity, v.arg(), now.UnixMilli()).Result())
+	res, err := Reply(joinScript.Run(ctx, s.rdb, keys, who.Key(), quantity, v.Arg(), now.UnixMilli()).Result())
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("join waitlist: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 
 	"seckill/internal/buyer"
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
 )
 
@@ -19,10 +21,10 @@ import (
 // limit, or after the end is refused, and a buyer's second join answers the entry.
 func TestWaitlistOffersInJoinOrder(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
-	s := stock.New(rdb)
+	s := stocktest.New(rdb)
 	ctx := context.Background()
-	newSale(t, s, 1, 3, 2)
-	in := t0.Add(time.Minute)
+	stocktest.NewSale(t, s, 1, 3, 2)
+	in := stocktest.T0.Add(time.Minute)
 	s.SetClock(func() time.Time { return in })
 	join := func(user int64, qty int) (stock.Entry, bool, error) {
 		return s.JoinWaitlist(ctx, 1, buyer.Of(user), qty, 0, in)
@@ -30,15 +32,15 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 	if _, _, err := join(9, 1); !errors.Is(err, stock.ErrNotSoldOut) {
 		t.Fatalf("a join while units are on sale: %v, want ErrNotSoldOut", err)
 	}
-	var bought []stock.Reservation
+	var bought []reserve.Reservation
 	for u := int64(1); u <= 3; u++ {
-		r := reservation(1, u, 1, "", in)
+		r := stocktest.Reservation(1, u, 1, "", in)
 		if _, err := s.Reserve(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 		bought = append(bought, r)
 	}
-	settle := func(ids ...stock.Reservation) {
+	settle := func(ids ...reserve.Reservation) {
 		t.Helper()
 		var ss []stock.Settlement
 		for _, r := range ids {
@@ -82,7 +84,7 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 		}
 		return e
 	}
-	giveBack := func(r stock.Reservation) []stock.QueuedOrder {
+	giveBack := func(r reserve.Reservation) []stock.QueuedOrder {
 		t.Helper()
 		offered, err := s.Return(ctx, 1, stock.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: r.Quantity})
 		if err != nil {
@@ -92,7 +94,7 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 	}
 	left := func() int64 {
 		t.Helper()
-		n, _ := variantsLeft(t, s, 1)
+		n, _ := stocktest.VariantsLeft(t, s, 1)
 		return n
 	}
 
@@ -121,7 +123,7 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 	}
 	// Buyer 11's offered order is persisted, then expires unpaid: its entry ends, and its
 	// unit fits nobody (buyer 10 wants 2): it goes back on sale.
-	offer11 := stock.Reservation{Purchase: stock.Purchase{ActivityID: 1, Buyer: "11", Quantity: 1}, OrderID: offered[0].OrderID}
+	offer11 := reserve.Reservation{Purchase: stock.Purchase{ActivityID: 1, Buyer: "11", Quantity: 1}, OrderID: offered[0].OrderID}
 	settle(offer11)
 	if offered := giveBack(offer11); len(offered) != 0 {
 		t.Errorf("a unit nobody fits was offered: %+v", offered)
@@ -144,7 +146,7 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 		t.Errorf("holdings after the offers: %v, %v", snap.Users, err)
 	}
 	// After the end, nobody joins.
-	if _, _, err := s.JoinWaitlist(ctx, 1, "20", 1, 0, t0.Add(time.Hour)); !errors.Is(err, stock.ErrEnded) {
+	if _, _, err := s.JoinWaitlist(ctx, 1, "20", 1, 0, stocktest.T0.Add(time.Hour)); !errors.Is(err, stock.ErrEnded) {
 		t.Errorf("a join at the end: %v, want ErrEnded", err)
 	}
 }
@@ -152,22 +154,22 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 // An entry whose buyer bought meanwhile, up to the limit, is passed over: the unit goes
 // to the next entry that fits within its buyer's limit.
 func TestWaitlistOfferWithinTheLimit(t *testing.T) {
-	s := stock.New(testutil.StartRedis(t).Client(t))
+	s := stocktest.New(testutil.StartRedis(t).Client(t))
 	ctx := context.Background()
-	newVariantSale(t, s, 2, []int64{1, 1}, 1, 0, 1)
-	s.SetClock(func() time.Time { return t0.Add(time.Minute) })
-	r := variantReservation(2, 1, 1, 0)
+	stocktest.NewVariantSale(t, s, 2, []int64{1, 1}, 1, 0, 1)
+	s.SetClock(func() time.Time { return stocktest.T0.Add(time.Minute) })
+	r := stocktest.VariantReservation(2, 1, 1, 0)
 	if _, err := s.Reserve(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	in := t0.Add(time.Minute)
+	in := stocktest.T0.Add(time.Minute)
 	for _, u := range []int64{30, 31} {
 		if _, _, err := s.JoinWaitlist(ctx, 2, buyer.Of(u), 1, stock.VariantAt(0), in); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Buyer 30 buys the other size meanwhile: they hold the limit of 1.
-	if _, err := s.Reserve(ctx, variantReservation(2, 30, 1, 1)); err != nil {
+	if _, err := s.Reserve(ctx, stocktest.VariantReservation(2, 30, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Settle(ctx, 2, []stock.Settlement{{OrderID: r.OrderID, Buyer: r.Buyer}}); err != nil {

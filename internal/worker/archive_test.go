@@ -18,6 +18,8 @@ import (
 	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
@@ -29,7 +31,7 @@ import (
 type archiveFixture struct {
 	rdb      *redis.Client
 	st       *store.Store
-	sk       *stock.Stock
+	sk       *stocktest.Side
 	svc      *sale.Service
 	orders   *order.Lifecycle
 	persist  *worker.Persister
@@ -41,15 +43,15 @@ const retention = time.Hour
 func newArchiveFixture(t *testing.T, db *testutil.MySQLDB) *archiveFixture {
 	t.Helper()
 	rdb := testutil.StartRedis(t).Client(t)
-	st, sk := store.New(db.Gorm, sale.EventViews{}), stock.New(rdb)
+	st, sk := store.New(db.Gorm, sale.EventViews{}), stocktest.New(rdb)
 	locks := lock.New(rdb)
 	t.Cleanup(func() { _ = locks.Close() })
 	outages := outage.NewRecord(rdb)
-	orders := order.New(st, sk, outages)
-	svc := sale.New(st, sk, orders, outages, queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
+	orders := order.New(st, sk.Stock, outages)
+	svc := sale.New(st, sk.Stock, orders, outages, queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
 	t.Cleanup(func() { svc.Close(context.Background()) })
 	return &archiveFixture{rdb: rdb, st: st, sk: sk, svc: svc, orders: orders,
-		persist: worker.NewPersister(st, sk, outages, 100), archiver: sale.NewArchiver(st, sk, retention)}
+		persist: worker.NewPersister(st, sk.Stock, outages, 100), archiver: sale.NewArchiver(st, sk.Stock, retention)}
 }
 
 // newSale creates a sale open now, of buckets buckets (a group-buy sale of groups of 2
@@ -346,7 +348,7 @@ func TestArchivedSaleAnswersFromMySQL(t *testing.T) {
 	if _, err := f.svc.Rebuild(ctx, a.ID); !errors.Is(err, sale.ErrArchived) {
 		t.Errorf("a rebuild: %v, want ErrArchived", err)
 	}
-	if _, err := sale.NewRebuilder(f.st, f.sk).RebuildLost(ctx, time.Now().Add(-2*time.Hour)); err != nil {
+	if _, err := sale.NewRebuilder(f.st, f.sk.Stock).RebuildLost(ctx, time.Now().Add(-2*time.Hour)); err != nil {
 		t.Errorf("the worker's check of lost sales: %v", err)
 	}
 	if keys := testutil.SaleKeys(t, f.rdb, a.ID); len(keys) > 0 {
@@ -383,7 +385,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 				}
 			}
 			// A purchase the API gave back (its reply lost): the task delivered again names it.
-			gone := stock.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(99), Quantity: 1},
+			gone := reserve.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(99), Quantity: 1},
 				OrderID: fmt.Sprintf("01KGGGGGGGGGGGGGGGGGGGGGGG%d", a.ID), Now: time.Now(), LockToken: "t", LockTTL: time.Millisecond}
 			if _, err := f.sk.Reserve(ctx, gone); err != nil {
 				t.Fatal(err)
@@ -421,7 +423,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 					}
 				})
 			}
-			rebuilder := sale.NewRebuilder(f.st, f.sk)
+			rebuilder := sale.NewRebuilder(f.st, f.sk.Stock)
 			loop(func() {
 				if _, err := rebuilder.Rebuild(ctx, a.ID, true); err != nil && !errors.Is(err, sale.ErrArchived) {
 					report("a rebuild: %v", err)

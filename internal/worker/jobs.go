@@ -10,6 +10,7 @@ import (
 
 	"seckill/internal/queue"
 	"seckill/internal/stock"
+	"seckill/internal/stock/moves"
 	"seckill/internal/store"
 	"seckill/lock"
 )
@@ -103,6 +104,7 @@ func (m *jobMetrics) ran(job string, ran bool, err error) {
 type Repairer struct {
 	store     *store.Store
 	stock     *stock.Stock
+	moves     *moves.Mover
 	queue     *queue.Enqueuer
 	persister *Persister
 	// MinAge is how old an unclaimed order must be to be checked. The API enqueues an
@@ -121,7 +123,7 @@ type Repairer struct {
 // NewRepairer returns a Repairer that enqueues lost orders with q and writes stuck
 // ones with p.
 func NewRepairer(st *store.Store, sk *stock.Stock, q *queue.Enqueuer, p *Persister) *Repairer {
-	return &Repairer{store: st, stock: sk, queue: q, persister: p, MinAge: 10 * time.Second,
+	return &Repairer{store: st, stock: sk, moves: moves.New(sk), queue: q, persister: p, MinAge: 10 * time.Second,
 		StuckAge: 30 * time.Second, Batch: 500, now: time.Now}
 }
 
@@ -136,7 +138,7 @@ func (r *Repairer) Repair(ctx context.Context) (int, error) {
 	for _, a := range acts {
 		now := r.now()
 		if a.StockBuckets > 1 && now.Before(a.EndsAt.Add(time.Hour)) {
-			moved, err := r.stock.FinishMoves(ctx, a.ID, now)
+			moved, err := r.moves.FinishMoves(ctx, a.ID, now)
 			if err != nil {
 				return n, fmt.Errorf("repair: %w", err)
 			}

@@ -14,6 +14,7 @@ import (
 	"seckill/internal/outage"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
+	"seckill/internal/stock/lifecycle"
 	"seckill/internal/store"
 )
 
@@ -31,6 +32,7 @@ var _ Outages = (*outage.Record)(nil)
 type Persister struct {
 	store   *store.Store
 	stock   *stock.Stock
+	sales   *lifecycle.Sales
 	outages Outages
 	metrics *metrics
 
@@ -48,7 +50,7 @@ type Persister struct {
 // (SECKILL_PERSIST_BATCH; config.Load has its default), each with the deadline in force
 // of its pay window as MySQL outages extended it.
 func NewPersister(st *store.Store, sk *stock.Stock, outages Outages, batch int) *Persister {
-	return &Persister{store: st, stock: sk, outages: outages, Batch: batch}
+	return &Persister{store: st, stock: sk, sales: lifecycle.New(sk), outages: outages, Batch: batch}
 }
 
 // HandleTask is the asynq handler of queue.TypePersist, and of queue.TypePersistV1 (the
@@ -223,7 +225,7 @@ func (p *Persister) adoptOrphans(ctx context.Context, notQueued []stock.QueuedOr
 	}
 	var adopted []store.NewOrder
 	for act, qs := range byActivity {
-		got, epoch, err := p.stock.Adopt(ctx, act, qs)
+		got, epoch, err := p.sales.Adopt(ctx, act, qs)
 		if archived, aerr := p.archived(ctx, act, got); aerr != nil || archived {
 			for _, q := range qs {
 				results[q.OrderID] = aerr
@@ -239,7 +241,7 @@ func (p *Persister) adoptOrphans(ctx context.Context, notQueued []stock.QueuedOr
 			switch {
 			case err != nil:
 				results[q.OrderID] = err
-			case got[q.OrderID] == stock.Adopted:
+			case got[q.OrderID] == lifecycle.Adopted:
 				slog.Warn("order whose Redis state was lost with its sale's: adopted on the rebuilt sale", "order", q.OrderID)
 				n := q.Row()
 				n.Epoch = epoch
@@ -249,7 +251,7 @@ func (p *Persister) adoptOrphans(ctx context.Context, notQueued []stock.QueuedOr
 				reason := orphanReasons[got[q.OrderID]]
 				_, results[q.OrderID] = p.store.StoreFailed(ctx, q.Row(), reason)
 				p.metrics.handled(store.StatusFailed, 1)
-			case got[q.OrderID] == stock.SaleMissing:
+			case got[q.OrderID] == lifecycle.SaleMissing:
 				results[q.OrderID] = errSaleMissing
 				if p.LostSale != nil {
 					p.LostSale(act)
@@ -267,10 +269,10 @@ func (p *Persister) adoptOrphans(ctx context.Context, notQueued []stock.QueuedOr
 // An archived sale was settled when it was, with no order queued in Redis (every order
 // it took in MySQL, each settled there after its write): an order of it that MySQL does
 // not have was given back by the API (its buyer got 503), and is dropped.
-func (p *Persister) archived(ctx context.Context, activityID int64, got map[string]stock.Adoption) (bool, error) {
+func (p *Persister) archived(ctx context.Context, activityID int64, got map[string]lifecycle.Adoption) (bool, error) {
 	missing := false
 	for _, a := range got {
-		missing = missing || a == stock.SaleMissing
+		missing = missing || a == lifecycle.SaleMissing
 	}
 	if !missing {
 		return false, nil
@@ -284,10 +286,10 @@ func (p *Persister) archived(ctx context.Context, activityID int64, got map[stri
 
 // orphanReasons are the failure reasons of the orphans Adopt did not adopt, each
 // beginning with OrphanReasonPrefix.
-var orphanReasons = map[stock.Adoption]string{
-	stock.OrphanNoStock:   OrphanReasonPrefix + " order with its sale's state, and no units were left when it came back",
-	stock.OrphanOverLimit: OrphanReasonPrefix + " order with its sale's state, and by the time it came back its buyer had reached the sale's limit again",
-	stock.OrphanSeat:      OrphanReasonPrefix + " seat with its sale's state, and its group with it",
+var orphanReasons = map[lifecycle.Adoption]string{
+	lifecycle.OrphanNoStock:   OrphanReasonPrefix + " order with its sale's state, and no units were left when it came back",
+	lifecycle.OrphanOverLimit: OrphanReasonPrefix + " order with its sale's state, and by the time it came back its buyer had reached the sale's limit again",
+	lifecycle.OrphanSeat:      OrphanReasonPrefix + " seat with its sale's state, and its group with it",
 }
 
 // OrphanReasonPrefix begins the failure reason of an acknowledged order that Redis lost

@@ -14,6 +14,8 @@ import (
 	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
@@ -25,7 +27,7 @@ import (
 func TestPersisterWritesATaskInBatches(t *testing.T) {
 	ctx := context.Background()
 	rdb := testutil.StartRedis(t).Client(t)
-	st, sk := store.New(testutil.MySQL(t).Gorm, sale.EventViews{}), stock.New(rdb)
+	st, sk := store.New(testutil.MySQL(t).Gorm, sale.EventViews{}), stocktest.New(rdb)
 	now := time.Now()
 	a := store.Activity{Name: "s", ProductName: "p", PriceCents: 100, StockTotal: 10, PerUserLimit: 1,
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PayWindowSeconds: 60}
@@ -38,7 +40,7 @@ func TestPersisterWritesATaskInBatches(t *testing.T) {
 	var orders []stock.QueuedOrder
 	for u := int64(1); u <= 5; u++ {
 		id := fmt.Sprintf("01KAAAAAAAAAAAAAAAAAAAAAA%d%d", u, a.ID)
-		if _, err := sk.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1},
+		if _, err := sk.Reserve(ctx, reserve.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1},
 			OrderID: id, Now: now, LockToken: lock.NewToken(), LockTTL: time.Second}); err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +49,7 @@ func TestPersisterWritesATaskInBatches(t *testing.T) {
 	}
 	task := queue.NewBatchTask(orders)
 
-	p := worker.NewPersister(st, sk, outage.NewRecord(rdb), 2)
+	p := worker.NewPersister(st, sk.Stock, outage.NewRecord(rdb), 2)
 	reg := prometheus.NewRegistry()
 	p.Register(reg)
 	if err := p.HandleTask(ctx, asynq.NewTask(task.Type(), task.Payload())); err != nil {
