@@ -23,8 +23,8 @@ var ErrArchived = store.ErrArchived
 
 // Archiver archives the sales that are over (the worker's periodic job): once a sale has
 // ended, every order of it is final and Retention has passed since the later of the two,
-// its Redis state is removed, and MySQL answers for it (docs/internals.md, "A year of
-// drops"). In this order, each step safe to run again:
+// its Redis state is removed, and MySQL answers for it (docs/internals/rebuild-and-archive.md,
+// "Archive"). In this order, each step safe to run again:
 //
 //  1. Close the sale as a rebuild does (stock.Close, the same lease): purchases and
 //     moves are refused, and a rebuild cannot run meanwhile (nor the archive during one).

@@ -30,7 +30,7 @@ import (
 // sub-benchmark mysql-holdings times the GROUP BY query (store.Holdings) alone. MySQL's
 // and Redis's clients are the API's (config.MySQL, config.Redis: Redis reads and writes
 // with a one-second timeout, which every call of a rebuild must fit: the users are
-// written in chunks before the script). How it works: docs/internals.md.
+// written in chunks before the script). How it works: docs/internals/rebuild-and-archive.md.
 //
 //	go test -run - -bench Rebuild -benchtime 3x ./internal/sale
 func BenchmarkRebuild(b *testing.B) {

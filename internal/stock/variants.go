@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// A sale of variants sells one product in sizes or colours (docs/internals.md, "Buyers
-// and variants: how they are kept"): each variant has its own units under the sale's one
+// A sale of variants sells one product in sizes or colours (docs/internals/redis-data.md,
+// "Variants"): each variant has its own units under the sale's one
 // per-user limit. Its sale hash keeps, beside the sale's own avail and total (what the
 // waiting room and the sale's status read), avail:<i> and total:<i> per variant i, and
 // variants (how many) and vlimit (the per-variant limit, 0 for none) among its settings;
