@@ -11,6 +11,8 @@
 // docs/internals/mysql-outages.md.
 package outage
 
+//go:generate go test -run ^TestScriptFiles$ -args -update
+
 import "time"
 
 // MaxGrace is the most time outages give back to one window: an outage longer than that
