@@ -7,14 +7,13 @@ import (
 	"time"
 
 	"seckill/internal/buyer"
-	"seckill/internal/store"
 )
 
 // An order's way through stock, in this file: what the buyer asks for (Purchase) and
-// what a replay must match of it (Fingerprint), the arguments of it the reserve script
-// queues (orderArgs), the queued record (QueuedOrder) with its value and its task's
-// line, their coders in Go and in Lua, and the row MySQL stores (Row). A field the
-// buyer sends with an order is added here, along that way.
+// what a replay must match of it (Fingerprint), the queued record (QueuedOrder) with
+// its value and its task's line, and their coders in Go (in Lua: queued.lua). The
+// reserve script's arguments of it are reserve's orderArgs, the row MySQL stores of it
+// store.RowOf. A field the buyer sends with an order goes along that way.
 // Purchase is what a buyer asks for: units of a sale, or a seat in one of its groups.
 type Purchase struct {
 	ActivityID int64
@@ -116,27 +115,6 @@ func (q QueuedOrder) Priced(sale Sale) QueuedOrder {
 	q.AmountCents = sale.PriceCents * int64(q.Quantity)
 	q.ExpiresAt = q.CreatedAt.Add(sale.PayWindow)
 	return q
-}
-
-// Row is the row MySQL stores for q, with what its guards check it against: what the
-// worker writes, and what the API shows of q until then (its status left to the caller).
-func (q QueuedOrder) Row() store.NewOrder {
-	n := store.NewOrder{Limit: q.Limit, ParticipationCap: q.ParticipationCap, Order: store.Order{ID: q.OrderID,
-		ActivityID: q.ActivityID, Buyer: q.Buyer, Quantity: q.Quantity, AmountCents: q.AmountCents,
-		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt}}
-	if q.Group != "" {
-		g := q.Group
-		n.GroupID, n.GroupSize, n.GroupExpiresAt = &g, q.GroupSize, q.GroupExpiresAt
-	}
-	if q.IdempotencyKey != "" {
-		key, fp := q.IdempotencyKey, q.Fingerprint
-		n.IdempotencyKey, n.RequestFingerprint = &key, &fp
-	}
-	if i, ok := q.Variant.Index(); ok {
-		n.VariantIndex = &i // the store names it (variant) from the sale's variants
-	}
-	n.Offered = q.Offered
-	return n
 }
 
 // A queued order is the value of its id in the queued hash: "buyer quantity created

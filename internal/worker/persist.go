@@ -143,7 +143,7 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 			case err != nil:
 				results[o.OrderID] = err
 			case ok:
-				n := o.Row()
+				n := store.RowOf(o)
 				n.Bucket, n.Gen, n.Epoch = c.Bucket, c.Gen, c.Epoch
 				claimed = append(claimed, n)
 			default:
@@ -243,13 +243,13 @@ func (p *Persister) adoptOrphans(ctx context.Context, notQueued []stock.QueuedOr
 				results[q.OrderID] = err
 			case got[q.OrderID] == lifecycle.Adopted:
 				slog.Warn("order whose Redis state was lost with its sale's: adopted on the rebuilt sale", "order", q.OrderID)
-				n := q.Row()
+				n := store.RowOf(q)
 				n.Epoch = epoch
 				adopted = append(adopted, n)
 				p.metrics.handled("adopted", 1)
 			case orphanReasons[got[q.OrderID]] != "":
 				reason := orphanReasons[got[q.OrderID]]
-				_, results[q.OrderID] = p.store.StoreFailed(ctx, q.Row(), reason)
+				_, results[q.OrderID] = p.store.StoreFailed(ctx, store.RowOf(q), reason)
 				p.metrics.handled(store.StatusFailed, 1)
 			case got[q.OrderID] == lifecycle.SaleMissing:
 				results[q.OrderID] = errSaleMissing
