@@ -112,9 +112,18 @@ local function offer(w, variant)
   local avail, left, limit_text = tonumber(s[1]), tonumber(s[2] or '0'), s[3]
   local limit, cap, vlimit = tonumber(limit_text), tonumber(s[4] or '0'), tonumber(s[5] or '0')
   local count = counted(cap, s[6] == 'group')
-  local waiting = redis.call('ZRANGE', w.set, 0, 99)
-  for _, user in ipairs(waiting) do
-    if left <= 0 or w.next > #w.ids then break end
+  -- Pages of the waiting set by join sequence, each after the last one read: an entry
+  -- that does not fit is passed over, however many there are before one that does.
+  local after, page = '-inf', {}
+  local i = 1
+  while left > 0 and w.next <= #w.ids do
+    if i > #page then
+      page = redis.call('ZRANGEBYSCORE', w.set, after, '+inf', 'WITHSCORES', 'LIMIT', 0, 100)
+      if #page == 0 then break end
+      after, i = '(' .. page[#page], 1
+    end
+    local user = page[i]
+    i = i + 2
     local e = parse_entry(redis.call('HGET', w.entries, user))
     if not e or e.status ~= 'w' then
       redis.call('ZREM', w.set, user)
