@@ -220,6 +220,30 @@ func TestWaitlistOfferPastUnfitEntries(t *testing.T) {
 	}
 }
 
+// A buyer's second join, naming another variant, answers the entry they have: its own
+// variant and its position in its own variant's line.
+func TestWaitlistSecondJoinAnswersTheEntry(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newVariantSale(t, s, 4, []int64{1, 1}, 2, 0, 1)
+	in := t0.Add(time.Minute)
+	s.SetClock(func() time.Time { return in })
+	for i := range 2 {
+		if _, err := s.Reserve(ctx, variantReservation(4, int64(1+i), 1, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range []int64{30, 31} {
+		if _, _, err := s.JoinWaitlist(ctx, 4, buyer.Of(u), 1, stock.VariantAt(0), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, created, err := s.JoinWaitlist(ctx, 4, "31", 1, stock.VariantAt(1), in)
+	if err != nil || created || e.Variant != stock.VariantAt(0) || e.Position != 2 || e.Status != stock.EntryWaiting {
+		t.Errorf("buyer 31 joins again naming variant 1: %+v, %v, %v; want their entry of variant 0 at 2", e, created, err)
+	}
+}
+
 // BenchmarkWaitlistOffer measures a return of one unit whose offer passes over n waiting
 // entries that do not fit (each wants 5) before the one that does (1): the script reads
 // every entry it passes, so a return costs Redis time in proportion to them.
