@@ -370,12 +370,15 @@ func (s *Service) SaleOrders(ctx context.Context, c Caller, p OrderPage) ([]Orde
 	case p.Limit < 1 || p.Limit > MaxOrderPage:
 		return nil, &FieldError{"limit", "must be an integer from 1 to " + strconv.Itoa(MaxOrderPage)}
 	}
-	if _, err := s.store.GetActivity(ctx, p.ActivityID); err != nil {
+	a, err := s.store.GetActivity(ctx, p.ActivityID)
+	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}
-	horizon, err := s.horizon(ctx, p.ActivityID)
-	if err != nil {
-		return nil, err
+	horizon := "" // an archived sale's orders are all in MySQL, final: every one is listed
+	if !s.isArchived(a) {
+		if horizon, err = s.horizon(ctx, p.ActivityID); err != nil {
+			return nil, err
+		}
 	}
 	r := store.OrderRange{ActivityID: p.ActivityID, Status: p.Status, After: p.After, Before: horizon, Limit: p.Limit}
 	if !c.actsOnAnyOrder() {
