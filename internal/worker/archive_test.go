@@ -639,3 +639,38 @@ func TestArchivedSaleListsItsOrdersAndReplaysExactKeys(t *testing.T) {
 		})
 	}
 }
+
+// A refund is a final change of its sale: the retention before the archive counts from
+// it, also when the archive had looked at the sale (and remembered when its last order
+// became final) before the refund came.
+func TestRefundRestartsTheRetention(t *testing.T) {
+	ctx := context.Background()
+	f := newArchiveFixture(t, testutil.MySQL(t))
+	a := f.newSale(t, 1, false)
+	o := f.buy(t, a, 1)
+	f.persistAll(t, a)
+	if _, err := f.svc.Pay(ctx, o.ID, sale.Caller{Service: true}); err != nil {
+		t.Fatal(err)
+	}
+	f.end(t, a, time.Now())
+	run := func(after time.Duration, want int) {
+		t.Helper()
+		f.archiver.SetClock(func() time.Time { return time.Now().Add(after) })
+		if n, err := f.archiver.Run(ctx); err != nil || n != want {
+			t.Fatalf("the archive %v after the end: archived %d, %v; want %d", after, n, err, want)
+		}
+	}
+	run(retention-10*time.Minute, 0) // not due: the archive remembers when the payment came
+	f.orders.SetClock(func() time.Time { return time.Now().Add(30 * time.Minute) })
+	defer f.orders.SetClock(time.Now)
+	if r, err := f.svc.Refund(ctx, o.ID, sale.Caller{Service: true}, true); err != nil || r.Status != store.StatusRefunded {
+		t.Fatalf("the refund 30 min after the payment: %+v, %v", r, err)
+	}
+	run(retention+10*time.Minute, 0) // 40 min after the refund
+	// MySQL's mark, under the sale's row lock, holds the same rule for an archive that
+	// read the sale before the refund came.
+	if err := f.st.MarkArchived(ctx, a.ID, time.Now().Add(10*time.Minute), time.Now()); !errors.Is(err, store.ErrNotSettled) {
+		t.Errorf("MySQL marks archived a sale refunded after the retention's start: %v, want ErrNotSettled", err)
+	}
+	run(retention+31*time.Minute, 1)
+}
