@@ -17,13 +17,14 @@ import (
 // The waitlist of a sale (docs/internals.md, "Buyers and variants: how they are kept")
 // lives in the sale's slot: waitlist:entries, a hash of buyer key -> the buyer's entry
 // (entryLua's format), and per variant (or for the sale without variants) a sorted set
-// of the waiting buyers' keys by their join sequence (WaitlistKey). Units that come back
+// of the waiting buyers' keys by their join sequence (waitlistKey). Units that come back
 // (a cancel, an expired pay window, a refund with restock, a failed order) are offered
 // there first, in the script that gives them back (offerLua): the first waiting entry
 // whose quantity fits, and whose buyer stays within the limits with it, gets a queued
 // order of them at once, marked offered, as a purchase would have made it; the units go
 // back on open sale only when no entry fits. A sale of several buckets has no waitlist:
 // its units come back to the buyers' home buckets, in other slots.
+
 // Errors of the waitlist.
 var (
 	// ErrNotSoldOut is a join while the sale (the variant) has units on sale.
@@ -56,10 +57,10 @@ type Entry struct {
 	OrderID string
 }
 
-// WaitlistEntriesKey is the hash of the sale's waitlist entries by buyer key.
+// waitlistEntriesKey is the hash of the sale's waitlist entries by buyer key.
 func WaitlistEntriesKey(b Bucket) string { return Prefix(b) + "waitlist:entries" }
 
-// WaitlistKey is the sorted set of the buyers waiting for units of variant v (none: of
+// waitlistKey is the sorted set of the buyers waiting for units of variant v (none: of
 // the sale), by join sequence.
 func WaitlistKey(b Bucket, v Variant) string {
 	if i, ok := v.Index(); ok {
@@ -111,9 +112,18 @@ local function offer(w, variant)
   local avail, left, limit_text = tonumber(s[1]), tonumber(s[2] or '0'), s[3]
   local limit, cap, vlimit = tonumber(limit_text), tonumber(s[4] or '0'), tonumber(s[5] or '0')
   local count = counted(cap, s[6] == 'group')
-  local waiting = redis.call('ZRANGE', w.set, 0, 99)
-  for _, user in ipairs(waiting) do
-    if left <= 0 or w.next > #w.ids then break end
+  -- Pages of the waiting set by join sequence, each after the last one read: an entry
+  -- that does not fit is passed over, however many there are before one that does.
+  local after, page = '-inf', {}
+  local i = 1
+  while left > 0 and w.next <= #w.ids do
+    if i > #page then
+      page = redis.call('ZRANGEBYSCORE', w.set, after, '+inf', 'WITHSCORES', 'LIMIT', 0, 100)
+      if #page == 0 then break end
+      after, i = '(' .. page[#page], 1
+    end
+    local user = page[i]
+    i = i + 2
     local e = parse_entry(redis.call('HGET', w.entries, user))
     if not e or e.status ~= 'w' then
       redis.call('ZREM', w.set, user)
@@ -191,21 +201,25 @@ func offered(activityID int64, vs []any) ([]QueuedOrder, error) {
 // joinScript puts a buyer on a sale's waitlist, or answers the entry they have.
 //
 // KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] entries: waitlist entries
-// KEYS[4] set: the waiting set of the entry's variant
+// KEYS[4] set: the waiting set of the variant asked for
 // ARGV[1] user: the buyer's key  ARGV[2] qty: quantity  ARGV[3] variant: the variant's
-// index, "" for none  ARGV[4] now: now (ms)
+// index, "" for none  ARGV[4] now: now (ms)  ARGV[5] prefix: the waitlist key prefix
+// (an entry's waiting set is it and the entry's variant, or "-")  ARGV[6] ticket: "1"
+// when the buyer holds a ticket of the sale's line (its waiting room), else "0"
 //
-// Returns {JOINED | ENTRY (the entry there already), seq, qty, variant ("" none),
-// joined, status, order ("" none), position (0 when not waiting)}, or a refusal of
+// Returns {JOINED | ENTRY (the entry there already, as it is: its own variant and
+// position, whatever the variant asked for), seq, qty, variant ("" none), joined,
+// status, order ("" none), position (0 when not waiting)}, or a refusal of
 // joinCodes {code, ...}: NO_SALE (lost or archived), GROUP_SALE, NO_VARIANT (none of
-// the sale's), ENDED, NOT_SOLD_OUT (units are on sale), OVER_LIMIT {held, limit} past
+// the sale's), NOT_ADMITTED (a sale with a waiting room, and no ticket of its line),
+// ENDED, NOT_SOLD_OUT (units are on sale), OVER_LIMIT {held, limit} past
 // the limit, QUANTITY_OVER_LIMIT {limit} a quantity above the limit,
 // OVER_VARIANT_LIMIT {held, limit} past the per-variant limit.
 var joinScript = assembled(joinCodes, buyerFieldsLua+entryLua+variantsLua, `
 local sale, users, entries, set = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local user, qty, variant, now = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local user, qty, variant, now, prefix, ticket = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 `, `
-local s = redis.call('HMGET', sale, 'total', 'kind', 'variants', 'end', 'avail', 'limit', 'vlimit', 'archived')
+local s = redis.call('HMGET', sale, 'total', 'kind', 'variants', 'end', 'avail', 'limit', 'vlimit', 'archived', 'room')
 if not s[1] or s[8] then return {NO_SALE} end
 if s[2] == 'group' then return {GROUP_SALE} end
 local variants = tonumber(s[3] or '0')
@@ -213,11 +227,12 @@ if variant == '' then variant = nil end
 if (variants > 0) ~= (variant ~= nil) or (variant and tonumber(variant) >= variants) then return {NO_VARIANT} end
 local function answer(code, e)
   local pos = 0
-  if e.status == 'w' then pos = (redis.call('ZRANK', set, user) or -1) + 1 end
+  if e.status == 'w' then pos = (redis.call('ZRANK', prefix .. (e.variant or '-'), user) or -1) + 1 end
   return {code, e.seq, string.format('%d', e.qty), e.variant or '', e.joined, e.status, e.order or '', pos}
 end
 local e = parse_entry(redis.call('HGET', entries, user))
 if e and e.status ~= 'e' then return answer(ENTRY, e) end
+if s[9] == '1' and ticket ~= '1' then return {NOT_ADMITTED} end
 if tonumber(now) >= tonumber(s[4]) then return {ENDED} end
 local left = s[5]
 if variant then left = redis.call('HGET', sale, vfield('avail', variant)) end
@@ -244,7 +259,12 @@ var joinCodes = []Code{{"JOINED", joinedNow, nil}, {"ENTRY", 1, nil}, {"NO_SALE"
 	{"GROUP_SALE", -2, ErrGroupSale}, {"NO_VARIANT", -3, ErrNoVariant}, {"ENDED", -4, ErrEnded},
 	{"NOT_SOLD_OUT", -5, ErrNotSoldOut}, {"OVER_LIMIT", joinOverLimit, ErrLimitExceeded},
 	{"QUANTITY_OVER_LIMIT", joinQuantityOverLimit, ErrQuantityOverLimit},
-	{"OVER_VARIANT_LIMIT", joinOverVariantLimit, ErrLimitExceeded}}
+	{"OVER_VARIANT_LIMIT", joinOverVariantLimit, ErrLimitExceeded}, {"NOT_ADMITTED", -9, errWaitlistNotAdmitted}}
+
+// errWaitlistNotAdmitted is a join of the waitlist of a sale with a waiting room by a
+// buyer without a ticket of its line: the line decides who gets a sale's units, those
+// that come back included.
+var errWaitlistNotAdmitted = &DetailError{ErrNotAdmitted, "its waitlist takes only buyers who hold a ticket of its line"}
 
 // The codes of joinCodes that Go tells apart.
 const (
@@ -293,20 +313,23 @@ func WaitlistPrefix(b Bucket) string { return Prefix(b) + "waitlist:" }
 
 // JoinWaitlist puts a buyer on the waitlist of a sale (a variant of it) for quantity
 // units, and returns the entry and whether it is new (false: the entry the buyer had,
-// unchanged). A buyer whose entry ended joins anew. Errors: ErrNoSale, ErrGroupSale,
-// ErrNoVariant, ErrEnded, ErrNotSoldOut (units are on sale), ErrLimitExceeded (the
-// buyer's holding with quantity would pass the limit or the per-variant limit),
-// ErrQuantityOverLimit, ErrNoWaitlist (a sale of several buckets).
-func (s *Stock) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, v Variant, now time.Time) (Entry, bool, error) {
+// unchanged). A buyer whose entry ended joins anew. ticket says whether the buyer
+// holds a ticket of the sale's line: a sale with a waiting room takes no one else.
+// Errors: ErrNoSale, ErrGroupSale, ErrNoVariant, ErrNotAdmitted, ErrEnded, ErrNotSoldOut
+// (units are on sale), ErrLimitExceeded (the buyer's holding with quantity would pass
+// the limit or the per-variant limit), ErrQuantityOverLimit, ErrNoWaitlist (a sale of
+// several buckets).
+func (s *Stock) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, v Variant, now time.Time, ticket bool) (Entry, bool, error) {
 	sale, err := s.SaleOf(ctx, activityID)
 	if err != nil {
 		return Entry{}, false, err
 	}
-	if sale.k > 1 {
+	if sale.K() > 1 {
 		return Entry{}, false, ErrNoWaitlist
 	}
 	keys := []string{SaleKey(sale), UsersKey(sale), WaitlistEntriesKey(sale), WaitlistKey(sale, v)}
-	res, err := Reply(joinScript.Run(ctx, s.rdb, keys, who.Key(), quantity, v.Arg(), now.UnixMilli()).Result())
+	res, err := Reply(joinScript.Run(ctx, s.rdb, keys, who.Key(), quantity, v.Arg(), now.UnixMilli(),
+		WaitlistPrefix(sale), flag(ticket)).Result())
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("join waitlist: %w", err)
 	}
