@@ -24,6 +24,7 @@ import (
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/settle"
 	"seckill/internal/store"
 )
 
@@ -84,8 +85,8 @@ var mapping = []struct {
 	{stock.ErrLimitExceeded, http.StatusConflict, "limit_exceeded"},
 	{stock.ErrQuantityOverLimit, http.StatusBadRequest, "invalid_request"},
 	{stock.ErrNoVariant, http.StatusBadRequest, "invalid_request"},
-	{stock.ErrNotSoldOut, http.StatusConflict, "not_sold_out"},
-	{stock.ErrNoWaitlist, http.StatusConflict, "no_waitlist"},
+	{settle.ErrNotSoldOut, http.StatusConflict, "not_sold_out"},
+	{settle.ErrNoWaitlist, http.StatusConflict, "no_waitlist"},
 	{stock.ErrKeyReused, http.StatusUnprocessableEntity, "idempotency_key_reused"},
 	{stock.ErrBusy, http.StatusTooManyRequests, "busy"},
 	{stock.ErrNoGroup, http.StatusNotFound, "not_found"},

@@ -14,6 +14,7 @@ import (
 	"seckill/internal/outage"
 	"seckill/internal/stock"
 	"seckill/internal/stock/group"
+	"seckill/internal/stock/settle"
 	"seckill/internal/store"
 )
 
@@ -29,6 +30,7 @@ type Lifecycle struct {
 	store   *store.Store
 	stock   *stock.Stock
 	groups  *group.Groups
+	settle  *settle.Settler
 	outages Outages
 	now     func() time.Time
 	// Offers, when set, enqueues the orders the waitlist makes of units that come back
@@ -43,7 +45,7 @@ type Enqueuer interface {
 
 // New returns a Lifecycle that judges pay windows as MySQL outages extend them.
 func New(st *store.Store, sk *stock.Stock, outages Outages) *Lifecycle {
-	return &Lifecycle{store: st, stock: sk, groups: group.New(sk), outages: outages, now: time.Now}
+	return &Lifecycle{store: st, stock: sk, groups: group.New(sk), settle: settle.New(sk), outages: outages, now: time.Now}
 }
 
 // stamp is the time rows are stamped with: UTC, to the millisecond MySQL keeps.
@@ -111,7 +113,7 @@ func (l *Lifecycle) returnUnits(ctx context.Context, o store.Order, read time.Ti
 }
 
 // errStaleRead: the orders were read as return_pending too long ago to return their
-// units on that word (stock.ReturnedRetention); they stay pending and a later pass
+// units on that word (settle.ReturnedRetention); they stay pending and a later pass
 // reads again.
 var errStaleRead = errors.New("the pending return was read too long ago; read again")
 
@@ -122,22 +124,22 @@ var errStaleRead = errors.New("the pending return was read too long ago; read ag
 // ReturnedRetention after MySQL recorded it, so a caller within half of that of its
 // read cannot return an order twice.
 func (l *Lifecycle) giveBack(ctx context.Context, orders []store.Order, read time.Time) error {
-	if time.Since(read) > stock.ReturnedRetention/2 {
+	if time.Since(read) > settle.ReturnedRetention/2 {
 		return errStaleRead
 	}
-	bySale := map[int64][]stock.Returning{}
+	bySale := map[int64][]settle.Returning{}
 	for _, o := range orders {
-		r := stock.Returning{OrderID: o.ID, Buyer: o.Buyer, Quantity: o.Quantity, OffSale: o.OffSale()}
+		r := settle.Returning{OrderID: o.ID, Buyer: o.Buyer, Quantity: o.Quantity, OffSale: o.OffSale()}
 		if o.VariantIndex != nil {
 			r.Variant = stock.VariantAt(*o.VariantIndex)
 		}
 		bySale[o.ActivityID] = append(bySale[o.ActivityID], r)
 	}
-	returned := map[int64][]stock.Returning{} // by sale, the orders whose units are back
+	returned := map[int64][]settle.Returning{} // by sale, the orders whose units are back
 	var all []string
 	var errs []error
 	for act, rs := range bySale {
-		offered, err := l.stock.Return(ctx, act, rs...)
+		offered, err := l.settle.Return(ctx, act, rs...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("sale %d: %w", act, err))
 			continue
@@ -152,7 +154,7 @@ func (l *Lifecycle) giveBack(ctx context.Context, orders []store.Order, read tim
 		return errors.Join(append(errs, err)...)
 	}
 	for act, rs := range returned {
-		if err := l.stock.Forget(ctx, act, rs...); err != nil {
+		if err := l.settle.Forget(ctx, act, rs...); err != nil {
 			// Remembered until the sale's next rebuild: no harm to the units.
 			slog.Warn("returned orders not forgotten by Redis", "activity", act, "orders", len(rs), "err", err)
 		}

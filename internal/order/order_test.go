@@ -16,6 +16,7 @@ import (
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/settle"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
@@ -85,7 +86,7 @@ func (f *fixture) created(user int64, qty int) store.Order {
 	if _, err := f.st.PersistBatch(ctx, []store.NewOrder{{Order: o, Limit: 5}}, outage.Outages{}); err != nil {
 		f.t.Fatal(err)
 	}
-	if err := f.sk.Settle(ctx, f.act, []stock.Settlement{{OrderID: id, Buyer: buyer.Of(user)}}); err != nil {
+	if err := f.sk.Settle(ctx, f.act, []settle.Settlement{{OrderID: id, Buyer: buyer.Of(user)}}); err != nil {
 		f.t.Fatal(err)
 	}
 	return o

@@ -702,7 +702,7 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("count orders: %w", err)
 	}
-	waiting, err := s.stock.WaitlistLength(ctx, id, len(a.Variants))
+	waiting, err := s.settle.WaitlistLength(ctx, id, len(a.Variants))
 	if err != nil {
 		return Stats{}, err
 	}

@@ -179,7 +179,7 @@ func (s *Service) abandon(ctx context.Context, res reserve.Reservation) {
 func (s *Service) giveBack(ctx context.Context, res reserve.Reservation) {
 	rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 	defer cancel()
-	if _, err := s.stock.Rollback(rctx, res.ActivityID, res.Buyer, res.OrderID, res.IdempotencyKey); err != nil {
+	if _, err := s.settle.Rollback(rctx, res.ActivityID, res.Buyer, res.OrderID, res.IdempotencyKey); err != nil {
 		// Redis is gone: the reservation stays queued without a task; the worker's
 		// repair pass enqueues it when Redis is back.
 		slog.Error("roll back reservation", "order", res.OrderID, "err", err)

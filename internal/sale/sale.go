@@ -22,6 +22,7 @@ import (
 	"seckill/internal/stock/lifecycle"
 	"seckill/internal/stock/replicas"
 	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/settle"
 	"seckill/internal/store"
 	"seckill/lock"
 )
@@ -83,6 +84,7 @@ type Service struct {
 	reserver *reserve.Reserver
 	sales    *lifecycle.Sales
 	groups   *group.Groups
+	settle   *settle.Settler
 	orders   *order.Lifecycle
 	outages  Outages
 	queue    Enqueuer
@@ -128,7 +130,7 @@ type Service struct {
 // New returns a Service. Its answers show the deadlines of pay windows as MySQL
 // outages extend them (outages).
 func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, outages Outages, q Enqueuer, locks Locker) *Service {
-	s := &Service{store: st, stock: sk, reserver: reserve.New(sk), sales: lifecycle.New(sk), groups: group.New(sk), orders: orders, outages: outages, queue: q, locks: locks, now: time.Now,
+	s := &Service{store: st, stock: sk, reserver: reserve.New(sk), sales: lifecycle.New(sk), groups: group.New(sk), settle: settle.New(sk), orders: orders, outages: outages, queue: q, locks: locks, now: time.Now,
 		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second, ListMargin: 10 * time.Second,
 		rebuild: NewRebuilder(st, sk)}
 	s.commits.flush = s.commitBatch

@@ -28,17 +28,17 @@ func TestHoldingsOneReading(t *testing.T) {
 		t.Fatal(err)
 	}
 	// read: holding(user) as {units, participations}
-	read := redis.NewScript(holdingsLua + `
+	read := redis.NewScript(parts(t, "buyer_fields.lua", "holdings.lua") + `
 local units, parts = holding(KEYS[1], hget, ARGV[1], true)
 return {units, parts, holds_any(KEYS[1], ARGV[1]) and 1 or 0}
 `)
 	// take: hold one more order of ARGV[2] units for ARGV[1]
-	take := redis.NewScript(holdingsLua + `
+	take := redis.NewScript(parts(t, "buyer_fields.lua", "holdings.lua") + `
 local units, parts = holding(KEYS[1], hget, ARGV[1], true)
 hold(KEYS[1], hset, ARGV[1], units, parts, tonumber(ARGV[2]), true)
 `)
 	// give: release one order of ARGV[2] units of ARGV[1]; 1 when nothing is held after
-	give := redis.NewScript(holdingsLua + `
+	give := redis.NewScript(parts(t, "buyer_fields.lua", "holdings.lua") + `
 return release(KEYS[1], ARGV[1], tonumber(ARGV[2])) and 1 or 0
 `)
 	held := func(user string) []int64 {
@@ -98,7 +98,7 @@ return release(KEYS[1], ARGV[1], tonumber(ARGV[2])) and 1 or 0
 		t.Errorf("users hash keeps %d fields (%v), want p7 alone", n, err)
 	}
 
-	quantity := redis.NewScript(repliesLua() + userLimitLua + `
+	quantity := redis.NewScript(parts(t, "replies.lua", "user_limit.lua") + `
 return quantity_refused(tonumber(ARGV[1]), tonumber(ARGV[2])) and 1 or 0
 `)
 	for qty := 1; qty <= 4; qty++ {

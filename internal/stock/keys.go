@@ -1,6 +1,10 @@
 package stock
 
-import "seckill/internal/buyer"
+import (
+	"strconv"
+
+	"seckill/internal/buyer"
+)
 
 // Every key of one sale's bucket carries the bucket's hash tag ({act:<id>} for bucket
 // 0, the whole of a one-bucket sale; see bucket.go for the others), so one script's keys
@@ -115,3 +119,20 @@ func MovesKey(b Bucket) string { return Prefix(b) + "moves" }
 // there, by the time they were (unix ms): a move is applied once, however often it is
 // tried. Trimmed after MoveRetention.
 func AppliedKey(b Bucket) string { return Prefix(b) + "moves:applied" }
+
+// WaitlistEntriesKey is the hash of the sale's waitlist entries by buyer key (the
+// entry's format: settle's entry.lua).
+func WaitlistEntriesKey(b Bucket) string { return Prefix(b) + "waitlist:entries" }
+
+// WaitlistKey is the sorted set of the buyers waiting for units of variant v (none: of
+// the sale), by join sequence.
+func WaitlistKey(b Bucket, v Variant) string {
+	if i, ok := v.Index(); ok {
+		return WaitlistPrefix(b) + strconv.Itoa(i)
+	}
+	return WaitlistPrefix(b) + "-"
+}
+
+// WaitlistPrefix is the prefix of a sale's waiting sets (WaitlistKey without its
+// variant), which the waitlist's scripts complete with an entry's variant.
+func WaitlistPrefix(b Bucket) string { return Prefix(b) + "waitlist:" }

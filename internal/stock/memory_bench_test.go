@@ -11,6 +11,7 @@ import (
 
 	"seckill/internal/stock"
 	"seckill/internal/stock/lifecycle"
+	"seckill/internal/stock/settle"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
 )
@@ -66,15 +67,15 @@ func BenchmarkBuyerMemory(b *testing.B) {
 	now := stocktest.T0.Add(time.Minute)
 	var names lifecycle.Names
 	for start := 0; start < b.N; start += 1000 {
-		var refs []stock.OrderRef
-		var settled []stock.Settlement
+		var refs []settle.OrderRef
+		var settled []settle.Settlement
 		for i := start; i < min(start+1000, b.N); i++ {
 			r := stocktest.Reservation(1, int64(i+1), 1, "key-"+strconv.Itoa(i), now)
 			if _, err := s.Reserve(ctx, r); err != nil {
 				b.Fatal(err)
 			}
-			refs = append(refs, stock.OrderRef{OrderID: r.OrderID, Buyer: r.Buyer})
-			settled = append(settled, stock.Settlement{OrderID: r.OrderID, Buyer: r.Buyer})
+			refs = append(refs, settle.OrderRef{OrderID: r.OrderID, Buyer: r.Buyer})
+			settled = append(settled, settle.Settlement{OrderID: r.OrderID, Buyer: r.Buyer})
 			names.Buyers = append(names.Buyers, r.Buyer)
 			names.Keys = append(names.Keys, lifecycle.KeptKey{Buyer: r.Buyer, Key: r.IdempotencyKey})
 		}

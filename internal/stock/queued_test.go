@@ -101,10 +101,10 @@ func TestDecimalBuyersValueAndLineUnchanged(t *testing.T) {
 func TestOfferedValueOneFormat(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
 	ctx := context.Background()
-	encode := redis.NewScript(queuedLua + `
+	encode := redis.NewScript(parts(t, "queued.lua") + `
 return queued_value({user = ARGV[1], qty = ARGV[2], now = ARGV[3], variant = ARGV[4], offered = true}, ARGV[5], tonumber(ARGV[6]))
 `)
-	decode := redis.NewScript(queuedLua + `
+	decode := redis.NewScript(parts(t, "queued.lua") + `
 local user, qty, _, _, _, _, _, _, variant = parse_queued(ARGV[1])
 return {user, qty, variant or ''}
 `)

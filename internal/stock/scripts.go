@@ -33,8 +33,6 @@ type Script struct {
 	*redis.Script
 	src   string
 	codes []Code
-	// head and body are an assembled script's own text; "" for a file
-	head, body string
 }
 
 // NewScript returns the script of text src, which answers with codes.
@@ -47,14 +45,6 @@ func (s *Script) Src() string { return s.src }
 
 // Codes are the codes the script answers with.
 func (s *Script) Codes() []Code { return s.codes }
-
-// assembled is a script still assembled in Go from the parts, with its head and body
-// apart: the waitlist's scripts and the two that offer to it (settle, return).
-func assembled(codes []Code, shared, head, body string) *Script {
-	s := NewScript("\n"+CodesLua(codes)+shared+head+body, codes)
-	s.head, s.body = head, body
-	return s
-}
 
 // Code is a code a script answers with: its Lua constant's name, its value, and
 // for a refusal its error (nil: an answer).

@@ -11,13 +11,13 @@
 //	           the buyer's lock
 //	moves      units moved between the buckets of a sale, and the repair of a move
 //	replicas   a purchase confirmed on the replicas before its answer
+//	settle     orders claimed and settled, rolled back, their units returned once, and
+//	           the waitlist those units go to first
 //	group      the groups of a group-buy sale: read, extend, fail, restore
 //	lifecycle  a sale's life in Redis: load, patch, read, close and rebuild, archive
 //
-// and in this package, until they move to a package of their own, the settling of
-// orders and their returns, with the waitlist the returns offer to (settle.go,
-// waitlist.go). Each package reads on its own: its type holds a *Stock, and its
-// references point down to this core, never back up.
+// Each reads on its own: its type holds a *Stock, and its references point down to this
+// core (reserve and lifecycle use moves, reserve the group type), never back up.
 package stock
 
 //go:generate go test -run ^TestScriptFiles$ -args -update

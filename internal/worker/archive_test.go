@@ -19,6 +19,7 @@ import (
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/settle"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
@@ -390,7 +391,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 			if _, err := f.sk.Reserve(ctx, gone); err != nil {
 				t.Fatal(err)
 			}
-			if res, err := f.sk.Rollback(ctx, a.ID, gone.Buyer, gone.OrderID, ""); err != nil || res != stock.RolledBack {
+			if res, err := f.sk.Rollback(ctx, a.ID, gone.Buyer, gone.OrderID, ""); err != nil || res != settle.RolledBack {
 				t.Fatalf("roll back: %v, %v", res, err)
 			}
 			task = append(task, stock.QueuedOrder{OrderID: gone.OrderID, ActivityID: a.ID, Buyer: gone.Buyer, Quantity: 1,

@@ -11,6 +11,7 @@ import (
 	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/stock/moves"
+	"seckill/internal/stock/settle"
 	"seckill/internal/store"
 	"seckill/lock"
 )
@@ -105,6 +106,7 @@ type Repairer struct {
 	store     *store.Store
 	stock     *stock.Stock
 	moves     *moves.Mover
+	settle    *settle.Settler
 	queue     *queue.Enqueuer
 	persister *Persister
 	// MinAge is how old an unclaimed order must be to be checked. The API enqueues an
@@ -123,7 +125,7 @@ type Repairer struct {
 // NewRepairer returns a Repairer that enqueues lost orders with q and writes stuck
 // ones with p.
 func NewRepairer(st *store.Store, sk *stock.Stock, q *queue.Enqueuer, p *Persister) *Repairer {
-	return &Repairer{store: st, stock: sk, moves: moves.New(sk), queue: q, persister: p, MinAge: 10 * time.Second,
+	return &Repairer{store: st, stock: sk, moves: moves.New(sk), settle: settle.New(sk), queue: q, persister: p, MinAge: 10 * time.Second,
 		StuckAge: 30 * time.Second, Batch: 500, now: time.Now}
 }
 
@@ -146,7 +148,7 @@ func (r *Repairer) Repair(ctx context.Context) (int, error) {
 				slog.Info("repair: applied moves of units between buckets that their movers left", "activity", a.ID, "moves", moved)
 			}
 		}
-		stale, err := r.stock.Stale(ctx, a.ID, now.Add(-r.MinAge), r.Batch)
+		stale, err := r.settle.Stale(ctx, a.ID, now.Add(-r.MinAge), r.Batch)
 		if err != nil {
 			return n, fmt.Errorf("repair: %w", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/stock/lifecycle"
+	"seckill/internal/stock/settle"
 	"seckill/internal/store"
 )
 
@@ -33,6 +34,7 @@ type Persister struct {
 	store   *store.Store
 	stock   *stock.Stock
 	sales   *lifecycle.Sales
+	settle  *settle.Settler
 	outages Outages
 	metrics *metrics
 
@@ -50,7 +52,7 @@ type Persister struct {
 // (SECKILL_PERSIST_BATCH; config.Load has its default), each with the deadline in force
 // of its pay window as MySQL outages extended it.
 func NewPersister(st *store.Store, sk *stock.Stock, outages Outages, batch int) *Persister {
-	return &Persister{store: st, stock: sk, sales: lifecycle.New(sk), outages: outages, Batch: batch}
+	return &Persister{store: st, stock: sk, sales: lifecycle.New(sk), settle: settle.New(sk), outages: outages, Batch: batch}
 }
 
 // HandleTask is the asynq handler of queue.TypePersist, and of queue.TypePersistV1 (the
@@ -132,11 +134,11 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 	var claimed []store.NewOrder
 	var notQueued []stock.QueuedOrder
 	for act, os := range byActivity {
-		refs := make([]stock.OrderRef, len(os))
+		refs := make([]settle.OrderRef, len(os))
 		for i, o := range os {
-			refs[i] = stock.OrderRef{OrderID: o.OrderID, Buyer: o.Buyer}
+			refs[i] = settle.OrderRef{OrderID: o.OrderID, Buyer: o.Buyer}
 		}
-		got, err := p.stock.Claim(ctx, act, refs)
+		got, err := p.settle.Claim(ctx, act, refs)
 		for _, o := range os {
 			c, ok := got[o.OrderID]
 			switch {
@@ -172,7 +174,7 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 		return results
 	}
 	p.metrics.batchWritten(len(claimed))
-	settle := map[int64][]stock.Settlement{}
+	settling := map[int64][]settle.Settlement{}
 	for _, o := range claimed {
 		out := outcomes[o.ID]
 		switch {
@@ -185,14 +187,14 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 			p.metrics.handled(out.Status, 1)
 			p.metrics.stored(o.CreatedAt)
 		}
-		s := stock.Settlement{OrderID: o.ID, Buyer: o.Buyer, Failed: out.Status == store.StatusFailed, Group: deref(o.GroupID)}
+		s := settle.Settlement{OrderID: o.ID, Buyer: o.Buyer, Failed: out.Status == store.StatusFailed, Group: deref(o.GroupID)}
 		if o.VariantIndex != nil {
 			s.Variant = stock.VariantAt(*o.VariantIndex)
 		}
-		settle[o.ActivityID] = append(settle[o.ActivityID], s)
+		settling[o.ActivityID] = append(settling[o.ActivityID], s)
 	}
-	for act, ss := range settle {
-		err := p.stock.Settle(ctx, act, ss)
+	for act, ss := range settling {
+		err := p.settle.Settle(ctx, act, ss)
 		for _, s := range ss {
 			results[s.OrderID] = err
 		}

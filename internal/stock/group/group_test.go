@@ -14,6 +14,7 @@ import (
 	"seckill/internal/stock"
 	"seckill/internal/stock/group"
 	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/settle"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
 )
@@ -145,7 +146,7 @@ func TestGroupFail(t *testing.T) {
 		t.Fatalf("fail with seats still queued: %v, want ErrGroupPending", err)
 	}
 	// MySQL refuses b (its seat comes back), stores a.
-	if err := s.Settle(ctx, 1, []stock.Settlement{{OrderID: a.OrderID, Buyer: "1", Group: "g"},
+	if err := s.Settle(ctx, 1, []settle.Settlement{{OrderID: a.OrderID, Buyer: "1", Group: "g"},
 		{OrderID: b.OrderID, Buyer: "2", Group: "g", Failed: true}}); err != nil {
 		t.Fatal(err)
 	}
@@ -237,9 +238,9 @@ func settleAll(t testing.TB, s *stocktest.Side, activityID int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ss []stock.Settlement
+	var ss []settle.Settlement
 	for _, q := range snap.Queued {
-		ss = append(ss, stock.Settlement{OrderID: q.OrderID, Buyer: q.Buyer, Group: q.Group})
+		ss = append(ss, settle.Settlement{OrderID: q.OrderID, Buyer: q.Buyer, Group: q.Group})
 	}
 	if len(ss) > 0 {
 		if err := s.Settle(context.Background(), activityID, ss); err != nil {
@@ -284,7 +285,7 @@ func TestOpenGroupsFullestFirst(t *testing.T) {
 	settle := func(g string, i int, failed bool) {
 		t.Helper()
 		r := seats[g][i]
-		if err := s.Settle(ctx, 1, []stock.Settlement{{OrderID: r.OrderID, Buyer: r.Buyer, Group: g, Failed: failed}}); err != nil {
+		if err := s.Settle(ctx, 1, []settle.Settlement{{OrderID: r.OrderID, Buyer: r.Buyer, Group: g, Failed: failed}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"seckill/internal/stock"
 	"seckill/internal/stock/lifecycle"
 	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/settle"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
 )
@@ -157,21 +158,21 @@ func finishSale(t *testing.T, s *stocktest.Side, act int64, group bool) lifecycl
 	if _, err := s.Rollback(ctx, act, orders[0].Buyer, orders[0].OrderID, orders[0].IdempotencyKey); err != nil {
 		t.Fatal(err)
 	}
-	var refs []stock.OrderRef
-	var settle []stock.Settlement
-	var returning []stock.Returning
+	var refs []settle.OrderRef
+	var settling []settle.Settlement
+	var returning []settle.Returning
 	for i, r := range orders[1:] {
-		refs = append(refs, stock.OrderRef{OrderID: r.OrderID, Buyer: r.Buyer})
+		refs = append(refs, settle.OrderRef{OrderID: r.OrderID, Buyer: r.Buyer})
 		failed := i%3 == 0
-		settle = append(settle, stock.Settlement{OrderID: r.OrderID, Buyer: r.Buyer, Failed: failed, Group: r.Group})
+		settling = append(settling, settle.Settlement{OrderID: r.OrderID, Buyer: r.Buyer, Failed: failed, Group: r.Group})
 		if i%3 == 1 {
-			returning = append(returning, stock.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: 1})
+			returning = append(returning, settle.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: 1})
 		}
 	}
 	if _, err := s.Claim(ctx, act, refs); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Settle(ctx, act, settle); err != nil {
+	if err := s.Settle(ctx, act, settling); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Return(ctx, act, returning...); err != nil {
@@ -194,19 +195,19 @@ func late(t *testing.T, s *stocktest.Side, act int64, buckets int, names lifecyc
 	t.Helper()
 	ctx := context.Background()
 	who := names.Buyers[1]
-	if _, err := s.Return(ctx, act, stock.Returning{OrderID: "late-return", Buyer: who, Quantity: 1}); err != nil {
+	if _, err := s.Return(ctx, act, settle.Returning{OrderID: "late-return", Buyer: who, Quantity: 1}); err != nil {
 		t.Error(err)
 	}
-	if err := s.Forget(ctx, act, stock.Returning{OrderID: "late-return", Buyer: who, Quantity: 1}); err != nil {
+	if err := s.Forget(ctx, act, settle.Returning{OrderID: "late-return", Buyer: who, Quantity: 1}); err != nil {
 		t.Error(err)
 	}
-	if got, err := s.Claim(ctx, act, []stock.OrderRef{{OrderID: "late-claim", Buyer: who}}); err != nil || len(got) != 0 {
+	if got, err := s.Claim(ctx, act, []settle.OrderRef{{OrderID: "late-claim", Buyer: who}}); err != nil || len(got) != 0 {
 		t.Errorf("a late claim: %v, %v; want nothing claimed", got, err)
 	}
-	if err := s.Settle(ctx, act, []stock.Settlement{{OrderID: "late-settle", Buyer: who, Failed: true, Group: "g1-0"}}); err != nil {
+	if err := s.Settle(ctx, act, []settle.Settlement{{OrderID: "late-settle", Buyer: who, Failed: true, Group: "g1-0"}}); err != nil {
 		t.Error(err)
 	}
-	if res, err := s.Rollback(ctx, act, who, "late-rollback", "k2-0"); err != nil || res != stock.NotQueued {
+	if res, err := s.Rollback(ctx, act, who, "late-rollback", "k2-0"); err != nil || res != settle.NotQueued {
 		t.Errorf("a late roll-back: %v, %v; want NotQueued", res, err)
 	}
 	if len(names.Groups) > 0 {

@@ -12,6 +12,7 @@ import (
 	"seckill/internal/stock"
 	"seckill/internal/stock/lifecycle"
 	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/settle"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
 )
@@ -108,7 +109,7 @@ func TestRebuildStale(t *testing.T) {
 			stored = append(stored, q)
 		}
 	}
-	if _, err := s.Return(ctx, 4, stock.Returning{OrderID: "cancelled-before", Buyer: "3", Quantity: 1}); err != nil { // the returned set has it
+	if _, err := s.Return(ctx, 4, settle.Returning{OrderID: "cancelled-before", Buyer: "3", Quantity: 1}); err != nil { // the returned set has it
 		t.Fatal(err)
 	}
 	from, _ = s.RebuildPoint(ctx, 4, 1) // the return moved the generation too
@@ -132,7 +133,7 @@ func TestRebuildStale(t *testing.T) {
 	if sales, _ := s.Read(ctx, []int64{4}); sales[4].Gen != 7 {
 		t.Errorf("generation after the rebuild = %d, want 7", sales[4].Gen)
 	}
-	if _, err := s.Return(ctx, 4, stock.Returning{OrderID: "cancelled-before", Buyer: "3", Quantity: 1}); err != nil { // still pending in MySQL: back again
+	if _, err := s.Return(ctx, 4, settle.Returning{OrderID: "cancelled-before", Buyer: "3", Quantity: 1}); err != nil { // still pending in MySQL: back again
 		t.Fatal(err)
 	}
 	if sales, _ := s.Read(ctx, []int64{4}); sales[4].Available != 4 {
@@ -156,7 +157,7 @@ func TestAdoptOrphans(t *testing.T) {
 	if _, err := s.Reserve(ctx, given); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Rollback(ctx, 5, "9", given.OrderID, ""); err != nil || got != stock.RolledBack {
+	if got, err := s.Rollback(ctx, 5, "9", given.OrderID, ""); err != nil || got != settle.RolledBack {
 		t.Fatalf("rollback: %v, %v", got, err)
 	}
 	lost := []stock.QueuedOrder{

@@ -13,6 +13,7 @@ import (
 	"seckill/internal/stock"
 	"seckill/internal/stock/lifecycle"
 	"seckill/internal/stock/moves"
+	"seckill/internal/stock/settle"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
 )
@@ -107,7 +108,7 @@ func TestBucketsSellEveryUnit(t *testing.T) {
 			// stock.One order comes back to its buyer's home bucket; a buyer of another bucket
 			// gets it.
 			q := snap.Queued[0]
-			if err := apis[0].Settle(ctx, act, []stock.Settlement{{OrderID: q.OrderID, Buyer: q.Buyer, Failed: true}}); err != nil {
+			if err := apis[0].Settle(ctx, act, []settle.Settlement{{OrderID: q.OrderID, Buyer: q.Buyer, Failed: true}}); err != nil {
 				t.Fatal(err)
 			}
 			other := int64(buyers + 2)

@@ -11,6 +11,7 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/stock"
 	"seckill/internal/stock/lifecycle"
+	"seckill/internal/stock/settle"
 	"seckill/internal/testutil"
 )
 
@@ -110,10 +111,10 @@ func TestBuyersStayApart(t *testing.T) {
 
 			// A roll-back of "p1"'s second order and a failed settle of "a b"'s give back
 			// theirs alone.
-			if got, err := s.Rollback(ctx, act, "p1", second["p1"].OrderID, ""); err != nil || got != stock.RolledBack {
+			if got, err := s.Rollback(ctx, act, "p1", second["p1"].OrderID, ""); err != nil || got != settle.RolledBack {
 				t.Fatalf("roll back p1's second order: %v, %v", got, err)
 			}
-			if err := s.Settle(ctx, act, []stock.Settlement{{OrderID: first["a b"].OrderID, Buyer: "a b", Failed: true}}); err != nil {
+			if err := s.Settle(ctx, act, []settle.Settlement{{OrderID: first["a b"].OrderID, Buyer: "a b", Failed: true}}); err != nil {
 				t.Fatal(err)
 			}
 			want["p1"], want["a b"] = 1, 1

@@ -13,6 +13,7 @@ import (
 
 	"seckill/internal/buyer"
 	"seckill/internal/stock"
+	"seckill/internal/stock/settle"
 	"seckill/internal/testutil"
 )
 
@@ -338,8 +339,8 @@ func TestErrorHalfwayLeavesEarlierPurchasesWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range []Reservation{first, broken} {
-		if got, err := s.Rollback(ctx, 1, r.Buyer, r.OrderID, ""); err != nil || got != stock.RolledBack {
-			t.Errorf("roll back buyer %s: %v %v, want stock.RolledBack", r.Buyer, got, err)
+		if got, err := s.Rollback(ctx, 1, r.Buyer, r.OrderID, ""); err != nil || got != settle.RolledBack {
+			t.Errorf("roll back buyer %s: %v %v, want settle.RolledBack", r.Buyer, got, err)
 		}
 	}
 	sale, err = s.rdb.HMGet(ctx, stock.SaleKey(stock.One(1)), "avail", "qunits").Result()
@@ -425,8 +426,8 @@ func TestReplayInTheCallOfItsPurchase(t *testing.T) {
 	if !errors.As(errs[2], &reused) || reused.OrderID != first.OrderID {
 		t.Errorf("the key with another quantity: %+v %v, want stock.ErrKeyReused naming %s", got[2], errs[2], first.OrderID)
 	}
-	if res, err := s.Rollback(ctx, 1, "7", first.OrderID, "tap"); err != nil || res != stock.AlreadyClaimed {
-		t.Errorf("roll back the replayed order: %v %v, want it standing (stock.AlreadyClaimed)", res, err)
+	if res, err := s.Rollback(ctx, 1, "7", first.OrderID, "tap"); err != nil || res != settle.AlreadyClaimed {
+		t.Errorf("roll back the replayed order: %v %v, want it standing (settle.AlreadyClaimed)", res, err)
 	}
 	if _, err := s.Queued(ctx, 1, first.OrderID); err != nil {
 		t.Errorf("the replayed order is not queued: %v", err)

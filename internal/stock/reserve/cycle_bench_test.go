@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/stock"
+	"seckill/internal/stock/settle"
 	"seckill/internal/testutil"
 )
 
@@ -187,18 +188,18 @@ func (c *purchaseCycle) run(n int) {
 				for len(task) > 0 {
 					chunk := task[:min(len(task), persistBatch)]
 					task = task[len(chunk):]
-					refs := make([]stock.OrderRef, len(chunk))
-					settle := make([]stock.Settlement, len(chunk))
+					refs := make([]settle.OrderRef, len(chunk))
+					settled := make([]settle.Settlement, len(chunk))
 					for i, r := range chunk {
-						refs[i] = stock.OrderRef{OrderID: r.OrderID, Buyer: r.Buyer}
-						settle[i] = stock.Settlement{OrderID: r.OrderID, Buyer: r.Buyer}
+						refs[i] = settle.OrderRef{OrderID: r.OrderID, Buyer: r.Buyer}
+						settled[i] = settle.Settlement{OrderID: r.OrderID, Buyer: r.Buyer}
 					}
 					claimed, err := c.worker.Claim(ctx, c.act, refs)
 					if err != nil || len(claimed) != len(chunk) {
 						c.b.Errorf("claimed %d of %d: %v", len(claimed), len(chunk), err)
 						return
 					}
-					if err := c.worker.Settle(ctx, c.act, settle); err != nil {
+					if err := c.worker.Settle(ctx, c.act, settled); err != nil {
 						c.b.Error(err)
 						return
 					}

@@ -1,19 +1,16 @@
 package reserve
 
 import (
-	goflag "flag"
 	"testing"
 
 	"seckill/internal/stock"
 	"seckill/internal/stock/scripttest"
 )
 
-var update = goflag.Bool("update", false, "rewrite the generated sections of the .lua files (go generate)")
-
 // The package's scripts hold to their sources and to their codes
 // (internal/stock/scripttest).
 func TestScripts(t *testing.T) {
-	scripttest.Check(t, map[string]*stock.Script{"reserve.lua": reserveScript, "release_locks.lua": releaseLocksScript, "hold_lock.lua": holdLockScript}, generated, *update)
+	scripttest.Check(t, map[string]*stock.Script{"reserve.lua": reserveScript, "release_locks.lua": releaseLocksScript, "hold_lock.lua": holdLockScript}, generated)
 }
 
 // generated is the reserve script's layout, which Go writes from callKeys and the rest.

@@ -12,6 +12,7 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/stock"
 	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/settle"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
 )
@@ -84,7 +85,7 @@ func TestReserveVariants(t *testing.T) {
 
 	// Buyer 20's order of variant 0 comes back: its units go to variant 0, and the buyer
 	// may hold 2 of it again.
-	if _, err := s.Return(ctx, 2, stock.Returning{OrderID: returned.OrderID, Buyer: returned.Buyer, Quantity: returned.Quantity,
+	if _, err := s.Return(ctx, 2, settle.Returning{OrderID: returned.OrderID, Buyer: returned.Buyer, Quantity: returned.Quantity,
 		Variant: returned.Variant}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ package scripttest
 import (
 	"context"
 	"errors"
+	"flag"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,6 +20,10 @@ import (
 	"seckill/internal/testutil"
 )
 
+// update rewrites the sections instead of failing on them: go generate runs a package's
+// TestScripts with -update.
+var update = flag.Bool("update", false, "rewrite the generated sections of the .lua files (go generate)")
+
 var (
 	luaConstant = regexp.MustCompile(`\b[A-Z][A-Z_]+\b`)
 	luaDefined  = regexp.MustCompile(`(?m)^local ([A-Z][A-Z_]*(?:, [A-Z][A-Z_]*)*) =`)
@@ -26,9 +31,9 @@ var (
 
 // Check checks the scripts of the package whose tests call it (its folder; the parts in
 // internal/stock, its parent): scripts are all of them by file, generated what Go
-// writes into their sections besides each script's codes (nil for nothing). With update
-// it rewrites the sections (go generate) instead of failing on them.
-func Check(t *testing.T, scripts map[string]*stock.Script, generated func(file, name string) (string, bool), update bool) {
+// writes into their sections besides each script's codes (nil for nothing). With
+// -update it rewrites the sections (go generate) instead of failing on them.
+func Check(t *testing.T, scripts map[string]*stock.Script, generated func(file, name string) (string, bool)) {
 	t.Helper()
 	embedded, err := luafile.Embedded(".")
 	if err != nil {
@@ -52,7 +57,7 @@ func Check(t *testing.T, scripts map[string]*stock.Script, generated func(file, 
 			return generated(file, name)
 		}
 		return "", false
-	}}, update)
+	}}, *update)
 	rdb := testutil.StartRedis(t).Client(t)
 	for name, s := range scripts {
 		t.Run(name, func(t *testing.T) { checkScript(t, rdb, s) })

@@ -19,6 +19,7 @@ import (
 	"seckill/internal/stock/lifecycle"
 	"seckill/internal/stock/moves"
 	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/settle"
 )
 
 // Side is every family of the Redis side of sales on one stock.Stock.
@@ -28,6 +29,7 @@ type Side struct {
 	*lifecycle.Sales
 	*group.Groups
 	*moves.Mover
+	*settle.Settler
 }
 
 // New returns the Redis side of sales on rdb.
@@ -37,7 +39,7 @@ func New(rdb redis.UniversalClient) *Side { return Of(stock.New(rdb)) }
 // beside the one a service built on sk.
 func Of(sk *stock.Stock) *Side {
 	return &Side{Stock: sk, Reserver: reserve.New(sk), Sales: lifecycle.New(sk), Groups: group.New(sk),
-		Mover: moves.New(sk)}
+		Mover: moves.New(sk), Settler: settle.New(sk)}
 }
 
 // T0 is when the tests' sales start.
@@ -67,11 +69,11 @@ func Reservation(act, user int64, qty int, key string, now time.Time) reserve.Re
 // Claim claims orders of a one-bucket sale (whose buyer does not matter there) and
 // returns those claimed and the generation the claim reached.
 func Claim(ctx context.Context, s *Side, act int64, ids ...string) (map[string]bool, int64, error) {
-	refs := make([]stock.OrderRef, len(ids))
+	refs := make([]settle.OrderRef, len(ids))
 	for i, id := range ids {
-		refs[i] = stock.OrderRef{OrderID: id}
+		refs[i] = settle.OrderRef{OrderID: id}
 	}
-	got, err := s.Stock.Claim(ctx, act, refs)
+	got, err := s.Settler.Claim(ctx, act, refs)
 	claimed := map[string]bool{}
 	var gen int64
 	for id, c := range got {

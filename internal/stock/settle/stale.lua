@@ -6,7 +6,7 @@
 --
 -- Returns a flat array of order id, its queued value, and 1 when claimed else 0.
 --
--- Stock.Stale runs it (settle.go).
+-- Settler.Stale runs it (settle.go).
 
 local since, queued, claimed = KEYS[1], KEYS[2], KEYS[3]
 local before, limit = ARGV[1], ARGV[2]

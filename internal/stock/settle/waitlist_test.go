@@ -1,4 +1,4 @@
-package stock_test
+package settle_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/stock"
 	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/settle"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
 )
@@ -28,10 +29,10 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 	stocktest.NewSale(t, s, 1, 3, 2)
 	in := stocktest.T0.Add(time.Minute)
 	s.SetClock(func() time.Time { return in })
-	join := func(user int64, qty int) (stock.Entry, bool, error) {
+	join := func(user int64, qty int) (settle.Entry, bool, error) {
 		return s.JoinWaitlist(ctx, 1, buyer.Of(user), qty, 0, in, false)
 	}
-	if _, _, err := join(9, 1); !errors.Is(err, stock.ErrNotSoldOut) {
+	if _, _, err := join(9, 1); !errors.Is(err, settle.ErrNotSoldOut) {
 		t.Fatalf("a join while units are on sale: %v, want ErrNotSoldOut", err)
 	}
 	var bought []reserve.Reservation
@@ -42,17 +43,17 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 		}
 		bought = append(bought, r)
 	}
-	settle := func(ids ...reserve.Reservation) {
+	persist := func(ids ...reserve.Reservation) {
 		t.Helper()
-		var ss []stock.Settlement
+		var ss []settle.Settlement
 		for _, r := range ids {
-			ss = append(ss, stock.Settlement{OrderID: r.OrderID, Buyer: r.Buyer})
+			ss = append(ss, settle.Settlement{OrderID: r.OrderID, Buyer: r.Buyer})
 		}
 		if err := s.Settle(ctx, 1, ss); err != nil {
 			t.Fatal(err)
 		}
 	}
-	settle(bought...)
+	persist(bought...)
 
 	for _, j := range []struct {
 		user     int64
@@ -60,7 +61,7 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 		position int
 	}{{10, 2, 1}, {11, 1, 2}, {12, 1, 3}, {13, 1, 4}} {
 		e, created, err := join(j.user, j.qty)
-		if err != nil || !created || e.Position != j.position || e.Status != stock.EntryWaiting || e.Quantity != j.qty {
+		if err != nil || !created || e.Position != j.position || e.Status != settle.EntryWaiting || e.Quantity != j.qty {
 			t.Fatalf("buyer %d joins: %+v, %v, %v; want a new entry at %d", j.user, e, created, err, j.position)
 		}
 	}
@@ -74,11 +75,11 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 	if err := s.LeaveWaitlist(ctx, 1, "13"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.WaitlistEntry(ctx, 1, "13"); !errors.Is(err, stock.ErrNoEntry) {
+	if _, err := s.WaitlistEntry(ctx, 1, "13"); !errors.Is(err, settle.ErrNoEntry) {
 		t.Errorf("the entry of a buyer who left: %v, want ErrNoEntry", err)
 	}
 
-	entry := func(user int64) stock.Entry {
+	entry := func(user int64) settle.Entry {
 		t.Helper()
 		e, err := s.WaitlistEntry(ctx, 1, buyer.Of(user))
 		if err != nil {
@@ -88,7 +89,7 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 	}
 	giveBack := func(r reserve.Reservation) []stock.QueuedOrder {
 		t.Helper()
-		offered, err := s.Return(ctx, 1, stock.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: r.Quantity})
+		offered, err := s.Return(ctx, 1, settle.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: r.Quantity})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +106,7 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 	if len(offered) != 1 || offered[0].Buyer != "11" || offered[0].Quantity != 1 || !offered[0].Offered {
 		t.Fatalf("the first unit back offered %+v, want one order of 1 to buyer 11", offered)
 	}
-	if e := entry(11); e.Status != stock.EntryOffered || e.OrderID != offered[0].OrderID || e.Position != 0 {
+	if e := entry(11); e.Status != settle.EntryOffered || e.OrderID != offered[0].OrderID || e.Position != 0 {
 		t.Errorf("buyer 11's entry: %+v, want offered with order %s", e, offered[0].OrderID)
 	}
 	if e10, e12 := entry(10), entry(12); e10.Position != 1 || e12.Position != 2 {
@@ -126,11 +127,11 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 	// Buyer 11's offered order is persisted, then expires unpaid: its entry ends, and its
 	// unit fits nobody (buyer 10 wants 2): it goes back on sale.
 	offer11 := reserve.Reservation{Purchase: stock.Purchase{ActivityID: 1, Buyer: "11", Quantity: 1}, OrderID: offered[0].OrderID}
-	settle(offer11)
+	persist(offer11)
 	if offered := giveBack(offer11); len(offered) != 0 {
 		t.Errorf("a unit nobody fits was offered: %+v", offered)
 	}
-	if e := entry(11); e.Status != stock.EntryEnded {
+	if e := entry(11); e.Status != settle.EntryEnded {
 		t.Errorf("the entry of an offered order that came back: %+v, want ended", e)
 	}
 	if n := left(); n != 1 {
@@ -174,14 +175,14 @@ func TestWaitlistOfferWithinTheLimit(t *testing.T) {
 	if _, err := s.Reserve(ctx, stocktest.VariantReservation(2, 30, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Settle(ctx, 2, []stock.Settlement{{OrderID: r.OrderID, Buyer: r.Buyer}}); err != nil {
+	if err := s.Settle(ctx, 2, []settle.Settlement{{OrderID: r.OrderID, Buyer: r.Buyer}}); err != nil {
 		t.Fatal(err)
 	}
-	offered, err := s.Return(ctx, 2, stock.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: 1, Variant: stock.VariantAt(0)})
+	offered, err := s.Return(ctx, 2, settle.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: 1, Variant: stock.VariantAt(0)})
 	if err != nil || len(offered) != 1 || offered[0].Buyer != "31" || offered[0].Variant != stock.VariantAt(0) {
 		t.Fatalf("the unit of size 0 back offered %+v, %v; want buyer 31's order of size 0", offered, err)
 	}
-	if e, _ := s.WaitlistEntry(ctx, 2, "30"); e.Status != stock.EntryWaiting {
+	if e, _ := s.WaitlistEntry(ctx, 2, "30"); e.Status != settle.EntryWaiting {
 		t.Errorf("buyer 30, at the limit, was passed over: %+v, want still waiting", e)
 	}
 }
@@ -199,7 +200,7 @@ func TestWaitlistOfferPastUnfitEntries(t *testing.T) {
 	if _, err := s.Reserve(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Settle(ctx, 3, []stock.Settlement{{OrderID: r.OrderID, Buyer: r.Buyer}}); err != nil {
+	if err := s.Settle(ctx, 3, []settle.Settlement{{OrderID: r.OrderID, Buyer: r.Buyer}}); err != nil {
 		t.Fatal(err)
 	}
 	const unfit = 150
@@ -211,14 +212,14 @@ func TestWaitlistOfferPastUnfitEntries(t *testing.T) {
 	if e, _, err := s.JoinWaitlist(ctx, 3, "500", 1, 0, in, false); err != nil || e.Position != unfit+1 {
 		t.Fatalf("buyer 500 joins behind %d entries: %+v, %v", unfit, e, err)
 	}
-	offered, err := s.Return(ctx, 3, stock.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: 1})
+	offered, err := s.Return(ctx, 3, settle.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: 1})
 	if err != nil || len(offered) != 1 || offered[0].Buyer != "500" {
 		t.Fatalf("the unit back offered %+v, %v; want buyer 500's order of 1", offered, err)
 	}
 	if n, _ := stocktest.VariantsLeft(t, s, 3); n != 0 {
 		t.Errorf("%d units on open sale while an entry fitted", n)
 	}
-	if e, err := s.WaitlistEntry(ctx, 3, "100"); err != nil || e.Status != stock.EntryWaiting || e.Position != 1 {
+	if e, err := s.WaitlistEntry(ctx, 3, "100"); err != nil || e.Status != settle.EntryWaiting || e.Position != 1 {
 		t.Errorf("the first unfit entry: %+v, %v; want still waiting, first", e, err)
 	}
 }
@@ -242,7 +243,7 @@ func TestWaitlistSecondJoinAnswersTheEntry(t *testing.T) {
 		}
 	}
 	e, created, err := s.JoinWaitlist(ctx, 4, "31", 1, stock.VariantAt(1), in, false)
-	if err != nil || created || e.Variant != stock.VariantAt(0) || e.Position != 2 || e.Status != stock.EntryWaiting {
+	if err != nil || created || e.Variant != stock.VariantAt(0) || e.Position != 2 || e.Status != settle.EntryWaiting {
 		t.Errorf("buyer 31 joins again naming variant 1: %+v, %v, %v; want their entry of variant 0 at 2", e, created, err)
 	}
 }
@@ -272,7 +273,7 @@ func BenchmarkWaitlistOffer(b *testing.B) {
 			if _, err := s.Reserve(ctx, r); err != nil {
 				b.Fatal(err)
 			}
-			back := stock.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: 1}
+			back := settle.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: 1}
 			for u := range unfit {
 				if _, _, err := s.JoinWaitlist(ctx, act, buyer.Of(int64(1000+u)), 5, 0, in, false); err != nil {
 					b.Fatal(err)
@@ -287,7 +288,7 @@ func BenchmarkWaitlistOffer(b *testing.B) {
 				if _, _, err := s.JoinWaitlist(ctx, act, who, 1, 0, in, false); err != nil {
 					b.Fatal(err)
 				}
-				if err := s.Settle(ctx, act, []stock.Settlement{{OrderID: back.OrderID, Buyer: back.Buyer}}); err != nil {
+				if err := s.Settle(ctx, act, []settle.Settlement{{OrderID: back.OrderID, Buyer: back.Buyer}}); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
@@ -295,7 +296,7 @@ func BenchmarkWaitlistOffer(b *testing.B) {
 				if err != nil || len(offered) != 1 || offered[0].Buyer != who {
 					b.Fatalf("offered %+v, %v; want %s's order", offered, err, who)
 				}
-				back = stock.Returning{OrderID: offered[0].OrderID, Buyer: who, Quantity: 1}
+				back = settle.Returning{OrderID: offered[0].OrderID, Buyer: who, Quantity: 1}
 			}
 		})
 	}

@@ -1,15 +1,23 @@
--- Marks queued orders as being persisted.
+-- Gives back a reservation whose reserve script's reply was lost (the
+-- purchase was answered 503, so no order stands for it).
 --
--- KEYS[1] queued: queued hash  KEYS[2] claimed: claimed set  KEYS[3] sale: sale hash
--- ARGV[i] ids[i]: order ids
--- Returns an array with, per order id, a code of claimCodes (CLAIMED: it is queued, or
--- UNCLAIMED: not queued), then the sale's generation after this claim (0 for a missing
--- sale), then its epoch.
+-- KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] queued: queued hash
+-- KEYS[4] user_queued: the buyer's queued set  KEYS[5] claimed: claimed set
+-- KEYS[6] idempotency: idempotency key (any key when the purchase had none)
+-- KEYS[7] since: queued-since sorted set  KEYS[8] given_back: given-back set
+-- ARGV[1] order: order id  ARGV[2] activity: activity id (published on the
+-- returned-units channel)  ARGV[3] channel: the returned-units channel
 --
--- Stock.Claim runs it (settle.go).
+-- The sale's generation goes up (a rebuild that read the order queued reads again).
+-- Returns a code of rollbackCodes (RollbackResult): ROLLED_BACK, and the order is
+-- recorded as given back for a day; STANDS, a worker already claimed it (the repair pass
+-- enqueued it meanwhile), or a replay of its Idempotency-Key was answered with it (the
+-- repair pass enqueues it); NOT_QUEUED, given back or settled before.
+--
+-- Settler.Rollback runs it (settle.go).
 
----- begin codes: written by go generate from claimCodes
-local CLAIMED, UNCLAIMED = 1, 0
+---- begin codes: written by go generate from rollbackCodes
+local ROLLED_BACK, STANDS, NOT_QUEUED = 0, 1, 2
 ---- end codes
 ---- begin queued.lua: a copy; edit queued.lua, then run go generate
 -- A queued order's value in the queued hash (queued.go says its format; Go's encoder and
@@ -214,18 +222,21 @@ local function bump_gen(sale)
 end
 ---- end bump_gen.lua
 
-local K = {queued = KEYS[1], claimed = KEYS[2], sale = KEYS[3]}
-local ids = ARGV
+local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], user_queued = KEYS[4], claimed = KEYS[5],
+  idempotency = KEYS[6], since = KEYS[7], given_back = KEYS[8]}
+local ARG = {order = ARGV[1], activity = ARGV[2], channel = ARGV[3]}
 
-local r, queued = {}, {}
-for first = 1, #ids, 1000 do
-  local values = redis.call('HMGET', K.queued, unpack(ids, first, math.min(first + 999, #ids)))
-  for j, v in ipairs(values) do
-    r[first + j - 1] = v and CLAIMED or UNCLAIMED
-    if v then queued[#queued + 1] = ids[first + j - 1] end
-  end
-end
-if #queued > 0 then each('SADD', K.claimed, queued) end
-r[#ids + 1] = bump_gen(K.sale)
-r[#ids + 2] = tonumber(redis.call('HGET', K.sale, 'epoch') or '0')
-return r
+if redis.call('SISMEMBER', K.claimed, ARG.order) == 1 then return STANDS end
+local prior = redis.call('GET', K.idempotency)
+-- a replay answered with this order (reserveScript marked its key): it stands, and the
+-- repair pass enqueues it
+if prior and string.sub(prior, -#ARG.order - 3) == ' ' .. ARG.order .. ' r' then return STANDS end
+local users, qtys, variants = unqueue(K.sale, K.queued, K.claimed, K.since, {ARG.order}, {K.user_queued})
+if not users[1] then return NOT_QUEUED end
+give_back(K.sale, K.users, users[1], qtys[1], variants[1])
+bump_gen(K.sale)
+redis.call('SADD', K.given_back, ARG.order)
+redis.call('EXPIRE', K.given_back, 86400)
+if prior and string.sub(prior, -#ARG.order - 1) == ' ' .. ARG.order then redis.call('DEL', K.idempotency) end
+redis.call('PUBLISH', ARG.channel, ARG.activity)
+return ROLLED_BACK

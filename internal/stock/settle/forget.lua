@@ -4,7 +4,7 @@
 -- KEYS[1] returned: returned set
 -- ARGV[1] .. ARGV[n-1] ids: order ids  ARGV[n] retention: ReturnedRetention in ms
 --
--- Stock.Forget runs it (settle.go).
+-- Settler.Forget runs it (settle.go).
 
 ---- begin trim_returned.lua: a copy; edit trim_returned.lua, then run go generate
 -- trim_returned(key, keep_ms): drops from the returned set key what MySQL recorded as
