@@ -1,0 +1,113 @@
+package handler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"seckill/internal/line"
+	"seckill/internal/sale"
+)
+
+// The public reads a crowd repeats (the sale list, a sale, a line's status) are the same
+// for everyone, so a shared cache (the project's nginx front, a CDN) may keep them for a
+// second and answer the crowd in the APIs' place. Every other answer of /api/v1 is
+// never to be kept, nor is any answer to a request with a token.
+var (
+	sharedCache  = []string{"public, max-age=1"}
+	privateCache = []string{"private, no-store"}
+)
+
+// noStore marks every answer of /api/v1 as never to be kept by any cache; the public
+// reads replace it (answerShared, sharedError) for a request without a token.
+func noStore(c *gin.Context) {
+	if apiPath(c) {
+		c.Writer.Header()["Cache-Control"] = privateCache
+	}
+	c.Next()
+}
+
+// sharable reports whether a shared cache may keep the answer to c: it carries no token.
+func sharable(c *gin.Context) bool { return c.Request.Header.Get("Authorization") == "" }
+
+// sharedKey marks a public read's request whose error answer a shared cache may keep
+// (writeError: a 404 or 409).
+const sharedKey = "shared"
+
+// answerShared answers 200 with v as JSON, with an ETag, for a shared cache to keep a
+// second (unless the request carries a token); 304 and no body when the request's
+// If-None-Match holds the ETag.
+func answerShared(c *gin.Context, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`
+	h := c.Writer.Header()
+	h["Etag"] = []string{etag}
+	if sharable(c) {
+		h["Cache-Control"] = sharedCache
+	}
+	if inm := c.Request.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag) {
+		c.AbortWithStatus(http.StatusNotModified)
+		return
+	}
+	c.Data(http.StatusOK, "application/json; charset=utf-8", body)
+}
+
+// etagMatches reports whether an If-None-Match header holds etag: "*", or etag in its
+// list, weak or strong alike (RFC 9110's weak comparison).
+func etagMatches(header, etag string) bool {
+	for _, e := range strings.Split(header, ",") {
+		e = strings.TrimSpace(e)
+		if e == "*" || strings.TrimPrefix(e, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// sharedError answers err as respondError does, and lets a shared cache keep a 404 or
+// a 409 of a public read for a second, as it keeps its 200.
+func sharedError(c *gin.Context, err error) {
+	if sharable(c) {
+		c.Set(sharedKey, true)
+	}
+	respondError(c, err)
+}
+
+// sharedByActivity answers what get returns for the activity in the path as a public
+// read (answerShared, sharedError).
+func sharedByActivity[T any](get func(context.Context, int64) (T, error)) gin.HandlerFunc {
+	return activityRoute(get, answerShared, sharedError)
+}
+
+// lineStatus is the public status of a sale's line: the sale from the public list's
+// snapshot (no sale: 404; no line: 409 no_waiting_room), its line's from the line's
+// snapshot; neither asks a store per request.
+func (h *Handler) lineStatus(ctx context.Context, id int64) (line.Status, error) {
+	a, err := h.svc.PublicActivity(ctx, id)
+	switch {
+	case err != nil:
+		return line.Status{}, err
+	case !a.WaitingRoom:
+		return line.Status{}, line.ErrNoWaitingRoom
+	case a.ArchivedAt != nil: // its line left Redis with it: over
+		return line.Status{ActivityID: id, State: line.StateEnded, AdmitPerSecond: int64(a.AdmitPerSecond),
+			AsOf: *a.ArchivedAt}, nil
+	}
+	s, err := h.line.Status(ctx, id)
+	if errors.Is(err, line.ErrNoSale) { // MySQL has it (the list), Redis not: its rebuild brings it back
+		return line.Status{}, fmt.Errorf("%w: sale %d is missing in Redis", sale.ErrUnavailable, id)
+	}
+	return s, err
+}
