@@ -206,7 +206,7 @@ func writeError(c *gin.Context, status int, code string, body []byte) {
 		c.Header("Connection", "close")
 	}
 	if (status == http.StatusNotFound || status == http.StatusConflict) && c.GetBool(sharedKey) {
-		c.Writer.Header()["Cache-Control"] = sharedCache // as its 200 would be (sharedError)
+		share(c.Writer.Header()) // as its 200 would be (sharedError)
 	}
 	c.Set(errorCodeKey, code)
 	c.Abort()

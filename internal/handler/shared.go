@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -34,6 +36,18 @@ func noStore(c *gin.Context) {
 	c.Next()
 }
 
+// share lets a shared cache keep an answer for a second: Cache-Control for any cache,
+// and for the project's nginx front (which keeps times in whole seconds, so max-age=1
+// would keep it for 1 to 2 s) X-Accel-Expires, the end of the second of the clock it is
+// in, or of the next one past its middle. Under a crowd the front's copy then expires
+// as a second begins, when this API's snapshots (internal/snapshot) do too, and the
+// front's next request gets a fresh answer; clocks a little apart (under half a
+// second) change nothing. nginx keeps X-Accel-Expires to itself.
+func share(h http.Header) {
+	h["Cache-Control"] = sharedCache
+	h["X-Accel-Expires"] = []string{"@" + strconv.FormatInt(time.Now().Add(500*time.Millisecond).Unix(), 10)}
+}
+
 // sharable reports whether a shared cache may keep the answer to c: it carries no token.
 func sharable(c *gin.Context) bool { return c.Request.Header.Get("Authorization") == "" }
 
@@ -55,7 +69,7 @@ func answerShared(c *gin.Context, v any) {
 	h := c.Writer.Header()
 	h["Etag"] = []string{etag}
 	if sharable(c) {
-		h["Cache-Control"] = sharedCache
+		share(h)
 	}
 	if inm := c.Request.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag) {
 		c.AbortWithStatus(http.StatusNotModified)

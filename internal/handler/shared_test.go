@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,15 @@ func TestCacheControlOfEachRoute(t *testing.T) {
 			if a.status != tc.status || a.header.Get("Cache-Control") != tc.cache || (a.header.Get("ETag") != "") != tc.etag {
 				t.Errorf("got %d, Cache-Control %q, ETag %q; want %d, %q, an ETag %v (%s)", a.status, a.header.Get("Cache-Control"),
 					a.header.Get("ETag"), tc.status, tc.cache, tc.etag, a.body)
+			}
+			// For the nginx front: kept until the end of this second or the next, never for a private answer.
+			accel := a.header.Get("X-Accel-Expires")
+			if tc.cache == private && accel != "" {
+				t.Errorf("a private answer carries X-Accel-Expires %q", accel)
+			}
+			if at, err := strconv.ParseInt(strings.TrimPrefix(accel, "@"), 10, 64); tc.cache == shared &&
+				(!strings.HasPrefix(accel, "@") || err != nil || at < time.Now().Unix()-1 || at > time.Now().Unix()+1) {
+				t.Errorf("X-Accel-Expires %q, want @ and this second or the next (now %d)", accel, time.Now().Unix())
 			}
 		})
 	}

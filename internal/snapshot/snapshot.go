@@ -2,6 +2,13 @@
 // once per interval however many ask for it, by one of them while the others wait for
 // its result, with a failed load answered (and logged) once for the interval rather
 // than tried again, and said again, by every request.
+//
+// A value belongs to the interval of the clock it was loaded in (for a second: the
+// second of the clock, 12:00:07.000 to .999) and is loaded again in the next one asked
+// for. So two processes that each keep a snapshot for a second, such as a shared cache
+// in front of an API, stay in step: the cache's request at the start of a second finds
+// the API's snapshot of the second before expired, and gets a fresh one, not one up to
+// a second old already.
 package snapshot
 
 import (
@@ -12,8 +19,8 @@ import (
 	"time"
 )
 
-// Failed is the error of a failed load, the answer of every Get until the interval has
-// passed. The failure was logged when it happened: whoever answers it need not log it
+// Failed is the error of a failed load, the answer of every Get until the next
+// interval. The failure was logged when it happened: whoever answers it need not log it
 // again (Logged).
 type Failed struct{ Err error }
 
@@ -27,8 +34,8 @@ func (e *Failed) Logged() bool { return true }
 // its failure, rather than waiting on a store that does not answer.
 const LoadTimeout = 5 * time.Second
 
-// Value is one value loaded at most once per Every (its zero value is not ready: use
-// New).
+// Value is one value loaded at most once per interval (its zero value is not ready:
+// use New).
 type Value[T any] struct {
 	name  string
 	every time.Duration
@@ -41,7 +48,7 @@ type Value[T any] struct {
 type loaded[T any] struct {
 	v   T
 	err error
-	at  time.Time
+	at  time.Time // the start of the interval it was loaded in; zero: expired
 }
 
 // New returns a Value loaded at most once per every, named name in the log.
@@ -52,18 +59,18 @@ func New[T any](name string, every time.Duration) *Value[T] {
 // SetClock replaces the clock that ages the value (tests).
 func (s *Value[T]) SetClock(now func() time.Time) { s.now = now }
 
-// Get returns the value, loaded with load first when the last load is Every old or
-// more, or there is none: one caller loads, with a context that its own end does not
-// cancel (its result serves all those waiting) bounded by LoadTimeout, while the others
-// wait for it. A failed
-// load is logged once and answered as a *Failed until Every has passed.
+// Get returns the value, loaded with load first when the last load was in an earlier
+// interval of the clock, or there is none: one caller loads, with a context that its
+// own end does not cancel (its result serves all those waiting) bounded by
+// LoadTimeout, while the others wait for it. A failed load is logged once and answered
+// as a *Failed until the next interval.
 func (s *Value[T]) Get(ctx context.Context, load func(context.Context) (T, error)) (T, error) {
-	if l := s.cur.Load(); l != nil && s.now().Sub(l.at) < s.every {
+	if l := s.cur.Load(); l != nil && s.current(l) {
 		return l.v, l.err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l := s.cur.Load(); l != nil && s.now().Sub(l.at) < s.every { // loaded while this one waited
+	if l := s.cur.Load(); l != nil && s.current(l) { // loaded while this one waited
 		return l.v, l.err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), LoadTimeout)
@@ -71,12 +78,15 @@ func (s *Value[T]) Get(ctx context.Context, load func(context.Context) (T, error
 	v, err := load(ctx)
 	if err != nil {
 		slog.Warn("snapshot: load failed; answered as failed until the next load", "snapshot", s.name,
-			"next_in", s.every, "err", err)
+			"interval", s.every, "err", err)
 		err = &Failed{Err: err}
 	}
-	s.cur.Store(&loaded[T]{v: v, err: err, at: s.now()})
+	s.cur.Store(&loaded[T]{v: v, err: err, at: s.now().Truncate(s.every)})
 	return v, err
 }
+
+// current reports whether l was loaded in the interval of the clock that runs now.
+func (s *Value[T]) current(l *loaded[T]) bool { return s.now().Truncate(s.every).Equal(l.at) }
 
 // Last returns the last value loaded without loading one, and false when none was
 // loaded or the last load failed.
@@ -99,7 +109,7 @@ func (s *Value[T]) Expire() {
 	}
 }
 
-// Map is a Value per key (a sale's), each loaded at most once per Every.
+// Map is a Value per key (a sale's), each loaded at most once per interval.
 type Map[K comparable, T any] struct {
 	name   string
 	every  time.Duration

@@ -21,7 +21,8 @@ func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()) }
 func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
 
 // A crowd asking at once gets one load, whose result all of them answer; the value is
-// loaded again only once it is Every old, and Expire makes the next Get load.
+// loaded again in the next second of the clock (not a second after the load: in step
+// with a cache in front), and Expire makes the next Get load.
 func TestOneLoadPerInterval(t *testing.T) {
 	c := &clock{}
 	v := snapshot.New[int]("test", time.Second)
@@ -62,6 +63,8 @@ func TestOneLoadPerInterval(t *testing.T) {
 		{"at the interval", func() { c.add(time.Millisecond) }, 2},
 		{"right after that load", func() {}, 2},
 		{"expired by this process", v.Expire, 3},
+		{"late in a later second", func() { c.add(1900 * time.Millisecond) }, 4},
+		{"in the next second of the clock, 100 ms after that load", func() { c.add(100 * time.Millisecond) }, 5},
 	}
 	for _, tc := range tests {
 		tc.step()
