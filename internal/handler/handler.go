@@ -139,6 +139,8 @@ type Handler struct {
 	cursors *auth.Cursors
 	hooks   Webhooks
 	ready   *health.Probe
+	// statuses are the lines' public statuses as last encoded (shared.go).
+	statuses answers[line.Status]
 
 	bodyTimeout time.Duration
 }
@@ -212,7 +214,7 @@ func (h *Handler) Routes() http.Handler {
 	// The public reads a crowd repeats, which a shared cache may keep (shared.go).
 	api.GET("/activities", listActivities(h.svc.PublicActivities, answerShared))
 	api.GET("/activities/:id", sharedByActivity(h.svc.PublicActivity))
-	api.GET("/activities/:id/line/status", sharedByActivity(h.lineStatus))
+	api.GET("/activities/:id/line/status", h.lineStatus)
 	api.GET("/activities/:id/groups", h.listGroups(false))
 	api.GET("/groups/:gid", h.getGroup)
 	api.GET("/openapi.yaml", openAPI) // the reference at /docs renders it

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -45,8 +47,27 @@ func noStore(c *gin.Context) {
 // second) change nothing. nginx keeps X-Accel-Expires to itself.
 func share(h http.Header) {
 	h["Cache-Control"] = sharedCache
-	h["X-Accel-Expires"] = []string{"@" + strconv.FormatInt(time.Now().Add(500*time.Millisecond).Unix(), 10)}
+	h["X-Accel-Expires"] = accelExpires(time.Now())
 }
+
+// accelExpires is X-Accel-Expires at now: "@" and the second it ends at, kept for the
+// second it holds for (every answer of a second shares one value).
+func accelExpires(now time.Time) []string {
+	at := now.Add(500 * time.Millisecond).Unix()
+	if last := lastAccel.Load(); last != nil && last.at == at {
+		return last.value
+	}
+	v := &accel{at: at, value: []string{"@" + strconv.FormatInt(at, 10)}}
+	lastAccel.Store(v)
+	return v.value
+}
+
+type accel struct {
+	at    int64
+	value []string
+}
+
+var lastAccel atomic.Pointer[accel]
 
 // sharable reports whether a shared cache may keep the answer to c: it carries no token.
 func sharable(c *gin.Context) bool { return c.Request.Header.Get("Authorization") == "" }
@@ -59,23 +80,64 @@ const sharedKey = "shared"
 // second (unless the request carries a token); 304 and no body when the request's
 // If-None-Match holds the ETag.
 func answerShared(c *gin.Context, v any) {
-	body, err := json.Marshal(v)
+	e, err := encode(v)
 	if err != nil {
 		respondError(c, err)
 		return
 	}
+	writeShared(c, e)
+}
+
+// encoded is an answer's JSON and its ETag.
+type encoded struct {
+	body []byte
+	etag []string // the header's value
+}
+
+func encode(v any) (*encoded, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
 	sum := sha256.Sum256(body)
-	etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`
+	return &encoded{body: body, etag: []string{`"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`}}, nil
+}
+
+// writeShared answers e as answerShared does.
+func writeShared(c *gin.Context, e *encoded) {
 	h := c.Writer.Header()
-	h["Etag"] = []string{etag}
+	h["Etag"] = e.etag
 	if sharable(c) {
 		share(h)
 	}
-	if inm := c.Request.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag) {
+	if inm := c.Request.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, e.etag[0]) {
 		c.AbortWithStatus(http.StatusNotModified)
 		return
 	}
-	c.Data(http.StatusOK, "application/json; charset=utf-8", body)
+	c.Data(http.StatusOK, "application/json; charset=utf-8", e.body)
+}
+
+// answers keeps, per sale, the last answer of a route whose values compare (a line's
+// status) encoded: a crowd reading one snapshot is answered with the bytes encoded for
+// the first of it, not encoded again per request.
+type answers[T comparable] struct{ last sync.Map } // activity id -> *answer[T]
+
+type answer[T comparable] struct {
+	v T
+	*encoded
+}
+
+// of returns v of the sale id encoded.
+func (a *answers[T]) of(id int64, v T) (*encoded, error) {
+	if last, ok := a.last.Load(id); ok && last.(*answer[T]).v == v {
+		return last.(*answer[T]).encoded, nil
+	}
+	e, err := encode(v)
+	if err != nil {
+		return nil, err
+	}
+	a.last.Store(id, &answer[T]{v: v, encoded: e})
+	return e, nil
 }
 
 // etagMatches reports whether an If-None-Match header holds etag: "*", or etag in its
@@ -105,10 +167,29 @@ func sharedByActivity[T any](get func(context.Context, int64) (T, error)) gin.Ha
 	return activityRoute(get, answerShared, sharedError)
 }
 
-// lineStatus is the public status of a sale's line: the sale from the public list's
+// lineStatus answers the public status of a sale's line (lineStatusOf), each snapshot
+// of it encoded once.
+func (h *Handler) lineStatus(c *gin.Context) {
+	id, ok := pathID(c, "id")
+	if !ok {
+		sharedError(c, errBadPathActivity)
+		return
+	}
+	s, err := h.lineStatusOf(c.Request.Context(), id)
+	if err == nil {
+		var e *encoded
+		if e, err = h.statuses.of(id, s); err == nil {
+			writeShared(c, e)
+			return
+		}
+	}
+	sharedError(c, err)
+}
+
+// lineStatusOf is the public status of a sale's line: the sale from the public list's
 // snapshot (no sale: 404; no line: 409 no_waiting_room), its line's from the line's
 // snapshot; neither asks a store per request.
-func (h *Handler) lineStatus(ctx context.Context, id int64) (line.Status, error) {
+func (h *Handler) lineStatusOf(ctx context.Context, id int64) (line.Status, error) {
 	a, err := h.svc.PublicActivity(ctx, id)
 	switch {
 	case err != nil:
