@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -421,13 +422,26 @@ func (s *Service) PublicActivities(ctx context.Context, p Page) ([]Activity, int
 
 // publicList is every sale, newest first, from a snapshot at most CatalogAge old.
 func (s *Service) publicList(ctx context.Context) ([]Activity, error) {
-	return s.catalog.Get(ctx, func(ctx context.Context) ([]Activity, error) {
-		as, err := s.store.ListActivities(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list activities: %w", err)
-		}
-		return s.views(ctx, as)
-	})
+	return s.catalog.Get(ctx, s.loadPublicList)
+}
+
+// loadPublicList reads every sale from MySQL and shows each with the state Redis has
+// now. While MySQL does not answer, the sales it last read are shown (a sale's own
+// fields seldom change; its units, status and window are Redis'), and that is said in
+// the log once per load, not once per request: buyers keep seeing the sales, and the
+// lines' status, through a MySQL outage, as purchases go on through it.
+func (s *Service) loadPublicList(ctx context.Context) ([]Activity, error) {
+	as, err := s.store.ListActivities(ctx)
+	switch last := s.catalogRows.Load(); {
+	case err == nil:
+		s.catalogRows.Store(&as)
+	case last == nil:
+		return nil, fmt.Errorf("list activities: %w", err)
+	default:
+		slog.Warn("public sales: MySQL did not answer; showing the sales it last listed, with Redis' figures", "err", err)
+		as = *last
+	}
+	return s.views(ctx, as)
 }
 
 // views shows stored sales with the state Redis has now.

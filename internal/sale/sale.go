@@ -9,6 +9,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -86,6 +87,8 @@ type Service struct {
 	commits committer
 	rebuild *Rebuilder
 	catalog *snapshot.Value[[]Activity] // the public list of sales (PublicActivities)
+	// catalogRows are the sales MySQL last listed for it.
+	catalogRows atomic.Pointer[[]store.Activity]
 	// archived holds the ids of the sales this process found archived (an archived sale
 	// stays so): their purchases are answered from MySQL without asking Redis.
 	archived sync.Map

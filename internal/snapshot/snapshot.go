@@ -1,7 +1,8 @@
 // Package snapshot keeps what a crowd reads and a store answers: a value loaded at most
-// once per interval however many ask for it, by one of them while the others wait for
-// its result, with a failed load answered (and logged) once for the interval rather
-// than tried again, and said again, by every request.
+// once per interval however many ask for it, by one of them while the others get the
+// last value (or, before the first, wait for it), with a failed load answered (and
+// logged) once for the interval rather than tried again, and said again, by every
+// request. Nobody but the one loading waits on a slow store.
 //
 // A value belongs to the interval of the clock it was loaded in (for a second: the
 // second of the clock, 12:00:07.000 to .999) and is loaded again in the next one asked
@@ -61,14 +62,20 @@ func (s *Value[T]) SetClock(now func() time.Time) { s.now = now }
 
 // Get returns the value, loaded with load first when the last load was in an earlier
 // interval of the clock, or there is none: one caller loads, with a context that its
-// own end does not cancel (its result serves all those waiting) bounded by
-// LoadTimeout, while the others wait for it. A failed load is logged once and answered
-// as a *Failed until the next interval.
+// own end does not cancel (its result may serve others) bounded by LoadTimeout; while
+// it does, the others get the last answer at once (before the first load, they wait
+// for it). A failed load is logged once and answered as a *Failed until the next
+// interval.
 func (s *Value[T]) Get(ctx context.Context, load func(context.Context) (T, error)) (T, error) {
-	if l := s.cur.Load(); l != nil && s.current(l) {
+	l := s.cur.Load()
+	if l != nil && s.current(l) {
 		return l.v, l.err
 	}
-	s.mu.Lock()
+	if l == nil {
+		s.mu.Lock()
+	} else if !s.mu.TryLock() { // another caller is loading the next: the last meanwhile
+		return l.v, l.err
+	}
 	defer s.mu.Unlock()
 	if l := s.cur.Load(); l != nil && s.current(l) { // loaded while this one waited
 		return l.v, l.err

@@ -151,3 +151,42 @@ func TestMapLoadsPerKey(t *testing.T) {
 		t.Errorf("loads %v, want key 1 twice (asked again after the interval), key 2 once", loads)
 	}
 }
+
+// While one caller loads the next value (a slow store), the others get the last one at
+// once, not a wait; and once that load is in, they get the new one.
+func TestLastValueWhileLoading(t *testing.T) {
+	c := &clock{}
+	v := snapshot.New[int]("test", time.Second)
+	v.SetClock(c.now)
+	if n, err := v.Get(context.Background(), func(context.Context) (int, error) { return 1, nil }); n != 1 || err != nil {
+		t.Fatalf("first load: %d %v", n, err)
+	}
+	c.add(time.Second)
+	started, release := make(chan struct{}), make(chan struct{})
+	loaded := make(chan int)
+	go func() {
+		n, _ := v.Get(context.Background(), func(context.Context) (int, error) {
+			close(started)
+			<-release
+			return 2, nil
+		})
+		loaded <- n
+	}()
+	<-started
+	for range 100 {
+		n, err := v.Get(context.Background(), func(context.Context) (int, error) {
+			t.Error("a second load began while one was under way")
+			return 0, nil
+		})
+		if n != 1 || err != nil {
+			t.Fatalf("during the load: %d %v, want the last value 1", n, err)
+		}
+	}
+	close(release)
+	if n := <-loaded; n != 2 {
+		t.Fatalf("the loader got %d, want 2", n)
+	}
+	if n, _ := v.Get(context.Background(), nil); n != 2 {
+		t.Errorf("after the load: %d, want 2", n)
+	}
+}
