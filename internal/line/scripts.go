@@ -1,7 +1,10 @@
 package line
 
+//go:generate go test -run ^TestScriptFiles$ -args -update
+
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -99,7 +102,7 @@ var lineStates = []struct{ state, lua string }{
 }
 
 // repliesLua defines the reply codes, the ticket statuses and the line's states as Lua
-// constants.
+// constants: every script's section "codes".
 func repliesLua() string {
 	var names, values []string
 	for _, r := range lineReplies {
@@ -111,7 +114,7 @@ func repliesLua() string {
 	for i, s := range lineStates {
 		names, values = append(names, s.lua), append(values, strconv.Itoa(i))
 	}
-	return "\nlocal " + strings.Join(names, ", ") + " = " + strings.Join(values, ", ") + "\n"
+	return "local " + strings.Join(names, ", ") + " = " + strings.Join(values, ", ") + "\n"
 }
 
 // decode turns a script's reply into the values after its code, when the code is one of
@@ -131,23 +134,24 @@ func decode(res []int64, want ...int64) (code int64, values []int64, err error) 
 	return res[0], res[1:], nil
 }
 
-// lineScript is one of the line's scripts with its KEYS and ARGV named, once, here: the
-// script's first lines unpack them as K.<name> and ARG.<name>, and its body never reads
-// KEYS or ARGV by position. The shared fragments before those lines see neither: they
-// take what they read as arguments.
+// lineScript is one of the line's scripts, a .lua file beside this one, with its KEYS
+// and ARGV named, once, here: its section "head" (headLua, written by go generate)
+// unpacks them as K.<name> and ARG.<name>, and its body never reads KEYS or ARGV by
+// position. The parts before that section see neither: they take what they read as
+// arguments.
 type lineScript struct {
 	keys, args []string
-	body       string // the script's own lines, after the unpacking
+	src        string
 	script     *redis.Script
 }
 
-func newScript(keys, args []string, shared, body string) *lineScript {
-	var b strings.Builder
-	b.WriteString(repliesLua())
-	b.WriteString(shared)
-	fmt.Fprintf(&b, "\nlocal K = {%s}\nlocal ARG = {%s}\n", named(keys, "KEYS"), named(args, "ARGV"))
-	b.WriteString(body)
-	return &lineScript{keys: keys, args: args, body: body, script: redis.NewScript(b.String())}
+func newScript(src string, keys, args []string) *lineScript {
+	return &lineScript{keys: keys, args: args, src: src, script: redis.NewScript(src)}
+}
+
+// headLua unpacks a script's keys and arguments by name: its section "head".
+func headLua(keys, args []string) string {
+	return fmt.Sprintf("local K = {%s}\nlocal ARG = {%s}\n", named(keys, "KEYS"), named(args, "ARGV"))
 }
 
 // named is the fields of a Lua table of names, each the element of list at its place.
@@ -192,50 +196,6 @@ func mapKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// clockLua reads the scripts' clock: arg "" reads Redis' own (TIME), the one clock of
-// every API instance and worker; tests pass unix ms instead. A sale's own state is read
-// through internal/stock's sale_state and holds_any.
-var clockLua = stock.SaleStateLua + `
-local function clock_ms(arg)
-  if arg ~= '' then return tonumber(arg) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-`
-
-// ticketLua reads a buyer's ticket, for the join and read scripts.
-//
-// read_ticket(keys, user, now, sale) reads keys.wait, keys.meta, keys.tickets and
-// keys.users (the sale's users hash: units each buyer holds); sale is sale_state's table.
-// It returns nil (no ticket) or {status, position, ahead, admitted ms, pass expiry ms,
-// place}: TICKET_SOLD_OUT is one look at the sale, never a write per ticket, and a
-// waiting buyer's position counts the admitted ones before: everyone admitted was
-// ahead. A waiting buyer's place is its score in keys.wait; an admitted one's is kept
-// with its ticket (0 for a ticket admitted before places were kept).
-// answer(code, t, sale, now) is a script's reply: the code, then ticketValues values.
-var ticketLua = clockLua + `
-local function read_ticket(keys, user, now, sale)
-  local rank = redis.call('ZRANK', keys.wait, user)
-  if rank then
-    local status = TICKET_WAITING
-    if now >= sale.ends or sale.avail <= 0 then status = TICKET_SOLD_OUT end
-    local admitted = tonumber(redis.call('HGET', keys.meta, 'admitted') or '0')
-    return {status, admitted + rank + 1, rank, 0, 0, tonumber(redis.call('ZSCORE', keys.wait, user))}
-  end
-  local v = redis.call('HGET', keys.tickets, user)
-  if not v then return nil end
-  local at, pos, ttl, place = string.match(v, '^(%d+) (%d+) (%d+) ?(%d*)$')
-  at = tonumber(redis.call('HGET', keys.meta, 'epoch')) + tonumber(at)
-  local exp = at + tonumber(ttl)
-  local status = TICKET_ADMITTED
-  if now >= exp and not holds_any(keys.users, user) then status = TICKET_EXPIRED end
-  return {status, tonumber(pos), 0, at, exp, tonumber(place) or 0}
-end
-local function answer(code, t, sale, now)
-  return {code, t[1], t[2], t[3], t[4], t[5], t[6], sale.avail, sale.starts, sale.admit, now}
-end
-`
-
 // The keys and arguments of the scripts, by the names the scripts read them by:
 //
 //	sale     the sale's hash (stock.SaleKey)
@@ -261,156 +221,34 @@ var (
 	admitKeyNames  = []string{"sale", "meta", "wait", "tickets", "passes", "users"}
 )
 
-// challengeScript reads what a sale's challenge needs.
+// challengeScript reads what a sale's challenge needs (challenge.lua).
 //
-// Returns {CHALLENGE, cost, now (unix ms)}, NO_SALE or NO_ROOM.
-var challengeScript = newScript([]string{"sale"}, []string{"clock"}, clockLua, `
-local sale = sale_state(K.sale)
-if not sale then return {NO_SALE} end
-if not sale.room then return {NO_ROOM} end
-return {CHALLENGE, sale.cost, clock_ms(ARG.clock)}
-`)
+//go:embed challenge.lua
+var challengeLua string
+var challengeScript = newScript(challengeLua, []string{"sale"}, []string{"clock"})
 
-// joinScript gives a user a place in a sale's line, once.
+// joinScript gives a user a place in a sale's line, once (join.lua).
 //
-// Returns answer(JOINED, ...) for a new ticket, answer(TICKET, ...) for the user's
-// ticket (a second join; nothing changes), or NO_SALE, NO_ROOM, ENDED, SOLD_OUT,
-// NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, CHALLENGE_EXPIRED, PLACE_TAKEN (the draw
-// is a waiting buyer's place: nothing changed, draw again).
-//
-// The sale's state comes before the solution: a user with a ticket gets it back, and a
-// closed line says so, whatever solution came. A join before the start (by the clock)
-// is placed by its draw in the lottery's band: the order of those joiners is a uniform
-// lottery, fixed at join time, so nothing is shuffled at the start. A later join is
-// placed in the arrival band at the count of later joins, behind them all, in arrival
-// order. A place is the buyer's score in K.wait, and stays with its ticket once admitted.
-var joinScript = newScript(append(slices.Clone(ticketKeyNames), "pow"),
-	[]string{"clock", "user", "draw", "lottery", "arrival", "solution", "expires"}, ticketLua, `
-local sale = sale_state(K.sale)
-if not sale then return {NO_SALE} end
-if not sale.room then return {NO_ROOM} end
-local now = clock_ms(ARG.clock)
-local t = read_ticket(K, ARG.user, now, sale)
-if t then return answer(TICKET, t, sale, now) end
-if now >= sale.ends then return {ENDED} end
-if sale.avail <= 0 then return {SOLD_OUT} end
-if now < sale.starts - sale.prequeue * 1000 then return {NOT_OPEN} end
-local place
-if now < sale.starts then
-  place = tonumber(ARG.lottery) + tonumber(ARG.draw)
-  if redis.call('ZCOUNT', K.wait, place, place) > 0 then return {PLACE_TAKEN} end
-end
-if sale.challenge or ARG.solution == '0' then
-  if ARG.solution ~= '1' then return {CHALLENGE_REQUIRED} end
-  local expires = tonumber(ARG.expires)
-  if now >= expires then return {CHALLENGE_EXPIRED} end
-  -- kept until the challenge expires: no instance accepts the solution after that
-  if not redis.call('SET', K.pow, '1', 'NX', 'PX', string.format('%d', expires - now)) then
-    return {SOLUTION_USED}
-  end
-end
-if not place then place = tonumber(ARG.arrival) + redis.call('HINCRBY', K.meta, 'seq', 1) end
-redis.call('ZADD', K.wait, string.format('%d', place), ARG.user)
-redis.call('HINCRBY', K.meta, 'joined', 1)
-return answer(JOINED, read_ticket(K, ARG.user, now, sale), sale, now)
-`)
+//go:embed join.lua
+var joinLua string
+var joinScript = newScript(joinLua, append(slices.Clone(ticketKeyNames), "pow"), []string{"clock", "user", "draw", "lottery", "arrival", "solution", "expires"})
 
-// readScript reads a user's ticket.
+// readScript reads a user's ticket (read.lua).
 //
-// Returns answer(TICKET, ...), NO_SALE or NO_TICKET.
-var readScript = newScript(ticketKeyNames, []string{"clock", "user"}, ticketLua, `
-local sale = sale_state(K.sale)
-if not sale then return {NO_SALE} end
-local now = clock_ms(ARG.clock)
-local t = read_ticket(K, ARG.user, now, sale)
-if not t then return {NO_TICKET} end
-return answer(TICKET, t, sale, now)
-`)
+//go:embed read.lua
+var readLua string
+var readScript = newScript(readLua, ticketKeyNames, []string{"clock", "user"})
 
 // admitScript advances a sale's line: it retires expired passes, then admits the next
-// waiting buyers whose slots have come.
+// waiting buyers whose slots have come (admit.lua).
 //
-// Returns {ADVANCED, admitted now, waiting, passes outstanding and unused, passes used},
-// or NO_SALE.
-//
-// Buyers are admitted in place order (the lowest scores of K.wait first); each admitted
-// ticket keeps its place, and the meta hash's through is the highest place admitted.
-//
-// Admission slots are spaced by interval = (10 s + tolerance) / (10 x admit - 1) and the
-// next slot is never older than now - tolerance when a run starts: a buyer admitted at
-// t has a slot in [t - tolerance, t], so any 10 s window holds at most
-// (10 s + tolerance) / interval + 1 = 10 x admit admissions, however late or often the
-// runs come. Admission is from the start to the end of the sale (by the clock), while
-// units are left, and while the passes outstanding and unused are fewer than
-// max(admit, 2 x units left). A pass is used once its holder has bought (the reserve
-// script counts a pass holder's first purchase: sale_state's passes_used); passes that
-// expire leave the count, those whose holder holds units counted as used (usedexp).
-var admitScript = newScript(admitKeyNames, []string{"clock", "tolerance", "most"}, clockLua, `
-local sale = sale_state(K.sale)
-if not sale then return {NO_SALE} end
-local now = clock_ms(ARG.clock)
-local tolerance = tonumber(ARG.tolerance)
-local meta = redis.call('HMGET', K.meta, 'next', 'usedexp')
-local usedexp = tonumber(meta[2] or '0')
-local gone = redis.call('ZRANGEBYSCORE', K.passes, '-inf', now, 'LIMIT', 0, 5000)
-if #gone > 0 then
-  local used = 0
-  for _, u in ipairs(gone) do
-    if holds_any(K.users, u) then used = used + 1 end
-  end
-  redis.call('ZREMRANGEBYRANK', K.passes, 0, #gone - 1)
-  usedexp = usedexp + used
-  redis.call('HINCRBY', K.meta, 'usedexp', used)
-  redis.call('HINCRBY', K.meta, 'expired', #gone - used)
-end
-local rused = sale.passes_used
-local outstanding = redis.call('ZCARD', K.passes)
-local open = outstanding - math.min(outstanding, math.max(0, rused - usedexp))
-local rate, avail = sale.admit, sale.avail
-local n = 0
-if sale.room and rate > 0 and avail > 0 and now >= sale.starts and now < sale.ends then
-  local interval = (10000 + tolerance) / (10 * rate - 1)
-  local slot = math.max(tonumber(meta[1] or '0'), now - tolerance)
-  if slot <= now then
-    n = math.max(0, math.min(math.floor((now - slot) / interval) + 1, math.max(rate, 2 * avail) - open,
-      tonumber(ARG.most)))
-  end
-  if n > 0 then
-    local popped = redis.call('ZPOPMIN', K.wait, n)
-    n = #popped / 2
-    if n > 0 then redis.call('HSET', K.meta, 'through', string.format('%d', tonumber(popped[2 * n]))) end
-    local before = redis.call('HINCRBY', K.meta, 'admitted', n) - n
-    local exp = math.ceil((now + sale.pass_ttl * 1000) / 1000) * 1000
-    redis.call('HSETNX', K.meta, 'epoch', string.format('%d', now))
-    local since = now - tonumber(redis.call('HGET', K.meta, 'epoch'))
-    for i = 1, n do
-      local user = popped[2 * i - 1]
-      redis.call('HSET', K.tickets, user, string.format('%d %d %d %d', since, before + i, exp - now, tonumber(popped[2 * i])))
-      redis.call('ZADD', K.passes, exp, user)
-    end
-    redis.call('HSET', K.meta, 'next', string.format('%.3f', slot + n * interval))
-  end
-end
-return {ADVANCED, n, redis.call('ZCARD', K.wait), open + n, rused}
-`)
+//go:embed admit.lua
+var admitLua string
+var admitScript = newScript(admitLua, admitKeyNames, []string{"clock", "tolerance", "most"})
 
 // statusScript reads a line's public status: what every waiting buyer reads, the same
-// for all of them.
+// for all of them (status.lua).
 //
-// Returns {STATUS, state, admitted through, joined, admitted, admissions a second, units
-// left, now (unix ms)}, NO_SALE or NO_ROOM. The state is LINE_ENDED from the sale's
-// end, else LINE_BEFORE before its start, else LINE_SOLD_OUT with no unit left, else
-// LINE_ADMITTING.
-var statusScript = newScript([]string{"sale", "meta"}, []string{"clock"}, clockLua, `
-local sale = sale_state(K.sale)
-if not sale then return {NO_SALE} end
-if not sale.room then return {NO_ROOM} end
-local now = clock_ms(ARG.clock)
-local state = LINE_ADMITTING
-if now >= sale.ends then state = LINE_ENDED
-elseif now < sale.starts then state = LINE_BEFORE
-elseif sale.avail <= 0 then state = LINE_SOLD_OUT end
-local m = redis.call('HMGET', K.meta, 'through', 'joined', 'admitted')
-return {STATUS, state, tonumber(m[1] or '0'), tonumber(m[2] or '0'), tonumber(m[3] or '0'), sale.admit,
-  math.max(sale.avail, 0), now}
-`)
+//go:embed status.lua
+var statusLua string
+var statusScript = newScript(statusLua, []string{"sale", "meta"}, []string{"clock"})

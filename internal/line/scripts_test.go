@@ -3,17 +3,40 @@ package line
 import (
 	"context"
 	"errors"
+	"flag"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"seckill/internal/luafile"
 	"seckill/internal/stock"
 	"seckill/internal/testutil"
 )
 
-var scripts = map[string]*lineScript{"challenge": challengeScript, "join": joinScript, "read": readScript, "admit": admitScript,
-	"status": statusScript}
+var update = flag.Bool("update", false, "rewrite the generated sections of the .lua files (go generate)")
+
+// scripts are the line's scripts by file.
+var scripts = map[string]*lineScript{"challenge.lua": challengeScript, "join.lua": joinScript, "read.lua": readScript,
+	"admit.lua": admitScript, "status.lua": statusScript}
+
+// Each .lua file holds its parts (the line's, and internal/stock's for the sale's state)
+// and what Go writes for it (the codes; the head, from the script's keys and arguments)
+// as their sources have them, and reads KEYS and ARGV in its head only
+// (internal/luafile).
+func TestScriptFiles(t *testing.T) {
+	luafile.Check(t, ".", luafile.Sources{Parts: []string{"../stock"}, Generated: func(file, name string) (string, bool) {
+		s := scripts[file]
+		switch {
+		case s != nil && name == "codes":
+			return repliesLua(), true
+		case s != nil && name == "head":
+			return headLua(s.keys, s.args), true
+		}
+		return "", false
+	}}, *update)
+}
 
 // Go and Lua agree on the line's reply codes, ticket statuses and states: each has one code and
 // one Lua name, a real Redis reads the Lua constants as Go's table has them, every name
@@ -60,13 +83,20 @@ func TestReplyCodes(t *testing.T) {
 		t.Errorf("Lua reads the constants as %v (%v), want %v", got, err, want)
 	}
 
-	quoted := regexp.MustCompile(`'[^']*'`)
 	constant := regexp.MustCompile(`\b[A-Z][A-Z_]+\b`)
 	used := map[string]bool{}
 	for name, s := range scripts {
-		// the sale's state is stock's fragment, with stock's own constants
-		body := strings.ReplaceAll(s.body+ticketLua, stock.SaleStateLua, "")
-		body = quoted.ReplaceAllString(body, "")
+		// the script's own text and the line's ticket part: the sale's state is stock's
+		// part, with stock's own constants
+		f, err := luafile.Parse(s.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ticket, err := os.ReadFile("ticket.lua")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := luafile.Stripped(f.Own + string(ticket))
 		for _, c := range constant.FindAllString(body, -1) {
 			if c == "K" || c == "ARG" {
 				continue

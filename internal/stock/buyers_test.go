@@ -22,7 +22,7 @@ var apart = []buyer.ID{"1", "p1", "l1", "a1", "~1", "01", "a b", "a%20b", "a", "
 // scripts' agree.
 func TestCountedOneRule(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
-	script := redis.NewScript(buyerFieldsPart + `
+	script := redis.NewScript(parts(t, "buyer_fields.lua") + `
 local group = nil
 if ARGV[2] == 'bool' then group = true elseif ARGV[2] ~= '' then group = ARGV[2] end
 return counted(tonumber(ARGV[1]), group) and 1 or 0
