@@ -30,7 +30,6 @@ import (
 	"seckill/internal/config"
 	"seckill/internal/handler"
 	"seckill/internal/health"
-	"seckill/internal/line"
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
@@ -40,6 +39,7 @@ import (
 	"seckill/internal/stock"
 	"seckill/internal/stock/replicas"
 	"seckill/internal/store"
+	"seckill/internal/waitingroom"
 	"seckill/lock"
 	"seckill/migrations"
 )
@@ -217,7 +217,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		svc.SetProcessClock(now)
 	}
 	passes := auth.NewPasses(cfg.JWTSecret)
-	waitingRoom := line.New(ap, passes, altcha.New(auth.DeriveKey(cfg.JWTSecret, "altcha")))
+	waitingRoom := waitingroom.New(ap, passes, altcha.New(auth.DeriveKey(cfg.JWTSecret, "altcha")))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Ready while Redis answers (with its replicas, when purchases wait for them); MySQL
@@ -254,7 +254,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	apis := live.WatchPeers(watchCtx, "api")
 	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, IdP: idp, RateUser: cfg.RateUser,
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins, Registry: reg, Instances: live,
-		Answers: answers, Line: waitingRoom, Passes: passes, Now: now,
+		Answers: answers, Rooms: waitingRoom, Passes: passes, Now: now,
 		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, BodyTimeout: cfg.BodyTimeout, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),
 		Ready: probe})
 

@@ -20,7 +20,6 @@ import (
 
 	"seckill/internal/config"
 	"seckill/internal/health"
-	"seckill/internal/line"
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
@@ -29,6 +28,7 @@ import (
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
+	"seckill/internal/waitingroom"
 	"seckill/internal/worker"
 	"seckill/lock"
 )
@@ -131,7 +131,7 @@ func run(ctx context.Context) error {
 	lifecycle := order.New(st, sk, outages)
 	lifecycle.Offers = enqueuer // the waitlist's orders of units that come back
 	repairer := worker.NewRepairer(st, sk, enqueuer, persister)
-	admitter := line.NewAdmitter(line.New(ap, nil, nil), st)
+	admitter := waitingroom.NewAdmitter(waitingroom.New(ap, nil, nil), st)
 	archiver := sale.NewArchiver(st, sk, cfg.SaleRetention)
 	archiver.Register(reg)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
@@ -154,7 +154,7 @@ func run(ctx context.Context) error {
 			_, err := repairer.Repair(ctx)
 			return err
 		}},
-		// Waiting rooms admit their lines at each sale's rate (internal/line); the
+		// Waiting rooms admit their lines at each sale's rate (internal/waitingroom); the
 		// admission's own schedule in Redis keeps the rate whoever runs it.
 		worker.Job{Name: "admit-lines", Period: 100 * time.Millisecond, Run: func(ctx context.Context) error {
 			_, err := admitter.Run(ctx)

@@ -19,13 +19,13 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/line"
 	"seckill/internal/outbox"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/stock/reserve"
 	"seckill/internal/stock/settle"
 	"seckill/internal/store"
+	"seckill/internal/waitingroom"
 )
 
 // Errors the handlers themselves detect.
@@ -101,12 +101,12 @@ var mapping = []struct {
 	{store.ErrNotCancellable, http.StatusConflict, "order_not_cancellable"},
 	{store.ErrNotRefundable, http.StatusConflict, "order_not_refundable"},
 	{stock.ErrNotAdmitted, http.StatusConflict, "not_admitted"},
-	{line.ErrNoSale, http.StatusNotFound, "not_found"},
-	{line.ErrNoTicket, http.StatusNotFound, "not_found"},
-	{line.ErrNoWaitingRoom, http.StatusConflict, "no_waiting_room"},
-	{line.ErrNotOpen, http.StatusConflict, "line_not_open"},
-	{line.ErrChallengeRequired, http.StatusBadRequest, "challenge_required"},
-	{line.ErrChallengeFailed, http.StatusForbidden, "challenge_failed"},
+	{waitingroom.ErrNoSale, http.StatusNotFound, "not_found"},
+	{waitingroom.ErrNoTicket, http.StatusNotFound, "not_found"},
+	{waitingroom.ErrNoWaitingRoom, http.StatusConflict, "no_waiting_room"},
+	{waitingroom.ErrNotOpen, http.StatusConflict, "line_not_open"},
+	{waitingroom.ErrChallengeRequired, http.StatusBadRequest, "challenge_required"},
+	{waitingroom.ErrChallengeFailed, http.StatusForbidden, "challenge_failed"},
 	{sale.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 	{store.ErrSchemaPending, http.StatusServiceUnavailable, "unavailable"},
 	{errOverloaded, http.StatusTooManyRequests, "rate_limited"}, // too many at once here, not storage down

@@ -23,11 +23,11 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/buyer"
 	"seckill/internal/health"
-	"seckill/internal/line"
 	"seckill/internal/presence"
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	"seckill/internal/waitingroom"
 	"seckill/web"
 )
 
@@ -112,10 +112,10 @@ type Options struct {
 	Webhooks Webhooks
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
-	// Line runs the sales' waiting rooms (internal/line); Passes checks the sale
-	// passes it hands out, in this process. Both are needed by the line's routes and
+	// Rooms runs the sales' waiting rooms (internal/waitingroom); Passes checks the sale
+	// passes they hand out, in this process. Both are needed by the rooms' routes and
 	// by purchases of a waiting-room sale.
-	Line   Line
+	Rooms  Rooms
 	Passes *auth.Passes
 	// Ready answers /readyz (health.Probe: Redis needed, MySQL reported); nil answers
 	// ready with nothing checked, for tests of the routes alone.
@@ -134,13 +134,13 @@ type Handler struct {
 	proxies []string
 	cors    *cors
 	live    InstanceLister
-	line    Line
+	rooms   Rooms
 	passes  *auth.Passes
 	cursors *auth.Cursors
 	hooks   Webhooks
 	ready   *health.Probe
 	// statuses are the lines' public statuses as last encoded (shared.go).
-	statuses answers[line.Status]
+	statuses answers[waitingroom.Status]
 
 	bodyTimeout time.Duration
 }
@@ -176,7 +176,7 @@ func New(svc Service, o Options) *Handler {
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP), gate: gate,
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
 		metrics: newMetrics(o.Registry, o.Answers), now: o.Now, proxies: o.TrustedProxies,
-		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready,
+		cors: newCORS(o.CORSOrigins), live: o.Instances, rooms: o.Rooms, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready,
 		cursors: auth.NewCursors(o.JWTSecret), bodyTimeout: o.BodyTimeout}
 }
 
@@ -219,7 +219,7 @@ func (h *Handler) Routes() http.Handler {
 	api.GET("/groups/:gid", h.getGroup)
 	api.GET("/openapi.yaml", openAPI) // the reference at /docs renders it
 	api.GET("/activities/:id/line/challenge", byActivity(func(ctx context.Context, id int64) (altcha.Challenge, error) {
-		ch, err := h.line.Challenge(ctx, id)
+		ch, err := h.rooms.Challenge(ctx, id)
 		return ch, h.lineError(ctx, id, err)
 	}))
 
@@ -251,8 +251,8 @@ func (h *Handler) Routes() http.Handler {
 	admin.GET("/activities/:id/ledger", byActivity(h.svc.Ledger))
 	admin.POST("/activities/:id/rebuild", byActivity(h.svc.Rebuild))
 	admin.GET("/activities/:id/groups", h.listGroups(true))
-	admin.GET("/activities/:id/line", byActivity(func(ctx context.Context, id int64) (line.Figures, error) {
-		return h.line.Figures(ctx, id)
+	admin.GET("/activities/:id/line", byActivity(func(ctx context.Context, id int64) (waitingroom.Figures, error) {
+		return h.rooms.Figures(ctx, id)
 	}))
 	admin.GET("/instances", h.instances)
 	admin.POST("/webhooks", h.createWebhook)

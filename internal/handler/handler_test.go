@@ -22,7 +22,6 @@ import (
 	"seckill/internal/config"
 	"seckill/internal/handler"
 	"seckill/internal/health"
-	"seckill/internal/line"
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
@@ -31,6 +30,7 @@ import (
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
+	"seckill/internal/waitingroom"
 	"seckill/internal/worker"
 	"seckill/lock"
 )
@@ -67,7 +67,7 @@ type stack struct {
 	rdb        redis.UniversalClient
 	svc        *sale.Service
 	clock      *clock
-	line       *line.Line
+	line       *waitingroom.Rooms
 }
 
 func newStack(t testing.TB, o handler.Options) *stack {
@@ -100,9 +100,9 @@ func newStack(t testing.TB, o handler.Options) *stack {
 
 	o.JWTSecret = testutil.JWTSecret
 	o.Passes = auth.NewPasses(testutil.JWTSecret)
-	l := line.New(rdb, o.Passes, altcha.New(auth.DeriveKey(testutil.JWTSecret, "altcha")))
+	l := waitingroom.New(rdb, o.Passes, altcha.New(auth.DeriveKey(testutil.JWTSecret, "altcha")))
 	l.SetClock(c.Now)
-	o.Line = l
+	o.Rooms = l
 	if o.Webhooks == nil {
 		o.Webhooks = outbox.NewWebhooks(db.Gorm, false) // as outside dev mode
 	}

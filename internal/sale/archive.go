@@ -10,11 +10,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"seckill/internal/line"
 	"seckill/internal/stock"
 	"seckill/internal/stock/lifecycle"
 	"seckill/internal/stock/reserve"
 	"seckill/internal/store"
+	"seckill/internal/waitingroom"
 )
 
 // ErrArchived means the sale is archived: it is over, MySQL answers for it, and it can
@@ -130,7 +130,7 @@ func (a *Archiver) Archive(ctx context.Context, s store.Activity, now time.Time)
 		}
 	}
 	removed, err := a.sales.Remove(ctx, s.ID, k, lifecycle.Names{Buyers: names.Buyers, Keys: keys, Groups: names.Groups,
-		Extra: line.Keys(s.ID)})
+		Extra: waitingroom.Keys(s.ID)})
 	if err != nil {
 		return false, err
 	}

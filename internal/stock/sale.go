@@ -8,7 +8,7 @@ import (
 )
 
 // Room is a sale's waiting room as its sale hash holds it. The reserve script reads
-// only the flag (room); internal/line reads the rest and owns the line itself.
+// only the flag (room); internal/waitingroom reads the rest and owns the line itself.
 type Room struct {
 	On             bool
 	AdmitPerSecond int

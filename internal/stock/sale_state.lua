@@ -1,4 +1,4 @@
--- The reads of a sale's state that internal/line's scripts make in the sale's slot, so
+-- The reads of a sale's state that internal/waitingroom's scripts make in the sale's slot, so
 -- that only this package knows the fields of its hashes:
 --
 --   sale_state(sale_key): nil for no sale (or one being archived), else a table of its

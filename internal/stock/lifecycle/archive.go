@@ -66,7 +66,7 @@ type Names struct {
 	Buyers []buyer.ID
 	Keys   []KeptKey // only Buyer and Key are read
 	Groups []string
-	// Extra are keys in bucket 0's slot that other packages own (internal/line).
+	// Extra are keys in bucket 0's slot that other packages own (internal/waitingroom).
 	Extra []string
 }
 

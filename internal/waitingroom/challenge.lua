@@ -62,7 +62,7 @@ local function holds_any(key, user)
 end
 ---- end holdings.lua
 ---- begin sale_state.lua: a copy; edit sale_state.lua, then run go generate
--- The reads of a sale's state that internal/line's scripts make in the sale's slot, so
+-- The reads of a sale's state that internal/waitingroom's scripts make in the sale's slot, so
 -- that only this package knows the fields of its hashes:
 --
 --   sale_state(sale_key): nil for no sale (or one being archived), else a table of its

@@ -10,21 +10,21 @@ import (
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
 	"seckill/internal/buyer"
-	"seckill/internal/line"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	"seckill/internal/waitingroom"
 )
 
-// Line is what the handlers need from internal/line: a sale's waiting room.
-type Line interface {
+// Rooms is what the handlers need from internal/waitingroom: the sales' waiting rooms.
+type Rooms interface {
 	Challenge(ctx context.Context, activityID int64) (altcha.Challenge, error)
-	Join(ctx context.Context, activityID int64, who buyer.ID, solution string) (line.Ticket, bool, error)
-	Ticket(ctx context.Context, activityID int64, who buyer.ID) (line.Ticket, error)
-	Figures(ctx context.Context, activityID int64) (line.Figures, error)
-	Status(ctx context.Context, activityID int64) (line.Status, error)
+	Join(ctx context.Context, activityID int64, who buyer.ID, solution string) (waitingroom.Ticket, bool, error)
+	Ticket(ctx context.Context, activityID int64, who buyer.ID) (waitingroom.Ticket, error)
+	Figures(ctx context.Context, activityID int64) (waitingroom.Figures, error)
+	Status(ctx context.Context, activityID int64) (waitingroom.Status, error)
 }
 
-var _ Line = (*line.Line)(nil)
+var _ Rooms = (*waitingroom.Rooms)(nil)
 
 // PassHeader carries a buyer's sale pass on a purchase of a waiting-room sale.
 const PassHeader = "X-Sale-Pass"
@@ -99,7 +99,7 @@ func (h *Handler) joinLine(c *gin.Context) {
 	if req.Altcha != nil {
 		solution = *req.Altcha
 	}
-	t, created, err := h.line.Join(c.Request.Context(), id, caller(c).Buyer, solution)
+	t, created, err := h.rooms.Join(c.Request.Context(), id, caller(c).Buyer, solution)
 	if err != nil {
 		err = h.lineError(c.Request.Context(), id, err)
 		respondError(c, err)
@@ -114,8 +114,8 @@ func (h *Handler) joinLine(c *gin.Context) {
 
 // ticket answers the caller's ticket in the sale's line.
 func (h *Handler) ticket(c *gin.Context) {
-	byActivity(func(ctx context.Context, id int64) (line.Ticket, error) {
-		t, err := h.line.Ticket(ctx, id, caller(c).Buyer)
+	byActivity(func(ctx context.Context, id int64) (waitingroom.Ticket, error) {
+		t, err := h.rooms.Ticket(ctx, id, caller(c).Buyer)
 		return t, h.lineError(ctx, id, err)
 	})(c)
 }
@@ -123,7 +123,7 @@ func (h *Handler) ticket(c *gin.Context) {
 // lineError answers a line's sale that Redis does not know as a purchase would: 404
 // when MySQL does not know it either, else 503 while it is rebuilt from MySQL.
 func (h *Handler) lineError(ctx context.Context, id int64, err error) error {
-	if errors.Is(err, line.ErrNoSale) {
+	if errors.Is(err, waitingroom.ErrNoSale) {
 		return h.svc.MissingSale(ctx, id)
 	}
 	return err

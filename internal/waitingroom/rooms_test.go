@@ -1,4 +1,4 @@
-package line_test
+package waitingroom_test
 
 import (
 	"context"
@@ -16,11 +16,11 @@ import (
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
 	"seckill/internal/buyer"
-	"seckill/internal/line"
 	"seckill/internal/stock"
 	"seckill/internal/stock/reserve"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
+	"seckill/internal/waitingroom"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -40,7 +40,7 @@ type fixture struct {
 	t     *testing.T
 	rdb   *redis.Client
 	stock *stocktest.Side
-	line  *line.Line
+	rooms *waitingroom.Rooms
 	clock *clock
 	pow   *altcha.Issuer
 }
@@ -48,9 +48,9 @@ type fixture struct {
 func newFixture(t *testing.T, rdb *redis.Client) *fixture {
 	c := newClock(t0.Add(-time.Minute))
 	pow := altcha.New(auth.DeriveKey(secret, "altcha"))
-	l := line.New(rdb, auth.NewPasses(secret), pow)
+	l := waitingroom.New(rdb, auth.NewPasses(secret), pow)
 	l.SetClock(c.now)
-	return &fixture{t: t, rdb: rdb, stock: stocktest.New(rdb), line: l, clock: c, pow: pow}
+	return &fixture{t: t, rdb: rdb, stock: stocktest.New(rdb), rooms: l, clock: c, pow: pow}
 }
 
 // sale loads a sale of units that starts at t0 and ends an hour later, limit 1, with
@@ -69,9 +69,9 @@ func room(rate int) stock.Room {
 		ChallengeCost: 1000}
 }
 
-func (f *fixture) join(id, user int64) line.Ticket {
+func (f *fixture) join(id, user int64) waitingroom.Ticket {
 	f.t.Helper()
-	t, _, err := f.line.Join(context.Background(), id, buyer.Of(user), "")
+	t, _, err := f.rooms.Join(context.Background(), id, buyer.Of(user), "")
 	if err != nil {
 		f.t.Fatalf("user %d joins: %v", user, err)
 	}
@@ -86,7 +86,7 @@ func (f *fixture) admitAll(id int64) (order []int64, at map[int64]int64) {
 	at = map[int64]int64{}
 	seen := map[int64]bool{}
 	for range 100_000 {
-		step, err := f.line.Admit(ctx, id)
+		step, err := f.rooms.Admit(ctx, id)
 		if err != nil {
 			f.t.Fatal(err)
 		}
@@ -143,40 +143,40 @@ func TestJoinEdges(t *testing.T) {
 	f.sale(4, 10, withChallenge)
 
 	f.clock.set(t0.Add(-11 * time.Minute))
-	if _, _, err := f.line.Join(ctx, 1, buyer.Of(7), ""); !errors.Is(err, line.ErrNotOpen) {
+	if _, _, err := f.rooms.Join(ctx, 1, buyer.Of(7), ""); !errors.Is(err, waitingroom.ErrNotOpen) {
 		t.Errorf("11 minutes before the start: %v, want ErrNotOpen", err)
 	}
 	f.clock.set(t0.Add(-10 * time.Minute))
-	first, created, err := f.line.Join(ctx, 1, buyer.Of(7), "")
-	if err != nil || !created || first.Status != line.Waiting || first.Position != 1 || first.Ahead != 0 {
+	first, created, err := f.rooms.Join(ctx, 1, buyer.Of(7), "")
+	if err != nil || !created || first.Status != waitingroom.Waiting || first.Position != 1 || first.Ahead != 0 {
 		t.Fatalf("first join: %+v created %v err %v", first, created, err)
 	}
 	if first.EstimatedWaitSeconds != 600 || first.UnitsLeft != 10 {
 		t.Errorf("first ticket: wait %d s, %d units; want 600 s (the start) and 10", first.EstimatedWaitSeconds, first.UnitsLeft)
 	}
-	again, created, err := f.line.Join(ctx, 1, buyer.Of(7), "")
+	again, created, err := f.rooms.Join(ctx, 1, buyer.Of(7), "")
 	if err != nil || created || again != first {
 		t.Errorf("second join: %+v created %v err %v, want the same ticket", again, created, err)
 	}
-	if _, err := f.line.Ticket(ctx, 1, buyer.Of(8)); !errors.Is(err, line.ErrNoTicket) {
+	if _, err := f.rooms.Ticket(ctx, 1, buyer.Of(8)); !errors.Is(err, waitingroom.ErrNoTicket) {
 		t.Errorf("ticket of a user who never joined: %v", err)
 	}
-	if _, _, err := f.line.Join(ctx, 2, buyer.Of(7), ""); !errors.Is(err, line.ErrNoWaitingRoom) {
+	if _, _, err := f.rooms.Join(ctx, 2, buyer.Of(7), ""); !errors.Is(err, waitingroom.ErrNoWaitingRoom) {
 		t.Errorf("sale without a room: %v", err)
 	}
-	if _, _, err := f.line.Join(ctx, 99, buyer.Of(7), ""); !errors.Is(err, line.ErrNoSale) {
+	if _, _, err := f.rooms.Join(ctx, 99, buyer.Of(7), ""); !errors.Is(err, waitingroom.ErrNoSale) {
 		t.Errorf("no such sale: %v", err)
 	}
-	if _, err := f.line.Challenge(ctx, 2); !errors.Is(err, line.ErrNoWaitingRoom) {
+	if _, err := f.rooms.Challenge(ctx, 2); !errors.Is(err, waitingroom.ErrNoWaitingRoom) {
 		t.Errorf("challenge of a sale without a room: %v", err)
 	}
 
 	// The challenge: required, accepted once, bound to its sale, refused expired or wrong.
-	if _, _, err := f.line.Join(ctx, 4, buyer.Of(7), ""); !errors.Is(err, line.ErrChallengeRequired) {
+	if _, _, err := f.rooms.Join(ctx, 4, buyer.Of(7), ""); !errors.Is(err, waitingroom.ErrChallengeRequired) {
 		t.Errorf("no solution: %v", err)
 	}
 	solve := func(id int64) string {
-		c, err := f.line.Challenge(ctx, id)
+		c, err := f.rooms.Challenge(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,34 +187,34 @@ func TestJoinEdges(t *testing.T) {
 		return s
 	}
 	s := solve(4)
-	if _, created, err := f.line.Join(ctx, 4, buyer.Of(7), s); err != nil || !created {
+	if _, created, err := f.rooms.Join(ctx, 4, buyer.Of(7), s); err != nil || !created {
 		t.Fatalf("solved: created %v err %v", created, err)
 	}
-	if _, _, err := f.line.Join(ctx, 4, buyer.Of(8), s); !errors.Is(err, line.ErrChallengeFailed) {
+	if _, _, err := f.rooms.Join(ctx, 4, buyer.Of(8), s); !errors.Is(err, waitingroom.ErrChallengeFailed) {
 		t.Errorf("the same solution for another user: %v, want ErrChallengeFailed", err)
 	}
-	if _, created, err := f.line.Join(ctx, 4, buyer.Of(7), ""); err != nil || created {
+	if _, created, err := f.rooms.Join(ctx, 4, buyer.Of(7), ""); err != nil || created {
 		t.Errorf("a second join of a joined user needs no solution: created %v err %v", created, err)
 	}
 	// The sale's state comes before the solution: a joined user's ticket, a sale
 	// without a room, whatever solution came.
 	for _, sol := range []string{s, "bm90IGpzb24=", solve(1)} {
-		if _, created, err := f.line.Join(ctx, 4, buyer.Of(7), sol); err != nil || created {
+		if _, created, err := f.rooms.Join(ctx, 4, buyer.Of(7), sol); err != nil || created {
 			t.Errorf("a second join with a used, garbled or another sale's solution: created %v err %v; want the ticket", created, err)
 		}
 	}
-	if _, _, err := f.line.Join(ctx, 2, buyer.Of(7), "bm90IGpzb24="); !errors.Is(err, line.ErrNoWaitingRoom) {
+	if _, _, err := f.rooms.Join(ctx, 2, buyer.Of(7), "bm90IGpzb24="); !errors.Is(err, waitingroom.ErrNoWaitingRoom) {
 		t.Errorf("sale without a room, a garbled solution: %v", err)
 	}
-	if _, _, err := f.line.Join(ctx, 1, buyer.Of(9), "bm90IGpzb24="); !errors.Is(err, line.ErrChallengeFailed) {
+	if _, _, err := f.rooms.Join(ctx, 1, buyer.Of(9), "bm90IGpzb24="); !errors.Is(err, waitingroom.ErrChallengeFailed) {
 		t.Errorf("a room without the challenge, a garbled solution: %v, want ErrChallengeFailed", err)
 	}
-	if _, _, err := f.line.Join(ctx, 4, buyer.Of(9), solve(1)); !errors.Is(err, line.ErrChallengeFailed) {
+	if _, _, err := f.rooms.Join(ctx, 4, buyer.Of(9), solve(1)); !errors.Is(err, waitingroom.ErrChallengeFailed) {
 		t.Errorf("another sale's solution: %v", err)
 	}
 	late := solve(4)
 	f.clock.add(11 * time.Minute)
-	if _, _, err := f.line.Join(ctx, 4, buyer.Of(10), late); !errors.Is(err, line.ErrChallengeFailed) {
+	if _, _, err := f.rooms.Join(ctx, 4, buyer.Of(10), late); !errors.Is(err, waitingroom.ErrChallengeFailed) {
 		t.Errorf("an expired solution: %v", err)
 	}
 
@@ -230,17 +230,17 @@ func TestJoinEdges(t *testing.T) {
 		OrderID: "o1", Now: f.clock.now(), LockToken: "x", LockTTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.line.Join(ctx, 3, buyer.Of(9), ""); !errors.Is(err, stock.ErrSoldOut) {
+	if _, _, err := f.rooms.Join(ctx, 3, buyer.Of(9), ""); !errors.Is(err, stock.ErrSoldOut) {
 		t.Errorf("join of a sold-out sale: %v", err)
 	}
-	if got, err := f.line.Ticket(ctx, 3, buyer.Of(7)); err != nil || got.Status != line.SoldOut {
+	if got, err := f.rooms.Ticket(ctx, 3, buyer.Of(7)); err != nil || got.Status != waitingroom.SoldOut {
 		t.Errorf("waiting ticket of a sold-out sale: %+v %v", got, err)
 	}
 	f.clock.set(t0.Add(time.Hour))
-	if _, _, err := f.line.Join(ctx, 1, buyer.Of(9), ""); !errors.Is(err, stock.ErrEnded) {
+	if _, _, err := f.rooms.Join(ctx, 1, buyer.Of(9), ""); !errors.Is(err, stock.ErrEnded) {
 		t.Errorf("join after the end: %v", err)
 	}
-	if got, err := f.line.Ticket(ctx, 1, buyer.Of(7)); err != nil || got.Status != line.SoldOut {
+	if got, err := f.rooms.Ticket(ctx, 1, buyer.Of(7)); err != nil || got.Status != waitingroom.SoldOut {
 		t.Errorf("waiting ticket after the end: %+v %v", got, err)
 	}
 }
@@ -264,7 +264,7 @@ func TestChallengeLivesByRedisClock(t *testing.T) {
 		Room: withChallenge}); err != nil {
 		t.Fatal(err)
 	}
-	real := line.New(rdb, auth.NewPasses(secret), f.pow) // Redis' clock
+	real := waitingroom.New(rdb, auth.NewPasses(secret), f.pow) // Redis' clock
 	c, err := real.Challenge(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +283,7 @@ func TestChallengeLivesByRedisClock(t *testing.T) {
 	// Challenges made by a line whose clock is 11 and 9 minutes behind Redis': the first
 	// has expired by Redis' clock, the second has about a minute left.
 	behind := func(d time.Duration) string {
-		l := line.New(rdb, auth.NewPasses(secret), f.pow)
+		l := waitingroom.New(rdb, auth.NewPasses(secret), f.pow)
 		l.SetClock(func() time.Time { return time.Now().Add(-d) })
 		c, err := l.Challenge(ctx, 1)
 		if err != nil {
@@ -295,7 +295,7 @@ func TestChallengeLivesByRedisClock(t *testing.T) {
 		}
 		return sol
 	}
-	if _, _, err := real.Join(ctx, 1, buyer.Of(7), behind(11*time.Minute)); !errors.Is(err, line.ErrChallengeFailed) {
+	if _, _, err := real.Join(ctx, 1, buyer.Of(7), behind(11*time.Minute)); !errors.Is(err, waitingroom.ErrChallengeFailed) {
 		t.Errorf("a challenge past its life by Redis' clock: %v, want ErrChallengeFailed", err)
 	}
 	late := behind(9 * time.Minute)
@@ -310,7 +310,7 @@ func TestChallengeLivesByRedisClock(t *testing.T) {
 	if err != nil || ttl < 55*time.Second || ttl > 61*time.Second {
 		t.Errorf("the accepted solution is remembered for %v (%v), want about a minute: until its challenge expires", ttl, err)
 	}
-	if _, _, err := real.Join(ctx, 1, buyer.Of(8), late); !errors.Is(err, line.ErrChallengeFailed) {
+	if _, _, err := real.Join(ctx, 1, buyer.Of(8), late); !errors.Is(err, waitingroom.ErrChallengeFailed) {
 		t.Errorf("the solution again, by another buyer: %v, want ErrChallengeFailed", err)
 	}
 }
@@ -395,11 +395,11 @@ func TestEstimatedWaitNeverGrows(t *testing.T) {
 	read := func(when string) {
 		t.Helper()
 		for u := int64(1); u <= early; u++ {
-			tk, err := f.line.Ticket(ctx, 1, buyer.Of(u))
+			tk, err := f.rooms.Ticket(ctx, 1, buyer.Of(u))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tk.Status != line.Waiting {
+			if tk.Status != waitingroom.Waiting {
 				continue
 			}
 			if prev, ok := last[u]; ok && tk.EstimatedWaitSeconds > prev {
@@ -422,7 +422,7 @@ func TestEstimatedWaitNeverGrows(t *testing.T) {
 		f.step(1)
 		read(fmt.Sprint(f.clock.since(t0), " ms after the start"))
 	}
-	if fig, err := f.line.Figures(ctx, 1); err != nil || fig.Admitted != 20 {
+	if fig, err := f.rooms.Figures(ctx, 1); err != nil || fig.Admitted != 20 {
 		t.Fatalf("figures %+v %v: want 20 admitted, the cap holding the rest", fig, err)
 	}
 	if len(last) != early {
@@ -455,7 +455,7 @@ func TestAdmissionRateOverAnyTenSeconds(t *testing.T) {
 			f.clock.set(t0)
 			var times []int64
 			for i := 0; len(times) < int(buyers); i++ {
-				step, err := f.line.Admit(ctx, 1)
+				step, err := f.rooms.Admit(ctx, 1)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -503,7 +503,7 @@ func TestAdmissionFollowsUnitsAndPasses(t *testing.T) {
 		t.Fatalf("after 10 s: %+v, want 10 admitted (2 x 5 units), 10 outstanding, 30 waiting", step)
 	}
 	admitted := f.admittedSince(1, map[int64]bool{})
-	buy := func(user int64, pass line.Ticket) error {
+	buy := func(user int64, pass waitingroom.Ticket) error {
 		exp := time.Time{}
 		if pass.PassExpiresAt != nil {
 			exp = pass.PassExpiresAt.Time
@@ -513,12 +513,12 @@ func TestAdmissionFollowsUnitsAndPasses(t *testing.T) {
 		return err
 	}
 	// A purchase without a pass is refused and takes nothing; with one it goes through.
-	if err := buy(admitted[0], line.Ticket{}); !errors.Is(err, stock.ErrNotAdmitted) {
+	if err := buy(admitted[0], waitingroom.Ticket{}); !errors.Is(err, stock.ErrNotAdmitted) {
 		t.Fatalf("purchase without a pass: %v, want ErrNotAdmitted", err)
 	}
 	for _, u := range admitted[:2] {
-		tk, err := f.line.Ticket(ctx, 1, buyer.Of(u))
-		if err != nil || tk.Status != line.Admitted || tk.Pass == "" {
+		tk, err := f.rooms.Ticket(ctx, 1, buyer.Of(u))
+		if err != nil || tk.Status != waitingroom.Admitted || tk.Pass == "" {
 			t.Fatalf("admitted ticket: %+v %v", tk, err)
 		}
 		// The pass is a JWT, its expiry in whole seconds: never less than the TTL.
@@ -536,24 +536,24 @@ func TestAdmissionFollowsUnitsAndPasses(t *testing.T) {
 	// The passes expire (TTL one minute, rounded up to the second): the unused ones
 	// free their slots.
 	f.clock.add(time.Minute + time.Second)
-	tk, _ := f.line.Ticket(ctx, 1, buyer.Of(admitted[5]))
-	if tk.Status != line.Expired || tk.Pass != "" {
+	tk, _ := f.rooms.Ticket(ctx, 1, buyer.Of(admitted[5]))
+	if tk.Status != waitingroom.Expired || tk.Pass != "" {
 		t.Errorf("an unused pass past its TTL: %+v, want expired without a pass", tk)
 	}
-	if err := buy(admitted[5], line.Ticket{PassExpiresAt: tk.PassExpiresAt}); !errors.Is(err, stock.ErrNotAdmitted) {
+	if err := buy(admitted[5], waitingroom.Ticket{PassExpiresAt: tk.PassExpiresAt}); !errors.Is(err, stock.ErrNotAdmitted) {
 		t.Errorf("purchase with an expired pass: %v, want ErrNotAdmitted", err)
 	}
-	if tk, _ := f.line.Ticket(ctx, 1, buyer.Of(admitted[0])); tk.Status != line.Admitted {
+	if tk, _ := f.rooms.Ticket(ctx, 1, buyer.Of(admitted[0])); tk.Status != waitingroom.Admitted {
 		t.Errorf("a used pass past its TTL: %+v, want admitted", tk)
 	}
 	if step := f.run(1, 5*time.Second); step.Admitted != 6 || step.Outstanding != 6 {
 		t.Errorf("after the passes expired: %+v, want 6 admitted (2 x 3 units)", step)
 	}
-	figures, err := f.line.Figures(ctx, 1)
+	figures, err := f.rooms.Figures(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := line.Figures{Joined: 40, Waiting: 24, Admitted: 16, Outstanding: 6, Used: 2, Expired: 8}
+	want := waitingroom.Figures{Joined: 40, Waiting: 24, Admitted: 16, Outstanding: 6, Used: 2, Expired: 8}
 	if figures != want {
 		t.Errorf("figures = %+v, want %+v", figures, want)
 	}
@@ -561,10 +561,10 @@ func TestAdmissionFollowsUnitsAndPasses(t *testing.T) {
 
 // run advances the line every 100 ms for d and returns the last step with Admitted
 // summed over the run.
-func (f *fixture) run(id int64, d time.Duration) line.Step {
+func (f *fixture) run(id int64, d time.Duration) waitingroom.Step {
 	f.t.Helper()
 	var total int64
-	var s line.Step
+	var s waitingroom.Step
 	for end := f.clock.now().Add(d); f.clock.now().Before(end); f.clock.add(100 * time.Millisecond) {
 		s = f.step(id)
 		total += s.Admitted
@@ -573,9 +573,9 @@ func (f *fixture) run(id int64, d time.Duration) line.Step {
 	return s
 }
 
-func (f *fixture) step(id int64) line.Step {
+func (f *fixture) step(id int64) waitingroom.Step {
 	f.t.Helper()
-	s, err := f.line.Admit(context.Background(), id)
+	s, err := f.rooms.Admit(context.Background(), id)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -588,7 +588,7 @@ func TestConcurrentJoinsAndAdvancers(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
 	f := newFixture(t, rdb)
 	const buyers = 3000
-	real := line.New(rdb, auth.NewPasses(secret), f.pow) // Redis' clock
+	real := waitingroom.New(rdb, auth.NewPasses(secret), f.pow) // Redis' clock
 	ctx := context.Background()
 	// The sale started a minute ago by Redis' clock.
 	now := time.Now()
@@ -656,7 +656,7 @@ func TestConcurrentJoinsAndAdvancers(t *testing.T) {
 	positions := map[int64]int64{}
 	for u := int64(1); u <= buyers; u++ {
 		tk, err := real.Ticket(ctx, 1, buyer.Of(u))
-		if err != nil || tk.Status != line.Admitted {
+		if err != nil || tk.Status != waitingroom.Admitted {
 			t.Fatalf("user %d: %+v %v", u, tk, err)
 		}
 		if other, dup := positions[tk.Position]; dup {
@@ -683,20 +683,20 @@ func TestLineOfAnyBuyer(t *testing.T) {
 	buyers := []buyer.ID{"7", "~7", "a b", "a%20b", "auth0|64f1c2", "8f14e45f-ceea-467f-a0e7-5ad1c4b1c0c2"}
 	for i, who := range buyers {
 		for range 2 { // a second join is the same place
-			tk, _, err := f.line.Join(ctx, 1, who, "")
+			tk, _, err := f.rooms.Join(ctx, 1, who, "")
 			if err != nil || tk.Buyer != who || tk.Position != int64(i+1) {
 				t.Fatalf("%q joins: %+v, %v; want its own place %d", who, tk, err, i+1)
 			}
 		}
 	}
 	f.clock.add(time.Second)
-	if _, err := f.line.Admit(ctx, 1); err != nil {
+	if _, err := f.rooms.Admit(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	passes := auth.NewPasses(secret)
 	for i, who := range buyers {
-		tk, err := f.line.Ticket(ctx, 1, who)
-		if err != nil || tk.Status != line.Admitted || tk.Buyer != who || tk.Pass == "" {
+		tk, err := f.rooms.Ticket(ctx, 1, who)
+		if err != nil || tk.Status != waitingroom.Admitted || tk.Buyer != who || tk.Pass == "" {
 			t.Fatalf("%q's ticket: %+v, %v; want admitted, with a pass", who, tk, err)
 		}
 		if n, decimal := who.UserID(); tk.UserID != n || decimal != (tk.UserID != 0) {
@@ -712,7 +712,7 @@ func TestLineOfAnyBuyer(t *testing.T) {
 	}
 	// "a b" buys with its pass; once the passes expire, its ticket alone stays admitted
 	// (the pass was used), the others' expire.
-	tk, _ := f.line.Ticket(ctx, 1, "a b")
+	tk, _ := f.rooms.Ticket(ctx, 1, "a b")
 	_, err := f.stock.Reserve(ctx, reserve.Reservation{Purchase: stock.Purchase{ActivityID: 1, Buyer: "a b", Quantity: 1,
 		PassExpires: tk.PassExpiresAt.Time}, OrderID: "o1", Now: f.clock.now(), LockToken: "t", LockTTL: time.Millisecond})
 	if err != nil {
@@ -720,11 +720,11 @@ func TestLineOfAnyBuyer(t *testing.T) {
 	}
 	f.clock.set(tk.PassExpiresAt.Time)
 	for _, who := range buyers {
-		want := line.Expired
+		want := waitingroom.Expired
 		if who == "a b" {
-			want = line.Admitted
+			want = waitingroom.Admitted
 		}
-		if got, err := f.line.Ticket(ctx, 1, who); err != nil || got.Status != want {
+		if got, err := f.rooms.Ticket(ctx, 1, who); err != nil || got.Status != want {
 			t.Errorf("%q's ticket after the passes expired: %+v, %v; want %s", who, got, err, want)
 		}
 	}

@@ -1,11 +1,12 @@
-// Package line is a sale's waiting room: buyers join a line (one place per buyer per
-// sale, a proof-of-work first when the sale asks for one), everyone who joined before
-// the start is ordered by a lottery and later joiners follow in arrival order, the
-// line admits them at the sale's rate while its units can serve them, and an admitted
-// buyer gets a pass (internal/auth.Passes) that the purchase path checks without a
-// storage call. The line lives in Redis beside its sale, in the sale's slot; every
-// instant (the start, the end, a pass's expiry) is judged by Redis' clock.
-package line
+// Package waitingroom is the sales' waiting rooms. A room keeps its buyers in a line
+// (the word of the API's routes, /line, and of its Redis keys): one place per buyer per
+// sale, a proof-of-work first when the sale asks for one; everyone who joined before the
+// start is ordered by a lottery and later joiners follow in arrival order; the room
+// admits them at the sale's rate while its units can serve them, and an admitted buyer
+// gets a pass (internal/auth.Passes) that the purchase path checks without a storage
+// call. A room lives in Redis beside its sale, in the sale's slot; every instant (the
+// start, the end, a pass's expiry) is judged by Redis' clock.
+package waitingroom
 
 import (
 	"context"
@@ -67,8 +68,8 @@ type Ticket struct {
 	PassExpiresAt *apitime.Time `json:"pass_expires_at,omitempty"`
 }
 
-// Line runs the waiting rooms of every sale.
-type Line struct {
+// Rooms runs the waiting rooms of every sale.
+type Rooms struct {
 	rdb      redis.UniversalClient
 	passes   *auth.Passes
 	pow      *altcha.Issuer
@@ -77,24 +78,24 @@ type Line struct {
 	statuses *snapshot.Map[int64, statusAnswer]
 }
 
-// New returns a Line on rdb that signs passes with passes and challenges with pow.
-func New(rdb redis.UniversalClient, passes *auth.Passes, pow *altcha.Issuer) *Line {
-	return &Line{rdb: rdb, passes: passes, pow: pow, draw: lotteryDraw,
+// New returns the Rooms on rdb that signs passes with passes and challenges with pow.
+func New(rdb redis.UniversalClient, passes *auth.Passes, pow *altcha.Issuer) *Rooms {
+	return &Rooms{rdb: rdb, passes: passes, pow: pow, draw: lotteryDraw,
 		statuses: snapshot.NewMap[int64, statusAnswer]("line status", StatusAge)}
 }
 
 // SetClock makes the line judge every instant by now instead of Redis' clock, and age
 // its statuses by it (tests).
-func (l *Line) SetClock(now func() time.Time) {
+func (l *Rooms) SetClock(now func() time.Time) {
 	l.now = now
 	l.statuses.SetClock(now)
 }
 
 // SetDraw replaces the lottery's draws (tests: a draw that lands on a place taken).
-func (l *Line) SetDraw(draw func() (int64, error)) { l.draw = draw }
+func (l *Rooms) SetDraw(draw func() (int64, error)) { l.draw = draw }
 
 // clock is the scripts' clock argument: "" for Redis' clock.
-func (l *Line) clock() string {
+func (l *Rooms) clock() string {
 	if l.now == nil {
 		return ""
 	}
@@ -115,7 +116,7 @@ const challengeTTL = 10 * time.Minute
 // Challenge returns a proof-of-work challenge for joining a sale's line, at the cost
 // the sale sets, accepted for challengeTTL by Redis' clock. Errors: ErrNoSale,
 // ErrNoWaitingRoom.
-func (l *Line) Challenge(ctx context.Context, activityID int64) (altcha.Challenge, error) {
+func (l *Rooms) Challenge(ctx context.Context, activityID int64) (altcha.Challenge, error) {
 	res, err := challengeScript.run(ctx, l.rdb, keys(activityID), map[string]any{"clock": l.clock()})
 	if err != nil {
 		return altcha.Challenge{}, fmt.Errorf("read waiting room: %w", err)
@@ -134,7 +135,7 @@ func (l *Line) Challenge(ctx context.Context, activityID int64) (altcha.Challeng
 // needs one for a first join, and accepts each solution once. Errors: ErrNoSale,
 // ErrNoWaitingRoom, ErrNotOpen, ErrChallengeRequired, ErrChallengeFailed,
 // stock.ErrEnded, stock.ErrSoldOut.
-func (l *Line) Join(ctx context.Context, activityID int64, who buyer.ID, solution string) (t Ticket, created bool, err error) {
+func (l *Rooms) Join(ctx context.Context, activityID int64, who buyer.ID, solution string) (t Ticket, created bool, err error) {
 	k := keys(activityID)
 	k["pow"] = k["meta"] // any key of the slot when no solution came
 	presented, expires := "", int64(0)
@@ -171,7 +172,7 @@ const maxDraws = 5
 
 // join runs the join script with args and a lottery draw, drawing again while the draw
 // lands on a place taken, and decodes its reply.
-func (l *Line) join(ctx context.Context, k map[string]string, args map[string]any) (int64, []int64, error) {
+func (l *Rooms) join(ctx context.Context, k map[string]string, args map[string]any) (int64, []int64, error) {
 	for range maxDraws {
 		draw, err := l.draw()
 		if err != nil {
@@ -190,7 +191,7 @@ func (l *Line) join(ctx context.Context, k map[string]string, args map[string]an
 }
 
 // Ticket returns the buyer's ticket in the sale's line. Errors: ErrNoSale, ErrNoTicket.
-func (l *Line) Ticket(ctx context.Context, activityID int64, who buyer.ID) (Ticket, error) {
+func (l *Rooms) Ticket(ctx context.Context, activityID int64, who buyer.ID) (Ticket, error) {
 	res, err := readScript.run(ctx, l.rdb, keys(activityID), map[string]any{"clock": l.clock(), "user": who.Key()})
 	if err != nil {
 		return Ticket{}, fmt.Errorf("read ticket: %w", err)
@@ -203,7 +204,7 @@ func (l *Line) Ticket(ctx context.Context, activityID int64, who buyer.ID) (Tick
 }
 
 // ticket turns the values of a ticket's answer (ticketValues) into a Ticket.
-func (l *Line) ticket(activityID int64, who buyer.ID, v []int64) (Ticket, error) {
+func (l *Rooms) ticket(activityID int64, who buyer.ID, v []int64) (Ticket, error) {
 	status, position, ahead, admittedMs, expiresMs, place := v[0], v[1], v[2], v[3], v[4], v[5]
 	avail, startMs, rate, nowMs := v[6], v[7], v[8], v[9]
 	if status < 0 || status >= int64(len(ticketStatuses)) {
@@ -260,7 +261,7 @@ const maxPerStep = 20_000
 // admission slots have come are admitted (see admitScript). Call it often (the worker
 // does, every 100 ms, on one replica at a time); any caller, any number of them, keeps
 // the rate. Errors: ErrNoSale.
-func (l *Line) Admit(ctx context.Context, activityID int64) (Step, error) {
+func (l *Rooms) Admit(ctx context.Context, activityID int64) (Step, error) {
 	res, err := admitScript.run(ctx, l.rdb, keys(activityID),
 		map[string]any{"clock": l.clock(), "tolerance": Tolerance.Milliseconds(), "most": maxPerStep})
 	if err != nil {
@@ -284,7 +285,7 @@ type Figures struct {
 }
 
 // Figures reads a sale's line counts in one round trip.
-func (l *Line) Figures(ctx context.Context, activityID int64) (Figures, error) {
+func (l *Rooms) Figures(ctx context.Context, activityID int64) (Figures, error) {
 	var meta *redis.SliceCmd
 	var waiting, passes *redis.IntCmd
 	var used *redis.StringCmd

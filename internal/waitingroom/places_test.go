@@ -1,4 +1,4 @@
-package line_test
+package waitingroom_test
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"seckill/internal/buyer"
-	"seckill/internal/line"
 	"seckill/internal/stock"
 	"seckill/internal/stock/reserve"
 	"seckill/internal/testutil"
+	"seckill/internal/waitingroom"
 )
 
 // The bands of places (places.go), as the contract sees them: positive, below 2^53.
@@ -45,8 +45,8 @@ func TestPlacesAdmitInOrder(t *testing.T) {
 	if again := f.join(1, 7); again.Place != places[7] {
 		t.Errorf("a second join moved user 7 from place %d to %d", places[7], again.Place)
 	}
-	st, err := f.line.ReadStatus(ctx, 1)
-	if err != nil || st.State != line.StateBefore || st.AdmittedThrough != 0 || st.Joined != early {
+	st, err := f.rooms.ReadStatus(ctx, 1)
+	if err != nil || st.State != waitingroom.StateBefore || st.AdmittedThrough != 0 || st.Joined != early {
 		t.Fatalf("status before the start: %+v %v, want before, nothing admitted, %d joined", st, err, early)
 	}
 	f.clock.set(t0)
@@ -63,10 +63,10 @@ func TestPlacesAdmitInOrder(t *testing.T) {
 
 	var admittedPlaces []int64 // in the order the line admitted them (by position)
 	for step := 0; ; step++ {
-		if _, err := f.line.Admit(ctx, 1); err != nil {
+		if _, err := f.rooms.Admit(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
-		st, err := f.line.ReadStatus(ctx, 1)
+		st, err := f.rooms.ReadStatus(ctx, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,22 +86,22 @@ func TestPlacesAdmitInOrder(t *testing.T) {
 // checkPlaces holds every ticket to the status: its place as at the join, admitted if
 // and only if its place is at most admitted_through, and admitted_through the highest
 // place admitted. It returns the admitted tickets' places by position.
-func checkPlaces(t *testing.T, f *fixture, places map[int64]int64, st line.Status) []int64 {
+func checkPlaces(t *testing.T, f *fixture, places map[int64]int64, st waitingroom.Status) []int64 {
 	t.Helper()
 	type adm struct{ pos, place int64 }
 	var admitted []adm
 	for u, place := range places {
-		tk, err := f.line.Ticket(context.Background(), 1, buyer.Of(u))
+		tk, err := f.rooms.Ticket(context.Background(), 1, buyer.Of(u))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if tk.Place != place {
 			t.Fatalf("user %d: place %d, %d at the join", u, tk.Place, place)
 		}
-		if got, want := tk.Status == line.Admitted, place <= st.AdmittedThrough; got != want {
+		if got, want := tk.Status == waitingroom.Admitted, place <= st.AdmittedThrough; got != want {
 			t.Fatalf("user %d at place %d reads %s while admitted_through is %d", u, place, tk.Status, st.AdmittedThrough)
 		}
-		if tk.Status == line.Admitted {
+		if tk.Status == waitingroom.Admitted {
 			admitted = append(admitted, adm{tk.Position, place})
 		}
 	}
@@ -126,7 +126,7 @@ func TestPlaceTakenDrawsAgain(t *testing.T) {
 	ctx := context.Background()
 	f.sale(1, 100, room(10))
 	draws := []int64{5, 5, 9}
-	f.line.SetDraw(func() (int64, error) {
+	f.rooms.SetDraw(func() (int64, error) {
 		d := draws[0]
 		if len(draws) > 1 {
 			draws = draws[1:]
@@ -139,14 +139,14 @@ func TestPlaceTakenDrawsAgain(t *testing.T) {
 	if p := f.join(1, 2).Place; p != lotteryFrom+9 {
 		t.Fatalf("a join whose draw is taken: place %d, want the next draw's %d", p, int64(lotteryFrom+9))
 	}
-	f.line.SetDraw(func() (int64, error) { return 9, nil })
-	if _, _, err := f.line.Join(ctx, 1, buyer.Of(3), ""); err == nil {
+	f.rooms.SetDraw(func() (int64, error) { return 9, nil })
+	if _, _, err := f.rooms.Join(ctx, 1, buyer.Of(3), ""); err == nil {
 		t.Fatal("a join whose every draw is taken succeeded")
 	}
-	if _, err := f.line.Ticket(ctx, 1, buyer.Of(3)); !errors.Is(err, line.ErrNoTicket) {
+	if _, err := f.rooms.Ticket(ctx, 1, buyer.Of(3)); !errors.Is(err, waitingroom.ErrNoTicket) {
 		t.Errorf("the failed join left a ticket: %v", err)
 	}
-	if st, err := f.line.ReadStatus(ctx, 1); err != nil || st.Joined != 2 {
+	if st, err := f.rooms.ReadStatus(ctx, 1); err != nil || st.Joined != 2 {
 		t.Errorf("status after the failed join: %+v %v, want 2 joined", st, err)
 	}
 	// After the start no draw is used: join order.
@@ -163,9 +163,9 @@ func TestStatusStates(t *testing.T) {
 	ctx := context.Background()
 	f.sale(1, 1, room(10))
 	f.sale(2, 5, stock.Room{})
-	status := func(want string) line.Status {
+	status := func(want string) waitingroom.Status {
 		t.Helper()
-		st, err := f.line.ReadStatus(ctx, 1)
+		st, err := f.rooms.ReadStatus(ctx, 1)
 		if err != nil || st.State != want || st.ActivityID != 1 || st.AdmitPerSecond != 10 || !st.AsOf.Equal(f.clock.now()) {
 			t.Fatalf("status: %+v %v, want state %s of sale 1 at 10/s as of %v", st, err, want, f.clock.now())
 		}
@@ -174,18 +174,18 @@ func TestStatusStates(t *testing.T) {
 	f.clock.set(t0.Add(-time.Second))
 	f.join(1, 1)
 	f.join(1, 2)
-	if st := status(line.StateBefore); st.Joined != 2 || st.UnitsLeft != 1 {
+	if st := status(waitingroom.StateBefore); st.Joined != 2 || st.UnitsLeft != 1 {
 		t.Errorf("before: %+v, want 2 joined, 1 unit left", st)
 	}
 	f.clock.set(t0)
-	status(line.StateAdmitting)
-	if _, err := f.line.Admit(ctx, 1); err != nil {
+	status(waitingroom.StateAdmitting)
+	if _, err := f.rooms.Admit(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	st := status(line.StateAdmitting)
+	st := status(waitingroom.StateAdmitting)
 	one, two := f.join(1, 1), f.join(1, 2)
-	if st.Admitted != 2 || st.AdmittedThrough != max(one.Place, two.Place) || one.Status != line.Admitted ||
-		two.Status != line.Admitted {
+	if st.Admitted != 2 || st.AdmittedThrough != max(one.Place, two.Place) || one.Status != waitingroom.Admitted ||
+		two.Status != waitingroom.Admitted {
 		t.Errorf("after admitting both: %+v, want admitted 2 through the higher of %d and %d (%+v, %+v)", st, one.Place,
 			two.Place, one, two)
 	}
@@ -193,16 +193,16 @@ func TestStatusStates(t *testing.T) {
 		PassExpires: f.clock.now().Add(time.Minute)}, OrderID: "o1", Now: f.clock.now(), LockToken: "x", LockTTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if st := status(line.StateSoldOut); st.UnitsLeft != 0 {
+	if st := status(waitingroom.StateSoldOut); st.UnitsLeft != 0 {
 		t.Errorf("sold out: %+v, want 0 units left", st)
 	}
 	f.clock.set(t0.Add(time.Hour))
-	status(line.StateEnded)
+	status(waitingroom.StateEnded)
 
-	if _, err := f.line.ReadStatus(ctx, 2); !errors.Is(err, line.ErrNoWaitingRoom) {
+	if _, err := f.rooms.ReadStatus(ctx, 2); !errors.Is(err, waitingroom.ErrNoWaitingRoom) {
 		t.Errorf("a sale without a line: %v, want ErrNoWaitingRoom", err)
 	}
-	if _, err := f.line.ReadStatus(ctx, 3); !errors.Is(err, line.ErrNoSale) {
+	if _, err := f.rooms.ReadStatus(ctx, 3); !errors.Is(err, waitingroom.ErrNoSale) {
 		t.Errorf("no sale: %v, want ErrNoSale", err)
 	}
 }
@@ -218,16 +218,16 @@ func TestStatusReadOncePerSecond(t *testing.T) {
 	f.clock.set(t0)
 	f.join(1, 1)
 	for _, id := range []int64{1, 2} {
-		if _, err := f.line.Status(ctx, id); err != nil && !errors.Is(err, line.ErrNoWaitingRoom) {
+		if _, err := f.rooms.Status(ctx, id); err != nil && !errors.Is(err, waitingroom.ErrNoWaitingRoom) {
 			t.Fatal(err) // loads the script, and the first snapshot
 		}
 	}
 	before := srv.Calls(t)
 	for range 1000 {
-		if st, err := f.line.Status(ctx, 1); err != nil || st.Joined != 1 {
+		if st, err := f.rooms.Status(ctx, 1); err != nil || st.Joined != 1 {
 			t.Fatalf("status %+v %v", st, err)
 		}
-		if _, err := f.line.Status(ctx, 2); !errors.Is(err, line.ErrNoWaitingRoom) {
+		if _, err := f.rooms.Status(ctx, 2); !errors.Is(err, waitingroom.ErrNoWaitingRoom) {
 			t.Fatalf("status of a sale without a line: %v", err)
 		}
 	}
@@ -235,15 +235,15 @@ func TestStatusReadOncePerSecond(t *testing.T) {
 		t.Errorf("2000 statuses within a second cost %d Redis calls, want 0", calls)
 	}
 	f.join(1, 2)
-	f.clock.add(line.StatusAge)
+	f.clock.add(waitingroom.StatusAge)
 	before = srv.Calls(t)
-	if _, err := f.line.ReadStatus(ctx, 1); err != nil {
+	if _, err := f.rooms.ReadStatus(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	oneRead := srv.Calls(t) - before // the script and the commands it runs
 	before = srv.Calls(t)
 	for range 1000 {
-		if st, err := f.line.Status(ctx, 1); err != nil || st.Joined != 2 {
+		if st, err := f.rooms.Status(ctx, 1); err != nil || st.Joined != 2 {
 			t.Fatalf("status a second later: %+v %v, want 2 joined", st, err)
 		}
 	}

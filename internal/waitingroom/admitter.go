@@ -1,4 +1,4 @@
-package line
+package waitingroom
 
 import (
 	"context"
@@ -18,8 +18,8 @@ type RoomLister interface {
 // Admitter advances every live line; the worker runs it as a periodic job, on one
 // replica per period.
 type Admitter struct {
-	line  *Line
-	rooms RoomLister
+	rooms  *Rooms
+	lister RoomLister
 	// Refresh is how long the list of rooms is reused before it is read again.
 	Refresh time.Duration
 
@@ -29,8 +29,8 @@ type Admitter struct {
 }
 
 // NewAdmitter returns an Admitter of the lines rooms lists.
-func NewAdmitter(l *Line, rooms RoomLister) *Admitter {
-	return &Admitter{line: l, rooms: rooms, Refresh: 2 * time.Second}
+func NewAdmitter(l *Rooms, rooms RoomLister) *Admitter {
+	return &Admitter{rooms: l, lister: rooms, Refresh: 2 * time.Second}
 }
 
 // Run advances each live line once and returns how many buyers it admitted.
@@ -38,7 +38,7 @@ func (a *Admitter) Run(ctx context.Context) (int64, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if now := time.Now(); a.ids == nil || now.Sub(a.read) >= a.Refresh {
-		ids, err := a.rooms.WaitingRooms(ctx, now)
+		ids, err := a.lister.WaitingRooms(ctx, now)
 		if err != nil {
 			return 0, fmt.Errorf("list waiting rooms: %w", err)
 		}
@@ -50,7 +50,7 @@ func (a *Admitter) Run(ctx context.Context) (int64, error) {
 	var admitted int64
 	var errs []error
 	for _, id := range a.ids {
-		step, err := a.line.Admit(ctx, id)
+		step, err := a.rooms.Admit(ctx, id)
 		switch {
 		case errors.Is(err, ErrNoSale):
 			// Redis lost the sale; its rebuild brings it back, with an empty line.

@@ -1,12 +1,12 @@
-package line_test
+package waitingroom_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"seckill/internal/line"
 	"seckill/internal/testutil"
+	"seckill/internal/waitingroom"
 )
 
 // countingRooms lists rooms and counts how often it was asked.
@@ -28,7 +28,7 @@ func TestAdmitterReadsRoomsOncePerRefresh(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
 	f := newFixture(t, rdb)
 	rooms := &countingRooms{}
-	a := line.NewAdmitter(f.line, rooms)
+	a := waitingroom.NewAdmitter(f.rooms, rooms)
 	a.Refresh = 300 * time.Millisecond
 	for range 5 {
 		if _, err := a.Run(context.Background()); err != nil {

@@ -1,21 +1,10 @@
--- Advances a sale's line: it retires expired passes, then admits the next
--- waiting buyers whose slots have come.
+-- Reads a line's public status: what every waiting buyer reads, the same
+-- for all of them.
 --
--- Returns {ADVANCED, admitted now, waiting, passes outstanding and unused, passes used},
--- or NO_SALE.
---
--- Buyers are admitted in place order (the lowest scores of K.wait first); each admitted
--- ticket keeps its place, and the meta hash's through is the highest place admitted.
---
--- Admission slots are spaced by interval = (10 s + tolerance) / (10 x admit - 1) and the
--- next slot is never older than now - tolerance when a run starts: a buyer admitted at
--- t has a slot in [t - tolerance, t], so any 10 s window holds at most
--- (10 s + tolerance) / interval + 1 = 10 x admit admissions, however late or often the
--- runs come. Admission is from the start to the end of the sale (by the clock), while
--- units are left, and while the passes outstanding and unused are fewer than
--- max(admit, 2 x units left). A pass is used once its holder has bought (the reserve
--- script counts a pass holder's first purchase: sale_state's passes_used); passes that
--- expire leave the count, those whose holder holds units counted as used (usedexp).
+-- Returns {STATUS, state, admitted through, joined, admitted, admissions a second, units
+-- left, now (unix ms)}, NO_SALE or NO_ROOM. The state is LINE_ENDED from the sale's
+-- end, else LINE_BEFORE before its start, else LINE_SOLD_OUT with no unit left, else
+-- LINE_ADMITTING.
 
 ---- begin codes: written by go generate from lineReplies, ticketStatuses and lineStates
 local JOINED, TICKET, CHALLENGE, ADVANCED, STATUS, NO_SALE, NO_ROOM, ENDED, SOLD_OUT, NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, NO_TICKET, CHALLENGE_EXPIRED, PLACE_TAKEN, TICKET_WAITING, TICKET_ADMITTED, TICKET_EXPIRED, TICKET_SOLD_OUT, LINE_BEFORE, LINE_ADMITTING, LINE_SOLD_OUT, LINE_ENDED = 0, 1, 2, 3, 4, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, 0, 1, 2, 3, 0, 1, 2, 3
@@ -77,7 +66,7 @@ local function holds_any(key, user)
 end
 ---- end holdings.lua
 ---- begin sale_state.lua: a copy; edit sale_state.lua, then run go generate
--- The reads of a sale's state that internal/line's scripts make in the sale's slot, so
+-- The reads of a sale's state that internal/waitingroom's scripts make in the sale's slot, so
 -- that only this package knows the fields of its hashes:
 --
 --   sale_state(sale_key): nil for no sale (or one being archived), else a table of its
@@ -108,53 +97,18 @@ local function clock_ms(arg)
 end
 ---- end clock.lua
 ---- begin head: written by go generate from the script's keys and arguments (scripts.go)
-local K = {sale = KEYS[1], meta = KEYS[2], wait = KEYS[3], tickets = KEYS[4], passes = KEYS[5], users = KEYS[6]}
-local ARG = {clock = ARGV[1], tolerance = ARGV[2], most = ARGV[3]}
+local K = {sale = KEYS[1], meta = KEYS[2]}
+local ARG = {clock = ARGV[1]}
 ---- end head
 
 local sale = sale_state(K.sale)
 if not sale then return {NO_SALE} end
+if not sale.room then return {NO_ROOM} end
 local now = clock_ms(ARG.clock)
-local tolerance = tonumber(ARG.tolerance)
-local meta = redis.call('HMGET', K.meta, 'next', 'usedexp')
-local usedexp = tonumber(meta[2] or '0')
-local gone = redis.call('ZRANGEBYSCORE', K.passes, '-inf', now, 'LIMIT', 0, 5000)
-if #gone > 0 then
-  local used = 0
-  for _, u in ipairs(gone) do
-    if holds_any(K.users, u) then used = used + 1 end
-  end
-  redis.call('ZREMRANGEBYRANK', K.passes, 0, #gone - 1)
-  usedexp = usedexp + used
-  redis.call('HINCRBY', K.meta, 'usedexp', used)
-  redis.call('HINCRBY', K.meta, 'expired', #gone - used)
-end
-local rused = sale.passes_used
-local outstanding = redis.call('ZCARD', K.passes)
-local open = outstanding - math.min(outstanding, math.max(0, rused - usedexp))
-local rate, avail = sale.admit, sale.avail
-local n = 0
-if sale.room and rate > 0 and avail > 0 and now >= sale.starts and now < sale.ends then
-  local interval = (10000 + tolerance) / (10 * rate - 1)
-  local slot = math.max(tonumber(meta[1] or '0'), now - tolerance)
-  if slot <= now then
-    n = math.max(0, math.min(math.floor((now - slot) / interval) + 1, math.max(rate, 2 * avail) - open,
-      tonumber(ARG.most)))
-  end
-  if n > 0 then
-    local popped = redis.call('ZPOPMIN', K.wait, n)
-    n = #popped / 2
-    if n > 0 then redis.call('HSET', K.meta, 'through', string.format('%d', tonumber(popped[2 * n]))) end
-    local before = redis.call('HINCRBY', K.meta, 'admitted', n) - n
-    local exp = math.ceil((now + sale.pass_ttl * 1000) / 1000) * 1000
-    redis.call('HSETNX', K.meta, 'epoch', string.format('%d', now))
-    local since = now - tonumber(redis.call('HGET', K.meta, 'epoch'))
-    for i = 1, n do
-      local user = popped[2 * i - 1]
-      redis.call('HSET', K.tickets, user, string.format('%d %d %d %d', since, before + i, exp - now, tonumber(popped[2 * i])))
-      redis.call('ZADD', K.passes, exp, user)
-    end
-    redis.call('HSET', K.meta, 'next', string.format('%.3f', slot + n * interval))
-  end
-end
-return {ADVANCED, n, redis.call('ZCARD', K.wait), open + n, rused}
+local state = LINE_ADMITTING
+if now >= sale.ends then state = LINE_ENDED
+elseif now < sale.starts then state = LINE_BEFORE
+elseif sale.avail <= 0 then state = LINE_SOLD_OUT end
+local m = redis.call('HMGET', K.meta, 'through', 'joined', 'admitted')
+return {STATUS, state, tonumber(m[1] or '0'), tonumber(m[2] or '0'), tonumber(m[3] or '0'), sale.admit,
+  math.max(sale.avail, 0), now}

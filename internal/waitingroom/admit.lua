@@ -1,6 +1,21 @@
--- Reads a user's ticket.
+-- Advances a sale's line: it retires expired passes, then admits the next
+-- waiting buyers whose slots have come.
 --
--- Returns answer(TICKET, ...), NO_SALE or NO_TICKET.
+-- Returns {ADVANCED, admitted now, waiting, passes outstanding and unused, passes used},
+-- or NO_SALE.
+--
+-- Buyers are admitted in place order (the lowest scores of K.wait first); each admitted
+-- ticket keeps its place, and the meta hash's through is the highest place admitted.
+--
+-- Admission slots are spaced by interval = (10 s + tolerance) / (10 x admit - 1) and the
+-- next slot is never older than now - tolerance when a run starts: a buyer admitted at
+-- t has a slot in [t - tolerance, t], so any 10 s window holds at most
+-- (10 s + tolerance) / interval + 1 = 10 x admit admissions, however late or often the
+-- runs come. Admission is from the start to the end of the sale (by the clock), while
+-- units are left, and while the passes outstanding and unused are fewer than
+-- max(admit, 2 x units left). A pass is used once its holder has bought (the reserve
+-- script counts a pass holder's first purchase: sale_state's passes_used); passes that
+-- expire leave the count, those whose holder holds units counted as used (usedexp).
 
 ---- begin codes: written by go generate from lineReplies, ticketStatuses and lineStates
 local JOINED, TICKET, CHALLENGE, ADVANCED, STATUS, NO_SALE, NO_ROOM, ENDED, SOLD_OUT, NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, NO_TICKET, CHALLENGE_EXPIRED, PLACE_TAKEN, TICKET_WAITING, TICKET_ADMITTED, TICKET_EXPIRED, TICKET_SOLD_OUT, LINE_BEFORE, LINE_ADMITTING, LINE_SOLD_OUT, LINE_ENDED = 0, 1, 2, 3, 4, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, 0, 1, 2, 3, 0, 1, 2, 3
@@ -62,7 +77,7 @@ local function holds_any(key, user)
 end
 ---- end holdings.lua
 ---- begin sale_state.lua: a copy; edit sale_state.lua, then run go generate
--- The reads of a sale's state that internal/line's scripts make in the sale's slot, so
+-- The reads of a sale's state that internal/waitingroom's scripts make in the sale's slot, so
 -- that only this package knows the fields of its hashes:
 --
 --   sale_state(sale_key): nil for no sale (or one being archived), else a table of its
@@ -92,47 +107,54 @@ local function clock_ms(arg)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 ---- end clock.lua
----- begin ticket.lua: a copy; edit ticket.lua, then run go generate
--- A buyer's ticket, for the join and read scripts.
---
--- read_ticket(keys, user, now, sale) reads keys.wait, keys.meta, keys.tickets and
--- keys.users (the sale's users hash: units each buyer holds); sale is sale_state's table.
--- It returns nil (no ticket) or {status, position, ahead, admitted ms, pass expiry ms,
--- place}: TICKET_SOLD_OUT is one look at the sale, never a write per ticket, and a
--- waiting buyer's position counts the admitted ones before: everyone admitted was
--- ahead. A waiting buyer's place is its score in keys.wait; an admitted one's is kept
--- with its ticket (0 for a ticket admitted before places were kept).
--- answer(code, t, sale, now) is a script's reply: the code, then ticketValues values.
--- needs: holdings.lua
-local function read_ticket(keys, user, now, sale)
-  local rank = redis.call('ZRANK', keys.wait, user)
-  if rank then
-    local status = TICKET_WAITING
-    if now >= sale.ends or sale.avail <= 0 then status = TICKET_SOLD_OUT end
-    local admitted = tonumber(redis.call('HGET', keys.meta, 'admitted') or '0')
-    return {status, admitted + rank + 1, rank, 0, 0, tonumber(redis.call('ZSCORE', keys.wait, user))}
-  end
-  local v = redis.call('HGET', keys.tickets, user)
-  if not v then return nil end
-  local at, pos, ttl, place = string.match(v, '^(%d+) (%d+) (%d+) ?(%d*)$')
-  at = tonumber(redis.call('HGET', keys.meta, 'epoch')) + tonumber(at)
-  local exp = at + tonumber(ttl)
-  local status = TICKET_ADMITTED
-  if now >= exp and not holds_any(keys.users, user) then status = TICKET_EXPIRED end
-  return {status, tonumber(pos), 0, at, exp, tonumber(place) or 0}
-end
-local function answer(code, t, sale, now)
-  return {code, t[1], t[2], t[3], t[4], t[5], t[6], sale.avail, sale.starts, sale.admit, now}
-end
----- end ticket.lua
 ---- begin head: written by go generate from the script's keys and arguments (scripts.go)
-local K = {sale = KEYS[1], meta = KEYS[2], wait = KEYS[3], tickets = KEYS[4], users = KEYS[5]}
-local ARG = {clock = ARGV[1], user = ARGV[2]}
+local K = {sale = KEYS[1], meta = KEYS[2], wait = KEYS[3], tickets = KEYS[4], passes = KEYS[5], users = KEYS[6]}
+local ARG = {clock = ARGV[1], tolerance = ARGV[2], most = ARGV[3]}
 ---- end head
 
 local sale = sale_state(K.sale)
 if not sale then return {NO_SALE} end
 local now = clock_ms(ARG.clock)
-local t = read_ticket(K, ARG.user, now, sale)
-if not t then return {NO_TICKET} end
-return answer(TICKET, t, sale, now)
+local tolerance = tonumber(ARG.tolerance)
+local meta = redis.call('HMGET', K.meta, 'next', 'usedexp')
+local usedexp = tonumber(meta[2] or '0')
+local gone = redis.call('ZRANGEBYSCORE', K.passes, '-inf', now, 'LIMIT', 0, 5000)
+if #gone > 0 then
+  local used = 0
+  for _, u in ipairs(gone) do
+    if holds_any(K.users, u) then used = used + 1 end
+  end
+  redis.call('ZREMRANGEBYRANK', K.passes, 0, #gone - 1)
+  usedexp = usedexp + used
+  redis.call('HINCRBY', K.meta, 'usedexp', used)
+  redis.call('HINCRBY', K.meta, 'expired', #gone - used)
+end
+local rused = sale.passes_used
+local outstanding = redis.call('ZCARD', K.passes)
+local open = outstanding - math.min(outstanding, math.max(0, rused - usedexp))
+local rate, avail = sale.admit, sale.avail
+local n = 0
+if sale.room and rate > 0 and avail > 0 and now >= sale.starts and now < sale.ends then
+  local interval = (10000 + tolerance) / (10 * rate - 1)
+  local slot = math.max(tonumber(meta[1] or '0'), now - tolerance)
+  if slot <= now then
+    n = math.max(0, math.min(math.floor((now - slot) / interval) + 1, math.max(rate, 2 * avail) - open,
+      tonumber(ARG.most)))
+  end
+  if n > 0 then
+    local popped = redis.call('ZPOPMIN', K.wait, n)
+    n = #popped / 2
+    if n > 0 then redis.call('HSET', K.meta, 'through', string.format('%d', tonumber(popped[2 * n]))) end
+    local before = redis.call('HINCRBY', K.meta, 'admitted', n) - n
+    local exp = math.ceil((now + sale.pass_ttl * 1000) / 1000) * 1000
+    redis.call('HSETNX', K.meta, 'epoch', string.format('%d', now))
+    local since = now - tonumber(redis.call('HGET', K.meta, 'epoch'))
+    for i = 1, n do
+      local user = popped[2 * i - 1]
+      redis.call('HSET', K.tickets, user, string.format('%d %d %d %d', since, before + i, exp - now, tonumber(popped[2 * i])))
+      redis.call('ZADD', K.passes, exp, user)
+    end
+    redis.call('HSET', K.meta, 'next', string.format('%.3f', slot + n * interval))
+  end
+end
+return {ADVANCED, n, redis.call('ZCARD', K.wait), open + n, rused}

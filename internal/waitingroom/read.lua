@@ -1,16 +1,6 @@
--- Gives a user a place in a sale's line, once.
+-- Reads a user's ticket.
 --
--- Returns answer(JOINED, ...) for a new ticket, answer(TICKET, ...) for the user's
--- ticket (a second join; nothing changes), or NO_SALE, NO_ROOM, ENDED, SOLD_OUT,
--- NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, CHALLENGE_EXPIRED, PLACE_TAKEN (the draw
--- is a waiting buyer's place: nothing changed, draw again).
---
--- The sale's state comes before the solution: a user with a ticket gets it back, and a
--- closed line says so, whatever solution came. A join before the start (by the clock)
--- is placed by its draw in the lottery's band: the order of those joiners is a uniform
--- lottery, fixed at join time, so nothing is shuffled at the start. A later join is
--- placed in the arrival band at the count of later joins, behind them all, in arrival
--- order. A place is the buyer's score in K.wait, and stays with its ticket once admitted.
+-- Returns answer(TICKET, ...), NO_SALE or NO_TICKET.
 
 ---- begin codes: written by go generate from lineReplies, ticketStatuses and lineStates
 local JOINED, TICKET, CHALLENGE, ADVANCED, STATUS, NO_SALE, NO_ROOM, ENDED, SOLD_OUT, NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, NO_TICKET, CHALLENGE_EXPIRED, PLACE_TAKEN, TICKET_WAITING, TICKET_ADMITTED, TICKET_EXPIRED, TICKET_SOLD_OUT, LINE_BEFORE, LINE_ADMITTING, LINE_SOLD_OUT, LINE_ENDED = 0, 1, 2, 3, 4, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, 0, 1, 2, 3, 0, 1, 2, 3
@@ -72,7 +62,7 @@ local function holds_any(key, user)
 end
 ---- end holdings.lua
 ---- begin sale_state.lua: a copy; edit sale_state.lua, then run go generate
--- The reads of a sale's state that internal/line's scripts make in the sale's slot, so
+-- The reads of a sale's state that internal/waitingroom's scripts make in the sale's slot, so
 -- that only this package knows the fields of its hashes:
 --
 --   sale_state(sale_key): nil for no sale (or one being archived), else a table of its
@@ -136,34 +126,13 @@ local function answer(code, t, sale, now)
 end
 ---- end ticket.lua
 ---- begin head: written by go generate from the script's keys and arguments (scripts.go)
-local K = {sale = KEYS[1], meta = KEYS[2], wait = KEYS[3], tickets = KEYS[4], users = KEYS[5], pow = KEYS[6]}
-local ARG = {clock = ARGV[1], user = ARGV[2], draw = ARGV[3], lottery = ARGV[4], arrival = ARGV[5], solution = ARGV[6], expires = ARGV[7]}
+local K = {sale = KEYS[1], meta = KEYS[2], wait = KEYS[3], tickets = KEYS[4], users = KEYS[5]}
+local ARG = {clock = ARGV[1], user = ARGV[2]}
 ---- end head
 
 local sale = sale_state(K.sale)
 if not sale then return {NO_SALE} end
-if not sale.room then return {NO_ROOM} end
 local now = clock_ms(ARG.clock)
 local t = read_ticket(K, ARG.user, now, sale)
-if t then return answer(TICKET, t, sale, now) end
-if now >= sale.ends then return {ENDED} end
-if sale.avail <= 0 then return {SOLD_OUT} end
-if now < sale.starts - sale.prequeue * 1000 then return {NOT_OPEN} end
-local place
-if now < sale.starts then
-  place = tonumber(ARG.lottery) + tonumber(ARG.draw)
-  if redis.call('ZCOUNT', K.wait, place, place) > 0 then return {PLACE_TAKEN} end
-end
-if sale.challenge or ARG.solution == '0' then
-  if ARG.solution ~= '1' then return {CHALLENGE_REQUIRED} end
-  local expires = tonumber(ARG.expires)
-  if now >= expires then return {CHALLENGE_EXPIRED} end
-  -- kept until the challenge expires: no instance accepts the solution after that
-  if not redis.call('SET', K.pow, '1', 'NX', 'PX', string.format('%d', expires - now)) then
-    return {SOLUTION_USED}
-  end
-end
-if not place then place = tonumber(ARG.arrival) + redis.call('HINCRBY', K.meta, 'seq', 1) end
-redis.call('ZADD', K.wait, string.format('%d', place), ARG.user)
-redis.call('HINCRBY', K.meta, 'joined', 1)
-return answer(JOINED, read_ticket(K, ARG.user, now, sale), sale, now)
+if not t then return {NO_TICKET} end
+return answer(TICKET, t, sale, now)

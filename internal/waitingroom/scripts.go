@@ -1,4 +1,4 @@
-package line
+package waitingroom
 
 //go:generate go test -run ^TestScriptFiles$ -args -update
 

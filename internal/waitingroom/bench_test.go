@@ -1,4 +1,4 @@
-package line_test
+package waitingroom_test
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
 	"seckill/internal/buyer"
-	"seckill/internal/line"
 	"seckill/internal/stock"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
+	"seckill/internal/waitingroom"
 )
 
 // BenchmarkLineOf200000 fills a sale's line with 200,000 buyers before the start (the
@@ -24,7 +24,7 @@ import (
 // to the last admission beside what the rate alone takes. The sale has a unit per
 // buyer, so the inventory cap does not hold admission back.
 //
-//	go test -run '^$' -bench LineOf200000 -benchtime 1x ./internal/line/
+//	go test -run '^$' -bench LineOf200000 -benchtime 1x ./internal/waitingroom/
 func BenchmarkLineOf200000(b *testing.B) {
 	const buyers, rate = 200_000, 20_000
 	ctx := context.Background()
@@ -32,7 +32,7 @@ func BenchmarkLineOf200000(b *testing.B) {
 		srv := testutil.StartRedis(b)
 		rdb := srv.Client(b)
 		st := stocktest.New(rdb)
-		l := line.New(rdb, auth.NewPasses(secret), altcha.New(auth.DeriveKey(secret, "altcha")))
+		l := waitingroom.New(rdb, auth.NewPasses(secret), altcha.New(auth.DeriveKey(secret, "altcha")))
 		now, err := rdb.Time(ctx).Result()
 		if err != nil {
 			b.Fatal(err)

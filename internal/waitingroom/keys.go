@@ -1,4 +1,4 @@
-package line
+package waitingroom
 
 import "seckill/internal/stock"
 

@@ -10,8 +10,8 @@ import (
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
 	"seckill/internal/handler"
-	"seckill/internal/line"
 	"seckill/internal/testutil"
+	"seckill/internal/waitingroom"
 )
 
 // The waiting room through the HTTP handlers, against real Redis and MySQL: every code
@@ -129,16 +129,16 @@ func TestWaitingRoomContract(t *testing.T) {
 	if _, err := s.line.Admit(t.Context(), room); err != nil {
 		t.Fatal(err)
 	}
-	ticket := func(token string) line.Ticket {
+	ticket := func(token string) waitingroom.Ticket {
 		a := s.do(call{method: "GET", path: lineOf(room), token: token})
-		var tk line.Ticket
+		var tk waitingroom.Ticket
 		if a.status != http.StatusOK || json.Unmarshal([]byte(a.body), &tk) != nil {
 			t.Fatalf("ticket: %d %s", a.status, a.body)
 		}
 		return tk
 	}
 	mine, theirs := ticket(buyer), ticket(other)
-	if mine.Status != line.Admitted || mine.Pass == "" || mine.AdmittedAt == nil || mine.PassExpiresAt == nil {
+	if mine.Status != waitingroom.Admitted || mine.Pass == "" || mine.AdmittedAt == nil || mine.PassExpiresAt == nil {
 		t.Fatalf("admitted ticket: %+v", mine)
 	}
 	otherSale, err := auth.NewPasses(testutil.JWTSecret).Sign("42", plain, mine.PassExpiresAt.Time)
@@ -155,10 +155,10 @@ func TestWaitingRoomContract(t *testing.T) {
 	s.clock.Advance(31 * time.Second)
 	defer s.clock.Advance(-31 * time.Second)
 	wantError(t, s.do(call{method: "POST", path: buy(room), token: other, body: `{"quantity":1}`, header: withPass(theirs.Pass)}), 409, "not_admitted")
-	if tk := ticket(other); tk.Status != line.Expired || tk.Pass != "" {
+	if tk := ticket(other); tk.Status != waitingroom.Expired || tk.Pass != "" {
 		t.Errorf("an unused pass past its TTL: %+v", tk)
 	}
-	var figures line.Figures
+	var figures waitingroom.Figures
 	a = s.do(call{method: "GET", path: fmt.Sprintf("/api/v1/admin/activities/%d/line", room), token: admin})
 	if a.status != http.StatusOK || json.Unmarshal([]byte(a.body), &figures) != nil || figures.Admitted != 2 || figures.Used != 1 {
 		t.Errorf("admin line figures: %d %s", a.status, a.body)
