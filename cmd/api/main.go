@@ -34,11 +34,11 @@ import (
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
 	"seckill/internal/presence"
-	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/stock/replicas"
 	"seckill/internal/store"
+	"seckill/internal/task"
 	"seckill/internal/waitingroom"
 	"seckill/lock"
 	"seckill/migrations"
@@ -202,8 +202,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 	// MySQL's outages, shared by every instance: pay windows do not run during one.
 	outages := outage.NewRecord(ap)
 	orders := order.New(st, sk, outages)
-	orders.Offers = queue.NewEnqueuer(enq) // the waitlist's orders of units that come back
-	svc := sale.New(st, sk, orders, outages, queue.NewEnqueuer(enq), locks)
+	orders.Offers = task.NewEnqueuer(enq) // the waitlist's orders of units that come back
+	svc := sale.New(st, sk, orders, outages, task.NewEnqueuer(enq), locks)
 	svc.LockWait = cfg.LockWait
 	svc.ListMargin = max(svc.ListMargin, 2*cfg.LockWait)
 	svc.BuyerPays, svc.Checkout = cfg.BuyerPays, checkout

@@ -24,10 +24,10 @@ import (
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
 	"seckill/internal/presence"
-	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
+	"seckill/internal/task"
 	"seckill/internal/waitingroom"
 	"seckill/internal/worker"
 	"seckill/lock"
@@ -91,7 +91,7 @@ func run(ctx context.Context) error {
 	// The orders that waited through an outage are written at once, not after their
 	// tasks' backoff (up to 30 s).
 	mysqlState.OnUp = func() {
-		if n, err := inspector.RunAllRetryTasks(queue.Name); err != nil {
+		if n, err := inspector.RunAllRetryTasks(task.Queue); err != nil {
 			slog.Warn("MySQL answers again: could not retry the waiting tasks now; their backoff will", "err", err)
 		} else if n > 0 {
 			slog.Info("MySQL answers again: the tasks that waited for it run now", "tasks", n)
@@ -103,12 +103,12 @@ func run(ctx context.Context) error {
 	// Each task holds the orders of purchases an API committed together; the persister
 	// writes them in transactions of up to SECKILL_PERSIST_BATCH orders.
 	tasks := asynq.NewServeMux()
-	tasks.HandleFunc(queue.TypePersist, persister.HandleTask)
-	tasks.HandleFunc(queue.TypePersistV1, persister.HandleTask) // the previous release's tasks
+	tasks.HandleFunc(task.TypePersist, persister.HandleTask)
+	tasks.HandleFunc(task.TypePersistV1, persister.HandleTask) // the previous release's tasks
 	srv := asynq.NewServerFromRedisClient(ap, asynq.Config{
 		Concurrency:       cfg.WorkerConcurrency,
-		Queues:            map[string]int{queue.Name: 1},
-		RetryDelayFunc:    queue.RetryDelay,
+		Queues:            map[string]int{task.Queue: 1},
+		RetryDelayFunc:    task.RetryDelay,
 		TaskCheckInterval: 50 * time.Millisecond,
 		// Tasks still running this long after SIGTERM go back to the queue for another
 		// worker (writing an order twice is harmless: the persister writes it once); the
@@ -127,7 +127,7 @@ func run(ctx context.Context) error {
 
 	locks := lock.New(rdb)
 	defer locks.Close()
-	enqueuer := queue.NewEnqueuer(asynq.NewClientFromRedisClient(ap))
+	enqueuer := task.NewEnqueuer(asynq.NewClientFromRedisClient(ap))
 	lifecycle := order.New(st, sk, outages)
 	lifecycle.Offers = enqueuer // the waitlist's orders of units that come back
 	repairer := worker.NewRepairer(st, sk, enqueuer, persister)
@@ -198,7 +198,7 @@ func run(ctx context.Context) error {
 			slog.Error("worker metrics server", "err", err)
 		}
 	}()
-	slog.Info("worker running", "queue", queue.Name, "concurrency", cfg.WorkerConcurrency, "metrics", "http://"+cfg.WorkerMetricsAddr+"/metrics")
+	slog.Info("worker running", "queue", task.Queue, "concurrency", cfg.WorkerConcurrency, "metrics", "http://"+cfg.WorkerMetricsAddr+"/metrics")
 	// The heartbeat (GET /api/v1/admin/instances) stops first on shutdown, so the
 	// instance leaves the list at once.
 	stopBeat := live.Start(presence.NewInstance("worker", cfg.WorkerMetricsAddr), presence.FromRegistry(reg,

@@ -25,10 +25,10 @@ import (
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
-	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
+	"seckill/internal/task"
 	"seckill/internal/testutil"
 	"seckill/internal/waitingroom"
 	"seckill/internal/worker"
@@ -82,17 +82,17 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	c := &clock{}
 	outages := outage.NewRecord(rdb)
 	orders := order.New(st, sk.Stock, outages)
-	orders.Offers = queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)) // as cmd/api
-	svc := sale.New(st, sk.Stock, orders, outages, queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
+	orders.Offers = task.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)) // as cmd/api
+	svc := sale.New(st, sk.Stock, orders, outages, task.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
 	svc.SetClock(c.Now)
 	svc.LockWait = 100 * time.Millisecond
 	svc.UserRate = o.RateUser // as cmd/api: purchases that reach Redis are limited there
 
 	persister := worker.NewPersister(st, sk.Stock, outages, 100)
-	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: map[string]int{queue.Name: 1},
+	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: map[string]int{task.Queue: 1},
 		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel})
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(queue.TypePersist, persister.HandleTask)
+	mux.HandleFunc(task.TypePersist, persister.HandleTask)
 	if err := w.Start(mux); err != nil {
 		t.Fatal(err)
 	}

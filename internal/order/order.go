@@ -1,6 +1,9 @@
-// Package order carries an order after MySQL has it: payment, cancellation by the
-// buyer, expiry when the pay window passes, and the return of cancelled units to the
-// Redis stock, exactly once. The API and the worker share it.
+// Package order carries an order after MySQL has it: its payment (confirmed by the
+// shop), its cancellation (by the buyer, the shop or an admin), its expiry when the pay
+// window passes (as MySQL outages extend it), its refund by the shop (with or without
+// restock), the failure of a group-buy group that did not fill, and the return of the
+// units of every cancelled, expired or refunded order to Redis, exactly once, the
+// sale's waitlist first. The API and the worker share it.
 package order
 
 import (

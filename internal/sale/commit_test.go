@@ -15,11 +15,11 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/order"
 	"seckill/internal/outage"
-	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
+	"seckill/internal/task"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
 	"seckill/lock"
@@ -29,7 +29,7 @@ import (
 // fail, as they do when Redis drops the connection between the reserve script and
 // the enqueue, and a gate that holds them, as a slow Redis does.
 type breakableQueue struct {
-	*queue.Enqueuer
+	*task.Enqueuer
 	broken  atomic.Bool
 	failing atomic.Int32 // so many enqueues fail from now on
 	gate    sync.RWMutex // enqueues wait while a test holds it (Lock)
@@ -69,7 +69,7 @@ func newFixtureOn(t *testing.T, db *gorm.DB, units int64, limit int) *fixture {
 	st, sk := store.New(db, sale.EventViews{}), stocktest.New(rdb)
 	locks := lock.New(rdb)
 	t.Cleanup(func() { _ = locks.Close() })
-	q := &breakableQueue{Enqueuer: queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb))}
+	q := &breakableQueue{Enqueuer: task.NewEnqueuer(asynq.NewClientFromRedisClient(rdb))}
 	outages := outage.NewRecord(rdb)
 	svc := sale.New(st, sk.Stock, order.New(st, sk.Stock, outages), outages, q, locks)
 	a, err := svc.CreateActivity(context.Background(), sale.NewActivity{Name: "s", ProductName: "p",
@@ -100,7 +100,7 @@ func (f *fixture) buyAll(users []int64) ([]sale.Order, []error) {
 // id, and how many tasks there are.
 func (f *fixture) queuedTasks(t *testing.T) (map[string]int, int) {
 	t.Helper()
-	ts, err := asynq.NewInspectorFromRedisClient(f.rdb).ListPendingTasks(queue.Name, asynq.PageSize(10000))
+	ts, err := asynq.NewInspectorFromRedisClient(f.rdb).ListPendingTasks(task.Queue, asynq.PageSize(10000))
 	if errors.Is(err, asynq.ErrQueueNotFound) { // nothing was ever enqueued
 		return map[string]int{}, 0
 	}
@@ -108,8 +108,8 @@ func (f *fixture) queuedTasks(t *testing.T) (map[string]int, int) {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
-	for _, task := range ts {
-		orders, err := queue.ParseOrders(task.Type, task.Payload)
+	for _, info := range ts {
+		orders, err := task.ParseOrders(info.Type, info.Payload)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,5 +1,5 @@
 // Package sale is what the API does: it runs sales for admins and purchases for
-// buyers over the Redis stock (internal/stock), the order queue (internal/queue) and
+// buyers over the Redis stock (internal/stock), the order queue (internal/task) and
 // MySQL (internal/store). Handlers turn its results and errors into HTTP.
 package sale
 
@@ -17,7 +17,6 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/order"
 	"seckill/internal/outage"
-	"seckill/internal/queue"
 	"seckill/internal/snapshot"
 	"seckill/internal/stock"
 	"seckill/internal/stock/group"
@@ -26,6 +25,7 @@ import (
 	"seckill/internal/stock/reserve"
 	"seckill/internal/stock/settle"
 	"seckill/internal/store"
+	"seckill/internal/task"
 	"seckill/lock"
 )
 
@@ -74,7 +74,7 @@ type Outages interface {
 
 var (
 	_ Outages          = (*outage.Record)(nil)
-	_ Enqueuer         = (*queue.Enqueuer)(nil)
+	_ Enqueuer         = (*task.Enqueuer)(nil)
 	_ Locker           = (*lock.Client)(nil)
 	_ ReplicaConfirmer = (*replicas.Replicas)(nil)
 )

@@ -72,7 +72,7 @@ func (p Purchase) Fingerprint() string {
 
 // QueuedOrder is an order taken from stock that MySQL does not have yet: the one record
 // of it from the reserve script to the worker's insert. The sale's queued hash holds it
-// under its id (its value, below), and a task of internal/queue carries it to the worker
+// under its id (its value, below), and a task of internal/task carries it to the worker
 // as a line (AppendLine).
 type QueuedOrder struct {
 	OrderID    string

@@ -15,13 +15,13 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/order"
 	"seckill/internal/outage"
-	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/stock/reserve"
 	"seckill/internal/stock/settle"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
+	"seckill/internal/task"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
 	"seckill/lock"
@@ -49,7 +49,7 @@ func newArchiveFixture(t *testing.T, db *testutil.MySQLDB) *archiveFixture {
 	t.Cleanup(func() { _ = locks.Close() })
 	outages := outage.NewRecord(rdb)
 	orders := order.New(st, sk.Stock, outages)
-	svc := sale.New(st, sk.Stock, orders, outages, queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
+	svc := sale.New(st, sk.Stock, orders, outages, task.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
 	t.Cleanup(func() { svc.Close(context.Background()) })
 	return &archiveFixture{rdb: rdb, st: st, sk: sk, svc: svc, orders: orders,
 		persist: worker.NewPersister(st, sk.Stock, outages, 100), archiver: sale.NewArchiver(st, sk.Stock, retention)}
@@ -104,13 +104,13 @@ func (f *archiveFixture) persistAll(t *testing.T, a sale.Activity) []stock.Queue
 	}
 	inspector := asynq.NewInspectorFromRedisClient(f.rdb)
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		tasks, err := inspector.ListPendingTasks(queue.Name, asynq.PageSize(1000))
+		tasks, err := inspector.ListPendingTasks(task.Queue, asynq.PageSize(1000))
 		if err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
 			t.Fatal(err)
 		}
 		byID := map[string]stock.QueuedOrder{}
-		for _, task := range tasks {
-			orders, err := queue.ParseOrders(task.Type, task.Payload)
+		for _, info := range tasks {
+			orders, err := task.ParseOrders(info.Type, info.Payload)
 			if err != nil {
 				t.Fatal(err)
 			}

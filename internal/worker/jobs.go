@@ -8,11 +8,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/stock/moves"
 	"seckill/internal/stock/settle"
 	"seckill/internal/store"
+	"seckill/internal/task"
 	"seckill/lock"
 )
 
@@ -107,7 +107,7 @@ type Repairer struct {
 	stock     *stock.Stock
 	moves     *moves.Mover
 	settle    *settle.Settler
-	queue     *queue.Enqueuer
+	queue     *task.Enqueuer
 	persister *Persister
 	// MinAge is how old an unclaimed order must be to be checked. The API enqueues an
 	// order milliseconds after taking its units, or gives up after its retries (a few
@@ -124,7 +124,7 @@ type Repairer struct {
 
 // NewRepairer returns a Repairer that enqueues lost orders with q and writes stuck
 // ones with p.
-func NewRepairer(st *store.Store, sk *stock.Stock, q *queue.Enqueuer, p *Persister) *Repairer {
+func NewRepairer(st *store.Store, sk *stock.Stock, q *task.Enqueuer, p *Persister) *Repairer {
 	return &Repairer{store: st, stock: sk, moves: moves.New(sk), settle: settle.New(sk), queue: q, persister: p, MinAge: 10 * time.Second,
 		StuckAge: 30 * time.Second, Batch: 500, now: time.Now}
 }

@@ -12,11 +12,11 @@ import (
 	"github.com/hibiken/asynq"
 
 	"seckill/internal/outage"
-	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/stock/lifecycle"
 	"seckill/internal/stock/settle"
 	"seckill/internal/store"
+	"seckill/internal/task"
 )
 
 // Outages reads the MySQL outages as the shared record holds them now.
@@ -58,7 +58,7 @@ func NewPersister(st *store.Store, sk *stock.Stock, outages Outages, batch int) 
 // HandleTask is the asynq handler of queue.TypePersist, and of queue.TypePersistV1 (the
 // previous release's).
 func (p *Persister) HandleTask(ctx context.Context, t *asynq.Task) error {
-	orders, err := queue.ParseOrders(t.Type(), t.Payload())
+	orders, err := task.ParseOrders(t.Type(), t.Payload())
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}

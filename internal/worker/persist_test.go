@@ -11,12 +11,12 @@ import (
 
 	"seckill/internal/buyer"
 	"seckill/internal/outage"
-	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/stock/reserve"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
+	"seckill/internal/task"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
 	"seckill/lock"
@@ -47,12 +47,12 @@ func TestPersisterWritesATaskInBatches(t *testing.T) {
 		orders = append(orders, stock.QueuedOrder{OrderID: id, ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, AmountCents: 100,
 			CreatedAt: now, ExpiresAt: now.Add(time.Minute), Limit: 1})
 	}
-	task := queue.NewBatchTask(orders)
+	batch := task.NewBatchTask(orders)
 
 	p := worker.NewPersister(st, sk.Stock, outage.NewRecord(rdb), 2)
 	reg := prometheus.NewRegistry()
 	p.Register(reg)
-	if err := p.HandleTask(ctx, asynq.NewTask(task.Type(), task.Payload())); err != nil {
+	if err := p.HandleTask(ctx, asynq.NewTask(batch.Type(), batch.Payload())); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,10 +1,10 @@
-// Package queue carries orders from the API to the worker as asynq tasks on the
-// "orders" queue. A TypePersist task carries one queued order per line, in
+// Package task carries orders from the API to the worker as asynq tasks on the "orders"
+// queue. A TypePersist task carries one queued order per line, in
 // internal/stock's format (stock.QueuedOrder's AppendLine): the orders of the purchases
 // an API process committed together (EnqueueBatch), or one order the worker's repair pass
 // enqueued (EnqueueMissing, whose TaskID is the order id). The worker writes a task's
 // orders to MySQL in one transaction per SECKILL_PERSIST_BATCH orders.
-package queue
+package task
 
 import (
 	"bytes"
@@ -20,8 +20,8 @@ import (
 )
 
 const (
-	// Name is the asynq queue orders travel on.
-	Name = "orders"
+	// Queue is the asynq queue the tasks travel on.
+	Queue = "orders"
 	// TypePersist is the task type of orders to write to MySQL. It names the payload's
 	// form: a worker that does not know it (one of the previous release, during a rolling
 	// deploy) fails the task, which asynq retries until a worker that does takes it. It
@@ -52,7 +52,7 @@ func NewBatchTask(orders []stock.QueuedOrder) *asynq.Task {
 }
 
 func persistTask(payload []byte, opts ...asynq.Option) *asynq.Task {
-	return asynq.NewTask(TypePersist, payload, append(opts, asynq.Queue(Name),
+	return asynq.NewTask(TypePersist, payload, append(opts, asynq.Queue(Queue),
 		asynq.MaxRetry(MaxRetry), asynq.Timeout(2*time.Minute))...)
 }
 
