@@ -28,6 +28,7 @@ import (
 	"seckill/internal/stock"
 	"seckill/internal/store"
 	"seckill/internal/task"
+	"seckill/internal/upkeep"
 	"seckill/internal/waitingroom"
 	"seckill/internal/worker"
 	"seckill/lock"
@@ -74,7 +75,7 @@ func run(ctx context.Context) error {
 	// MySQL's outages, shared by every instance: pay windows do not run during one.
 	outages := outage.NewRecord(ap)
 	persister := worker.NewPersister(st, sk, outages, cfg.PersistBatch)
-	rebuilder := sale.NewRebuilder(st, sk)
+	rebuilder := upkeep.NewRebuilder(st, sk)
 	persister.LostSale = rebuilder.Kick // a task whose sale Redis lost starts its rebuild
 	reg := prometheus.NewRegistry()
 	inspector := asynq.NewInspectorFromRedisClient(rdb)
@@ -132,7 +133,7 @@ func run(ctx context.Context) error {
 	lifecycle.Offers = enqueuer // the waitlist's orders of units that come back
 	repairer := worker.NewRepairer(st, sk, enqueuer, persister)
 	admitter := waitingroom.NewAdmitter(waitingroom.New(ap, nil, nil), st)
-	archiver := sale.NewArchiver(st, sk, cfg.SaleRetention)
+	archiver := upkeep.NewArchiver(st, sk, cfg.SaleRetention)
 	archiver.Register(reg)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
@@ -165,12 +166,12 @@ func run(ctx context.Context) error {
 			return err
 		}},
 		// A sale over for SECKILL_SALE_RETENTION leaves Redis; MySQL answers for it
-		// (internal/sale.Archiver).
+		// (internal/upkeep.Archiver).
 		worker.Job{Name: "archive-sales", Period: 2 * time.Second, Run: func(ctx context.Context) error {
 			_, err := archiver.Run(ctx)
 			return err
 		}},
-		// A live sale Redis has lost is rebuilt from MySQL (internal/sale.Rebuilder).
+		// A live sale Redis has lost is rebuilt from MySQL (internal/upkeep.Rebuilder).
 		worker.Job{Name: "rebuild-lost-sales", Period: 2 * time.Second, Run: func(ctx context.Context) error {
 			_, err := rebuilder.RebuildLost(ctx, time.Now())
 			return err

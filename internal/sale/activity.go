@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -336,33 +337,13 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 		a.Variants = append(a.Variants, store.Variant{Idx: i, Name: v.Name, ExternalRef: v.ExternalRef, StockTotal: v.Stock})
 	}
 	err := s.store.CreateActivity(ctx, &a, func(a store.Activity) error {
-		return s.sales.Load(ctx, saleOf(a, a.StockTotal))
+		return s.sales.Load(ctx, store.SaleOf(a, a.StockTotal))
 	})
 	if err != nil {
 		return Activity{}, fmt.Errorf("create activity: %w", err)
 	}
 	s.catalog.Expire() // this process's public reads show it at once
-	return s.view(a, map[int64]stock.Sale{a.ID: saleOf(a, a.StockTotal)}), nil
-}
-
-func saleOf(a store.Activity, available int64) stock.Sale {
-	sale := stock.Sale{ActivityID: a.ID, Available: available, Total: a.StockTotal,
-		Limit: a.PerUserLimit, StartsAt: a.StartsAt, EndsAt: a.EndsAt, PriceCents: a.PriceCents,
-		PayWindow: time.Duration(a.PayWindowSeconds) * time.Second, Kind: a.Kind, Room: roomOf(a).stock(),
-		Buckets: max(1, a.StockBuckets)}
-	if a.GroupSize != nil && a.GroupWindowSeconds != nil {
-		sale.GroupSize, sale.GroupWindow = *a.GroupSize, time.Duration(*a.GroupWindowSeconds)*time.Second
-	}
-	if a.PerUserParticipations != nil {
-		sale.ParticipationCap = *a.PerUserParticipations
-	}
-	for _, v := range a.Variants {
-		sale.Variants = append(sale.Variants, stock.VariantStock{Total: v.StockTotal, Available: v.StockTotal - v.Sold})
-	}
-	if a.PerVariantLimit != nil {
-		sale.VariantLimit = *a.PerVariantLimit
-	}
-	return sale
+	return s.view(a, map[int64]stock.Sale{a.ID: store.SaleOf(a, a.StockTotal)}), nil
 }
 
 // Page is where a list of sales, newest first, goes on: the sales whose id is below
@@ -728,4 +709,17 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 		Orders: OrderCounts{Queued: queued, Grouping: counts[store.StatusGrouping].Orders, Created: counts[store.StatusCreated].Orders,
 			Paid: counts[store.StatusPaid].Orders, Cancelled: counts[store.StatusCancelled].Orders,
 			Failed: counts[store.StatusFailed].Orders, Refunded: counts[store.StatusRefunded].Orders}}, nil
+}
+
+// Rebuild rebuilds a sale's Redis state from MySQL (the admin's button) and returns its
+// stats. A current state comes out with the same figures: the orders Redis holds as
+// queued are kept. ErrNotFound for an unknown id, ErrArchived for an archived sale.
+func (s *Service) Rebuild(ctx context.Context, id int64) (Stats, error) {
+	if _, err := s.rebuild.Rebuild(ctx, id, true); err != nil {
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrArchived) {
+			return Stats{}, err
+		}
+		return Stats{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return s.Stats(ctx, id)
 }

@@ -20,6 +20,7 @@ import (
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
+	"seckill/internal/upkeep"
 )
 
 // BenchmarkRebuild measures rebuilding one sale's Redis state from MySQL
@@ -67,7 +68,7 @@ func benchmarkRebuild(b *testing.B, orders int) {
 		}
 	})
 	st, sk := store.New(db, sale.EventViews{}), stocktest.New(rdb)
-	rebuilder := sale.NewRebuilder(st, sk.Stock)
+	rebuilder := upkeep.NewRebuilder(st, sk.Stock)
 
 	start := time.Now()
 	seed := seedOrders(b, testDB.Gorm, st, orders)

@@ -26,6 +26,7 @@ import (
 	"seckill/internal/stock/settle"
 	"seckill/internal/store"
 	"seckill/internal/task"
+	"seckill/internal/upkeep"
 	"seckill/lock"
 )
 
@@ -36,6 +37,9 @@ var (
 	// ErrNotFound means no such activity or order, or an order of another user. It is
 	// the store's own, so a miss in MySQL needs no translating.
 	ErrNotFound = store.ErrNotFound
+	// ErrArchived means the sale is archived: it is over, MySQL answers for it, and it
+	// can change no more.
+	ErrArchived = store.ErrArchived
 	// ErrPaymentByShop is a buyer marking an order paid where payments are the shop's to
 	// confirm (BuyerPays false).
 	ErrPaymentByShop = errors.New("payments are confirmed by the shop: pay at the shop's checkout")
@@ -94,7 +98,7 @@ type Service struct {
 	now      func() time.Time
 	metrics  *metrics
 	commits  committer
-	rebuild  *Rebuilder
+	rebuild  *upkeep.Rebuilder
 	catalog  *snapshot.Value[[]Activity] // the public list of sales (PublicActivities)
 	// catalogRows are the sales MySQL last listed for it.
 	catalogRows atomic.Pointer[[]store.Activity]
@@ -136,7 +140,7 @@ type Service struct {
 func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, outages Outages, q Enqueuer, locks Locker) *Service {
 	s := &Service{store: st, stock: sk, reserver: reserve.New(sk), sales: lifecycle.New(sk), groups: group.New(sk), settle: settle.New(sk), orders: orders, outages: outages, queue: q, locks: locks, now: time.Now,
 		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second, ListMargin: 10 * time.Second,
-		rebuild: NewRebuilder(st, sk), catalog: snapshot.New[[]Activity]("public sales", CatalogAge)}
+		rebuild: upkeep.NewRebuilder(st, sk), catalog: snapshot.New[[]Activity]("public sales", CatalogAge)}
 	s.commits.flush = s.commitBatch
 	return s
 }

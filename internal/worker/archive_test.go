@@ -23,6 +23,7 @@ import (
 	"seckill/internal/store"
 	"seckill/internal/task"
 	"seckill/internal/testutil"
+	"seckill/internal/upkeep"
 	"seckill/internal/worker"
 	"seckill/lock"
 )
@@ -36,7 +37,7 @@ type archiveFixture struct {
 	svc      *sale.Service
 	orders   *order.Lifecycle
 	persist  *worker.Persister
-	archiver *sale.Archiver
+	archiver *upkeep.Archiver
 }
 
 const retention = time.Hour
@@ -52,7 +53,7 @@ func newArchiveFixture(t *testing.T, db *testutil.MySQLDB) *archiveFixture {
 	svc := sale.New(st, sk.Stock, orders, outages, task.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
 	t.Cleanup(func() { svc.Close(context.Background()) })
 	return &archiveFixture{rdb: rdb, st: st, sk: sk, svc: svc, orders: orders,
-		persist: worker.NewPersister(st, sk.Stock, outages, 100), archiver: sale.NewArchiver(st, sk.Stock, retention)}
+		persist: worker.NewPersister(st, sk.Stock, outages, 100), archiver: upkeep.NewArchiver(st, sk.Stock, retention)}
 }
 
 // newSale creates a sale open now, of buckets buckets (a group-buy sale of groups of 2
@@ -349,7 +350,7 @@ func TestArchivedSaleAnswersFromMySQL(t *testing.T) {
 	if _, err := f.svc.Rebuild(ctx, a.ID); !errors.Is(err, sale.ErrArchived) {
 		t.Errorf("a rebuild: %v, want ErrArchived", err)
 	}
-	if _, err := sale.NewRebuilder(f.st, f.sk.Stock).RebuildLost(ctx, time.Now().Add(-2*time.Hour)); err != nil {
+	if _, err := upkeep.NewRebuilder(f.st, f.sk.Stock).RebuildLost(ctx, time.Now().Add(-2*time.Hour)); err != nil {
 		t.Errorf("the worker's check of lost sales: %v", err)
 	}
 	if keys := testutil.SaleKeys(t, f.rdb, a.ID); len(keys) > 0 {
@@ -424,7 +425,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 					}
 				})
 			}
-			rebuilder := sale.NewRebuilder(f.st, f.sk.Stock)
+			rebuilder := upkeep.NewRebuilder(f.st, f.sk.Stock)
 			loop(func() {
 				if _, err := rebuilder.Rebuild(ctx, a.ID, true); err != nil && !errors.Is(err, sale.ErrArchived) {
 					report("a rebuild: %v", err)

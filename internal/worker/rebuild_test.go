@@ -14,6 +14,7 @@ import (
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
+	"seckill/internal/upkeep"
 	"seckill/internal/worker"
 	"seckill/lock"
 )
@@ -70,7 +71,7 @@ func TestPersistAcrossARebuild(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if rebuilt, err := sale.NewRebuilder(st, sk.Stock).Rebuild(ctx, a.ID, !tc.lost); err != nil || !rebuilt {
+				if rebuilt, err := upkeep.NewRebuilder(st, sk.Stock).Rebuild(ctx, a.ID, !tc.lost); err != nil || !rebuilt {
 					t.Fatalf("rebuild while the order is claimed: %v, %v", rebuilt, err)
 				}
 			})

@@ -15,6 +15,7 @@ import (
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
+	"seckill/internal/upkeep"
 	"seckill/internal/worker"
 	"seckill/lock"
 )
@@ -78,7 +79,7 @@ func TestRebuildKeepsRefundsOffSale(t *testing.T) {
 			if err := rdb.FlushAll(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if rebuilt, err := sale.NewRebuilder(st, sk.Stock).Rebuild(ctx, a.ID, false); err != nil || !rebuilt {
+			if rebuilt, err := upkeep.NewRebuilder(st, sk.Stock).Rebuild(ctx, a.ID, false); err != nil || !rebuilt {
 				t.Fatalf("rebuild: %v, %v", rebuilt, err)
 			}
 			if n, err := life.ReturnPending(ctx, 10); err != nil || n != 1 {

@@ -12,7 +12,7 @@ import (
 	"seckill/internal/stock"
 )
 
-// A sale that is over leaves Redis (internal/sale/archive.go): its archive closes it as
+// A sale that is over leaves Redis (internal/upkeep/archive.go): its archive closes it as
 // a rebuild does (Close: purchases and moves are refused), checks that Redis holds no
 // order of it as queued (RebuildPoint), has MySQL mark it archived, then marks it here
 // (MarkArchived: the field archived of every bucket's sale hash) and removes its keys

@@ -1,4 +1,9 @@
-package sale
+// Package upkeep keeps a sale's Redis state in step with MySQL, its record, at both
+// ends of its life: a Rebuilder writes it again from MySQL when Redis lost it or holds
+// it stale (rebuild.go), and an Archiver removes it once the sale is over, after which
+// MySQL answers for the sale alone (archive.go). The API's service kicks a rebuild when
+// a purchase finds its sale missing; the worker runs both periodically.
+package upkeep
 
 import (
 	"context"
@@ -7,6 +12,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"seckill/internal/buyer"
 	"seckill/internal/stock"
@@ -49,7 +56,7 @@ const rebuildAttempts = 20
 
 // Rebuild rebuilds a sale's Redis state from MySQL if Redis has lost it, or always with
 // force (a current state is rebuilt to the same figures, its queued orders kept), and
-// reports whether it did. ErrNotFound for a sale MySQL does not know, ErrArchived for
+// reports whether it did. store.ErrNotFound for a sale MySQL does not know, store.ErrArchived for
 // an archived one (MySQL refuses its epoch too, should it be archived meanwhile: the
 // rebuild writes nothing, and reopens what its Close wrote). The sale is closed
 // to purchases while it is rebuilt (stock.Close), by one process at a time: when
@@ -66,7 +73,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 		return false, err
 	}
 	if a.Archived() {
-		return false, ErrArchived
+		return false, store.ErrArchived
 	}
 	k := max(1, a.StockBuckets)
 	lost, err := r.sales.RebuildPoint(ctx, id, k) // what made this rebuild start
@@ -80,7 +87,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 	case errors.Is(err, lifecycle.ErrRebuilding):
 		return false, nil
 	case errors.Is(err, lifecycle.ErrArchived):
-		return false, ErrArchived
+		return false, store.ErrArchived
 	case err != nil:
 		return false, err
 	}
@@ -100,7 +107,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 		return false, r.sales.Reopen(ctx, id, k, closing)
 	}
 	epoch, err := r.store.NextRedisEpoch(ctx, id)
-	if errors.Is(err, ErrArchived) && k > 1 { // archived since it was read: no state of it comes back
+	if errors.Is(err, store.ErrArchived) && k > 1 { // archived since it was read: no state of it comes back
 		return false, errors.Join(err, r.sales.Reopen(context.WithoutCancel(ctx), id, k, closing))
 	}
 	if err != nil {
@@ -137,7 +144,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 			}
 		}
 		a := f.Activity
-		sale := saleOf(a, 0)
+		sale := store.SaleOf(a, 0)
 		for i := range sale.Variants {
 			sale.Variants[i].OffSale = f.VariantOffSale[i]
 		}
@@ -236,7 +243,7 @@ func (r *Rebuilder) Kick(id int64) {
 		defer r.running.Delete(id)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, err := r.Rebuild(ctx, id, false); err != nil && !errors.Is(err, ErrArchived) {
+		if _, err := r.Rebuild(ctx, id, false); err != nil && !errors.Is(err, store.ErrArchived) {
 			slog.Error("rebuild a sale Redis lost", "activity", id, "err", err)
 		}
 	}()
@@ -310,15 +317,50 @@ func (r *Rebuilder) RebuildLost(ctx context.Context, now time.Time) (int, error)
 	return n, errors.Join(errs...)
 }
 
-// Rebuild rebuilds a sale's Redis state from MySQL (the admin's button) and returns its
-// stats. A current state comes out with the same figures: the orders Redis holds as
-// queued are kept. ErrNotFound for an unknown id, ErrArchived for an archived sale.
-func (s *Service) Rebuild(ctx context.Context, id int64) (Stats, error) {
-	if _, err := s.rebuild.Rebuild(ctx, id, true); err != nil {
-		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrArchived) {
-			return Stats{}, err
-		}
-		return Stats{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+// rebuildMetrics count the rebuilds of sales' Redis state; nil counts nothing.
+type rebuildMetrics struct {
+	rebuilds *prometheus.CounterVec
+	running  prometheus.Gauge
+}
+
+// Register adds the rebuilds' metrics to reg: the rebuilds this process ran, by
+// outcome (rebuilt, failed, or none: another process did it or nothing was lost
+// after all), and the ones under way.
+func (r *Rebuilder) Register(reg prometheus.Registerer) {
+	m := &rebuildMetrics{
+		rebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_sale_rebuilds_total",
+			Help: "Rebuilds of a sale's Redis state from MySQL this process ran, by outcome: rebuilt, failed, none.",
+		}, []string{"outcome"}),
+		running: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_sale_rebuilds_running",
+			Help: "Rebuilds of a sale's Redis state under way in this process (a sale of several buckets is closed meanwhile).",
+		}),
 	}
-	return s.Stats(ctx, id)
+	for _, o := range []string{"rebuilt", "failed", "none"} {
+		m.rebuilds.WithLabelValues(o)
+	}
+	reg.MustRegister(m.rebuilds, m.running)
+	r.metrics = m
+}
+
+func (m *rebuildMetrics) started() {
+	if m != nil {
+		m.running.Inc()
+	}
+}
+
+func (m *rebuildMetrics) ended(rebuilt bool, err error) {
+	if m == nil {
+		return
+	}
+	m.running.Dec()
+	switch {
+	case err != nil:
+		m.rebuilds.WithLabelValues("failed").Inc()
+	case rebuilt:
+		m.rebuilds.WithLabelValues("rebuilt").Inc()
+	default:
+		m.rebuilds.WithLabelValues("none").Inc()
+	}
 }

@@ -1,4 +1,4 @@
-package sale
+package upkeep
 
 import (
 	"context"
@@ -16,10 +16,6 @@ import (
 	"seckill/internal/store"
 	"seckill/internal/waitingroom"
 )
-
-// ErrArchived means the sale is archived: it is over, MySQL answers for it, and it can
-// no longer change (a PATCH or a rebuild is refused). It is the store's own.
-var ErrArchived = store.ErrArchived
 
 // Archiver archives the sales that are over (the worker's periodic job): once a sale has
 // ended, every order of it is final and Retention has passed since the later of the two,
