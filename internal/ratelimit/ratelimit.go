@@ -86,13 +86,7 @@ func (l *Limiter) Allow(key string, now time.Time) (bool, time.Duration) {
 	if !l.On() {
 		return true, 0
 	}
-	n := 1
-	if l.share != nil {
-		n = max(1, l.share())
-	}
-	rate := l.perSecond / float64(n)
-	emission := int64(float64(time.Second) / rate)
-	tolerance := emission * int64(Burst(rate))
+	emission, tolerance := l.terms()
 	t := now.UnixNano()
 
 	s := &l.shards[maphash.String(l.seed, key)%shards]
@@ -112,6 +106,37 @@ func (l *Limiter) Allow(key string, now time.Time) (bool, time.Duration) {
 	}
 	s.tat[key] = next
 	return true, 0
+}
+
+// Admits reports whether a request of key would be allowed at now, without counting
+// it; if not, it returns how long until one would be. A caller refuses early, before
+// costly work, what Allow would refuse after it.
+func (l *Limiter) Admits(key string, now time.Time) (bool, time.Duration) {
+	if !l.On() {
+		return true, 0
+	}
+	emission, tolerance := l.terms()
+	t := now.UnixNano()
+	s := &l.shards[maphash.String(l.seed, key)%shards]
+	s.mu.Lock()
+	tat := s.tat[key]
+	s.mu.Unlock()
+	if wait := max(tat, t) + emission - tolerance - t; wait > 0 {
+		return false, time.Duration(wait)
+	}
+	return true, 0
+}
+
+// terms are this instance's GCRA emission interval (its share of the rate) and
+// tolerance (the burst), in ns.
+func (l *Limiter) terms() (emission, tolerance int64) {
+	n := 1
+	if l.share != nil {
+		n = max(1, l.share())
+	}
+	rate := l.perSecond / float64(n)
+	emission = int64(float64(time.Second) / rate)
+	return emission, emission * int64(Burst(rate))
 }
 
 // Keys returns how many keys the limiter remembers: those seen in the last minute or
