@@ -80,13 +80,30 @@ func Burst(perSecond float64) int { return max(1, int(math.Ceil(2*perSecond))) }
 // (a client IP) skips finding it when it is off.
 func (l *Limiter) On() bool { return l != nil && l.perSecond > 0 }
 
-// Allow reports whether a request of key may go ahead at now; if not, it returns how
-// long until the next one would be allowed.
+// Allow reports whether a request of key may go ahead at now, and counts it if so; if
+// not, it returns how long until the next one would be allowed.
 func (l *Limiter) Allow(key string, now time.Time) (bool, time.Duration) {
+	return l.take(key, now, true)
+}
+
+// Admits reports what Allow would answer a request of key at now, without counting it:
+// a caller refuses early, before costly work, what Allow would refuse after it.
+func (l *Limiter) Admits(key string, now time.Time) (bool, time.Duration) {
+	return l.take(key, now, false)
+}
+
+// take is Allow, counting the request only when count is true.
+func (l *Limiter) take(key string, now time.Time, count bool) (bool, time.Duration) {
 	if !l.On() {
 		return true, 0
 	}
-	emission, tolerance := l.terms()
+	n := 1
+	if l.share != nil {
+		n = max(1, l.share())
+	}
+	rate := l.perSecond / float64(n)
+	emission := int64(float64(time.Second) / rate)
+	tolerance := emission * int64(Burst(rate))
 	t := now.UnixNano()
 
 	s := &l.shards[maphash.String(l.seed, key)%shards]
@@ -104,39 +121,10 @@ func (l *Limiter) Allow(key string, now time.Time) (bool, time.Duration) {
 	if wait := next - tolerance - t; wait > 0 {
 		return false, time.Duration(wait)
 	}
-	s.tat[key] = next
-	return true, 0
-}
-
-// Admits reports whether a request of key would be allowed at now, without counting
-// it; if not, it returns how long until one would be. A caller refuses early, before
-// costly work, what Allow would refuse after it.
-func (l *Limiter) Admits(key string, now time.Time) (bool, time.Duration) {
-	if !l.On() {
-		return true, 0
-	}
-	emission, tolerance := l.terms()
-	t := now.UnixNano()
-	s := &l.shards[maphash.String(l.seed, key)%shards]
-	s.mu.Lock()
-	tat := s.tat[key]
-	s.mu.Unlock()
-	if wait := max(tat, t) + emission - tolerance - t; wait > 0 {
-		return false, time.Duration(wait)
+	if count {
+		s.tat[key] = next
 	}
 	return true, 0
-}
-
-// terms are this instance's GCRA emission interval (its share of the rate) and
-// tolerance (the burst), in ns.
-func (l *Limiter) terms() (emission, tolerance int64) {
-	n := 1
-	if l.share != nil {
-		n = max(1, l.share())
-	}
-	rate := l.perSecond / float64(n)
-	emission = int64(float64(time.Second) / rate)
-	return emission, emission * int64(Burst(rate))
 }
 
 // Keys returns how many keys the limiter remembers: those seen in the last minute or
