@@ -85,6 +85,8 @@ type Service struct {
 	commits committer
 	rebuild *Rebuilder
 	catalog catalog
+	// newerProbe bounds the MySQL reads of sales newer than the catalog (listed).
+	newerProbe probe
 	// archived holds the ids of the sales this process found archived (an archived sale
 	// stays so): their purchases are answered from MySQL without asking Redis.
 	archived sync.Map
