@@ -245,30 +245,27 @@ func (s *Service) rememberArchived(activityID int64) {
 // for all such ids: a crowd of ever larger ids gets ErrNotFound meanwhile.
 // ErrUnavailable when the list, or the sale, cannot be read.
 func (s *Service) listed(ctx context.Context, activityID int64) (*Activity, error) {
-	page, _, err := s.PublicActivities(ctx, Page{After: activityID + 1, Limit: 1}) // newest first: the first at or below it
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	a, err := s.PublicActivity(ctx, activityID)
+	if err == nil {
+		return &a, nil
 	}
-	if len(page) > 0 && page[0].ID == activityID {
-		return &page[0], nil
+	all, lerr := s.publicList(ctx) // newest first
+	if !errors.Is(err, ErrNotFound) || lerr != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(err, lerr))
 	}
-	newest, _, err := s.PublicActivities(ctx, Page{Limit: 1})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	if len(newest) > 0 && newest[0].ID > activityID || !s.newerProbe.take(time.Now()) {
+	if len(all) > 0 && all[0].ID > activityID || !s.newerProbe.take(time.Now()) {
 		return nil, nil // ids are never reused: one below the newest listed is no sale
 	}
-	a, err := s.store.GetActivity(ctx, activityID)
+	stored, err := s.store.GetActivity(ctx, activityID)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	v := Activity{ID: a.ID}
-	if a.Archived() {
-		at := apitime.Of(*a.ArchivedAt)
+	v := Activity{ID: stored.ID}
+	if stored.Archived() {
+		at := apitime.Of(*stored.ArchivedAt)
 		v.ArchivedAt = &at
 	}
 	return &v, nil
