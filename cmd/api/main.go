@@ -40,6 +40,7 @@ import (
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
+	"seckill/internal/telemetry"
 	"seckill/migrations"
 )
 
@@ -157,10 +158,18 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if err := cfg.CheckRedis(ctx); err != nil { // a wrong password or certificate: refuse to start
 		return err
 	}
+	tracing, err := telemetry.Start(ctx, telemetry.API) // nil: off (no OTLP endpoint set)
+	if err != nil {
+		return err
+	}
+	defer tracing.Close()
 	rdb := cfg.Redis()
 	defer rdb.Close()
 	db, err := cfg.MySQL()
 	if err != nil {
+		return err
+	}
+	if err := tracing.Instrument(rdb, db); err != nil {
 		return err
 	}
 	// Nothing reads or writes MySQL before this version's migrations have run: at once
@@ -255,7 +264,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins, Registry: reg, Instances: live,
 		Answers: answers, Line: waitingRoom, Passes: passes, Now: now,
 		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, BodyTimeout: cfg.BodyTimeout, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),
-		Ready: probe})
+		Ready: probe, Trace: tracing.Gin()})
 
 	notDurable, err := durability(ctx, cfg, rdb, probe)
 	if err != nil {

@@ -30,6 +30,7 @@ import (
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
+	"seckill/internal/telemetry"
 	"seckill/internal/worker"
 )
 
@@ -59,10 +60,18 @@ func run(ctx context.Context) error {
 	if _, err := cfg.CheckMySQL(ctx); err != nil {
 		return err
 	}
+	tracing, err := telemetry.Start(ctx, telemetry.Worker) // nil: off (no OTLP endpoint set)
+	if err != nil {
+		return err
+	}
+	defer tracing.Close()
 	rdb := cfg.Redis()
 	defer rdb.Close()
 	db, err := cfg.MySQL()
 	if err != nil {
+		return err
+	}
+	if err := tracing.Instrument(rdb, db); err != nil {
 		return err
 	}
 
@@ -76,6 +85,9 @@ func run(ctx context.Context) error {
 	persister := worker.NewPersister(st, sk, outages, cfg.PersistBatch)
 	rebuilder := sale.NewRebuilder(st, sk)
 	persister.LostSale = rebuilder.Kick // a task whose sale Redis lost starts its rebuild
+	if tracing.On() {
+		persister.Tracer = tracing.Provider()
+	}
 	reg := prometheus.NewRegistry()
 	inspector := asynq.NewInspectorFromRedisClient(rdb)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -124,6 +136,9 @@ func run(ctx context.Context) error {
 	// periodic job.
 	deliverer := outbox.NewDeliverer(db, cfg.WebhookAllowPrivate)
 	deliverer.Register(reg)
+	if tracing.On() {
+		deliverer.Tracer = tracing.Provider()
+	}
 
 	locks := lock.New(rdb)
 	defer locks.Close()

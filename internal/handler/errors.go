@@ -140,18 +140,18 @@ func respondError(c *gin.Context, err error) {
 				c.Header("Retry-After", retryAfter(err))
 			}
 			if m.status == http.StatusServiceUnavailable {
-				slog.Warn("unavailable", "path", c.FullPath(), "err", err)
+				slog.WarnContext(c.Request.Context(), "unavailable", "path", c.FullPath(), "err", err)
 			}
 			abort(c, m.status, m.code, message(err, m.err))
 			return
 		}
 	}
 	if unreachable(err) {
-		slog.Warn("storage unreachable", "path", c.FullPath(), "err", err)
+		slog.WarnContext(c.Request.Context(), "storage unreachable", "path", c.FullPath(), "err", err)
 		abort(c, http.StatusServiceUnavailable, "unavailable", sentence(sale.ErrUnavailable.Error()))
 		return
 	}
-	slog.Error("internal error", "path", c.FullPath(), "err", err)
+	slog.ErrorContext(c.Request.Context(), "internal error", "path", c.FullPath(), "err", err)
 	abort(c, http.StatusInternalServerError, "internal", "Something went wrong on our side.")
 }
 

@@ -116,6 +116,9 @@ type Options struct {
 	// by purchases of a waiting-room sale.
 	Line   Line
 	Passes *auth.Passes
+	// Trace, when set, starts the server span of each request (telemetry.Tracing.Gin):
+	// the first middleware, so the span covers the whole answer.
+	Trace gin.HandlerFunc
 	// Ready answers /readyz (health.Probe: Redis needed, MySQL reported); nil answers
 	// ready with nothing checked, for tests of the routes alone.
 	Ready *health.Probe
@@ -138,6 +141,7 @@ type Handler struct {
 	cursors *auth.Cursors
 	hooks   Webhooks
 	ready   *health.Probe
+	trace   gin.HandlerFunc
 
 	bodyTimeout time.Duration
 }
@@ -173,7 +177,7 @@ func New(svc Service, o Options) *Handler {
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP), gate: gate,
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
 		metrics: newMetrics(o.Registry, o.Answers), now: o.Now, proxies: o.TrustedProxies,
-		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready,
+		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready, trace: o.Trace,
 		cursors: auth.NewCursors(o.JWTSecret), bodyTimeout: o.BodyTimeout}
 }
 
@@ -189,6 +193,9 @@ func (h *Handler) Routes() http.Handler {
 	r.RemoteIPHeaders = []string{"X-Forwarded-For"}
 	if err := r.SetTrustedProxies(h.proxies); err != nil {
 		slog.Error("trusted proxies: an entry is refused", "proxies", h.proxies, "err", err)
+	}
+	if h.trace != nil {
+		r.Use(h.trace)
 	}
 	r.Use(h.recover, h.metrics.observe)
 	if h.cors != nil { // before every other check, so their refusals carry its headers
