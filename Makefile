@@ -4,7 +4,7 @@
 #                    two workers (scripts/cluster.sh; docs/topologies.md)
 SHELL := /bin/bash
 
-.PHONY: run run-cluster test services stop build vet helm
+.PHONY: run run-cluster test services stop build vet helm jaeger
 
 services:
 	scripts/services.sh up
@@ -25,7 +25,7 @@ run-cluster: services build
 vet:
 	go vet ./...
 
-test: services vet helm
+test: services vet helm jaeger
 	go test -race -count=1 -timeout 60m ./...
 	cd deploy/helm/chartcheck && go vet ./... && go test -count=1 ./...
 
@@ -33,6 +33,11 @@ test: services vet helm
 HELM_VERSION := v3.22.0
 helm:
 	@command -v helm >/dev/null || [ -x "$$(go env GOPATH)/bin/helm" ] || go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+# Jaeger, the OTLP collector of the trace tests and of `JAEGER=1 make run`: the version
+# tools/jaeger pins, built once into .data/jaeger/ (scripts/jaeger.sh).
+jaeger:
+	scripts/jaeger.sh >/dev/null
 
 # Stops what `make run`, `make run-cluster` or `make test` started (by pid file, not others).
 stop:

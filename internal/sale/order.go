@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"seckill/internal/buyer"
@@ -64,6 +65,9 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 		res.Group = newOrderID(r.ActivityID, now) // a group id has an order id's form
 	}
 	rctx, span := telemetry.Child(ctx, "redis reserve", trace.SpanKindClient, telemetry.Redis...)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("order.id", res.OrderID), attribute.Int64("activity.id", r.ActivityID))
+	}
 	got, err := s.reserve(rctx, &res)
 	span.End()
 	switch {
