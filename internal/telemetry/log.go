@@ -30,4 +30,6 @@ func (h traceHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	return traceHandler{h.Handler.WithAttrs(attrs)}
 }
 
-func (h traceHandler) WithGroup(name string) slog.Handler { return traceHandler{h.Handler.WithGroup(name)} }
+func (h traceHandler) WithGroup(name string) slog.Handler {
+	return traceHandler{h.Handler.WithGroup(name)}
+}

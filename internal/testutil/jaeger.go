@@ -21,7 +21,7 @@ type Jaeger struct {
 	// OTLP is the OTLP/HTTP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT), OTLPGRPC the gRPC
 	// one, Query the query API's base URL.
 	OTLP, OTLPGRPC, Query string
-	Process          *Process
+	Process               *Process
 }
 
 var (
