@@ -220,6 +220,8 @@ end
 //	passes   the passes outstanding (passesKey)
 //	users    the sale's users hash (stock.UsersKey)
 //	pow      the solution's proof-of-work key (powKey; any key of the slot when none)
+//	joined   when each waiting buyer who joined after the start joined (joinedKey)
+//	waits    the admitted buyers' waits (waitsKey)
 //
 //	clock     "" for Redis' clock, or unix ms (tests)
 //	user      the buyer's key (buyer.ID.Key)
@@ -231,7 +233,7 @@ end
 //	most      the most admissions of one run
 var (
 	ticketKeyNames = []string{"sale", "meta", "wait", "tickets", "users"}
-	admitKeyNames  = []string{"sale", "meta", "wait", "tickets", "passes", "users"}
+	admitKeyNames  = []string{"sale", "meta", "wait", "tickets", "passes", "users", "joined", "waits"}
 )
 
 // challengeScript reads what a sale's challenge needs.
@@ -255,7 +257,7 @@ return {CHALLENGE, sale.cost, clock_ms(ARG.clock)}
 // is placed by its draw: the order of those joiners is a uniform lottery, fixed at join
 // time, so nothing is shuffled at the start. A later join is placed at 2^48 plus the
 // count of later joins, behind them all, in arrival order.
-var joinScript = newScript(append(slices.Clone(ticketKeyNames), "pow"),
+var joinScript = newScript(append(slices.Clone(ticketKeyNames), "pow", "joined"),
 	[]string{"clock", "user", "draw", "solution", "expires"}, ticketLua, `
 local sale = sale_state(K.sale)
 if not sale then return {NO_SALE} end
@@ -278,6 +280,9 @@ end
 local score = ARG.draw
 if now >= sale.starts then
   score = string.format('%d', 2^48 + redis.call('HINCRBY', K.meta, 'seq', 1))
+  redis.call('HSET', K.joined, ARG.user, now) -- for the funnel: its wait counts from now
+else
+  redis.call('HINCRBY', K.meta, 'early', 1)
 end
 redis.call('ZADD', K.wait, score, ARG.user)
 redis.call('HINCRBY', K.meta, 'joined', 1)
@@ -352,6 +357,10 @@ if sale.room and rate > 0 and avail > 0 and now >= sale.starts and now < sale.en
       local user = popped[2 * i - 1]
       redis.call('HSET', K.tickets, user, string.format('%d %d %d', since, before + i, exp - now))
       redis.call('ZADD', K.passes, exp, user)
+      -- for the funnel: its wait, from the later of its join and the start
+      local joined = redis.call('HGET', K.joined, user)
+      if joined then redis.call('HDEL', K.joined, user) end
+      redis.call('HINCRBY', K.waits, string.format('%d', now - math.max(tonumber(joined or '0'), sale.starts)), 1)
     end
     redis.call('HSET', K.meta, 'next', string.format('%.3f', slot + n * interval))
   end
