@@ -28,6 +28,7 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/buyer"
 	"seckill/internal/config"
+	"seckill/internal/funnel"
 	"seckill/internal/handler"
 	"seckill/internal/health"
 	"seckill/internal/line"
@@ -251,6 +252,16 @@ func serve(ctx context.Context, cfg config.Config) error {
 	live := presence.New(ap)
 	reg.MustRegister(live.Collector(now))
 	answers := presence.NewAnswers()
+	// The purchases each sale refused, counted here and added to Redis in batches for
+	// its funnel; the last batch is flushed at exit.
+	refusals := funnel.NewRefusals()
+	flushCtx, stopFlush := context.WithCancel(context.Background())
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		refusals.Run(flushCtx, ap)
+	}()
+	defer func() { stopFlush(); <-flushed }()
 	var idp *auth.IdP
 	if ic, ok := cfg.IdP(); ok { // a shop's identity provider: its tokens beside ours
 		if idp, err = auth.NewIdP(ctx, ic); err != nil {
@@ -264,7 +275,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins, Registry: reg, Instances: live,
 		Answers: answers, Line: waitingRoom, Passes: passes, Now: now,
 		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, BodyTimeout: cfg.BodyTimeout, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),
-		Ready: probe, Trace: tracing.Gin()})
+		Ready: probe, Trace: tracing.Gin(), Refusals: refusals, Funnel: funnel.New(db, ap, st, sk, waitingRoom)})
 
 	notDurable, err := durability(ctx, cfg, rdb, probe)
 	if err != nil {

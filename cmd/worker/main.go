@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"seckill/internal/config"
+	"seckill/internal/funnel"
 	"seckill/internal/health"
 	"seckill/internal/line"
 	"seckill/internal/lock"
@@ -146,8 +147,10 @@ func run(ctx context.Context) error {
 	lifecycle := order.New(st, sk, outages)
 	lifecycle.Offers = enqueuer // the waitlist's orders of units that come back
 	repairer := worker.NewRepairer(st, sk, enqueuer, persister)
-	admitter := line.NewAdmitter(line.New(ap, nil, nil), st)
+	lines := line.New(ap, nil, nil)
+	admitter := line.NewAdmitter(lines, st)
 	archiver := sale.NewArchiver(st, sk, cfg.SaleRetention)
+	archiver.Keeper = funnel.New(db, ap, st, sk, lines) // a sale's funnel outlives its Redis state
 	archiver.Register(reg)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
