@@ -64,7 +64,9 @@ stop:
 #                   LOADTEST_OTHER_URL names its purchase endpoint (loadtest/README.md), then
 #                   the plots (~2 min)
 #   make perf-plots the plots of docs/performance.md (docs/img/perf-*.svg) from the records in docs/perf/
-.PHONY: loadtest loadtest-overload soak k6 loadtest-cluster loadtest-hot perf-report perf-plots
+#   make profile    the ratios' purchase phase on one API, recording the API's and the worker's
+#                   CPU profiles of it into .data/profile/ (go tool pprof -top .data/profile/api1.pprof)
+.PHONY: loadtest loadtest-overload soak k6 loadtest-cluster loadtest-hot perf-report perf-plots profile
 
 loadtest: services build
 	loadtest/run.sh audit variants waitlist ratios
@@ -93,6 +95,10 @@ perf-report: services build
 		LOADTEST_LIMITS=off COMPARE_FLAGS="-series docs/perf/compare.json -label $$(git describe --always --dirty) $$COMPARE_FLAGS" \
 			loadtest/run.sh compare; fi
 	$(MAKE) perf-plots
+
+profile: services build
+	LOADTEST_LIMITS=off LOADTEST_PROFILE=$${LOADTEST_PROFILE:-.data/profile} \
+		RATIOS_FLAGS="-group-size 0 $$RATIOS_FLAGS" loadtest/run.sh ratios
 
 perf-plots:
 	go run ./loadtest/crowd plot -out docs/img docs/perf/*.json

@@ -58,6 +58,9 @@
 #                                         127.0.0.1:PORT+i-1 (SECKILL_METRICS_ADDR, SECKILL_PPROF), the
 #                                         API with the limits on PORT+10
 #                                         (go tool pprof http://127.0.0.1:PORT/debug/pprof/profile)
+#   LOADTEST_PROFILE                      a folder: ratios writes the first API's and the worker's CPU
+#                                         profiles of its purchase phase there (api1.pprof,
+#                                         worker.pprof); `make profile` sets .data/profile
 # Called by `make loadtest` (audit variants waitlist ratios) and `make k6` (k6).
 set -euo pipefail
 # A command that fails ends the run (set -e); say which, rather than end silently.
@@ -229,11 +232,16 @@ api_pids=()
 metrics_addr() { # the API's offset from LOADTEST_PPROF_PORT
 	if [ -n "${LOADTEST_PPROF_PORT:-}" ]; then
 		metrics="SECKILL_METRICS_ADDR=127.0.0.1:$((LOADTEST_PPROF_PORT + $1)) SECKILL_PPROF=true"
+		metrics_url=http://127.0.0.1:$((LOADTEST_PPROF_PORT + $1))
 	else
 		free_port
-		metrics="SECKILL_METRICS_ADDR=127.0.0.1:$port"
+		metrics="SECKILL_METRICS_ADDR=127.0.0.1:$port${LOADTEST_PROFILE:+ SECKILL_PPROF=true}"
+		metrics_url=http://127.0.0.1:$port
 	fi
 }
+# LOADTEST_PROFILE: ratios records the CPU profiles of the first API and the worker over
+# its purchase phase into that folder (profile_from: name=metrics URL of each).
+profile_from=""
 for i in $(seq "${API_INSTANCES:-1}"); do
 	metrics_addr $((i - 1))
 	free_port
@@ -243,6 +251,7 @@ for i in $(seq "${API_INSTANCES:-1}"); do
 	pids+=($!)
 	watch+=",api$i=$!"
 	api_pids+=($!)
+	[ "$i" != 1 ] || profile_from="api1=$metrics_url"
 	urls+=("http://127.0.0.1:$port")
 done
 limited=""
@@ -259,7 +268,8 @@ if [ "${LOADTEST_LIMITS:-both}" = both ]; then
 fi
 # Sales archived during the run (drops) need a short retention; others end in an hour.
 if [ -n "${LOADTEST_DROPS:-}" ] || [[ " ${scenarios[*]} " == *" drops "* ]]; then export SECKILL_SALE_RETENTION=1s; fi
-"$worker_bin" >"$logs/worker.log" 2>&1 9>&- &
+[ -z "${LOADTEST_PROFILE:-}" ] || profile_from+=",worker=http://$SECKILL_WORKER_METRICS_ADDR"
+SECKILL_PPROF=${LOADTEST_PROFILE:+true} "$worker_bin" >"$logs/worker.log" 2>&1 9>&- &
 pids+=($!)
 worker_pid=$!
 watch+=",worker=$!"
@@ -314,6 +324,10 @@ status=0
 # The drops' Redis figures need the one server (a cluster's keys are spread over masters).
 drops_redis=""
 [ "${LOADTEST_REDIS:-single}" != single ] || drops_redis=127.0.0.1:$redis_port
+# Redis's commands per order (ratios) from the one plaintext server: a cluster's replicas
+# would count each command again.
+work_redis=""
+[ ${#cli_tls[@]} -gt 0 ] || work_redis=$drops_redis
 drops_pid=""
 if [ -n "${LOADTEST_DROPS:-}" ]; then
 	echo "drops: $LOADTEST_DROPS short sales run to their end and archived beside the scenarios (report at the end)"
@@ -344,7 +358,9 @@ for s in "${scenarios[@]}"; do
 		;;
 	ratios)
 		# shellcheck disable=SC2086
-		bin/crowd ratios -api "$api_list" ${limited:+-limited "$limited"} -mysql "$dsn" -watch "$watch" ${RATIOS_FLAGS:-} || status=1
+		bin/crowd ratios -api "$api_list" ${limited:+-limited "$limited"} -mysql "$dsn" -watch "$watch" \
+			${work_redis:+-redis "$work_redis"} \
+			${LOADTEST_PROFILE:+-profile "$LOADTEST_PROFILE" -profile-from "$profile_from"} ${RATIOS_FLAGS:-} || status=1
 		;;
 	compare)
 		[ -n "${LOADTEST_OTHER_URL:-}" ] || { echo "compare: LOADTEST_OTHER_URL names no service to compare with" >&2; exit 2; }

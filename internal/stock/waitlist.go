@@ -112,9 +112,18 @@ local function offer(w, variant)
   local avail, left, limit_text = tonumber(s[1]), tonumber(s[2] or '0'), s[3]
   local limit, cap, vlimit = tonumber(limit_text), tonumber(s[4] or '0'), tonumber(s[5] or '0')
   local count = counted(cap, s[6] == 'group')
-  local waiting = redis.call('ZRANGE', w.set, 0, 99)
-  for _, user in ipairs(waiting) do
-    if left <= 0 or w.next > #w.ids then break end
+  -- Pages of the waiting set by join sequence, each after the last one read: an entry
+  -- that does not fit is passed over, however many there are before one that does.
+  local after, page = '-inf', {}
+  local i = 1
+  while left > 0 and w.next <= #w.ids do
+    if i > #page then
+      page = redis.call('ZRANGEBYSCORE', w.set, after, '+inf', 'WITHSCORES', 'LIMIT', 0, 100)
+      if #page == 0 then break end
+      after, i = '(' .. page[#page], 1
+    end
+    local user = page[i]
+    i = i + 2
     local e = parse_entry(redis.call('HGET', w.entries, user))
     if not e or e.status ~= 'w' then
       redis.call('ZREM', w.set, user)
@@ -192,19 +201,21 @@ func offered(activityID int64, vs []any) ([]QueuedOrder, error) {
 // joinScript puts a buyer on a sale's waitlist, or answers the entry they have.
 //
 // KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] entries: waitlist entries
-// KEYS[4] set: the waiting set of the entry's variant
+// KEYS[4] set: the waiting set of the variant asked for
 // ARGV[1] user: the buyer's key  ARGV[2] qty: quantity  ARGV[3] variant: the variant's
-// index, "" for none  ARGV[4] now: now (ms)
+// index, "" for none  ARGV[4] now: now (ms)  ARGV[5] prefix: the waitlist key prefix
+// (an entry's waiting set is it and the entry's variant, or "-")
 //
-// Returns {JOINED | ENTRY (the entry there already), seq, qty, variant ("" none),
-// joined, status, order ("" none), position (0 when not waiting)}, or a refusal of
+// Returns {JOINED | ENTRY (the entry there already, as it is: its own variant and
+// position, whatever the variant asked for), seq, qty, variant ("" none), joined,
+// status, order ("" none), position (0 when not waiting)}, or a refusal of
 // joinCodes {code, ...}: NO_SALE (lost or archived), GROUP_SALE, NO_VARIANT (none of
 // the sale's), ENDED, NOT_SOLD_OUT (units are on sale), OVER_LIMIT {held, limit} past
 // the limit, QUANTITY_OVER_LIMIT {limit} a quantity above the limit,
 // OVER_VARIANT_LIMIT {held, limit} past the per-variant limit.
 var joinScript = newScript(joinCodes, buyerFieldsLua+entryLua+variantsLua, `
 local sale, users, entries, set = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local user, qty, variant, now = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local user, qty, variant, now, prefix = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 `, `
 local s = redis.call('HMGET', sale, 'total', 'kind', 'variants', 'end', 'avail', 'limit', 'vlimit', 'archived')
 if not s[1] or s[8] then return {NO_SALE} end
@@ -214,7 +225,7 @@ if variant == '' then variant = nil end
 if (variants > 0) ~= (variant ~= nil) or (variant and tonumber(variant) >= variants) then return {NO_VARIANT} end
 local function answer(code, e)
   local pos = 0
-  if e.status == 'w' then pos = (redis.call('ZRANK', set, user) or -1) + 1 end
+  if e.status == 'w' then pos = (redis.call('ZRANK', prefix .. (e.variant or '-'), user) or -1) + 1 end
   return {code, e.seq, string.format('%d', e.qty), e.variant or '', e.joined, e.status, e.order or '', pos}
 end
 local e = parse_entry(redis.call('HGET', entries, user))
@@ -307,7 +318,8 @@ func (s *Stock) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID
 		return Entry{}, false, ErrNoWaitlist
 	}
 	keys := []string{saleKey(sale), usersKey(sale), waitlistEntriesKey(sale), waitlistKey(sale, v)}
-	res, err := reply(joinScript.Run(ctx, s.rdb, keys, who.Key(), quantity, v.arg(), now.UnixMilli()).Result())
+	res, err := reply(joinScript.Run(ctx, s.rdb, keys, who.Key(), quantity, v.arg(), now.UnixMilli(),
+		waitlistPrefix(sale)).Result())
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("join waitlist: %w", err)
 	}

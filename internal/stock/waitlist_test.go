@@ -3,6 +3,7 @@ package stock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -179,5 +180,116 @@ func TestWaitlistOfferWithinTheLimit(t *testing.T) {
 	}
 	if e, _ := s.WaitlistEntry(ctx, 2, "30"); e.Status != stock.EntryWaiting {
 		t.Errorf("buyer 30, at the limit, was passed over: %+v, want still waiting", e)
+	}
+}
+
+// A unit that comes back goes to the first entry it fits however many entries before it
+// do not: behind 150 entries of 5 units, the entry of 1 unit gets it, and none goes back
+// on open sale.
+func TestWaitlistOfferPastUnfitEntries(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newSale(t, s, 3, 1, 5)
+	in := t0.Add(time.Minute)
+	s.SetClock(func() time.Time { return in })
+	r := reservation(3, 1, 1, "", in)
+	if _, err := s.Reserve(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Settle(ctx, 3, []stock.Settlement{{OrderID: r.OrderID, Buyer: r.Buyer}}); err != nil {
+		t.Fatal(err)
+	}
+	const unfit = 150
+	for u := int64(100); u < 100+unfit; u++ {
+		if _, _, err := s.JoinWaitlist(ctx, 3, buyer.Of(u), 5, 0, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e, _, err := s.JoinWaitlist(ctx, 3, "500", 1, 0, in); err != nil || e.Position != unfit+1 {
+		t.Fatalf("buyer 500 joins behind %d entries: %+v, %v", unfit, e, err)
+	}
+	offered, err := s.Return(ctx, 3, stock.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: 1})
+	if err != nil || len(offered) != 1 || offered[0].Buyer != "500" {
+		t.Fatalf("the unit back offered %+v, %v; want buyer 500's order of 1", offered, err)
+	}
+	if n, _ := variantsLeft(t, s, 3); n != 0 {
+		t.Errorf("%d units on open sale while an entry fitted", n)
+	}
+	if e, err := s.WaitlistEntry(ctx, 3, "100"); err != nil || e.Status != stock.EntryWaiting || e.Position != 1 {
+		t.Errorf("the first unfit entry: %+v, %v; want still waiting, first", e, err)
+	}
+}
+
+// A buyer's second join, naming another variant, answers the entry they have: its own
+// variant and its position in its own variant's line.
+func TestWaitlistSecondJoinAnswersTheEntry(t *testing.T) {
+	s := stock.New(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	newVariantSale(t, s, 4, []int64{1, 1}, 2, 0, 1)
+	in := t0.Add(time.Minute)
+	s.SetClock(func() time.Time { return in })
+	for i := range 2 {
+		if _, err := s.Reserve(ctx, variantReservation(4, int64(1+i), 1, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range []int64{30, 31} {
+		if _, _, err := s.JoinWaitlist(ctx, 4, buyer.Of(u), 1, stock.VariantAt(0), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, created, err := s.JoinWaitlist(ctx, 4, "31", 1, stock.VariantAt(1), in)
+	if err != nil || created || e.Variant != stock.VariantAt(0) || e.Position != 2 || e.Status != stock.EntryWaiting {
+		t.Errorf("buyer 31 joins again naming variant 1: %+v, %v, %v; want their entry of variant 0 at 2", e, created, err)
+	}
+}
+
+// BenchmarkWaitlistOffer measures a return of one unit whose offer passes over n waiting
+// entries that do not fit (each wants 5) before the one that does (1): the script reads
+// every entry it passes, so a return costs Redis time in proportion to them.
+//
+//	go test -run '^$' -bench WaitlistOffer -benchtime 200x ./internal/stock
+func BenchmarkWaitlistOffer(b *testing.B) {
+	s := stock.New(testutil.StartRedis(b).Client(b))
+	ctx := context.Background()
+	in := t0.Add(time.Minute)
+	s.SetClock(func() time.Time { return in })
+	for _, unfit := range []int{0, 1000, 10000} {
+		b.Run(fmt.Sprintf("unfit=%d", unfit), func(b *testing.B) {
+			act := orderSeq.Add(1) // a sale of its own for each run of the function
+			if err := s.Load(ctx, stock.Sale{ActivityID: act, Available: 1, Total: 1, Limit: 5, StartsAt: t0,
+				EndsAt: t0.Add(time.Hour), PriceCents: 1999, PayWindow: 15 * time.Minute}); err != nil {
+				b.Fatal(err)
+			}
+			r := reservation(act, 1, 1, "", in)
+			if _, err := s.Reserve(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+			back := stock.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: 1}
+			for u := range unfit {
+				if _, _, err := s.JoinWaitlist(ctx, act, buyer.Of(int64(1000+u)), 5, 0, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for n := range b.N {
+				// Each unit back goes to a new entry behind the unfit ones; its order comes
+				// back in the next round.
+				b.StopTimer()
+				who := buyer.Of(int64(1_000_000 + n)) // behind every unfit entry
+				if _, _, err := s.JoinWaitlist(ctx, act, who, 1, 0, in); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Settle(ctx, act, []stock.Settlement{{OrderID: back.OrderID, Buyer: back.Buyer}}); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				offered, err := s.Return(ctx, act, back)
+				if err != nil || len(offered) != 1 || offered[0].Buyer != who {
+					b.Fatalf("offered %+v, %v; want %s's order", offered, err, who)
+				}
+				back = stock.Returning{OrderID: offered[0].OrderID, Buyer: who, Quantity: 1}
+			}
+		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -361,6 +363,7 @@ func TestCrowdAgainstStack(t *testing.T) {
 	out.Reset()
 	ok, err = runRatios(ctx, &out, a, sqlDB, ratiosConfig{Conns: 10, Phase: 300 * time.Millisecond,
 		Slice: 100 * time.Millisecond, Buyers: 2000, FirstUser: 10_000, Drain: time.Minute,
+		Work: newWorkWatch(sqlDB, stack.Redis.Addr),
 		Group: groupConfig{Size: 3, Window: time.Minute, Seats: 2, Open: 0.2, Refresh: 200 * time.Millisecond,
 			Buyers: 2000, FirstUser: 12_000}})
 	if err != nil || !ok {
@@ -374,6 +377,15 @@ func TestCrowdAgainstStack(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("ratios output has no %q:\n%s", want, out.String())
 		}
+	}
+	// Every order is a row written in MySQL, and a reserve script ran for it in Redis.
+	if m := regexp.MustCompile(`mysql per order: rows read [0-9.]+, written ([0-9.]+)`).FindStringSubmatch(out.String()); m == nil {
+		t.Errorf("ratios output has no MySQL work per order:\n%s", out.String())
+	} else if written, _ := strconv.ParseFloat(m[1], 64); written < 1 {
+		t.Errorf("rows written per order = %s, want at least 1 (the order's row)", m[1])
+	}
+	if !regexp.MustCompile(`redis per order: [0-9.]+ commands, [0-9.]+ µs in them; .*evalsha`).MatchString(out.String()) {
+		t.Errorf("ratios output has no Redis work per order with its scripts:\n%s", out.String())
 	}
 	t.Logf("\n%s", out.String())
 }

@@ -196,3 +196,18 @@ func (c cpuWatch) perEvent(s cpuSpan, events int) string {
 	parts = append(parts, fmt.Sprintf("crowd %.0f µs", float64(s.self.Microseconds())/float64(events)))
 	return strings.Join(parts, ", ")
 }
+
+// serverSide is the CPU all watched processes (the service and its servers, not this
+// tool) spent per event over the span: "212 µs".
+func (c cpuWatch) serverSide(s cpuSpan, events int) string {
+	if events <= 0 || !s.ok {
+		return ""
+	}
+	var sum time.Duration
+	for _, d := range s.procs {
+		if d > 0 {
+			sum += d
+		}
+	}
+	return fmt.Sprintf("%.0f µs", float64(sum.Microseconds())/float64(events))
+}

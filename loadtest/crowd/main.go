@@ -188,11 +188,17 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		watch := fs.String("watch", "", "name=pid,... of processes whose CPU use each phase reports (e.g. api=123,worker=456)")
 		series := fs.String("series", "", "write the run's record (each phase's answers over time, latencies, CPU) as JSON to this file, for crowd plot")
 		label := fs.String("label", "", "what the run measures (a commit), written into the record")
+		redisAddrs := fs.String("redis", "", "the Redis nodes (host:port,...) whose commands per order the purchase phase reports (empty: none)")
+		profileDir := fs.String("profile", "", "write CPU profiles of the purchase phase to this folder, from -profile-from")
+		profileFrom := fs.String("profile-from", "", "name=http://host:port,... of processes serving /debug/pprof/ (SECKILL_PPROF) to profile")
 		if err := fs.Parse(args); err != nil {
 			return false, err
 		}
 		var err error
 		if cfg.Watch, err = parseWatch(*watch); err != nil {
+			return false, err
+		}
+		if cfg.Profile, err = parseProfiler(*profileDir, *profileFrom); err != nil {
 			return false, err
 		}
 		cfg.Record = newRecorder(*series, "ratios", *label, cfg.Watch)
@@ -211,7 +217,11 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		case g.Size != 0 && (g.Seats < 1 || g.Buyers < 1 || g.Refresh <= 0):
 			return false, fmt.Errorf("-group-seats, -group-buyers and -group-refresh must be positive")
 		}
-		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runRatios(ctx, w, a, db, cfg) })
+		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) {
+			cfg.Work = newWorkWatch(db, *redisAddrs)
+			defer cfg.Work.close()
+			return runRatios(ctx, w, a, db, cfg)
+		})
 	case "compare":
 		var cfg compareConfig
 		c.register(fs, 100)

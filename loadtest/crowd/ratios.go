@@ -34,6 +34,8 @@ type ratiosConfig struct {
 	// turns with the same loads on the first (limits off), and their ratios compare.
 	Limited *api
 	Record  *recorder // the run's record (-series), nil for none
+	Work    workWatch // MySQL's and Redis's counters, for the work of one order
+	Profile profiler  // CPU profiles of the purchase phase, when its dir is set
 }
 
 // The ratio targets, and those with the limits on as shipped.
@@ -277,10 +279,20 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 	// Each purchase load's CPU per purchase, from its own turns.
 	perPurchase := func(p phase) {
 		if u := cfg.Watch.perEvent(p.cpu, p.tally.counts["202"]); u != "" {
-			fmt.Fprintf(w, "  %-16s cpu per purchase: %s\n", "", u)
+			fmt.Fprintf(w, "  %-16s cpu per purchase: %s; server side %s\n", "", u,
+				cfg.Watch.serverSide(p.cpu, p.tally.counts["202"]))
 		}
 	}
 	var purchase, limitedBuys phase
+	workBefore, err := cfg.Work.sample(ctx)
+	if err != nil {
+		return false, err
+	}
+	purchaseTime := cfg.Phase
+	if cfg.Limited != nil {
+		purchaseTime *= 2
+	}
+	profiled := cfg.Profile.start(ctx, purchaseTime)
 	if cfg.Limited == nil {
 		purchase = run("purchase", cfg.Phase, buyOn(a))
 		perPurchase(purchase)
@@ -318,7 +330,12 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 	if err != nil {
 		return false, err
 	}
-	drainCPU := cfg.Watch.usage(before, cfg.Watch.sample())
+	drainSpan := cfg.Watch.span(before, cfg.Watch.sample())
+	drainCPU := cfg.Watch.describe(drainSpan)
+	workAfter, err := cfg.Work.sample(ctx)
+	if err != nil {
+		return false, err
+	}
 	start := burstEnd.Add(-burst)
 	acceptedRate := float64(len(want)) / burst.Seconds()
 	persistedRate := float64(len(want)) / drained.Sub(start).Seconds()
@@ -334,6 +351,20 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 	if drainCPU != "" {
 		fmt.Fprintf(w, "  %-16s cpu in cores: %s\n", "", drainCPU)
 	}
+	// The whole cost of an order, the drain's share included: what the watched processes
+	// used over the purchase turns and the drain, per order accepted.
+	var whole cpuSpan
+	for _, p := range []phase{purchase, limitedBuys, {cpu: drainSpan}} {
+		if p.cpu.procs != nil {
+			whole.add(p.cpu)
+		}
+	}
+	if u := cfg.Watch.perEvent(whole, len(want)); u != "" && len(cfg.Watch.names) > 0 {
+		fmt.Fprintf(w, "  %-16s cpu per order, purchase and drain: %s; server side %s\n", "", u,
+			cfg.Watch.serverSide(whole, len(want)))
+	}
+	printWork(w, len(want), workBefore, workAfter)
+	profiled(w)
 	rep, err := auditSale(ctx, db, buyID, l)
 	if err != nil {
 		return false, err
