@@ -66,7 +66,7 @@ stop:
 #   make perf-plots the plots of docs/performance.md (docs/img/perf-*.svg) from the records in docs/perf/
 #   make profile    the ratios' purchase phase on one API, recording the API's and the worker's
 #                   CPU profiles of it into .data/profile/ (go tool pprof -top .data/profile/api1.pprof)
-.PHONY: loadtest loadtest-overload soak k6 loadtest-cluster loadtest-hot perf-report perf-plots profile
+.PHONY: loadtest loadtest-traces loadtest-overload soak k6 loadtest-cluster loadtest-hot perf-report perf-plots profile
 
 loadtest: services build
 	loadtest/run.sh audit variants waitlist ratios
@@ -95,6 +95,10 @@ perf-report: services build
 		LOADTEST_LIMITS=off COMPARE_FLAGS="-series docs/perf/compare.json -label $$(git describe --always --dirty) $$COMPARE_FLAGS" \
 			loadtest/run.sh compare; fi
 	$(MAKE) perf-plots
+
+# Tracing's cost: ratios with 1 % of the purchases traced to a private Jaeger.
+loadtest-traces: services build jaeger
+	LOADTEST_TRACES=$${LOADTEST_TRACES:-0.01} loadtest/run.sh ratios
 
 profile: services build
 	LOADTEST_LIMITS=off LOADTEST_PROFILE=$${LOADTEST_PROFILE:-.data/profile} \
