@@ -123,3 +123,41 @@ func randomHex(t *testing.T, n int) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// TestUnreachableCollector: a collector that does not answer costs purchases nothing;
+// the API drops the batches it cannot send and says so in one log line a minute.
+func TestUnreachableCollector(t *testing.T) {
+	closed := testutil.ClosedPort(t)
+	s := testutil.StartStack(t, "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+closed, "OTEL_BSP_SCHEDULE_DELAY=100",
+		"OTEL_EXPORTER_OTLP_TIMEOUT=300")
+	c := newClient(t, s.URL)
+	a := c.createSale(testutil.Token(t, 1, true), 100_000, 1)
+	deadline := time.Now().Add(3 * time.Second)
+	var n int64
+	for u := int64(100); time.Now().Before(deadline); u++ {
+		res := c.must("POST", "/api/v1/activities/"+strconv.FormatInt(a.ID, 10)+"/orders", testutil.Token(t, u, false),
+			map[string]int{"quantity": 1})
+		if res.Status != http.StatusAccepted {
+			t.Fatalf("purchase %d with the collector down: %d %s", u, res.Status, res.Body)
+		}
+		n++
+	}
+	waitUntil(t, "the API says the spans were dropped", 10*time.Second, func() bool {
+		return strings.Contains(s.API.Output(), "tracing: spans dropped")
+	})
+	time.Sleep(time.Second) // more batches fail meanwhile: still one line
+	t.Logf("%d purchases with the collector down; the line: %s", n, lineWith(s.API.Output(), "tracing: spans dropped"))
+	if got := strings.Count(s.API.Output(), "tracing: spans dropped"); got != 1 {
+		t.Errorf("%d log lines about dropped spans in %d purchases' time, want 1 a minute", got, n)
+	}
+}
+
+// lineWith is the first line of out that holds s.
+func lineWith(out, s string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}

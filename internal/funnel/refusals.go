@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,58 +25,109 @@ var flushScript = redis.NewScript(stock.SaleLiveLua + flushLua)
 
 // Refusals counts, in this process, the purchase requests each sale refused (4xx) by
 // error code, and adds them to Redis in batches (Run): a refusal costs the purchase path
-// no Redis call of its own. Count is safe for concurrent use.
+// no Redis call of its own, and no lock once its sale has its counters (the common
+// codes are atomic counters; a sold-out crowd refuses on every core at once). Count is
+// safe for concurrent use.
 type Refusals struct {
-	mu      sync.Mutex
-	pending map[int64]map[string]int64 // counted since the last flush, by sale and code
-	// maxSales bounds the sales counted between two flushes: a path's id is the
-	// client's, and a refusal of one more sale is not counted.
-	maxSales int
+	sales sync.Map // activity id -> *saleRefusals
+	count atomic.Int64
+	// maxSales bounds the sales with counters: a path's id is the client's. Past it a
+	// refusal of one more sale is not counted, and each flush forgets the sales it
+	// found without refusals.
+	maxSales int64
 }
 
-// maxPendingSales is Refusals' bound of sales between two flushes.
+// commonCodes are the refusals counted without a lock; any other code takes its sale's
+// mutex.
+var commonCodes = [...]string{"sold_out", "limit_exceeded", "not_admitted", "rate_limited", "busy", "sale_not_started",
+	"sale_ended", "invalid_request", "not_found"}
+
+func commonCode(code string) int {
+	for i, c := range commonCodes {
+		if c == code {
+			return i
+		}
+	}
+	return -1
+}
+
+// saleRefusals are one sale's refusals since the last flush.
+type saleRefusals struct {
+	common [len(commonCodes)]atomic.Int64
+	mu     sync.Mutex
+	other  map[string]int64
+}
+
+// maxPendingSales is Refusals' bound of sales with counters.
 const maxPendingSales = 4096
 
 // NewRefusals returns an empty count.
-func NewRefusals() *Refusals {
-	return &Refusals{pending: map[int64]map[string]int64{}, maxSales: maxPendingSales}
-}
+func NewRefusals() *Refusals { return &Refusals{maxSales: maxPendingSales} }
 
 // Count records one purchase request of the sale activityID refused with code.
-func (r *Refusals) Count(activityID int64, code string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	byCode, ok := r.pending[activityID]
+func (r *Refusals) Count(activityID int64, code string) { r.add(activityID, code, 1) }
+
+// add records n refusals of the sale with code.
+func (r *Refusals) add(activityID int64, code string, n int64) {
+	v, ok := r.sales.Load(activityID)
 	if !ok {
-		if len(r.pending) >= r.maxSales {
+		if r.count.Load() >= r.maxSales {
 			return
 		}
-		byCode = map[string]int64{}
-		r.pending[activityID] = byCode
+		var loaded bool
+		if v, loaded = r.sales.LoadOrStore(activityID, &saleRefusals{}); !loaded {
+			r.count.Add(1)
+		}
 	}
-	byCode[code]++
+	s := v.(*saleRefusals)
+	if i := commonCode(code); i >= 0 {
+		s.common[i].Add(n)
+		return
+	}
+	s.mu.Lock()
+	if s.other == nil {
+		s.other = map[string]int64{}
+	}
+	s.other[code] += n
+	s.mu.Unlock()
 }
 
-// take returns what was counted since the last flush and starts anew.
+// take returns what was counted since the last flush, and starts anew. With the bound
+// reached, it forgets the sales that had no refusal since then (a refusal counted at
+// that very moment may be lost).
 func (r *Refusals) take() map[int64]map[string]int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.pending
-	r.pending = map[int64]map[string]int64{}
+	out := map[int64]map[string]int64{}
+	full := r.count.Load() >= r.maxSales
+	r.sales.Range(func(k, v any) bool {
+		s := v.(*saleRefusals)
+		byCode := map[string]int64{}
+		for i := range s.common {
+			if n := s.common[i].Swap(0); n > 0 {
+				byCode[commonCodes[i]] = n
+			}
+		}
+		s.mu.Lock()
+		for code, n := range s.other {
+			byCode[code] = n
+		}
+		s.other = nil
+		s.mu.Unlock()
+		switch {
+		case len(byCode) > 0:
+			out[k.(int64)] = byCode
+		case full:
+			r.sales.Delete(k)
+			r.count.Add(-1)
+		}
+		return true
+	})
 	return out
 }
 
 // giveBack returns counts a flush could not write, to be tried again with the next.
 func (r *Refusals) giveBack(activityID int64, byCode map[string]int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	into, ok := r.pending[activityID]
-	if !ok {
-		into = map[string]int64{}
-		r.pending[activityID] = into
-	}
 	for code, n := range byCode {
-		into[code] += n
+		r.add(activityID, code, n)
 	}
 }
 

@@ -71,8 +71,8 @@ func TestRefusalsFlush(t *testing.T) {
 	}
 }
 
-// A process counts at most maxSales sales between two flushes: the sale of a path is
-// the client's.
+// A process counts at most maxSales sales: the sale of a path is the client's. Once
+// full, a flush forgets the sales without refusals since the last.
 func TestRefusalsBounded(t *testing.T) {
 	r := NewRefusals()
 	r.maxSales = 3
@@ -82,8 +82,22 @@ func TestRefusalsBounded(t *testing.T) {
 	if got := len(r.take()); got != 3 {
 		t.Errorf("%d sales counted, want 3", got)
 	}
-	r.Count(42, "sold_out")
-	if got := r.take(); got[42]["sold_out"] != 1 {
-		t.Errorf("after a flush the bound starts anew: %v", got)
+	r.Count(42, "sold_out") // full: not counted
+	r.Count(1, "an_uncommon_code")
+	if got := r.take(); len(got) != 1 || got[1]["an_uncommon_code"] != 1 {
+		t.Errorf("with the bound reached: %v, want sale 1's one refusal", got)
 	}
+	r.Count(42, "sold_out") // sales 0 and 2 were forgotten: room again
+	if got := r.take(); got[42]["sold_out"] != 1 {
+		t.Errorf("after idle sales were forgotten: %v, want sale 42's", got)
+	}
+}
+
+func BenchmarkRefusalsCount(b *testing.B) {
+	r := NewRefusals()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			r.Count(7, "sold_out")
+		}
+	})
 }

@@ -174,3 +174,10 @@ func (j *Jaeger) query(t testing.TB, path string) []Span {
 	}
 	return spans
 }
+
+// ClosedPort returns a loopback host:port on which nothing listens: a collector that
+// does not answer.
+func ClosedPort(t testing.TB) string {
+	t.Helper()
+	return "127.0.0.1:" + strconv.Itoa(freePort(t))
+}
