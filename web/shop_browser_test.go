@@ -12,14 +12,16 @@ import (
 	"seckill/internal/testutil"
 )
 
-// TestShopInBrowser: a shop with its own checkout. The buyer's page sends the buyer to
-// the shop's checkout instead of its pay button (a buyer's payment is the shop's, outside
-// dev mode); the shop confirms the payment; the admin's page lists the sale's orders,
-// paid by the shop, and refunds the order with its units kept off sale; the figures and
-// the buyer's page show the refund.
+// TestShopInBrowser: a shop with its own checkout and its own identity provider. The
+// buyer's page sends the buyer (a subject that is not a number) to the shop's checkout
+// instead of its pay button (a buyer's payment is the shop's, outside dev mode); the
+// shop confirms the payment; the admin's page lists the sale's orders, paid by the shop,
+// naming the buyer by subject, and refunds the order with its units kept off sale; the
+// figures and the buyer's page show the refund.
 func TestShopInBrowser(t *testing.T) {
 	s := testutil.StartStack(t, "SECKILL_CHECKOUT_URL=https://shop.example/checkout?order={order_id}")
-	admin, buyer := testutil.Token(t, 1, true), testutil.Token(t, 42, false)
+	const subject = "auth0|64f1c2e9"
+	admin, buyer := testutil.Token(t, 1, true), testutil.TokenOf(t, subject, false)
 	a := launch(t, s.URL, admin)
 	var o struct{ ID, Status string }
 	if st := call(t, "POST", fmt.Sprintf("%s/api/v1/activities/%d/orders", s.URL, a.ID), buyer, map[string]int{"quantity": 1}, &o); st != http.StatusAccepted {
@@ -66,8 +68,9 @@ func TestShopInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#sales li .orders-load")),
 	)
 	back.waitFor("the paid order", fmt.Sprintf(`document.querySelector('#sales li .orders-table tr[data-order-id=%q][data-status="paid"]') !== null`, o.ID))
-	if got := back.text("#sales li .orders-table tbody tr"); !strings.Contains(got, "by the shop") || !strings.Contains(got, "42") {
-		t.Errorf("the order's row reads %q, want it paid by the shop, buyer 42", got)
+	if got := back.text("#sales li .orders-table tbody tr"); !strings.Contains(got, "by the shop") || !strings.Contains(got, subject) ||
+		strings.Contains(got, "undefined") {
+		t.Errorf("the order's row reads %q, want it paid by the shop, buyer %s", got, subject)
 	}
 	back.do("scroll to the orders", chromedp.ScrollIntoView("#sales li .orders-admin"))
 	back.screenshot("admin-orders")

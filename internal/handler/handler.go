@@ -44,7 +44,7 @@ type Service interface {
 	Rebuild(ctx context.Context, id int64) (sale.Stats, error)
 	Buy(ctx context.Context, r sale.BuyRequest) (sale.Order, bool, error)
 	Variant(ctx context.Context, activityID int64, name string) (stock.Variant, error)
-	JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, variant *string) (sale.WaitlistEntry, bool, error)
+	JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, variant *string, ticket bool) (sale.WaitlistEntry, bool, error)
 	Waitlist(ctx context.Context, activityID int64, who buyer.ID) (sale.WaitlistEntry, error)
 	LeaveWaitlist(ctx context.Context, activityID int64, who buyer.ID) error
 	GetOrder(ctx context.Context, id string, c sale.Caller) (sale.Order, error)

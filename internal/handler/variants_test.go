@@ -118,8 +118,9 @@ func TestVariantsContract(t *testing.T) {
 		})
 	}
 
-	// A variant sells out while the others sell; the limits hold across variants and of
-	// one; a key replayed with another variant is refused.
+	// A variant sells out while the others sell, and its refusal names it (from the
+	// script, then from the sold-out flag); the limits hold across variants and of one; a
+	// key replayed with another variant is refused.
 	purchase := func(token, variant string, qty int, key string) answer {
 		c := call{method: "POST", path: buy(a.ID), token: token, body: fmt.Sprintf(`{"quantity":%d,"variant":%q}`, qty, variant)}
 		if key != "" {
@@ -138,13 +139,16 @@ func TestVariantsContract(t *testing.T) {
 		got    func() answer
 		status int
 		code   string
+		says   string // in the error's message
 	}{
-		{"the sold-out variant", func() answer { return purchase(other, "EU 43", 1, "") }, 409, "sold_out"},
-		{"the same key with another variant", func() answer { return purchase(buyer, "EU 42", 1, "k-43") }, 422, "idempotency_key_reused"},
-		{"past the per-variant limit", func() answer { return purchase(other, "EU 44", 3, "") }, 409, "limit_exceeded"},
-		{"up to the per-variant limit", func() answer { return purchase(buyer, "EU 44", 2, "") }, 202, ""},
-		{"past the limit across variants", func() answer { return purchase(buyer, "EU 42", 1, "") }, 409, "limit_exceeded"},
-		{"another buyer, another variant", func() answer { return purchase(third, "EU 42", 2, "") }, 202, ""},
+		{"the sold-out variant", func() answer { return purchase(other, "EU 43", 1, "") }, 409, "sold_out", "EU 43 is sold out"},
+		{"the sold-out variant again, from the flag", func() answer { return purchase(third, "EU 43", 1, "") }, 409, "sold_out", "EU 43 is sold out"},
+		{"more of a variant than is left", func() answer { return purchase(other, "EU 42", 3, "") }, 409, "sold_out", "EU 42 is sold out: only 2 left"},
+		{"the same key with another variant", func() answer { return purchase(buyer, "EU 42", 1, "k-43") }, 422, "idempotency_key_reused", ""},
+		{"past the per-variant limit", func() answer { return purchase(other, "EU 44", 3, "") }, 409, "limit_exceeded", ""},
+		{"up to the per-variant limit", func() answer { return purchase(buyer, "EU 44", 2, "") }, 202, "", ""},
+		{"past the limit across variants", func() answer { return purchase(buyer, "EU 42", 1, "") }, 409, "limit_exceeded", ""},
+		{"another buyer, another variant", func() answer { return purchase(third, "EU 42", 2, "") }, 202, "", ""},
 	}
 	for _, st := range steps {
 		time.Sleep(5 * time.Millisecond) // the lock of the buyer's last purchase is released
@@ -156,6 +160,9 @@ func TestVariantsContract(t *testing.T) {
 			continue
 		}
 		wantError(t, got, st.status, st.code)
+		if !strings.Contains(got.body, st.says) {
+			t.Errorf("%s: %s, want a message that says %q", st.name, got.body, st.says)
+		}
 	}
 	if replay := purchase(buyer, "EU 43", 1, "k-43"); replay.status != http.StatusOK || orderID(t, replay.body) != id {
 		t.Errorf("the replay of a purchase of a variant: %d %s", replay.status, replay.body)

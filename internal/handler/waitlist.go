@@ -1,9 +1,12 @@
 package handler
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+
+	"seckill/internal/line"
 )
 
 type waitlistRequest struct {
@@ -28,7 +31,14 @@ func (h *Handler) joinWaitlist(c *gin.Context) {
 		respondError(c, required("quantity"))
 		return
 	}
-	e, created, err := h.svc.JoinWaitlist(c.Request.Context(), id, caller(c).Buyer, *req.Quantity, req.Variant)
+	// A sale with a waiting room takes on its waitlist only the buyers who hold a ticket
+	// of its line; the waitlist's join knows whether the sale has one.
+	_, err := h.line.Ticket(c.Request.Context(), id, caller(c).Buyer)
+	if err != nil && !errors.Is(err, line.ErrNoTicket) && !errors.Is(err, line.ErrNoSale) {
+		respondError(c, err)
+		return
+	}
+	e, created, err := h.svc.JoinWaitlist(c.Request.Context(), id, caller(c).Buyer, *req.Quantity, req.Variant, err == nil)
 	if err != nil {
 		respondError(c, err)
 		return

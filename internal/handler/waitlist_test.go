@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"seckill/internal/handler"
+	"seckill/internal/line"
+	"seckill/internal/sale"
 	"seckill/internal/testutil"
 )
 
@@ -145,3 +147,56 @@ func TestWaitlistContract(t *testing.T) {
 	}
 	_ = admin
 }
+
+// On a sale with a waiting room, only a buyer who holds a ticket of its line joins its
+// waitlist: a buyer who never joined the line is 409 not_admitted, with or without a
+// solved challenge's worth of effort; a buyer who joined it (admitted or not) joins; and
+// a unit that comes back goes to that entry.
+func TestWaitlistOfALineSale(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	now := time.Now()
+	a, err := s.svc.CreateActivity(t.Context(), sale.NewActivity{Name: "s", ProductName: "p", PriceCents: 250, Stock: 1,
+		PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PayWindowSeconds: 60,
+		Room: sale.RoomPatch{WaitingRoom: ptr(true), AdmitPerSecond: ptr(1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := func(u int64) string { return testutil.Token(t, u, false) }
+	path := func(what string) string { return fmt.Sprintf("/api/v1/activities/%d/%s", a.ID, what) }
+	for _, u := range []int64{42, 44} {
+		if got := s.do(call{method: "POST", path: path("line"), token: tok(u), body: `{}`}); got.status != http.StatusCreated {
+			t.Fatalf("buyer %d joins the line: %d %s", u, got.status, got.body)
+		}
+	}
+	if _, err := s.line.Admit(t.Context(), a.ID); err != nil { // buyer 42 first, at 1 a second
+		t.Fatal(err)
+	}
+	var ticket line.Ticket
+	got := s.do(call{method: "GET", path: path("line"), token: tok(42)})
+	if json.Unmarshal([]byte(got.body), &ticket) != nil || ticket.Pass == "" {
+		t.Fatalf("buyer 42's ticket: %d %s", got.status, got.body)
+	}
+	bought := s.do(call{method: "POST", path: path("orders"), token: tok(42), body: `{"quantity":1}`,
+		header: map[string]string{handler.PassHeader: ticket.Pass}})
+	if bought.status != http.StatusAccepted {
+		t.Fatalf("buyer 42 buys the last unit with the pass: %d %s", bought.status, bought.body)
+	}
+	s.waitCreated(orderID(t, bought.body), tok(42))
+
+	wantError(t, s.do(call{method: "POST", path: path("waitlist"), token: tok(43), body: `{"quantity":1}`}), 409, "not_admitted")
+	wantError(t, s.do(call{method: "GET", path: path("waitlist"), token: tok(43)}), 404, "not_found")
+	joined := s.do(call{method: "POST", path: path("waitlist"), token: tok(44), body: `{"quantity":1}`})
+	if joined.status != http.StatusCreated {
+		t.Fatalf("buyer 44, who holds a ticket still waiting, joins the waitlist: %d %s; want 201", joined.status, joined.body)
+	}
+	if c := s.do(call{method: "POST", path: "/api/v1/orders/" + orderID(t, bought.body) + "/cancel", token: tok(42)}); c.status != http.StatusOK {
+		t.Fatalf("cancel: %d %s", c.status, c.body)
+	}
+	var e entryView
+	got = s.do(call{method: "GET", path: path("waitlist"), token: tok(44)})
+	if json.Unmarshal([]byte(got.body), &e) != nil || e.Status != "offered" {
+		t.Errorf("buyer 44's entry after the cancel: %d %s; want offered", got.status, got.body)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

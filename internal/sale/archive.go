@@ -166,7 +166,10 @@ func (a *Archiver) Archive(ctx context.Context, s store.Activity, now time.Time)
 }
 
 // due reports whether a sale not archived yet is due at now: every order of it final,
-// and the last of them final for Retention (its end is, by ArchiveCandidates).
+// and the last of them final, and its last refund recorded, for Retention (its end is,
+// by ArchiveCandidates). A refund is the one change of a settled sale, so the time
+// remembered (store.LastFinal, which reads every order) is joined by the last refund's,
+// read each time through the sale's refunded orders alone.
 func (a *Archiver) due(ctx context.Context, s store.Activity, now time.Time) (bool, error) {
 	unsettled, err := a.store.Unsettled(ctx, s.ID)
 	if err != nil {
@@ -188,6 +191,13 @@ func (a *Archiver) due(ctx context.Context, s store.Activity, now time.Time) (bo
 		a.mu.Lock()
 		a.final[s.ID] = last
 		a.mu.Unlock()
+	}
+	refunded, err := a.store.LastRefund(ctx, s.ID)
+	if err != nil {
+		return false, err
+	}
+	if refunded.After(last) {
+		last = refunded
 	}
 	return !now.Before(last.Add(a.Retention)), nil
 }

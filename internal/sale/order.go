@@ -56,7 +56,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	now := s.now()
 	if r.IdempotencyKey == "" { // most of a crowd meets a sold-out sale: say so before minting ids
 		if err := s.stock.FlaggedSoldOut(stock.Reservation{Purchase: r, Now: now}); err != nil {
-			return Order{}, nil, false, err
+			return Order{}, nil, false, s.namedSoldOut(ctx, r, err)
 		}
 	}
 	res := stock.Reservation{Purchase: r, OrderID: newOrderID(r.ActivityID, now), Now: now,
@@ -80,7 +80,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	case errors.Is(err, stock.ErrNoVariant): // the body's field, named as it is spelled
 		return Order{}, nil, false, &FieldError{"variant", "is required in a sale of variants, and must name one of them"}
 	case err != nil:
-		return Order{}, nil, false, err
+		return Order{}, nil, false, s.namedSoldOut(ctx, r, err)
 	case got.Replayed:
 		if err := s.confirmReplicated(ctx, got.Bucket, ""); err != nil {
 			return Order{}, nil, false, err
@@ -378,12 +378,15 @@ func (s *Service) SaleOrders(ctx context.Context, c Caller, p OrderPage) ([]Orde
 	case p.Limit < 1 || p.Limit > MaxOrderPage:
 		return nil, &FieldError{"limit", "must be an integer from 1 to " + strconv.Itoa(MaxOrderPage)}
 	}
-	if _, err := s.store.GetActivity(ctx, p.ActivityID); err != nil {
+	a, err := s.store.GetActivity(ctx, p.ActivityID)
+	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}
-	horizon, err := s.horizon(ctx, p.ActivityID)
-	if err != nil {
-		return nil, err
+	horizon := "" // an archived sale's orders are all in MySQL, final: every one is listed
+	if !s.isArchived(a) {
+		if horizon, err = s.horizon(ctx, p.ActivityID); err != nil {
+			return nil, err
+		}
 	}
 	r := store.OrderRange{ActivityID: p.ActivityID, Status: p.Status, After: p.After, Before: horizon, Limit: p.Limit}
 	if !c.actsOnAnyOrder() {

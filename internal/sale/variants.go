@@ -61,3 +61,34 @@ func (s *Service) namesOf(ctx context.Context, q stock.QueuedOrder) ([]store.Var
 	}
 	return s.variantsOf(ctx, q.ActivityID)
 }
+
+// variantSoldOut is a sold-out refusal of a purchase of one variant, with the variant's
+// name: a variant sells out while the others still sell, so "the sale is sold out" would
+// mislead. It unwraps to the refusal it names (stock.ErrSoldOut; the sold-out flag's
+// answer, which stock.AnsweredInProcess tells).
+type variantSoldOut struct {
+	name string
+	err  error
+}
+
+func (e *variantSoldOut) Error() string { return "the variant " + e.name + " is sold out" }
+func (e *variantSoldOut) Unwrap() error { return e.err }
+
+// namedSoldOut names the variant of purchase r in err when err is a sold-out refusal of
+// it ("The variant EU 42 is sold out: only 1 left."); any other err is returned as it is.
+func (s *Service) namedSoldOut(ctx context.Context, r BuyRequest, err error) error {
+	i, ok := r.Variant.Index()
+	if !ok || !errors.Is(err, stock.ErrSoldOut) {
+		return err
+	}
+	vs, verr := s.variantsOf(ctx, r.ActivityID) // known: the purchase found its variant by name
+	if verr != nil || i >= len(vs) {
+		return err
+	}
+	detail := "no units are left"
+	var d *stock.DetailError
+	if errors.As(err, &d) {
+		detail = d.Detail
+	}
+	return &stock.DetailError{Err: &variantSoldOut{name: vs[i].Name, err: err}, Detail: detail}
+}

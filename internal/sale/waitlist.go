@@ -30,10 +30,12 @@ type WaitlistEntry struct {
 
 // JoinWaitlist puts a buyer on the waitlist of a sale (of one of its variants, by name)
 // for quantity units while it (the variant) is sold out, and returns the entry and
-// whether it is new; a buyer on it already gets the entry they have. Errors: a
-// *FieldError (quantity, variant), ErrNotFound, stock.ErrNotSoldOut, stock.ErrEnded,
+// whether it is new; a buyer on it already gets the entry they have. ticket says
+// whether the buyer holds a ticket of the sale's line: a sale with a waiting room takes
+// no one else (stock.ErrNotAdmitted). Errors: a *FieldError (quantity, variant),
+// ErrNotFound, stock.ErrNotAdmitted, stock.ErrNotSoldOut, stock.ErrEnded,
 // stock.ErrLimitExceeded, stock.ErrGroupSale, stock.ErrNoWaitlist, ErrUnavailable.
-func (s *Service) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, variant *string) (WaitlistEntry, bool, error) {
+func (s *Service) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, variant *string, ticket bool) (WaitlistEntry, bool, error) {
 	if quantity < 1 || quantity > MaxPerUserLimit {
 		return WaitlistEntry{}, false, &FieldError{"quantity", "must be between 1 and the sale's per-user limit"}
 	}
@@ -44,7 +46,7 @@ func (s *Service) JoinWaitlist(ctx context.Context, activityID int64, who buyer.
 			return WaitlistEntry{}, false, err
 		}
 	}
-	e, created, err := s.stock.JoinWaitlist(ctx, activityID, who, quantity, v, s.now())
+	e, created, err := s.stock.JoinWaitlist(ctx, activityID, who, quantity, v, s.now(), ticket)
 	switch {
 	case errors.Is(err, stock.ErrNoSale):
 		return WaitlistEntry{}, false, s.MissingSale(ctx, activityID)

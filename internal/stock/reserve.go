@@ -443,7 +443,7 @@ func (s *Stock) FlaggedSoldOut(r Reservation) error {
 // sold-out flag), so the caller can count the attempt against what this process
 // allows (internal/ratelimit) rather than the script's allowance.
 func AnsweredInProcess(err error) bool {
-	return err == ErrSoldOutFlagged || err == errFlaggedNotAdmitted
+	return errors.Is(err, ErrSoldOutFlagged) || errors.Is(err, errFlaggedNotAdmitted) // also a variant's, named
 }
 
 // maxRefills bounds how often a purchase in a sale of several buckets moves units into

@@ -870,3 +870,21 @@ func TestUserQueuedFollowsTheOrders(t *testing.T) {
 		t.Errorf("units held %v (%v), want 1:1 (the order settled created, not the failed one nor the rolled back) 2:1", snap.Users, err)
 	}
 }
+
+// The sold-out flag's answers are told apart from the script's as they are and wrapped
+// (the API names a sold-out variant around the flag's answer), by identity, not text.
+func TestAnsweredInProcessWrapped(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{stock.ErrSoldOutFlagged, true},
+		{&stock.DetailError{Err: fmt.Errorf("the variant M is sold out: %w", stock.ErrSoldOutFlagged), Detail: "no units are left"}, true},
+		{&stock.DetailError{Err: stock.ErrSoldOut, Detail: "no units are left"}, false}, // the script's, same words
+		{stock.ErrSoldOut, false},
+	} {
+		if got := stock.AnsweredInProcess(c.err); got != c.want {
+			t.Errorf("AnsweredInProcess(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

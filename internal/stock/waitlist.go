@@ -204,20 +204,22 @@ func offered(activityID int64, vs []any) ([]QueuedOrder, error) {
 // KEYS[4] set: the waiting set of the variant asked for
 // ARGV[1] user: the buyer's key  ARGV[2] qty: quantity  ARGV[3] variant: the variant's
 // index, "" for none  ARGV[4] now: now (ms)  ARGV[5] prefix: the waitlist key prefix
-// (an entry's waiting set is it and the entry's variant, or "-")
+// (an entry's waiting set is it and the entry's variant, or "-")  ARGV[6] ticket: "1"
+// when the buyer holds a ticket of the sale's line (its waiting room), else "0"
 //
 // Returns {JOINED | ENTRY (the entry there already, as it is: its own variant and
 // position, whatever the variant asked for), seq, qty, variant ("" none), joined,
 // status, order ("" none), position (0 when not waiting)}, or a refusal of
 // joinCodes {code, ...}: NO_SALE (lost or archived), GROUP_SALE, NO_VARIANT (none of
-// the sale's), ENDED, NOT_SOLD_OUT (units are on sale), OVER_LIMIT {held, limit} past
+// the sale's), NOT_ADMITTED (a sale with a waiting room, and no ticket of its line),
+// ENDED, NOT_SOLD_OUT (units are on sale), OVER_LIMIT {held, limit} past
 // the limit, QUANTITY_OVER_LIMIT {limit} a quantity above the limit,
 // OVER_VARIANT_LIMIT {held, limit} past the per-variant limit.
 var joinScript = newScript(joinCodes, buyerFieldsLua+entryLua+variantsLua, `
 local sale, users, entries, set = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local user, qty, variant, now, prefix = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local user, qty, variant, now, prefix, ticket = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 `, `
-local s = redis.call('HMGET', sale, 'total', 'kind', 'variants', 'end', 'avail', 'limit', 'vlimit', 'archived')
+local s = redis.call('HMGET', sale, 'total', 'kind', 'variants', 'end', 'avail', 'limit', 'vlimit', 'archived', 'room')
 if not s[1] or s[8] then return {NO_SALE} end
 if s[2] == 'group' then return {GROUP_SALE} end
 local variants = tonumber(s[3] or '0')
@@ -230,6 +232,7 @@ local function answer(code, e)
 end
 local e = parse_entry(redis.call('HGET', entries, user))
 if e and e.status ~= 'e' then return answer(ENTRY, e) end
+if s[9] == '1' and ticket ~= '1' then return {NOT_ADMITTED} end
 if tonumber(now) >= tonumber(s[4]) then return {ENDED} end
 local left = s[5]
 if variant then left = redis.call('HGET', sale, vfield('avail', variant)) end
@@ -256,7 +259,12 @@ var joinCodes = []scriptCode{{"JOINED", joinedNow, nil}, {"ENTRY", 1, nil}, {"NO
 	{"GROUP_SALE", -2, ErrGroupSale}, {"NO_VARIANT", -3, ErrNoVariant}, {"ENDED", -4, ErrEnded},
 	{"NOT_SOLD_OUT", -5, ErrNotSoldOut}, {"OVER_LIMIT", joinOverLimit, ErrLimitExceeded},
 	{"QUANTITY_OVER_LIMIT", joinQuantityOverLimit, ErrQuantityOverLimit},
-	{"OVER_VARIANT_LIMIT", joinOverVariantLimit, ErrLimitExceeded}}
+	{"OVER_VARIANT_LIMIT", joinOverVariantLimit, ErrLimitExceeded}, {"NOT_ADMITTED", -9, errWaitlistNotAdmitted}}
+
+// errWaitlistNotAdmitted is a join of the waitlist of a sale with a waiting room by a
+// buyer without a ticket of its line: the line decides who gets a sale's units, those
+// that come back included.
+var errWaitlistNotAdmitted = &DetailError{ErrNotAdmitted, "its waitlist takes only buyers who hold a ticket of its line"}
 
 // The codes of joinCodes that Go tells apart.
 const (
@@ -305,11 +313,13 @@ func waitlistPrefix(b Bucket) string { return prefix(b) + "waitlist:" }
 
 // JoinWaitlist puts a buyer on the waitlist of a sale (a variant of it) for quantity
 // units, and returns the entry and whether it is new (false: the entry the buyer had,
-// unchanged). A buyer whose entry ended joins anew. Errors: ErrNoSale, ErrGroupSale,
-// ErrNoVariant, ErrEnded, ErrNotSoldOut (units are on sale), ErrLimitExceeded (the
-// buyer's holding with quantity would pass the limit or the per-variant limit),
-// ErrQuantityOverLimit, ErrNoWaitlist (a sale of several buckets).
-func (s *Stock) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, v Variant, now time.Time) (Entry, bool, error) {
+// unchanged). A buyer whose entry ended joins anew. ticket says whether the buyer
+// holds a ticket of the sale's line: a sale with a waiting room takes no one else.
+// Errors: ErrNoSale, ErrGroupSale, ErrNoVariant, ErrNotAdmitted, ErrEnded, ErrNotSoldOut
+// (units are on sale), ErrLimitExceeded (the buyer's holding with quantity would pass
+// the limit or the per-variant limit), ErrQuantityOverLimit, ErrNoWaitlist (a sale of
+// several buckets).
+func (s *Stock) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, v Variant, now time.Time, ticket bool) (Entry, bool, error) {
 	sale, err := s.saleOf(ctx, activityID)
 	if err != nil {
 		return Entry{}, false, err
@@ -319,7 +329,7 @@ func (s *Stock) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID
 	}
 	keys := []string{saleKey(sale), usersKey(sale), waitlistEntriesKey(sale), waitlistKey(sale, v)}
 	res, err := reply(joinScript.Run(ctx, s.rdb, keys, who.Key(), quantity, v.arg(), now.UnixMilli(),
-		waitlistPrefix(sale)).Result())
+		waitlistPrefix(sale), flag(ticket)).Result())
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("join waitlist: %w", err)
 	}

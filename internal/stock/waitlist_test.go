@@ -26,7 +26,7 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 	in := t0.Add(time.Minute)
 	s.SetClock(func() time.Time { return in })
 	join := func(user int64, qty int) (stock.Entry, bool, error) {
-		return s.JoinWaitlist(ctx, 1, buyer.Of(user), qty, 0, in)
+		return s.JoinWaitlist(ctx, 1, buyer.Of(user), qty, 0, in, false)
 	}
 	if _, _, err := join(9, 1); !errors.Is(err, stock.ErrNotSoldOut) {
 		t.Fatalf("a join while units are on sale: %v, want ErrNotSoldOut", err)
@@ -145,7 +145,7 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 		t.Errorf("holdings after the offers: %v, %v", snap.Users, err)
 	}
 	// After the end, nobody joins.
-	if _, _, err := s.JoinWaitlist(ctx, 1, "20", 1, 0, t0.Add(time.Hour)); !errors.Is(err, stock.ErrEnded) {
+	if _, _, err := s.JoinWaitlist(ctx, 1, "20", 1, 0, t0.Add(time.Hour), false); !errors.Is(err, stock.ErrEnded) {
 		t.Errorf("a join at the end: %v, want ErrEnded", err)
 	}
 }
@@ -163,7 +163,7 @@ func TestWaitlistOfferWithinTheLimit(t *testing.T) {
 	}
 	in := t0.Add(time.Minute)
 	for _, u := range []int64{30, 31} {
-		if _, _, err := s.JoinWaitlist(ctx, 2, buyer.Of(u), 1, stock.VariantAt(0), in); err != nil {
+		if _, _, err := s.JoinWaitlist(ctx, 2, buyer.Of(u), 1, stock.VariantAt(0), in, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -201,11 +201,11 @@ func TestWaitlistOfferPastUnfitEntries(t *testing.T) {
 	}
 	const unfit = 150
 	for u := int64(100); u < 100+unfit; u++ {
-		if _, _, err := s.JoinWaitlist(ctx, 3, buyer.Of(u), 5, 0, in); err != nil {
+		if _, _, err := s.JoinWaitlist(ctx, 3, buyer.Of(u), 5, 0, in, false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if e, _, err := s.JoinWaitlist(ctx, 3, "500", 1, 0, in); err != nil || e.Position != unfit+1 {
+	if e, _, err := s.JoinWaitlist(ctx, 3, "500", 1, 0, in, false); err != nil || e.Position != unfit+1 {
 		t.Fatalf("buyer 500 joins behind %d entries: %+v, %v", unfit, e, err)
 	}
 	offered, err := s.Return(ctx, 3, stock.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: 1})
@@ -234,11 +234,11 @@ func TestWaitlistSecondJoinAnswersTheEntry(t *testing.T) {
 		}
 	}
 	for _, u := range []int64{30, 31} {
-		if _, _, err := s.JoinWaitlist(ctx, 4, buyer.Of(u), 1, stock.VariantAt(0), in); err != nil {
+		if _, _, err := s.JoinWaitlist(ctx, 4, buyer.Of(u), 1, stock.VariantAt(0), in, false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e, created, err := s.JoinWaitlist(ctx, 4, "31", 1, stock.VariantAt(1), in)
+	e, created, err := s.JoinWaitlist(ctx, 4, "31", 1, stock.VariantAt(1), in, false)
 	if err != nil || created || e.Variant != stock.VariantAt(0) || e.Position != 2 || e.Status != stock.EntryWaiting {
 		t.Errorf("buyer 31 joins again naming variant 1: %+v, %v, %v; want their entry of variant 0 at 2", e, created, err)
 	}
@@ -267,7 +267,7 @@ func BenchmarkWaitlistOffer(b *testing.B) {
 			}
 			back := stock.Returning{OrderID: r.OrderID, Buyer: r.Buyer, Quantity: 1}
 			for u := range unfit {
-				if _, _, err := s.JoinWaitlist(ctx, act, buyer.Of(int64(1000+u)), 5, 0, in); err != nil {
+				if _, _, err := s.JoinWaitlist(ctx, act, buyer.Of(int64(1000+u)), 5, 0, in, false); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -277,7 +277,7 @@ func BenchmarkWaitlistOffer(b *testing.B) {
 				// back in the next round.
 				b.StopTimer()
 				who := buyer.Of(int64(1_000_000 + n)) // behind every unfit entry
-				if _, _, err := s.JoinWaitlist(ctx, act, who, 1, 0, in); err != nil {
+				if _, _, err := s.JoinWaitlist(ctx, act, who, 1, 0, in, false); err != nil {
 					b.Fatal(err)
 				}
 				if err := s.Settle(ctx, act, []stock.Settlement{{OrderID: back.OrderID, Buyer: back.Buyer}}); err != nil {

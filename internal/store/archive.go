@@ -58,15 +58,34 @@ func (s *Store) Unsettled(ctx context.Context, activityID int64) (bool, error) {
 	return unsettledOrder(s.db.WithContext(ctx), activityID)
 }
 
-// LastFinal returns when the last order of a sale became final (paid, cancelled, or
-// stored failed; the zero time for a sale without orders). It reads every order of the
-// sale: ask it once the sale is settled (Unsettled), and remember it.
+// LastFinal returns when the last order of a sale became final (paid, cancelled,
+// refunded, or stored failed; the zero time for a sale without orders). It reads every
+// order of the sale: ask it once the sale is settled (Unsettled), and remember it; a
+// settled sale changes after that only by a refund, which LastRefund tells.
 func (s *Store) LastFinal(ctx context.Context, activityID int64) (time.Time, error) {
 	var at sql.NullTime
 	err := s.db.WithContext(ctx).Model(&Order{}).Select("MAX(GREATEST(persisted_at, COALESCE(paid_at, persisted_at), "+
-		"COALESCE(cancelled_at, persisted_at)))").Where("activity_id = ?", activityID).Row().Scan(&at)
+		"COALESCE(cancelled_at, persisted_at), COALESCE(refunded_at, persisted_at)))").
+		Where("activity_id = ?", activityID).Row().Scan(&at)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("when the orders of activity %d became final: %w", activityID, err)
+	}
+	return at.Time, nil
+}
+
+// LastRefund returns when the last refund of a sale's orders was recorded (the zero
+// time for none). It reads the sale's refunded orders alone, through the index
+// orders_by_activity.
+func (s *Store) LastRefund(ctx context.Context, activityID int64) (time.Time, error) {
+	return lastRefund(s.db.WithContext(ctx), activityID)
+}
+
+func lastRefund(db *gorm.DB, activityID int64) (time.Time, error) {
+	var at sql.NullTime
+	err := db.Model(&Order{}).Select("MAX(refunded_at)").Where("activity_id = ? AND status = ?", activityID, StatusRefunded).
+		Row().Scan(&at)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("the last refund of activity %d: %w", activityID, err)
 	}
 	return at.Time, nil
 }
@@ -97,8 +116,8 @@ func unsettledOrder(db *gorm.DB, activityID int64) (bool, error) {
 
 // MarkArchived archives a sale at now: under the sale's row lock (which the writes of
 // its orders and every change of the sale take), it checks that the sale ended at or
-// before endedBy and that every order of it is final (else ErrNotSettled, nothing
-// written), and sets archived_at. A sale archived before is left as it is. ErrNotFound
+// before endedBy, that every order of it is final, and that none was refunded after
+// endedBy (else ErrNotSettled, nothing written), and sets archived_at. A sale archived before is left as it is. ErrNotFound
 // for an unknown sale.
 func (s *Store) MarkArchived(ctx context.Context, activityID int64, endedBy, now time.Time) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -120,6 +139,13 @@ func (s *Store) MarkArchived(ctx context.Context, activityID int64, endedBy, now
 		}
 		if open {
 			return fmt.Errorf("activity %d: %w", activityID, ErrNotSettled)
+		}
+		refunded, err := lastRefund(tx, activityID)
+		if err != nil {
+			return err
+		}
+		if refunded.After(endedBy) {
+			return fmt.Errorf("activity %d refunded an order at %v: %w", activityID, refunded, ErrNotSettled)
 		}
 		return tx.Model(&Activity{}).Where("id = ?", activityID).Update("archived_at", now).Error
 	})

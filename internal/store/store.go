@@ -390,8 +390,8 @@ func (s *Store) ListUserOrders(ctx context.Context, who buyer.ID, limit int) ([]
 }
 
 // OrderRange is a page of a sale's orders in id order: those with an id after After
-// ("" from the first) and before Before, of one Status ("" for any) and, when Buyer is
-// not "", of that buyer only; at most Limit.
+// ("" from the first) and before Before ("" to the last), of one Status ("" for any)
+// and, when Buyer is not "", of that buyer only; at most Limit.
 type OrderRange struct {
 	ActivityID    int64
 	Status        string
@@ -414,7 +414,10 @@ func (s *Store) SaleOrders(ctx context.Context, r OrderRange) ([]Order, error) {
 	if r.Buyer != "" {
 		table = "orders"
 	}
-	q := s.db.WithContext(ctx).Table(table).Where("activity_id = ? AND id > ? AND id < ?", r.ActivityID, r.After, r.Before)
+	q := s.db.WithContext(ctx).Table(table).Where("activity_id = ? AND id > ?", r.ActivityID, r.After)
+	if r.Before != "" {
+		q = q.Where("id < ?", r.Before)
+	}
 	if r.Status != "" {
 		q = q.Where("status = ?", r.Status)
 	}

@@ -563,3 +563,114 @@ func TestArchivedSaleOfVariantsBalances(t *testing.T) {
 		}
 	}
 }
+
+// An archived sale answers its back office as a live one does: every order of it, page
+// after page, to an admin or the shop's back end, and a buyer's own; and a replay of an
+// Idempotency-Key answers the order its own key made, letter case included, before and
+// after the archive (Redis and MySQL compare keys alike).
+func TestArchivedSaleListsItsOrdersAndReplaysExactKeys(t *testing.T) {
+	ctx := context.Background()
+	f := newArchiveFixture(t, testutil.MySQL(t))
+	a := f.newSale(t, 1, false)
+	keys := []string{"abc", "ABC", "Abc"}
+	made := map[string]string{} // key -> order id
+	for _, k := range keys {
+		o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: k})
+		if err != nil || replayed {
+			t.Fatalf("buyer 1's purchase with key %q: %+v, %v (replayed %v); want a new order", k, o, err, replayed)
+		}
+		made[k] = o.ID
+	}
+	ids := []string{f.buy(t, a, 2).ID, made["abc"], made["ABC"], made["Abc"]}
+	f.persistAll(t, a)
+	for _, id := range ids {
+		if _, err := f.svc.Pay(ctx, id, sale.Caller{Service: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replays := func(when string) {
+		t.Helper()
+		for _, k := range keys {
+			o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: k})
+			if err != nil || !replayed || o.ID != made[k] {
+				t.Errorf("%s, a replay of key %q: %s (replayed %v), %v; want %s", when, k, o.ID, replayed, err, made[k])
+			}
+		}
+	}
+	replays("live")
+	f.end(t, a, time.Now())
+	f.archiveOne(t)
+	replays("archived")
+
+	for _, tc := range []struct {
+		name   string
+		caller sale.Caller
+		status string
+		want   int
+	}{
+		{"an admin", sale.Caller{Admin: true}, "", 4},
+		{"the shop's back end, paid", sale.Caller{Service: true}, store.StatusPaid, 4},
+		{"the shop's back end, created", sale.Caller{Service: true}, store.StatusCreated, 0},
+		{"buyer 1", sale.Caller{Buyer: buyer.Of(1)}, "", 3},
+		{"buyer 2", sale.Caller{Buyer: buyer.Of(2)}, "", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []sale.Order
+			p := sale.OrderPage{ActivityID: a.ID, Status: tc.status, Limit: 2}
+			for {
+				page, err := f.svc.SaleOrders(ctx, tc.caller, p)
+				if err != nil {
+					t.Fatalf("the archived sale's orders after %q: %v", p.After, err)
+				}
+				got = append(got, page...)
+				if len(page) < p.Limit {
+					break
+				}
+				p.After = page[len(page)-1].ID
+			}
+			if len(got) != tc.want {
+				t.Errorf("%d orders listed, want %d: %+v", len(got), tc.want, got)
+			}
+			for i := 1; i < len(got); i++ {
+				if got[i].ID <= got[i-1].ID {
+					t.Errorf("orders not in id order: %s after %s", got[i].ID, got[i-1].ID)
+				}
+			}
+		})
+	}
+}
+
+// A refund is a final change of its sale: the retention before the archive counts from
+// it, also when the archive had looked at the sale (and remembered when its last order
+// became final) before the refund came.
+func TestRefundRestartsTheRetention(t *testing.T) {
+	ctx := context.Background()
+	f := newArchiveFixture(t, testutil.MySQL(t))
+	a := f.newSale(t, 1, false)
+	o := f.buy(t, a, 1)
+	f.persistAll(t, a)
+	if _, err := f.svc.Pay(ctx, o.ID, sale.Caller{Service: true}); err != nil {
+		t.Fatal(err)
+	}
+	f.end(t, a, time.Now())
+	run := func(after time.Duration, want int) {
+		t.Helper()
+		f.archiver.SetClock(func() time.Time { return time.Now().Add(after) })
+		if n, err := f.archiver.Run(ctx); err != nil || n != want {
+			t.Fatalf("the archive %v after the end: archived %d, %v; want %d", after, n, err, want)
+		}
+	}
+	run(retention-10*time.Minute, 0) // not due: the archive remembers when the payment came
+	f.orders.SetClock(func() time.Time { return time.Now().Add(30 * time.Minute) })
+	defer f.orders.SetClock(time.Now)
+	if r, err := f.svc.Refund(ctx, o.ID, sale.Caller{Service: true}, true); err != nil || r.Status != store.StatusRefunded {
+		t.Fatalf("the refund 30 min after the payment: %+v, %v", r, err)
+	}
+	run(retention+10*time.Minute, 0) // 40 min after the refund
+	// MySQL's mark, under the sale's row lock, holds the same rule for an archive that
+	// read the sale before the refund came.
+	if err := f.st.MarkArchived(ctx, a.ID, time.Now().Add(10*time.Minute), time.Now()); !errors.Is(err, store.ErrNotSettled) {
+		t.Errorf("MySQL marks archived a sale refunded after the retention's start: %v, want ErrNotSettled", err)
+	}
+	run(retention+31*time.Minute, 1)
+}

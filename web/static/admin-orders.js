@@ -76,7 +76,7 @@ function showOrder(entry, order, token, refused) {
   }
   row.dataset.status = order.status;
   setText(row.cells[0], order.id);
-  setText(row.cells[1], String(order.user_id));
+  setText(row.cells[1], order.buyer); // the subject: user_id is there for a decimal one only
   setText(row.cells[2], `${order.quantity} for ${money(order.amount_cents)}`);
   const badge = row.cells[3].firstChild;
   setText(badge, statusLabel(order.status));

@@ -404,6 +404,8 @@ async function joinWaitlist(entry) {
   } else if (res.error.code === 'not_sold_out') {
     entry.result = { kind: 'error', text: 'Units are on sale again: buy them now.', key: saleState(a).key };
     salesPoll.kick();
+  } else if (res.error.code === 'not_admitted') {
+    entry.result = { kind: 'error', text: 'Only buyers who joined the line of this sale may join its waitlist.', key: saleState(a).key };
   } else {
     entry.result = { kind: 'error', text: buyError(res, a), key: saleState(a).key };
   }
