@@ -5,8 +5,10 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -289,6 +292,52 @@ func TestStartExportsOverOTLP(t *testing.T) {
 				t.Errorf("the collector got %q of %s, want %q", got, tc.service, tc.name)
 			}
 		})
+	}
+}
+
+// grpcCollector is an OTLP/gRPC receiver that keeps the names of the spans it gets.
+type grpcCollector struct {
+	collectortrace.UnimplementedTraceServiceServer
+	mu    sync.Mutex
+	spans []string
+}
+
+func (c *grpcCollector) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				c.spans = append(c.spans, s.Name)
+			}
+		}
+	}
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+func TestStartExportsOverGRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	c := &grpcCollector{}
+	collectortrace.RegisterTraceServiceServer(srv, c)
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Stop()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	tr, err := Start(context.Background(), Worker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := tr.Provider().Tracer("test").Start(context.Background(), "over grpc", trace.WithSpanKind(trace.SpanKindConsumer))
+	span.End()
+	tr.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Contains(c.spans, "over grpc") {
+		t.Errorf("the gRPC collector got %v, want the span", c.spans)
 	}
 }
 
