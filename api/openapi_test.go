@@ -908,6 +908,7 @@ func TestSchemasMatchJSON(t *testing.T) {
 		{"Instance", reflect.TypeFor[presence.Instance]()},
 		{"Ticket", reflect.TypeFor[line.Ticket]()},
 		{"LineFigures", reflect.TypeFor[line.Figures]()},
+		{"LineStatus", reflect.TypeFor[line.Status]()},
 		{"Challenge", reflect.TypeFor[altcha.Challenge]()},
 		{"Webhook", reflect.TypeFor[outbox.Webhook]()},
 		{"Delivery", reflect.TypeFor[outbox.Delivery]()},

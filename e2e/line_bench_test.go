@@ -15,9 +15,10 @@ import (
 
 // BenchmarkLineAnswers measures, in one run against the same API process (cmd/api as
 // shipped, over loopback HTTP, with its worker and a private Redis and database),
-// GET /healthz, joins of a waiting room's line (each a new buyer: 201) and reads of a
-// ticket (GET .../line by 1,000 buyers in turn), with the limits off, and reports
-// their req/s and the ratios to healthz's (docs/performance.md). The clients run in
+// GET /healthz, joins of a waiting room's line (each a new buyer: 201), reads of a
+// ticket (GET .../line by 1,000 buyers in turn) and of the line's public status (GET
+// .../line/status, no token, from the API's snapshot: no Redis call), with the limits
+// off, and reports their req/s and the ratios to healthz's (docs/performance.md). The clients run in
 // this process, on the same two cores, and weigh on all three alike.
 //
 //	go test -run '^$' -bench LineAnswers -benchtime 1x ./e2e/
@@ -75,6 +76,7 @@ func BenchmarkLineAnswers(b *testing.B) {
 		{"ticket", func() error {
 			return send("GET", line, readerTokens[int(joiner.Add(1))%readers], http.StatusOK)
 		}},
+		{"status", func() error { return send("GET", line+"/status", "", http.StatusOK) }},
 	}
 	// The loads take turns of a second, five rounds, so that what else runs on the
 	// machine weighs on each alike; each turn has 64 clients in flight.
@@ -120,6 +122,8 @@ func BenchmarkLineAnswers(b *testing.B) {
 	b.ReportMetric(rate(0), "healthz/s")
 	b.ReportMetric(rate(1), "joins/s")
 	b.ReportMetric(rate(2), "ticket-reads/s")
+	b.ReportMetric(rate(3), "status-reads/s")
 	b.ReportMetric(rate(1)/rate(0), "joins/healthz")
 	b.ReportMetric(rate(2)/rate(0), "tickets/healthz")
+	b.ReportMetric(rate(3)/rate(0), "status/healthz")
 }

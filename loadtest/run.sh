@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs load scenarios against an API and a worker of its own, and stops them afterwards.
 #
-#   loadtest/run.sh [audit] [variants] [waitlist] [ratios] [compare] [overload] [hot] [soak] [drops] [k6] [ab]
+#   loadtest/run.sh [audit] [variants] [waitlist] [ratios] [compare] [overload] [hot] [soak] [drops] [waiting] [k6] [ab]
 #   (default: audit variants waitlist ratios, about a minute)
 #
 # ratios ends with a group-buy phase (seats taken/s against the purchases/s of the same
 # run, then an audit of the group sale); RATIOS_FLAGS='-group-size 0' leaves it out.
+# waiting talks to the APIs and to a private nginx in front of them (started for it
+# whatever LOADTEST_FRONT says; k6's waiting_crowd.js too).
 #
 # It starts, on free ports: a private redis-server (AOF, appendfsync always as
 # scripts/services.sh runs it, or LOADTEST_APPENDFSYNC), API_INSTANCES API processes
@@ -19,7 +21,8 @@
 #   API_INSTANCES=1       API processes; the crowd spreads its requests over all of them
 #   SECKILL_API_BIN, SECKILL_WORKER_BIN   binaries to run [bin/api, bin/worker, built from the work tree]
 #   AUDIT_FLAGS, VARIANTS_FLAGS, WAITLIST_FLAGS, RATIOS_FLAGS, COMPARE_FLAGS, OVERLOAD_FLAGS, HOT_FLAGS,
-#   SOAK_FLAGS, DROPS_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
+#   SOAK_FLAGS, DROPS_FLAGS, WAITING_FLAGS, K6_FLAGS, AB_FLAGS   extra flags for each scenario
+#   K6_SCRIPT=flash_sale.js               k6's script in loadtest/k6 (waiting_crowd.js: through the front)
 #   LOADTEST_DROPS                        a number N: crowd drops runs N short sales to their end beside
 #                                         the scenarios, and waits for the worker (its
 #                                         SECKILL_SALE_RETENTION 1s then) to archive them; its
@@ -76,8 +79,8 @@ root=$(pwd)
 scenarios=("$@")
 [ ${#scenarios[@]} -eq 0 ] && scenarios=(audit variants waitlist ratios)
 for s in "${scenarios[@]}"; do
-	case $s in audit | variants | waitlist | ratios | compare | overload | hot | soak | drops | k6 | ab) ;; *)
-		echo "usage: $0 [audit] [variants] [waitlist] [ratios] [compare] [overload] [hot] [soak] [drops] [k6] [ab]" >&2
+	case $s in audit | variants | waitlist | ratios | compare | overload | hot | soak | drops | waiting | k6 | ab) ;; *)
+		echo "usage: $0 [audit] [variants] [waitlist] [ratios] [compare] [overload] [hot] [soak] [drops] [waiting] [k6] [ab]" >&2
 		exit 2
 		;;
 	esac
@@ -266,6 +269,7 @@ metrics_addr() { # the API's offset from LOADTEST_PPROF_PORT
 # LOADTEST_PROFILE: ratios records the CPU profiles of the first API and the worker over
 # its purchase phase into that folder (profile_from: name=metrics URL of each).
 profile_from=""
+metrics_urls=() # each API's /metrics, for waiting
 for i in $(seq "${API_INSTANCES:-1}"); do
 	metrics_addr $((i - 1))
 	free_port
@@ -276,6 +280,7 @@ for i in $(seq "${API_INSTANCES:-1}"); do
 	watch+=",api$i=$!"
 	api_pids+=($!)
 	[ "$i" != 1 ] || profile_from="api1=$metrics_url"
+	metrics_urls+=("$metrics_url/metrics")
 	urls+=("http://127.0.0.1:$port")
 done
 limited=""
@@ -311,12 +316,11 @@ for u in "${urls[@]}" $limited; do
 done
 apis=("${urls[@]}")
 front=""
-case ${LOADTEST_FRONT:-none} in
-none) ;;
-nginx)
+# start_front runs a private nginx, the project's front, before the APIs, and sets front.
+start_front() {
 	free_port
 	front_dir="$redis_dir/nginx"
-	deploy/nginx/render.sh "$front_dir" "127.0.0.1:$port" 1000000 "${LOADTEST_FRONT_IN_FLIGHT:-$((192 * ${#urls[@]}))}" off "${urls[@]#http://}"
+	deploy/nginx/render.sh "$front_dir" "127.0.0.1:$port" 1000000 "${LOADTEST_FRONT_IN_FLIGHT:-$((192 * ${#apis[@]}))}" off "${apis[@]#http://}"
 	"$(command -v nginx || echo /usr/sbin/nginx)" -p "$front_dir" -c "$front_dir/nginx.conf" -e "$logs/nginx-error.log" \
 		-g 'daemon off;' 9>&- &
 	pids+=($!)
@@ -328,6 +332,13 @@ nginx)
 	}
 	i=0
 	for w in $(pgrep -P "${pids[-1]}"); do watch+=",nginx$((i += 1))=$w"; done
+}
+case ${LOADTEST_FRONT:-none} in
+none)
+	if [[ " ${scenarios[*]} " == *" waiting "* || ${K6_SCRIPT:-} == waiting_crowd.js ]]; then start_front; fi
+	;;
+nginx)
+	start_front
 	urls=("$front")
 	;;
 *)
@@ -409,6 +420,11 @@ for s in "${scenarios[@]}"; do
 		# shellcheck disable=SC2086
 		bin/crowd drops -api "$api_list" -mysql "$dsn" ${drops_redis:+-redis "$drops_redis"} ${DROPS_FLAGS:-} || status=1
 		;;
+	waiting)
+		# shellcheck disable=SC2086
+		bin/crowd waiting -api "$(IFS=,; echo "${apis[*]}")" -front "$front" -metrics "$(IFS=,; echo "${metrics_urls[*]}")" \
+			-mysql "$dsn" -watch "$watch" ${WAITING_FLAGS:-} || status=1
+		;;
 	soak)
 		# shellcheck disable=SC2086
 		bin/crowd soak -api "${urls[0]}" -mysql "$dsn" -redis "127.0.0.1:$redis_port" -api-pid "${api_pids[0]}" \
@@ -418,8 +434,11 @@ for s in "${scenarios[@]}"; do
 		k6=$(command -v k6 || echo "$(go env GOPATH)/bin/k6")
 		[ -x "$k6" ] || { echo "k6 is missing: make k6 installs it" >&2; exit 1; }
 		# shellcheck disable=SC2086
-		"$k6" run -e BASE_URL="${urls[0]}" -e SECKILL_JWT_SECRET="${SECKILL_JWT_SECRET:-}" \
-			${K6_FLAGS:-} loadtest/k6/flash_sale.js || status=1
+		script=${K6_SCRIPT:-flash_sale.js}
+		base=${urls[0]}
+		[ "$script" != waiting_crowd.js ] || base=$front # the waiting crowd is the front's
+		"$k6" run -e BASE_URL="$base" -e SECKILL_JWT_SECRET="${SECKILL_JWT_SECRET:-}" \
+			${K6_FLAGS:-} "loadtest/k6/$script" || status=1
 		;;
 	ab)
 		# shellcheck disable=SC2086

@@ -24,7 +24,8 @@ import (
 // the ticket counts down to the lottery; after it the line admits both (1 unit: two
 // passes outstanding at most), the phone reads "your turn: buy within m:ss" and buys
 // with its pass, a buyer who joined after the start waits third in line, and the sale
-// selling out turns the waiting ticket and the other admitted buyer's to sold out.
+// selling out turns the waiting ticket and the other admitted buyer's to sold out. A
+// waiting page polls the line's public status and reads its ticket once, when admitted.
 func TestWaitingRoomInBrowser(t *testing.T) {
 	s := testutil.StartStack(t)
 	startsAt := time.Now().UTC().Add(30 * time.Second).Truncate(time.Second) // time to start chromium and join on a busy machine
@@ -60,9 +61,13 @@ func TestWaitingRoomInBrowser(t *testing.T) {
 		// widget's progress was on screen while it solved.
 		tb.eval(`(() => {
 			window.lineBodies = [];
+			window.reads = { ticket: 0, status: 0 };
 			const f = window.fetch;
 			window.fetch = (url, opts) => {
-				if (String(url).endsWith('/line') && opts && opts.method === 'POST') window.lineBodies.push(opts.body);
+				const u = String(url), method = (opts && opts.method) || 'GET';
+				if (u.endsWith('/line') && method === 'POST') window.lineBodies.push(opts.body);
+				if (u.endsWith('/line') && method === 'GET') window.reads.ticket++;
+				if (u.endsWith('/line/status')) window.reads.status++;
 				return f(url, opts);
 			};
 			window.progressSeen = '';
@@ -74,6 +79,7 @@ func TestWaitingRoomInBrowser(t *testing.T) {
 		})()`)
 		tb.do("join the line", chromedp.Click(chromedp.CSS("#sales li .join-line")))
 		tb.waitFor("the ticket", `document.querySelector('#sales li').dataset.line === 'waiting'`)
+		tb.eval(`(() => { window.reads = { ticket: 0, status: 0 }; return ''; })()`) // from the join on
 		if got := tb.eval(`window.progressSeen`); !strings.HasPrefix(got, "Proving you are not a bot: your device is solving a small puzzle") {
 			t.Errorf("%s: the progress while solving: got %q", tb.name, got)
 		}
@@ -118,8 +124,18 @@ func TestWaitingRoomInBrowser(t *testing.T) {
 	// passes outstanding). The wait for it begins at the start: a waitFor gives up after
 	// 25 s, and on a quiet machine the set-up leaves more than that before the start.
 	time.Sleep(time.Until(startsAt))
+	// While waiting, a page polls the line's public status, never its ticket.
+	for _, tb := range []*tab{phone, desk} {
+		if got := tb.eval(`JSON.stringify(window.reads)`); !strings.HasPrefix(got, `{"ticket":0,"status":`) || strings.HasSuffix(got, `"status":0}`) {
+			t.Errorf("%s: reads while waiting %s, want the status polled and no ticket read", tb.name, got)
+		}
+	}
 	for _, tb := range []*tab{phone, desk} {
 		tb.waitFor("the turn", `document.querySelector('#sales li').dataset.line === 'admitted'`)
+		// Admitted: the status reached its place, and it read its ticket once, for the pass.
+		if got := tb.eval(`String(window.reads.ticket)`); got != "1" {
+			t.Errorf("%s: %s ticket reads from the join to the turn, want 1", tb.name, got)
+		}
 		if got := tb.text("#sales li .line-state"); !strings.HasPrefix(got, "Your turn: buy within 1:") && got != "Your turn: buy within 2:00." {
 			t.Errorf("%s: the admitted ticket: got %q, want a countdown from 2:00", tb.name, got)
 		}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes a private nginx's configuration into DIR: DIR/seckill.conf, the project's front
 # (deploy/nginx/seckill.conf.template) with the values below, and DIR/nginx.conf, which
-# includes it and keeps its pid file (DIR/nginx.pid), error log and temporary files in DIR.
+# includes it and keeps its pid file (DIR/nginx.pid), error log, temporary files and
+# cache (DIR/cache) in DIR.
 #
 #   deploy/nginx/render.sh DIR LISTEN RATE_IP IN_FLIGHT ACCESS_LOG BACKEND...
 #
@@ -30,9 +31,14 @@ upstream=""
 # left out for 1 to 2 s, then tried again (deploy/nginx/seckill.conf.template says why).
 for b in "$@"; do upstream+="server $b max_fails=1 fail_timeout=1s; "; done
 mkdir -p "$dir"
+# Started as root (a container's or a CI's shell), nginx would run its workers as
+# nobody, who cannot reach a DIR inside a private temporary directory: they run as root.
+workers_user=""
+[ "$(id -u)" != 0 ] || workers_user="user root;"
 sed -e "s|\${SECKILL_NGINX_LISTEN}|$listen|" -e "s|\${SECKILL_NGINX_REAL_IP_FROM}|$real_ip_from|" -e "s|\${SECKILL_NGINX_UPSTREAM}|$upstream|" \
 	-e "s|\${SECKILL_NGINX_RATE_IP}|$rate_ip|" -e "s|\${SECKILL_NGINX_BURST_IP}|$((2 * rate_ip))|" \
 	-e "s|\${SECKILL_NGINX_PURCHASES_IN_FLIGHT}|$in_flight|" -e "s|\${SECKILL_CORS_ORIGINS}|$cors_origins|" \
+	-e "s|\${SECKILL_NGINX_CACHE_DIR}|$dir/cache|" \
 	"$(dirname "$0")/seckill.conf.template" >"$dir/seckill.conf"
 if [ "$access_log" = off ]; then
 	logging="access_log off;"
@@ -41,6 +47,7 @@ else
   access_log $access_log upstream;"
 fi
 cat >"$dir/nginx.conf" <<CONF
+$workers_user
 worker_processes 2;
 pid $dir/nginx.pid;
 error_log $dir/error.log warn;

@@ -154,9 +154,10 @@ func (h *Handler) createActivity(c *gin.Context) {
 	c.JSON(http.StatusCreated, a)
 }
 
-// listActivities answers a page of sales, newest first, from list: the public one (a
-// snapshot at most a second old) or the admin's (MySQL at the moment).
-func listActivities(list func(context.Context, sale.Page) ([]sale.Activity, int64, error)) gin.HandlerFunc {
+// listActivities answers a page of sales, newest first, from list with answer: the
+// public one (a snapshot at most a second old, answered for a shared cache) or the
+// admin's (MySQL at the moment).
+func listActivities(list func(context.Context, sale.Page) ([]sale.Activity, int64, error), answer func(*gin.Context, any)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		p, err := page(c)
 		if err != nil {
@@ -173,7 +174,7 @@ func listActivities(list func(context.Context, sale.Page) ([]sale.Activity, int6
 			s := strconv.FormatInt(next, 10)
 			cursor = &s
 		}
-		c.JSON(http.StatusOK, gin.H{"activities": as, "next": cursor})
+		answer(c, gin.H{"activities": as, "next": cursor})
 	}
 }
 
@@ -271,17 +272,24 @@ func (h *Handler) patchActivity(c *gin.Context) {
 
 // byActivity answers 200 with what get returns for the activity in the path.
 func byActivity[T any](get func(context.Context, int64) (T, error)) gin.HandlerFunc {
+	return activityRoute(get, func(c *gin.Context, v any) { c.JSON(http.StatusOK, v) }, respondError)
+}
+
+// activityRoute answers what get returns for the activity in the path with answer, or
+// its error with fail.
+func activityRoute[T any](get func(context.Context, int64) (T, error), answer func(*gin.Context, any),
+	fail func(*gin.Context, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, ok := pathID(c, "id")
 		if !ok {
-			respondError(c, errBadPathActivity)
+			fail(c, errBadPathActivity)
 			return
 		}
 		v, err := get(c.Request.Context(), id)
 		if err != nil {
-			respondError(c, err)
+			fail(c, err)
 			return
 		}
-		c.JSON(http.StatusOK, v)
+		answer(c, v)
 	}
 }

@@ -139,7 +139,7 @@ func respondError(c *gin.Context, err error) {
 			if m.status == http.StatusTooManyRequests {
 				c.Header("Retry-After", retryAfter(err))
 			}
-			if m.status == http.StatusServiceUnavailable {
+			if m.status == http.StatusServiceUnavailable && !logged(err) {
 				slog.WarnContext(requestContext(c), "unavailable", "path", c.FullPath(), "err", err)
 			}
 			abort(c, m.status, m.code, message(err, m.err))
@@ -147,12 +147,24 @@ func respondError(c *gin.Context, err error) {
 		}
 	}
 	if unreachable(err) {
-		slog.WarnContext(requestContext(c), "storage unreachable", "path", c.FullPath(), "err", err)
+		if !logged(err) {
+			slog.WarnContext(requestContext(c), "storage unreachable", "path", c.FullPath(), "err", err)
+		}
 		abort(c, http.StatusServiceUnavailable, "unavailable", sentence(sale.ErrUnavailable.Error()))
 		return
 	}
-	slog.ErrorContext(requestContext(c), "internal error", "path", c.FullPath(), "err", err)
+	if !logged(err) {
+		slog.ErrorContext(requestContext(c), "internal error", "path", c.FullPath(), "err", err)
+	}
 	abort(c, http.StatusInternalServerError, "internal", "Something went wrong on our side.")
+}
+
+// logged reports an error said in the log where it happened: a snapshot's failed load
+// (internal/snapshot), which answers every request until the next load, is logged
+// once, not once per request.
+func logged(err error) bool {
+	var l interface{ Logged() bool }
+	return errors.As(err, &l) && l.Logged()
 }
 
 // retryAfter is the Retry-After header for a 429: the whole seconds err says to wait
@@ -192,6 +204,9 @@ func writeError(c *gin.Context, status int, code string, body []byte) {
 	}
 	if status == http.StatusRequestTimeout { // the rest of the body may still be on its way
 		c.Header("Connection", "close")
+	}
+	if (status == http.StatusNotFound || status == http.StatusConflict) && c.GetBool(sharedKey) {
+		share(c.Writer.Header()) // as its 200 would be (sharedError)
 	}
 	c.Set(errorCodeKey, code)
 	c.Abort()

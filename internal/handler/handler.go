@@ -37,6 +37,7 @@ type Service interface {
 	CreateActivity(ctx context.Context, n sale.NewActivity) (sale.Activity, error)
 	ListActivities(ctx context.Context, p sale.Page) ([]sale.Activity, int64, error)
 	PublicActivities(ctx context.Context, p sale.Page) ([]sale.Activity, int64, error)
+	PublicActivity(ctx context.Context, id int64) (sale.Activity, error)
 	GetActivity(ctx context.Context, id int64) (sale.Activity, error)
 	PatchActivity(ctx context.Context, id int64, p sale.ActivityPatch) (sale.Activity, error)
 	Stats(ctx context.Context, id int64) (sale.Stats, error)
@@ -148,6 +149,8 @@ type Handler struct {
 	ready   *health.Probe
 	trace   gin.HandlerFunc
 	funnels Funnel
+	// statuses are the lines' public statuses as last encoded (shared.go).
+	statuses answers[line.Status]
 
 	bodyTimeout time.Duration
 }
@@ -207,7 +210,7 @@ func (h *Handler) Routes() http.Handler {
 	if h.cors != nil { // before every other check, so their refusals carry its headers
 		r.Use(h.cors.headers)
 	}
-	r.Use(h.limitBody)
+	r.Use(h.limitBody, noStore)
 	web.Register(r) // the buyer's page at /, the admin's at /admin
 	r.NoRoute(func(c *gin.Context) { respondError(c, errNoRoute) })
 	r.NoMethod(func(c *gin.Context) {
@@ -221,8 +224,10 @@ func (h *Handler) Routes() http.Handler {
 	// /metrics is not here: it is on the operations port (health.Operations).
 
 	api := r.Group("/api/v1", h.limitIP)
-	api.GET("/activities", listActivities(h.svc.PublicActivities))
-	api.GET("/activities/:id", byActivity(h.svc.GetActivity))
+	// The public reads a crowd repeats, which a shared cache may keep (shared.go).
+	api.GET("/activities", listActivities(h.svc.PublicActivities, answerShared))
+	api.GET("/activities/:id", sharedByActivity(h.svc.PublicActivity))
+	api.GET("/activities/:id/line/status", h.lineStatus)
 	api.GET("/activities/:id/groups", h.listGroups(false))
 	api.GET("/groups/:gid", h.getGroup)
 	api.GET("/openapi.yaml", openAPI) // the reference at /docs renders it
@@ -253,7 +258,7 @@ func (h *Handler) Routes() http.Handler {
 
 	admin := api.Group("/admin", h.authenticate, h.requireAdmin)
 	admin.POST("/activities", h.createActivity)
-	admin.GET("/activities", listActivities(h.svc.ListActivities))
+	admin.GET("/activities", listActivities(h.svc.ListActivities, func(c *gin.Context, v any) { c.JSON(http.StatusOK, v) }))
 	admin.PATCH("/activities/:id", h.patchActivity)
 	admin.GET("/activities/:id/stats", byActivity(h.svc.Stats))
 	admin.GET("/activities/:id/ledger", byActivity(h.svc.Ledger))

@@ -21,6 +21,7 @@ type Line interface {
 	Join(ctx context.Context, activityID int64, who buyer.ID, solution string) (line.Ticket, bool, error)
 	Ticket(ctx context.Context, activityID int64, who buyer.ID) (line.Ticket, error)
 	Figures(ctx context.Context, activityID int64) (line.Figures, error)
+	Status(ctx context.Context, activityID int64) (line.Status, error)
 }
 
 var _ Line = (*line.Line)(nil)

@@ -9,8 +9,6 @@ package line
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -24,6 +22,7 @@ import (
 	"seckill/internal/apitime"
 	"seckill/internal/auth"
 	"seckill/internal/buyer"
+	"seckill/internal/snapshot"
 	"seckill/internal/stock"
 )
 
@@ -53,8 +52,11 @@ type Ticket struct {
 	Status string `json:"status"`
 	// Position is the place in line (1 = first) counting the admitted buyers before;
 	// Ahead is how many waiting buyers are before this one.
-	Position  int64 `json:"position"`
-	Ahead     int64 `json:"ahead"`
+	Position int64 `json:"position"`
+	Ahead    int64 `json:"ahead"`
+	// Place is the ticket's place (places.go), fixed at the join: the ticket is
+	// admitted once the line's status reads admitted_through >= Place.
+	Place     int64 `json:"place"`
 	UnitsLeft int64 `json:"units_left"`
 	// EstimatedWaitSeconds is the time until the start, if it is to come, plus the
 	// time to admit the buyers ahead at the sale's rate.
@@ -67,19 +69,29 @@ type Ticket struct {
 
 // Line runs the waiting rooms of every sale.
 type Line struct {
-	rdb    redis.UniversalClient
-	passes *auth.Passes
-	pow    *altcha.Issuer
-	now    func() time.Time // nil: Redis' clock
+	rdb      redis.UniversalClient
+	passes   *auth.Passes
+	pow      *altcha.Issuer
+	now      func() time.Time // nil: Redis' clock
+	draw     func() (int64, error)
+	statuses *snapshot.Map[int64, statusAnswer]
 }
 
 // New returns a Line on rdb that signs passes with passes and challenges with pow.
 func New(rdb redis.UniversalClient, passes *auth.Passes, pow *altcha.Issuer) *Line {
-	return &Line{rdb: rdb, passes: passes, pow: pow}
+	return &Line{rdb: rdb, passes: passes, pow: pow, draw: lotteryDraw,
+		statuses: snapshot.NewMap[int64, statusAnswer]("line status", StatusAge)}
 }
 
-// SetClock makes the line judge every instant by now instead of Redis' clock (tests).
-func (l *Line) SetClock(now func() time.Time) { l.now = now }
+// SetClock makes the line judge every instant by now instead of Redis' clock, and age
+// its statuses by it (tests).
+func (l *Line) SetClock(now func() time.Time) {
+	l.now = now
+	l.statuses.SetClock(now)
+}
+
+// SetDraw replaces the lottery's draws (tests: a draw that lands on a place taken).
+func (l *Line) SetDraw(draw func() (int64, error)) { l.draw = draw }
 
 // clock is the scripts' clock argument: "" for Redis' clock.
 func (l *Line) clock() string {
@@ -141,16 +153,8 @@ func (l *Line) Join(ctx context.Context, activityID int64, who buyer.ID, solutio
 			presented, expires = "1", s.Expires.UnixMilli()
 		}
 	}
-	var draw [8]byte
-	if _, err := rand.Read(draw[:]); err != nil {
-		return Ticket{}, false, err
-	}
-	res, err := joinScript.run(ctx, l.rdb, k, map[string]any{"clock": l.clock(), "user": who.Key(),
-		"draw": binary.BigEndian.Uint64(draw[:]) >> 16, "solution": presented, "expires": expires})
-	if err != nil {
-		return Ticket{}, false, fmt.Errorf("join line: %w", err)
-	}
-	code, v, err := decode(res, replyJoined, replyTicket)
+	code, v, err := l.join(ctx, k, map[string]any{"clock": l.clock(), "user": who.Key(), "lottery": lotteryBand,
+		"arrival": arrivalBand, "solution": presented, "expires": expires})
 	if errors.Is(err, ErrChallengeRequired) && invalid != nil { // judged after the sale's state: a ticket, a closed line
 		return Ticket{}, false, fmt.Errorf("%w: %w", ErrChallengeFailed, invalid)
 	}
@@ -159,6 +163,30 @@ func (l *Line) Join(ctx context.Context, activityID int64, who buyer.ID, solutio
 	}
 	t, err = l.ticket(activityID, who, v)
 	return t, code == replyJoined, err
+}
+
+// maxDraws bounds the lottery's draws of one join: a draw lands on a place taken about
+// once in a billion joins of a line of a million.
+const maxDraws = 5
+
+// join runs the join script with args and a lottery draw, drawing again while the draw
+// lands on a place taken, and decodes its reply.
+func (l *Line) join(ctx context.Context, k map[string]string, args map[string]any) (int64, []int64, error) {
+	for range maxDraws {
+		draw, err := l.draw()
+		if err != nil {
+			return 0, nil, err
+		}
+		args["draw"] = draw
+		res, err := joinScript.run(ctx, l.rdb, k, args)
+		if err != nil {
+			return 0, nil, fmt.Errorf("join line: %w", err)
+		}
+		if code, v, err := decode(res, replyJoined, replyTicket); !errors.Is(err, errPlaceTaken) {
+			return code, v, err
+		}
+	}
+	return 0, nil, fmt.Errorf("join line: %d draws in a row landed on places taken", maxDraws)
 }
 
 // Ticket returns the buyer's ticket in the sale's line. Errors: ErrNoSale, ErrNoTicket.
@@ -176,13 +204,13 @@ func (l *Line) Ticket(ctx context.Context, activityID int64, who buyer.ID) (Tick
 
 // ticket turns the values of a ticket's answer (ticketValues) into a Ticket.
 func (l *Line) ticket(activityID int64, who buyer.ID, v []int64) (Ticket, error) {
-	status, position, ahead, admittedMs, expiresMs := v[0], v[1], v[2], v[3], v[4]
-	avail, startMs, rate, nowMs := v[5], v[6], v[7], v[8]
+	status, position, ahead, admittedMs, expiresMs, place := v[0], v[1], v[2], v[3], v[4], v[5]
+	avail, startMs, rate, nowMs := v[6], v[7], v[8], v[9]
 	if status < 0 || status >= int64(len(ticketStatuses)) {
 		return Ticket{}, fmt.Errorf("%w: ticket status %d", errUnexpectedReply, status)
 	}
 	t := Ticket{ActivityID: activityID, Named: who.Named(), Status: ticketStatuses[status].status, Position: position,
-		Ahead: ahead, UnitsLeft: max(avail, 0)}
+		Ahead: ahead, Place: place, UnitsLeft: max(avail, 0)}
 	if t.Status == Waiting {
 		wait := float64(ahead) * admissionInterval(rate).Seconds()
 		if nowMs < startMs {

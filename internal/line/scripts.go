@@ -17,25 +17,32 @@ import (
 // names each code for the scripts (their Lua constants are written from it, repliesLua)
 // and gives a refusal's error; decode turns a reply into its values or that error.
 const (
-	replyJoined            = 0  // a new ticket: the ticket's answer (ticketValues)
-	replyTicket            = 1  // the user's ticket: the ticket's answer
-	replyChallenge         = 2  // the challenge's cost, and now (unix ms)
-	replyAdvanced          = 3  // admitted now, waiting, passes outstanding and unused, passes used
-	replyNoSale            = -1 // no such sale
-	replyNoRoom            = -2 // the sale has no waiting room
-	replyEnded             = -3 // the sale has ended
-	replySoldOut           = -4 // no unit left
-	replyNotOpen           = -5 // before the line opens (the prequeue before the start)
-	replyChallengeRequired = -6 // the challenge is on and no solution came, or one that is not valid
-	replySolutionUsed      = -7 // the solution joined the line before
-	replyNoTicket          = -8 // the user never joined
-	replyChallengeExpired  = -9 // the solution's challenge has expired
+	replyJoined            = 0   // a new ticket: the ticket's answer (ticketValues)
+	replyTicket            = 1   // the user's ticket: the ticket's answer
+	replyChallenge         = 2   // the challenge's cost, and now (unix ms)
+	replyAdvanced          = 3   // admitted now, waiting, passes outstanding and unused, passes used
+	replyStatus            = 4   // the line's public status (statusValues)
+	replyNoSale            = -1  // no such sale
+	replyNoRoom            = -2  // the sale has no waiting room
+	replyEnded             = -3  // the sale has ended
+	replySoldOut           = -4  // no unit left
+	replyNotOpen           = -5  // before the line opens (the prequeue before the start)
+	replyChallengeRequired = -6  // the challenge is on and no solution came, or one that is not valid
+	replySolutionUsed      = -7  // the solution joined the line before
+	replyNoTicket          = -8  // the user never joined
+	replyChallengeExpired  = -9  // the solution's challenge has expired
+	replyPlaceTaken        = -10 // the lottery's draw is another ticket's place: draw again
 )
 
 // ticketValues is how many values follow the code of a ticket's answer: status,
-// position, ahead, admitted (unix ms), pass expiry (unix ms), units left, the sale's
-// start (unix ms), its admissions a second, now (unix ms).
-const ticketValues = 9
+// position, ahead, admitted (unix ms), pass expiry (unix ms), place, units left, the
+// sale's start (unix ms), its admissions a second, now (unix ms).
+const ticketValues = 10
+
+// statusValues is how many values follow the code of a status: the state (lineStates'
+// index), admitted through (the highest place admitted), joined, admitted, admissions a
+// second, units left, now (unix ms).
+const statusValues = 7
 
 // lineReply is one of the scripts' reply codes: its Lua constant's name, how many values
 // follow the code, and for a refusal its error (nil: an answer made of the values).
@@ -51,6 +58,7 @@ var (
 	errSolutionUsed     = fmt.Errorf("%w: this solution joined the line before", ErrChallengeFailed)
 	errChallengeExpired = fmt.Errorf("%w: the challenge has expired", ErrChallengeFailed)
 	errUnexpectedReply  = errors.New("unexpected script reply")
+	errPlaceTaken       = errors.New("the lottery's draw is another ticket's place")
 )
 
 // lineReplies are all the reply codes of the line's scripts.
@@ -59,6 +67,7 @@ var lineReplies = []lineReply{
 	{replyTicket, "TICKET", ticketValues, nil},
 	{replyChallenge, "CHALLENGE", 2, nil},
 	{replyAdvanced, "ADVANCED", 4, nil},
+	{replyStatus, "STATUS", statusValues, nil},
 	{replyNoSale, "NO_SALE", 0, ErrNoSale},
 	{replyNoRoom, "NO_ROOM", 0, ErrNoWaitingRoom},
 	{replyEnded, "ENDED", 0, stock.ErrEnded},
@@ -68,6 +77,7 @@ var lineReplies = []lineReply{
 	{replySolutionUsed, "SOLUTION_USED", 0, errSolutionUsed},
 	{replyNoTicket, "NO_TICKET", 0, ErrNoTicket},
 	{replyChallengeExpired, "CHALLENGE_EXPIRED", 0, errChallengeExpired},
+	{replyPlaceTaken, "PLACE_TAKEN", 0, errPlaceTaken},
 }
 
 // ticketStatuses are a ticket's statuses as the scripts number them (the index) and
@@ -79,13 +89,26 @@ var ticketStatuses = []struct{ status, lua string }{
 	{SoldOut, "TICKET_SOLD_OUT"}, // waiting in a line that closed: no unit left, or the sale ended
 }
 
-// repliesLua defines the reply codes and the ticket statuses as Lua constants.
+// lineStates are a line's public states as the status script numbers them (the
+// index) and names them in Lua.
+var lineStates = []struct{ state, lua string }{
+	{StateBefore, "LINE_BEFORE"},
+	{StateAdmitting, "LINE_ADMITTING"},
+	{StateSoldOut, "LINE_SOLD_OUT"},
+	{StateEnded, "LINE_ENDED"},
+}
+
+// repliesLua defines the reply codes, the ticket statuses and the line's states as Lua
+// constants.
 func repliesLua() string {
 	var names, values []string
 	for _, r := range lineReplies {
 		names, values = append(names, r.lua), append(values, strconv.FormatInt(r.code, 10))
 	}
 	for i, s := range ticketStatuses {
+		names, values = append(names, s.lua), append(values, strconv.Itoa(i))
+	}
+	for i, s := range lineStates {
 		names, values = append(names, s.lua), append(values, strconv.Itoa(i))
 	}
 	return "\nlocal " + strings.Join(names, ", ") + " = " + strings.Join(values, ", ") + "\n"
@@ -184,9 +207,11 @@ end
 //
 // read_ticket(keys, user, now, sale) reads keys.wait, keys.meta, keys.tickets and
 // keys.users (the sale's users hash: units each buyer holds); sale is sale_state's table.
-// It returns nil (no ticket) or {status, position, ahead, admitted ms, pass expiry ms}:
-// TICKET_SOLD_OUT is one look at the sale, never a write per ticket, and a waiting
-// buyer's position counts the admitted ones before: everyone admitted was ahead.
+// It returns nil (no ticket) or {status, position, ahead, admitted ms, pass expiry ms,
+// place}: TICKET_SOLD_OUT is one look at the sale, never a write per ticket, and a
+// waiting buyer's position counts the admitted ones before: everyone admitted was
+// ahead. A waiting buyer's place is its score in keys.wait; an admitted one's is kept
+// with its ticket (0 for a ticket admitted before places were kept).
 // answer(code, t, sale, now) is a script's reply: the code, then ticketValues values.
 const ticketLua = clockLua + `
 local function read_ticket(keys, user, now, sale)
@@ -195,19 +220,19 @@ local function read_ticket(keys, user, now, sale)
     local status = TICKET_WAITING
     if now >= sale.ends or sale.avail <= 0 then status = TICKET_SOLD_OUT end
     local admitted = tonumber(redis.call('HGET', keys.meta, 'admitted') or '0')
-    return {status, admitted + rank + 1, rank, 0, 0}
+    return {status, admitted + rank + 1, rank, 0, 0, tonumber(redis.call('ZSCORE', keys.wait, user))}
   end
   local v = redis.call('HGET', keys.tickets, user)
   if not v then return nil end
-  local at, pos, ttl = string.match(v, '^(%d+) (%d+) (%d+)$')
+  local at, pos, ttl, place = string.match(v, '^(%d+) (%d+) (%d+) ?(%d*)$')
   at = tonumber(redis.call('HGET', keys.meta, 'epoch')) + tonumber(at)
   local exp = at + tonumber(ttl)
   local status = TICKET_ADMITTED
   if now >= exp and not holds_any(keys.users, user) then status = TICKET_EXPIRED end
-  return {status, tonumber(pos), 0, at, exp}
+  return {status, tonumber(pos), 0, at, exp, tonumber(place) or 0}
 end
 local function answer(code, t, sale, now)
-  return {code, t[1], t[2], t[3], t[4], t[5], sale.avail, sale.starts, sale.admit, now}
+  return {code, t[1], t[2], t[3], t[4], t[5], t[6], sale.avail, sale.starts, sale.admit, now}
 end
 `
 
@@ -225,7 +250,9 @@ end
 //
 //	clock     "" for Redis' clock, or unix ms (tests)
 //	user      the buyer's key (buyer.ID.Key)
-//	draw      the lottery's draw for this buyer, an integer below 2^48
+//	draw      the lottery's draw for this buyer, an integer in [0, bandWidth)
+//	lottery   the first place of the band of a join before the start (places.go)
+//	arrival   the first place of the band of a join from the start on, less one
 //	solution  "1" a right solution of ours came with the join, "0" one that is not
 //	          (refused even where no challenge is needed), "" none
 //	expires   the solution's challenge's expiry (unix ms), judged by the clock
@@ -250,15 +277,19 @@ return {CHALLENGE, sale.cost, clock_ms(ARG.clock)}
 //
 // Returns answer(JOINED, ...) for a new ticket, answer(TICKET, ...) for the user's
 // ticket (a second join; nothing changes), or NO_SALE, NO_ROOM, ENDED, SOLD_OUT,
-// NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, CHALLENGE_EXPIRED.
+// NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, CHALLENGE_EXPIRED, PLACE_TAKEN (the draw
+// is a waiting buyer's place: nothing changed, draw again).
 //
 // The sale's state comes before the solution: a user with a ticket gets it back, and a
 // closed line says so, whatever solution came. A join before the start (by the clock)
-// is placed by its draw: the order of those joiners is a uniform lottery, fixed at join
-// time, so nothing is shuffled at the start. A later join is placed at 2^48 plus the
-// count of later joins, behind them all, in arrival order.
+// is placed by its draw in the lottery's band: the order of those joiners is a uniform
+// lottery, fixed at join time, so nothing is shuffled at the start. A later join is
+// placed in the arrival band at the count of later joins, behind them all, in arrival
+// order. A place is the buyer's score in K.wait, and stays with its ticket once admitted.
+// For the funnel, a join before the start is counted (meta early) and a later one's
+// instant kept (K.joined) until its admission.
 var joinScript = newScript(append(slices.Clone(ticketKeyNames), "pow", "joined"),
-	[]string{"clock", "user", "draw", "solution", "expires"}, ticketLua, `
+	[]string{"clock", "user", "draw", "lottery", "arrival", "solution", "expires"}, ticketLua, `
 local sale = sale_state(K.sale)
 if not sale then return {NO_SALE} end
 if not sale.room then return {NO_ROOM} end
@@ -268,6 +299,11 @@ if t then return answer(TICKET, t, sale, now) end
 if now >= sale.ends then return {ENDED} end
 if sale.avail <= 0 then return {SOLD_OUT} end
 if now < sale.starts - sale.prequeue * 1000 then return {NOT_OPEN} end
+local place
+if now < sale.starts then
+  place = tonumber(ARG.lottery) + tonumber(ARG.draw)
+  if redis.call('ZCOUNT', K.wait, place, place) > 0 then return {PLACE_TAKEN} end
+end
 if sale.challenge or ARG.solution == '0' then
   if ARG.solution ~= '1' then return {CHALLENGE_REQUIRED} end
   local expires = tonumber(ARG.expires)
@@ -277,14 +313,13 @@ if sale.challenge or ARG.solution == '0' then
     return {SOLUTION_USED}
   end
 end
-local score = ARG.draw
-if now >= sale.starts then
-  score = string.format('%d', 2^48 + redis.call('HINCRBY', K.meta, 'seq', 1))
-  redis.call('HSET', K.joined, ARG.user, now) -- for the funnel: its wait counts from now
-else
+if not place then place = tonumber(ARG.arrival) + redis.call('HINCRBY', K.meta, 'seq', 1) end
+redis.call('ZADD', K.wait, string.format('%d', place), ARG.user)
+if now < sale.starts then
   redis.call('HINCRBY', K.meta, 'early', 1)
+else
+  redis.call('HSET', K.joined, ARG.user, now) -- for the funnel: its wait counts from now
 end
-redis.call('ZADD', K.wait, score, ARG.user)
 redis.call('HINCRBY', K.meta, 'joined', 1)
 return answer(JOINED, read_ticket(K, ARG.user, now, sale), sale, now)
 `)
@@ -306,6 +341,9 @@ return answer(TICKET, t, sale, now)
 //
 // Returns {ADVANCED, admitted now, waiting, passes outstanding and unused, passes used},
 // or NO_SALE.
+//
+// Buyers are admitted in place order (the lowest scores of K.wait first); each admitted
+// ticket keeps its place, and the meta hash's through is the highest place admitted.
 //
 // Admission slots are spaced by interval = (10 s + tolerance) / (10 x admit - 1) and the
 // next slot is never older than now - tolerance when a run starts: a buyer admitted at
@@ -349,13 +387,14 @@ if sale.room and rate > 0 and avail > 0 and now >= sale.starts and now < sale.en
   if n > 0 then
     local popped = redis.call('ZPOPMIN', K.wait, n)
     n = #popped / 2
+    if n > 0 then redis.call('HSET', K.meta, 'through', string.format('%d', tonumber(popped[2 * n]))) end
     local before = redis.call('HINCRBY', K.meta, 'admitted', n) - n
     local exp = math.ceil((now + sale.pass_ttl * 1000) / 1000) * 1000
     redis.call('HSETNX', K.meta, 'epoch', string.format('%d', now))
     local since = now - tonumber(redis.call('HGET', K.meta, 'epoch'))
     for i = 1, n do
       local user = popped[2 * i - 1]
-      redis.call('HSET', K.tickets, user, string.format('%d %d %d', since, before + i, exp - now))
+      redis.call('HSET', K.tickets, user, string.format('%d %d %d %d', since, before + i, exp - now, tonumber(popped[2 * i])))
       redis.call('ZADD', K.passes, exp, user)
       -- for the funnel: its wait, from the later of its join and the start
       local joined = redis.call('HGET', K.joined, user)
@@ -366,4 +405,25 @@ if sale.room and rate > 0 and avail > 0 and now >= sale.starts and now < sale.en
   end
 end
 return {ADVANCED, n, redis.call('ZCARD', K.wait), open + n, rused}
+`)
+
+// statusScript reads a line's public status: what every waiting buyer reads, the same
+// for all of them.
+//
+// Returns {STATUS, state, admitted through, joined, admitted, admissions a second, units
+// left, now (unix ms)}, NO_SALE or NO_ROOM. The state is LINE_ENDED from the sale's
+// end, else LINE_BEFORE before its start, else LINE_SOLD_OUT with no unit left, else
+// LINE_ADMITTING.
+var statusScript = newScript([]string{"sale", "meta"}, []string{"clock"}, clockLua, `
+local sale = sale_state(K.sale)
+if not sale then return {NO_SALE} end
+if not sale.room then return {NO_ROOM} end
+local now = clock_ms(ARG.clock)
+local state = LINE_ADMITTING
+if now >= sale.ends then state = LINE_ENDED
+elseif now < sale.starts then state = LINE_BEFORE
+elseif sale.avail <= 0 then state = LINE_SOLD_OUT end
+local m = redis.call('HMGET', K.meta, 'through', 'joined', 'admitted')
+return {STATUS, state, tonumber(m[1] or '0'), tonumber(m[2] or '0'), tonumber(m[3] or '0'), sale.admit,
+  math.max(sale.avail, 0), now}
 `)

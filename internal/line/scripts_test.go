@@ -12,9 +12,10 @@ import (
 	"seckill/internal/testutil"
 )
 
-var scripts = map[string]*lineScript{"challenge": challengeScript, "join": joinScript, "read": readScript, "admit": admitScript}
+var scripts = map[string]*lineScript{"challenge": challengeScript, "join": joinScript, "read": readScript, "admit": admitScript,
+	"status": statusScript}
 
-// Go and Lua agree on the line's reply codes and ticket statuses: each has one code and
+// Go and Lua agree on the line's reply codes, ticket statuses and states: each has one code and
 // one Lua name, a real Redis reads the Lua constants as Go's table has them, every name
 // a script uses is one of them and each of them is used, and decode answers each code
 // with its values or its refusal's error, and anything else with an unexpected reply.
@@ -35,6 +36,13 @@ func TestReplyCodes(t *testing.T) {
 		names[s.lua] = true
 		want = append(want, int64(i))
 	}
+	for i, s := range lineStates {
+		if names[s.lua] {
+			t.Errorf("state %s: name used twice", s.lua)
+		}
+		names[s.lua] = true
+		want = append(want, int64(i))
+	}
 
 	rdb := testutil.StartRedis(t).Client(t)
 	all := make([]string, 0, len(names))
@@ -42,6 +50,9 @@ func TestReplyCodes(t *testing.T) {
 		all = append(all, r.lua)
 	}
 	for _, s := range ticketStatuses {
+		all = append(all, s.lua)
+	}
+	for _, s := range lineStates {
 		all = append(all, s.lua)
 	}
 	got, err := rdb.Eval(context.Background(), repliesLua()+"return {"+strings.Join(all, ", ")+"}", nil).Int64Slice()

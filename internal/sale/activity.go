@@ -2,12 +2,13 @@ package sale
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -340,6 +341,7 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 	if err != nil {
 		return Activity{}, fmt.Errorf("create activity: %w", err)
 	}
+	s.catalog.Expire() // this process's public reads show it at once
 	return s.view(a, map[int64]stock.Sale{a.ID: saleOf(a, a.StockTotal)}), nil
 }
 
@@ -397,14 +399,7 @@ func (s *Service) ListActivities(ctx context.Context, p Page) ([]Activity, int64
 // a snapshot of the whole list at most CatalogAge old (catalog): a flood of the public
 // list reaches MySQL at most once per CatalogAge in this process.
 func (s *Service) PublicActivities(ctx context.Context, p Page) ([]Activity, int64, error) {
-	// The load serves every request waiting for it: the first one's end is not its end.
-	all, err := s.catalog.get(context.WithoutCancel(ctx), func(ctx context.Context) ([]Activity, error) {
-		as, err := s.store.ListActivities(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list activities: %w", err)
-		}
-		return s.views(ctx, as)
-	})
+	all, err := s.publicList(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -423,6 +418,30 @@ func (s *Service) PublicActivities(ctx context.Context, p Page) ([]Activity, int
 		next = page[len(page)-1].ID
 	}
 	return page, next, nil
+}
+
+// publicList is every sale, newest first, from a snapshot at most CatalogAge old.
+func (s *Service) publicList(ctx context.Context) ([]Activity, error) {
+	return s.catalog.Get(ctx, s.loadPublicList)
+}
+
+// loadPublicList reads every sale from MySQL and shows each with the state Redis has
+// now. While MySQL does not answer, the sales it last read are shown (a sale's own
+// fields seldom change; its units, status and window are Redis'), and that is said in
+// the log once per load, not once per request: buyers keep seeing the sales, and the
+// lines' status, through a MySQL outage, as purchases go on through it.
+func (s *Service) loadPublicList(ctx context.Context) ([]Activity, error) {
+	as, err := s.store.ListActivities(ctx)
+	switch last := s.catalogRows.Load(); {
+	case err == nil:
+		s.catalogRows.Store(&as)
+	case last == nil:
+		return nil, fmt.Errorf("list activities: %w", err)
+	default:
+		slog.Warn("public sales: MySQL did not answer; showing the sales it last listed, with Redis' figures", "err", err)
+		as = *last
+	}
+	return s.views(ctx, as)
 }
 
 // views shows stored sales with the state Redis has now.
@@ -448,38 +467,32 @@ func (s *Service) views(ctx context.Context, as []store.Activity) ([]Activity, e
 // Redis.
 const CatalogAge = time.Second
 
-// catalog is the public list of sales as one snapshot, loaded again when it is older
-// than CatalogAge and asked for, by one request while the others wait for it. A load
-// that failed is kept as long: its error is every answer until then.
-type catalog struct {
-	mu   sync.Mutex
-	at   time.Time // of the last load; zero before the first
-	list []Activity
-	err  error
-}
-
-// get returns the snapshot, loading it first when it is older than CatalogAge.
-func (c *catalog) get(ctx context.Context, load func(context.Context) ([]Activity, error)) ([]Activity, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.at.IsZero() || time.Since(c.at) >= CatalogAge {
-		c.list, c.err = load(ctx)
-		c.at = time.Now()
-	}
-	return c.list, c.err
-}
-
-// ids are the sales of the last snapshot that are not archived, without loading one.
-func (c *catalog) ids() []int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ids := make([]int64, 0, len(c.list))
-	for _, a := range c.list {
+// catalogIDs are the sales of the last snapshot of the public list that are not
+// archived, without loading one.
+func (s *Service) catalogIDs() []int64 {
+	list, _ := s.catalog.Last()
+	ids := make([]int64, 0, len(list))
+	for _, a := range list {
 		if a.ArchivedAt == nil { // an archived sale has no Redis state
 			ids = append(ids, a.ID)
 		}
 	}
 	return ids
+}
+
+// PublicActivity returns one sale as PublicActivities shows it, from the same snapshot:
+// a crowd reading a sale, or asking for sales that do not exist (ErrNotFound), reaches
+// MySQL at most once per CatalogAge in this process.
+func (s *Service) PublicActivity(ctx context.Context, id int64) (Activity, error) {
+	all, err := s.publicList(ctx)
+	if err != nil {
+		return Activity{}, err
+	}
+	i, found := slices.BinarySearchFunc(all, id, func(a Activity, id int64) int { return cmp.Compare(id, a.ID) }) // newest first
+	if !found {
+		return Activity{}, ErrNotFound
+	}
+	return all[i], nil
 }
 
 // GetActivity returns one sale or ErrNotFound.
@@ -648,6 +661,7 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 	if err != nil {
 		return Activity{}, fmt.Errorf("patch activity: %w", err)
 	}
+	s.catalog.Expire()
 	return s.liveView(ctx, a)
 }
 

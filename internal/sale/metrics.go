@@ -115,7 +115,7 @@ func (c stockCollector) Describe(ch chan<- *prometheus.Desc) { ch <- stockDesc }
 func (c stockCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	sales, err := c.s.stock.Sales(ctx, c.s.catalog.ids())
+	sales, err := c.s.stock.Sales(ctx, c.s.catalogIDs())
 	if err != nil {
 		return // a scrape while Redis is down shows no stock figures
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -18,6 +19,7 @@ import (
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/queue"
+	"seckill/internal/snapshot"
 	"seckill/internal/stock"
 	"seckill/internal/store"
 )
@@ -84,7 +86,9 @@ type Service struct {
 	metrics *metrics
 	commits committer
 	rebuild *Rebuilder
-	catalog catalog
+	catalog *snapshot.Value[[]Activity] // the public list of sales (PublicActivities)
+	// catalogRows are the sales MySQL last listed for it.
+	catalogRows atomic.Pointer[[]store.Activity]
 	// archived holds the ids of the sales this process found archived (an archived sale
 	// stays so): their purchases are answered from MySQL without asking Redis.
 	archived sync.Map
@@ -123,7 +127,7 @@ type Service struct {
 func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, outages Outages, q Enqueuer, locks Locker) *Service {
 	s := &Service{store: st, stock: sk, orders: orders, outages: outages, queue: q, locks: locks, now: time.Now,
 		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second, ListMargin: 10 * time.Second,
-		rebuild: NewRebuilder(st, sk)}
+		rebuild: NewRebuilder(st, sk), catalog: snapshot.New[[]Activity]("public sales", CatalogAge)}
 	s.commits.flush = s.commitBatch
 	return s
 }

@@ -569,3 +569,127 @@ func TestNginxRealIPBehindABalancer(t *testing.T) {
 		})
 	}
 }
+
+// The front keeps the public reads (the sale list, a sale, a line's status) as the APIs
+// mark them: a crowd of each costs the backend about one request per path per second,
+// their 404 and 409 too, and a page of the list is kept apart from another. Nothing
+// else is kept: an answer marked private, a request with a token, a write, any other
+// route. A listed origin's answer is kept apart from the others', and Origins the list
+// does not hold share one copy.
+func TestNginxKeepsPublicReads(t *testing.T) {
+	const shop = "https://shop.example"
+	var mu sync.Mutex
+	seen := map[string]int{} // backend requests by "METHOD path?query origin"
+	b := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Method+" "+r.URL.RequestURI()+" "+r.Header.Get("Origin")]++
+		mu.Unlock()
+		h := w.Header()
+		if r.Header.Get("Authorization") != "" || strings.Contains(r.URL.Path, "private") {
+			h.Set("Cache-Control", "private, no-store")
+		} else { // as the APIs mark a public read (internal/handler/shared.go)
+			h.Set("Cache-Control", "public, max-age=1")
+			h.Set("X-Accel-Expires", fmt.Sprintf("@%d", time.Now().Add(500*time.Millisecond).Unix()))
+		}
+		h.Set("Vary", "Origin")
+		if r.Header.Get("Origin") == shop {
+			h.Set("Access-Control-Allow-Origin", shop)
+		}
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/404"):
+			w.WriteHeader(http.StatusNotFound)
+		case strings.HasSuffix(r.URL.Path, "/409/line/status"):
+			w.WriteHeader(http.StatusConflict)
+		}
+		fmt.Fprintf(w, `{"at":%d}`, time.Now().UnixNano())
+	})
+	ngx := StartNginxLogged(t, []string{b}, Front{RateIP: 1_000_000, InFlight: 65535, CORSOrigins: shop})
+	url := ngx.URL
+	t.Cleanup(func() {
+		if t.Failed() {
+			log, _ := os.ReadFile(ngx.ErrorLog)
+			t.Logf("nginx's error log:\n%s", log)
+		}
+	})
+	type ask struct {
+		method, path string
+		header       []string
+	}
+	kept := []ask{
+		{"GET", "/api/v1/activities", nil},
+		{"GET", "/api/v1/activities?limit=5", nil},
+		{"GET", "/api/v1/activities/7", nil},
+		{"GET", "/api/v1/activities/7/line/status", nil},
+		{"GET", "/api/v1/activities/404", nil},
+		{"GET", "/api/v1/activities/409/line/status", nil},
+		{"GET", "/api/v1/activities/8", []string{"Origin", shop}},
+		{"GET", "/api/v1/activities/9", []string{"Origin", "https://a.example"}},
+		{"GET", "/api/v1/activities/9", []string{"Origin", "https://b.example"}},
+		{"GET", "/api/v1/activities/9", nil},
+	}
+	passed := []ask{
+		{"GET", "/api/v1/activities/77", []string{"Authorization", "Bearer x"}},
+		{"GET", "/api/v1/activities/private", nil},
+		{"GET", "/api/v1/activities/7/line", nil},
+		{"GET", "/api/v1/orders", nil},
+		{"POST", "/api/v1/activities/7/line", nil},
+	}
+	const rounds = 300
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, a := range append(append([]ask{}, kept...), passed...) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				resp, body := send(t, a.method, url+a.path, a.header...)
+				if resp.StatusCode >= 500 || !strings.HasPrefix(string(body), `{"at":`) {
+					t.Errorf("%s %s: %d %s", a.method, a.path, resp.StatusCode, body)
+					return
+				}
+				if a.path == "/api/v1/activities/8" && resp.Header.Get("Access-Control-Allow-Origin") != shop {
+					t.Errorf("the listed origin got an answer without its CORS header")
+					return
+				}
+				if a.path == "/api/v1/activities/9" && resp.Header.Get("Access-Control-Allow-Origin") != "" {
+					t.Errorf("an origin not listed got the CORS header %q", resp.Header.Get("Access-Control-Allow-Origin"))
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	seconds := time.Since(start).Seconds()
+	mu.Lock()
+	defer mu.Unlock()
+	atBackend := func(a ask) int {
+		n := 0
+		for k, v := range seen {
+			if strings.HasPrefix(k, a.method+" "+a.path+" ") {
+				n += v
+			}
+		}
+		return n
+	}
+	t.Logf("requests at the backend in %.1fs: %v", seconds, seen)
+	// About one a second, at each second's start; a second more for the clock's edges.
+	most := int(seconds) + 2
+	for _, a := range kept {
+		if a.path == "/api/v1/activities/9" {
+			most = 3 * (int(seconds) + 2) // the three ask the same path: one copy
+		}
+		if n := atBackend(a); n < 1 || n > most {
+			t.Errorf("%s %s %v: %d of %d requests in %.1fs reached the backend, want 1 to %d", a.method, a.path, a.header, n,
+				rounds, seconds, most)
+		}
+	}
+	if n := atBackend(ask{"GET", "/api/v1/activities/9", nil}); n > int(seconds)+2 {
+		t.Errorf("the answer without a listed origin was kept apart per Origin: %d requests reached the backend", n)
+	}
+	for _, a := range passed {
+		if n := atBackend(a); n != rounds {
+			t.Errorf("%s %s %v: %d of %d requests reached the backend, want all", a.method, a.path, a.header, n, rounds)
+		}
+	}
+}

@@ -31,8 +31,9 @@ type RedisServer struct {
 	args []string
 	sec  *RedisSecurity // nil: plaintext, no users
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	reader *redis.Client // Calls' own, one connection: its set-up is counted once
 }
 
 // StartRedis starts a redis-server for the test and stops it at cleanup. Extra
@@ -313,4 +314,42 @@ func SaleKeys(t testing.TB, rdb redis.UniversalClient, activityID int64) []strin
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// Calls returns how many commands the server has run, those scripts run included, INFO
+// (the tests' own reads of this figure, on a connection of their own) left out: the
+// difference over a stretch of a test is what the service asked of Redis in it (INFO
+// commandstats).
+func (s *RedisServer) Calls(t testing.TB) int64 {
+	t.Helper()
+	s.mu.Lock()
+	if s.reader == nil {
+		opts := s.sec.adminOptions(s.Addr)
+		opts.PoolSize, opts.MinIdleConns = 1, 1
+		s.reader = redis.NewClient(opts)
+		t.Cleanup(func() { _ = s.reader.Close() })
+	}
+	reader := s.reader
+	s.mu.Unlock()
+	info, err := reader.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatalf("INFO commandstats of %s: %v", s.Addr, err)
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\n") {
+		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" {
+			continue
+		}
+		calls, ok := strings.CutPrefix(fields, "calls=")
+		if !ok {
+			t.Fatalf("INFO commandstats line %q", line)
+		}
+		c, err := strconv.ParseInt(calls[:strings.IndexByte(calls+",", ',')], 10, 64)
+		if err != nil {
+			t.Fatalf("INFO commandstats line %q: %v", line, err)
+		}
+		n += c
+	}
+	return n
 }

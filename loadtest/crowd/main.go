@@ -16,6 +16,11 @@
 //	              sale's scripts, and an audit of each sale
 //	crowd soak    a steady crowd for minutes on a sale nobody pays for: Redis', the
 //	              API's and the worker's memory every 30 s, levelling off or not
+//	crowd waiting  what a waiting crowd costs: the line's status and the sale straight
+//	              at the APIs in turns with /healthz; then, through the nginx front,
+//	              buyers waiting in a line as the buyer's page does beside a crowd
+//	              reading the sale and the status: requests/s that reached the APIs,
+//	              when each buyer saw its admission, its purchase's time
 //	crowd drops   many short sales run to their end (bought, paid, cancelled), then
 //	              archived by the worker (SECKILL_SALE_RETENTION short): the time to their
 //	              archive, what the API answers for them, Redis's keys and memory; run
@@ -120,7 +125,7 @@ func (c *common) db() (*sql.DB, error) {
 
 func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 	if len(args) == 0 {
-		return false, fmt.Errorf("usage: crowd audit|waitlist|ratios|compare|overload|hot|soak|drops|plot|sale|token [flags]  (crowd MODE -h lists the flags)")
+		return false, fmt.Errorf("usage: crowd audit|waitlist|ratios|compare|overload|hot|soak|drops|waiting|plot|sale|token [flags]  (crowd MODE -h lists the flags)")
 	}
 	mode, args := args[0], args[1:]
 	fs := flag.NewFlagSet("crowd "+mode, flag.ContinueOnError)
@@ -280,6 +285,35 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 			return false, fmt.Errorf("-times, -attack, -phase, -buyers and -max-open must be positive")
 		}
 		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runOverload(ctx, w, a, db, cfg) })
+	case "waiting":
+		var cfg waitingConfig
+		c.register(fs, 64)
+		fs.StringVar(&cfg.Front, "front", "", "base URL of the project's nginx in front of the APIs of -api (required)")
+		metrics := fs.String("metrics", "", "the APIs' /metrics URLs, comma-separated: what reached them (required)")
+		fs.IntVar(&cfg.Buyers, "buyers", 500, "buyers waiting in the line, each polling its status every 1 to 1.5 s")
+		fs.IntVar(&cfg.Rate, "rate", 100, "the line's admit_per_second")
+		fs.DurationVar(&cfg.Lead, "lead", 10*time.Second, "from the sale's creation to its start: the buyers join meanwhile")
+		fs.Int64Var(&cfg.FirstUser, "first-user", 40_000_000, "user id of the first buyer")
+		fs.IntVar(&cfg.Watchers, "watchers", 64, "connections reading the sale and its status through the front, as fast as it answers")
+		fs.DurationVar(&cfg.Phase, "phase", 9*time.Second, "the direct phase: healthz, the status and the sale in turns of 1 s")
+		watch := fs.String("watch", "", "name=pid,... of processes whose CPU use the phases report")
+		if err := fs.Parse(args); err != nil {
+			return false, err
+		}
+		var err error
+		if cfg.Watch, err = parseWatch(*watch); err != nil {
+			return false, err
+		}
+		for u := range strings.SplitSeq(*metrics, ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				cfg.Metrics = append(cfg.Metrics, u)
+			}
+		}
+		if cfg.Front == "" || len(cfg.Metrics) == 0 || cfg.Buyers < 1 || cfg.Rate < 1 || cfg.Watchers < 1 {
+			return false, fmt.Errorf("-front and -metrics are required; -buyers, -rate and -watchers must be positive")
+		}
+		cfg.Conns = c.conns
+		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runWaiting(ctx, w, a, db, cfg) })
 	case "hot":
 		var cfg hotConfig
 		c.register(fs, 100)
@@ -398,7 +432,7 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		_, err = fmt.Fprintln(w, tok)
 		return err == nil, err
 	}
-	return false, fmt.Errorf("unknown mode %q (want audit, waitlist, ratios, compare, overload, hot, soak, plot, sale or token)", mode)
+	return false, fmt.Errorf("unknown mode %q (want audit, waitlist, ratios, compare, overload, hot, soak, drops, waiting, plot, sale or token)", mode)
 }
 
 func withAPI(ctx context.Context, c common, f func(*api, *sql.DB) (bool, error)) (bool, error) {

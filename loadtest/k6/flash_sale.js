@@ -27,15 +27,11 @@
 // in five sign in with what an identity provider names them (subjectOf).
 import http from 'k6/http';
 import { check } from 'k6';
-import crypto from 'k6/crypto';
-import encoding from 'k6/encoding';
 import exec from 'k6/execution';
+import { createSale, token } from './tokens.js';
 import { Counter, Rate, Trend } from 'k6/metrics';
 
-// internal/config.DevJWTSecret: the public secret of dev mode.
-const DEV_SECRET = 'seckill-dev-secret-do-not-use-in-production';
 const BASE = (__ENV.BASE_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
-const SECRET = __ENV.SECKILL_JWT_SECRET || DEV_SECRET;
 const VUS = parseInt(__ENV.VUS || '100', 10);
 const STOCK = parseInt(__ENV.STOCK || '20000', 10);
 const LIMIT = parseInt(__ENV.LIMIT || '2', 10);
@@ -81,10 +77,6 @@ export const options = {
 
 http.setResponseCallback(http.expectedStatuses(200, 201, 202, 409, 429));
 
-function b64url(s) {
-  return encoding.b64encode(s, 'rawurl');
-}
-
 // subjectOf is buyer number n's subject: an Auth0 subject or a UUID for two in five, as
 // identity providers name buyers, else the decimal user id n.
 function subjectOf(n) {
@@ -94,15 +86,6 @@ function subjectOf(n) {
     case 4: return `7c9e6679-7425-40de-8000-${hex}`;
     default: return String(n);
   }
-}
-
-// token signs an HS256 JWT: sub = the subject, role, exp.
-function token(subject, role) {
-  const now = Math.floor(Date.now() / 1000);
-  const head = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
-  const body = b64url(JSON.stringify({ sub: subject, role: role, iat: now, exp: now + 3600 }));
-  const sig = crypto.hmac('sha256', SECRET, `${head}.${body}`, 'base64rawurl');
-  return `${head}.${body}.${sig}`;
 }
 
 // variants splits STOCK over VARIANTS variants named V0, V1, ... (none for a plain sale).
@@ -123,13 +106,7 @@ export function setup() {
   };
   if (VARIANTS > 0) sale.variants = variants();
   else sale.stock = STOCK;
-  const res = http.post(`${BASE}/api/v1/admin/activities`, JSON.stringify(sale),
-    { headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token('1', 'admin')}` },
-      tags: { name: 'create_sale' } });
-  if (res.status !== 201) {
-    throw new Error(`create sale: ${res.status} ${res.body}`);
-  }
-  return { id: res.json('id') };
+  return { id: createSale(BASE, sale, http) };
 }
 
 function code(res) {

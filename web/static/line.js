@@ -1,13 +1,22 @@
 // The waiting room on the buyer's page: a sale with waiting_room shows "Join the line"
 // (solving the ALTCHA proof-of-work first when the sale asks for one, with the widget
-// vendored under vendor/altcha and its progress shown), then the ticket, read every
-// second: place, people ahead, units left, the countdown to the lottery at the start,
-// "your turn: buy within mm:ss" once admitted, and sold out as soon as it happens. The
-// purchase of an admitted buyer carries the ticket's pass (X-Sale-Pass).
+// vendored under vendor/altcha and its progress shown), then the ticket: place, people
+// ahead, units left, the countdown to the lottery at the start, "your turn: buy within
+// mm:ss" once admitted, and sold out as soon as it happens. The purchase of an admitted
+// buyer carries the ticket's pass (X-Sale-Pass).
+//
+// A waiting buyer costs the service nothing per poll: the page reads its ticket (with
+// the token) when the page opens and on a join, then polls the line's public status
+// (no token, the same answer for everyone, which the front or a CDN answers) every 1 to
+// 1.5 s, and reads the ticket once more, for the pass, when the status's
+// admitted_through reaches the ticket's place.
 import './vendor/altcha/altcha.js';
 import { api, clock, duration, el, setText, poller } from './common.js';
 
-// activity id -> {ticket, at, busy, error, solving, solvingSince, widget}
+// activity id -> {ticket, at, busy, error, solving, solvingSince, widget, missing,
+// checked (the ticket was read once), due (to be read again: the status admitted it),
+// status (the line's public status), afterStart (the ticket was read after the start,
+// when its position is final)}
 const lines = new Map();
 let session = null;
 let onChange = () => {};
@@ -22,7 +31,8 @@ export function setupLines(s, changed) {
 const lineOf = (id) => {
   let l = lines.get(id);
   if (!l) {
-    l = { ticket: null, at: 0, busy: false, error: '', solving: false, solvingSince: 0, widget: null, missing: false };
+    l = { ticket: null, at: 0, busy: false, error: '', solving: false, solvingSince: 0, widget: null, missing: false,
+      checked: false, due: false, status: null, afterStart: false };
     lines.set(id, l);
   }
   return l;
@@ -43,10 +53,20 @@ function mmss(ms) {
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
 }
 
+// shown is the ticket as it stands now: a waiting ticket reads sold_out while the
+// line's status says the line is closed, and waiting again if it opens again.
+function shown(l) {
+  const t = l.ticket;
+  if (!t || t.status !== 'waiting' && t.status !== 'sold_out' || !l.status) return t;
+  const closed = l.status.state === 'sold_out' || l.status.state === 'ended';
+  return { ...t, status: closed ? 'sold_out' : 'waiting', units_left: l.status.units_left };
+}
+
 // lineText is the sentence a ticket says now, and its kind (for the style). status is
 // the sale's own (upcoming, active, sold_out, ended), which a ticket of an admitted
 // buyer does not repeat.
-function lineText(a, t, status) {
+function lineText(a, l, status) {
+  const t = shown(l);
   const now = clock.now();
   const start = Date.parse(a.starts_at);
   if (t.status === 'sold_out' || (t.status === 'admitted' && (status === 'sold_out' || status === 'ended'))) {
@@ -71,10 +91,19 @@ function lineText(a, t, status) {
     return { kind: 'state', text: `You are in the line. The lottery in ${mmss(start - now)} places everyone `
       + `who joined before the start in a random order, so joining early gives no edge. ${units} for sale.` };
   }
+  const st = l.status;
+  if (!l.afterStart) {
+    // Read before the lottery: the place is drawn, its rank among the others is not known here.
+    const admitted = st ? `${plural(st.admitted, 'buyer', 'buyers')} of ${st.joined.toLocaleString('en-US')} let in so far, ` : '';
+    return { kind: 'state', text: `You are in the line, placed by the lottery. ${admitted}${units} left.` };
+  }
+  // The position read after the start is final; those admitted since were ahead.
+  const ahead = Math.max(0, t.position - 1 - (st ? st.admitted : t.position - 1 - t.ahead));
   let text = [`You are number ${t.position.toLocaleString('en-US')} in line`,
-    t.ahead === 0 ? 'nobody is ahead of you' : `${plural(t.ahead, 'person', 'people')} ahead of you`,
+    ahead === 0 ? 'nobody is ahead of you' : `${plural(ahead, 'person', 'people')} ahead of you`,
     `${units} left`].join(', ') + '.';
-  if (t.estimated_wait_seconds > 0) text += ` Estimated wait: about ${duration(t.estimated_wait_seconds * 1000)}.`;
+  const rate = (st && st.admit_per_second) || a.admit_per_second;
+  if (ahead > 0 && rate > 0) text += ` Estimated wait: about ${duration(Math.ceil(ahead / rate) * 1000)}.`;
   return { kind: 'state', text };
 }
 
@@ -102,10 +131,10 @@ export function renderLine(entry, status) {
       + `(${Math.floor((Date.now() - l.solvingSince) / 1000)} s so far, about a second on a phone).`);
   }
   const state = el(box, '.line-state');
-  const said = l.ticket ? lineText(a, l.ticket, status) : (l.error ? { kind: 'error', text: l.error } : null);
+  const said = l.ticket ? lineText(a, l, status) : (l.error ? { kind: 'error', text: l.error } : null);
   setText(state, said ? said.text : '');
   state.className = `line-state ${said ? said.kind : ''}`;
-  entry.node.dataset.line = l.ticket ? l.ticket.status : '';
+  entry.node.dataset.line = l.ticket ? shown(l).status : '';
   return admittedPass(a.id) !== '';
 }
 
@@ -190,9 +219,8 @@ async function send(entry, body) {
   const res = await api('POST', `/api/v1/activities/${a.id}/line`, { token: session.token, body });
   l.busy = false;
   if (res.ok) {
-    l.ticket = res.data;
-    l.at = Date.now();
-    ticketsPoll.kick();
+    took(l, res.data, a);
+    statusPoll.kick();
   } else {
     l.error = joinError(res, a);
   }
@@ -200,43 +228,81 @@ async function send(entry, body) {
   if (res.ok) el(entry.node, '.line-state').focus?.();
 }
 
-// refreshTickets reads the ticket of every waiting-room sale the buyer may have joined.
+// took keeps a ticket of the sale a just read.
+function took(l, t, a) {
+  l.ticket = t;
+  l.at = Date.now();
+  l.missing = false;
+  l.checked = true;
+  l.due = false;
+  l.afterStart = clock.now() >= Date.parse(a.starts_at);
+}
+
 let cards = () => [];
 export function trackCards(list) {
   cards = list;
 }
 
+// ticketsPoll reads, with the token, the tickets the page needs: each waiting-room
+// sale's once (has the buyer joined it?), and a waiting one again when the line's
+// status has admitted its place (for the pass).
 const ticketsPoll = poller(async () => {
   if (!session || !session.token) return 2000;
-  let fast = false;
   for (const entry of cards()) {
     const a = entry.data;
     if (!a.waiting_room) continue;
     const l = lineOf(a.id);
-    if (l.missing && !l.ticket) continue; // never joined: nothing to read until a join
+    if (l.checked && !l.due) continue;
+    const before = l.at;
     const res = await api('GET', `/api/v1/activities/${a.id}/line`, { token: session.token });
+    if (l.at !== before) continue; // a join answered meanwhile: its ticket is newer
     if (res.ok) {
-      l.ticket = res.data;
-      l.at = Date.now();
-      l.missing = false;
-      fast ||= ['waiting', 'admitted'].includes(res.data.status);
+      took(l, res.data, a);
+      statusPoll.kick();
     } else if (res.status === 404) {
       // A place the line no longer knows (lost with a Redis master's last writes in a
       // failover): say so, and offer the join again.
       if (l.ticket) l.error = 'Your place in line was lost by the server: join the line again.';
       l.ticket = null;
       l.missing = true;
+      l.checked = true;
+      l.due = false;
     } else if (res.status === 429) {
       return (res.retryAfter || 1) * 1000;
+    } else {
+      return 2000; // asked again in a moment
     }
     onChange(entry);
   }
-  return fast ? 1000 : 3000;
+  return 1000;
+});
+
+// statusPoll reads the public status of each line the buyer waits in, every 1 to 1.5 s
+// (the jitter keeps a crowd's polls from bunching up): no token, so the front or a CDN
+// answers it.
+const statusPoll = poller(async () => {
+  let waiting = false;
+  for (const entry of cards()) {
+    const a = entry.data;
+    const l = lines.get(a.id);
+    if (!a.waiting_room || !l || !l.ticket || !['waiting', 'sold_out'].includes(l.ticket.status)) continue;
+    waiting = true;
+    const res = await api('GET', `/api/v1/activities/${a.id}/line/status`);
+    if (!res.ok) continue; // a missed poll: the next comes in a second
+    l.status = res.data;
+    if (res.data.admitted_through >= l.ticket.place && !l.due) {
+      l.due = true;
+      ticketsPoll.kick();
+    }
+    onChange(entry);
+  }
+  return waiting ? 1000 + Math.random() * 500 : 2000;
 });
 
 // startLines begins reading tickets; forgetLines drops them (sign-out).
 export function startLines() {
   ticketsPoll.kick();
+  statusPoll.kick();
 }
 
 export function forgetLines() {
@@ -244,5 +310,8 @@ export function forgetLines() {
     l.ticket = null;
     l.missing = false;
     l.error = '';
+    l.checked = false;
+    l.due = false;
+    l.status = null;
   }
 }
