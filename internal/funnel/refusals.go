@@ -32,15 +32,15 @@ type Refusals struct {
 	sales sync.Map // activity id -> *saleRefusals
 	count atomic.Int64
 	// maxSales bounds the sales with counters: a path's id is the client's. Past it a
-	// refusal of one more sale is not counted, and each flush forgets the sales it
-	// found without refusals.
+	// refusal of one more sale is not counted (a sale that has its counters keeps them
+	// while it has refusals), and each flush forgets the sales it found without any.
 	maxSales int64
 }
 
 // commonCodes are the refusals counted without a lock; any other code takes its sale's
 // mutex.
 var commonCodes = [...]string{"sold_out", "limit_exceeded", "not_admitted", "rate_limited", "busy", "sale_not_started",
-	"sale_ended", "invalid_request", "not_found"}
+	"sale_ended", "invalid_request", "unauthorized"}
 
 func commonCode(code string) int {
 	for i, c := range commonCodes {

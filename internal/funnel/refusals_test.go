@@ -33,7 +33,7 @@ func TestRefusalsFlush(t *testing.T) {
 			r := apis[g%2]
 			for i := range 500 {
 				r.Count(1, []string{"sold_out", "limit_exceeded", "not_admitted", "rate_limited", "busy"}[i%5])
-				r.Count(99, "not_found") // no such sale in Redis
+				r.Count(99, "sale_ended") // no such sale in Redis
 			}
 		}()
 	}
@@ -77,7 +77,7 @@ func TestRefusalsBounded(t *testing.T) {
 	r := NewRefusals()
 	r.maxSales = 3
 	for id := range int64(10) {
-		r.Count(id, "not_found")
+		r.Count(id, "unauthorized")
 	}
 	if got := len(r.take()); got != 3 {
 		t.Errorf("%d sales counted, want 3", got)

@@ -88,8 +88,9 @@ func (m *metrics) observe(c *gin.Context) {
 	if o, ok := purchaseOutcome(status, code); ok && m.answers != nil {
 		m.answers.Count(id, o)
 	}
-	if m.refusals != nil && status >= 400 && status < 500 && code != "" {
-		m.refusals.Count(id, code) // the funnel's, flushed to Redis in batches
+	// The funnel's, flushed to Redis in batches; a 404 names no sale to count it for.
+	if m.refusals != nil && status >= 400 && status < 500 && code != "" && status != http.StatusNotFound {
+		m.refusals.Count(id, code)
 	}
 }
 
