@@ -272,7 +272,7 @@ func seconds(ms int64) float64 { return float64(ms) / 1000 }
 func (f Figures) Rows() [][2]string {
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	s := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	rows := [][2]string{{"activity_id", n(f.ActivityID)}, {"as_of", f.AsOf.Format(time.RFC3339Nano)}}
+	rows := [][2]string{{"activity_id", n(f.ActivityID)}, {"as_of", f.AsOf.Format(apitime.Layout)}}
 	if l := f.Line; l != nil {
 		rows = append(rows, [][2]string{{"line.joined", n(l.Joined)}, {"line.joined_before_start", n(l.JoinedBeforeStart)},
 			{"line.admitted", n(l.Admitted)}, {"line.passes_expired", n(l.PassesExpired)}}...)
@@ -291,10 +291,10 @@ func (f Figures) Rows() [][2]string {
 		{"orders.refunded", n(o.Refunded)}, {"orders.offered", n(o.Offered)},
 		{"units.sold", n(u.Sold)}, {"units.returned", n(u.Returned)}, {"units.to_waitlist", n(u.ToWaitlist)}}...)
 	if f.FirstPurchaseAt != nil {
-		rows = append(rows, [2]string{"first_purchase_at", f.FirstPurchaseAt.Format(time.RFC3339Nano)})
+		rows = append(rows, [2]string{"first_purchase_at", f.FirstPurchaseAt.Format(apitime.Layout)})
 	}
 	if f.SoldOutAt != nil {
-		rows = append(rows, [2]string{"sold_out_at", f.SoldOutAt.Format(time.RFC3339Nano)},
+		rows = append(rows, [2]string{"sold_out_at", f.SoldOutAt.Format(apitime.Layout)},
 			[2]string{"sell_out_seconds", s(*f.SellOutSeconds)})
 	}
 	if p := f.PaySeconds; p != nil {

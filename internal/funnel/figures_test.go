@@ -127,7 +127,7 @@ func TestRows(t *testing.T) {
 	for _, r := range f.Rows() {
 		got = append(got, r[0]+","+r[1])
 	}
-	want := []string{"activity_id,7", "as_of,2026-12-01T12:00:00Z", "purchases.accepted,3",
+	want := []string{"activity_id,7", "as_of,2026-12-01T12:00:00.000Z", "purchases.accepted,3",
 		"purchases.refused.limit_exceeded,2", "purchases.refused.sold_out,12", "orders.created,3", "orders.paid,1",
 		"orders.cancelled,0", "orders.expired,0", "orders.failed,0", "orders.refunded,0", "orders.offered,0",
 		"units.sold,0", "units.returned,0", "units.to_waitlist,0"}
