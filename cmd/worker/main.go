@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"seckill/internal/config"
+	"seckill/internal/funnel"
 	"seckill/internal/health"
 	"seckill/internal/line"
 	"seckill/internal/lock"
@@ -30,6 +31,7 @@ import (
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
+	"seckill/internal/telemetry"
 	"seckill/internal/worker"
 )
 
@@ -59,10 +61,18 @@ func run(ctx context.Context) error {
 	if _, err := cfg.CheckMySQL(ctx); err != nil {
 		return err
 	}
+	tracing, err := telemetry.Start(ctx, telemetry.Worker) // nil: off (no OTLP endpoint set)
+	if err != nil {
+		return err
+	}
+	defer tracing.Close()
 	rdb := cfg.Redis()
 	defer rdb.Close()
 	db, err := cfg.MySQL()
 	if err != nil {
+		return err
+	}
+	if err := tracing.Instrument(rdb, db); err != nil {
 		return err
 	}
 
@@ -76,6 +86,9 @@ func run(ctx context.Context) error {
 	persister := worker.NewPersister(st, sk, outages, cfg.PersistBatch)
 	rebuilder := sale.NewRebuilder(st, sk)
 	persister.LostSale = rebuilder.Kick // a task whose sale Redis lost starts its rebuild
+	if tracing.On() {
+		persister.Tracer = tracing.Provider()
+	}
 	reg := prometheus.NewRegistry()
 	inspector := asynq.NewInspectorFromRedisClient(rdb)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -124,6 +137,9 @@ func run(ctx context.Context) error {
 	// periodic job.
 	deliverer := outbox.NewDeliverer(db, cfg.WebhookAllowPrivate)
 	deliverer.Register(reg)
+	if tracing.On() {
+		deliverer.Tracer = tracing.Provider()
+	}
 
 	locks := lock.New(rdb)
 	defer locks.Close()
@@ -131,8 +147,10 @@ func run(ctx context.Context) error {
 	lifecycle := order.New(st, sk, outages)
 	lifecycle.Offers = enqueuer // the waitlist's orders of units that come back
 	repairer := worker.NewRepairer(st, sk, enqueuer, persister)
-	admitter := line.NewAdmitter(line.New(ap, nil, nil), st)
+	lines := line.New(ap, nil, nil)
+	admitter := line.NewAdmitter(lines, st)
 	archiver := sale.NewArchiver(st, sk, cfg.SaleRetention)
+	archiver.Keeper = funnel.New(db, ap, st, sk, lines) // a sale's funnel outlives its Redis state
 	archiver.Register(reg)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()

@@ -22,6 +22,7 @@ import (
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
 	"seckill/internal/buyer"
+	"seckill/internal/funnel"
 	"seckill/internal/health"
 	"seckill/internal/line"
 	"seckill/internal/presence"
@@ -117,6 +118,13 @@ type Options struct {
 	// by purchases of a waiting-room sale.
 	Line   Line
 	Passes *auth.Passes
+	// Funnel answers the sales' funnels; nil answers their route 404. Refusals, when
+	// set, counts the purchases refused (4xx) per sale and error code for them.
+	Funnel   Funnel
+	Refusals *funnel.Refusals
+	// Trace, when set, starts the server span of each request (telemetry.Tracing.Gin):
+	// the first middleware, so the span covers the whole answer.
+	Trace gin.HandlerFunc
 	// Ready answers /readyz (health.Probe: Redis needed, MySQL reported); nil answers
 	// ready with nothing checked, for tests of the routes alone.
 	Ready *health.Probe
@@ -139,6 +147,8 @@ type Handler struct {
 	cursors *auth.Cursors
 	hooks   Webhooks
 	ready   *health.Probe
+	trace   gin.HandlerFunc
+	funnels Funnel
 	// statuses are the lines' public statuses as last encoded (shared.go).
 	statuses answers[line.Status]
 
@@ -175,8 +185,8 @@ func New(svc Service, o Options) *Handler {
 	}, func() float64 { return float64(gate.InFlight()) }))
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP), gate: gate,
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
-		metrics: newMetrics(o.Registry, o.Answers), now: o.Now, proxies: o.TrustedProxies,
-		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready,
+		metrics: newMetrics(o.Registry, o.Answers, o.Refusals), now: o.Now, proxies: o.TrustedProxies,
+		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready, trace: o.Trace, funnels: o.Funnel,
 		cursors: auth.NewCursors(o.JWTSecret), bodyTimeout: o.BodyTimeout}
 }
 
@@ -192,6 +202,9 @@ func (h *Handler) Routes() http.Handler {
 	r.RemoteIPHeaders = []string{"X-Forwarded-For"}
 	if err := r.SetTrustedProxies(h.proxies); err != nil {
 		slog.Error("trusted proxies: an entry is refused", "proxies", h.proxies, "err", err)
+	}
+	if h.trace != nil {
+		r.Use(h.trace)
 	}
 	r.Use(h.recover, h.metrics.observe)
 	if h.cors != nil { // before every other check, so their refusals carry its headers
@@ -260,6 +273,8 @@ func (h *Handler) Routes() http.Handler {
 		return h.line.Figures(ctx, id)
 	}))
 	admin.GET("/instances", h.instances)
+	// The shop's back end reads a drop's funnel too.
+	api.GET("/admin/activities/:id/funnel", h.authenticate, h.requireShop, h.funnel)
 	admin.POST("/webhooks", h.createWebhook)
 	admin.GET("/webhooks", h.listWebhooks)
 	admin.DELETE("/webhooks/:id", h.deleteWebhook)

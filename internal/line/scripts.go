@@ -245,6 +245,8 @@ end
 //	passes   the passes outstanding (passesKey)
 //	users    the sale's users hash (stock.UsersKey)
 //	pow      the solution's proof-of-work key (powKey; any key of the slot when none)
+//	joined   when each waiting buyer who joined after the start joined (joinedKey)
+//	waits    the admitted buyers' waits (waitsKey)
 //
 //	clock     "" for Redis' clock, or unix ms (tests)
 //	user      the buyer's key (buyer.ID.Key)
@@ -258,7 +260,7 @@ end
 //	most      the most admissions of one run
 var (
 	ticketKeyNames = []string{"sale", "meta", "wait", "tickets", "users"}
-	admitKeyNames  = []string{"sale", "meta", "wait", "tickets", "passes", "users"}
+	admitKeyNames  = []string{"sale", "meta", "wait", "tickets", "passes", "users", "joined", "waits"}
 )
 
 // challengeScript reads what a sale's challenge needs.
@@ -284,7 +286,9 @@ return {CHALLENGE, sale.cost, clock_ms(ARG.clock)}
 // lottery, fixed at join time, so nothing is shuffled at the start. A later join is
 // placed in the arrival band at the count of later joins, behind them all, in arrival
 // order. A place is the buyer's score in K.wait, and stays with its ticket once admitted.
-var joinScript = newScript(append(slices.Clone(ticketKeyNames), "pow"),
+// For the funnel, a join before the start is counted (meta early) and a later one's
+// instant kept (K.joined) until its admission.
+var joinScript = newScript(append(slices.Clone(ticketKeyNames), "pow", "joined"),
 	[]string{"clock", "user", "draw", "lottery", "arrival", "solution", "expires"}, ticketLua, `
 local sale = sale_state(K.sale)
 if not sale then return {NO_SALE} end
@@ -311,6 +315,11 @@ if sale.challenge or ARG.solution == '0' then
 end
 if not place then place = tonumber(ARG.arrival) + redis.call('HINCRBY', K.meta, 'seq', 1) end
 redis.call('ZADD', K.wait, string.format('%d', place), ARG.user)
+if now < sale.starts then
+  redis.call('HINCRBY', K.meta, 'early', 1)
+else
+  redis.call('HSET', K.joined, ARG.user, now) -- for the funnel: its wait counts from now
+end
 redis.call('HINCRBY', K.meta, 'joined', 1)
 return answer(JOINED, read_ticket(K, ARG.user, now, sale), sale, now)
 `)
@@ -387,6 +396,10 @@ if sale.room and rate > 0 and avail > 0 and now >= sale.starts and now < sale.en
       local user = popped[2 * i - 1]
       redis.call('HSET', K.tickets, user, string.format('%d %d %d %d', since, before + i, exp - now, tonumber(popped[2 * i])))
       redis.call('ZADD', K.passes, exp, user)
+      -- for the funnel: its wait, from the later of its join and the start
+      local joined = redis.call('HGET', K.joined, user)
+      if joined then redis.call('HDEL', K.joined, user) end
+      redis.call('HINCRBY', K.waits, string.format('%d', now - math.max(tonumber(joined or '0'), sale.starts)), 1)
     end
     redis.call('HSET', K.meta, 'next', string.format('%.3f', slot + n * interval))
   end

@@ -13,12 +13,15 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"seckill/internal/apitime"
 	"seckill/internal/buyer"
 	"seckill/internal/lock"
 	"seckill/internal/stock"
 	"seckill/internal/store"
+	"seckill/internal/telemetry"
 )
 
 // BuyRequest is a buyer's purchase: a seat in a group with Group or OpenGroup (Seat sets
@@ -63,7 +66,12 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	if r.OpenGroup {
 		res.Group = newOrderID(r.ActivityID, now) // a group id has an order id's form
 	}
-	got, err := s.reserve(ctx, &res)
+	rctx, span := telemetry.Child(ctx, "redis reserve", trace.SpanKindClient, telemetry.Redis...)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("order.id", res.OrderID), attribute.Int64("activity.id", r.ActivityID))
+	}
+	got, err := s.reserve(rctx, &res)
+	span.End()
 	switch {
 	case errors.Is(err, stock.ErrNoSale):
 		if err := s.MissingSale(ctx, r.ActivityID); !errors.Is(err, errArchivedSale) {
@@ -93,7 +101,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	}
 
 	q := got.Order
-	c := &commit{order: q, res: res, done: make(chan struct{})}
+	c := &commit{order: q, res: res, traceparent: telemetry.Traceparent(ctx), done: make(chan struct{})}
 	if s.commits.add(c) {
 		<-c.done
 	}
