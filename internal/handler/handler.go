@@ -211,19 +211,23 @@ func (h *Handler) Routes() http.Handler {
 		r.Use(h.cors.headers)
 	}
 	r.Use(h.limitBody, noStore)
-	web.Register(r) // the buyer's page at /, the admin's at /admin
-	r.NoRoute(func(c *gin.Context) { respondError(c, errNoRoute) })
-	r.NoMethod(func(c *gin.Context) {
+	// A body of unknown length is read whole (wholeBody) before a route without a token
+	// answers, and after the token of one with a token is verified: an upload by someone
+	// the API does not know is never waited for on a route that needs a token.
+	open := r.Group("", h.wholeBody)
+	web.Register(open) // the buyer's page at /, the admin's at /admin
+	r.NoRoute(h.wholeBody, func(c *gin.Context) { respondError(c, errNoRoute) })
+	r.NoMethod(h.wholeBody, func(c *gin.Context) {
 		if !h.cors.preflight(c) { // a preflight: gin found the path, and no OPTIONS route
 			respondError(c, errMethod)
 		}
 	})
 
-	r.GET("/healthz", gin.WrapF(health.Live))
-	r.GET("/readyz", gin.WrapH(h.ready))
+	open.GET("/healthz", gin.WrapF(health.Live))
+	open.GET("/readyz", gin.WrapH(h.ready))
 	// /metrics is not here: it is on the operations port (health.Operations).
 
-	api := r.Group("/api/v1", h.limitIP)
+	api := r.Group("/api/v1", h.wholeBody, h.limitIP)
 	// The public reads a crowd repeats, which a shared cache may keep (shared.go).
 	api.GET("/activities", listActivities(h.svc.PublicActivities, answerShared))
 	api.GET("/activities/:id", sharedByActivity(h.svc.PublicActivity))
@@ -244,7 +248,8 @@ func (h *Handler) Routes() http.Handler {
 	buying.POST("/activities/:id/orders", h.arrived(h.buy))
 	buying.POST("/activities/:id/groups", h.arrived(h.seat(true)))
 	buying.POST("/groups/:gid/join", h.arrived(h.seat(false)))
-	buyer := api.Group("", h.authenticate, h.limitUser)
+	signedIn := r.Group("/api/v1", h.limitIP)
+	buyer := signedIn.Group("", h.authenticate, h.wholeBody, h.limitUser)
 	buyer.POST("/activities/:id/line", h.requireBuyer, h.joinLine)
 	buyer.GET("/activities/:id/line", h.requireBuyer, h.ticket)
 	buyer.POST("/activities/:id/waitlist", h.requireBuyer, h.joinWaitlist)
@@ -256,7 +261,7 @@ func (h *Handler) Routes() http.Handler {
 	buyer.POST("/orders/:id/cancel", byOrder(h.svc.Cancel))
 	buyer.POST("/orders/:id/refund", h.requireShop, h.refund)
 
-	admin := api.Group("/admin", h.authenticate, h.requireAdmin)
+	admin := signedIn.Group("/admin", h.authenticate, h.wholeBody, h.requireAdmin)
 	admin.POST("/activities", h.createActivity)
 	admin.GET("/activities", listActivities(h.svc.ListActivities, func(c *gin.Context, v any) { c.JSON(http.StatusOK, v) }))
 	admin.PATCH("/activities/:id", h.patchActivity)
@@ -317,14 +322,21 @@ func (h *Handler) recover(c *gin.Context) {
 }
 
 // limitBody refuses bodies over 64 KiB on every route, whether it reads its body or
-// not: at once when Content-Length says so; a body of unknown length (chunked) is read
-// here, within the body timeout (readBody).
+// not: at once when Content-Length says so; a body of unknown length (chunked) once
+// read past 64 KiB, by wholeBody or by the route.
 func (h *Handler) limitBody(c *gin.Context) {
 	if c.Request.ContentLength > maxBody {
 		respondError(c, errTooLarge)
 		return
 	}
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
+	c.Next()
+}
+
+// wholeBody reads a body of unknown length (chunked) whole, within the body timeout
+// (readBody), so that a route that reads no body refuses one over 64 KiB too; a body
+// of known length is left to the route.
+func (h *Handler) wholeBody(c *gin.Context) {
 	if c.Request.ContentLength < 0 {
 		b, err := h.readBody(c)
 		if err != nil {
@@ -338,13 +350,24 @@ func (h *Handler) limitBody(c *gin.Context) {
 
 const identityKey = "identity"
 
-// authenticate checks the bearer token and stores the caller.
+// authenticate checks the bearer token and stores the caller. A request refused here
+// has had its body, if any, left unread: the connection closes after the answer, so
+// that the server does not wait for it either.
 func (h *Handler) authenticate(c *gin.Context) {
 	if err := h.identify(c); err != nil {
+		if c.Request.ContentLength != 0 {
+			c.Header("Connection", "close")
+		}
 		respondError(c, err)
 		return
 	}
 	c.Next()
+}
+
+// bearer is the request's bearer token, "" for none.
+func bearer(c *gin.Context) string {
+	token, _ := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	return token
 }
 
 // identify checks the bearer token and stores the caller; errUnauthorized when there
@@ -390,10 +413,20 @@ func (h *Handler) requireShop(c *gin.Context) {
 // count toward the per-IP limit and take a place in flight, so an upload that is slow
 // or stalled, with a token or without, holds no place and counts toward no bound. The
 // place is taken last and held while next answers: past the process's or the sale's
-// bound the purchase is refused 429 at once.
+// bound the purchase is refused 429 at once. A purchase whose token is refused counts
+// toward its address's limit, and past the limit an address's purchases are refused
+// before a token not verified already (Verified) costs a check: a flood of forged
+// tokens from one address costs a signature check each only up to the limit.
 func (h *Handler) arrived(next func(c *gin.Context, body []byte)) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		ip := h.ipKey(c)
+		if ok, wait := h.perIP.Admits(ip, h.now()); !ok && !h.tokens.Verified(bearer(c), h.now()) {
+			c.Header("Connection", "close") // its body is not waited for
+			respondError(c, &limited{wait})
+			return
+		}
 		if err := h.identify(c); err != nil {
+			h.perIP.Allow(ip, h.now())
 			// Its body is not waited for: the connection closes after the answer.
 			c.Header("Connection", "close")
 			respondError(c, err)
@@ -404,7 +437,8 @@ func (h *Handler) arrived(next func(c *gin.Context, body []byte)) gin.HandlerFun
 			respondError(c, err)
 			return
 		}
-		if !h.allowIP(c) {
+		if ok, wait := h.perIP.Allow(ip, h.now()); !ok && !caller(c).Service { // as allowIP
+			respondError(c, &limited{wait})
 			return
 		}
 		if caller(c).Service { // a shop's back end does not buy
@@ -439,6 +473,15 @@ func (h *Handler) limitIP(c *gin.Context) {
 	if h.allowIP(c) {
 		c.Next()
 	}
+}
+
+// ipKey is the request's key of the per-IP limit, "" while the limit is off (finding
+// the client IP costs work).
+func (h *Handler) ipKey(c *gin.Context) string {
+	if !h.perIP.On() {
+		return ""
+	}
+	return ratelimit.ClientKey(c.ClientIP())
 }
 
 // allowIP counts the request against its client IP's limit; past it, it answers 429
