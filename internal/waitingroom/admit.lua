@@ -108,7 +108,7 @@ local function clock_ms(arg)
 end
 ---- end clock.lua
 ---- begin head: written by go generate from the script's keys and arguments (scripts.go)
-local K = {sale = KEYS[1], meta = KEYS[2], wait = KEYS[3], tickets = KEYS[4], passes = KEYS[5], users = KEYS[6]}
+local K = {sale = KEYS[1], meta = KEYS[2], wait = KEYS[3], tickets = KEYS[4], passes = KEYS[5], users = KEYS[6], joined = KEYS[7], waits = KEYS[8]}
 local ARG = {clock = ARGV[1], tolerance = ARGV[2], most = ARGV[3]}
 ---- end head
 
@@ -153,6 +153,10 @@ if sale.room and rate > 0 and avail > 0 and now >= sale.starts and now < sale.en
       local user = popped[2 * i - 1]
       redis.call('HSET', K.tickets, user, string.format('%d %d %d %d', since, before + i, exp - now, tonumber(popped[2 * i])))
       redis.call('ZADD', K.passes, exp, user)
+      -- for the funnel: its wait, from the later of its join and the start
+      local joined = redis.call('HGET', K.joined, user)
+      if joined then redis.call('HDEL', K.joined, user) end
+      redis.call('HINCRBY', K.waits, string.format('%d', now - math.max(tonumber(joined or '0'), sale.starts)), 1)
     end
     redis.call('HSET', K.meta, 'next', string.format('%.3f', slot + n * interval))
   end

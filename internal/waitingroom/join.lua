@@ -11,6 +11,8 @@
 -- lottery, fixed at join time, so nothing is shuffled at the start. A later join is
 -- placed in the arrival band at the count of later joins, behind them all, in arrival
 -- order. A place is the buyer's score in K.wait, and stays with its ticket once admitted.
+-- For the funnel, a join before the start is counted (meta early) and a later one's
+-- instant kept (K.joined) until its admission.
 
 ---- begin codes: written by go generate from lineReplies, ticketStatuses and lineStates
 local JOINED, TICKET, CHALLENGE, ADVANCED, STATUS, NO_SALE, NO_ROOM, ENDED, SOLD_OUT, NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, NO_TICKET, CHALLENGE_EXPIRED, PLACE_TAKEN, TICKET_WAITING, TICKET_ADMITTED, TICKET_EXPIRED, TICKET_SOLD_OUT, LINE_BEFORE, LINE_ADMITTING, LINE_SOLD_OUT, LINE_ENDED = 0, 1, 2, 3, 4, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, 0, 1, 2, 3, 0, 1, 2, 3
@@ -136,7 +138,7 @@ local function answer(code, t, sale, now)
 end
 ---- end ticket.lua
 ---- begin head: written by go generate from the script's keys and arguments (scripts.go)
-local K = {sale = KEYS[1], meta = KEYS[2], wait = KEYS[3], tickets = KEYS[4], users = KEYS[5], pow = KEYS[6]}
+local K = {sale = KEYS[1], meta = KEYS[2], wait = KEYS[3], tickets = KEYS[4], users = KEYS[5], pow = KEYS[6], joined = KEYS[7]}
 local ARG = {clock = ARGV[1], user = ARGV[2], draw = ARGV[3], lottery = ARGV[4], arrival = ARGV[5], solution = ARGV[6], expires = ARGV[7]}
 ---- end head
 
@@ -165,5 +167,10 @@ if sale.challenge or ARG.solution == '0' then
 end
 if not place then place = tonumber(ARG.arrival) + redis.call('HINCRBY', K.meta, 'seq', 1) end
 redis.call('ZADD', K.wait, string.format('%d', place), ARG.user)
+if now < sale.starts then
+  redis.call('HINCRBY', K.meta, 'early', 1)
+else
+  redis.call('HSET', K.joined, ARG.user, now) -- for the funnel: its wait counts from now
+end
 redis.call('HINCRBY', K.meta, 'joined', 1)
 return answer(JOINED, read_ticket(K, ARG.user, now, sale), sale, now)

@@ -107,7 +107,7 @@ func (l *Rooms) clock() string {
 func keys(activityID int64) map[string]string {
 	return map[string]string{"sale": stock.SaleKey(stock.One(activityID)), "meta": metaKey(activityID),
 		"wait": waitKey(activityID), "tickets": ticketsKey(activityID), "passes": passesKey(activityID),
-		"users": stock.UsersKey(stock.One(activityID))}
+		"users": stock.UsersKey(stock.One(activityID)), "joined": joinedKey(activityID), "waits": waitsKey(activityID)}
 }
 
 // challengeTTL is how long a challenge may be solved and sent.

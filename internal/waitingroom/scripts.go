@@ -205,6 +205,8 @@ func mapKeys[V any](m map[string]V) []string {
 //	passes   the passes outstanding (passesKey)
 //	users    the sale's users hash (stock.UsersKey)
 //	pow      the solution's proof-of-work key (powKey; any key of the slot when none)
+//	joined   when each waiting buyer who joined after the start joined (joinedKey)
+//	waits    the admitted buyers' waits (waitsKey)
 //
 //	clock     "" for Redis' clock, or unix ms (tests)
 //	user      the buyer's key (buyer.ID.Key)
@@ -218,7 +220,7 @@ func mapKeys[V any](m map[string]V) []string {
 //	most      the most admissions of one run
 var (
 	ticketKeyNames = []string{"sale", "meta", "wait", "tickets", "users"}
-	admitKeyNames  = []string{"sale", "meta", "wait", "tickets", "passes", "users"}
+	admitKeyNames  = []string{"sale", "meta", "wait", "tickets", "passes", "users", "joined", "waits"}
 )
 
 // challengeScript reads what a sale's challenge needs (challenge.lua).
@@ -231,7 +233,7 @@ var challengeScript = newScript(challengeLua, []string{"sale"}, []string{"clock"
 //
 //go:embed join.lua
 var joinLua string
-var joinScript = newScript(joinLua, append(slices.Clone(ticketKeyNames), "pow"), []string{"clock", "user", "draw", "lottery", "arrival", "solution", "expires"})
+var joinScript = newScript(joinLua, append(slices.Clone(ticketKeyNames), "pow", "joined"), []string{"clock", "user", "draw", "lottery", "arrival", "solution", "expires"})
 
 // readScript reads a user's ticket (read.lua).
 //

@@ -8,6 +8,7 @@ import { liveChart, sparkline, perSecond } from './charts.js';
 import { roomFields, roomBody, wireRoom, renderRoom, readLines } from './admin-line.js';
 import { webhooksPoller } from './webhooks.js';
 import { wireOrders } from './admin-orders.js';
+import { wireFunnel } from './admin-funnel.js';
 
 const session = new Session('seckill.admin.token');
 const sales = new Map(); // activity id -> {data, stats, node, busy}
@@ -286,6 +287,7 @@ function newSaleCard(a) {
   });
   wireRoom(entry, patch);
   wireOrders(entry, () => session.token, refused);
+  wireFunnel(entry, () => session.token, refused);
   el(node, '.end-no').addEventListener('click', () => closeConfirm(entry));
   el(node, '.end-yes').addEventListener('click', async () => {
     closeConfirm(entry);

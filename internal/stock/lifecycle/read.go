@@ -435,3 +435,35 @@ func (s *Sales) UserLocks(ctx context.Context, activityID int64) (map[buyer.ID]s
 	}
 	return out, nil
 }
+
+// QueuedOrders returns the orders of a sale still queued in Redis (not yet in MySQL), of
+// every bucket, for the funnel. It reads each bucket's whole queued hash: a few
+// thousand entries in a crowd, none once the worker has caught up.
+func (s *Sales) QueuedOrders(ctx context.Context, activityID int64) ([]stock.QueuedOrder, error) {
+	sale, err := s.sk.SaleOf(ctx, activityID)
+	if err != nil {
+		return nil, err
+	}
+	all := sale.All()
+	cmds := make([]*redis.MapStringStringCmd, len(all))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, b := range all {
+			cmds[i] = p.HGetAll(ctx, stock.QueuedKey(b))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read queued orders: %w", err)
+	}
+	var out []stock.QueuedOrder
+	for _, c := range cmds {
+		for id, v := range c.Val() {
+			q, err := stock.ParseQueued(activityID, id, v)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
