@@ -21,9 +21,6 @@ import (
 
 	"seckill/internal/outbox"
 	"seckill/internal/sale"
-	"seckill/internal/stock"
-	"seckill/internal/stock/reserve"
-	"seckill/internal/stock/settle"
 	"seckill/internal/store"
 	"seckill/internal/waitingroom"
 )
@@ -75,32 +72,32 @@ var mapping = []struct {
 	{errNoRoute, http.StatusNotFound, "not_found"},
 	{errMethod, http.StatusMethodNotAllowed, "method_not_allowed"},
 	{errRateLimited, http.StatusTooManyRequests, "rate_limited"},
-	{stock.ErrRateLimited, http.StatusTooManyRequests, "rate_limited"},
+	{sale.ErrRateLimited, http.StatusTooManyRequests, "rate_limited"},
 	{errBadPathActivity, http.StatusNotFound, "not_found"},
 	{sale.ErrNotFound, http.StatusNotFound, "not_found"},
-	{stock.ErrNotStarted, http.StatusConflict, "sale_not_started"},
-	{stock.ErrEnded, http.StatusConflict, "sale_ended"},
+	{sale.ErrNotStarted, http.StatusConflict, "sale_not_started"},
+	{sale.ErrEnded, http.StatusConflict, "sale_ended"},
 	{sale.ErrArchived, http.StatusConflict, "sale_archived"},
-	{stock.ErrSoldOut, http.StatusConflict, "sold_out"},
-	{stock.ErrLimitExceeded, http.StatusConflict, "limit_exceeded"},
-	{stock.ErrQuantityOverLimit, http.StatusBadRequest, "invalid_request"},
-	{stock.ErrNoVariant, http.StatusBadRequest, "invalid_request"},
-	{settle.ErrNotSoldOut, http.StatusConflict, "not_sold_out"},
-	{settle.ErrNoWaitlist, http.StatusConflict, "no_waitlist"},
-	{stock.ErrKeyReused, http.StatusUnprocessableEntity, "idempotency_key_reused"},
-	{stock.ErrBusy, http.StatusTooManyRequests, "busy"},
-	{stock.ErrNoGroup, http.StatusNotFound, "not_found"},
-	{stock.ErrGroupSale, http.StatusConflict, "group_sale"},
-	{stock.ErrNotGroupSale, http.StatusConflict, "not_a_group_sale"},
-	{stock.ErrGroupClosed, http.StatusConflict, "group_closed"},
-	{stock.ErrGroupFull, http.StatusConflict, "group_full"},
-	{stock.ErrAlreadyInGroup, http.StatusConflict, "already_in_group"},
+	{sale.ErrSoldOut, http.StatusConflict, "sold_out"},
+	{sale.ErrLimitExceeded, http.StatusConflict, "limit_exceeded"},
+	{sale.ErrQuantityOverLimit, http.StatusBadRequest, "invalid_request"},
+	{sale.ErrNoVariant, http.StatusBadRequest, "invalid_request"},
+	{sale.ErrNotSoldOut, http.StatusConflict, "not_sold_out"},
+	{sale.ErrNoWaitlist, http.StatusConflict, "no_waitlist"},
+	{sale.ErrKeyReused, http.StatusUnprocessableEntity, "idempotency_key_reused"},
+	{sale.ErrBusy, http.StatusTooManyRequests, "busy"},
+	{sale.ErrNoGroup, http.StatusNotFound, "not_found"},
+	{sale.ErrGroupSale, http.StatusConflict, "group_sale"},
+	{sale.ErrNotGroupSale, http.StatusConflict, "not_a_group_sale"},
+	{sale.ErrGroupClosed, http.StatusConflict, "group_closed"},
+	{sale.ErrGroupFull, http.StatusConflict, "group_full"},
+	{sale.ErrAlreadyInGroup, http.StatusConflict, "already_in_group"},
 	{sale.ErrPaymentByShop, http.StatusForbidden, "payment_by_shop"},
 	{store.ErrNotPayable, http.StatusConflict, "order_not_payable"},
 	{store.ErrExpired, http.StatusConflict, "order_expired"},
 	{store.ErrNotCancellable, http.StatusConflict, "order_not_cancellable"},
 	{store.ErrNotRefundable, http.StatusConflict, "order_not_refundable"},
-	{stock.ErrNotAdmitted, http.StatusConflict, "not_admitted"},
+	{sale.ErrNotAdmitted, http.StatusConflict, "not_admitted"},
 	{waitingroom.ErrNoSale, http.StatusNotFound, "not_found"},
 	{waitingroom.ErrNoTicket, http.StatusNotFound, "not_found"},
 	{waitingroom.ErrNoWaitingRoom, http.StatusConflict, "no_waiting_room"},
@@ -118,7 +115,7 @@ var mapping = []struct {
 // place where errors become statuses. Errors that are not answers become 503 when a
 // storage server could not be reached, else 500 with nothing internal in the body.
 func respondError(c *gin.Context, err error) {
-	if err == reserve.ErrSoldOutFlagged { // most of a flash crowd: its body is written once
+	if err == sale.ErrSoldOutFlagged { // most of a flash crowd: its body is written once
 		writeError(c, soldOutFlagged.status, soldOutFlagged.code, soldOutFlagged.body)
 		return
 	}
@@ -215,7 +212,7 @@ func writeError(c *gin.Context, status int, code string, body []byte) {
 	c.Data(status, "application/json; charset=utf-8", body)
 }
 
-// soldOutFlagged is the answer to reserve.ErrSoldOutFlagged, worked out once by the
+// soldOutFlagged is the answer to sale.ErrSoldOutFlagged, worked out once by the
 // mapping as any other error's.
 var soldOutFlagged = func() (a struct {
 	status int
@@ -223,13 +220,13 @@ var soldOutFlagged = func() (a struct {
 	body   []byte
 }) {
 	for _, m := range mapping {
-		if errors.Is(reserve.ErrSoldOutFlagged, m.err) {
+		if errors.Is(sale.ErrSoldOutFlagged, m.err) {
 			a.status, a.code = m.status, m.code
-			a.body = errorJSON(m.code, message(reserve.ErrSoldOutFlagged, m.err))
+			a.body = errorJSON(m.code, message(sale.ErrSoldOutFlagged, m.err))
 			return a
 		}
 	}
-	panic("reserve.ErrSoldOutFlagged is not in the mapping")
+	panic("sale.ErrSoldOutFlagged is not in the mapping")
 }()
 
 // appendJSONString appends s as a JSON string, escaped as encoding/json escapes it
@@ -278,7 +275,7 @@ func appendJSONString(b []byte, s string) []byte {
 
 // message is the sentence for a mapped error: its detail for the buyer if it has one.
 func message(err, sentinel error) string {
-	var d *stock.DetailError
+	var d *sale.DetailError
 	if errors.As(err, &d) {
 		return sentence(d.Err.Error() + ": " + d.Detail)
 	}
@@ -326,7 +323,7 @@ func unreachable(err error) bool {
 func answeredInProcess(err error) bool {
 	var fe *sale.FieldError
 	var ir *invalidRequest
-	return reserve.AnsweredInProcess(err) || errors.As(err, &fe) || errors.As(err, &ir) ||
+	return sale.AnsweredInProcess(err) || errors.As(err, &fe) || errors.As(err, &ir) ||
 		errors.Is(err, errBadPathActivity) || errors.Is(err, errTooLarge)
 }
 

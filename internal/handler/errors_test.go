@@ -598,7 +598,7 @@ func TestReplayWhileLockHeld(t *testing.T) {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, stock.ErrBusy) || time.Now().After(deadline) {
+		if !errors.Is(err, sale.ErrBusy) || time.Now().After(deadline) {
 			t.Fatal(err)
 		}
 	}

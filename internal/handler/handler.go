@@ -27,7 +27,6 @@ import (
 	"seckill/internal/presence"
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
-	"seckill/internal/stock"
 	"seckill/internal/waitingroom"
 	"seckill/web"
 )
@@ -44,7 +43,6 @@ type Service interface {
 	Ledger(ctx context.Context, id int64) (sale.Ledger, error)
 	Rebuild(ctx context.Context, id int64) (sale.Stats, error)
 	Buy(ctx context.Context, r sale.BuyRequest) (sale.Order, bool, error)
-	Variant(ctx context.Context, activityID int64, name string) (stock.Variant, error)
 	JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, variant *string, ticket bool) (sale.WaitlistEntry, bool, error)
 	Waitlist(ctx context.Context, activityID int64, who buyer.ID) (sale.WaitlistEntry, error)
 	LeaveWaitlist(ctx context.Context, activityID int64, who buyer.ID) error

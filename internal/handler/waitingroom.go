@@ -11,7 +11,6 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/buyer"
 	"seckill/internal/sale"
-	"seckill/internal/stock"
 	"seckill/internal/waitingroom"
 )
 
@@ -65,7 +64,7 @@ func (h *Handler) admission(c *gin.Context, r *sale.BuyRequest) error {
 
 // notAdmitted words a not_admitted answer with why the pass sent was refused.
 func notAdmitted(err, why error) error {
-	if why == nil || !errors.Is(err, stock.ErrNotAdmitted) {
+	if why == nil || !errors.Is(err, sale.ErrNotAdmitted) {
 		return err
 	}
 	var detail string
@@ -75,7 +74,7 @@ func notAdmitted(err, why error) error {
 	default:
 		detail = "the pass is not valid"
 	}
-	return &stock.DetailError{Err: stock.ErrNotAdmitted, Detail: detail}
+	return &sale.DetailError{Err: sale.ErrNotAdmitted, Detail: detail}
 }
 
 type joinRequest struct {

@@ -89,7 +89,7 @@ func (f *fixture) buyAll(users []int64) ([]sale.Order, []error) {
 	for i, u := range users {
 		wg.Go(func() {
 			orders[i], _, errs[i] = f.svc.Buy(context.Background(),
-				sale.BuyRequest{ActivityID: f.act, Buyer: buyer.Of(u), Quantity: 1})
+				sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: buyer.Of(u), Quantity: 1}})
 		})
 	}
 	wg.Wait()
@@ -239,7 +239,7 @@ func TestAnsweredBeforeEnqueue(t *testing.T) {
 	if seen, _ := f.queuedTasks(t); len(seen) != 0 {
 		t.Errorf("%d orders enqueued while the enqueue was held", len(seen))
 	}
-	_, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{ActivityID: f.act, Buyer: "1", Quantity: 1})
+	_, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "1", Quantity: 1}})
 	if !errors.Is(err, stock.ErrBusy) {
 		t.Errorf("second purchase of user 1 while its first is being enqueued: got %v, want ErrBusy", err)
 	}
@@ -252,7 +252,7 @@ func TestAnsweredBeforeEnqueue(t *testing.T) {
 	if keys := f.lockKeys(t); len(keys) > 0 {
 		t.Errorf("user locks left after the enqueue: %v", keys)
 	}
-	if _, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{ActivityID: f.act, Buyer: "1", Quantity: 1}); err != nil {
+	if _, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "1", Quantity: 1}}); err != nil {
 		t.Errorf("second purchase of user 1 once the first is enqueued: %v", err)
 	}
 }
@@ -281,7 +281,7 @@ func TestFailedCommitLeavesOrdersForRepair(t *testing.T) {
 	if snap, err := f.stock.Snapshot(ctx, f.act); err != nil || snap.Sale.Available != 50 {
 		t.Errorf("after 50 purchases whose enqueue failed: %+v %v, want 50 units available", snap.Sale, err)
 	}
-	if _, _, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: f.act, Buyer: "1", Quantity: 1}); !errors.Is(err, stock.ErrLimitExceeded) {
+	if _, _, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "1", Quantity: 1}}); !errors.Is(err, stock.ErrLimitExceeded) {
 		t.Errorf("another purchase of user 1: got %v, want ErrLimitExceeded (the first one stands)", err)
 	}
 
@@ -310,7 +310,7 @@ func TestBacklogHoldsAnswers(t *testing.T) {
 	var wg sync.WaitGroup
 	buy := func(u int64) {
 		wg.Go(func() {
-			if _, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{ActivityID: f.act, Buyer: buyer.Of(u), Quantity: 1}); err != nil {
+			if _, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: buyer.Of(u), Quantity: 1}}); err != nil {
 				t.Errorf("purchase of user %d: %v", u, err)
 			}
 			answered.Add(1)
@@ -366,7 +366,7 @@ func TestClose(t *testing.T) {
 	f.queue.gate.Unlock()
 	f.close(t)
 
-	o, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{ActivityID: f.act, Buyer: "99", Quantity: 1})
+	o, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "99", Quantity: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,9 @@ func groupView(g group.Group) Group {
 // Idempotency-Key made, and its group now. Errors of Buy, and stock.ErrNotGroupSale,
 // ErrGroupClosed, ErrAlreadyInGroup, ErrGroupFull; ErrNotFound for an unknown group.
 func (s *Service) Seat(ctx context.Context, r BuyRequest) (Group, Order, bool, error) {
+	if r.VariantName != nil {
+		return Group{}, Order{}, false, &FieldError{Field: "variant", Message: "is not for a sale of kind group"}
+	}
 	if !r.OpenGroup {
 		id, ok := ActivityOf(r.Group)
 		if !ok {

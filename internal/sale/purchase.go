@@ -20,9 +20,15 @@ import (
 	"seckill/lock"
 )
 
-// BuyRequest is a buyer's purchase: a seat in a group with Group or OpenGroup (Seat sets
-// them), and PassExpires the expiry of the buyer's verified pass in a waiting-room sale.
-type BuyRequest = stock.Purchase
+// BuyRequest is a buyer's purchase as the API takes it: the purchase (a seat in a group
+// with Group or OpenGroup, which Seat sets; PassExpires the expiry of the buyer's
+// verified pass in a waiting-room sale), and the variant its body names.
+type BuyRequest struct {
+	stock.Purchase
+	// VariantName is the variant the body names, nil for none: Buy finds it among the
+	// sale's variants (Purchase.Variant), or answers a *FieldError naming variant.
+	VariantName *string
+}
 
 // Buy takes the units from stock and queues the order for MySQL. It returns the
 // queued order; with replayed true it returns the order an earlier request with the
@@ -34,7 +40,8 @@ type BuyRequest = stock.Purchase
 // the lock released, in the background together with those of other purchases (see
 // commit.go); an order whose enqueue fails is enqueued by the worker's repair pass.
 // The purchase runs to its end even if ctx is cancelled (the client went away), so it
-// never stops half-done.
+// never stops half-done. A variant named by name (VariantName) is found first: a name
+// that is none of the sale's is a *FieldError.
 func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool, err error) {
 	o, _, replayed, err = s.buy(ctx, r)
 	return o, replayed, err
@@ -46,6 +53,11 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *group.Grou
 	if r.Quantity < 1 || r.Quantity > MaxPerUserLimit {
 		return Order{}, nil, false, &FieldError{"quantity", "must be between 1 and the sale's per-user limit"}
 	}
+	if r.VariantName != nil {
+		if r.Variant, err = s.Variant(ctx, r.ActivityID, *r.VariantName); err != nil {
+			return Order{}, nil, false, err
+		}
+	}
 	ctx = context.WithoutCancel(ctx)
 	if _, archived := s.archived.Load(r.ActivityID); archived {
 		o, replayed, err := s.archivedPurchase(ctx, r)
@@ -53,11 +65,11 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *group.Grou
 	}
 	now := s.now()
 	if r.IdempotencyKey == "" { // most of a crowd meets a sold-out sale: say so before minting ids
-		if err := s.reserver.FlaggedSoldOut(reserve.Reservation{Purchase: r, Now: now}); err != nil {
+		if err := s.reserver.FlaggedSoldOut(reserve.Reservation{Purchase: r.Purchase, Now: now}); err != nil {
 			return Order{}, nil, false, s.namedSoldOut(ctx, r, err)
 		}
 	}
-	res := reserve.Reservation{Purchase: r, OrderID: newOrderID(r.ActivityID, now), Now: now,
+	res := reserve.Reservation{Purchase: r.Purchase, OrderID: newOrderID(r.ActivityID, now), Now: now,
 		LockToken: lock.NewToken(), LockTTL: s.LockTTL, PerSecond: s.UserRate, RedisClock: !s.judgeByNow}
 	if r.OpenGroup {
 		res.Group = newOrderID(r.ActivityID, now) // a group id has an order id's form

@@ -77,7 +77,7 @@ func (f *archiveFixture) newSale(t *testing.T, buckets int, group bool) sale.Act
 // group-buy sale).
 func (f *archiveFixture) buy(t *testing.T, a sale.Activity, u int64) sale.Order {
 	t.Helper()
-	r := sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, IdempotencyKey: fmt.Sprintf("key-%d", u)}
+	r := sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, IdempotencyKey: fmt.Sprintf("key-%d", u)}}
 	if a.Kind == sale.KindGroup {
 		r.OpenGroup = true
 		_, o, _, err := f.svc.Seat(context.Background(), r)
@@ -319,7 +319,7 @@ func TestArchivedSaleAnswersFromMySQL(t *testing.T) {
 	if l, err := f.svc.Ledger(ctx, a.ID); err != nil || !l.Balanced || !l.Archived || l.Available != 47 || l.PaidUnits != 3 {
 		t.Errorf("ledger %+v, %v; want balanced, archived, 47 available, 3 paid", l, err)
 	}
-	replay := sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(2), Quantity: 1, IdempotencyKey: "key-2"}
+	replay := sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(2), Quantity: 1, IdempotencyKey: "key-2"}}
 	if o, replayed, err := f.svc.Buy(ctx, replay); err != nil || !replayed || o.ID != os[1].ID || o.Status != store.StatusPaid {
 		t.Errorf("a replay: %+v (replayed %v), %v; want order %s, paid", o, replayed, err, os[1].ID)
 	}
@@ -329,9 +329,9 @@ func TestArchivedSaleAnswersFromMySQL(t *testing.T) {
 		t.Errorf("a replay with another body: %v, want the key reused by %s", err, os[1].ID)
 	}
 	for _, r := range []sale.BuyRequest{
-		{ActivityID: a.ID, Buyer: buyer.Of(9), Quantity: 1},
-		{ActivityID: a.ID, Buyer: buyer.Of(9), Quantity: 1, IdempotencyKey: "new"},
-		{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: "key-2"}, // another buyer's key
+		{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(9), Quantity: 1}},
+		{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(9), Quantity: 1, IdempotencyKey: "new"}},
+		{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: "key-2"}}, // another buyer's key
 	} {
 		if _, _, err := f.svc.Buy(ctx, r); !errors.Is(err, stock.ErrEnded) {
 			t.Errorf("a purchase %+v: %v, want sale ended", r, err)
@@ -438,7 +438,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 			})
 			for u := int64(1); u <= 4; u++ {
 				loop(func() {
-					r := sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, IdempotencyKey: fmt.Sprintf("key-%d", u)}
+					r := sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, IdempotencyKey: fmt.Sprintf("key-%d", u)}}
 					o, replayed, err := f.svc.Buy(ctx, r)
 					switch {
 					case errors.Is(err, sale.ErrUnavailable): // closed, before MySQL answers for it
@@ -447,7 +447,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 					}
 				})
 				loop(func() {
-					_, _, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(100 + u), Quantity: 1})
+					_, _, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(100 + u), Quantity: 1}})
 					if !errors.Is(err, stock.ErrEnded) && !errors.Is(err, sale.ErrUnavailable) {
 						report("a purchase: %v, want sale ended", err)
 					}
@@ -484,7 +484,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 				t.Errorf("ledger %+v, %v; want balanced and archived", l, err)
 			}
 			for u := int64(1); u <= buyers; u++ { // and once it is archived, every replay gets its order
-				r := sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, IdempotencyKey: fmt.Sprintf("key-%d", u)}
+				r := sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, IdempotencyKey: fmt.Sprintf("key-%d", u)}}
 				if o, replayed, err := f.svc.Buy(ctx, r); err != nil || !replayed || o.ID != os[u-1].ID {
 					t.Errorf("a replay of buyer %d after the archive: %+v, %v, %v", u, o, replayed, err)
 				}
@@ -507,8 +507,8 @@ func TestArchivedSaleOfVariantsBalances(t *testing.T) {
 	}
 	var os []sale.Order
 	for u, v := range []int{0, 1, 1} {
-		o, _, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(int64(u + 1)), Quantity: 1,
-			IdempotencyKey: fmt.Sprintf("key-%d", u+1), Variant: stock.VariantAt(v)})
+		o, _, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(int64(u + 1)), Quantity: 1,
+			IdempotencyKey: fmt.Sprintf("key-%d", u+1), Variant: stock.VariantAt(v)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -579,7 +579,7 @@ func TestArchivedSaleListsItsOrdersAndReplaysExactKeys(t *testing.T) {
 	keys := []string{"abc", "ABC", "Abc"}
 	made := map[string]string{} // key -> order id
 	for _, k := range keys {
-		o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: k})
+		o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: k}})
 		if err != nil || replayed {
 			t.Fatalf("buyer 1's purchase with key %q: %+v, %v (replayed %v); want a new order", k, o, err, replayed)
 		}
@@ -595,7 +595,7 @@ func TestArchivedSaleListsItsOrdersAndReplaysExactKeys(t *testing.T) {
 	replays := func(when string) {
 		t.Helper()
 		for _, k := range keys {
-			o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: k})
+			o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: k}})
 			if err != nil || !replayed || o.ID != made[k] {
 				t.Errorf("%s, a replay of key %q: %s (replayed %v), %v; want %s", when, k, o.ID, replayed, err, made[k])
 			}
