@@ -28,9 +28,9 @@ type Admitter struct {
 	read time.Time
 }
 
-// NewAdmitter returns an Admitter of the lines rooms lists.
-func NewAdmitter(l *Rooms, rooms RoomLister) *Admitter {
-	return &Admitter{rooms: l, lister: rooms, Refresh: 2 * time.Second}
+// NewAdmitter returns an Admitter of the lines lister lists, advanced by r.
+func NewAdmitter(r *Rooms, lister RoomLister) *Admitter {
+	return &Admitter{rooms: r, lister: lister, Refresh: 2 * time.Second}
 }
 
 // Run advances each live line once and returns how many buyers it admitted.

@@ -23,10 +23,10 @@ type Counts struct {
 }
 
 // Counts reads a sale's line counts and its buyers' waits in one round trip.
-func (l *Rooms) Counts(ctx context.Context, activityID int64) (Counts, error) {
+func (r *Rooms) Counts(ctx context.Context, activityID int64) (Counts, error) {
 	var meta *redis.SliceCmd
 	var waits *redis.MapStringStringCmd
-	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		meta = p.HMGet(ctx, metaKey(activityID), "joined", "early", "admitted", "expired")
 		waits = p.HGetAll(ctx, waitsKey(activityID))
 		return nil

@@ -86,20 +86,20 @@ func New(rdb redis.UniversalClient, passes *auth.Passes, pow *altcha.Issuer) *Ro
 
 // SetClock makes the line judge every instant by now instead of Redis' clock, and age
 // its statuses by it (tests).
-func (l *Rooms) SetClock(now func() time.Time) {
-	l.now = now
-	l.statuses.SetClock(now)
+func (r *Rooms) SetClock(now func() time.Time) {
+	r.now = now
+	r.statuses.SetClock(now)
 }
 
 // SetDraw replaces the lottery's draws (tests: a draw that lands on a place taken).
-func (l *Rooms) SetDraw(draw func() (int64, error)) { l.draw = draw }
+func (r *Rooms) SetDraw(draw func() (int64, error)) { r.draw = draw }
 
 // clock is the scripts' clock argument: "" for Redis' clock.
-func (l *Rooms) clock() string {
-	if l.now == nil {
+func (r *Rooms) clock() string {
+	if r.now == nil {
 		return ""
 	}
-	return strconv.FormatInt(l.now().UnixMilli(), 10)
+	return strconv.FormatInt(r.now().UnixMilli(), 10)
 }
 
 // keys are the keys of a sale's line by the names the scripts read them by
@@ -116,8 +116,8 @@ const challengeTTL = 10 * time.Minute
 // Challenge returns a proof-of-work challenge for joining a sale's line, at the cost
 // the sale sets, accepted for challengeTTL by Redis' clock. Errors: ErrNoSale,
 // ErrNoWaitingRoom.
-func (l *Rooms) Challenge(ctx context.Context, activityID int64) (altcha.Challenge, error) {
-	res, err := challengeScript.run(ctx, l.rdb, keys(activityID), map[string]any{"clock": l.clock()})
+func (r *Rooms) Challenge(ctx context.Context, activityID int64) (altcha.Challenge, error) {
+	res, err := challengeScript.run(ctx, r.rdb, keys(activityID), map[string]any{"clock": r.clock()})
 	if err != nil {
 		return altcha.Challenge{}, fmt.Errorf("read waiting room: %w", err)
 	}
@@ -126,7 +126,7 @@ func (l *Rooms) Challenge(ctx context.Context, activityID int64) (altcha.Challen
 		return altcha.Challenge{}, err
 	}
 	cost, now := v[0], v[1]
-	return l.pow.Create(max(cost, 1), time.UnixMilli(now).Add(challengeTTL),
+	return r.pow.Create(max(cost, 1), time.UnixMilli(now).Add(challengeTTL),
 		url.Values{"sale": {strconv.FormatInt(activityID, 10)}})
 }
 
@@ -135,7 +135,7 @@ func (l *Rooms) Challenge(ctx context.Context, activityID int64) (altcha.Challen
 // needs one for a first join, and accepts each solution once. Errors: ErrNoSale,
 // ErrNoWaitingRoom, ErrNotOpen, ErrChallengeRequired, ErrChallengeFailed,
 // stock.ErrEnded, stock.ErrSoldOut.
-func (l *Rooms) Join(ctx context.Context, activityID int64, who buyer.ID, solution string) (t Ticket, created bool, err error) {
+func (r *Rooms) Join(ctx context.Context, activityID int64, who buyer.ID, solution string) (t Ticket, created bool, err error) {
 	k := keys(activityID)
 	k["pow"] = k["meta"] // any key of the slot when no solution came
 	presented, expires := "", int64(0)
@@ -143,7 +143,7 @@ func (l *Rooms) Join(ctx context.Context, activityID int64, who buyer.ID, soluti
 	if solution != "" {
 		// Its expiry is judged by the script, on Redis' clock: every instance accepts a
 		// solution until the same instant, and remembers it that long.
-		s, err := l.pow.Check(solution)
+		s, err := r.pow.Check(solution)
 		if err == nil && s.Params.Get("sale") != strconv.FormatInt(activityID, 10) {
 			err = errors.New("the challenge is another sale's")
 		}
@@ -154,7 +154,7 @@ func (l *Rooms) Join(ctx context.Context, activityID int64, who buyer.ID, soluti
 			presented, expires = "1", s.Expires.UnixMilli()
 		}
 	}
-	code, v, err := l.join(ctx, k, map[string]any{"clock": l.clock(), "user": who.Key(), "lottery": lotteryBand,
+	code, v, err := r.join(ctx, k, map[string]any{"clock": r.clock(), "user": who.Key(), "lottery": lotteryBand,
 		"arrival": arrivalBand, "solution": presented, "expires": expires})
 	if errors.Is(err, ErrChallengeRequired) && invalid != nil { // judged after the sale's state: a ticket, a closed line
 		return Ticket{}, false, fmt.Errorf("%w: %w", ErrChallengeFailed, invalid)
@@ -162,7 +162,7 @@ func (l *Rooms) Join(ctx context.Context, activityID int64, who buyer.ID, soluti
 	if err != nil {
 		return Ticket{}, false, err
 	}
-	t, err = l.ticket(activityID, who, v)
+	t, err = r.ticket(activityID, who, v)
 	return t, code == replyJoined, err
 }
 
@@ -172,14 +172,14 @@ const maxDraws = 5
 
 // join runs the join script with args and a lottery draw, drawing again while the draw
 // lands on a place taken, and decodes its reply.
-func (l *Rooms) join(ctx context.Context, k map[string]string, args map[string]any) (int64, []int64, error) {
+func (r *Rooms) join(ctx context.Context, k map[string]string, args map[string]any) (int64, []int64, error) {
 	for range maxDraws {
-		draw, err := l.draw()
+		draw, err := r.draw()
 		if err != nil {
 			return 0, nil, err
 		}
 		args["draw"] = draw
-		res, err := joinScript.run(ctx, l.rdb, k, args)
+		res, err := joinScript.run(ctx, r.rdb, k, args)
 		if err != nil {
 			return 0, nil, fmt.Errorf("join line: %w", err)
 		}
@@ -191,8 +191,8 @@ func (l *Rooms) join(ctx context.Context, k map[string]string, args map[string]a
 }
 
 // Ticket returns the buyer's ticket in the sale's line. Errors: ErrNoSale, ErrNoTicket.
-func (l *Rooms) Ticket(ctx context.Context, activityID int64, who buyer.ID) (Ticket, error) {
-	res, err := readScript.run(ctx, l.rdb, keys(activityID), map[string]any{"clock": l.clock(), "user": who.Key()})
+func (r *Rooms) Ticket(ctx context.Context, activityID int64, who buyer.ID) (Ticket, error) {
+	res, err := readScript.run(ctx, r.rdb, keys(activityID), map[string]any{"clock": r.clock(), "user": who.Key()})
 	if err != nil {
 		return Ticket{}, fmt.Errorf("read ticket: %w", err)
 	}
@@ -200,11 +200,11 @@ func (l *Rooms) Ticket(ctx context.Context, activityID int64, who buyer.ID) (Tic
 	if err != nil {
 		return Ticket{}, err
 	}
-	return l.ticket(activityID, who, v)
+	return r.ticket(activityID, who, v)
 }
 
 // ticket turns the values of a ticket's answer (ticketValues) into a Ticket.
-func (l *Rooms) ticket(activityID int64, who buyer.ID, v []int64) (Ticket, error) {
+func (r *Rooms) ticket(activityID int64, who buyer.ID, v []int64) (Ticket, error) {
 	status, position, ahead, admittedMs, expiresMs, place := v[0], v[1], v[2], v[3], v[4], v[5]
 	avail, startMs, rate, nowMs := v[6], v[7], v[8], v[9]
 	if status < 0 || status >= int64(len(ticketStatuses)) {
@@ -223,7 +223,7 @@ func (l *Rooms) ticket(activityID int64, who buyer.ID, v []int64) (Ticket, error
 		at, exp := apitime.Of(time.UnixMilli(admittedMs)), apitime.Of(time.UnixMilli(expiresMs))
 		t.AdmittedAt, t.PassExpiresAt = &at, &exp
 		if t.Status == Admitted {
-			pass, err := l.passes.Sign(who, activityID, exp.Time)
+			pass, err := r.passes.Sign(who, activityID, exp.Time)
 			if err != nil {
 				return Ticket{}, err
 			}
@@ -261,9 +261,9 @@ const maxPerStep = 20_000
 // admission slots have come are admitted (see admitScript). Call it often (the worker
 // does, every 100 ms, on one replica at a time); any caller, any number of them, keeps
 // the rate. Errors: ErrNoSale.
-func (l *Rooms) Admit(ctx context.Context, activityID int64) (Step, error) {
-	res, err := admitScript.run(ctx, l.rdb, keys(activityID),
-		map[string]any{"clock": l.clock(), "tolerance": Tolerance.Milliseconds(), "most": maxPerStep})
+func (r *Rooms) Admit(ctx context.Context, activityID int64) (Step, error) {
+	res, err := admitScript.run(ctx, r.rdb, keys(activityID),
+		map[string]any{"clock": r.clock(), "tolerance": Tolerance.Milliseconds(), "most": maxPerStep})
 	if err != nil {
 		return Step{}, fmt.Errorf("advance line: %w", err)
 	}
@@ -285,11 +285,11 @@ type Figures struct {
 }
 
 // Figures reads a sale's line counts in one round trip.
-func (l *Rooms) Figures(ctx context.Context, activityID int64) (Figures, error) {
+func (r *Rooms) Figures(ctx context.Context, activityID int64) (Figures, error) {
 	var meta *redis.SliceCmd
 	var waiting, passes *redis.IntCmd
 	var used *redis.StringCmd
-	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		meta = p.HMGet(ctx, metaKey(activityID), "joined", "admitted", "expired", "usedexp")
 		waiting = p.ZCard(ctx, waitKey(activityID))
 		passes = p.ZCard(ctx, passesKey(activityID))

@@ -39,9 +39,9 @@ const StatusAge = time.Second
 // Status returns the sale's line status from this process's snapshot of it, read from
 // Redis first when it is StatusAge old: a crowd polling it costs Redis one read a
 // second. Errors (kept as long): ErrNoSale, ErrNoWaitingRoom, a *snapshot.Failed.
-func (l *Rooms) Status(ctx context.Context, activityID int64) (Status, error) {
-	a, err := l.statuses.Get(ctx, activityID, func(ctx context.Context) (statusAnswer, error) {
-		s, err := l.ReadStatus(ctx, activityID)
+func (r *Rooms) Status(ctx context.Context, activityID int64) (Status, error) {
+	a, err := r.statuses.Get(ctx, activityID, func(ctx context.Context) (statusAnswer, error) {
+		s, err := r.ReadStatus(ctx, activityID)
 		if errors.Is(err, ErrNoSale) || errors.Is(err, ErrNoWaitingRoom) {
 			return statusAnswer{refusal: err}, nil // an answer, not a failure to log
 		}
@@ -61,8 +61,8 @@ type statusAnswer struct {
 
 // ReadStatus reads the sale's line status from Redis, in one script call. Errors:
 // ErrNoSale, ErrNoWaitingRoom.
-func (l *Rooms) ReadStatus(ctx context.Context, activityID int64) (Status, error) {
-	res, err := statusScript.run(ctx, l.rdb, keys(activityID), map[string]any{"clock": l.clock()})
+func (r *Rooms) ReadStatus(ctx context.Context, activityID int64) (Status, error) {
+	res, err := statusScript.run(ctx, r.rdb, keys(activityID), map[string]any{"clock": r.clock()})
 	if err != nil {
 		return Status{}, fmt.Errorf("read line status: %w", err)
 	}
