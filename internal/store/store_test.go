@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,6 +82,60 @@ func TestPersistBatchGuards(t *testing.T) {
 				t.Errorf("sold = %d, want %d", stored.Sold, tt.wantSold)
 			}
 		})
+	}
+}
+
+// MySQL's per-user rule is held by user_purchases' CHECKs, with no read of the totals:
+// an order past the limit or the cap it was accepted under is stored failed, naming it,
+// and the others of its batch stay created; a batch delivered again whose buyers are at
+// their limit (the first attempt, which reads no order, counts them again and trips the
+// CHECK) finds its orders stored, and fails none.
+func TestPersistBatchUserRuleInMySQL(t *testing.T) {
+	s := store.New(testutil.MySQL(t).Gorm, sale.EventViews{})
+	ctx := context.Background()
+	a := newActivity(t, s, 100, 1)
+	capped := func(user int64, limit, cap int) store.NewOrder {
+		o := order(a, user, 1)
+		o.Limit, o.ParticipationCap = limit, cap
+		return o
+	}
+	first := []store.NewOrder{capped(1, 1, 0), capped(2, 2, 1)}
+	steps := []struct {
+		name       string
+		batch      []store.NewOrder
+		want       []string // status per order, and for a failed one what its reason names
+		wantExists []bool
+	}{
+		{"within", first, []string{"created", "created"}, []bool{false, false}},
+		{"delivered again at the limit", first, []string{"created", "created"}, []bool{true, true}},
+		{"past the limit", []store.NewOrder{capped(3, 1, 0), capped(1, 1, 0)},
+			[]string{"created", "per-user limit of 1"}, []bool{false, false}},
+		{"past the cap", []store.NewOrder{capped(2, 2, 1), capped(4, 1, 0)},
+			[]string{"cap of 1 participations", "created"}, []bool{false, false}},
+		{"a higher limit later", []store.NewOrder{capped(1, 2, 0)}, []string{"created"}, []bool{false}},
+	}
+	for _, st := range steps {
+		out, err := s.PersistBatch(ctx, st.batch, outage.Outages{})
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		for i, o := range st.batch {
+			got := out[o.ID]
+			ok := got.Status == st.want[i] || got.Status == "failed" && strings.Contains(got.Reason, st.want[i])
+			if !ok || got.Existed != st.wantExists[i] {
+				t.Errorf("%s: order %d is %+v, want %q, existed %v", st.name, i, got, st.want[i], st.wantExists[i])
+			}
+		}
+	}
+	held, err := s.Holdings(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[buyer.ID]int64{buyer.Of(1): 2, buyer.Of(2): 1, buyer.Of(3): 1, buyer.Of(4): 1}
+	for who, units := range want {
+		if held[who] != units {
+			t.Errorf("buyer %s holds %d units by its orders, want %d", who, held[who], units)
+		}
 	}
 }
 
