@@ -89,7 +89,8 @@ func TestPersistBatchGuards(t *testing.T) {
 // an order past the limit or the cap it was accepted under is stored failed, naming it,
 // and the others of its batch stay created; a batch delivered again whose buyers are at
 // their limit (the first attempt, which reads no order, counts them again and trips the
-// CHECK) finds its orders stored, and fails none.
+// CHECK) finds its orders stored, and fails none; a cancellation takes its units back
+// under the CHECKs, and its buyer may buy again.
 func TestPersistBatchUserRuleInMySQL(t *testing.T) {
 	s := store.New(testutil.MySQL(t).Gorm, sale.EventViews{})
 	ctx := context.Background()
@@ -113,8 +114,21 @@ func TestPersistBatchUserRuleInMySQL(t *testing.T) {
 		{"past the cap", []store.NewOrder{capped(2, 2, 1), capped(4, 1, 0)},
 			[]string{"cap of 1 participations", "created"}, []bool{false, false}},
 		{"a higher limit later", []store.NewOrder{capped(1, 2, 0)}, []string{"created"}, []bool{false}},
+		{"again after a cancellation", []store.NewOrder{capped(3, 1, 0)}, []string{"created"}, []bool{false}},
 	}
+	var cancelled string // buyer 3's first order, cancelled before it buys again
 	for _, st := range steps {
+		if st.name == "again after a cancellation" {
+			if _, _, err := s.CancelOrder(ctx, cancelled, store.Access{Service: true}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.ReturnedToStock(ctx, cancelled); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st.name == "past the limit" {
+			cancelled = st.batch[0].ID
+		}
 		out, err := s.PersistBatch(ctx, st.batch, outage.Outages{})
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
@@ -131,10 +145,17 @@ func TestPersistBatchUserRuleInMySQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f, err := s.Figures(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each order counted once in user_purchases, delivered twice or not; buyer 3's
+	// cancelled order taken back.
 	want := map[buyer.ID]int64{buyer.Of(1): 2, buyer.Of(2): 1, buyer.Of(3): 1, buyer.Of(4): 1}
 	for who, units := range want {
-		if held[who] != units {
-			t.Errorf("buyer %s holds %d units by its orders, want %d", who, held[who], units)
+		if held[who] != units || f.Users[who] != units {
+			t.Errorf("buyer %s holds %d units by its orders and %d by user_purchases, want %d",
+				who, held[who], f.Users[who], units)
 		}
 	}
 }
