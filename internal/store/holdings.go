@@ -36,13 +36,13 @@ type buyerOf struct {
 }
 
 // overLimit is the refusal of a batch whose additions to user_purchases the per-user
-// rule refused (err, MariaDB's CHECK user_purchases_within_limit or _within_cap: a
-// buyer's units past the per-user limit, or orders past the cap on participations, its
-// orders were accepted under), or nil for any other error. A batch of one buyer names
-// that buyer's limit or cap.
+// rule refused (err, the CHECK user_purchases_within_limit or _within_cap: a buyer's
+// units past the per-user limit, or orders past the cap on participations, its orders
+// were accepted under), or nil for any other error. A batch of one buyer names that
+// buyer's limit or cap.
 func overLimit(err error, sum map[buyerOf]*userUnits, keys []buyerOf) *guardError {
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) || me.Number != errConstraintFailed {
+	refused, ok := checkRefused(err)
+	if !ok {
 		return nil
 	}
 	var one *userUnits
@@ -50,20 +50,28 @@ func overLimit(err error, sum map[buyerOf]*userUnits, keys []buyerOf) *guardErro
 		one = sum[keys[0]]
 	}
 	switch {
-	case strings.Contains(me.Message, "user_purchases_within_cap") && one != nil:
+	case strings.Contains(refused, "user_purchases_within_cap") && one != nil:
 		return &guardError{fmt.Sprintf("over the cap of %d participations in MySQL", one.cap)}
-	case strings.Contains(me.Message, "user_purchases_within_cap"):
+	case strings.Contains(refused, "user_purchases_within_cap"):
 		return &guardError{"over a cap on participations in MySQL"}
-	case strings.Contains(me.Message, "user_purchases_within_limit") && one != nil:
+	case strings.Contains(refused, "user_purchases_within_limit") && one != nil:
 		return &guardError{fmt.Sprintf("over the per-user limit of %d in MySQL", one.limit)}
-	case strings.Contains(me.Message, "user_purchases_within_limit"):
+	case strings.Contains(refused, "user_purchases_within_limit"):
 		return &guardError{"over a per-user limit in MySQL"}
 	}
 	return nil
 }
 
-// errConstraintFailed is MariaDB's error of a row a CHECK constraint refused.
-const errConstraintFailed = 4025
+// checkRefused tells an error of a row a CHECK constraint refused, and returns its
+// message, which names the constraint: MariaDB's error 4025 ("CONSTRAINT `name` failed
+// for ...") or MySQL 8's 3819 ("Check constraint 'name' is violated.").
+func checkRefused(err error) (string, bool) {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 4025 && me.Number != 3819 {
+		return "", false
+	}
+	return me.Message, true
+}
 
 // byBuyer sums rows by buyer (activity, buyer), each buyer's limit and cap the highest
 // of their rows', and returns the buyers in the order the worker's batches lock their

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -354,8 +353,7 @@ func (s *Store) takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time, w Windo
 		err := tx.Exec("INSERT INTO sale_groups (id, activity_id, size, members, status, expires_at, created_at) "+
 			"VALUES (?, ?, ?, ?, 'open', ?, ?) ON DUPLICATE KEY UPDATE members = members + VALUES(members)",
 			g, o.ActivityID, o.GroupSize, seats[g], o.GroupExpiresAt, now).Error
-		var me *mysql.MySQLError
-		if errors.As(err, &me) && me.Number == 4025 { // CHECK sale_groups_members
+		if _, full := checkRefused(err); full { // CHECK sale_groups_members
 			return nil, &guardError{"no seat left in the group in MySQL"}
 		}
 		if err != nil {
