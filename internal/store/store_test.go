@@ -160,6 +160,40 @@ func TestPersistBatchUserRuleInMySQL(t *testing.T) {
 	}
 }
 
+// A buyer's totals written before migration 00022 (no limit or cap beside them) are held
+// to the limit and cap of the next orders added to them: an order past them is stored
+// failed, and one within them is created.
+func TestPersistBatchUserRuleOnTotalsFromBefore(t *testing.T) {
+	db := testutil.MySQL(t)
+	s := store.New(db.Gorm, sale.EventViews{})
+	ctx := context.Background()
+	a := newActivity(t, s, 100, 2)
+	for user, units := range map[int64]int64{1: 2, 2: 1} { // as 00021's rows: no units_limit, no cap
+		if err := db.Gorm.Exec("INSERT INTO user_purchases (activity_id, buyer, units, participations) VALUES (?, ?, ?, ?)",
+			a.ID, buyer.Of(user), units, units).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	past, within := order(a, 1, 1), order(a, 2, 1) // limit 2: buyer 1 would hold 3, buyer 2 holds 2
+	out, err := s.PersistBatch(ctx, []store.NewOrder{past, within}, outage.Outages{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out[past.ID]; got.Status != "failed" || !strings.Contains(got.Reason, "per-user limit of 2") {
+		t.Errorf("the order past the limit is %+v, want failed over the per-user limit of 2", got)
+	}
+	if got := out[within.ID]; got.Status != "created" {
+		t.Errorf("the order within the limit is %+v, want created", got)
+	}
+	f, err := s.Figures(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Users[buyer.Of(1)] != 2 || f.Users[buyer.Of(2)] != 2 {
+		t.Errorf("user_purchases holds %v, want buyer 1 at 2 units and buyer 2 at 2", f.Users)
+	}
+}
+
 // Once a rebuild has raised a sale's epoch, a batch claimed in an older one is refused
 // whole, with nothing written (the rebuild may have read MySQL without it), while one
 // claimed in the new epoch is written, and its guards still fail orders past the stock.
