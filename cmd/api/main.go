@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/accesscode"
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
 	"seckill/internal/buyer"
@@ -203,6 +204,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 	orders := order.New(st, sk, outages)
 	orders.Offers = queue.NewEnqueuer(enq) // the waitlist's orders of units that come back
 	svc := sale.New(st, sk, orders, outages, queue.NewEnqueuer(enq), locks)
+	codes := accesscode.New(db, st, sk) // early access: the shop's codes, owned in Redis, kept in MySQL
+	svc.SetCodes(codes)
 	svc.LockWait = cfg.LockWait
 	svc.ListMargin = max(svc.ListMargin, 2*cfg.LockWait)
 	svc.BuyerPays, svc.Checkout = cfg.BuyerPays, checkout
@@ -255,7 +258,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins, Registry: reg, Instances: live,
 		Answers: answers, Line: waitingRoom, Passes: passes, Now: now,
 		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, BodyTimeout: cfg.BodyTimeout, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),
-		Ready: probe})
+		Ready: probe, Codes: codes})
 
 	notDurable, err := durability(ctx, cfg, rdb, probe)
 	if err != nil {

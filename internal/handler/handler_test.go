@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"seckill/internal/accesscode"
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
 	"seckill/internal/config"
@@ -68,6 +69,7 @@ type stack struct {
 	svc        *sale.Service
 	clock      *clock
 	line       *line.Line
+	codes      *accesscode.Codes
 }
 
 func newStack(t testing.TB, o handler.Options) *stack {
@@ -87,6 +89,12 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	svc.SetClock(c.Now)
 	svc.LockWait = 100 * time.Millisecond
 	svc.UserRate = o.RateUser // as cmd/api: purchases that reach Redis are limited there
+	codes := accesscode.New(db.Gorm, st, sk)
+	codes.SetClock(c.Now)
+	svc.SetCodes(codes)
+	if o.Codes == nil {
+		o.Codes = codes
+	}
 
 	persister := worker.NewPersister(st, sk, outages, 100)
 	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: map[string]int{queue.Name: 1},
@@ -121,7 +129,7 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	ts := httptest.NewServer(routes)
 	t.Cleanup(ts.Close)
 	return &stack{t: t, url: ts.URL, metricsURL: ops.URL + "/metrics", db: db.Gorm, routes: routes, redis: srv, rdb: rdb, svc: svc,
-		clock: c, line: l}
+		clock: c, line: l, codes: codes}
 }
 
 // on returns s for a goroutine other than the test's: its helpers' Fatal goes to g,

@@ -18,7 +18,7 @@ import (
 // Line is what the handlers need from internal/line: a sale's waiting room.
 type Line interface {
 	Challenge(ctx context.Context, activityID int64) (altcha.Challenge, error)
-	Join(ctx context.Context, activityID int64, who buyer.ID, solution string) (line.Ticket, bool, error)
+	Join(ctx context.Context, activityID int64, who buyer.ID, solution, code string) (line.Ticket, bool, error)
 	Ticket(ctx context.Context, activityID int64, who buyer.ID) (line.Ticket, error)
 	Figures(ctx context.Context, activityID int64) (line.Figures, error)
 	Status(ctx context.Context, activityID int64) (line.Status, error)
@@ -95,11 +95,16 @@ func (h *Handler) joinLine(c *gin.Context) {
 		respondError(c, err)
 		return
 	}
+	code, err := presentedCode(c)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
 	solution := ""
 	if req.Altcha != nil {
 		solution = *req.Altcha
 	}
-	t, created, err := h.line.Join(c.Request.Context(), id, caller(c).Buyer, solution)
+	t, created, err := h.line.Join(c.Request.Context(), id, caller(c).Buyer, solution, code)
 	if err != nil {
 		err = h.lineError(c.Request.Context(), id, err)
 		respondError(c, err)

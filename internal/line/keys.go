@@ -22,7 +22,8 @@ func ticketsKey(activityID int64) string { return prefix(activityID) + "tickets"
 // the passes outstanding, dropped by the admission once expired.
 func passesKey(activityID int64) string { return prefix(activityID) + "passes" }
 
-// metaKey is a hash of the line's counters: joined, seq (joins after the start),
+// metaKey is a hash of the line's counters: joined, seq (joins after the start), mseq
+// (code holders' joins in the early window),
 // admitted, next (the next admission's slot, unix ms), epoch (the first admission's
 // instant, unix ms), expired (passes that expired unused), usedexp (passes that expired
 // after their holder bought).

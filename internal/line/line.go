@@ -106,7 +106,7 @@ func (l *Line) clock() string {
 func keys(activityID int64) map[string]string {
 	return map[string]string{"sale": stock.SaleKey(activityID), "meta": metaKey(activityID),
 		"wait": waitKey(activityID), "tickets": ticketsKey(activityID), "passes": passesKey(activityID),
-		"users": stock.UsersKey(activityID)}
+		"users": stock.UsersKey(activityID), "codes": stock.CodesKey(activityID), "claims": stock.CodeClaimsKey(activityID)}
 }
 
 // challengeTTL is how long a challenge may be solved and sent.
@@ -131,10 +131,13 @@ func (l *Line) Challenge(ctx context.Context, activityID int64) (altcha.Challeng
 
 // Join gives the buyer a place in the sale's line, or returns the place it has (created
 // false). solution is the ALTCHA payload, "" for none; a sale with the challenge on
-// needs one for a first join, and accepts each solution once. Errors: ErrNoSale,
-// ErrNoWaitingRoom, ErrNotOpen, ErrChallengeRequired, ErrChallengeFailed,
-// stock.ErrEnded, stock.ErrSoldOut.
-func (l *Line) Join(ctx context.Context, activityID int64, who buyer.ID, solution string) (t Ticket, created bool, err error) {
+// needs one for a first join, and accepts each solution once. code is the access code
+// the buyer presents, "" for none: before the start it puts the buyer before every
+// buyer without one (joinScript), and in the early window only a buyer with one joins.
+// Errors: ErrNoSale, ErrNoWaitingRoom, ErrNotOpen, ErrChallengeRequired,
+// ErrChallengeFailed, stock.ErrEnded, stock.ErrSoldOut, stock.ErrNotStarted,
+// stock.ErrCodeInvalid, stock.ErrCodeTaken.
+func (l *Line) Join(ctx context.Context, activityID int64, who buyer.ID, solution, code string) (t Ticket, created bool, err error) {
 	k := keys(activityID)
 	k["pow"] = k["meta"] // any key of the slot when no solution came
 	presented, expires := "", int64(0)
@@ -153,8 +156,9 @@ func (l *Line) Join(ctx context.Context, activityID int64, who buyer.ID, solutio
 			presented, expires = "1", s.Expires.UnixMilli()
 		}
 	}
-	code, v, err := l.join(ctx, k, map[string]any{"clock": l.clock(), "user": who.Key(), "lottery": lotteryBand,
-		"arrival": arrivalBand, "solution": presented, "expires": expires})
+	reply, v, err := l.join(ctx, k, map[string]any{"clock": l.clock(), "user": who.Key(), "lottery": lotteryBand,
+		"arrival": arrivalBand, "early": earlyBand, "members": memberBand, "code": code, "solution": presented,
+		"expires": expires})
 	if errors.Is(err, ErrChallengeRequired) && invalid != nil { // judged after the sale's state: a ticket, a closed line
 		return Ticket{}, false, fmt.Errorf("%w: %w", ErrChallengeFailed, invalid)
 	}
@@ -162,7 +166,7 @@ func (l *Line) Join(ctx context.Context, activityID int64, who buyer.ID, solutio
 		return Ticket{}, false, err
 	}
 	t, err = l.ticket(activityID, who, v)
-	return t, code == replyJoined, err
+	return t, reply == replyJoined, err
 }
 
 // maxDraws bounds the lottery's draws of one join: a draw lands on a place taken about
@@ -206,6 +210,9 @@ func (l *Line) Ticket(ctx context.Context, activityID int64, who buyer.ID) (Tick
 func (l *Line) ticket(activityID int64, who buyer.ID, v []int64) (Ticket, error) {
 	status, position, ahead, admittedMs, expiresMs, place := v[0], v[1], v[2], v[3], v[4], v[5]
 	avail, startMs, rate, nowMs := v[6], v[7], v[8], v[9]
+	if place >= earlyBand && place < lotteryBand { // a code holder's: admitted from the early window's opening
+		startMs = v[10]
+	}
 	if status < 0 || status >= int64(len(ticketStatuses)) {
 		return Ticket{}, fmt.Errorf("%w: ticket status %d", errUnexpectedReply, status)
 	}
@@ -262,7 +269,7 @@ const maxPerStep = 20_000
 // the rate. Errors: ErrNoSale.
 func (l *Line) Admit(ctx context.Context, activityID int64) (Step, error) {
 	res, err := admitScript.run(ctx, l.rdb, keys(activityID),
-		map[string]any{"clock": l.clock(), "tolerance": Tolerance.Milliseconds(), "most": maxPerStep})
+		map[string]any{"clock": l.clock(), "tolerance": Tolerance.Milliseconds(), "most": maxPerStep, "lottery": lotteryBand})
 	if err != nil {
 		return Step{}, fmt.Errorf("advance line: %w", err)
 	}

@@ -32,12 +32,16 @@ const (
 	replyNoTicket          = -8  // the user never joined
 	replyChallengeExpired  = -9  // the solution's challenge has expired
 	replyPlaceTaken        = -10 // the lottery's draw is another ticket's place: draw again
+	replyNotStarted        = -11 // the early window, and no access code came: only code holders join in it
+	replyCodeInvalid       = -12 // the access code is not the sale's, or revoked
+	replyCodeTaken         = -13 // the access code is another buyer's
 )
 
 // ticketValues is how many values follow the code of a ticket's answer: status,
 // position, ahead, admitted (unix ms), pass expiry (unix ms), place, units left, the
-// sale's start (unix ms), its admissions a second, now (unix ms).
-const ticketValues = 10
+// sale's start (unix ms), its admissions a second, now (unix ms), the opening of its
+// early window (unix ms).
+const ticketValues = 11
 
 // statusValues is how many values follow the code of a status: the state (lineStates'
 // index), admitted through (the highest place admitted), joined, admitted, admissions a
@@ -78,6 +82,9 @@ var lineReplies = []lineReply{
 	{replyNoTicket, "NO_TICKET", 0, ErrNoTicket},
 	{replyChallengeExpired, "CHALLENGE_EXPIRED", 0, errChallengeExpired},
 	{replyPlaceTaken, "PLACE_TAKEN", 0, errPlaceTaken},
+	{replyNotStarted, "NOT_STARTED", 0, stock.ErrNotStarted},
+	{replyCodeInvalid, "CODE_INVALID", 0, stock.ErrCodeInvalid},
+	{replyCodeTaken, "CODE_TAKEN", 0, stock.ErrCodeTaken},
 }
 
 // ticketStatuses are a ticket's statuses as the scripts number them (the index) and
@@ -232,13 +239,15 @@ local function read_ticket(keys, user, now, sale)
   return {status, tonumber(pos), 0, at, exp, tonumber(place) or 0}
 end
 local function answer(code, t, sale, now)
-  return {code, t[1], t[2], t[3], t[4], t[5], t[6], sale.avail, sale.starts, sale.admit, now}
+  return {code, t[1], t[2], t[3], t[4], t[5], t[6], sale.avail, sale.starts, sale.admit, now, sale.early}
 end
 `
 
 // The keys and arguments of the scripts, by the names the scripts read them by:
 //
 //	sale     the sale's hash (stock.SaleKey)
+//	codes    the sale's access codes, and claims the uses not yet recorded
+//	         (stock.CodesKey, stock.CodeClaimsKey)
 //	meta     the line's counters (metaKey)
 //	wait     the waiting buyers (waitKey)
 //	tickets  the admitted buyers' tickets (ticketsKey)
@@ -249,8 +258,12 @@ end
 //	clock     "" for Redis' clock, or unix ms (tests)
 //	user      the buyer's key (buyer.ID.Key)
 //	draw      the lottery's draw for this buyer, an integer in [0, bandWidth)
-//	lottery   the first place of the band of a join before the start (places.go)
+//	lottery   the first place of the band of a join before the start (places.go); the
+//	          line admits no place from it on before the start
 //	arrival   the first place of the band of a join from the start on, less one
+//	early     the first place of the band of a code holder's join before the early window
+//	members   the first place of the band of a code holder's join in it, less one
+//	code      the access code the buyer presents, "" for none
 //	solution  "1" a right solution of ours came with the join, "0" one that is not
 //	          (refused even where no challenge is needed), "" none
 //	expires   the solution's challenge's expiry (unix ms), judged by the clock
@@ -275,17 +288,24 @@ return {CHALLENGE, sale.cost, clock_ms(ARG.clock)}
 //
 // Returns answer(JOINED, ...) for a new ticket, answer(TICKET, ...) for the user's
 // ticket (a second join; nothing changes), or NO_SALE, NO_ROOM, ENDED, SOLD_OUT,
-// NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, CHALLENGE_EXPIRED, PLACE_TAKEN (the draw
-// is a waiting buyer's place: nothing changed, draw again).
+// NOT_OPEN, NOT_STARTED, CODE_INVALID, CODE_TAKEN, CHALLENGE_REQUIRED, SOLUTION_USED,
+// CHALLENGE_EXPIRED, PLACE_TAKEN (the draw is a waiting buyer's place: nothing
+// changed, draw again).
 //
 // The sale's state comes before the solution: a user with a ticket gets it back, and a
-// closed line says so, whatever solution came. A join before the start (by the clock)
-// is placed by its draw in the lottery's band: the order of those joiners is a uniform
-// lottery, fixed at join time, so nothing is shuffled at the start. A later join is
-// placed in the arrival band at the count of later joins, behind them all, in arrival
-// order. A place is the buyer's score in K.wait, and stays with its ticket once admitted.
-var joinScript = newScript(append(slices.Clone(ticketKeyNames), "pow"),
-	[]string{"clock", "user", "draw", "lottery", "arrival", "solution", "expires"}, ticketLua, `
+// closed line says so, whatever solution came. The line opens prequeue seconds before
+// the early window (before the start, for a sale without one). A join before the start
+// (by the clock) is placed by its draw in the lottery's band: the order of those
+// joiners is a uniform lottery, fixed at join time, so nothing is shuffled at the
+// start. A later join is placed in the arrival band at the count of later joins, behind
+// them all, in arrival order. Before the start an access code counts (the first buyer
+// who presents it owns it: code_refused): its holder's join before the early window is
+// drawn in the early band, below every lottery place, and in the window it goes in the
+// members' band in join order (the line admits members by then); in the window nobody
+// joins without one. A place is the buyer's score in K.wait, and stays with its ticket
+// once admitted.
+var joinScript = newScript(append(slices.Clone(ticketKeyNames), "pow", "codes", "claims"),
+	[]string{"clock", "user", "draw", "lottery", "arrival", "early", "members", "code", "solution", "expires"}, ticketLua, `
 local sale = sale_state(K.sale)
 if not sale then return {NO_SALE} end
 if not sale.room then return {NO_ROOM} end
@@ -294,11 +314,20 @@ local t = read_ticket(K, ARG.user, now, sale)
 if t then return answer(TICKET, t, sale, now) end
 if now >= sale.ends then return {ENDED} end
 if sale.avail <= 0 then return {SOLD_OUT} end
-if now < sale.starts - sale.prequeue * 1000 then return {NOT_OPEN} end
-local place
-if now < sale.starts then
-  place = tonumber(ARG.lottery) + tonumber(ARG.draw)
+if now < sale.early - sale.prequeue * 1000 then return {NOT_OPEN} end
+local place, member
+if now < sale.starts and ARG.code ~= '' then
+  local refused = code_refused(K.codes, K.claims, ARG.code, ARG.user, now)
+  if refused == 'invalid' then return {CODE_INVALID} end
+  if refused == 'taken' then return {CODE_TAKEN} end
+  member = true
+end
+if now >= sale.early and now < sale.starts and not member then return {NOT_STARTED} end
+if now < sale.early then
+  place = tonumber(member and ARG.early or ARG.lottery) + tonumber(ARG.draw)
   if redis.call('ZCOUNT', K.wait, place, place) > 0 then return {PLACE_TAKEN} end
+elseif now < sale.starts then
+  place = 'members'
 end
 if sale.challenge or ARG.solution == '0' then
   if ARG.solution ~= '1' then return {CHALLENGE_REQUIRED} end
@@ -309,6 +338,7 @@ if sale.challenge or ARG.solution == '0' then
     return {SOLUTION_USED}
   end
 end
+if place == 'members' then place = tonumber(ARG.members) + redis.call('HINCRBY', K.meta, 'mseq', 1) end
 if not place then place = tonumber(ARG.arrival) + redis.call('HINCRBY', K.meta, 'seq', 1) end
 redis.call('ZADD', K.wait, string.format('%d', place), ARG.user)
 redis.call('HINCRBY', K.meta, 'joined', 1)
@@ -336,6 +366,9 @@ return answer(TICKET, t, sale, now)
 // Buyers are admitted in place order (the lowest scores of K.wait first); each admitted
 // ticket keeps its place, and the meta hash's through is the highest place admitted.
 //
+// Admission runs from the early window's opening: before the start, only the code
+// holders' places (below lottery) are admitted.
+//
 // Admission slots are spaced by interval = (10 s + tolerance) / (10 x admit - 1) and the
 // next slot is never older than now - tolerance when a run starts: a buyer admitted at
 // t has a slot in [t - tolerance, t], so any 10 s window holds at most
@@ -345,7 +378,7 @@ return answer(TICKET, t, sale, now)
 // max(admit, 2 x units left). A pass is used once its holder has bought (the reserve
 // script counts a pass holder's first purchase: sale_state's passes_used); passes that
 // expire leave the count, those whose holder holds units counted as used (usedexp).
-var admitScript = newScript(admitKeyNames, []string{"clock", "tolerance", "most"}, clockLua, `
+var admitScript = newScript(admitKeyNames, []string{"clock", "tolerance", "most", "lottery"}, clockLua, `
 local sale = sale_state(K.sale)
 if not sale then return {NO_SALE} end
 local now = clock_ms(ARG.clock)
@@ -368,12 +401,15 @@ local outstanding = redis.call('ZCARD', K.passes)
 local open = outstanding - math.min(outstanding, math.max(0, rused - usedexp))
 local rate, avail = sale.admit, sale.avail
 local n = 0
-if sale.room and rate > 0 and avail > 0 and now >= sale.starts and now < sale.ends then
+if sale.room and rate > 0 and avail > 0 and now >= sale.early and now < sale.ends then
   local interval = (10000 + tolerance) / (10 * rate - 1)
   local slot = math.max(tonumber(meta[1] or '0'), now - tolerance)
   if slot <= now then
     n = math.max(0, math.min(math.floor((now - slot) / interval) + 1, math.max(rate, 2 * avail) - open,
       tonumber(ARG.most)))
+  end
+  if n > 0 and now < sale.starts then -- the early window: code holders only
+    n = math.min(n, redis.call('ZCOUNT', K.wait, '-inf', '(' .. ARG.lottery))
   end
   if n > 0 then
     local popped = redis.call('ZPOPMIN', K.wait, n)

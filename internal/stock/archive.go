@@ -122,6 +122,7 @@ func (s *Stock) Remove(ctx context.Context, activityID int64, buckets int, n Nam
 	for i := range MaxVariants { // the waiting sets a sale may have, one per variant
 		byBucket[0] = append(byBucket[0], waitlistKey(zero, VariantAt(i)))
 	}
+	byBucket[0] = append(byBucket[0], codesKey(zero), codeClaimsKey(zero))
 	byBucket[0] = append(byBucket[0], n.Extra...)
 	var removed int64
 	for i := len(all) - 1; i >= 0; i-- {

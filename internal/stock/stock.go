@@ -93,6 +93,9 @@ type Sale struct {
 	ParticipationCap int
 	// Room is the sale's waiting room (room.go).
 	Room Room
+	// EarlyAt is when the holders of the sale's access codes may begin to buy (early
+	// access, codes.go); zero for no early window.
+	EarlyAt time.Time
 	// Buckets is how many buckets hold the sale's stock and buyers (bucket.go); 0 or 1
 	// for one.
 	Buckets int
@@ -115,7 +118,7 @@ func (sale Sale) fields() []any {
 		"start", sale.StartsAt.UnixMilli(), "end", sale.EndsAt.UnixMilli(),
 		"price", sale.PriceCents, "paywin", int64(sale.PayWindow / time.Second),
 		"kind", kind, "gsize", sale.GroupSize, "gwin", int64(sale.GroupWindow / time.Second),
-		"plimit", sale.ParticipationCap}
+		"plimit", sale.ParticipationCap, "early", sale.earlyAt().UnixMilli()}
 	if sale.Buckets > 1 {
 		fields = append(fields, "buckets", sale.Buckets)
 	}

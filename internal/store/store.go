@@ -80,6 +80,9 @@ type Activity struct {
 	PerUserParticipations *int
 	// Room is the sale's waiting room (room.go).
 	Room `gorm:"embedded"`
+	// EarlyAccessSeconds is how long before StartsAt the holders of the sale's access
+	// codes may buy (0: no early window).
+	EarlyAccessSeconds int
 	// ExternalRef is the shop's reference of the sale (its product or SKU id), carried by
 	// every order event of the sale; Metadata a JSON object of the shop's, compacted.
 	// Both nil when the shop set none.
@@ -361,7 +364,8 @@ func (s *Store) UpdateActivity(ctx context.Context, id int64, change func(*Activ
 		}
 		a.UpdatedAt = s.now()
 		cols := map[string]any{"per_user_limit": a.PerUserLimit, "ends_at": a.EndsAt,
-			"stock_total": a.StockTotal, "external_ref": a.ExternalRef, "metadata": a.Metadata, "updated_at": a.UpdatedAt}
+			"stock_total": a.StockTotal, "external_ref": a.ExternalRef, "metadata": a.Metadata, "updated_at": a.UpdatedAt,
+			"early_access_seconds": a.EarlyAccessSeconds}
 		maps.Copy(cols, a.Room.columns())
 		if err := tx.Model(&Activity{}).Where("id = ?", id).Updates(cols).Error; err != nil {
 			return err
