@@ -75,7 +75,7 @@ func TestEarlyAccessLine(t *testing.T) {
 		code string
 		want error
 	}{
-		{21, codes[1], stock.ErrCodeTaken},   // buyer 1's code
+		{21, codes[1], stock.ErrCodeTaken},    // buyer 1's code
 		{21, "NO-SUCH", stock.ErrCodeInvalid}, // never issued
 		{1, codes[39], nil},                   // a second join: the ticket, and buyer 1 takes no other code
 	} {

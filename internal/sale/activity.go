@@ -756,7 +756,7 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	}
 	return Stats{ActivityID: id, StockTotal: a.StockTotal, StockAvailable: a.StockAvailable, Variants: a.Variants,
 		AccessCodes: codes,
-		Waitlist: waiting,
+		Waitlist:    waiting,
 		Sold: queuedUnits + counts[store.StatusGrouping].Units + counts[store.StatusCreated].Units +
 			counts[store.StatusPaid].Units,
 		OffSale: counts[store.StatusRefunded].OffSale,
