@@ -8,6 +8,7 @@ import { liveChart, sparkline, perSecond } from './charts.js';
 import { roomFields, roomBody, wireRoom, renderRoom, readLines } from './admin-line.js';
 import { webhooksPoller } from './webhooks.js';
 import { wireOrders } from './admin-orders.js';
+import { wireCodes, renderCodes } from './admin-codes.js';
 
 const session = new Session('seckill.admin.token');
 const sales = new Map(); // activity id -> {data, stats, node, busy}
@@ -104,6 +105,7 @@ const fields = {
   stock_buckets: 'f-buckets',
   variants: 'f-variants',
   per_variant_limit: 'f-per-variant',
+  early_access_seconds: 'f-early',
   ...roomFields,
 };
 
@@ -187,6 +189,7 @@ function createBody() {
   }
   body.per_user_participations = number('f-participations');
   body.stock_buckets = number('f-buckets');
+  body.early_access_seconds = number('f-early');
   return Object.assign(body, roomBody());
 }
 
@@ -286,6 +289,7 @@ function newSaleCard(a) {
   });
   wireRoom(entry, patch);
   wireOrders(entry, () => session.token, refused);
+  wireCodes(entry, () => session.token, refused, patch);
   el(node, '.end-no').addEventListener('click', () => closeConfirm(entry));
   el(node, '.end-yes').addEventListener('click', async () => {
     closeConfirm(entry);
@@ -302,8 +306,10 @@ function closeConfirm(entry) {
 
 // patchErrorSlot is where a PATCH's validation message goes, by the field it names.
 const patchErrorSlot = { per_user_limit: '.limit-error', add_stock: '.stock-error', ends_at: '.end-error',
-  waiting_room: '.room-error', admit_per_second: '.room-error', challenge: '.room-error' };
-const patchInput = { per_user_limit: '.limit-input', add_stock: '.stock-input', admit_per_second: '.room-rate' };
+  waiting_room: '.room-error', admit_per_second: '.room-error', challenge: '.room-error',
+  early_access_seconds: '.early-error' };
+const patchInput = { per_user_limit: '.limit-input', add_stock: '.stock-input', admit_per_second: '.room-rate',
+  early_access_seconds: '.early-input' };
 
 function clearPatchErrors(entry) {
   for (const [field, slot] of Object.entries(patchErrorSlot)) {
@@ -441,6 +447,7 @@ function renderSale(entry) {
   setText(el(node, '.sellout'), entry.soldOutAt && entry.soldOutAt >= start
     ? `Sold out ${duration(entry.soldOutAt - start)} after the start (within 2 s).` : '');
   renderRoom(entry);
+  renderCodes(entry);
 }
 
 // renderVariants lists a sale of variants' variants with their units left (from the
