@@ -717,6 +717,9 @@ type OrderCounts struct {
 	Cancelled int64 `json:"cancelled"`
 	Failed    int64 `json:"failed"`
 	Refunded  int64 `json:"refunded"`
+	// EarlyAccess counts the orders of any status bought in the early window, once in
+	// MySQL (a queued one counts once the worker has written it).
+	EarlyAccess int64 `json:"early_access"`
 }
 
 // Stats returns an activity's figures. Sold counts units of queued (Redis), grouping,
@@ -746,6 +749,10 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
+	var early int64
+	for _, c := range counts {
+		early += c.Early
+	}
 	var codes *accesscode.Counts
 	if s.codes != nil {
 		n, err := s.codes.Counts(ctx, id)
@@ -762,5 +769,6 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 		OffSale: counts[store.StatusRefunded].OffSale,
 		Orders: OrderCounts{Queued: queued, Grouping: counts[store.StatusGrouping].Orders, Created: counts[store.StatusCreated].Orders,
 			Paid: counts[store.StatusPaid].Orders, Cancelled: counts[store.StatusCancelled].Orders,
-			Failed: counts[store.StatusFailed].Orders, Refunded: counts[store.StatusRefunded].Orders}}, nil
+			Failed: counts[store.StatusFailed].Orders, Refunded: counts[store.StatusRefunded].Orders,
+			EarlyAccess: early}}, nil
 }

@@ -156,6 +156,9 @@ type Order struct {
 	VariantIndex *int
 	// Offered is true for an order the waitlist made of units that came back.
 	Offered bool
+	// EarlyAccess is true for an order bought in the sale's early window, with an
+	// access code.
+	EarlyAccess bool
 	// IdempotencyKey is the client's Idempotency-Key that made the order and
 	// RequestFingerprint what the key remembers of the request; nil without one. A
 	// rebuild of the sale's Redis state writes the key back (KeptKeys).
@@ -458,6 +461,8 @@ type StatusCount struct {
 	Units  int64
 	// OffSale is the units among Units kept off sale (refunded without restock).
 	OffSale int64
+	// Early is the orders among Orders bought in the early window.
+	Early int64
 }
 
 // CountOrders returns the orders and units of an activity by status.
@@ -469,7 +474,8 @@ func (s *Store) CountOrders(ctx context.Context, activityID int64) (map[string]S
 func countOrders(db *gorm.DB, activityID int64) (map[string]StatusCount, error) {
 	var rows []StatusCount
 	err := db.Model(&Order{}).Select("status, COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units, "+
-		"COALESCE(SUM(CASE WHEN "+offSale+" THEN quantity ELSE 0 END), 0) AS off_sale").
+		"COALESCE(SUM(CASE WHEN "+offSale+" THEN quantity ELSE 0 END), 0) AS off_sale, "+
+		"COALESCE(SUM(early_access), 0) AS early").
 		Where("activity_id = ?", activityID).Group("status").Scan(&rows).Error
 	if err != nil {
 		return nil, err
