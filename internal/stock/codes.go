@@ -68,10 +68,11 @@ end
 // KEYS[1] sale, KEYS[2] codes; ARGV the codes. Returns how many were added.
 var putCodesScript = newScript(nil, "", `
 local sale, codes = KEYS[1], KEYS[2]
+local given = ARGV
 `, `
 if redis.call('HEXISTS', sale, 'archived') == 1 then return 0 end
 local added = 0
-for i = 1, #ARGV do added = added + redis.call('HSETNX', codes, ARGV[i], '') end
+for _, code in ipairs(given) do added = added + redis.call('HSETNX', codes, code, '') end
 return added
 `)
 

@@ -33,6 +33,10 @@ type Purchase struct {
 	// Variant is the variant bought in a sale of variants (its index: VariantAt), the
 	// zero Variant for none.
 	Variant Variant
+	// AccessCode is the access code the buyer presents (X-Access-Code), "" for none: it
+	// counts before the start only (early access, codes.go). Not part of Fingerprint: a
+	// replay is the same purchase, with any code or none.
+	AccessCode string
 }
 
 // Variant is one of a sale's variants by its index plus one, so that the zero Variant is
@@ -117,6 +121,9 @@ type QueuedOrder struct {
 	// Offered is true for an order the waitlist made of units that came back
 	// (waitlist.go), not a purchase.
 	Offered bool
+	// EarlyAccess is true for an order bought in the sale's early window, with an
+	// access code (never an offered one).
+	EarlyAccess bool
 	// Claimed is true once a worker has begun to persist the order (Stale only).
 	Claimed bool
 }
@@ -126,7 +133,7 @@ type QueuedOrder struct {
 func (r Reservation) queued(got Reserved, fingerprint string) QueuedOrder {
 	q := QueuedOrder{OrderID: r.OrderID, ActivityID: r.ActivityID, Buyer: r.Buyer, Quantity: r.Quantity,
 		CreatedAt: r.Now, Limit: got.Limit, ParticipationCap: got.ParticipationCap,
-		IdempotencyKey: r.IdempotencyKey, Fingerprint: fingerprint, Variant: r.Variant}
+		IdempotencyKey: r.IdempotencyKey, Fingerprint: fingerprint, Variant: r.Variant, EarlyAccess: got.EarlyAccess}
 	if got.Group != nil {
 		q.Group, q.GroupSize, q.GroupExpiresAt = got.Group.ID, got.Group.Size, got.Group.ExpiresAt
 	}
@@ -159,7 +166,7 @@ func (q QueuedOrder) Row() store.NewOrder {
 	if i, ok := q.Variant.Index(); ok {
 		n.VariantIndex = &i // the store names it (variant) from the sale's variants
 	}
-	n.Offered = q.Offered
+	n.Offered, n.EarlyAccess = q.Offered, q.EarlyAccess
 	return n
 }
 
@@ -170,7 +177,8 @@ func (q QueuedOrder) Row() store.NewOrder {
 // the cap it was checked against (0: none), and its group's id, size and end (unix ms),
 // "- 0 0" outside a group; in a sale of variants the long form ends with " variant", the
 // variant's index (a group-buy sale has none); an order the waitlist offered ends with
-// " <variant or -> o". Go and Lua each have one encoder and one decoder of it, side
+// " <variant or -> o", an order of the early window with " <variant or -> e" (a seat's
+// too, after its group). Go and Lua each have one encoder and one decoder of it, side
 // by side here; TestQueuedValueOneFormat holds the two languages to it. A line
 // (AppendLine) ends with the same value, so a field added at the value's end reaches
 // the queue's tasks with no change of the line. Fields are split on single spaces, as
@@ -193,18 +201,21 @@ func appendValue(b []byte, q QueuedOrder) []byte {
 		b = append(append(append(b, ' '), q.Group...), ' ')
 		b = strconv.AppendInt(b, int64(q.GroupSize), 10)
 		b = strconv.AppendInt(append(b, ' '), q.GroupExpiresAt.UnixMilli(), 10)
-	case q.ParticipationCap > 0 || ok || q.Offered:
+	case q.ParticipationCap > 0 || ok || q.Offered || q.EarlyAccess:
 		b = strconv.AppendInt(append(b, ' '), int64(q.ParticipationCap), 10)
 		b = append(b, " - 0 0"...)
 	}
 	switch {
 	case ok:
 		b = strconv.AppendInt(append(b, ' '), int64(variant), 10)
-	case q.Offered:
+	case q.Offered || q.EarlyAccess:
 		b = append(b, " -"...)
 	}
-	if q.Offered {
+	switch {
+	case q.Offered:
 		b = append(b, " o"...)
+	case q.EarlyAccess:
+		b = append(b, " e"...)
 	}
 	return b
 }
@@ -219,16 +230,20 @@ func parseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
 }
 
 // parseValue reads the fields of a value (four, eight, nine with a variant, ten for an
-// offered order) into q, and reports whether they are one.
+// offered order or one of the early window) into q, and reports whether they are one.
 func parseValue(f []string, q *QueuedOrder) bool {
 	if len(f) != 4 && len(f) != 8 && len(f) != 9 && len(f) != 10 {
 		return false
 	}
 	if len(f) == 10 {
-		if f[9] != "o" {
+		switch f[9] {
+		case "o":
+			q.Offered = true
+		case "e":
+			q.EarlyAccess = true
+		default:
 			return false
 		}
-		q.Offered = true
 		if f[8] == "-" {
 			f = f[:8]
 		} else {
@@ -316,9 +331,9 @@ func ParseLine(line []byte) (QueuedOrder, error) {
 //
 //	queued_value(p, limit, cap, group, size, expires): the value of the order of the
 //	  reserve script's purchase p (its orderArgs: p.user the buyer's key, p.qty, p.now
-//	  its creation, p.variant its variant, '' for none), or of units the waitlist
-//	  offered (p.offered true); cap nil or 0 and group nil for no participations counted
-//	  and no group
+//	  its creation, p.variant its variant, '' for none; p.early true in the early
+//	  window), or of units the waitlist offered (p.offered true); cap nil or 0 and group
+//	  nil for no participations counted and no group
 //	parse_queued(v): user (the buyer's key), qty, created, limit, cap, group, size,
 //	  expires, variant; cap nil when the sale counts no participations, group, size and
 //	  expires nil outside a group, variant (the index, a string) nil outside a sale of
@@ -326,10 +341,15 @@ func ParseLine(line []byte) (QueuedOrder, error) {
 const queuedLua = `
 local function queued_value(p, limit, cap, group, size, expires)
   local v = p.user .. ' ' .. p.qty .. ' ' .. p.now .. ' ' .. limit
-  if group then return v .. ' ' .. (cap or 0) .. ' ' .. group .. ' ' .. size .. ' ' .. expires end
-  if p.offered then
-    if p.variant == '' then return v .. ' ' .. (cap or 0) .. ' - 0 0 - o' end
-    return v .. ' ' .. (cap or 0) .. ' - 0 0 ' .. p.variant .. ' o'
+  if group then
+    v = v .. ' ' .. (cap or 0) .. ' ' .. group .. ' ' .. size .. ' ' .. expires
+    if p.early then return v .. ' - e' end
+    return v
+  end
+  if p.offered or p.early then
+    local mark = p.offered and ' o' or ' e'
+    if p.variant == '' then return v .. ' ' .. (cap or 0) .. ' - 0 0 -' .. mark end
+    return v .. ' ' .. (cap or 0) .. ' - 0 0 ' .. p.variant .. mark
   end
   if p.variant ~= '' then return v .. ' ' .. (cap or 0) .. ' - 0 0 ' .. p.variant end
   if cap and tonumber(cap) > 0 then return v .. ' ' .. cap .. ' - 0 0' end

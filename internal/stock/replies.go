@@ -37,6 +37,9 @@ const (
 	replyClosed            = -19 // the sale is closed while it is rebuilt (bucket.go)
 	replyNoVariant         = -20 // no variant of the sale named, or one named in a sale without variants
 	replyOverVariantLimit  = -21 // units of the variant held, the per-variant limit: the purchase would pass it
+	replyReservedEarly     = 2   // as replyReserved, in the sale's early window (with an access code)
+	replyCodeInvalid       = -22 // before the start, an access code the sale does not have, or revoked
+	replyCodeTaken         = -23 // before the start, an access code another buyer owns
 )
 
 // reserveReply is one of the reserve script's reply codes: its Lua constant's name, how
@@ -74,6 +77,9 @@ var reserveReplies = []reserveReply{
 	{replyClosed, "CLOSED", 0, ErrClosed},
 	{replyNoVariant, "NO_VARIANT", 0, ErrNoVariant},
 	{replyOverVariantLimit, "OVER_VARIANT_LIMIT", 2, ErrLimitExceeded},
+	{replyReservedEarly, "RESERVED_EARLY", 1, nil},
+	{replyCodeInvalid, "CODE_INVALID", 0, ErrCodeInvalid},
+	{replyCodeTaken, "CODE_TAKEN", 0, ErrCodeTaken},
 }
 
 // repliesLua defines the reply codes as Lua constants, from reserveReplies.
@@ -119,7 +125,8 @@ func decodeReserved(r Reservation, fingerprint string, res []any, terms saleTerm
 		return Reserved{}, fmt.Errorf("reserve: %w", err)
 	}
 	i := slices.IndexFunc(reserveReplies, func(r reserveReply) bool { return int64(r.code) == code })
-	seat := code == replyReserved && r.Group != "" && len(res) == 6
+	reserved := code == replyReserved || code == replyReservedEarly
+	seat := reserved && r.Group != "" && len(res) == 6
 	if i < 0 || len(res)-1 != reserveReplies[i].values && !seat {
 		return Reserved{}, fmt.Errorf("reserve: unexpected script reply %v", res)
 	}
@@ -138,8 +145,8 @@ func decodeReserved(r Reservation, fingerprint string, res []any, terms saleTerm
 		return Reserved{}, fmt.Errorf("reserve: %w", err)
 	}
 	switch code {
-	case replyReserved:
-		got := Reserved{OrderID: r.OrderID, Available: n[0], Limit: terms.limit,
+	case replyReserved, replyReservedEarly:
+		got := Reserved{OrderID: r.OrderID, Available: n[0], Limit: terms.limit, EarlyAccess: code == replyReservedEarly,
 			PriceCents: terms.price, PayWindow: terms.payWindow, ParticipationCap: terms.cap, room: terms.room}
 		if seat {
 			got.Group = &Group{ID: r.Group, ActivityID: r.ActivityID, Members: int(n[1]), Size: int(n[2]),

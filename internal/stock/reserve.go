@@ -34,7 +34,7 @@ import (
 // so a second purchase of the same user sees the outcome of the first (in the same call
 // too). A purchase that reaches the script counts against the user's allowance first
 // (reserve); a retry after the lock does not count again (interval 0).
-var reserveScript = redis.NewScript(listGroupLua + queuedLua + repliesLua() + holdingsLua + userLimitLua + layoutLua() + `
+var reserveScript = redis.NewScript(listGroupLua + queuedLua + repliesLua() + holdingsLua + userLimitLua + CodeLua + layoutLua() + `
 local v = redis.call('HMGET', K.sale, 'avail', 'limit', 'start', 'end', 'price', 'paywin', 'qunits', 'kind',
   'gsize', 'gwin', 'plimit', 'room', 'buckets', 'closed', 'variants', 'vlimit')
 local sale = {avail = tonumber(v[1]), limit = tonumber(v[2]), limit_text = v[2], starts = tonumber(v[3]), ends = tonumber(v[4]),
@@ -90,11 +90,15 @@ if not shut and #purchases > 0 then -- a call carries at most maxCoalesced: the 
   read(queued, ids)
 end
 
--- The reply of a reservation: units left, and a seat's group as this seat left it.
+-- The reply of a reservation: units left, and a seat's group as this seat left it;
+-- RESERVED_EARLY for one of the early window (p.early, or its queued value's mark when
+-- this call runs again).
 local function reserved(p, avail)
-  if p.mode == '' then return {RESERVED, avail} end
+  local code = RESERVED
+  if p.early or string.sub(get(queued, p.order) or '', -2) == ' e' then code = RESERVED_EARLY end
+  if p.mode == '' then return {code, avail} end
   local g = redis.call('HMGET', p.group_key, 'members', 'size', 'expires', 'status')
-  return {RESERVED, avail, g[1], g[2], g[3], g[4]}
+  return {code, avail, g[1], g[2], g[3], g[4]}
 end
 
 -- Each check returns its refusal, or nil to let the purchase go on.
@@ -120,12 +124,30 @@ local function locked(p)
   if lock and tonumber(string.match(lock, ' (%d+)$')) > clock_us() / 1000 then return {BUSY} end
 end
 
+-- Before the start, in the sale's early window (its opening, the hash's early, read
+-- only then), a buyer who presents an access code the sale has, free or theirs, buys as
+-- after the start (p.early: the order is marked); anyone else waits for the start. A
+-- free code becomes the buyer's here (code_refused), whatever the purchase's outcome.
+local early_at
+local function early_refused(p, clock)
+  if p.access_code == '' then return {NOT_STARTED} end
+  if not early_at then early_at = tonumber(redis.call('HGET', K.sale, 'early') or sale.starts) end
+  if clock < early_at then return {NOT_STARTED} end
+  local refused = code_refused(K.codes, K.claims, p.access_code, p.user, clock)
+  if refused == 'invalid' then return {CODE_INVALID} end
+  if refused == 'taken' then return {CODE_TAKEN} end
+  p.early = true
+end
+
 -- The sale's window, and a waiting room's pass, judged by Redis' clock (the same for
 -- every API instance) or by the caller's now.
 local function outside_window(p)
   local clock = tonumber(p.now)
   if p.redis_clock then clock = math.floor(clock_us() / 1000) end
-  if clock < sale.starts then return {NOT_STARTED} end
+  if clock < sale.starts then
+    local refusal = early_refused(p, clock)
+    if refusal then return refusal end
+  end
   if clock >= sale.ends then return {ENDED} end
   if sale.room and not (clock < (p.pass_expires or 0)) then return {NOT_ADMITTED} end
 end
@@ -344,6 +366,9 @@ type Reserved struct {
 	// Replayed is true when the Idempotency-Key already made OrderID; nothing was taken
 	// and no lock is held.
 	Replayed bool
+	// EarlyAccess is true for a reservation of the sale's early window, with an access
+	// code (its order is marked so).
+	EarlyAccess bool
 	// Available is what is left after this purchase.
 	Available  int64
 	Limit      int
@@ -387,8 +412,12 @@ func (s *Stock) Reserve(ctx context.Context, r Reservation) (Reserved, error) {
 	}
 	epoch := s.soldOut.epoch()
 	got, err := s.reserveRouted(ctx, r, fingerprint)
+	// A purchase with an access code may be the early window's, which one without would
+	// meet as not started: only one without sets the flag (it is sold out only after the
+	// start).
+	noneLeft := err == errNoneLeft || err == nil && !got.Replayed && got.Available == 0 && got.Bucket.k <= 1
 	switch {
-	case err == errNoneLeft, err == nil && !got.Replayed && got.Available == 0 && got.Bucket.k <= 1:
+	case noneLeft && r.AccessCode == "":
 		s.soldOut.set(r.ActivityID, r.Variant, epoch, &soldOutFlag{at: r.Now, room: got.room, group: r.mode() != "", limit: got.Limit})
 	case recheck != nil:
 		s.soldOut.dropRecheck(r.ActivityID, r.Variant, recheck)
@@ -524,6 +553,8 @@ var callKeys = []struct {
 	{"since", queuedSinceKey},      // queued order ids by when they were taken
 	{"open_groups", openGroupsKey}, // open groups by the end of their window
 	{"fill_groups", fillGroupsKey}, // open groups, fullest first
+	{"codes", codesKey},            // the sale's access codes (codes.go), read before the start only
+	{"claims", codeClaimsKey},      // the uses of codes not yet recorded in MySQL
 }
 
 // callArgs are the arguments of every call.
@@ -563,6 +594,7 @@ var purchaseArgs = slices.Concat(orderArgs, []purchaseArg{
 	{"tolerance", luaNumber, func(r Reservation, _ string) any { _, t := r.allowance(); return t }},
 	{"redis_clock", luaFlag, func(r Reservation, _ string) any { return flag(r.RedisClock) }},
 	{"pass_expires", luaNumber, func(r Reservation, _ string) any { return r.passArg() }}, // nil: no pass
+	{"access_code", luaString, func(r Reservation, _ string) any { return r.AccessCode }},  // "": none
 })
 
 // purchaseArg is one of a purchase's arguments, with how the script reads it: a value

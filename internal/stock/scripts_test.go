@@ -20,7 +20,7 @@ var scripts = map[string]*script{
 	"return": returnScript, "forget": forgetScript, "stale": staleScript, "take": takeScript, "apply": applyScript,
 	"fail": failScript, "extend": extendScript, "restore": restoreScript, "barrier": barrierScript, "mark": markScript,
 	"join": joinScript, "read": readScript, "leave": leaveScript, "release locks": releaseLocksScript,
-	"hold lock": holdLockScript,
+	"hold lock": holdLockScript, "put codes": putCodesScript, "revoke code": revokeCodeScript,
 }
 
 // fragments are the Lua fragments the scripts share.
@@ -28,7 +28,7 @@ var fragments = map[string]string{
 	"buyerFields": buyerFieldsLua, "holdings": holdingsLua, "userLimit": userLimitLua, "queued": queuedLua,
 	"units": unitsLua, "bumpGen": bumpGenLua, "variants": variantsLua, "variantHoldings": variantHoldingsLua,
 	"listGroup": listGroupLua, "saleLive": saleLiveLua, "trimReturned": trimReturnedLua, "entry": entryLua,
-	"offer": offerLua, "endOffer": endOfferLua, "saleState": SaleStateLua,
+	"offer": offerLua, "endOffer": endOfferLua, "saleState": SaleStateLua, "code": CodeLua,
 }
 
 var (

@@ -1,0 +1,291 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/testutil"
+)
+
+// createEarlySale creates a sale of stock units, limit per buyer, that starts at start
+// and opens early seconds before it to the holders of its codes, with the fields of
+// extra.
+func (c *client) createEarlySale(admin string, stock int64, limit int, start time.Time, early int, extra map[string]any) activity {
+	c.t.Helper()
+	body := map[string]any{"name": "members first", "product_name": "widget", "price_cents": 1500, "stock": stock,
+		"per_user_limit": limit, "starts_at": start.UTC().Format(time.RFC3339Nano),
+		"ends_at": start.Add(time.Hour).UTC().Format(time.RFC3339Nano), "early_access_seconds": early}
+	for k, v := range extra {
+		body[k] = v
+	}
+	r := c.must("POST", "/api/v1/admin/activities", admin, body)
+	if r.Status != http.StatusCreated {
+		c.t.Fatalf("create early sale: %d %s", r.Status, r.Body)
+	}
+	var a activity
+	r.decode(c.t, &a)
+	return a
+}
+
+// importCodes imports codes to the sale.
+func (c *client) importCodes(admin string, activityID int64, codes []string) {
+	c.t.Helper()
+	r := c.must("POST", fmt.Sprintf("/api/v1/admin/activities/%d/access-codes", activityID), admin, map[string]any{"codes": codes})
+	if r.Status != http.StatusCreated {
+		c.t.Fatalf("import codes: %d %s", r.Status, r.Body)
+	}
+}
+
+// buyWith buys qty units of the sale as user, with an Idempotency-Key when key is not
+// "", and the headers of more (name, value, ...).
+func (c *client) buyWith(activityID, user int64, qty int, key string, more ...string) (response, error) {
+	header := more
+	if key != "" {
+		header = append([]string{"Idempotency-Key", key}, more...)
+	}
+	return c.do("POST", fmt.Sprintf("/api/v1/activities/%d/orders", activityID), testutil.Token(c.t, user, false),
+		map[string]any{"quantity": qty}, header...)
+}
+
+// earlyCrowd is what a crowd of an early window saw.
+type earlyCrowd struct {
+	mu    sync.Mutex
+	codes map[string]int  // answers by status and error code
+	early map[string]bool // ids of the orders accepted (202) in the window
+	late  map[string]bool // ids of the orders accepted from the start on
+	owner map[string]int64
+	errs  []string
+}
+
+func (e *earlyCrowd) record(t *testing.T, user int64, inWindow bool, r response, err error) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err != nil {
+		e.errs = append(e.errs, fmt.Sprintf("user %d: %v", user, err))
+		return ""
+	}
+	label := fmt.Sprint(r.Status)
+	if code := r.errorCode(); code != "" {
+		label += " " + code
+	}
+	e.codes[label]++
+	if r.Status != http.StatusAccepted && r.Status != http.StatusOK {
+		return r.errorCode()
+	}
+	var o struct {
+		ID          string `json:"id"`
+		UserID      int64  `json:"user_id"`
+		EarlyAccess bool   `json:"early_access"`
+	}
+	if err := jsonUnmarshal(r.Body, &o); err != nil || o.UserID != user {
+		e.errs = append(e.errs, fmt.Sprintf("user %d: order %s", user, r.Body))
+		return ""
+	}
+	if r.Status == http.StatusAccepted {
+		if o.EarlyAccess != inWindow {
+			e.errs = append(e.errs, fmt.Sprintf("order %s accepted in the window %v says early_access %v", o.ID, inWindow, o.EarlyAccess))
+		}
+		if inWindow {
+			e.early[o.ID] = true
+		} else {
+			e.late[o.ID] = true
+		}
+		e.owner[o.ID] = user
+	}
+	return "ok"
+}
+
+// A crowd in a sale's early window, over two APIs: 200 members each buy with their own
+// code (a double click: two requests with one Idempotency-Key), 200
+// buyers without a code are refused until the start, 30 codes are shared by two buyers
+// at once (one of each pair buys, the other is refused access_code_taken), unknown codes
+// are refused, and a code revoked mid-window serves nobody. From the start everyone buys,
+// a code changes nothing, and the limit counts the window's units: a member who bought
+// one may buy one more, not two. Then MySQL: nothing oversold, nobody past the limit,
+// every order of the window marked early_access and no other, the stats counting them,
+// every code's owner recorded, the ledger balanced.
+func TestEarlyAccessCrowd(t *testing.T) {
+	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), testutil.StartRedis(t, "--appendonly", "yes").Topology(), 2, 1)
+	clients := []*client{newClient(t, s.URLs[0]), newClient(t, s.URLs[1])}
+	admin := testutil.Token(t, 1, true)
+	start := time.Now().Add(20 * time.Second)
+	a := clients[0].createEarlySale(admin, 1000, 2, start, 3600, nil)
+	start = a.StartsAt
+	const members, public, pairs = 200, 200, 30
+	var codes []string
+	for u := int64(1000); u < 1000+members; u++ {
+		codes = append(codes, fmt.Sprintf("MEMBER-%d", u))
+	}
+	for i := range pairs {
+		codes = append(codes, fmt.Sprintf("SHARED-%d", i))
+	}
+	clients[1].importCodes(admin, a.ID, codes)
+	clients[0].importCodes(admin, a.ID, codes) // again: nothing changes
+
+	e := &earlyCrowd{codes: map[string]int{}, early: map[string]bool{}, late: map[string]bool{}, owner: map[string]int64{}}
+	var wg sync.WaitGroup
+	var n int
+	fire := func(user int64, f func(c *client) (response, error), inWindow bool) {
+		n++
+		c := clients[n%2]
+		wg.Go(func() {
+			r, err := f(c)
+			e.record(t, user, inWindow, r, err)
+		})
+	}
+	for u := int64(1000); u < 1000+members; u++ {
+		code := fmt.Sprintf("MEMBER-%d", u)
+		key := fmt.Sprintf("m%d", u)
+		for range 2 { // a double click
+			fire(u, func(c *client) (response, error) { return c.buyWith(a.ID, u, 1, key, "X-Access-Code", code) }, true)
+		}
+	}
+	for u := int64(2000); u < 2000+public; u++ {
+		fire(u, func(c *client) (response, error) { return c.buyWith(a.ID, u, 1, "") }, true)
+	}
+	sharedWinners := make([]int64, pairs)
+	for i := range pairs {
+		code := fmt.Sprintf("SHARED-%d", i)
+		for _, u := range []int64{int64(3000 + i), int64(3100 + i)} {
+			wg.Go(func() {
+				r, err := clients[u%2].buyWith(a.ID, u, 1, "", "X-Access-Code", code)
+				if e.record(t, u, true, r, err) == "ok" {
+					e.mu.Lock()
+					if sharedWinners[i] != 0 {
+						e.errs = append(e.errs, fmt.Sprintf("%s bought for %d and %d", code, sharedWinners[i], u))
+					}
+					sharedWinners[i] = u
+					e.mu.Unlock()
+				}
+			})
+		}
+	}
+	for u := int64(4000); u < 4010; u++ {
+		fire(u, func(c *client) (response, error) { return c.buyWith(a.ID, u, 1, "", "X-Access-Code", "NOT-A-CODE") }, true)
+	}
+	wg.Wait()
+	if time.Now().After(start) {
+		t.Fatalf("the window's crowd took until after the start; give it more time")
+	}
+	for i, w := range sharedWinners {
+		if w == 0 {
+			t.Errorf("SHARED-%d: neither buyer bought", i)
+		}
+	}
+	if e.codes["202"] != members+pairs || e.codes["200"] != members || e.codes["409 sale_not_started"] != public ||
+		e.codes["403 access_code_taken"] != pairs || e.codes["403 access_code_invalid"] != 10 {
+		t.Errorf("the window's answers %v; want 202 %d (members, and one of each pair), 200 %d (the double clicks), "+
+			"409 sale_not_started %d, 403 access_code_taken %d, 403 access_code_invalid 10", e.codes, members+pairs, members,
+			public, pairs)
+	}
+
+	// A member's code revoked in the window serves them no more; their order stays.
+	r := clients[0].must("DELETE", fmt.Sprintf("/api/v1/admin/activities/%d/access-codes/MEMBER-1000", a.ID), admin, nil)
+	if r.Status != http.StatusNoContent {
+		t.Fatalf("revoke: %d %s", r.Status, r.Body)
+	}
+	if r, _ := clients[1].buyWith(a.ID, 1000, 1, "", "X-Access-Code", "MEMBER-1000"); r.errorCode() != "access_code_invalid" {
+		t.Errorf("a revoked code in the window: %d %s, want 403 access_code_invalid", r.Status, r.Body)
+	}
+
+	time.Sleep(time.Until(start) + 200*time.Millisecond)
+	e.codes = map[string]int{}
+	for u := int64(2000); u < 2000+public; u++ { // the public, one of them with a code of nobody's
+		var more []string
+		if u == 2000 {
+			more = []string{"X-Access-Code", "NOT-A-CODE"}
+		}
+		fire(u, func(c *client) (response, error) { return c.buyWith(a.ID, u, 1, "", more...) }, false)
+	}
+	for u := int64(1001); u < 1000+members; u++ { // members past the limit, then within it
+		fire(u, func(c *client) (response, error) { return c.buyWith(a.ID, u, 2, "", "X-Access-Code", fmt.Sprintf("MEMBER-%d", u)) }, false)
+	}
+	wg.Wait()
+	if e.codes["202"] != public || e.codes["409 limit_exceeded"] != members-1 {
+		t.Errorf("after the start: %v; want %d 202 (the public) and %d limit_exceeded (members asking 2 more)",
+			e.codes, public, members-1)
+	}
+	for u := int64(1001); u < 1000+members; u++ {
+		fire(u, func(c *client) (response, error) { return c.buyWith(a.ID, u, 1, "") }, false)
+	}
+	wg.Wait()
+	if len(e.errs) > 0 {
+		t.Fatalf("%d errors, the first: %s", len(e.errs), e.errs[0])
+	}
+
+	st := clients[0].waitDrained(admin, a.ID, time.Minute)
+	var rows []struct {
+		ID          string
+		UserID      int64
+		Quantity    int
+		Status      string
+		EarlyAccess bool
+	}
+	if err := s.MySQL.Gorm.Raw("SELECT id, user_id, quantity, status, early_access FROM orders WHERE activity_id = ?", a.ID).
+		Scan(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	perUser := map[int64]int{}
+	units, early := 0, 0
+	for _, o := range rows {
+		if o.Status != "created" {
+			t.Errorf("order %s is %s", o.ID, o.Status)
+		}
+		units += o.Quantity
+		perUser[o.UserID] += o.Quantity
+		if o.EarlyAccess != e.early[o.ID] || !e.early[o.ID] && !e.late[o.ID] {
+			t.Errorf("order %s: early_access %v in MySQL, accepted in the window %v, after %v", o.ID, o.EarlyAccess, e.early[o.ID], e.late[o.ID])
+		}
+		if o.EarlyAccess {
+			early++
+		}
+	}
+	for u, n := range perUser {
+		if n > a.PerUserLimit {
+			t.Errorf("user %d holds %d, over the limit %d", u, n, a.PerUserLimit)
+		}
+	}
+	if wantUnits := members + pairs + public + members - 1; units != wantUnits || int64(units)+st.StockAvailable != a.StockTotal {
+		t.Errorf("%d units in MySQL, %d available of %d; want %d sold", units, st.StockAvailable, a.StockTotal, wantUnits)
+	}
+	if early != members+pairs || len(e.early) != members+pairs {
+		t.Errorf("%d orders marked early in MySQL, %d accepted in the window; want %d", early, len(e.early), members+pairs)
+	}
+	var full struct {
+		Orders      struct{ EarlyAccess int64 `json:"early_access"` } `json:"orders"`
+		AccessCodes struct{ Issued, Used, Revoked int64 } `json:"access_codes"`
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for { // the worker records the codes' owners within a second
+		r := clients[1].must("GET", fmt.Sprintf("/api/v1/admin/activities/%d/stats", a.ID), admin, nil)
+		r.decode(t, &full)
+		if full.AccessCodes.Used == members+pairs-1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if full.Orders.EarlyAccess != int64(members+pairs) || full.AccessCodes.Issued != members+pairs-1 ||
+		full.AccessCodes.Used != members+pairs-1 || full.AccessCodes.Revoked != 1 {
+		t.Errorf("stats: %+v; want %d early orders, %d codes issued and used, 1 revoked", full, members+pairs, members+pairs-1)
+	}
+	var owners []struct {
+		Code  string
+		Buyer string
+	}
+	s.MySQL.Gorm.Raw("SELECT code, buyer FROM access_codes WHERE activity_id = ? AND code LIKE 'SHARED-%'", a.ID).Scan(&owners)
+	for _, o := range owners {
+		var i int
+		fmt.Sscanf(o.Code, "SHARED-%d", &i)
+		if o.Buyer != fmt.Sprint(sharedWinners[i]) {
+			t.Errorf("%s recorded as %q's, bought by %d", o.Code, o.Buyer, sharedWinners[i])
+		}
+	}
+	r = clients[0].must("GET", fmt.Sprintf("/api/v1/admin/activities/%d/ledger", a.ID), admin, nil)
+	var l struct{ Balanced bool }
+	if r.decode(t, &l); r.Status != http.StatusOK || !l.Balanced {
+		t.Errorf("ledger: %d %s", r.Status, r.Body)
+	}
+}
