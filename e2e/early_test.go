@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,10 +129,15 @@ func TestEarlyAccessCrowd(t *testing.T) {
 	e := &earlyCrowd{codes: map[string]int{}, early: map[string]bool{}, late: map[string]bool{}, owner: map[string]int64{}}
 	var wg sync.WaitGroup
 	var n int
+	// At most 128 requests in flight, below the APIs' bounds of a sale's purchases in
+	// flight (a request past them is answered 429 at once, which a buyer's app retries).
+	slots := make(chan struct{}, 128)
 	fire := func(user int64, f func(c *client) (response, error), inWindow bool) {
 		n++
 		c := clients[n%2]
 		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			r, err := f(c)
 			e.record(t, user, inWindow, r, err)
 		})
@@ -151,6 +157,8 @@ func TestEarlyAccessCrowd(t *testing.T) {
 		code := fmt.Sprintf("SHARED-%d", i)
 		for _, u := range []int64{int64(3000 + i), int64(3100 + i)} {
 			wg.Go(func() {
+				slots <- struct{}{}
+				defer func() { <-slots }()
 				r, err := clients[u%2].buyWith(a.ID, u, 1, "", "X-Access-Code", code)
 				if e.record(t, u, true, r, err) == "ok" {
 					e.mu.Lock()
@@ -289,3 +297,259 @@ func TestEarlyAccessCrowd(t *testing.T) {
 		t.Errorf("ledger: %d %s", r.Status, r.Body)
 	}
 }
+
+// placed is a ticket's place and status.
+type placed struct {
+	Place  int64  `json:"place"`
+	Status string `json:"status"`
+	Pass   string `json:"pass"`
+}
+
+// A waiting-room sale with an early window admits its code holders first: 40 of them
+// join with their codes before the window and 80 buyers without a code join too; every
+// code holder's place is below every other's. In the window a join without a code is
+// refused, 10 more code holders join behind the first 40, and the line admits the 50
+// (and nobody else) while its status reads before; each buys with the pass and the code
+// (without the code the pass buys nothing before the start). From the start everyone
+// else is admitted and buys, and nothing is oversold.
+func TestEarlyAccessLine(t *testing.T) {
+	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), testutil.StartRedis(t, "--appendonly", "yes").Topology(), 2, 1)
+	c := newClient(t, s.URL)
+	admin := testutil.Token(t, 1, true)
+	const members, late, public = 40, 10, 80
+	window := time.Now().Add(8 * time.Second)
+	start := window.Add(12 * time.Second)
+	a := c.createEarlySale(admin, 1000, 1, start, 12, map[string]any{"waiting_room": true, "admit_per_second": 100,
+		"pass_ttl_seconds": 300})
+	start = a.StartsAt
+	window = start.Add(-12 * time.Second)
+	var codes []string
+	for u := int64(1000); u < 1000+members+late; u++ {
+		codes = append(codes, fmt.Sprintf("M-%d", u))
+	}
+	c.importCodes(admin, a.ID, codes)
+	join := func(user int64, code string) (response, placed) {
+		var header []string
+		if code != "" {
+			header = []string{"X-Access-Code", code}
+		}
+		r := c.must("POST", fmt.Sprintf("/api/v1/activities/%d/line", a.ID), testutil.Token(t, user, false), map[string]any{}, header...)
+		var p placed
+		if r.Status == http.StatusCreated {
+			r.decode(t, &p)
+		}
+		return r, p
+	}
+	places := map[int64]int64{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for u := int64(1000); u < 1000+members; u++ {
+		wg.Go(func() {
+			r, p := join(u, fmt.Sprintf("M-%d", u))
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Status != http.StatusCreated {
+				t.Errorf("code holder %d joins: %d %s", u, r.Status, r.Body)
+			}
+			places[u] = p.Place
+		})
+	}
+	for u := int64(2000); u < 2000+public; u++ {
+		wg.Go(func() {
+			r, p := join(u, "")
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Status != http.StatusCreated {
+				t.Errorf("buyer %d joins: %d %s", u, r.Status, r.Body)
+			}
+			places[u] = p.Place
+		})
+	}
+	wg.Wait()
+	if time.Now().After(window) {
+		t.Fatal("the joins took until the window; give them more time")
+	}
+	var highestMember, lowestPublic int64 = 0, 1 << 53
+	for u, p := range places {
+		if u < 2000 {
+			highestMember = max(highestMember, p)
+		} else {
+			lowestPublic = min(lowestPublic, p)
+		}
+	}
+	if highestMember >= lowestPublic {
+		t.Fatalf("a code holder's place %d is not below every other's (lowest %d)", highestMember, lowestPublic)
+	}
+
+	time.Sleep(time.Until(window) + 100*time.Millisecond) // the early window
+	if r, _ := join(2500, ""); r.errorCode() != "sale_not_started" {
+		t.Errorf("a join without a code in the window: %d %s, want 409 sale_not_started", r.Status, r.Body)
+	}
+	for u := int64(1000 + members); u < 1000+members+late; u++ {
+		r, p := join(u, fmt.Sprintf("M-%d", u))
+		if r.Status != http.StatusCreated || p.Place <= highestMember || p.Place >= lowestPublic {
+			t.Errorf("code holder %d joins in the window: %d at place %d; want one between %d and %d", u, r.Status, p.Place,
+				highestMember, lowestPublic)
+		}
+		highestMember = max(highestMember, p.Place)
+	}
+	status := func() (st struct {
+		State           string `json:"state"`
+		AdmittedThrough int64  `json:"admitted_through"`
+		Admitted        int64  `json:"admitted"`
+	}) {
+		r := c.must("GET", fmt.Sprintf("/api/v1/activities/%d/line/status", a.ID), "", nil)
+		r.decode(t, &st)
+		return st
+	}
+	for st := status(); st.Admitted < members+late; st = status() {
+		if st.State != "before" || st.AdmittedThrough >= lowestPublic {
+			t.Fatalf("the line's status in the window: %+v; want before, admitted through the code holders only", st)
+		}
+		if time.Now().After(start.Add(-2 * time.Second)) {
+			t.Fatalf("the window nearly over and %d code holders admitted of %d", st.Admitted, members+late)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if st := status(); st.State != "before" || st.Admitted != members+late || st.AdmittedThrough != highestMember {
+		t.Errorf("every code holder admitted: %+v; want before, %d admitted through %d", st, members+late, highestMember)
+	}
+	for u := int64(1000); u < 1000+members+late; u++ {
+		wg.Go(func() {
+			var tk placed
+			c.must("GET", fmt.Sprintf("/api/v1/activities/%d/line", a.ID), testutil.Token(t, u, false), nil).decode(t, &tk)
+			if tk.Status != "admitted" || tk.Pass == "" {
+				t.Errorf("code holder %d in the window: %+v, want admitted with a pass", u, tk)
+				return
+			}
+			if u == 1000 { // the pass alone, before the start, buys nothing
+				if r, _ := c.buyWith(a.ID, u, 1, "", "X-Sale-Pass", tk.Pass); r.errorCode() != "sale_not_started" {
+					t.Errorf("a pass without the code in the window: %d %s, want 409 sale_not_started", r.Status, r.Body)
+				}
+			}
+			r, err := c.buyWith(a.ID, u, 1, "", "X-Sale-Pass", tk.Pass, "X-Access-Code", fmt.Sprintf("M-%d", u))
+			if err != nil || r.Status != http.StatusAccepted || !jsonHasEarly(r.Body) {
+				t.Errorf("code holder %d buys in the window: %v %d %s", u, err, r.Status, r.Body)
+			}
+		})
+	}
+	wg.Wait()
+	if tk := c.ticket(a.ID, 2000); tk.Status != "waiting" {
+		t.Errorf("a buyer without a code in the window: %+v, want waiting", tk)
+	}
+
+	time.Sleep(time.Until(start) + 100*time.Millisecond)
+	for st := status(); st.Admitted < members+late+public; st = status() {
+		if time.Now().After(start.Add(20 * time.Second)) {
+			t.Fatalf("after the start: %+v, want everyone admitted", st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for u := int64(2000); u < 2000+public; u++ {
+		wg.Go(func() {
+			var tk placed
+			c.must("GET", fmt.Sprintf("/api/v1/activities/%d/line", a.ID), testutil.Token(t, u, false), nil).decode(t, &tk)
+			if r, err := c.buyWith(a.ID, u, 1, "", "X-Sale-Pass", tk.Pass); err != nil || r.Status != http.StatusAccepted || jsonHasEarly(r.Body) {
+				t.Errorf("buyer %d after the start: %v %d %s", u, err, r.Status, r.Body)
+			}
+		})
+	}
+	wg.Wait()
+	st := c.waitDrained(admin, a.ID, time.Minute)
+	if sold := a.StockTotal - st.StockAvailable; sold != members+late+public || st.Orders.Created != members+late+public {
+		t.Errorf("%d units sold, %d orders created; want %d", sold, st.Orders.Created, members+late+public)
+	}
+}
+
+// jsonHasEarly reports whether an order's JSON says early_access: true.
+func jsonHasEarly(b []byte) bool {
+	var o struct {
+		EarlyAccess bool `json:"early_access"`
+	}
+	return jsonUnmarshal(b, &o) == nil && o.EarlyAccess
+}
+
+// Early access in a group-buy sale (opening a group and joining one take the code), in
+// a sale of variants (a size bought early counts against its size's stock), and not in
+// a sale of several stock buckets (400 naming early_access_seconds, and no codes).
+func TestEarlyAccessKinds(t *testing.T) {
+	s := testutil.StartStack(t)
+	c := newClient(t, s.URL)
+	admin := testutil.Token(t, 1, true)
+	start := time.Now().Add(time.Hour)
+
+	g := c.createEarlySale(admin, 10, 1, start, 7200, map[string]any{"kind": "group", "group_size": 2, "group_window_seconds": 600})
+	c.importCodes(admin, g.ID, []string{"GRP-1", "GRP-2"})
+	seat := func(path string, user int64, code string) response {
+		var header []string
+		if code != "" {
+			header = []string{"X-Access-Code", code}
+		}
+		return c.must("POST", path, testutil.Token(t, user, false), map[string]any{"quantity": 1}, header...)
+	}
+	open := fmt.Sprintf("/api/v1/activities/%d/groups", g.ID)
+	if r := seat(open, 10, ""); r.errorCode() != "sale_not_started" {
+		t.Errorf("a group opened without a code in the window: %d %s", r.Status, r.Body)
+	}
+	r := seat(open, 10, "GRP-1")
+	var opened struct {
+		Group struct{ ID string } `json:"group"`
+		Order struct {
+			EarlyAccess bool `json:"early_access"`
+		} `json:"order"`
+	}
+	if r.decode(t, &opened); r.Status != http.StatusAccepted || !opened.Order.EarlyAccess {
+		t.Fatalf("a group opened with a code in the window: %d %s", r.Status, r.Body)
+	}
+	join := fmt.Sprintf("/api/v1/groups/%s/join", opened.Group.ID)
+	if r := seat(join, 11, "GRP-1"); r.errorCode() != "access_code_taken" {
+		t.Errorf("a seat with another buyer's code: %d %s", r.Status, r.Body)
+	}
+	if r := seat(join, 11, "GRP-2"); r.Status != http.StatusAccepted || !jsonHas(r.Body, `"status":"complete"`) {
+		t.Errorf("a seat with a code in the window: %d %s, want the group complete", r.Status, r.Body)
+	}
+
+	r = c.must("POST", "/api/v1/admin/activities", admin, map[string]any{"name": "sizes", "product_name": "shoe",
+		"price_cents": 100, "variants": []any{map[string]any{"name": "S", "stock": 1}, map[string]any{"name": "M", "stock": 5}},
+		"per_user_limit": 2, "early_access_seconds": 7200, "starts_at": start.Format(time.RFC3339),
+		"ends_at": start.Add(time.Hour).Format(time.RFC3339)})
+	var v activity
+	r.decode(t, &v)
+	c.importCodes(admin, v.ID, []string{"VAR-1", "VAR-2"})
+	buy := func(user int64, variant, code string) response {
+		return c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", v.ID), testutil.Token(t, user, false),
+			map[string]any{"quantity": 1, "variant": variant}, "X-Access-Code", code)
+	}
+	if r := buy(20, "S", "VAR-1"); r.Status != http.StatusAccepted || !jsonHasEarly(r.Body) || !jsonHas(r.Body, `"variant":"S"`) {
+		t.Errorf("size S with a code in the window: %d %s", r.Status, r.Body)
+	}
+	if r := buy(21, "S", "VAR-2"); r.errorCode() != "sold_out" || !jsonHas(r.Body, `S`) {
+		t.Errorf("size S sold out in the window: %d %s, want 409 sold_out naming it", r.Status, r.Body)
+	}
+	if r := buy(21, "M", "VAR-2"); r.Status != http.StatusAccepted {
+		t.Errorf("size M with the same code, now the buyer's: %d %s", r.Status, r.Body)
+	}
+
+	r = c.must("POST", "/api/v1/admin/activities", admin, map[string]any{"name": "hot", "product_name": "p",
+		"price_cents": 100, "stock": 10, "per_user_limit": 1, "stock_buckets": 3, "early_access_seconds": 60,
+		"starts_at": start.Format(time.RFC3339), "ends_at": start.Add(time.Hour).Format(time.RFC3339)})
+	if r.errorCode() != "invalid_request" || !jsonHas(r.Body, "early_access_seconds") {
+		t.Errorf("early access on a sale of 3 buckets: %d %s, want 400 naming early_access_seconds", r.Status, r.Body)
+	}
+	b := c.must("POST", "/api/v1/admin/activities", admin, map[string]any{"name": "hot", "product_name": "p",
+		"price_cents": 100, "stock": 10, "per_user_limit": 1, "stock_buckets": 3,
+		"starts_at": start.Format(time.RFC3339), "ends_at": start.Add(time.Hour).Format(time.RFC3339)})
+	var hot activity
+	b.decode(t, &hot)
+	r = c.must("POST", fmt.Sprintf("/api/v1/admin/activities/%d/access-codes", hot.ID), admin, map[string]any{"count": 1})
+	if r.errorCode() != "invalid_request" {
+		t.Errorf("codes for a sale of 3 buckets: %d %s, want 400", r.Status, r.Body)
+	}
+	r = c.must("PATCH", fmt.Sprintf("/api/v1/admin/activities/%d", hot.ID), admin, map[string]any{"early_access_seconds": 60})
+	if r.errorCode() != "invalid_request" || !jsonHas(r.Body, "early_access_seconds") {
+		t.Errorf("a PATCH of early access on a sale of 3 buckets: %d %s", r.Status, r.Body)
+	}
+}
+
+// jsonHas reports whether the body holds s.
+func jsonHas(b []byte, s string) bool { return strings.Contains(string(b), s) }
