@@ -209,7 +209,9 @@ func TestEarlyAccessCrowd(t *testing.T) {
 		fire(u, func(c *client) (response, error) { return c.buyWith(a.ID, u, 1, "", more...) }, false)
 	}
 	for u := int64(1001); u < 1000+members; u++ { // members past the limit, then within it
-		fire(u, func(c *client) (response, error) { return c.buyWith(a.ID, u, 2, "", "X-Access-Code", fmt.Sprintf("MEMBER-%d", u)) }, false)
+		fire(u, func(c *client) (response, error) {
+			return c.buyWith(a.ID, u, 2, "", "X-Access-Code", fmt.Sprintf("MEMBER-%d", u))
+		}, false)
 	}
 	wg.Wait()
 	if e.codes["202"] != public || e.codes["409 limit_exceeded"] != members-1 {
@@ -263,7 +265,9 @@ func TestEarlyAccessCrowd(t *testing.T) {
 		t.Errorf("%d orders marked early in MySQL, %d accepted in the window; want %d", early, len(e.early), members+pairs)
 	}
 	var full struct {
-		Orders      struct{ EarlyAccess int64 `json:"early_access"` } `json:"orders"`
+		Orders struct {
+			EarlyAccess int64 `json:"early_access"`
+		} `json:"orders"`
 		AccessCodes struct{ Issued, Used, Revoked int64 } `json:"access_codes"`
 	}
 	deadline := time.Now().Add(10 * time.Second)

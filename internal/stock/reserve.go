@@ -594,7 +594,7 @@ var purchaseArgs = slices.Concat(orderArgs, []purchaseArg{
 	{"tolerance", luaNumber, func(r Reservation, _ string) any { _, t := r.allowance(); return t }},
 	{"redis_clock", luaFlag, func(r Reservation, _ string) any { return flag(r.RedisClock) }},
 	{"pass_expires", luaNumber, func(r Reservation, _ string) any { return r.passArg() }}, // nil: no pass
-	{"access_code", luaString, func(r Reservation, _ string) any { return r.AccessCode }},  // "": none
+	{"access_code", luaString, func(r Reservation, _ string) any { return r.AccessCode }}, // "": none
 })
 
 // purchaseArg is one of a purchase's arguments, with how the script reads it: a value
