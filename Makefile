@@ -4,7 +4,7 @@
 #                    two workers (scripts/cluster.sh; docs/topologies.md)
 SHELL := /bin/bash
 
-.PHONY: run run-cluster test services stop build vet helm
+.PHONY: run run-cluster test services stop build vet helm jaeger
 
 services:
 	scripts/services.sh up
@@ -25,7 +25,7 @@ run-cluster: services build
 vet:
 	go vet ./...
 
-test: services vet helm
+test: services vet helm jaeger
 	go test -race -count=1 -timeout 60m ./...
 	cd deploy/helm/chartcheck && go vet ./... && go test -count=1 ./...
 
@@ -33,6 +33,11 @@ test: services vet helm
 HELM_VERSION := v3.22.0
 helm:
 	@command -v helm >/dev/null || [ -x "$$(go env GOPATH)/bin/helm" ] || go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+# Jaeger, the OTLP collector of the trace tests and of `JAEGER=1 make run`: the version
+# tools/jaeger pins, built once into .data/jaeger/ (scripts/jaeger.sh).
+jaeger:
+	scripts/jaeger.sh >/dev/null
 
 # Stops what `make run`, `make run-cluster` or `make test` started (by pid file, not others).
 stop:
@@ -61,7 +66,7 @@ stop:
 #   make perf-plots the plots of docs/performance.md (docs/img/perf-*.svg) from the records in docs/perf/
 #   make profile    the ratios' purchase phase on one API, recording the API's and the worker's
 #                   CPU profiles of it into .data/profile/ (go tool pprof -top .data/profile/api1.pprof)
-.PHONY: loadtest loadtest-overload soak k6 loadtest-cluster loadtest-hot perf-report perf-plots profile
+.PHONY: loadtest loadtest-traces loadtest-overload soak k6 loadtest-cluster loadtest-hot perf-report perf-plots profile
 
 loadtest: services build
 	loadtest/run.sh audit variants waitlist ratios
@@ -90,6 +95,10 @@ perf-report: services build
 		LOADTEST_LIMITS=off COMPARE_FLAGS="-series docs/perf/compare.json -label $$(git describe --always --dirty) $$COMPARE_FLAGS" \
 			loadtest/run.sh compare; fi
 	$(MAKE) perf-plots
+
+# Tracing's cost: ratios with 1 % of the purchases traced to a private Jaeger.
+loadtest-traces: services build jaeger
+	LOADTEST_TRACES=$${LOADTEST_TRACES:-0.01} loadtest/run.sh ratios
 
 profile: services build
 	LOADTEST_LIMITS=off LOADTEST_PROFILE=$${LOADTEST_PROFILE:-.data/profile} \

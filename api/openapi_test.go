@@ -28,6 +28,7 @@ import (
 	"seckill/internal/apitime"
 	"seckill/internal/auth"
 	"seckill/internal/buyer"
+	"seckill/internal/funnel"
 	"seckill/internal/handler"
 	"seckill/internal/line"
 	"seckill/internal/outbox"
@@ -920,6 +921,7 @@ func TestSchemasMatchJSON(t *testing.T) {
 		{"Challenge", reflect.TypeFor[altcha.Challenge]()},
 		{"Webhook", reflect.TypeFor[outbox.Webhook]()},
 		{"Delivery", reflect.TypeFor[outbox.Delivery]()},
+		{"Funnel", reflect.TypeFor[funnel.Figures]()},
 	}
 	for _, tt := range tests {
 		checkSchema(t, d, tt.schema, d.schema(tt.schema), tt.typ)
@@ -1008,6 +1010,13 @@ func checkSchema(t *testing.T, d doc, name string, s map[string]any, typ reflect
 			want = "object"
 			if get(p, "additionalProperties", "type") != "number" {
 				t.Errorf("%s.%s: a map of numbers without additionalProperties of type number", name, tag)
+			}
+		case ft.Kind() == reflect.Float64:
+			want = "number"
+		case ft.Kind() == reflect.Map && ft.Key().Kind() == reflect.String && ft.Elem().Kind() == reflect.Int64:
+			want = "object"
+			if get(p, "additionalProperties", "type") != "integer" {
+				t.Errorf("%s.%s: a map of integers without additionalProperties of type integer", name, tag)
 			}
 		case ft.Kind() == reflect.Struct:
 			want = "object"

@@ -283,6 +283,20 @@ func TestEarlyAccessCrowd(t *testing.T) {
 		full.AccessCodes.Used != members+pairs-1 || full.AccessCodes.Revoked != 1 {
 		t.Errorf("stats: %+v; want %d early orders, %d codes issued and used, 1 revoked", full, members+pairs, members+pairs-1)
 	}
+	var funnel struct {
+		Purchases struct {
+			Accepted      int64 `json:"accepted"`
+			AcceptedEarly int64 `json:"accepted_early"`
+		} `json:"purchases"`
+		Orders struct {
+			EarlyAccess int64 `json:"early_access"`
+		} `json:"orders"`
+	}
+	r = clients[0].must("GET", fmt.Sprintf("/api/v1/admin/activities/%d/funnel", a.ID), admin, nil)
+	if r.decode(t, &funnel); funnel.Purchases.AcceptedEarly != members+pairs || funnel.Orders.EarlyAccess != members+pairs ||
+		funnel.Purchases.Accepted != int64(len(rows)) {
+		t.Errorf("funnel: %s; want %d accepted, %d of them early", r.Body, len(rows), members+pairs)
+	}
 	var owners []struct {
 		Code  string
 		Buyer string

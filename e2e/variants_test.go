@@ -135,8 +135,12 @@ type variantView struct {
 	Status         string `json:"status"`
 }
 
+// variantsOf reads a sale's status and its variants as the public sale shows them.
 func (c *client) variantsOf(activityID int64) (status string, vs []variantView) {
 	c.t.Helper()
+	// The public sale is a snapshot of the clock's second it was read in: the next
+	// second's shows everything done before this call.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	var a struct {
 		Status   string        `json:"status"`
 		Variants []variantView `json:"variants"`

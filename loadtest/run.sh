@@ -61,6 +61,11 @@
 #                                         127.0.0.1:PORT+i-1 (SECKILL_METRICS_ADDR, SECKILL_PPROF), the
 #                                         API with the limits on PORT+10
 #                                         (go tool pprof http://127.0.0.1:PORT/debug/pprof/profile)
+#   LOADTEST_TRACES                       a ratio (0.01): the API and the worker export traces to a
+#                                         private Jaeger (scripts/jaeger.sh, its CPU reported as
+#                                         jaeger), sampling that share of the purchases
+#                                         (OTEL_TRACES_SAMPLER=parentbased_traceidratio); unset: off,
+#                                         as shipped (no OTEL_ endpoint)
 #   LOADTEST_PROFILE                      a folder: ratios writes the first API's and the worker's CPU
 #                                         profiles of its purchase phase there (api1.pprof,
 #                                         worker.pprof); `make profile` sets .data/profile
@@ -226,6 +231,25 @@ export SECKILL_REDIS_ADDR=127.0.0.1:$redis_port SECKILL_MYSQL_DSN=$dsn
 export SECKILL_RATE_IP=${LOADTEST_RATE:-0} SECKILL_RATE_USER=${LOADTEST_RATE:-0}
 free_port
 export SECKILL_WORKER_METRICS_ADDR=127.0.0.1:$port
+
+# LOADTEST_TRACES: a Jaeger takes the traces of both processes (tracing's cost).
+if [ -n "${LOADTEST_TRACES:-}" ]; then
+	free_port
+	otlp=$port
+	free_port
+	query=$port
+	jports=()
+	for _ in 1 2 3; do free_port; jports+=("$port"); done
+	JAEGER_OTLP_HTTP_ADDR=127.0.0.1:$otlp JAEGER_QUERY_ADDR=127.0.0.1:$query JAEGER_OTLP_GRPC_ADDR=127.0.0.1:${jports[0]} \
+		JAEGER_QUERY_GRPC_ADDR=127.0.0.1:${jports[1]} JAEGER_HEALTH_ADDR=127.0.0.1:${jports[2]} \
+		"$(scripts/jaeger.sh)" --config deploy/jaeger/config.yaml >"$logs/jaeger.log" 2>&1 9>&- &
+	pids+=($!)
+	watch+=",jaeger=$!"
+	for _ in $(seq 100); do curl -fs "http://127.0.0.1:${jports[2]}/status" >/dev/null 2>&1 && break; sleep 0.1; done
+	export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$otlp OTEL_TRACES_SAMPLER=parentbased_traceidratio \
+		OTEL_TRACES_SAMPLER_ARG=$LOADTEST_TRACES
+	echo "traces: ${LOADTEST_TRACES} of the purchases to Jaeger (query API http://127.0.0.1:$query/api/traces)"
+fi
 
 "$api_bin" migrate >"$logs/migrate.log" 2>&1
 urls=()

@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"sync"
 	"testing"
 
@@ -57,5 +58,28 @@ func TestConcurrentUp(t *testing.T) {
 	}
 	if total != versions || versions < 2 {
 		t.Errorf("instances applied %d migrations in all, the database records %d; want each applied once", total, versions)
+	}
+}
+
+// The columns MySQL compares with what a client sent compare its bytes, as Redis does:
+// the buyer (a token's subject), the Idempotency-Key, a variant's name. Order and group
+// ids keep the table's collation: the API looks them up only as issued (sale.ActivityOf
+// refuses any other spelling), so no two of them differ in letter case alone.
+func TestClientValuesCompareExactly(t *testing.T) {
+	db := testutil.MySQL(t)
+	for _, c := range []struct{ table, column string }{
+		{"orders", "buyer"}, {"user_purchases", "buyer"}, {"orders", "idempotency_key"},
+		{"orders", "variant"}, {"activity_variants", "name"},
+	} {
+		var collation sql.NullString
+		err := db.Gorm.Raw("SELECT collation_name FROM information_schema.columns WHERE table_schema = DATABASE() "+
+			"AND table_name = ? AND column_name = ?", c.table, c.column).Row().Scan(&collation)
+		if err != nil {
+			t.Fatalf("%s.%s: %v", c.table, c.column, err)
+		}
+		if collation.Valid && !strings.HasSuffix(collation.String, "_bin") { // NULL: a binary type
+			t.Errorf("%s.%s compares by %s, which folds letter case: want bytes (VARBINARY or a _bin collation)",
+				c.table, c.column, collation.String)
+		}
 	}
 }

@@ -9,7 +9,8 @@
 #                             for the next run (as make run's Redis does) until make stop
 #   scripts/cluster.sh down   stop everything it started, by pid file (.data/cluster/)
 # Called by `make run-cluster` after scripts/services.sh up (MariaDB, packages) and the
-# build. Ports (environment): SECKILL_CLUSTER_PORTS [7001 7002 7003 7004 7005 7006],
+# build. JAEGER=1: a Jaeger (deploy/jaeger/config.yaml; OTLP on :4318, its query API on
+# :16686) takes every API's and worker's traces, and stops with them. Ports (environment): SECKILL_CLUSTER_PORTS [7001 7002 7003 7004 7005 7006],
 # SECKILL_API_PORTS [8081 8082 8083], SECKILL_API_METRICS_PORTS [9081 9082 9083] (each
 # API's /metrics, SECKILL_METRICS_ADDR), SECKILL_WORKER_METRICS_PORTS [9092 9093],
 # SECKILL_FRONT_ADDR [127.0.0.1:8080] (nginx). The per-IP limit is nginx's:
@@ -144,12 +145,20 @@ up() {
 	export SECKILL_TRUSTED_PROXIES=${SECKILL_TRUSTED_PROXIES:-127.0.0.1/32}
 	export SECKILL_RATE_IP=0 # nginx limits per address (start_nginx)
 	unset SECKILL_REDIS_MASTER_NAME
+	local jaeger_bin=""
+	[ -z "${JAEGER:-}" ] || jaeger_bin=$(scripts/jaeger.sh) # built once, before anything starts
 	bin/api migrate
 	# From here on, leaving (Ctrl-C, a process that stopped, an error) stops what this run started.
 	trap stop_run EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	local pids=() i
+	if [ -n "$jaeger_bin" ]; then
+		"$jaeger_bin" --config deploy/jaeger/config.yaml >"$run/jaeger.log" 2>&1 &
+		pids+=($!)
+		echo $! >"$run/jaeger.pid"
+		export OTEL_EXPORTER_OTLP_ENDPOINT=${OTEL_EXPORTER_OTLP_ENDPOINT:-http://127.0.0.1:4318}
+	fi
 	for i in "${!api_ports[@]}"; do
 		SECKILL_HTTP_ADDR=127.0.0.1:${api_ports[i]} SECKILL_METRICS_ADDR=127.0.0.1:${api_metrics_ports[i]} \
 			bin/api >"$run/api$((i + 1)).log" 2>&1 &
@@ -172,7 +181,8 @@ up() {
 
   Flash sale running at http://$front   (nginx in front of the APIs on :${api_ports[*]})
   Redis Cluster on :${redis_ports[*]} (3 masters, 3 replicas; purchases confirmed by $SECKILL_REDIS_MIN_REPLICAS replica)
-  API metrics on :${api_metrics_ports[*]}; two workers (metrics on :${worker_ports[*]}). Logs: .data/cluster/run/, .data/cluster/<port>/, .data/cluster/nginx/
+  API metrics on :${api_metrics_ports[*]}; two workers (metrics on :${worker_ports[*]}). Logs: .data/cluster/run/, .data/cluster/<port>/, .data/cluster/nginx/${jaeger_bin:+
+  Traces: Jaeger's query API at http://127.0.0.1:16686/api/traces?service=seckill-api}
   Ctrl-C stops the APIs, workers and nginx; the cluster stays for the next run. \`make stop\` stops all of it.
 
 MSG

@@ -56,7 +56,7 @@ type file struct {
 // Register serves the buyer's page at /, the admin's page at /admin, the API reference
 // at /docs, and the pages' files at /static/<name>. Only files that exist get a route,
 // so any other path falls through to the engine's NoRoute answer.
-func Register(r *gin.Engine) {
+func Register(r gin.IRoutes) {
 	files := load()
 	serveFile := func(f file) gin.HandlerFunc { return func(c *gin.Context) { serve(c, f) } }
 	reference := files["docs.html"]

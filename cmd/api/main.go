@@ -29,6 +29,7 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/buyer"
 	"seckill/internal/config"
+	"seckill/internal/funnel"
 	"seckill/internal/handler"
 	"seckill/internal/health"
 	"seckill/internal/line"
@@ -41,6 +42,7 @@ import (
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
+	"seckill/internal/telemetry"
 	"seckill/migrations"
 )
 
@@ -158,10 +160,18 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if err := cfg.CheckRedis(ctx); err != nil { // a wrong password or certificate: refuse to start
 		return err
 	}
+	tracing, err := telemetry.Start(ctx, telemetry.API) // nil: off (no OTLP endpoint set)
+	if err != nil {
+		return err
+	}
+	defer tracing.Close()
 	rdb := cfg.Redis()
 	defer rdb.Close()
 	db, err := cfg.MySQL()
 	if err != nil {
+		return err
+	}
+	if err := tracing.Instrument(rdb, db); err != nil {
 		return err
 	}
 	// Nothing reads or writes MySQL before this version's migrations have run: at once
@@ -245,6 +255,16 @@ func serve(ctx context.Context, cfg config.Config) error {
 	live := presence.New(ap)
 	reg.MustRegister(live.Collector(now))
 	answers := presence.NewAnswers()
+	// The purchases each sale refused, counted here and added to Redis in batches for
+	// its funnel; the last batch is flushed at exit.
+	refusals := funnel.NewRefusals()
+	flushCtx, stopFlush := context.WithCancel(context.Background())
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		refusals.Run(flushCtx, ap)
+	}()
+	defer func() { stopFlush(); <-flushed }()
 	var idp *auth.IdP
 	if ic, ok := cfg.IdP(); ok { // a shop's identity provider: its tokens beside ours
 		if idp, err = auth.NewIdP(ctx, ic); err != nil {
@@ -258,7 +278,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins, Registry: reg, Instances: live,
 		Answers: answers, Line: waitingRoom, Passes: passes, Now: now,
 		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, BodyTimeout: cfg.BodyTimeout, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),
-		Ready: probe, Codes: codes})
+		Ready: probe, Trace: tracing.Gin(), Refusals: refusals, Funnel: funnel.New(db, ap, st, sk, waitingRoom), Codes: codes})
 
 	notDurable, err := durability(ctx, cfg, rdb, probe)
 	if err != nil {

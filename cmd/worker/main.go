@@ -20,6 +20,7 @@ import (
 
 	"seckill/internal/accesscode"
 	"seckill/internal/config"
+	"seckill/internal/funnel"
 	"seckill/internal/health"
 	"seckill/internal/line"
 	"seckill/internal/lock"
@@ -31,6 +32,7 @@ import (
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/store"
+	"seckill/internal/telemetry"
 	"seckill/internal/worker"
 )
 
@@ -60,10 +62,18 @@ func run(ctx context.Context) error {
 	if _, err := cfg.CheckMySQL(ctx); err != nil {
 		return err
 	}
+	tracing, err := telemetry.Start(ctx, telemetry.Worker) // nil: off (no OTLP endpoint set)
+	if err != nil {
+		return err
+	}
+	defer tracing.Close()
 	rdb := cfg.Redis()
 	defer rdb.Close()
 	db, err := cfg.MySQL()
 	if err != nil {
+		return err
+	}
+	if err := tracing.Instrument(rdb, db); err != nil {
 		return err
 	}
 
@@ -77,6 +87,9 @@ func run(ctx context.Context) error {
 	persister := worker.NewPersister(st, sk, outages, cfg.PersistBatch)
 	rebuilder := sale.NewRebuilder(st, sk)
 	persister.LostSale = rebuilder.Kick // a task whose sale Redis lost starts its rebuild
+	if tracing.On() {
+		persister.Tracer = tracing.Provider()
+	}
 	reg := prometheus.NewRegistry()
 	inspector := asynq.NewInspectorFromRedisClient(rdb)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -125,6 +138,9 @@ func run(ctx context.Context) error {
 	// periodic job.
 	deliverer := outbox.NewDeliverer(db, cfg.WebhookAllowPrivate)
 	deliverer.Register(reg)
+	if tracing.On() {
+		deliverer.Tracer = tracing.Provider()
+	}
 
 	locks := lock.New(rdb)
 	defer locks.Close()
@@ -132,8 +148,10 @@ func run(ctx context.Context) error {
 	lifecycle := order.New(st, sk, outages)
 	lifecycle.Offers = enqueuer // the waitlist's orders of units that come back
 	repairer := worker.NewRepairer(st, sk, enqueuer, persister)
-	admitter := line.NewAdmitter(line.New(ap, nil, nil), st)
+	lines := line.New(ap, nil, nil)
+	admitter := line.NewAdmitter(lines, st)
 	archiver := sale.NewArchiver(st, sk, cfg.SaleRetention)
+	archiver.Keeper = funnel.New(db, ap, st, sk, lines) // a sale's funnel outlives its Redis state
 	archiver.Register(reg)
 	// Early access: who owns each code is decided in Redis and recorded in MySQL here.
 	codes := accesscode.New(db, st, sk)

@@ -90,6 +90,13 @@ func NewVerifier(secret string, idp *IdP) *Verifier {
 	return &Verifier{secret: []byte(secret), idp: idp}
 }
 
+// Verified reports whether token is one Verify found valid and remembers, unexpired at
+// now: a lookup, with no signature check.
+func (v *Verifier) Verified(token string, now time.Time) bool {
+	c, ok := v.cache.Load(token)
+	return ok && now.Before(c.(verified).exp)
+}
+
 // Verify returns the identity of a valid token at time now, or an error wrapping
 // ErrInvalidToken that says what is wrong. The token's alg picks the key: HS256 tokens
 // are checked with the secret, RS256 and ES256 ones with the identity provider's keys

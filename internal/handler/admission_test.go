@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/auth"
+	"seckill/internal/buyer"
 	"seckill/internal/handler"
+	"seckill/internal/ratelimit"
 	"seckill/internal/testutil"
 )
 
@@ -189,4 +192,82 @@ func TestStalledUploadHoldsNoPlace(t *testing.T) {
 	if got := s.metric("seckill_purchases_in_flight"); got != 0 {
 		t.Errorf("seckill_purchases_in_flight %g after the answers, want 0", got)
 	}
+}
+
+// A request that authenticates is read only once its token is verified: a body of
+// unknown length (chunked) that stalls, without a token or with one that is not valid,
+// is answered 401 at once, on a purchase, a buyer's route and an admin's route alike,
+// not waited for until the body timeout.
+func TestChunkedBodyReadOnlyAfterTheToken(t *testing.T) {
+	s := newStack(t, handler.Options{BodyTimeout: 30 * time.Second})
+	now := time.Now()
+	act := s.sale(100, 5, now.Add(-time.Minute), now.Add(time.Hour))
+	addr := strings.TrimPrefix(s.url, "http://")
+	forged := forgedToken(t)
+	for _, tc := range []struct{ name, method, path, token string }{
+		{"a purchase, no token", "POST", fmt.Sprintf("/api/v1/activities/%d/orders", act), ""},
+		{"a purchase, a forged token", "POST", fmt.Sprintf("/api/v1/activities/%d/orders", act), forged},
+		{"a buyer's route, no token", "POST", fmt.Sprintf("/api/v1/activities/%d/waitlist", act), ""},
+		{"a buyer's route, a forged token", "GET", "/api/v1/orders", forged},
+		{"an admin's route, a forged token", "POST", "/api/v1/admin/activities", forged},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			head := tc.method + " " + tc.path + " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+			if tc.token != "" {
+				head += "Authorization: Bearer " + tc.token + "\r\n"
+			}
+			if _, err := conn.Write([]byte(head + "\r\n1\r\n{\r\n")); err != nil { // one chunk, then nothing
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // a third of the body timeout
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer while the body stalls: %v", err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			wantError(t, answer{status: resp.StatusCode, body: string(b)}, http.StatusUnauthorized, "unauthorized")
+		})
+	}
+}
+
+// Purchases whose token is refused count toward their address's limit: past it, the
+// address's purchases are answered 429 before their token costs a verification, with a
+// forged token or a valid one, while another address buys.
+func TestRefusedTokensCountTowardTheAddress(t *testing.T) {
+	s := newStack(t, handler.Options{RateIP: 1, TrustedProxies: []string{"127.0.0.1/32"}})
+	now := time.Now()
+	act := s.sale(100, 5, now.Add(-time.Minute), now.Add(time.Hour))
+	path := fmt.Sprintf("/api/v1/activities/%d/orders", act)
+	forged := forgedToken(t)
+	from := func(ip string) map[string]string { return map[string]string{"X-Forwarded-For": ip} }
+	statuses := map[int]int{}
+	for range 20 {
+		a := s.do(call{method: "POST", path: path, token: forged, body: `{"quantity":1}`, header: from("198.51.100.7")})
+		statuses[a.status]++
+	}
+	if statuses[http.StatusUnauthorized] > ratelimit.Burst(1)+1 || statuses[http.StatusTooManyRequests] == 0 {
+		t.Errorf("20 purchases with a forged token from one address: %v, want 429s once past the burst of %d", statuses, ratelimit.Burst(1))
+	}
+	wantError(t, s.do(call{method: "POST", path: path, token: testutil.Token(t, 2, false), body: `{"quantity":1}`,
+		header: from("198.51.100.7")}), http.StatusTooManyRequests, "rate_limited")
+	if a := s.do(call{method: "POST", path: path, token: testutil.Token(t, 3, false), body: `{"quantity":1}`,
+		header: from("198.51.100.8")}); a.status != http.StatusAccepted {
+		t.Errorf("a purchase from another address: %d %s, want 202", a.status, a.body)
+	}
+}
+
+// forgedToken is a well-formed token signed with another secret than the stack's.
+func forgedToken(t *testing.T) string {
+	t.Helper()
+	tok, err := auth.Sign(strings.Repeat("k", 40), buyer.Of(1), false, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }

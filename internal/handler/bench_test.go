@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"seckill/internal/funnel"
 	"seckill/internal/handler"
 	"seckill/internal/testutil"
 )
@@ -33,6 +37,12 @@ func BenchmarkSoldOutAnswer(b *testing.B) {
 		{"limits on", handler.Options{RateUser: 20, RateIP: 200, TrustedProxies: []string{"192.0.2.1/32"},
 			APIs: func() int { return 1 }}, ""},
 		{"limits off, from a listed origin", handler.Options{CORSOrigins: []string{"https://shop.example"}}, "https://shop.example"},
+		// the funnel's count of refusals, and traces on with 1 % sampled (no exporter:
+		// the API's own share of tracing's cost)
+		{"limits off, refusals counted", handler.Options{Refusals: funnel.NewRefusals()}, ""},
+		{"limits off, refusals counted, 1% traced", handler.Options{Refusals: funnel.NewRefusals(),
+			Trace: otelgin.Middleware("bench", otelgin.WithTracerProvider(sdktrace.NewTracerProvider(
+				sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))))))}, ""},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := newStack(b, bc.o)

@@ -152,7 +152,7 @@ func respondError(c *gin.Context, err error) {
 				c.Header("Retry-After", retryAfter(err))
 			}
 			if m.status == http.StatusServiceUnavailable && !logged(err) {
-				slog.Warn("unavailable", "path", c.FullPath(), "err", err)
+				slog.WarnContext(requestContext(c), "unavailable", "path", c.FullPath(), "err", err)
 			}
 			abort(c, m.status, m.code, message(err, m.err))
 			return
@@ -160,13 +160,13 @@ func respondError(c *gin.Context, err error) {
 	}
 	if unreachable(err) {
 		if !logged(err) {
-			slog.Warn("storage unreachable", "path", c.FullPath(), "err", err)
+			slog.WarnContext(requestContext(c), "storage unreachable", "path", c.FullPath(), "err", err)
 		}
 		abort(c, http.StatusServiceUnavailable, "unavailable", sentence(sale.ErrUnavailable.Error()))
 		return
 	}
 	if !logged(err) {
-		slog.Error("internal error", "path", c.FullPath(), "err", err)
+		slog.ErrorContext(requestContext(c), "internal error", "path", c.FullPath(), "err", err)
 	}
 	abort(c, http.StatusInternalServerError, "internal", "Something went wrong on our side.")
 }
@@ -338,4 +338,13 @@ func answeredInProcess(err error) bool {
 	var ir *invalidRequest
 	return stock.AnsweredInProcess(err) || errors.As(err, &fe) || errors.As(err, &ir) ||
 		errors.Is(err, errBadPathActivity) || errors.Is(err, errTooLarge)
+}
+
+// requestContext is the request's context, for the log lines of its answer (they carry
+// its trace); the background for a context made without a request (tests).
+func requestContext(c *gin.Context) context.Context {
+	if c.Request == nil {
+		return context.Background()
+	}
+	return c.Request.Context()
 }

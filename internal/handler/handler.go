@@ -22,6 +22,7 @@ import (
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
 	"seckill/internal/buyer"
+	"seckill/internal/funnel"
 	"seckill/internal/health"
 	"seckill/internal/line"
 	"seckill/internal/presence"
@@ -117,6 +118,13 @@ type Options struct {
 	// by purchases of a waiting-room sale.
 	Line   Line
 	Passes *auth.Passes
+	// Funnel answers the sales' funnels; nil answers their route 404. Refusals, when
+	// set, counts the purchases refused (4xx) per sale and error code for them.
+	Funnel   Funnel
+	Refusals *funnel.Refusals
+	// Trace, when set, starts the server span of each request (telemetry.Tracing.Gin):
+	// the first middleware, so the span covers the whole answer.
+	Trace gin.HandlerFunc
 	// Ready answers /readyz (health.Probe: Redis needed, MySQL reported); nil answers
 	// ready with nothing checked, for tests of the routes alone.
 	Ready *health.Probe
@@ -142,6 +150,8 @@ type Handler struct {
 	cursors *auth.Cursors
 	hooks   Webhooks
 	ready   *health.Probe
+	trace   gin.HandlerFunc
+	funnels Funnel
 	codes   AccessCodes
 	// statuses are the lines' public statuses as last encoded (shared.go).
 	statuses answers[line.Status]
@@ -179,8 +189,8 @@ func New(svc Service, o Options) *Handler {
 	}, func() float64 { return float64(gate.InFlight()) }))
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP), gate: gate,
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
-		metrics: newMetrics(o.Registry, o.Answers), now: o.Now, proxies: o.TrustedProxies,
-		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready,
+		metrics: newMetrics(o.Registry, o.Answers, o.Refusals), now: o.Now, proxies: o.TrustedProxies,
+		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready, trace: o.Trace, funnels: o.Funnel,
 		codes: o.Codes, cursors: auth.NewCursors(o.JWTSecret), bodyTimeout: o.BodyTimeout}
 }
 
@@ -197,24 +207,31 @@ func (h *Handler) Routes() http.Handler {
 	if err := r.SetTrustedProxies(h.proxies); err != nil {
 		slog.Error("trusted proxies: an entry is refused", "proxies", h.proxies, "err", err)
 	}
+	if h.trace != nil {
+		r.Use(h.trace)
+	}
 	r.Use(h.recover, h.metrics.observe)
 	if h.cors != nil { // before every other check, so their refusals carry its headers
 		r.Use(h.cors.headers)
 	}
 	r.Use(h.limitBody, noStore)
-	web.Register(r) // the buyer's page at /, the admin's at /admin
-	r.NoRoute(func(c *gin.Context) { respondError(c, errNoRoute) })
-	r.NoMethod(func(c *gin.Context) {
+	// A body of unknown length is read whole (wholeBody) before a route without a token
+	// answers, and after the token of one with a token is verified: an upload by someone
+	// the API does not know is never waited for on a route that needs a token.
+	open := r.Group("", h.wholeBody)
+	web.Register(open) // the buyer's page at /, the admin's at /admin
+	r.NoRoute(h.wholeBody, func(c *gin.Context) { respondError(c, errNoRoute) })
+	r.NoMethod(h.wholeBody, func(c *gin.Context) {
 		if !h.cors.preflight(c) { // a preflight: gin found the path, and no OPTIONS route
 			respondError(c, errMethod)
 		}
 	})
 
-	r.GET("/healthz", gin.WrapF(health.Live))
-	r.GET("/readyz", gin.WrapH(h.ready))
+	open.GET("/healthz", gin.WrapF(health.Live))
+	open.GET("/readyz", gin.WrapH(h.ready))
 	// /metrics is not here: it is on the operations port (health.Operations).
 
-	api := r.Group("/api/v1", h.limitIP)
+	api := r.Group("/api/v1", h.wholeBody, h.limitIP)
 	// The public reads a crowd repeats, which a shared cache may keep (shared.go).
 	api.GET("/activities", listActivities(h.svc.PublicActivities, answerShared))
 	api.GET("/activities/:id", sharedByActivity(h.svc.PublicActivity))
@@ -235,7 +252,8 @@ func (h *Handler) Routes() http.Handler {
 	buying.POST("/activities/:id/orders", h.arrived(h.buy))
 	buying.POST("/activities/:id/groups", h.arrived(h.seat(true)))
 	buying.POST("/groups/:gid/join", h.arrived(h.seat(false)))
-	buyer := api.Group("", h.authenticate, h.limitUser)
+	signedIn := r.Group("/api/v1", h.limitIP)
+	buyer := signedIn.Group("", h.authenticate, h.wholeBody, h.limitUser)
 	buyer.POST("/activities/:id/line", h.requireBuyer, h.joinLine)
 	buyer.GET("/activities/:id/line", h.requireBuyer, h.ticket)
 	buyer.POST("/activities/:id/waitlist", h.requireBuyer, h.joinWaitlist)
@@ -247,7 +265,7 @@ func (h *Handler) Routes() http.Handler {
 	buyer.POST("/orders/:id/cancel", byOrder(h.svc.Cancel))
 	buyer.POST("/orders/:id/refund", h.requireShop, h.refund)
 
-	admin := api.Group("/admin", h.authenticate, h.requireAdmin)
+	admin := signedIn.Group("/admin", h.authenticate, h.wholeBody, h.requireAdmin)
 	admin.POST("/activities", h.createActivity)
 	admin.GET("/activities", listActivities(h.svc.ListActivities, func(c *gin.Context, v any) { c.JSON(http.StatusOK, v) }))
 	admin.PATCH("/activities/:id", h.patchActivity)
@@ -259,12 +277,14 @@ func (h *Handler) Routes() http.Handler {
 		return h.line.Figures(ctx, id)
 	}))
 	admin.GET("/instances", h.instances)
+	// The shop's back end reads a drop's funnel too.
+	api.GET("/admin/activities/:id/funnel", h.authenticate, h.requireShop, h.funnel)
 	admin.POST("/webhooks", h.createWebhook)
 	admin.GET("/webhooks", h.listWebhooks)
 	admin.DELETE("/webhooks/:id", h.deleteWebhook)
 	admin.GET("/webhooks/:id/deliveries", h.webhookDeliveries)
 	// The shop's back end keeps a sale's access codes too.
-	shop := api.Group("", h.authenticate, h.requireShop, h.haveCodes)
+	shop := signedIn.Group("", h.authenticate, h.requireShop, h.wholeBody, h.haveCodes)
 	shop.POST(strings.TrimPrefix(codesPath, "/api/v1"), h.addCodes)
 	shop.GET(strings.TrimPrefix(codesPath, "/api/v1"), h.listCodes)
 	shop.DELETE(strings.TrimPrefix(codesPath, "/api/v1")+"/*code", h.revokeCode)
@@ -311,9 +331,9 @@ func (h *Handler) recover(c *gin.Context) {
 }
 
 // limitBody refuses bodies over 64 KiB on every route, whether it reads its body or
-// not: at once when Content-Length says so; a body of unknown length (chunked) is read
-// here, within the body timeout (readBody). An import of access codes may carry up to
-// maxCodesBody, read by its route once the caller is known to be the shop's.
+// not: at once when Content-Length says so; a body of unknown length (chunked) once
+// read past 64 KiB, by wholeBody or by the route. An import of access codes may carry
+// up to maxCodesBody, read once the caller is known to be the shop's.
 func (h *Handler) limitBody(c *gin.Context) {
 	if c.Request.Method == http.MethodPost && c.FullPath() == codesPath {
 		if c.Request.ContentLength > maxCodesBody {
@@ -329,8 +349,18 @@ func (h *Handler) limitBody(c *gin.Context) {
 		return
 	}
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
+	c.Next()
+}
+
+// wholeBody reads a body of unknown length (chunked) whole, within the body timeout
+// (readBody), so that a route that reads no body refuses one over 64 KiB too; a body
+// of known length is left to the route.
+func (h *Handler) wholeBody(c *gin.Context) {
 	if c.Request.ContentLength < 0 {
 		b, err := h.readBody(c)
+		if err == errTooLarge && c.FullPath() == codesPath {
+			err = errCodesTooLarge
+		}
 		if err != nil {
 			respondError(c, err)
 			return
@@ -342,13 +372,24 @@ func (h *Handler) limitBody(c *gin.Context) {
 
 const identityKey = "identity"
 
-// authenticate checks the bearer token and stores the caller.
+// authenticate checks the bearer token and stores the caller. A request refused here
+// has had its body, if any, left unread: the connection closes after the answer, so
+// that the server does not wait for it either.
 func (h *Handler) authenticate(c *gin.Context) {
 	if err := h.identify(c); err != nil {
+		if c.Request.ContentLength != 0 {
+			c.Header("Connection", "close")
+		}
 		respondError(c, err)
 		return
 	}
 	c.Next()
+}
+
+// bearer is the request's bearer token, "" for none.
+func bearer(c *gin.Context) string {
+	token, _ := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	return token
 }
 
 // identify checks the bearer token and stores the caller; errUnauthorized when there
@@ -394,10 +435,20 @@ func (h *Handler) requireShop(c *gin.Context) {
 // count toward the per-IP limit and take a place in flight, so an upload that is slow
 // or stalled, with a token or without, holds no place and counts toward no bound. The
 // place is taken last and held while next answers: past the process's or the sale's
-// bound the purchase is refused 429 at once.
+// bound the purchase is refused 429 at once. A purchase whose token is refused counts
+// toward its address's limit, and past the limit an address's purchases are refused
+// before a token not verified already (Verified) costs a check: a flood of forged
+// tokens from one address costs a signature check each only up to the limit.
 func (h *Handler) arrived(next func(c *gin.Context, body []byte)) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		ip := h.ipKey(c)
+		if ok, wait := h.perIP.Admits(ip, h.now()); !ok && !h.tokens.Verified(bearer(c), h.now()) {
+			c.Header("Connection", "close") // its body is not waited for
+			respondError(c, &limited{wait})
+			return
+		}
 		if err := h.identify(c); err != nil {
+			h.perIP.Allow(ip, h.now())
 			// Its body is not waited for: the connection closes after the answer.
 			c.Header("Connection", "close")
 			respondError(c, err)
@@ -408,7 +459,8 @@ func (h *Handler) arrived(next func(c *gin.Context, body []byte)) gin.HandlerFun
 			respondError(c, err)
 			return
 		}
-		if !h.allowIP(c) {
+		if ok, wait := h.perIP.Allow(ip, h.now()); !ok && !caller(c).Service { // as allowIP
+			respondError(c, &limited{wait})
 			return
 		}
 		if caller(c).Service { // a shop's back end does not buy
@@ -452,6 +504,15 @@ func (h *Handler) limitIP(c *gin.Context) {
 	if h.allowIP(c) {
 		c.Next()
 	}
+}
+
+// ipKey is the request's key of the per-IP limit, "" while the limit is off (finding
+// the client IP costs work).
+func (h *Handler) ipKey(c *gin.Context) string {
+	if !h.perIP.On() {
+		return ""
+	}
+	return ratelimit.ClientKey(c.ClientIP())
 }
 
 // allowIP counts the request against its client IP's limit; past it, it answers 429

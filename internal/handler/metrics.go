@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"seckill/internal/funnel"
 	"seckill/internal/presence"
 	"seckill/internal/sale"
 )
@@ -19,9 +20,10 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 	shed     prometheus.Counter
 	answers  *presence.Answers // nil: not counted
+	refusals *funnel.Refusals  // nil: not counted
 }
 
-func newMetrics(reg prometheus.Registerer, answers *presence.Answers) *metrics {
+func newMetrics(reg prometheus.Registerer, answers *presence.Answers, refusals *funnel.Refusals) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_http_requests_total",
@@ -36,7 +38,7 @@ func newMetrics(reg prometheus.Registerer, answers *presence.Answers) *metrics {
 			Name: "seckill_purchases_shed_total",
 			Help: "Purchases and seats refused 503 at once because this process had its bound in flight.",
 		}),
-		answers: answers,
+		answers: answers, refusals: refusals,
 	}
 	reg.MustRegister(m.requests, m.latency, m.shed)
 	return m
@@ -76,12 +78,19 @@ func (m *metrics) observe(c *gin.Context) {
 	m.requests.WithLabelValues(route, strconv.Itoa(status), code).Inc()
 	m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	// Per sale, outside Prometheus: a label per sale would grow /metrics with every sale.
-	if m.answers != nil {
-		if id, ok := saleOfPurchase(c, route); ok {
-			if o, ok := purchaseOutcome(status, code); ok {
-				m.answers.Count(id, o)
-			}
-		}
+	if m.answers == nil && m.refusals == nil {
+		return
+	}
+	id, ok := saleOfPurchase(c, route)
+	if !ok {
+		return
+	}
+	if o, ok := purchaseOutcome(status, code); ok && m.answers != nil {
+		m.answers.Count(id, o)
+	}
+	// The funnel's, flushed to Redis in batches; a 404 names no sale to count it for.
+	if m.refusals != nil && status >= 400 && status < 500 && code != "" && status != http.StatusNotFound {
+		m.refusals.Count(id, code)
 	}
 }
 

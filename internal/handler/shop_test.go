@@ -350,8 +350,9 @@ func TestSaleOrdersPages(t *testing.T) {
 	}
 }
 
-// A sale's external_ref and metadata: on create and PATCH, shown by the activity; every
-// bad value is 400 naming its field, and changes nothing.
+// A sale's external_ref and metadata: on create and PATCH, shown by the activity, which
+// anyone reads without a token; every bad value is 400 naming its field, and changes
+// nothing.
 func TestShopFieldsOfASale(t *testing.T) {
 	s := newStack(t, handler.Options{})
 	admin := testutil.Token(t, 1, true)

@@ -22,17 +22,29 @@ func ticketsKey(activityID int64) string { return prefix(activityID) + "tickets"
 // the passes outstanding, dropped by the admission once expired.
 func passesKey(activityID int64) string { return prefix(activityID) + "passes" }
 
-// metaKey is a hash of the line's counters: joined, seq (joins after the start), mseq
-// (code holders' joins in the early window),
-// admitted, next (the next admission's slot, unix ms), epoch (the first admission's
-// instant, unix ms), expired (passes that expired unused), usedexp (passes that expired
-// after their holder bought).
+// joinedKey is a hash of buyer key -> when the buyer joined (unix ms), for the waiting
+// buyers who joined after the start, or with a code in the early window: their wait
+// counts from then (the others' from the start, or from the early window's opening for
+// a code holder). The admission removes a buyer's entry.
+func joinedKey(activityID int64) string { return prefix(activityID) + "joined" }
+
+// waitsKey is a hash of wait (ms, from the later of the join and the opening of the
+// buyer's admission to the admission) -> buyers admitted after that wait: every admitted buyer counted once,
+// exactly, for the funnel's distribution (Funnel).
+func waitsKey(activityID int64) string { return prefix(activityID) + "waits" }
+
+// metaKey is a hash of the line's counters: joined, early (joins before the start), seq
+// (joins after the start), mseq (code holders' joins in the early window), admitted,
+// next (the next admission's slot, unix ms), epoch (the first admission's instant, unix
+// ms), expired (passes that expired unused), usedexp (passes that expired after their
+// holder bought).
 func metaKey(activityID int64) string { return prefix(activityID) + "meta" }
 
 // Keys are the line's keys of a sale whose names it fixes, for the sale's archive
 // (a solution's key, powKey, expires with its challenge).
 func Keys(activityID int64) []string {
-	return []string{waitKey(activityID), ticketsKey(activityID), passesKey(activityID), metaKey(activityID)}
+	return []string{waitKey(activityID), ticketsKey(activityID), passesKey(activityID), metaKey(activityID),
+		joinedKey(activityID), waitsKey(activityID)}
 }
 
 // powKey marks a proof-of-work solution as accepted (until its challenge expires), so

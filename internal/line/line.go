@@ -106,7 +106,8 @@ func (l *Line) clock() string {
 func keys(activityID int64) map[string]string {
 	return map[string]string{"sale": stock.SaleKey(activityID), "meta": metaKey(activityID),
 		"wait": waitKey(activityID), "tickets": ticketsKey(activityID), "passes": passesKey(activityID),
-		"users": stock.UsersKey(activityID), "codes": stock.CodesKey(activityID), "claims": stock.CodeClaimsKey(activityID)}
+		"users": stock.UsersKey(activityID), "joined": joinedKey(activityID), "waits": waitsKey(activityID),
+		"codes": stock.CodesKey(activityID), "claims": stock.CodeClaimsKey(activityID)}
 }
 
 // challengeTTL is how long a challenge may be solved and sent.

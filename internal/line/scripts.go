@@ -254,6 +254,8 @@ end
 //	passes   the passes outstanding (passesKey)
 //	users    the sale's users hash (stock.UsersKey)
 //	pow      the solution's proof-of-work key (powKey; any key of the slot when none)
+//	joined   when each waiting buyer who joined after the start joined (joinedKey)
+//	waits    the admitted buyers' waits (waitsKey)
 //
 //	clock     "" for Redis' clock, or unix ms (tests)
 //	user      the buyer's key (buyer.ID.Key)
@@ -271,7 +273,7 @@ end
 //	most      the most admissions of one run
 var (
 	ticketKeyNames = []string{"sale", "meta", "wait", "tickets", "users"}
-	admitKeyNames  = []string{"sale", "meta", "wait", "tickets", "passes", "users"}
+	admitKeyNames  = []string{"sale", "meta", "wait", "tickets", "passes", "users", "joined", "waits"}
 )
 
 // challengeScript reads what a sale's challenge needs.
@@ -303,8 +305,10 @@ return {CHALLENGE, sale.cost, clock_ms(ARG.clock)}
 // drawn in the early band, below every lottery place, and in the window it goes in the
 // members' band in join order (the line admits members by then); in the window nobody
 // joins without one. A place is the buyer's score in K.wait, and stays with its ticket
-// once admitted.
-var joinScript = newScript(append(slices.Clone(ticketKeyNames), "pow", "codes", "claims"),
+// once admitted. For the funnel, a join before the start is counted (meta early) and the
+// instant of a join kept (K.joined) until its admission when its wait counts from it: a
+// join after the start, or a code holder's in the early window.
+var joinScript = newScript(append(slices.Clone(ticketKeyNames), "pow", "joined", "codes", "claims"),
 	[]string{"clock", "user", "draw", "lottery", "arrival", "early", "members", "code", "solution", "expires"}, ticketLua, `
 local sale = sale_state(K.sale)
 if not sale then return {NO_SALE} end
@@ -341,6 +345,10 @@ end
 if place == 'members' then place = tonumber(ARG.members) + redis.call('HINCRBY', K.meta, 'mseq', 1) end
 if not place then place = tonumber(ARG.arrival) + redis.call('HINCRBY', K.meta, 'seq', 1) end
 redis.call('ZADD', K.wait, string.format('%d', place), ARG.user)
+if now < sale.starts then redis.call('HINCRBY', K.meta, 'early', 1) end
+if now >= sale.starts or member and now >= sale.early then
+  redis.call('HSET', K.joined, ARG.user, now) -- for the funnel: its wait counts from now
+end
 redis.call('HINCRBY', K.meta, 'joined', 1)
 return answer(JOINED, read_ticket(K, ARG.user, now, sale), sale, now)
 `)
@@ -423,6 +431,13 @@ if sale.room and rate > 0 and avail > 0 and now >= sale.early and now < sale.end
       local user = popped[2 * i - 1]
       redis.call('HSET', K.tickets, user, string.format('%d %d %d %d', since, before + i, exp - now, tonumber(popped[2 * i])))
       redis.call('ZADD', K.passes, exp, user)
+      -- for the funnel: its wait, from the later of its join and the opening of its
+      -- admission (the early window's for a code holder's place)
+      local opens = sale.starts
+      if tonumber(popped[2 * i]) < tonumber(ARG.lottery) then opens = sale.early end
+      local joined = redis.call('HGET', K.joined, user)
+      if joined then redis.call('HDEL', K.joined, user) end
+      redis.call('HINCRBY', K.waits, string.format('%d', now - math.max(tonumber(joined or '0'), opens)), 1)
     end
     redis.call('HSET', K.meta, 'next', string.format('%.3f', slot + n * interval))
   end

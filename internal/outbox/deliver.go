@@ -18,7 +18,12 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
+
+	"seckill/internal/telemetry"
 )
 
 // DefaultBackoff is the wait after each failed attempt before the next one: the
@@ -56,6 +61,9 @@ type Deliverer struct {
 	Lease time.Duration
 	// Backoff is the wait after each failed attempt (DefaultBackoff).
 	Backoff []time.Duration
+	// Tracer, when set, makes each attempt of an event that carries a trace a span of
+	// that trace (internal/telemetry), and sends its traceparent to the endpoint.
+	Tracer trace.TracerProvider
 }
 
 // NewDeliverer returns a delivery loop over db. Unless allowPrivate, it refuses to
@@ -91,6 +99,7 @@ type attempt struct {
 	eventID  string
 	body     []byte
 	changeAt time.Time // the event's created_at
+	trace    string    // the event's traceparent, "" for none
 	// startBy is the latest start that ends within the lease (claimed + Lease -
 	// Timeout): an attempt that waited longer for a sender is not made but handed back
 	// (release), so two attempts never overlap.
@@ -303,12 +312,13 @@ func (d *Deliverer) claim(ctx context.Context, n int) ([]attempt, error) {
 		seqs[i] = c.EventSeq
 	}
 	var events []struct {
-		Seq       int64
-		ID        string
-		Body      []byte
-		CreatedAt time.Time
+		Seq         int64
+		ID          string
+		Body        []byte
+		CreatedAt   time.Time
+		Traceparent *string
 	}
-	if err := db.Raw("SELECT seq, id, body, created_at FROM outbox_events WHERE seq IN ?", seqs).Scan(&events).Error; err != nil {
+	if err := db.Raw("SELECT seq, id, body, created_at, traceparent FROM outbox_events WHERE seq IN ?", seqs).Scan(&events).Error; err != nil {
 		return nil, fmt.Errorf("read claimed events: %w", err)
 	}
 	bySeq := make(map[int64]int, len(events))
@@ -331,6 +341,9 @@ func (d *Deliverer) claim(ctx context.Context, n int) ([]attempt, error) {
 		if i, ok := bySeq[c.EventSeq]; ok {
 			e := events[i]
 			a.eventID, a.body, a.changeAt = e.ID, e.Body, e.CreatedAt
+			if e.Traceparent != nil {
+				a.trace = *e.Traceparent
+			}
 		}
 		out = append(out, a)
 	}
@@ -378,10 +391,31 @@ func (d *Deliverer) send(a attempt) result {
 	if err != nil {
 		return result{attempt: a, err: "sign: " + err.Error(), at: d.now()}
 	}
-	req, err := http.NewRequest(http.MethodPost, a.url, bytes.NewReader(a.body))
+	ctx, span := context.Background(), trace.SpanFromContext(context.Background())
+	if d.Tracer != nil && a.trace != "" {
+		ctx, span = telemetry.Remote(ctx, d.Tracer, a.trace, "webhook delivery", trace.SpanKindClient,
+			attribute.String("webhook.event_id", a.eventID), attribute.Int64("webhook.id", a.webhook),
+			attribute.Int("webhook.attempt", a.attempts), attribute.String("url.full", a.url))
+	}
+	r := d.post(ctx, a, ts, sig)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("http.response.status_code", r.code))
+		var failed error
+		if !r.ok() {
+			failed = fmt.Errorf("not delivered: status %d %s", r.code, r.err)
+		}
+		telemetry.End(span, failed)
+	}
+	return r
+}
+
+// post sends the signed body, with ctx's traceparent when it has one.
+func (d *Deliverer) post(ctx context.Context, a attempt, ts time.Time, sig string) result {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, bytes.NewReader(a.body))
 	if err != nil {
 		return result{attempt: a, err: err.Error(), at: d.now()}
 	}
+	telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "seckill-webhooks/1")
 	req.Header.Set(standardwebhooks.HeaderWebhookID, a.eventID)

@@ -53,6 +53,9 @@ type Event struct {
 	// Data is the event's data object, marshalled to JSON: {"order": ...} or
 	// {"group": ...}.
 	Data any
+	// Trace is the W3C traceparent of the change's span, "" for none: each delivery of
+	// the event is a span of that trace.
+	Trace string
 }
 
 // body is what an endpoint receives.
@@ -96,7 +99,7 @@ func Write(tx *gorm.DB, events ...Event) error {
 		return nil
 	}
 	values := make([]string, len(events))
-	args := make([]any, 0, 5*len(events))
+	args := make([]any, 0, 6*len(events))
 	for i, e := range events {
 		at := apitime.Of(e.At)
 		id := "evt_" + ulid.MustNew(ulid.Timestamp(at.Time), rand.Reader).String()
@@ -104,10 +107,14 @@ func Write(tx *gorm.DB, events ...Event) error {
 		if err != nil {
 			return fmt.Errorf("outbox: marshal %s of %s: %w", e.Type, e.Subject, err)
 		}
-		values[i] = "(?, ?, ?, ?, ?)"
-		args = append(args, id, e.Type, e.Subject, string(b), at.Time)
+		values[i] = "(?, ?, ?, ?, ?, ?)"
+		var trace *string
+		if e.Trace != "" {
+			trace = &e.Trace
+		}
+		args = append(args, id, e.Type, e.Subject, string(b), at.Time, trace)
 	}
-	if err := tx.Exec("INSERT INTO outbox_events (id, type, subject, body, created_at) VALUES "+
+	if err := tx.Exec("INSERT INTO outbox_events (id, type, subject, body, created_at, traceparent) VALUES "+
 		strings.Join(values, ", "), args...).Error; err != nil {
 		return fmt.Errorf("outbox: record %d events: %w", len(events), err)
 	}

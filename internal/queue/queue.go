@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -39,8 +40,11 @@ func newPersistTask(q stock.QueuedOrder) *asynq.Task {
 	return persistTask(q.AppendLine(nil), asynq.TaskID(q.OrderID))
 }
 
-// NewBatchTask returns the task that writes orders (at least one) to MySQL.
-func NewBatchTask(orders []stock.QueuedOrder) *asynq.Task {
+// NewBatchTask returns the task that writes orders (at least one) to MySQL, carrying
+// the traceparents of the orders that have one (by order id; nil for none) in its
+// headers: the payload's format, shared with the Lua that reads queued orders, stays as
+// it is.
+func NewBatchTask(orders []stock.QueuedOrder, traceparents map[string]string) *asynq.Task {
 	b := make([]byte, 0, 96*len(orders))
 	for i, q := range orders {
 		if i > 0 {
@@ -48,12 +52,51 @@ func NewBatchTask(orders []stock.QueuedOrder) *asynq.Task {
 		}
 		b = q.AppendLine(b)
 	}
-	return persistTask(b)
+	if len(traceparents) == 0 {
+		return persistTask(b)
+	}
+	headers := make(map[string]string, len(traceparents))
+	for id, tp := range traceparents {
+		headers[traceHeader+id] = tp
+	}
+	return asynq.NewTaskWithHeaders(TypePersist, b, headers, persistOptions()...)
+}
+
+// traceHeader begins the name of a task's header that holds the W3C traceparent of one
+// of its orders: "traceparent:" and the order id.
+const traceHeader = "traceparent:"
+
+// Traceparents returns the traceparents a task carries, by order id (nil for none).
+func Traceparents(t *asynq.Task) map[string]string {
+	var out map[string]string
+	for k, v := range t.Headers() {
+		if id, ok := strings.CutPrefix(k, traceHeader); ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[id] = v
+		}
+	}
+	return out
+}
+
+type traceparentsKey struct{}
+
+// WithTraceparents returns ctx carrying the traceparents of orders about to be enqueued
+// (by order id), for EnqueueBatch's task; ctx itself for none.
+func WithTraceparents(ctx context.Context, traceparents map[string]string) context.Context {
+	if len(traceparents) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, traceparentsKey{}, traceparents)
 }
 
 func persistTask(payload []byte, opts ...asynq.Option) *asynq.Task {
-	return asynq.NewTask(TypePersist, payload, append(opts, asynq.Queue(Name),
-		asynq.MaxRetry(MaxRetry), asynq.Timeout(2*time.Minute))...)
+	return asynq.NewTask(TypePersist, payload, append(opts, persistOptions()...)...)
+}
+
+func persistOptions() []asynq.Option {
+	return []asynq.Option{asynq.Queue(Name), asynq.MaxRetry(MaxRetry), asynq.Timeout(2 * time.Minute)}
 }
 
 // ParseOrders decodes the payload of a task of type typ (TypePersist, or TypePersistV1
@@ -84,12 +127,14 @@ type Enqueuer struct{ client *asynq.Client }
 // NewEnqueuer returns an Enqueuer that uses client.
 func NewEnqueuer(client *asynq.Client) *Enqueuer { return &Enqueuer{client: client} }
 
-// EnqueueBatch puts orders on the queue in one task, in one Redis round trip.
+// EnqueueBatch puts orders on the queue in one task, in one Redis round trip, with the
+// traceparents ctx carries (WithTraceparents).
 func (e *Enqueuer) EnqueueBatch(ctx context.Context, orders []stock.QueuedOrder) error {
 	if len(orders) == 0 {
 		return nil
 	}
-	if _, err := e.client.EnqueueContext(ctx, NewBatchTask(orders)); err != nil {
+	traceparents, _ := ctx.Value(traceparentsKey{}).(map[string]string)
+	if _, err := e.client.EnqueueContext(ctx, NewBatchTask(orders, traceparents)); err != nil {
 		return fmt.Errorf("enqueue %d orders: %w", len(orders), err)
 	}
 	return nil

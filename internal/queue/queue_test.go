@@ -102,7 +102,7 @@ func TestBatchTask(t *testing.T) {
 		want = append(want, stock.QueuedOrder{OrderID: fmt.Sprintf("01KAAAAAAAAAAAAAAAAAAAAAA%d1", i), ActivityID: 1,
 			Buyer: buyer.Of(i), Quantity: 1, AmountCents: 100, CreatedAt: ms(1), ExpiresAt: ms(2), Limit: 1})
 	}
-	task := NewBatchTask(want)
+	task := NewBatchTask(want, nil)
 	if task.Type() != TypePersist {
 		t.Fatalf("type %q", task.Type())
 	}
@@ -124,7 +124,7 @@ func TestBatchTask(t *testing.T) {
 func TestPreviousWorkerHasNoHandlerForTheTask(t *testing.T) {
 	previous := asynq.NewServeMux()
 	previous.HandleFunc(TypePersistV1, func(context.Context, *asynq.Task) error { return nil })
-	task := NewBatchTask([]stock.QueuedOrder{{OrderID: "o", ActivityID: 1, Buyer: "1", Quantity: 1, Limit: 1}})
+	task := NewBatchTask([]stock.QueuedOrder{{OrderID: "o", ActivityID: 1, Buyer: "1", Quantity: 1, Limit: 1}}, nil)
 	if _, pattern := previous.Handler(task); pattern != "" {
 		t.Errorf("a worker of the previous release hands a %q task to its %q handler", task.Type(), pattern)
 	}

@@ -80,9 +80,20 @@ func Burst(perSecond float64) int { return max(1, int(math.Ceil(2*perSecond))) }
 // (a client IP) skips finding it when it is off.
 func (l *Limiter) On() bool { return l != nil && l.perSecond > 0 }
 
-// Allow reports whether a request of key may go ahead at now; if not, it returns how
-// long until the next one would be allowed.
+// Allow reports whether a request of key may go ahead at now, and counts it if so; if
+// not, it returns how long until the next one would be allowed.
 func (l *Limiter) Allow(key string, now time.Time) (bool, time.Duration) {
+	return l.take(key, now, true)
+}
+
+// Admits reports what Allow would answer a request of key at now, without counting it:
+// a caller refuses early, before costly work, what Allow would refuse after it.
+func (l *Limiter) Admits(key string, now time.Time) (bool, time.Duration) {
+	return l.take(key, now, false)
+}
+
+// take is Allow, counting the request only when count is true.
+func (l *Limiter) take(key string, now time.Time, count bool) (bool, time.Duration) {
 	if !l.On() {
 		return true, 0
 	}
@@ -110,7 +121,9 @@ func (l *Limiter) Allow(key string, now time.Time) (bool, time.Duration) {
 	if wait := next - tolerance - t; wait > 0 {
 		return false, time.Duration(wait)
 	}
-	s.tat[key] = next
+	if count {
+		s.tat[key] = next
+	}
 	return true, 0
 }
 

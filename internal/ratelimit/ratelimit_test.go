@@ -221,3 +221,27 @@ func TestClientKey(t *testing.T) {
 		}
 	}
 }
+
+// Admits tells what Allow would answer, and counts nothing: however often it is asked,
+// the burst is still there; past the burst it answers no, with Allow's wait.
+func TestAdmitsCountsNothing(t *testing.T) {
+	l := ratelimit.New(5, nil)
+	for range 100 {
+		if ok, _ := l.Admits("a", t0); !ok {
+			t.Fatal("Admits refused a key with its whole burst left")
+		}
+	}
+	for i := range ratelimit.Burst(5) {
+		if ok, _ := l.Allow("a", t0); !ok {
+			t.Fatalf("Allow refused request %d of the burst after Admits was asked 100 times", i+1)
+		}
+	}
+	okA, waitA := l.Admits("a", t0)
+	okB, waitB := l.Allow("a", t0)
+	if okA || okB || waitA != waitB || waitA <= 0 {
+		t.Errorf("past the burst: Admits %v %v, Allow %v %v; want both no, with one wait", okA, waitA, okB, waitB)
+	}
+	if ok, _ := ratelimit.New(0, nil).Admits("a", t0); !ok {
+		t.Error("a limiter that is off refused")
+	}
+}

@@ -31,7 +31,8 @@ var ErrArchived = store.ErrArchived
 //  3. MySQL marks it archived (store.MarkArchived), under the sale's row lock, only if
 //     every order is final. From then on every answer about it comes from MySQL, and a
 //     PATCH or a rebuild is refused.
-//  4. Redis marks it (stock.MarkArchived), and from then on writes nothing to its keys.
+//  4. Redis marks it (stock.MarkArchived), and from then on writes nothing to its keys;
+//     what only they hold is kept in MySQL (Keeper: the funnel's figures).
 //  5. Its keys are removed (stock.Remove), the sale hashes last, and MySQL records that
 //     (store.MarkRedisRemoved).
 //
@@ -57,6 +58,19 @@ type Archiver struct {
 	// archived, or found unsettled again.
 	final   map[int64]time.Time
 	metrics *archiveMetrics
+
+	// Keeper, when set, keeps in MySQL what only a sale's Redis state holds (the
+	// funnel's line and refusals: internal/funnel) once Redis takes no more writes for
+	// it, before its keys are removed, and names its own keys among them.
+	Keeper Keeper
+}
+
+// Keeper keeps what only a sale's Redis state holds before the archive removes it.
+type Keeper interface {
+	// Keep writes it to MySQL, once: a second call changes nothing.
+	Keep(ctx context.Context, s store.Activity) error
+	// Keys are its keys of the sale, for the archive to remove.
+	Keys(activityID int64) []string
 }
 
 // NewArchiver returns an Archiver of the sales over for retention.
@@ -125,6 +139,13 @@ func (a *Archiver) Archive(ctx context.Context, s store.Activity, now time.Time)
 			return false, err
 		}
 	}
+	extra := line.Keys(s.ID)
+	if a.Keeper != nil {
+		if err := a.Keeper.Keep(ctx, s); err != nil {
+			return false, err
+		}
+		extra = append(extra, a.Keeper.Keys(s.ID)...)
+	}
 	names, err := a.store.SaleNames(ctx, s.ID, now.Add(-stock.IdempotencyTTL))
 	if err != nil {
 		return false, err
@@ -136,7 +157,7 @@ func (a *Archiver) Archive(ctx context.Context, s store.Activity, now time.Time)
 		}
 	}
 	removed, err := a.stock.Remove(ctx, s.ID, k, stock.Names{Buyers: names.Buyers, Keys: keys, Groups: names.Groups,
-		Extra: line.Keys(s.ID)})
+		Extra: extra})
 	if err != nil {
 		return false, err
 	}

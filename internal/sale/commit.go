@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"seckill/internal/queue"
 	"seckill/internal/stock"
 )
 
@@ -43,7 +44,10 @@ var enqueueRetries = []time.Duration{100 * time.Millisecond, 500 * time.Millisec
 type commit struct {
 	order stock.QueuedOrder
 	res   stock.Reservation
-	done  chan struct{} // closed once the order's commit is over, enqueued or not
+	// traceparent is the purchase's trace, for the worker's span of its order ("" for
+	// a purchase not traced).
+	traceparent string
+	done        chan struct{} // closed once the order's commit is over, enqueued or not
 }
 
 // committer batches commits. It has no goroutine of its own: a commit that finds none
@@ -138,10 +142,17 @@ func (s *Service) commitBatch(batch []*commit) {
 	ctx := context.Background()
 	orders := make([]stock.QueuedOrder, len(batch))
 	res := make([]stock.Reservation, len(batch))
+	var traces map[string]string
 	for i, c := range batch {
 		orders[i], res[i] = c.order, c.res
+		if c.traceparent != "" {
+			if traces == nil {
+				traces = map[string]string{}
+			}
+			traces[c.order.OrderID] = c.traceparent
+		}
 	}
-	err := s.enqueue(ctx, orders)
+	err := s.enqueue(queue.WithTraceparents(ctx, traces), orders)
 	s.metrics.committed(len(batch), err)
 	if err != nil {
 		slog.Warn("enqueue orders: left for the worker's repair pass", "orders", len(batch), "err", err)

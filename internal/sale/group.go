@@ -106,12 +106,17 @@ func (s *Service) GetGroup(ctx context.Context, id string) (Group, error) {
 // ErrNotFound for a group of a sale that is not archived (Redis holds every group of
 // those).
 func (s *Service) archivedGroup(ctx context.Context, activityID int64, id string) (Group, error) {
-	a, err := s.store.GetActivity(ctx, activityID)
-	if err != nil {
-		return Group{}, err
-	}
-	if !s.isArchived(a) {
-		return Group{}, ErrNotFound
+	// Redis has no such group: MySQL is asked only for a sale the public list's snapshot
+	// shows archived, so that a crowd asking for groups that do not exist does not reach it.
+	if _, archived := s.archived.Load(activityID); !archived {
+		a, err := s.listed(ctx, activityID)
+		if err != nil {
+			return Group{}, err
+		}
+		if a == nil || a.ArchivedAt == nil {
+			return Group{}, ErrNotFound
+		}
+		s.rememberArchived(activityID)
 	}
 	g, err := s.store.GetGroup(ctx, id)
 	if err != nil {

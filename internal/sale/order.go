@@ -9,14 +9,19 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
+	"seckill/internal/apitime"
 	"seckill/internal/buyer"
 	"seckill/internal/lock"
 	"seckill/internal/stock"
 	"seckill/internal/store"
+	"seckill/internal/telemetry"
 )
 
 // BuyRequest is a buyer's purchase: a seat in a group with Group or OpenGroup (Seat sets
@@ -61,7 +66,12 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	if r.OpenGroup {
 		res.Group = newOrderID(r.ActivityID, now) // a group id has an order id's form
 	}
-	got, err := s.reserve(ctx, &res)
+	rctx, span := telemetry.Child(ctx, "redis reserve", trace.SpanKindClient, telemetry.Redis...)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("order.id", res.OrderID), attribute.Int64("activity.id", r.ActivityID))
+	}
+	got, err := s.reserve(rctx, &res)
+	span.End()
 	switch {
 	case errors.Is(err, stock.ErrNoSale):
 		if err := s.MissingSale(ctx, r.ActivityID); !errors.Is(err, errArchivedSale) {
@@ -91,7 +101,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *stock.Grou
 	}
 
 	q := got.Order
-	c := &commit{order: q, res: res, done: make(chan struct{})}
+	c := &commit{order: q, res: res, traceparent: telemetry.Traceparent(ctx), done: make(chan struct{})}
 	if s.commits.add(c) {
 		<-c.done
 	}
@@ -185,8 +195,23 @@ func (s *Service) giveBack(ctx context.Context, res stock.Reservation) {
 
 // MissingSale is the answer for a sale Redis does not know: ErrNotFound when MySQL does
 // not know it either; stock.ErrEnded when it is archived (Redis has it no more, and no
-// rebuild brings it back); else ErrUnavailable, and its rebuild from MySQL starts.
+// rebuild brings it back); else ErrUnavailable, and its rebuild from MySQL starts. A
+// sale unknown, or archived, is told by the public list's snapshot (listed), so that a
+// crowd asking for sales that do not exist reaches MySQL at most once a second in this
+// process, whatever the ids; only a sale MySQL lists live is read again.
 func (s *Service) MissingSale(ctx context.Context, activityID int64) error {
+	if _, archived := s.archived.Load(activityID); archived {
+		return errArchivedSale
+	}
+	switch known, err := s.listed(ctx, activityID); {
+	case err != nil:
+		return err
+	case known == nil:
+		return ErrNotFound
+	case known.ArchivedAt != nil:
+		s.rememberArchived(activityID)
+		return errArchivedSale
+	}
 	a, err := s.store.GetActivity(ctx, activityID)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -211,10 +236,56 @@ func (s *Service) isArchived(a store.Activity) bool {
 	if !a.Archived() {
 		return false
 	}
-	if _, known := s.archived.LoadOrStore(a.ID, struct{}{}); !known {
-		s.stock.ForgetSale(a.ID)
-	}
+	s.rememberArchived(a.ID)
 	return true
+}
+
+// rememberArchived remembers that a sale is archived.
+func (s *Service) rememberArchived(activityID int64) {
+	if _, known := s.archived.LoadOrStore(activityID, struct{}{}); !known {
+		s.stock.ForgetSale(activityID)
+	}
+}
+
+// listed returns a sale as the public list's snapshot (at most CatalogAge old) shows
+// it, or nil when MySQL has no such sale. A sale newer than the snapshot's newest (made
+// since it was read) is looked up in MySQL, at most once per CatalogAge in this process
+// for all such ids: a crowd of ever larger ids gets ErrNotFound meanwhile.
+// ErrUnavailable when the list, or the sale, cannot be read.
+func (s *Service) listed(ctx context.Context, activityID int64) (*Activity, error) {
+	a, err := s.PublicActivity(ctx, activityID)
+	if err == nil {
+		return &a, nil
+	}
+	all, lerr := s.publicList(ctx) // newest first
+	if !errors.Is(err, ErrNotFound) || lerr != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(err, lerr))
+	}
+	if len(all) > 0 && all[0].ID > activityID || !s.newerProbe.take(time.Now()) {
+		return nil, nil // ids are never reused: one below the newest listed is no sale
+	}
+	stored, err := s.store.GetActivity(ctx, activityID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	v := Activity{ID: stored.ID}
+	if stored.Archived() {
+		at := apitime.Of(*stored.ArchivedAt)
+		v.ArchivedAt = &at
+	}
+	return &v, nil
+}
+
+// probe lets one call through per CatalogAge.
+type probe struct{ last atomic.Int64 } // unix ns of the last call let through
+
+// take reports whether a call may go through at now, and counts it if so.
+func (p *probe) take(now time.Time) bool {
+	last := p.last.Load()
+	return now.UnixNano()-last >= int64(CatalogAge) && p.last.CompareAndSwap(last, now.UnixNano())
 }
 
 // archivedPurchase answers a purchase of an archived sale from MySQL: a replay of an

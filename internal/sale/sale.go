@@ -89,6 +89,8 @@ type Service struct {
 	catalog *snapshot.Value[[]Activity] // the public list of sales (PublicActivities)
 	// catalogRows are the sales MySQL last listed for it.
 	catalogRows atomic.Pointer[[]store.Activity]
+	// newerProbe bounds the MySQL reads of sales newer than the catalog (listed).
+	newerProbe probe
 	// archived holds the ids of the sales this process found archived (an archived sale
 	// stays so): their purchases are answered from MySQL without asking Redis.
 	archived sync.Map

@@ -397,6 +397,11 @@ func TestRollbackClaimSettle(t *testing.T) {
 	if len(mine) != 1 || mine[0].OrderID != again.OrderID || mine[0].Quantity != 1 || mine[0].Limit != 3 {
 		t.Errorf("user 1's queued = %+v", mine)
 	}
+	all, err := s.QueuedOrders(ctx, 1) // the funnel's read: every order still queued, whole
+	if err != nil || len(all) != 1 || all[0].OrderID != again.OrderID || all[0].Buyer != "1" || all[0].Quantity != 1 ||
+		all[0].CreatedAt.IsZero() || all[0].Offered {
+		t.Errorf("queued orders = %+v, %v; want only %s, user 1's unit", all, err, again.OrderID)
+	}
 }
 
 // Many buyers at once: exactly the stock is taken, nobody above the limit.

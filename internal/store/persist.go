@@ -35,6 +35,9 @@ type NewOrder struct {
 	// opened it, so MySQL can record the group with its first stored seat.
 	GroupSize      int
 	GroupExpiresAt time.Time
+	// Traceparent is the trace of the worker's span of the order ("" for none), which
+	// its order.created event carries on to the webhook's delivery.
+	Traceparent string
 }
 
 // Outcome is what PersistBatch did with one order.
@@ -209,7 +212,9 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder, w Windows) (map[
 			out[o.ID] = Outcome{Status: o.Status}
 			rows[i] = o.Order
 			if o.Status == StatusCreated {
-				events = append(events, s.orderEvent(outbox.OrderCreated, o.Order, now))
+				e := s.orderEvent(outbox.OrderCreated, o.Order, now)
+				e.Trace = o.Traceparent
+				events = append(events, e)
 			}
 		}
 		if err := tx.Create(&rows).Error; err != nil {

@@ -409,17 +409,19 @@ type OrderRange struct {
 
 // SaleOrders returns a page of a sale's orders in id order. A page of every buyer's
 // orders reads one range of the index orders_by_sale (activity_id, id), or, of one
-// status, of orders_by_activity (activity_id, status, and the id InnoDB appends). The
-// index is named: left to itself MariaDB reads it from the sale's first entry (ref on
-// activity_id) and filters the ids, a scan of the sale up to the page. A buyer's page
-// reads the buyer's entries of orders_holdings, a few, as the planner chooses.
+// status, of orders_by_activity (activity_id, status, and the id InnoDB appends). A
+// buyer's page reads one range of orders_holdings (activity_id, buyer, id, status, ...),
+// with or without a status, the rows it returns alone. The index is named: left to
+// itself MariaDB reads the sale's first entries (ref on activity_id) and filters the
+// ids, a scan of the sale up to the page, and a buyer's page of a buyer with many orders
+// through the primary key, across every sale (TestBuyerPageReadsItsOwnRows).
 func (s *Store) SaleOrders(ctx context.Context, r OrderRange) ([]Order, error) {
 	table := "orders FORCE INDEX (orders_by_sale)"
 	if r.Status != "" {
 		table = "orders FORCE INDEX (orders_by_activity)"
 	}
 	if r.Buyer != "" {
-		table = "orders"
+		table = "orders FORCE INDEX (orders_holdings)"
 	}
 	q := s.db.WithContext(ctx).Table(table).Where("activity_id = ? AND id > ?", r.ActivityID, r.After)
 	if r.Before != "" {

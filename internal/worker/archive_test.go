@@ -601,6 +601,15 @@ func TestArchivedSaleListsItsOrdersAndReplaysExactKeys(t *testing.T) {
 	f.end(t, a, time.Now())
 	f.archiveOne(t)
 	replays("archived")
+	// The back office finds last month's paid order and refunds it: the units stay off
+	// sale (the sale is over), and its return is settled (nothing left pending).
+	refunded, err := f.svc.Refund(ctx, made["ABC"], sale.Caller{Service: true}, true)
+	if err != nil || refunded.Status != store.StatusRefunded || refunded.Restock == nil || *refunded.Restock {
+		t.Errorf("a refund of an archived sale's paid order: %+v, %v; want refunded, restock false", refunded, err)
+	}
+	if pending, err := f.st.Unsettled(ctx, a.ID); err != nil || pending {
+		t.Errorf("the archived sale after the refund: unsettled %v, %v; want its return settled", pending, err)
+	}
 
 	for _, tc := range []struct {
 		name   string
@@ -609,7 +618,8 @@ func TestArchivedSaleListsItsOrdersAndReplaysExactKeys(t *testing.T) {
 		want   int
 	}{
 		{"an admin", sale.Caller{Admin: true}, "", 4},
-		{"the shop's back end, paid", sale.Caller{Service: true}, store.StatusPaid, 4},
+		{"the shop's back end, paid", sale.Caller{Service: true}, store.StatusPaid, 3},
+		{"the shop's back end, refunded", sale.Caller{Service: true}, store.StatusRefunded, 1},
 		{"the shop's back end, created", sale.Caller{Service: true}, store.StatusCreated, 0},
 		{"buyer 1", sale.Caller{Buyer: buyer.Of(1)}, "", 3},
 		{"buyer 2", sale.Caller{Buyer: buyer.Of(2)}, "", 1},

@@ -10,11 +10,14 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"seckill/internal/outage"
 	"seckill/internal/queue"
 	"seckill/internal/stock"
 	"seckill/internal/store"
+	"seckill/internal/telemetry"
 )
 
 // Outages reads the MySQL outages as the shared record holds them now.
@@ -39,6 +42,10 @@ type Persister struct {
 	// LostSale, when set, is told of a sale Redis has lost that a task's orders belong
 	// to (to start its rebuild; the task is retried meanwhile).
 	LostSale func(activityID int64)
+	// Tracer, when set, gives each order that came with a sampled trace (its task's
+	// headers: queue.Traceparents) a span of its persisting, under the purchase's span,
+	// with the Redis scripts and the MySQL transaction its batch ran (internal/telemetry).
+	Tracer trace.TracerProvider
 
 	// beforeWrite, set by tests, runs between a batch's claim and its write to MySQL.
 	beforeWrite func()
@@ -58,7 +65,15 @@ func (p *Persister) HandleTask(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
-	return p.Persist(ctx, orders)
+	if p.Tracer == nil {
+		return p.Persist(ctx, orders)
+	}
+	traced := telemetry.StartOrders(ctx, p.Tracer, queue.Traceparents(t), "persist order",
+		attribute.String("messaging.system", "asynq"), attribute.String("messaging.destination.name", queue.Name),
+		attribute.Int("task.orders", len(orders)))
+	err = p.Persist(telemetry.WithOrders(ctx, traced), orders)
+	traced.End(err)
+	return err
 }
 
 // Persist writes orders in transactions of up to Batch orders. It returns nil once every
@@ -134,7 +149,9 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 		for i, o := range os {
 			refs[i] = stock.OrderRef{OrderID: o.OrderID, Buyer: o.Buyer}
 		}
+		step := telemetry.OrdersFrom(ctx).Step(orderIDs(os), "redis claim", telemetry.Redis...)
 		got, err := p.stock.Claim(ctx, act, refs)
+		step.End(err)
 		for _, o := range os {
 			c, ok := got[o.OrderID]
 			switch {
@@ -157,10 +174,18 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 		p.beforeWrite()
 	}
 
+	traced := telemetry.OrdersFrom(ctx)
+	ids := make([]string, len(claimed))
+	for i := range claimed {
+		ids[i] = claimed[i].ID
+		claimed[i].Traceparent = traced.Traceparent(claimed[i].ID) // for its order.created event
+	}
 	outages, err := p.outages.Read(ctx)
 	var outcomes map[string]store.Outcome
 	if err == nil {
+		step := traced.Step(ids, "mysql transaction", append(telemetry.MySQL, attribute.String("db.operation.name", "INSERT orders"))...)
 		outcomes, err = p.store.PersistBatch(ctx, claimed, outages)
+		step.End(err)
 	}
 	if err != nil {
 		for _, o := range claimed {
@@ -177,7 +202,7 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 		case out.Existed:
 			p.metrics.handled("existed", 1)
 		case out.Status == store.StatusFailed:
-			slog.Warn("order refused by MySQL", "order", o.ID, "reason", out.Reason)
+			slog.WarnContext(traced.Context(ctx, o.ID), "order refused by MySQL", "order", o.ID, "reason", out.Reason)
 			fallthrough
 		default:
 			p.metrics.handled(out.Status, 1)
@@ -190,7 +215,13 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 		settle[o.ActivityID] = append(settle[o.ActivityID], s)
 	}
 	for act, ss := range settle {
+		ids := make([]string, len(ss))
+		for i, s := range ss {
+			ids[i] = s.OrderID
+		}
+		step := traced.Step(ids, "redis settle", telemetry.Redis...)
 		err := p.stock.Settle(ctx, act, ss)
+		step.End(err)
 		for _, s := range ss {
 			results[s.OrderID] = err
 		}
@@ -293,6 +324,15 @@ var orphanReasons = map[stock.Adoption]string{
 // OrphanReasonPrefix begins the failure reason of an acknowledged order that Redis lost
 // with its sale's state and that could not be adopted on the rebuilt sale.
 const OrphanReasonPrefix = "Redis lost this"
+
+// orderIDs are the ids of orders.
+func orderIDs(orders []stock.QueuedOrder) []string {
+	ids := make([]string, len(orders))
+	for i, o := range orders {
+		ids[i] = o.OrderID
+	}
+	return ids
+}
 
 func deref(s *string) string {
 	if s == nil {

@@ -45,7 +45,7 @@ func TestPersisterWritesATaskInBatches(t *testing.T) {
 		orders = append(orders, stock.QueuedOrder{OrderID: id, ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, AmountCents: 100,
 			CreatedAt: now, ExpiresAt: now.Add(time.Minute), Limit: 1})
 	}
-	task := queue.NewBatchTask(orders)
+	task := queue.NewBatchTask(orders, nil)
 
 	p := worker.NewPersister(st, sk, outage.NewRecord(rdb), 2)
 	reg := prometheus.NewRegistry()

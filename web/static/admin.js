@@ -9,6 +9,7 @@ import { roomFields, roomBody, wireRoom, renderRoom, readLines } from './admin-l
 import { webhooksPoller } from './webhooks.js';
 import { wireOrders } from './admin-orders.js';
 import { wireCodes, renderCodes } from './admin-codes.js';
+import { wireFunnel } from './admin-funnel.js';
 
 const session = new Session('seckill.admin.token');
 const sales = new Map(); // activity id -> {data, stats, node, busy}
@@ -290,6 +291,7 @@ function newSaleCard(a) {
   wireRoom(entry, patch);
   wireOrders(entry, () => session.token, refused);
   wireCodes(entry, () => session.token, refused, patch);
+  wireFunnel(entry, () => session.token, refused);
   el(node, '.end-no').addEventListener('click', () => closeConfirm(entry));
   el(node, '.end-yes').addEventListener('click', async () => {
     closeConfirm(entry);

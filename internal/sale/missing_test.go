@@ -1,0 +1,74 @@
+package sale_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"seckill/internal/sale"
+	"seckill/internal/testutil"
+)
+
+// statements counts the statements a GORM session runs, and logs none.
+type statements struct {
+	logger.Interface
+	n atomic.Int64
+}
+
+func (s *statements) Trace(context.Context, time.Time, func() (string, int64), error) { s.n.Add(1) }
+
+// A crowd asking for sales that do not exist (their groups, their line's challenge, a
+// purchase: each meets MissingSale), however many ids it tries, and for groups of a live
+// sale that do not exist, reaches MySQL about once a second in this process, not once a
+// request: the public list's snapshot tells a sale that does not exist, and one newer
+// than it is looked up once per second for all ids.
+func TestUnknownSalesReachMySQLOnceASecond(t *testing.T) {
+	count := &statements{Interface: logger.Discard}
+	db := testutil.MySQL(t).Gorm.Session(&gorm.Session{Logger: count})
+	f := newFixtureOn(t, db, 5, 1)
+	ctx := context.Background()
+	if err := f.svc.MissingSale(ctx, f.act+1); !errors.Is(err, sale.ErrNotFound) {
+		t.Fatalf("a sale that does not exist: %v, want ErrNotFound", err)
+	}
+
+	const clients, each = 20, 100
+	start, before := time.Now(), count.n.Load()
+	var wg sync.WaitGroup
+	var wrong atomic.Int64
+	for c := range clients {
+		wg.Go(func() {
+			for i := range each {
+				var err error
+				switch unknown := f.act + 1 + rand.Int64N(1_000_000); i % 3 {
+				case 0:
+					_, err = f.svc.OpenGroups(ctx, unknown, 10)
+				case 1:
+					err = f.svc.MissingSale(ctx, unknown)
+				default: // a group of the live sale that does not exist
+					_, err = f.svc.GetGroup(ctx, fmt.Sprintf("01ARZ3NDEKTSV4RRFFQ69G5F%02d%d", c, f.act))
+				}
+				if !errors.Is(err, sale.ErrNotFound) {
+					wrong.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	ran, seconds := count.n.Load()-before, time.Since(start).Seconds()
+	if wrong.Load() > 0 {
+		t.Errorf("%d of %d answers were not ErrNotFound", wrong.Load(), clients*each)
+	}
+	if limit := 3 * (int64(seconds) + 2); ran > limit { // the list, its variants, one probe: per second
+		t.Errorf("%d requests for unknown sales and groups ran %d MySQL statements in %.1f s, want at most %d",
+			clients*each, ran, seconds, limit)
+	}
+	t.Logf("%d requests, %d MySQL statements in %.2f s", clients*each, ran, seconds)
+}
