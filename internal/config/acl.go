@@ -28,7 +28,7 @@ var RedisACL = []ACLPart{
 	{"+hget +hmget +hset +hsetnx +hdel +hexists +hgetall +hincrby +hlen +hvals +hscan",
 		"hashes: a sale's stock and users, orders, group-buy groups, heartbeats, asynq's tasks; a rebuild pages through a sale's users"},
 	{"+sadd +srem +sismember +smembers", "sets: orders claimed by a worker, a buyer's queued orders, asynq's queue and server lists"},
-	{"+zadd +zrem +zcard +zscore +zrank +zrange +zrangebyscore +zrevrange +zpopmin +zremrangebyrank +zremrangebyscore",
+	{"+zadd +zrem +zcard +zscore +zrank +zcount +zrange +zrangebyscore +zrevrange +zpopmin +zremrangebyrank +zremrangebyscore",
 		"sorted sets: pay windows and expiry, the waiting room's line, lock waiters, asynq's scheduled, retry and done tasks"},
 	{"+lpush +rpush +lrange +llen +lrem +rpoplpush", "lists: asynq's pending and active tasks"},
 	{"+publish +subscribe +unsubscribe", "pub/sub: a released lock wakes its waiters, returned stock reopens a sold-out sale, asynq's cancellations"},
