@@ -160,3 +160,36 @@ func TestAccessCodeImportBody(t *testing.T) {
 	wantError(t, s.do(call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: big}),
 		http.StatusRequestEntityTooLarge, "payload_too_large")
 }
+
+// A code presented over 64 bytes or with a control character is 400 naming the header,
+// on a purchase, a seat and a line's join alike, and takes nothing; an empty header is
+// no code.
+func TestAccessCodeHeader(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	now := s.clock.Now()
+	id := s.sale(10, 1, now.Add(time.Hour), now.Add(2*time.Hour))
+	user := testutil.Token(t, 42, false)
+	for _, code := range []string{strings.Repeat("x", 65), "AB\tCD"} {
+		for _, path := range []string{
+			fmt.Sprintf("/api/v1/activities/%d/orders", id),
+			fmt.Sprintf("/api/v1/activities/%d/groups", id),
+			fmt.Sprintf("/api/v1/activities/%d/line", id),
+		} {
+			body := `{"quantity":1}`
+			if strings.HasSuffix(path, "/line") {
+				body = `{}`
+			}
+			a := s.do(call{method: "POST", path: path, token: user, body: body, header: map[string]string{"X-Access-Code": code}})
+			wantError(t, a, http.StatusBadRequest, "invalid_request")
+			if !strings.Contains(a.body, "X-Access-Code must be at most 64 bytes without control characters") {
+				t.Errorf("%s with code %q: %s, want the header named", path, code, a.body)
+			}
+		}
+	}
+	a := s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/orders", id), token: user,
+		body: `{"quantity":1}`, header: map[string]string{"X-Access-Code": ""}})
+	wantError(t, a, http.StatusConflict, "sale_not_started")
+	if st, err := s.svc.Stats(context.Background(), id); err != nil || st.StockAvailable != 10 {
+		t.Errorf("after the refusals: %+v, %v; want 10 units left", st, err)
+	}
+}

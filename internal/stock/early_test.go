@@ -14,6 +14,20 @@ import (
 	"seckill/internal/testutil"
 )
 
+// earlySale loads sale 1 of units, limit per buyer, from t0 for an hour, open early at
+// window to the holders of codes.
+func earlySale(t *testing.T, s *stock.Stock, units int64, limit int, window time.Time, codes ...string) {
+	t.Helper()
+	err := s.Load(context.Background(), stock.Sale{ActivityID: 1, Available: units, Total: units, Limit: limit,
+		StartsAt: t0, EndsAt: t0.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, EarlyAt: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutCodes(context.Background(), 1, codes); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A sale that starts at t0 with an early window from t0 - 10 min, 6 units, limit 2, and
 // codes CODE-0 to CODE-9: in the window a purchase with a valid code is one of the start,
 // marked early, and its code becomes the buyer's; anything else is refused and takes
@@ -24,18 +38,11 @@ func TestEarlyAccessReserve(t *testing.T) {
 	s := stock.New(rdb)
 	ctx := context.Background()
 	window := t0.Add(-10 * time.Minute)
-	err := s.Load(ctx, stock.Sale{ActivityID: 1, Available: 6, Total: 6, Limit: 2, StartsAt: t0,
-		EndsAt: t0.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, EarlyAt: window})
-	if err != nil {
-		t.Fatal(err)
-	}
 	codes := make([]string, 10)
 	for i := range codes {
 		codes[i] = fmt.Sprintf("CODE-%d", i)
 	}
-	if err := s.PutCodes(ctx, 1, codes); err != nil {
-		t.Fatal(err)
-	}
+	earlySale(t, s, 6, 2, window, codes...)
 	in := window.Add(time.Minute)
 	buy := func(user int64, qty int, code string, now time.Time) stock.Reservation {
 		r := reservation(1, user, qty, "", now)
@@ -115,14 +122,7 @@ func TestSharedCodeRace(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
 	s := stock.New(rdb)
 	ctx := context.Background()
-	err := s.Load(ctx, stock.Sale{ActivityID: 1, Available: 100, Total: 100, Limit: 1, StartsAt: t0,
-		EndsAt: t0.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, EarlyAt: t0.Add(-time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutCodes(ctx, 1, []string{"SHARED-1", "SHARED-2"}); err != nil {
-		t.Fatal(err)
-	}
+	earlySale(t, s, 100, 1, t0.Add(-time.Hour), "SHARED-1", "SHARED-2")
 	var mu sync.Mutex
 	bought := map[string][]buyer.ID{}
 	var wg sync.WaitGroup
@@ -160,14 +160,7 @@ func TestEarlySoldOutSetsNoFlag(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
 	s := stock.New(rdb)
 	ctx := context.Background()
-	err := s.Load(ctx, stock.Sale{ActivityID: 1, Available: 1, Total: 1, Limit: 1, StartsAt: t0,
-		EndsAt: t0.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, EarlyAt: t0.Add(-time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutCodes(ctx, 1, []string{"ONLY", "LATE"}); err != nil {
-		t.Fatal(err)
-	}
+	earlySale(t, s, 1, 1, t0.Add(-time.Hour), "ONLY", "LATE")
 	in := t0.Add(-time.Minute)
 	r := reservation(1, 1, 1, "", in)
 	r.AccessCode = "ONLY"
