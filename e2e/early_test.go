@@ -112,7 +112,7 @@ func TestEarlyAccessCrowd(t *testing.T) {
 	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), testutil.StartRedis(t, "--appendonly", "yes").Topology(), 2, 1)
 	clients := []*client{newClient(t, s.URLs[0]), newClient(t, s.URLs[1])}
 	admin := testutil.Token(t, 1, true)
-	start := time.Now().Add(20 * time.Second)
+	start := time.Now().Add(30 * time.Second)
 	a := clients[0].createEarlySale(admin, 1000, 2, start, 3600, nil)
 	start = a.StartsAt
 	const members, public, pairs = 200, 200, 30
