@@ -30,11 +30,11 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/funnel"
 	"seckill/internal/handler"
-	"seckill/internal/line"
 	"seckill/internal/outbox"
 	"seckill/internal/presence"
 	"seckill/internal/sale"
 	"seckill/internal/store"
+	"seckill/internal/waitingroom"
 	"seckill/web"
 )
 
@@ -915,9 +915,9 @@ func TestSchemasMatchJSON(t *testing.T) {
 		{"Stats", reflect.TypeFor[sale.Stats]()},
 		{"Ledger", reflect.TypeFor[sale.Ledger]()},
 		{"Instance", reflect.TypeFor[presence.Instance]()},
-		{"Ticket", reflect.TypeFor[line.Ticket]()},
-		{"LineFigures", reflect.TypeFor[line.Figures]()},
-		{"LineStatus", reflect.TypeFor[line.Status]()},
+		{"Ticket", reflect.TypeFor[waitingroom.Ticket]()},
+		{"LineFigures", reflect.TypeFor[waitingroom.Figures]()},
+		{"LineStatus", reflect.TypeFor[waitingroom.Status]()},
 		{"Challenge", reflect.TypeFor[altcha.Challenge]()},
 		{"Webhook", reflect.TypeFor[outbox.Webhook]()},
 		{"Delivery", reflect.TypeFor[outbox.Delivery]()},

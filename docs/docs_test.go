@@ -45,6 +45,76 @@ func TestDocs(t *testing.T) {
 	}
 }
 
+// TestInternalsLayout holds the layout block of docs/internals/README.md (the first
+// fenced block after its "## Layout" heading: a path, or paths split by ", ", then what it
+// is) to the folders: every path it names exists and is named once, and it names every Go
+// package under cmd/, internal/ and lock/ and every other folder at the top of the
+// repository.
+func TestInternalsLayout(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "docs/internals/README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "\n## Layout\n")
+	if !ok {
+		t.Fatal(`docs/internals/README.md has no "## Layout" section`)
+	}
+	_, block, ok := strings.Cut(after, "```\n")
+	if block, _, ok = strings.Cut(block, "```"); !ok {
+		t.Fatal("the layout section has no fenced block")
+	}
+	listed := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		paths, _, _ := strings.Cut(line, "  ") // the description follows two spaces or more
+		for _, p := range strings.Split(strings.TrimSpace(paths), ", ") {
+			p = strings.TrimSuffix(p, "/")
+			listed[p]++
+			if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+				t.Errorf("the layout names %s, which does not exist", p)
+			}
+		}
+	}
+	for p, n := range listed {
+		if n > 1 {
+			t.Errorf("the layout names %s %d times", p, n)
+		}
+	}
+	want := map[string]bool{}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case !d.IsDir():
+			dir := filepath.ToSlash(filepath.Dir(rel))
+			if strings.HasSuffix(rel, ".go") && (strings.HasPrefix(dir, "internal/") || strings.HasPrefix(dir, "cmd/") ||
+				dir == "lock") && !strings.Contains(dir, "/testdata") {
+				want[dir] = true
+			}
+		case rel == ".":
+		case strings.HasPrefix(d.Name(), ".") || d.Name() == "bin" || d.Name() == "artifacts" || d.Name() == "node_modules":
+			return filepath.SkipDir
+		case !strings.Contains(rel, "/") && rel != "internal" && rel != "cmd":
+			want[rel] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range want {
+		if listed[p] == 0 {
+			t.Errorf("the layout of docs/internals/README.md does not name %s", p)
+		}
+	}
+}
+
 // TestJSONExamples checks every JSON example of the Markdown files (a ```json block,
 // such as the events of docs/integration.md): it is JSON, and its times are in the one
 // format the service writes, so an example keeps showing what the service sends.
@@ -173,7 +243,7 @@ func settingDefaults() map[string]string {
 }
 
 // operatorPages are the pages written for the people who run the service: the tests that
-// show what they say are named in docs/internals.md, not in them.
+// show what they say are named in docs/testing.md, not in them.
 var operatorPages = map[string]bool{
 	"docs/configuration.md": true, "docs/connecting.md": true, "docs/deploying.md": true,
 	"docs/getting-started.md": true, "docs/integration.md": true, "docs/kubernetes.md": true,
@@ -234,7 +304,7 @@ func (c checker) check(t *testing.T, pages []string) []string {
 		text := withoutFences(texts[p])
 		if operatorPages[p] {
 			for _, n := range testName.FindAllString(text, -1) {
-				report("test %s named in a page for operators: name it in docs/internals.md#the-tests-behind-the-operator-pages", n)
+				report("test %s named in a page for operators: name it in docs/testing.md#the-tests-behind-the-operator-pages", n)
 			}
 		}
 		for _, m := range settingRow.FindAllStringSubmatch(text, -1) {

@@ -19,8 +19,8 @@ import (
 
 	"seckill/internal/buyer"
 	"seckill/internal/config"
-	"seckill/internal/queue"
-	"seckill/internal/stock"
+	"seckill/internal/stock/stocktest"
+	"seckill/internal/task"
 	"seckill/internal/testutil"
 )
 
@@ -372,7 +372,7 @@ func TestAPIShutdownSequence(t *testing.T) {
 	defer rdb.Close()
 	const held = 77
 	hold := time.Until(term.Add(delay + time.Second))
-	if err := stock.New(rdb).HoldUserLock(context.Background(), a.ID, buyer.Of(held), "held-by-a-test", hold); err != nil {
+	if err := stocktest.New(rdb).HoldUserLock(context.Background(), a.ID, buyer.Of(held), "held-by-a-test", hold); err != nil {
 		t.Fatal(err)
 	}
 	inFlight := make(chan response, 1)
@@ -412,13 +412,13 @@ func TestAPIShutdownSequence(t *testing.T) {
 	t.Logf("the API exited %v after SIGTERM", exitedAfter.Round(10*time.Millisecond))
 
 	// Every acknowledged order is in a task on the queue: none is left to the repair pass.
-	tasks, err := asynq.NewInspector(asynq.RedisClientOpt{Addr: s.Redis.Addr}).ListPendingTasks(queue.Name, asynq.PageSize(1000))
+	tasks, err := asynq.NewInspector(asynq.RedisClientOpt{Addr: s.Redis.Addr}).ListPendingTasks(task.Queue, asynq.PageSize(1000))
 	if err != nil {
 		t.Fatal(err)
 	}
 	queued := map[string]bool{}
-	for _, task := range tasks {
-		orders, err := queue.ParseOrders(task.Type, task.Payload)
+	for _, info := range tasks {
+		orders, err := task.ParseOrders(info.Type, info.Payload)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -466,7 +466,7 @@ func TestWorkerShutdownGivesBackTasks(t *testing.T) {
 		in := asynq.NewInspector(asynq.RedisClientOpt{Addr: s.Redis.Addr})
 		defer in.Close()
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if q, err := in.GetQueueInfo(queue.Name); err == nil && q.Active > 0 {
+			if q, err := in.GetQueueInfo(task.Queue); err == nil && q.Active > 0 {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -494,11 +494,11 @@ func TestWorkerShutdownGivesBackTasks(t *testing.T) {
 		t.Fatalf("%d of 50 purchases acknowledged with MariaDB frozen: %v", len(cr.accepted), cr.codes)
 	}
 	in := asynq.NewInspector(asynq.RedisClientOpt{Addr: s.Redis.Addr})
-	active, err := in.ListActiveTasks(queue.Name)
+	active, err := in.ListActiveTasks(task.Queue)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := in.GetQueueInfo(queue.Name)
+	q, err := in.GetQueueInfo(task.Queue)
 	if err != nil {
 		t.Fatal(err)
 	}

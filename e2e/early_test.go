@@ -100,21 +100,25 @@ func (e *earlyCrowd) record(t *testing.T, user int64, inWindow bool, r response,
 }
 
 // A crowd in a sale's early window, over two APIs: 200 members each buy with their own
-// code (a double click: two requests with one Idempotency-Key), 200
-// buyers without a code are refused until the start, 30 codes are shared by two buyers
-// at once (one of each pair buys, the other is refused access_code_taken), unknown codes
-// are refused, and a code revoked mid-window serves nobody. From the start everyone buys,
-// a code changes nothing, and the limit counts the window's units: a member who bought
-// one may buy one more, not two. Then MySQL: nothing oversold, nobody past the limit,
-// every order of the window marked early_access and no other, the stats counting them,
-// every code's owner recorded, the ledger balanced.
+// code (a double click: two requests with one Idempotency-Key), 200 buyers without a
+// code are refused until the start, 30 codes are shared by two buyers at once (one of
+// each pair buys, the other is refused access_code_taken), unknown codes are refused,
+// and a code revoked mid-window serves nobody. From the start everyone buys, a code
+// changes nothing, and the limit counts the window's units: a member who bought one may
+// buy one more, not two. Then MySQL: nothing oversold, nobody past the limit, every
+// order of the window marked early_access and no other (in MySQL and in its
+// order.created event), the stats counting them, every code's owner recorded, the
+// ledger balanced.
 func TestEarlyAccessCrowd(t *testing.T) {
-	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), testutil.StartRedis(t, "--appendonly", "yes").Topology(), 2, 1)
+	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), testutil.StartRedis(t, "--appendonly", "yes").Topology(), 2, 1,
+		"SECKILL_WEBHOOK_ALLOW_PRIVATE=true") // the events of its orders go to a receiver on this machine
 	clients := []*client{newClient(t, s.URLs[0]), newClient(t, s.URLs[1])}
 	admin := testutil.Token(t, 1, true)
 	start := time.Now().Add(30 * time.Second)
 	a := clients[0].createEarlySale(admin, 1000, 2, start, 3600, nil)
 	start = a.StartsAt
+	hooks := testutil.StartReceiver(t)
+	clients[0].subscribe(admin, hooks, "order.created")
 	const members, public, pairs = 200, 200, 30
 	var codes []string
 	for u := int64(1000); u < 1000+members; u++ {
@@ -309,10 +313,49 @@ func TestEarlyAccessCrowd(t *testing.T) {
 			t.Errorf("%s recorded as %q's, bought by %d", o.Code, o.Buyer, sharedWinners[i])
 		}
 	}
+	checkEarlyEvents(t, hooks, e.early, len(rows))
 	r = clients[0].must("GET", fmt.Sprintf("/api/v1/admin/activities/%d/ledger", a.ID), admin, nil)
 	var l struct{ Balanced bool }
 	if r.decode(t, &l); r.Status != http.StatusOK || !l.Balanced {
 		t.Errorf("ledger: %d %s", r.Status, r.Body)
+	}
+}
+
+// checkEarlyEvents waits for the order.created events of the sale's orders (want of
+// them) and checks that each says early_access exactly when its order was bought in the
+// window (early, by order id).
+func checkEarlyEvents(t *testing.T, hooks *testutil.Receiver, early map[string]bool, want int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, _ := eventsBySubject(t, hooks)
+		if len(got) >= want || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	seen, marked := map[string]bool{}, 0
+	for _, d := range hooks.Accepted() {
+		if d.Type != "order.created" || seen[d.Subject] {
+			continue
+		}
+		seen[d.Subject] = true
+		var ev struct {
+			Data struct {
+				Order struct {
+					EarlyAccess bool `json:"early_access"`
+				} `json:"order"`
+			} `json:"data"`
+		}
+		if err := jsonUnmarshal(d.Body, &ev); err != nil || ev.Data.Order.EarlyAccess != early[d.Subject] {
+			t.Errorf("order.created of %s: %s; want early_access %v", d.Subject, d.Body, early[d.Subject])
+		}
+		if early[d.Subject] {
+			marked++
+		}
+	}
+	if len(seen) != want || marked != len(early) {
+		t.Errorf("%d order.created events, %d of them early; want %d, %d early", len(seen), marked, want, len(early))
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/config"
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
 )
 
@@ -172,7 +174,7 @@ func takeWithoutTask(t *testing.T, key string) unenqueued {
 	t.Cleanup(func() { _ = u.rdb.Close() })
 	u.sale = u.c.createSale(u.admin, 10, 2)
 	u.id = "01KAAAAAAAAAAAAAAAAAAAAAAA" + fmt.Sprint(u.sale.ID)
-	if _, err := stock.New(u.rdb).Reserve(context.Background(), stock.Reservation{Purchase: stock.Purchase{ActivityID: u.sale.ID, Buyer: "77", Quantity: 2, IdempotencyKey: key},
+	if _, err := stocktest.New(u.rdb).Reserve(context.Background(), reserve.Reservation{Purchase: stock.Purchase{ActivityID: u.sale.ID, Buyer: "77", Quantity: 2, IdempotencyKey: key},
 		OrderID: u.id, Now: u.now, LockToken: "api", LockTTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +252,7 @@ func TestAPIAnswersRequestsInFlightOnSIGTERM(t *testing.T) {
 	defer rdb.Close()
 	const user = 4242
 	const held = 2 * time.Second
-	if err := stock.New(rdb).HoldUserLock(context.Background(), a.ID, buyer.Of(user), "held-by-a-test", held); err != nil {
+	if err := stocktest.New(rdb).HoldUserLock(context.Background(), a.ID, buyer.Of(user), "held-by-a-test", held); err != nil {
 		t.Fatal(err)
 	}
 	token := testutil.Token(t, user, false)

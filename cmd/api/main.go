@@ -32,17 +32,19 @@ import (
 	"seckill/internal/funnel"
 	"seckill/internal/handler"
 	"seckill/internal/health"
-	"seckill/internal/line"
-	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
 	"seckill/internal/presence"
-	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	stockcodes "seckill/internal/stock/codes"
+	"seckill/internal/stock/replicas"
 	"seckill/internal/store"
+	"seckill/internal/task"
 	"seckill/internal/telemetry"
+	"seckill/internal/waitingroom"
+	"seckill/lock"
 	"seckill/migrations"
 )
 
@@ -212,9 +214,9 @@ func serve(ctx context.Context, cfg config.Config) error {
 	// MySQL's outages, shared by every instance: pay windows do not run during one.
 	outages := outage.NewRecord(ap)
 	orders := order.New(st, sk, outages)
-	orders.Offers = queue.NewEnqueuer(enq) // the waitlist's orders of units that come back
-	svc := sale.New(st, sk, orders, outages, queue.NewEnqueuer(enq), locks)
-	codes := accesscode.New(db, st, sk) // early access: the shop's codes, owned in Redis, kept in MySQL
+	orders.Offers = task.NewEnqueuer(enq) // the waitlist's orders of units that come back
+	svc := sale.New(st, sk, orders, outages, task.NewEnqueuer(enq), locks)
+	codes := accesscode.New(db, st, stockcodes.New(sk)) // early access: the shop's codes, owned in Redis, kept in MySQL
 	svc.SetCodes(codes)
 	svc.LockWait = cfg.LockWait
 	svc.ListMargin = max(svc.ListMargin, 2*cfg.LockWait)
@@ -229,7 +231,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		svc.SetProcessClock(now)
 	}
 	passes := auth.NewPasses(cfg.JWTSecret)
-	waitingRoom := line.New(ap, passes, altcha.New(auth.DeriveKey(cfg.JWTSecret, "altcha")))
+	waitingRoom := waitingroom.New(ap, passes, altcha.New(auth.DeriveKey(cfg.JWTSecret, "altcha")))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Ready while Redis answers (with its replicas, when purchases wait for them); MySQL
@@ -237,7 +239,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	ready := []*health.Check{health.Watch(watchCtx, "redis", sk.Ping)}
 	if cfg.MinReplicas > 0 {
 		// WAIT on the connection that wrote: the client itself, not its auto-pipeliner.
-		replicas := stock.NewReplicas(rdb, cfg.MinReplicas, replicaWait)
+		replicas := replicas.New(rdb, cfg.MinReplicas, replicaWait)
 		svc.Replicas = replicas
 		reg.MustRegister(replicas.Collector())
 		ready = append(ready, health.Watch(watchCtx, "replicas", replicas.Connected))
@@ -276,7 +278,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	apis := live.WatchPeers(watchCtx, "api")
 	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, IdP: idp, RateUser: cfg.RateUser,
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins, Registry: reg, Instances: live,
-		Answers: answers, Line: waitingRoom, Passes: passes, Now: now,
+		Answers: answers, Rooms: waitingRoom, Passes: passes, Now: now,
 		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, BodyTimeout: cfg.BodyTimeout, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),
 		Ready: probe, Trace: tracing.Gin(), Refusals: refusals, Funnel: funnel.New(db, ap, st, sk, waitingRoom), Codes: codes})
 

@@ -22,18 +22,20 @@ import (
 	"seckill/internal/config"
 	"seckill/internal/funnel"
 	"seckill/internal/health"
-	"seckill/internal/line"
-	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
 	"seckill/internal/presence"
-	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	stockcodes "seckill/internal/stock/codes"
 	"seckill/internal/store"
+	"seckill/internal/task"
 	"seckill/internal/telemetry"
+	"seckill/internal/upkeep"
+	"seckill/internal/waitingroom"
 	"seckill/internal/worker"
+	"seckill/lock"
 )
 
 func main() {
@@ -85,7 +87,7 @@ func run(ctx context.Context) error {
 	// MySQL's outages, shared by every instance: pay windows do not run during one.
 	outages := outage.NewRecord(ap)
 	persister := worker.NewPersister(st, sk, outages, cfg.PersistBatch)
-	rebuilder := sale.NewRebuilder(st, sk)
+	rebuilder := upkeep.NewRebuilder(st, sk)
 	persister.LostSale = rebuilder.Kick // a task whose sale Redis lost starts its rebuild
 	if tracing.On() {
 		persister.Tracer = tracing.Provider()
@@ -105,7 +107,7 @@ func run(ctx context.Context) error {
 	// The orders that waited through an outage are written at once, not after their
 	// tasks' backoff (up to 30 s).
 	mysqlState.OnUp = func() {
-		if n, err := inspector.RunAllRetryTasks(queue.Name); err != nil {
+		if n, err := inspector.RunAllRetryTasks(task.Queue); err != nil {
 			slog.Warn("MySQL answers again: could not retry the waiting tasks now; their backoff will", "err", err)
 		} else if n > 0 {
 			slog.Info("MySQL answers again: the tasks that waited for it run now", "tasks", n)
@@ -117,12 +119,12 @@ func run(ctx context.Context) error {
 	// Each task holds the orders of purchases an API committed together; the persister
 	// writes them in transactions of up to SECKILL_PERSIST_BATCH orders.
 	tasks := asynq.NewServeMux()
-	tasks.HandleFunc(queue.TypePersist, persister.HandleTask)
-	tasks.HandleFunc(queue.TypePersistV1, persister.HandleTask) // the previous release's tasks
+	tasks.HandleFunc(task.TypePersist, persister.HandleTask)
+	tasks.HandleFunc(task.TypePersistV1, persister.HandleTask) // the previous release's tasks
 	srv := asynq.NewServerFromRedisClient(ap, asynq.Config{
 		Concurrency:       cfg.WorkerConcurrency,
-		Queues:            map[string]int{queue.Name: 1},
-		RetryDelayFunc:    queue.RetryDelay,
+		Queues:            map[string]int{task.Queue: 1},
+		RetryDelayFunc:    task.RetryDelay,
 		TaskCheckInterval: 50 * time.Millisecond,
 		// Tasks still running this long after SIGTERM go back to the queue for another
 		// worker (writing an order twice is harmless: the persister writes it once); the
@@ -144,17 +146,17 @@ func run(ctx context.Context) error {
 
 	locks := lock.New(rdb)
 	defer locks.Close()
-	enqueuer := queue.NewEnqueuer(asynq.NewClientFromRedisClient(ap))
+	enqueuer := task.NewEnqueuer(asynq.NewClientFromRedisClient(ap))
 	lifecycle := order.New(st, sk, outages)
 	lifecycle.Offers = enqueuer // the waitlist's orders of units that come back
 	repairer := worker.NewRepairer(st, sk, enqueuer, persister)
-	lines := line.New(ap, nil, nil)
-	admitter := line.NewAdmitter(lines, st)
-	archiver := sale.NewArchiver(st, sk, cfg.SaleRetention)
-	archiver.Keeper = funnel.New(db, ap, st, sk, lines) // a sale's funnel outlives its Redis state
+	rooms := waitingroom.New(ap, nil, nil)
+	admitter := waitingroom.NewAdmitter(rooms, st)
+	archiver := upkeep.NewArchiver(st, sk, cfg.SaleRetention)
+	archiver.Keeper = funnel.New(db, ap, st, sk, rooms) // a sale's funnel outlives its Redis state
 	archiver.Register(reg)
 	// Early access: who owns each code is decided in Redis and recorded in MySQL here.
-	codes := accesscode.New(db, st, sk)
+	codes := accesscode.New(db, st, stockcodes.New(sk))
 	rebuilder.Codes, archiver.Codes = codes, codes
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
@@ -176,7 +178,7 @@ func run(ctx context.Context) error {
 			_, err := repairer.Repair(ctx)
 			return err
 		}},
-		// Waiting rooms admit their lines at each sale's rate (internal/line); the
+		// Waiting rooms admit their lines at each sale's rate (internal/waitingroom); the
 		// admission's own schedule in Redis keeps the rate whoever runs it.
 		worker.Job{Name: "admit-lines", Period: 100 * time.Millisecond, Run: func(ctx context.Context) error {
 			_, err := admitter.Run(ctx)
@@ -192,12 +194,12 @@ func run(ctx context.Context) error {
 			return err
 		}},
 		// A sale over for SECKILL_SALE_RETENTION leaves Redis; MySQL answers for it
-		// (internal/sale.Archiver).
+		// (internal/upkeep.Archiver).
 		worker.Job{Name: "archive-sales", Period: 2 * time.Second, Run: func(ctx context.Context) error {
 			_, err := archiver.Run(ctx)
 			return err
 		}},
-		// A live sale Redis has lost is rebuilt from MySQL (internal/sale.Rebuilder).
+		// A live sale Redis has lost is rebuilt from MySQL (internal/upkeep.Rebuilder).
 		worker.Job{Name: "rebuild-lost-sales", Period: 2 * time.Second, Run: func(ctx context.Context) error {
 			_, err := rebuilder.RebuildLost(ctx, time.Now())
 			return err
@@ -225,7 +227,7 @@ func run(ctx context.Context) error {
 			slog.Error("worker metrics server", "err", err)
 		}
 	}()
-	slog.Info("worker running", "queue", queue.Name, "concurrency", cfg.WorkerConcurrency, "metrics", "http://"+cfg.WorkerMetricsAddr+"/metrics")
+	slog.Info("worker running", "queue", task.Queue, "concurrency", cfg.WorkerConcurrency, "metrics", "http://"+cfg.WorkerMetricsAddr+"/metrics")
 	// The heartbeat (GET /api/v1/admin/instances) stops first on shutdown, so the
 	// instance leaves the list at once.
 	stopBeat := live.Start(presence.NewInstance("worker", cfg.WorkerMetricsAddr), presence.FromRegistry(reg,

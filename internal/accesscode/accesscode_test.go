@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -16,6 +17,8 @@ import (
 	"seckill/internal/accesscode"
 	"seckill/internal/buyer"
 	"seckill/internal/stock"
+	"seckill/internal/stock/codes"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 )
@@ -24,7 +27,7 @@ type fixture struct {
 	db    *gorm.DB
 	rdb   *redis.Client
 	store *store.Store
-	stock *stock.Stock
+	stock *stocktest.Side
 	codes *accesscode.Codes
 }
 
@@ -32,8 +35,8 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	db := testutil.MySQL(t).Gorm
 	rdb := testutil.StartRedis(t).Client(t)
-	st, sk := store.New(db, nil), stock.New(rdb)
-	return &fixture{db: db, rdb: rdb, store: st, stock: sk, codes: accesscode.New(db, st, sk)}
+	st, sk := store.New(db, nil), stocktest.New(rdb)
+	return &fixture{db: db, rdb: rdb, store: st, stock: sk, codes: accesscode.New(db, st, codes.New(sk.Stock))}
 }
 
 // sale stores a sale that starts in an hour, of buckets stock buckets, loaded in Redis.
@@ -55,22 +58,31 @@ func (f *fixture) sale(t *testing.T, buckets int) int64 {
 // redisCodes reads a sale's codes hash.
 func (f *fixture) redisCodes(t *testing.T, id int64) map[string]string {
 	t.Helper()
-	h, err := f.rdb.HGetAll(context.Background(), stock.CodesKey(id)).Result()
+	h, err := f.rdb.HGetAll(context.Background(), stock.CodesKey(stock.One(id))).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h
 }
 
-// claimScript presents a code as the reserve script and the line's join do
-// (stock.CodeLua), for the tests of what follows a use.
-var claimScript = redis.NewScript(stock.CodeLua + `
+// claimScript presents a code as the reserve script and the waiting room's join do
+// (internal/stock's code.lua, as it stands), for the tests of what follows a use.
+var claimScript = redis.NewScript(codePart() + `
 return code_refused(KEYS[1], KEYS[2], ARGV[1], ARGV[2], tonumber(ARGV[3])) or 'ok'
 `)
 
+// codePart is internal/stock's code.lua.
+func codePart() string {
+	b, err := os.ReadFile("../stock/code.lua")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
 func (f *fixture) present(t *testing.T, id int64, code string, who buyer.ID) string {
 	t.Helper()
-	got, err := claimScript.Run(context.Background(), f.rdb, []string{stock.CodesKey(id), stock.CodeClaimsKey(id)},
+	got, err := claimScript.Run(context.Background(), f.rdb, []string{stock.CodesKey(stock.One(id)), stock.CodeClaimsKey(stock.One(id))},
 		code, who.Key(), time.Now().UnixMilli()).Text()
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"seckill/internal/buyer"
 	"seckill/internal/stock"
+	"seckill/internal/stock/codes"
 	"seckill/internal/testutil"
 )
 
@@ -20,25 +21,25 @@ import (
 func BenchmarkCodeMemory(b *testing.B) {
 	ctx := context.Background()
 	rdb := testutil.StartRedis(b).Client(b)
-	s := stock.New(rdb)
-	codes := make([]string, b.N)
-	for i := range codes {
-		codes[i] = fmt.Sprintf("7KQ9M3XH%05d", i)
+	s := codes.New(stock.New(rdb))
+	given := make([]string, b.N)
+	for i := range given {
+		given[i] = fmt.Sprintf("7KQ9M3XH%05d", i)
 	}
 	before := testutil.UsedMemory(b, rdb)
-	if err := s.PutCodes(ctx, 1, codes); err != nil {
+	if err := s.Put(ctx, 1, given); err != nil {
 		b.Fatal(err)
 	}
 	free := testutil.UsedMemory(b, rdb)
 	b.ReportMetric(float64(free-before)/float64(b.N), "bytes/free-code")
 	now := time.Now().UnixMilli()
-	for i, code := range codes {
-		if err := claimScript.Run(ctx, rdb, []string{stock.CodesKey(1), stock.CodeClaimsKey(1)}, code,
+	for i, code := range given {
+		if err := claimScript.Run(ctx, rdb, []string{stock.CodesKey(stock.One(1)), stock.CodeClaimsKey(stock.One(1))}, code,
 			buyer.Of(int64(i+1)).Key(), now).Err(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if err := rdb.Del(ctx, stock.CodeClaimsKey(1)).Err(); err != nil { // recorded, as the worker leaves it
+	if err := rdb.Del(ctx, stock.CodeClaimsKey(stock.One(1))).Err(); err != nil { // recorded, as the worker leaves it
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(testutil.UsedMemory(b, rdb)-before)/float64(b.N), "bytes/owned-code")

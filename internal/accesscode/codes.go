@@ -15,26 +15,27 @@ import (
 	"seckill/internal/apitime"
 	"seckill/internal/buyer"
 	"seckill/internal/stock"
+	"seckill/internal/stock/codes"
 	"seckill/internal/store"
 )
 
-// Mirror is the Redis side of a sale's codes, in the sale's slot (internal/stock).
+// Mirror is the Redis side of a sale's codes, in the sale's slot (internal/stock/codes).
 type Mirror interface {
-	// PutCodes adds codes to a live sale, each unless Redis has it already (free,
-	// owned or revoked); nothing for a sale Redis does not hold.
-	PutCodes(ctx context.Context, activityID int64, codes []string) error
-	// RevokeCode revokes a code of a live sale: nobody may present it from then on.
-	RevokeCode(ctx context.Context, activityID int64, code string) error
-	// RestoreCodes writes a sale's codes back as MySQL has them, without undoing an
-	// owner Redis has.
-	RestoreCodes(ctx context.Context, activityID int64, codes []stock.CodeState) error
-	// CodeClaims returns up to most of the uses of each sale's codes not yet recorded.
-	CodeClaims(ctx context.Context, activityIDs []int64, most int) (map[int64][]stock.CodeClaim, error)
-	// ForgetClaims drops recorded uses.
-	ForgetClaims(ctx context.Context, activityID int64, codes []string) error
+	// Put adds codes to a sale, each unless Redis has it already (free, owned or
+	// revoked); nothing for an archived sale.
+	Put(ctx context.Context, activityID int64, codes []string) error
+	// Revoke revokes a code of a sale: nobody may present it from then on.
+	Revoke(ctx context.Context, activityID int64, code string) error
+	// Restore writes a sale's codes back as MySQL has them, without undoing an owner
+	// Redis has.
+	Restore(ctx context.Context, activityID int64, codes []codes.State) error
+	// Claims returns up to most of the uses of each sale's codes not yet recorded.
+	Claims(ctx context.Context, activityIDs []int64, most int) (map[int64][]codes.Claim, error)
+	// Forget drops recorded uses.
+	Forget(ctx context.Context, activityID int64, codes []string) error
 }
 
-var _ Mirror = (*stock.Stock)(nil)
+var _ Mirror = (*codes.Codes)(nil)
 
 // Sales reads a sale as MySQL has it.
 type Sales interface {
@@ -116,7 +117,7 @@ func (c *Codes) Add(ctx context.Context, activityID int64, codes []string) (int,
 	}
 	// Every code of the call, not only the new ones: a call that failed here before
 	// left MySQL's without Redis's.
-	return int(added), c.mirror.PutCodes(ctx, activityID, codes)
+	return int(added), c.mirror.Put(ctx, activityID, codes)
 }
 
 // Generate makes count new codes for a sale and returns them. Errors: a *FieldError,
@@ -150,7 +151,7 @@ func (c *Codes) Generate(ctx context.Context, activityID int64, count int) ([]st
 		if err != nil {
 			return nil, fmt.Errorf("generate access codes: %w", err)
 		}
-		return codes, c.mirror.PutCodes(ctx, activityID, codes)
+		return codes, c.mirror.Put(ctx, activityID, codes)
 	}
 	return nil, errors.New("generate access codes: a code made was taken three times in a row")
 }
@@ -249,7 +250,7 @@ func (c *Codes) Revoke(ctx context.Context, activityID int64, code string) error
 	if a.Archived() {
 		return nil // its Redis state is gone, and a code with it
 	}
-	return c.mirror.RevokeCode(ctx, activityID, code)
+	return c.mirror.Revoke(ctx, activityID, code)
 }
 
 // Counts are a sale's codes: Issued (not revoked), of them Used (a buyer owns it, as
@@ -300,7 +301,7 @@ func (c *Codes) RecordSale(ctx context.Context, activityID int64) error {
 }
 
 func (c *Codes) record(ctx context.Context, ids []int64) (int, error) {
-	claims, err := c.mirror.CodeClaims(ctx, ids, recordMost)
+	claims, err := c.mirror.Claims(ctx, ids, recordMost)
 	if err != nil {
 		return 0, err
 	}
@@ -308,10 +309,10 @@ func (c *Codes) record(ctx context.Context, ids []int64) (int, error) {
 	for _, id := range ids {
 		uses := claims[id]
 		for part := range slices.Chunk(uses, insertChunk) {
-			codes := make([]string, len(part))
-			owned := make([]stock.CodeClaim, 0, len(part))
+			done := make([]string, len(part))
+			owned := make([]codes.Claim, 0, len(part))
 			for i, u := range part {
-				codes[i] = u.Code
+				done[i] = u.Code
 				if u.Buyer != "" { // else the slot no longer says whose: nothing to record
 					owned = append(owned, u)
 				}
@@ -319,7 +320,7 @@ func (c *Codes) record(ctx context.Context, ids []int64) (int, error) {
 			if err := c.recordUses(ctx, id, owned); err != nil {
 				return recorded, err
 			}
-			if err := c.mirror.ForgetClaims(ctx, id, codes); err != nil {
+			if err := c.mirror.Forget(ctx, id, done); err != nil {
 				return recorded, err
 			}
 			recorded += len(part)
@@ -329,7 +330,7 @@ func (c *Codes) record(ctx context.Context, ids []int64) (int, error) {
 }
 
 // recordUses writes the owners of uses in one statement; a code with an owner keeps it.
-func (c *Codes) recordUses(ctx context.Context, activityID int64, uses []stock.CodeClaim) error {
+func (c *Codes) recordUses(ctx context.Context, activityID int64, uses []codes.Claim) error {
 	if len(uses) == 0 {
 		return nil
 	}
@@ -364,12 +365,12 @@ func (c *Codes) Restore(ctx context.Context, activityID int64) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	states := make([]stock.CodeState, len(rows))
+	states := make([]codes.State, len(rows))
 	for i, r := range rows {
-		states[i] = stock.CodeState{Code: r.Code, Revoked: r.RevokedAt != nil}
+		states[i] = codes.State{Code: r.Code, Revoked: r.RevokedAt != nil}
 		if r.Buyer != nil && r.UsedAt != nil {
 			states[i].Owner, states[i].UsedAt = buyer.ID(*r.Buyer), *r.UsedAt
 		}
 	}
-	return c.mirror.RestoreCodes(ctx, activityID, states)
+	return c.mirror.Restore(ctx, activityID, states)
 }

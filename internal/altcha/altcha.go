@@ -96,7 +96,7 @@ func (i *Issuer) Verify(payload string, now time.Time) (Solution, error) {
 
 // Check is Verify without the expiry: it checks that the solution is right and of a
 // challenge of ours and returns it with its expiry, for a caller that judges the expiry
-// by another clock (internal/line: Redis', the one of every instance).
+// by another clock (internal/waitingroom: Redis', the one of every instance).
 func (i *Issuer) Check(payload string) (Solution, error) {
 	raw, err := base64.StdEncoding.DecodeString(payload)
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package buyer is who buys: the subject of a token exactly as the shop's identity
-// provider signed it (docs/internals.md, "Buyers and variants: how they are kept").
+// provider signed it (docs/internals/redis-data.md, "Buyers").
 // A buyer is one ID from the token to the row; Redis names it by its key (Key), MySQL
 // by its bytes, and the API by the subject and, for a decimal subject, its number.
 package buyer

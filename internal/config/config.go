@@ -135,7 +135,7 @@ type Config struct {
 	Pprof bool
 	// SaleRetention is SECKILL_SALE_RETENTION [1h]: how long a sale's Redis state stays
 	// after its end and after its last order is final, before the worker archives the
-	// sale (internal/sale/archive.go); 0 to MaxSaleRetention.
+	// sale (internal/upkeep/archive.go); 0 to MaxSaleRetention.
 	SaleRetention time.Duration
 	// ClockOffset is SECKILL_CLOCK_OFFSET [0]: shifts the API's own clock, for tests of
 	// an instance whose clock is wrong (sale windows and passes are judged by Redis'

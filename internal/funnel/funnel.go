@@ -24,31 +24,32 @@ import (
 	"gorm.io/gorm/clause"
 
 	"seckill/internal/apitime"
-	"seckill/internal/line"
 	"seckill/internal/stock"
+	"seckill/internal/stock/lifecycle"
 	"seckill/internal/store"
+	"seckill/internal/waitingroom"
 )
 
-// Lines reads a sale's line counts (internal/line.Line).
-type Lines interface {
-	Counts(ctx context.Context, activityID int64) (line.Counts, error)
+// Rooms reads a sale's line counts (internal/waitingroom.Rooms).
+type Rooms interface {
+	Counts(ctx context.Context, activityID int64) (waitingroom.Counts, error)
 }
 
-var _ Lines = (*line.Line)(nil)
+var _ Rooms = (*waitingroom.Rooms)(nil)
 
 // Funnel answers and keeps the funnels of sales.
 type Funnel struct {
 	db    *gorm.DB
 	rdb   redis.UniversalClient
 	store *store.Store
-	stock *stock.Stock
-	lines Lines
+	sales *lifecycle.Sales
+	lines Rooms
 	now   func() time.Time
 }
 
 // New returns a Funnel over MySQL (db, st), Redis (rdb, sk) and the lines.
-func New(db *gorm.DB, rdb redis.UniversalClient, st *store.Store, sk *stock.Stock, lines Lines) *Funnel {
-	return &Funnel{db: db, rdb: rdb, store: st, stock: sk, lines: lines, now: time.Now}
+func New(db *gorm.DB, rdb redis.UniversalClient, st *store.Store, sk *stock.Stock, lines Rooms) *Funnel {
+	return &Funnel{db: db, rdb: rdb, store: st, sales: lifecycle.New(sk), lines: lines, now: time.Now}
 }
 
 // kept is a row of sale_funnels: what a sale's Redis state told its funnel when the sale
@@ -83,7 +84,7 @@ func (f *Funnel) Funnel(ctx context.Context, activityID int64) (Figures, error) 
 			return Figures{}, err
 		}
 	} else {
-		if queued, err = f.stock.QueuedOrders(ctx, activityID); err != nil {
+		if queued, err = f.sales.QueuedOrders(ctx, activityID); err != nil {
 			return Figures{}, err
 		}
 		refused, c, err := f.fromRedis(ctx, a)
@@ -101,7 +102,7 @@ func (f *Funnel) Funnel(ctx context.Context, activityID int64) (Figures, error) 
 
 // fromRedis reads a live sale's refusals and, with a waiting room, its line's counts
 // (nil without one) from Redis.
-func (f *Funnel) fromRedis(ctx context.Context, a store.Activity) (map[string]int64, *line.Counts, error) {
+func (f *Funnel) fromRedis(ctx context.Context, a store.Activity) (map[string]int64, *waitingroom.Counts, error) {
 	raw, err := f.rdb.HGetAll(ctx, refusedKey(a.ID)).Result()
 	if err != nil {
 		return nil, nil, fmt.Errorf("read refusals: %w", err)

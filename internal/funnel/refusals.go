@@ -1,5 +1,7 @@
 package funnel
 
+//go:generate go test -run ^TestScriptFiles$ -args -update
+
 import (
 	"context"
 	_ "embed"
@@ -16,12 +18,14 @@ import (
 
 // refusedKey is a hash of error code -> purchase requests of the sale refused with it,
 // summed over every API; in the sale's slot.
-func refusedKey(activityID int64) string { return stock.KeyPrefix(activityID) + "funnel:refused" }
+func refusedKey(activityID int64) string {
+	return stock.Prefix(stock.One(activityID)) + "funnel:refused"
+}
 
 //go:embed flush.lua
 var flushLua string
 
-var flushScript = redis.NewScript(stock.SaleLiveLua + flushLua)
+var flushScript = redis.NewScript(flushLua)
 
 // Refusals counts, in this process, the purchase requests each sale refused (4xx) by
 // error code, and adds them to Redis in batches (Run): a refusal costs the purchase path
@@ -163,7 +167,7 @@ func (r *Refusals) Flush(ctx context.Context, rdb redis.Scripter) {
 		for code, n := range byCode {
 			args = append(args, code, strconv.FormatInt(n, 10))
 		}
-		if err := flushScript.Run(ctx, rdb, []string{stock.SaleKey(id), refusedKey(id)}, args...).Err(); err != nil {
+		if err := flushScript.Run(ctx, rdb, []string{stock.SaleKey(stock.One(id)), refusedKey(id)}, args...).Err(); err != nil {
 			r.giveBack(id, byCode)
 			if failed++; failed == 1 {
 				slog.Warn("funnel: refusals not flushed to Redis; tried again next time", "err", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"seckill/internal/stock"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
 )
 
@@ -19,7 +20,7 @@ func TestRefusalsFlush(t *testing.T) {
 	srv := testutil.StartRedis(t, "--appendonly", "yes")
 	rdb := srv.Client(t)
 	ctx := context.Background()
-	sk := stock.New(rdb)
+	sk := stocktest.New(rdb)
 	if err := sk.Load(ctx, stock.Sale{ActivityID: 1, Available: 10, Total: 10, Limit: 1, StartsAt: time.Now(),
 		EndsAt: time.Now().Add(time.Hour), PriceCents: 1, PayWindow: time.Minute}); err != nil {
 		t.Fatal(err)

@@ -20,11 +20,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/accesscode"
-	"seckill/internal/line"
 	"seckill/internal/outbox"
 	"seckill/internal/sale"
-	"seckill/internal/stock"
 	"seckill/internal/store"
+	"seckill/internal/waitingroom"
 )
 
 // Errors the handlers themselves detect.
@@ -76,43 +75,43 @@ var mapping = []struct {
 	{errNoRoute, http.StatusNotFound, "not_found"},
 	{errMethod, http.StatusMethodNotAllowed, "method_not_allowed"},
 	{errRateLimited, http.StatusTooManyRequests, "rate_limited"},
-	{stock.ErrRateLimited, http.StatusTooManyRequests, "rate_limited"},
+	{sale.ErrRateLimited, http.StatusTooManyRequests, "rate_limited"},
 	{errBadPathActivity, http.StatusNotFound, "not_found"},
 	{sale.ErrNotFound, http.StatusNotFound, "not_found"},
-	{stock.ErrNotStarted, http.StatusConflict, "sale_not_started"},
-	{stock.ErrEnded, http.StatusConflict, "sale_ended"},
+	{sale.ErrNotStarted, http.StatusConflict, "sale_not_started"},
+	{sale.ErrEnded, http.StatusConflict, "sale_ended"},
 	{sale.ErrArchived, http.StatusConflict, "sale_archived"},
-	{stock.ErrSoldOut, http.StatusConflict, "sold_out"},
-	{stock.ErrLimitExceeded, http.StatusConflict, "limit_exceeded"},
-	{stock.ErrQuantityOverLimit, http.StatusBadRequest, "invalid_request"},
-	{stock.ErrNoVariant, http.StatusBadRequest, "invalid_request"},
-	{stock.ErrNotSoldOut, http.StatusConflict, "not_sold_out"},
-	{stock.ErrNoWaitlist, http.StatusConflict, "no_waitlist"},
-	{stock.ErrKeyReused, http.StatusUnprocessableEntity, "idempotency_key_reused"},
-	{stock.ErrBusy, http.StatusTooManyRequests, "busy"},
-	{stock.ErrNoGroup, http.StatusNotFound, "not_found"},
-	{stock.ErrGroupSale, http.StatusConflict, "group_sale"},
-	{stock.ErrNotGroupSale, http.StatusConflict, "not_a_group_sale"},
-	{stock.ErrGroupClosed, http.StatusConflict, "group_closed"},
-	{stock.ErrGroupFull, http.StatusConflict, "group_full"},
-	{stock.ErrAlreadyInGroup, http.StatusConflict, "already_in_group"},
+	{sale.ErrSoldOut, http.StatusConflict, "sold_out"},
+	{sale.ErrLimitExceeded, http.StatusConflict, "limit_exceeded"},
+	{sale.ErrQuantityOverLimit, http.StatusBadRequest, "invalid_request"},
+	{sale.ErrNoVariant, http.StatusBadRequest, "invalid_request"},
+	{sale.ErrNotSoldOut, http.StatusConflict, "not_sold_out"},
+	{sale.ErrNoWaitlist, http.StatusConflict, "no_waitlist"},
+	{sale.ErrKeyReused, http.StatusUnprocessableEntity, "idempotency_key_reused"},
+	{sale.ErrBusy, http.StatusTooManyRequests, "busy"},
+	{sale.ErrNoGroup, http.StatusNotFound, "not_found"},
+	{sale.ErrGroupSale, http.StatusConflict, "group_sale"},
+	{sale.ErrNotGroupSale, http.StatusConflict, "not_a_group_sale"},
+	{sale.ErrGroupClosed, http.StatusConflict, "group_closed"},
+	{sale.ErrGroupFull, http.StatusConflict, "group_full"},
+	{sale.ErrAlreadyInGroup, http.StatusConflict, "already_in_group"},
 	{sale.ErrPaymentByShop, http.StatusForbidden, "payment_by_shop"},
 	{store.ErrNotPayable, http.StatusConflict, "order_not_payable"},
 	{store.ErrExpired, http.StatusConflict, "order_expired"},
 	{store.ErrNotCancellable, http.StatusConflict, "order_not_cancellable"},
 	{store.ErrNotRefundable, http.StatusConflict, "order_not_refundable"},
-	{stock.ErrNotAdmitted, http.StatusConflict, "not_admitted"},
-	{stock.ErrCodeInvalid, http.StatusForbidden, "access_code_invalid"},
-	{stock.ErrCodeTaken, http.StatusForbidden, "access_code_taken"},
+	{sale.ErrNotAdmitted, http.StatusConflict, "not_admitted"},
+	{sale.ErrCodeInvalid, http.StatusForbidden, "access_code_invalid"},
+	{sale.ErrCodeTaken, http.StatusForbidden, "access_code_taken"},
 	{accesscode.ErrMalformed, http.StatusBadRequest, "invalid_request"},
 	{accesscode.ErrNoCode, http.StatusNotFound, "not_found"},
 	{accesscode.ErrSeveralBuckets, http.StatusBadRequest, "invalid_request"},
-	{line.ErrNoSale, http.StatusNotFound, "not_found"},
-	{line.ErrNoTicket, http.StatusNotFound, "not_found"},
-	{line.ErrNoWaitingRoom, http.StatusConflict, "no_waiting_room"},
-	{line.ErrNotOpen, http.StatusConflict, "line_not_open"},
-	{line.ErrChallengeRequired, http.StatusBadRequest, "challenge_required"},
-	{line.ErrChallengeFailed, http.StatusForbidden, "challenge_failed"},
+	{waitingroom.ErrNoSale, http.StatusNotFound, "not_found"},
+	{waitingroom.ErrNoTicket, http.StatusNotFound, "not_found"},
+	{waitingroom.ErrNoWaitingRoom, http.StatusConflict, "no_waiting_room"},
+	{waitingroom.ErrNotOpen, http.StatusConflict, "line_not_open"},
+	{waitingroom.ErrChallengeRequired, http.StatusBadRequest, "challenge_required"},
+	{waitingroom.ErrChallengeFailed, http.StatusForbidden, "challenge_failed"},
 	{sale.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 	{store.ErrSchemaPending, http.StatusServiceUnavailable, "unavailable"},
 	{errOverloaded, http.StatusTooManyRequests, "rate_limited"}, // too many at once here, not storage down
@@ -124,7 +123,7 @@ var mapping = []struct {
 // place where errors become statuses. Errors that are not answers become 503 when a
 // storage server could not be reached, else 500 with nothing internal in the body.
 func respondError(c *gin.Context, err error) {
-	if err == stock.ErrSoldOutFlagged { // most of a flash crowd: its body is written once
+	if err == sale.ErrSoldOutFlagged { // most of a flash crowd: its body is written once
 		writeError(c, soldOutFlagged.status, soldOutFlagged.code, soldOutFlagged.body)
 		return
 	}
@@ -225,7 +224,7 @@ func writeError(c *gin.Context, status int, code string, body []byte) {
 	c.Data(status, "application/json; charset=utf-8", body)
 }
 
-// soldOutFlagged is the answer to stock.ErrSoldOutFlagged, worked out once by the
+// soldOutFlagged is the answer to sale.ErrSoldOutFlagged, worked out once by the
 // mapping as any other error's.
 var soldOutFlagged = func() (a struct {
 	status int
@@ -233,13 +232,13 @@ var soldOutFlagged = func() (a struct {
 	body   []byte
 }) {
 	for _, m := range mapping {
-		if errors.Is(stock.ErrSoldOutFlagged, m.err) {
+		if errors.Is(sale.ErrSoldOutFlagged, m.err) {
 			a.status, a.code = m.status, m.code
-			a.body = errorJSON(m.code, message(stock.ErrSoldOutFlagged, m.err))
+			a.body = errorJSON(m.code, message(sale.ErrSoldOutFlagged, m.err))
 			return a
 		}
 	}
-	panic("stock.ErrSoldOutFlagged is not in the mapping")
+	panic("sale.ErrSoldOutFlagged is not in the mapping")
 }()
 
 // appendJSONString appends s as a JSON string, escaped as encoding/json escapes it
@@ -288,7 +287,7 @@ func appendJSONString(b []byte, s string) []byte {
 
 // message is the sentence for a mapped error: its detail for the buyer if it has one.
 func message(err, sentinel error) string {
-	var d *stock.DetailError
+	var d *sale.DetailError
 	if errors.As(err, &d) {
 		return sentence(d.Err.Error() + ": " + d.Detail)
 	}
@@ -336,7 +335,7 @@ func unreachable(err error) bool {
 func answeredInProcess(err error) bool {
 	var fe *sale.FieldError
 	var ir *invalidRequest
-	return stock.AnsweredInProcess(err) || errors.As(err, &fe) || errors.As(err, &ir) ||
+	return sale.AnsweredInProcess(err) || errors.As(err, &fe) || errors.As(err, &ir) ||
 		errors.Is(err, errBadPathActivity) || errors.Is(err, errTooLarge)
 }
 

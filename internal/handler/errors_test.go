@@ -19,6 +19,8 @@ import (
 	"seckill/internal/handler"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
 )
 
@@ -182,7 +184,7 @@ func TestContractErrors(t *testing.T) {
 		}
 	})
 	t.Run("busy: the user's lock stays held past the wait", func(t *testing.T) {
-		if err := stock.New(s.rdb).HoldUserLock(t.Context(), open, "42", "someone-else", 10*time.Second); err != nil {
+		if err := stocktest.New(s.rdb).HoldUserLock(t.Context(), open, "42", "someone-else", 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		a := s.do(call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1}`})
@@ -190,8 +192,8 @@ func TestContractErrors(t *testing.T) {
 		if a.header.Get("Retry-After") == "" {
 			t.Error("429 busy without Retry-After")
 		}
-		if err := stock.New(s.rdb).ReleaseUserLocks(t.Context(),
-			stock.Reservation{Purchase: stock.Purchase{ActivityID: open, Buyer: "42"},
+		if err := stocktest.New(s.rdb).ReleaseUserLocks(t.Context(),
+			reserve.Reservation{Purchase: stock.Purchase{ActivityID: open, Buyer: "42"},
 				LockToken: "someone-else"}); err != nil {
 			t.Fatal(err)
 		}
@@ -592,11 +594,11 @@ func TestReplayWhileLockHeld(t *testing.T) {
 	// Once the first purchase's commit has released its lock, as if a later purchase took
 	// it and never released it.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		err := stock.New(s.rdb).HoldUserLock(context.Background(), act, "11", "a-token-of-a-purchase-that-never-released", time.Minute)
+		err := stocktest.New(s.rdb).HoldUserLock(context.Background(), act, "11", "a-token-of-a-purchase-that-never-released", time.Minute)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, stock.ErrBusy) || time.Now().After(deadline) {
+		if !errors.Is(err, sale.ErrBusy) || time.Now().After(deadline) {
 			t.Fatal(err)
 		}
 	}

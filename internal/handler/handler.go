@@ -24,11 +24,10 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/funnel"
 	"seckill/internal/health"
-	"seckill/internal/line"
 	"seckill/internal/presence"
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
-	"seckill/internal/stock"
+	"seckill/internal/waitingroom"
 	"seckill/web"
 )
 
@@ -44,7 +43,6 @@ type Service interface {
 	Ledger(ctx context.Context, id int64) (sale.Ledger, error)
 	Rebuild(ctx context.Context, id int64) (sale.Stats, error)
 	Buy(ctx context.Context, r sale.BuyRequest) (sale.Order, bool, error)
-	Variant(ctx context.Context, activityID int64, name string) (stock.Variant, error)
 	JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, variant *string, ticket bool) (sale.WaitlistEntry, bool, error)
 	Waitlist(ctx context.Context, activityID int64, who buyer.ID) (sale.WaitlistEntry, error)
 	LeaveWaitlist(ctx context.Context, activityID int64, who buyer.ID) error
@@ -113,10 +111,10 @@ type Options struct {
 	Webhooks Webhooks
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
-	// Line runs the sales' waiting rooms (internal/line); Passes checks the sale
-	// passes it hands out, in this process. Both are needed by the line's routes and
+	// Rooms runs the sales' waiting rooms (internal/waitingroom); Passes checks the sale
+	// passes they hand out, in this process. Both are needed by the rooms' routes and
 	// by purchases of a waiting-room sale.
-	Line   Line
+	Rooms  Rooms
 	Passes *auth.Passes
 	// Funnel answers the sales' funnels; nil answers their route 404. Refusals, when
 	// set, counts the purchases refused (4xx) per sale and error code for them.
@@ -145,7 +143,7 @@ type Handler struct {
 	proxies []string
 	cors    *cors
 	live    InstanceLister
-	line    Line
+	rooms   Rooms
 	passes  *auth.Passes
 	cursors *auth.Cursors
 	hooks   Webhooks
@@ -154,7 +152,7 @@ type Handler struct {
 	funnels Funnel
 	codes   AccessCodes
 	// statuses are the lines' public statuses as last encoded (shared.go).
-	statuses answers[line.Status]
+	statuses answers[waitingroom.Status]
 
 	bodyTimeout time.Duration
 }
@@ -190,7 +188,7 @@ func New(svc Service, o Options) *Handler {
 	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP), gate: gate,
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
 		metrics: newMetrics(o.Registry, o.Answers, o.Refusals), now: o.Now, proxies: o.TrustedProxies,
-		cors: newCORS(o.CORSOrigins), live: o.Instances, line: o.Line, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready, trace: o.Trace, funnels: o.Funnel,
+		cors: newCORS(o.CORSOrigins), live: o.Instances, rooms: o.Rooms, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready, trace: o.Trace, funnels: o.Funnel,
 		codes: o.Codes, cursors: auth.NewCursors(o.JWTSecret), bodyTimeout: o.BodyTimeout}
 }
 
@@ -240,7 +238,7 @@ func (h *Handler) Routes() http.Handler {
 	api.GET("/groups/:gid", h.getGroup)
 	api.GET("/openapi.yaml", openAPI) // the reference at /docs renders it
 	api.GET("/activities/:id/line/challenge", byActivity(func(ctx context.Context, id int64) (altcha.Challenge, error) {
-		ch, err := h.line.Challenge(ctx, id)
+		ch, err := h.rooms.Challenge(ctx, id)
 		return ch, h.lineError(ctx, id, err)
 	}))
 
@@ -273,8 +271,8 @@ func (h *Handler) Routes() http.Handler {
 	admin.GET("/activities/:id/ledger", byActivity(h.svc.Ledger))
 	admin.POST("/activities/:id/rebuild", byActivity(h.svc.Rebuild))
 	admin.GET("/activities/:id/groups", h.listGroups(true))
-	admin.GET("/activities/:id/line", byActivity(func(ctx context.Context, id int64) (line.Figures, error) {
-		return h.line.Figures(ctx, id)
+	admin.GET("/activities/:id/line", byActivity(func(ctx context.Context, id int64) (waitingroom.Figures, error) {
+		return h.rooms.Figures(ctx, id)
 	}))
 	admin.GET("/instances", h.instances)
 	// The shop's back end reads a drop's funnel too.

@@ -23,17 +23,18 @@ import (
 	"seckill/internal/config"
 	"seckill/internal/handler"
 	"seckill/internal/health"
-	"seckill/internal/line"
-	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
-	"seckill/internal/queue"
 	"seckill/internal/sale"
-	"seckill/internal/stock"
+	stockcodes "seckill/internal/stock/codes"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
+	"seckill/internal/task"
 	"seckill/internal/testutil"
+	"seckill/internal/waitingroom"
 	"seckill/internal/worker"
+	"seckill/lock"
 )
 
 // clock is a settable clock for the service; the HTTP layer keeps real time.
@@ -68,7 +69,7 @@ type stack struct {
 	rdb        redis.UniversalClient
 	svc        *sale.Service
 	clock      *clock
-	line       *line.Line
+	line       *waitingroom.Rooms
 	codes      *accesscode.Codes
 }
 
@@ -78,29 +79,29 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	rdb := config.Config{RedisAddrs: []string{srv.Addr}}.Redis() // the service's own client settings
 	t.Cleanup(func() { _ = rdb.Close() })
 	db := testutil.MySQL(t)
-	st, sk := store.New(db.Gorm, sale.EventViews{}), stock.New(rdb)
+	st, sk := store.New(db.Gorm, sale.EventViews{}), stocktest.New(rdb)
 	locks := lock.New(rdb)
 	t.Cleanup(func() { _ = locks.Close() })
 	c := &clock{}
 	outages := outage.NewRecord(rdb)
-	orders := order.New(st, sk, outages)
-	orders.Offers = queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)) // as cmd/api
-	svc := sale.New(st, sk, orders, outages, queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
+	orders := order.New(st, sk.Stock, outages)
+	orders.Offers = task.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)) // as cmd/api
+	svc := sale.New(st, sk.Stock, orders, outages, task.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
 	svc.SetClock(c.Now)
 	svc.LockWait = 100 * time.Millisecond
 	svc.UserRate = o.RateUser // as cmd/api: purchases that reach Redis are limited there
-	codes := accesscode.New(db.Gorm, st, sk)
+	codes := accesscode.New(db.Gorm, st, stockcodes.New(sk.Stock))
 	codes.SetClock(c.Now)
 	svc.SetCodes(codes)
 	if o.Codes == nil {
 		o.Codes = codes
 	}
 
-	persister := worker.NewPersister(st, sk, outages, 100)
-	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: map[string]int{queue.Name: 1},
+	persister := worker.NewPersister(st, sk.Stock, outages, 100)
+	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: map[string]int{task.Queue: 1},
 		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel})
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(queue.TypePersist, persister.HandleTask)
+	mux.HandleFunc(task.TypePersist, persister.HandleTask)
 	if err := w.Start(mux); err != nil {
 		t.Fatal(err)
 	}
@@ -108,9 +109,9 @@ func newStack(t testing.TB, o handler.Options) *stack {
 
 	o.JWTSecret = testutil.JWTSecret
 	o.Passes = auth.NewPasses(testutil.JWTSecret)
-	l := line.New(rdb, o.Passes, altcha.New(auth.DeriveKey(testutil.JWTSecret, "altcha")))
+	l := waitingroom.New(rdb, o.Passes, altcha.New(auth.DeriveKey(testutil.JWTSecret, "altcha")))
 	l.SetClock(c.Now)
-	o.Line = l
+	o.Rooms = l
 	if o.Webhooks == nil {
 		o.Webhooks = outbox.NewWebhooks(db.Gorm, false) // as outside dev mode
 	}

@@ -16,7 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"seckill/internal/config"
-	"seckill/internal/stock"
+	"seckill/internal/sale"
 	"seckill/internal/testutil"
 )
 
@@ -82,7 +82,7 @@ func TestSoldOutFlaggedAnswer(t *testing.T) {
 		respondError(c, err)
 		return w
 	}
-	fast, long := answer(stock.ErrSoldOutFlagged), answer(fmt.Errorf("wrapped: %w", stock.ErrSoldOutFlagged))
+	fast, long := answer(sale.ErrSoldOutFlagged), answer(fmt.Errorf("wrapped: %w", sale.ErrSoldOutFlagged))
 	if fast.Code != http.StatusConflict || fast.Body.String() != long.Body.String() || fast.Code != long.Code ||
 		!strings.Contains(fast.Body.String(), `"code":"sold_out"`) {
 		t.Errorf("flag's answer %d %s; the mapping's %d %s; want the same 409 sold_out", fast.Code, fast.Body, long.Code, long.Body)
@@ -93,14 +93,10 @@ func TestSoldOutFlaggedAnswer(t *testing.T) {
 }
 
 // Every refusal of a purchase has its row in the mapping: a 4xx with a code of its own
-// kind, never the 500 of an unknown error. The service answers stock.ErrNoSale itself
-// (not found, or unavailable while the sale is rebuilt: sale.MissingSale).
+// kind, never the 500 of an unknown error.
 func TestEveryRefusalIsMapped(t *testing.T) {
 	gin.SetMode(gin.ReleaseMode)
-	for _, refusal := range stock.Refusals() {
-		if errors.Is(refusal, stock.ErrNoSale) {
-			continue
-		}
+	for _, refusal := range sale.Refusals() {
 		w := httptest.NewRecorder()
 		c, _ := gin.CreateTestContext(w)
 		respondError(c, fmt.Errorf("reserve: %w", refusal))

@@ -31,14 +31,15 @@ func validIdempotencyKey(k string) bool {
 	return true
 }
 
-// purchase reads what every purchase and seat carries, the body's quantity and the
-// optional Idempotency-Key header, into a purchase by the caller; and the variant the
-// body names, nil for none.
-func purchase(c *gin.Context, body []byte) (sale.BuyRequest, *string, error) {
-	r := sale.BuyRequest{Buyer: caller(c).Buyer}
+// purchase reads what every purchase and seat carries, the body's quantity, the
+// variant it names (none when absent) and the optional Idempotency-Key header, into a
+// purchase by the caller.
+func purchase(c *gin.Context, body []byte) (sale.BuyRequest, error) {
+	var r sale.BuyRequest
+	r.Buyer = caller(c).Buyer
 	keys, hasKey := c.Request.Header["Idempotency-Key"]
 	if hasKey && (len(keys) != 1 || !validIdempotencyKey(keys[0])) {
-		return r, nil, errInvalidIdemKey
+		return r, errInvalidIdemKey
 	}
 	if hasKey {
 		r.IdempotencyKey = keys[0]
@@ -46,23 +47,23 @@ func purchase(c *gin.Context, body []byte) (sale.BuyRequest, *string, error) {
 	if _, hasCode := c.Request.Header[accessCodeHeader]; hasCode {
 		code, err := presentedCode(c)
 		if err != nil {
-			return r, nil, err
+			return r, err
 		}
 		r.AccessCode = code
 	}
 	if q, ok := plainQuantity(body); ok {
 		r.Quantity = q
-		return r, nil, nil
+		return r, nil
 	}
 	var req buyRequest
 	if err := decodeBody(body, &req); err != nil {
-		return r, nil, err
+		return r, err
 	}
 	if req.Quantity == nil {
-		return r, nil, required("quantity")
+		return r, required("quantity")
 	}
-	r.Quantity = *req.Quantity
-	return r, req.Variant, nil
+	r.Quantity, r.VariantName = *req.Quantity, req.Variant
+	return r, nil
 }
 
 // plainQuantity reads the body nearly every purchase sends, {"quantity":N} with N an
@@ -125,18 +126,12 @@ func (h *Handler) buy(c *gin.Context, body []byte) {
 		h.purchaseError(c, errBadPathActivity, nil)
 		return
 	}
-	r, variant, err := purchase(c, body)
+	r, err := purchase(c, body)
 	if err != nil {
 		h.purchaseError(c, err, nil)
 		return
 	}
 	r.ActivityID = id
-	if variant != nil {
-		if r.Variant, err = h.svc.Variant(c.Request.Context(), id, *variant); err != nil {
-			h.purchaseError(c, err, nil)
-			return
-		}
-	}
 	refused := h.admission(c, &r)
 	o, replayed, err := h.svc.Buy(c.Request.Context(), r)
 	if err != nil {
@@ -157,10 +152,7 @@ func (h *Handler) seat(open bool) func(*gin.Context, []byte) {
 				return
 			}
 		}
-		r, variant, err := purchase(c, body)
-		if err == nil && variant != nil {
-			err = &sale.FieldError{Field: "variant", Message: "is not for a sale of kind group"}
-		}
+		r, err := purchase(c, body)
 		if err != nil {
 			h.purchaseError(c, err, nil)
 			return

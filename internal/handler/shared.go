@@ -16,8 +16,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"seckill/internal/line"
 	"seckill/internal/sale"
+	"seckill/internal/waitingroom"
 )
 
 // The public reads a crowd repeats (the sale list, a sale, a line's status) are the same
@@ -189,20 +189,20 @@ func (h *Handler) lineStatus(c *gin.Context) {
 // lineStatusOf is the public status of a sale's line: the sale from the public list's
 // snapshot (no sale: 404; no line: 409 no_waiting_room), its line's from the line's
 // snapshot; neither asks a store per request.
-func (h *Handler) lineStatusOf(ctx context.Context, id int64) (line.Status, error) {
+func (h *Handler) lineStatusOf(ctx context.Context, id int64) (waitingroom.Status, error) {
 	a, err := h.svc.PublicActivity(ctx, id)
 	switch {
 	case err != nil:
-		return line.Status{}, err
+		return waitingroom.Status{}, err
 	case !a.WaitingRoom:
-		return line.Status{}, line.ErrNoWaitingRoom
+		return waitingroom.Status{}, waitingroom.ErrNoWaitingRoom
 	case a.ArchivedAt != nil: // its line left Redis with it: over
-		return line.Status{ActivityID: id, State: line.StateEnded, AdmitPerSecond: int64(a.AdmitPerSecond),
+		return waitingroom.Status{ActivityID: id, State: waitingroom.StateEnded, AdmitPerSecond: int64(a.AdmitPerSecond),
 			AsOf: *a.ArchivedAt}, nil
 	}
-	s, err := h.line.Status(ctx, id)
-	if errors.Is(err, line.ErrNoSale) { // MySQL has it (the list), Redis not: its rebuild brings it back
-		return line.Status{}, fmt.Errorf("%w: sale %d is missing in Redis", sale.ErrUnavailable, id)
+	s, err := h.rooms.Status(ctx, id)
+	if errors.Is(err, waitingroom.ErrNoSale) { // MySQL has it (the list), Redis not: its rebuild brings it back
+		return waitingroom.Status{}, fmt.Errorf("%w: sale %d is missing in Redis", sale.ErrUnavailable, id)
 	}
 	return s, err
 }

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"seckill/internal/handler"
-	"seckill/internal/line"
 	"seckill/internal/sale"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
+	"seckill/internal/waitingroom"
 )
 
 // roomSale creates a sale with a waiting room through the service.
@@ -136,7 +136,7 @@ func TestETagNotModified(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Second)
 	for {
 		a := s.do(call{method: "GET", path: path, header: map[string]string{"If-None-Match": before.header.Get("ETag")}})
-		var st line.Status
+		var st waitingroom.Status
 		if a.status == 200 && json.Unmarshal([]byte(a.body), &st) == nil && st.Joined == 1 {
 			if a.header.Get("ETag") == before.header.Get("ETag") {
 				t.Errorf("a changed status kept its ETag %s", a.header.Get("ETag"))

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"seckill/internal/line"
+	"seckill/internal/waitingroom"
 )
 
 type waitlistRequest struct {
@@ -33,8 +33,8 @@ func (h *Handler) joinWaitlist(c *gin.Context) {
 	}
 	// A sale with a waiting room takes on its waitlist only the buyers who hold a ticket
 	// of its line; the waitlist's join knows whether the sale has one.
-	_, err := h.line.Ticket(c.Request.Context(), id, caller(c).Buyer)
-	if err != nil && !errors.Is(err, line.ErrNoTicket) && !errors.Is(err, line.ErrNoSale) {
+	_, err := h.rooms.Ticket(c.Request.Context(), id, caller(c).Buyer)
+	if err != nil && !errors.Is(err, waitingroom.ErrNoTicket) && !errors.Is(err, waitingroom.ErrNoSale) {
 		respondError(c, err)
 		return
 	}

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"seckill/internal/handler"
-	"seckill/internal/line"
 	"seckill/internal/sale"
 	"seckill/internal/testutil"
+	"seckill/internal/waitingroom"
 )
 
 type entryView struct {
@@ -171,7 +171,7 @@ func TestWaitlistOfALineSale(t *testing.T) {
 	if _, err := s.line.Admit(t.Context(), a.ID); err != nil { // buyer 42 first, at 1 a second
 		t.Fatal(err)
 	}
-	var ticket line.Ticket
+	var ticket waitingroom.Ticket
 	got := s.do(call{method: "GET", path: path("line"), token: tok(42)})
 	if json.Unmarshal([]byte(got.body), &ticket) != nil || ticket.Pass == "" {
 		t.Fatalf("buyer 42's ticket: %d %s", got.status, got.body)

@@ -1,6 +1,9 @@
-// Package order carries an order after MySQL has it: payment, cancellation by the
-// buyer, expiry when the pay window passes, and the return of cancelled units to the
-// Redis stock, exactly once. The API and the worker share it.
+// Package order carries an order after MySQL has it: its payment (confirmed by the
+// shop), its cancellation (by the buyer, the shop or an admin), its expiry when the pay
+// window passes (as MySQL outages extend it), its refund by the shop (with or without
+// restock), the failure of a group-buy group that did not fill, and the return of the
+// units of every cancelled, expired or refunded order to Redis, exactly once, the
+// sale's waitlist first. The API and the worker share it.
 package order
 
 import (
@@ -13,6 +16,8 @@ import (
 
 	"seckill/internal/outage"
 	"seckill/internal/stock"
+	"seckill/internal/stock/group"
+	"seckill/internal/stock/settle"
 	"seckill/internal/store"
 )
 
@@ -27,6 +32,8 @@ var _ Outages = (*outage.Record)(nil)
 type Lifecycle struct {
 	store   *store.Store
 	stock   *stock.Stock
+	groups  *group.Groups
+	settle  *settle.Settler
 	outages Outages
 	now     func() time.Time
 	// Offers, when set, enqueues the orders the waitlist makes of units that come back
@@ -41,7 +48,7 @@ type Enqueuer interface {
 
 // New returns a Lifecycle that judges pay windows as MySQL outages extend them.
 func New(st *store.Store, sk *stock.Stock, outages Outages) *Lifecycle {
-	return &Lifecycle{store: st, stock: sk, outages: outages, now: time.Now}
+	return &Lifecycle{store: st, stock: sk, groups: group.New(sk), settle: settle.New(sk), outages: outages, now: time.Now}
 }
 
 // stamp is the time rows are stamped with: UTC, to the millisecond MySQL keeps.
@@ -109,7 +116,7 @@ func (l *Lifecycle) returnUnits(ctx context.Context, o store.Order, read time.Ti
 }
 
 // errStaleRead: the orders were read as return_pending too long ago to return their
-// units on that word (stock.ReturnedRetention); they stay pending and a later pass
+// units on that word (settle.ReturnedRetention); they stay pending and a later pass
 // reads again.
 var errStaleRead = errors.New("the pending return was read too long ago; read again")
 
@@ -120,22 +127,22 @@ var errStaleRead = errors.New("the pending return was read too long ago; read ag
 // ReturnedRetention after MySQL recorded it, so a caller within half of that of its
 // read cannot return an order twice.
 func (l *Lifecycle) giveBack(ctx context.Context, orders []store.Order, read time.Time) error {
-	if time.Since(read) > stock.ReturnedRetention/2 {
+	if time.Since(read) > settle.ReturnedRetention/2 {
 		return errStaleRead
 	}
-	bySale := map[int64][]stock.Returning{}
+	bySale := map[int64][]settle.Returning{}
 	for _, o := range orders {
-		r := stock.Returning{OrderID: o.ID, Buyer: o.Buyer, Quantity: o.Quantity, OffSale: o.OffSale()}
+		r := settle.Returning{OrderID: o.ID, Buyer: o.Buyer, Quantity: o.Quantity, OffSale: o.OffSale()}
 		if o.VariantIndex != nil {
 			r.Variant = stock.VariantAt(*o.VariantIndex)
 		}
 		bySale[o.ActivityID] = append(bySale[o.ActivityID], r)
 	}
-	returned := map[int64][]stock.Returning{} // by sale, the orders whose units are back
+	returned := map[int64][]settle.Returning{} // by sale, the orders whose units are back
 	var all []string
 	var errs []error
 	for act, rs := range bySale {
-		offered, err := l.stock.Return(ctx, act, rs...)
+		offered, err := l.settle.Return(ctx, act, rs...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("sale %d: %w", act, err))
 			continue
@@ -150,7 +157,7 @@ func (l *Lifecycle) giveBack(ctx context.Context, orders []store.Order, read tim
 		return errors.Join(append(errs, err)...)
 	}
 	for act, rs := range returned {
-		if err := l.stock.Forget(ctx, act, rs...); err != nil {
+		if err := l.settle.Forget(ctx, act, rs...); err != nil {
 			// Remembered until the sale's next rebuild: no harm to the units.
 			slog.Warn("returned orders not forgotten by Redis", "activity", act, "orders", len(rs), "err", err)
 		}
@@ -266,13 +273,13 @@ func (l *Lifecycle) FailDueGroups(ctx context.Context, limit int) (int, error) {
 		if a.Kind != "group" || l.now().After(a.EndsAt.Add(time.Duration(*a.GroupWindowSeconds)*time.Second+outage.MaxGrace+time.Hour)) {
 			continue // long over: every group of it has had its outcome
 		}
-		due, err := l.stock.DueGroups(ctx, a.ID, l.now(), limit)
+		due, err := l.groups.DueGroups(ctx, a.ID, l.now(), limit)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		for _, id := range due {
-			end, err := l.stock.ExtendGroup(ctx, a.ID, id, outages, l.now())
+			end, err := l.groups.Extend(ctx, a.ID, id, outages, l.now())
 			switch {
 			case err != nil:
 				errs = append(errs, err)
@@ -281,16 +288,16 @@ func (l *Lifecycle) FailDueGroups(ctx context.Context, limit int) (int, error) {
 				slog.Info("group window extended by the time MySQL outages took from it", "group", id, "until", end)
 				continue
 			}
-			failed, err := l.stock.FailGroup(ctx, a.ID, id, l.now())
+			failed, err := l.groups.Fail(ctx, a.ID, id, l.now())
 			switch {
-			case errors.Is(err, stock.ErrGroupPending):
+			case errors.Is(err, group.ErrGroupPending):
 			case err != nil:
 				errs = append(errs, err)
 			case failed:
 				n++
 			}
 		}
-		failing, err := l.stock.Failing(ctx, a.ID)
+		failing, err := l.groups.Failing(ctx, a.ID)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -304,7 +311,7 @@ func (l *Lifecycle) FailDueGroups(ctx context.Context, limit int) (int, error) {
 
 // recordFailed cancels in MySQL the orders of a group that failed in Redis.
 func (l *Lifecycle) recordFailed(ctx context.Context, activityID int64, id string) error {
-	g, err := l.stock.GetGroup(ctx, activityID, id, false)
+	g, err := l.groups.Get(ctx, activityID, id, false)
 	if err != nil {
 		return err
 	}
@@ -314,5 +321,5 @@ func (l *Lifecycle) recordFailed(ctx context.Context, activityID int64, id strin
 	}
 	slog.Info("group failed: its window passed unfilled", "activity", activityID, "group", id,
 		"members", g.Members, "size", g.Size, "orders_cancelled", len(cancelled))
-	return l.stock.DoneFailing(ctx, activityID, id)
+	return l.groups.DoneFailing(ctx, activityID, id)
 }

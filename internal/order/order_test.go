@@ -15,6 +15,9 @@ import (
 	"seckill/internal/outage"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/settle"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 )
@@ -28,7 +31,7 @@ type fixture struct {
 	redis *testutil.RedisServer
 	db    *testutil.MySQLDB
 	st    *store.Store
-	sk    *stock.Stock
+	sk    *stocktest.Side
 	life  *order.Lifecycle
 	rec   *outage.Record // MySQL's outages, on the fixture's clock
 	now   atomic.Pointer[time.Time]
@@ -43,9 +46,9 @@ func newSaleFixture(t *testing.T, units int64, limit int) *fixture {
 	rdb := config.Config{RedisAddrs: []string{f.redis.Addr}}.Redis()
 	t.Cleanup(func() { rdb.Close() })
 	f.db = testutil.MySQL(t)
-	f.st, f.sk = store.New(f.db.Gorm, sale.EventViews{}), stock.New(rdb)
+	f.st, f.sk = store.New(f.db.Gorm, sale.EventViews{}), stocktest.New(rdb)
 	f.rec = outage.NewRecord(rdb)
-	f.life = order.New(f.st, f.sk, f.rec)
+	f.life = order.New(f.st, f.sk.Stock, f.rec)
 	f.set(t0)
 	f.life.SetClock(func() time.Time { return *f.now.Load() })
 	f.rec.SetClock(func() time.Time { return *f.now.Load() })
@@ -71,7 +74,7 @@ func (f *fixture) created(user int64, qty int) store.Order {
 	ctx := context.Background()
 	f.seq++
 	id := fmt.Sprintf("o%d", f.seq)
-	_, err := f.sk.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: f.act, Buyer: buyer.Of(user), Quantity: qty},
+	_, err := f.sk.Reserve(ctx, reserve.Reservation{Purchase: stock.Purchase{ActivityID: f.act, Buyer: buyer.Of(user), Quantity: qty},
 		OrderID: id, Now: t0, LockToken: id, LockTTL: time.Millisecond})
 	if err != nil {
 		f.t.Fatal(err)
@@ -83,7 +86,7 @@ func (f *fixture) created(user int64, qty int) store.Order {
 	if _, err := f.st.PersistBatch(ctx, []store.NewOrder{{Order: o, Limit: 5}}, outage.Outages{}); err != nil {
 		f.t.Fatal(err)
 	}
-	if err := f.sk.Settle(ctx, f.act, []stock.Settlement{{OrderID: id, Buyer: buyer.Of(user)}}); err != nil {
+	if err := f.sk.Settle(ctx, f.act, []settle.Settlement{{OrderID: id, Buyer: buyer.Of(user)}}); err != nil {
 		f.t.Fatal(err)
 	}
 	return o
@@ -95,7 +98,7 @@ func (f *fixture) created(user int64, qty int) store.Order {
 func (f *fixture) ledger(wantAvailable int64) {
 	f.t.Helper()
 	ctx := context.Background()
-	sales, err := f.sk.Sales(ctx, []int64{f.act})
+	sales, err := f.sk.Read(ctx, []int64{f.act})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -244,7 +247,7 @@ func TestExpireInBatchesRedisStopped(t *testing.T) {
 	// The expiry reads MySQL's outages first, and expires nothing without them
 	// (TestExpiryWaitsForTheOutages): here their record is on a Redis that stays up,
 	// and the sale's Redis stops after that read.
-	f.life = order.New(f.st, f.sk, outage.NewRecord(testutil.StartRedis(t).Client(t)))
+	f.life = order.New(f.st, f.sk.Stock, outage.NewRecord(testutil.StartRedis(t).Client(t)))
 	f.life.SetClock(func() time.Time { return *f.now.Load() })
 
 	f.redis.Kill()

@@ -12,6 +12,7 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/outbox"
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
 	"seckill/internal/store"
 )
 
@@ -126,7 +127,7 @@ func TestRefund(t *testing.T) {
 	// The buyer refunded buys up to the limit again; the paid and refunded orders can
 	// be neither paid nor cancelled.
 	f.set(t0.Add(30 * time.Minute))
-	if _, err := f.sk.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "1", Quantity: 5},
+	if _, err := f.sk.Reserve(ctx, reserve.Reservation{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "1", Quantity: 5},
 		OrderID: "again", Now: t0.Add(30 * time.Minute), LockToken: "again", LockTTL: time.Millisecond}); err != nil {
 		t.Errorf("the refunded buyer buys 5 units again: %v", err)
 	}

@@ -8,8 +8,10 @@
 // are the union of what every process reported (a partial outage seen by one instance
 // counts for all), with outages closer than MergeGap counted as one. How far the
 // measured outage can be from the real one (its error bound) is written in
-// docs/internals.md.
+// docs/internals/mysql-outages.md.
 package outage
+
+//go:generate go test -run ^TestScriptFiles$ -args -update
 
 import "time"
 

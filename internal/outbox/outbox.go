@@ -8,7 +8,7 @@
 //     try, made by the worker's delivery loop when it fans an event out (Deliverer).
 //
 // Writing a change costs one row whatever the number of endpoints; the fan-out, the
-// retries and their bookkeeping happen later, in the worker. docs/internals.md has the
+// retries and their bookkeeping happen later, in the worker. docs/internals/outbox.md has the
 // design and what it costs.
 package outbox
 

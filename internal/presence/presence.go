@@ -10,6 +10,7 @@ package presence
 import (
 	"context"
 	"crypto/rand"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -55,34 +56,18 @@ type Instance struct {
 // heartbeat is written.
 type Option func(*Instance)
 
-// beatScript writes one heartbeat.
+// beatScript writes one heartbeat (beat.lua).
 //
-// KEYS[1] seen sorted set  KEYS[2] info hash
-// ARGV[1] instance id  ARGV[2] now (unix ms)  ARGV[3] the instance as JSON
-// Returns 1.
-var beatScript = redis.NewScript(`
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-return 1
-`)
+//go:embed beat.lua
+var beatLua string
+var beatScript = redis.NewScript(beatLua)
 
-// listScript drops the instances not seen since a time and returns the others.
+// listScript drops the instances not seen since a time and returns the others
+// (list.lua).
 //
-// KEYS[1] seen sorted set  KEYS[2] info hash
-// ARGV[1] seen before this (unix ms) is gone
-// Returns the JSON of every live instance.
-var listScript = redis.NewScript(`
-local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])
-for _, id in ipairs(gone) do redis.call('HDEL', KEYS[2], id) end
-if #gone > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1]) end
-local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
-if #ids == 0 then return {} end
-local out = {}
-for i, v in ipairs(redis.call('HMGET', KEYS[2], unpack(ids))) do
-  if v then out[#out + 1] = v end
-end
-return out
-`)
+//go:embed list.lua
+var listLua string
+var listScript = redis.NewScript(listLua)
 
 // Registry reads and writes the heartbeats.
 type Registry struct {

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -347,33 +348,13 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 		a.Variants = append(a.Variants, store.Variant{Idx: i, Name: v.Name, ExternalRef: v.ExternalRef, StockTotal: v.Stock})
 	}
 	err := s.store.CreateActivity(ctx, &a, func(a store.Activity) error {
-		return s.stock.Load(ctx, saleOf(a, a.StockTotal))
+		return s.sales.Load(ctx, store.SaleOf(a, a.StockTotal))
 	})
 	if err != nil {
 		return Activity{}, fmt.Errorf("create activity: %w", err)
 	}
 	s.catalog.Expire() // this process's public reads show it at once
-	return s.view(a, map[int64]stock.Sale{a.ID: saleOf(a, a.StockTotal)}), nil
-}
-
-func saleOf(a store.Activity, available int64) stock.Sale {
-	sale := stock.Sale{ActivityID: a.ID, Available: available, Total: a.StockTotal,
-		Limit: a.PerUserLimit, StartsAt: a.StartsAt, EndsAt: a.EndsAt, PriceCents: a.PriceCents,
-		PayWindow: time.Duration(a.PayWindowSeconds) * time.Second, Kind: a.Kind, Room: roomOf(a).stock(),
-		Buckets: max(1, a.StockBuckets), EarlyAt: earlyAt(a)}
-	if a.GroupSize != nil && a.GroupWindowSeconds != nil {
-		sale.GroupSize, sale.GroupWindow = *a.GroupSize, time.Duration(*a.GroupWindowSeconds)*time.Second
-	}
-	if a.PerUserParticipations != nil {
-		sale.ParticipationCap = *a.PerUserParticipations
-	}
-	for _, v := range a.Variants {
-		sale.Variants = append(sale.Variants, stock.VariantStock{Total: v.StockTotal, Available: v.StockTotal - v.Sold})
-	}
-	if a.PerVariantLimit != nil {
-		sale.VariantLimit = *a.PerVariantLimit
-	}
-	return sale
+	return s.view(a, map[int64]stock.Sale{a.ID: store.SaleOf(a, a.StockTotal)}), nil
 }
 
 // Page is where a list of sales, newest first, goes on: the sales whose id is below
@@ -463,7 +444,7 @@ func (s *Service) views(ctx context.Context, as []store.Activity) ([]Activity, e
 			ids = append(ids, a.ID)
 		}
 	}
-	sales, err := s.stock.Sales(ctx, ids)
+	sales, err := s.sales.Read(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -521,7 +502,7 @@ func (s *Service) liveView(ctx context.Context, a store.Activity) (Activity, err
 	if s.isArchived(a) {
 		return s.view(a, nil), nil
 	}
-	sales, err := s.stock.Sales(ctx, []int64{a.ID})
+	sales, err := s.sales.Read(ctx, []int64{a.ID})
 	if err != nil {
 		return Activity{}, err
 	}
@@ -537,7 +518,7 @@ func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 		StartsAt: apitime.Of(a.StartsAt), EndsAt: apitime.Of(a.EndsAt), PayWindowSeconds: a.PayWindowSeconds,
 		Kind: a.Kind, GroupSize: a.GroupSize, GroupWindowSeconds: a.GroupWindowSeconds,
 		PerUserParticipations: a.PerUserParticipations, StockBuckets: max(1, a.StockBuckets), RoomSettings: roomOf(a),
-		EarlyAccessSeconds: a.EarlyAccessSeconds, EarlyAccessAt: apitime.Of(earlyAt(a)), Metadata: a.Metadata}
+		EarlyAccessSeconds: a.EarlyAccessSeconds, EarlyAccessAt: apitime.Of(a.EarlyAccessAt()), Metadata: a.Metadata}
 	if a.ExternalRef != nil {
 		v.ExternalRef = *a.ExternalRef
 	}
@@ -664,12 +645,12 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 		return nil
 	}, func(a store.Activity) error {
 		if !p.Room.Empty() {
-			if err := s.stock.SetRoom(ctx, id, roomOf(a).stock()); err != nil {
+			if err := s.sales.SetRoom(ctx, id, roomOf(a).stock()); err != nil {
 				return err
 			}
 		}
 		if p.EarlyAccessSeconds != nil {
-			if err := s.stock.SetEarlyAccess(ctx, id, earlyAt(a)); err != nil {
+			if err := s.sales.SetEarlyAccess(ctx, id, a.EarlyAccessAt()); err != nil {
 				return err
 			}
 		}
@@ -680,7 +661,7 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 		if p.AddStock != nil {
 			add = *p.AddStock
 		}
-		return s.stock.Patch(ctx, id, p.PerUserLimit, p.EndsAt, add, addVariants)
+		return s.sales.Patch(ctx, id, p.PerUserLimit, p.EndsAt, add, addVariants)
 	})
 	if err != nil {
 		return Activity{}, fmt.Errorf("patch activity: %w", err)
@@ -737,7 +718,7 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	}
 	var queued, queuedUnits int64
 	if a.ArchivedAt == nil {
-		if queued, queuedUnits, err = s.stock.QueuedTotals(ctx, id); err != nil {
+		if queued, queuedUnits, err = s.sales.QueuedTotals(ctx, id); err != nil {
 			return Stats{}, err
 		}
 	}
@@ -745,7 +726,7 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("count orders: %w", err)
 	}
-	waiting, err := s.stock.WaitlistLength(ctx, id, len(a.Variants))
+	waiting, err := s.settle.WaitlistLength(ctx, id, len(a.Variants))
 	if err != nil {
 		return Stats{}, err
 	}
@@ -771,4 +752,17 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 			Paid: counts[store.StatusPaid].Orders, Cancelled: counts[store.StatusCancelled].Orders,
 			Failed: counts[store.StatusFailed].Orders, Refunded: counts[store.StatusRefunded].Orders,
 			EarlyAccess: early}}, nil
+}
+
+// Rebuild rebuilds a sale's Redis state from MySQL (the admin's button) and returns its
+// stats. A current state comes out with the same figures: the orders Redis holds as
+// queued are kept. ErrNotFound for an unknown id, ErrArchived for an archived sale.
+func (s *Service) Rebuild(ctx context.Context, id int64) (Stats, error) {
+	if _, err := s.rebuild.Rebuild(ctx, id, true); err != nil {
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrArchived) {
+			return Stats{}, err
+		}
+		return Stats{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return s.Stats(ctx, id)
 }

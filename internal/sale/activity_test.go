@@ -34,7 +34,7 @@ func TestSaleTimesKeptToTheMillisecond(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		live, err := f.stock.Sales(ctx, []int64{created.ID})
+		live, err := f.stock.Read(ctx, []int64{created.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestSaleTimesKeptToTheMillisecond(t *testing.T) {
 	// The purchase opens at the start the answer showed, to the nanosecond.
 	buy := func(at time.Time) error {
 		f.svc.SetClock(func() time.Time { return at })
-		_, _, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: created.ID, Buyer: "9", Quantity: 1})
+		_, _, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: created.ID, Buyer: "9", Quantity: 1}})
 		return err
 	}
 	if err := buy(wantStarts.Add(-time.Nanosecond)); !errors.Is(err, stock.ErrNotStarted) {

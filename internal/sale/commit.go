@@ -6,8 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"seckill/internal/queue"
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
+	"seckill/internal/task"
 )
 
 // A purchase is answered as soon as its reserve script has run. That script records the
@@ -43,7 +44,7 @@ var enqueueRetries = []time.Duration{100 * time.Millisecond, 500 * time.Millisec
 // commit is one purchase waiting for its order to be enqueued.
 type commit struct {
 	order stock.QueuedOrder
-	res   stock.Reservation
+	res   reserve.Reservation
 	// traceparent is the purchase's trace, for the worker's span of its order ("" for
 	// a purchase not traced).
 	traceparent string
@@ -141,7 +142,7 @@ func (b *committer) run() {
 func (s *Service) commitBatch(batch []*commit) {
 	ctx := context.Background()
 	orders := make([]stock.QueuedOrder, len(batch))
-	res := make([]stock.Reservation, len(batch))
+	res := make([]reserve.Reservation, len(batch))
 	var traces map[string]string
 	for i, c := range batch {
 		orders[i], res[i] = c.order, c.res
@@ -152,7 +153,7 @@ func (s *Service) commitBatch(batch []*commit) {
 			traces[c.order.OrderID] = c.traceparent
 		}
 	}
-	err := s.enqueue(queue.WithTraceparents(ctx, traces), orders)
+	err := s.enqueue(task.WithTraceparents(ctx, traces), orders)
 	s.metrics.committed(len(batch), err)
 	if err != nil {
 		slog.Warn("enqueue orders: left for the worker's repair pass", "orders", len(batch), "err", err)
@@ -177,10 +178,10 @@ func (s *Service) enqueue(ctx context.Context, orders []stock.QueuedOrder) error
 }
 
 // releaseLocks releases the user locks that the reserve scripts of res took.
-func (s *Service) releaseLocks(ctx context.Context, res ...stock.Reservation) {
+func (s *Service) releaseLocks(ctx context.Context, res ...reserve.Reservation) {
 	rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 	defer cancel()
-	if err := s.stock.ReleaseUserLocks(rctx, res...); err != nil {
+	if err := s.reserver.ReleaseUserLocks(rctx, res...); err != nil {
 		slog.Warn("release user locks", "locks", len(res), "err", err)
 	}
 }

@@ -13,22 +13,23 @@ import (
 	"gorm.io/gorm"
 
 	"seckill/internal/buyer"
-	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/outage"
-	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
+	"seckill/internal/task"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
+	"seckill/lock"
 )
 
 // breakableQueue is the real asynq enqueuer with a switch that makes its enqueues
 // fail, as they do when Redis drops the connection between the reserve script and
 // the enqueue, and a gate that holds them, as a slow Redis does.
 type breakableQueue struct {
-	*queue.Enqueuer
+	*task.Enqueuer
 	broken  atomic.Bool
 	failing atomic.Int32 // so many enqueues fail from now on
 	gate    sync.RWMutex // enqueues wait while a test holds it (Lock)
@@ -49,7 +50,7 @@ type fixture struct {
 	svc   *sale.Service
 	store *store.Store
 	rdb   *redis.Client
-	stock *stock.Stock
+	stock *stocktest.Side
 	queue *breakableQueue
 	act   int64
 	db    *gorm.DB
@@ -66,12 +67,12 @@ func newFixture(t *testing.T, units int64, limit int) *fixture {
 func newFixtureOn(t *testing.T, db *gorm.DB, units int64, limit int) *fixture {
 	t.Helper()
 	rdb := testutil.StartRedis(t).Client(t)
-	st, sk := store.New(db, sale.EventViews{}), stock.New(rdb)
+	st, sk := store.New(db, sale.EventViews{}), stocktest.New(rdb)
 	locks := lock.New(rdb)
 	t.Cleanup(func() { _ = locks.Close() })
-	q := &breakableQueue{Enqueuer: queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb))}
+	q := &breakableQueue{Enqueuer: task.NewEnqueuer(asynq.NewClientFromRedisClient(rdb))}
 	outages := outage.NewRecord(rdb)
-	svc := sale.New(st, sk, order.New(st, sk, outages), outages, q, locks)
+	svc := sale.New(st, sk.Stock, order.New(st, sk.Stock, outages), outages, q, locks)
 	a, err := svc.CreateActivity(context.Background(), sale.NewActivity{Name: "s", ProductName: "p",
 		PriceCents: 100, Stock: units, PerUserLimit: limit, StartsAt: time.Now().Add(-time.Minute),
 		EndsAt: time.Now().Add(time.Hour)})
@@ -89,7 +90,7 @@ func (f *fixture) buyAll(users []int64) ([]sale.Order, []error) {
 	for i, u := range users {
 		wg.Go(func() {
 			orders[i], _, errs[i] = f.svc.Buy(context.Background(),
-				sale.BuyRequest{ActivityID: f.act, Buyer: buyer.Of(u), Quantity: 1})
+				sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: buyer.Of(u), Quantity: 1}})
 		})
 	}
 	wg.Wait()
@@ -100,7 +101,7 @@ func (f *fixture) buyAll(users []int64) ([]sale.Order, []error) {
 // id, and how many tasks there are.
 func (f *fixture) queuedTasks(t *testing.T) (map[string]int, int) {
 	t.Helper()
-	ts, err := asynq.NewInspectorFromRedisClient(f.rdb).ListPendingTasks(queue.Name, asynq.PageSize(10000))
+	ts, err := asynq.NewInspectorFromRedisClient(f.rdb).ListPendingTasks(task.Queue, asynq.PageSize(10000))
 	if errors.Is(err, asynq.ErrQueueNotFound) { // nothing was ever enqueued
 		return map[string]int{}, 0
 	}
@@ -108,8 +109,8 @@ func (f *fixture) queuedTasks(t *testing.T) (map[string]int, int) {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
-	for _, task := range ts {
-		orders, err := queue.ParseOrders(task.Type, task.Payload)
+	for _, info := range ts {
+		orders, err := task.ParseOrders(info.Type, info.Payload)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +240,7 @@ func TestAnsweredBeforeEnqueue(t *testing.T) {
 	if seen, _ := f.queuedTasks(t); len(seen) != 0 {
 		t.Errorf("%d orders enqueued while the enqueue was held", len(seen))
 	}
-	_, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{ActivityID: f.act, Buyer: "1", Quantity: 1})
+	_, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "1", Quantity: 1}})
 	if !errors.Is(err, stock.ErrBusy) {
 		t.Errorf("second purchase of user 1 while its first is being enqueued: got %v, want ErrBusy", err)
 	}
@@ -252,7 +253,7 @@ func TestAnsweredBeforeEnqueue(t *testing.T) {
 	if keys := f.lockKeys(t); len(keys) > 0 {
 		t.Errorf("user locks left after the enqueue: %v", keys)
 	}
-	if _, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{ActivityID: f.act, Buyer: "1", Quantity: 1}); err != nil {
+	if _, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "1", Quantity: 1}}); err != nil {
 		t.Errorf("second purchase of user 1 once the first is enqueued: %v", err)
 	}
 }
@@ -281,12 +282,12 @@ func TestFailedCommitLeavesOrdersForRepair(t *testing.T) {
 	if snap, err := f.stock.Snapshot(ctx, f.act); err != nil || snap.Sale.Available != 50 {
 		t.Errorf("after 50 purchases whose enqueue failed: %+v %v, want 50 units available", snap.Sale, err)
 	}
-	if _, _, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: f.act, Buyer: "1", Quantity: 1}); !errors.Is(err, stock.ErrLimitExceeded) {
+	if _, _, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "1", Quantity: 1}}); !errors.Is(err, stock.ErrLimitExceeded) {
 		t.Errorf("another purchase of user 1: got %v, want ErrLimitExceeded (the first one stands)", err)
 	}
 
 	f.queue.broken.Store(false)
-	rep := worker.NewRepairer(f.store, f.stock, f.queue.Enqueuer, worker.NewPersister(f.store, f.stock, outage.NewRecord(f.rdb), 100))
+	rep := worker.NewRepairer(f.store, f.stock.Stock, f.queue.Enqueuer, worker.NewPersister(f.store, f.stock.Stock, outage.NewRecord(f.rdb), 100))
 	rep.MinAge = 0
 	n, err := rep.Repair(ctx)
 	if err != nil {
@@ -310,7 +311,7 @@ func TestBacklogHoldsAnswers(t *testing.T) {
 	var wg sync.WaitGroup
 	buy := func(u int64) {
 		wg.Go(func() {
-			if _, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{ActivityID: f.act, Buyer: buyer.Of(u), Quantity: 1}); err != nil {
+			if _, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: buyer.Of(u), Quantity: 1}}); err != nil {
 				t.Errorf("purchase of user %d: %v", u, err)
 			}
 			answered.Add(1)
@@ -366,7 +367,7 @@ func TestClose(t *testing.T) {
 	f.queue.gate.Unlock()
 	f.close(t)
 
-	o, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{ActivityID: f.act, Buyer: "99", Quantity: 1})
+	o, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "99", Quantity: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,18 +2,15 @@ package sale
 
 import (
 	"context"
-	"time"
 
 	"seckill/internal/accesscode"
-	"seckill/internal/store"
 )
 
-// CodeKeeper keeps the sales' access codes (internal/accesscode): a rebuild writes a
-// sale's codes back to Redis before it reopens, the archive records their last uses
-// before the sale's keys go, and the stats count them.
+// CodeKeeper keeps the sales' access codes (internal/accesscode): the service's rebuilds
+// write a sale's codes back to Redis before it reopens (internal/upkeep), and the stats
+// count them.
 type CodeKeeper interface {
 	Restore(ctx context.Context, activityID int64) error
-	RecordSale(ctx context.Context, activityID int64) error
 	Counts(ctx context.Context, activityID int64) (accesscode.Counts, error)
 }
 
@@ -30,7 +27,7 @@ const MaxEarlyAccess = 604800
 
 // checkEarlyAccess checks a sale's early window of seconds before its start, for a
 // sale of buckets stock buckets, or returns a *FieldError. A sale of several buckets
-// has none: a code is owned in one Redis slot (internal/stock, codes.go), while each
+// has none: a code is owned in one Redis slot (internal/stock/codes), while each
 // buyer of such a sale buys in a slot of their own.
 func checkEarlyAccess(seconds, buckets int) error {
 	switch {
@@ -41,9 +38,4 @@ func checkEarlyAccess(seconds, buckets int) error {
 			"(an access code is kept in one Redis slot)"}
 	}
 	return nil
-}
-
-// earlyAt is when a sale's early window opens: its start less early_access_seconds.
-func earlyAt(a store.Activity) time.Time {
-	return a.StartsAt.Add(-time.Duration(a.EarlyAccessSeconds) * time.Second)
 }

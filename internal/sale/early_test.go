@@ -10,6 +10,7 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	stockcodes "seckill/internal/stock/codes"
 )
 
 // A sale in its early window, whose Redis state is lost and rebuilt from MySQL (as the
@@ -26,13 +27,13 @@ func TestRebuildBringsBackEarlyAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	codes := accesscode.New(f.db, f.store, f.stock)
+	codes := accesscode.New(f.db, f.store, stockcodes.New(f.stock.Stock))
 	f.svc.SetCodes(codes)
 	if _, err := codes.Add(ctx, a.ID, []string{"OWNED-1", "FREE-2", "GONE-3"}); err != nil {
 		t.Fatal(err)
 	}
 	buy := func(user int64, code string) error {
-		_, _, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(user), Quantity: 1, AccessCode: code})
+		_, _, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(user), Quantity: 1, AccessCode: code}})
 		return err
 	}
 	if err := buy(1, "OWNED-1"); err != nil {

@@ -9,6 +9,7 @@ import (
 	"seckill/internal/apitime"
 	"seckill/internal/buyer"
 	"seckill/internal/stock"
+	"seckill/internal/stock/group"
 	"seckill/internal/store"
 )
 
@@ -28,7 +29,7 @@ type Group struct {
 	MemberIDs    []int64       `json:"member_ids,omitempty"`
 }
 
-func groupView(g stock.Group) Group {
+func groupView(g group.Group) Group {
 	return Group{ID: g.ID, ActivityID: g.ActivityID, Size: g.Size, Members: g.Members, Status: g.Status.String(),
 		ExpiresAt: apitime.Of(g.ExpiresAt)}
 }
@@ -39,6 +40,9 @@ func groupView(g stock.Group) Group {
 // Idempotency-Key made, and its group now. Errors of Buy, and stock.ErrNotGroupSale,
 // ErrGroupClosed, ErrAlreadyInGroup, ErrGroupFull; ErrNotFound for an unknown group.
 func (s *Service) Seat(ctx context.Context, r BuyRequest) (Group, Order, bool, error) {
+	if r.VariantName != nil {
+		return Group{}, Order{}, false, &FieldError{Field: "variant", Message: "is not for a sale of kind group"}
+	}
 	if !r.OpenGroup {
 		id, ok := ActivityOf(r.Group)
 		if !ok {
@@ -75,7 +79,7 @@ func (s *Service) extendGroup(ctx context.Context, activityID int64, id string) 
 		return false
 	}
 	now := s.now()
-	end, err := s.stock.ExtendGroup(ctx, activityID, id, outages, now)
+	end, err := s.groups.Extend(ctx, activityID, id, outages, now)
 	return err == nil && end.After(now)
 }
 
@@ -86,7 +90,7 @@ func (s *Service) GetGroup(ctx context.Context, id string) (Group, error) {
 	if !ok {
 		return Group{}, ErrNotFound
 	}
-	g, err := s.stock.GetGroup(ctx, activityID, id, false)
+	g, err := s.groups.Get(ctx, activityID, id, false)
 	if errors.Is(err, stock.ErrNoGroup) {
 		return s.archivedGroup(ctx, activityID, id)
 	}
@@ -94,7 +98,7 @@ func (s *Service) GetGroup(ctx context.Context, id string) (Group, error) {
 		return Group{}, err
 	}
 	v := groupView(g)
-	if g.Status == stock.GroupOpen && !g.ExpiresAt.After(s.now()) { // an outage may have extended it
+	if g.Status == group.Open && !g.ExpiresAt.After(s.now()) { // an outage may have extended it
 		if end := s.groupEnd(ctx, activityID, id); end.After(v.ExpiresAt.Time) {
 			v.ExpiresAt = apitime.Of(end)
 		}
@@ -135,7 +139,7 @@ func (s *Service) groupEnd(ctx context.Context, activityID int64, id string) tim
 	if err != nil {
 		return time.Time{}
 	}
-	end, _ := s.stock.GroupDeadline(ctx, activityID, id, outages, s.now())
+	end, _ := s.groups.Deadline(ctx, activityID, id, outages, s.now())
 	return end
 }
 
@@ -143,7 +147,7 @@ func (s *Service) groupEnd(ctx context.Context, activityID int64, id string) tim
 // Redis alone. ErrNotFound for an unknown sale; stock.ErrNotGroupSale for a plain one;
 // ErrUnavailable while a sale Redis lost is rebuilt.
 func (s *Service) OpenGroups(ctx context.Context, activityID int64, limit int) ([]Group, error) {
-	gs, err := s.stock.OpenGroups(ctx, activityID, s.now(), limit)
+	gs, err := s.groups.OpenGroups(ctx, activityID, s.now(), limit)
 	if errors.Is(err, stock.ErrNoSale) {
 		if err := s.MissingSale(ctx, activityID); !errors.Is(err, errArchivedSale) {
 			return nil, err

@@ -101,7 +101,7 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 	if s.isArchived(a) {
 		return s.archivedLedger(ctx, a)
 	}
-	snap, err := s.stock.Snapshot(ctx, id)
+	snap, err := s.sales.Snapshot(ctx, id)
 	if errors.Is(err, stock.ErrNoSale) {
 		return Ledger{}, fmt.Errorf("%w: sale %d missing in Redis", ErrUnavailable, id)
 	}

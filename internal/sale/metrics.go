@@ -37,54 +37,6 @@ func (s *Service) Register(reg prometheus.Registerer) {
 	s.rebuild.Register(reg)
 }
 
-// rebuildMetrics count the rebuilds of sales' Redis state; nil counts nothing.
-type rebuildMetrics struct {
-	rebuilds *prometheus.CounterVec
-	running  prometheus.Gauge
-}
-
-// Register adds the rebuilds' metrics to reg: the rebuilds this process ran, by
-// outcome (rebuilt, failed, or none: another process did it or nothing was lost
-// after all), and the ones under way.
-func (r *Rebuilder) Register(reg prometheus.Registerer) {
-	m := &rebuildMetrics{
-		rebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_sale_rebuilds_total",
-			Help: "Rebuilds of a sale's Redis state from MySQL this process ran, by outcome: rebuilt, failed, none.",
-		}, []string{"outcome"}),
-		running: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seckill_sale_rebuilds_running",
-			Help: "Rebuilds of a sale's Redis state under way in this process (a sale of several buckets is closed meanwhile).",
-		}),
-	}
-	for _, o := range []string{"rebuilt", "failed", "none"} {
-		m.rebuilds.WithLabelValues(o)
-	}
-	reg.MustRegister(m.rebuilds, m.running)
-	r.metrics = m
-}
-
-func (m *rebuildMetrics) started() {
-	if m != nil {
-		m.running.Inc()
-	}
-}
-
-func (m *rebuildMetrics) ended(rebuilt bool, err error) {
-	if m == nil {
-		return
-	}
-	m.running.Dec()
-	switch {
-	case err != nil:
-		m.rebuilds.WithLabelValues("failed").Inc()
-	case rebuilt:
-		m.rebuilds.WithLabelValues("rebuilt").Inc()
-	default:
-		m.rebuilds.WithLabelValues("none").Inc()
-	}
-}
-
 func (m *metrics) waited(d time.Duration) {
 	if m != nil {
 		m.lockWait.Observe(d.Seconds())
@@ -115,7 +67,7 @@ func (c stockCollector) Describe(ch chan<- *prometheus.Desc) { ch <- stockDesc }
 func (c stockCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	sales, err := c.s.stock.Sales(ctx, c.s.catalogIDs())
+	sales, err := c.s.sales.Read(ctx, c.s.catalogIDs())
 	if err != nil {
 		return // a scrape while Redis is down shows no stock figures
 	}

@@ -17,9 +17,10 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/config"
 	"seckill/internal/sale"
-	"seckill/internal/stock"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
+	"seckill/internal/upkeep"
 )
 
 // BenchmarkRebuild measures rebuilding one sale's Redis state from MySQL
@@ -30,7 +31,7 @@ import (
 // sub-benchmark mysql-holdings times the GROUP BY query (store.Holdings) alone. MySQL's
 // and Redis's clients are the API's (config.MySQL, config.Redis: Redis reads and writes
 // with a one-second timeout, which every call of a rebuild must fit: the users are
-// written in chunks before the script). How it works: docs/internals.md.
+// written in chunks before the script). How it works: docs/internals/rebuild-and-archive.md.
 //
 //	go test -run - -bench Rebuild -benchtime 3x ./internal/sale
 func BenchmarkRebuild(b *testing.B) {
@@ -66,8 +67,8 @@ func benchmarkRebuild(b *testing.B, orders int) {
 			_ = s.Close()
 		}
 	})
-	st, sk := store.New(db, sale.EventViews{}), stock.New(rdb)
-	rebuilder := sale.NewRebuilder(st, sk)
+	st, sk := store.New(db, sale.EventViews{}), stocktest.New(rdb)
+	rebuilder := upkeep.NewRebuilder(st, sk.Stock)
 
 	start := time.Now()
 	seed := seedOrders(b, testDB.Gorm, st, orders)
@@ -77,7 +78,7 @@ func benchmarkRebuild(b *testing.B, orders int) {
 	if rebuilt, err := rebuilder.Rebuild(ctx, seed.act.ID, false); err != nil || !rebuilt {
 		b.Fatalf("rebuild: rebuilt %v, %v; want true", rebuilt, err)
 	}
-	checkRebuilt(b, stock.New(slow), seed)
+	checkRebuilt(b, stocktest.New(slow), seed)
 
 	b.Run("rebuild", func(b *testing.B) {
 		busy, script := scriptMicros(b, rdb), scripts.total.Load()
@@ -206,7 +207,7 @@ func seedOrders(b *testing.B, db *gorm.DB, st *store.Store, n int) seeded {
 
 // checkRebuilt fails the benchmark unless Redis holds the sale with stock_total minus
 // the held units available, and every user with the units the seed gave them.
-func checkRebuilt(b *testing.B, sk *stock.Stock, seed seeded) {
+func checkRebuilt(b *testing.B, sk *stocktest.Side, seed seeded) {
 	b.Helper()
 	snap, err := sk.Snapshot(context.Background(), seed.act.ID)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/sale"
+	"seckill/internal/upkeep"
 )
 
 // A rebuild that raised its sale's epoch in MySQL and stopped before it wrote Redis
@@ -15,7 +15,7 @@ import (
 func TestRebuildLostCatchesAnEpochBehind(t *testing.T) {
 	f := newFixture(t, 10, 3)
 	ctx := context.Background()
-	r := sale.NewRebuilder(f.store, f.stock)
+	r := upkeep.NewRebuilder(f.store, f.stock.Stock)
 	if n, err := r.RebuildLost(ctx, time.Now()); err != nil || n != 0 {
 		t.Fatalf("a current sale: %d rebuilt, %v; want none", n, err)
 	}

@@ -7,7 +7,7 @@ import (
 	"seckill/internal/store"
 )
 
-// RoomSettings are a sale's waiting room as the activity shows it (internal/line runs
+// RoomSettings are a sale's waiting room as the activity shows it (internal/waitingroom runs
 // the line itself).
 type RoomSettings struct {
 	WaitingRoom bool `json:"waiting_room"`

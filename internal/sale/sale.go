@@ -1,5 +1,5 @@
 // Package sale is what the API does: it runs sales for admins and purchases for
-// buyers over the Redis stock (internal/stock), the order queue (internal/queue) and
+// buyers over the Redis stock (internal/stock), the order queue (internal/task) and
 // MySQL (internal/store). Handlers turn its results and errors into HTTP.
 package sale
 
@@ -15,13 +15,19 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"seckill/internal/buyer"
-	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/outage"
-	"seckill/internal/queue"
 	"seckill/internal/snapshot"
 	"seckill/internal/stock"
+	"seckill/internal/stock/group"
+	"seckill/internal/stock/lifecycle"
+	"seckill/internal/stock/replicas"
+	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/settle"
 	"seckill/internal/store"
+	"seckill/internal/task"
+	"seckill/internal/upkeep"
+	"seckill/lock"
 )
 
 // Errors of the service besides those of internal/stock and internal/store.
@@ -31,6 +37,9 @@ var (
 	// ErrNotFound means no such activity or order, or an order of another user. It is
 	// the store's own, so a miss in MySQL needs no translating.
 	ErrNotFound = store.ErrNotFound
+	// ErrArchived means the sale is archived: it is over, MySQL answers for it, and it
+	// can change no more.
+	ErrArchived = store.ErrArchived
 	// ErrPaymentByShop is a buyer marking an order paid where payments are the shop's to
 	// confirm (BuyerPays false).
 	ErrPaymentByShop = errors.New("payments are confirmed by the shop: pay at the shop's checkout")
@@ -50,7 +59,7 @@ type Enqueuer interface {
 }
 
 // Locker waits for the release of the per-user locks the reserve script takes (stock
-// releases them: Stock.ReleaseUserLocks).
+// releases them: reserve.Reserver.ReleaseUserLocks).
 type Locker interface {
 	WaitRelease(ctx context.Context, key string) error
 }
@@ -69,24 +78,28 @@ type Outages interface {
 
 var (
 	_ Outages          = (*outage.Record)(nil)
-	_ Enqueuer         = (*queue.Enqueuer)(nil)
+	_ Enqueuer         = (*task.Enqueuer)(nil)
 	_ Locker           = (*lock.Client)(nil)
-	_ ReplicaConfirmer = (*stock.Replicas)(nil)
+	_ ReplicaConfirmer = (*replicas.Replicas)(nil)
 )
 
 // Service runs sales and purchases.
 type Service struct {
-	store   *store.Store
-	stock   *stock.Stock
-	orders  *order.Lifecycle
-	outages Outages
-	queue   Enqueuer
-	locks   Locker
-	now     func() time.Time
-	metrics *metrics
-	commits committer
-	rebuild *Rebuilder
-	catalog *snapshot.Value[[]Activity] // the public list of sales (PublicActivities)
+	store    *store.Store
+	stock    *stock.Stock
+	reserver *reserve.Reserver
+	sales    *lifecycle.Sales
+	groups   *group.Groups
+	settle   *settle.Settler
+	orders   *order.Lifecycle
+	outages  Outages
+	queue    Enqueuer
+	locks    Locker
+	now      func() time.Time
+	metrics  *metrics
+	commits  committer
+	rebuild  *upkeep.Rebuilder
+	catalog  *snapshot.Value[[]Activity] // the public list of sales (PublicActivities)
 	// catalogRows are the sales MySQL last listed for it.
 	catalogRows atomic.Pointer[[]store.Activity]
 	// newerProbe bounds the MySQL reads of sales newer than the catalog (listed).
@@ -129,9 +142,9 @@ type Service struct {
 // New returns a Service. Its answers show the deadlines of pay windows as MySQL
 // outages extend them (outages).
 func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, outages Outages, q Enqueuer, locks Locker) *Service {
-	s := &Service{store: st, stock: sk, orders: orders, outages: outages, queue: q, locks: locks, now: time.Now,
+	s := &Service{store: st, stock: sk, reserver: reserve.New(sk), sales: lifecycle.New(sk), groups: group.New(sk), settle: settle.New(sk), orders: orders, outages: outages, queue: q, locks: locks, now: time.Now,
 		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second, ListMargin: 10 * time.Second,
-		rebuild: NewRebuilder(st, sk), catalog: snapshot.New[[]Activity]("public sales", CatalogAge)}
+		rebuild: upkeep.NewRebuilder(st, sk), catalog: snapshot.New[[]Activity]("public sales", CatalogAge)}
 	s.commits.flush = s.commitBatch
 	return s
 }

@@ -65,7 +65,7 @@ func (s *Service) namesOf(ctx context.Context, q stock.QueuedOrder) ([]store.Var
 // variantSoldOut is a sold-out refusal of a purchase of one variant, with the variant's
 // name: a variant sells out while the others still sell, so "the sale is sold out" would
 // mislead. It unwraps to the refusal it names (stock.ErrSoldOut; the sold-out flag's
-// answer, which stock.AnsweredInProcess tells).
+// answer, which reserve.AnsweredInProcess tells).
 type variantSoldOut struct {
 	name string
 	err  error

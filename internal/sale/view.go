@@ -107,7 +107,7 @@ func storedView(o store.Order) Order {
 // queuedView shows an order on its way to MySQL (priced: stock.QueuedOrder.Priced) as
 // the row it will be, its variant named from the sale's (variants, by index).
 func queuedView(q stock.QueuedOrder, variants []store.Variant) Order {
-	row := q.Row().Order
+	row := store.RowOf(q).Order
 	row.Status = store.StatusQueued
 	v := storedView(row)
 	if i, ok := q.Variant.Index(); ok && i < len(variants) {

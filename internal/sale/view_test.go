@@ -11,6 +11,7 @@ import (
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
 	"seckill/internal/stock"
+	"seckill/internal/stock/group"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
 )
@@ -254,7 +255,7 @@ func TestTimesInOneFormat(t *testing.T) {
 	for _, g := range groups {
 		answers[g.Status+" group "+g.ID] = storedGroupView(g)
 	}
-	answers["open group in Redis"] = groupView(stock.Group{ID: "g", ExpiresAt: clock})
+	answers["open group in Redis"] = groupView(group.Group{ID: "g", ExpiresAt: clock})
 	for what, v := range answers {
 		b, err := json.Marshal(v)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"seckill/internal/apitime"
 	"seckill/internal/buyer"
 	"seckill/internal/stock"
+	"seckill/internal/stock/settle"
 )
 
 // WaitlistEntry is a buyer's place on a sale's waitlist as the API shows it: units that
@@ -33,8 +34,8 @@ type WaitlistEntry struct {
 // whether it is new; a buyer on it already gets the entry they have. ticket says
 // whether the buyer holds a ticket of the sale's line: a sale with a waiting room takes
 // no one else (stock.ErrNotAdmitted). Errors: a *FieldError (quantity, variant),
-// ErrNotFound, stock.ErrNotAdmitted, stock.ErrNotSoldOut, stock.ErrEnded,
-// stock.ErrLimitExceeded, stock.ErrGroupSale, stock.ErrNoWaitlist, ErrUnavailable.
+// ErrNotFound, stock.ErrNotAdmitted, settle.ErrNotSoldOut, stock.ErrEnded,
+// stock.ErrLimitExceeded, stock.ErrGroupSale, settle.ErrNoWaitlist, ErrUnavailable.
 func (s *Service) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, variant *string, ticket bool) (WaitlistEntry, bool, error) {
 	if quantity < 1 || quantity > MaxPerUserLimit {
 		return WaitlistEntry{}, false, &FieldError{"quantity", "must be between 1 and the sale's per-user limit"}
@@ -46,7 +47,7 @@ func (s *Service) JoinWaitlist(ctx context.Context, activityID int64, who buyer.
 			return WaitlistEntry{}, false, err
 		}
 	}
-	e, created, err := s.stock.JoinWaitlist(ctx, activityID, who, quantity, v, s.now(), ticket)
+	e, created, err := s.settle.JoinWaitlist(ctx, activityID, who, quantity, v, s.now(), ticket)
 	switch {
 	case errors.Is(err, stock.ErrNoSale):
 		return WaitlistEntry{}, false, s.MissingSale(ctx, activityID)
@@ -67,8 +68,8 @@ func (s *Service) JoinWaitlist(ctx context.Context, activityID int64, who buyer.
 
 // Waitlist returns a buyer's entry on a sale's waitlist, or ErrNotFound.
 func (s *Service) Waitlist(ctx context.Context, activityID int64, who buyer.ID) (WaitlistEntry, error) {
-	e, err := s.stock.WaitlistEntry(ctx, activityID, who)
-	if errors.Is(err, stock.ErrNoEntry) {
+	e, err := s.settle.WaitlistEntry(ctx, activityID, who)
+	if errors.Is(err, settle.ErrNoEntry) {
 		return WaitlistEntry{}, ErrNotFound
 	}
 	if err != nil {
@@ -80,8 +81,8 @@ func (s *Service) Waitlist(ctx context.Context, activityID int64, who buyer.ID) 
 // LeaveWaitlist takes a buyer off a sale's waitlist (an order offered stays); a buyer
 // without an entry is ErrNotFound.
 func (s *Service) LeaveWaitlist(ctx context.Context, activityID int64, who buyer.ID) error {
-	err := s.stock.LeaveWaitlist(ctx, activityID, who)
-	if errors.Is(err, stock.ErrNoEntry) {
+	err := s.settle.LeaveWaitlist(ctx, activityID, who)
+	if errors.Is(err, settle.ErrNoEntry) {
 		return ErrNotFound
 	}
 	return err
@@ -89,7 +90,7 @@ func (s *Service) LeaveWaitlist(ctx context.Context, activityID int64, who buyer
 
 // entryView shows an entry: its variant by name, and ended once its sale has (the
 // entries end with the sale).
-func (s *Service) entryView(ctx context.Context, e stock.Entry) (WaitlistEntry, error) {
+func (s *Service) entryView(ctx context.Context, e settle.Entry) (WaitlistEntry, error) {
 	v := WaitlistEntry{ActivityID: e.ActivityID, Named: e.Buyer.Named(), Quantity: e.Quantity, Position: e.Position,
 		Status: e.Status, JoinedAt: apitime.Of(e.JoinedAt), OrderID: e.OrderID}
 	if i, ok := e.Variant.Index(); ok {
@@ -102,13 +103,13 @@ func (s *Service) entryView(ctx context.Context, e stock.Entry) (WaitlistEntry, 
 		}
 		v.Variant = vs[i].Name
 	}
-	if v.Status == stock.EntryWaiting {
-		sales, err := s.stock.Sales(ctx, []int64{e.ActivityID})
+	if v.Status == settle.EntryWaiting {
+		sales, err := s.sales.Read(ctx, []int64{e.ActivityID})
 		if err != nil {
 			return WaitlistEntry{}, err
 		}
 		if sale, ok := sales[e.ActivityID]; ok && !s.now().Before(sale.EndsAt) {
-			v.Status, v.Position = stock.EntryEnded, 0
+			v.Status, v.Position = settle.EntryEnded, 0
 		}
 	}
 	return v, nil
@@ -120,5 +121,5 @@ func (s *Service) WaitlistLength(ctx context.Context, activityID int64) (int64, 
 	if err != nil {
 		return 0, err
 	}
-	return s.stock.WaitlistLength(ctx, activityID, len(vs))
+	return s.settle.WaitlistLength(ctx, activityID, len(vs))
 }

@@ -2,13 +2,10 @@ package stock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -24,22 +21,12 @@ import (
 // reserve script runs on one bucket as it runs on a one-bucket sale, and the per-user
 // limit stays exact.
 //
-// Units move between buckets: the units added later (PATCH add_stock) and those a
-// rebuild counts wait in the reserve (the field reserve of bucket 0's hash), and a
-// bucket that runs short takes a share of the reserve, or else half of what another
-// bucket has (refill). A move is two scripts on two slots, take and apply: take removes
-// the units at the source and records the move there (movesKey); apply adds them at the
-// destination once per move id (appliedKey); then the record is dropped. A process that
-// dies between the two leaves the record, and the worker's repair pass (FinishMoves)
-// applies it: a unit is neither lost nor counted twice. The sale reads sold out only
-// when the reserve, every bucket and every recorded move are empty.
-//
 // Bucket 0 of a sale keeps the tag {act:<id>}, so a one-bucket sale has the keys of a
 // sale without buckets. The tags of the others are chosen so that their slots are spread evenly over
 // the slot space from bucket 0's (bucketTag): with a cluster's masters holding equal
 // ranges of slots, as redis-cli --cluster create makes them, K buckets of a sale land on
 // K masters when K is their number or divides it, and evenly on them when K is a
-// multiple of it.
+// multiple of it. Units move between the buckets of a sale: see internal/stock/moves.
 
 // MaxBuckets is the most buckets a sale may have.
 const MaxBuckets = 64
@@ -50,8 +37,24 @@ type Bucket struct {
 	n, k int
 }
 
-// one is a one-bucket sale, or the bucket 0 of any sale (the same keys).
-func one(activityID int64) Bucket { return Bucket{act: activityID, k: 1} }
+// One is a one-bucket sale, or the bucket 0 of any sale (the same keys).
+func One(activityID int64) Bucket { return Bucket{act: activityID, k: 1} }
+
+// Whole is the whole of a sale of k buckets (0 or 1 for one): its bucket 0, knowing k,
+// for what reads or writes every bucket (All).
+func Whole(activityID int64, k int) Bucket { return Bucket{act: activityID, k: max(1, k)} }
+
+// Sibling is bucket n of b's sale.
+func (b Bucket) Sibling(n int) Bucket { return Bucket{act: b.act, n: n, k: b.k} }
+
+// Activity is the bucket's sale.
+func (b Bucket) Activity() int64 { return b.act }
+
+// N is the bucket's number, 0 to K-1.
+func (b Bucket) N() int { return b.n }
+
+// K is how many buckets the bucket's sale has.
+func (b Bucket) K() int { return b.k }
 
 // tag is the bucket's hash tag, without braces.
 func (b Bucket) tag() string {
@@ -62,7 +65,7 @@ func (b Bucket) tag() string {
 }
 
 // buckets lists the k buckets of a sale, 0 first.
-func (b Bucket) all() []Bucket {
+func (b Bucket) All() []Bucket {
 	out := make([]Bucket, b.k)
 	for i := range out {
 		out[i] = Bucket{act: b.act, n: i, k: b.k}
@@ -94,14 +97,15 @@ func HomeBucket(who buyer.ID, k int) int {
 	return int(x % uint64(k))
 }
 
-func home(activityID int64, who buyer.ID, k int) Bucket {
+func Home(activityID int64, who buyer.ID, k int) Bucket {
 	return Bucket{act: activityID, n: HomeBucket(who, k), k: max(1, k)}
 }
 
 const clusterSlots = 16384
 
-var tags sync.Map // bucket -> string
+var tags sync.Map
 
+// bucket -> string
 // bucketTag is the tag of bucket n >= 1 of a sale of k: "act:<id>:<n>.<j>" with the
 // first j whose slot falls in the middle half of the ((q + n) mod k)-th of k equal
 // ranges of slots, q being the range of bucket 0's slot. On masters that hold equal
@@ -144,17 +148,17 @@ func slotOf(tag string) int {
 	return int(crc) % clusterSlots
 }
 
-// bucketsOf returns how many buckets a sale has: remembered once read (a sale's K
+// Buckets returns how many buckets a sale has: remembered once read (a sale's K
 // never changes), else read from bucket 0's hash. A sale Redis does not know reads as
-// one bucket, not remembered.
-func (s *Stock) bucketsOf(ctx context.Context, activityID int64) (int, error) {
-	ks, err := s.bucketsOfAll(ctx, []int64{activityID})
+// One bucket, not remembered.
+func (s *Stock) Buckets(ctx context.Context, activityID int64) (int, error) {
+	ks, err := s.BucketsOfAll(ctx, []int64{activityID})
 	return ks[activityID], err
 }
 
-// bucketsOfAll is bucketsOf for several sales, those not remembered read in one round
+// BucketsOfAll is bucketsOf for several sales, those not remembered read in one round
 // trip.
-func (s *Stock) bucketsOfAll(ctx context.Context, activityIDs []int64) (map[int64]int, error) {
+func (s *Stock) BucketsOfAll(ctx context.Context, activityIDs []int64) (map[int64]int, error) {
 	out := make(map[int64]int, len(activityIDs))
 	var unknown []int64
 	for _, id := range activityIDs {
@@ -171,7 +175,7 @@ func (s *Stock) bucketsOfAll(ctx context.Context, activityIDs []int64) (map[int6
 	cmds := make([]*redis.SliceCmd, len(unknown))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range unknown {
-			cmds[i] = p.HMGet(ctx, saleKey(one(id)), "total", "buckets")
+			cmds[i] = p.HMGet(ctx, SaleKey(One(id)), "total", "buckets")
 		}
 		return nil
 	})
@@ -195,326 +199,19 @@ func (s *Stock) bucketsOfAll(ctx context.Context, activityIDs []int64) (map[int6
 	return out, nil
 }
 
-// learnBuckets remembers a sale's K, as a script reported it.
-func (s *Stock) learnBuckets(activityID int64, k int) { s.sizes.Store(activityID, max(1, k)) }
+// LearnBuckets remembers a sale's K, as a script reported it.
+func (s *Stock) LearnBuckets(activityID int64, k int) { s.sizes.Store(activityID, max(1, k)) }
 
-// knownBuckets is the K remembered for a sale, 1 when none is.
-func (s *Stock) knownBuckets(activityID int64) int {
+// KnownBuckets is the K remembered for a sale, 1 when none is.
+func (s *Stock) KnownBuckets(activityID int64) int {
 	if k, ok := s.sizes.Load(activityID); ok {
 		return k.(int)
 	}
 	return 1
 }
 
-// saleOf is the whole of a sale (bucket 0 with its K), for what reads every bucket.
-func (s *Stock) saleOf(ctx context.Context, activityID int64) (Bucket, error) {
-	k, err := s.bucketsOf(ctx, activityID)
+// SaleOf is the whole of a sale (bucket 0 with its K), for what reads every bucket.
+func (s *Stock) SaleOf(ctx context.Context, activityID int64) (Bucket, error) {
+	k, err := s.Buckets(ctx, activityID)
 	return Bucket{act: activityID, k: max(1, k)}, err
-}
-
-// UserLockKey names the per-buyer lock of a sale, in the buyer's home bucket, for
-// lock.Client.WaitRelease (no key of that name is written: userlock.go). The sale's K
-// is the one this process learnt with the buyer's purchase (Reserve): the lock is only
-// of interest after one.
-func (s *Stock) UserLockKey(activityID int64, who buyer.ID) string {
-	return userLockKey(home(activityID, who, s.knownBuckets(activityID)), who)
-}
-
-// MoveRetention is how long a bucket remembers a move it applied: a move is applied by
-// its mover at once, or by the repair pass (FinishMoves) once it is MoveRepairAge old.
-const (
-	MoveRetention = 24 * time.Hour
-	MoveRepairAge = 5 * time.Second
-)
-
-// takeScript takes units out of a bucket (or the reserve) for another bucket, and
-// records the move.
-//
-// KEYS[1] sale: the source bucket's sale hash  KEYS[2] moves: its moves hash
-// ARGV[1] field: the field to take from, avail (a bucket's units) or reserve (bucket 0
-// only)  ARGV[2] want: units wanted  ARGV[3] divisor: take at least ceil(held / divisor)
-// ARGV[4] id: move id  ARGV[5] to: the destination bucket  ARGV[6] variant: the
-// variant's index, "" for none: the units are the variant's (its share of the field,
-// which goes down with it)
-//
-// Returns {units taken, moves recorded here before this one, the source's rebuild stamp}
-// (units 0: none there), or {a code of takeCodes} (negative): the source is lost, or the
-// sale is closed for a rebuild.
-var takeScript = newScript(takeCodes, variantsLua, `
-local K = {sale = KEYS[1], moves = KEYS[2]}
-local ARG = {field = ARGV[1], want = tonumber(ARGV[2]), divisor = tonumber(ARGV[3]), id = ARGV[4], to = ARGV[5],
-  variant = ARGV[6]}
-`, `
-local field = vfield(ARG.field, ARG.variant)
-local s = redis.call('HMGET', K.sale, 'total', 'closed', field, 'rebuilt', ARG.field)
-if not s[1] then return {SOURCE_LOST} end
-if s[2] then return {SOURCE_CLOSED} end
-local held, pending, stamp = tonumber(s[3] or '0'), redis.call('HLEN', K.moves), s[4] or '0'
-local n = math.min(held, math.max(ARG.want, math.ceil(held / ARG.divisor)))
-if n <= 0 then return {0, pending, stamp} end
-local t = redis.call('TIME')
-redis.call('HSET', K.sale, field, string.format('%d', held - n))
-if field ~= ARG.field then redis.call('HSET', K.sale, ARG.field, string.format('%d', tonumber(s[5] or '0') - n)) end
-local record = ARG.to .. ' ' .. string.format('%d', n) .. ' ' ..
-  string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) .. ' ' .. stamp
-if ARG.variant ~= '' then record = record .. ' ' .. ARG.variant end
-redis.call('HSET', K.moves, ARG.id, record)
-return {n, pending, stamp}
-`)
-
-// takeCodes are takeScript's refusals: the source bucket is lost, or the sale is closed
-// for a rebuild.
-var takeCodes = []scriptCode{{"SOURCE_LOST", -1, ErrNoSale}, {"SOURCE_CLOSED", -2, ErrClosed}}
-
-// applyScript adds a move's units to its destination bucket, once per move id.
-//
-// KEYS[1] sale: the destination's sale hash  KEYS[2] applied: its applied set
-// ARGV[1] id: move id  ARGV[2] units  ARGV[3] stamp: the rebuild stamp of the source
-// when taken  ARGV[4] activity: activity id  ARGV[5] channel: the returned-units channel
-// ARGV[6] retention: MoveRetention in ms  ARGV[7] variant: the variant's index, "" for
-// none
-//
-// Returns a code of applyCodes: APPLIED now (and every API process's sold-out flag of
-// the sale is dropped), APPLIED_BEFORE, DESTINATION_GONE (lost or archived),
-// REBUILT_BETWEEN (a rebuild came between take and apply: it counted the units; they
-// are not added). In the last two cases the units are left to the rebuild (or to MySQL,
-// which answers for an archived sale), and the record may go.
-var applyScript = newScript(applyCodes, variantsLua, `
-local K = {sale = KEYS[1], applied = KEYS[2]}
-local ARG = {id = ARGV[1], units = ARGV[2], stamp = ARGV[3], activity = ARGV[4], channel = ARGV[5],
-  retention = tonumber(ARGV[6]), variant = ARGV[7]}
-`, `
-if redis.call('ZSCORE', K.applied, ARG.id) then return APPLIED_BEFORE end
-local d = redis.call('HMGET', K.sale, 'total', 'rebuilt', 'archived')
-if not d[1] or d[3] then return DESTINATION_GONE end
-if (d[2] or '0') ~= ARG.stamp then return REBUILT_BETWEEN end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', K.applied, '-inf', '(' .. (now - ARG.retention))
-redis.call('ZADD', K.applied, now, ARG.id)
-redis.call('HINCRBY', K.sale, 'avail', ARG.units)
-if ARG.variant ~= '' then redis.call('HINCRBY', K.sale, vfield('avail', ARG.variant), ARG.units) end
-redis.call('PUBLISH', ARG.channel, ARG.activity)
-return APPLIED
-`)
-
-// applyCodes are applyScript's answers: applied now (moveApplied), or not: applied
-// before, the destination lost or archived, a rebuild between take and apply.
-var applyCodes = []scriptCode{{"APPLIED", moveApplied, nil}, {"APPLIED_BEFORE", 0, nil}, {"DESTINATION_GONE", -1, nil},
-	{"REBUILT_BETWEEN", -2, nil}}
-
-// moveApplied is APPLIED, a move applied now.
-const moveApplied = 1
-
-// move is one move recorded at its source: "<to> <units> <taken> <stamp>", and
-// " <variant index>" for a variant's units.
-type move struct {
-	id      string
-	from    Bucket
-	to      int
-	units   int64
-	takenAt time.Time
-	stamp   string
-	variant Variant
-}
-
-func parseMove(from Bucket, id, v string) (move, error) {
-	f := strings.Fields(v)
-	if len(f) != 4 && len(f) != 5 {
-		return move{}, fmt.Errorf("move %s: malformed %q", id, v)
-	}
-	to, err1 := strconv.Atoi(f[0])
-	units, err2 := strconv.ParseInt(f[1], 10, 64)
-	ms, err3 := strconv.ParseInt(f[2], 10, 64)
-	var variant Variant
-	var err4 error
-	if len(f) == 5 {
-		var i int
-		i, err4 = strconv.Atoi(f[4])
-		variant = VariantAt(i)
-	}
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return move{}, fmt.Errorf("move %s: malformed %q", id, v)
-	}
-	return move{id: id, from: from, to: to, units: units, takenAt: time.UnixMilli(ms), stamp: f[3], variant: variant}, nil
-}
-
-// take runs takeScript: units taken (0 for none), moves pending at the source.
-func (s *Stock) take(ctx context.Context, from Bucket, field string, want int64, divisor int, id string, to int, variant Variant) (taken, pending int64, stamp string, err error) {
-	res, err := reply(takeScript.Run(ctx, s.rdb, []string{saleKey(from), movesKey(from)},
-		field, want, divisor, id, to, variant.arg()).Result())
-	if err != nil {
-		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, err)
-	}
-	n, err := integer(res[0])
-	switch {
-	case err != nil:
-		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, err)
-	case n < 0:
-		return 0, 0, "", fmt.Errorf("take units from bucket %d: %w", from.n, answerOf(takeCodes, n))
-	case len(res) != 3:
-		return 0, 0, "", fmt.Errorf("take units: unexpected reply %v", res)
-	}
-	pending, err = integer(res[1])
-	stamp, _ = res[2].(string)
-	return n, pending, stamp, err
-}
-
-// apply runs applyScript for m and then drops its record at the source.
-func (s *Stock) apply(ctx context.Context, m move) error {
-	to := Bucket{act: m.from.act, n: m.to, k: m.from.k}
-	n, err := applyScript.Run(ctx, s.rdb, []string{saleKey(to), appliedKey(to)}, m.id, m.units, m.stamp,
-		m.from.act, ReturnedChannel, MoveRetention.Milliseconds(), m.variant.arg()).Int64()
-	if err == nil {
-		_, err = codeOf(applyCodes, n)
-	}
-	if err != nil {
-		return fmt.Errorf("apply move %s: %w", m.id, err)
-	}
-	if n == moveApplied {
-		s.soldOut.clear(m.from.act)
-	}
-	if err := s.rdb.HDel(ctx, movesKey(m.from), m.id).Err(); err != nil {
-		return fmt.Errorf("drop move %s: %w", m.id, err)
-	}
-	return nil
-}
-
-// ErrClosed means a sale of several buckets is closed for a rebuild: its purchases
-// answer as for a missing sale (it is ErrNoSale too) until the rebuild reopens it.
-var ErrClosed = fmt.Errorf("%w: closed while it is rebuilt", ErrNoSale)
-
-// refills lets one refill of a bucket (of one variant's units) run at a time in this
-// process; the purchases that find the bucket short meanwhile wait for it and share its
-// outcome.
-type refills struct {
-	mu      sync.Mutex
-	running map[refillOf]*refillCall
-}
-
-type refillOf struct {
-	to      Bucket
-	variant Variant
-}
-
-type refillCall struct {
-	done  chan struct{}
-	moved int64
-	empty bool
-	err   error
-}
-
-// refill moves units (of variant, in a sale of variants) into bucket to (short of want
-// units) from the reserve, then from the other buckets, and returns how many it moved.
-// empty is true when it found none anywhere and no move under way: the sale (the
-// variant) is sold out. A refill of the same bucket and variant under way in this
-// process is waited for instead, and its outcome returned.
-func (s *Stock) refill(ctx context.Context, to Bucket, want int64, variant Variant) (moved int64, empty bool, err error) {
-	r := &s.refilling
-	of := refillOf{to, variant}
-	r.mu.Lock()
-	if c, ok := r.running[of]; ok {
-		r.mu.Unlock()
-		<-c.done
-		return c.moved, c.empty, c.err
-	}
-	if r.running == nil {
-		r.running = map[refillOf]*refillCall{}
-	}
-	c := &refillCall{done: make(chan struct{})}
-	r.running[of] = c
-	r.mu.Unlock()
-	c.moved, c.empty, c.err = s.refillOnce(ctx, to, want, variant)
-	r.mu.Lock()
-	delete(r.running, of)
-	r.mu.Unlock()
-	close(c.done)
-	return c.moved, c.empty, c.err
-}
-
-func (s *Stock) refillOnce(ctx context.Context, to Bucket, want int64, variant Variant) (moved int64, empty bool, err error) {
-	type source struct {
-		from    Bucket
-		field   string
-		divisor int
-	}
-	sources := []source{{Bucket{act: to.act, k: to.k}, "reserve", to.k}}
-	for i := 1; i < to.k; i++ {
-		sources = append(sources, source{Bucket{act: to.act, n: (to.n + i) % to.k, k: to.k}, "avail", 2})
-	}
-	empty = true
-	var lost error // a source closed for a rebuild, or lost: what to answer if none gave units
-	for _, src := range sources {
-		if moved >= want {
-			break
-		}
-		m := move{id: newToken(), from: src.from, to: to.n, variant: variant}
-		var pending int64
-		m.units, pending, m.stamp, err = s.take(ctx, src.from, src.field, want-moved, src.divisor, m.id, to.n, variant)
-		switch {
-		case errors.Is(err, ErrNoSale): // ErrClosed too
-			lost, empty = err, false
-			continue
-		case err != nil:
-			return moved, false, err
-		}
-		if pending > 0 || m.units > 0 {
-			empty = false
-		}
-		if m.units == 0 {
-			continue
-		}
-		if err := s.apply(ctx, m); err != nil {
-			return moved, false, err // the repair pass applies it
-		}
-		moved += m.units
-	}
-	if moved == 0 && lost != nil {
-		return 0, false, lost
-	}
-	return moved, empty, nil
-}
-
-// FinishMoves applies the moves of a sale recorded MoveRepairAge ago or more whose
-// mover did not finish them (it died between take and apply), and returns how many it
-// finished. The worker's repair pass runs it for every live sale of several buckets.
-func (s *Stock) FinishMoves(ctx context.Context, activityID int64, now time.Time) (int, error) {
-	sale, err := s.saleOf(ctx, activityID)
-	if err != nil || sale.k <= 1 {
-		return 0, err
-	}
-	done := 0
-	for _, b := range sale.all() {
-		ms, err := s.moves(ctx, b)
-		if err != nil {
-			return done, err
-		}
-		for _, m := range ms {
-			if now.Sub(m.takenAt) < MoveRepairAge {
-				continue
-			}
-			if err := s.apply(ctx, m); err != nil {
-				return done, err
-			}
-			done++
-		}
-	}
-	return done, nil
-}
-
-// moves reads the moves recorded at bucket b.
-func (s *Stock) moves(ctx context.Context, b Bucket) ([]move, error) {
-	all, err := s.rdb.HGetAll(ctx, movesKey(b)).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read moves of bucket %d: %w", b.n, err)
-	}
-	out := make([]move, 0, len(all))
-	for id, v := range all {
-		m, err := parseMove(b, id, v)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, nil
 }

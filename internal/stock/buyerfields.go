@@ -13,16 +13,16 @@ import (
 //
 //	<key>   the units the buyer holds (holdings.go)
 //	p<key>  the orders the buyer holds, participations, where the sale counts them
-//	        (counted)
-//	l<key>  the buyer's lock (userlock.go)
-//	a<key>  the buyer's attempts allowance as their last reservation left it (reserve.go)
+//	        (Counted)
+//	l<key>  the buyer's lock (reserve's userlock.go)
+//	a<key>  the buyer's attempts allowance as their last reservation left it (the reserve script)
 //	v<i>:<key>  the units of variant i the buyer holds, where the sale sets a
 //	        per-variant limit (variants.go)
 //
 // A key begins with a digit or '~', so a field's first byte tells its kind and no
 // buyer's field is another's. The names are made here only, for Go (the functions
-// below) and for the scripts (buyerFieldsLua, generated from the same marks).
-
+// below) and for the scripts (buyer_fields.lua, whose constants marksLua writes from the
+// same marks).
 // The marks before a buyer's key in the names of its fields; units have none.
 const (
 	partsMark     = "p"
@@ -31,57 +31,57 @@ const (
 	variantMark   = "v"
 )
 
-// unitsField is the field of the units a buyer holds.
-func unitsField(who buyer.ID) string { return who.Key() }
+// UnitsField is the field of the units a buyer holds.
+func UnitsField(who buyer.ID) string { return who.Key() }
 
-// partsField is the field of the orders a buyer holds (participations).
-func partsField(who buyer.ID) string { return partsMark + who.Key() }
+// PartsField is the field of the orders a buyer holds (participations).
+func PartsField(who buyer.ID) string { return partsMark + who.Key() }
 
-// allowanceField is the field of a buyer's attempts allowance.
-func allowanceField(who buyer.ID) string { return allowanceMark + who.Key() }
+// AllowanceField is the field of a buyer's attempts allowance.
+func AllowanceField(who buyer.ID) string { return allowanceMark + who.Key() }
 
-// variantUnitsField is the field of the units of variant v a buyer holds.
-func variantUnitsField(who buyer.ID, v Variant) string {
+// VariantUnitsField is the field of the units of variant v a buyer holds.
+func VariantUnitsField(who buyer.ID, v Variant) string {
 	i, _ := v.Index()
 	return variantMark + strconv.Itoa(i) + ":" + who.Key()
 }
 
-// allowanceFields is the HSCAN pattern of every allowance field.
-const allowanceFields = allowanceMark + "*"
+// AllowanceFields is the HSCAN pattern of every allowance field.
+const AllowanceFields = allowanceMark + "*"
 
-// fieldKind is what a field of the users hash holds.
-type fieldKind int
+// FieldKind is what a field of the users hash holds.
+type FieldKind int
 
 const (
-	unitsKind fieldKind = iota
-	partsKind
-	lockKind
-	allowanceKind
-	variantKind
-	otherKind // a field of no buyer's kind above
+	UnitsKind FieldKind = iota
+	PartsKind
+	LockKind
+	AllowanceKind
+	VariantKind
+	OtherKind // a field of no buyer's kind above
 )
 
-// buyerField reads a field of the users hash: its kind and its buyer. An error for a
+// BuyerField reads a field of the users hash: its kind and its buyer. An error for a
 // field of a known kind whose key is no buyer's.
-func buyerField(field string) (fieldKind, buyer.ID, error) {
-	kind, key := unitsKind, field
+func BuyerField(field string) (FieldKind, buyer.ID, error) {
+	kind, key := UnitsKind, field
 	if field != "" {
 		switch field[:1] {
 		case partsMark:
-			kind, key = partsKind, field[1:]
+			kind, key = PartsKind, field[1:]
 		case lockMark:
-			kind, key = lockKind, field[1:]
+			kind, key = LockKind, field[1:]
 		case allowanceMark:
-			kind, key = allowanceKind, field[1:]
+			kind, key = AllowanceKind, field[1:]
 		case variantMark:
 			_, rest, ok := strings.Cut(field, ":")
 			if !ok {
-				return variantKind, "", fmt.Errorf("users hash field %q: no variant's index", field)
+				return VariantKind, "", fmt.Errorf("users hash field %q: no variant's index", field)
 			}
-			kind, key = variantKind, rest
+			kind, key = VariantKind, rest
 		default:
 			if c := field[0]; c != '~' && (c < '0' || c > '9') {
-				return otherKind, "", nil
+				return OtherKind, "", nil
 			}
 		}
 	}
@@ -92,17 +92,14 @@ func buyerField(field string) (fieldKind, buyer.ID, error) {
 	return kind, who, nil
 }
 
-// counted reports whether a sale keeps its buyers' orders (participations) beside their
+// Counted reports whether a sale keeps its buyers' orders (participations) beside their
 // units: when it caps them (cap > 0) or sells in groups. The one rule, which the
-// scripts apply as counted (buyerFieldsLua) and a rebuild as this.
-func counted(cap int, group bool) bool { return cap > 0 || group }
+// scripts apply as counted (buyer_fields.lua) and a rebuild as this.
+func Counted(cap int, group bool) bool { return cap > 0 || group }
 
-// buyerFieldsLua defines the same for the scripts, which have a buyer's key, never its
-// subject: the units field is the key itself, the others the key after the constants
-// PARTS, LOCK and ALLOWANCE (PARTS .. key; a constant costs the script what a literal
-// does, a function call more), a variant's units VARIANT .. index .. ':' .. key; and counted(cap, group), counted of a cap (a number, 0:
-// none) and a group (any true value: the sale sells in groups).
-const buyerFieldsLua = `
-local PARTS, LOCK, ALLOWANCE, VARIANT = '` + partsMark + `', '` + lockMark + `', '` + allowanceMark + `', '` + variantMark + `'
-local function counted(cap, group) return cap > 0 or (group and true or false) end
-`
+// marksLua defines the marks as the Lua constants PARTS, LOCK, ALLOWANCE and VARIANT: the
+// section "marks" of buyer_fields.lua.
+func marksLua() string {
+	return "local PARTS, LOCK, ALLOWANCE, VARIANT = '" + partsMark + "', '" + lockMark + "', '" + allowanceMark +
+		"', '" + variantMark + "'\n"
+}

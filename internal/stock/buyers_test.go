@@ -2,11 +2,7 @@ package stock
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,149 +18,11 @@ import (
 var apart = []buyer.ID{"1", "p1", "l1", "a1", "~1", "01", "a b", "a%20b", "a", "a ", "auth0|AbC", "auth0|abc",
 	"109876543210987654321", "8f14e45f-ceea-467f-a0e7-5ad1c4b1c0c2"}
 
-func purchaseBy(act int64, who buyer.ID, qty int) Reservation {
-	r := purchase(act, 0, qty)
-	r.Buyer = who
-	r.PerSecond = 1000 // each purchase writes its buyer's allowance field too
-	return r
-}
-
-// Every buyer's units, participations, lock, allowance, queued orders and
-// Idempotency-Keys are its own: each of the apart buyers buys up to the cap on
-// participations with the same Idempotency-Key, replays it, and is refused past the cap,
-// whatever the others did; a roll-back, a settle and a rebuild from MySQL's figures
-// touch the one buyer they name. On one bucket and on four.
-func TestBuyersStayApart(t *testing.T) {
-	rdb := testutil.StartRedis(t).Client(t)
-	s := New(rdb)
-	ctx := context.Background()
-	for _, k := range []int{1, 4} {
-		t.Run(fmt.Sprintf("buckets=%d", k), func(t *testing.T) {
-			act := orderSeq.Add(1)
-			sale := Sale{ActivityID: act, Available: 1000, Total: 1000, Limit: 3, ParticipationCap: 2, StartsAt: start,
-				EndsAt: start.Add(time.Hour), PriceCents: 100, PayWindow: time.Minute, Buckets: k}
-			if err := s.Load(ctx, sale); err != nil {
-				t.Fatal(err)
-			}
-			buy := func(r Reservation) (Reserved, error) {
-				t.Helper()
-				got, err := s.Reserve(ctx, r)
-				if err == nil && !got.Replayed {
-					if err := s.ReleaseUserLocks(ctx, r); err != nil {
-						t.Fatal(err)
-					}
-				}
-				return got, err
-			}
-			first, second := map[buyer.ID]Reservation{}, map[buyer.ID]Reservation{}
-			for _, who := range apart {
-				r := purchaseBy(act, who, 1)
-				r.IdempotencyKey = "the-same-key"
-				if got, err := buy(r); err != nil || got.Replayed {
-					t.Fatalf("%q's first purchase: %+v, %v", who, got, err)
-				}
-				first[who], second[who] = r, purchaseBy(act, who, 1)
-				if _, err := buy(second[who]); err != nil {
-					t.Fatalf("%q's second purchase: %v", who, err)
-				}
-			}
-			for _, who := range apart {
-				again := purchaseBy(act, who, 1)
-				again.IdempotencyKey = "the-same-key"
-				if got, err := buy(again); err != nil || !got.Replayed || got.OrderID != first[who].OrderID {
-					t.Errorf("%q's replay: %+v, %v; want its own first order %s", who, got, err, first[who].OrderID)
-				}
-				var detail *DetailError
-				if _, err := buy(purchaseBy(act, who, 1)); !errors.As(err, &detail) || !strings.Contains(detail.Detail, "take part 2 times") {
-					t.Errorf("%q's third purchase: %v, want refused over the cap of 2 participations", who, err)
-				}
-			}
-			holds := func(when string, want map[buyer.ID]int64) {
-				t.Helper()
-				snap, err := s.Snapshot(ctx, act)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if fmt.Sprint(snap.Users) != fmt.Sprint(want) {
-					t.Errorf("%s: holdings %v, want %v", when, snap.Users, want)
-				}
-				for who, n := range want {
-					qs, err := s.UserQueued(ctx, []int64{act}, who)
-					var units int64
-					for _, q := range qs {
-						if q.Buyer != who {
-							t.Errorf("%s: %q's queued orders include %+v", when, who, q)
-						}
-						units += int64(q.Quantity)
-					}
-					if err != nil || units > n {
-						t.Errorf("%s: %q's queued orders %+v (%v), more than the %d it holds", when, who, qs, err, n)
-					}
-				}
-			}
-			want := map[buyer.ID]int64{}
-			for _, who := range apart {
-				want[who] = 2
-			}
-			holds("after the purchases", want)
-
-			// A roll-back of "p1"'s second order and a failed settle of "a b"'s give back
-			// theirs alone.
-			if got, err := s.Rollback(ctx, act, "p1", second["p1"].OrderID, ""); err != nil || got != RolledBack {
-				t.Fatalf("roll back p1's second order: %v, %v", got, err)
-			}
-			if err := s.Settle(ctx, act, []Settlement{{OrderID: first["a b"].OrderID, Buyer: "a b", Failed: true}}); err != nil {
-				t.Fatal(err)
-			}
-			want["p1"], want["a b"] = 1, 1
-			holds("after a roll-back and a failed settle", want)
-			locks, err := s.UserLocks(ctx, act)
-			if err != nil || len(locks) != 0 {
-				t.Errorf("locks %v (%v), want none: every purchase's was released", locks, err)
-			}
-
-			// A rebuild from MySQL, which has every queued order: each buyer holds what
-			// MySQL says, units and participations, and the cap still holds.
-			closing := Closing{}
-			if k > 1 {
-				if closing, err = s.Close(ctx, act, k); err != nil {
-					t.Fatal(err)
-				}
-			}
-			from, err := s.RebuildPoint(ctx, act, k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			units, parts, held := map[buyer.ID]int64{}, map[buyer.ID]int64{}, int64(0)
-			for _, q := range from.Queued {
-				units[q.Buyer] += int64(q.Quantity)
-				parts[q.Buyer]++
-				held += int64(q.Quantity)
-			}
-			sale.Gen = from.Gen + 1
-			if err := s.Rebuild(ctx, from, closing, sale, units, parts, held, from.Queued, nil); err != nil {
-				t.Fatal(err)
-			}
-			holds("after a rebuild", want)
-			for _, who := range apart {
-				var detail *DetailError
-				_, err := buy(purchaseBy(act, who, 1))
-				switch {
-				case want[who] == 2 && (!errors.As(err, &detail) || !strings.Contains(detail.Detail, "take part 2 times")):
-					t.Errorf("%q after the rebuild: %v, want refused over the cap", who, err)
-				case want[who] == 1 && err != nil:
-					t.Errorf("%q after the rebuild, holding one order: %v, want a second", who, err)
-				}
-			}
-		})
-	}
-}
-
-// The rule of whether a sale counts its buyers' orders is one: Go's counted and the
+// The rule of whether a sale counts its buyers' orders is one: Go's Counted and the
 // scripts' agree.
 func TestCountedOneRule(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
-	script := redis.NewScript(buyerFieldsLua + `
+	script := redis.NewScript(parts(t, "buyer_fields.lua") + `
 local group = nil
 if ARGV[2] == 'bool' then group = true elseif ARGV[2] ~= '' then group = ARGV[2] end
 return counted(tonumber(ARGV[1]), group) and 1 or 0
@@ -174,8 +32,8 @@ return counted(tonumber(ARGV[1]), group) and 1 or 0
 		group string // "": nil, "bool": true, else a group id
 	}{{0, ""}, {1, ""}, {3, ""}, {0, "bool"}, {0, "01JGROUP"}, {2, "01JGROUP"}} {
 		got, err := script.Run(context.Background(), rdb, nil, c.cap, c.group).Int()
-		if err != nil || (got == 1) != counted(c.cap, c.group != "") {
-			t.Errorf("cap %d, group %q: Lua counts %d (%v), Go %v", c.cap, c.group, got, err, counted(c.cap, c.group != ""))
+		if err != nil || (got == 1) != Counted(c.cap, c.group != "") {
+			t.Errorf("cap %d, group %q: Lua counts %d (%v), Go %v", c.cap, c.group, got, err, Counted(c.cap, c.group != ""))
 		}
 	}
 }
@@ -186,21 +44,21 @@ func TestBuyerField(t *testing.T) {
 	for _, who := range apart {
 		for _, f := range []struct {
 			field string
-			kind  fieldKind
-		}{{unitsField(who), unitsKind}, {partsField(who), partsKind}, {lockMark + who.Key(), lockKind},
-			{allowanceField(who), allowanceKind}, {variantUnitsField(who, VariantAt(7)), variantKind}} {
-			kind, got, err := buyerField(f.field)
+			kind  FieldKind
+		}{{UnitsField(who), UnitsKind}, {PartsField(who), PartsKind}, {lockMark + who.Key(), LockKind},
+			{AllowanceField(who), AllowanceKind}, {VariantUnitsField(who, VariantAt(7)), VariantKind}} {
+			kind, got, err := BuyerField(f.field)
 			if err != nil || kind != f.kind || got != who {
 				t.Errorf("field %q: %v %q %v, want %v %q", f.field, kind, got, err, f.kind, who)
 			}
 		}
 	}
 	for _, field := range []string{"p042", "l", "a~", "~a b", "0", "v3", "v3:042"} {
-		if kind, who, err := buyerField(field); err == nil {
+		if kind, who, err := BuyerField(field); err == nil {
 			t.Errorf("field %q: %v %q, want an error", field, kind, who)
 		}
 	}
-	if kind, _, err := buyerField("x3:42"); err != nil || kind != otherKind {
+	if kind, _, err := BuyerField("x3:42"); err != nil || kind != OtherKind {
 		t.Errorf("a field of another kind: %v %v, want otherKind", kind, err)
 	}
 }

@@ -12,9 +12,9 @@ import (
 )
 
 // What a buyer holds has one reading in both languages: the users hash Go stages
-// (holdingFields) is what Lua's holding reads, an order Lua's hold adds grows the
-// holding by Go's Holds as parseHoldings reads it, release takes the same back and
-// clears the fields of a buyer who holds nothing, and Go's quantityOverLimit refuses the
+// (HoldingFields) is what Lua's holding reads, an order Lua's hold adds grows the
+// holding by Go's Holds as ParseHoldings reads it, release takes the same back and
+// clears the fields of a buyer who holds nothing, and Go's QuantityOverLimit refuses the
 // quantities Lua's quantity_refused does.
 func TestHoldingsOneReading(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
@@ -22,23 +22,23 @@ func TestHoldingsOneReading(t *testing.T) {
 	const key = "{sale:1}:users"
 
 	var fields []any
-	holdingFields(map[buyer.ID]int64{"7": 3, "8": 0, "9": 1}, map[buyer.ID]int64{"7": 2, "9": 1}, true,
+	HoldingFields(map[buyer.ID]int64{"7": 3, "8": 0, "9": 1}, map[buyer.ID]int64{"7": 2, "9": 1}, true,
 		func(f string, n int64) { fields = append(fields, f, n) })
 	if err := rdb.HSet(ctx, key, fields...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	// read: holding(user) as {units, participations}
-	read := redis.NewScript(holdingsLua + `
+	read := redis.NewScript(parts(t, "buyer_fields.lua", "holdings.lua") + `
 local units, parts = holding(KEYS[1], hget, ARGV[1], true)
 return {units, parts, holds_any(KEYS[1], ARGV[1]) and 1 or 0}
 `)
 	// take: hold one more order of ARGV[2] units for ARGV[1]
-	take := redis.NewScript(holdingsLua + `
+	take := redis.NewScript(parts(t, "buyer_fields.lua", "holdings.lua") + `
 local units, parts = holding(KEYS[1], hget, ARGV[1], true)
 hold(KEYS[1], hset, ARGV[1], units, parts, tonumber(ARGV[2]), true)
 `)
 	// give: release one order of ARGV[2] units of ARGV[1]; 1 when nothing is held after
-	give := redis.NewScript(holdingsLua + `
+	give := redis.NewScript(parts(t, "buyer_fields.lua", "holdings.lua") + `
 return release(KEYS[1], ARGV[1], tonumber(ARGV[2])) and 1 or 0
 `)
 	held := func(user string) []int64 {
@@ -56,7 +56,7 @@ return release(KEYS[1], ARGV[1], tonumber(ARGV[2])) and 1 or 0
 			t.Fatal(err)
 		}
 		out := map[buyer.ID]int64{}
-		if err := parseHoldings(hash, out); err != nil {
+		if err := ParseHoldings(hash, out); err != nil {
 			t.Fatal(err)
 		}
 		return out
@@ -98,13 +98,13 @@ return release(KEYS[1], ARGV[1], tonumber(ARGV[2])) and 1 or 0
 		t.Errorf("users hash keeps %d fields (%v), want p7 alone", n, err)
 	}
 
-	quantity := redis.NewScript(repliesLua() + userLimitLua + `
+	quantity := redis.NewScript(parts(t, "replies.lua", "user_limit.lua") + `
 return quantity_refused(tonumber(ARGV[1]), tonumber(ARGV[2])) and 1 or 0
 `)
 	for qty := 1; qty <= 4; qty++ {
 		got, err := quantity.Run(ctx, rdb, []string{key}, qty, 3).Int()
-		if err != nil || (got == 1) != quantityOverLimit(qty, 3) {
-			t.Errorf("quantity %d of limit 3: Lua refuses %d (%v), Go %v", qty, got, err, quantityOverLimit(qty, 3))
+		if err != nil || (got == 1) != QuantityOverLimit(qty, 3) {
+			t.Errorf("quantity %d of limit 3: Lua refuses %d (%v), Go %v", qty, got, err, QuantityOverLimit(qty, 3))
 		}
 	}
 }

@@ -1,71 +1,70 @@
 package stock
 
-import "seckill/internal/buyer"
+import (
+	"strconv"
+
+	"seckill/internal/buyer"
+)
 
 // Every key of one sale's bucket carries the bucket's hash tag ({act:<id>} for bucket
 // 0, the whole of a one-bucket sale; see bucket.go for the others), so one script's keys
 // always live in one Redis Cluster slot.
-func prefix(b Bucket) string { return "seckill:{" + b.tag() + "}:" }
+func Prefix(b Bucket) string { return "seckill:{" + b.tag() + "}:" }
 
-// saleKey is a hash of the sale's state: avail, total, limit, start and end (unix ms),
+// SaleKey is a hash of the sale's state: avail, total, limit, start and end (unix ms),
 // price (cents), paywin (seconds), and qunits (units of its queued orders).
-func saleKey(b Bucket) string { return prefix(b) + "sale" }
+func SaleKey(b Bucket) string { return Prefix(b) + "sale" }
 
-// usersKey is a hash of the buyers' fields (buyerfields.go): the units each buyer holds
+// UsersKey is a hash of the buyers' fields (buyerfields.go): the units each buyer holds
 // in queued, created and paid orders, their participations where the sale counts them,
-// their lock (userlock.go), and their attempts allowance as their last reservation left
-// it (see rateKey), dropped with the units when they all come back and the allowance is
+// their lock (reserve's userlock.go), and their attempts allowance as their last reservation left
+// it (see RateKey), dropped with the units when they all come back and the allowance is
 // full again.
-func usersKey(b Bucket) string { return prefix(b) + "users" }
+func UsersKey(b Bucket) string { return Prefix(b) + "users" }
 
-// queuedKey is a hash of order id -> its queued value (queued.go) for orders taken from
+// QueuedKey is a hash of order id -> its queued value (queued.go) for orders taken from
 // stock and not yet settled by the worker.
-func queuedKey(b Bucket) string { return prefix(b) + "queued" }
+func QueuedKey(b Bucket) string { return Prefix(b) + "queued" }
 
-// queuedSinceKey is a sorted set of the queued order ids by the time they were taken
+// QueuedSinceKey is a sorted set of the queued order ids by the time they were taken
 // (unix ms), so the worker's repair pass finds the old ones without reading them all.
-func queuedSinceKey(b Bucket) string { return prefix(b) + "queued:since" }
+func QueuedSinceKey(b Bucket) string { return Prefix(b) + "queued:since" }
 
 // Keys of one buyer end with the buyer's key (buyer.ID.Key), which holds no space.
-
-// userQueuedKey is the set of one buyer's queued order ids.
-func userQueuedKey(b Bucket, who buyer.ID) string {
-	return prefix(b) + "queued:user:" + who.Key()
+// UserQueuedKey is the set of one buyer's queued order ids.
+func UserQueuedKey(b Bucket, who buyer.ID) string {
+	return Prefix(b) + "queued:user:" + who.Key()
 }
 
-// claimedKey is the set of queued order ids a worker has begun to persist; the API no
+// ClaimedKey is the set of queued order ids a worker has begun to persist; the API no
 // longer gives those back when the reply of their reserve script was lost.
-func claimedKey(b Bucket) string { return prefix(b) + "claimed" }
+func ClaimedKey(b Bucket) string { return Prefix(b) + "claimed" }
 
-// idempotencyKey holds "<fingerprint> <order id>" for a buyer's Idempotency-Key (which
+// IdempotencyKey holds "<fingerprint> <order id>" for a buyer's Idempotency-Key (which
 // holds no ':', so the last one ends the buyer's key).
-func idempotencyKey(b Bucket, who buyer.ID, key string) string {
-	return prefix(b) + "idem:" + who.Key() + ":" + key
+func IdempotencyKey(b Bucket, who buyer.ID, key string) string {
+	return Prefix(b) + "idem:" + who.Key() + ":" + key
 }
 
-// userLockKey names the per-buyer lock of a sale's bucket. No key of that name is written:
-// the lock is the buyer's lock field of the users hash (userlock.go), which the reserve script
+// UserLockKey names the per-buyer lock of a sale's bucket. No key of that name is written:
+// the lock is the buyer's lock field of the users hash (reserve's userlock.go), which the reserve script
 // takes in the same step that takes the units and the caller releases
-// (Stock.ReleaseUserLocks) once the order is enqueued (after the purchase was answered).
-// internal/lock keeps the lock's waiters list and release channel beside the name
-// (lock.Client.WaitRelease). Stock.UserLockKey names it for callers.
-func userLockKey(b Bucket, who buyer.ID) string {
-	return prefix(b) + "lock:" + who.Key()
+// (reserve.Reserver.ReleaseUserLocks) once the order is enqueued (after the purchase was answered).
+// seckill/lock keeps the lock's waiters list and release channel beside the name
+// (lock.Client.WaitRelease). reserve.Reserver.UserLockKey names it for callers.
+func UserLockKey(b Bucket, who buyer.ID) string {
+	return Prefix(b) + "lock:" + who.Key()
 }
 
-// UserLockKey names the per-buyer lock of a one-bucket sale (Stock.UserLockKey names it
-// for any sale).
-func UserLockKey(activityID int64, who buyer.ID) string { return userLockKey(one(activityID), who) }
-
-// rateKey holds the theoretical arrival time (unix µs) of the buyer's next purchase
+// RateKey holds the theoretical arrival time (unix µs) of the buyer's next purchase
 // attempt in the sale: the allowance the reserve script keeps (GCRA), as an attempt that
 // reserved nothing left it. It expires once the allowance is full again, so it exists
 // only for buyers who attempted lately. An attempt that reserves writes the allowance as
 // the buyer's allowance field of the users hash instead, in the command that writes the
 // buyer's units and lock (a key of its own per purchase costs the server more than a
 // field), and the script reads the later of the two.
-func rateKey(b Bucket, who buyer.ID) string {
-	return prefix(b) + "rate:" + who.Key()
+func RateKey(b Bucket, who buyer.ID) string {
+	return Prefix(b) + "rate:" + who.Key()
 }
 
 // ReturnedChannel carries the id of a sale whose units came back to stock, or whose
@@ -73,50 +72,75 @@ func rateKey(b Bucket, who buyer.ID) string {
 // process clears its sold-out flag for it.
 const ReturnedChannel = "seckill:stock-returned"
 
-// returnedKey is the sorted set of cancelled order ids whose units went back to stock,
+// ReturnedKey is the sorted set of cancelled order ids whose units went back to stock,
 // so each order's units come back once: scored +inf until MySQL records the return
 // (Forget), then by Redis' clock, and trimmed ReturnedRetention later (settle.go).
-func returnedKey(b Bucket) string { return prefix(b) + "returns" }
+func ReturnedKey(b Bucket) string { return Prefix(b) + "returns" }
 
-// barrierKey is a counter the replication barrier increments: a write in the sale's
+// BarrierKey is a counter the replication barrier increments: a write in the sale's
 // slot, so that WAIT on the same connection covers the sale's reservations before it.
-func barrierKey(b Bucket) string { return prefix(b) + "barrier" }
+func BarrierKey(b Bucket) string { return Prefix(b) + "barrier" }
 
-// groupKey is a hash of one group of a group-buy sale: size, members (seats taken),
+// GroupKey is a hash of one group of a group-buy sale: size, members (seats taken),
 // expires (the end of its window in force, unix ms), status (see GroupStatus), and,
 // once a MySQL outage extended the window (ExtendGroup), window: the end it opened with.
-func groupKey(b Bucket, groupID string) string {
-	return prefix(b) + "group:" + groupID
+func GroupKey(b Bucket, groupID string) string {
+	return Prefix(b) + "group:" + groupID
 }
 
-// groupSeatsKey is a hash of buyer key -> "<order id> <quantity>", the seats of a group.
-func groupSeatsKey(b Bucket, groupID string) string {
-	return prefix(b) + "group:" + groupID + ":seats"
+// GroupSeatsKey is a hash of buyer key -> "<order id> <quantity>", the seats of a group.
+func GroupSeatsKey(b Bucket, groupID string) string {
+	return Prefix(b) + "group:" + groupID + ":seats"
 }
 
-// openGroupsKey is a sorted set of a sale's open groups by the time their window ends
+// OpenGroupsKey is a sorted set of a sale's open groups by the time their window ends
 // (unix ms): the buyers' list, and the groups the worker fails once it has passed.
-func openGroupsKey(b Bucket) string { return prefix(b) + "groups:open" }
+func OpenGroupsKey(b Bucket) string { return Prefix(b) + "groups:open" }
 
-// fillGroupsKey is a sorted set of the same open groups, fullest first: the score is
+// FillGroupsKey is a sorted set of the same open groups, fullest first: the score is
 // members * 10^13 - expires (unix ms), so among groups with as many members the one
 // that closes soonest comes first. The buyers' list reads the top of it.
-func fillGroupsKey(b Bucket) string { return prefix(b) + "groups:fill" }
+func FillGroupsKey(b Bucket) string { return Prefix(b) + "groups:fill" }
 
-// failingKey is the set of groups that failed in Redis (their units are back) and whose
+// FailingKey is the set of groups that failed in Redis (their units are back) and whose
 // orders MySQL has not yet cancelled.
-func failingKey(b Bucket) string { return prefix(b) + "groups:failing" }
+func FailingKey(b Bucket) string { return Prefix(b) + "groups:failing" }
 
-// givenBackKey is the set of order ids whose reservation the API gave back (their buyer
+// GivenBackKey is the set of order ids whose reservation the API gave back (their buyer
 // got 503): a task that still names one must not bring it back (see Adopt).
-func givenBackKey(b Bucket) string { return prefix(b) + "givenback" }
+func GivenBackKey(b Bucket) string { return Prefix(b) + "givenback" }
 
-// movesKey is a hash, in the bucket units are moved from (the reserve's, bucket 0, or
+// MovesKey is a hash, in the bucket units are moved from (the reserve's, bucket 0, or
 // another), of move id -> "<to bucket> <units> <taken unix ms> <rebuild stamp>": the
-// moves taken here and not yet known to be applied at their destination (bucket.go).
-func movesKey(b Bucket) string { return prefix(b) + "moves" }
+// moves taken here and not yet known to be applied at their destination (internal/stock/moves).
+func MovesKey(b Bucket) string { return Prefix(b) + "moves" }
 
-// appliedKey is a sorted set, in a bucket units were moved to, of the move ids applied
+// AppliedKey is a sorted set, in a bucket units were moved to, of the move ids applied
 // there, by the time they were (unix ms): a move is applied once, however often it is
 // tried. Trimmed after MoveRetention.
-func appliedKey(b Bucket) string { return prefix(b) + "moves:applied" }
+func AppliedKey(b Bucket) string { return Prefix(b) + "moves:applied" }
+
+// WaitlistEntriesKey is the hash of the sale's waitlist entries by buyer key (the
+// entry's format: settle's entry.lua).
+func WaitlistEntriesKey(b Bucket) string { return Prefix(b) + "waitlist:entries" }
+
+// WaitlistKey is the sorted set of the buyers waiting for units of variant v (none: of
+// the sale), by join sequence.
+func WaitlistKey(b Bucket, v Variant) string {
+	if i, ok := v.Index(); ok {
+		return WaitlistPrefix(b) + strconv.Itoa(i)
+	}
+	return WaitlistPrefix(b) + "-"
+}
+
+// WaitlistPrefix is the prefix of a sale's waiting sets (WaitlistKey without its
+// variant), which the waitlist's scripts complete with an entry's variant.
+func WaitlistPrefix(b Bucket) string { return Prefix(b) + "waitlist:" }
+
+// CodesKey is a hash of the sale's access codes (early access; code.lua says its
+// values), in bucket 0 (a sale of several buckets has no early access).
+func CodesKey(b Bucket) string { return Prefix(b) + "codes" }
+
+// CodeClaimsKey is a sorted set of the codes buyers came to own, by when (unix ms),
+// until MySQL has recorded their owners (internal/stock/codes).
+func CodeClaimsKey(b Bucket) string { return Prefix(b) + "codes:claims" }

@@ -10,6 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/stock"
+	"seckill/internal/stock/lifecycle"
+	"seckill/internal/stock/settle"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/testutil"
 )
 
@@ -22,7 +25,7 @@ func BenchmarkRedisMemory(b *testing.B) {
 	ctx := context.Background()
 	b.Run("sale", func(b *testing.B) {
 		rdb := testutil.StartRedis(b).Client(b)
-		s := stock.New(rdb)
+		s := stocktest.New(rdb)
 		before := testutil.UsedMemory(b, rdb)
 		for i := range b.N {
 			newSaleB(b, s, int64(i+1))
@@ -31,13 +34,13 @@ func BenchmarkRedisMemory(b *testing.B) {
 	})
 	b.Run("queued-order", func(b *testing.B) {
 		rdb := testutil.StartRedis(b).Client(b)
-		s := stock.New(rdb)
+		s := stocktest.New(rdb)
 		newSaleB(b, s, 1)
 		before := testutil.UsedMemory(b, rdb)
-		now := t0.Add(time.Minute)
+		now := stocktest.T0.Add(time.Minute)
 		for i := range b.N {
 			// A buyer of its own, with an Idempotency-Key, as a crowd's purchase is.
-			r := reservation(1, int64(i+1), 1, "key-"+strconv.Itoa(i), now)
+			r := stocktest.Reservation(1, int64(i+1), 1, "key-"+strconv.Itoa(i), now)
 			if _, err := s.Reserve(ctx, r); err != nil {
 				b.Fatal(err)
 			}
@@ -58,23 +61,23 @@ func BenchmarkRedisMemory(b *testing.B) {
 func BenchmarkBuyerMemory(b *testing.B) {
 	ctx := context.Background()
 	rdb := testutil.StartRedis(b).Client(b)
-	s := stock.New(rdb)
+	s := stocktest.New(rdb)
 	before := testutil.UsedMemory(b, rdb)
 	newSaleB(b, s, 1)
-	now := t0.Add(time.Minute)
-	var names stock.Names
+	now := stocktest.T0.Add(time.Minute)
+	var names lifecycle.Names
 	for start := 0; start < b.N; start += 1000 {
-		var refs []stock.OrderRef
-		var settled []stock.Settlement
+		var refs []settle.OrderRef
+		var settled []settle.Settlement
 		for i := start; i < min(start+1000, b.N); i++ {
-			r := reservation(1, int64(i+1), 1, "key-"+strconv.Itoa(i), now)
+			r := stocktest.Reservation(1, int64(i+1), 1, "key-"+strconv.Itoa(i), now)
 			if _, err := s.Reserve(ctx, r); err != nil {
 				b.Fatal(err)
 			}
-			refs = append(refs, stock.OrderRef{OrderID: r.OrderID, Buyer: r.Buyer})
-			settled = append(settled, stock.Settlement{OrderID: r.OrderID, Buyer: r.Buyer})
+			refs = append(refs, settle.OrderRef{OrderID: r.OrderID, Buyer: r.Buyer})
+			settled = append(settled, settle.Settlement{OrderID: r.OrderID, Buyer: r.Buyer})
 			names.Buyers = append(names.Buyers, r.Buyer)
-			names.Keys = append(names.Keys, stock.KeptKey{Buyer: r.Buyer, Key: r.IdempotencyKey})
+			names.Keys = append(names.Keys, lifecycle.KeptKey{Buyer: r.Buyer, Key: r.IdempotencyKey})
 		}
 		if _, err := s.Claim(ctx, 1, refs); err != nil {
 			b.Fatal(err)
@@ -129,10 +132,10 @@ func unlinkMicros(b *testing.B, rdb *redis.Client) float64 {
 	return 0
 }
 
-func newSaleB(b *testing.B, s *stock.Stock, id int64) {
+func newSaleB(b *testing.B, s *stocktest.Side, id int64) {
 	b.Helper()
 	err := s.Load(context.Background(), stock.Sale{ActivityID: id, Available: 1 << 30, Total: 1 << 30,
-		Limit: 1, StartsAt: t0, EndsAt: t0.Add(time.Hour), PriceCents: 1999, PayWindow: 15 * time.Minute})
+		Limit: 1, StartsAt: stocktest.T0, EndsAt: stocktest.T0.Add(time.Hour), PriceCents: 1999, PayWindow: 15 * time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}

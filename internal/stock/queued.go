@@ -7,15 +7,13 @@ import (
 	"time"
 
 	"seckill/internal/buyer"
-	"seckill/internal/store"
 )
 
 // An order's way through stock, in this file: what the buyer asks for (Purchase) and
-// what a replay must match of it (Fingerprint), the arguments of it the reserve script
-// queues (orderArgs), the queued record (QueuedOrder) with its value and its task's
-// line, their coders in Go and in Lua, and the row MySQL stores (Row). A field the
-// buyer sends with an order is added here, along that way.
-
+// what a replay must match of it (Fingerprint), the queued record (QueuedOrder) with
+// its value and its task's line, and their coders in Go (in Lua: queued.lua). The
+// reserve script's arguments of it are reserve's orderArgs, the row MySQL stores of it
+// store.RowOf. A field the buyer sends with an order goes along that way.
 // Purchase is what a buyer asks for: units of a sale, or a seat in one of its groups.
 type Purchase struct {
 	ActivityID int64
@@ -34,7 +32,7 @@ type Purchase struct {
 	// zero Variant for none.
 	Variant Variant
 	// AccessCode is the access code the buyer presents (X-Access-Code), "" for none: it
-	// counts before the start only (early access, codes.go). Not part of Fingerprint: a
+	// counts before the start only (early access: code.lua). Not part of Fingerprint: a
 	// replay is the same purchase, with any code or none.
 	AccessCode string
 }
@@ -50,8 +48,8 @@ func VariantAt(i int) Variant { return Variant(i + 1) }
 // Index is the variant's index, and false for none.
 func (v Variant) Index() (int, bool) { return int(v) - 1, v > 0 }
 
-// arg is the variant as the scripts take it: its index, "" for none.
-func (v Variant) arg() string {
+// Arg is the variant as the scripts take it: its index, "" for none.
+func (v Variant) Arg() string {
 	if i, ok := v.Index(); ok {
 		return strconv.Itoa(i)
 	}
@@ -68,7 +66,7 @@ func (p Purchase) Fingerprint() string {
 	if i, ok := p.Variant.Index(); ok {
 		fingerprint += ":v" + strconv.Itoa(i)
 	}
-	if m := p.mode(); m == "join" {
+	if m := p.Mode(); m == "join" {
 		fingerprint += ":join:" + p.Group
 	} else if m == "open" {
 		fingerprint += ":open"
@@ -76,20 +74,9 @@ func (p Purchase) Fingerprint() string {
 	return fingerprint
 }
 
-// orderArgs are the arguments of a purchase that its order is made of, first of each
-// purchase's in the reserve script's call (purchaseArgs): the script reads them as p.<name>
-// and writes the order's queued value of them (queued_value).
-var orderArgs = []purchaseArg{
-	{"now", luaString, func(r Reservation, _ string) any { return r.Now.UnixMilli() }},
-	{"user", luaString, func(r Reservation, _ string) any { return r.Buyer.Key() }}, // the buyer's key
-	{"qty", luaString, func(r Reservation, _ string) any { return r.Quantity }},
-	{"order", luaString, func(r Reservation, _ string) any { return r.OrderID }},
-	{"variant", luaString, func(r Reservation, _ string) any { return r.Variant.arg() }}, // "": none
-}
-
 // QueuedOrder is an order taken from stock that MySQL does not have yet: the one record
 // of it from the reserve script to the worker's insert. The sale's queued hash holds it
-// under its id (its value, below), and a task of internal/queue carries it to the worker
+// under its id (its value, below), and a task of internal/task carries it to the worker
 // as a line (AppendLine).
 type QueuedOrder struct {
 	OrderID    string
@@ -128,18 +115,6 @@ type QueuedOrder struct {
 	Claimed bool
 }
 
-// queued is the order reservation r queued, as the reserve script answered it (got);
-// fingerprint is r.Fingerprint().
-func (r Reservation) queued(got Reserved, fingerprint string) QueuedOrder {
-	q := QueuedOrder{OrderID: r.OrderID, ActivityID: r.ActivityID, Buyer: r.Buyer, Quantity: r.Quantity,
-		CreatedAt: r.Now, Limit: got.Limit, ParticipationCap: got.ParticipationCap,
-		IdempotencyKey: r.IdempotencyKey, Fingerprint: fingerprint, Variant: r.Variant, EarlyAccess: got.EarlyAccess}
-	if got.Group != nil {
-		q.Group, q.GroupSize, q.GroupExpiresAt = got.Group.ID, got.Group.Size, got.Group.ExpiresAt
-	}
-	return q.Priced(Sale{PriceCents: got.PriceCents, PayWindow: got.PayWindow})
-}
-
 // Priced is q at its sale's unit price and pay window: its amount, and the end of its
 // pay window as set (the window starts over once MySQL has the order). The one place
 // they are worked out.
@@ -147,27 +122,6 @@ func (q QueuedOrder) Priced(sale Sale) QueuedOrder {
 	q.AmountCents = sale.PriceCents * int64(q.Quantity)
 	q.ExpiresAt = q.CreatedAt.Add(sale.PayWindow)
 	return q
-}
-
-// Row is the row MySQL stores for q, with what its guards check it against: what the
-// worker writes, and what the API shows of q until then (its status left to the caller).
-func (q QueuedOrder) Row() store.NewOrder {
-	n := store.NewOrder{Limit: q.Limit, ParticipationCap: q.ParticipationCap, Order: store.Order{ID: q.OrderID,
-		ActivityID: q.ActivityID, Buyer: q.Buyer, Quantity: q.Quantity, AmountCents: q.AmountCents,
-		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt}}
-	if q.Group != "" {
-		g := q.Group
-		n.GroupID, n.GroupSize, n.GroupExpiresAt = &g, q.GroupSize, q.GroupExpiresAt
-	}
-	if q.IdempotencyKey != "" {
-		key, fp := q.IdempotencyKey, q.Fingerprint
-		n.IdempotencyKey, n.RequestFingerprint = &key, &fp
-	}
-	if i, ok := q.Variant.Index(); ok {
-		n.VariantIndex = &i // the store names it (variant) from the sale's variants
-	}
-	n.Offered, n.EarlyAccess = q.Offered, q.EarlyAccess
-	return n
 }
 
 // A queued order is the value of its id in the queued hash: "buyer quantity created
@@ -184,9 +138,8 @@ func (q QueuedOrder) Row() store.NewOrder {
 // the queue's tasks with no change of the line. Fields are split on single spaces, as
 // Lua's patterns read them (strings.Fields would split on Unicode spaces too, which a
 // buyer's key may hold).
-
-// queuedValue is q's value in the queued hash.
-func queuedValue(q QueuedOrder) string { return string(appendValue(make([]byte, 0, 64), q)) }
+// QueuedValue is q's value in the queued hash.
+func QueuedValue(q QueuedOrder) string { return string(appendValue(make([]byte, 0, 64), q)) }
 
 // appendValue appends q's value to b.
 func appendValue(b []byte, q QueuedOrder) []byte {
@@ -220,8 +173,8 @@ func appendValue(b []byte, q QueuedOrder) []byte {
 	return b
 }
 
-// parseQueued reads the value v of order orderID of a sale's queued hash.
-func parseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
+// ParseQueued reads the value v of order orderID of a sale's queued hash.
+func ParseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
 	q := QueuedOrder{OrderID: orderID, ActivityID: activityID}
 	if !parseValue(strings.Split(v, " "), &q) {
 		return QueuedOrder{}, fmt.Errorf("queued order %s: malformed %q", orderID, v)
@@ -325,44 +278,14 @@ func ParseLine(line []byte) (QueuedOrder, error) {
 	return q, nil
 }
 
-// queuedLua is the Lua side of the same format. Its fields are strings, as the
-// script's arguments and Redis' values are, so nothing is converted that is not
-// compared (a number turned into a string costs the server more than the whole value).
-//
-//	queued_value(p, limit, cap, group, size, expires): the value of the order of the
-//	  reserve script's purchase p (its orderArgs: p.user the buyer's key, p.qty, p.now
-//	  its creation, p.variant its variant, '' for none; p.early true in the early
-//	  window), or of units the waitlist offered (p.offered true); cap nil or 0 and group
-//	  nil for no participations counted and no group
-//	parse_queued(v): user (the buyer's key), qty, created, limit, cap, group, size,
-//	  expires, variant; cap nil when the sale counts no participations, group, size and
-//	  expires nil outside a group, variant (the index, a string) nil outside a sale of
-//	  variants. Fields past these are left to Go: no script decides by them.
-const queuedLua = `
-local function queued_value(p, limit, cap, group, size, expires)
-  local v = p.user .. ' ' .. p.qty .. ' ' .. p.now .. ' ' .. limit
-  if group then
-    v = v .. ' ' .. (cap or 0) .. ' ' .. group .. ' ' .. size .. ' ' .. expires
-    if p.early then return v .. ' - e' end
-    return v
-  end
-  if p.offered or p.early then
-    local mark = p.offered and ' o' or ' e'
-    if p.variant == '' then return v .. ' ' .. (cap or 0) .. ' - 0 0 -' .. mark end
-    return v .. ' ' .. (cap or 0) .. ' - 0 0 ' .. p.variant .. mark
-  end
-  if p.variant ~= '' then return v .. ' ' .. (cap or 0) .. ' - 0 0 ' .. p.variant end
-  if cap and tonumber(cap) > 0 then return v .. ' ' .. cap .. ' - 0 0' end
-  return v
-end
-local function parse_queued(v)
-  local user, qty, created, limit, tail = string.match(v, '^(%S+) (%d+) (%d+) (%d+)(.*)$')
-  local cap, group, size, expires, variant
-  if tail ~= '' then
-    cap, group, size, expires, variant = string.match(tail, '^ (%d+) (%S+) (%d+) (%d+) ?(%S*)')
-    if group == '-' then group, size, expires = nil, nil, nil end
-    if variant == '' or variant == '-' then variant = nil end
-  end
-  return user, qty, created, limit, cap, group, size, expires, variant
-end
-`
+// Mode is the reserve script's mode of p: "" a purchase, "open" or "join" a seat (also
+// before the group's id is minted: OpenGroup alone says "open").
+func (p Purchase) Mode() string {
+	switch {
+	case p.OpenGroup:
+		return "open"
+	case p.Group == "":
+		return ""
+	}
+	return "join"
+}

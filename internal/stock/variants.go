@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// A sale of variants sells one product in sizes or colours (docs/internals.md, "Buyers
-// and variants: how they are kept"): each variant has its own units under the sale's one
+// A sale of variants sells one product in sizes or colours (docs/internals/redis-data.md,
+// "Variants"): each variant has its own units under the sale's one
 // per-user limit. Its sale hash keeps, beside the sale's own avail and total (what the
 // waiting room and the sale's status read), avail:<i> and total:<i> per variant i, and
 // variants (how many) and vlimit (the per-variant limit, 0 for none) among its settings;
@@ -16,7 +16,6 @@ import (
 // with the number of variants. Every unit of a variant is in its avail:<i> (or
 // reserve:<i>, or a move of it) exactly when it is in avail (reserve, the move): the
 // two always change together.
-
 // MaxVariants is the most variants a sale may have.
 const MaxVariants = 100
 
@@ -38,53 +37,22 @@ type VariantStock struct {
 	OffSale          int64
 }
 
-// variantField is the field of a sale hash that holds variant v's share of field
+// VariantField is the field of a sale hash that holds variant v's share of field
 // (avail, total, reserve): field itself for no variant.
-func variantField(field string, v Variant) string {
+func VariantField(field string, v Variant) string {
 	if i, ok := v.Index(); ok {
 		return field + ":" + strconv.Itoa(i)
 	}
 	return field
 }
 
-// variantsLua gives the scripts the same names: vfield(field, variant) is field's share
-// of the variant of index variant (a string or number; nil for none, the field itself).
-//
-// It follows holdingsLua, for what a buyer holds of a variant (the field VARIANT ..
-// index .. ':' .. key, kept only where the sale sets a per-variant limit):
-//
-//	hold_variant(users, user, variant, qty): user's units of variant go up by qty, where
-//	  the field is kept (vlimit > 0, read by the caller)
-//	release_variant(users, user, variant, qty): they go down by qty, the field dropped at
-//	  0; nothing where the buyer has no such field
-const variantsLua = `
-local function vfield(field, variant)
-  if variant == nil or variant == '' then return field end
-  return field .. ':' .. variant
-end
-`
-
-const variantHoldingsLua = variantsLua + `
-local function variant_held(users, user, variant)
-  return tonumber(redis.call('HGET', users, VARIANT .. variant .. ':' .. user) or '0')
-end
-local function hold_variant(users, user, variant, qty)
-  redis.call('HINCRBY', users, VARIANT .. variant .. ':' .. user, qty)
-end
-local function release_variant(users, user, variant, qty)
-  local f = VARIANT .. variant .. ':' .. user
-  local held = tonumber(redis.call('HGET', users, f) or '0') - qty
-  if held > 0 then redis.call('HSET', users, f, string.format('%d', held)) else redis.call('HDEL', users, f) end
-end
-`
-
-// unitsOf sums a sale hash's units of field (avail or reserve) for the sale and per
+// UnitsOf sums a sale hash's units of field (avail or reserve) for the sale and per
 // variant, from its fields read whole (HGETALL): n variants.
-func unitsOf(hash map[string]string, field string, n int, sum *int64, variants []int64) {
+func UnitsOf(hash map[string]string, field string, n int, sum *int64, variants []int64) {
 	v, _ := strconv.ParseInt(hash[field], 10, 64)
 	*sum += v
 	for i := range n {
-		v, _ := strconv.ParseInt(hash[variantField(field, VariantAt(i))], 10, 64)
+		v, _ := strconv.ParseInt(hash[VariantField(field, VariantAt(i))], 10, 64)
 		variants[i] += v
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"seckill/internal/buyer"
 )
 
-// A sale that is over is archived (internal/sale/archive.go): MySQL marks it
+// A sale that is over is archived (internal/upkeep/archive.go): MySQL marks it
 // (activities.archived_at), and from then on answers for it alone; then its Redis state
 // is removed, and activities.redis_removed_at says it is gone. An archived sale never
 // changes again: UpdateActivity and NextRedisEpoch (a rebuild's first write) refuse it.

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"seckill/internal/outbox"
+	"seckill/internal/stock"
 )
 
 // NewOrder is an order Redis accepted, on its way into MySQL.
@@ -38,6 +39,28 @@ type NewOrder struct {
 	// Traceparent is the trace of the worker's span of the order ("" for none), which
 	// its order.created event carries on to the webhook's delivery.
 	Traceparent string
+}
+
+// RowOf is the row MySQL stores for a queued order q, with what its guards check it
+// against: what the worker writes, and what the API shows of q until then (its status
+// left to the caller).
+func RowOf(q stock.QueuedOrder) NewOrder {
+	n := NewOrder{Limit: q.Limit, ParticipationCap: q.ParticipationCap, Order: Order{ID: q.OrderID,
+		ActivityID: q.ActivityID, Buyer: q.Buyer, Quantity: q.Quantity, AmountCents: q.AmountCents,
+		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt}}
+	if q.Group != "" {
+		g := q.Group
+		n.GroupID, n.GroupSize, n.GroupExpiresAt = &g, q.GroupSize, q.GroupExpiresAt
+	}
+	if q.IdempotencyKey != "" {
+		key, fp := q.IdempotencyKey, q.Fingerprint
+		n.IdempotencyKey, n.RequestFingerprint = &key, &fp
+	}
+	if i, ok := q.Variant.Index(); ok {
+		n.VariantIndex = &i // the store names it (variant) from the sale's variants
+	}
+	n.Offered, n.EarlyAccess = q.Offered, q.EarlyAccess
+	return n
 }
 
 // Outcome is what PersistBatch did with one order.

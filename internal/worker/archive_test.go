@@ -13,15 +13,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/buyer"
-	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/outage"
-	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/settle"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
+	"seckill/internal/task"
 	"seckill/internal/testutil"
+	"seckill/internal/upkeep"
 	"seckill/internal/worker"
+	"seckill/lock"
 )
 
 // archiveFixture is a service, a worker's persister and an archiver on one Redis and
@@ -29,11 +33,11 @@ import (
 type archiveFixture struct {
 	rdb      *redis.Client
 	st       *store.Store
-	sk       *stock.Stock
+	sk       *stocktest.Side
 	svc      *sale.Service
 	orders   *order.Lifecycle
 	persist  *worker.Persister
-	archiver *sale.Archiver
+	archiver *upkeep.Archiver
 }
 
 const retention = time.Hour
@@ -41,15 +45,15 @@ const retention = time.Hour
 func newArchiveFixture(t *testing.T, db *testutil.MySQLDB) *archiveFixture {
 	t.Helper()
 	rdb := testutil.StartRedis(t).Client(t)
-	st, sk := store.New(db.Gorm, sale.EventViews{}), stock.New(rdb)
+	st, sk := store.New(db.Gorm, sale.EventViews{}), stocktest.New(rdb)
 	locks := lock.New(rdb)
 	t.Cleanup(func() { _ = locks.Close() })
 	outages := outage.NewRecord(rdb)
-	orders := order.New(st, sk, outages)
-	svc := sale.New(st, sk, orders, outages, queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
+	orders := order.New(st, sk.Stock, outages)
+	svc := sale.New(st, sk.Stock, orders, outages, task.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
 	t.Cleanup(func() { svc.Close(context.Background()) })
 	return &archiveFixture{rdb: rdb, st: st, sk: sk, svc: svc, orders: orders,
-		persist: worker.NewPersister(st, sk, outages, 100), archiver: sale.NewArchiver(st, sk, retention)}
+		persist: worker.NewPersister(st, sk.Stock, outages, 100), archiver: upkeep.NewArchiver(st, sk.Stock, retention)}
 }
 
 // newSale creates a sale open now, of buckets buckets (a group-buy sale of groups of 2
@@ -73,7 +77,7 @@ func (f *archiveFixture) newSale(t *testing.T, buckets int, group bool) sale.Act
 // group-buy sale).
 func (f *archiveFixture) buy(t *testing.T, a sale.Activity, u int64) sale.Order {
 	t.Helper()
-	r := sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, IdempotencyKey: fmt.Sprintf("key-%d", u)}
+	r := sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, IdempotencyKey: fmt.Sprintf("key-%d", u)}}
 	if a.Kind == sale.KindGroup {
 		r.OpenGroup = true
 		_, o, _, err := f.svc.Seat(context.Background(), r)
@@ -101,13 +105,13 @@ func (f *archiveFixture) persistAll(t *testing.T, a sale.Activity) []stock.Queue
 	}
 	inspector := asynq.NewInspectorFromRedisClient(f.rdb)
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		tasks, err := inspector.ListPendingTasks(queue.Name, asynq.PageSize(1000))
+		tasks, err := inspector.ListPendingTasks(task.Queue, asynq.PageSize(1000))
 		if err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
 			t.Fatal(err)
 		}
 		byID := map[string]stock.QueuedOrder{}
-		for _, task := range tasks {
-			orders, err := queue.ParseOrders(task.Type, task.Payload)
+		for _, info := range tasks {
+			orders, err := task.ParseOrders(info.Type, info.Payload)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -315,7 +319,7 @@ func TestArchivedSaleAnswersFromMySQL(t *testing.T) {
 	if l, err := f.svc.Ledger(ctx, a.ID); err != nil || !l.Balanced || !l.Archived || l.Available != 47 || l.PaidUnits != 3 {
 		t.Errorf("ledger %+v, %v; want balanced, archived, 47 available, 3 paid", l, err)
 	}
-	replay := sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(2), Quantity: 1, IdempotencyKey: "key-2"}
+	replay := sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(2), Quantity: 1, IdempotencyKey: "key-2"}}
 	if o, replayed, err := f.svc.Buy(ctx, replay); err != nil || !replayed || o.ID != os[1].ID || o.Status != store.StatusPaid {
 		t.Errorf("a replay: %+v (replayed %v), %v; want order %s, paid", o, replayed, err, os[1].ID)
 	}
@@ -325,9 +329,9 @@ func TestArchivedSaleAnswersFromMySQL(t *testing.T) {
 		t.Errorf("a replay with another body: %v, want the key reused by %s", err, os[1].ID)
 	}
 	for _, r := range []sale.BuyRequest{
-		{ActivityID: a.ID, Buyer: buyer.Of(9), Quantity: 1},
-		{ActivityID: a.ID, Buyer: buyer.Of(9), Quantity: 1, IdempotencyKey: "new"},
-		{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: "key-2"}, // another buyer's key
+		{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(9), Quantity: 1}},
+		{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(9), Quantity: 1, IdempotencyKey: "new"}},
+		{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: "key-2"}}, // another buyer's key
 	} {
 		if _, _, err := f.svc.Buy(ctx, r); !errors.Is(err, stock.ErrEnded) {
 			t.Errorf("a purchase %+v: %v, want sale ended", r, err)
@@ -346,7 +350,7 @@ func TestArchivedSaleAnswersFromMySQL(t *testing.T) {
 	if _, err := f.svc.Rebuild(ctx, a.ID); !errors.Is(err, sale.ErrArchived) {
 		t.Errorf("a rebuild: %v, want ErrArchived", err)
 	}
-	if _, err := sale.NewRebuilder(f.st, f.sk).RebuildLost(ctx, time.Now().Add(-2*time.Hour)); err != nil {
+	if _, err := upkeep.NewRebuilder(f.st, f.sk.Stock).RebuildLost(ctx, time.Now().Add(-2*time.Hour)); err != nil {
 		t.Errorf("the worker's check of lost sales: %v", err)
 	}
 	if keys := testutil.SaleKeys(t, f.rdb, a.ID); len(keys) > 0 {
@@ -383,12 +387,12 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 				}
 			}
 			// A purchase the API gave back (its reply lost): the task delivered again names it.
-			gone := stock.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(99), Quantity: 1},
+			gone := reserve.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(99), Quantity: 1},
 				OrderID: fmt.Sprintf("01KGGGGGGGGGGGGGGGGGGGGGGG%d", a.ID), Now: time.Now(), LockToken: "t", LockTTL: time.Millisecond}
 			if _, err := f.sk.Reserve(ctx, gone); err != nil {
 				t.Fatal(err)
 			}
-			if res, err := f.sk.Rollback(ctx, a.ID, gone.Buyer, gone.OrderID, ""); err != nil || res != stock.RolledBack {
+			if res, err := f.sk.Rollback(ctx, a.ID, gone.Buyer, gone.OrderID, ""); err != nil || res != settle.RolledBack {
 				t.Fatalf("roll back: %v, %v", res, err)
 			}
 			task = append(task, stock.QueuedOrder{OrderID: gone.OrderID, ActivityID: a.ID, Buyer: gone.Buyer, Quantity: 1,
@@ -421,7 +425,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 					}
 				})
 			}
-			rebuilder := sale.NewRebuilder(f.st, f.sk)
+			rebuilder := upkeep.NewRebuilder(f.st, f.sk.Stock)
 			loop(func() {
 				if _, err := rebuilder.Rebuild(ctx, a.ID, true); err != nil && !errors.Is(err, sale.ErrArchived) {
 					report("a rebuild: %v", err)
@@ -434,7 +438,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 			})
 			for u := int64(1); u <= 4; u++ {
 				loop(func() {
-					r := sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, IdempotencyKey: fmt.Sprintf("key-%d", u)}
+					r := sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, IdempotencyKey: fmt.Sprintf("key-%d", u)}}
 					o, replayed, err := f.svc.Buy(ctx, r)
 					switch {
 					case errors.Is(err, sale.ErrUnavailable): // closed, before MySQL answers for it
@@ -443,7 +447,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 					}
 				})
 				loop(func() {
-					_, _, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(100 + u), Quantity: 1})
+					_, _, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(100 + u), Quantity: 1}})
 					if !errors.Is(err, stock.ErrEnded) && !errors.Is(err, sale.ErrUnavailable) {
 						report("a purchase: %v, want sale ended", err)
 					}
@@ -480,7 +484,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 				t.Errorf("ledger %+v, %v; want balanced and archived", l, err)
 			}
 			for u := int64(1); u <= buyers; u++ { // and once it is archived, every replay gets its order
-				r := sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, IdempotencyKey: fmt.Sprintf("key-%d", u)}
+				r := sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, IdempotencyKey: fmt.Sprintf("key-%d", u)}}
 				if o, replayed, err := f.svc.Buy(ctx, r); err != nil || !replayed || o.ID != os[u-1].ID {
 					t.Errorf("a replay of buyer %d after the archive: %+v, %v, %v", u, o, replayed, err)
 				}
@@ -503,8 +507,8 @@ func TestArchivedSaleOfVariantsBalances(t *testing.T) {
 	}
 	var os []sale.Order
 	for u, v := range []int{0, 1, 1} {
-		o, _, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(int64(u + 1)), Quantity: 1,
-			IdempotencyKey: fmt.Sprintf("key-%d", u+1), Variant: stock.VariantAt(v)})
+		o, _, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(int64(u + 1)), Quantity: 1,
+			IdempotencyKey: fmt.Sprintf("key-%d", u+1), Variant: stock.VariantAt(v)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -575,7 +579,7 @@ func TestArchivedSaleListsItsOrdersAndReplaysExactKeys(t *testing.T) {
 	keys := []string{"abc", "ABC", "Abc"}
 	made := map[string]string{} // key -> order id
 	for _, k := range keys {
-		o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: k})
+		o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: k}})
 		if err != nil || replayed {
 			t.Fatalf("buyer 1's purchase with key %q: %+v, %v (replayed %v); want a new order", k, o, err, replayed)
 		}
@@ -591,7 +595,7 @@ func TestArchivedSaleListsItsOrdersAndReplaysExactKeys(t *testing.T) {
 	replays := func(when string) {
 		t.Helper()
 		for _, k := range keys {
-			o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: k})
+			o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: k}})
 			if err != nil || !replayed || o.ID != made[k] {
 				t.Errorf("%s, a replay of key %q: %s (replayed %v), %v; want %s", when, k, o.ID, replayed, err, made[k])
 			}

@@ -8,10 +8,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"seckill/internal/lock"
-	"seckill/internal/queue"
 	"seckill/internal/stock"
+	"seckill/internal/stock/moves"
+	"seckill/internal/stock/settle"
 	"seckill/internal/store"
+	"seckill/internal/task"
+	"seckill/lock"
 )
 
 // Job is one of the worker's periodic jobs.
@@ -103,7 +105,9 @@ func (m *jobMetrics) ran(job string, ran bool, err error) {
 type Repairer struct {
 	store     *store.Store
 	stock     *stock.Stock
-	queue     *queue.Enqueuer
+	moves     *moves.Mover
+	settle    *settle.Settler
+	queue     *task.Enqueuer
 	persister *Persister
 	// MinAge is how old an unclaimed order must be to be checked. The API enqueues an
 	// order milliseconds after taking its units, or gives up after its retries (a few
@@ -120,8 +124,8 @@ type Repairer struct {
 
 // NewRepairer returns a Repairer that enqueues lost orders with q and writes stuck
 // ones with p.
-func NewRepairer(st *store.Store, sk *stock.Stock, q *queue.Enqueuer, p *Persister) *Repairer {
-	return &Repairer{store: st, stock: sk, queue: q, persister: p, MinAge: 10 * time.Second,
+func NewRepairer(st *store.Store, sk *stock.Stock, q *task.Enqueuer, p *Persister) *Repairer {
+	return &Repairer{store: st, stock: sk, moves: moves.New(sk), settle: settle.New(sk), queue: q, persister: p, MinAge: 10 * time.Second,
 		StuckAge: 30 * time.Second, Batch: 500, now: time.Now}
 }
 
@@ -136,7 +140,7 @@ func (r *Repairer) Repair(ctx context.Context) (int, error) {
 	for _, a := range acts {
 		now := r.now()
 		if a.StockBuckets > 1 && now.Before(a.EndsAt.Add(time.Hour)) {
-			moved, err := r.stock.FinishMoves(ctx, a.ID, now)
+			moved, err := r.moves.FinishMoves(ctx, a.ID, now)
 			if err != nil {
 				return n, fmt.Errorf("repair: %w", err)
 			}
@@ -144,7 +148,7 @@ func (r *Repairer) Repair(ctx context.Context) (int, error) {
 				slog.Info("repair: applied moves of units between buckets that their movers left", "activity", a.ID, "moves", moved)
 			}
 		}
-		stale, err := r.stock.Stale(ctx, a.ID, now.Add(-r.MinAge), r.Batch)
+		stale, err := r.settle.Stale(ctx, a.ID, now.Add(-r.MinAge), r.Batch)
 		if err != nil {
 			return n, fmt.Errorf("repair: %w", err)
 		}

@@ -9,9 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
-	"seckill/internal/lock"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
+	"seckill/lock"
 )
 
 // Two workers tick the same jobs: each period is run once between them, and their

@@ -6,7 +6,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"seckill/internal/queue"
+	"seckill/internal/task"
 )
 
 // metrics of the persister; nil until Register.
@@ -70,7 +70,7 @@ func QueueDepth(insp *asynq.Inspector) prometheus.Collector {
 		Name: "seckill_queue_depth",
 		Help: "Tasks (of one order or more) in the orders queue not yet done: pending, active, scheduled and retrying.",
 	}, func() float64 {
-		info, err := insp.GetQueueInfo(queue.Name)
+		info, err := insp.GetQueueInfo(task.Queue)
 		if err != nil {
 			return 0
 		}

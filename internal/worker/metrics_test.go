@@ -9,8 +9,8 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"seckill/internal/buyer"
-	"seckill/internal/queue"
 	"seckill/internal/stock"
+	"seckill/internal/task"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
 )
@@ -22,7 +22,7 @@ func TestQueueDepthCountsTasks(t *testing.T) {
 	if got := promtest.ToFloat64(depth); got != 0 {
 		t.Fatalf("empty queue: depth %v, want 0", got)
 	}
-	enq := queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb))
+	enq := task.NewEnqueuer(asynq.NewClientFromRedisClient(rdb))
 	var orders []stock.QueuedOrder
 	for i, id := range []string{"01KAAAAAAAAAAAAAAAAAAAAAAA1", "01KAAAAAAAAAAAAAAAAAAAAAAB1", "01KAAAAAAAAAAAAAAAAAAAAAAC1"} {
 		orders = append(orders, stock.QueuedOrder{OrderID: id, ActivityID: 1, Buyer: buyer.Of(int64(i + 1)), Quantity: 1,

@@ -14,9 +14,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"seckill/internal/outage"
-	"seckill/internal/queue"
 	"seckill/internal/stock"
+	"seckill/internal/stock/lifecycle"
+	"seckill/internal/stock/settle"
 	"seckill/internal/store"
+	"seckill/internal/task"
 	"seckill/internal/telemetry"
 )
 
@@ -34,6 +36,8 @@ var _ Outages = (*outage.Record)(nil)
 type Persister struct {
 	store   *store.Store
 	stock   *stock.Stock
+	sales   *lifecycle.Sales
+	settle  *settle.Settler
 	outages Outages
 	metrics *metrics
 
@@ -55,21 +59,21 @@ type Persister struct {
 // (SECKILL_PERSIST_BATCH; config.Load has its default), each with the deadline in force
 // of its pay window as MySQL outages extended it.
 func NewPersister(st *store.Store, sk *stock.Stock, outages Outages, batch int) *Persister {
-	return &Persister{store: st, stock: sk, outages: outages, Batch: batch}
+	return &Persister{store: st, stock: sk, sales: lifecycle.New(sk), settle: settle.New(sk), outages: outages, Batch: batch}
 }
 
 // HandleTask is the asynq handler of queue.TypePersist, and of queue.TypePersistV1 (the
 // previous release's).
 func (p *Persister) HandleTask(ctx context.Context, t *asynq.Task) error {
-	orders, err := queue.ParseOrders(t.Type(), t.Payload())
+	orders, err := task.ParseOrders(t.Type(), t.Payload())
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
 	if p.Tracer == nil {
 		return p.Persist(ctx, orders)
 	}
-	traced := telemetry.StartOrders(ctx, p.Tracer, queue.Traceparents(t), "persist order",
-		attribute.String("messaging.system", "asynq"), attribute.String("messaging.destination.name", queue.Name),
+	traced := telemetry.StartOrders(ctx, p.Tracer, task.Traceparents(t), "persist order",
+		attribute.String("messaging.system", "asynq"), attribute.String("messaging.destination.name", task.Queue),
 		attribute.Int("task.orders", len(orders)))
 	err = p.Persist(telemetry.WithOrders(ctx, traced), orders)
 	traced.End(err)
@@ -145,12 +149,12 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 	var claimed []store.NewOrder
 	var notQueued []stock.QueuedOrder
 	for act, os := range byActivity {
-		refs := make([]stock.OrderRef, len(os))
+		refs := make([]settle.OrderRef, len(os))
 		for i, o := range os {
-			refs[i] = stock.OrderRef{OrderID: o.OrderID, Buyer: o.Buyer}
+			refs[i] = settle.OrderRef{OrderID: o.OrderID, Buyer: o.Buyer}
 		}
 		step := telemetry.OrdersFrom(ctx).Step(orderIDs(os), "redis claim", telemetry.Redis...)
-		got, err := p.stock.Claim(ctx, act, refs)
+		got, err := p.settle.Claim(ctx, act, refs)
 		step.End(err)
 		for _, o := range os {
 			c, ok := got[o.OrderID]
@@ -158,7 +162,7 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 			case err != nil:
 				results[o.OrderID] = err
 			case ok:
-				n := o.Row()
+				n := store.RowOf(o)
 				n.Bucket, n.Gen, n.Epoch = c.Bucket, c.Gen, c.Epoch
 				claimed = append(claimed, n)
 			default:
@@ -195,7 +199,7 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 		return results
 	}
 	p.metrics.batchWritten(len(claimed))
-	settle := map[int64][]stock.Settlement{}
+	settling := map[int64][]settle.Settlement{}
 	for _, o := range claimed {
 		out := outcomes[o.ID]
 		switch {
@@ -208,19 +212,19 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 			p.metrics.handled(out.Status, 1)
 			p.metrics.stored(o.CreatedAt)
 		}
-		s := stock.Settlement{OrderID: o.ID, Buyer: o.Buyer, Failed: out.Status == store.StatusFailed, Group: deref(o.GroupID)}
+		s := settle.Settlement{OrderID: o.ID, Buyer: o.Buyer, Failed: out.Status == store.StatusFailed, Group: deref(o.GroupID)}
 		if o.VariantIndex != nil {
 			s.Variant = stock.VariantAt(*o.VariantIndex)
 		}
-		settle[o.ActivityID] = append(settle[o.ActivityID], s)
+		settling[o.ActivityID] = append(settling[o.ActivityID], s)
 	}
-	for act, ss := range settle {
+	for act, ss := range settling {
 		ids := make([]string, len(ss))
 		for i, s := range ss {
 			ids[i] = s.OrderID
 		}
 		step := traced.Step(ids, "redis settle", telemetry.Redis...)
-		err := p.stock.Settle(ctx, act, ss)
+		err := p.settle.Settle(ctx, act, ss)
 		step.End(err)
 		for _, s := range ss {
 			results[s.OrderID] = err
@@ -254,7 +258,7 @@ func (p *Persister) adoptOrphans(ctx context.Context, notQueued []stock.QueuedOr
 	}
 	var adopted []store.NewOrder
 	for act, qs := range byActivity {
-		got, epoch, err := p.stock.Adopt(ctx, act, qs)
+		got, epoch, err := p.sales.Adopt(ctx, act, qs)
 		if archived, aerr := p.archived(ctx, act, got); aerr != nil || archived {
 			for _, q := range qs {
 				results[q.OrderID] = aerr
@@ -270,17 +274,17 @@ func (p *Persister) adoptOrphans(ctx context.Context, notQueued []stock.QueuedOr
 			switch {
 			case err != nil:
 				results[q.OrderID] = err
-			case got[q.OrderID] == stock.Adopted:
+			case got[q.OrderID] == lifecycle.Adopted:
 				slog.Warn("order whose Redis state was lost with its sale's: adopted on the rebuilt sale", "order", q.OrderID)
-				n := q.Row()
+				n := store.RowOf(q)
 				n.Epoch = epoch
 				adopted = append(adopted, n)
 				p.metrics.handled("adopted", 1)
 			case orphanReasons[got[q.OrderID]] != "":
 				reason := orphanReasons[got[q.OrderID]]
-				_, results[q.OrderID] = p.store.StoreFailed(ctx, q.Row(), reason)
+				_, results[q.OrderID] = p.store.StoreFailed(ctx, store.RowOf(q), reason)
 				p.metrics.handled(store.StatusFailed, 1)
-			case got[q.OrderID] == stock.SaleMissing:
+			case got[q.OrderID] == lifecycle.SaleMissing:
 				results[q.OrderID] = errSaleMissing
 				if p.LostSale != nil {
 					p.LostSale(act)
@@ -298,10 +302,10 @@ func (p *Persister) adoptOrphans(ctx context.Context, notQueued []stock.QueuedOr
 // An archived sale was settled when it was, with no order queued in Redis (every order
 // it took in MySQL, each settled there after its write): an order of it that MySQL does
 // not have was given back by the API (its buyer got 503), and is dropped.
-func (p *Persister) archived(ctx context.Context, activityID int64, got map[string]stock.Adoption) (bool, error) {
+func (p *Persister) archived(ctx context.Context, activityID int64, got map[string]lifecycle.Adoption) (bool, error) {
 	missing := false
 	for _, a := range got {
-		missing = missing || a == stock.SaleMissing
+		missing = missing || a == lifecycle.SaleMissing
 	}
 	if !missing {
 		return false, nil
@@ -315,10 +319,10 @@ func (p *Persister) archived(ctx context.Context, activityID int64, got map[stri
 
 // orphanReasons are the failure reasons of the orphans Adopt did not adopt, each
 // beginning with OrphanReasonPrefix.
-var orphanReasons = map[stock.Adoption]string{
-	stock.OrphanNoStock:   OrphanReasonPrefix + " order with its sale's state, and no units were left when it came back",
-	stock.OrphanOverLimit: OrphanReasonPrefix + " order with its sale's state, and by the time it came back its buyer had reached the sale's limit again",
-	stock.OrphanSeat:      OrphanReasonPrefix + " seat with its sale's state, and its group with it",
+var orphanReasons = map[lifecycle.Adoption]string{
+	lifecycle.OrphanNoStock:   OrphanReasonPrefix + " order with its sale's state, and no units were left when it came back",
+	lifecycle.OrphanOverLimit: OrphanReasonPrefix + " order with its sale's state, and by the time it came back its buyer had reached the sale's limit again",
+	lifecycle.OrphanSeat:      OrphanReasonPrefix + " seat with its sale's state, and its group with it",
 }
 
 // OrphanReasonPrefix begins the failure reason of an acknowledged order that Redis lost

@@ -10,14 +10,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"seckill/internal/buyer"
-	"seckill/internal/lock"
 	"seckill/internal/outage"
-	"seckill/internal/queue"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
+	"seckill/internal/task"
 	"seckill/internal/testutil"
 	"seckill/internal/worker"
+	"seckill/lock"
 )
 
 // A task holds the orders of an API's batch; the persister writes them in transactions
@@ -25,7 +27,7 @@ import (
 func TestPersisterWritesATaskInBatches(t *testing.T) {
 	ctx := context.Background()
 	rdb := testutil.StartRedis(t).Client(t)
-	st, sk := store.New(testutil.MySQL(t).Gorm, sale.EventViews{}), stock.New(rdb)
+	st, sk := store.New(testutil.MySQL(t).Gorm, sale.EventViews{}), stocktest.New(rdb)
 	now := time.Now()
 	a := store.Activity{Name: "s", ProductName: "p", PriceCents: 100, StockTotal: 10, PerUserLimit: 1,
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PayWindowSeconds: 60}
@@ -38,19 +40,19 @@ func TestPersisterWritesATaskInBatches(t *testing.T) {
 	var orders []stock.QueuedOrder
 	for u := int64(1); u <= 5; u++ {
 		id := fmt.Sprintf("01KAAAAAAAAAAAAAAAAAAAAAA%d%d", u, a.ID)
-		if _, err := sk.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1},
+		if _, err := sk.Reserve(ctx, reserve.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1},
 			OrderID: id, Now: now, LockToken: lock.NewToken(), LockTTL: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		orders = append(orders, stock.QueuedOrder{OrderID: id, ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, AmountCents: 100,
 			CreatedAt: now, ExpiresAt: now.Add(time.Minute), Limit: 1})
 	}
-	task := queue.NewBatchTask(orders, nil)
+	batch := task.NewBatchTask(orders, nil)
 
-	p := worker.NewPersister(st, sk, outage.NewRecord(rdb), 2)
+	p := worker.NewPersister(st, sk.Stock, outage.NewRecord(rdb), 2)
 	reg := prometheus.NewRegistry()
 	p.Register(reg)
-	if err := p.HandleTask(ctx, asynq.NewTask(task.Type(), task.Payload())); err != nil {
+	if err := p.HandleTask(ctx, asynq.NewTask(batch.Type(), batch.Payload())); err != nil {
 		t.Fatal(err)
 	}
 

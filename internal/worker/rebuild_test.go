@@ -7,13 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/lock"
 	"seckill/internal/outage"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
+	"seckill/internal/upkeep"
 	"seckill/internal/worker"
+	"seckill/lock"
 )
 
 // A worker claims an order, and before it writes the order to MySQL the sale is rebuilt
@@ -35,8 +38,8 @@ func TestPersistAcrossARebuild(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			rdb := testutil.StartRedis(t).Client(t)
-			st, sk := store.New(db.Gorm, sale.EventViews{}), stock.New(rdb)
-			svc := sale.New(st, sk, nil, nil, nil, nil) // the ledger needs neither orders nor a queue
+			st, sk := store.New(db.Gorm, sale.EventViews{}), stocktest.New(rdb)
+			svc := sale.New(st, sk.Stock, nil, nil, nil, nil) // the ledger needs neither orders nor a queue
 			now := time.Now()
 			a, err := svc.CreateActivity(ctx, sale.NewActivity{Name: "s", ProductName: "p", PriceCents: 100, Stock: 10,
 				PerUserLimit: 3, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), StockBuckets: tc.buckets})
@@ -45,7 +48,7 @@ func TestPersistAcrossARebuild(t *testing.T) {
 			}
 			const who = "7"
 			buy := func(id string, quantity int) error {
-				_, err := sk.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: who, Quantity: quantity},
+				_, err := sk.Reserve(ctx, reserve.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: who, Quantity: quantity},
 					OrderID: id, Now: time.Now(), LockToken: lock.NewToken(), LockTTL: time.Millisecond})
 				return err
 			}
@@ -56,7 +59,7 @@ func TestPersistAcrossARebuild(t *testing.T) {
 			o := stock.QueuedOrder{OrderID: id, ActivityID: a.ID, Buyer: who, Quantity: 2, AmountCents: 200, Limit: 3,
 				CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
 
-			p := worker.NewPersister(st, sk, outage.NewRecord(rdb), 10)
+			p := worker.NewPersister(st, sk.Stock, outage.NewRecord(rdb), 10)
 			held := false
 			worker.HoldBeforeWrite(p, func() { // the first write waits for a whole rebuild
 				if held {
@@ -68,7 +71,7 @@ func TestPersistAcrossARebuild(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if rebuilt, err := sale.NewRebuilder(st, sk).Rebuild(ctx, a.ID, !tc.lost); err != nil || !rebuilt {
+				if rebuilt, err := upkeep.NewRebuilder(st, sk.Stock).Rebuild(ctx, a.ID, !tc.lost); err != nil || !rebuilt {
 					t.Fatalf("rebuild while the order is claimed: %v, %v", rebuilt, err)
 				}
 			})

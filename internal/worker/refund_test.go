@@ -7,14 +7,17 @@ import (
 	"time"
 
 	"seckill/internal/buyer"
-	"seckill/internal/lock"
 	"seckill/internal/order"
 	"seckill/internal/outage"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	"seckill/internal/stock/reserve"
+	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
+	"seckill/internal/upkeep"
 	"seckill/internal/worker"
+	"seckill/lock"
 )
 
 // Units a refund kept off sale stay off sale through a rebuild from MySQL, and a
@@ -29,10 +32,10 @@ func TestRebuildKeepsRefundsOffSale(t *testing.T) {
 		t.Run(fmt.Sprintf("%d buckets", buckets), func(t *testing.T) {
 			ctx := context.Background()
 			rdb := testutil.StartRedis(t).Client(t)
-			st, sk := store.New(db.Gorm, sale.EventViews{}), stock.New(rdb)
+			st, sk := store.New(db.Gorm, sale.EventViews{}), stocktest.New(rdb)
 			outages := outage.NewRecord(rdb)
-			life := order.New(st, sk, outages)
-			svc := sale.New(st, sk, life, outages, nil, nil)
+			life := order.New(st, sk.Stock, outages)
+			svc := sale.New(st, sk.Stock, life, outages, nil, nil)
 			now := time.Now()
 			a, err := svc.CreateActivity(ctx, sale.NewActivity{Name: "s", ProductName: "p", PriceCents: 100, Stock: 10,
 				PerUserLimit: 3, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), StockBuckets: buckets})
@@ -40,7 +43,7 @@ func TestRebuildKeepsRefundsOffSale(t *testing.T) {
 				t.Fatal(err)
 			}
 			buy := func(user int64, id string, quantity int) error {
-				_, err := sk.Reserve(ctx, stock.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(user), Quantity: quantity},
+				_, err := sk.Reserve(ctx, reserve.Reservation{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(user), Quantity: quantity},
 					OrderID: id, Now: time.Now(), LockToken: lock.NewToken(), LockTTL: time.Millisecond})
 				return err
 			}
@@ -53,7 +56,7 @@ func TestRebuildKeepsRefundsOffSale(t *testing.T) {
 				queued = append(queued, stock.QueuedOrder{OrderID: id, ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 2, AmountCents: 200,
 					Limit: 3, CreatedAt: now, ExpiresAt: now.Add(time.Minute)})
 			}
-			if err := worker.NewPersister(st, sk, outages, 10).Persist(ctx, queued); err != nil {
+			if err := worker.NewPersister(st, sk.Stock, outages, 10).Persist(ctx, queued); err != nil {
 				t.Fatal(err)
 			}
 			shop := store.Access{Service: true}
@@ -76,7 +79,7 @@ func TestRebuildKeepsRefundsOffSale(t *testing.T) {
 			if err := rdb.FlushAll(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if rebuilt, err := sale.NewRebuilder(st, sk).Rebuild(ctx, a.ID, false); err != nil || !rebuilt {
+			if rebuilt, err := upkeep.NewRebuilder(st, sk.Stock).Rebuild(ctx, a.ID, false); err != nil || !rebuilt {
 				t.Fatalf("rebuild: %v, %v", rebuilt, err)
 			}
 			if n, err := life.ReturnPending(ctx, 10); err != nil || n != 1 {

@@ -277,7 +277,7 @@ function newSaleCard(a) {
   el(node, '.rebuild-button').addEventListener('click', async () => {
     const res = await api('POST', `/api/v1/admin/activities/${entry.data.id}/rebuild`, { token: session.token });
     if (refused(res)) return;
-    const message = el(node, '.message');
+    const message = el(node, ':scope > .message');
     if (res.ok) {
       entry.stats = res.data;
       setText(message, `Redis holds the sale: ${res.data.stock_available} of ${res.data.stock_total} available.`);
@@ -318,7 +318,7 @@ function clearPatchErrors(entry) {
     setText(el(entry.node, slot), '');
     if (patchInput[field]) el(entry.node, patchInput[field]).removeAttribute('aria-invalid');
   }
-  setText(el(entry.node, '.message'), '');
+  setText(el(entry.node, ':scope > .message'), '');
 }
 
 function showPatchError(entry, field, message) {
@@ -332,7 +332,7 @@ function showPatchError(entry, field, message) {
     }
     return;
   }
-  const msg = el(entry.node, '.message');
+  const msg = el(entry.node, ':scope > .message');
   msg.className = 'message error';
   setText(msg, message);
 }
@@ -348,7 +348,7 @@ async function patch(entry, body, done) {
     el(entry.node, '.limit-input').value = '';
     el(entry.node, '.stock-input').value = '';
     renderSale(entry);
-    const msg = el(entry.node, '.message');
+    const msg = el(entry.node, ':scope > .message');
     msg.className = 'message ok';
     setText(msg, done(res.data));
     salesPoll.kick();

@@ -1,0 +1,64 @@
+-- The steps of giving units back, which the settling, the roll-back, the claim, a
+-- group's failure and the rebuild share, so each is written once.
+--
+--   each(cmd, key, list): runs cmd on key with the values of list as arguments, in
+--     calls of at most 1000 (Lua's stack bounds unpack).
+--   unqueue(sale, queued, claimed, since, ids, user_sets): ends the queued state of the
+--     orders ids (user_sets[i] is the queued set of order i's buyer) and returns, by
+--     position, each one's buyer key, quantity and variant (nil for none); nil for an id
+--     not queued (or seen before in ids). The queued hash is read once, and it, the
+--     claimed set, the since index and the sale's qunits are each written once, for all
+--     of them: a command inside a script costs the server more than its own work.
+--   give_back(sale, users, user, qty, variant): qty units (of variant, nil for none) back
+--     to stock, and the order they made out of what the buyer of key user holds
+--     (free_buyer)
+--   free_buyer(users, user, qty, variant): the order of qty units (of variant, nil for
+--     none) out of what the buyer of key user holds (release, holdings.lua;
+--     release_variant, variant_holdings.lua); a buyer who holds nothing any more loses
+--     the field of their attempts' allowance too, once that allowance is full again (as
+--     its key would have expired)
+-- needs: queued.lua, holdings.lua, variant_holdings.lua
+local function each(cmd, key, list)
+  for i = 1, #list, 1000 do
+    redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
+  end
+end
+local function unqueue(sale, queued, claimed, since, ids, user_sets)
+  local users, qtys, variants, gone, seen, units = {}, {}, {}, {}, {}, 0
+  for first = 1, #ids, 1000 do
+    local values = redis.call('HMGET', queued, unpack(ids, first, math.min(first + 999, #ids)))
+    for j, v in ipairs(values) do
+      local i = first + j - 1
+      if v and not seen[ids[i]] then
+        seen[ids[i]] = true
+        local user, qty, _, _, _, _, _, _, variant = parse_queued(v)
+        users[i], qtys[i], variants[i] = user, tonumber(qty), variant
+        units = units + qtys[i]
+        gone[#gone + 1] = ids[i]
+        redis.call('SREM', user_sets[i], ids[i])
+      end
+    end
+  end
+  if #gone > 0 then
+    each('HDEL', queued, gone)
+    each('SREM', claimed, gone)
+    each('ZREM', since, gone)
+    redis.call('HINCRBY', sale, 'qunits', string.format('%d', -units))
+  end
+  return users, qtys, variants
+end
+local function free_buyer(users, user, qty, variant)
+  if variant then release_variant(users, user, variant, qty) end
+  if release(users, user, qty) then
+    local a = redis.call('HGET', users, ALLOWANCE .. user)
+    if a then
+      local t = redis.call('TIME')
+      if tonumber(a) <= tonumber(t[1]) * 1000000 + tonumber(t[2]) then redis.call('HDEL', users, ALLOWANCE .. user) end
+    end
+  end
+end
+local function give_back(sale, users, user, qty, variant)
+  redis.call('HINCRBY', sale, 'avail', qty)
+  if variant then redis.call('HINCRBY', sale, vfield('avail', variant), qty) end
+  free_buyer(users, user, qty, variant)
+end
