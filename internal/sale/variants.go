@@ -24,6 +24,20 @@ func (s *Service) variantsOf(ctx context.Context, activityID int64) ([]store.Var
 	if vs, ok := s.variants.sales.Load(activityID); ok {
 		return vs.([]store.Variant), nil
 	}
+	// A sale neither the public list's snapshot (listed) nor Redis knows is no sale: a
+	// crowd naming variants of made-up sales does not reach MySQL. Redis knows a sale
+	// made since the snapshot was read.
+	switch known, err := s.listed(ctx, activityID); {
+	case err != nil:
+		return nil, err
+	case known == nil:
+		switch inRedis, err := s.stock.HasSale(ctx, activityID); {
+		case err != nil:
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		case !inRedis:
+			return nil, ErrNotFound
+		}
+	}
 	a, err := s.store.GetActivity(ctx, activityID)
 	switch {
 	case errors.Is(err, ErrNotFound):

@@ -116,6 +116,12 @@ func (s *Stock) Watch(ctx context.Context) {
 	}
 }
 
+// HasSale reports whether Redis holds a sale (its first bucket's hash).
+func (s *Stock) HasSale(ctx context.Context, activityID int64) (bool, error) {
+	n, err := s.rdb.Exists(ctx, SaleKey(One(activityID))).Result()
+	return n == 1, err
+}
+
 // ForgetSale drops what this process remembers of a sale (its buckets, its sold-out
 // flag): the sale is archived, and Redis no longer has it.
 func (s *Stock) ForgetSale(activityID int64) {
