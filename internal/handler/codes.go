@@ -131,8 +131,11 @@ func (h *Handler) revokeCode(c *gin.Context) {
 }
 
 // presentedCode reads the code a buyer presents (X-Access-Code), "" for none; a code
-// no code can be is an error (accesscode.ErrMalformed).
+// no code can be (accesscode.ErrMalformed) or the header sent twice is an error.
 func presentedCode(c *gin.Context) (string, error) {
+	if len(c.Request.Header.Values(accessCodeHeader)) > 1 {
+		return "", errCodeRepeated
+	}
 	code := c.GetHeader(accessCodeHeader)
 	return code, accesscode.CheckPresented(code)
 }

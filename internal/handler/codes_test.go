@@ -161,9 +161,9 @@ func TestAccessCodeImportBody(t *testing.T) {
 		http.StatusRequestEntityTooLarge, "payload_too_large")
 }
 
-// A code presented over 64 bytes or with a control character is 400 naming the header,
-// on a purchase, a seat and a line's join alike, and takes nothing; an empty header is
-// no code.
+// A code presented over 64 bytes or with a control character, or two codes in one
+// request, is 400 naming the header, on a purchase, a seat and a line's join alike, and
+// takes nothing; an empty header is no code.
 func TestAccessCodeHeader(t *testing.T) {
 	s := newStack(t, handler.Options{})
 	now := s.clock.Now()
@@ -184,6 +184,15 @@ func TestAccessCodeHeader(t *testing.T) {
 			if !strings.Contains(a.body, "X-Access-Code must be at most 64 bytes without control characters") {
 				t.Errorf("%s with code %q: %s, want the header named", path, code, a.body)
 			}
+		}
+	}
+	for path, body := range map[string]string{fmt.Sprintf("/api/v1/activities/%d/orders", id): `{"quantity":1}`,
+		fmt.Sprintf("/api/v1/activities/%d/line", id): `{}`} {
+		a := s.do(call{method: "POST", path: path, token: user, body: body,
+			repeated: http.Header{"X-Access-Code": {"MEMBER-1", "MEMBER-2"}}})
+		wantError(t, a, http.StatusBadRequest, "invalid_request")
+		if !strings.Contains(a.body, "X-Access-Code must be sent once") {
+			t.Errorf("%s with two codes: %s, want the header named", path, a.body)
 		}
 	}
 	a := s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/orders", id), token: user,

@@ -49,6 +49,7 @@ func (e *invalidRequest) Error() string { return e.msg }
 
 var (
 	errInvalidIdemKey = &invalidRequest{"Idempotency-Key must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -"}
+	errCodeRepeated   = &invalidRequest{"X-Access-Code must be sent once: one code a request"}
 	errMalformedJSON  = &invalidRequest{"the body must be a JSON object"}
 	errUnreadableBody = &invalidRequest{"the request body could not be read"}
 	errBadGroupLimit  = &invalidRequest{"limit must be an integer from 1 to " + strconv.Itoa(maxListedGroups)}

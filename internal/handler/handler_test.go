@@ -155,6 +155,8 @@ func (s *stack) sale(stockUnits int64, limit int, starts, ends time.Time) int64 
 type call struct {
 	method, path, token, body string
 	header                    map[string]string
+	// repeated are headers sent with several values (a header sent twice).
+	repeated http.Header
 	// chunked sends the body without a Content-Length.
 	chunked bool
 }
@@ -177,6 +179,11 @@ func (s *stack) do(c call) answer {
 	}
 	for k, v := range c.header {
 		req.Header.Set(k, v)
+	}
+	for k, vs := range c.repeated {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
