@@ -13,7 +13,8 @@
 # :16686) takes every API's and worker's traces, and stops with them. Ports (environment): SECKILL_CLUSTER_PORTS [7001 7002 7003 7004 7005 7006],
 # SECKILL_API_PORTS [8081 8082 8083], SECKILL_API_METRICS_PORTS [9081 9082 9083] (each
 # API's /metrics, SECKILL_METRICS_ADDR), SECKILL_WORKER_METRICS_PORTS [9092 9093],
-# SECKILL_FRONT_ADDR [127.0.0.1:8080] (nginx). The per-IP limit is nginx's:
+# SECKILL_FRONT_ADDR [127.0.0.1:8080] (nginx), SECKILL_CLUSTER_DATA [.data/cluster] (the
+# nodes' data, pid files, logs), SECKILL_BIN_DIR [bin] (where api and worker are). The per-IP limit is nginx's:
 # SECKILL_NGINX_RATE_IP [200] requests per second per client address (bursts of twice
 # that more); the APIs run with SECKILL_RATE_IP=0 and the per-user limit as configured.
 # Purchases and seats in flight from one client address through nginx:
@@ -22,7 +23,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-data="$root/.data/cluster"
+data=${SECKILL_CLUSTER_DATA:-$root/.data/cluster}
+bin=${SECKILL_BIN_DIR:-bin}
 run="$data/run"
 read -r -a redis_ports <<<"${SECKILL_CLUSTER_PORTS:-7001 7002 7003 7004 7005 7006}"
 read -r -a api_ports <<<"${SECKILL_API_PORTS:-8081 8082 8083}"
@@ -147,7 +149,7 @@ up() {
 	unset SECKILL_REDIS_MASTER_NAME
 	local jaeger_bin=""
 	[ -z "${JAEGER:-}" ] || jaeger_bin=$(scripts/jaeger.sh) # built once, before anything starts
-	bin/api migrate
+	"$bin/api" migrate
 	# From here on, leaving (Ctrl-C, a process that stopped, an error) stops what this run started.
 	trap stop_run EXIT
 	trap 'exit 130' INT
@@ -161,12 +163,12 @@ up() {
 	fi
 	for i in "${!api_ports[@]}"; do
 		SECKILL_HTTP_ADDR=127.0.0.1:${api_ports[i]} SECKILL_METRICS_ADDR=127.0.0.1:${api_metrics_ports[i]} \
-			bin/api >"$run/api$((i + 1)).log" 2>&1 &
+			"$bin/api" >"$run/api$((i + 1)).log" 2>&1 &
 		pids+=($!)
 		echo $! >"$run/api$((i + 1)).pid"
 	done
 	for i in "${!worker_ports[@]}"; do
-		SECKILL_WORKER_METRICS_ADDR=127.0.0.1:${worker_ports[i]} bin/worker >"$run/worker$((i + 1)).log" 2>&1 &
+		SECKILL_WORKER_METRICS_ADDR=127.0.0.1:${worker_ports[i]} "$bin/worker" >"$run/worker$((i + 1)).log" 2>&1 &
 		pids+=($!)
 		echo $! >"$run/worker$((i + 1)).pid"
 	done
@@ -177,12 +179,13 @@ up() {
 	done
 	start_nginx
 
+	local traces=""
+	[ -z "${jaeger_bin:-}" ] || traces=$'\n  Traces: Jaeger\'s query API at http://127.0.0.1:16686/api/traces?service=seckill-api'
 	cat <<MSG
 
   Flash sale running at http://$front   (nginx in front of the APIs on :${api_ports[*]})
   Redis Cluster on :${redis_ports[*]} (3 masters, 3 replicas; purchases confirmed by $SECKILL_REDIS_MIN_REPLICAS replica)
-  API metrics on :${api_metrics_ports[*]}; two workers (metrics on :${worker_ports[*]}). Logs: .data/cluster/run/, .data/cluster/<port>/, .data/cluster/nginx/${jaeger_bin:+
-  Traces: Jaeger's query API at http://127.0.0.1:16686/api/traces?service=seckill-api}
+  API metrics on :${api_metrics_ports[*]}; two workers (metrics on :${worker_ports[*]}). Logs: .data/cluster/run/, .data/cluster/<port>/, .data/cluster/nginx/${traces}
   Ctrl-C stops the APIs, workers and nginx; the cluster stays for the next run. \`make stop\` stops all of it.
 
 MSG

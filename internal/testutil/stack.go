@@ -61,25 +61,26 @@ type Process struct {
 	bin  string
 	env  []string
 	args []string
-	log  *syncBuffer
+	log  *SyncBuffer
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
 }
 
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer that a process writes while a test reads it.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -89,7 +90,7 @@ func (s *syncBuffer) String() string {
 // Its output is kept, and printed when the test fails.
 func StartProcess(t testing.TB, name, bin string, env []string, args ...string) *Process {
 	t.Helper()
-	p := &Process{t: t, name: name, bin: bin, env: env, args: args, log: &syncBuffer{}}
+	p := &Process{t: t, name: name, bin: bin, env: env, args: args, log: &SyncBuffer{}}
 	p.Start()
 	t.Cleanup(func() {
 		p.Signal(syscall.SIGKILL)
