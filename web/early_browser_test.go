@@ -80,6 +80,22 @@ func TestEarlyAccessInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The early window changed on the card: a value past a week is refused beside its
+	// field, with the API's sentence; a good one is saved, and said beside the form.
+	for _, step := range []struct{ value, slot, want string }{
+		{"604801", ".early-error", "early_access_seconds must be"},
+		{"7000", ".codes-message", "Saved. Early window: from"},
+	} {
+		admin.do("set the early window to "+step.value,
+			chromedp.SetValue(chromedp.CSS("#sales li .early-input"), step.value),
+			chromedp.Click(chromedp.CSS("#sales li .early-form button")),
+		)
+		admin.waitFor(step.want, `document.querySelector('#sales li `+step.slot+`').textContent.startsWith(`+jsString(step.want)+`)`)
+	}
+	if got := admin.text("#sales li > .message"); got != "" {
+		t.Errorf("the card's own message after the window saved: %q, want none", got)
+	}
+
 	buyer := b.open(t, "buyer", 390, 844)
 	buyer.do("open the buyer page", chromedp.Navigate(s.URL+"/#token="+testutil.Token(t, 42, false)))
 	buyer.waitFor("the code field", `document.querySelector('#sales li .early')?.hidden === false`)

@@ -63,7 +63,8 @@ export function wireCodes(entry, token, refused, patch) {
     setText(el(node, '.early-error'), '');
     patch(entry, { early_access_seconds: Number(value) }, (a) => {
       el(node, '.early-input').value = '';
-      return `Saved. ${codesSentence(a)}`;
+      say('ok', `Saved. ${codesSentence(a)}`); // beside the form, not at the card's foot
+      return '';
     });
   });
   el(node, '.make-codes').addEventListener('submit', async (ev) => {
