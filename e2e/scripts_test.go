@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -40,10 +41,11 @@ func TestRunClusterScript(t *testing.T) {
 		}
 		return strings.Join(ps, " ")
 	}
-	front := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+	front := fmt.Sprintf("127.0.0.1:%d", clusterPort(t))
+	data := t.TempDir()
 	env := append(os.Environ(), append(db.Env(),
 		"SECKILL_JWT_SECRET="+testutil.JWTSecret,
-		"SECKILL_CLUSTER_DATA="+t.TempDir(),
+		"SECKILL_CLUSTER_DATA="+data,
 		"SECKILL_BIN_DIR="+bin,
 		"SECKILL_CLUSTER_PORTS="+ports(6),
 		"SECKILL_API_PORTS="+ports(2),
@@ -64,6 +66,18 @@ func TestRunClusterScript(t *testing.T) {
 	up := script("up")
 	var out testutil.SyncBuffer
 	up.Stdout, up.Stderr = &out, &out
+	t.Cleanup(func() { // after the run stopped (cleanups run last first): what it said, and its processes' logs
+		if !t.Failed() {
+			return
+		}
+		t.Logf("cluster.sh up said:\n%s", out.String())
+		logs, _ := filepath.Glob(filepath.Join(data, "run", "*.log"))
+		for _, l := range append(logs, filepath.Join(data, "nginx", "error.log")) {
+			if b, err := os.ReadFile(l); err == nil {
+				t.Logf("--- %s ---\n%s", filepath.Base(l), b[max(0, len(b)-4000):])
+			}
+		}
+	})
 	if err := up.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -120,17 +134,36 @@ func TestRunClusterScript(t *testing.T) {
 	}
 }
 
-// clusterPort is a free port whose cluster bus port (the port + 10000) is free too.
+// clusterPort is a free port below the range the kernel hands out to outgoing
+// connections and to other tests' listeners (32768 and up on Linux), with its cluster
+// bus port (the port + 10000) free and below it too: a port of that range, free when
+// picked, can be taken by any connection before the process it is given to listens,
+// and the script stops the whole run when one of its processes cannot.
 func clusterPort(t *testing.T) int {
 	t.Helper()
-	for {
-		p := testutil.FreePort(t)
-		if p+10000 > 65535 {
+	for range 1000 {
+		p := 10000 + rand.IntN(12000)
+		if taken[p] || taken[p+10000] {
 			continue
 		}
-		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+10000)); err == nil {
-			l.Close()
+		if free(p) && free(p+10000) {
+			taken[p], taken[p+10000] = true, true
 			return p
 		}
 	}
+	t.Fatal("no free port between 10000 and 22000")
+	return 0
+}
+
+// taken are the ports clusterPort gave (the test runs alone: no lock).
+var taken = map[int]bool{}
+
+// free reports whether nothing listens on a loopback port.
+func free(p int) bool {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
 }

@@ -181,10 +181,3 @@ func ClosedPort(t testing.TB) string {
 	t.Helper()
 	return "127.0.0.1:" + strconv.Itoa(freePort(t))
 }
-
-// FreePort returns a loopback port on which nothing listens and that no other test of
-// this process was given, for a process a test starts itself.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	return freePort(t)
-}
