@@ -23,6 +23,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"seckill/api"
+	"seckill/internal/accesscode"
 	"seckill/internal/altcha"
 	"seckill/internal/apitime"
 	"seckill/internal/auth"
@@ -56,6 +57,8 @@ var contractCodes = []statusCode{
 	{408, "request_timeout"},
 	// The waitlist (the contract's fifth round).
 	{409, "not_sold_out"},
+	// Early access (the contract's sixth round).
+	{403, "access_code_taken"}, {403, "access_code_invalid"},
 }
 
 // projectCodes are the codes the project added beyond the contract. A new code in
@@ -850,6 +853,11 @@ func TestBoundsMatchConstants(t *testing.T) {
 		{"ActivityPatch", "admit_per_second", "maximum", sale.MaxAdmitPerSecond},
 		{"ActivityPatch", "pass_ttl_seconds", "minimum", sale.MinPassTTL},
 		{"ActivityPatch", "challenge_cost", "maximum", sale.MaxChallengeCost},
+		{"NewActivity", "early_access_seconds", "maximum", sale.MaxEarlyAccess},
+		{"ActivityPatch", "early_access_seconds", "maximum", sale.MaxEarlyAccess},
+		{"Activity", "early_access_seconds", "maximum", sale.MaxEarlyAccess},
+		{"NewAccessCodes", "count", "maximum", accesscode.MaxPerCall},
+		{"NewAccessCodes", "codes", "maxItems", accesscode.MaxPerCall},
 	}
 	for _, tt := range tests {
 		got, ok := asInt(get(d.schema(tt.schema), "properties", tt.field, tt.keyword))
@@ -877,7 +885,8 @@ func TestBoundsMatchConstants(t *testing.T) {
 		anyOf = append(anyOf, asStrings(get(alt, "required"))...)
 	}
 	sort.Strings(anyOf)
-	if want := []string{"add_stock", "admit_per_second", "challenge", "challenge_cost", "ends_at", "external_ref", "metadata",
+	if want := []string{"add_stock", "admit_per_second", "challenge", "challenge_cost", "early_access_seconds", "ends_at",
+		"external_ref", "metadata",
 		"pass_ttl_seconds", "per_user_limit", "prequeue_seconds", "waiting_room"}; !slices.Equal(anyOf, want) {
 		t.Errorf("ActivityPatch anyOf required: got %v, want one of each of %v", anyOf, want)
 	}

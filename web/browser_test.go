@@ -564,7 +564,7 @@ func TestAdminChartsMove(t *testing.T) {
 	}
 	admin.screenshot("admin-charts-sold-out")
 	admin.do("rebuild the sale from MySQL", chromedp.Click(chromedp.CSS(`#sales .rebuild-button`)))
-	admin.waitFor("the rebuild's answer", `document.querySelector('#sales .message').textContent.startsWith('Redis holds the sale: 0 of 120 available')`)
+	admin.waitFor("the rebuild's answer", `document.querySelector('#sales li > .message').textContent.startsWith('Redis holds the sale: 0 of 120 available')`)
 	admin.checkConsole()
 }
 

@@ -41,7 +41,7 @@ func TestReferenceInBrowser(t *testing.T) {
 
 	// Every API route of the router, as the document writes it (GET /api/v1/orders/{id}).
 	engine := routes.(*gin.Engine)
-	param := regexp.MustCompile(`:([A-Za-z0-9_]+)`)
+	param := regexp.MustCompile(`[:*]([A-Za-z0-9_]+)`)
 	var want []string
 	for _, r := range engine.Routes() {
 		if r.Method == http.MethodHead || !strings.HasPrefix(r.Path, "/api/") && !slices.Contains([]string{"/healthz", "/readyz", "/metrics"}, r.Path) {

@@ -108,7 +108,7 @@ func TestVariantsInBrowser(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS("#sales li .stock-input"), "2"),
 		chromedp.Click(chromedp.CSS("#sales li .add-stock button")),
 	)
-	admin.waitFor("the units added", `document.querySelector('#sales li .message').textContent.startsWith('Added 2 units of EU 42')`)
+	admin.waitFor("the units added", `document.querySelector('#sales li > .message').textContent.startsWith('Added 2 units of EU 42')`)
 	buyer.waitFor("EU 42 on sale again", `document.querySelectorAll('#sales li .variant')[0].textContent.includes('2 left')`)
 	for _, tb := range []*tab{admin, buyer, other} {
 		tb.checkConsole()

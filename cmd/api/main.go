@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/accesscode"
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
 	"seckill/internal/buyer"
@@ -37,6 +38,7 @@ import (
 	"seckill/internal/presence"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	stockcodes "seckill/internal/stock/codes"
 	"seckill/internal/stock/replicas"
 	"seckill/internal/store"
 	"seckill/internal/task"
@@ -214,6 +216,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 	orders := order.New(st, sk, outages)
 	orders.Offers = task.NewEnqueuer(enq) // the waitlist's orders of units that come back
 	svc := sale.New(st, sk, orders, outages, task.NewEnqueuer(enq), locks)
+	codes := accesscode.New(db, st, stockcodes.New(sk)) // early access: the shop's codes, owned in Redis, kept in MySQL
+	svc.SetCodes(codes)
 	svc.LockWait = cfg.LockWait
 	svc.ListMargin = max(svc.ListMargin, 2*cfg.LockWait)
 	svc.BuyerPays, svc.Checkout = cfg.BuyerPays, checkout
@@ -276,7 +280,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins, Registry: reg, Instances: live,
 		Answers: answers, Rooms: waitingRoom, Passes: passes, Now: now,
 		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, BodyTimeout: cfg.BodyTimeout, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),
-		Ready: probe, Trace: tracing.Gin(), Refusals: refusals, Funnel: funnel.New(db, ap, st, sk, waitingRoom)})
+		Ready: probe, Trace: tracing.Gin(), Refusals: refusals, Funnel: funnel.New(db, ap, st, sk, waitingRoom), Codes: codes})
 
 	notDurable, err := durability(ctx, cfg, rdb, probe)
 	if err != nil {

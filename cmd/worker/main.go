@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"seckill/internal/accesscode"
 	"seckill/internal/config"
 	"seckill/internal/funnel"
 	"seckill/internal/health"
@@ -27,6 +28,7 @@ import (
 	"seckill/internal/presence"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
+	stockcodes "seckill/internal/stock/codes"
 	"seckill/internal/store"
 	"seckill/internal/task"
 	"seckill/internal/telemetry"
@@ -153,6 +155,9 @@ func run(ctx context.Context) error {
 	archiver := upkeep.NewArchiver(st, sk, cfg.SaleRetention)
 	archiver.Keeper = funnel.New(db, ap, st, sk, rooms) // a sale's funnel outlives its Redis state
 	archiver.Register(reg)
+	// Early access: who owns each code is decided in Redis and recorded in MySQL here.
+	codes := accesscode.New(db, st, stockcodes.New(sk))
+	rebuilder.Codes, archiver.Codes = codes, codes
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
 	worker.RunPeriodic(jobsCtx, locks, reg,
@@ -177,6 +182,11 @@ func run(ctx context.Context) error {
 		// admission's own schedule in Redis keeps the rate whoever runs it.
 		worker.Job{Name: "admit-lines", Period: 100 * time.Millisecond, Run: func(ctx context.Context) error {
 			_, err := admitter.Run(ctx)
+			return err
+		}},
+		// The owners of the access codes buyers presented, into MySQL (internal/accesscode).
+		worker.Job{Name: "record-access-codes", Period: time.Second, Run: func(ctx context.Context) error {
+			_, err := codes.Record(ctx)
 			return err
 		}},
 		worker.Job{Name: "prune-webhooks", Period: time.Minute, Run: func(ctx context.Context) error {

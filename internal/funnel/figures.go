@@ -40,8 +40,9 @@ type Line struct {
 	JoinedBeforeStart int64 `json:"joined_before_start"`
 	Admitted          int64 `json:"admitted"`
 	PassesExpired     int64 `json:"passes_expired"`
-	// WaitSeconds are the waits from the join (or the start, for an earlier join) to
-	// the admission, of every admitted buyer; nil before any admission.
+	// WaitSeconds are the waits from the join (or the start, for an earlier join; the
+	// early window's opening for a code holder's) to the admission, of every admitted
+	// buyer; nil before any admission.
 	WaitSeconds *WaitSeconds `json:"wait_seconds"`
 	// WaitDistribution counts the admitted buyers by wait, in the ranges of
 	// waitRanges, for the admin's chart.
@@ -79,8 +80,10 @@ var waitRanges = []float64{1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
 // counted once: the orders its buyers made) and those refused 4xx, by error code.
 type Purchases struct {
 	Accepted int64 `json:"accepted"`
-	// (Early access adds accepted_early here: the accepted ones bought in its window.)
-	Refused map[string]int64 `json:"refused"`
+	// AcceptedEarly are those of Accepted bought in the sale's early window, with an
+	// access code.
+	AcceptedEarly int64            `json:"accepted_early"`
+	Refused       map[string]int64 `json:"refused"`
 }
 
 // Orders count the orders that ever reached each status: a refunded order counts in
@@ -94,7 +97,8 @@ type Orders struct {
 	Failed    int64 `json:"failed"`
 	Refunded  int64 `json:"refunded"`
 	Offered   int64 `json:"offered"`
-	// (Early access adds early_access here: the orders bought in its window.)
+	// EarlyAccess are the orders bought in the early window (queued ones too).
+	EarlyAccess int64 `json:"early_access"`
 }
 
 // Units count the sale's units: Sold those in orders queued, grouping, created or paid
@@ -134,6 +138,10 @@ func ordersOf(f *Figures, facts []store.OrderFact, queued []stock.QueuedOrder, s
 		} else {
 			f.Purchases.Accepted++
 			first(o.CreatedAt)
+		}
+		if o.EarlyAccess {
+			f.Purchases.AcceptedEarly++
+			f.Orders.EarlyAccess++
 		}
 		// created: every order that became payable (a group's seat only once its group
 		// filled); a failed order never was
@@ -189,6 +197,10 @@ func ordersOf(f *Figures, facts []store.OrderFact, queued []stock.QueuedOrder, s
 		} else {
 			f.Purchases.Accepted++
 			first(o.CreatedAt)
+		}
+		if o.EarlyAccess {
+			f.Purchases.AcceptedEarly++
+			f.Orders.EarlyAccess++
 		}
 	}
 
@@ -281,14 +293,15 @@ func (f Figures) Rows() [][2]string {
 				{"line.wait_seconds.p99", s(w.P99)}, {"line.wait_seconds.max", s(w.Max)}}...)
 		}
 	}
-	rows = append(rows, [2]string{"purchases.accepted", n(f.Purchases.Accepted)})
+	rows = append(rows, [2]string{"purchases.accepted", n(f.Purchases.Accepted)},
+		[2]string{"purchases.accepted_early", n(f.Purchases.AcceptedEarly)})
 	for _, code := range slices.Sorted(maps.Keys(f.Purchases.Refused)) {
 		rows = append(rows, [2]string{"purchases.refused." + code, n(f.Purchases.Refused[code])})
 	}
 	o, u := f.Orders, f.Units
 	rows = append(rows, [][2]string{{"orders.created", n(o.Created)}, {"orders.paid", n(o.Paid)},
 		{"orders.cancelled", n(o.Cancelled)}, {"orders.expired", n(o.Expired)}, {"orders.failed", n(o.Failed)},
-		{"orders.refunded", n(o.Refunded)}, {"orders.offered", n(o.Offered)},
+		{"orders.refunded", n(o.Refunded)}, {"orders.offered", n(o.Offered)}, {"orders.early_access", n(o.EarlyAccess)},
 		{"units.sold", n(u.Sold)}, {"units.returned", n(u.Returned)}, {"units.to_waitlist", n(u.ToWaitlist)}}...)
 	if f.FirstPurchaseAt != nil {
 		rows = append(rows, [2]string{"first_purchase_at", f.FirstPurchaseAt.Format(apitime.Layout)})

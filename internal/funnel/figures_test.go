@@ -121,16 +121,17 @@ func TestLineOf(t *testing.T) {
 }
 
 func TestRows(t *testing.T) {
-	f := Figures{ActivityID: 7, AsOf: apitime.Of(at(0)), Purchases: Purchases{Accepted: 3,
-		Refused: map[string]int64{"sold_out": 12, "limit_exceeded": 2}}, Orders: Orders{Created: 3, Paid: 1}}
+	f := Figures{ActivityID: 7, AsOf: apitime.Of(at(0)), Purchases: Purchases{Accepted: 3, AcceptedEarly: 1,
+		Refused: map[string]int64{"sold_out": 12, "limit_exceeded": 2}}, Orders: Orders{Created: 3, Paid: 1, EarlyAccess: 1}}
 	var got []string
 	for _, r := range f.Rows() {
 		got = append(got, r[0]+","+r[1])
 	}
 	want := []string{"activity_id,7", "as_of,2026-12-01T12:00:00.000Z", "purchases.accepted,3",
-		"purchases.refused.limit_exceeded,2", "purchases.refused.sold_out,12", "orders.created,3", "orders.paid,1",
-		"orders.cancelled,0", "orders.expired,0", "orders.failed,0", "orders.refunded,0", "orders.offered,0",
-		"units.sold,0", "units.returned,0", "units.to_waitlist,0"}
+		"purchases.accepted_early,1", "purchases.refused.limit_exceeded,2", "purchases.refused.sold_out,12",
+		"orders.created,3", "orders.paid,1", "orders.cancelled,0", "orders.expired,0", "orders.failed,0",
+		"orders.refunded,0", "orders.offered,0", "orders.early_access,1", "units.sold,0", "units.returned,0",
+		"units.to_waitlist,0"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}

@@ -31,6 +31,8 @@ type createActivityRequest struct {
 	// A sale of variants gives them instead of stock.
 	Variants        *[]variantRequest `json:"variants"`
 	PerVariantLimit *int              `json:"per_variant_limit"`
+	// EarlyAccessSeconds opens the sale early to the holders of its access codes.
+	EarlyAccessSeconds *int `json:"early_access_seconds"`
 	roomRequest
 	shopRequest
 }
@@ -113,6 +115,9 @@ func (r createActivityRequest) toNew() (sale.NewActivity, error) {
 		Room: r.patch(), Shop: r.fields(), Variants: variants, PerVariantLimit: r.PerVariantLimit}
 	if r.Stock != nil {
 		n.Stock = *r.Stock
+	}
+	if r.EarlyAccessSeconds != nil {
+		n.EarlyAccessSeconds = *r.EarlyAccessSeconds
 	}
 	if r.Kind != nil {
 		if *r.Kind == "" {
@@ -203,7 +208,8 @@ type patchActivityRequest struct {
 	EndsAt       *string `json:"ends_at"`
 	// AddStock is a number of units, or for a sale of variants an object of units by
 	// variant name.
-	AddStock json.RawMessage `json:"add_stock"`
+	AddStock           json.RawMessage `json:"add_stock"`
+	EarlyAccessSeconds *int            `json:"early_access_seconds"`
 	roomRequest
 	shopRequest
 }
@@ -256,13 +262,14 @@ func (h *Handler) patchActivity(c *gin.Context) {
 	}
 	room, shop := req.patch(), req.fields()
 	if req.PerUserLimit == nil && ends == nil && add == nil && addVariants == nil && room.Empty() && shop.ExternalRef == nil &&
-		shop.Metadata == nil {
+		shop.Metadata == nil && req.EarlyAccessSeconds == nil {
 		respondError(c, &invalidRequest{"give at least one of per_user_limit, ends_at, add_stock, the waiting room's settings, " +
-			"external_ref and metadata"})
+			"early_access_seconds, external_ref and metadata"})
 		return
 	}
 	a, err := h.svc.PatchActivity(c.Request.Context(), id,
-		sale.ActivityPatch{PerUserLimit: req.PerUserLimit, EndsAt: ends, AddStock: add, AddVariants: addVariants, Room: room, Shop: shop})
+		sale.ActivityPatch{PerUserLimit: req.PerUserLimit, EndsAt: ends, AddStock: add, AddVariants: addVariants, Room: room, Shop: shop,
+			EarlyAccessSeconds: req.EarlyAccessSeconds})
 	if err != nil {
 		respondError(c, err)
 		return

@@ -9,7 +9,7 @@ import (
 
 // corsHeaders are the request headers the API reads, which a shop's page may send
 // from another origin.
-const corsHeaders = "Authorization, Content-Type, Idempotency-Key, X-Sale-Pass"
+const corsHeaders = "Authorization, Content-Type, Idempotency-Key, X-Sale-Pass, X-Access-Code"
 
 // corsMaxAge is how long a browser may keep a preflight's answer, in seconds:
 // Chromium's cap. Each answer still carries its own Access-Control-Allow-Origin, so

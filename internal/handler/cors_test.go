@@ -84,7 +84,7 @@ func TestCORS(t *testing.T) {
 			methods := strings.Split(a.header.Get("Access-Control-Allow-Methods"), ", ")
 			slices.Sort(methods)
 			if a.status != http.StatusNoContent || a.body != "" || !slices.Equal(methods, tc.methods) ||
-				a.header.Get("Access-Control-Allow-Headers") != "Authorization, Content-Type, Idempotency-Key, X-Sale-Pass" ||
+				a.header.Get("Access-Control-Allow-Headers") != "Authorization, Content-Type, Idempotency-Key, X-Sale-Pass, X-Access-Code" ||
 				a.header.Get("Access-Control-Max-Age") != "7200" {
 				t.Errorf("preflight %s %s from %s: %d %q%s; want 204 with methods %v, the four headers and a max age",
 					tc.method, tc.path, origin, a.status, a.body, corsHeaders(a.header), tc.methods)

@@ -19,6 +19,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/accesscode"
 	"seckill/internal/outbox"
 	"seckill/internal/sale"
 	"seckill/internal/store"
@@ -32,6 +33,7 @@ var (
 	errNotBuyer        = errors.New("this route is for buyers and admins, not for a service token")
 	errNotShop         = errors.New("this route is for the shop's back end (a service token) and admins")
 	errTooLarge        = errors.New("the request body is larger than 64 KiB")
+	errCodesTooLarge   = errors.New("the request body is larger than 8 MiB: import at most 100,000 codes a call")
 	errNoRoute         = errors.New("no such route")
 	errMethod          = errors.New("method not allowed on this route")
 	errRateLimited     = errors.New("too many requests; slow down")
@@ -47,6 +49,7 @@ func (e *invalidRequest) Error() string { return e.msg }
 
 var (
 	errInvalidIdemKey = &invalidRequest{"Idempotency-Key must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -"}
+	errCodeRepeated   = &invalidRequest{"X-Access-Code must be sent once: one code a request"}
 	errMalformedJSON  = &invalidRequest{"the body must be a JSON object"}
 	errUnreadableBody = &invalidRequest{"the request body could not be read"}
 	errBadGroupLimit  = &invalidRequest{"limit must be an integer from 1 to " + strconv.Itoa(maxListedGroups)}
@@ -68,6 +71,7 @@ var mapping = []struct {
 	{errNotBuyer, http.StatusForbidden, "forbidden"},
 	{errNotShop, http.StatusForbidden, "forbidden"},
 	{errTooLarge, http.StatusRequestEntityTooLarge, "payload_too_large"},
+	{errCodesTooLarge, http.StatusRequestEntityTooLarge, "payload_too_large"},
 	{errBodyTimeout, http.StatusRequestTimeout, "request_timeout"},
 	{errNoRoute, http.StatusNotFound, "not_found"},
 	{errMethod, http.StatusMethodNotAllowed, "method_not_allowed"},
@@ -98,6 +102,11 @@ var mapping = []struct {
 	{store.ErrNotCancellable, http.StatusConflict, "order_not_cancellable"},
 	{store.ErrNotRefundable, http.StatusConflict, "order_not_refundable"},
 	{sale.ErrNotAdmitted, http.StatusConflict, "not_admitted"},
+	{sale.ErrCodeInvalid, http.StatusForbidden, "access_code_invalid"},
+	{sale.ErrCodeTaken, http.StatusForbidden, "access_code_taken"},
+	{accesscode.ErrMalformed, http.StatusBadRequest, "invalid_request"},
+	{accesscode.ErrNoCode, http.StatusNotFound, "not_found"},
+	{accesscode.ErrSeveralBuckets, http.StatusBadRequest, "invalid_request"},
 	{waitingroom.ErrNoSale, http.StatusNotFound, "not_found"},
 	{waitingroom.ErrNoTicket, http.StatusNotFound, "not_found"},
 	{waitingroom.ErrNoWaitingRoom, http.StatusConflict, "no_waiting_room"},
@@ -121,6 +130,7 @@ func respondError(c *gin.Context, err error) {
 	}
 	var fe *sale.FieldError
 	var wfe *outbox.FieldError
+	var cfe *accesscode.FieldError
 	var ir *invalidRequest
 	switch {
 	case errors.As(err, &fe): // starts with the field's JSON name, kept as it is spelled
@@ -128,6 +138,9 @@ func respondError(c *gin.Context, err error) {
 		return
 	case errors.As(err, &wfe):
 		abort(c, http.StatusBadRequest, "invalid_request", period(wfe.Error()))
+		return
+	case errors.As(err, &cfe):
+		abort(c, http.StatusBadRequest, "invalid_request", period(cfe.Error()))
 		return
 	case errors.As(err, &ir):
 		abort(c, http.StatusBadRequest, "invalid_request", period(ir.msg))

@@ -126,6 +126,9 @@ type Options struct {
 	// Ready answers /readyz (health.Probe: Redis needed, MySQL reported); nil answers
 	// ready with nothing checked, for tests of the routes alone.
 	Ready *health.Probe
+	// Codes are the sales' access codes (internal/accesscode); nil answers their
+	// routes 404.
+	Codes AccessCodes
 }
 
 // Handler serves the API.
@@ -147,6 +150,7 @@ type Handler struct {
 	ready   *health.Probe
 	trace   gin.HandlerFunc
 	funnels Funnel
+	codes   AccessCodes
 	// statuses are the lines' public statuses as last encoded (shared.go).
 	statuses answers[waitingroom.Status]
 
@@ -185,7 +189,7 @@ func New(svc Service, o Options) *Handler {
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
 		metrics: newMetrics(o.Registry, o.Answers, o.Refusals), now: o.Now, proxies: o.TrustedProxies,
 		cors: newCORS(o.CORSOrigins), live: o.Instances, rooms: o.Rooms, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready, trace: o.Trace, funnels: o.Funnel,
-		cursors: auth.NewCursors(o.JWTSecret), bodyTimeout: o.BodyTimeout}
+		codes: o.Codes, cursors: auth.NewCursors(o.JWTSecret), bodyTimeout: o.BodyTimeout}
 }
 
 // Routes returns the API's http.Handler.
@@ -277,6 +281,11 @@ func (h *Handler) Routes() http.Handler {
 	admin.GET("/webhooks", h.listWebhooks)
 	admin.DELETE("/webhooks/:id", h.deleteWebhook)
 	admin.GET("/webhooks/:id/deliveries", h.webhookDeliveries)
+	// The shop's back end keeps a sale's access codes too.
+	shop := signedIn.Group("", h.authenticate, h.requireShop, h.wholeBody, h.haveCodes)
+	shop.POST(strings.TrimPrefix(codesPath, "/api/v1"), h.addCodes)
+	shop.GET(strings.TrimPrefix(codesPath, "/api/v1"), h.listCodes)
+	shop.DELETE(strings.TrimPrefix(codesPath, "/api/v1")+"/*code", h.revokeCode)
 	return r
 }
 
@@ -321,8 +330,18 @@ func (h *Handler) recover(c *gin.Context) {
 
 // limitBody refuses bodies over 64 KiB on every route, whether it reads its body or
 // not: at once when Content-Length says so; a body of unknown length (chunked) once
-// read past 64 KiB, by wholeBody or by the route.
+// read past 64 KiB, by wholeBody or by the route. An import of access codes may carry
+// up to maxCodesBody, read once the caller is known to be the shop's.
 func (h *Handler) limitBody(c *gin.Context) {
+	if c.Request.Method == http.MethodPost && c.FullPath() == codesPath {
+		if c.Request.ContentLength > maxCodesBody {
+			respondError(c, errCodesTooLarge)
+			return
+		}
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxCodesBody)
+		c.Next()
+		return
+	}
 	if c.Request.ContentLength > maxBody {
 		respondError(c, errTooLarge)
 		return
@@ -337,6 +356,9 @@ func (h *Handler) limitBody(c *gin.Context) {
 func (h *Handler) wholeBody(c *gin.Context) {
 	if c.Request.ContentLength < 0 {
 		b, err := h.readBody(c)
+		if err == errTooLarge && c.FullPath() == codesPath {
+			err = errCodesTooLarge
+		}
 		if err != nil {
 			respondError(c, err)
 			return
@@ -452,6 +474,15 @@ func (h *Handler) arrived(next func(c *gin.Context, body []byte)) gin.HandlerFun
 		defer h.gate.Leave(id)
 		next(c, body)
 	}
+}
+
+// haveCodes answers the routes of access codes 404 where the handler has none.
+func (h *Handler) haveCodes(c *gin.Context) {
+	if h.codes == nil {
+		respondError(c, errNoRoute)
+		return
+	}
+	c.Next()
 }
 
 // requireBuyer refuses a shop's back end (role service) the routes that buy.

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"seckill/internal/accesscode"
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
 	"seckill/internal/config"
@@ -26,6 +27,7 @@ import (
 	"seckill/internal/outage"
 	"seckill/internal/outbox"
 	"seckill/internal/sale"
+	stockcodes "seckill/internal/stock/codes"
 	"seckill/internal/stock/stocktest"
 	"seckill/internal/store"
 	"seckill/internal/task"
@@ -68,6 +70,7 @@ type stack struct {
 	svc        *sale.Service
 	clock      *clock
 	line       *waitingroom.Rooms
+	codes      *accesscode.Codes
 }
 
 func newStack(t testing.TB, o handler.Options) *stack {
@@ -87,6 +90,12 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	svc.SetClock(c.Now)
 	svc.LockWait = 100 * time.Millisecond
 	svc.UserRate = o.RateUser // as cmd/api: purchases that reach Redis are limited there
+	codes := accesscode.New(db.Gorm, st, stockcodes.New(sk.Stock))
+	codes.SetClock(c.Now)
+	svc.SetCodes(codes)
+	if o.Codes == nil {
+		o.Codes = codes
+	}
 
 	persister := worker.NewPersister(st, sk.Stock, outages, 100)
 	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: map[string]int{task.Queue: 1},
@@ -121,7 +130,7 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	ts := httptest.NewServer(routes)
 	t.Cleanup(ts.Close)
 	return &stack{t: t, url: ts.URL, metricsURL: ops.URL + "/metrics", db: db.Gorm, routes: routes, redis: srv, rdb: rdb, svc: svc,
-		clock: c, line: l}
+		clock: c, line: l, codes: codes}
 }
 
 // on returns s for a goroutine other than the test's: its helpers' Fatal goes to g,
@@ -146,6 +155,8 @@ func (s *stack) sale(stockUnits int64, limit int, starts, ends time.Time) int64 
 type call struct {
 	method, path, token, body string
 	header                    map[string]string
+	// repeated are headers sent with several values (a header sent twice).
+	repeated http.Header
 	// chunked sends the body without a Content-Length.
 	chunked bool
 }
@@ -168,6 +179,11 @@ func (s *stack) do(c call) answer {
 	}
 	for k, v := range c.header {
 		req.Header.Set(k, v)
+	}
+	for k, vs := range c.repeated {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

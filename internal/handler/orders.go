@@ -44,6 +44,13 @@ func purchase(c *gin.Context, body []byte) (sale.BuyRequest, error) {
 	if hasKey {
 		r.IdempotencyKey = keys[0]
 	}
+	if _, hasCode := c.Request.Header[accessCodeHeader]; hasCode {
+		code, err := presentedCode(c)
+		if err != nil {
+			return r, err
+		}
+		r.AccessCode = code
+	}
 	if q, ok := plainQuantity(body); ok {
 		r.Quantity = q
 		return r, nil

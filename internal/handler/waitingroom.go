@@ -17,7 +17,7 @@ import (
 // Rooms is what the handlers need from internal/waitingroom: the sales' waiting rooms.
 type Rooms interface {
 	Challenge(ctx context.Context, activityID int64) (altcha.Challenge, error)
-	Join(ctx context.Context, activityID int64, who buyer.ID, solution string) (waitingroom.Ticket, bool, error)
+	Join(ctx context.Context, activityID int64, who buyer.ID, solution, code string) (waitingroom.Ticket, bool, error)
 	Ticket(ctx context.Context, activityID int64, who buyer.ID) (waitingroom.Ticket, error)
 	Figures(ctx context.Context, activityID int64) (waitingroom.Figures, error)
 	Status(ctx context.Context, activityID int64) (waitingroom.Status, error)
@@ -94,11 +94,16 @@ func (h *Handler) joinLine(c *gin.Context) {
 		respondError(c, err)
 		return
 	}
+	code, err := presentedCode(c)
+	if err != nil {
+		respondError(c, err)
+		return
+	}
 	solution := ""
 	if req.Altcha != nil {
 		solution = *req.Altcha
 	}
-	t, created, err := h.rooms.Join(c.Request.Context(), id, caller(c).Buyer, solution)
+	t, created, err := h.rooms.Join(c.Request.Context(), id, caller(c).Buyer, solution, code)
 	if err != nil {
 		err = h.lineError(c.Request.Context(), id, err)
 		respondError(c, err)

@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"seckill/internal/accesscode"
 	"seckill/internal/apitime"
 	"seckill/internal/stock"
 	"seckill/internal/store"
@@ -53,6 +54,10 @@ type Activity struct {
 	Variants        []Variant `json:"variants,omitempty"`
 	PerVariantLimit *int      `json:"per_variant_limit,omitempty"`
 	RoomSettings
+	// EarlyAccessSeconds is the sale's early window: from EarlyAccessAt (StartsAt less
+	// it) to StartsAt, only a buyer with one of its access codes may buy or join its line.
+	EarlyAccessSeconds int          `json:"early_access_seconds"`
+	EarlyAccessAt      apitime.Time `json:"early_access_at"`
 	// ExternalRef and Metadata are the shop's: its reference of the sale, which every
 	// order event of the sale carries, and a JSON object (ShopFields).
 	ExternalRef string          `json:"external_ref,omitempty"`
@@ -102,6 +107,9 @@ type NewActivity struct {
 	// Room sets the waiting room (room.go); Validate leaves the result in room.
 	Room RoomPatch
 	room RoomSettings
+	// EarlyAccessSeconds opens the sale that long before StartsAt to the holders of its
+	// access codes (0: no early window).
+	EarlyAccessSeconds int
 	// Shop is the shop's reference of the sale and its metadata.
 	Shop ShopFields
 	// Variants, when not nil, are the sale's variants instead of Stock (which must be
@@ -228,6 +236,9 @@ func (n *NewActivity) Validate() error {
 	if err := oneBucket(n.StockBuckets, n.Kind, n.room.WaitingRoom); err != nil {
 		return err
 	}
+	if err := checkEarlyAccess(n.EarlyAccessSeconds, n.StockBuckets); err != nil {
+		return err
+	}
 	return n.Shop.check()
 }
 
@@ -331,7 +342,7 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 		StockTotal: n.Stock, PerUserLimit: n.PerUserLimit, StartsAt: n.StartsAt,
 		EndsAt: n.EndsAt, PayWindowSeconds: n.PayWindowSeconds, Kind: n.Kind, GroupSize: n.GroupSize,
 		GroupWindowSeconds: n.GroupWindowSeconds, PerUserParticipations: n.PerUserParticipations, Room: n.room.stored(),
-		StockBuckets: n.StockBuckets, PerVariantLimit: n.PerVariantLimit}
+		StockBuckets: n.StockBuckets, PerVariantLimit: n.PerVariantLimit, EarlyAccessSeconds: n.EarlyAccessSeconds}
 	n.Shop.apply(&a)
 	for i, v := range n.Variants {
 		a.Variants = append(a.Variants, store.Variant{Idx: i, Name: v.Name, ExternalRef: v.ExternalRef, StockTotal: v.Stock})
@@ -507,7 +518,7 @@ func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 		StartsAt: apitime.Of(a.StartsAt), EndsAt: apitime.Of(a.EndsAt), PayWindowSeconds: a.PayWindowSeconds,
 		Kind: a.Kind, GroupSize: a.GroupSize, GroupWindowSeconds: a.GroupWindowSeconds,
 		PerUserParticipations: a.PerUserParticipations, StockBuckets: max(1, a.StockBuckets), RoomSettings: roomOf(a),
-		Metadata: a.Metadata}
+		EarlyAccessSeconds: a.EarlyAccessSeconds, EarlyAccessAt: apitime.Of(a.EarlyAccessAt()), Metadata: a.Metadata}
 	if a.ExternalRef != nil {
 		v.ExternalRef = *a.ExternalRef
 	}
@@ -560,6 +571,8 @@ type ActivityPatch struct {
 	AddVariants  map[string]int64
 	Room         RoomPatch
 	Shop         ShopFields
+	// EarlyAccessSeconds changes the sale's early window.
+	EarlyAccessSeconds *int
 }
 
 // PatchActivity changes a sale in MySQL and Redis; every API instance sees the change
@@ -623,10 +636,21 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 		}
 		a.Room = room.stored()
 		p.Shop.apply(a)
+		if p.EarlyAccessSeconds != nil {
+			if err := checkEarlyAccess(*p.EarlyAccessSeconds, a.StockBuckets); err != nil {
+				return err
+			}
+			a.EarlyAccessSeconds = *p.EarlyAccessSeconds
+		}
 		return nil
 	}, func(a store.Activity) error {
 		if !p.Room.Empty() {
 			if err := s.sales.SetRoom(ctx, id, roomOf(a).stock()); err != nil {
+				return err
+			}
+		}
+		if p.EarlyAccessSeconds != nil {
+			if err := s.sales.SetEarlyAccess(ctx, id, a.EarlyAccessAt()); err != nil {
 				return err
 			}
 		}
@@ -661,6 +685,8 @@ type Stats struct {
 	Variants []Variant `json:"variants,omitempty"`
 	// Waitlist is how many entries wait on the sale's waitlist.
 	Waitlist int64 `json:"waitlist"`
+	// AccessCodes counts the sale's access codes (early access).
+	AccessCodes *accesscode.Counts `json:"access_codes,omitempty"`
 }
 
 // OrderCounts counts an activity's orders by status.
@@ -672,6 +698,9 @@ type OrderCounts struct {
 	Cancelled int64 `json:"cancelled"`
 	Failed    int64 `json:"failed"`
 	Refunded  int64 `json:"refunded"`
+	// EarlyAccess counts the orders of any status bought in the early window, once in
+	// MySQL (a queued one counts once the worker has written it).
+	EarlyAccess int64 `json:"early_access"`
 }
 
 // Stats returns an activity's figures. Sold counts units of queued (Redis), grouping,
@@ -701,14 +730,28 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
+	var early int64
+	for _, c := range counts {
+		early += c.Early
+	}
+	var codes *accesscode.Counts
+	if s.codes != nil {
+		n, err := s.codes.Counts(ctx, id)
+		if err != nil {
+			return Stats{}, err
+		}
+		codes = &n
+	}
 	return Stats{ActivityID: id, StockTotal: a.StockTotal, StockAvailable: a.StockAvailable, Variants: a.Variants,
-		Waitlist: waiting,
+		AccessCodes: codes,
+		Waitlist:    waiting,
 		Sold: queuedUnits + counts[store.StatusGrouping].Units + counts[store.StatusCreated].Units +
 			counts[store.StatusPaid].Units,
 		OffSale: counts[store.StatusRefunded].OffSale,
 		Orders: OrderCounts{Queued: queued, Grouping: counts[store.StatusGrouping].Orders, Created: counts[store.StatusCreated].Orders,
 			Paid: counts[store.StatusPaid].Orders, Cancelled: counts[store.StatusCancelled].Orders,
-			Failed: counts[store.StatusFailed].Orders, Refunded: counts[store.StatusRefunded].Orders}}, nil
+			Failed: counts[store.StatusFailed].Orders, Refunded: counts[store.StatusRefunded].Orders,
+			EarlyAccess: early}}, nil
 }
 
 // Rebuild rebuilds a sale's Redis state from MySQL (the admin's button) and returns its

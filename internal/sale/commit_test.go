@@ -53,6 +53,7 @@ type fixture struct {
 	stock *stocktest.Side
 	queue *breakableQueue
 	act   int64
+	db    *gorm.DB
 }
 
 // newFixture is the purchase service over a private Redis and a fresh database, with
@@ -78,7 +79,7 @@ func newFixtureOn(t *testing.T, db *gorm.DB, units int64, limit int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{svc: svc, store: st, rdb: rdb, stock: sk, queue: q, act: a.ID}
+	return &fixture{svc: svc, store: st, rdb: rdb, stock: sk, queue: q, act: a.ID, db: db}
 }
 
 // buyAll runs one purchase of one unit for each user at once.

@@ -22,6 +22,8 @@ var (
 	ErrBusy              = stock.ErrBusy
 	ErrRateLimited       = stock.ErrRateLimited
 	ErrNotAdmitted       = stock.ErrNotAdmitted
+	ErrCodeInvalid       = stock.ErrCodeInvalid
+	ErrCodeTaken         = stock.ErrCodeTaken
 	ErrNoGroup           = stock.ErrNoGroup
 	ErrGroupSale         = stock.ErrGroupSale
 	ErrNotGroupSale      = stock.ErrNotGroupSale

@@ -111,6 +111,8 @@ type Service struct {
 	variants variantCache
 	// judgeByNow judges sale windows by now instead of Redis' clock (SetClock).
 	judgeByNow bool
+	// codes are the sales' access codes (SetCodes); nil for none.
+	codes CodeKeeper
 
 	// LockWait is how long a purchase waits for the same user's purchase in flight.
 	LockWait time.Duration

@@ -42,6 +42,9 @@ type Order struct {
 	// Offered is true for units the waitlist offered the buyer (returns to whoever
 	// asked first), not a purchase.
 	Offered bool `json:"offered,omitempty"`
+	// EarlyAccess is true for an order bought in the sale's early window, with an
+	// access code.
+	EarlyAccess bool `json:"early_access,omitempty"`
 }
 
 // Checkout is a shop's checkout page as a URL template (SECKILL_CHECKOUT_URL, checked
@@ -94,7 +97,7 @@ func storedView(o store.Order) Order {
 	if o.Status == store.StatusRefunded {
 		v.RefundedAt, v.Restock = apitime.OfPtr(o.RefundedAt), o.Restock
 	}
-	v.Offered = o.Offered
+	v.Offered, v.EarlyAccess = o.Offered, o.EarlyAccess
 	if o.Variant != nil {
 		v.Variant = *o.Variant
 	}

@@ -30,6 +30,12 @@ func (e *KeyReusedError) Unwrap() error { return ErrKeyReused }
 // ErrNotAdmitted is a purchase of a waiting-room sale without a valid pass.
 var ErrNotAdmitted = errors.New("this sale admits buyers through its waiting room: join the line and buy with your pass")
 
+// Errors of an access code presented before the start (early access).
+var (
+	ErrCodeInvalid = errors.New("the access code is not one of this sale's, or it was revoked")
+	ErrCodeTaken   = errors.New("the access code is another buyer's: it serves the first buyer who presented it")
+)
+
 // Errors of a purchase. Handlers map them to the HTTP contract.
 var (
 	ErrNoSale            = errors.New("no such sale in Redis")

@@ -136,3 +136,11 @@ func WaitlistKey(b Bucket, v Variant) string {
 // WaitlistPrefix is the prefix of a sale's waiting sets (WaitlistKey without its
 // variant), which the waitlist's scripts complete with an entry's variant.
 func WaitlistPrefix(b Bucket) string { return Prefix(b) + "waitlist:" }
+
+// CodesKey is a hash of the sale's access codes (early access; code.lua says its
+// values), in bucket 0 (a sale of several buckets has no early access).
+func CodesKey(b Bucket) string { return Prefix(b) + "codes" }
+
+// CodeClaimsKey is a sorted set of the codes buyers came to own, by when (unix ms),
+// until MySQL has recorded their owners (internal/stock/codes).
+func CodeClaimsKey(b Bucket) string { return Prefix(b) + "codes:claims" }

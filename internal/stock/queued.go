@@ -31,6 +31,10 @@ type Purchase struct {
 	// Variant is the variant bought in a sale of variants (its index: VariantAt), the
 	// zero Variant for none.
 	Variant Variant
+	// AccessCode is the access code the buyer presents (X-Access-Code), "" for none: it
+	// counts before the start only (early access: code.lua). Not part of Fingerprint: a
+	// replay is the same purchase, with any code or none.
+	AccessCode string
 }
 
 // Variant is one of a sale's variants by its index plus one, so that the zero Variant is
@@ -104,6 +108,9 @@ type QueuedOrder struct {
 	// Offered is true for an order the waitlist made of units that came back
 	// (waitlist.go), not a purchase.
 	Offered bool
+	// EarlyAccess is true for an order bought in the sale's early window, with an
+	// access code (never an offered one).
+	EarlyAccess bool
 	// Claimed is true once a worker has begun to persist the order (Stale only).
 	Claimed bool
 }
@@ -124,7 +131,8 @@ func (q QueuedOrder) Priced(sale Sale) QueuedOrder {
 // the cap it was checked against (0: none), and its group's id, size and end (unix ms),
 // "- 0 0" outside a group; in a sale of variants the long form ends with " variant", the
 // variant's index (a group-buy sale has none); an order the waitlist offered ends with
-// " <variant or -> o". Go and Lua each have one encoder and one decoder of it, side
+// " <variant or -> o", an order of the early window with " <variant or -> e" (a seat's
+// too, after its group). Go and Lua each have one encoder and one decoder of it, side
 // by side here; TestQueuedValueOneFormat holds the two languages to it. A line
 // (AppendLine) ends with the same value, so a field added at the value's end reaches
 // the queue's tasks with no change of the line. Fields are split on single spaces, as
@@ -146,18 +154,21 @@ func appendValue(b []byte, q QueuedOrder) []byte {
 		b = append(append(append(b, ' '), q.Group...), ' ')
 		b = strconv.AppendInt(b, int64(q.GroupSize), 10)
 		b = strconv.AppendInt(append(b, ' '), q.GroupExpiresAt.UnixMilli(), 10)
-	case q.ParticipationCap > 0 || ok || q.Offered:
+	case q.ParticipationCap > 0 || ok || q.Offered || q.EarlyAccess:
 		b = strconv.AppendInt(append(b, ' '), int64(q.ParticipationCap), 10)
 		b = append(b, " - 0 0"...)
 	}
 	switch {
 	case ok:
 		b = strconv.AppendInt(append(b, ' '), int64(variant), 10)
-	case q.Offered:
+	case q.Offered || q.EarlyAccess:
 		b = append(b, " -"...)
 	}
-	if q.Offered {
+	switch {
+	case q.Offered:
 		b = append(b, " o"...)
+	case q.EarlyAccess:
+		b = append(b, " e"...)
 	}
 	return b
 }
@@ -172,16 +183,20 @@ func ParseQueued(activityID int64, orderID, v string) (QueuedOrder, error) {
 }
 
 // parseValue reads the fields of a value (four, eight, nine with a variant, ten for an
-// offered order) into q, and reports whether they are one.
+// offered order or one of the early window) into q, and reports whether they are one.
 func parseValue(f []string, q *QueuedOrder) bool {
 	if len(f) != 4 && len(f) != 8 && len(f) != 9 && len(f) != 10 {
 		return false
 	}
 	if len(f) == 10 {
-		if f[9] != "o" {
+		switch f[9] {
+		case "o":
+			q.Offered = true
+		case "e":
+			q.EarlyAccess = true
+		default:
 			return false
 		}
-		q.Offered = true
 		if f[8] == "-" {
 			f = f[:8]
 		} else {

@@ -35,6 +35,9 @@ const (
 	ReplyClosed            = -19 // the sale is closed while it is rebuilt (bucket.go)
 	ReplyNoVariant         = -20 // no variant of the sale named, or one named in a sale without variants
 	ReplyOverVariantLimit  = -21 // units of the variant held, the per-variant limit: the purchase would pass it
+	ReplyReservedEarly     = 2   // as ReplyReserved, in the sale's early window (with an access code)
+	ReplyCodeInvalid       = -22 // before the start, an access code the sale does not have, or revoked
+	ReplyCodeTaken         = -23 // before the start, an access code another buyer owns
 )
 
 // PurchaseReply is one of the reserve script's reply codes: its Lua constant's name, how
@@ -72,6 +75,9 @@ var PurchaseReplies = []PurchaseReply{
 	{ReplyClosed, "CLOSED", 0, ErrClosed},
 	{ReplyNoVariant, "NO_VARIANT", 0, ErrNoVariant},
 	{ReplyOverVariantLimit, "OVER_VARIANT_LIMIT", 2, ErrLimitExceeded},
+	{ReplyReservedEarly, "RESERVED_EARLY", 1, nil},
+	{ReplyCodeInvalid, "CODE_INVALID", 0, ErrCodeInvalid},
+	{ReplyCodeTaken, "CODE_TAKEN", 0, ErrCodeTaken},
 }
 
 // repliesLua defines the reply codes as Lua constants, from PurchaseReplies: the section

@@ -61,6 +61,9 @@ type Sale struct {
 	ParticipationCap int
 	// Room is the sale's waiting room (room.go).
 	Room Room
+	// EarlyAt is when the holders of the sale's access codes may begin to buy (early
+	// access: internal/stock/codes, and the reserve script); zero for no early window.
+	EarlyAt time.Time
 	// Buckets is how many buckets hold the sale's stock and buyers (bucket.go); 0 or 1
 	// for one.
 	Buckets int
@@ -83,7 +86,7 @@ func (sale Sale) Fields() []any {
 		"start", sale.StartsAt.UnixMilli(), "end", sale.EndsAt.UnixMilli(),
 		"price", sale.PriceCents, "paywin", int64(sale.PayWindow / time.Second),
 		"kind", kind, "gsize", sale.GroupSize, "gwin", int64(sale.GroupWindow / time.Second),
-		"plimit", sale.ParticipationCap}
+		"plimit", sale.ParticipationCap, "early", sale.earlyAt().UnixMilli()}
 	if sale.Buckets > 1 {
 		fields = append(fields, "buckets", sale.Buckets)
 	}
@@ -94,6 +97,15 @@ func (sale Sale) Fields() []any {
 		}
 	}
 	return append(fields, sale.Room.Fields()...)
+}
+
+// earlyAt is the instant the sale's early window opens, as its hash's field early
+// holds it (unix ms): StartsAt when it has none.
+func (sale Sale) earlyAt() time.Time {
+	if sale.EarlyAt.IsZero() || sale.EarlyAt.After(sale.StartsAt) {
+		return sale.StartsAt
+	}
+	return sale.EarlyAt
 }
 
 // Share is bucket n's share of units spread evenly over k buckets.

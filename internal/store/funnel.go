@@ -9,12 +9,14 @@ import (
 // OrderFact is what the funnel of a sale (internal/funnel) reads of one of its orders:
 // the times and facts that say which statuses it went through.
 type OrderFact struct {
-	ID        string
-	Quantity  int
-	Status    string
-	Offered   bool
-	Group     bool // an order of a group-buy sale's group
-	CreatedAt time.Time
+	ID       string
+	Quantity int
+	Status   string
+	Offered  bool
+	// EarlyAccess: bought in the sale's early window, with an access code.
+	EarlyAccess bool
+	Group       bool // an order of a group-buy sale's group
+	CreatedAt   time.Time
 	// WindowStartsAt is when its pay window began (nil for an order never payable: a
 	// seat of a group that failed; and in rows written before it was kept).
 	WindowStartsAt *time.Time
@@ -30,7 +32,7 @@ type OrderFact struct {
 // orders_by_activity. It reads the whole sale: an admin's question, not a buyer's.
 func (s *Store) OrderFacts(ctx context.Context, activityID int64) ([]OrderFact, error) {
 	var facts []OrderFact
-	err := s.db.WithContext(ctx).Model(&Order{}).Select("id, quantity, status, offered, group_id IS NOT NULL AS `group`, "+
+	err := s.db.WithContext(ctx).Model(&Order{}).Select("id, quantity, status, offered, early_access, group_id IS NOT NULL AS `group`, "+
 		"created_at, window_starts_at, expires_at, paid_at, cancelled_at, refunded_at, restock, persisted_at").
 		Where("activity_id = ?", activityID).Scan(&facts).Error
 	if err != nil {

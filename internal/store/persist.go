@@ -59,7 +59,7 @@ func RowOf(q stock.QueuedOrder) NewOrder {
 	if i, ok := q.Variant.Index(); ok {
 		n.VariantIndex = &i // the store names it (variant) from the sale's variants
 	}
-	n.Offered = q.Offered
+	n.Offered, n.EarlyAccess = q.Offered, q.EarlyAccess
 	return n
 }
 

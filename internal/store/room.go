@@ -50,7 +50,7 @@ func SaleOf(a Activity, available int64) stock.Sale {
 	sale := stock.Sale{ActivityID: a.ID, Available: available, Total: a.StockTotal,
 		Limit: a.PerUserLimit, StartsAt: a.StartsAt, EndsAt: a.EndsAt, PriceCents: a.PriceCents,
 		PayWindow: time.Duration(a.PayWindowSeconds) * time.Second, Kind: a.Kind, Room: a.Room.Stock(),
-		Buckets: max(1, a.StockBuckets)}
+		Buckets: max(1, a.StockBuckets), EarlyAt: a.EarlyAccessAt()}
 	if a.GroupSize != nil && a.GroupWindowSeconds != nil {
 		sale.GroupSize, sale.GroupWindow = *a.GroupSize, time.Duration(*a.GroupWindowSeconds)*time.Second
 	}
@@ -64,4 +64,10 @@ func SaleOf(a Activity, available int64) stock.Sale {
 		sale.VariantLimit = *a.PerVariantLimit
 	}
 	return sale
+}
+
+// EarlyAccessAt is when the sale's early window opens: its start less
+// early_access_seconds (its start for none).
+func (a Activity) EarlyAccessAt() time.Time {
+	return a.StartsAt.Add(-time.Duration(a.EarlyAccessSeconds) * time.Second)
 }

@@ -80,6 +80,9 @@ type Activity struct {
 	PerUserParticipations *int
 	// Room is the sale's waiting room (room.go).
 	Room `gorm:"embedded"`
+	// EarlyAccessSeconds is how long before StartsAt the holders of the sale's access
+	// codes may buy (0: no early window).
+	EarlyAccessSeconds int
 	// ExternalRef is the shop's reference of the sale (its product or SKU id), carried by
 	// every order event of the sale; Metadata a JSON object of the shop's, compacted.
 	// Both nil when the shop set none.
@@ -153,6 +156,9 @@ type Order struct {
 	VariantIndex *int
 	// Offered is true for an order the waitlist made of units that came back.
 	Offered bool
+	// EarlyAccess is true for an order bought in the sale's early window, with an
+	// access code.
+	EarlyAccess bool
 	// IdempotencyKey is the client's Idempotency-Key that made the order and
 	// RequestFingerprint what the key remembers of the request; nil without one. A
 	// rebuild of the sale's Redis state writes the key back (KeptKeys).
@@ -361,7 +367,8 @@ func (s *Store) UpdateActivity(ctx context.Context, id int64, change func(*Activ
 		}
 		a.UpdatedAt = s.now()
 		cols := map[string]any{"per_user_limit": a.PerUserLimit, "ends_at": a.EndsAt,
-			"stock_total": a.StockTotal, "external_ref": a.ExternalRef, "metadata": a.Metadata, "updated_at": a.UpdatedAt}
+			"stock_total": a.StockTotal, "external_ref": a.ExternalRef, "metadata": a.Metadata, "updated_at": a.UpdatedAt,
+			"early_access_seconds": a.EarlyAccessSeconds}
 		maps.Copy(cols, a.Room.columns())
 		if err := tx.Model(&Activity{}).Where("id = ?", id).Updates(cols).Error; err != nil {
 			return err
@@ -456,6 +463,8 @@ type StatusCount struct {
 	Units  int64
 	// OffSale is the units among Units kept off sale (refunded without restock).
 	OffSale int64
+	// Early is the orders among Orders bought in the early window.
+	Early int64
 }
 
 // CountOrders returns the orders and units of an activity by status.
@@ -467,7 +476,8 @@ func (s *Store) CountOrders(ctx context.Context, activityID int64) (map[string]S
 func countOrders(db *gorm.DB, activityID int64) (map[string]StatusCount, error) {
 	var rows []StatusCount
 	err := db.Model(&Order{}).Select("status, COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units, "+
-		"COALESCE(SUM(CASE WHEN "+offSale+" THEN quantity ELSE 0 END), 0) AS off_sale").
+		"COALESCE(SUM(CASE WHEN "+offSale+" THEN quantity ELSE 0 END), 0) AS off_sale, "+
+		"COALESCE(SUM(early_access), 0) AS early").
 		Where("activity_id = ?", activityID).Group("status").Scan(&rows).Error
 	if err != nil {
 		return nil, err

@@ -368,3 +368,30 @@ func TestPersistSeatsAndFailGroup(t *testing.T) {
 		}
 	}
 }
+
+// An order's marks reach its row as the batch writes it: early_access for one bought in
+// the sale's early window, offered for one the waitlist made, neither for a plain one
+// (the stats, the funnel and the events read them there).
+func TestPersistBatchKeepsTheMarks(t *testing.T) {
+	db := testutil.MySQL(t)
+	s := store.New(db.Gorm, sale.EventViews{})
+	a := newActivity(t, s, 10, 5)
+	early, offered, plain := order(a, 1, 1), order(a, 2, 1), order(a, 3, 1)
+	early.EarlyAccess, offered.Offered = true, true
+	if _, err := s.PersistBatch(context.Background(), []store.NewOrder{early, offered, plain}, outage.Outages{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		o              store.NewOrder
+		early, offered bool
+	}{{early, true, false}, {offered, false, true}, {plain, false, false}} {
+		var row struct{ EarlyAccess, Offered bool }
+		if err := db.Gorm.Raw("SELECT early_access, offered FROM orders WHERE id = ?", tc.o.ID).Scan(&row).Error; err != nil {
+			t.Fatal(err)
+		}
+		if row.EarlyAccess != tc.early || row.Offered != tc.offered {
+			t.Errorf("order %s stored early_access %v, offered %v; want %v, %v", tc.o.ID, row.EarlyAccess, row.Offered,
+				tc.early, tc.offered)
+		}
+	}
+}

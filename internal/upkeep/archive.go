@@ -45,6 +45,9 @@ type Archiver struct {
 	Retention time.Duration
 	// Batch bounds the sales one run looks at.
 	Batch int
+	// Codes, when set, records the last uses of each sale's access codes before its
+	// keys go (internal/accesscode).
+	Codes CodeRecorder
 	now   func() time.Time
 
 	mu sync.Mutex
@@ -126,6 +129,11 @@ func (a *Archiver) Archive(ctx context.Context, s store.Activity, now time.Time)
 		if err := a.sales.MarkArchived(ctx, s.ID, k, closing); errors.Is(err, lifecycle.ErrRebuilding) {
 			return false, nil // its lease ran out to a rebuild, which MySQL refuses: next time
 		} else if err != nil {
+			return false, err
+		}
+	}
+	if a.Codes != nil {
+		if err := a.Codes.RecordSale(ctx, s.ID); err != nil {
 			return false, err
 		}
 	}

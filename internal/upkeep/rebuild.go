@@ -44,6 +44,19 @@ type Rebuilder struct {
 	groups  *group.Groups
 	running sync.Map // activity id -> struct{}: a rebuild under way in this process
 	metrics *rebuildMetrics
+	// Codes, when set, writes each sale's access codes back before it reopens
+	// (internal/accesscode).
+	Codes CodeRestorer
+}
+
+// CodeRestorer writes a sale's access codes back to Redis from MySQL.
+type CodeRestorer interface {
+	Restore(ctx context.Context, activityID int64) error
+}
+
+// CodeRecorder records in MySQL the last uses of a sale's access codes.
+type CodeRecorder interface {
+	RecordSale(ctx context.Context, activityID int64) error
 }
 
 // NewRebuilder returns a Rebuilder.
@@ -118,6 +131,11 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 	// stored during a later attempt came from Redis with their keys.
 	if err := r.restoreKeys(ctx, id, k); err != nil {
 		return false, err
+	}
+	if r.Codes != nil { // likewise the codes: a buyer who presents one once the sale is back must meet it
+		if err := r.Codes.Restore(ctx, id); err != nil {
+			return false, err
+		}
 	}
 	for attempt := 0; attempt < rebuildAttempts; attempt++ {
 		if attempt > 0 { // read again: orders moved

@@ -11,14 +11,16 @@
 -- next slot is never older than now - tolerance when a run starts: a buyer admitted at
 -- t has a slot in [t - tolerance, t], so any 10 s window holds at most
 -- (10 s + tolerance) / interval + 1 = 10 x admit admissions, however late or often the
--- runs come. Admission is from the start to the end of the sale (by the clock), while
+-- runs come. Admission is from the opening of the early window (the start, for a sale
+-- without one; before the start only code holders' places, below ARG.lottery) to the
+-- end of the sale (by the clock), while
 -- units are left, and while the passes outstanding and unused are fewer than
 -- max(admit, 2 x units left). A pass is used once its holder has bought (the reserve
 -- script counts a pass holder's first purchase: sale_state's passes_used); passes that
 -- expire leave the count, those whose holder holds units counted as used (usedexp).
 
 ---- begin codes: written by go generate from lineReplies, ticketStatuses and lineStates
-local JOINED, TICKET, CHALLENGE, ADVANCED, STATUS, NO_SALE, NO_ROOM, ENDED, SOLD_OUT, NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, NO_TICKET, CHALLENGE_EXPIRED, PLACE_TAKEN, TICKET_WAITING, TICKET_ADMITTED, TICKET_EXPIRED, TICKET_SOLD_OUT, LINE_BEFORE, LINE_ADMITTING, LINE_SOLD_OUT, LINE_ENDED = 0, 1, 2, 3, 4, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, 0, 1, 2, 3, 0, 1, 2, 3
+local JOINED, TICKET, CHALLENGE, ADVANCED, STATUS, NO_SALE, NO_ROOM, ENDED, SOLD_OUT, NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, NO_TICKET, CHALLENGE_EXPIRED, PLACE_TAKEN, NOT_STARTED, CODE_INVALID, CODE_TAKEN, TICKET_WAITING, TICKET_ADMITTED, TICKET_EXPIRED, TICKET_SOLD_OUT, LINE_BEFORE, LINE_ADMITTING, LINE_SOLD_OUT, LINE_ENDED = 0, 1, 2, 3, 4, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, 0, 1, 2, 3, 0, 1, 2, 3
 ---- end codes
 ---- begin buyer_fields.lua: a copy; edit buyer_fields.lua, then run go generate
 -- The fields of a buyer in a sale's users hash, for the scripts, which have a buyer's
@@ -83,18 +85,21 @@ end
 --   sale_state(sale_key): nil for no sale (or one being archived), else a table of its
 --     avail (units left), starts and ends (unix ms), room (true: a waiting room), admit
 --     (admissions a second), pass_ttl and prequeue (s), challenge (true: on), cost (the
---     challenge's maxnumber) and passes_used (buyers whose first purchase came with a
---     pass)
+--     challenge's maxnumber), passes_used (buyers whose first purchase came with a
+--     pass) and early (unix ms: when the early window opens to the holders of the sale's
+--     access codes; starts for none)
 --   holds_any(users_key, user): whether the buyer of key user holds anything in the sale
 --     (holdings.lua)
 -- needs: holdings.lua
 local function sale_state(key)
   local v = redis.call('HMGET', key, 'avail', 'start', 'end', 'room', 'admit', 'pttl', 'preq', 'chal', 'cost', 'rused',
-    'archived')
+    'archived', 'early')
   if not v[1] or not v[2] or v[11] then return nil end
-  return {avail = tonumber(v[1]), starts = tonumber(v[2]), ends = tonumber(v[3]), room = v[4] == '1',
+  local starts = tonumber(v[2])
+  return {avail = tonumber(v[1]), starts = starts, ends = tonumber(v[3]), room = v[4] == '1',
     admit = tonumber(v[5] or '0'), pass_ttl = tonumber(v[6] or '300'), prequeue = tonumber(v[7] or '0'),
-    challenge = v[8] == '1', cost = tonumber(v[9] or '0'), passes_used = tonumber(v[10] or '0')}
+    challenge = v[8] == '1', cost = tonumber(v[9] or '0'), passes_used = tonumber(v[10] or '0'),
+    early = math.min(tonumber(v[12] or starts), starts)}
 end
 ---- end sale_state.lua
 ---- begin clock.lua: a copy; edit clock.lua, then run go generate
@@ -109,7 +114,7 @@ end
 ---- end clock.lua
 ---- begin head: written by go generate from the script's keys and arguments (scripts.go)
 local K = {sale = KEYS[1], meta = KEYS[2], wait = KEYS[3], tickets = KEYS[4], passes = KEYS[5], users = KEYS[6], joined = KEYS[7], waits = KEYS[8]}
-local ARG = {clock = ARGV[1], tolerance = ARGV[2], most = ARGV[3]}
+local ARG = {clock = ARGV[1], tolerance = ARGV[2], most = ARGV[3], lottery = ARGV[4]}
 ---- end head
 
 local sale = sale_state(K.sale)
@@ -134,12 +139,15 @@ local outstanding = redis.call('ZCARD', K.passes)
 local open = outstanding - math.min(outstanding, math.max(0, rused - usedexp))
 local rate, avail = sale.admit, sale.avail
 local n = 0
-if sale.room and rate > 0 and avail > 0 and now >= sale.starts and now < sale.ends then
+if sale.room and rate > 0 and avail > 0 and now >= sale.early and now < sale.ends then
   local interval = (10000 + tolerance) / (10 * rate - 1)
   local slot = math.max(tonumber(meta[1] or '0'), now - tolerance)
   if slot <= now then
     n = math.max(0, math.min(math.floor((now - slot) / interval) + 1, math.max(rate, 2 * avail) - open,
       tonumber(ARG.most)))
+  end
+  if n > 0 and now < sale.starts then -- the early window: code holders only
+    n = math.min(n, redis.call('ZCOUNT', K.wait, '-inf', '(' .. ARG.lottery))
   end
   if n > 0 then
     local popped = redis.call('ZPOPMIN', K.wait, n)
@@ -153,10 +161,13 @@ if sale.room and rate > 0 and avail > 0 and now >= sale.starts and now < sale.en
       local user = popped[2 * i - 1]
       redis.call('HSET', K.tickets, user, string.format('%d %d %d %d', since, before + i, exp - now, tonumber(popped[2 * i])))
       redis.call('ZADD', K.passes, exp, user)
-      -- for the funnel: its wait, from the later of its join and the start
+      -- for the funnel: its wait, from the later of its join and the opening of its
+      -- admission (the early window's for a code holder's place)
+      local opens = sale.starts
+      if tonumber(popped[2 * i]) < tonumber(ARG.lottery) then opens = sale.early end
       local joined = redis.call('HGET', K.joined, user)
       if joined then redis.call('HDEL', K.joined, user) end
-      redis.call('HINCRBY', K.waits, string.format('%d', now - math.max(tonumber(joined or '0'), sale.starts)), 1)
+      redis.call('HINCRBY', K.waits, string.format('%d', now - math.max(tonumber(joined or '0'), opens)), 1)
     end
     redis.call('HSET', K.meta, 'next', string.format('%.3f', slot + n * interval))
   end

@@ -53,7 +53,7 @@ func BenchmarkLineOf200000(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for u := next.Add(1); u <= buyers; u = next.Add(1) {
-					if _, _, err := l.Join(ctx, 1, buyer.Of(u), ""); err != nil {
+					if _, _, err := l.Join(ctx, 1, buyer.Of(u), "", ""); err != nil {
 						b.Errorf("user %d joins: %v", u, err)
 						return
 					}

@@ -2,20 +2,27 @@
 --
 -- Returns answer(JOINED, ...) for a new ticket, answer(TICKET, ...) for the user's
 -- ticket (a second join; nothing changes), or NO_SALE, NO_ROOM, ENDED, SOLD_OUT,
--- NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, CHALLENGE_EXPIRED, PLACE_TAKEN (the draw
--- is a waiting buyer's place: nothing changed, draw again).
+-- NOT_OPEN, NOT_STARTED, CODE_INVALID, CODE_TAKEN, CHALLENGE_REQUIRED, SOLUTION_USED,
+-- CHALLENGE_EXPIRED, PLACE_TAKEN (the draw is a waiting buyer's place: nothing changed,
+-- draw again).
 --
 -- The sale's state comes before the solution: a user with a ticket gets it back, and a
--- closed line says so, whatever solution came. A join before the start (by the clock)
--- is placed by its draw in the lottery's band: the order of those joiners is a uniform
--- lottery, fixed at join time, so nothing is shuffled at the start. A later join is
--- placed in the arrival band at the count of later joins, behind them all, in arrival
--- order. A place is the buyer's score in K.wait, and stays with its ticket once admitted.
--- For the funnel, a join before the start is counted (meta early) and a later one's
--- instant kept (K.joined) until its admission.
+-- closed line says so, whatever solution came. The line opens prequeue seconds before
+-- the early window (before the start, for a sale without one). A join before the start
+-- (by the clock) is placed by its draw in the lottery's band: the order of those joiners
+-- is a uniform lottery, fixed at join time, so nothing is shuffled at the start. A later
+-- join is placed in the arrival band at the count of later joins, behind them all, in
+-- arrival order. Before the start an access code counts (the first buyer who presents
+-- it owns it: code_refused): its holder's join before the early window is drawn in the
+-- early band, below every lottery place, and in the window it goes in the members' band
+-- in join order (the line admits code holders by then); in the window nobody joins
+-- without one. A place is the buyer's score in K.wait, and stays with its ticket once
+-- admitted. For the funnel, a join before the start is counted (meta early), and the
+-- instant of a join whose wait counts from it (after the start, or a code holder's in
+-- the early window) kept (K.joined) until its admission.
 
 ---- begin codes: written by go generate from lineReplies, ticketStatuses and lineStates
-local JOINED, TICKET, CHALLENGE, ADVANCED, STATUS, NO_SALE, NO_ROOM, ENDED, SOLD_OUT, NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, NO_TICKET, CHALLENGE_EXPIRED, PLACE_TAKEN, TICKET_WAITING, TICKET_ADMITTED, TICKET_EXPIRED, TICKET_SOLD_OUT, LINE_BEFORE, LINE_ADMITTING, LINE_SOLD_OUT, LINE_ENDED = 0, 1, 2, 3, 4, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, 0, 1, 2, 3, 0, 1, 2, 3
+local JOINED, TICKET, CHALLENGE, ADVANCED, STATUS, NO_SALE, NO_ROOM, ENDED, SOLD_OUT, NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, NO_TICKET, CHALLENGE_EXPIRED, PLACE_TAKEN, NOT_STARTED, CODE_INVALID, CODE_TAKEN, TICKET_WAITING, TICKET_ADMITTED, TICKET_EXPIRED, TICKET_SOLD_OUT, LINE_BEFORE, LINE_ADMITTING, LINE_SOLD_OUT, LINE_ENDED = 0, 1, 2, 3, 4, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, 0, 1, 2, 3, 0, 1, 2, 3
 ---- end codes
 ---- begin buyer_fields.lua: a copy; edit buyer_fields.lua, then run go generate
 -- The fields of a buyer in a sale's users hash, for the scripts, which have a buyer's
@@ -80,18 +87,21 @@ end
 --   sale_state(sale_key): nil for no sale (or one being archived), else a table of its
 --     avail (units left), starts and ends (unix ms), room (true: a waiting room), admit
 --     (admissions a second), pass_ttl and prequeue (s), challenge (true: on), cost (the
---     challenge's maxnumber) and passes_used (buyers whose first purchase came with a
---     pass)
+--     challenge's maxnumber), passes_used (buyers whose first purchase came with a
+--     pass) and early (unix ms: when the early window opens to the holders of the sale's
+--     access codes; starts for none)
 --   holds_any(users_key, user): whether the buyer of key user holds anything in the sale
 --     (holdings.lua)
 -- needs: holdings.lua
 local function sale_state(key)
   local v = redis.call('HMGET', key, 'avail', 'start', 'end', 'room', 'admit', 'pttl', 'preq', 'chal', 'cost', 'rused',
-    'archived')
+    'archived', 'early')
   if not v[1] or not v[2] or v[11] then return nil end
-  return {avail = tonumber(v[1]), starts = tonumber(v[2]), ends = tonumber(v[3]), room = v[4] == '1',
+  local starts = tonumber(v[2])
+  return {avail = tonumber(v[1]), starts = starts, ends = tonumber(v[3]), room = v[4] == '1',
     admit = tonumber(v[5] or '0'), pass_ttl = tonumber(v[6] or '300'), prequeue = tonumber(v[7] or '0'),
-    challenge = v[8] == '1', cost = tonumber(v[9] or '0'), passes_used = tonumber(v[10] or '0')}
+    challenge = v[8] == '1', cost = tonumber(v[9] or '0'), passes_used = tonumber(v[10] or '0'),
+    early = math.min(tonumber(v[12] or starts), starts)}
 end
 ---- end sale_state.lua
 ---- begin clock.lua: a copy; edit clock.lua, then run go generate
@@ -134,12 +144,36 @@ local function read_ticket(keys, user, now, sale)
   return {status, tonumber(pos), 0, at, exp, tonumber(place) or 0}
 end
 local function answer(code, t, sale, now)
-  return {code, t[1], t[2], t[3], t[4], t[5], t[6], sale.avail, sale.starts, sale.admit, now}
+  return {code, t[1], t[2], t[3], t[4], t[5], t[6], sale.avail, sale.starts, sale.admit, now, sale.early}
 end
 ---- end ticket.lua
+---- begin code.lua: a copy; edit code.lua, then run go generate
+-- A sale's access codes (early access), for the scripts a buyer presents a code to: the
+-- reserve script of a purchase before the start, and the waiting room's join. The codes
+-- hash (keys.go's CodesKey) maps a code to '' (free), '<buyer key> <unix ms>' (owned by
+-- that buyer since), or either after '-' (revoked); internal/stock/codes writes and
+-- reads the rest of it.
+--
+--   code_refused(codes, claims, code, user, now): nil when the buyer of key user may use
+--     the code: it was free, and is theirs from now (added to claims, the uses not yet
+--     recorded in MySQL), or it is theirs already; else 'invalid' (no such code, or
+--     revoked) or 'taken' (another buyer's). now is unix ms.
+local function code_refused(codes, claims, code, user, now)
+  local v = redis.call('HGET', codes, code)
+  if not v or string.sub(v, 1, 1) == '-' then return 'invalid' end
+  if v == '' then
+    local at = string.format('%d', now)
+    redis.call('HSET', codes, code, user .. ' ' .. at)
+    redis.call('ZADD', claims, at, code)
+    return nil
+  end
+  if string.match(v, '^(%S+)') ~= user then return 'taken' end
+  return nil
+end
+---- end code.lua
 ---- begin head: written by go generate from the script's keys and arguments (scripts.go)
-local K = {sale = KEYS[1], meta = KEYS[2], wait = KEYS[3], tickets = KEYS[4], users = KEYS[5], pow = KEYS[6], joined = KEYS[7]}
-local ARG = {clock = ARGV[1], user = ARGV[2], draw = ARGV[3], lottery = ARGV[4], arrival = ARGV[5], solution = ARGV[6], expires = ARGV[7]}
+local K = {sale = KEYS[1], meta = KEYS[2], wait = KEYS[3], tickets = KEYS[4], users = KEYS[5], pow = KEYS[6], joined = KEYS[7], codes = KEYS[8], claims = KEYS[9]}
+local ARG = {clock = ARGV[1], user = ARGV[2], draw = ARGV[3], lottery = ARGV[4], arrival = ARGV[5], early = ARGV[6], members = ARGV[7], code = ARGV[8], solution = ARGV[9], expires = ARGV[10]}
 ---- end head
 
 local sale = sale_state(K.sale)
@@ -150,11 +184,20 @@ local t = read_ticket(K, ARG.user, now, sale)
 if t then return answer(TICKET, t, sale, now) end
 if now >= sale.ends then return {ENDED} end
 if sale.avail <= 0 then return {SOLD_OUT} end
-if now < sale.starts - sale.prequeue * 1000 then return {NOT_OPEN} end
-local place
-if now < sale.starts then
-  place = tonumber(ARG.lottery) + tonumber(ARG.draw)
+if now < sale.early - sale.prequeue * 1000 then return {NOT_OPEN} end
+local place, member
+if now < sale.starts and ARG.code ~= '' then
+  local refused = code_refused(K.codes, K.claims, ARG.code, ARG.user, now)
+  if refused == 'invalid' then return {CODE_INVALID} end
+  if refused == 'taken' then return {CODE_TAKEN} end
+  member = true
+end
+if now >= sale.early and now < sale.starts and not member then return {NOT_STARTED} end
+if now < sale.early then
+  place = tonumber(member and ARG.early or ARG.lottery) + tonumber(ARG.draw)
   if redis.call('ZCOUNT', K.wait, place, place) > 0 then return {PLACE_TAKEN} end
+elseif now < sale.starts then
+  place = 'members'
 end
 if sale.challenge or ARG.solution == '0' then
   if ARG.solution ~= '1' then return {CHALLENGE_REQUIRED} end
@@ -165,11 +208,11 @@ if sale.challenge or ARG.solution == '0' then
     return {SOLUTION_USED}
   end
 end
+if place == 'members' then place = tonumber(ARG.members) + redis.call('HINCRBY', K.meta, 'mseq', 1) end
 if not place then place = tonumber(ARG.arrival) + redis.call('HINCRBY', K.meta, 'seq', 1) end
 redis.call('ZADD', K.wait, string.format('%d', place), ARG.user)
-if now < sale.starts then
-  redis.call('HINCRBY', K.meta, 'early', 1)
-else
+if now < sale.starts then redis.call('HINCRBY', K.meta, 'early', 1) end
+if now >= sale.starts or member and now >= sale.early then
   redis.call('HSET', K.joined, ARG.user, now) -- for the funnel: its wait counts from now
 end
 redis.call('HINCRBY', K.meta, 'joined', 1)

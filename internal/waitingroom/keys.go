@@ -23,19 +23,21 @@ func ticketsKey(activityID int64) string { return prefix(activityID) + "tickets"
 func passesKey(activityID int64) string { return prefix(activityID) + "passes" }
 
 // joinedKey is a hash of buyer key -> when the buyer joined (unix ms), for the waiting
-// buyers who joined after the start: their wait counts from then (the others' from the
-// start). The admission removes a buyer's entry.
+// buyers who joined after the start, or with a code in the early window: their wait
+// counts from then (the others' from the start, or from the early window's opening for
+// a code holder). The admission removes a buyer's entry.
 func joinedKey(activityID int64) string { return prefix(activityID) + "joined" }
 
-// waitsKey is a hash of wait (ms, from the later of the join and the start to the
-// admission) -> buyers admitted after that wait: every admitted buyer counted once,
+// waitsKey is a hash of wait (ms, from the later of the join and the opening of the
+// buyer's admission to the admission) -> buyers admitted after that wait: every admitted buyer counted once,
 // exactly, for the funnel's distribution (Funnel).
 func waitsKey(activityID int64) string { return prefix(activityID) + "waits" }
 
 // metaKey is a hash of the line's counters: joined, early (joins before the start), seq
-// (joins after the start), admitted, next (the next admission's slot, unix ms), epoch
-// (the first admission's instant, unix ms), expired (passes that expired unused),
-// usedexp (passes that expired after their holder bought).
+// (joins after the start), mseq (code holders' joins in the early window), admitted,
+// next (the next admission's slot, unix ms), epoch (the first admission's instant, unix
+// ms), expired (passes that expired unused), usedexp (passes that expired after their
+// holder bought).
 func metaKey(activityID int64) string { return prefix(activityID) + "meta" }
 
 // Keys are the line's keys of a sale whose names it fixes, for the sale's archive

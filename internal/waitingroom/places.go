@@ -16,14 +16,17 @@ import (
 //	band 3  [3e15, 4e15)  everyone else who joins before the start, at random (the lottery)
 //	band 4  [4e15, 5e15)  joins from the start on, in join order
 //
-// Bands 1 and 2 are kept for early access (no join takes them yet). A random band's
-// places are drawn uniformly (lotteryDraw) and redrawn on the rare collision; a join
-// order band's are its first place plus the count of its joins so far. A band is never
-// given out while the line admits places of it or above (a lottery band fills before
-// admission reaches it, an arrival band only grows past every place admitted), so no
-// waiting ticket is ever below admitted through.
+// A random band's places are drawn uniformly (lotteryDraw) and redrawn on the rare
+// collision; a join order band's are its first place plus the count of its joins so far.
+// A band is never given out while the line admits places of it or above (a lottery band
+// fills before admission reaches it, an arrival band only grows past every place
+// admitted), so no waiting ticket is ever below admitted through. The line admits
+// bands 1 and 2 from the early window's opening, and the others from the start: before
+// the start no place of band 3 or above is admitted.
 const (
 	bandWidth   = 1_000_000_000_000_000
+	earlyBand   = 1 * bandWidth
+	memberBand  = 2 * bandWidth
 	lotteryBand = 3 * bandWidth
 	arrivalBand = 4 * bandWidth
 )

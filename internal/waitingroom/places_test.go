@@ -140,7 +140,7 @@ func TestPlaceTakenDrawsAgain(t *testing.T) {
 		t.Fatalf("a join whose draw is taken: place %d, want the next draw's %d", p, int64(lotteryFrom+9))
 	}
 	f.rooms.SetDraw(func() (int64, error) { return 9, nil })
-	if _, _, err := f.rooms.Join(ctx, 1, buyer.Of(3), ""); err == nil {
+	if _, _, err := f.rooms.Join(ctx, 1, buyer.Of(3), "", ""); err == nil {
 		t.Fatal("a join whose every draw is taken succeeded")
 	}
 	if _, err := f.rooms.Ticket(ctx, 1, buyer.Of(3)); !errors.Is(err, waitingroom.ErrNoTicket) {

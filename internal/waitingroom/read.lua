@@ -3,7 +3,7 @@
 -- Returns answer(TICKET, ...), NO_SALE or NO_TICKET.
 
 ---- begin codes: written by go generate from lineReplies, ticketStatuses and lineStates
-local JOINED, TICKET, CHALLENGE, ADVANCED, STATUS, NO_SALE, NO_ROOM, ENDED, SOLD_OUT, NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, NO_TICKET, CHALLENGE_EXPIRED, PLACE_TAKEN, TICKET_WAITING, TICKET_ADMITTED, TICKET_EXPIRED, TICKET_SOLD_OUT, LINE_BEFORE, LINE_ADMITTING, LINE_SOLD_OUT, LINE_ENDED = 0, 1, 2, 3, 4, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, 0, 1, 2, 3, 0, 1, 2, 3
+local JOINED, TICKET, CHALLENGE, ADVANCED, STATUS, NO_SALE, NO_ROOM, ENDED, SOLD_OUT, NOT_OPEN, CHALLENGE_REQUIRED, SOLUTION_USED, NO_TICKET, CHALLENGE_EXPIRED, PLACE_TAKEN, NOT_STARTED, CODE_INVALID, CODE_TAKEN, TICKET_WAITING, TICKET_ADMITTED, TICKET_EXPIRED, TICKET_SOLD_OUT, LINE_BEFORE, LINE_ADMITTING, LINE_SOLD_OUT, LINE_ENDED = 0, 1, 2, 3, 4, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, 0, 1, 2, 3, 0, 1, 2, 3
 ---- end codes
 ---- begin buyer_fields.lua: a copy; edit buyer_fields.lua, then run go generate
 -- The fields of a buyer in a sale's users hash, for the scripts, which have a buyer's
@@ -68,18 +68,21 @@ end
 --   sale_state(sale_key): nil for no sale (or one being archived), else a table of its
 --     avail (units left), starts and ends (unix ms), room (true: a waiting room), admit
 --     (admissions a second), pass_ttl and prequeue (s), challenge (true: on), cost (the
---     challenge's maxnumber) and passes_used (buyers whose first purchase came with a
---     pass)
+--     challenge's maxnumber), passes_used (buyers whose first purchase came with a
+--     pass) and early (unix ms: when the early window opens to the holders of the sale's
+--     access codes; starts for none)
 --   holds_any(users_key, user): whether the buyer of key user holds anything in the sale
 --     (holdings.lua)
 -- needs: holdings.lua
 local function sale_state(key)
   local v = redis.call('HMGET', key, 'avail', 'start', 'end', 'room', 'admit', 'pttl', 'preq', 'chal', 'cost', 'rused',
-    'archived')
+    'archived', 'early')
   if not v[1] or not v[2] or v[11] then return nil end
-  return {avail = tonumber(v[1]), starts = tonumber(v[2]), ends = tonumber(v[3]), room = v[4] == '1',
+  local starts = tonumber(v[2])
+  return {avail = tonumber(v[1]), starts = starts, ends = tonumber(v[3]), room = v[4] == '1',
     admit = tonumber(v[5] or '0'), pass_ttl = tonumber(v[6] or '300'), prequeue = tonumber(v[7] or '0'),
-    challenge = v[8] == '1', cost = tonumber(v[9] or '0'), passes_used = tonumber(v[10] or '0')}
+    challenge = v[8] == '1', cost = tonumber(v[9] or '0'), passes_used = tonumber(v[10] or '0'),
+    early = math.min(tonumber(v[12] or starts), starts)}
 end
 ---- end sale_state.lua
 ---- begin clock.lua: a copy; edit clock.lua, then run go generate
@@ -122,7 +125,7 @@ local function read_ticket(keys, user, now, sale)
   return {status, tonumber(pos), 0, at, exp, tonumber(place) or 0}
 end
 local function answer(code, t, sale, now)
-  return {code, t[1], t[2], t[3], t[4], t[5], t[6], sale.avail, sale.starts, sale.admit, now}
+  return {code, t[1], t[2], t[3], t[4], t[5], t[6], sale.avail, sale.starts, sale.admit, now, sale.early}
 end
 ---- end ticket.lua
 ---- begin head: written by go generate from the script's keys and arguments (scripts.go)

@@ -107,7 +107,8 @@ func (r *Rooms) clock() string {
 func keys(activityID int64) map[string]string {
 	return map[string]string{"sale": stock.SaleKey(stock.One(activityID)), "meta": metaKey(activityID),
 		"wait": waitKey(activityID), "tickets": ticketsKey(activityID), "passes": passesKey(activityID),
-		"users": stock.UsersKey(stock.One(activityID)), "joined": joinedKey(activityID), "waits": waitsKey(activityID)}
+		"users": stock.UsersKey(stock.One(activityID)), "joined": joinedKey(activityID), "waits": waitsKey(activityID),
+		"codes": stock.CodesKey(stock.One(activityID)), "claims": stock.CodeClaimsKey(stock.One(activityID))}
 }
 
 // challengeTTL is how long a challenge may be solved and sent.
@@ -132,10 +133,13 @@ func (r *Rooms) Challenge(ctx context.Context, activityID int64) (altcha.Challen
 
 // Join gives the buyer a place in the sale's line, or returns the place it has (created
 // false). solution is the ALTCHA payload, "" for none; a sale with the challenge on
-// needs one for a first join, and accepts each solution once. Errors: ErrNoSale,
-// ErrNoWaitingRoom, ErrNotOpen, ErrChallengeRequired, ErrChallengeFailed,
-// stock.ErrEnded, stock.ErrSoldOut.
-func (r *Rooms) Join(ctx context.Context, activityID int64, who buyer.ID, solution string) (t Ticket, created bool, err error) {
+// needs one for a first join, and accepts each solution once. code is the access code
+// the buyer presents, "" for none: before the start it puts the buyer before every
+// buyer without one (join.lua), and in the early window only a buyer with one joins.
+// Errors: ErrNoSale, ErrNoWaitingRoom, ErrNotOpen, ErrChallengeRequired,
+// ErrChallengeFailed, stock.ErrEnded, stock.ErrSoldOut, stock.ErrNotStarted,
+// stock.ErrCodeInvalid, stock.ErrCodeTaken.
+func (r *Rooms) Join(ctx context.Context, activityID int64, who buyer.ID, solution, code string) (t Ticket, created bool, err error) {
 	k := keys(activityID)
 	k["pow"] = k["meta"] // any key of the slot when no solution came
 	presented, expires := "", int64(0)
@@ -154,8 +158,9 @@ func (r *Rooms) Join(ctx context.Context, activityID int64, who buyer.ID, soluti
 			presented, expires = "1", s.Expires.UnixMilli()
 		}
 	}
-	code, v, err := r.join(ctx, k, map[string]any{"clock": r.clock(), "user": who.Key(), "lottery": lotteryBand,
-		"arrival": arrivalBand, "solution": presented, "expires": expires})
+	reply, v, err := r.join(ctx, k, map[string]any{"clock": r.clock(), "user": who.Key(), "lottery": lotteryBand,
+		"arrival": arrivalBand, "early": earlyBand, "members": memberBand, "code": code, "solution": presented,
+		"expires": expires})
 	if errors.Is(err, ErrChallengeRequired) && invalid != nil { // judged after the sale's state: a ticket, a closed line
 		return Ticket{}, false, fmt.Errorf("%w: %w", ErrChallengeFailed, invalid)
 	}
@@ -163,7 +168,7 @@ func (r *Rooms) Join(ctx context.Context, activityID int64, who buyer.ID, soluti
 		return Ticket{}, false, err
 	}
 	t, err = r.ticket(activityID, who, v)
-	return t, code == replyJoined, err
+	return t, reply == replyJoined, err
 }
 
 // maxDraws bounds the lottery's draws of one join: a draw lands on a place taken about
@@ -207,6 +212,9 @@ func (r *Rooms) Ticket(ctx context.Context, activityID int64, who buyer.ID) (Tic
 func (r *Rooms) ticket(activityID int64, who buyer.ID, v []int64) (Ticket, error) {
 	status, position, ahead, admittedMs, expiresMs, place := v[0], v[1], v[2], v[3], v[4], v[5]
 	avail, startMs, rate, nowMs := v[6], v[7], v[8], v[9]
+	if place >= earlyBand && place < lotteryBand { // a code holder's: admitted from the early window's opening
+		startMs = v[10]
+	}
 	if status < 0 || status >= int64(len(ticketStatuses)) {
 		return Ticket{}, fmt.Errorf("%w: ticket status %d", errUnexpectedReply, status)
 	}
@@ -263,7 +271,7 @@ const maxPerStep = 20_000
 // the rate. Errors: ErrNoSale.
 func (r *Rooms) Admit(ctx context.Context, activityID int64) (Step, error) {
 	res, err := admitScript.run(ctx, r.rdb, keys(activityID),
-		map[string]any{"clock": r.clock(), "tolerance": Tolerance.Milliseconds(), "most": maxPerStep})
+		map[string]any{"clock": r.clock(), "tolerance": Tolerance.Milliseconds(), "most": maxPerStep, "lottery": lotteryBand})
 	if err != nil {
 		return Step{}, fmt.Errorf("advance line: %w", err)
 	}

@@ -71,7 +71,7 @@ func room(rate int) stock.Room {
 
 func (f *fixture) join(id, user int64) waitingroom.Ticket {
 	f.t.Helper()
-	t, _, err := f.rooms.Join(context.Background(), id, buyer.Of(user), "")
+	t, _, err := f.rooms.Join(context.Background(), id, buyer.Of(user), "", "")
 	if err != nil {
 		f.t.Fatalf("user %d joins: %v", user, err)
 	}
@@ -143,28 +143,28 @@ func TestJoinEdges(t *testing.T) {
 	f.sale(4, 10, withChallenge)
 
 	f.clock.set(t0.Add(-11 * time.Minute))
-	if _, _, err := f.rooms.Join(ctx, 1, buyer.Of(7), ""); !errors.Is(err, waitingroom.ErrNotOpen) {
+	if _, _, err := f.rooms.Join(ctx, 1, buyer.Of(7), "", ""); !errors.Is(err, waitingroom.ErrNotOpen) {
 		t.Errorf("11 minutes before the start: %v, want ErrNotOpen", err)
 	}
 	f.clock.set(t0.Add(-10 * time.Minute))
-	first, created, err := f.rooms.Join(ctx, 1, buyer.Of(7), "")
+	first, created, err := f.rooms.Join(ctx, 1, buyer.Of(7), "", "")
 	if err != nil || !created || first.Status != waitingroom.Waiting || first.Position != 1 || first.Ahead != 0 {
 		t.Fatalf("first join: %+v created %v err %v", first, created, err)
 	}
 	if first.EstimatedWaitSeconds != 600 || first.UnitsLeft != 10 {
 		t.Errorf("first ticket: wait %d s, %d units; want 600 s (the start) and 10", first.EstimatedWaitSeconds, first.UnitsLeft)
 	}
-	again, created, err := f.rooms.Join(ctx, 1, buyer.Of(7), "")
+	again, created, err := f.rooms.Join(ctx, 1, buyer.Of(7), "", "")
 	if err != nil || created || again != first {
 		t.Errorf("second join: %+v created %v err %v, want the same ticket", again, created, err)
 	}
 	if _, err := f.rooms.Ticket(ctx, 1, buyer.Of(8)); !errors.Is(err, waitingroom.ErrNoTicket) {
 		t.Errorf("ticket of a user who never joined: %v", err)
 	}
-	if _, _, err := f.rooms.Join(ctx, 2, buyer.Of(7), ""); !errors.Is(err, waitingroom.ErrNoWaitingRoom) {
+	if _, _, err := f.rooms.Join(ctx, 2, buyer.Of(7), "", ""); !errors.Is(err, waitingroom.ErrNoWaitingRoom) {
 		t.Errorf("sale without a room: %v", err)
 	}
-	if _, _, err := f.rooms.Join(ctx, 99, buyer.Of(7), ""); !errors.Is(err, waitingroom.ErrNoSale) {
+	if _, _, err := f.rooms.Join(ctx, 99, buyer.Of(7), "", ""); !errors.Is(err, waitingroom.ErrNoSale) {
 		t.Errorf("no such sale: %v", err)
 	}
 	if _, err := f.rooms.Challenge(ctx, 2); !errors.Is(err, waitingroom.ErrNoWaitingRoom) {
@@ -172,7 +172,7 @@ func TestJoinEdges(t *testing.T) {
 	}
 
 	// The challenge: required, accepted once, bound to its sale, refused expired or wrong.
-	if _, _, err := f.rooms.Join(ctx, 4, buyer.Of(7), ""); !errors.Is(err, waitingroom.ErrChallengeRequired) {
+	if _, _, err := f.rooms.Join(ctx, 4, buyer.Of(7), "", ""); !errors.Is(err, waitingroom.ErrChallengeRequired) {
 		t.Errorf("no solution: %v", err)
 	}
 	solve := func(id int64) string {
@@ -187,34 +187,34 @@ func TestJoinEdges(t *testing.T) {
 		return s
 	}
 	s := solve(4)
-	if _, created, err := f.rooms.Join(ctx, 4, buyer.Of(7), s); err != nil || !created {
+	if _, created, err := f.rooms.Join(ctx, 4, buyer.Of(7), s, ""); err != nil || !created {
 		t.Fatalf("solved: created %v err %v", created, err)
 	}
-	if _, _, err := f.rooms.Join(ctx, 4, buyer.Of(8), s); !errors.Is(err, waitingroom.ErrChallengeFailed) {
+	if _, _, err := f.rooms.Join(ctx, 4, buyer.Of(8), s, ""); !errors.Is(err, waitingroom.ErrChallengeFailed) {
 		t.Errorf("the same solution for another user: %v, want ErrChallengeFailed", err)
 	}
-	if _, created, err := f.rooms.Join(ctx, 4, buyer.Of(7), ""); err != nil || created {
+	if _, created, err := f.rooms.Join(ctx, 4, buyer.Of(7), "", ""); err != nil || created {
 		t.Errorf("a second join of a joined user needs no solution: created %v err %v", created, err)
 	}
 	// The sale's state comes before the solution: a joined user's ticket, a sale
 	// without a room, whatever solution came.
 	for _, sol := range []string{s, "bm90IGpzb24=", solve(1)} {
-		if _, created, err := f.rooms.Join(ctx, 4, buyer.Of(7), sol); err != nil || created {
+		if _, created, err := f.rooms.Join(ctx, 4, buyer.Of(7), sol, ""); err != nil || created {
 			t.Errorf("a second join with a used, garbled or another sale's solution: created %v err %v; want the ticket", created, err)
 		}
 	}
-	if _, _, err := f.rooms.Join(ctx, 2, buyer.Of(7), "bm90IGpzb24="); !errors.Is(err, waitingroom.ErrNoWaitingRoom) {
+	if _, _, err := f.rooms.Join(ctx, 2, buyer.Of(7), "bm90IGpzb24=", ""); !errors.Is(err, waitingroom.ErrNoWaitingRoom) {
 		t.Errorf("sale without a room, a garbled solution: %v", err)
 	}
-	if _, _, err := f.rooms.Join(ctx, 1, buyer.Of(9), "bm90IGpzb24="); !errors.Is(err, waitingroom.ErrChallengeFailed) {
+	if _, _, err := f.rooms.Join(ctx, 1, buyer.Of(9), "bm90IGpzb24=", ""); !errors.Is(err, waitingroom.ErrChallengeFailed) {
 		t.Errorf("a room without the challenge, a garbled solution: %v, want ErrChallengeFailed", err)
 	}
-	if _, _, err := f.rooms.Join(ctx, 4, buyer.Of(9), solve(1)); !errors.Is(err, waitingroom.ErrChallengeFailed) {
+	if _, _, err := f.rooms.Join(ctx, 4, buyer.Of(9), solve(1), ""); !errors.Is(err, waitingroom.ErrChallengeFailed) {
 		t.Errorf("another sale's solution: %v", err)
 	}
 	late := solve(4)
 	f.clock.add(11 * time.Minute)
-	if _, _, err := f.rooms.Join(ctx, 4, buyer.Of(10), late); !errors.Is(err, waitingroom.ErrChallengeFailed) {
+	if _, _, err := f.rooms.Join(ctx, 4, buyer.Of(10), late, ""); !errors.Is(err, waitingroom.ErrChallengeFailed) {
 		t.Errorf("an expired solution: %v", err)
 	}
 
@@ -230,14 +230,14 @@ func TestJoinEdges(t *testing.T) {
 		OrderID: "o1", Now: f.clock.now(), LockToken: "x", LockTTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.rooms.Join(ctx, 3, buyer.Of(9), ""); !errors.Is(err, stock.ErrSoldOut) {
+	if _, _, err := f.rooms.Join(ctx, 3, buyer.Of(9), "", ""); !errors.Is(err, stock.ErrSoldOut) {
 		t.Errorf("join of a sold-out sale: %v", err)
 	}
 	if got, err := f.rooms.Ticket(ctx, 3, buyer.Of(7)); err != nil || got.Status != waitingroom.SoldOut {
 		t.Errorf("waiting ticket of a sold-out sale: %+v %v", got, err)
 	}
 	f.clock.set(t0.Add(time.Hour))
-	if _, _, err := f.rooms.Join(ctx, 1, buyer.Of(9), ""); !errors.Is(err, stock.ErrEnded) {
+	if _, _, err := f.rooms.Join(ctx, 1, buyer.Of(9), "", ""); !errors.Is(err, stock.ErrEnded) {
 		t.Errorf("join after the end: %v", err)
 	}
 	if got, err := f.rooms.Ticket(ctx, 1, buyer.Of(7)); err != nil || got.Status != waitingroom.SoldOut {
@@ -295,11 +295,11 @@ func TestChallengeLivesByRedisClock(t *testing.T) {
 		}
 		return sol
 	}
-	if _, _, err := real.Join(ctx, 1, buyer.Of(7), behind(11*time.Minute)); !errors.Is(err, waitingroom.ErrChallengeFailed) {
+	if _, _, err := real.Join(ctx, 1, buyer.Of(7), behind(11*time.Minute), ""); !errors.Is(err, waitingroom.ErrChallengeFailed) {
 		t.Errorf("a challenge past its life by Redis' clock: %v, want ErrChallengeFailed", err)
 	}
 	late := behind(9 * time.Minute)
-	if _, created, err := real.Join(ctx, 1, buyer.Of(7), late); err != nil || !created {
+	if _, created, err := real.Join(ctx, 1, buyer.Of(7), late, ""); err != nil || !created {
 		t.Fatalf("a challenge with a minute left: created %v err %v", created, err)
 	}
 	lateSolution, err := f.pow.Check(late)
@@ -310,7 +310,7 @@ func TestChallengeLivesByRedisClock(t *testing.T) {
 	if err != nil || ttl < 55*time.Second || ttl > 61*time.Second {
 		t.Errorf("the accepted solution is remembered for %v (%v), want about a minute: until its challenge expires", ttl, err)
 	}
-	if _, _, err := real.Join(ctx, 1, buyer.Of(8), late); !errors.Is(err, waitingroom.ErrChallengeFailed) {
+	if _, _, err := real.Join(ctx, 1, buyer.Of(8), late, ""); !errors.Is(err, waitingroom.ErrChallengeFailed) {
 		t.Errorf("the solution again, by another buyer: %v, want ErrChallengeFailed", err)
 	}
 }
@@ -624,7 +624,7 @@ func TestConcurrentJoinsAndAdvancers(t *testing.T) {
 			defer joins.Done()
 			for u := int64(g); u < buyers; u += 50 {
 				for range 2 { // a double click
-					_, c, err := real.Join(ctx, 1, buyer.Of(u+1), "")
+					_, c, err := real.Join(ctx, 1, buyer.Of(u+1), "", "")
 					if err != nil {
 						t.Error(err)
 						return
@@ -683,7 +683,7 @@ func TestLineOfAnyBuyer(t *testing.T) {
 	buyers := []buyer.ID{"7", "~7", "a b", "a%20b", "auth0|64f1c2", "8f14e45f-ceea-467f-a0e7-5ad1c4b1c0c2"}
 	for i, who := range buyers {
 		for range 2 { // a second join is the same place
-			tk, _, err := f.rooms.Join(ctx, 1, who, "")
+			tk, _, err := f.rooms.Join(ctx, 1, who, "", "")
 			if err != nil || tk.Buyer != who || tk.Position != int64(i+1) {
 				t.Fatalf("%q joins: %+v, %v; want its own place %d", who, tk, err, i+1)
 			}

@@ -35,12 +35,16 @@ const (
 	replyNoTicket          = -8  // the user never joined
 	replyChallengeExpired  = -9  // the solution's challenge has expired
 	replyPlaceTaken        = -10 // the lottery's draw is another ticket's place: draw again
+	replyNotStarted        = -11 // the early window, and no access code came: only code holders join in it
+	replyCodeInvalid       = -12 // the access code is not the sale's, or revoked
+	replyCodeTaken         = -13 // the access code is another buyer's
 )
 
 // ticketValues is how many values follow the code of a ticket's answer: status,
 // position, ahead, admitted (unix ms), pass expiry (unix ms), place, units left, the
-// sale's start (unix ms), its admissions a second, now (unix ms).
-const ticketValues = 10
+// sale's start (unix ms), its admissions a second, now (unix ms), the opening of its
+// early window (unix ms).
+const ticketValues = 11
 
 // statusValues is how many values follow the code of a status: the state (lineStates'
 // index), admitted through (the highest place admitted), joined, admitted, admissions a
@@ -81,6 +85,9 @@ var lineReplies = []lineReply{
 	{replyNoTicket, "NO_TICKET", 0, ErrNoTicket},
 	{replyChallengeExpired, "CHALLENGE_EXPIRED", 0, errChallengeExpired},
 	{replyPlaceTaken, "PLACE_TAKEN", 0, errPlaceTaken},
+	{replyNotStarted, "NOT_STARTED", 0, stock.ErrNotStarted},
+	{replyCodeInvalid, "CODE_INVALID", 0, stock.ErrCodeInvalid},
+	{replyCodeTaken, "CODE_TAKEN", 0, stock.ErrCodeTaken},
 }
 
 // ticketStatuses are a ticket's statuses as the scripts number them (the index) and
@@ -205,14 +212,20 @@ func mapKeys[V any](m map[string]V) []string {
 //	passes   the passes outstanding (passesKey)
 //	users    the sale's users hash (stock.UsersKey)
 //	pow      the solution's proof-of-work key (powKey; any key of the slot when none)
-//	joined   when each waiting buyer who joined after the start joined (joinedKey)
+//	codes    the sale's access codes, and claims the uses not yet recorded
+//	         (stock.CodesKey, stock.CodeClaimsKey)
+//	joined   when each waiting buyer whose wait counts from its join joined (joinedKey)
 //	waits    the admitted buyers' waits (waitsKey)
 //
 //	clock     "" for Redis' clock, or unix ms (tests)
 //	user      the buyer's key (buyer.ID.Key)
 //	draw      the lottery's draw for this buyer, an integer in [0, bandWidth)
-//	lottery   the first place of the band of a join before the start (places.go)
+//	lottery   the first place of the band of a join before the start (places.go); the
+//	          line admits no place from it on before the start
 //	arrival   the first place of the band of a join from the start on, less one
+//	early     the first place of the band of a code holder's join before the early window
+//	members   the first place of the band of a code holder's join in it, less one
+//	code      the access code the buyer presents, "" for none
 //	solution  "1" a right solution of ours came with the join, "0" one that is not
 //	          (refused even where no challenge is needed), "" none
 //	expires   the solution's challenge's expiry (unix ms), judged by the clock
@@ -233,7 +246,8 @@ var challengeScript = newScript(challengeLua, []string{"sale"}, []string{"clock"
 //
 //go:embed join.lua
 var joinLua string
-var joinScript = newScript(joinLua, append(slices.Clone(ticketKeyNames), "pow", "joined"), []string{"clock", "user", "draw", "lottery", "arrival", "solution", "expires"})
+var joinScript = newScript(joinLua, append(slices.Clone(ticketKeyNames), "pow", "joined", "codes", "claims"),
+	[]string{"clock", "user", "draw", "lottery", "arrival", "early", "members", "code", "solution", "expires"})
 
 // readScript reads a user's ticket (read.lua).
 //
@@ -246,7 +260,7 @@ var readScript = newScript(readLua, ticketKeyNames, []string{"clock", "user"})
 //
 //go:embed admit.lua
 var admitLua string
-var admitScript = newScript(admitLua, admitKeyNames, []string{"clock", "tolerance", "most"})
+var admitScript = newScript(admitLua, admitKeyNames, []string{"clock", "tolerance", "most", "lottery"})
 
 // statusScript reads a line's public status: what every waiting buyer reads, the same
 // for all of them (status.lua).

@@ -27,5 +27,5 @@ local function read_ticket(keys, user, now, sale)
   return {status, tonumber(pos), 0, at, exp, tonumber(place) or 0}
 end
 local function answer(code, t, sale, now)
-  return {code, t[1], t[2], t[3], t[4], t[5], t[6], sale.avail, sale.starts, sale.admit, now}
+  return {code, t[1], t[2], t[3], t[4], t[5], t[6], sale.avail, sale.starts, sale.admit, now, sale.early}
 end

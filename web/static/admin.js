@@ -8,6 +8,7 @@ import { liveChart, sparkline, perSecond } from './charts.js';
 import { roomFields, roomBody, wireRoom, renderRoom, readLines } from './admin-line.js';
 import { webhooksPoller } from './webhooks.js';
 import { wireOrders } from './admin-orders.js';
+import { wireCodes, renderCodes } from './admin-codes.js';
 import { wireFunnel } from './admin-funnel.js';
 
 const session = new Session('seckill.admin.token');
@@ -105,6 +106,7 @@ const fields = {
   stock_buckets: 'f-buckets',
   variants: 'f-variants',
   per_variant_limit: 'f-per-variant',
+  early_access_seconds: 'f-early',
   ...roomFields,
 };
 
@@ -188,6 +190,7 @@ function createBody() {
   }
   body.per_user_participations = number('f-participations');
   body.stock_buckets = number('f-buckets');
+  body.early_access_seconds = number('f-early');
   return Object.assign(body, roomBody());
 }
 
@@ -274,7 +277,7 @@ function newSaleCard(a) {
   el(node, '.rebuild-button').addEventListener('click', async () => {
     const res = await api('POST', `/api/v1/admin/activities/${entry.data.id}/rebuild`, { token: session.token });
     if (refused(res)) return;
-    const message = el(node, '.message');
+    const message = el(node, ':scope > .message');
     if (res.ok) {
       entry.stats = res.data;
       setText(message, `Redis holds the sale: ${res.data.stock_available} of ${res.data.stock_total} available.`);
@@ -287,6 +290,7 @@ function newSaleCard(a) {
   });
   wireRoom(entry, patch);
   wireOrders(entry, () => session.token, refused);
+  wireCodes(entry, () => session.token, refused, patch);
   wireFunnel(entry, () => session.token, refused);
   el(node, '.end-no').addEventListener('click', () => closeConfirm(entry));
   el(node, '.end-yes').addEventListener('click', async () => {
@@ -304,15 +308,17 @@ function closeConfirm(entry) {
 
 // patchErrorSlot is where a PATCH's validation message goes, by the field it names.
 const patchErrorSlot = { per_user_limit: '.limit-error', add_stock: '.stock-error', ends_at: '.end-error',
-  waiting_room: '.room-error', admit_per_second: '.room-error', challenge: '.room-error' };
-const patchInput = { per_user_limit: '.limit-input', add_stock: '.stock-input', admit_per_second: '.room-rate' };
+  waiting_room: '.room-error', admit_per_second: '.room-error', challenge: '.room-error',
+  early_access_seconds: '.early-error' };
+const patchInput = { per_user_limit: '.limit-input', add_stock: '.stock-input', admit_per_second: '.room-rate',
+  early_access_seconds: '.early-input' };
 
 function clearPatchErrors(entry) {
   for (const [field, slot] of Object.entries(patchErrorSlot)) {
     setText(el(entry.node, slot), '');
     if (patchInput[field]) el(entry.node, patchInput[field]).removeAttribute('aria-invalid');
   }
-  setText(el(entry.node, '.message'), '');
+  setText(el(entry.node, ':scope > .message'), '');
 }
 
 function showPatchError(entry, field, message) {
@@ -326,7 +332,7 @@ function showPatchError(entry, field, message) {
     }
     return;
   }
-  const msg = el(entry.node, '.message');
+  const msg = el(entry.node, ':scope > .message');
   msg.className = 'message error';
   setText(msg, message);
 }
@@ -342,7 +348,7 @@ async function patch(entry, body, done) {
     el(entry.node, '.limit-input').value = '';
     el(entry.node, '.stock-input').value = '';
     renderSale(entry);
-    const msg = el(entry.node, '.message');
+    const msg = el(entry.node, ':scope > .message');
     msg.className = 'message ok';
     setText(msg, done(res.data));
     salesPoll.kick();
@@ -443,6 +449,7 @@ function renderSale(entry) {
   setText(el(node, '.sellout'), entry.soldOutAt && entry.soldOutAt >= start
     ? `Sold out ${duration(entry.soldOutAt - start)} after the start (within 2 s).` : '');
   renderRoom(entry);
+  renderCodes(entry);
 }
 
 // renderVariants lists a sale of variants' variants with their units left (from the

@@ -9,6 +9,7 @@ import {
   el, setText, statusLabel, poller, groupWindowOver, onScreen, offScreen,
 } from './common.js';
 import { setupLines, renderLine, wireLine, admittedPass, trackCards, startLines, forgetLines } from './line.js';
+import { wireEarly, renderEarly, earlyBuyable, earlySentence, codeHeaders, codeError } from './early.js';
 
 const session = new Session('seckill.buyer.token');
 // activity id -> {data, node, result, pending, busy, and for a group sale: groups (the
@@ -152,7 +153,9 @@ function saleState(a) {
   const cap = a.per_user_participations || 0;
   const partsReached = signedIn && cap > 0 && parts >= cap;
   let sentence = '';
-  if (status === 'upcoming') sentence = `Not started yet: the sale opens on ${when(a.starts_at, true)}.`;
+  // In the early window a buyer with an access code buys as after the start.
+  const early = status === 'upcoming' && earlyBuyable(a);
+  if (status === 'upcoming' && !early) sentence = earlySentence(a) || `Not started yet: the sale opens on ${when(a.starts_at, true)}.`;
   else if (status === 'ended') sentence = 'This sale has ended.';
   else if (status === 'sold_out') sentence = 'Sold out: every unit has been taken.';
   else if (!signedIn) sentence = isGroupSale(a) ? 'Sign in above to open or join a group.' : 'Sign in above to buy.';
@@ -169,7 +172,8 @@ function saleState(a) {
     parts,
     sentence,
     canBuy: sentence === '',
-    key: [status, signedIn, limitReached, partsReached].join('|'),
+    early,
+    key: [status, signedIn, limitReached, partsReached, early].join('|'),
   };
 }
 
@@ -186,6 +190,7 @@ function newSaleCard(a) {
   el(node, '.buy-button').setAttribute('aria-describedby', `sale-${a.id}-name`);
   const entry = { data: a, node, result: null, pending: null, busy: false, waitlist: null, waitlistBusy: false };
   wireLine(entry);
+  wireEarly(entry, renderSaleCard);
   el(node, '.join-waitlist').addEventListener('click', () => joinWaitlist(entry));
   el(node, '.leave-waitlist').addEventListener('click', () => leaveWaitlist(entry));
   el(node, '.buy').addEventListener('submit', (ev) => {
@@ -239,6 +244,7 @@ function renderSaleCard(entry) {
   if (qty.max !== String(room)) qty.max = String(room);
   setText(el(node, '.limit-text'), limitText(a, state));
 
+  renderEarly(entry, state.status, Boolean(session.token));
   // A waiting-room sale is bought from with the pass of an admitted ticket only.
   const admitted = renderLine(entry, state.status);
   el(node, '.buy').hidden = state.status === 'ended' || !admitted;
@@ -309,7 +315,7 @@ function renderVariants(entry, state) {
     const soldOut = v.stock_available <= 0;
     label.classList.toggle('sold-out', soldOut);
     setText(el(label, '.variant-left'), soldOut ? 'Sold out' : `${v.stock_available.toLocaleString('en-US')} left`);
-    input.disabled = !session.token || state.status === 'ended' || state.status === 'upcoming';
+    input.disabled = !session.token || state.status === 'ended' || state.status === 'upcoming' && !state.early;
     input.checked = entry.variant === v.name;
     label.title = soldOut ? `${v.name} is sold out: choose it to join its waitlist` : '';
   });
@@ -539,7 +545,10 @@ function buyError(res, a) {
       return `Limit reached: each buyer may hold at most ${a.per_user_limit} of this sale, counting queued, created and paid orders.`;
     }
     case 'sale_not_started':
-      return `Not started yet: the sale opens on ${when(a.starts_at, true)}.`;
+      return earlySentence(a) || `Not started yet: the sale opens on ${when(a.starts_at, true)}.`;
+    case 'access_code_taken':
+    case 'access_code_invalid':
+      return codeError(res);
     case 'sale_ended':
       return 'This sale has ended.';
     case 'busy':
@@ -584,7 +593,8 @@ async function buy(entry) {
   const res = await api('POST', `/api/v1/activities/${a.id}/orders`, {
     token: session.token,
     body: variant ? { quantity, variant } : { quantity },
-    headers: { 'Idempotency-Key': entry.pending.key, ...(a.waiting_room ? { 'X-Sale-Pass': admittedPass(a.id) } : {}) },
+    headers: { 'Idempotency-Key': entry.pending.key, ...(a.waiting_room ? { 'X-Sale-Pass': admittedPass(a.id) } : {}),
+      ...codeHeaders(a) },
   });
   entry.busy = false;
   if (res.status !== 0) entry.pending = null;
@@ -1077,13 +1087,14 @@ function cardQuantity(entry) {
   return quantity;
 }
 
-// takeSeat opens a group or joins one with pending's quantity and Idempotency-Key: a
-// retry after a lost answer sends the same key and body, and gets the first seat back.
-async function takeSeat(path, pending) {
+// takeSeat opens a group or joins one of sale a with pending's quantity and
+// Idempotency-Key: a retry after a lost answer sends the same key and body, and gets the
+// first seat back.
+async function takeSeat(path, pending, a) {
   const res = await api('POST', path, {
     token: session.token,
     body: { quantity: pending.quantity },
-    headers: { 'Idempotency-Key': pending.key },
+    headers: { 'Idempotency-Key': pending.key, ...codeHeaders(a) },
   });
   if (res.ok) {
     upsertOrder(res.data.order);
@@ -1107,7 +1118,7 @@ async function openGroup(entry) {
   entry.busy = true;
   entry.result = null;
   renderSaleCard(entry);
-  const res = await takeSeat(`/api/v1/activities/${a.id}/groups`, entry.pending);
+  const res = await takeSeat(`/api/v1/activities/${a.id}/groups`, entry.pending, a);
   entry.busy = false;
   if (res.status !== 0) entry.pending = null;
   if (res.status === 401) {
@@ -1142,7 +1153,7 @@ async function joinFromSale(entry, id) {
   entry.joining = id;
   entry.result = null;
   renderSaleCard(entry);
-  const res = await takeSeat(`/api/v1/groups/${encodeURIComponent(id)}/join`, entry.joinPending);
+  const res = await takeSeat(`/api/v1/groups/${encodeURIComponent(id)}/join`, entry.joinPending, a);
   entry.joining = '';
   if (res.status !== 0) entry.joinPending = null;
   if (res.status === 401) {
@@ -1254,7 +1265,7 @@ async function joinFromInvite() {
   invite.busy = true;
   invite.result = null;
   renderInvite();
-  const res = await takeSeat(`/api/v1/groups/${encodeURIComponent(invite.id)}/join`, invite.pending);
+  const res = await takeSeat(`/api/v1/groups/${encodeURIComponent(invite.id)}/join`, invite.pending, sale.data);
   invite.busy = false;
   if (res.status !== 0) invite.pending = null;
   if (res.status === 401) {

@@ -12,6 +12,11 @@
 // admitted_through reaches the ticket's place.
 import './vendor/altcha/altcha.js';
 import { api, clock, duration, el, setText, poller } from './common.js';
+import { codeHeaders, codeError } from './early.js';
+
+// A code holder's ticket has a place below 3e15 (places of bands 1 and 2): the line
+// admits it from the early window's opening, not from the start.
+const memberPlace = (t) => t.place >= 1e15 && t.place < 3e15;
 
 // activity id -> {ticket, at, busy, error, solving, solvingSince, widget, missing,
 // checked (the ticket was read once), due (to be read again: the status admitted it),
@@ -68,7 +73,8 @@ function shown(l) {
 function lineText(a, l, status) {
   const t = shown(l);
   const now = clock.now();
-  const start = Date.parse(a.starts_at);
+  const member = memberPlace(t);
+  const start = Date.parse(member ? a.early_access_at : a.starts_at);
   if (t.status === 'sold_out' || (t.status === 'admitted' && (status === 'sold_out' || status === 'ended'))) {
     return { kind: 'error', text: status === 'ended' || now >= Date.parse(a.ends_at) ? 'The sale has ended: the line is closed.' : 'Sold out: every unit has been taken. The line is closed.' };
   }
@@ -88,6 +94,11 @@ function lineText(a, l, status) {
   const units = plural(t.units_left, 'unit', 'units');
   if (now < start) {
     // Before the lottery the place is not decided: say so rather than a number.
+    if (member) {
+      return { kind: 'state', text: `You are in the line with your access code, before every buyer without one. `
+        + `The line lets code holders in from the early window, in ${mmss(start - now)}, in a random order among `
+        + `those who joined before it. ${units} for sale.` };
+    }
     return { kind: 'state', text: `You are in the line. The lottery in ${mmss(start - now)} places everyone `
       + `who joined before the start in a random order, so joining early gives no edge. ${units} for sale.` };
   }
@@ -119,7 +130,9 @@ export function renderLine(entry, status) {
   setText(el(box, '.line-rule'), `Waiting room: join the line to buy. Everyone who joins before the start is `
     + `placed by a lottery (joining early gives no edge); later buyers follow in the order they join. `
     + `The line lets ${plural(a.admit_per_second || 0, 'buyer', 'buyers')} in per second; once it is your turn, `
-    + `you have ${duration((a.pass_ttl_seconds || 300) * 1000)} to buy.`);
+    + `you have ${duration((a.pass_ttl_seconds || 300) * 1000)} to buy.`
+    + (a.early_access_seconds > 0 ? ' Buyers who join with an access code go before everyone else, and are let in '
+      + 'from the early window.' : ''));
   const join = el(box, '.join-line');
   join.hidden = Boolean(l.ticket) || !session.token;
   join.disabled = l.busy || l.solving || !['upcoming', 'active'].includes(status);
@@ -154,6 +167,12 @@ function joinError(res, a) {
       return 'The sale has ended: the line is closed.';
     case 'challenge_failed':
       return 'The puzzle was not accepted (expired or used before). Press Join the line to try again.';
+    case 'sale_not_started':
+      return 'Early access: only buyers with an access code join the line now. Enter your code above, or come back '
+        + 'at the start.';
+    case 'access_code_taken':
+    case 'access_code_invalid':
+      return codeError(res);
     case 'rate_limited':
       return `Too many requests: wait ${res.retryAfter || 1} seconds, then try again.`;
     case 'network':
@@ -216,7 +235,7 @@ async function send(entry, body) {
   const l = lineOf(a.id);
   l.busy = true;
   onChange(entry);
-  const res = await api('POST', `/api/v1/activities/${a.id}/line`, { token: session.token, body });
+  const res = await api('POST', `/api/v1/activities/${a.id}/line`, { token: session.token, body, headers: codeHeaders(a) });
   l.busy = false;
   if (res.ok) {
     took(l, res.data, a);
@@ -235,7 +254,7 @@ function took(l, t, a) {
   l.missing = false;
   l.checked = true;
   l.due = false;
-  l.afterStart = clock.now() >= Date.parse(a.starts_at);
+  l.afterStart = clock.now() >= Date.parse(memberPlace(t) ? a.early_access_at : a.starts_at);
 }
 
 let cards = () => [];

@@ -104,6 +104,7 @@ func (s *Sales) Remove(ctx context.Context, activityID int64, buckets int, n Nam
 	for i := range stock.MaxVariants { // the waiting sets a sale may have, one per variant
 		byBucket[0] = append(byBucket[0], stock.WaitlistKey(zero, stock.VariantAt(i)))
 	}
+	byBucket[0] = append(byBucket[0], stock.CodesKey(zero), stock.CodeClaimsKey(zero))
 	byBucket[0] = append(byBucket[0], n.Extra...)
 	var removed int64
 	for i := len(all) - 1; i >= 0; i-- {

@@ -42,6 +42,16 @@ func (s *Sales) SetRoom(ctx context.Context, activityID int64, r stock.Room) err
 	return nil
 }
 
+// SetEarlyAccess moves the opening of a sale's early window to at (the sale's start for
+// none: the hash's field early); every API instance and the line see it at their next
+// script.
+func (s *Sales) SetEarlyAccess(ctx context.Context, activityID int64, at time.Time) error {
+	if err := s.rdb.HSet(ctx, stock.SaleKey(stock.One(activityID)), "early", at.UnixMilli()).Err(); err != nil {
+		return fmt.Errorf("set early access of sale %d: %w", activityID, err)
+	}
+	return nil
+}
+
 // Load writes a new sale's state. The sale can be bought from when Load returns. A sale
 // of several buckets gets its units spread evenly over them; bucket 0 is written last,
 // so a sale Redis has is a sale whole.

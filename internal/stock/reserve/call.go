@@ -37,6 +37,8 @@ var callKeys = []struct {
 	{"since", stock.QueuedSinceKey},      // queued order ids by when they were taken
 	{"open_groups", stock.OpenGroupsKey}, // open groups by the end of their window
 	{"fill_groups", stock.FillGroupsKey}, // open groups, fullest first
+	{"codes", stock.CodesKey},            // the sale's access codes (code.lua), read before the start only
+	{"claims", stock.CodeClaimsKey},      // the uses of codes not yet recorded in MySQL
 }
 
 // callArgs are the arguments of every call.
@@ -76,6 +78,7 @@ var purchaseArgs = slices.Concat(orderArgs, []purchaseArg{
 	{"tolerance", luaNumber, func(r Reservation, _ string) any { _, t := r.allowance(); return t }},
 	{"redis_clock", luaFlag, func(r Reservation, _ string) any { return flag(r.RedisClock) }},
 	{"pass_expires", luaNumber, func(r Reservation, _ string) any { return r.passArg() }}, // nil: no pass
+	{"access_code", luaString, func(r Reservation, _ string) any { return r.AccessCode }}, // "": none
 })
 
 // purchaseArg is one of a purchase's arguments, with how the script reads it: a value

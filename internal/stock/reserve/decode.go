@@ -19,7 +19,8 @@ func decodeReserved(r Reservation, fingerprint string, res []any, terms saleTerm
 		return Reserved{}, fmt.Errorf("reserve: %w", err)
 	}
 	i := slices.IndexFunc(stock.PurchaseReplies, func(r stock.PurchaseReply) bool { return int64(r.Code) == code })
-	seat := code == stock.ReplyReserved && r.Group != "" && len(res) == 6
+	reserved := code == stock.ReplyReserved || code == stock.ReplyReservedEarly
+	seat := reserved && r.Group != "" && len(res) == 6
 	if i < 0 || len(res)-1 != stock.PurchaseReplies[i].Values && !seat {
 		return Reserved{}, fmt.Errorf("reserve: unexpected script reply %v", res)
 	}
@@ -38,8 +39,8 @@ func decodeReserved(r Reservation, fingerprint string, res []any, terms saleTerm
 		return Reserved{}, fmt.Errorf("reserve: %w", err)
 	}
 	switch code {
-	case stock.ReplyReserved:
-		got := Reserved{OrderID: r.OrderID, Available: n[0], Limit: terms.limit,
+	case stock.ReplyReserved, stock.ReplyReservedEarly:
+		got := Reserved{OrderID: r.OrderID, Available: n[0], Limit: terms.limit, EarlyAccess: code == stock.ReplyReservedEarly,
 			PriceCents: terms.price, PayWindow: terms.payWindow, ParticipationCap: terms.cap, room: terms.room}
 		if seat {
 			got.Group = &group.Group{ID: r.Group, ActivityID: r.ActivityID, Members: int(n[1]), Size: int(n[2]),

@@ -58,6 +58,9 @@ func TestQueuedValueOneFormat(t *testing.T) {
 		{"a buyer with a percent sign", buy("100%", 1), Reserved{Limit: 1}},
 		{"a variant", variant(buy("42", 2), 0), Reserved{Limit: 5}},
 		{"the last of 100 variants, capped", variant(buy("~x y", 1), 99), Reserved{Limit: 2, ParticipationCap: 2}},
+		{"early", buy("42", 1), Reserved{Limit: 2, EarlyAccess: true}},
+		{"early, a variant, capped", variant(buy("auth0|64f1c2", 1), 7), Reserved{Limit: 2, ParticipationCap: 1, EarlyAccess: true}},
+		{"early, a seat", buy("9", 1), Reserved{Limit: 1, EarlyAccess: true, Group: seat("01JGROUP", 3, created.Add(time.Hour))}},
 	}
 	// decode: parse_queued's fields of ARGV[1] ("" for nil)
 	decode := redis.NewScript(queuedPart(t) + `
@@ -66,14 +69,16 @@ for i = 1, 9 do out[i] = out[i] or '' end
 return out
 `)
 	// encode: queued_value of the purchase's orderArgs, then limit, cap and the group
-	// (group "" for none), as the reserve script passes them
+	// (group "" for none), as the reserve script passes them, and "1" for a purchase of
+	// the early window (p.early, which the script sets)
 	n := len(orderArgs)
 	encode := redis.NewScript(queuedPart(t) + fmt.Sprintf(`
 local p = {%s}
 local group, size, expires = nil, nil, nil
 if ARGV[%d] ~= '' then group, size, expires = ARGV[%d], ARGV[%d], ARGV[%d] end
+p.early = ARGV[%d] == '1'
 return queued_value(p, ARGV[%d], ARGV[%d], group, size, expires)
-`, argsLua(orderArgs, ""), n+3, n+3, n+4, n+5, n+1, n+2))
+`, argsLua(orderArgs, ""), n+3, n+3, n+4, n+5, n+6, n+1, n+2))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q := tt.r.queued(tt.got, "")
@@ -118,7 +123,7 @@ return queued_value(p, ARGV[%d], ARGV[%d], group, size, expires)
 			if g := tt.got.Group; g != nil {
 				group, groupSize, groupEnd = g.ID, int64(g.Size), g.ExpiresAt.UnixMilli()
 			}
-			args = append(args, tt.got.Limit, tt.got.ParticipationCap, group, groupSize, groupEnd)
+			args = append(args, tt.got.Limit, tt.got.ParticipationCap, group, groupSize, groupEnd, flag(tt.got.EarlyAccess))
 			lua, err := encode.Run(ctx, rdb, nil, args...).Text()
 			if err != nil {
 				t.Fatal(err)

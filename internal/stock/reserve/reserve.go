@@ -48,7 +48,7 @@ func New(sk *stock.Stock) *Reserver {
 func (r Reservation) queued(got Reserved, fingerprint string) stock.QueuedOrder {
 	q := stock.QueuedOrder{OrderID: r.OrderID, ActivityID: r.ActivityID, Buyer: r.Buyer, Quantity: r.Quantity,
 		CreatedAt: r.Now, Limit: got.Limit, ParticipationCap: got.ParticipationCap,
-		IdempotencyKey: r.IdempotencyKey, Fingerprint: fingerprint, Variant: r.Variant}
+		IdempotencyKey: r.IdempotencyKey, Fingerprint: fingerprint, Variant: r.Variant, EarlyAccess: got.EarlyAccess}
 	if got.Group != nil {
 		q.Group, q.GroupSize, q.GroupExpiresAt = got.Group.ID, got.Group.Size, got.Group.ExpiresAt
 	}
@@ -113,6 +113,9 @@ type Reserved struct {
 	// Replayed is true when the Idempotency-Key already made OrderID; nothing was taken
 	// and no lock is held.
 	Replayed bool
+	// EarlyAccess is true for a reservation of the sale's early window, with an access
+	// code (its order is marked so).
+	EarlyAccess bool
 	// Available is what is left after this purchase.
 	Available  int64
 	Limit      int
@@ -156,8 +159,12 @@ func (s *Reserver) Reserve(ctx context.Context, r Reservation) (Reserved, error)
 	}
 	epoch := s.soldOut.epoch()
 	got, err := s.reserveRouted(ctx, r, fingerprint)
+	// A purchase with an access code may be the early window's, which one without would
+	// meet as not started: only one without sets the flag (it is sold out only after the
+	// start).
+	noneLeft := err == errNoneLeft || err == nil && !got.Replayed && got.Available == 0 && got.Bucket.K() <= 1
 	switch {
-	case err == errNoneLeft, err == nil && !got.Replayed && got.Available == 0 && got.Bucket.K() <= 1:
+	case noneLeft && r.AccessCode == "":
 		s.soldOut.set(r.ActivityID, r.Variant, epoch, &soldOutFlag{at: r.Now, room: got.room, group: r.Mode() != "", limit: got.Limit})
 	case recheck != nil:
 		s.soldOut.dropRecheck(r.ActivityID, r.Variant, recheck)

@@ -48,19 +48,24 @@ end
 --
 --   queued_value(p, limit, cap, group, size, expires): the value of the order of the
 --     reserve script's purchase p (its orderArgs: p.user the buyer's key, p.qty, p.now
---     its creation, p.variant its variant, '' for none), or of units the waitlist
---     offered (p.offered true); cap nil or 0 and group nil for no participations counted
---     and no group
+--     its creation, p.variant its variant, '' for none; p.early true in the early
+--     window), or of units the waitlist offered (p.offered true); cap nil or 0 and group
+--     nil for no participations counted and no group
 --   parse_queued(v): user (the buyer's key), qty, created, limit, cap, group, size,
 --     expires, variant; cap nil when the sale counts no participations, group, size and
 --     expires nil outside a group, variant (the index, a string) nil outside a sale of
 --     variants. Fields past these are left to Go: no script decides by them.
 local function queued_value(p, limit, cap, group, size, expires)
   local v = p.user .. ' ' .. p.qty .. ' ' .. p.now .. ' ' .. limit
-  if group then return v .. ' ' .. (cap or 0) .. ' ' .. group .. ' ' .. size .. ' ' .. expires end
-  if p.offered then
-    if p.variant == '' then return v .. ' ' .. (cap or 0) .. ' - 0 0 - o' end
-    return v .. ' ' .. (cap or 0) .. ' - 0 0 ' .. p.variant .. ' o'
+  if group then
+    v = v .. ' ' .. (cap or 0) .. ' ' .. group .. ' ' .. size .. ' ' .. expires
+    if p.early then return v .. ' - e' end
+    return v
+  end
+  if p.offered or p.early then
+    local mark = p.offered and ' o' or ' e'
+    if p.variant == '' then return v .. ' ' .. (cap or 0) .. ' - 0 0 -' .. mark end
+    return v .. ' ' .. (cap or 0) .. ' - 0 0 ' .. p.variant .. mark
   end
   if p.variant ~= '' then return v .. ' ' .. (cap or 0) .. ' - 0 0 ' .. p.variant end
   if cap and tonumber(cap) > 0 then return v .. ' ' .. cap .. ' - 0 0' end
@@ -82,7 +87,7 @@ end
 -- meaning and a refusal its error), which the scripts that apply the per-user rule
 -- answer with too (user_limit.lua).
 ---- begin codes: written by go generate from reserveReplies (replies.go)
-local RESERVED, REPLAYED, NO_SALE, BUSY, NOT_STARTED, ENDED, SOLD_OUT, OVER_LIMIT, KEY_REUSED, QUANTITY_OVER_LIMIT, GROUP_SALE, NOT_GROUP_SALE, NO_GROUP, GROUP_CLOSED, ALREADY_IN_GROUP, GROUP_FULL, OVER_CAP, RATE_LIMITED, NOT_ADMITTED, WRONG_BUCKETS, CLOSED, NO_VARIANT, OVER_VARIANT_LIMIT = 0, 1, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -14, -15, -16, -17, -18, -19, -20, -21
+local RESERVED, REPLAYED, NO_SALE, BUSY, NOT_STARTED, ENDED, SOLD_OUT, OVER_LIMIT, KEY_REUSED, QUANTITY_OVER_LIMIT, GROUP_SALE, NOT_GROUP_SALE, NO_GROUP, GROUP_CLOSED, ALREADY_IN_GROUP, GROUP_FULL, OVER_CAP, RATE_LIMITED, NOT_ADMITTED, WRONG_BUCKETS, CLOSED, NO_VARIANT, OVER_VARIANT_LIMIT, RESERVED_EARLY, CODE_INVALID, CODE_TAKEN = 0, 1, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -14, -15, -16, -17, -18, -19, -20, -21, 2, -22, -23
 ---- end codes
 ---- end replies.lua
 ---- begin buyer_fields.lua: a copy; edit buyer_fields.lua, then run go generate
@@ -159,13 +164,37 @@ local function user_refused(held, qty, limit, parts, cap)
   if cap > 0 and parts >= cap then return {OVER_CAP, parts, cap} end
 end
 ---- end user_limit.lua
+---- begin code.lua: a copy; edit code.lua, then run go generate
+-- A sale's access codes (early access), for the scripts a buyer presents a code to: the
+-- reserve script of a purchase before the start, and the waiting room's join. The codes
+-- hash (keys.go's CodesKey) maps a code to '' (free), '<buyer key> <unix ms>' (owned by
+-- that buyer since), or either after '-' (revoked); internal/stock/codes writes and
+-- reads the rest of it.
+--
+--   code_refused(codes, claims, code, user, now): nil when the buyer of key user may use
+--     the code: it was free, and is theirs from now (added to claims, the uses not yet
+--     recorded in MySQL), or it is theirs already; else 'invalid' (no such code, or
+--     revoked) or 'taken' (another buyer's). now is unix ms.
+local function code_refused(codes, claims, code, user, now)
+  local v = redis.call('HGET', codes, code)
+  if not v or string.sub(v, 1, 1) == '-' then return 'invalid' end
+  if v == '' then
+    local at = string.format('%d', now)
+    redis.call('HSET', codes, code, user .. ' ' .. at)
+    redis.call('ZADD', claims, at, code)
+    return nil
+  end
+  if string.match(v, '^(%S+)') ~= user then return 'taken' end
+  return nil
+end
+---- end code.lua
 ---- begin layout: written by go generate from the layout of a call (callKeys, callArgs, purchaseKeys, seatKeys, purchaseArgs in reserve.go)
-local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], since = KEYS[4], open_groups = KEYS[5], fill_groups = KEYS[6]}
+local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], since = KEYS[4], open_groups = KEYS[5], fill_groups = KEYS[6], codes = KEYS[7], claims = KEYS[8]}
 local ARG = {key_ttl = ARGV[1], buckets = ARGV[2]}
 local function unpack_purchases()
-  local out, k = {}, 6
-  for a = 2, #ARGV - 1, 14 do
-    local p = {now = ARGV[a + 1], user = ARGV[a + 2], qty = ARGV[a + 3], order = ARGV[a + 4], variant = ARGV[a + 5], fingerprint = ARGV[a + 6], lock_token = ARGV[a + 7], lock_ttl = tonumber(ARGV[a + 8]), mode = ARGV[a + 9], group = ARGV[a + 10], interval = tonumber(ARGV[a + 11]), tolerance = tonumber(ARGV[a + 12]), redis_clock = ARGV[a + 13] == '1', pass_expires = tonumber(ARGV[a + 14]), user_queued_key = KEYS[k + 1], idempotency_key = KEYS[k + 2], allowance_key = KEYS[k + 3]}
+  local out, k = {}, 8
+  for a = 2, #ARGV - 1, 15 do
+    local p = {now = ARGV[a + 1], user = ARGV[a + 2], qty = ARGV[a + 3], order = ARGV[a + 4], variant = ARGV[a + 5], fingerprint = ARGV[a + 6], lock_token = ARGV[a + 7], lock_ttl = tonumber(ARGV[a + 8]), mode = ARGV[a + 9], group = ARGV[a + 10], interval = tonumber(ARGV[a + 11]), tolerance = tonumber(ARGV[a + 12]), redis_clock = ARGV[a + 13] == '1', pass_expires = tonumber(ARGV[a + 14]), access_code = ARGV[a + 15], user_queued_key = KEYS[k + 1], idempotency_key = KEYS[k + 2], allowance_key = KEYS[k + 3]}
     k = k + 3
     if p.mode ~= '' then
       p.group_key = KEYS[k + 1]
@@ -233,11 +262,15 @@ if not shut and #purchases > 0 then -- a call carries at most maxCoalesced: the 
   read(queued, ids)
 end
 
--- The reply of a reservation: units left, and a seat's group as this seat left it.
+-- The reply of a reservation: units left, and a seat's group as this seat left it;
+-- RESERVED_EARLY for one of the early window (p.early, or its queued value's mark when
+-- this call runs again).
 local function reserved(p, avail)
-  if p.mode == '' then return {RESERVED, avail} end
+  local code = RESERVED
+  if p.early or string.sub(get(queued, p.order) or '', -2) == ' e' then code = RESERVED_EARLY end
+  if p.mode == '' then return {code, avail} end
   local g = redis.call('HMGET', p.group_key, 'members', 'size', 'expires', 'status')
-  return {RESERVED, avail, g[1], g[2], g[3], g[4]}
+  return {code, avail, g[1], g[2], g[3], g[4]}
 end
 
 -- Each check returns its refusal, or nil to let the purchase go on.
@@ -263,12 +296,30 @@ local function locked(p)
   if lock and tonumber(string.match(lock, ' (%d+)$')) > clock_us() / 1000 then return {BUSY} end
 end
 
+-- Before the start, in the sale's early window (its opening, the hash's early, read only
+-- then), a buyer who presents an access code the sale has, free or theirs, buys as after
+-- the start (p.early: the order is marked); anyone else waits for the start. A free code
+-- becomes the buyer's here (code_refused), whatever the purchase's outcome.
+local early_at
+local function early_refused(p, clock)
+  if p.access_code == '' then return {NOT_STARTED} end
+  if not early_at then early_at = tonumber(redis.call('HGET', K.sale, 'early') or sale.starts) end
+  if clock < early_at then return {NOT_STARTED} end
+  local refused = code_refused(K.codes, K.claims, p.access_code, p.user, clock)
+  if refused == 'invalid' then return {CODE_INVALID} end
+  if refused == 'taken' then return {CODE_TAKEN} end
+  p.early = true
+end
+
 -- The sale's window, and a waiting room's pass, judged by Redis' clock (the same for
 -- every API instance) or by the caller's now.
 local function outside_window(p)
   local clock = tonumber(p.now)
   if p.redis_clock then clock = math.floor(clock_us() / 1000) end
-  if clock < sale.starts then return {NOT_STARTED} end
+  if clock < sale.starts then
+    local refusal = early_refused(p, clock)
+    if refusal then return refusal end
+  end
   if clock >= sale.ends then return {ENDED} end
   if sale.room and not (clock < (p.pass_expires or 0)) then return {NOT_ADMITTED} end
 end

@@ -32,19 +32,24 @@
 --
 --   queued_value(p, limit, cap, group, size, expires): the value of the order of the
 --     reserve script's purchase p (its orderArgs: p.user the buyer's key, p.qty, p.now
---     its creation, p.variant its variant, '' for none), or of units the waitlist
---     offered (p.offered true); cap nil or 0 and group nil for no participations counted
---     and no group
+--     its creation, p.variant its variant, '' for none; p.early true in the early
+--     window), or of units the waitlist offered (p.offered true); cap nil or 0 and group
+--     nil for no participations counted and no group
 --   parse_queued(v): user (the buyer's key), qty, created, limit, cap, group, size,
 --     expires, variant; cap nil when the sale counts no participations, group, size and
 --     expires nil outside a group, variant (the index, a string) nil outside a sale of
 --     variants. Fields past these are left to Go: no script decides by them.
 local function queued_value(p, limit, cap, group, size, expires)
   local v = p.user .. ' ' .. p.qty .. ' ' .. p.now .. ' ' .. limit
-  if group then return v .. ' ' .. (cap or 0) .. ' ' .. group .. ' ' .. size .. ' ' .. expires end
-  if p.offered then
-    if p.variant == '' then return v .. ' ' .. (cap or 0) .. ' - 0 0 - o' end
-    return v .. ' ' .. (cap or 0) .. ' - 0 0 ' .. p.variant .. ' o'
+  if group then
+    v = v .. ' ' .. (cap or 0) .. ' ' .. group .. ' ' .. size .. ' ' .. expires
+    if p.early then return v .. ' - e' end
+    return v
+  end
+  if p.offered or p.early then
+    local mark = p.offered and ' o' or ' e'
+    if p.variant == '' then return v .. ' ' .. (cap or 0) .. ' - 0 0 -' .. mark end
+    return v .. ' ' .. (cap or 0) .. ' - 0 0 ' .. p.variant .. mark
   end
   if p.variant ~= '' then return v .. ' ' .. (cap or 0) .. ' - 0 0 ' .. p.variant end
   if cap and tonumber(cap) > 0 then return v .. ' ' .. cap .. ' - 0 0' end
@@ -219,7 +224,7 @@ end
 -- meaning and a refusal its error), which the scripts that apply the per-user rule
 -- answer with too (user_limit.lua).
 ---- begin codes: written by go generate from reserveReplies (replies.go)
-local RESERVED, REPLAYED, NO_SALE, BUSY, NOT_STARTED, ENDED, SOLD_OUT, OVER_LIMIT, KEY_REUSED, QUANTITY_OVER_LIMIT, GROUP_SALE, NOT_GROUP_SALE, NO_GROUP, GROUP_CLOSED, ALREADY_IN_GROUP, GROUP_FULL, OVER_CAP, RATE_LIMITED, NOT_ADMITTED, WRONG_BUCKETS, CLOSED, NO_VARIANT, OVER_VARIANT_LIMIT = 0, 1, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -14, -15, -16, -17, -18, -19, -20, -21
+local RESERVED, REPLAYED, NO_SALE, BUSY, NOT_STARTED, ENDED, SOLD_OUT, OVER_LIMIT, KEY_REUSED, QUANTITY_OVER_LIMIT, GROUP_SALE, NOT_GROUP_SALE, NO_GROUP, GROUP_CLOSED, ALREADY_IN_GROUP, GROUP_FULL, OVER_CAP, RATE_LIMITED, NOT_ADMITTED, WRONG_BUCKETS, CLOSED, NO_VARIANT, OVER_VARIANT_LIMIT, RESERVED_EARLY, CODE_INVALID, CODE_TAKEN = 0, 1, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -14, -15, -16, -17, -18, -19, -20, -21, 2, -22, -23
 ---- end codes
 ---- end replies.lua
 ---- begin user_limit.lua: a copy; edit user_limit.lua, then run go generate
