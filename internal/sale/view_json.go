@@ -55,6 +55,9 @@ func (o *Order) AppendJSON(b []byte) ([]byte, error) {
 	if o.Offered {
 		b = append(b, `,"offered":true`...)
 	}
+	if o.EarlyAccess {
+		b = append(b, `,"early_access":true`...)
+	}
 	return append(b, '}'), nil
 }
 
