@@ -297,7 +297,7 @@ func insertOrders(tx *gorm.DB, rows []Order) error {
 		}
 		args = append(args, o.ID, o.ActivityID, string(o.Buyer), userID, o.Quantity, o.AmountCents, o.Status,
 			orNull(o.FailureReason), o.CreatedAt, o.ExpiresAt, orNull(o.WindowStartsAt), orNull(o.WindowEndsAt),
-			o.PersistedAt, orNull(o.GroupID), orNull(o.Variant), orNull(o.VariantIndex), o.Offered,
+			o.PersistedAt, orNull(o.GroupID), orNull(o.Variant), orNull(o.VariantIndex), o.Offered, o.EarlyAccess,
 			orNull(o.IdempotencyKey), orNull(o.RequestFingerprint))
 	}
 	if err := tx.Exec(q.String(), args...).Error; err != nil {
@@ -310,9 +310,9 @@ func insertOrders(tx *gorm.DB, rows []Order) error {
 const (
 	insertOrdersHead = "INSERT INTO orders (id, activity_id, buyer, user_id, quantity, amount_cents, status, " +
 		"failure_reason, created_at, expires_at, window_starts_at, window_ends_at, persisted_at, group_id, variant, " +
-		"variant_index, offered, idempotency_key, request_fingerprint) VALUES "
-	orderRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	orderColumns = 19
+		"variant_index, offered, early_access, idempotency_key, request_fingerprint) VALUES "
+	orderRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	orderColumns = 20
 )
 
 // orNull is *p, or NULL for nil.
