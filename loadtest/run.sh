@@ -13,8 +13,9 @@
 # scripts/services.sh runs it, or LOADTEST_APPENDFSYNC), API_INSTANCES API processes
 # (default 1) and one worker, with
 # SECKILL_RATE_IP=0 and SECKILL_RATE_USER=0, on a fresh MySQL database seckill_loadtest
-# on the server of SECKILL_MYSQL_DSN. A private Redis keeps the orders queue away from
-# any other worker on this machine. Logs go to .data/loadtest/. Every process it started
+# on a private mariadbd (LOADTEST_MYSQL). A private Redis keeps the orders queue away from
+# any other worker on this machine; a private MariaDB keeps other clients' work (tests
+# run beside) out of mysqld's CPU and status counters, which the ratios report per order. Logs go to .data/loadtest/. Every process it started
 # is stopped by its PID when it ends, however it ends.
 #
 # Environment:
@@ -34,6 +35,10 @@
 #                                         successful answer), LOADTEST_OTHER_SOLD_OUT (the same endpoint of
 #                                         an instance with nothing left), LOADTEST_OTHER_WATCH (name=pid,...
 #                                         of its processes, for their CPU)
+#   LOADTEST_MYSQL=private                private: a mariadbd of the run's own on a free port (data
+#                                         in a temporary folder, 256 MB buffer pool as
+#                                         scripts/services.sh runs it, no binary log), stopped at
+#                                         the end; shared: the server of SECKILL_MYSQL_DSN
 #   LOADTEST_DB=seckill_loadtest          database to (re)create on the MySQL server
 #   LOADTEST_APPENDFSYNC=always           the private Redis's appendfsync (everysec: faster, and
 #                                         acknowledged writes can be lost; docs/concepts.md, Durability)
@@ -111,13 +116,15 @@ go build -o bin/crowd ./loadtest/crowd
 
 pids=()
 redis_dir=""
-stop() { # the API and the worker first, Redis (started first) last
+mysql_dir=""
+stop() { # the API and the worker first, Redis and MariaDB (started first) last
 	local i
 	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
 		kill "${pids[i]}" 2>/dev/null || true
 		wait "${pids[i]}" 2>/dev/null || true
 	done
 	[ -z "$redis_dir" ] || rm -rf "$redis_dir"
+	[ -z "$mysql_dir" ] || rm -rf "$mysql_dir"
 }
 trap stop EXIT
 trap 'exit 130' INT TERM
@@ -142,8 +149,34 @@ free_port() { # sets port to one nothing listens on, not handed out before
 	exit 1
 }
 
-# MySQL: a fresh database on the configured server.
+# MySQL: a fresh database on a private server (LOADTEST_MYSQL=private), or on the
+# configured one.
 base_dsn=${SECKILL_MYSQL_DSN:-'seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true'}
+case ${LOADTEST_MYSQL:-private} in
+private)
+	mysql_dir=$(mktemp -d)
+	free_port
+	mariadb-install-db --no-defaults --datadir="$mysql_dir/db" --user="$(id -un)" \
+		--auth-root-authentication-method=socket --skip-test-db >"$mysql_dir/install.log" 2>&1
+	mariadbd --no-defaults --datadir="$mysql_dir/db" --socket="$mysql_dir/mysqld.sock" \
+		--port="$port" --bind-address=127.0.0.1 --user="$(id -un)" --log-error="$mysql_dir/error.log" \
+		--innodb-buffer-pool-size=256M --max-connections=500 --skip-log-bin 9>&- &
+	pids+=($!)
+	for _ in $(seq 300); do
+		answers "$port" && [ -S "$mysql_dir/mysqld.sock" ] && break
+		sleep 0.1
+	done
+	mariadb --socket="$mysql_dir/mysqld.sock" -u root \
+		-e "CREATE USER seckill@'%' IDENTIFIED BY 'seckill'; GRANT ALL ON *.* TO seckill@'%';
+			CREATE USER seckill@localhost IDENTIFIED BY 'seckill'; GRANT ALL ON *.* TO seckill@localhost"
+	base_dsn="seckill:seckill@tcp(127.0.0.1:$port)/seckill?$(sed -nE 's/[^?]*\?//p' <<<"$base_dsn")"
+	;;
+shared) ;;
+*)
+	echo "LOADTEST_MYSQL: want private or shared" >&2
+	exit 2
+	;;
+esac
 db=${LOADTEST_DB:-seckill_loadtest}
 mysql_user=$(sed -E 's/^([^:@]*).*/\1/' <<<"$base_dsn")
 mysql_pass=$(sed -E 's/^[^:@]*:?([^@]*)@.*/\1/' <<<"$base_dsn")

@@ -32,10 +32,14 @@ func OfPtr(t *time.Time) *Time {
 // MarshalJSON writes t in Layout, in UTC, truncated to the millisecond; a year RFC 3339
 // cannot write (before 0 or after 9999) is an error, as with time.Time.
 func (t Time) MarshalJSON() ([]byte, error) {
+	return t.AppendJSON(make([]byte, 0, len(Layout)+2))
+}
+
+// AppendJSON appends t as MarshalJSON writes it to b.
+func (t Time) AppendJSON(b []byte) ([]byte, error) {
 	if y := t.UTC().Year(); y < 0 || y > 9999 {
 		return nil, fmt.Errorf("apitime: year %d outside of [0,9999]", y)
 	}
-	b := make([]byte, 0, len(Layout)+2)
 	b = append(b, '"')
 	b = t.UTC().Truncate(time.Millisecond).AppendFormat(b, Layout)
 	return append(b, '"'), nil

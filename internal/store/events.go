@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -19,21 +20,30 @@ type Views interface {
 
 // orderData and groupData are the data objects of the events (internal/outbox). An
 // order event carries its sale's external_ref (Activity.ExternalRef) beside the order,
-// when the sale has one.
+// when the sale has one. The order is rendered (views) only when the event is written:
+// most changes have no endpoint subscribed to their event, and write none.
 type (
 	orderData struct {
-		Order       any     `json:"order"`
-		ExternalRef *string `json:"external_ref,omitempty"`
-		activityID  int64
+		order       Order
+		views       Views
+		ExternalRef *string
 	}
 	groupData struct {
 		Group any `json:"group"`
 	}
 )
 
+// MarshalJSON renders the order as the API shows it: {"order": ..., "external_ref": ...}.
+func (d *orderData) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Order       any     `json:"order"`
+		ExternalRef *string `json:"external_ref,omitempty"`
+	}{d.views.Order(d.order), d.ExternalRef})
+}
+
 // orderEvent is the event of a change of o, which it shows as it is after the change.
 func (s *Store) orderEvent(typ string, o Order, at time.Time) outbox.Event {
-	return outbox.Event{Type: typ, Subject: o.ID, At: at, Data: &orderData{Order: s.views.Order(o), activityID: o.ActivityID}}
+	return outbox.Event{Type: typ, Subject: o.ID, At: at, Data: &orderData{order: o, views: s.views}}
 }
 
 // groupEvent is the event of a group's completion or failure.
@@ -52,7 +62,7 @@ func record(tx *gorm.DB, events ...outbox.Event) error {
 	var ids []int64
 	for _, e := range events {
 		if d, ok := e.Data.(*orderData); ok {
-			ids = append(ids, d.activityID)
+			ids = append(ids, d.order.ActivityID)
 		}
 	}
 	if len(ids) > 0 {
@@ -70,7 +80,7 @@ func record(tx *gorm.DB, events ...outbox.Event) error {
 		}
 		for _, e := range events {
 			if d, ok := e.Data.(*orderData); ok {
-				d.ExternalRef = byID[d.activityID]
+				d.ExternalRef = byID[d.order.ActivityID]
 			}
 		}
 	}

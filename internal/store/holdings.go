@@ -3,11 +3,13 @@ package store
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 
 	"seckill/internal/buyer"
@@ -33,16 +35,42 @@ type buyerOf struct {
 	buyer      buyer.ID
 }
 
-// overLimit is the per-user rule over a buyer's totals after their new orders, under
-// the per-user limit and the cap on participations (0: none): the refusal, or "".
-func overLimit(units, parts int64, limit, participations int) string {
-	switch {
-	case units > int64(limit):
-		return fmt.Sprintf("over the per-user limit of %d in MySQL", limit)
-	case participations > 0 && parts > int64(participations):
-		return fmt.Sprintf("over the cap of %d participations in MySQL", participations)
+// overLimit is the refusal of a batch whose additions to user_purchases the per-user
+// rule refused (err, the CHECK user_purchases_within_limit or _within_cap: a buyer's
+// units past the per-user limit, or orders past the cap on participations, its orders
+// were accepted under), or nil for any other error. A batch of one buyer names that
+// buyer's limit or cap.
+func overLimit(err error, sum map[buyerOf]*userUnits, keys []buyerOf) *guardError {
+	refused, ok := checkRefused(err)
+	if !ok {
+		return nil
 	}
-	return ""
+	var one *userUnits
+	if len(keys) == 1 {
+		one = sum[keys[0]]
+	}
+	switch {
+	case strings.Contains(refused, "user_purchases_within_cap") && one != nil:
+		return &guardError{fmt.Sprintf("over the cap of %d participations in MySQL", one.cap)}
+	case strings.Contains(refused, "user_purchases_within_cap"):
+		return &guardError{"over a cap on participations in MySQL"}
+	case strings.Contains(refused, "user_purchases_within_limit") && one != nil:
+		return &guardError{fmt.Sprintf("over the per-user limit of %d in MySQL", one.limit)}
+	case strings.Contains(refused, "user_purchases_within_limit"):
+		return &guardError{"over a per-user limit in MySQL"}
+	}
+	return nil
+}
+
+// checkRefused tells an error of a row a CHECK constraint refused, and returns its
+// message, which names the constraint: MariaDB's error 4025 ("CONSTRAINT `name` failed
+// for ...") or MySQL 8's 3819 ("Check constraint 'name' is violated.").
+func checkRefused(err error) (string, bool) {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 4025 && me.Number != 3819 {
+		return "", false
+	}
+	return me.Message, true
 }
 
 // byBuyer sums rows by buyer (activity, buyer), each buyer's limit and cap the highest
@@ -69,49 +97,51 @@ func byBuyer(rows []userUnits) (map[buyerOf]*userUnits, []buyerOf) {
 
 // changeUserPurchases adds (op "+") or takes back (op "-") the buyers' units and orders
 // in user_purchases, in one statement, rows in keys' order; a buyer without a row gets
-// one. It returns the rows affected, as MySQL counts them: 1 a row inserted, 2 updated.
+// one. An addition also writes each buyer's limit and cap, which the table's CHECKs
+// hold the new totals to. It returns the rows affected, as MySQL counts them: 1 a row
+// inserted, 2 updated.
 func changeUserPurchases(tx *gorm.DB, sum map[buyerOf]*userUnits, keys []buyerOf, op string) (int64, error) {
-	values := make([]string, len(keys))
-	args := make([]any, 0, 4*len(keys))
-	for i, k := range keys {
-		values[i] = "(?, ?, ?, ?)"
-		args = append(args, k.activityID, k.buyer, sum[k].units, sum[k].orders)
+	var q strings.Builder
+	q.WriteString("INSERT INTO user_purchases (activity_id, buyer, units, participations")
+	row := "(?, ?, ?, ?)"
+	if op == "+" {
+		q.WriteString(", units_limit, participation_cap")
+		row = "(?, ?, ?, ?, ?, ?)"
 	}
-	res := tx.Exec("INSERT INTO user_purchases (activity_id, buyer, units, participations) VALUES "+
-		strings.Join(values, ", ")+" ON DUPLICATE KEY UPDATE units = units "+op+" VALUES(units), "+
-		"participations = participations "+op+" VALUES(participations)", args...)
+	q.WriteString(") VALUES ")
+	args := make([]any, 0, 6*len(keys))
+	for i, k := range keys {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(row)
+		u := sum[k]
+		args = append(args, k.activityID, string(k.buyer), u.units, u.orders)
+		if op == "+" {
+			args = append(args, u.limit, u.cap)
+		}
+	}
+	q.WriteString(" ON DUPLICATE KEY UPDATE units = units " + op + " VALUES(units), " +
+		"participations = participations " + op + " VALUES(participations)")
+	if op == "+" {
+		q.WriteString(", units_limit = VALUES(units_limit), participation_cap = VALUES(participation_cap)")
+	}
+	res := tx.Exec(q.String(), args...)
 	return res.RowsAffected, res.Error
 }
 
-// addUserUnits adds units and orders to user_purchases and refuses when a user would
-// hold more than the limit, or more orders than the cap on participations, of the
-// orders being added.
+// addUserUnits adds units and orders to user_purchases and refuses (a *guardError) when
+// a user would hold more than the limit, or more orders than the cap on
+// participations, of the orders being added: the CHECKs of the rows refuse them, so
+// nothing is read back.
 func addUserUnits(tx *gorm.DB, rows []userUnits) error {
 	sum, keys := byBuyer(rows)
-	if _, err := changeUserPurchases(tx, sum, keys, "+"); err != nil {
+	_, err := changeUserPurchases(tx, sum, keys, "+")
+	if guard := overLimit(err, sum, keys); guard != nil {
+		return guard
+	}
+	if err != nil {
 		return fmt.Errorf("add user units: %w", err)
-	}
-	pairs := make([]string, len(keys))
-	pairArgs := make([]any, 0, 2*len(keys))
-	for i, k := range keys {
-		pairs[i] = "(?, ?)"
-		pairArgs = append(pairArgs, k.activityID, k.buyer)
-	}
-	var now []struct {
-		ActivityID            int64
-		Buyer                 buyer.ID
-		Units, Participations int64
-	}
-	if err := tx.Raw("SELECT activity_id, buyer, units, participations FROM user_purchases WHERE (activity_id, buyer) IN ("+
-		strings.Join(pairs, ", ")+")", pairArgs...).Scan(&now).Error; err != nil {
-		return fmt.Errorf("read user units: %w", err)
-	}
-	for _, n := range now {
-		if u := sum[buyerOf{n.ActivityID, n.Buyer}]; u != nil {
-			if reason := overLimit(n.Units, n.Participations, u.limit, u.cap); reason != "" {
-				return &guardError{reason}
-			}
-		}
 	}
 	return nil
 }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -173,10 +173,19 @@ func staleClaim(activityID, claimed, now int64) error {
 	return nil
 }
 
+// persistRetrying writes orders in one transaction, first as if none of them were
+// stored before (the common case, which then reads no order first), and when that meets
+// an order stored before (its duplicate key) or a guard (which an order stored before,
+// counted again, can trip), again reading first which ones are stored, as often as
+// retryable says.
 func (s *Store) persistRetrying(ctx context.Context, orders []NewOrder, w Windows) (map[string]Outcome, error) {
-	var out map[string]Outcome
-	err := retrying(ctx, 6, retryable, func() (err error) {
-		out, err = s.persist(ctx, orders, w)
+	out, err := s.persist(ctx, orders, w, false)
+	var guard *guardError
+	if err == nil || !retryable(err) && !errors.As(err, &guard) {
+		return out, err
+	}
+	err = retrying(ctx, 6, retryable, func() (err error) {
+		out, err = s.persist(ctx, orders, w, true)
 		return err
 	})
 	if err != nil {
@@ -185,23 +194,18 @@ func (s *Store) persistRetrying(ctx context.Context, orders []NewOrder, w Window
 	return out, nil
 }
 
-// persist is one attempt of the batch transaction. Rows are touched in a fixed order
-// (user_purchases by activity and user, then activities by id, last so the hot sale
-// row is locked for the shortest time) so concurrent batches cannot deadlock.
-func (s *Store) persist(ctx context.Context, orders []NewOrder, w Windows) (map[string]Outcome, error) {
+// persist is one attempt of the batch transaction; with stored, it first reads which
+// orders are stored already, and leaves them as they are. Rows are touched in a fixed
+// order (user_purchases by activity and user, then activities by id, last so the hot
+// sale row is locked for the shortest time) so concurrent batches cannot deadlock.
+func (s *Store) persist(ctx context.Context, orders []NewOrder, w Windows, stored bool) (map[string]Outcome, error) {
 	out := make(map[string]Outcome, len(orders))
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		clear(out)
-		ids := make([]string, len(orders))
-		for i, o := range orders {
-			ids[i] = o.ID
-		}
-		var stored []Order
-		if err := tx.Select("id", "status", "failure_reason").Where("id IN ?", ids).Find(&stored).Error; err != nil {
-			return fmt.Errorf("find stored orders: %w", err)
-		}
-		for _, o := range stored {
-			out[o.ID] = storedOutcome(o)
+		if stored {
+			if err := storedOutcomes(tx, orders, out); err != nil {
+				return err
+			}
 		}
 		fresh := make([]NewOrder, 0, len(orders))
 		var held []userUnits
@@ -240,8 +244,8 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder, w Windows) (map[
 				events = append(events, e)
 			}
 		}
-		if err := tx.Create(&rows).Error; err != nil {
-			return fmt.Errorf("insert orders: %w", err)
+		if err := insertOrders(tx, rows); err != nil {
+			return err
 		}
 		if err := record(tx, events...); err != nil {
 			return err
@@ -252,6 +256,71 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder, w Windows) (map[
 		return addVariantSold(tx, rows)
 	})
 	return out, err
+}
+
+// storedOutcomes puts in out the outcome of each of orders that is stored already.
+func storedOutcomes(tx *gorm.DB, orders []NewOrder, out map[string]Outcome) error {
+	ids := make([]string, len(orders))
+	for i, o := range orders {
+		ids[i] = o.ID
+	}
+	var stored []Order
+	if err := tx.Select("id", "status", "failure_reason").Where("id IN ?", ids).Find(&stored).Error; err != nil {
+		return fmt.Errorf("find stored orders: %w", err)
+	}
+	for _, o := range stored {
+		out[o.ID] = storedOutcome(o)
+	}
+	return nil
+}
+
+// insertOrders inserts new orders in one statement, written out here rather than by
+// GORM's reflection over every field: a new order has no payment, cancellation, refund
+// or return yet, and such a row is refused.
+func insertOrders(tx *gorm.DB, rows []Order) error {
+	var q strings.Builder
+	q.Grow(len(insertOrdersHead) + len(rows)*(len(orderRow)+2))
+	q.WriteString(insertOrdersHead)
+	args := make([]any, 0, orderColumns*len(rows))
+	for i := range rows {
+		o := &rows[i]
+		if o.PaidAt != nil || o.PaidBy != nil || o.CancelledAt != nil || o.RefundedAt != nil || o.Restock != nil {
+			return fmt.Errorf("insert orders: order %s is not new", o.ID)
+		}
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(orderRow)
+		var userID any
+		if n, ok := o.Buyer.UserID(); ok {
+			userID = n
+		}
+		args = append(args, o.ID, o.ActivityID, string(o.Buyer), userID, o.Quantity, o.AmountCents, o.Status,
+			orNull(o.FailureReason), o.CreatedAt, o.ExpiresAt, orNull(o.WindowStartsAt), orNull(o.WindowEndsAt),
+			o.PersistedAt, orNull(o.GroupID), orNull(o.Variant), orNull(o.VariantIndex), o.Offered, o.EarlyAccess,
+			orNull(o.IdempotencyKey), orNull(o.RequestFingerprint))
+	}
+	if err := tx.Exec(q.String(), args...).Error; err != nil {
+		return fmt.Errorf("insert orders: %w", err)
+	}
+	return nil
+}
+
+// The statement of insertOrders: its head, and one row's placeholders.
+const (
+	insertOrdersHead = "INSERT INTO orders (id, activity_id, buyer, user_id, quantity, amount_cents, status, " +
+		"failure_reason, created_at, expires_at, window_starts_at, window_ends_at, persisted_at, group_id, variant, " +
+		"variant_index, offered, early_access, idempotency_key, request_fingerprint) VALUES "
+	orderRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	orderColumns = 20
+)
+
+// orNull is *p, or NULL for nil.
+func orNull[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 // takeSeats records the seats of the group orders among orders (in place: their
@@ -284,8 +353,7 @@ func (s *Store) takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time, w Windo
 		err := tx.Exec("INSERT INTO sale_groups (id, activity_id, size, members, status, expires_at, created_at) "+
 			"VALUES (?, ?, ?, ?, 'open', ?, ?) ON DUPLICATE KEY UPDATE members = members + VALUES(members)",
 			g, o.ActivityID, o.GroupSize, seats[g], o.GroupExpiresAt, now).Error
-		var me *mysql.MySQLError
-		if errors.As(err, &me) && me.Number == 4025 { // CHECK sale_groups_members
+		if _, full := checkRefused(err); full { // CHECK sale_groups_members
 			return nil, &guardError{"no seat left in the group in MySQL"}
 		}
 		if err != nil {
@@ -450,7 +518,7 @@ func (s *Store) persistFailed(ctx context.Context, o NewOrder, reason string) (m
 			named[0].VariantIndex = nil // a variant the sale does not have: stored without
 		}
 		row = named[0].Order
-		if err := tx.Create(&row).Error; err != nil {
+		if err := insertOrders(tx, []Order{row}); err != nil {
 			return err
 		}
 		return record(tx, s.orderEvent(outbox.OrderFailed, row, row.PersistedAt))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,6 +82,115 @@ func TestPersistBatchGuards(t *testing.T) {
 				t.Errorf("sold = %d, want %d", stored.Sold, tt.wantSold)
 			}
 		})
+	}
+}
+
+// MySQL's per-user rule is held by user_purchases' CHECKs, with no read of the totals:
+// an order past the limit or the cap it was accepted under is stored failed, naming it,
+// and the others of its batch stay created; a batch delivered again whose buyers are at
+// their limit (the first attempt, which reads no order, counts them again and trips the
+// CHECK) finds its orders stored, and fails none; a cancellation takes its units back
+// under the CHECKs, and its buyer may buy again.
+func TestPersistBatchUserRuleInMySQL(t *testing.T) {
+	s := store.New(testutil.MySQL(t).Gorm, sale.EventViews{})
+	ctx := context.Background()
+	a := newActivity(t, s, 100, 1)
+	capped := func(user int64, limit, cap int) store.NewOrder {
+		o := order(a, user, 1)
+		o.Limit, o.ParticipationCap = limit, cap
+		return o
+	}
+	first := []store.NewOrder{capped(1, 1, 0), capped(2, 2, 1)}
+	steps := []struct {
+		name       string
+		batch      []store.NewOrder
+		want       []string // status per order, and for a failed one what its reason names
+		wantExists []bool
+	}{
+		{"within", first, []string{"created", "created"}, []bool{false, false}},
+		{"delivered again at the limit", first, []string{"created", "created"}, []bool{true, true}},
+		{"past the limit", []store.NewOrder{capped(3, 1, 0), capped(1, 1, 0)},
+			[]string{"created", "per-user limit of 1"}, []bool{false, false}},
+		{"past the cap", []store.NewOrder{capped(2, 2, 1), capped(4, 1, 0)},
+			[]string{"cap of 1 participations", "created"}, []bool{false, false}},
+		{"a higher limit later", []store.NewOrder{capped(1, 2, 0)}, []string{"created"}, []bool{false}},
+		{"again after a cancellation", []store.NewOrder{capped(3, 1, 0)}, []string{"created"}, []bool{false}},
+	}
+	var cancelled string // buyer 3's first order, cancelled before it buys again
+	for _, st := range steps {
+		if st.name == "again after a cancellation" {
+			if _, _, err := s.CancelOrder(ctx, cancelled, store.Access{Service: true}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.ReturnedToStock(ctx, cancelled); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st.name == "past the limit" {
+			cancelled = st.batch[0].ID
+		}
+		out, err := s.PersistBatch(ctx, st.batch, outage.Outages{})
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		for i, o := range st.batch {
+			got := out[o.ID]
+			ok := got.Status == st.want[i] || got.Status == "failed" && strings.Contains(got.Reason, st.want[i])
+			if !ok || got.Existed != st.wantExists[i] {
+				t.Errorf("%s: order %d is %+v, want %q, existed %v", st.name, i, got, st.want[i], st.wantExists[i])
+			}
+		}
+	}
+	held, err := s.Holdings(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.Figures(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each order counted once in user_purchases, delivered twice or not; buyer 3's
+	// cancelled order taken back.
+	want := map[buyer.ID]int64{buyer.Of(1): 2, buyer.Of(2): 1, buyer.Of(3): 1, buyer.Of(4): 1}
+	for who, units := range want {
+		if held[who] != units || f.Users[who] != units {
+			t.Errorf("buyer %s holds %d units by its orders and %d by user_purchases, want %d",
+				who, held[who], f.Users[who], units)
+		}
+	}
+}
+
+// A buyer's totals written before migration 00022 (no limit or cap beside them) are held
+// to the limit and cap of the next orders added to them: an order past them is stored
+// failed, and one within them is created.
+func TestPersistBatchUserRuleOnTotalsFromBefore(t *testing.T) {
+	db := testutil.MySQL(t)
+	s := store.New(db.Gorm, sale.EventViews{})
+	ctx := context.Background()
+	a := newActivity(t, s, 100, 2)
+	for user, units := range map[int64]int64{1: 2, 2: 1} { // as 00021's rows: no units_limit, no cap
+		if err := db.Gorm.Exec("INSERT INTO user_purchases (activity_id, buyer, units, participations) VALUES (?, ?, ?, ?)",
+			a.ID, buyer.Of(user), units, units).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	past, within := order(a, 1, 1), order(a, 2, 1) // limit 2: buyer 1 would hold 3, buyer 2 holds 2
+	out, err := s.PersistBatch(ctx, []store.NewOrder{past, within}, outage.Outages{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out[past.ID]; got.Status != "failed" || !strings.Contains(got.Reason, "per-user limit of 2") {
+		t.Errorf("the order past the limit is %+v, want failed over the per-user limit of 2", got)
+	}
+	if got := out[within.ID]; got.Status != "created" {
+		t.Errorf("the order within the limit is %+v, want created", got)
+	}
+	f, err := s.Figures(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Users[buyer.Of(1)] != 2 || f.Users[buyer.Of(2)] != 2 {
+		t.Errorf("user_purchases holds %v, want buyer 1 at 2 units and buyer 2 at 2", f.Users)
 	}
 }
 

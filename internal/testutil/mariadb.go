@@ -165,6 +165,13 @@ func (s *MariaDBServer) Stop() {
 	}
 }
 
+// PID is the running server's process id, for readings of its CPU time (/proc).
+func (s *MariaDBServer) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd.Process.Pid
+}
+
 // Pause freezes the server with SIGSTOP: connections stay open, nothing answers.
 func (s *MariaDBServer) Pause() { s.signal(syscall.SIGSTOP) }
 

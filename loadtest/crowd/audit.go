@@ -55,7 +55,14 @@ func loadSale(ctx context.Context, db *sql.DB, activityID int64) (saleRow, error
 	return s, nil
 }
 
-func loadOrders(ctx context.Context, db *sql.DB, activityID int64) ([]storedOrder, error) {
+// querier is a pool (*sql.DB) or one connection of it (*sql.Conn): the ratios' drain
+// reads through a connection of its own, whose work it leaves out of the service's.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func loadOrders(ctx context.Context, db querier, activityID int64) ([]storedOrder, error) {
 	rows, err := db.QueryContext(ctx,
 		"SELECT id, buyer, quantity, status, COALESCE(group_id, ''), COALESCE(variant, '') FROM orders WHERE activity_id = ?",
 		activityID)
@@ -74,7 +81,7 @@ func loadOrders(ctx context.Context, db *sql.DB, activityID int64) ([]storedOrde
 	return out, rows.Err()
 }
 
-func countOrders(ctx context.Context, db *sql.DB, activityID int64) (int, error) {
+func countOrders(ctx context.Context, db querier, activityID int64) (int, error) {
 	var n int
 	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM orders WHERE activity_id = ?", activityID).Scan(&n)
 	return n, err
@@ -83,7 +90,7 @@ func countOrders(ctx context.Context, db *sql.DB, activityID int64) (int, error)
 // waitPersisted polls MySQL every poll until every order in want is stored for the
 // activity, and returns the time of the poll that saw them all. It gives up at deadline
 // (returning false), so an audit still runs and counts the missing orders as lost.
-func waitPersisted(ctx context.Context, db *sql.DB, activityID int64, want map[string]bool,
+func waitPersisted(ctx context.Context, db querier, activityID int64, want map[string]bool,
 	poll time.Duration, deadline time.Time) (time.Time, bool, error) {
 	return pollUntil(ctx, &poll, deadline, func() (bool, error) {
 		n, err := countOrders(ctx, db, activityID)

@@ -284,7 +284,14 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 		}
 	}
 	var purchase, limitedBuys phase
-	workBefore, err := cfg.Work.sample(ctx)
+	// The drain reads MySQL through a connection of its own, whose reads the work per
+	// order leaves out.
+	drainDB, err := db.Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer drainDB.Close()
+	workBefore, err := cfg.Work.sample(ctx, drainDB)
 	if err != nil {
 		return false, err
 	}
@@ -321,18 +328,18 @@ func runRatios(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg ratiosC
 		return false, err
 	}
 	want := l.acknowledged()
-	atBurstEnd, err := countOrders(ctx, db, buyID)
+	atBurstEnd, err := countOrders(ctx, drainDB, buyID)
 	if err != nil {
 		return false, err
 	}
 	before := cfg.Watch.sample()
-	drained, all, err := waitPersisted(ctx, db, buyID, want, 20*time.Millisecond, time.Now().Add(cfg.Drain))
+	drained, all, err := waitPersisted(ctx, drainDB, buyID, want, 20*time.Millisecond, time.Now().Add(cfg.Drain))
 	if err != nil {
 		return false, err
 	}
 	drainSpan := cfg.Watch.span(before, cfg.Watch.sample())
 	drainCPU := cfg.Watch.describe(drainSpan)
-	workAfter, err := cfg.Work.sample(ctx)
+	workAfter, err := cfg.Work.sample(ctx, drainDB)
 	if err != nil {
 		return false, err
 	}

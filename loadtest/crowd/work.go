@@ -18,9 +18,11 @@ import (
 )
 
 // workSample is what MySQL and Redis say they have done so far: MySQL's global status
-// counters and Redis's calls and time per command (summed over the nodes given).
+// counters, the same counters of this tool's own connection (its reads, to be left
+// out), and Redis's calls and time per command (summed over the nodes given).
 type workSample struct {
 	mysql map[string]int64
+	own   map[string]int64 // SHOW SESSION STATUS of the tool's connection
 	calls map[string]int64 // per command, e.g. "evalsha"
 	usec  map[string]int64 // Redis's own time in each command
 }
@@ -49,27 +51,21 @@ func (w workWatch) close() {
 	}
 }
 
-func (w workWatch) sample(ctx context.Context) (workSample, error) {
-	s := workSample{mysql: map[string]int64{}, calls: map[string]int64{}, usec: map[string]int64{}}
+// sample reads the counters; own is the connection through which this tool reads MySQL
+// meanwhile (its counters are left out of the service's work), nil for none.
+func (w workWatch) sample(ctx context.Context, own *sql.Conn) (workSample, error) {
+	s := workSample{calls: map[string]int64{}, usec: map[string]int64{}}
 	if w.db == nil { // nothing to read: printWork prints nothing
 		return s, nil
 	}
-	rows, err := w.db.QueryContext(ctx, "SHOW GLOBAL STATUS")
-	if err != nil {
-		return s, fmt.Errorf("mysql status: %w", err)
+	var err error
+	if s.mysql, err = mysqlStatus(ctx, w.db, "SHOW GLOBAL STATUS"); err != nil {
+		return s, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var name, value string
-		if err := rows.Scan(&name, &value); err != nil {
-			return s, fmt.Errorf("mysql status: %w", err)
+	if own != nil {
+		if s.own, err = mysqlStatus(ctx, own, "SHOW SESSION STATUS"); err != nil {
+			return s, err
 		}
-		if n, err := strconv.ParseInt(value, 10, 64); err == nil {
-			s.mysql[name] = n
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return s, fmt.Errorf("mysql status: %w", err)
 	}
 	for _, n := range w.nodes {
 		info, err := n.Info(ctx, "commandstats").Result()
@@ -79,6 +75,29 @@ func (w workWatch) sample(ctx context.Context) (workSample, error) {
 		addCommandstats(s, info)
 	}
 	return s, nil
+}
+
+// mysqlStatus reads the counters of a SHOW STATUS statement.
+func mysqlStatus(ctx context.Context, db querier, show string) (map[string]int64, error) {
+	rows, err := db.QueryContext(ctx, show)
+	if err != nil {
+		return nil, fmt.Errorf("mysql status: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var name, value string
+		if err := rows.Scan(&name, &value); err != nil {
+			return nil, fmt.Errorf("mysql status: %w", err)
+		}
+		if n, err := strconv.ParseInt(value, 10, 64); err == nil {
+			out[name] = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("mysql status: %w", err)
+	}
+	return out, nil
 }
 
 // addCommandstats adds INFO commandstats' lines
@@ -107,20 +126,24 @@ func addCommandstats(s workSample, info string) {
 }
 
 // mysqlWork names the status counters (MariaDB's; MySQL has no Rows_read) an order
-// costs MySQL, as printed.
+// costs MySQL, as printed. All but the fsyncs are counted per connection too, so the
+// tool's own reads are taken out of them; the fsyncs are the server's alone (a
+// session's SHOW STATUS shows the global figure of such a counter). Statements are
+// Questions, those the clients sent (Queries has no per-connection figure in MariaDB).
 var mysqlWork = []struct {
 	label    string
 	counters []string
+	global   bool // no per-connection figure: nothing taken out
 }{
-	{"rows read", []string{"Rows_read"}},
-	{"written", []string{"Handler_write"}},
-	{"updated", []string{"Handler_update"}},
-	{"deleted", []string{"Handler_delete"}},
+	{"rows read", []string{"Rows_read"}, false},
+	{"written", []string{"Handler_write"}, false},
+	{"updated", []string{"Handler_update"}, false},
+	{"deleted", []string{"Handler_delete"}, false},
 	{"index reads", []string{"Handler_read_first", "Handler_read_key", "Handler_read_last",
-		"Handler_read_next", "Handler_read_prev", "Handler_read_rnd", "Handler_read_rnd_next"}},
-	{"statements", []string{"Queries"}},
-	{"commits", []string{"Com_commit"}},
-	{"fsyncs", []string{"Innodb_data_fsyncs"}},
+		"Handler_read_next", "Handler_read_prev", "Handler_read_rnd", "Handler_read_rnd_next"}, false},
+	{"statements", []string{"Questions"}, false},
+	{"commits", []string{"Com_commit"}, false},
+	{"fsyncs", []string{"Innodb_data_fsyncs"}, true},
 }
 
 // printWork prints what each of orders cost MySQL and Redis between two samples.
@@ -134,6 +157,9 @@ func printWork(w io.Writer, orders int, from, to workSample) {
 		var d int64
 		for _, c := range m.counters {
 			d += to.mysql[c] - from.mysql[c]
+			if !m.global {
+				d -= to.own[c] - from.own[c]
+			}
 		}
 		parts = append(parts, m.label+" "+per(d))
 	}
@@ -146,12 +172,15 @@ func printWork(w io.Writer, orders int, from, to workSample) {
 		calls, usec int64
 	}
 	var cmds []cmd
-	var calls, usec int64
+	var scripts cmd // EVAL, EVALSHA, FCALL: their time includes their commands'
 	for name, n := range to.calls {
 		c := cmd{name, n - from.calls[name], to.usec[name] - from.usec[name]}
-		if c.calls > 0 {
+		switch {
+		case c.calls <= 0:
+		case isScriptCall(name):
+			scripts.calls, scripts.usec = scripts.calls+c.calls, scripts.usec+c.usec
+		default:
 			cmds = append(cmds, c)
-			calls, usec = calls+c.calls, usec+c.usec
 		}
 	}
 	slices.SortFunc(cmds, func(a, b cmd) int { return int(b.calls - a.calls) })
@@ -159,8 +188,18 @@ func printWork(w io.Writer, orders int, from, to workSample) {
 	for _, c := range cmds[:min(len(cmds), 6)] {
 		top = append(top, fmt.Sprintf("%s %s (%s µs)", c.name, per(c.calls), per(c.usec)))
 	}
-	fmt.Fprintf(w, "  %-16s redis per order: %s commands, %s µs in them; %s\n", "", per(calls), per(usec),
-		strings.Join(top, ", "))
+	fmt.Fprintf(w, "  %-16s redis per order: %s script calls, %s µs in them (their commands' time included); "+
+		"commands, in scripts or not: %s\n", "", per(scripts.calls), per(scripts.usec), strings.Join(top, ", "))
+}
+
+// isScriptCall tells the commands that run a script (Redis counts a script's commands
+// both on their own and in the script's time).
+func isScriptCall(name string) bool {
+	switch name {
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+		return true
+	}
+	return false
 }
 
 // profiler records CPU profiles of processes that serve net/http/pprof (SECKILL_PPROF)

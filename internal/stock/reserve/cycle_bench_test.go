@@ -50,17 +50,7 @@ func benchmarkPurchaseCycle(b *testing.B, perSecond float64) {
 		strings.Fields(os.Getenv("SECKILL_CYCLE_REDIS_ARGS"))...)
 	srv := testutil.StartRedis(b, args...)
 	plain := srv.Client(b)
-	pipelined := func() *redis.AutoPipeliner {
-		opts := redis.DefaultBlockingAutoPipelineOptions()
-		opts.FullDuplex = true
-		ap, err := plain.AutoPipelineWithOptions(opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = ap.Close() })
-		return ap
-	}
-	apiRedis, workerRedis := pipelined(), pipelined()
+	apiRedis, workerRedis := autoPipelined(b, plain), autoPipelined(b, plain)
 	api, worker := newSide(apiRedis), newSide(workerRedis)
 	ctx := context.Background()
 
@@ -211,8 +201,20 @@ func (c *purchaseCycle) run(n int) {
 	persisting.Wait()
 }
 
+// autoPipelined is a client on rdb's server that auto-pipelines as the service's do.
+func autoPipelined(b testing.TB, rdb *redis.Client) *redis.AutoPipeliner {
+	opts := redis.DefaultBlockingAutoPipelineOptions()
+	opts.FullDuplex = true
+	ap, err := rdb.AutoPipelineWithOptions(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ap.Close() })
+	return ap
+}
+
 // redisCPUSplit is the server's system and user CPU time so far, in seconds (INFO cpu).
-func redisCPUSplit(b *testing.B, rdb *redis.Client) (sys, user float64) {
+func redisCPUSplit(b testing.TB, rdb *redis.Client) (sys, user float64) {
 	info, err := rdb.Info(context.Background(), "cpu").Result()
 	if err != nil {
 		b.Fatal(err)
