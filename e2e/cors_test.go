@@ -32,10 +32,10 @@ func TestCORSFromOutside(t *testing.T) {
 	for _, base := range []string{s.URL, front} {
 		c := newClient(t, base)
 		r := c.must("OPTIONS", orders, "", nil, "Origin", shop, "Access-Control-Request-Method", "POST",
-			"Access-Control-Request-Headers", "authorization,content-type,idempotency-key,x-sale-pass")
+			"Access-Control-Request-Headers", "authorization,content-type,idempotency-key,x-sale-pass,x-access-code")
 		if r.Status != http.StatusNoContent || r.Header.Get("Access-Control-Allow-Origin") != shop ||
 			r.Header.Get("Access-Control-Allow-Methods") != "POST" || r.Header.Get("Access-Control-Max-Age") == "" ||
-			r.Header.Get("Access-Control-Allow-Headers") != "Authorization, Content-Type, Idempotency-Key, X-Sale-Pass" {
+			r.Header.Get("Access-Control-Allow-Headers") != "Authorization, Content-Type, Idempotency-Key, X-Sale-Pass, X-Access-Code" {
 			t.Errorf("%s: preflight of a purchase: %d %v", base, r.Status, r.Header)
 		}
 		for i, origin := range []string{shop, other} {

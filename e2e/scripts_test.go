@@ -43,7 +43,13 @@ func TestRunClusterScript(t *testing.T) {
 	}
 	front := fmt.Sprintf("127.0.0.1:%d", clusterPort(t))
 	data := t.TempDir()
-	env := append(os.Environ(), append(db.Env(),
+	var env []string
+	for _, v := range os.Environ() { // PATH, HOME and Go's own; no setting of the service's
+		if !strings.HasPrefix(v, "SECKILL_") {
+			env = append(env, v)
+		}
+	}
+	env = append(env, append(db.Env(),
 		"SECKILL_JWT_SECRET="+testutil.JWTSecret,
 		"SECKILL_CLUSTER_DATA="+data,
 		"SECKILL_BIN_DIR="+bin,

@@ -2,14 +2,16 @@
 # Prints how to use a running service at ADDR (host:port): sign-in links for the web
 # pages, an admin and a buyer token (dev mode, valid 24h) and the curl lines of a first
 # sale. Used by scripts/run.sh (make run) and scripts/cluster.sh (make run-cluster),
-# after their own first lines; needs bin/api and the environment the service runs with.
+# after their own first lines; needs bin/api (or SECKILL_BIN_DIR/api) and the environment
+# the service runs with.
 #   scripts/howto.sh ADDR
 set -euo pipefail
 cd "$(dirname "$0")/.."
 addr=${1:?usage: $0 host:port}
 
-admin=$(bin/api token -user 1 -admin -ttl 24h)
-buyer=$(bin/api token -user 42 -ttl 24h)
+api=${SECKILL_BIN_DIR:-bin}/api
+admin=$("$api" token -user 1 -admin -ttl 24h)
+buyer=$("$api" token -user 42 -ttl 24h)
 # A server listening on all interfaces is reached on this machine at 127.0.0.1.
 page=$addr
 case $page in 0.0.0.0:* | :*) page=127.0.0.1:${addr##*:} ;; esac
