@@ -2,6 +2,7 @@ package auth
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,6 +75,32 @@ func TestVerifyAgreesWithTheLibrary(t *testing.T) {
 		`{"sub":"42","role":"user","exp":` + itoa(exp) + `,"role":"admin"}`,
 		`{"sub":"42","role":"user","exp":` + itoa(exp) + `} x`,
 		`["sub"]`, `null`, ``, `{`,
+		// the shape Sign writes (ownClaims), and its near misses
+		`{"role":"user","sub":"42","exp":` + itoa(exp) + `,"iat":` + itoa(past) + `}`,
+		`{"role":"admin","sub":"auth0|64f1c2","exp":` + itoa(exp) + `,"iat":` + itoa(exp+3600) + `}`,
+		`{"role":"user","sub":"42","exp":` + itoa(past) + `,"iat":` + itoa(past) + `}`,
+		`{"role":"user","sub":"42","exp":` + itoa(now.Unix()) + `,"iat":` + itoa(past) + `}`,
+		`{"role":"root","sub":"42","exp":` + itoa(exp) + `,"iat":1}`,
+		`{"role":"user","sub":"","exp":` + itoa(exp) + `,"iat":1}`,
+		`{"role":"user","sub":"\u0034\u0032","exp":` + itoa(exp) + `,"iat":1}`,
+		`{"role":"user","sub":"4\"2","exp":` + itoa(exp) + `,"iat":1}`,
+		`{"role":"user","sub":"café","exp":` + itoa(exp) + `,"iat":1}`,
+		`{"role":"user","sub":"a` + "\x01" + `b","exp":` + itoa(exp) + `,"iat":1}`,
+		`{"role":"user","sub":"42","exp":0` + itoa(exp) + `,"iat":1}`,
+		`{"role":"user","sub":"42","exp":-` + itoa(exp) + `,"iat":1}`,
+		`{"role":"user","sub":"42","exp":` + itoa(exp) + `.25,"iat":1}`,
+		`{"role":"user","sub":"42","exp":` + itoa(exp) + `e0,"iat":1}`,
+		`{"role":"user","sub":"42","exp":9999999999999999,"iat":1}`,
+		`{"role":"user","sub":"42","exp":999999999999999,"iat":1}`,
+		`{"role":"user","sub":"42","exp":` + itoa(exp) + `,"iat":0}`,
+		`{"role":"user","sub":"42","exp":` + itoa(exp) + `,"iat":01}`,
+		`{"role":"user","sub":"42","exp":` + itoa(exp) + `,"iat":}`,
+		`{"role":"user","sub":"42","exp":,"iat":1}`,
+		`{"role":"user","sub":"42","exp":` + itoa(exp) + `,"iat":1} `,
+		`{"role":"user","sub":"42","exp":` + itoa(exp) + `,"iat":1,"role":"admin"}`,
+		`{"role":"user","sub":"42","exp":` + itoa(exp) + `,"iat":1}}`,
+		`{"role":"user","sub":"42","exp":` + itoa(exp) + `}`,
+		`{"role": "user","sub":"42","exp":` + itoa(exp) + `,"iat":1}`,
 	} {
 		for _, h := range []string{own, `{"typ":"JWT","alg":"HS256"}`, `{"alg":"HS256"}`, `{"alg":"HS512","typ":"JWT"}`,
 			`{"alg":"none"}`, `{"alg":"RS256"}`, `{}`, `not json`} {
@@ -89,8 +116,16 @@ func TestVerifyAgreesWithTheLibrary(t *testing.T) {
 	}
 	tokens = append(tokens, good+".", good+"x", "."+good, strings.TrimSuffix(good, good[len(good)-1:]), "a.b", "..", "")
 
-	agreed := 0
+	agreed, read := 0, 0
 	for _, tok := range tokens {
+		if c, ok := ownClaims(payloadOf(tok)); ok { // read as encoding/json reads it
+			read++
+			var want claims
+			if err := json.Unmarshal(payloadOf(tok), &want); err != nil || c.Role != want.Role ||
+				c.Subject != want.Subject || !c.ExpiresAt.Equal(want.ExpiresAt.Time) || !c.IssuedAt.Equal(want.IssuedAt.Time) {
+				t.Errorf("%q: ownClaims read %+v, encoding/json %+v (%v)", tok, c, want, err)
+			}
+		}
 		var id Identity
 		var until time.Time
 		var err error
@@ -109,9 +144,22 @@ func TestVerifyAgreesWithTheLibrary(t *testing.T) {
 			agreed++
 		}
 	}
+	if read < 8 {
+		t.Errorf("ownClaims read only %d tokens: the test lost the shape Sign writes", read)
+	}
 	if agreed < 8 {
 		t.Errorf("only %d of %d tokens accepted by both: the test lost its good tokens", agreed, len(tokens))
 	}
+}
+
+// payloadOf is the decoded claims of a token, nil when it has none.
+func payloadOf(token string) []byte {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return nil
+	}
+	b, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	return b
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
