@@ -18,6 +18,7 @@ import (
 
 	"seckill/internal/config"
 	"seckill/internal/handler"
+	"seckill/internal/handler/handlertest"
 	"seckill/internal/testutil"
 )
 
@@ -620,12 +621,9 @@ func testNames(t *testing.T, root string) map[string]bool {
 	return out
 }
 
-// stub is the service behind the router: the routes are listed, never called.
-type stub struct{ handler.Service }
-
 func routerRoutes(t *testing.T) []route {
 	t.Helper()
-	engine, ok := handler.New(stub{}, handler.Options{JWTSecret: strings.Repeat("x", 32)}).Routes().(*gin.Engine)
+	engine, ok := handler.New(handlertest.Services(handlertest.Unserved{}), handler.Options{JWTSecret: strings.Repeat("x", 32)}).Routes().(*gin.Engine)
 	if !ok {
 		t.Fatal("handler.Routes() is no longer a *gin.Engine; adapt this test to list its routes")
 	}

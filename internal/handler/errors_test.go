@@ -17,6 +17,7 @@ import (
 
 	"seckill/internal/auth"
 	"seckill/internal/handler"
+	"seckill/internal/handler/handlertest"
 	"seckill/internal/sale"
 	"seckill/internal/stock"
 	"seckill/internal/stock/reserve"
@@ -306,7 +307,7 @@ func TestRateLimitSharedAcrossInstances(t *testing.T) {
 	const rate, burst = 5, 10
 	var urls []string
 	for range 2 {
-		ts := httptest.NewServer(handler.New(s.svc, handler.Options{JWTSecret: testutil.JWTSecret,
+		ts := httptest.NewServer(handler.New(handlertest.Services(s.svc), handler.Options{JWTSecret: testutil.JWTSecret,
 			RateUser: rate, APIs: func() int { return 2 }}).Routes())
 		t.Cleanup(ts.Close)
 		urls = append(urls, ts.URL)
@@ -376,7 +377,7 @@ func TestClientIPFromTrustedProxiesOnly(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := httptest.NewServer(handler.New(s.svc, handler.Options{JWTSecret: testutil.JWTSecret,
+			ts := httptest.NewServer(handler.New(handlertest.Services(s.svc), handler.Options{JWTSecret: testutil.JWTSecret,
 				RateIP: 1, TrustedProxies: tc.proxies}).Routes()) // a fresh allowance per case
 			t.Cleanup(ts.Close)
 			s.url = ts.URL
@@ -498,7 +499,7 @@ func TestPurchaseAttemptsLimited(t *testing.T) {
 	const rate, burst = 5, 10
 	var urls []string
 	for range 2 {
-		ts := httptest.NewServer(handler.New(s.svc, handler.Options{JWTSecret: testutil.JWTSecret,
+		ts := httptest.NewServer(handler.New(handlertest.Services(s.svc), handler.Options{JWTSecret: testutil.JWTSecret,
 			RateUser: rate, APIs: func() int { return 1 }, Passes: auth.NewPasses(testutil.JWTSecret)}).Routes())
 		t.Cleanup(ts.Close)
 		urls = append(urls, ts.URL)

@@ -22,6 +22,7 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/config"
 	"seckill/internal/handler"
+	"seckill/internal/handler/handlertest"
 	"seckill/internal/health"
 	"seckill/internal/order"
 	"seckill/internal/outage"
@@ -126,7 +127,7 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	svc.Register(o.Registry)
 	ops := httptest.NewServer(health.Operations(o.Registry, false))
 	t.Cleanup(ops.Close)
-	routes := handler.New(svc, o).Routes()
+	routes := handler.New(handlertest.Services(svc), o).Routes()
 	ts := httptest.NewServer(routes)
 	t.Cleanup(ts.Close)
 	return &stack{t: t, url: ts.URL, metricsURL: ops.URL + "/metrics", db: db.Gorm, routes: routes, redis: srv, rdb: rdb, svc: svc,
