@@ -29,6 +29,7 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	testutil.RemoveBinaries()
 	for _, stop := range []func(){stopCluster, stopSecure} {
 		if stop != nil {
 			stop()

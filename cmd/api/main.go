@@ -213,10 +213,10 @@ func serve(ctx context.Context, cfg config.Config) error {
 	st := store.New(db, sale.EventViews{Checkout: checkout})
 	// MySQL's outages, shared by every instance: pay windows do not run during one.
 	outages := outage.NewRecord(ap)
-	orders := order.New(st, sk, outages)
+	orders := order.New(st.Lifecycle, st.Activities, sk, outages)
 	orders.Offers = task.NewEnqueuer(enq) // the waitlist's orders of units that come back
 	svc := sale.New(st, sk, orders, outages, task.NewEnqueuer(enq), locks)
-	codes := accesscode.New(db, st, stockcodes.New(sk)) // early access: the shop's codes, owned in Redis, kept in MySQL
+	codes := accesscode.New(db, st.Activities, stockcodes.New(sk)) // early access: the shop's codes, owned in Redis, kept in MySQL
 	svc.SetCodes(codes)
 	svc.LockWait = cfg.LockWait
 	svc.ListMargin = max(svc.ListMargin, 2*cfg.LockWait)
@@ -280,7 +280,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins, Registry: reg, Instances: live,
 		Answers: answers, Rooms: waitingRoom, Passes: passes, Now: now,
 		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, BodyTimeout: cfg.BodyTimeout, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),
-		Ready: probe, Trace: tracing.Gin(), Refusals: refusals, Funnel: funnel.New(db, ap, st, sk, waitingRoom), Codes: codes})
+		Ready: probe, Trace: tracing.Gin(), Refusals: refusals, Funnel: funnel.New(db, ap, st.Activities, st.Orders, sk, waitingRoom), Codes: codes})
 
 	notDurable, err := durability(ctx, cfg, rdb, probe)
 	if err != nil {

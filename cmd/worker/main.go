@@ -86,8 +86,8 @@ func run(ctx context.Context) error {
 	st, sk := store.New(db, sale.EventViews{Checkout: sale.Checkout(cfg.CheckoutURL)}), stock.New(ap)
 	// MySQL's outages, shared by every instance: pay windows do not run during one.
 	outages := outage.NewRecord(ap)
-	persister := worker.NewPersister(st, sk, outages, cfg.PersistBatch)
-	rebuilder := upkeep.NewRebuilder(st, sk)
+	persister := worker.NewPersister(st.Batches, st.Orders, st.Activities, sk, outages, cfg.PersistBatch)
+	rebuilder := upkeep.NewRebuilder(st.Upkeep, st.Activities, sk)
 	persister.LostSale = rebuilder.Kick // a task whose sale Redis lost starts its rebuild
 	if tracing.On() {
 		persister.Tracer = tracing.Provider()
@@ -147,16 +147,16 @@ func run(ctx context.Context) error {
 	locks := lock.New(rdb)
 	defer locks.Close()
 	enqueuer := task.NewEnqueuer(asynq.NewClientFromRedisClient(ap))
-	lifecycle := order.New(st, sk, outages)
+	lifecycle := order.New(st.Lifecycle, st.Activities, sk, outages)
 	lifecycle.Offers = enqueuer // the waitlist's orders of units that come back
-	repairer := worker.NewRepairer(st, sk, enqueuer, persister)
+	repairer := worker.NewRepairer(st.Activities, sk, enqueuer, persister)
 	rooms := waitingroom.New(ap, nil, nil)
-	admitter := waitingroom.NewAdmitter(rooms, st)
-	archiver := upkeep.NewArchiver(st, sk, cfg.SaleRetention)
-	archiver.Keeper = funnel.New(db, ap, st, sk, rooms) // a sale's funnel outlives its Redis state
+	admitter := waitingroom.NewAdmitter(rooms, st.Activities)
+	archiver := upkeep.NewArchiver(st.Upkeep, sk, cfg.SaleRetention)
+	archiver.Keeper = funnel.New(db, ap, st.Activities, st.Orders, sk, rooms) // a sale's funnel outlives its Redis state
 	archiver.Register(reg)
 	// Early access: who owns each code is decided in Redis and recorded in MySQL here.
-	codes := accesscode.New(db, st, stockcodes.New(sk))
+	codes := accesscode.New(db, st.Activities, stockcodes.New(sk))
 	rebuilder.Codes, archiver.Codes = codes, codes
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()

@@ -36,7 +36,7 @@ func newFixture(t *testing.T) *fixture {
 	db := testutil.MySQL(t).Gorm
 	rdb := testutil.StartRedis(t).Client(t)
 	st, sk := store.New(db, nil), stocktest.New(rdb)
-	return &fixture{db: db, rdb: rdb, store: st, stock: sk, codes: accesscode.New(db, st, codes.New(sk.Stock))}
+	return &fixture{db: db, rdb: rdb, store: st, stock: sk, codes: accesscode.New(db, st.Activities, codes.New(sk.Stock))}
 }
 
 // sale stores a sale that starts in an hour, of buckets stock buckets, loaded in Redis.
@@ -45,7 +45,7 @@ func (f *fixture) sale(t *testing.T, buckets int) int64 {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	a := store.Activity{Name: "drop", ProductName: "p", StockTotal: 10, PerUserLimit: 1, StartsAt: now.Add(time.Hour),
 		EndsAt: now.Add(2 * time.Hour), PayWindowSeconds: 900, StockBuckets: buckets, EarlyAccessSeconds: 600}
-	err := f.store.CreateActivity(context.Background(), &a, func(a store.Activity) error {
+	err := f.store.Activities.CreateActivity(context.Background(), &a, func(a store.Activity) error {
 		return f.stock.Load(context.Background(), stock.Sale{ActivityID: a.ID, Available: 10, Total: 10, Limit: 1,
 			StartsAt: a.StartsAt, EndsAt: a.EndsAt, Buckets: buckets})
 	})

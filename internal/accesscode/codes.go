@@ -42,7 +42,7 @@ type Sales interface {
 	GetActivity(ctx context.Context, id int64) (store.Activity, error)
 }
 
-var _ Sales = (*store.Store)(nil)
+var _ Sales = (*store.Activities)(nil)
 
 // Codes are the access codes of every sale.
 type Codes struct {

@@ -39,17 +39,18 @@ var _ Rooms = (*waitingroom.Rooms)(nil)
 
 // Funnel answers and keeps the funnels of sales.
 type Funnel struct {
-	db    *gorm.DB
-	rdb   redis.UniversalClient
-	store *store.Store
-	sales *lifecycle.Sales
-	lines Rooms
-	now   func() time.Time
+	db         *gorm.DB
+	rdb        redis.UniversalClient
+	activities *store.Activities
+	orders     *store.Orders
+	sales      *lifecycle.Sales
+	lines      Rooms
+	now        func() time.Time
 }
 
-// New returns a Funnel over MySQL (db, st), Redis (rdb, sk) and the lines.
-func New(db *gorm.DB, rdb redis.UniversalClient, st *store.Store, sk *stock.Stock, lines Rooms) *Funnel {
-	return &Funnel{db: db, rdb: rdb, store: st, sales: lifecycle.New(sk), lines: lines, now: time.Now}
+// New returns a Funnel over MySQL (db, activities, orders), Redis (rdb, sk) and the lines.
+func New(db *gorm.DB, rdb redis.UniversalClient, activities *store.Activities, orders *store.Orders, sk *stock.Stock, lines Rooms) *Funnel {
+	return &Funnel{db: db, rdb: rdb, activities: activities, orders: orders, sales: lifecycle.New(sk), lines: lines, now: time.Now}
 }
 
 // kept is a row of sale_funnels: what a sale's Redis state told its funnel when the sale
@@ -69,12 +70,12 @@ func (kept) TableName() string { return "sale_funnels" }
 
 // Funnel returns the funnel of a sale, live or archived. Errors: store.ErrNotFound.
 func (f *Funnel) Funnel(ctx context.Context, activityID int64) (Figures, error) {
-	a, err := f.store.GetActivity(ctx, activityID)
+	a, err := f.activities.GetActivity(ctx, activityID)
 	if err != nil {
 		return Figures{}, err
 	}
 	out := Figures{ActivityID: activityID, AsOf: apitime.Of(f.now()), Purchases: Purchases{Refused: map[string]int64{}}}
-	facts, err := f.store.OrderFacts(ctx, activityID)
+	facts, err := f.orders.OrderFacts(ctx, activityID)
 	if err != nil {
 		return Figures{}, err
 	}

@@ -85,20 +85,20 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	t.Cleanup(func() { _ = locks.Close() })
 	c := &clock{}
 	outages := outage.NewRecord(rdb)
-	orders := order.New(st, sk.Stock, outages)
+	orders := order.New(st.Lifecycle, st.Activities, sk.Stock, outages)
 	orders.Offers = task.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)) // as cmd/api
 	svc := sale.New(st, sk.Stock, orders, outages, task.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
 	svc.SetClock(c.Now)
 	svc.LockWait = 100 * time.Millisecond
 	svc.UserRate = o.RateUser // as cmd/api: purchases that reach Redis are limited there
-	codes := accesscode.New(db.Gorm, st, stockcodes.New(sk.Stock))
+	codes := accesscode.New(db.Gorm, st.Activities, stockcodes.New(sk.Stock))
 	codes.SetClock(c.Now)
 	svc.SetCodes(codes)
 	if o.Codes == nil {
 		o.Codes = codes
 	}
 
-	persister := worker.NewPersister(st, sk.Stock, outages, 100)
+	persister := worker.NewPersister(st.Batches, st.Orders, st.Activities, sk.Stock, outages, 100)
 	w := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: map[string]int{task.Queue: 1},
 		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel})
 	mux := asynq.NewServeMux()

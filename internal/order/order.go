@@ -30,7 +30,8 @@ var _ Outages = (*outage.Record)(nil)
 
 // Lifecycle pays, cancels and expires stored orders.
 type Lifecycle struct {
-	store   *store.Store
+	store   *store.Lifecycle
+	sales   *store.Activities
 	stock   *stock.Stock
 	groups  *group.Groups
 	settle  *settle.Settler
@@ -47,8 +48,8 @@ type Enqueuer interface {
 }
 
 // New returns a Lifecycle that judges pay windows as MySQL outages extend them.
-func New(st *store.Store, sk *stock.Stock, outages Outages) *Lifecycle {
-	return &Lifecycle{store: st, stock: sk, groups: group.New(sk), settle: settle.New(sk), outages: outages, now: time.Now}
+func New(st *store.Lifecycle, sales *store.Activities, sk *stock.Stock, outages Outages) *Lifecycle {
+	return &Lifecycle{store: st, sales: sales, stock: sk, groups: group.New(sk), settle: settle.New(sk), outages: outages, now: time.Now}
 }
 
 // stamp is the time rows are stamped with: UTC, to the millisecond MySQL keeps.
@@ -93,9 +94,9 @@ func (l *Lifecycle) Cancel(ctx context.Context, id string, who store.Access) (st
 	return o, nil
 }
 
-// Refund records the shop's refund of a paid order (store.RefundOrder) and gives its
-// units back to the buyer's allowance, and with restock to stock, as Cancel does.
-// Refunding a refunded order returns it unchanged. Errors: store.ErrNotFound,
+// Refund records the shop's refund of a paid order (store.Lifecycle.RefundOrder) and
+// gives its units back to the buyer's allowance, and with restock to stock, as Cancel
+// does. Refunding a refunded order returns it unchanged. Errors: store.ErrNotFound,
 // store.ErrNotRefundable.
 func (l *Lifecycle) Refund(ctx context.Context, id string, who store.Access, restock bool) (store.Order, error) {
 	read := time.Now()
@@ -263,7 +264,7 @@ func (l *Lifecycle) FailDueGroups(ctx context.Context, limit int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("fail groups: %w", err)
 	}
-	acts, err := l.store.UnarchivedActivities(ctx) // an archived sale's groups all had their outcome
+	acts, err := l.sales.UnarchivedActivities(ctx) // an archived sale's groups all had their outcome
 	if err != nil {
 		return 0, fmt.Errorf("fail groups: %w", err)
 	}

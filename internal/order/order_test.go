@@ -48,14 +48,14 @@ func newSaleFixture(t *testing.T, units int64, limit int) *fixture {
 	f.db = testutil.MySQL(t)
 	f.st, f.sk = store.New(f.db.Gorm, sale.EventViews{}), stocktest.New(rdb)
 	f.rec = outage.NewRecord(rdb)
-	f.life = order.New(f.st, f.sk.Stock, f.rec)
+	f.life = order.New(f.st.Lifecycle, f.st.Activities, f.sk.Stock, f.rec)
 	f.set(t0)
 	f.life.SetClock(func() time.Time { return *f.now.Load() })
 	f.rec.SetClock(func() time.Time { return *f.now.Load() })
 	f.st.SetClock(func() time.Time { return *f.now.Load() })
 	a := store.Activity{Name: "s", ProductName: "p", PriceCents: 100, StockTotal: units, PerUserLimit: limit,
 		StartsAt: t0.Add(-time.Hour), EndsAt: t0.Add(time.Hour), PayWindowSeconds: 60}
-	err := f.st.CreateActivity(context.Background(), &a, func(a store.Activity) error {
+	err := f.st.Activities.CreateActivity(context.Background(), &a, func(a store.Activity) error {
 		return f.sk.Load(context.Background(), stock.Sale{ActivityID: a.ID, Available: units, Total: units, Limit: limit,
 			StartsAt: a.StartsAt, EndsAt: a.EndsAt, PriceCents: 100, PayWindow: time.Minute})
 	})
@@ -83,7 +83,7 @@ func (f *fixture) created(user int64, qty int) store.Order {
 	time.Sleep(2 * time.Millisecond)
 	o := store.Order{ID: id, ActivityID: f.act, Buyer: buyer.Of(user), Quantity: qty, AmountCents: 100 * int64(qty),
 		CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}
-	if _, err := f.st.PersistBatch(ctx, []store.NewOrder{{Order: o, Limit: 5}}, outage.Outages{}); err != nil {
+	if _, err := f.st.Batches.PersistBatch(ctx, []store.NewOrder{{Order: o, Limit: 5}}, outage.Outages{}); err != nil {
 		f.t.Fatal(err)
 	}
 	if err := f.sk.Settle(ctx, f.act, []settle.Settlement{{OrderID: id, Buyer: buyer.Of(user)}}); err != nil {
@@ -102,8 +102,8 @@ func (f *fixture) ledger(wantAvailable int64) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	a, _ := f.st.GetActivity(ctx, f.act)
-	counts, _ := f.st.CountOrders(ctx, f.act)
+	a, _ := f.st.Activities.GetActivity(ctx, f.act)
+	counts, _ := f.st.Orders.CountOrders(ctx, f.act)
 	held := counts[store.StatusCreated].Units + counts[store.StatusPaid].Units
 	off := counts[store.StatusRefunded].OffSale
 	if sales[f.act].Available != wantAvailable || a.Sold != held+off || wantAvailable+held+off != a.StockTotal {
@@ -145,7 +145,7 @@ func TestPayCancelExpire(t *testing.T) {
 	}
 	// The cancelled unit came back, once, and the expired order's three.
 	f.ledger(8)
-	if o, _ := f.st.GetOrder(ctx, expired.ID); o.Status != store.StatusCancelled {
+	if o, _ := f.st.Orders.GetOrder(ctx, expired.ID); o.Status != store.StatusCancelled {
 		t.Errorf("the order whose payment came too late is %q, want cancelled", o.Status)
 	}
 	f.set(t0.Add(time.Minute + time.Second))
@@ -189,7 +189,7 @@ func TestPayRacesExpiry(t *testing.T) {
 	}
 	paid := 0
 	for i, o := range orders {
-		got, err := f.st.GetOrder(ctx, o.ID)
+		got, err := f.st.Orders.GetOrder(ctx, o.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +225,7 @@ func TestCancelWhileRedisDown(t *testing.T) {
 		}
 	}
 	f.ledger(10)
-	if pending, _ := f.st.PendingReturns(ctx, 10); len(pending) != 0 {
+	if pending, _ := f.st.Lifecycle.PendingReturns(ctx, 10); len(pending) != 0 {
 		t.Errorf("%d returns still pending", len(pending))
 	}
 }
@@ -247,7 +247,7 @@ func TestExpireInBatchesRedisStopped(t *testing.T) {
 	// The expiry reads MySQL's outages first, and expires nothing without them
 	// (TestExpiryWaitsForTheOutages): here their record is on a Redis that stays up,
 	// and the sale's Redis stops after that read.
-	f.life = order.New(f.st, f.sk.Stock, outage.NewRecord(testutil.StartRedis(t).Client(t)))
+	f.life = order.New(f.st.Lifecycle, f.st.Activities, f.sk.Stock, outage.NewRecord(testutil.StartRedis(t).Client(t)))
 	f.life.SetClock(func() time.Time { return *f.now.Load() })
 
 	f.redis.Kill()
@@ -256,7 +256,7 @@ func TestExpireInBatchesRedisStopped(t *testing.T) {
 		t.Fatalf("ExpireDue with Redis down = %d, %v; want an error after its first batch", n, err)
 	}
 	f.redis.Start()
-	if pending, _ := f.st.PendingReturns(ctx, 1000); len(pending) != n {
+	if pending, _ := f.st.Lifecycle.PendingReturns(ctx, 1000); len(pending) != n {
 		t.Errorf("%d returns pending, want the %d orders cancelled while Redis was down", len(pending), n)
 	}
 	if back, err := f.life.ReturnPending(ctx, 1000); err != nil || back != n {
@@ -276,7 +276,7 @@ func TestExpireInBatchesRedisStopped(t *testing.T) {
 	if err != nil || len(snap.Users) != 0 {
 		t.Errorf("users still holding units in Redis: %v (%v)", snap.Users, err)
 	}
-	counts, _ := f.st.CountOrders(ctx, f.act)
+	counts, _ := f.st.Orders.CountOrders(ctx, f.act)
 	if c := counts[store.StatusCancelled]; c.Orders != 450 {
 		t.Errorf("%d orders cancelled, want 450", c.Orders)
 	}
@@ -352,14 +352,14 @@ func TestOutagesExtendPayWindows(t *testing.T) {
 				case "expire":
 					_, err = f.life.ExpireDue(ctx, 100)
 				}
-				got, gerr := f.st.GetOrder(ctx, o.ID)
+				got, gerr := f.st.Orders.GetOrder(ctx, o.ID)
 				if !errors.Is(err, st.wantErr) || gerr != nil || got.Status != st.want || !got.ExpiresAt.Equal(t0.Add(st.wantExpires)) {
 					t.Errorf("%s at t0+%v: %v, the order %s until t0+%v (%v); want %v, %s until t0+%v", st.op, st.at, err,
 						got.Status, got.ExpiresAt.Sub(t0), gerr, st.wantErr, st.want, st.wantExpires)
 				}
 			}
 			// Its units are back once if it ended cancelled, else still held.
-			if got, _ := f.st.GetOrder(ctx, o.ID); got.Status == store.StatusCancelled {
+			if got, _ := f.st.Orders.GetOrder(ctx, o.ID); got.Status == store.StatusCancelled {
 				if _, err := f.life.ReturnPending(ctx, 10); err != nil {
 					t.Fatal(err)
 				}
@@ -382,7 +382,7 @@ func TestExpiryWaitsForTheOutages(t *testing.T) {
 	if n, err := f.life.ExpireDue(ctx, 100); err == nil || n != 0 {
 		t.Errorf("ExpireDue without the record = %d, %v; want 0 and an error", n, err)
 	}
-	counts, err := f.st.CountOrders(ctx, f.act)
+	counts, err := f.st.Orders.CountOrders(ctx, f.act)
 	if err != nil || counts[store.StatusCreated].Orders != 1 {
 		t.Errorf("orders %v (%v), want the one still created", counts, err)
 	}
@@ -394,7 +394,7 @@ func TestPayWindowStartsWhenStored(t *testing.T) {
 	f := newFixture(t)
 	f.set(t0.Add(30 * time.Second))
 	o := f.created(1, 1) // bought at t0
-	got, err := f.st.GetOrder(context.Background(), o.ID)
+	got, err := f.st.Orders.GetOrder(context.Background(), o.ID)
 	if err != nil || !got.ExpiresAt.Equal(t0.Add(90*time.Second)) {
 		t.Errorf("an order bought at t0 and stored at t0+30s expires at t0+%v (%v), want t0+1m30s", got.ExpiresAt.Sub(t0), err)
 	}

@@ -121,7 +121,7 @@ func TestRefund(t *testing.T) {
 			t.Errorf("buyer %d holds %d units in Redis, %d in MySQL; want none after the refund", u, r, m)
 		}
 	}
-	if pending, _ := f.st.PendingReturns(ctx, 10); len(pending) != 0 {
+	if pending, _ := f.st.Lifecycle.PendingReturns(ctx, 10); len(pending) != 0 {
 		t.Errorf("%d returns still pending", len(pending))
 	}
 	// The buyer refunded buys up to the limit again; the paid and refunded orders can
@@ -191,7 +191,7 @@ func TestRefundRaces(t *testing.T) {
 					if !errors.Is(got[i].refundErrs[r], store.ErrNotRefundable) {
 						return
 					}
-					now, err := f.st.GetOrder(ctx, o.ID)
+					now, err := f.st.Orders.GetOrder(ctx, o.ID)
 					if err != nil || now.Status == store.StatusCancelled {
 						return
 					}
@@ -215,7 +215,7 @@ func TestRefundRaces(t *testing.T) {
 	finals := map[string]int{}
 	for i, o := range os {
 		a := got[i]
-		row, err := f.st.GetOrder(ctx, o.ID)
+		row, err := f.st.Orders.GetOrder(ctx, o.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +253,7 @@ func TestRefundRaces(t *testing.T) {
 			t.Errorf("buyer %q of the %s order holds %d units in Redis, %d in MySQL; want none", o.Buyer, row.Status, r, m)
 		}
 	}
-	if pending, _ := f.st.PendingReturns(ctx, 100); len(pending) != 0 {
+	if pending, _ := f.st.Lifecycle.PendingReturns(ctx, 100); len(pending) != 0 {
 		t.Errorf("%d returns still pending", len(pending))
 	}
 	f.ledger(available)

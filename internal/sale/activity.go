@@ -347,7 +347,7 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 	for i, v := range n.Variants {
 		a.Variants = append(a.Variants, store.Variant{Idx: i, Name: v.Name, ExternalRef: v.ExternalRef, StockTotal: v.Stock})
 	}
-	err := s.store.CreateActivity(ctx, &a, func(a store.Activity) error {
+	err := s.store.Activities.CreateActivity(ctx, &a, func(a store.Activity) error {
 		return s.sales.Load(ctx, store.SaleOf(a, a.StockTotal))
 	})
 	if err != nil {
@@ -375,7 +375,7 @@ const (
 // has left, and the After of the next page (0 when this one is the last): the admin's
 // list, exact at the moment it is asked for.
 func (s *Service) ListActivities(ctx context.Context, p Page) ([]Activity, int64, error) {
-	as, err := s.store.ActivitiesBefore(ctx, p.After, p.Limit+1) // one more says whether a page follows
+	as, err := s.store.Activities.ActivitiesBefore(ctx, p.After, p.Limit+1) // one more says whether a page follows
 	if err != nil {
 		return nil, 0, fmt.Errorf("list activities: %w", err)
 	}
@@ -423,7 +423,7 @@ func (s *Service) publicList(ctx context.Context) ([]Activity, error) {
 // the log once per load, not once per request: buyers keep seeing the sales, and the
 // lines' status, through a MySQL outage, as purchases go on through it.
 func (s *Service) loadPublicList(ctx context.Context) ([]Activity, error) {
-	as, err := s.store.ListActivities(ctx)
+	as, err := s.store.Activities.ListActivities(ctx)
 	switch last := s.catalogRows.Load(); {
 	case err == nil:
 		s.catalogRows.Store(&as)
@@ -489,7 +489,7 @@ func (s *Service) PublicActivity(ctx context.Context, id int64) (Activity, error
 
 // GetActivity returns one sale or ErrNotFound.
 func (s *Service) GetActivity(ctx context.Context, id int64) (Activity, error) {
-	a, err := s.store.GetActivity(ctx, id)
+	a, err := s.store.Activities.GetActivity(ctx, id)
 	if err != nil {
 		return Activity{}, fmt.Errorf("get activity: %w", err)
 	}
@@ -600,7 +600,7 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 		}
 	}
 	addVariants := map[int]int64{}
-	a, err := s.store.UpdateActivity(ctx, id, func(a *store.Activity) error {
+	a, err := s.store.Activities.UpdateActivity(ctx, id, func(a *store.Activity) error {
 		if p.PerUserLimit != nil {
 			a.PerUserLimit = *p.PerUserLimit
 		}
@@ -722,7 +722,7 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 			return Stats{}, err
 		}
 	}
-	counts, err := s.store.CountOrders(ctx, id)
+	counts, err := s.store.Orders.CountOrders(ctx, id)
 	if err != nil {
 		return Stats{}, fmt.Errorf("count orders: %w", err)
 	}

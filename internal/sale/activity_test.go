@@ -30,7 +30,7 @@ func TestSaleTimesKeptToTheMillisecond(t *testing.T) {
 	}
 	check := func(when string, wantEnds time.Time) {
 		t.Helper()
-		stored, err := f.store.GetActivity(ctx, created.ID)
+		stored, err := f.store.Activities.GetActivity(ctx, created.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -72,7 +72,7 @@ func newFixtureOn(t *testing.T, db *gorm.DB, units int64, limit int) *fixture {
 	t.Cleanup(func() { _ = locks.Close() })
 	q := &breakableQueue{Enqueuer: task.NewEnqueuer(asynq.NewClientFromRedisClient(rdb))}
 	outages := outage.NewRecord(rdb)
-	svc := sale.New(st, sk.Stock, order.New(st, sk.Stock, outages), outages, q, locks)
+	svc := sale.New(st, sk.Stock, order.New(st.Lifecycle, st.Activities, sk.Stock, outages), outages, q, locks)
 	a, err := svc.CreateActivity(context.Background(), sale.NewActivity{Name: "s", ProductName: "p",
 		PriceCents: 100, Stock: units, PerUserLimit: limit, StartsAt: time.Now().Add(-time.Minute),
 		EndsAt: time.Now().Add(time.Hour)})
@@ -287,7 +287,7 @@ func TestFailedCommitLeavesOrdersForRepair(t *testing.T) {
 	}
 
 	f.queue.broken.Store(false)
-	rep := worker.NewRepairer(f.store, f.stock.Stock, f.queue.Enqueuer, worker.NewPersister(f.store, f.stock.Stock, outage.NewRecord(f.rdb), 100))
+	rep := worker.NewRepairer(f.store.Activities, f.stock.Stock, f.queue.Enqueuer, worker.NewPersister(f.store.Batches, f.store.Orders, f.store.Activities, f.stock.Stock, outage.NewRecord(f.rdb), 100))
 	rep.MinAge = 0
 	n, err := rep.Repair(ctx)
 	if err != nil {

@@ -27,7 +27,7 @@ func TestRebuildBringsBackEarlyAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	codes := accesscode.New(f.db, f.store, stockcodes.New(f.stock.Stock))
+	codes := accesscode.New(f.db, f.store.Activities, stockcodes.New(f.stock.Stock))
 	f.svc.SetCodes(codes)
 	if _, err := codes.Add(ctx, a.ID, []string{"OWNED-1", "FREE-2", "GONE-3"}); err != nil {
 		t.Fatal(err)

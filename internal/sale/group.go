@@ -122,7 +122,7 @@ func (s *Service) archivedGroup(ctx context.Context, activityID int64, id string
 		}
 		s.rememberArchived(activityID)
 	}
-	g, err := s.store.GetGroup(ctx, id)
+	g, err := s.store.Orders.GetGroup(ctx, id)
 	if err != nil {
 		return Group{}, err
 	}
@@ -169,14 +169,14 @@ func (s *Service) OpenGroups(ctx context.Context, activityID int64, limit int) (
 // first, with their members. ErrNotFound for an unknown sale; stock.ErrNotGroupSale for
 // a plain one.
 func (s *Service) AllGroups(ctx context.Context, activityID int64, limit int) ([]Group, error) {
-	a, err := s.store.GetActivity(ctx, activityID)
+	a, err := s.store.Activities.GetActivity(ctx, activityID)
 	if err != nil {
 		return nil, err
 	}
 	if a.Kind != KindGroup {
 		return nil, stock.ErrNotGroupSale
 	}
-	gs, err := s.store.ListGroups(ctx, activityID, limit)
+	gs, err := s.store.Orders.ListGroups(ctx, activityID, limit)
 	if err != nil {
 		return nil, err
 	}

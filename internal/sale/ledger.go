@@ -94,7 +94,7 @@ func (s *Service) Ledger(ctx context.Context, id int64) (Ledger, error) {
 }
 
 func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
-	a, err := s.store.GetActivity(ctx, id)
+	a, err := s.store.Activities.GetActivity(ctx, id)
 	if err != nil {
 		return Ledger{}, fmt.Errorf("ledger: %w", err)
 	}
@@ -108,7 +108,7 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 	if err != nil {
 		return Ledger{}, err
 	}
-	f, err := s.store.Figures(ctx, id)
+	f, err := s.store.Orders.Figures(ctx, id)
 	if err != nil {
 		return Ledger{}, fmt.Errorf("ledger: %w", err)
 	}
@@ -116,7 +116,7 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 	for i, q := range snap.Queued {
 		ids[i] = q.OrderID
 	}
-	stored, err := s.store.OrdersByID(ctx, ids)
+	stored, err := s.store.Orders.OrdersByID(ctx, ids)
 	if err != nil {
 		return Ledger{}, fmt.Errorf("ledger: %w", err)
 	}
@@ -189,11 +189,11 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 // archivedLedger is the ledger of an archived sale, from MySQL alone: what its orders
 // hold against activities.sold and each buyer's user_purchases.
 func (s *Service) archivedLedger(ctx context.Context, a store.Activity) (Ledger, error) {
-	f, err := s.store.Figures(ctx, a.ID)
+	f, err := s.store.Orders.Figures(ctx, a.ID)
 	if err != nil {
 		return Ledger{}, fmt.Errorf("ledger: %w", err)
 	}
-	held, err := s.store.Holdings(ctx, a.ID)
+	held, err := s.store.Orders.Holdings(ctx, a.ID)
 	if err != nil {
 		return Ledger{}, fmt.Errorf("ledger: %w", err)
 	}

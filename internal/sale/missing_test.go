@@ -88,7 +88,7 @@ func TestVariantOfASaleNewerThanTheSnapshot(t *testing.T) {
 	if _, _, err := f.svc.PublicActivities(ctx, sale.Page{Limit: 10}); err != nil { // the snapshot, without the new sale
 		t.Fatal(err)
 	}
-	other := sale.New(f.store, f.stock.Stock, order.New(f.store, f.stock.Stock, outage.NewRecord(f.rdb)),
+	other := sale.New(f.store, f.stock.Stock, order.New(f.store.Lifecycle, f.store.Activities, f.stock.Stock, outage.NewRecord(f.rdb)),
 		outage.NewRecord(f.rdb), f.queue, lock.New(f.rdb))
 	a, err := other.CreateActivity(ctx, sale.NewActivity{Name: "sizes", ProductName: "shoe", PriceCents: 100,
 		PerUserLimit: 1, StartsAt: time.Now().Add(-time.Minute), EndsAt: time.Now().Add(time.Hour),

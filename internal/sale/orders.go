@@ -40,7 +40,7 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 		}
 		o, owner = []Order{queuedView(q.Priced(sales[activityID]), names)}, q.Buyer
 	case errors.Is(err, lifecycle.ErrNotQueued):
-		row, err := s.store.GetOrder(ctx, id)
+		row, err := s.store.Orders.GetOrder(ctx, id)
 		if err != nil {
 			return Order{}, fmt.Errorf("get order: %w", err)
 		}
@@ -63,7 +63,7 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	if c.Service {
 		return []Order{}, nil
 	}
-	ids, err := s.store.UnarchivedIDs(ctx)
+	ids, err := s.store.Activities.UnarchivedIDs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}
@@ -71,7 +71,7 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	if err != nil {
 		return nil, err
 	}
-	stored, err := s.store.ListUserOrders(ctx, c.Buyer, maxListedOrders)
+	stored, err := s.store.Orders.ListUserOrders(ctx, c.Buyer, maxListedOrders)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}
@@ -145,7 +145,7 @@ func (s *Service) SaleOrders(ctx context.Context, c Caller, p OrderPage) ([]Orde
 	case p.Limit < 1 || p.Limit > MaxOrderPage:
 		return nil, &FieldError{"limit", "must be an integer from 1 to " + strconv.Itoa(MaxOrderPage)}
 	}
-	a, err := s.store.GetActivity(ctx, p.ActivityID)
+	a, err := s.store.Activities.GetActivity(ctx, p.ActivityID)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}
@@ -159,7 +159,7 @@ func (s *Service) SaleOrders(ctx context.Context, c Caller, p OrderPage) ([]Orde
 	if !c.actsOnAnyOrder() {
 		r.Buyer = c.Buyer
 	}
-	rows, err := s.store.SaleOrders(ctx, r)
+	rows, err := s.store.Orders.SaleOrders(ctx, r)
 	if err != nil {
 		return nil, err
 	}

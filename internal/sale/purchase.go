@@ -220,7 +220,7 @@ func (s *Service) MissingSale(ctx context.Context, activityID int64) error {
 		s.rememberArchived(activityID)
 		return errArchivedSale
 	}
-	a, err := s.store.GetActivity(ctx, activityID)
+	a, err := s.store.Activities.GetActivity(ctx, activityID)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return err
@@ -272,7 +272,7 @@ func (s *Service) listed(ctx context.Context, activityID int64) (*Activity, erro
 	if len(all) > 0 && all[0].ID > activityID || !s.newerProbe.take(time.Now()) {
 		return nil, nil // ids are never reused: one below the newest listed is no sale
 	}
-	stored, err := s.store.GetActivity(ctx, activityID)
+	stored, err := s.store.Activities.GetActivity(ctx, activityID)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return nil, nil
@@ -304,7 +304,7 @@ func (s *Service) archivedPurchase(ctx context.Context, r BuyRequest) (Order, bo
 	if r.IdempotencyKey == "" {
 		return Order{}, false, errArchivedSale
 	}
-	row, err := s.store.KeyedOrder(ctx, r.ActivityID, r.Buyer, r.IdempotencyKey, s.now().Add(-reserve.IdempotencyTTL))
+	row, err := s.store.Orders.KeyedOrder(ctx, r.ActivityID, r.Buyer, r.IdempotencyKey, s.now().Add(-reserve.IdempotencyTTL))
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return Order{}, false, errArchivedSale

@@ -28,7 +28,7 @@ import (
 // the whole rebuild it reports its script's share: script-ms/op as the caller sees it
 // (EVALSHA/EVAL, arguments sent and reply read) and redis-busy-ms/op, the time Redis
 // itself ran it (INFO commandstats), during which it serves no other client. The
-// sub-benchmark mysql-holdings times the GROUP BY query (store.Holdings) alone. MySQL's
+// sub-benchmark mysql-holdings times the GROUP BY query (store.Orders.Holdings) alone. MySQL's
 // and Redis's clients are the API's (config.MySQL, config.Redis: Redis reads and writes
 // with a one-second timeout, which every call of a rebuild must fit: the users are
 // written in chunks before the script). How it works: docs/internals/rebuild-and-archive.md.
@@ -68,7 +68,7 @@ func benchmarkRebuild(b *testing.B, orders int) {
 		}
 	})
 	st, sk := store.New(db, sale.EventViews{}), stocktest.New(rdb)
-	rebuilder := upkeep.NewRebuilder(st, sk.Stock)
+	rebuilder := upkeep.NewRebuilder(st.Upkeep, st.Activities, sk.Stock)
 
 	start := time.Now()
 	seed := seedOrders(b, testDB.Gorm, st, orders)
@@ -99,7 +99,7 @@ func benchmarkRebuild(b *testing.B, orders int) {
 	})
 	b.Run("mysql-holdings", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			users, err := st.Holdings(ctx, seed.act.ID)
+			users, err := st.Orders.Holdings(ctx, seed.act.ID)
 			if err != nil || len(users) != len(seed.held) {
 				b.Fatalf("holdings: %d users, %v; want %d", len(users), err, len(seed.held))
 			}
@@ -148,7 +148,7 @@ func seedOrders(b *testing.B, db *gorm.DB, st *store.Store, n int) seeded {
 	t0 := time.Now().UTC().Truncate(time.Millisecond)
 	a := store.Activity{Name: "bench", ProductName: "p", PriceCents: 100, StockTotal: int64(3*n + 1000),
 		PerUserLimit: 10, StartsAt: t0.Add(-time.Hour), EndsAt: t0.Add(time.Hour), PayWindowSeconds: 900}
-	if err := st.CreateActivity(ctx, &a, func(store.Activity) error { return nil }); err != nil {
+	if err := st.Activities.CreateActivity(ctx, &a, func(store.Activity) error { return nil }); err != nil {
 		b.Fatal(err)
 	}
 	seed := seeded{act: a, held: make(map[int64]int64, n/2)}

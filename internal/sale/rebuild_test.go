@@ -15,7 +15,7 @@ import (
 func TestRebuildLostCatchesAnEpochBehind(t *testing.T) {
 	f := newFixture(t, 10, 3)
 	ctx := context.Background()
-	r := upkeep.NewRebuilder(f.store, f.stock.Stock)
+	r := upkeep.NewRebuilder(f.store.Upkeep, f.store.Activities, f.stock.Stock)
 	if n, err := r.RebuildLost(ctx, time.Now()); err != nil || n != 0 {
 		t.Fatalf("a current sale: %d rebuilt, %v; want none", n, err)
 	}
@@ -23,7 +23,7 @@ func TestRebuildLostCatchesAnEpochBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.NextRedisEpoch(ctx, f.act); err != nil { // ... has raised the epoch
+	if _, err := f.store.Upkeep.NextRedisEpoch(ctx, f.act); err != nil { // ... has raised the epoch
 		t.Fatal(err)
 	}
 	if n, err := r.RebuildLost(ctx, time.Now()); err != nil || n != 0 {
@@ -35,7 +35,7 @@ func TestRebuildLostCatchesAnEpochBehind(t *testing.T) {
 	if n, err := r.RebuildLost(ctx, time.Now()); err != nil || n != 1 {
 		t.Fatalf("a sale whose epoch is behind MySQL's: %d rebuilt, %v; want 1", n, err)
 	}
-	a, err := f.store.GetActivity(ctx, f.act)
+	a, err := f.store.Activities.GetActivity(ctx, f.act)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,6 +85,8 @@ var (
 
 // Service runs sales and purchases.
 type Service struct {
+	// store is MySQL's parts: the service reads Activities and Orders, and its
+	// Rebuilder (rebuild) Upkeep.
 	store    *store.Store
 	stock    *stock.Stock
 	reserver *reserve.Reserver
@@ -144,7 +146,7 @@ type Service struct {
 func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, outages Outages, q Enqueuer, locks Locker) *Service {
 	s := &Service{store: st, stock: sk, reserver: reserve.New(sk), sales: lifecycle.New(sk), groups: group.New(sk), settle: settle.New(sk), orders: orders, outages: outages, queue: q, locks: locks, now: time.Now,
 		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second, ListMargin: 10 * time.Second,
-		rebuild: upkeep.NewRebuilder(st, sk), catalog: snapshot.New[[]Activity]("public sales", CatalogAge)}
+		rebuild: upkeep.NewRebuilder(st.Upkeep, st.Activities, sk), catalog: snapshot.New[[]Activity]("public sales", CatalogAge)}
 	s.commits.flush = s.commitBatch
 	return s
 }

@@ -38,7 +38,7 @@ func (s *Service) variantsOf(ctx context.Context, activityID int64) ([]store.Var
 			return nil, ErrNotFound
 		}
 	}
-	a, err := s.store.GetActivity(ctx, activityID)
+	a, err := s.store.Activities.GetActivity(ctx, activityID)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return nil, err

@@ -31,19 +31,19 @@ func TestEventOrderIsTheAPIOrder(t *testing.T) {
 			ActivityID: a.ID, Buyer: who, Quantity: 1, AmountCents: 100, CreatedAt: at, ExpiresAt: at.Add(15 * time.Minute)}})
 		buyers[batch[i].ID] = who
 	}
-	if _, err := st.PersistBatch(ctx, batch, outage.Outages{}); err != nil {
+	if _, err := st.Batches.PersistBatch(ctx, batch, outage.Outages{}); err != nil {
 		t.Fatal(err)
 	}
 	paid, cancelled, refunded, failed := batch[0].ID, batch[1].ID, batch[2].ID, batch[3].ID
 	for _, id := range []string{paid, refunded} {
-		if _, _, err := st.PayOrder(ctx, id, store.Access{Admin: true}, time.Now(), outage.Outages{}); err != nil {
+		if _, _, err := st.Lifecycle.PayOrder(ctx, id, store.Access{Admin: true}, time.Now(), outage.Outages{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := st.CancelOrder(ctx, cancelled, store.Access{Admin: true}, time.Now()); err != nil {
+	if _, _, err := st.Lifecycle.CancelOrder(ctx, cancelled, store.Access{Admin: true}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.RefundOrder(ctx, refunded, store.Access{Service: true}, false, time.Now()); err != nil {
+	if _, _, err := st.Lifecycle.RefundOrder(ctx, refunded, store.Access{Service: true}, false, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -71,7 +71,7 @@ func TestEventOrderIsTheAPIOrder(t *testing.T) {
 		}
 	}
 	for id, got := range lastOrder { // the order as it is now: after its last change
-		stored, err := st.GetOrder(ctx, id)
+		stored, err := st.Orders.GetOrder(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func subscribedSale(t *testing.T, stock int64) (*testutil.MySQLDB, *store.Store,
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	a := store.Activity{Name: "sale", ProductName: "phone", PriceCents: 100, StockTotal: stock, PerUserLimit: 2,
 		StartsAt: now, EndsAt: now.Add(time.Hour), PayWindowSeconds: 900}
-	if err := st.CreateActivity(ctx, &a, func(store.Activity) error { return nil }); err != nil {
+	if err := st.Activities.CreateActivity(ctx, &a, func(store.Activity) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return db, st, a
@@ -127,14 +127,14 @@ func TestEventGroupIsTheAPIGroup(t *testing.T) {
 	seat := func(user int64, group string) store.NewOrder { return seatOrder(a, user, group) }
 	other := seat(2, "full") // a member of another subject than a user id
 	other.Buyer = "auth0|2"
-	if _, err := st.PersistBatch(ctx, []store.NewOrder{seat(1, "full"), other, seat(3, "alone")}, outage.Outages{}); err != nil {
+	if _, err := st.Batches.PersistBatch(ctx, []store.NewOrder{seat(1, "full"), other, seat(3, "alone")}, outage.Outages{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.FailGroup(ctx, a.ID, "alone", 2, now.Add(time.Minute), time.Now()); err != nil {
+	if _, err := st.Lifecycle.FailGroup(ctx, a.ID, "alone", 2, now.Add(time.Minute), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 
-	stored, err := st.ListGroups(ctx, a.ID, 10)
+	stored, err := st.Orders.ListGroups(ctx, a.ID, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,25 +200,25 @@ func TestTimesInOneFormat(t *testing.T) {
 	st.SetClock(func() time.Time { return clock })
 	paid, cancelled, refunded := plainOrder(a, 1), plainOrder(a, 2), plainOrder(a, 7)
 	batch := []store.NewOrder{paid, cancelled, refunded, seatOrder(a, 3, "full"), seatOrder(a, 4, "full"), seatOrder(a, 5, "alone")}
-	if _, err := st.PersistBatch(ctx, batch, outage.Outages{}); err != nil {
+	if _, err := st.Batches.PersistBatch(ctx, batch, outage.Outages{}); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := st.PersistBatch(ctx, []store.NewOrder{seatOrder(a, 6, "full")}, outage.Outages{}); err != nil ||
+	if out, err := st.Batches.PersistBatch(ctx, []store.NewOrder{seatOrder(a, 6, "full")}, outage.Outages{}); err != nil ||
 		out[fmt.Sprintf("o%d-6", a.ID)].Status != store.StatusFailed {
 		t.Fatalf("a seat past the group's size: %v, %v; want it failed", out, err)
 	}
-	if _, err := st.FailGroup(ctx, a.ID, "alone", 2, a.StartsAt.Add(time.Minute), clock); err != nil {
+	if _, err := st.Lifecycle.FailGroup(ctx, a.ID, "alone", 2, a.StartsAt.Add(time.Minute), clock); err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range []store.NewOrder{paid, refunded} {
-		if _, _, err := st.PayOrder(ctx, o.ID, store.Access{Admin: true}, clock.Add(time.Second), outage.Outages{}); err != nil {
+		if _, _, err := st.Lifecycle.PayOrder(ctx, o.ID, store.Access{Admin: true}, clock.Add(time.Second), outage.Outages{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := st.RefundOrder(ctx, refunded.ID, store.Access{Service: true}, true, clock.Add(2*time.Second)); err != nil {
+	if _, _, err := st.Lifecycle.RefundOrder(ctx, refunded.ID, store.Access{Service: true}, true, clock.Add(2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.CancelOrder(ctx, cancelled.ID, store.Access{Admin: true}, clock); err != nil {
+	if _, _, err := st.Lifecycle.CancelOrder(ctx, cancelled.ID, store.Access{Admin: true}, clock); err != nil {
 		t.Fatal(err)
 	}
 
@@ -248,7 +248,7 @@ func TestTimesInOneFormat(t *testing.T) {
 	for _, o := range orders {
 		answers[o.Status+" order "+o.ID] = storedView(o)
 	}
-	groups, err := st.ListGroups(ctx, a.ID, 10)
+	groups, err := st.Orders.ListGroups(ctx, a.ID, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

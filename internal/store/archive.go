@@ -41,7 +41,7 @@ func (a Activity) Archived() bool { return a.ArchivedAt != nil }
 // that ended at or before endedBy, the earliest end first: the sales to archive and
 // those whose removal stopped half-way (ArchivedAt set). It reads the index
 // activities_to_archive only.
-func (s *Store) ArchiveCandidates(ctx context.Context, endedBy time.Time, limit int) ([]Activity, error) {
+func (s *Upkeep) ArchiveCandidates(ctx context.Context, endedBy time.Time, limit int) ([]Activity, error) {
 	var as []Activity
 	err := s.db.WithContext(ctx).Where("redis_removed_at IS NULL AND ends_at <= ?", endedBy).
 		Order("ends_at, id").Limit(limit).Find(&as).Error
@@ -54,7 +54,7 @@ func (s *Store) ArchiveCandidates(ctx context.Context, endedBy time.Time, limit 
 // Unsettled reports whether an order of the sale is not final yet, or is cancelled with
 // its units still on their way back, through the indexes orders_by_activity and
 // orders_return_pending.
-func (s *Store) Unsettled(ctx context.Context, activityID int64) (bool, error) {
+func (s *Upkeep) Unsettled(ctx context.Context, activityID int64) (bool, error) {
 	return unsettledOrder(s.db.WithContext(ctx), activityID)
 }
 
@@ -62,7 +62,7 @@ func (s *Store) Unsettled(ctx context.Context, activityID int64) (bool, error) {
 // refunded, or stored failed; the zero time for a sale without orders). It reads every
 // order of the sale: ask it once the sale is settled (Unsettled), and remember it; a
 // settled sale changes after that only by a refund, which LastRefund tells.
-func (s *Store) LastFinal(ctx context.Context, activityID int64) (time.Time, error) {
+func (s *Upkeep) LastFinal(ctx context.Context, activityID int64) (time.Time, error) {
 	var at sql.NullTime
 	err := s.db.WithContext(ctx).Model(&Order{}).Select("MAX(GREATEST(persisted_at, COALESCE(paid_at, persisted_at), "+
 		"COALESCE(cancelled_at, persisted_at), COALESCE(refunded_at, persisted_at)))").
@@ -76,7 +76,7 @@ func (s *Store) LastFinal(ctx context.Context, activityID int64) (time.Time, err
 // LastRefund returns when the last refund of a sale's orders was recorded (the zero
 // time for none). It reads the sale's refunded orders alone, through the index
 // orders_by_activity.
-func (s *Store) LastRefund(ctx context.Context, activityID int64) (time.Time, error) {
+func (s *Upkeep) LastRefund(ctx context.Context, activityID int64) (time.Time, error) {
 	return lastRefund(s.db.WithContext(ctx), activityID)
 }
 
@@ -119,7 +119,7 @@ func unsettledOrder(db *gorm.DB, activityID int64) (bool, error) {
 // before endedBy, that every order of it is final, and that none was refunded after
 // endedBy (else ErrNotSettled, nothing written), and sets archived_at. A sale archived before is left as it is. ErrNotFound
 // for an unknown sale.
-func (s *Store) MarkArchived(ctx context.Context, activityID int64, endedBy, now time.Time) error {
+func (s *Upkeep) MarkArchived(ctx context.Context, activityID int64, endedBy, now time.Time) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var a Activity
 		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Take(&a, activityID).Error
@@ -152,7 +152,7 @@ func (s *Store) MarkArchived(ctx context.Context, activityID int64, endedBy, now
 }
 
 // MarkRedisRemoved records that the last of an archived sale's Redis keys is gone.
-func (s *Store) MarkRedisRemoved(ctx context.Context, activityID int64, now time.Time) error {
+func (s *Upkeep) MarkRedisRemoved(ctx context.Context, activityID int64, now time.Time) error {
 	err := s.db.WithContext(ctx).Model(&Activity{}).Where("id = ? AND archived_at IS NOT NULL", activityID).
 		Update("redis_removed_at", now).Error
 	if err != nil {
@@ -174,7 +174,7 @@ type SaleNames struct {
 // SaleNames reads the names of a sale's keys (SaleNames): the buyers through the index
 // orders_holdings alone, the keys of orders made since keysSince, the groups from
 // sale_groups and from the orders that name one.
-func (s *Store) SaleNames(ctx context.Context, activityID int64, keysSince time.Time) (SaleNames, error) {
+func (s *Upkeep) SaleNames(ctx context.Context, activityID int64, keysSince time.Time) (SaleNames, error) {
 	var n SaleNames
 	db := s.db.WithContext(ctx)
 	if err := db.Model(&Order{}).Distinct("buyer").Where("activity_id = ?", activityID).Pluck("buyer", &n.Buyers).Error; err != nil {
@@ -195,7 +195,7 @@ func (s *Store) SaleNames(ctx context.Context, activityID int64, keysSince time.
 
 // KeyedOrder returns the order of a sale that a buyer's Idempotency-Key made at since
 // or later (a replay's answer once MySQL alone answers for the sale), or ErrNotFound.
-func (s *Store) KeyedOrder(ctx context.Context, activityID int64, who buyer.ID, key string, since time.Time) (Order, error) {
+func (s *Orders) KeyedOrder(ctx context.Context, activityID int64, who buyer.ID, key string, since time.Time) (Order, error) {
 	var o Order
 	err := s.db.WithContext(ctx).Where("buyer = ? AND activity_id = ? AND idempotency_key = ? AND created_at >= ?",
 		who, activityID, key, since).Order("created_at").Take(&o).Error
@@ -206,7 +206,7 @@ func (s *Store) KeyedOrder(ctx context.Context, activityID int64, who buyer.ID, 
 }
 
 // GetGroup returns one group of sale_groups, without its members, or ErrNotFound.
-func (s *Store) GetGroup(ctx context.Context, id string) (Group, error) {
+func (s *Orders) GetGroup(ctx context.Context, id string) (Group, error) {
 	var g Group
 	err := s.db.WithContext(ctx).Table("sale_groups").Where("id = ?", id).Take(&g).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -217,7 +217,7 @@ func (s *Store) GetGroup(ctx context.Context, id string) (Group, error) {
 
 // UnarchivedActivities returns every sale not archived, newest first: the sales whose
 // Redis state the periodic jobs look after.
-func (s *Store) UnarchivedActivities(ctx context.Context) ([]Activity, error) {
+func (s *Activities) UnarchivedActivities(ctx context.Context) ([]Activity, error) {
 	var as []Activity
 	err := s.db.WithContext(ctx).Where("archived_at IS NULL").Order("id DESC").Find(&as).Error
 	return as, err

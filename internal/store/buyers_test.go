@@ -35,7 +35,7 @@ func TestBuyersInMySQL(t *testing.T) {
 	}
 	key, fingerprint := "k-1", "q2"
 	batch[0].IdempotencyKey, batch[0].RequestFingerprint = &key, &fingerprint
-	out, err := s.PersistBatch(ctx, batch, outage.Outages{})
+	out, err := s.Batches.PersistBatch(ctx, batch, outage.Outages{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,16 +47,16 @@ func TestBuyersInMySQL(t *testing.T) {
 	// each of them holds the limit: one more unit is over it, for each alone
 	for _, who := range buyers {
 		o := of(who, 1)
-		out, err := s.PersistBatch(ctx, []store.NewOrder{o}, outage.Outages{})
+		out, err := s.Batches.PersistBatch(ctx, []store.NewOrder{o}, outage.Outages{})
 		if err != nil || out[o.ID].Status != store.StatusFailed {
 			t.Errorf("%q's order past the limit: %+v, %v; want failed", who, out[o.ID], err)
 		}
 	}
-	held, err := s.Holdings(ctx, a.ID)
+	held, err := s.Orders.Holdings(ctx, a.ID)
 	if err != nil || len(held) != len(buyers) {
 		t.Fatalf("holdings %v, %v; want one per buyer", held, err)
 	}
-	figures, err := s.Figures(ctx, a.ID)
+	figures, err := s.Orders.Figures(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestBuyersInMySQL(t *testing.T) {
 		if held[who] != 2 || figures.Users[who] != 2 {
 			t.Errorf("%q holds %d, user_purchases %d; want 2", who, held[who], figures.Users[who])
 		}
-		mine, err := s.ListUserOrders(ctx, who, 10)
+		mine, err := s.Orders.ListUserOrders(ctx, who, 10)
 		if err != nil || len(mine) != 2 { // the created one, and the one refused
 			t.Fatalf("%q's orders: %+v, %v; want 2", who, mine, err)
 		}
@@ -73,7 +73,7 @@ func TestBuyersInMySQL(t *testing.T) {
 				t.Errorf("%q's orders include %q's", who, o.Buyer)
 			}
 		}
-		row, err := s.GetOrder(ctx, batch[i].ID)
+		row, err := s.Orders.GetOrder(ctx, batch[i].ID)
 		n, decimal := who.UserID()
 		switch {
 		case err != nil || row.Buyer != who:
@@ -83,19 +83,19 @@ func TestBuyersInMySQL(t *testing.T) {
 		}
 	}
 	// "a " may not cancel "a"'s order; "a" may, and holds nothing after
-	if _, _, err := s.CancelOrder(ctx, batch[2].ID, store.Access{Buyer: "a "}, time.Now()); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.Lifecycle.CancelOrder(ctx, batch[2].ID, store.Access{Buyer: "a "}, time.Now()); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a's order cancelled by \"a \": %v, want ErrNotFound", err)
 	}
-	if _, _, err := s.CancelOrder(ctx, batch[2].ID, store.Access{Buyer: "a"}, time.Now()); err != nil {
+	if _, _, err := s.Lifecycle.CancelOrder(ctx, batch[2].ID, store.Access{Buyer: "a"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if held, err := s.Holdings(ctx, a.ID); err != nil || held["a"] != 2 || held["a "] != 2 {
+	if held, err := s.Orders.Holdings(ctx, a.ID); err != nil || held["a"] != 2 || held["a "] != 2 {
 		t.Errorf("holdings after a's cancel: %v, %v; want a's still held until its return, \"a \"'s whole", held, err)
 	}
-	if f, err := s.Figures(ctx, a.ID); err != nil || f.Users["a"] != 0 || f.Users["a "] != 2 {
+	if f, err := s.Orders.Figures(ctx, a.ID); err != nil || f.Users["a"] != 0 || f.Users["a "] != 2 {
 		t.Errorf("user_purchases after a's cancel: %v, %v; want a at 0, \"a \" at 2", f.Users, err)
 	}
-	keyed, err := s.KeyedOrders(ctx, a.ID, time.Time{})
+	keyed, err := s.Upkeep.KeyedOrders(ctx, a.ID, time.Time{})
 	if err != nil || len(keyed) != 1 || keyed[0].Buyer != batch[0].Buyer || *keyed[0].IdempotencyKey != key {
 		t.Errorf("keyed orders %+v, %v; want %q's, with its key", keyed, err, batch[0].Buyer)
 	}

@@ -41,14 +41,15 @@ func (d *orderData) MarshalJSON() ([]byte, error) {
 	}{d.views.Order(d.order), d.ExternalRef})
 }
 
-// orderEvent is the event of a change of o, which it shows as it is after the change.
-func (s *Store) orderEvent(typ string, o Order, at time.Time) outbox.Event {
-	return outbox.Event{Type: typ, Subject: o.ID, At: at, Data: &orderData{order: o, views: s.views}}
+// orderEvent is the event of a change of o, which it shows (views) as it is after the
+// change.
+func orderEvent(views Views, typ string, o Order, at time.Time) outbox.Event {
+	return outbox.Event{Type: typ, Subject: o.ID, At: at, Data: &orderData{order: o, views: views}}
 }
 
 // groupEvent is the event of a group's completion or failure.
-func (s *Store) groupEvent(typ string, g Group, at time.Time) outbox.Event {
-	return outbox.Event{Type: typ, Subject: g.ID, At: at, Data: groupData{s.views.Group(g)}}
+func groupEvent(views Views, typ string, g Group, at time.Time) outbox.Event {
+	return outbox.Event{Type: typ, Subject: g.ID, At: at, Data: groupData{views.Group(g)}}
 }
 
 // record writes events to the outbox with tx, the transaction of their changes

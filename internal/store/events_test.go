@@ -30,7 +30,7 @@ func TestEventsWithTheirChanges(t *testing.T) {
 	}
 	a := newActivity(t, s, 2, 2)
 	batch := []store.NewOrder{order(a, 1, 1), order(a, 2, 1), order(a, 3, 1)}
-	out, err := s.PersistBatch(ctx, batch, outage.Outages{})
+	out, err := s.Batches.PersistBatch(ctx, batch, outage.Outages{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,18 +38,18 @@ func TestEventsWithTheirChanges(t *testing.T) {
 		t.Fatalf("the order over stock: %+v, want failed", out[batch[2].ID])
 	}
 	paid, late := batch[0].ID, batch[1].ID
-	first, _, err := s.PayOrder(ctx, paid, store.Access{Admin: true}, time.Now(), outage.Outages{})
+	first, _, err := s.Lifecycle.PayOrder(ctx, paid, store.Access{Admin: true}, time.Now(), outage.Outages{})
 	if err != nil {
 		t.Fatalf("pay within the window: %v", err)
 	}
-	again, cancelled, err := s.PayOrder(ctx, paid, store.Access{Service: true}, time.Now().Add(time.Minute), outage.Outages{})
+	again, cancelled, err := s.Lifecycle.PayOrder(ctx, paid, store.Access{Service: true}, time.Now().Add(time.Minute), outage.Outages{})
 	if err != nil || cancelled || again.Status != store.StatusPaid || !again.PaidAt.Equal(*first.PaidAt) ||
 		*again.PaidBy != store.PaidByAdmin || *first.PaidBy != store.PaidByAdmin {
 		t.Fatalf("the confirmation again: %v, cancelled %v, status %s paid at %v by %s; want paid at %v by admin, as first",
 			err, cancelled, again.Status, again.PaidAt, *again.PaidBy, first.PaidAt)
 	}
 	after := batch[1].ExpiresAt.Add(time.Second)
-	if _, _, err := s.PayOrder(ctx, late, store.Access{Admin: true}, after, outage.Outages{}); !errors.Is(err, store.ErrExpired) {
+	if _, _, err := s.Lifecycle.PayOrder(ctx, late, store.Access{Admin: true}, after, outage.Outages{}); !errors.Is(err, store.ErrExpired) {
 		t.Fatalf("pay after the window: %v, want ErrExpired", err)
 	}
 
@@ -88,7 +88,7 @@ func TestOrderEventsCarryTheSaleReference(t *testing.T) {
 	}
 	setRef := func(a store.Activity, ref *string) {
 		t.Helper()
-		if _, err := s.UpdateActivity(ctx, a.ID, func(a *store.Activity) error { a.ExternalRef = ref; return nil },
+		if _, err := s.Activities.UpdateActivity(ctx, a.ID, func(a *store.Activity) error { a.ExternalRef = ref; return nil },
 			func(store.Activity) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
@@ -97,12 +97,12 @@ func TestOrderEventsCarryTheSaleReference(t *testing.T) {
 	named, plain := newActivity(t, s, 5, 2), newActivity(t, s, 5, 2)
 	setRef(named, &sku1)
 	batch := []store.NewOrder{order(named, 1, 1), order(plain, 1, 1)}
-	if _, err := s.PersistBatch(ctx, batch, outage.Outages{}); err != nil {
+	if _, err := s.Batches.PersistBatch(ctx, batch, outage.Outages{}); err != nil {
 		t.Fatal(err)
 	}
 	setRef(named, &sku2)
 	for _, o := range batch {
-		if _, _, err := s.PayOrder(ctx, o.ID, store.Access{Service: true}, time.Now(), outage.Outages{}); err != nil {
+		if _, _, err := s.Lifecycle.PayOrder(ctx, o.ID, store.Access{Service: true}, time.Now(), outage.Outages{}); err != nil {
 			t.Fatal(err)
 		}
 	}

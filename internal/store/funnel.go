@@ -30,7 +30,7 @@ type OrderFact struct {
 
 // OrderFacts returns the facts of every order of a sale in MySQL, through the index
 // orders_by_activity. It reads the whole sale: an admin's question, not a buyer's.
-func (s *Store) OrderFacts(ctx context.Context, activityID int64) ([]OrderFact, error) {
+func (s *Orders) OrderFacts(ctx context.Context, activityID int64) ([]OrderFact, error) {
 	var facts []OrderFact
 	err := s.db.WithContext(ctx).Model(&Order{}).Select("id, quantity, status, offered, early_access, group_id IS NOT NULL AS `group`, "+
 		"created_at, window_starts_at, expires_at, paid_at, cancelled_at, refunded_at, restock, persisted_at").

@@ -39,12 +39,12 @@ func TestGateHoldsStatementsUntilOpen(t *testing.T) {
 	}{
 		{"create an activity", func() error {
 			act := store.Activity{Name: "sale", ProductName: "phone", PriceCents: 100, StockTotal: 5, PerUserLimit: 1}
-			return s.CreateActivity(ctx, &act, func(store.Activity) error { return nil })
+			return s.Activities.CreateActivity(ctx, &act, func(store.Activity) error { return nil })
 		}},
-		{"list activities", func() error { _, err := s.ListActivities(ctx); return err }},
-		{"read an order", func() error { _, err := s.GetOrder(ctx, "o1"); return err }},
+		{"list activities", func() error { _, err := s.Activities.ListActivities(ctx); return err }},
+		{"read an order", func() error { _, err := s.Orders.GetOrder(ctx, "o1"); return err }},
 		{"persist orders (a transaction)", func() error {
-			_, err := s.PersistBatch(ctx, []store.NewOrder{order(store.Activity{ID: 1, PerUserLimit: 1, PriceCents: 100}, 1, 1)}, outage.Outages{})
+			_, err := s.Batches.PersistBatch(ctx, []store.NewOrder{order(store.Activity{ID: 1, PerUserLimit: 1, PriceCents: 100}, 1, 1)}, outage.Outages{})
 			return err
 		}},
 		{"list webhooks (outbox)", func() error { _, err := outbox.NewWebhooks(db.Gorm, true).List(ctx); return err }},

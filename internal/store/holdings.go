@@ -188,7 +188,7 @@ func userHoldings(tx *gorm.DB, activityID int64) (map[buyer.ID]int64, error) {
 // Holdings returns, in one query, the units each buyer holds in an activity's orders
 // that hold stock in MySQL: created, paid, and cancelled ones whose units are not yet
 // back in Redis (return_pending). It is what a sale's Redis state is rebuilt from.
-func (s *Store) Holdings(ctx context.Context, activityID int64) (map[buyer.ID]int64, error) {
+func (s *Orders) Holdings(ctx context.Context, activityID int64) (map[buyer.ID]int64, error) {
 	units, _, err := holdingsAndOrders(s.db.WithContext(ctx), activityID)
 	return units, err
 }

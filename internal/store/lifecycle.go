@@ -31,8 +31,8 @@ var ErrNotCancellable = errors.New("the order can no longer be cancelled")
 // ErrNotRefundable. The row lock on the order makes a refund and the order's payment,
 // cancel or expiry exclude each other; rows are touched in the order cancelCreated
 // touches them.
-func (s *Store) RefundOrder(ctx context.Context, id string, who Access, restock bool, now time.Time) (o Order, changed bool, err error) {
-	err = s.transaction(ctx, func(tx *gorm.DB) error {
+func (s *Lifecycle) RefundOrder(ctx context.Context, id string, who Access, restock bool, now time.Time) (o Order, changed bool, err error) {
+	err = transaction(ctx, s.db, func(tx *gorm.DB) error {
 		var err error
 		if o, changed, err = lockToChange(tx, id, who, StatusPaid, StatusRefunded, ErrNotRefundable); err != nil || !changed {
 			return err
@@ -65,7 +65,7 @@ func (s *Store) RefundOrder(ctx context.Context, id string, who Access, restock 
 			}
 		}
 		o.Status, o.RefundedAt, o.Restock = StatusRefunded, &now, &back
-		return record(tx, s.orderEvent(outbox.OrderRefunded, o, now))
+		return record(tx, orderEvent(s.views, outbox.OrderRefunded, o, now))
 	})
 	return o, changed, err
 }
@@ -132,10 +132,10 @@ func lockToChange(tx *gorm.DB, id string, who Access, from, to string, refused e
 // to Redis). A paid order is returned as it is, with no error and no event: a
 // confirmation sent again. A failed, refunded or cancelled order is ErrNotPayable,
 // except one cancelled by its expiry, which is ErrExpired.
-func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Time, w Windows) (o Order, cancelled bool, err error) {
+func (s *Lifecycle) PayOrder(ctx context.Context, id string, who Access, now time.Time, w Windows) (o Order, cancelled bool, err error) {
 	var lost error
 	paid := map[string]any{"status": StatusPaid, "paid_at": now, "paid_by": who.payer()}
-	err = s.transaction(ctx, func(tx *gorm.DB) error {
+	err = transaction(ctx, s.db, func(tx *gorm.DB) error {
 		cancelled, lost = false, nil
 		pay := tx.Model(&Order{}).Where("id = ? AND status = ? AND expires_at > ?", id, StatusCreated, now)
 		if !who.anyOrder() {
@@ -150,7 +150,7 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 			return err
 		}
 		if res.RowsAffected == 1 {
-			return record(tx, s.orderEvent(outbox.OrderPaid, o, now))
+			return record(tx, orderEvent(s.views, outbox.OrderPaid, o, now))
 		}
 		deadline := o.Deadline(w, now)
 		switch {
@@ -163,7 +163,7 @@ func (s *Store) PayOrder(ctx context.Context, id string, who Access, now time.Ti
 			}
 			by := who.payer()
 			o.Status, o.PaidAt, o.PaidBy, o.ExpiresAt = StatusPaid, &now, &by, deadline
-			return record(tx, s.orderEvent(outbox.OrderPaid, o, now))
+			return record(tx, orderEvent(s.views, outbox.OrderPaid, o, now))
 		case o.Status == StatusPaid: // a confirmation sent again: the order as it was paid
 		case o.Status == StatusCreated: // the UPDATE missed it: its window has passed
 			cancelled, lost = true, ErrExpired
@@ -215,8 +215,8 @@ func extend(tx *gorm.DB, deadlines map[string]time.Time) error {
 // return_pending until ReturnedToStock confirms its units are back in Redis. Cancelling
 // a cancelled order changes nothing and returns it with changed false; a paid or failed
 // order is ErrNotCancellable.
-func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time.Time) (o Order, changed bool, err error) {
-	err = s.transaction(ctx, func(tx *gorm.DB) error {
+func (s *Lifecycle) CancelOrder(ctx context.Context, id string, who Access, now time.Time) (o Order, changed bool, err error) {
+	err = transaction(ctx, s.db, func(tx *gorm.DB) error {
 		var err error
 		if o, changed, err = lockToChange(tx, id, who, StatusCreated, StatusCancelled, ErrNotCancellable); err != nil || !changed {
 			return err
@@ -231,7 +231,7 @@ func (s *Store) CancelOrder(ctx context.Context, id string, who Access, now time
 // totals, and their order.cancelled events recorded. Rows are touched in the order the
 // worker's batches touch them (user_purchases by activity and buyer, then activities by
 // id; store/persist.go), so the two cannot deadlock.
-func (s *Store) cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error {
+func (s *Lifecycle) cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error {
 	if len(orders) == 0 {
 		return nil
 	}
@@ -243,7 +243,7 @@ func (s *Store) cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error 
 		o.Status, o.CancelledAt = StatusCancelled, &now
 		ids[i] = o.ID
 		sold[o.ActivityID] += int64(o.Quantity)
-		events[i] = s.orderEvent(outbox.OrderCancelled, *o, now)
+		events[i] = orderEvent(s.views, outbox.OrderCancelled, *o, now)
 	}
 	res := tx.Model(&Order{}).Where("id IN ? AND status = ?", ids, StatusCreated).Updates(map[string]any{
 		"status": StatusCancelled, "cancelled_at": now, "return_pending": true})
@@ -276,8 +276,8 @@ func (s *Store) cancelCreated(tx *gorm.DB, orders []Order, now time.Time) error 
 // and expiry let MySQL lock through the (status, expires_at) index instead, every due
 // order in the range and its gaps, which deadlocked with payments of orders outside the
 // batch.
-func (s *Store) ExpireOrders(ctx context.Context, ids []string, now time.Time, w Windows) (expired []Order, extended int, err error) {
-	err = s.transaction(ctx, func(tx *gorm.DB) error {
+func (s *Lifecycle) ExpireOrders(ctx context.Context, ids []string, now time.Time, w Windows) (expired []Order, extended int, err error) {
+	err = transaction(ctx, s.db, func(tx *gorm.DB) error {
 		expired, extended = nil, 0
 		var locked []Order
 		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Order("id").
@@ -312,7 +312,7 @@ func (s *Store) ExpireOrders(ctx context.Context, ids []string, now time.Time, w
 }
 
 // cancelOne is cancelCreated for one order, left cancelled in *o.
-func (s *Store) cancelOne(tx *gorm.DB, o *Order, now time.Time) error {
+func (s *Lifecycle) cancelOne(tx *gorm.DB, o *Order, now time.Time) error {
 	os := []Order{*o}
 	if err := s.cancelCreated(tx, os, now); err != nil {
 		return err
@@ -327,9 +327,9 @@ func (s *Store) cancelOne(tx *gorm.DB, o *Order, now time.Time) error {
 // totals, and the events of the group and its orders recorded, in one transaction. It
 // returns the orders it cancelled; a group failed before changes nothing. A group none
 // of whose orders reached MySQL gets its row here.
-func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size int, expiresAt, now time.Time) ([]Order, error) {
+func (s *Lifecycle) FailGroup(ctx context.Context, activityID int64, id string, size int, expiresAt, now time.Time) ([]Order, error) {
 	var cancelled []Order
-	err := s.transaction(ctx, func(tx *gorm.DB) error {
+	err := transaction(ctx, s.db, func(tx *gorm.DB) error {
 		cancelled = nil
 		if err := tx.Exec("INSERT INTO sale_groups (id, activity_id, size, members, status, expires_at, created_at) "+
 			"VALUES (?, ?, ?, 0, 'open', ?, ?) ON DUPLICATE KEY UPDATE id = id", id, activityID, size, expiresAt, now).Error; err != nil {
@@ -356,10 +356,10 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 			o := &cancelled[i]
 			o.Status, o.CancelledAt = StatusCancelled, &now
 			units += int64(o.Quantity)
-			events = append(events, s.orderEvent(outbox.OrderCancelled, *o, now))
+			events = append(events, orderEvent(s.views, outbox.OrderCancelled, *o, now))
 		}
 		g.Status = groupFailed
-		if err := record(tx, append(events, s.groupEvent(outbox.GroupFailed, g, now))...); err != nil {
+		if err := record(tx, append(events, groupEvent(s.views, outbox.GroupFailed, g, now))...); err != nil {
 			return err
 		}
 		if len(cancelled) == 0 {
@@ -378,7 +378,7 @@ func (s *Store) FailGroup(ctx context.Context, activityID int64, id string, size
 }
 
 // DueOrders returns up to limit created orders whose pay window ended by now, oldest first.
-func (s *Store) DueOrders(ctx context.Context, now time.Time, limit int) ([]string, error) {
+func (s *Lifecycle) DueOrders(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	var ids []string
 	err := s.db.WithContext(ctx).Model(&Order{}).Where("status = ? AND expires_at <= ?", StatusCreated, now).
 		Order("expires_at").Limit(limit).Pluck("id", &ids).Error
@@ -387,14 +387,14 @@ func (s *Store) DueOrders(ctx context.Context, now time.Time, limit int) ([]stri
 
 // PendingReturns returns up to limit cancelled orders whose units are not yet
 // confirmed back in Redis.
-func (s *Store) PendingReturns(ctx context.Context, limit int) ([]Order, error) {
+func (s *Lifecycle) PendingReturns(ctx context.Context, limit int) ([]Order, error) {
 	var os []Order
 	err := s.db.WithContext(ctx).Where("return_pending = ?", true).Limit(limit).Find(&os).Error
 	return os, err
 }
 
 // ReturnedToStock records that the orders' units are back in Redis.
-func (s *Store) ReturnedToStock(ctx context.Context, ids ...string) error {
+func (s *Lifecycle) ReturnedToStock(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -416,7 +416,7 @@ type Group struct {
 
 // ListGroups returns up to limit of the groups of a sale MySQL has (a group gets its
 // row with its first stored seat), newest first, with their members, in two queries.
-func (s *Store) ListGroups(ctx context.Context, activityID int64, limit int) ([]Group, error) {
+func (s *Orders) ListGroups(ctx context.Context, activityID int64, limit int) ([]Group, error) {
 	var gs []Group
 	if err := s.db.WithContext(ctx).Table("sale_groups").Where("activity_id = ?", activityID).
 		Order("created_at DESC").Limit(limit).Find(&gs).Error; err != nil {

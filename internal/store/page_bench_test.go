@@ -21,7 +21,7 @@ import (
 )
 
 // BenchmarkSaleOrdersPage measures a page of 1,000 orders of a sale of 1,000,000 in
-// MySQL (store.SaleOrders, the back office's GET /api/v1/orders?activity_id=), beside a
+// MySQL (store.Orders.SaleOrders, the back office's GET /api/v1/orders?activity_id=), beside a
 // second sale of 1,000,000 whose orders were taken at the same instants (their ids
 // interleave): from the start, from the middle, of one status (paid, half the orders),
 // and a buyer's page (the buyer of one order in 20). It fails unless EXPLAIN shows each
@@ -68,7 +68,7 @@ func BenchmarkSaleOrdersPage(b *testing.B) {
 		// The statement SaleOrders runs, as the driver sends it, explained.
 		rec := &lastSQL{Interface: logger.Discard}
 		r := store.OrderRange{ActivityID: act, Status: tc.status, Buyer: tc.buyer, After: tc.after(1), Before: horizon, Limit: 1000}
-		if _, err := store.New(db.Session(&gorm.Session{Logger: rec}), sale.EventViews{}).SaleOrders(ctx, r); err != nil {
+		if _, err := store.New(db.Session(&gorm.Session{Logger: rec}), sale.EventViews{}).Orders.SaleOrders(ctx, r); err != nil {
 			b.Fatal(err)
 		}
 		if err := db.WithContext(ctx).Raw("EXPLAIN " + rec.sql).Scan(&plan).Error; err != nil {
@@ -81,7 +81,7 @@ func BenchmarkSaleOrdersPage(b *testing.B) {
 			deref(plan[0].Extra))
 		b.Run(tc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				os, err := st.SaleOrders(ctx, store.OrderRange{ActivityID: act, Status: tc.status, Buyer: tc.buyer,
+				os, err := st.Orders.SaleOrders(ctx, store.OrderRange{ActivityID: act, Status: tc.status, Buyer: tc.buyer,
 					After: tc.after(i), Before: horizon, Limit: 1000})
 				if err != nil || len(os) != 1000 {
 					b.Fatalf("page: %d orders, %v; want 1000", len(os), err)
@@ -121,7 +121,7 @@ func seedTwoSales(b testing.TB, db *gorm.DB, st *store.Store, n, buyers int) ([]
 	for i := range acts {
 		a := store.Activity{Name: "bench", ProductName: "p", PriceCents: 100, StockTotal: int64(n),
 			PerUserLimit: 1, StartsAt: t0, EndsAt: t0.Add(2 * time.Hour), PayWindowSeconds: 900}
-		if err := st.CreateActivity(ctx, &a, func(store.Activity) error { return nil }); err != nil {
+		if err := st.Activities.CreateActivity(ctx, &a, func(store.Activity) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
 		acts[i] = a.ID
@@ -185,7 +185,7 @@ func TestBuyerPageReadsItsOwnRows(t *testing.T) {
 	// Buyer "wide" has one order in the first sale and many in a third.
 	other := store.Activity{Name: "other", ProductName: "p", PriceCents: 100, StockTotal: n, PerUserLimit: 1,
 		StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour), PayWindowSeconds: 900}
-	if err := st.CreateActivity(ctx, &other, func(store.Activity) error { return nil }); err != nil {
+	if err := st.Activities.CreateActivity(ctx, &other, func(store.Activity) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	err := testDB.Gorm.Exec("INSERT INTO orders (id, activity_id, buyer, quantity, amount_cents, status, created_at, "+
@@ -219,7 +219,7 @@ func TestBuyerPageReadsItsOwnRows(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &lastSQL{Interface: logger.Discard}
-			page, err := store.New(testDB.Gorm.Session(&gorm.Session{Logger: rec}), sale.EventViews{}).SaleOrders(ctx,
+			page, err := store.New(testDB.Gorm.Session(&gorm.Session{Logger: rec}), sale.EventViews{}).Orders.SaleOrders(ctx,
 				store.OrderRange{ActivityID: sales[0], Buyer: buyer.ID(tc.buyer), Status: tc.status, After: tc.after,
 					Before: horizon, Limit: 100})
 			if err != nil {

@@ -102,7 +102,7 @@ func (e *guardError) Error() string { return e.reason }
 // a MySQL outage, say) does not count against it. The window as set is kept
 // (WindowStartsAt, WindowEndsAt), and ExpiresAt shows the deadline in force: the time
 // MySQL outages took from the window (w) added.
-func (s *Store) PersistBatch(ctx context.Context, orders []NewOrder, w Windows) (map[string]Outcome, error) {
+func (s *Batches) PersistBatch(ctx context.Context, orders []NewOrder, w Windows) (map[string]Outcome, error) {
 	orders = uniqueByID(orders)
 	out, err := s.persistRetrying(ctx, orders, w)
 	var guard *guardError
@@ -134,7 +134,7 @@ func (s *Store) PersistBatch(ctx context.Context, orders []NewOrder, w Windows) 
 
 // claimedBeforeRebuild returns ErrClaimedBeforeRebuild when one of orders was claimed in
 // an epoch older than its activity's redis_epoch.
-func (s *Store) claimedBeforeRebuild(ctx context.Context, orders []NewOrder) error {
+func (s *Batches) claimedBeforeRebuild(ctx context.Context, orders []NewOrder) error {
 	claimed := lowestEpochs(orders)
 	ids := make([]int64, 0, len(claimed))
 	for id := range claimed {
@@ -178,7 +178,7 @@ func staleClaim(activityID, claimed, now int64) error {
 // an order stored before (its duplicate key) or a guard (which an order stored before,
 // counted again, can trip), again reading first which ones are stored, as often as
 // retryable says.
-func (s *Store) persistRetrying(ctx context.Context, orders []NewOrder, w Windows) (map[string]Outcome, error) {
+func (s *Batches) persistRetrying(ctx context.Context, orders []NewOrder, w Windows) (map[string]Outcome, error) {
 	out, err := s.persist(ctx, orders, w, false)
 	var guard *guardError
 	if err == nil || !retryable(err) && !errors.As(err, &guard) {
@@ -198,7 +198,7 @@ func (s *Store) persistRetrying(ctx context.Context, orders []NewOrder, w Window
 // orders are stored already, and leaves them as they are. Rows are touched in a fixed
 // order (user_purchases by activity and user, then activities by id, last so the hot
 // sale row is locked for the shortest time) so concurrent batches cannot deadlock.
-func (s *Store) persist(ctx context.Context, orders []NewOrder, w Windows, stored bool) (map[string]Outcome, error) {
+func (s *Batches) persist(ctx context.Context, orders []NewOrder, w Windows, stored bool) (map[string]Outcome, error) {
 	out := make(map[string]Outcome, len(orders))
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		clear(out)
@@ -239,7 +239,7 @@ func (s *Store) persist(ctx context.Context, orders []NewOrder, w Windows, store
 			out[o.ID] = Outcome{Status: o.Status}
 			rows[i] = o.Order
 			if o.Status == StatusCreated {
-				e := s.orderEvent(outbox.OrderCreated, o.Order, now)
+				e := orderEvent(s.views, outbox.OrderCreated, o.Order, now)
 				e.Trace = o.Traceparent
 				events = append(events, e)
 			}
@@ -329,7 +329,7 @@ func orNull[T any](p *T) any {
 // are stored grouping, until its window ends (ExpiresAt); the seat that fills it marks
 // it complete and turns its grouping orders created, their pay window starting now. It
 // returns the events of the groups completed and of their orders stored before.
-func (s *Store) takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time, w Windows) ([]outbox.Event, error) {
+func (s *Batches) takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time, w Windows) ([]outbox.Event, error) {
 	seats := map[string]int{}
 	var ids []string
 	first := map[string]NewOrder{}
@@ -404,9 +404,9 @@ func (s *Store) takeSeats(tx *gorm.DB, orders []NewOrder, now time.Time, w Windo
 			return nil, err
 		}
 		for _, w := range waiting {
-			events = append(events, s.orderEvent(outbox.OrderCreated, w, now))
+			events = append(events, orderEvent(s.views, outbox.OrderCreated, w, now))
 		}
-		events = append(events, s.groupEvent(outbox.GroupCompleted, *g, now))
+		events = append(events, groupEvent(s.views, outbox.GroupCompleted, *g, now))
 	}
 	return events, nil
 }
@@ -498,14 +498,14 @@ func addSold(tx *gorm.DB, orders []NewOrder) error {
 
 // StoreFailed stores an order as failed with reason, counting it nowhere (an order
 // whose units could not be had); an order stored before is left as it is.
-func (s *Store) StoreFailed(ctx context.Context, o NewOrder, reason string) (Outcome, error) {
+func (s *Batches) StoreFailed(ctx context.Context, o NewOrder, reason string) (Outcome, error) {
 	out, err := s.persistFailed(ctx, o, reason)
 	return out[o.ID], err
 }
 
 // persistFailed stores an order MySQL refused as failed, counting it nowhere, and its
 // order.failed event.
-func (s *Store) persistFailed(ctx context.Context, o NewOrder, reason string) (map[string]Outcome, error) {
+func (s *Batches) persistFailed(ctx context.Context, o NewOrder, reason string) (map[string]Outcome, error) {
 	row := o.Order
 	row.Status, row.FailureReason, row.PersistedAt = StatusFailed, &reason, s.now()
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -521,10 +521,10 @@ func (s *Store) persistFailed(ctx context.Context, o NewOrder, reason string) (m
 		if err := insertOrders(tx, []Order{row}); err != nil {
 			return err
 		}
-		return record(tx, s.orderEvent(outbox.OrderFailed, row, row.PersistedAt))
+		return record(tx, orderEvent(s.views, outbox.OrderFailed, row, row.PersistedAt))
 	})
 	if retryable(err) { // stored meanwhile by another delivery of the same task
-		stored, gerr := s.GetOrder(ctx, o.ID)
+		stored, gerr := (&Orders{s.conn}).GetOrder(ctx, o.ID)
 		if gerr != nil {
 			return nil, gerr
 		}

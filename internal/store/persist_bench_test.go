@@ -47,7 +47,7 @@ func BenchmarkPersistBatch(b *testing.B) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	a := store.Activity{Name: "sale", ProductName: "phone", PriceCents: 100, StockTotal: 1 << 40,
 		PerUserLimit: 1, StartsAt: now, EndsAt: now.Add(time.Hour), PayWindowSeconds: 900}
-	if err := s.CreateActivity(ctx, &a, func(store.Activity) error { return nil }); err != nil {
+	if err := s.Activities.CreateActivity(ctx, &a, func(store.Activity) error { return nil }); err != nil {
 		b.Fatal(err)
 	}
 	status, err := sql.Open("mysql", db.DSN)
@@ -70,7 +70,7 @@ func BenchmarkPersistBatch(b *testing.B) {
 		for range writers {
 			wg.Go(func() {
 				for os := range batches {
-					if _, err := s.PersistBatch(ctx, os, outage.Outages{}); err != nil {
+					if _, err := s.Batches.PersistBatch(ctx, os, outage.Outages{}); err != nil {
 						b.Error(err)
 					}
 				}

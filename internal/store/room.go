@@ -36,7 +36,7 @@ func (r Room) columns() map[string]any {
 
 // WaitingRooms returns the ids of the sales with a waiting room that have not ended
 // by now.
-func (s *Store) WaitingRooms(ctx context.Context, now time.Time) ([]int64, error) {
+func (s *Activities) WaitingRooms(ctx context.Context, now time.Time) ([]int64, error) {
 	var ids []int64
 	err := s.db.WithContext(ctx).Model(&Activity{}).Where("waiting_room AND ends_at > ?", now).
 		Order("id").Pluck("id", &ids).Error

@@ -1,6 +1,10 @@
 // Package store is the MySQL side of the flash sale: the activities, orders and
 // user_purchases tables, written through GORM. It refuses oversell and over-limit
 // orders inside the transaction that writes them, whatever Redis believed.
+//
+// New returns it as parts that share one connection and one clock, each a type of its
+// own for one kind of work: Activities, Orders, Lifecycle, Batches and Upkeep. A caller
+// takes the parts it uses.
 package store
 
 import (
@@ -209,22 +213,56 @@ func (o Order) Deadline(w Windows, now time.Time) time.Time {
 	return o.ExpiresAt
 }
 
-// Store reads and writes the sale tables.
+// Store holds the parts of the MySQL side (the package doc), for the mains and tests
+// to wire from; SetClock sets the clock of them all.
 type Store struct {
+	Activities *Activities
+	Orders     *Orders
+	Lifecycle  *Lifecycle
+	Batches    *Batches
+	Upkeep     *Upkeep
+
+	conn *conn
+}
+
+// conn is what the parts share: the database, the clock rows are stamped with, and how
+// events render orders and groups (Views). Each part embeds it for these fields only:
+// conn has no methods, so a part's method set is its own.
+type conn struct {
 	db    *gorm.DB
 	now   func() time.Time
 	views Views
 }
 
-// New returns a Store on db whose events show orders and groups as views render them.
-func New(db *gorm.DB, views Views) *Store { return &Store{db: db, now: time.Now, views: views} }
+type (
+	// Activities creates, reads and changes the sales, the activities rows.
+	Activities struct{ *conn }
+	// Orders reads orders and groups: the API's reads, the stock ledger's totals, the
+	// funnel's facts.
+	Orders struct{ *conn }
+	// Lifecycle writes an order's changes after its purchase (lifecycle.go): pay,
+	// cancel, refund, expiry, a group's failure, and the units' return to Redis.
+	Lifecycle struct{ *conn }
+	// Batches writes the worker's batches of queued orders (persist.go).
+	Batches struct{ *conn }
+	// Upkeep reads and marks what archiving a sale (archive.go) and rebuilding its Redis
+	// state need.
+	Upkeep struct{ *conn }
+)
 
-// SetClock replaces the clock the store stamps rows with (tests).
-func (s *Store) SetClock(now func() time.Time) { s.now = now }
+// New returns a Store on db whose events show orders and groups as views render them.
+func New(db *gorm.DB, views Views) *Store {
+	c := &conn{db: db, now: time.Now, views: views}
+	return &Store{Activities: &Activities{c}, Orders: &Orders{c}, Lifecycle: &Lifecycle{c},
+		Batches: &Batches{c}, Upkeep: &Upkeep{c}, conn: c}
+}
+
+// SetClock replaces the clock every part stamps rows with (tests).
+func (s *Store) SetClock(now func() time.Time) { s.conn.now = now }
 
 // Ping checks that MySQL answers.
 func (s *Store) Ping(ctx context.Context) error {
-	sqlDB, err := s.db.DB()
+	sqlDB, err := s.conn.db.DB()
 	if err != nil {
 		return err
 	}
@@ -233,7 +271,7 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // CreateActivity inserts a and sets its ID and timestamps. Before it returns, ready
 // runs inside the transaction with the stored row; if ready fails the row is not kept.
-func (s *Store) CreateActivity(ctx context.Context, a *Activity, ready func(Activity) error) error {
+func (s *Activities) CreateActivity(ctx context.Context, a *Activity, ready func(Activity) error) error {
 	now := s.now()
 	a.CreatedAt, a.UpdatedAt, a.Sold = now, now, 0
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -245,7 +283,7 @@ func (s *Store) CreateActivity(ctx context.Context, a *Activity, ready func(Acti
 }
 
 // GetActivity returns the activity or ErrNotFound.
-func (s *Store) GetActivity(ctx context.Context, id int64) (Activity, error) {
+func (s *Activities) GetActivity(ctx context.Context, id int64) (Activity, error) {
 	var a Activity
 	err := s.db.WithContext(ctx).Preload("Variants", variantsInOrder).Take(&a, id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -255,7 +293,7 @@ func (s *Store) GetActivity(ctx context.Context, id int64) (Activity, error) {
 }
 
 // ListActivities returns every activity, newest first.
-func (s *Store) ListActivities(ctx context.Context) ([]Activity, error) {
+func (s *Activities) ListActivities(ctx context.Context) ([]Activity, error) {
 	var as []Activity
 	err := s.db.WithContext(ctx).Preload("Variants", variantsInOrder).Order("id DESC").Find(&as).Error
 	return as, err
@@ -263,7 +301,7 @@ func (s *Store) ListActivities(ctx context.Context) ([]Activity, error) {
 
 // ActivitiesBefore returns at most limit activities whose id is below before (0: from
 // the newest), newest first.
-func (s *Store) ActivitiesBefore(ctx context.Context, before int64, limit int) ([]Activity, error) {
+func (s *Activities) ActivitiesBefore(ctx context.Context, before int64, limit int) ([]Activity, error) {
 	q := s.db.WithContext(ctx).Preload("Variants", variantsInOrder).Order("id DESC").Limit(limit)
 	if before > 0 {
 		q = q.Where("id < ?", before)
@@ -276,7 +314,7 @@ func (s *Store) ActivitiesBefore(ctx context.Context, before int64, limit int) (
 // BucketGens returns, by activity and bucket, the highest generation of the Redis state
 // of the buckets 1 and up of sales of several buckets that orders were written under
 // (bucket 0's is Activity.RedisGen).
-func (s *Store) BucketGens(ctx context.Context) (map[int64]map[int]int64, error) {
+func (s *Upkeep) BucketGens(ctx context.Context) (map[int64]map[int]int64, error) {
 	var rows []struct {
 		ActivityID int64
 		Bucket     int
@@ -301,7 +339,7 @@ func (s *Store) BucketGens(ctx context.Context) (map[int64]map[int]int64, error)
 // PersistBatch refuses orders claimed in an older epoch, so a rebuild that reads MySQL
 // after it misses no order written under the state it replaces. ErrNotFound for an
 // unknown sale, ErrArchived for an archived one (whose Redis state is not to come back).
-func (s *Store) NextRedisEpoch(ctx context.Context, activityID int64) (int64, error) {
+func (s *Upkeep) NextRedisEpoch(ctx context.Context, activityID int64) (int64, error) {
 	var epoch int64
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		res := tx.Exec("UPDATE activities SET redis_epoch = redis_epoch + 1 WHERE id = ? AND archived_at IS NULL", activityID)
@@ -328,7 +366,7 @@ func (s *Store) NextRedisEpoch(ctx context.Context, activityID int64) (int64, er
 
 // UnarchivedIDs returns the id of every activity not archived: those whose orders Redis
 // may still hold as queued.
-func (s *Store) UnarchivedIDs(ctx context.Context) ([]int64, error) {
+func (s *Activities) UnarchivedIDs(ctx context.Context) ([]int64, error) {
 	var ids []int64
 	err := s.db.WithContext(ctx).Model(&Activity{}).Where("archived_at IS NULL").Pluck("id", &ids).Error
 	return ids, err
@@ -337,7 +375,7 @@ func (s *Store) UnarchivedIDs(ctx context.Context) ([]int64, error) {
 // UpdateActivity changes an activity under a row lock: change edits the row (and may
 // refuse with an error), then apply runs with the new row before the commit; if apply
 // fails nothing is changed. An archived activity is ErrArchived, unchanged.
-func (s *Store) UpdateActivity(ctx context.Context, id int64, change func(*Activity) error, apply func(Activity) error) (Activity, error) {
+func (s *Activities) UpdateActivity(ctx context.Context, id int64, change func(*Activity) error, apply func(Activity) error) (Activity, error) {
 	var a Activity
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Take(&a, id).Error
@@ -379,7 +417,7 @@ func (s *Store) UpdateActivity(ctx context.Context, id int64, change func(*Activ
 }
 
 // GetOrder returns the order or ErrNotFound.
-func (s *Store) GetOrder(ctx context.Context, id string) (Order, error) {
+func (s *Orders) GetOrder(ctx context.Context, id string) (Order, error) {
 	var o Order
 	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&o).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -389,7 +427,7 @@ func (s *Store) GetOrder(ctx context.Context, id string) (Order, error) {
 }
 
 // ListUserOrders returns up to limit of the buyer's orders, newest first.
-func (s *Store) ListUserOrders(ctx context.Context, who buyer.ID, limit int) ([]Order, error) {
+func (s *Orders) ListUserOrders(ctx context.Context, who buyer.ID, limit int) ([]Order, error) {
 	var os []Order
 	err := s.db.WithContext(ctx).Where("buyer = ?", who).
 		Order("created_at DESC, id DESC").Limit(limit).Find(&os).Error
@@ -415,7 +453,7 @@ type OrderRange struct {
 // itself MariaDB reads the sale's first entries (ref on activity_id) and filters the
 // ids, a scan of the sale up to the page, and a buyer's page of a buyer with many orders
 // through the primary key, across every sale (TestBuyerPageReadsItsOwnRows).
-func (s *Store) SaleOrders(ctx context.Context, r OrderRange) ([]Order, error) {
+func (s *Orders) SaleOrders(ctx context.Context, r OrderRange) ([]Order, error) {
 	table := "orders FORCE INDEX (orders_by_sale)"
 	if r.Status != "" {
 		table = "orders FORCE INDEX (orders_by_activity)"
@@ -441,7 +479,7 @@ func (s *Store) SaleOrders(ctx context.Context, r OrderRange) ([]Order, error) {
 }
 
 // OrdersByID returns the stored orders among ids, by id.
-func (s *Store) OrdersByID(ctx context.Context, ids []string) (map[string]Order, error) {
+func (s *Orders) OrdersByID(ctx context.Context, ids []string) (map[string]Order, error) {
 	found := make(map[string]Order, len(ids))
 	if len(ids) == 0 {
 		return found, nil
@@ -468,7 +506,7 @@ type StatusCount struct {
 }
 
 // CountOrders returns the orders and units of an activity by status.
-func (s *Store) CountOrders(ctx context.Context, activityID int64) (map[string]StatusCount, error) {
+func (s *Orders) CountOrders(ctx context.Context, activityID int64) (map[string]StatusCount, error) {
 	return countOrders(s.db.WithContext(ctx), activityID)
 }
 
@@ -522,12 +560,12 @@ func retrying(ctx context.Context, attempts int, again func(error) bool, fn func
 	return err
 }
 
-// transaction runs fn in a transaction, and again in a new one (five attempts in all)
+// transaction runs fn in a transaction of db, and again in a new one (five attempts in all)
 // when MySQL gave up on it for its locks (a pay racing its order's expiry can meet the
 // expiry's batch in a deadlock). fn starts from scratch on each attempt: it sets what it
 // returns through its closure anew and has no effect outside tx.
-func (s *Store) transaction(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	return retrying(ctx, 5, lostToLocks, func() error { return s.db.WithContext(ctx).Transaction(fn) })
+func transaction(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) error) error {
+	return retrying(ctx, 5, lostToLocks, func() error { return db.WithContext(ctx).Transaction(fn) })
 }
 
 // offSale is the condition on orders whose units stay off sale (Order.OffSale).
@@ -561,7 +599,7 @@ type VariantFigures struct {
 }
 
 // Figures reads an activity's totals in one consistent read.
-func (s *Store) Figures(ctx context.Context, activityID int64) (Figures, error) {
+func (s *Orders) Figures(ctx context.Context, activityID int64) (Figures, error) {
 	f := Figures{Units: map[string]int64{}}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		counts, err := countOrders(tx, activityID)
@@ -623,7 +661,7 @@ type GroupSeat struct {
 // KeyedOrders returns a sale's orders made with an Idempotency-Key since since (id,
 // buyer, created_at and the key's two columns only), whatever their status: the keys a
 // rebuild of the sale's Redis state writes back.
-func (s *Store) KeyedOrders(ctx context.Context, activityID int64, since time.Time) ([]Order, error) {
+func (s *Upkeep) KeyedOrders(ctx context.Context, activityID int64, since time.Time) ([]Order, error) {
 	var orders []Order
 	err := s.db.WithContext(ctx).Select("id", "buyer", "created_at", "idempotency_key", "request_fingerprint").
 		Where("activity_id = ? AND created_at >= ? AND idempotency_key IS NOT NULL", activityID, since).
@@ -636,7 +674,7 @@ func (s *Store) KeyedOrders(ctx context.Context, activityID int64, since time.Ti
 
 // RebuildFacts reads, in one consistent snapshot, what a sale's Redis state is rebuilt
 // from, given the ids of the orders Redis holds as queued.
-func (s *Store) RebuildFacts(ctx context.Context, activityID int64, ids []string) (RebuildFacts, error) {
+func (s *Upkeep) RebuildFacts(ctx context.Context, activityID int64, ids []string) (RebuildFacts, error) {
 	f := RebuildFacts{Stored: map[string]bool{}}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Preload("Variants", variantsInOrder).First(&f.Activity, activityID).Error; err != nil {

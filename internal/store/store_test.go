@@ -21,7 +21,7 @@ func newActivity(t *testing.T, s *store.Store, stock int64, limit int) store.Act
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	a := store.Activity{Name: "sale", ProductName: "phone", PriceCents: 100, StockTotal: stock,
 		PerUserLimit: limit, StartsAt: now, EndsAt: now.Add(time.Hour), PayWindowSeconds: 900}
-	if err := s.CreateActivity(context.Background(), &a, func(store.Activity) error { return nil }); err != nil {
+	if err := s.Activities.CreateActivity(context.Background(), &a, func(store.Activity) error { return nil }); err != nil {
 		t.Fatalf("create activity: %v", err)
 	}
 	return a
@@ -61,7 +61,7 @@ func TestPersistBatchGuards(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := s.PersistBatch(ctx, tt.batch, outage.Outages{})
+			out, err := s.Batches.PersistBatch(ctx, tt.batch, outage.Outages{})
 			if err != nil {
 				t.Fatalf("PersistBatch: %v", err)
 			}
@@ -74,7 +74,7 @@ func TestPersistBatchGuards(t *testing.T) {
 					t.Errorf("order %d failed without a reason", i)
 				}
 			}
-			stored, err := s.GetActivity(ctx, a.ID)
+			stored, err := s.Activities.GetActivity(ctx, a.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,17 +119,17 @@ func TestPersistBatchUserRuleInMySQL(t *testing.T) {
 	var cancelled string // buyer 3's first order, cancelled before it buys again
 	for _, st := range steps {
 		if st.name == "again after a cancellation" {
-			if _, _, err := s.CancelOrder(ctx, cancelled, store.Access{Service: true}, time.Now()); err != nil {
+			if _, _, err := s.Lifecycle.CancelOrder(ctx, cancelled, store.Access{Service: true}, time.Now()); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.ReturnedToStock(ctx, cancelled); err != nil {
+			if err := s.Lifecycle.ReturnedToStock(ctx, cancelled); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if st.name == "past the limit" {
 			cancelled = st.batch[0].ID
 		}
-		out, err := s.PersistBatch(ctx, st.batch, outage.Outages{})
+		out, err := s.Batches.PersistBatch(ctx, st.batch, outage.Outages{})
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
@@ -141,11 +141,11 @@ func TestPersistBatchUserRuleInMySQL(t *testing.T) {
 			}
 		}
 	}
-	held, err := s.Holdings(ctx, a.ID)
+	held, err := s.Orders.Holdings(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := s.Figures(ctx, a.ID)
+	f, err := s.Orders.Figures(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestPersistBatchUserRuleOnTotalsFromBefore(t *testing.T) {
 		}
 	}
 	past, within := order(a, 1, 1), order(a, 2, 1) // limit 2: buyer 1 would hold 3, buyer 2 holds 2
-	out, err := s.PersistBatch(ctx, []store.NewOrder{past, within}, outage.Outages{})
+	out, err := s.Batches.PersistBatch(ctx, []store.NewOrder{past, within}, outage.Outages{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestPersistBatchUserRuleOnTotalsFromBefore(t *testing.T) {
 	if got := out[within.ID]; got.Status != "created" {
 		t.Errorf("the order within the limit is %+v, want created", got)
 	}
-	f, err := s.Figures(ctx, a.ID)
+	f, err := s.Orders.Figures(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,43 +201,43 @@ func TestPersistBatchRefusesClaimsBeforeARebuild(t *testing.T) {
 	s := store.New(testutil.MySQL(t).Gorm, sale.EventViews{})
 	ctx := context.Background()
 	a := newActivity(t, s, 3, 3)
-	epoch, err := s.NextRedisEpoch(ctx, a.ID)
+	epoch, err := s.Upkeep.NextRedisEpoch(ctx, a.ID)
 	if err != nil || epoch != 1 {
 		t.Fatalf("the first rebuild's epoch: %d, %v; want 1", epoch, err)
 	}
-	if _, err := s.NextRedisEpoch(ctx, a.ID+1); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Upkeep.NextRedisEpoch(ctx, a.ID+1); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("epoch of an unknown sale: %v, want ErrNotFound", err)
 	}
 	stale, fresh := order(a, 1, 1), order(a, 2, 2)
 	fresh.Epoch = epoch
-	if out, err := s.PersistBatch(ctx, []store.NewOrder{fresh, stale}, outage.Outages{}); !errors.Is(err, store.ErrClaimedBeforeRebuild) {
+	if out, err := s.Batches.PersistBatch(ctx, []store.NewOrder{fresh, stale}, outage.Outages{}); !errors.Is(err, store.ErrClaimedBeforeRebuild) {
 		t.Fatalf("a batch with an order of epoch 0 after the rebuild: %v, %v; want ErrClaimedBeforeRebuild", out, err)
 	}
-	if got, err := s.OrdersByID(ctx, []string{stale.ID, fresh.ID}); err != nil || len(got) != 0 {
+	if got, err := s.Orders.OrdersByID(ctx, []string{stale.ID, fresh.ID}); err != nil || len(got) != 0 {
 		t.Errorf("orders stored by the refused batch: %v, %v", got, err)
 	}
-	if held, err := s.Holdings(ctx, a.ID); err != nil || len(held) != 0 {
+	if held, err := s.Orders.Holdings(ctx, a.ID); err != nil || len(held) != 0 {
 		t.Errorf("units held after the refused batch: %v, %v", held, err)
 	}
 
 	stale.Epoch = epoch // claimed again on the rebuilt state
 	over := order(a, 3, 1)
 	over.Epoch = epoch
-	out, err := s.PersistBatch(ctx, []store.NewOrder{fresh, stale, over}, outage.Outages{})
+	out, err := s.Batches.PersistBatch(ctx, []store.NewOrder{fresh, stale, over}, outage.Outages{})
 	if err != nil || out[fresh.ID].Status != store.StatusCreated || out[stale.ID].Status != store.StatusCreated ||
 		out[over.ID].Status != store.StatusFailed {
 		t.Errorf("the batch claimed again: %+v, %v; want two created, the one past the stock failed", out, err)
 	}
-	if got, err := s.GetActivity(ctx, a.ID); err != nil || got.Sold != 3 || got.RedisEpoch != 1 {
+	if got, err := s.Activities.GetActivity(ctx, a.ID); err != nil || got.Sold != 3 || got.RedisEpoch != 1 {
 		t.Errorf("activity after the batch: %+v, %v; want 3 sold, epoch 1", got, err)
 	}
 	// Claimed before the rebuild and past the stock now: refused as such, not stored
 	// failed by the guard (the rebuilt state never counted it).
 	late := order(a, 4, 1)
-	if out, err := s.PersistBatch(ctx, []store.NewOrder{late}, outage.Outages{}); !errors.Is(err, store.ErrClaimedBeforeRebuild) {
+	if out, err := s.Batches.PersistBatch(ctx, []store.NewOrder{late}, outage.Outages{}); !errors.Is(err, store.ErrClaimedBeforeRebuild) {
 		t.Errorf("an order of epoch 0 past the stock: %v, %v; want ErrClaimedBeforeRebuild", out, err)
 	}
-	if got, err := s.OrdersByID(ctx, []string{late.ID}); err != nil || len(got) != 0 {
+	if got, err := s.Orders.OrdersByID(ctx, []string{late.ID}); err != nil || len(got) != 0 {
 		t.Errorf("stored: %v, %v; want nothing", got, err)
 	}
 }
@@ -265,7 +265,7 @@ func TestPersistBatchConcurrent(t *testing.T) {
 			wg.Add(1)
 			go func(b []store.NewOrder) {
 				defer wg.Done()
-				if _, err := s.PersistBatch(ctx, b, outage.Outages{}); err != nil {
+				if _, err := s.Batches.PersistBatch(ctx, b, outage.Outages{}); err != nil {
 					errs <- err
 				}
 			}(b)
@@ -276,7 +276,7 @@ func TestPersistBatchConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("PersistBatch: %v", err)
 	}
-	counts, err := s.CountOrders(ctx, a.ID)
+	counts, err := s.Orders.CountOrders(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestPersistBatchConcurrent(t *testing.T) {
 	if total != 200 {
 		t.Errorf("stored %d orders, want 200 (each once)", total)
 	}
-	act, _ := s.GetActivity(ctx, a.ID)
+	act, _ := s.Activities.GetActivity(ctx, a.ID)
 	if act.Sold != counts["created"].Units || act.Sold > act.StockTotal {
 		t.Errorf("sold = %d, created units = %d, stock = %d", act.Sold, counts["created"].Units, act.StockTotal)
 	}
@@ -328,7 +328,7 @@ func TestPersistSeatsAndFailGroup(t *testing.T) {
 		{"a seat of g4", []store.NewOrder{seatOrder(a, 5, "g4")}, []string{"grouping"}},
 	}
 	for _, st := range steps {
-		out, err := s.PersistBatch(ctx, st.batch, outage.Outages{})
+		out, err := s.Batches.PersistBatch(ctx, st.batch, outage.Outages{})
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
@@ -346,16 +346,16 @@ func TestPersistSeatsAndFailGroup(t *testing.T) {
 		}
 	}
 	for i, want := range []int{1, 0} {
-		cancelled, err := s.FailGroup(ctx, a.ID, "g4", 3, time.Now(), time.Now())
+		cancelled, err := s.Lifecycle.FailGroup(ctx, a.ID, "g4", 3, time.Now(), time.Now())
 		if err != nil || len(cancelled) != want {
 			t.Fatalf("fail g4 #%d: %d orders cancelled, %v; want %d", i+1, len(cancelled), err, want)
 		}
 	}
-	stored, _ := s.GetActivity(ctx, a.ID)
+	stored, _ := s.Activities.GetActivity(ctx, a.ID)
 	if stored.Sold != 4 { // g1's three seats and user 1's seat in g2
 		t.Errorf("sold = %d, want 4", stored.Sold)
 	}
-	gs, err := s.ListGroups(ctx, a.ID, 500)
+	gs, err := s.Orders.ListGroups(ctx, a.ID, 500)
 	if err != nil || len(gs) != 3 {
 		t.Fatalf("groups = %+v, %v; want g1, g2, g4", gs, err)
 	}
@@ -378,7 +378,7 @@ func TestPersistBatchKeepsTheMarks(t *testing.T) {
 	a := newActivity(t, s, 10, 5)
 	early, offered, plain := order(a, 1, 1), order(a, 2, 1), order(a, 3, 1)
 	early.EarlyAccess, offered.Offered = true, true
-	if _, err := s.PersistBatch(context.Background(), []store.NewOrder{early, offered, plain}, outage.Outages{}); err != nil {
+	if _, err := s.Batches.PersistBatch(context.Background(), []store.NewOrder{early, offered, plain}, outage.Outages{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

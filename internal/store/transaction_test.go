@@ -30,7 +30,7 @@ func TestTransactionRunsADeadlockVictimAgain(t *testing.T) {
 	for _, rows := range [][2]int{{1, 2}, {2, 1}} {
 		go func() {
 			first := true
-			errs <- s.transaction(ctx, func(tx *gorm.DB) error {
+			errs <- transaction(ctx, s.conn.db, func(tx *gorm.DB) error {
 				attempts.Add(1)
 				if err := tx.Exec("UPDATE deadlock_probe SET n = n + 1 WHERE id = ?", rows[0]).Error; err != nil {
 					return err

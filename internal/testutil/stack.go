@@ -30,6 +30,8 @@ var (
 )
 
 // Binaries builds cmd/api and cmd/worker once per test binary and returns their paths.
+// They live in a temporary folder (about 140 MB) that RemoveBinaries deletes: call it
+// from the package's TestMain after m.Run.
 func Binaries(t testing.TB) (api, worker string) {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -52,6 +54,13 @@ func Binaries(t testing.TB) (api, worker string) {
 		t.Fatalf("%v", buildErr)
 	}
 	return filepath.Join(buildDir, "api"), filepath.Join(buildDir, "worker")
+}
+
+// RemoveBinaries deletes the folder Binaries built into, if it built.
+func RemoveBinaries() {
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
 }
 
 // Process is a cmd/api or cmd/worker process owned by a test.

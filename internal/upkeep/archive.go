@@ -26,19 +26,19 @@ import (
 //     moves are refused, and a rebuild cannot run meanwhile (nor the archive during one).
 //  2. Redis holds no order of it as queued (lifecycle.RebuildPoint): every order it took is
 //     in MySQL, where (3) sees it.
-//  3. MySQL marks it archived (store.MarkArchived), under the sale's row lock, only if
-//     every order is final. From then on every answer about it comes from MySQL, and a
-//     PATCH or a rebuild is refused.
+//  3. MySQL marks it archived (store.Upkeep.MarkArchived), under the sale's row lock,
+//     only if every order is final. From then on every answer about it comes from
+//     MySQL, and a PATCH or a rebuild is refused.
 //  4. Redis marks it (stock.MarkArchived), and from then on writes nothing to its keys;
 //     what only they hold is kept in MySQL (Keeper: the funnel's figures).
 //  5. Its keys are removed (stock.Remove), the sale hashes last, and MySQL records that
-//     (store.MarkRedisRemoved).
+//     (store.Upkeep.MarkRedisRemoved).
 //
 // A run that stops after (3) is finished by a later one: the sale is still a candidate
 // (no redis_removed_at), its Close meets the mark or takes the sale again, and it goes
 // on from (4).
 type Archiver struct {
-	store *store.Store
+	store *store.Upkeep
 	sales *lifecycle.Sales
 	// Retention is how long a sale stays in Redis after its end and after its last
 	// order became final (SECKILL_SALE_RETENTION).
@@ -52,7 +52,7 @@ type Archiver struct {
 
 	mu sync.Mutex
 	// final is, by sale, when its last order became final, read once the sale was
-	// found settled (store.LastFinal reads all its orders); dropped once it is
+	// found settled (store.Upkeep.LastFinal reads all its orders); dropped once it is
 	// archived, or found unsettled again.
 	final   map[int64]time.Time
 	metrics *archiveMetrics
@@ -72,7 +72,7 @@ type Keeper interface {
 }
 
 // NewArchiver returns an Archiver of the sales over for retention.
-func NewArchiver(st *store.Store, sk *stock.Stock, retention time.Duration) *Archiver {
+func NewArchiver(st *store.Upkeep, sk *stock.Stock, retention time.Duration) *Archiver {
 	return &Archiver{store: st, sales: lifecycle.New(sk), Retention: retention, Batch: 100, now: time.Now, final: map[int64]time.Time{}}
 }
 
@@ -101,9 +101,9 @@ func (a *Archiver) Run(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// Archive archives one sale, a candidate of store.ArchiveCandidates, if it is due at
-// now, and reports whether its Redis state is gone. A sale that is not due yet, or that
-// a rebuild holds, is left for a later run (false, nil).
+// Archive archives one sale, a candidate of store.Upkeep.ArchiveCandidates, if it is due
+// at now, and reports whether its Redis state is gone. A sale that is not due yet, or
+// that a rebuild holds, is left for a later run (false, nil).
 func (a *Archiver) Archive(ctx context.Context, s store.Activity, now time.Time) (bool, error) {
 	if !s.Archived() {
 		if due, err := a.due(ctx, s, now); err != nil || !due {
@@ -174,8 +174,8 @@ func (a *Archiver) Archive(ctx context.Context, s store.Activity, now time.Time)
 // due reports whether a sale not archived yet is due at now: every order of it final,
 // and the last of them final, and its last refund recorded, for Retention (its end is,
 // by ArchiveCandidates). A refund is the one change of a settled sale, so the time
-// remembered (store.LastFinal, which reads every order) is joined by the last refund's,
-// read each time through the sale's refunded orders alone.
+// remembered (store.Upkeep.LastFinal, which reads every order) is joined by the last
+// refund's, read each time through the sale's refunded orders alone.
 func (a *Archiver) due(ctx context.Context, s store.Activity, now time.Time) (bool, error) {
 	unsettled, err := a.store.Unsettled(ctx, s.ID)
 	if err != nil {

@@ -39,11 +39,12 @@ import (
 // MySQL) are gone with it. With appendfsync always on one server, or MIN_REPLICAS on a
 // cluster, a crash or a failover loses none; a FLUSHALL or a lost disk does.
 type Rebuilder struct {
-	store   *store.Store
-	sales   *lifecycle.Sales
-	groups  *group.Groups
-	running sync.Map // activity id -> struct{}: a rebuild under way in this process
-	metrics *rebuildMetrics
+	store      *store.Upkeep
+	activities *store.Activities
+	sales      *lifecycle.Sales
+	groups     *group.Groups
+	running    sync.Map // activity id -> struct{}: a rebuild under way in this process
+	metrics    *rebuildMetrics
 	// Codes, when set, writes each sale's access codes back before it reopens
 	// (internal/accesscode).
 	Codes CodeRestorer
@@ -60,8 +61,8 @@ type CodeRecorder interface {
 }
 
 // NewRebuilder returns a Rebuilder.
-func NewRebuilder(st *store.Store, sk *stock.Stock) *Rebuilder {
-	return &Rebuilder{store: st, sales: lifecycle.New(sk), groups: group.New(sk)}
+func NewRebuilder(st *store.Upkeep, activities *store.Activities, sk *stock.Stock) *Rebuilder {
+	return &Rebuilder{store: st, activities: activities, sales: lifecycle.New(sk), groups: group.New(sk)}
 }
 
 // rebuildAttempts bounds how often Rebuild reads again when orders moved meanwhile.
@@ -75,13 +76,13 @@ const rebuildAttempts = 20
 // to purchases while it is rebuilt (stock.Close), by one process at a time: when
 // another process is rebuilding it, Rebuild leaves it to that one.
 //
-// Before it reads MySQL it raises the sale's epoch there (store.NextRedisEpoch), and the
-// state it writes carries that epoch: from then on MySQL refuses the orders a worker
-// claimed in the state being replaced, which this rebuild may not have read, and the
-// worker claims or adopts them again on the rebuilt state. Only one rebuild at a time
+// Before it reads MySQL it raises the sale's epoch there (store.Upkeep.NextRedisEpoch),
+// and the state it writes carries that epoch: from then on MySQL refuses the orders a
+// worker claimed in the state being replaced, which this rebuild may not have read, and
+// the worker claims or adopts them again on the rebuilt state. Only one rebuild at a time
 // raises the epoch, so the state Redis ends with has MySQL's.
 func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt bool, err error) {
-	a, err := r.store.GetActivity(ctx, id)
+	a, err := r.activities.GetActivity(ctx, id)
 	if err != nil {
 		return false, err
 	}
@@ -271,7 +272,7 @@ func (r *Rebuilder) Kick(id int64) {
 // stale, and returns how many it rebuilt (the worker's periodic check). MySQL is read
 // before Redis, so a current sale's generation in Redis is at least MySQL's.
 func (r *Rebuilder) RebuildLost(ctx context.Context, now time.Time) (int, error) {
-	as, err := r.store.UnarchivedActivities(ctx)
+	as, err := r.activities.UnarchivedActivities(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -49,11 +49,11 @@ func newArchiveFixture(t *testing.T, db *testutil.MySQLDB) *archiveFixture {
 	locks := lock.New(rdb)
 	t.Cleanup(func() { _ = locks.Close() })
 	outages := outage.NewRecord(rdb)
-	orders := order.New(st, sk.Stock, outages)
+	orders := order.New(st.Lifecycle, st.Activities, sk.Stock, outages)
 	svc := sale.New(st, sk.Stock, orders, outages, task.NewEnqueuer(asynq.NewClientFromRedisClient(rdb)), locks)
 	t.Cleanup(func() { svc.Close(context.Background()) })
 	return &archiveFixture{rdb: rdb, st: st, sk: sk, svc: svc, orders: orders,
-		persist: worker.NewPersister(st, sk.Stock, outages, 100), archiver: upkeep.NewArchiver(st, sk.Stock, retention)}
+		persist: worker.NewPersister(st.Batches, st.Orders, st.Activities, sk.Stock, outages, 100), archiver: upkeep.NewArchiver(st.Upkeep, sk.Stock, retention)}
 }
 
 // newSale creates a sale open now, of buckets buckets (a group-buy sale of groups of 2
@@ -229,7 +229,7 @@ func TestArchiveTakesOnlyFinishedSales(t *testing.T) {
 			func(t *testing.T, f *archiveFixture, a sale.Activity) {
 				o := f.buy(t, a, 1)
 				f.persistAll(t, a)
-				if _, _, err := f.st.CancelOrder(context.Background(), o.ID, store.Access{Admin: true}, time.Now()); err != nil {
+				if _, _, err := f.st.Lifecycle.CancelOrder(context.Background(), o.ID, store.Access{Admin: true}, time.Now()); err != nil {
 					t.Fatal(err)
 				}
 			}, endedNow}, retention + 20*time.Minute, false},
@@ -251,7 +251,7 @@ func TestArchiveTakesOnlyFinishedSales(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stored, err := f.st.GetActivity(ctx, a.ID)
+			stored, err := f.st.Activities.GetActivity(ctx, a.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -350,13 +350,13 @@ func TestArchivedSaleAnswersFromMySQL(t *testing.T) {
 	if _, err := f.svc.Rebuild(ctx, a.ID); !errors.Is(err, sale.ErrArchived) {
 		t.Errorf("a rebuild: %v, want ErrArchived", err)
 	}
-	if _, err := upkeep.NewRebuilder(f.st, f.sk.Stock).RebuildLost(ctx, time.Now().Add(-2*time.Hour)); err != nil {
+	if _, err := upkeep.NewRebuilder(f.st.Upkeep, f.st.Activities, f.sk.Stock).RebuildLost(ctx, time.Now().Add(-2*time.Hour)); err != nil {
 		t.Errorf("the worker's check of lost sales: %v", err)
 	}
 	if keys := testutil.SaleKeys(t, f.rdb, a.ID); len(keys) > 0 {
 		t.Errorf("keys of the archived sale back in Redis: %v", keys)
 	}
-	if g, err := f.st.GetActivity(ctx, a.ID); err != nil || g.PerUserLimit != 3 || g.RedisEpoch != 0 {
+	if g, err := f.st.Activities.GetActivity(ctx, a.ID); err != nil || g.PerUserLimit != 3 || g.RedisEpoch != 0 {
 		t.Errorf("the archived sale in MySQL: %+v, %v; want it unchanged", g, err)
 	}
 }
@@ -400,7 +400,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 			f.end(t, a, time.Now())
 			f.pastRetention()
 
-			stored, err := f.st.GetActivity(ctx, a.ID)
+			stored, err := f.st.Activities.GetActivity(ctx, a.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -425,7 +425,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 					}
 				})
 			}
-			rebuilder := upkeep.NewRebuilder(f.st, f.sk.Stock)
+			rebuilder := upkeep.NewRebuilder(f.st.Upkeep, f.st.Activities, f.sk.Stock)
 			loop(func() {
 				if _, err := rebuilder.Rebuild(ctx, a.ID, true); err != nil && !errors.Is(err, sale.ErrArchived) {
 					report("a rebuild: %v", err)
@@ -473,7 +473,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 			if keys := testutil.SaleKeys(t, f.rdb, a.ID); len(keys) > 0 {
 				t.Errorf("keys of the archived sale in Redis: %v", keys)
 			}
-			counts, err := f.st.CountOrders(ctx, a.ID)
+			counts, err := f.st.Orders.CountOrders(ctx, a.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -611,7 +611,7 @@ func TestArchivedSaleListsItsOrdersAndReplaysExactKeys(t *testing.T) {
 	if err != nil || refunded.Status != store.StatusRefunded || refunded.Restock == nil || *refunded.Restock {
 		t.Errorf("a refund of an archived sale's paid order: %+v, %v; want refunded, restock false", refunded, err)
 	}
-	if pending, err := f.st.Unsettled(ctx, a.ID); err != nil || pending {
+	if pending, err := f.st.Upkeep.Unsettled(ctx, a.ID); err != nil || pending {
 		t.Errorf("the archived sale after the refund: unsettled %v, %v; want its return settled", pending, err)
 	}
 
@@ -683,7 +683,7 @@ func TestRefundRestartsTheRetention(t *testing.T) {
 	run(retention+10*time.Minute, 0) // 40 min after the refund
 	// MySQL's mark, under the sale's row lock, holds the same rule for an archive that
 	// read the sale before the refund came.
-	if err := f.st.MarkArchived(ctx, a.ID, time.Now().Add(10*time.Minute), time.Now()); !errors.Is(err, store.ErrNotSettled) {
+	if err := f.st.Upkeep.MarkArchived(ctx, a.ID, time.Now().Add(10*time.Minute), time.Now()); !errors.Is(err, store.ErrNotSettled) {
 		t.Errorf("MySQL marks archived a sale refunded after the retention's start: %v, want ErrNotSettled", err)
 	}
 	run(retention+31*time.Minute, 1)

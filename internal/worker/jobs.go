@@ -103,7 +103,7 @@ func (m *jobMetrics) ran(job string, ran bool, err error) {
 // after its lease and a recovery interval, a minute or more). Persisting is idempotent:
 // a task that runs later finds its orders stored and is acknowledged.
 type Repairer struct {
-	store     *store.Store
+	store     *store.Activities
 	stock     *stock.Stock
 	moves     *moves.Mover
 	settle    *settle.Settler
@@ -124,7 +124,7 @@ type Repairer struct {
 
 // NewRepairer returns a Repairer that enqueues lost orders with q and writes stuck
 // ones with p.
-func NewRepairer(st *store.Store, sk *stock.Stock, q *task.Enqueuer, p *Persister) *Repairer {
+func NewRepairer(st *store.Activities, sk *stock.Stock, q *task.Enqueuer, p *Persister) *Repairer {
 	return &Repairer{store: st, stock: sk, moves: moves.New(sk), settle: settle.New(sk), queue: q, persister: p, MinAge: 10 * time.Second,
 		StuckAge: 30 * time.Second, Batch: 500, now: time.Now}
 }

@@ -34,12 +34,14 @@ var _ Outages = (*outage.Record)(nil)
 // committed in MySQL and settled in Redis, so asynq acknowledges the task only then; a
 // crash before leaves the task to be retried, and persisting again is harmless.
 type Persister struct {
-	store   *store.Store
-	stock   *stock.Stock
-	sales   *lifecycle.Sales
-	settle  *settle.Settler
-	outages Outages
-	metrics *metrics
+	store      *store.Batches
+	orders     *store.Orders
+	activities *store.Activities
+	stock      *stock.Stock
+	sales      *lifecycle.Sales
+	settle     *settle.Settler
+	outages    Outages
+	metrics    *metrics
 
 	// Batch is the most orders written in one transaction.
 	Batch int
@@ -58,8 +60,8 @@ type Persister struct {
 // NewPersister returns a Persister that writes up to batch orders per transaction
 // (SECKILL_PERSIST_BATCH; config.Load has its default), each with the deadline in force
 // of its pay window as MySQL outages extended it.
-func NewPersister(st *store.Store, sk *stock.Stock, outages Outages, batch int) *Persister {
-	return &Persister{store: st, stock: sk, sales: lifecycle.New(sk), settle: settle.New(sk), outages: outages, Batch: batch}
+func NewPersister(st *store.Batches, orders *store.Orders, activities *store.Activities, sk *stock.Stock, outages Outages, batch int) *Persister {
+	return &Persister{store: st, orders: orders, activities: activities, stock: sk, sales: lifecycle.New(sk), settle: settle.New(sk), outages: outages, Batch: batch}
 }
 
 // HandleTask is the asynq handler of queue.TypePersist, and of queue.TypePersistV1 (the
@@ -248,7 +250,7 @@ func (p *Persister) adoptOrphans(ctx context.Context, notQueued []stock.QueuedOr
 	for i, o := range notQueued {
 		ids[i] = o.OrderID
 	}
-	stored, err := p.store.OrdersByID(ctx, ids)
+	stored, err := p.orders.OrdersByID(ctx, ids)
 	byActivity := map[int64][]stock.QueuedOrder{}
 	for _, o := range notQueued {
 		results[o.OrderID] = err
@@ -310,7 +312,7 @@ func (p *Persister) archived(ctx context.Context, activityID int64, got map[stri
 	if !missing {
 		return false, nil
 	}
-	a, err := p.store.GetActivity(ctx, activityID)
+	a, err := p.activities.GetActivity(ctx, activityID)
 	if err != nil {
 		return false, err
 	}

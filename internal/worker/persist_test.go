@@ -31,7 +31,7 @@ func TestPersisterWritesATaskInBatches(t *testing.T) {
 	now := time.Now()
 	a := store.Activity{Name: "s", ProductName: "p", PriceCents: 100, StockTotal: 10, PerUserLimit: 1,
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PayWindowSeconds: 60}
-	if err := st.CreateActivity(ctx, &a, func(a store.Activity) error {
+	if err := st.Activities.CreateActivity(ctx, &a, func(a store.Activity) error {
 		return sk.Load(ctx, stock.Sale{ActivityID: a.ID, Available: 10, Total: 10, Limit: 1,
 			StartsAt: a.StartsAt, EndsAt: a.EndsAt, PriceCents: 100, PayWindow: time.Minute})
 	}); err != nil {
@@ -49,7 +49,7 @@ func TestPersisterWritesATaskInBatches(t *testing.T) {
 	}
 	batch := task.NewBatchTask(orders, nil)
 
-	p := worker.NewPersister(st, sk.Stock, outage.NewRecord(rdb), 2)
+	p := worker.NewPersister(st.Batches, st.Orders, st.Activities, sk.Stock, outage.NewRecord(rdb), 2)
 	reg := prometheus.NewRegistry()
 	p.Register(reg)
 	if err := p.HandleTask(ctx, asynq.NewTask(batch.Type(), batch.Payload())); err != nil {
@@ -60,7 +60,7 @@ func TestPersisterWritesATaskInBatches(t *testing.T) {
 	for i, o := range orders {
 		ids[i] = o.OrderID
 	}
-	stored, err := st.OrdersByID(ctx, ids)
+	stored, err := st.Orders.OrdersByID(ctx, ids)
 	if err != nil {
 		t.Fatal(err)
 	}

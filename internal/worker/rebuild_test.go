@@ -59,7 +59,7 @@ func TestPersistAcrossARebuild(t *testing.T) {
 			o := stock.QueuedOrder{OrderID: id, ActivityID: a.ID, Buyer: who, Quantity: 2, AmountCents: 200, Limit: 3,
 				CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
 
-			p := worker.NewPersister(st, sk.Stock, outage.NewRecord(rdb), 10)
+			p := worker.NewPersister(st.Batches, st.Orders, st.Activities, sk.Stock, outage.NewRecord(rdb), 10)
 			held := false
 			worker.HoldBeforeWrite(p, func() { // the first write waits for a whole rebuild
 				if held {
@@ -71,7 +71,7 @@ func TestPersistAcrossARebuild(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if rebuilt, err := upkeep.NewRebuilder(st, sk.Stock).Rebuild(ctx, a.ID, !tc.lost); err != nil || !rebuilt {
+				if rebuilt, err := upkeep.NewRebuilder(st.Upkeep, st.Activities, sk.Stock).Rebuild(ctx, a.ID, !tc.lost); err != nil || !rebuilt {
 					t.Fatalf("rebuild while the order is claimed: %v, %v", rebuilt, err)
 				}
 			})
@@ -82,7 +82,7 @@ func TestPersistAcrossARebuild(t *testing.T) {
 				t.Fatal("the persister never reached its write")
 			}
 
-			stored, err := st.OrdersByID(ctx, []string{id})
+			stored, err := st.Orders.OrdersByID(ctx, []string{id})
 			if err != nil || stored[id].Status != store.StatusCreated {
 				t.Errorf("the order in MySQL: %+v, %v; want created", stored[id], err)
 			}

@@ -34,7 +34,7 @@ func TestRebuildKeepsRefundsOffSale(t *testing.T) {
 			rdb := testutil.StartRedis(t).Client(t)
 			st, sk := store.New(db.Gorm, sale.EventViews{}), stocktest.New(rdb)
 			outages := outage.NewRecord(rdb)
-			life := order.New(st, sk.Stock, outages)
+			life := order.New(st.Lifecycle, st.Activities, sk.Stock, outages)
 			svc := sale.New(st, sk.Stock, life, outages, nil, nil)
 			now := time.Now()
 			a, err := svc.CreateActivity(ctx, sale.NewActivity{Name: "s", ProductName: "p", PriceCents: 100, Stock: 10,
@@ -56,7 +56,7 @@ func TestRebuildKeepsRefundsOffSale(t *testing.T) {
 				queued = append(queued, stock.QueuedOrder{OrderID: id, ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 2, AmountCents: 200,
 					Limit: 3, CreatedAt: now, ExpiresAt: now.Add(time.Minute)})
 			}
-			if err := worker.NewPersister(st, sk.Stock, outages, 10).Persist(ctx, queued); err != nil {
+			if err := worker.NewPersister(st.Batches, st.Orders, st.Activities, sk.Stock, outages, 10).Persist(ctx, queued); err != nil {
 				t.Fatal(err)
 			}
 			shop := store.Access{Service: true}
@@ -72,14 +72,14 @@ func TestRebuildKeepsRefundsOffSale(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The third refund is recorded in MySQL; its give-back to Redis has not run.
-			if _, _, err := st.RefundOrder(ctx, queued[2].OrderID, shop, false, time.Now()); err != nil {
+			if _, _, err := st.Lifecycle.RefundOrder(ctx, queued[2].OrderID, shop, false, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 
 			if err := rdb.FlushAll(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if rebuilt, err := upkeep.NewRebuilder(st, sk.Stock).Rebuild(ctx, a.ID, false); err != nil || !rebuilt {
+			if rebuilt, err := upkeep.NewRebuilder(st.Upkeep, st.Activities, sk.Stock).Rebuild(ctx, a.ID, false); err != nil || !rebuilt {
 				t.Fatalf("rebuild: %v, %v", rebuilt, err)
 			}
 			if n, err := life.ReturnPending(ctx, 10); err != nil || n != 1 {

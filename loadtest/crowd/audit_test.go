@@ -37,7 +37,7 @@ func newSale(t *testing.T, db *testutil.MySQLDB, sqlDB *sql.DB, stock int64, lim
 	for i, n := range variants {
 		a.Variants = append(a.Variants, store.Variant{Idx: i, Name: fmt.Sprint("V", i), StockTotal: n})
 	}
-	if err := st.CreateActivity(context.Background(), &a, func(store.Activity) error { return nil }); err != nil {
+	if err := st.Activities.CreateActivity(context.Background(), &a, func(store.Activity) error { return nil }); err != nil {
 		t.Fatalf("create activity: %v", err)
 	}
 	return &sale{t: t, db: sqlDB, st: st, a: a, stock: stock}
@@ -60,7 +60,7 @@ func (s *sale) persistVariant(who string, qty, variant int) (string, string) {
 	if variant >= 0 {
 		o.VariantIndex = &variant
 	}
-	out, err := s.st.PersistBatch(context.Background(), []store.NewOrder{o}, outage.Outages{})
+	out, err := s.st.Batches.PersistBatch(context.Background(), []store.NewOrder{o}, outage.Outages{})
 	if err != nil {
 		s.t.Fatalf("persist: %v", err)
 	}
