@@ -29,7 +29,7 @@ type Catalog interface {
 	MissingSale(ctx context.Context, activityID int64) error
 }
 
-var _ Catalog = (*sale.Service)(nil)
+var _ Catalog = (*sale.Catalog)(nil)
 
 // saleRoutes answer the sales: the admin's create, patch and figures, the public reads
 // (shared.go), and each sale's waiting room (waitingroom.go).

@@ -38,9 +38,9 @@ type Orders interface {
 }
 
 var (
-	_ Purchases = (*sale.Service)(nil)
-	_ Groups    = (*sale.Service)(nil)
-	_ Orders    = (*sale.Service)(nil)
+	_ Purchases = (*sale.Purchases)(nil)
+	_ Groups    = (*sale.Groups)(nil)
+	_ Orders    = (*sale.Orders)(nil)
 )
 
 // purchaseRoutes answer purchases (buy), and read the sale pass a purchase of a

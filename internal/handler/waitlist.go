@@ -19,7 +19,7 @@ type Waitlists interface {
 	LeaveWaitlist(ctx context.Context, activityID int64, who buyer.ID) error
 }
 
-var _ Waitlists = (*sale.Service)(nil)
+var _ Waitlists = (*sale.Waitlists)(nil)
 
 // waitlistRoutes answer a buyer's place on a sold-out sale's waitlist; the sale's
 // waiting room tells whether the buyer holds a ticket of its line.
