@@ -25,7 +25,7 @@ import (
 )
 
 // Services are the parts of internal/sale the routes answer with, one per kind of
-// route; one value may be several of them.
+// route (cmd/api gives sale.Service's parts of the same names).
 type Services struct {
 	Catalog   Catalog   // sales, their public reads and their lines (saleRoutes)
 	Purchases Purchases // purchases (purchaseRoutes)
@@ -44,7 +44,7 @@ type Options struct {
 	// RateUser and RateIP are requests per second per user and per client IP over all
 	// the API instances; 0 is no limit. This process allows its share of them
 	// (internal/ratelimit); purchases that reach Redis are limited by the reserve
-	// script instead (sale.Service.UserRate).
+	// script instead (sale.Settings.UserRate).
 	RateUser, RateIP float64
 	// InFlight and SaleInFlight bound the purchases (and seats) this process has in
 	// flight, in all and of one sale; past either the answer is 429 rate_limited with
