@@ -30,6 +30,7 @@ import (
 	"seckill/internal/buyer"
 	"seckill/internal/funnel"
 	"seckill/internal/handler"
+	"seckill/internal/handler/handlertest"
 	"seckill/internal/outbox"
 	"seckill/internal/presence"
 	"seckill/internal/sale"
@@ -250,10 +251,10 @@ func asStrings(n any) []string {
 	return out
 }
 
-// stub is the Service behind the handlers: the calls the tests need answer, any other
+// stub is every service behind the handlers: the calls the tests need answer, any other
 // panics (a nil interface), which the handlers turn into 500 internal.
 type stub struct {
-	handler.Service
+	handlertest.Unserved
 	replayed bool
 }
 
@@ -266,13 +267,13 @@ func (s stub) Buy(_ context.Context, r sale.BuyRequest) (sale.Order, bool, error
 }
 
 // router returns the real routes over svc.
-func router(t *testing.T, svc handler.Service) *gin.Engine {
+func router(t *testing.T, svc stub) *gin.Engine {
 	t.Helper()
 	// The handlers log 500s (the stub's panics); keep the test output readable.
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev) })
-	r, ok := handler.New(svc, handler.Options{JWTSecret: secret}).Routes().(*gin.Engine)
+	r, ok := handler.New(handlertest.Services(svc), handler.Options{JWTSecret: secret}).Routes().(*gin.Engine)
 	if !ok {
 		t.Fatal("handler.Routes() is no longer a *gin.Engine; adapt this test to list its routes")
 	}
@@ -622,7 +623,7 @@ func TestEveryPathResponses(t *testing.T) {
 func TestPreflightMatchesRouter(t *testing.T) {
 	d := load(t)
 	const origin = "https://shop.example"
-	r := handler.New(stub{}, handler.Options{JWTSecret: secret, CORSOrigins: []string{origin}}).Routes()
+	r := handler.New(handlertest.Services(stub{}), handler.Options{JWTSecret: secret, CORSOrigins: []string{origin}}).Routes()
 	pre := get(d.root, "components", "responses", "Preflight", "headers")
 	allowHeaders := asStrings(get(pre, "Access-Control-Allow-Headers", "schema", "enum"))
 	ages, _ := get(pre, "Access-Control-Max-Age", "schema", "enum").([]any)

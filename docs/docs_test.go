@@ -2,6 +2,8 @@ package docs_test
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
 	"go/scanner"
 	"go/token"
 	"io/fs"
@@ -18,6 +20,7 @@ import (
 
 	"seckill/internal/config"
 	"seckill/internal/handler"
+	"seckill/internal/handler/handlertest"
 	"seckill/internal/testutil"
 )
 
@@ -111,6 +114,81 @@ func TestInternalsLayout(t *testing.T) {
 	for p := range want {
 		if listed[p] == 0 {
 			t.Errorf("the layout of docs/internals/README.md does not name %s", p)
+		}
+	}
+}
+
+// TestRoomSizes holds the rooms to the size docs/internals/README.md promises: no Go
+// package under cmd/, internal/ (but internal/testutil) and lock/ over maxPackageLines
+// lines outside its tests, and no type, in any of them, with over maxMethods methods.
+func TestRoomSizes(t *testing.T) {
+	const maxPackageLines, maxMethods = 3100, 25
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]int{}   // package folder -> lines outside tests
+	methods := map[string]int{} // package folder + "." + type -> methods
+	fset := token.NewFileSet()
+	for _, top := range []string{"cmd", "internal", "lock"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			dir := filepath.ToSlash(filepath.Dir(rel))
+			if dir == "internal/testutil" || strings.Contains(dir, "/testdata") {
+				return nil
+			}
+			src, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			lines[dir] += strings.Count(string(src), "\n")
+			f, err := parser.ParseFile(fset, p, src, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			for _, decl := range f.Decls {
+				if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv != nil {
+					methods[dir+"."+receiverType(fn.Recv.List[0].Type)]++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(methods) < 50 || lines["internal/sale"] == 0 {
+		t.Fatalf("found methods of %d types and %d lines in internal/sale: the walk missed the code", len(methods), lines["internal/sale"])
+	}
+	for dir, n := range lines {
+		if n > maxPackageLines {
+			t.Errorf("%s has %d lines outside its tests, over %d: split it by what it does", dir, n, maxPackageLines)
+		}
+	}
+	for typ, n := range methods {
+		if n > maxMethods {
+			t.Errorf("%s has %d methods, over %d: split it by what its methods do", typ, n, maxMethods)
+		}
+	}
+}
+
+// receiverType is the name of a method's receiver type: T of T, *T, T[K] or *T[K].
+func receiverType(e ast.Expr) string {
+	for {
+		switch x := e.(type) {
+		case *ast.StarExpr:
+			e = x.X
+		case *ast.IndexExpr:
+			e = x.X
+		case *ast.IndexListExpr:
+			e = x.X
+		case *ast.Ident:
+			return x.Name
+		default:
+			return fmt.Sprintf("%T", e)
 		}
 	}
 }
@@ -620,12 +698,9 @@ func testNames(t *testing.T, root string) map[string]bool {
 	return out
 }
 
-// stub is the service behind the router: the routes are listed, never called.
-type stub struct{ handler.Service }
-
 func routerRoutes(t *testing.T) []route {
 	t.Helper()
-	engine, ok := handler.New(stub{}, handler.Options{JWTSecret: strings.Repeat("x", 32)}).Routes().(*gin.Engine)
+	engine, ok := handler.New(handlertest.Services(handlertest.Unserved{}), handler.Options{JWTSecret: strings.Repeat("x", 32)}).Routes().(*gin.Engine)
 	if !ok {
 		t.Fatal("handler.Routes() is no longer a *gin.Engine; adapt this test to list its routes")
 	}

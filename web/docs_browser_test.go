@@ -16,6 +16,7 @@ import (
 
 	"seckill/api"
 	"seckill/internal/handler"
+	"seckill/internal/handler/handlertest"
 )
 
 // TestReferenceInBrowser opens the API reference (/docs) in chromium, served by the real
@@ -23,7 +24,7 @@ import (
 // (nothing from elsewhere, no console error), and lists every route the router serves
 // with its method.
 func TestReferenceInBrowser(t *testing.T) {
-	routes := handler.New(refStub{}, handler.Options{JWTSecret: strings.Repeat("r", 32)}).Routes()
+	routes := handler.New(handlertest.Services(handlertest.Unserved{}), handler.Options{JWTSecret: strings.Repeat("r", 32)}).Routes()
 	srv := httptest.NewServer(routes)
 	t.Cleanup(srv.Close)
 
@@ -87,6 +88,3 @@ func TestReferenceInBrowser(t *testing.T) {
 	page.mu.Unlock()
 	page.checkConsole()
 }
-
-// refStub is the service behind the router: the reference's routes never call it.
-type refStub struct{ handler.Service }

@@ -276,7 +276,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 	// The rate limits are split between the live API instances (their heartbeats).
 	svc.UserRate = cfg.RateUser
 	apis := live.WatchPeers(watchCtx, "api")
-	h := handler.New(svc, handler.Options{JWTSecret: cfg.JWTSecret, IdP: idp, RateUser: cfg.RateUser,
+	h := handler.New(handler.Services{Catalog: svc.Catalog, Purchases: svc.Purchases, Groups: svc.Groups, Orders: svc.Orders,
+		Waitlists: svc.Waitlists}, handler.Options{JWTSecret: cfg.JWTSecret, IdP: idp, RateUser: cfg.RateUser,
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins, Registry: reg, Instances: live,
 		Answers: answers, Rooms: waitingRoom, Passes: passes, Now: now,
 		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, BodyTimeout: cfg.BodyTimeout, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),

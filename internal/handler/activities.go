@@ -11,7 +11,35 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"seckill/internal/sale"
+	"seckill/internal/waitingroom"
 )
+
+// Catalog is what the routes of the sales and of their lines need from
+// internal/sale: the admin's sales, the public reads, and whether a sale Redis lacks
+// exists (MissingSale).
+type Catalog interface {
+	CreateActivity(ctx context.Context, n sale.NewActivity) (sale.Activity, error)
+	ListActivities(ctx context.Context, p sale.Page) ([]sale.Activity, int64, error)
+	PublicActivities(ctx context.Context, p sale.Page) ([]sale.Activity, int64, error)
+	PublicActivity(ctx context.Context, id int64) (sale.Activity, error)
+	PatchActivity(ctx context.Context, id int64, p sale.ActivityPatch) (sale.Activity, error)
+	Stats(ctx context.Context, id int64) (sale.Stats, error)
+	Ledger(ctx context.Context, id int64) (sale.Ledger, error)
+	Rebuild(ctx context.Context, id int64) (sale.Stats, error)
+	MissingSale(ctx context.Context, activityID int64) error
+}
+
+var _ Catalog = (*sale.Catalog)(nil)
+
+// saleRoutes answer the sales: the admin's create, patch and figures, the public reads
+// (shared.go), and each sale's waiting room (waitingroom.go).
+type saleRoutes struct {
+	svc   Catalog
+	mw    *middleware
+	rooms Rooms
+	// statuses are the lines' public statuses as last encoded (shared.go).
+	statuses answers[waitingroom.Status]
+}
 
 type createActivityRequest struct {
 	Name             *string `json:"name"`
@@ -140,9 +168,9 @@ func (r createActivityRequest) toNew() (sale.NewActivity, error) {
 	return n, n.Validate()
 }
 
-func (h *Handler) createActivity(c *gin.Context) {
+func (sr *saleRoutes) createActivity(c *gin.Context) {
 	var req createActivityRequest
-	if err := h.decode(c, &req); err != nil {
+	if err := sr.mw.decode(c, &req); err != nil {
 		respondError(c, err)
 		return
 	}
@@ -151,7 +179,7 @@ func (h *Handler) createActivity(c *gin.Context) {
 		respondError(c, err)
 		return
 	}
-	a, err := h.svc.CreateActivity(c.Request.Context(), n)
+	a, err := sr.svc.CreateActivity(c.Request.Context(), n)
 	if err != nil {
 		respondError(c, err)
 		return
@@ -239,14 +267,14 @@ func (r patchActivityRequest) addStock() (*int64, map[string]int64, error) {
 	return &n, nil, nil
 }
 
-func (h *Handler) patchActivity(c *gin.Context) {
+func (sr *saleRoutes) patchActivity(c *gin.Context) {
 	id, ok := pathID(c, "id")
 	if !ok {
 		respondError(c, errBadPathActivity)
 		return
 	}
 	var req patchActivityRequest
-	if err := h.decode(c, &req); err != nil {
+	if err := sr.mw.decode(c, &req); err != nil {
 		respondError(c, err)
 		return
 	}
@@ -267,7 +295,7 @@ func (h *Handler) patchActivity(c *gin.Context) {
 			"early_access_seconds, external_ref and metadata"})
 		return
 	}
-	a, err := h.svc.PatchActivity(c.Request.Context(), id,
+	a, err := sr.svc.PatchActivity(c.Request.Context(), id,
 		sale.ActivityPatch{PerUserLimit: req.PerUserLimit, EndsAt: ends, AddStock: add, AddVariants: addVariants, Room: room, Shop: shop,
 			EarlyAccessSeconds: req.EarlyAccessSeconds})
 	if err != nil {

@@ -123,7 +123,7 @@ func TestPurchasesInFlightBounded(t *testing.T) {
 		act  int64
 		want int64
 	}{{hot, 98}, {other, 99}, {third, 100}} {
-		a, err := s.svc.GetActivity(context.Background(), tc.act)
+		a, err := s.svc.Catalog.GetActivity(context.Background(), tc.act)
 		if err != nil {
 			t.Fatal(err)
 		}

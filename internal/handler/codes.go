@@ -39,14 +39,14 @@ type codesRequest struct {
 
 // addCodes answers POST .../access-codes: {"count"} makes that many codes and answers
 // them, {"codes"} imports the shop's own and answers how many were new.
-func (h *Handler) addCodes(c *gin.Context) {
+func (b *backOffice) addCodes(c *gin.Context) {
 	id, ok := pathID(c, "id")
 	if !ok {
 		respondError(c, errBadPathActivity)
 		return
 	}
 	var req codesRequest
-	if err := h.decode(c, &req); err != nil {
+	if err := b.mw.decode(c, &req); err != nil {
 		if err == errTooLarge {
 			err = errCodesTooLarge
 		}
@@ -57,14 +57,14 @@ func (h *Handler) addCodes(c *gin.Context) {
 	case req.Count != nil && req.Codes != nil:
 		respondError(c, &invalidRequest{"give count (codes made here) or codes (the shop's own), not both"})
 	case req.Count != nil:
-		codes, err := h.codes.Generate(c.Request.Context(), id, *req.Count)
+		codes, err := b.codes.Generate(c.Request.Context(), id, *req.Count)
 		if err != nil {
 			respondError(c, err)
 			return
 		}
 		c.JSON(http.StatusCreated, gin.H{"codes": codes})
 	case req.Codes != nil:
-		added, err := h.codes.Add(c.Request.Context(), id, *req.Codes)
+		added, err := b.codes.Add(c.Request.Context(), id, *req.Codes)
 		if err != nil {
 			respondError(c, err)
 			return
@@ -78,7 +78,7 @@ func (h *Handler) addCodes(c *gin.Context) {
 // listCodes answers a page of a sale's codes. Its next is a cursor of the listing,
 // signed, holding the page's last code; a page that is empty has none (as a page of
 // orders).
-func (h *Handler) listCodes(c *gin.Context) {
+func (b *backOffice) listCodes(c *gin.Context) {
 	id, ok := pathID(c, "id")
 	if !ok {
 		respondError(c, errBadPathActivity)
@@ -95,19 +95,19 @@ func (h *Handler) listCodes(c *gin.Context) {
 	scope := fmt.Sprintf("access codes of sale %d", id)
 	after := ""
 	if q.Has("after") {
-		if after, ok = h.cursors.Open(scope, q.Get("after")); !ok {
+		if after, ok = b.cursors.Open(scope, q.Get("after")); !ok {
 			respondError(c, &invalidRequest{"after must be the next of the page before, of the same sale's codes"})
 			return
 		}
 	}
-	codes, err := h.codes.List(c.Request.Context(), id, after, limit)
+	codes, err := b.codes.List(c.Request.Context(), id, after, limit)
 	if err != nil {
 		respondError(c, err)
 		return
 	}
 	var next *string
 	if len(codes) > 0 {
-		cur := h.cursors.Issue(scope, codes[len(codes)-1].Code)
+		cur := b.cursors.Issue(scope, codes[len(codes)-1].Code)
 		next = &cur
 	}
 	c.JSON(http.StatusOK, gin.H{"codes": codes, "next": next})
@@ -116,14 +116,14 @@ func (h *Handler) listCodes(c *gin.Context) {
 // revokeCode answers DELETE .../access-codes/{code}: 204 once the code is revoked (also
 // again), 404 for a code the sale never had. The code is the rest of the path, so one
 // holding "/" (sent as %2F) is named whole.
-func (h *Handler) revokeCode(c *gin.Context) {
+func (b *backOffice) revokeCode(c *gin.Context) {
 	id, ok := pathID(c, "id")
 	if !ok {
 		respondError(c, errBadPathActivity)
 		return
 	}
 	code := strings.TrimPrefix(c.Param("code"), "/")
-	if err := h.codes.Revoke(c.Request.Context(), id, code); err != nil {
+	if err := b.codes.Revoke(c.Request.Context(), id, code); err != nil {
 		respondError(c, err)
 		return
 	}

@@ -198,7 +198,7 @@ func TestAccessCodeHeader(t *testing.T) {
 	a := s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/orders", id), token: user,
 		body: `{"quantity":1}`, header: map[string]string{"X-Access-Code": ""}})
 	wantError(t, a, http.StatusConflict, "sale_not_started")
-	if st, err := s.svc.Stats(context.Background(), id); err != nil || st.StockAvailable != 10 {
+	if st, err := s.svc.Catalog.Stats(context.Background(), id); err != nil || st.StockAvailable != 10 {
 		t.Errorf("after the refusals: %+v, %v; want 10 units left", st, err)
 	}
 }

@@ -30,8 +30,8 @@ const maxBody = 64 << 10
 //
 // The body is read whole and decoded by json.Unmarshal, which takes exactly one value;
 // only a body it refuses is decoded again as a stream, to say what is wrong with it.
-func (h *Handler) decode(c *gin.Context, v any) error {
-	body, err := h.readBody(c)
+func (m *middleware) decode(c *gin.Context, v any) error {
+	body, err := m.readBody(c)
 	if err != nil {
 		return err
 	}
@@ -43,10 +43,10 @@ func (h *Handler) decode(c *gin.Context, v any) error {
 // body, not the gap between two reads, and is lifted once it is read, so a handler
 // that then waits on storage is not cut off. A body that has not arrived in time is
 // errBodyTimeout (408, and the connection closed); one over 64 KiB is errTooLarge.
-func (h *Handler) readBody(c *gin.Context) ([]byte, error) {
+func (m *middleware) readBody(c *gin.Context) ([]byte, error) {
 	conn := readDeadline(c.Writer) // nil for a writer without one (httptest's): unbounded
 	if conn != nil {
-		_ = conn.SetReadDeadline(time.Now().Add(h.bodyTimeout))
+		_ = conn.SetReadDeadline(time.Now().Add(m.bodyTimeout))
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	if conn != nil {

@@ -306,7 +306,7 @@ func TestRateLimitSharedAcrossInstances(t *testing.T) {
 	const rate, burst = 5, 10
 	var urls []string
 	for range 2 {
-		ts := httptest.NewServer(handler.New(s.svc, handler.Options{JWTSecret: testutil.JWTSecret,
+		ts := httptest.NewServer(handler.New(services(s.svc), handler.Options{JWTSecret: testutil.JWTSecret,
 			RateUser: rate, APIs: func() int { return 2 }}).Routes())
 		t.Cleanup(ts.Close)
 		urls = append(urls, ts.URL)
@@ -376,7 +376,7 @@ func TestClientIPFromTrustedProxiesOnly(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := httptest.NewServer(handler.New(s.svc, handler.Options{JWTSecret: testutil.JWTSecret,
+			ts := httptest.NewServer(handler.New(services(s.svc), handler.Options{JWTSecret: testutil.JWTSecret,
 				RateIP: 1, TrustedProxies: tc.proxies}).Routes()) // a fresh allowance per case
 			t.Cleanup(ts.Close)
 			s.url = ts.URL
@@ -498,7 +498,7 @@ func TestPurchaseAttemptsLimited(t *testing.T) {
 	const rate, burst = 5, 10
 	var urls []string
 	for range 2 {
-		ts := httptest.NewServer(handler.New(s.svc, handler.Options{JWTSecret: testutil.JWTSecret,
+		ts := httptest.NewServer(handler.New(services(s.svc), handler.Options{JWTSecret: testutil.JWTSecret,
 			RateUser: rate, APIs: func() int { return 1 }, Passes: auth.NewPasses(testutil.JWTSecret)}).Routes())
 		t.Cleanup(ts.Close)
 		urls = append(urls, ts.URL)
@@ -557,7 +557,7 @@ func TestPurchaseAttemptsLimited(t *testing.T) {
 	// So are the flag's not_admitted answers of a sold-out waiting-room sale, even when
 	// the answer is worded with why the pass sent was refused.
 	on, admit := true, 10
-	a, err := s.svc.CreateActivity(context.Background(), sale.NewActivity{Name: "s", ProductName: "p",
+	a, err := s.svc.Catalog.CreateActivity(context.Background(), sale.NewActivity{Name: "s", ProductName: "p",
 		PriceCents: 250, Stock: 1, PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
 		PayWindowSeconds: 60, Room: sale.RoomPatch{WaitingRoom: &on, AdmitPerSecond: &admit}})
 	if err != nil {

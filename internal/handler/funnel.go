@@ -21,7 +21,7 @@ var errBadFunnelFormat = &invalidRequest{"format must be json or csv"}
 
 // funnel answers GET /api/v1/admin/activities/{id}/funnel: JSON, or with ?format=csv a
 // CSV of one row per figure (figure,value) for the shop's spreadsheet.
-func (h *Handler) funnel(c *gin.Context) {
+func (b *backOffice) funnel(c *gin.Context) {
 	id, ok := pathID(c, "id")
 	if !ok {
 		respondError(c, errBadPathActivity)
@@ -32,11 +32,11 @@ func (h *Handler) funnel(c *gin.Context) {
 		respondError(c, errBadFunnelFormat)
 		return
 	}
-	if h.funnels == nil {
+	if b.funnels == nil {
 		respondError(c, errNoRoute)
 		return
 	}
-	f, err := h.funnels.Funnel(c.Request.Context(), id)
+	f, err := b.funnels.Funnel(c.Request.Context(), id)
 	if err != nil {
 		respondError(c, err)
 		return

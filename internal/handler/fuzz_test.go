@@ -21,7 +21,7 @@ func decodeAs(t *testing.T, body string, v any) (error, int, string) {
 	c, _ := gin.CreateTestContext(w)
 	c.Request = httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
 	c.Request.Body = http.MaxBytesReader(w, c.Request.Body, maxBody)
-	err := (&Handler{bodyTimeout: time.Second}).decode(c, v)
+	err := (&middleware{bodyTimeout: time.Second}).decode(c, v)
 	if err != nil {
 		respondError(c, err)
 	}

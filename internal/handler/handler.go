@@ -3,14 +3,9 @@
 package handler
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
-	"sort"
 	"strings"
 	"time"
 
@@ -21,52 +16,23 @@ import (
 	"seckill/internal/admission"
 	"seckill/internal/altcha"
 	"seckill/internal/auth"
-	"seckill/internal/buyer"
 	"seckill/internal/funnel"
 	"seckill/internal/health"
 	"seckill/internal/presence"
 	"seckill/internal/ratelimit"
-	"seckill/internal/sale"
 	"seckill/internal/waitingroom"
 	"seckill/web"
 )
 
-// Service is what the handlers need from internal/sale.
-type Service interface {
-	CreateActivity(ctx context.Context, n sale.NewActivity) (sale.Activity, error)
-	ListActivities(ctx context.Context, p sale.Page) ([]sale.Activity, int64, error)
-	PublicActivities(ctx context.Context, p sale.Page) ([]sale.Activity, int64, error)
-	PublicActivity(ctx context.Context, id int64) (sale.Activity, error)
-	GetActivity(ctx context.Context, id int64) (sale.Activity, error)
-	PatchActivity(ctx context.Context, id int64, p sale.ActivityPatch) (sale.Activity, error)
-	Stats(ctx context.Context, id int64) (sale.Stats, error)
-	Ledger(ctx context.Context, id int64) (sale.Ledger, error)
-	Rebuild(ctx context.Context, id int64) (sale.Stats, error)
-	Buy(ctx context.Context, r sale.BuyRequest) (sale.Order, bool, error)
-	JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, variant *string, ticket bool) (sale.WaitlistEntry, bool, error)
-	Waitlist(ctx context.Context, activityID int64, who buyer.ID) (sale.WaitlistEntry, error)
-	LeaveWaitlist(ctx context.Context, activityID int64, who buyer.ID) error
-	GetOrder(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
-	ListOrders(ctx context.Context, c sale.Caller) ([]sale.Order, error)
-	SaleOrders(ctx context.Context, c sale.Caller, p sale.OrderPage) ([]sale.Order, error)
-	Pay(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
-	Cancel(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
-	Refund(ctx context.Context, id string, c sale.Caller, restock bool) (sale.Order, error)
-	Seat(ctx context.Context, r sale.BuyRequest) (sale.Group, sale.Order, bool, error)
-	GetGroup(ctx context.Context, id string) (sale.Group, error)
-	OpenGroups(ctx context.Context, activityID int64, limit int) ([]sale.Group, error)
-	AllGroups(ctx context.Context, activityID int64, limit int) ([]sale.Group, error)
-	MissingSale(ctx context.Context, activityID int64) error
+// Services are the parts of internal/sale the routes answer with, one per kind of
+// route (cmd/api gives sale.Service's parts of the same names).
+type Services struct {
+	Catalog   Catalog   // sales, their public reads and their lines (saleRoutes)
+	Purchases Purchases // purchases (purchaseRoutes)
+	Groups    Groups    // a group-buy's seats and groups (groupRoutes)
+	Orders    Orders    // orders after their purchase (orderRoutes)
+	Waitlists Waitlists // the waitlists (waitlistRoutes)
 }
-
-var _ Service = (*sale.Service)(nil)
-
-// InstanceLister lists the processes alive now, by their heartbeats.
-type InstanceLister interface {
-	List(ctx context.Context) ([]presence.Instance, error)
-}
-
-var _ InstanceLister = (*presence.Registry)(nil)
 
 // Options configure the handlers.
 type Options struct {
@@ -78,7 +44,7 @@ type Options struct {
 	// RateUser and RateIP are requests per second per user and per client IP over all
 	// the API instances; 0 is no limit. This process allows its share of them
 	// (internal/ratelimit); purchases that reach Redis are limited by the reserve
-	// script instead (sale.Service.UserRate).
+	// script instead (sale.Settings.UserRate).
 	RateUser, RateIP float64
 	// InFlight and SaleInFlight bound the purchases (and seats) this process has in
 	// flight, in all and of one sale; past either the answer is 429 rate_limited with
@@ -131,37 +97,29 @@ type Options struct {
 	Codes AccessCodes
 }
 
-// Handler serves the API.
+// Handler serves the API. Its routes are registered in one place (Routes) and answered
+// by the kinds of route below, which share one middleware: the sales and their lines,
+// purchases, groups, orders, waitlists, and the back office.
 type Handler struct {
-	svc     Service
-	tokens  *auth.Verifier
-	perUser *ratelimit.Limiter
-	perIP   *ratelimit.Limiter
-	gate    *admission.Gate
-	metrics *metrics
-	now     func() time.Time
-	proxies []string
-	cors    *cors
-	live    InstanceLister
-	rooms   Rooms
-	passes  *auth.Passes
-	cursors *auth.Cursors
-	hooks   Webhooks
-	ready   *health.Probe
-	trace   gin.HandlerFunc
-	funnels Funnel
-	codes   AccessCodes
-	// statuses are the lines' public statuses as last encoded (shared.go).
-	statuses answers[waitingroom.Status]
-
-	bodyTimeout time.Duration
+	mw        *middleware
+	sales     *saleRoutes
+	purchases *purchaseRoutes
+	groups    *groupRoutes
+	orders    *orderRoutes
+	waitlists *waitlistRoutes
+	office    *backOffice
+	rooms     Rooms
+	proxies   []string
+	cors      *cors
+	ready     *health.Probe
+	trace     gin.HandlerFunc
 }
 
 // DefaultBodyTimeout is SECKILL_BODY_TIMEOUT's default, for handlers built without one.
 const DefaultBodyTimeout = 2 * time.Second
 
-// New returns a Handler over svc.
-func New(svc Service, o Options) *Handler {
+// New returns a Handler over the services s.
+func New(s Services, o Options) *Handler {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -185,11 +143,19 @@ func New(svc Service, o Options) *Handler {
 		Name: "seckill_purchases_in_flight",
 		Help: "Purchases and seats this process is answering now (bound: SECKILL_PURCHASES_IN_FLIGHT).",
 	}, func() float64 { return float64(gate.InFlight()) }))
-	return &Handler{svc: svc, tokens: auth.NewVerifier(o.JWTSecret, o.IdP), gate: gate,
+	mw := &middleware{tokens: auth.NewVerifier(o.JWTSecret, o.IdP), gate: gate,
 		perUser: ratelimit.New(o.RateUser, o.APIs), perIP: ratelimit.New(o.RateIP, o.APIs),
-		metrics: newMetrics(o.Registry, o.Answers, o.Refusals), now: o.Now, proxies: o.TrustedProxies,
-		cors: newCORS(o.CORSOrigins), live: o.Instances, rooms: o.Rooms, passes: o.Passes, hooks: o.Webhooks, ready: o.Ready, trace: o.Trace, funnels: o.Funnel,
-		codes: o.Codes, cursors: auth.NewCursors(o.JWTSecret), bodyTimeout: o.BodyTimeout}
+		metrics: newMetrics(o.Registry, o.Answers, o.Refusals), now: o.Now, bodyTimeout: o.BodyTimeout}
+	cursors := auth.NewCursors(o.JWTSecret)
+	return &Handler{mw: mw,
+		sales:     &saleRoutes{svc: s.Catalog, mw: mw, rooms: o.Rooms},
+		purchases: &purchaseRoutes{svc: s.Purchases, mw: mw, passes: o.Passes},
+		groups:    &groupRoutes{svc: s.Groups, mw: mw},
+		orders:    &orderRoutes{svc: s.Orders, mw: mw, cursors: cursors},
+		waitlists: &waitlistRoutes{svc: s.Waitlists, mw: mw, rooms: o.Rooms},
+		office: &backOffice{mw: mw, live: o.Instances, hooks: o.Webhooks, funnels: o.Funnel, codes: o.Codes,
+			cursors: cursors},
+		rooms: o.Rooms, proxies: o.TrustedProxies, cors: newCORS(o.CORSOrigins), ready: o.Ready, trace: o.Trace}
 }
 
 // Routes returns the API's http.Handler.
@@ -205,21 +171,22 @@ func (h *Handler) Routes() http.Handler {
 	if err := r.SetTrustedProxies(h.proxies); err != nil {
 		slog.Error("trusted proxies: an entry is refused", "proxies", h.proxies, "err", err)
 	}
+	mw, sales, buy, groups, orders, waitlists, office := h.mw, h.sales, h.purchases, h.groups, h.orders, h.waitlists, h.office
 	if h.trace != nil {
 		r.Use(h.trace)
 	}
-	r.Use(h.recover, h.metrics.observe)
+	r.Use(mw.recover, mw.metrics.observe)
 	if h.cors != nil { // before every other check, so their refusals carry its headers
 		r.Use(h.cors.headers)
 	}
-	r.Use(h.limitBody, noStore)
+	r.Use(mw.limitBody, noStore)
 	// A body of unknown length is read whole (wholeBody) before a route without a token
 	// answers, and after the token of one with a token is verified: an upload by someone
 	// the API does not know is never waited for on a route that needs a token.
-	open := r.Group("", h.wholeBody)
+	open := r.Group("", mw.wholeBody)
 	web.Register(open) // the buyer's page at /, the admin's at /admin
-	r.NoRoute(h.wholeBody, func(c *gin.Context) { respondError(c, errNoRoute) })
-	r.NoMethod(h.wholeBody, func(c *gin.Context) {
+	r.NoRoute(mw.wholeBody, func(c *gin.Context) { respondError(c, errNoRoute) })
+	r.NoMethod(mw.wholeBody, func(c *gin.Context) {
 		if !h.cors.preflight(c) { // a preflight: gin found the path, and no OPTIONS route
 			respondError(c, errMethod)
 		}
@@ -229,17 +196,17 @@ func (h *Handler) Routes() http.Handler {
 	open.GET("/readyz", gin.WrapH(h.ready))
 	// /metrics is not here: it is on the operations port (health.Operations).
 
-	api := r.Group("/api/v1", h.wholeBody, h.limitIP)
+	api := r.Group("/api/v1", mw.wholeBody, mw.limitIP)
 	// The public reads a crowd repeats, which a shared cache may keep (shared.go).
-	api.GET("/activities", listActivities(h.svc.PublicActivities, answerShared))
-	api.GET("/activities/:id", sharedByActivity(h.svc.PublicActivity))
-	api.GET("/activities/:id/line/status", h.lineStatus)
-	api.GET("/activities/:id/groups", h.listGroups(false))
-	api.GET("/groups/:gid", h.getGroup)
+	api.GET("/activities", listActivities(sales.svc.PublicActivities, answerShared))
+	api.GET("/activities/:id", sharedByActivity(sales.svc.PublicActivity))
+	api.GET("/activities/:id/line/status", sales.lineStatus)
+	api.GET("/activities/:id/groups", groups.listGroups(false))
+	api.GET("/groups/:gid", groups.getGroup)
 	api.GET("/openapi.yaml", openAPI) // the reference at /docs renders it
 	api.GET("/activities/:id/line/challenge", byActivity(func(ctx context.Context, id int64) (altcha.Challenge, error) {
 		ch, err := h.rooms.Challenge(ctx, id)
-		return ch, h.lineError(ctx, id, err)
+		return ch, sales.lineError(ctx, id, err)
 	}))
 
 	// Purchases are limited where they are answered: by the reserve script when they
@@ -247,45 +214,45 @@ func (h *Handler) Routes() http.Handler {
 	// count toward the per-IP limit and the bound of purchases in flight only once they
 	// have arrived whole (arrived).
 	buying := r.Group("/api/v1")
-	buying.POST("/activities/:id/orders", h.arrived(h.buy))
-	buying.POST("/activities/:id/groups", h.arrived(h.seat(true)))
-	buying.POST("/groups/:gid/join", h.arrived(h.seat(false)))
-	signedIn := r.Group("/api/v1", h.limitIP)
-	buyer := signedIn.Group("", h.authenticate, h.wholeBody, h.limitUser)
-	buyer.POST("/activities/:id/line", h.requireBuyer, h.joinLine)
-	buyer.GET("/activities/:id/line", h.requireBuyer, h.ticket)
-	buyer.POST("/activities/:id/waitlist", h.requireBuyer, h.joinWaitlist)
-	buyer.GET("/activities/:id/waitlist", h.requireBuyer, h.waitlistEntry)
-	buyer.DELETE("/activities/:id/waitlist", h.requireBuyer, h.leaveWaitlist)
-	buyer.GET("/orders", h.listOrders)
-	buyer.GET("/orders/:id", byOrder(h.svc.GetOrder))
-	buyer.POST("/orders/:id/pay", byOrder(h.svc.Pay))
-	buyer.POST("/orders/:id/cancel", byOrder(h.svc.Cancel))
-	buyer.POST("/orders/:id/refund", h.requireShop, h.refund)
+	buying.POST("/activities/:id/orders", mw.arrived(buy.buy))
+	buying.POST("/activities/:id/groups", mw.arrived(groups.seat(true)))
+	buying.POST("/groups/:gid/join", mw.arrived(groups.seat(false)))
+	signedIn := r.Group("/api/v1", mw.limitIP)
+	buyer := signedIn.Group("", mw.authenticate, mw.wholeBody, mw.limitUser)
+	buyer.POST("/activities/:id/line", requireBuyer, sales.joinLine)
+	buyer.GET("/activities/:id/line", requireBuyer, sales.ticket)
+	buyer.POST("/activities/:id/waitlist", requireBuyer, waitlists.joinWaitlist)
+	buyer.GET("/activities/:id/waitlist", requireBuyer, waitlists.waitlistEntry)
+	buyer.DELETE("/activities/:id/waitlist", requireBuyer, waitlists.leaveWaitlist)
+	buyer.GET("/orders", orders.listOrders)
+	buyer.GET("/orders/:id", byOrder(orders.svc.GetOrder))
+	buyer.POST("/orders/:id/pay", byOrder(orders.svc.Pay))
+	buyer.POST("/orders/:id/cancel", byOrder(orders.svc.Cancel))
+	buyer.POST("/orders/:id/refund", requireShop, orders.refund)
 
-	admin := signedIn.Group("/admin", h.authenticate, h.wholeBody, h.requireAdmin)
-	admin.POST("/activities", h.createActivity)
-	admin.GET("/activities", listActivities(h.svc.ListActivities, func(c *gin.Context, v any) { c.JSON(http.StatusOK, v) }))
-	admin.PATCH("/activities/:id", h.patchActivity)
-	admin.GET("/activities/:id/stats", byActivity(h.svc.Stats))
-	admin.GET("/activities/:id/ledger", byActivity(h.svc.Ledger))
-	admin.POST("/activities/:id/rebuild", byActivity(h.svc.Rebuild))
-	admin.GET("/activities/:id/groups", h.listGroups(true))
+	admin := signedIn.Group("/admin", mw.authenticate, mw.wholeBody, requireAdmin)
+	admin.POST("/activities", sales.createActivity)
+	admin.GET("/activities", listActivities(sales.svc.ListActivities, func(c *gin.Context, v any) { c.JSON(http.StatusOK, v) }))
+	admin.PATCH("/activities/:id", sales.patchActivity)
+	admin.GET("/activities/:id/stats", byActivity(sales.svc.Stats))
+	admin.GET("/activities/:id/ledger", byActivity(sales.svc.Ledger))
+	admin.POST("/activities/:id/rebuild", byActivity(sales.svc.Rebuild))
+	admin.GET("/activities/:id/groups", groups.listGroups(true))
 	admin.GET("/activities/:id/line", byActivity(func(ctx context.Context, id int64) (waitingroom.Figures, error) {
 		return h.rooms.Figures(ctx, id)
 	}))
-	admin.GET("/instances", h.instances)
+	admin.GET("/instances", office.instances)
 	// The shop's back end reads a drop's funnel too.
-	api.GET("/admin/activities/:id/funnel", h.authenticate, h.requireShop, h.funnel)
-	admin.POST("/webhooks", h.createWebhook)
-	admin.GET("/webhooks", h.listWebhooks)
-	admin.DELETE("/webhooks/:id", h.deleteWebhook)
-	admin.GET("/webhooks/:id/deliveries", h.webhookDeliveries)
+	api.GET("/admin/activities/:id/funnel", mw.authenticate, requireShop, office.funnel)
+	admin.POST("/webhooks", office.createWebhook)
+	admin.GET("/webhooks", office.listWebhooks)
+	admin.DELETE("/webhooks/:id", office.deleteWebhook)
+	admin.GET("/webhooks/:id/deliveries", office.webhookDeliveries)
 	// The shop's back end keeps a sale's access codes too.
-	shop := signedIn.Group("", h.authenticate, h.requireShop, h.wholeBody, h.haveCodes)
-	shop.POST(strings.TrimPrefix(codesPath, "/api/v1"), h.addCodes)
-	shop.GET(strings.TrimPrefix(codesPath, "/api/v1"), h.listCodes)
-	shop.DELETE(strings.TrimPrefix(codesPath, "/api/v1")+"/*code", h.revokeCode)
+	shop := signedIn.Group("", mw.authenticate, requireShop, mw.wholeBody, office.haveCodes)
+	shop.POST(strings.TrimPrefix(codesPath, "/api/v1"), office.addCodes)
+	shop.GET(strings.TrimPrefix(codesPath, "/api/v1"), office.listCodes)
+	shop.DELETE(strings.TrimPrefix(codesPath, "/api/v1")+"/*code", office.revokeCode)
 	return r
 }
 
@@ -294,270 +261,3 @@ func openAPI(c *gin.Context) {
 	c.Header("Cache-Control", "no-cache")
 	c.Data(http.StatusOK, "application/yaml; charset=utf-8", apidoc.OpenAPI)
 }
-
-// instances lists the live processes: APIs first, then workers, the oldest first.
-func (h *Handler) instances(c *gin.Context) {
-	out := []presence.Instance{}
-	if h.live != nil {
-		list, err := h.live.List(c.Request.Context())
-		if err != nil {
-			respondError(c, fmt.Errorf("%w: %w", sale.ErrUnavailable, err))
-			return
-		}
-		out = append(out, list...)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Kind != out[j].Kind {
-			return out[i].Kind < out[j].Kind
-		}
-		return out[i].StartedAt.Before(out[j].StartedAt.Time)
-	})
-	c.JSON(http.StatusOK, gin.H{"instances": out})
-}
-
-// recover turns a panic into 500 internal, with the details in the log only.
-func (h *Handler) recover(c *gin.Context) {
-	defer func() {
-		if p := recover(); p != nil {
-			if p == http.ErrAbortHandler {
-				panic(p)
-			}
-			respondError(c, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
-		}
-	}()
-	c.Next()
-}
-
-// limitBody refuses bodies over 64 KiB on every route, whether it reads its body or
-// not: at once when Content-Length says so; a body of unknown length (chunked) once
-// read past 64 KiB, by wholeBody or by the route. An import of access codes may carry
-// up to maxCodesBody, read once the caller is known to be the shop's.
-func (h *Handler) limitBody(c *gin.Context) {
-	if c.Request.Method == http.MethodPost && c.FullPath() == codesPath {
-		if c.Request.ContentLength > maxCodesBody {
-			respondError(c, errCodesTooLarge)
-			return
-		}
-		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxCodesBody)
-		c.Next()
-		return
-	}
-	if c.Request.ContentLength > maxBody {
-		respondError(c, errTooLarge)
-		return
-	}
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
-	c.Next()
-}
-
-// wholeBody reads a body of unknown length (chunked) whole, within the body timeout
-// (readBody), so that a route that reads no body refuses one over 64 KiB too; a body
-// of known length is left to the route.
-func (h *Handler) wholeBody(c *gin.Context) {
-	if c.Request.ContentLength < 0 {
-		b, err := h.readBody(c)
-		if err == errTooLarge && c.FullPath() == codesPath {
-			err = errCodesTooLarge
-		}
-		if err != nil {
-			respondError(c, err)
-			return
-		}
-		c.Request.Body, c.Request.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
-	}
-	c.Next()
-}
-
-const identityKey = "identity"
-
-// authenticate checks the bearer token and stores the caller. A request refused here
-// has had its body, if any, left unread: the connection closes after the answer, so
-// that the server does not wait for it either.
-func (h *Handler) authenticate(c *gin.Context) {
-	if err := h.identify(c); err != nil {
-		if c.Request.ContentLength != 0 {
-			c.Header("Connection", "close")
-		}
-		respondError(c, err)
-		return
-	}
-	c.Next()
-}
-
-// bearer is the request's bearer token, "" for none.
-func bearer(c *gin.Context) string {
-	token, _ := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
-	return token
-}
-
-// identify checks the bearer token and stores the caller; errUnauthorized when there
-// is no valid one.
-func (h *Handler) identify(c *gin.Context) error {
-	token, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
-	if !ok || token == "" {
-		return errUnauthorized
-	}
-	id, err := h.tokens.Verify(token, h.now())
-	if err != nil {
-		return errUnauthorized
-	}
-	c.Set(identityKey, id)
-	return nil
-}
-
-func caller(c *gin.Context) sale.Caller {
-	id := c.MustGet(identityKey).(auth.Identity)
-	return sale.Caller{Buyer: id.Buyer, Admin: id.Admin, Service: id.Service}
-}
-
-func (h *Handler) requireAdmin(c *gin.Context) {
-	if !caller(c).Admin {
-		respondError(c, errForbidden)
-		return
-	}
-	c.Next()
-}
-
-// requireShop lets through the shop's back end (role service) and admins only: the
-// routes of the shop's money (a refund).
-func (h *Handler) requireShop(c *gin.Context) {
-	if id := caller(c); !id.Service && !id.Admin {
-		respondError(c, errNotShop)
-		return
-	}
-	c.Next()
-}
-
-// arrived runs a purchase or a seat (next, given its body) once it has arrived whole:
-// its token verified, then its body read within the body timeout. Only then does it
-// count toward the per-IP limit and take a place in flight, so an upload that is slow
-// or stalled, with a token or without, holds no place and counts toward no bound. The
-// place is taken last and held while next answers: past the process's or the sale's
-// bound the purchase is refused 429 at once. A purchase whose token is refused counts
-// toward its address's limit, and past the limit an address's purchases are refused
-// before a token not verified already (Verified) costs a check: a flood of forged
-// tokens from one address costs a signature check each only up to the limit.
-func (h *Handler) arrived(next func(c *gin.Context, body []byte)) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		ip := h.ipKey(c)
-		if ok, wait := h.perIP.Admits(ip, h.now()); !ok && !h.tokens.Verified(bearer(c), h.now()) {
-			c.Header("Connection", "close") // its body is not waited for
-			respondError(c, &limited{wait})
-			return
-		}
-		if err := h.identify(c); err != nil {
-			h.perIP.Allow(ip, h.now())
-			// Its body is not waited for: the connection closes after the answer.
-			c.Header("Connection", "close")
-			respondError(c, err)
-			return
-		}
-		body, err := h.readBody(c)
-		if err != nil {
-			respondError(c, err)
-			return
-		}
-		if ok, wait := h.perIP.Allow(ip, h.now()); !ok && !caller(c).Service { // as allowIP
-			respondError(c, &limited{wait})
-			return
-		}
-		if caller(c).Service { // a shop's back end does not buy
-			respondError(c, errNotBuyer)
-			return
-		}
-		id, _ := saleOfPurchase(c, c.FullPath()) // 0 for a path naming no sale: answered 404
-		if !h.gate.Enter(id) {
-			h.metrics.shed.Inc()
-			respondError(c, errOverloaded)
-			return
-		}
-		defer h.gate.Leave(id)
-		next(c, body)
-	}
-}
-
-// haveCodes answers the routes of access codes 404 where the handler has none.
-func (h *Handler) haveCodes(c *gin.Context) {
-	if h.codes == nil {
-		respondError(c, errNoRoute)
-		return
-	}
-	c.Next()
-}
-
-// requireBuyer refuses a shop's back end (role service) the routes that buy.
-func (h *Handler) requireBuyer(c *gin.Context) {
-	if caller(c).Service {
-		respondError(c, errNotBuyer)
-		return
-	}
-	c.Next()
-}
-
-// limitIP limits requests per client IP. A shop's back end confirms the payments of a
-// whole crowd from one address, so a request the limit refuses still passes when it
-// carries a valid service token (the check costs a verification only for requests
-// over the limit, and verified tokens are cached).
-func (h *Handler) limitIP(c *gin.Context) {
-	if h.allowIP(c) {
-		c.Next()
-	}
-}
-
-// ipKey is the request's key of the per-IP limit, "" while the limit is off (finding
-// the client IP costs work).
-func (h *Handler) ipKey(c *gin.Context) string {
-	if !h.perIP.On() {
-		return ""
-	}
-	return ratelimit.ClientKey(c.ClientIP())
-}
-
-// allowIP counts the request against its client IP's limit; past it, it answers 429
-// and returns false.
-func (h *Handler) allowIP(c *gin.Context) bool {
-	if !h.perIP.On() {
-		return true
-	}
-	if ok, wait := h.perIP.Allow(ratelimit.ClientKey(c.ClientIP()), h.now()); !ok && !h.fromService(c) {
-		respondError(c, &limited{wait})
-		return false
-	}
-	return true
-}
-
-// limitUser limits requests per user; a shop's back end (role service) is not a user.
-func (h *Handler) limitUser(c *gin.Context) {
-	if caller(c).Service || h.allow(c, h.perUser, userKey(c)) {
-		c.Next()
-	}
-}
-
-func userKey(c *gin.Context) string { return string(caller(c).Buyer) }
-
-// allow counts a request of key against l; past the limit it answers 429 with
-// Retry-After and returns false.
-func (h *Handler) allow(c *gin.Context, l *ratelimit.Limiter, key string) bool {
-	if ok, wait := l.Allow(key, h.now()); !ok {
-		respondError(c, &limited{wait})
-		return false
-	}
-	return true
-}
-
-// fromService reports whether the request carries a valid token of role service.
-func (h *Handler) fromService(c *gin.Context) bool {
-	token, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
-	if !ok || token == "" {
-		return false
-	}
-	id, err := h.tokens.Verify(token, h.now())
-	return err == nil && id.Service
-}
-
-// limited is errRateLimited with the wait until the next request is allowed.
-type limited struct{ wait time.Duration }
-
-func (e *limited) Error() string             { return errRateLimited.Error() }
-func (e *limited) Unwrap() error             { return errRateLimited }
-func (e *limited) RetryAfter() time.Duration { return e.wait }

@@ -126,11 +126,17 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	svc.Register(o.Registry)
 	ops := httptest.NewServer(health.Operations(o.Registry, false))
 	t.Cleanup(ops.Close)
-	routes := handler.New(svc, o).Routes()
+	routes := handler.New(services(svc), o).Routes()
 	ts := httptest.NewServer(routes)
 	t.Cleanup(ts.Close)
 	return &stack{t: t, url: ts.URL, metricsURL: ops.URL + "/metrics", db: db.Gorm, routes: routes, redis: srv, rdb: rdb, svc: svc,
 		clock: c, line: l, codes: codes}
+}
+
+// services are the handler's services: svc's parts, as cmd/api gives them.
+func services(svc *sale.Service) handler.Services {
+	return handler.Services{Catalog: svc.Catalog, Purchases: svc.Purchases, Groups: svc.Groups, Orders: svc.Orders,
+		Waitlists: svc.Waitlists}
 }
 
 // on returns s for a goroutine other than the test's: its helpers' Fatal goes to g,
@@ -144,7 +150,7 @@ func (s *stack) on(g *testutil.Goroutines) *stack {
 // sale creates a sale directly through the service.
 func (s *stack) sale(stockUnits int64, limit int, starts, ends time.Time) int64 {
 	s.t.Helper()
-	a, err := s.svc.CreateActivity(context.Background(), sale.NewActivity{Name: "s", ProductName: "p",
+	a, err := s.svc.Catalog.CreateActivity(context.Background(), sale.NewActivity{Name: "s", ProductName: "p",
 		PriceCents: 250, Stock: stockUnits, PerUserLimit: limit, StartsAt: starts, EndsAt: ends, PayWindowSeconds: 60})
 	if err != nil {
 		s.t.Fatal(err)

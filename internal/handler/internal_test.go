@@ -23,9 +23,9 @@ import (
 // A bug answers 500 internal, and the body carries nothing internal.
 func TestInternalErrorsHideDetails(t *testing.T) {
 	gin.SetMode(gin.ReleaseMode)
-	h := New(nil, Options{JWTSecret: strings.Repeat("s", 32)})
+	h := New(Services{}, Options{JWTSecret: strings.Repeat("s", 32)})
 	r := gin.New()
-	r.Use(h.recover)
+	r.Use(h.mw.recover)
 	secret := "Error 1064: You have an error in your SQL syntax near 'password'"
 	r.GET("/error", func(c *gin.Context) { respondError(c, fmt.Errorf("list: %w", errors.New(secret))) })
 	r.GET("/panic", func(c *gin.Context) { panic(secret) })

@@ -10,8 +10,60 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"seckill/internal/auth"
 	"seckill/internal/sale"
 )
+
+// Purchases is what the purchase route needs from internal/sale.
+type Purchases interface {
+	Buy(ctx context.Context, r sale.BuyRequest) (sale.Order, bool, error)
+}
+
+// Groups is what the routes of a group-buy's groups need from internal/sale.
+type Groups interface {
+	Seat(ctx context.Context, r sale.BuyRequest) (sale.Group, sale.Order, bool, error)
+	GetGroup(ctx context.Context, id string) (sale.Group, error)
+	OpenGroups(ctx context.Context, activityID int64, limit int) ([]sale.Group, error)
+	AllGroups(ctx context.Context, activityID int64, limit int) ([]sale.Group, error)
+}
+
+// Orders is what the routes of orders after their purchase need from internal/sale.
+type Orders interface {
+	GetOrder(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
+	ListOrders(ctx context.Context, c sale.Caller) ([]sale.Order, error)
+	SaleOrders(ctx context.Context, c sale.Caller, p sale.OrderPage) ([]sale.Order, error)
+	Pay(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
+	Cancel(ctx context.Context, id string, c sale.Caller) (sale.Order, error)
+	Refund(ctx context.Context, id string, c sale.Caller, restock bool) (sale.Order, error)
+}
+
+var (
+	_ Purchases = (*sale.Purchases)(nil)
+	_ Groups    = (*sale.Groups)(nil)
+	_ Orders    = (*sale.Orders)(nil)
+)
+
+// purchaseRoutes answer purchases (buy), and read the sale pass a purchase of a
+// waiting-room sale carries (admission, waitingroom.go).
+type purchaseRoutes struct {
+	svc    Purchases
+	mw     *middleware
+	passes *auth.Passes
+}
+
+// groupRoutes answer a group-buy's seats (seat: a purchase too) and its groups.
+type groupRoutes struct {
+	svc Groups
+	mw  *middleware
+}
+
+// orderRoutes answer the orders after their purchase: the lists, the payment, the
+// cancel and the shop's refund.
+type orderRoutes struct {
+	svc     Orders
+	mw      *middleware
+	cursors *auth.Cursors // of a sale's pages of orders
+}
 
 type buyRequest struct {
 	Quantity *int    `json:"quantity"`
@@ -123,67 +175,55 @@ func acceptedOrder(c *gin.Context, replayed bool, o *sale.Order) {
 	c.Data(status, "application/json; charset=utf-8", body)
 }
 
-// purchaseError answers a purchase that did not happen. The attempts that reached
-// Redis were counted against the user's allowance by the reserve script; one this
-// process answered by itself (bad input, the sold-out flag) counts against its share
-// here, and past it the answer is 429. refused is why the purchase's pass was not
-// valid (nil for none): it words a not_admitted answer once err has been counted.
-func (h *Handler) purchaseError(c *gin.Context, err, refused error) {
-	if answeredInProcess(err) && !h.allow(c, h.perUser, userKey(c)) {
-		return
-	}
-	respondError(c, notAdmitted(err, refused))
-}
-
-func (h *Handler) buy(c *gin.Context, body []byte) {
+func (pr *purchaseRoutes) buy(c *gin.Context, body []byte) {
 	id, ok := pathID(c, "id")
 	if !ok {
-		h.purchaseError(c, errBadPathActivity, nil)
+		pr.mw.purchaseError(c, errBadPathActivity, nil)
 		return
 	}
 	r, err := purchase(c, body)
 	if err != nil {
-		h.purchaseError(c, err, nil)
+		pr.mw.purchaseError(c, err, nil)
 		return
 	}
 	r.ActivityID = id
-	refused := h.admission(c, &r)
-	o, replayed, err := h.svc.Buy(c.Request.Context(), r)
+	refused := pr.admission(c, &r)
+	o, replayed, err := pr.svc.Buy(c.Request.Context(), r)
 	if err != nil {
-		h.purchaseError(c, err, refused)
+		pr.mw.purchaseError(c, err, refused)
 		return
 	}
 	acceptedOrder(c, replayed, &o)
 }
 
 // seat opens a group (the path names a sale) or joins one (the path names a group).
-func (h *Handler) seat(open bool) func(*gin.Context, []byte) {
+func (gr *groupRoutes) seat(open bool) func(*gin.Context, []byte) {
 	return func(c *gin.Context, body []byte) {
 		var id int64
 		if open {
 			var ok bool
 			if id, ok = pathID(c, "id"); !ok {
-				h.purchaseError(c, errBadPathActivity, nil)
+				gr.mw.purchaseError(c, errBadPathActivity, nil)
 				return
 			}
 		}
 		r, err := purchase(c, body)
 		if err != nil {
-			h.purchaseError(c, err, nil)
+			gr.mw.purchaseError(c, err, nil)
 			return
 		}
 		r.ActivityID, r.OpenGroup, r.Group = id, open, c.Param("gid")
-		g, o, replayed, err := h.svc.Seat(c.Request.Context(), r)
+		g, o, replayed, err := gr.svc.Seat(c.Request.Context(), r)
 		if err != nil {
-			h.purchaseError(c, err, nil)
+			gr.mw.purchaseError(c, err, nil)
 			return
 		}
 		accepted(c, replayed, gin.H{"group": g, "order": o})
 	}
 }
 
-func (h *Handler) getGroup(c *gin.Context) {
-	g, err := h.svc.GetGroup(c.Request.Context(), c.Param("gid"))
+func (gr *groupRoutes) getGroup(c *gin.Context) {
+	g, err := gr.svc.GetGroup(c.Request.Context(), c.Param("gid"))
 	if err != nil {
 		respondError(c, err)
 		return
@@ -193,10 +233,10 @@ func (h *Handler) getGroup(c *gin.Context) {
 
 // listGroups lists a group-buy sale's open groups, fullest first; admins see every
 // group and its members, from MySQL, newest first. ?limit= bounds the list.
-func (h *Handler) listGroups(admin bool) gin.HandlerFunc {
-	list, def := h.svc.OpenGroups, defaultListedGroups
+func (gr *groupRoutes) listGroups(admin bool) gin.HandlerFunc {
+	list, def := gr.svc.OpenGroups, defaultListedGroups
 	if admin {
-		list, def = h.svc.AllGroups, maxListedGroups
+		list, def = gr.svc.AllGroups, maxListedGroups
 	}
 	return func(c *gin.Context) {
 		id, ok := pathID(c, "id")
@@ -231,17 +271,17 @@ const (
 
 // listOrders lists the caller's own orders, or with ?activity_id= a page of a sale's
 // orders (listSaleOrders).
-func (h *Handler) listOrders(c *gin.Context) {
+func (or *orderRoutes) listOrders(c *gin.Context) {
 	q := c.Request.URL.Query()
 	if q.Has("activity_id") {
-		h.listSaleOrders(c, q)
+		or.listSaleOrders(c, q)
 		return
 	}
 	if q.Has("status") || q.Has("after") || q.Has("limit") || caller(c).Service {
 		respondError(c, errNoActivityID)
 		return
 	}
-	os, err := h.svc.ListOrders(c.Request.Context(), caller(c))
+	os, err := or.svc.ListOrders(c.Request.Context(), caller(c))
 	if err != nil {
 		respondError(c, err)
 		return
@@ -253,7 +293,7 @@ func (h *Handler) listOrders(c *gin.Context) {
 // and admins, the caller's own to a buyer. Its next is a cursor of the listing (the
 // sale, the status, whose orders), signed, holding the last order's id; a page that is
 // empty has none.
-func (h *Handler) listSaleOrders(c *gin.Context, q url.Values) {
+func (or *orderRoutes) listSaleOrders(c *gin.Context, q url.Values) {
 	id, err := strconv.ParseInt(q.Get("activity_id"), 10, 64)
 	if err != nil || id < 1 {
 		respondError(c, errBadActivityID)
@@ -273,19 +313,19 @@ func (h *Handler) listSaleOrders(c *gin.Context, q url.Values) {
 	scope := fmt.Sprintf("orders of sale %d, status %q, of %s", id, p.Status, whose)
 	if q.Has("after") {
 		var ok bool
-		if p.After, ok = h.cursors.Open(scope, q.Get("after")); !ok {
+		if p.After, ok = or.cursors.Open(scope, q.Get("after")); !ok {
 			respondError(c, errBadCursor)
 			return
 		}
 	}
-	os, err := h.svc.SaleOrders(c.Request.Context(), who, p)
+	os, err := or.svc.SaleOrders(c.Request.Context(), who, p)
 	if err != nil {
 		respondError(c, err)
 		return
 	}
 	var next *string
 	if len(os) > 0 {
-		cur := h.cursors.Issue(scope, os[len(os)-1].ID)
+		cur := or.cursors.Issue(scope, os[len(os)-1].ID)
 		next = &cur
 	}
 	c.JSON(http.StatusOK, gin.H{"orders": os, "next": next})
@@ -297,8 +337,8 @@ type refundRequest struct {
 
 // refund records the shop's refund of an order. The body is optional: none (or no
 // restock) puts the units back on sale.
-func (h *Handler) refund(c *gin.Context) {
-	body, err := h.readBody(c)
+func (or *orderRoutes) refund(c *gin.Context) {
+	body, err := or.mw.readBody(c)
 	if err != nil {
 		respondError(c, err)
 		return
@@ -311,7 +351,7 @@ func (h *Handler) refund(c *gin.Context) {
 		}
 	}
 	restock := req.Restock == nil || *req.Restock
-	o, err := h.svc.Refund(c.Request.Context(), c.Param("id"), caller(c), restock)
+	o, err := or.svc.Refund(c.Request.Context(), c.Param("id"), caller(c), restock)
 	if err != nil {
 		respondError(c, err)
 		return

@@ -169,16 +169,16 @@ func sharedByActivity[T any](get func(context.Context, int64) (T, error)) gin.Ha
 
 // lineStatus answers the public status of a sale's line (lineStatusOf), each snapshot
 // of it encoded once.
-func (h *Handler) lineStatus(c *gin.Context) {
+func (sr *saleRoutes) lineStatus(c *gin.Context) {
 	id, ok := pathID(c, "id")
 	if !ok {
 		sharedError(c, errBadPathActivity)
 		return
 	}
-	s, err := h.lineStatusOf(c.Request.Context(), id)
+	s, err := sr.lineStatusOf(c.Request.Context(), id)
 	if err == nil {
 		var e *encoded
-		if e, err = h.statuses.of(id, s); err == nil {
+		if e, err = sr.statuses.of(id, s); err == nil {
 			writeShared(c, e)
 			return
 		}
@@ -189,8 +189,8 @@ func (h *Handler) lineStatus(c *gin.Context) {
 // lineStatusOf is the public status of a sale's line: the sale from the public list's
 // snapshot (no sale: 404; no line: 409 no_waiting_room), its line's from the line's
 // snapshot; neither asks a store per request.
-func (h *Handler) lineStatusOf(ctx context.Context, id int64) (waitingroom.Status, error) {
-	a, err := h.svc.PublicActivity(ctx, id)
+func (sr *saleRoutes) lineStatusOf(ctx context.Context, id int64) (waitingroom.Status, error) {
+	a, err := sr.svc.PublicActivity(ctx, id)
 	switch {
 	case err != nil:
 		return waitingroom.Status{}, err
@@ -200,7 +200,7 @@ func (h *Handler) lineStatusOf(ctx context.Context, id int64) (waitingroom.Statu
 		return waitingroom.Status{ActivityID: id, State: waitingroom.StateEnded, AdmitPerSecond: int64(a.AdmitPerSecond),
 			AsOf: *a.ArchivedAt}, nil
 	}
-	s, err := h.rooms.Status(ctx, id)
+	s, err := sr.rooms.Status(ctx, id)
 	if errors.Is(err, waitingroom.ErrNoSale) { // MySQL has it (the list), Redis not: its rebuild brings it back
 		return waitingroom.Status{}, fmt.Errorf("%w: sale %d is missing in Redis", sale.ErrUnavailable, id)
 	}

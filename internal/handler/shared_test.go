@@ -21,7 +21,7 @@ import (
 func (s *stack) roomSale(starts time.Time, rate int) int64 {
 	s.t.Helper()
 	on := true
-	a, err := s.svc.CreateActivity(context.Background(), sale.NewActivity{Name: "room", ProductName: "p", PriceCents: 100, Stock: 10,
+	a, err := s.svc.Catalog.CreateActivity(context.Background(), sale.NewActivity{Name: "room", ProductName: "p", PriceCents: 100, Stock: 10,
 		PerUserLimit: 1, StartsAt: starts, EndsAt: starts.Add(time.Hour), Room: sale.RoomPatch{WaitingRoom: &on, AdmitPerSecond: &rate}})
 	if err != nil {
 		s.t.Fatal(err)

@@ -49,12 +49,12 @@ func (r roomRequest) patch() sale.RoomPatch {
 // storage call; the reserve script judges the expiry by Redis' clock. No header, or a pass that is not valid (the reason is returned, to word the
 // answer), buys nothing in a waiting-room sale: the reserve script refuses it with
 // not_admitted, taking nothing, and a sale without a room ignores the header.
-func (h *Handler) admission(c *gin.Context, r *sale.BuyRequest) error {
+func (pr *purchaseRoutes) admission(c *gin.Context, r *sale.BuyRequest) error {
 	p := c.GetHeader(PassHeader)
 	if p == "" {
 		return nil
 	}
-	exp, err := h.passes.Check(p, r.Buyer, r.ActivityID)
+	exp, err := pr.passes.Check(p, r.Buyer, r.ActivityID)
 	if err != nil {
 		return err
 	}
@@ -83,14 +83,14 @@ type joinRequest struct {
 
 // joinLine gives the caller a place in the sale's line: 201 on the first join, 200
 // with the same ticket after.
-func (h *Handler) joinLine(c *gin.Context) {
+func (sr *saleRoutes) joinLine(c *gin.Context) {
 	id, ok := pathID(c, "id")
 	if !ok {
 		respondError(c, errBadPathActivity)
 		return
 	}
 	var req joinRequest
-	if err := h.decode(c, &req); err != nil {
+	if err := sr.mw.decode(c, &req); err != nil {
 		respondError(c, err)
 		return
 	}
@@ -103,9 +103,9 @@ func (h *Handler) joinLine(c *gin.Context) {
 	if req.Altcha != nil {
 		solution = *req.Altcha
 	}
-	t, created, err := h.rooms.Join(c.Request.Context(), id, caller(c).Buyer, solution, code)
+	t, created, err := sr.rooms.Join(c.Request.Context(), id, caller(c).Buyer, solution, code)
 	if err != nil {
-		err = h.lineError(c.Request.Context(), id, err)
+		err = sr.lineError(c.Request.Context(), id, err)
 		respondError(c, err)
 		return
 	}
@@ -117,18 +117,18 @@ func (h *Handler) joinLine(c *gin.Context) {
 }
 
 // ticket answers the caller's ticket in the sale's line.
-func (h *Handler) ticket(c *gin.Context) {
+func (sr *saleRoutes) ticket(c *gin.Context) {
 	byActivity(func(ctx context.Context, id int64) (waitingroom.Ticket, error) {
-		t, err := h.rooms.Ticket(ctx, id, caller(c).Buyer)
-		return t, h.lineError(ctx, id, err)
+		t, err := sr.rooms.Ticket(ctx, id, caller(c).Buyer)
+		return t, sr.lineError(ctx, id, err)
 	})(c)
 }
 
 // lineError answers a line's sale that Redis does not know as a purchase would: 404
 // when MySQL does not know it either, else 503 while it is rebuilt from MySQL.
-func (h *Handler) lineError(ctx context.Context, id int64, err error) error {
+func (sr *saleRoutes) lineError(ctx context.Context, id int64, err error) error {
 	if errors.Is(err, waitingroom.ErrNoSale) {
-		return h.svc.MissingSale(ctx, id)
+		return sr.svc.MissingSale(ctx, id)
 	}
 	return err
 }

@@ -155,7 +155,7 @@ func TestWaitlistContract(t *testing.T) {
 func TestWaitlistOfALineSale(t *testing.T) {
 	s := newStack(t, handler.Options{})
 	now := time.Now()
-	a, err := s.svc.CreateActivity(t.Context(), sale.NewActivity{Name: "s", ProductName: "p", PriceCents: 250, Stock: 1,
+	a, err := s.svc.Catalog.CreateActivity(t.Context(), sale.NewActivity{Name: "s", ProductName: "p", PriceCents: 250, Stock: 1,
 		PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PayWindowSeconds: 60,
 		Room: sale.RoomPatch{WaitingRoom: ptr(true), AdmitPerSecond: ptr(1)}})
 	if err != nil {

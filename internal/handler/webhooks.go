@@ -31,9 +31,9 @@ type createWebhookRequest struct {
 	Events []string `json:"events"`
 }
 
-func (h *Handler) createWebhook(c *gin.Context) {
+func (b *backOffice) createWebhook(c *gin.Context) {
 	var req createWebhookRequest
-	if err := h.decode(c, &req); err != nil {
+	if err := b.mw.decode(c, &req); err != nil {
 		respondError(c, err)
 		return
 	}
@@ -41,11 +41,11 @@ func (h *Handler) createWebhook(c *gin.Context) {
 		respondError(c, required("url"))
 		return
 	}
-	if h.hooks == nil {
+	if b.hooks == nil {
 		respondError(c, errNoWebhooks)
 		return
 	}
-	w, err := h.hooks.Create(c.Request.Context(), *req.URL, req.Events)
+	w, err := b.hooks.Create(c.Request.Context(), *req.URL, req.Events)
 	if err != nil {
 		respondError(c, err)
 		return
@@ -53,10 +53,10 @@ func (h *Handler) createWebhook(c *gin.Context) {
 	c.JSON(http.StatusCreated, w)
 }
 
-func (h *Handler) listWebhooks(c *gin.Context) {
+func (b *backOffice) listWebhooks(c *gin.Context) {
 	out := []outbox.Webhook{}
-	if h.hooks != nil {
-		list, err := h.hooks.List(c.Request.Context())
+	if b.hooks != nil {
+		list, err := b.hooks.List(c.Request.Context())
 		if err != nil {
 			respondError(c, err)
 			return
@@ -66,26 +66,26 @@ func (h *Handler) listWebhooks(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"webhooks": out})
 }
 
-func (h *Handler) deleteWebhook(c *gin.Context) {
+func (b *backOffice) deleteWebhook(c *gin.Context) {
 	id, ok := pathID(c, "id")
-	if !ok || h.hooks == nil {
+	if !ok || b.hooks == nil {
 		respondError(c, outbox.ErrNotFound)
 		return
 	}
-	if err := h.hooks.Delete(c.Request.Context(), id); err != nil {
+	if err := b.hooks.Delete(c.Request.Context(), id); err != nil {
 		respondError(c, err)
 		return
 	}
 	c.Status(http.StatusNoContent)
 }
 
-func (h *Handler) webhookDeliveries(c *gin.Context) {
+func (b *backOffice) webhookDeliveries(c *gin.Context) {
 	id, ok := pathID(c, "id")
-	if !ok || h.hooks == nil {
+	if !ok || b.hooks == nil {
 		respondError(c, outbox.ErrNotFound)
 		return
 	}
-	list, err := h.hooks.Deliveries(c.Request.Context(), id, listedDeliveries)
+	list, err := b.hooks.Deliveries(c.Request.Context(), id, listedDeliveries)
 	if err != nil {
 		respondError(c, err)
 		return

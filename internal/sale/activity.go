@@ -330,7 +330,7 @@ func (n *NewActivity) validateKind() error {
 
 // CreateActivity stores a new sale and loads its stock into Redis; it can be bought
 // from as soon as this returns.
-func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, error) {
+func (s *Catalog) CreateActivity(ctx context.Context, n NewActivity) (Activity, error) {
 	// A sale's times are kept as both stores keep them (Redis in milliseconds, MySQL as
 	// DATETIME(3), which rounds where Redis cuts): cut once, as the API shows times, so
 	// the sale opens and closes at the instant its answer shows.
@@ -353,7 +353,7 @@ func (s *Service) CreateActivity(ctx context.Context, n NewActivity) (Activity, 
 	if err != nil {
 		return Activity{}, fmt.Errorf("create activity: %w", err)
 	}
-	s.catalog.Expire() // this process's public reads show it at once
+	s.list.Expire() // this process's public reads show it at once
 	return s.view(a, map[int64]stock.Sale{a.ID: store.SaleOf(a, a.StockTotal)}), nil
 }
 
@@ -374,7 +374,7 @@ const (
 // ListActivities returns a page of sales from MySQL, newest first, with the stock Redis
 // has left, and the After of the next page (0 when this one is the last): the admin's
 // list, exact at the moment it is asked for.
-func (s *Service) ListActivities(ctx context.Context, p Page) ([]Activity, int64, error) {
+func (s *Catalog) ListActivities(ctx context.Context, p Page) ([]Activity, int64, error) {
 	as, err := s.store.Activities.ActivitiesBefore(ctx, p.After, p.Limit+1) // one more says whether a page follows
 	if err != nil {
 		return nil, 0, fmt.Errorf("list activities: %w", err)
@@ -390,7 +390,7 @@ func (s *Service) ListActivities(ctx context.Context, p Page) ([]Activity, int64
 // PublicActivities returns a page of sales, newest first, as ListActivities does, from
 // a snapshot of the whole list at most CatalogAge old (catalog): a flood of the public
 // list reaches MySQL at most once per CatalogAge in this process.
-func (s *Service) PublicActivities(ctx context.Context, p Page) ([]Activity, int64, error) {
+func (s *Catalog) PublicActivities(ctx context.Context, p Page) ([]Activity, int64, error) {
 	all, err := s.publicList(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -413,8 +413,8 @@ func (s *Service) PublicActivities(ctx context.Context, p Page) ([]Activity, int
 }
 
 // publicList is every sale, newest first, from a snapshot at most CatalogAge old.
-func (s *Service) publicList(ctx context.Context) ([]Activity, error) {
-	return s.catalog.Get(ctx, s.loadPublicList)
+func (s *Catalog) publicList(ctx context.Context) ([]Activity, error) {
+	return s.list.Get(ctx, s.loadPublicList)
 }
 
 // loadPublicList reads every sale from MySQL and shows each with the state Redis has
@@ -422,11 +422,11 @@ func (s *Service) publicList(ctx context.Context) ([]Activity, error) {
 // fields seldom change; its units, status and window are Redis'), and that is said in
 // the log once per load, not once per request: buyers keep seeing the sales, and the
 // lines' status, through a MySQL outage, as purchases go on through it.
-func (s *Service) loadPublicList(ctx context.Context) ([]Activity, error) {
+func (s *Catalog) loadPublicList(ctx context.Context) ([]Activity, error) {
 	as, err := s.store.Activities.ListActivities(ctx)
-	switch last := s.catalogRows.Load(); {
+	switch last := s.listRows.Load(); {
 	case err == nil:
-		s.catalogRows.Store(&as)
+		s.listRows.Store(&as)
 	case last == nil:
 		return nil, fmt.Errorf("list activities: %w", err)
 	default:
@@ -437,10 +437,10 @@ func (s *Service) loadPublicList(ctx context.Context) ([]Activity, error) {
 }
 
 // views shows stored sales with the state Redis has now.
-func (s *Service) views(ctx context.Context, as []store.Activity) ([]Activity, error) {
+func (s *Catalog) views(ctx context.Context, as []store.Activity) ([]Activity, error) {
 	ids := make([]int64, 0, len(as))
 	for _, a := range as {
-		if !s.isArchived(a) {
+		if !s.archived.is(a) {
 			ids = append(ids, a.ID)
 		}
 	}
@@ -461,8 +461,8 @@ const CatalogAge = time.Second
 
 // catalogIDs are the sales of the last snapshot of the public list that are not
 // archived, without loading one.
-func (s *Service) catalogIDs() []int64 {
-	list, _ := s.catalog.Last()
+func (s *Catalog) catalogIDs() []int64 {
+	list, _ := s.list.Last()
 	ids := make([]int64, 0, len(list))
 	for _, a := range list {
 		if a.ArchivedAt == nil { // an archived sale has no Redis state
@@ -475,7 +475,7 @@ func (s *Service) catalogIDs() []int64 {
 // PublicActivity returns one sale as PublicActivities shows it, from the same snapshot:
 // a crowd reading a sale, or asking for sales that do not exist (ErrNotFound), reaches
 // MySQL at most once per CatalogAge in this process.
-func (s *Service) PublicActivity(ctx context.Context, id int64) (Activity, error) {
+func (s *Catalog) PublicActivity(ctx context.Context, id int64) (Activity, error) {
 	all, err := s.publicList(ctx)
 	if err != nil {
 		return Activity{}, err
@@ -488,7 +488,7 @@ func (s *Service) PublicActivity(ctx context.Context, id int64) (Activity, error
 }
 
 // GetActivity returns one sale or ErrNotFound.
-func (s *Service) GetActivity(ctx context.Context, id int64) (Activity, error) {
+func (s *Catalog) GetActivity(ctx context.Context, id int64) (Activity, error) {
 	a, err := s.store.Activities.GetActivity(ctx, id)
 	if err != nil {
 		return Activity{}, fmt.Errorf("get activity: %w", err)
@@ -498,8 +498,8 @@ func (s *Service) GetActivity(ctx context.Context, id int64) (Activity, error) {
 
 // liveView shows a stored activity with the state Redis has now; an archived one as
 // MySQL has it.
-func (s *Service) liveView(ctx context.Context, a store.Activity) (Activity, error) {
-	if s.isArchived(a) {
+func (s *Catalog) liveView(ctx context.Context, a store.Activity) (Activity, error) {
+	if s.archived.is(a) {
 		return s.view(a, nil), nil
 	}
 	sales, err := s.sales.Read(ctx, []int64{a.ID})
@@ -512,7 +512,7 @@ func (s *Service) liveView(ctx context.Context, a store.Activity) (Activity, err
 // view shows a stored activity with Redis's live state when Redis has it, else (an
 // archived sale, or one Redis lost) with MySQL's units left: stock_total less the units
 // of its grouping, created and paid orders.
-func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
+func (s *Catalog) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 	v := Activity{ID: a.ID, Name: a.Name, ProductName: a.ProductName, PriceCents: a.PriceCents,
 		StockTotal: a.StockTotal, StockAvailable: a.StockTotal - a.Sold, PerUserLimit: a.PerUserLimit,
 		StartsAt: apitime.Of(a.StartsAt), EndsAt: apitime.Of(a.EndsAt), PayWindowSeconds: a.PayWindowSeconds,
@@ -548,7 +548,7 @@ func (s *Service) view(a store.Activity, sales map[int64]stock.Sale) Activity {
 
 // status is the status of a sale (or one of its variants) of the given window with
 // available units left.
-func (s *Service) status(starts, ends time.Time, available int64) string {
+func (s *Catalog) status(starts, ends time.Time, available int64) string {
 	now := s.now()
 	switch {
 	case now.Before(starts):
@@ -578,7 +578,7 @@ type ActivityPatch struct {
 // PatchActivity changes a sale in MySQL and Redis; every API instance sees the change
 // at its next request, since purchases read the sale's state from Redis. An archived
 // sale is ErrArchived, unchanged.
-func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) (Activity, error) {
+func (s *Catalog) PatchActivity(ctx context.Context, id int64, p ActivityPatch) (Activity, error) {
 	if p.EndsAt != nil {
 		ends := apitime.Of(*p.EndsAt).Time // as CreateActivity keeps it
 		p.EndsAt = &ends
@@ -666,7 +666,7 @@ func (s *Service) PatchActivity(ctx context.Context, id int64, p ActivityPatch) 
 	if err != nil {
 		return Activity{}, fmt.Errorf("patch activity: %w", err)
 	}
-	s.catalog.Expire()
+	s.list.Expire()
 	return s.liveView(ctx, a)
 }
 
@@ -711,7 +711,7 @@ type OrderCounts struct {
 // neither: the figures of a busy sale are right to within the orders persisted during
 // the call. GET .../ledger gives an exact balance. An archived sale's come from MySQL
 // alone (it has no queued order).
-func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
+func (s *Catalog) Stats(ctx context.Context, id int64) (Stats, error) {
 	a, err := s.GetActivity(ctx, id)
 	if err != nil {
 		return Stats{}, err
@@ -757,7 +757,7 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 // Rebuild rebuilds a sale's Redis state from MySQL (the admin's button) and returns its
 // stats. A current state comes out with the same figures: the orders Redis holds as
 // queued are kept. ErrNotFound for an unknown id, ErrArchived for an archived sale.
-func (s *Service) Rebuild(ctx context.Context, id int64) (Stats, error) {
+func (s *Catalog) Rebuild(ctx context.Context, id int64) (Stats, error) {
 	if _, err := s.rebuild.Rebuild(ctx, id, true); err != nil {
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrArchived) {
 			return Stats{}, err

@@ -23,7 +23,7 @@ func TestSaleTimesKeptToTheMillisecond(t *testing.T) {
 	starts, ends := base.Add(123*time.Millisecond+999_999), base.Add(time.Hour+456*time.Millisecond+789_000)
 	wantStarts, wantEnds := base.Add(123*time.Millisecond).UTC(), base.Add(time.Hour+456*time.Millisecond).UTC()
 
-	created, err := f.svc.CreateActivity(ctx, sale.NewActivity{Name: "ms", ProductName: "p", PriceCents: 100,
+	created, err := f.svc.Catalog.CreateActivity(ctx, sale.NewActivity{Name: "ms", ProductName: "p", PriceCents: 100,
 		Stock: 10, PerUserLimit: 1, StartsAt: starts, EndsAt: ends})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestSaleTimesKeptToTheMillisecond(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		read, err := f.svc.GetActivity(ctx, created.ID)
+		read, err := f.svc.Catalog.GetActivity(ctx, created.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestSaleTimesKeptToTheMillisecond(t *testing.T) {
 	check("created", wantEnds)
 
 	newEnds := base.Add(2*time.Hour + 7*time.Millisecond + 999_999)
-	patched, err := f.svc.PatchActivity(ctx, created.ID, sale.ActivityPatch{EndsAt: &newEnds})
+	patched, err := f.svc.Catalog.PatchActivity(ctx, created.ID, sale.ActivityPatch{EndsAt: &newEnds})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestSaleTimesKeptToTheMillisecond(t *testing.T) {
 	// The purchase opens at the start the answer showed, to the nanosecond.
 	buy := func(at time.Time) error {
 		f.svc.SetClock(func() time.Time { return at })
-		_, _, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: created.ID, Buyer: "9", Quantity: 1}})
+		_, _, err := f.svc.Purchases.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: created.ID, Buyer: "9", Quantity: 1}})
 		return err
 	}
 	if err := buy(wantStarts.Add(-time.Nanosecond)); !errors.Is(err, stock.ErrNotStarted) {

@@ -139,7 +139,7 @@ func (b *committer) run() {
 // commitBatch enqueues the orders of a batch in one task, then releases their user
 // locks. A failed enqueue leaves the orders queued in Redis, where the worker's repair
 // pass finds them (worker.Repairer's MinAge after they were taken) and enqueues them.
-func (s *Service) commitBatch(batch []*commit) {
+func (s *Purchases) commitBatch(batch []*commit) {
 	ctx := context.Background()
 	orders := make([]stock.QueuedOrder, len(batch))
 	res := make([]reserve.Reservation, len(batch))
@@ -165,7 +165,7 @@ func (s *Service) commitBatch(batch []*commit) {
 }
 
 // enqueue enqueues orders in one task, trying again after each of enqueueRetries.
-func (s *Service) enqueue(ctx context.Context, orders []stock.QueuedOrder) error {
+func (s *Purchases) enqueue(ctx context.Context, orders []stock.QueuedOrder) error {
 	for attempt := 0; ; attempt++ {
 		ectx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 		err := s.queue.EnqueueBatch(ectx, orders)
@@ -178,7 +178,7 @@ func (s *Service) enqueue(ctx context.Context, orders []stock.QueuedOrder) error
 }
 
 // releaseLocks releases the user locks that the reserve scripts of res took.
-func (s *Service) releaseLocks(ctx context.Context, res ...reserve.Reservation) {
+func (s *Purchases) releaseLocks(ctx context.Context, res ...reserve.Reservation) {
 	rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 	defer cancel()
 	if err := s.reserver.ReleaseUserLocks(rctx, res...); err != nil {

@@ -73,7 +73,7 @@ func newFixtureOn(t *testing.T, db *gorm.DB, units int64, limit int) *fixture {
 	q := &breakableQueue{Enqueuer: task.NewEnqueuer(asynq.NewClientFromRedisClient(rdb))}
 	outages := outage.NewRecord(rdb)
 	svc := sale.New(st, sk.Stock, order.New(st.Lifecycle, st.Activities, sk.Stock, outages), outages, q, locks)
-	a, err := svc.CreateActivity(context.Background(), sale.NewActivity{Name: "s", ProductName: "p",
+	a, err := svc.Catalog.CreateActivity(context.Background(), sale.NewActivity{Name: "s", ProductName: "p",
 		PriceCents: 100, Stock: units, PerUserLimit: limit, StartsAt: time.Now().Add(-time.Minute),
 		EndsAt: time.Now().Add(time.Hour)})
 	if err != nil {
@@ -89,7 +89,7 @@ func (f *fixture) buyAll(users []int64) ([]sale.Order, []error) {
 	var wg sync.WaitGroup
 	for i, u := range users {
 		wg.Go(func() {
-			orders[i], _, errs[i] = f.svc.Buy(context.Background(),
+			orders[i], _, errs[i] = f.svc.Purchases.Buy(context.Background(),
 				sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: buyer.Of(u), Quantity: 1}})
 		})
 	}
@@ -240,7 +240,7 @@ func TestAnsweredBeforeEnqueue(t *testing.T) {
 	if seen, _ := f.queuedTasks(t); len(seen) != 0 {
 		t.Errorf("%d orders enqueued while the enqueue was held", len(seen))
 	}
-	_, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "1", Quantity: 1}})
+	_, _, err := f.svc.Purchases.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "1", Quantity: 1}})
 	if !errors.Is(err, stock.ErrBusy) {
 		t.Errorf("second purchase of user 1 while its first is being enqueued: got %v, want ErrBusy", err)
 	}
@@ -253,7 +253,7 @@ func TestAnsweredBeforeEnqueue(t *testing.T) {
 	if keys := f.lockKeys(t); len(keys) > 0 {
 		t.Errorf("user locks left after the enqueue: %v", keys)
 	}
-	if _, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "1", Quantity: 1}}); err != nil {
+	if _, _, err := f.svc.Purchases.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "1", Quantity: 1}}); err != nil {
 		t.Errorf("second purchase of user 1 once the first is enqueued: %v", err)
 	}
 }
@@ -282,7 +282,7 @@ func TestFailedCommitLeavesOrdersForRepair(t *testing.T) {
 	if snap, err := f.stock.Snapshot(ctx, f.act); err != nil || snap.Sale.Available != 50 {
 		t.Errorf("after 50 purchases whose enqueue failed: %+v %v, want 50 units available", snap.Sale, err)
 	}
-	if _, _, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "1", Quantity: 1}}); !errors.Is(err, stock.ErrLimitExceeded) {
+	if _, _, err := f.svc.Purchases.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "1", Quantity: 1}}); !errors.Is(err, stock.ErrLimitExceeded) {
 		t.Errorf("another purchase of user 1: got %v, want ErrLimitExceeded (the first one stands)", err)
 	}
 
@@ -311,7 +311,7 @@ func TestBacklogHoldsAnswers(t *testing.T) {
 	var wg sync.WaitGroup
 	buy := func(u int64) {
 		wg.Go(func() {
-			if _, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: buyer.Of(u), Quantity: 1}}); err != nil {
+			if _, _, err := f.svc.Purchases.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: buyer.Of(u), Quantity: 1}}); err != nil {
 				t.Errorf("purchase of user %d: %v", u, err)
 			}
 			answered.Add(1)
@@ -367,7 +367,7 @@ func TestClose(t *testing.T) {
 	f.queue.gate.Unlock()
 	f.close(t)
 
-	o, _, err := f.svc.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "99", Quantity: 1}})
+	o, _, err := f.svc.Purchases.Buy(context.Background(), sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "99", Quantity: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ var _ CodeKeeper = (*accesscode.Codes)(nil)
 
 // SetCodes gives the service, and its rebuilds, the sales' access codes.
 func (s *Service) SetCodes(c CodeKeeper) {
-	s.codes = c
-	s.rebuild.Codes = c
+	s.base.codes = c
+	s.base.rebuild.Codes = c
 }
 
 // MaxEarlyAccess bounds a sale's early window: a week, in seconds.

@@ -22,7 +22,7 @@ func TestRebuildBringsBackEarlyAccess(t *testing.T) {
 	f := newFixture(t, 10, 2)
 	ctx := context.Background()
 	now := time.Now()
-	a, err := f.svc.CreateActivity(ctx, sale.NewActivity{Name: "early", ProductName: "p", PriceCents: 100, Stock: 10,
+	a, err := f.svc.Catalog.CreateActivity(ctx, sale.NewActivity{Name: "early", ProductName: "p", PriceCents: 100, Stock: 10,
 		PerUserLimit: 2, StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour), EarlyAccessSeconds: 7200})
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestRebuildBringsBackEarlyAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	buy := func(user int64, code string) error {
-		_, _, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(user), Quantity: 1, AccessCode: code}})
+		_, _, err := f.svc.Purchases.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(user), Quantity: 1, AccessCode: code}})
 		return err
 	}
 	if err := buy(1, "OWNED-1"); err != nil {
@@ -49,7 +49,7 @@ func TestRebuildBringsBackEarlyAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.stock.ForgetSale(a.ID)
-	if _, err := f.svc.Rebuild(ctx, a.ID); err != nil {
+	if _, err := f.svc.Catalog.Rebuild(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -67,7 +67,7 @@ func TestRebuildBringsBackEarlyAccess(t *testing.T) {
 			t.Errorf("after the rebuild, buyer %d with %q: %v, want %v", tc.user, tc.code, err, tc.want)
 		}
 	}
-	st, err := f.svc.Stats(ctx, a.ID)
+	st, err := f.svc.Catalog.Stats(ctx, a.ID)
 	// The first purchase's order was queued only (no worker here): Redis lost it, as it
 	// loses any order it alone held.
 	if err != nil || st.StockAvailable != 8 || st.Orders.Queued != 2 {

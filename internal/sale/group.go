@@ -39,7 +39,7 @@ func groupView(g group.Group) Group {
 // queued order; with replayed true, the order an earlier request with the same
 // Idempotency-Key made, and its group now. Errors of Buy, and stock.ErrNotGroupSale,
 // ErrGroupClosed, ErrAlreadyInGroup, ErrGroupFull; ErrNotFound for an unknown group.
-func (s *Service) Seat(ctx context.Context, r BuyRequest) (Group, Order, bool, error) {
+func (s *Groups) Seat(ctx context.Context, r BuyRequest) (Group, Order, bool, error) {
 	if r.VariantName != nil {
 		return Group{}, Order{}, false, &FieldError{Field: "variant", Message: "is not for a sale of kind group"}
 	}
@@ -50,9 +50,9 @@ func (s *Service) Seat(ctx context.Context, r BuyRequest) (Group, Order, bool, e
 		}
 		r.ActivityID = id
 	}
-	o, g, replayed, err := s.buy(ctx, r)
+	o, g, replayed, err := s.purchases.buy(ctx, r)
 	if errors.Is(err, stock.ErrGroupClosed) && !r.OpenGroup && s.extendGroup(ctx, r.ActivityID, r.Group) {
-		o, g, replayed, err = s.buy(ctx, r) // judged by the window an outage extended
+		o, g, replayed, err = s.purchases.buy(ctx, r) // judged by the window an outage extended
 	}
 	switch {
 	case errors.Is(err, stock.ErrNoGroup):
@@ -73,7 +73,7 @@ func (s *Service) Seat(ctx context.Context, r BuyRequest) (Group, Order, bool, e
 // outages took from its window, and reports whether it is open longer now: a join that
 // comes during an outage, or the instant after, before the worker has extended the
 // group, is judged by the extended window. Only a refused join pays for this.
-func (s *Service) extendGroup(ctx context.Context, activityID int64, id string) bool {
+func (s *Groups) extendGroup(ctx context.Context, activityID int64, id string) bool {
 	outages, err := s.outages.Read(ctx)
 	if err != nil {
 		return false
@@ -85,7 +85,7 @@ func (s *Service) extendGroup(ctx context.Context, activityID int64, id string) 
 
 // GetGroup returns a group, or ErrNotFound; a group of an archived sale as MySQL keeps
 // it.
-func (s *Service) GetGroup(ctx context.Context, id string) (Group, error) {
+func (s *Groups) GetGroup(ctx context.Context, id string) (Group, error) {
 	activityID, ok := ActivityOf(id)
 	if !ok {
 		return Group{}, ErrNotFound
@@ -109,18 +109,18 @@ func (s *Service) GetGroup(ctx context.Context, id string) (Group, error) {
 // archivedGroup returns a group of an archived sale from MySQL, without its members;
 // ErrNotFound for a group of a sale that is not archived (Redis holds every group of
 // those).
-func (s *Service) archivedGroup(ctx context.Context, activityID int64, id string) (Group, error) {
+func (s *Groups) archivedGroup(ctx context.Context, activityID int64, id string) (Group, error) {
 	// Redis has no such group: MySQL is asked only for a sale the public list's snapshot
 	// shows archived, so that a crowd asking for groups that do not exist does not reach it.
-	if _, archived := s.archived.Load(activityID); !archived {
-		a, err := s.listed(ctx, activityID)
+	if !s.archived.known(activityID) {
+		a, err := s.catalog.listed(ctx, activityID)
 		if err != nil {
 			return Group{}, err
 		}
 		if a == nil || a.ArchivedAt == nil {
 			return Group{}, ErrNotFound
 		}
-		s.rememberArchived(activityID)
+		s.archived.remember(activityID)
 	}
 	g, err := s.store.Orders.GetGroup(ctx, id)
 	if err != nil {
@@ -134,7 +134,7 @@ func (s *Service) archivedGroup(ctx context.Context, activityID int64, id string
 // groupEnd is the end in force of an open group's window, as MySQL outages extended
 // it (stock.GroupDeadline); the zero time for a group that is not open, or when it
 // cannot be told.
-func (s *Service) groupEnd(ctx context.Context, activityID int64, id string) time.Time {
+func (s *Groups) groupEnd(ctx context.Context, activityID int64, id string) time.Time {
 	outages, err := s.outages.Read(ctx)
 	if err != nil {
 		return time.Time{}
@@ -146,10 +146,10 @@ func (s *Service) groupEnd(ctx context.Context, activityID int64, id string) tim
 // OpenGroups returns up to limit of a group-buy sale's open groups, fullest first, from
 // Redis alone. ErrNotFound for an unknown sale; stock.ErrNotGroupSale for a plain one;
 // ErrUnavailable while a sale Redis lost is rebuilt.
-func (s *Service) OpenGroups(ctx context.Context, activityID int64, limit int) ([]Group, error) {
+func (s *Groups) OpenGroups(ctx context.Context, activityID int64, limit int) ([]Group, error) {
 	gs, err := s.groups.OpenGroups(ctx, activityID, s.now(), limit)
 	if errors.Is(err, stock.ErrNoSale) {
-		if err := s.MissingSale(ctx, activityID); !errors.Is(err, errArchivedSale) {
+		if err := s.catalog.MissingSale(ctx, activityID); !errors.Is(err, errArchivedSale) {
 			return nil, err
 		}
 		return []Group{}, nil // an archived sale has no open group
@@ -168,7 +168,7 @@ func (s *Service) OpenGroups(ctx context.Context, activityID int64, limit int) (
 // (open, complete and failed; a group appears with its first stored seat), newest
 // first, with their members. ErrNotFound for an unknown sale; stock.ErrNotGroupSale for
 // a plain one.
-func (s *Service) AllGroups(ctx context.Context, activityID int64, limit int) ([]Group, error) {
+func (s *Groups) AllGroups(ctx context.Context, activityID int64, limit int) ([]Group, error) {
 	a, err := s.store.Activities.GetActivity(ctx, activityID)
 	if err != nil {
 		return nil, err

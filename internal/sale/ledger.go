@@ -75,7 +75,7 @@ type UserDifference struct {
 // Ledger checks that a sale's stock balances, in Redis and MySQL. While orders flow it
 // reads up to five times, 200 ms apart, until one read balances; run it on a quiet
 // sale for a certain answer.
-func (s *Service) Ledger(ctx context.Context, id int64) (Ledger, error) {
+func (s *Catalog) Ledger(ctx context.Context, id int64) (Ledger, error) {
 	var l Ledger
 	var err error
 	for attempt := 1; attempt <= 5; attempt++ {
@@ -93,12 +93,12 @@ func (s *Service) Ledger(ctx context.Context, id int64) (Ledger, error) {
 	return l, nil
 }
 
-func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
+func (s *Catalog) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 	a, err := s.store.Activities.GetActivity(ctx, id)
 	if err != nil {
 		return Ledger{}, fmt.Errorf("ledger: %w", err)
 	}
-	if s.isArchived(a) {
+	if s.archived.is(a) {
 		return s.archivedLedger(ctx, a)
 	}
 	snap, err := s.sales.Snapshot(ctx, id)
@@ -188,7 +188,7 @@ func (s *Service) ledgerOnce(ctx context.Context, id int64) (Ledger, error) {
 
 // archivedLedger is the ledger of an archived sale, from MySQL alone: what its orders
 // hold against activities.sold and each buyer's user_purchases.
-func (s *Service) archivedLedger(ctx context.Context, a store.Activity) (Ledger, error) {
+func (s *Catalog) archivedLedger(ctx context.Context, a store.Activity) (Ledger, error) {
 	f, err := s.store.Orders.Figures(ctx, a.ID)
 	if err != nil {
 		return Ledger{}, fmt.Errorf("ledger: %w", err)

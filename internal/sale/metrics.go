@@ -32,9 +32,9 @@ func (s *Service) Register(reg prometheus.Registerer) {
 		Name: "seckill_purchase_commit_failures_total",
 		Help: "Batches of acknowledged orders whose enqueue failed; the worker's repair pass enqueues them.",
 	})}
-	reg.MustRegister(m.lockWait, m.commitBatch, m.commitsFailed, stockCollector{s})
-	s.metrics = m
-	s.rebuild.Register(reg)
+	reg.MustRegister(m.lockWait, m.commitBatch, m.commitsFailed, stockCollector{s.Catalog})
+	s.base.metrics = m
+	s.base.rebuild.Register(reg)
 }
 
 func (m *metrics) waited(d time.Duration) {
@@ -60,7 +60,7 @@ var stockDesc = prometheus.NewDesc("seckill_stock_available", "Units a sale has 
 // public list (catalog) from Redis when scraped; an archived sale has no series. A
 // scrape asks MySQL nothing: it never loads the snapshot itself, which the list's own
 // requests keep within a second.
-type stockCollector struct{ s *Service }
+type stockCollector struct{ s *Catalog }
 
 func (c stockCollector) Describe(ch chan<- *prometheus.Desc) { ch <- stockDesc }
 

@@ -39,7 +39,7 @@ func TestUnknownSalesReachMySQLOnceASecond(t *testing.T) {
 	db := testutil.MySQL(t).Gorm.Session(&gorm.Session{Logger: count})
 	f := newFixtureOn(t, db, 5, 1)
 	ctx := context.Background()
-	if err := f.svc.MissingSale(ctx, f.act+1); !errors.Is(err, sale.ErrNotFound) {
+	if err := f.svc.Catalog.MissingSale(ctx, f.act+1); !errors.Is(err, sale.ErrNotFound) {
 		t.Fatalf("a sale that does not exist: %v, want ErrNotFound", err)
 	}
 
@@ -53,13 +53,13 @@ func TestUnknownSalesReachMySQLOnceASecond(t *testing.T) {
 				var err error
 				switch unknown := f.act + 1 + rand.Int64N(1_000_000); i % 4 {
 				case 0:
-					_, err = f.svc.OpenGroups(ctx, unknown, 10)
+					_, err = f.svc.Groups.OpenGroups(ctx, unknown, 10)
 				case 1:
-					err = f.svc.MissingSale(ctx, unknown)
+					err = f.svc.Catalog.MissingSale(ctx, unknown)
 				case 2: // a purchase naming a variant finds it first
-					_, err = f.svc.Variant(ctx, unknown, "EU 42")
+					_, err = f.svc.Variants.Variant(ctx, unknown, "EU 42")
 				default: // a group of the live sale that does not exist
-					_, err = f.svc.GetGroup(ctx, fmt.Sprintf("01ARZ3NDEKTSV4RRFFQ69G5F%02d%d", c, f.act))
+					_, err = f.svc.Groups.GetGroup(ctx, fmt.Sprintf("01ARZ3NDEKTSV4RRFFQ69G5F%02d%d", c, f.act))
 				}
 				if !errors.Is(err, sale.ErrNotFound) {
 					wrong.Add(1)
@@ -85,12 +85,12 @@ func TestUnknownSalesReachMySQLOnceASecond(t *testing.T) {
 func TestVariantOfASaleNewerThanTheSnapshot(t *testing.T) {
 	f := newFixture(t, 5, 1)
 	ctx := context.Background()
-	if _, _, err := f.svc.PublicActivities(ctx, sale.Page{Limit: 10}); err != nil { // the snapshot, without the new sale
+	if _, _, err := f.svc.Catalog.PublicActivities(ctx, sale.Page{Limit: 10}); err != nil { // the snapshot, without the new sale
 		t.Fatal(err)
 	}
 	other := sale.New(f.store, f.stock.Stock, order.New(f.store.Lifecycle, f.store.Activities, f.stock.Stock, outage.NewRecord(f.rdb)),
 		outage.NewRecord(f.rdb), f.queue, lock.New(f.rdb))
-	a, err := other.CreateActivity(ctx, sale.NewActivity{Name: "sizes", ProductName: "shoe", PriceCents: 100,
+	a, err := other.Catalog.CreateActivity(ctx, sale.NewActivity{Name: "sizes", ProductName: "shoe", PriceCents: 100,
 		PerUserLimit: 1, StartsAt: time.Now().Add(-time.Minute), EndsAt: time.Now().Add(time.Hour),
 		Variants: []sale.NewVariant{{Name: "EU 41", Stock: 3}, {Name: "EU 42", Stock: 3}}})
 	if err != nil {
@@ -105,7 +105,7 @@ func TestVariantOfASaleNewerThanTheSnapshot(t *testing.T) {
 		{a.ID, "EU 42", nil},
 		{a.ID + 1001, "EU 42", sale.ErrNotFound},
 	} {
-		_, err := f.svc.Variant(ctx, tc.id, tc.name)
+		_, err := f.svc.Variants.Variant(ctx, tc.id, tc.name)
 		if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 			t.Errorf("variant %q of sale %d: %v, want %v", tc.name, tc.id, err, tc.wantErr)
 		}

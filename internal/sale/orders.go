@@ -19,7 +19,7 @@ import (
 // GetOrder returns an order to its owner or an admin; anyone else gets ErrNotFound.
 // A queued order is read from Redis, before MySQL: the worker settles an order in
 // Redis only after MySQL has it, so one of the two reads always finds it.
-func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, error) {
+func (s *Orders) GetOrder(ctx context.Context, id string, c Caller) (Order, error) {
 	activityID, ok := ActivityOf(id)
 	if !ok {
 		return Order{}, ErrNotFound
@@ -34,7 +34,7 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 		if err != nil {
 			return Order{}, err
 		}
-		names, err := s.namesOf(ctx, q)
+		names, err := s.variants.namesOf(ctx, q)
 		if err != nil {
 			return Order{}, err
 		}
@@ -59,7 +59,7 @@ func (s *Service) GetOrder(ctx context.Context, id string, c Caller) (Order, err
 
 // ListOrders returns the caller's newest orders (at most 500), queued ones included;
 // a service caller has none.
-func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
+func (s *Orders) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	if c.Service {
 		return []Order{}, nil
 	}
@@ -91,7 +91,7 @@ func (s *Service) ListOrders(ctx context.Context, c Caller) ([]Order, error) {
 	}
 	for _, q := range queued {
 		if _, ok := seen[q.OrderID]; !ok {
-			names, err := s.namesOf(ctx, q)
+			names, err := s.variants.namesOf(ctx, q)
 			if err != nil {
 				return nil, err
 			}
@@ -137,7 +137,7 @@ var ListedStatuses = []string{store.StatusGrouping, store.StatusCreated, store.S
 // differ a little). An order written to MySQL after a page was read therefore has an id
 // after the horizon that page was cut at, and so after the page's last order: paging on
 // from the last order shown, now or later, shows it, and shows no order twice.
-func (s *Service) SaleOrders(ctx context.Context, c Caller, p OrderPage) ([]Order, error) {
+func (s *Orders) SaleOrders(ctx context.Context, c Caller, p OrderPage) ([]Order, error) {
 	switch {
 	case p.Status != "" && !slices.Contains(ListedStatuses, p.Status):
 		return nil, &FieldError{"status", "must be one of " + strings.Join(ListedStatuses, ", ") +
@@ -150,7 +150,7 @@ func (s *Service) SaleOrders(ctx context.Context, c Caller, p OrderPage) ([]Orde
 		return nil, fmt.Errorf("list orders: %w", err)
 	}
 	horizon := "" // an archived sale's orders are all in MySQL, final: every one is listed
-	if !s.isArchived(a) {
+	if !s.archived.is(a) {
 		if horizon, err = s.horizon(ctx, p.ActivityID); err != nil {
 			return nil, err
 		}
@@ -176,13 +176,13 @@ func (s *Service) SaleOrders(ctx context.Context, c Caller, p OrderPage) ([]Orde
 // randomness, so every id minted at or after that instant is above it. (The queued
 // index is by the instant a purchase's last attempt ran, which is within LockWait after
 // its id was minted.)
-func (s *Service) horizon(ctx context.Context, activityID int64) (string, error) {
+func (s *Orders) horizon(ctx context.Context, activityID int64) (string, error) {
 	sales, err := s.sales.Read(ctx, []int64{activityID})
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if _, ok := sales[activityID]; !ok {
-		return "", s.MissingSale(ctx, activityID)
+		return "", s.catalog.MissingSale(ctx, activityID)
 	}
 	at := s.now()
 	oldest, err := s.sales.OldestQueued(ctx, activityID)
@@ -206,7 +206,7 @@ func (s *Service) horizon(ctx context.Context, activityID int64) (string, error)
 // ErrPaymentByShop (a buyer, without BuyerPays; nothing is read),
 // store.ErrNotPayable (including a queued order, not yet in MySQL), store.ErrExpired:
 // the pay window ended first, and the order is cancelled.
-func (s *Service) Pay(ctx context.Context, id string, c Caller) (Order, error) {
+func (s *Orders) Pay(ctx context.Context, id string, c Caller) (Order, error) {
 	if _, ok := ActivityOf(id); !ok {
 		return Order{}, ErrNotFound // a path that names no order, whoever calls
 	}
@@ -220,7 +220,7 @@ func (s *Service) Pay(ctx context.Context, id string, c Caller) (Order, error) {
 // its units go back to stock and to the user's allowance. Cancelling a cancelled order
 // returns it again. Errors: ErrNotFound, store.ErrNotCancellable (paid, failed, or
 // still queued).
-func (s *Service) Cancel(ctx context.Context, id string, c Caller) (Order, error) {
+func (s *Orders) Cancel(ctx context.Context, id string, c Caller) (Order, error) {
 	return s.afterCreated(ctx, id, c, store.ErrNotCancellable, s.orders.Cancel)
 }
 
@@ -229,7 +229,7 @@ func (s *Service) Cancel(ctx context.Context, id string, c Caller) (Order, error
 // has ended (the order then says restock false). Refunding a refunded order returns it
 // again. The handler lets only the shop's back end and admins call it. Errors:
 // ErrNotFound, store.ErrNotRefundable (not paid, including a queued order).
-func (s *Service) Refund(ctx context.Context, id string, c Caller, restock bool) (Order, error) {
+func (s *Orders) Refund(ctx context.Context, id string, c Caller, restock bool) (Order, error) {
 	return s.afterCreated(ctx, id, c, store.ErrNotRefundable, func(ctx context.Context, id string, who store.Access) (store.Order, error) {
 		return s.orders.Refund(ctx, id, who, restock)
 	})
@@ -237,7 +237,7 @@ func (s *Service) Refund(ctx context.Context, id string, c Caller, restock bool)
 
 // afterCreated runs an action on an order MySQL has; a queued order (still only in
 // Redis) gets errQueued. The action checks who may act on the order.
-func (s *Service) afterCreated(ctx context.Context, id string, c Caller, errQueued error,
+func (s *Orders) afterCreated(ctx context.Context, id string, c Caller, errQueued error,
 	act func(context.Context, string, store.Access) (store.Order, error)) (Order, error) {
 	activityID, ok := ActivityOf(id)
 	if !ok {

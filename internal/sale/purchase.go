@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,31 +43,31 @@ type BuyRequest struct {
 // The purchase runs to its end even if ctx is cancelled (the client went away), so it
 // never stops half-done. A variant named by name (VariantName) is found first: a name
 // that is none of the sale's is a *FieldError.
-func (s *Service) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool, err error) {
+func (s *Purchases) Buy(ctx context.Context, r BuyRequest) (o Order, replayed bool, err error) {
 	o, _, replayed, err = s.buy(ctx, r)
 	return o, replayed, err
 }
 
 // buy is Buy, for a purchase or a seat in a group; for a seat it returns the group as
 // the seat left it (nil for a replay: GetOrder then tells the group).
-func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *group.Group, replayed bool, err error) {
+func (s *Purchases) buy(ctx context.Context, r BuyRequest) (o Order, g *group.Group, replayed bool, err error) {
 	if r.Quantity < 1 || r.Quantity > MaxPerUserLimit {
 		return Order{}, nil, false, &FieldError{"quantity", "must be between 1 and the sale's per-user limit"}
 	}
 	if r.VariantName != nil {
-		if r.Variant, err = s.Variant(ctx, r.ActivityID, *r.VariantName); err != nil {
+		if r.Variant, err = s.variants.Variant(ctx, r.ActivityID, *r.VariantName); err != nil {
 			return Order{}, nil, false, err
 		}
 	}
 	ctx = context.WithoutCancel(ctx)
-	if _, archived := s.archived.Load(r.ActivityID); archived {
+	if s.archived.known(r.ActivityID) {
 		o, replayed, err := s.archivedPurchase(ctx, r)
 		return o, nil, replayed, err
 	}
 	now := s.now()
 	if r.IdempotencyKey == "" { // most of a crowd meets a sold-out sale: say so before minting ids
 		if err := s.reserver.FlaggedSoldOut(reserve.Reservation{Purchase: r.Purchase, Now: now}); err != nil {
-			return Order{}, nil, false, s.namedSoldOut(ctx, r, err)
+			return Order{}, nil, false, s.variants.namedSoldOut(ctx, r, err)
 		}
 	}
 	res := reserve.Reservation{Purchase: r.Purchase, OrderID: newOrderID(r.ActivityID, now), Now: now,
@@ -82,7 +83,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *group.Grou
 	span.End()
 	switch {
 	case errors.Is(err, stock.ErrNoSale):
-		if err := s.MissingSale(ctx, r.ActivityID); !errors.Is(err, errArchivedSale) {
+		if err := s.catalog.MissingSale(ctx, r.ActivityID); !errors.Is(err, errArchivedSale) {
 			return Order{}, nil, false, err
 		}
 		o, replayed, err := s.archivedPurchase(ctx, r)
@@ -90,12 +91,12 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *group.Grou
 	case errors.Is(err, stock.ErrNoVariant): // the body's field, named as it is spelled
 		return Order{}, nil, false, &FieldError{"variant", "is required in a sale of variants, and must name one of them"}
 	case err != nil:
-		return Order{}, nil, false, s.namedSoldOut(ctx, r, err)
+		return Order{}, nil, false, s.variants.namedSoldOut(ctx, r, err)
 	case got.Replayed:
 		if err := s.confirmReplicated(ctx, got.Bucket, ""); err != nil {
 			return Order{}, nil, false, err
 		}
-		o, err := s.GetOrder(ctx, got.OrderID, Caller{Buyer: r.Buyer})
+		o, err := s.orderViews.GetOrder(ctx, got.OrderID, Caller{Buyer: r.Buyer})
 		return o, nil, true, err
 	}
 	// Before the commit, which may let the worker settle the order: the barrier looks
@@ -113,7 +114,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *group.Grou
 	if s.commits.add(c) {
 		<-c.done
 	}
-	names, err := s.namesOf(ctx, q) // the variant was found by its name: the sale's are known
+	names, err := s.variants.namesOf(ctx, q) // the variant was found by its name: the sale's are known
 	if err != nil {
 		return Order{}, nil, false, err
 	}
@@ -122,7 +123,7 @@ func (s *Service) buy(ctx context.Context, r BuyRequest) (o Order, g *group.Grou
 
 // confirmReplicated waits until Replicas confirms a reservation in bucket b, when it is
 // set.
-func (s *Service) confirmReplicated(ctx context.Context, b stock.Bucket, orderID string) error {
+func (s *Purchases) confirmReplicated(ctx context.Context, b stock.Bucket, orderID string) error {
 	if s.Replicas == nil {
 		return nil
 	}
@@ -140,7 +141,7 @@ const firstBackoff = 2 * time.Millisecond
 // reserve runs the reserve script, waiting for the user's lock up to LockWait. A
 // release wakes the waiter at once; short backoffs cover a release missed while
 // subscribing. Each attempt runs at the current time, left in res.Now.
-func (s *Service) reserve(ctx context.Context, res *reserve.Reservation) (reserve.Reserved, error) {
+func (s *Purchases) reserve(ctx context.Context, res *reserve.Reservation) (reserve.Reserved, error) {
 	start := time.Now()
 	deadline := start.Add(s.LockWait)
 	backoff := firstBackoff
@@ -182,7 +183,7 @@ func (s *Service) reserve(ctx context.Context, res *reserve.Reservation) (reserv
 // is done in the background, so a Redis that stopped answering delays the 503 by one
 // timeout, not three; if Redis stays unreachable, the repair pass enqueues whatever
 // the reservation took.
-func (s *Service) abandon(ctx context.Context, res reserve.Reservation) {
+func (s *Purchases) abandon(ctx context.Context, res reserve.Reservation) {
 	go func() {
 		s.giveBack(ctx, res)
 		s.releaseLocks(ctx, res)
@@ -191,7 +192,7 @@ func (s *Service) abandon(ctx context.Context, res reserve.Reservation) {
 
 // giveBack rolls back a reservation whose reserve script may have run without its
 // reply reaching us (nothing was answered for it).
-func (s *Service) giveBack(ctx context.Context, res reserve.Reservation) {
+func (s *Purchases) giveBack(ctx context.Context, res reserve.Reservation) {
 	rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
 	defer cancel()
 	if _, err := s.settle.Rollback(rctx, res.ActivityID, res.Buyer, res.OrderID, res.IdempotencyKey); err != nil {
@@ -207,8 +208,8 @@ func (s *Service) giveBack(ctx context.Context, res reserve.Reservation) {
 // sale unknown, or archived, is told by the public list's snapshot (listed), so that a
 // crowd asking for sales that do not exist reaches MySQL at most once a second in this
 // process, whatever the ids; only a sale MySQL lists live is read again.
-func (s *Service) MissingSale(ctx context.Context, activityID int64) error {
-	if _, archived := s.archived.Load(activityID); archived {
+func (s *Catalog) MissingSale(ctx context.Context, activityID int64) error {
+	if s.archived.known(activityID) {
 		return errArchivedSale
 	}
 	switch known, err := s.listed(ctx, activityID); {
@@ -217,7 +218,7 @@ func (s *Service) MissingSale(ctx context.Context, activityID int64) error {
 	case known == nil:
 		return ErrNotFound
 	case known.ArchivedAt != nil:
-		s.rememberArchived(activityID)
+		s.archived.remember(activityID)
 		return errArchivedSale
 	}
 	a, err := s.store.Activities.GetActivity(ctx, activityID)
@@ -226,7 +227,7 @@ func (s *Service) MissingSale(ctx context.Context, activityID int64) error {
 		return err
 	case err != nil:
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	case s.isArchived(a):
+	case s.archived.is(a):
 		return errArchivedSale
 	}
 	// Redis lost it: rebuild it from MySQL (once, whoever notices first); until then
@@ -239,19 +240,32 @@ func (s *Service) MissingSale(ctx context.Context, activityID int64) error {
 // errArchivedSale is stock.ErrEnded for a sale MissingSale found archived.
 var errArchivedSale = fmt.Errorf("%w: it is archived", stock.ErrEnded)
 
-// isArchived reports whether a stored sale is archived, and remembers it when it is.
-func (s *Service) isArchived(a store.Activity) bool {
-	if !a.Archived() {
+// archivedSales are the sales this process found archived (an archived sale stays so):
+// their purchases are answered from MySQL without asking Redis.
+type archivedSales struct {
+	ids   sync.Map // activity id -> struct{}
+	stock *stock.Stock
+}
+
+// known reports whether the sale was found archived.
+func (a *archivedSales) known(activityID int64) bool {
+	_, ok := a.ids.Load(activityID)
+	return ok
+}
+
+// is reports whether a stored sale is archived, and remembers it when it is.
+func (a *archivedSales) is(sale store.Activity) bool {
+	if !sale.Archived() {
 		return false
 	}
-	s.rememberArchived(a.ID)
+	a.remember(sale.ID)
 	return true
 }
 
-// rememberArchived remembers that a sale is archived.
-func (s *Service) rememberArchived(activityID int64) {
-	if _, known := s.archived.LoadOrStore(activityID, struct{}{}); !known {
-		s.stock.ForgetSale(activityID)
+// remember remembers that a sale is archived, and forgets its Redis figures.
+func (a *archivedSales) remember(activityID int64) {
+	if _, known := a.ids.LoadOrStore(activityID, struct{}{}); !known {
+		a.stock.ForgetSale(activityID)
 	}
 }
 
@@ -260,7 +274,7 @@ func (s *Service) rememberArchived(activityID int64) {
 // since it was read) is looked up in MySQL, at most once per CatalogAge in this process
 // for all such ids: a crowd of ever larger ids gets ErrNotFound meanwhile.
 // ErrUnavailable when the list, or the sale, cannot be read.
-func (s *Service) listed(ctx context.Context, activityID int64) (*Activity, error) {
+func (s *Catalog) listed(ctx context.Context, activityID int64) (*Activity, error) {
 	a, err := s.PublicActivity(ctx, activityID)
 	if err == nil {
 		return &a, nil
@@ -300,7 +314,7 @@ func (p *probe) take(now time.Time) bool {
 // Idempotency-Key that made an order in the last reserve.IdempotencyTTL gets that order
 // (replayed true), as from Redis before (or stock.ErrKeyReused with another body);
 // anything else is stock.ErrEnded. Nothing is written.
-func (s *Service) archivedPurchase(ctx context.Context, r BuyRequest) (Order, bool, error) {
+func (s *Purchases) archivedPurchase(ctx context.Context, r BuyRequest) (Order, bool, error) {
 	if r.IdempotencyKey == "" {
 		return Order{}, false, errArchivedSale
 	}
@@ -314,7 +328,7 @@ func (s *Service) archivedPurchase(ctx context.Context, r BuyRequest) (Order, bo
 		return Order{}, false, &stock.KeyReusedError{OrderID: row.ID}
 	}
 	o := []Order{storedView(row)}
-	if err := s.inForce(ctx, o, map[string]store.Order{row.ID: row}); err != nil {
+	if err := s.orderViews.inForce(ctx, o, map[string]store.Order{row.ID: row}); err != nil {
 		return Order{}, false, err
 	}
 	return o[0], true, nil

@@ -19,7 +19,7 @@ func TestUnreplicatedPurchaseIsGivenBack(t *testing.T) {
 	// The fixture's Redis has no replica, so WAIT 1 never succeeds.
 	f.svc.Replicas = replicas.New(f.rdb, 1, 50*time.Millisecond)
 	for i := range 3 {
-		_, _, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "7", Quantity: 2, IdempotencyKey: "k"}})
+		_, _, err := f.svc.Purchases.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "7", Quantity: 2, IdempotencyKey: "k"}})
 		if !errors.Is(err, sale.ErrUnavailable) || !errors.Is(err, replicas.ErrNotReplicated) {
 			t.Fatalf("attempt %d: err = %v, want ErrUnavailable from ErrNotReplicated", i, err)
 		}
@@ -47,7 +47,7 @@ func TestUnreplicatedPurchaseIsGivenBack(t *testing.T) {
 		}
 	}
 	f.svc.Replicas = nil
-	o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "7", Quantity: 2, IdempotencyKey: "k"}})
+	o, replayed, err := f.svc.Purchases.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: f.act, Buyer: "7", Quantity: 2, IdempotencyKey: "k"}})
 	if err != nil || replayed || o.Quantity != 2 {
 		t.Fatalf("without Replicas: %+v replayed=%v err=%v; want a new order (the key was given back)", o, replayed, err)
 	}

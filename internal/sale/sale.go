@@ -1,6 +1,8 @@
 // Package sale is what the API does: it runs sales for admins and purchases for
 // buyers over the Redis stock (internal/stock), the order queue (internal/task) and
-// MySQL (internal/store). Handlers turn its results and errors into HTTP.
+// MySQL (internal/store). Handlers turn its results and errors into HTTP. Its work is in
+// parts, one per kind (Service: Catalog, Purchases, Groups, Orders, Waitlists,
+// Variants), that share one base of clients and settings.
 package sale
 
 import (
@@ -8,7 +10,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -83,8 +84,33 @@ var (
 	_ ReplicaConfirmer = (*replicas.Replicas)(nil)
 )
 
-// Service runs sales and purchases.
+// Service runs sales and purchases: it holds the parts of the service, each for one
+// kind of work, and is where they are set up (clocks, codes, metrics, shutdown).
+// Callers take the parts they use.
 type Service struct {
+	// Catalog runs the sales for admins and the public reads of them (activity.go,
+	// ledger.go), and tells a sale Redis lacks (MissingSale).
+	Catalog *Catalog
+	// Purchases takes units from stock and queues their orders (purchase.go, commit.go).
+	Purchases *Purchases
+	// Groups runs a group-buy's seats and reads its groups (group.go).
+	Groups *Groups
+	// Orders reads, pays, cancels and refunds the orders after their purchase
+	// (orders.go, view.go).
+	Orders *Orders
+	// Waitlists keeps the buyers waiting for a sold-out sale's returns (waitlist.go).
+	Waitlists *Waitlists
+	// Variants finds the variants a purchase or a waitlist names (variants.go).
+	Variants *Variants
+	// Settings are the parts' settings, one for all; set them before the first call.
+	*Settings
+	base *base
+}
+
+// base is what the parts of the service share, by pointer: the storage clients, the
+// clock, the settings, and the other parts. It has fields only, so a part that embeds
+// it gains no method.
+type base struct {
 	// store is MySQL's parts: the service reads Activities and Orders, and its
 	// Rebuilder (rebuild) Upkeep.
 	store    *store.Store
@@ -99,23 +125,26 @@ type Service struct {
 	locks    Locker
 	now      func() time.Time
 	metrics  *metrics
-	commits  committer
 	rebuild  *upkeep.Rebuilder
-	catalog  *snapshot.Value[[]Activity] // the public list of sales (PublicActivities)
-	// catalogRows are the sales MySQL last listed for it.
-	catalogRows atomic.Pointer[[]store.Activity]
-	// newerProbe bounds the MySQL reads of sales newer than the catalog (listed).
-	newerProbe probe
-	// archived holds the ids of the sales this process found archived (an archived sale
-	// stays so): their purchases are answered from MySQL without asking Redis.
-	archived sync.Map
-	// variants are the sales' variants this process met (variants.go).
-	variants variantCache
+	// archived are the sales this process found archived.
+	archived archivedSales
 	// judgeByNow judges sale windows by now instead of Redis' clock (SetClock).
 	judgeByNow bool
 	// codes are the sales' access codes (SetCodes); nil for none.
 	codes CodeKeeper
 
+	// The parts, for the calls of one to another.
+	catalog    *Catalog
+	purchases  *Purchases
+	groupBuys  *Groups
+	orderViews *Orders
+	variants   *Variants
+
+	*Settings
+}
+
+// Settings are the service's settings, which its parts share.
+type Settings struct {
 	// LockWait is how long a purchase waits for the same user's purchase in flight.
 	LockWait time.Duration
 	// LockTTL bounds how long a crashed API can keep a user's lock.
@@ -141,14 +170,46 @@ type Service struct {
 	ListMargin time.Duration
 }
 
+// Catalog runs the sales for admins (create, patch, stats, ledger, rebuild) and the
+// public reads of them, and answers for a sale Redis lacks (MissingSale).
+type Catalog struct {
+	*base
+	list *snapshot.Value[[]Activity] // the public list of sales (PublicActivities)
+	// listRows are the sales MySQL last listed for it.
+	listRows atomic.Pointer[[]store.Activity]
+	// newerProbe bounds the MySQL reads of sales newer than the list (listed).
+	newerProbe probe
+}
+
+// Purchases takes units from stock for a purchase and queues its order for MySQL,
+// committing the orders of many purchases together (commit.go).
+type Purchases struct {
+	*base
+	commits committer
+}
+
+// Groups runs the seats of a group-buy sale (purchases too) and reads its groups.
+type Groups struct{ *base }
+
+// Orders reads the orders, queued or in MySQL, with the deadlines in force, and pays,
+// cancels and refunds them.
+type Orders struct{ *base }
+
+// Waitlists keeps the buyers who wait for a sold-out sale's returns.
+type Waitlists struct{ *base }
+
 // New returns a Service. Its answers show the deadlines of pay windows as MySQL
 // outages extend them (outages).
 func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, outages Outages, q Enqueuer, locks Locker) *Service {
-	s := &Service{store: st, stock: sk, reserver: reserve.New(sk), sales: lifecycle.New(sk), groups: group.New(sk), settle: settle.New(sk), orders: orders, outages: outages, queue: q, locks: locks, now: time.Now,
-		LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second, ListMargin: 10 * time.Second,
-		rebuild: upkeep.NewRebuilder(st.Upkeep, st.Activities, sk), catalog: snapshot.New[[]Activity]("public sales", CatalogAge)}
-	s.commits.flush = s.commitBatch
-	return s
+	b := &base{store: st, stock: sk, reserver: reserve.New(sk), sales: lifecycle.New(sk), groups: group.New(sk), settle: settle.New(sk), orders: orders, outages: outages, queue: q, locks: locks, now: time.Now,
+		Settings: &Settings{LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second, ListMargin: 10 * time.Second},
+		rebuild:  upkeep.NewRebuilder(st.Upkeep, st.Activities, sk), archived: archivedSales{stock: sk}}
+	b.catalog = &Catalog{base: b, list: snapshot.New[[]Activity]("public sales", CatalogAge)}
+	b.purchases = &Purchases{base: b}
+	b.purchases.commits.flush = b.purchases.commitBatch
+	b.groupBuys, b.orderViews, b.variants = &Groups{b}, &Orders{b}, &Variants{base: b}
+	return &Service{Catalog: b.catalog, Purchases: b.purchases, Groups: b.groupBuys, Orders: b.orderViews,
+		Waitlists: &Waitlists{b}, Variants: b.variants, Settings: b.Settings, base: b}
 }
 
 // Close waits for the commits under way, up to ctx's end: a purchase is answered before
@@ -157,24 +218,24 @@ func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, outages Outa
 // worker's repair pass, and no lock is left to expire on its own. A purchase that
 // arrives after Close commits before it is answered. Close returns how many purchases
 // were still waiting for their commit when ctx ended (their orders are safe in Redis).
-func (s *Service) Close(ctx context.Context) int { return s.commits.close(ctx) }
+func (s *Service) Close(ctx context.Context) int { return s.Purchases.commits.close(ctx) }
 
 // SetClock replaces the clock of the service and of its order lifecycle, and judges
 // sale windows by it instead of Redis' clock (tests).
 func (s *Service) SetClock(now func() time.Time) {
-	s.now = now
-	s.judgeByNow = true
-	s.orders.SetClock(now)
-	s.stock.SetClock(now)
+	s.base.now = now
+	s.base.judgeByNow = true
+	s.base.orders.SetClock(now)
+	s.base.stock.SetClock(now)
 }
 
 // SetProcessClock replaces this process's own clock (the times orders record, the
 // status an activity shows) while sale windows stay judged by Redis' clock, one for
 // every instance: a process whose clock runs ahead still never sells early.
 func (s *Service) SetProcessClock(now func() time.Time) {
-	s.now = now
-	s.orders.SetClock(now)
-	s.stock.SetClock(now)
+	s.base.now = now
+	s.base.orders.SetClock(now)
+	s.base.stock.SetClock(now)
 }
 
 // Caller is who makes a request: a buyer, an admin, or a shop's back end (Service),

@@ -11,23 +11,24 @@ import (
 	"seckill/internal/store"
 )
 
-// variantCache keeps, in this process, the variants of the sales it met (none for a sale
-// without): a sale's variants, their names and their indexes never change once it is
-// created, so a purchase finds its variant's index without a storage call after the
-// sale's first.
-type variantCache struct {
-	sales sync.Map // activity id -> []store.Variant
+// Variants finds the variants of a sale that a purchase or a waitlist names, and keeps,
+// in this process, those of the sales it met (none for a sale without): a sale's
+// variants, their names and their indexes never change once it is created, so a
+// purchase finds its variant's index without a storage call after the sale's first.
+type Variants struct {
+	*base
+	known sync.Map // activity id -> []store.Variant
 }
 
 // variantsOf returns a sale's variants by index, read from MySQL the first time.
-func (s *Service) variantsOf(ctx context.Context, activityID int64) ([]store.Variant, error) {
-	if vs, ok := s.variants.sales.Load(activityID); ok {
+func (s *Variants) variantsOf(ctx context.Context, activityID int64) ([]store.Variant, error) {
+	if vs, ok := s.known.Load(activityID); ok {
 		return vs.([]store.Variant), nil
 	}
 	// A sale neither the public list's snapshot (listed) nor Redis knows is no sale: a
 	// crowd naming variants of made-up sales does not reach MySQL. Redis knows a sale
 	// made since the snapshot was read.
-	switch known, err := s.listed(ctx, activityID); {
+	switch known, err := s.catalog.listed(ctx, activityID); {
 	case err != nil:
 		return nil, err
 	case known == nil:
@@ -45,14 +46,14 @@ func (s *Service) variantsOf(ctx context.Context, activityID int64) ([]store.Var
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	s.variants.sales.Store(activityID, a.Variants)
+	s.known.Store(activityID, a.Variants)
 	return a.Variants, nil
 }
 
 // Variant is the variant of a sale a purchase names: a *FieldError naming variant when
 // the sale has no variant of that name (or no variants at all), ErrNotFound for no such
 // sale.
-func (s *Service) Variant(ctx context.Context, activityID int64, name string) (stock.Variant, error) {
+func (s *Variants) Variant(ctx context.Context, activityID int64, name string) (stock.Variant, error) {
 	vs, err := s.variantsOf(ctx, activityID)
 	if err != nil {
 		return 0, err
@@ -69,7 +70,7 @@ func (s *Service) Variant(ctx context.Context, activityID int64, name string) (s
 
 // namesOf returns the variants a queued order's view names its variant from: its sale's,
 // or none for an order without a variant.
-func (s *Service) namesOf(ctx context.Context, q stock.QueuedOrder) ([]store.Variant, error) {
+func (s *Variants) namesOf(ctx context.Context, q stock.QueuedOrder) ([]store.Variant, error) {
 	if _, ok := q.Variant.Index(); !ok {
 		return nil, nil
 	}
@@ -90,7 +91,7 @@ func (e *variantSoldOut) Unwrap() error { return e.err }
 
 // namedSoldOut names the variant of purchase r in err when err is a sold-out refusal of
 // it ("The variant EU 42 is sold out: only 1 left."); any other err is returned as it is.
-func (s *Service) namedSoldOut(ctx context.Context, r BuyRequest, err error) error {
+func (s *Variants) namedSoldOut(ctx context.Context, r BuyRequest, err error) error {
 	i, ok := r.Variant.Index()
 	if !ok || !errors.Is(err, stock.ErrSoldOut) {
 		return err

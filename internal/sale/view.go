@@ -123,7 +123,7 @@ func queuedView(q stock.QueuedOrder, variants []store.Variant) Order {
 // window starts only once MySQL has it, the earliest it can end: a whole window from
 // now. stored has, by id, the rows of the stored orders among them (their windows as
 // set). The outages are read only when an order needs them.
-func (s *Service) inForce(ctx context.Context, views []Order, stored map[string]store.Order) error {
+func (s *Orders) inForce(ctx context.Context, views []Order, stored map[string]store.Order) error {
 	var w store.Windows
 	for i := range views {
 		v := &views[i]
@@ -133,7 +133,7 @@ func (s *Service) inForce(ctx context.Context, views []Order, stored map[string]
 				v.ExpiresAt = apitime.Of(earliest)
 			}
 		case store.StatusGrouping:
-			if end := s.groupEnd(ctx, v.ActivityID, v.GroupID); end.After(v.ExpiresAt.Time) {
+			if end := s.groupBuys.groupEnd(ctx, v.ActivityID, v.GroupID); end.After(v.ExpiresAt.Time) {
 				v.ExpiresAt = apitime.Of(end)
 			}
 		case store.StatusCreated:

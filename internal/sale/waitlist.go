@@ -36,21 +36,21 @@ type WaitlistEntry struct {
 // no one else (stock.ErrNotAdmitted). Errors: a *FieldError (quantity, variant),
 // ErrNotFound, stock.ErrNotAdmitted, settle.ErrNotSoldOut, stock.ErrEnded,
 // stock.ErrLimitExceeded, stock.ErrGroupSale, settle.ErrNoWaitlist, ErrUnavailable.
-func (s *Service) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, variant *string, ticket bool) (WaitlistEntry, bool, error) {
+func (s *Waitlists) JoinWaitlist(ctx context.Context, activityID int64, who buyer.ID, quantity int, variant *string, ticket bool) (WaitlistEntry, bool, error) {
 	if quantity < 1 || quantity > MaxPerUserLimit {
 		return WaitlistEntry{}, false, &FieldError{"quantity", "must be between 1 and the sale's per-user limit"}
 	}
 	var v stock.Variant
 	if variant != nil {
 		var err error
-		if v, err = s.Variant(ctx, activityID, *variant); err != nil {
+		if v, err = s.variants.Variant(ctx, activityID, *variant); err != nil {
 			return WaitlistEntry{}, false, err
 		}
 	}
 	e, created, err := s.settle.JoinWaitlist(ctx, activityID, who, quantity, v, s.now(), ticket)
 	switch {
 	case errors.Is(err, stock.ErrNoSale):
-		return WaitlistEntry{}, false, s.MissingSale(ctx, activityID)
+		return WaitlistEntry{}, false, s.catalog.MissingSale(ctx, activityID)
 	case errors.Is(err, stock.ErrNoVariant):
 		return WaitlistEntry{}, false, &FieldError{"variant", "is required in a sale of variants, and must name one of them"}
 	case errors.Is(err, stock.ErrQuantityOverLimit): // the body's field, named as it is spelled
@@ -67,7 +67,7 @@ func (s *Service) JoinWaitlist(ctx context.Context, activityID int64, who buyer.
 }
 
 // Waitlist returns a buyer's entry on a sale's waitlist, or ErrNotFound.
-func (s *Service) Waitlist(ctx context.Context, activityID int64, who buyer.ID) (WaitlistEntry, error) {
+func (s *Waitlists) Waitlist(ctx context.Context, activityID int64, who buyer.ID) (WaitlistEntry, error) {
 	e, err := s.settle.WaitlistEntry(ctx, activityID, who)
 	if errors.Is(err, settle.ErrNoEntry) {
 		return WaitlistEntry{}, ErrNotFound
@@ -80,7 +80,7 @@ func (s *Service) Waitlist(ctx context.Context, activityID int64, who buyer.ID) 
 
 // LeaveWaitlist takes a buyer off a sale's waitlist (an order offered stays); a buyer
 // without an entry is ErrNotFound.
-func (s *Service) LeaveWaitlist(ctx context.Context, activityID int64, who buyer.ID) error {
+func (s *Waitlists) LeaveWaitlist(ctx context.Context, activityID int64, who buyer.ID) error {
 	err := s.settle.LeaveWaitlist(ctx, activityID, who)
 	if errors.Is(err, settle.ErrNoEntry) {
 		return ErrNotFound
@@ -90,11 +90,11 @@ func (s *Service) LeaveWaitlist(ctx context.Context, activityID int64, who buyer
 
 // entryView shows an entry: its variant by name, and ended once its sale has (the
 // entries end with the sale).
-func (s *Service) entryView(ctx context.Context, e settle.Entry) (WaitlistEntry, error) {
+func (s *Waitlists) entryView(ctx context.Context, e settle.Entry) (WaitlistEntry, error) {
 	v := WaitlistEntry{ActivityID: e.ActivityID, Named: e.Buyer.Named(), Quantity: e.Quantity, Position: e.Position,
 		Status: e.Status, JoinedAt: apitime.Of(e.JoinedAt), OrderID: e.OrderID}
 	if i, ok := e.Variant.Index(); ok {
-		vs, err := s.variantsOf(ctx, e.ActivityID)
+		vs, err := s.variants.variantsOf(ctx, e.ActivityID)
 		if err != nil {
 			return WaitlistEntry{}, err
 		}
@@ -116,8 +116,8 @@ func (s *Service) entryView(ctx context.Context, e settle.Entry) (WaitlistEntry,
 }
 
 // WaitlistLength returns how many entries wait on a sale's waitlist (of every variant).
-func (s *Service) WaitlistLength(ctx context.Context, activityID int64) (int64, error) {
-	vs, err := s.variantsOf(ctx, activityID)
+func (s *Waitlists) WaitlistLength(ctx context.Context, activityID int64) (int64, error) {
+	vs, err := s.variants.variantsOf(ctx, activityID)
 	if err != nil {
 		return 0, err
 	}

@@ -39,7 +39,7 @@ import (
 // on from (4).
 type Archiver struct {
 	store *store.Upkeep
-	sales *lifecycle.Sales
+	sales *lifecycle.Rebuilds
 	// Retention is how long a sale stays in Redis after its end and after its last
 	// order became final (SECKILL_SALE_RETENTION).
 	Retention time.Duration
@@ -73,7 +73,7 @@ type Keeper interface {
 
 // NewArchiver returns an Archiver of the sales over for retention.
 func NewArchiver(st *store.Upkeep, sk *stock.Stock, retention time.Duration) *Archiver {
-	return &Archiver{store: st, sales: lifecycle.New(sk), Retention: retention, Batch: 100, now: time.Now, final: map[int64]time.Time{}}
+	return &Archiver{store: st, sales: lifecycle.NewRebuilds(sk), Retention: retention, Batch: 100, now: time.Now, final: map[int64]time.Time{}}
 }
 
 // SetClock replaces the Archiver's clock (tests).

@@ -42,6 +42,7 @@ type Rebuilder struct {
 	store      *store.Upkeep
 	activities *store.Activities
 	sales      *lifecycle.Sales
+	rebuilds   *lifecycle.Rebuilds
 	groups     *group.Groups
 	running    sync.Map // activity id -> struct{}: a rebuild under way in this process
 	metrics    *rebuildMetrics
@@ -62,7 +63,7 @@ type CodeRecorder interface {
 
 // NewRebuilder returns a Rebuilder.
 func NewRebuilder(st *store.Upkeep, activities *store.Activities, sk *stock.Stock) *Rebuilder {
-	return &Rebuilder{store: st, activities: activities, sales: lifecycle.New(sk), groups: group.New(sk)}
+	return &Rebuilder{store: st, activities: activities, sales: lifecycle.New(sk), rebuilds: lifecycle.NewRebuilds(sk), groups: group.New(sk)}
 }
 
 // rebuildAttempts bounds how often Rebuild reads again when orders moved meanwhile.
@@ -90,13 +91,13 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 		return false, store.ErrArchived
 	}
 	k := max(1, a.StockBuckets)
-	lost, err := r.sales.RebuildPoint(ctx, id, k) // what made this rebuild start
+	lost, err := r.rebuilds.RebuildPoint(ctx, id, k) // what made this rebuild start
 	if err != nil || lost.Exists && !force {
 		return false, err
 	}
 	r.metrics.started()
 	defer func() { r.metrics.ended(rebuilt, err) }()
-	closing, err := r.sales.Close(ctx, id, k)
+	closing, err := r.rebuilds.Close(ctx, id, k)
 	switch {
 	case errors.Is(err, lifecycle.ErrRebuilding):
 		return false, nil
@@ -108,21 +109,21 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 	if k == 1 { // its one write is all or nothing: a failed rebuild leaves the sale as it was, open
 		defer func() {
 			if err != nil {
-				err = errors.Join(err, r.sales.Reopen(context.WithoutCancel(ctx), id, k, closing))
+				err = errors.Join(err, r.rebuilds.Reopen(context.WithoutCancel(ctx), id, k, closing))
 			}
 		}()
 	}
-	from, err := r.sales.RebuildPoint(ctx, id, k) // read again, now that the sale is closed
+	from, err := r.rebuilds.RebuildPoint(ctx, id, k) // read again, now that the sale is closed
 	if err != nil {
 		return false, err
 	}
 	if !lost.Whole && from.Whole {
 		// Redis missed some of the sale, and another process rebuilt it before the Close.
-		return false, r.sales.Reopen(ctx, id, k, closing)
+		return false, r.rebuilds.Reopen(ctx, id, k, closing)
 	}
 	epoch, err := r.store.NextRedisEpoch(ctx, id)
 	if errors.Is(err, store.ErrArchived) && k > 1 { // archived since it was read: no state of it comes back
-		return false, errors.Join(err, r.sales.Reopen(context.WithoutCancel(ctx), id, k, closing))
+		return false, errors.Join(err, r.rebuilds.Reopen(context.WithoutCancel(ctx), id, k, closing))
 	}
 	if err != nil {
 		return false, err
@@ -140,7 +141,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 	}
 	for attempt := 0; attempt < rebuildAttempts; attempt++ {
 		if attempt > 0 { // read again: orders moved
-			if from, err = r.sales.RebuildPoint(ctx, id, k); err != nil {
+			if from, err = r.rebuilds.RebuildPoint(ctx, id, k); err != nil {
 				return false, err
 			}
 		}
@@ -172,7 +173,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, id int64, force bool) (rebuilt 
 			return false, err
 		}
 		sale.Gen, sale.Epoch = max(from.Gen, recorded)+1, epoch
-		err = r.sales.Rebuild(ctx, from, closing, sale, f.Units, f.Orders, held, settled, f.VariantUnits)
+		err = r.rebuilds.Rebuild(ctx, from, closing, sale, f.Units, f.Orders, held, settled, f.VariantUnits)
 		switch {
 		case err == nil:
 			groups, err := r.groups.Restore(ctx, id, groupsOf(f.Seats))
@@ -224,7 +225,7 @@ func (r *Rebuilder) restoreKeys(ctx context.Context, id int64, buckets int) erro
 		keys = append(keys, lifecycle.KeptKey{Buyer: o.Buyer, Key: *o.IdempotencyKey, Fingerprint: *o.RequestFingerprint,
 			OrderID: o.ID, Expires: o.CreatedAt.Add(reserve.IdempotencyTTL)})
 	}
-	return r.sales.RestoreKeys(ctx, id, buckets, keys)
+	return r.rebuilds.RestoreKeys(ctx, id, buckets, keys)
 }
 
 // groupsOf gathers MySQL's seats by group.

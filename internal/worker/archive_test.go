@@ -66,7 +66,7 @@ func (f *archiveFixture) newSale(t *testing.T, buckets int, group bool) sale.Act
 		size, window := 2, 60
 		n.Kind, n.GroupSize, n.GroupWindowSeconds = sale.KindGroup, &size, &window
 	}
-	a, err := f.svc.CreateActivity(context.Background(), n)
+	a, err := f.svc.Catalog.CreateActivity(context.Background(), n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,13 +80,13 @@ func (f *archiveFixture) buy(t *testing.T, a sale.Activity, u int64) sale.Order 
 	r := sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, IdempotencyKey: fmt.Sprintf("key-%d", u)}}
 	if a.Kind == sale.KindGroup {
 		r.OpenGroup = true
-		_, o, _, err := f.svc.Seat(context.Background(), r)
+		_, o, _, err := f.svc.Groups.Seat(context.Background(), r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return o
 	}
-	o, _, err := f.svc.Buy(context.Background(), r)
+	o, _, err := f.svc.Purchases.Buy(context.Background(), r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func (f *archiveFixture) persistAll(t *testing.T, a sale.Activity) []stock.Queue
 // end moves a sale's end to at (before now: the sale is over).
 func (f *archiveFixture) end(t *testing.T, a sale.Activity, at time.Time) {
 	t.Helper()
-	if _, err := f.svc.PatchActivity(context.Background(), a.ID, sale.ActivityPatch{EndsAt: &at}); err != nil {
+	if _, err := f.svc.Catalog.PatchActivity(context.Background(), a.ID, sale.ActivityPatch{EndsAt: &at}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -179,10 +179,10 @@ func TestArchiveTakesOnlyFinishedSales(t *testing.T) {
 		if a.Kind == sale.KindGroup {
 			return // seats that never filled: the group's failure cancels them (below)
 		}
-		if _, err := f.svc.Pay(ctx, os[0].ID, sale.Caller{Service: true}); err != nil { // the shop confirms it
+		if _, err := f.svc.Orders.Pay(ctx, os[0].ID, sale.Caller{Service: true}); err != nil { // the shop confirms it
 			t.Fatal(err)
 		}
-		if _, err := f.svc.Cancel(ctx, os[1].ID, sale.Caller{Buyer: buyer.Of(2)}); err != nil {
+		if _, err := f.svc.Orders.Cancel(ctx, os[1].ID, sale.Caller{Buyer: buyer.Of(2)}); err != nil {
 			t.Fatal(err)
 		}
 		f.orders.SetClock(func() time.Time { return time.Now().Add(16 * time.Minute) }) // past the 15 min pay window
@@ -242,7 +242,7 @@ func TestArchiveTakesOnlyFinishedSales(t *testing.T) {
 			for _, s := range tc.stages {
 				s(t, f, a)
 			}
-			before, err := f.svc.Stats(ctx, a.ID)
+			before, err := f.svc.Catalog.Stats(ctx, a.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -265,7 +265,7 @@ func TestArchiveTakesOnlyFinishedSales(t *testing.T) {
 			if !tc.want && len(keys) == 0 {
 				t.Error("a sale not archived has no key left in Redis")
 			}
-			after, err := f.svc.Stats(ctx, a.ID)
+			after, err := f.svc.Catalog.Stats(ctx, a.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -291,41 +291,41 @@ func TestArchivedSaleAnswersFromMySQL(t *testing.T) {
 	}
 	f.persistAll(t, a)
 	for _, o := range os {
-		if _, err := f.svc.Pay(ctx, o.ID, sale.Caller{Admin: true}); err != nil {
+		if _, err := f.svc.Orders.Pay(ctx, o.ID, sale.Caller{Admin: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	f.end(t, a, time.Now())
-	activity, err := f.svc.GetActivity(ctx, a.ID)
+	activity, err := f.svc.Catalog.GetActivity(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats, err := f.svc.Stats(ctx, a.ID)
+	stats, err := f.svc.Catalog.Stats(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.archiveOne(t)
 
-	got, err := f.svc.GetActivity(ctx, a.ID)
+	got, err := f.svc.Catalog.GetActivity(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.ArchivedAt == nil || got.StockAvailable != activity.StockAvailable || got.StockAvailable != 47 || got.Status != sale.StatusEnded {
 		t.Errorf("the archived activity: %+v, want archived_at, 47 available (as before: %d), ended", got, activity.StockAvailable)
 	}
-	if s, err := f.svc.Stats(ctx, a.ID); err != nil || !reflect.DeepEqual(s, stats) {
+	if s, err := f.svc.Catalog.Stats(ctx, a.ID); err != nil || !reflect.DeepEqual(s, stats) {
 		t.Errorf("stats %+v, %v; want %+v", s, err, stats)
 	}
-	if l, err := f.svc.Ledger(ctx, a.ID); err != nil || !l.Balanced || !l.Archived || l.Available != 47 || l.PaidUnits != 3 {
+	if l, err := f.svc.Catalog.Ledger(ctx, a.ID); err != nil || !l.Balanced || !l.Archived || l.Available != 47 || l.PaidUnits != 3 {
 		t.Errorf("ledger %+v, %v; want balanced, archived, 47 available, 3 paid", l, err)
 	}
 	replay := sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(2), Quantity: 1, IdempotencyKey: "key-2"}}
-	if o, replayed, err := f.svc.Buy(ctx, replay); err != nil || !replayed || o.ID != os[1].ID || o.Status != store.StatusPaid {
+	if o, replayed, err := f.svc.Purchases.Buy(ctx, replay); err != nil || !replayed || o.ID != os[1].ID || o.Status != store.StatusPaid {
 		t.Errorf("a replay: %+v (replayed %v), %v; want order %s, paid", o, replayed, err, os[1].ID)
 	}
 	replay.Quantity = 2
 	var reused *stock.KeyReusedError
-	if _, _, err := f.svc.Buy(ctx, replay); !errors.As(err, &reused) || reused.OrderID != os[1].ID {
+	if _, _, err := f.svc.Purchases.Buy(ctx, replay); !errors.As(err, &reused) || reused.OrderID != os[1].ID {
 		t.Errorf("a replay with another body: %v, want the key reused by %s", err, os[1].ID)
 	}
 	for _, r := range []sale.BuyRequest{
@@ -333,21 +333,21 @@ func TestArchivedSaleAnswersFromMySQL(t *testing.T) {
 		{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(9), Quantity: 1, IdempotencyKey: "new"}},
 		{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: "key-2"}}, // another buyer's key
 	} {
-		if _, _, err := f.svc.Buy(ctx, r); !errors.Is(err, stock.ErrEnded) {
+		if _, _, err := f.svc.Purchases.Buy(ctx, r); !errors.Is(err, stock.ErrEnded) {
 			t.Errorf("a purchase %+v: %v, want sale ended", r, err)
 		}
 	}
-	if o, err := f.svc.GetOrder(ctx, os[0].ID, sale.Caller{Buyer: buyer.Of(1)}); err != nil || o.Status != store.StatusPaid {
+	if o, err := f.svc.Orders.GetOrder(ctx, os[0].ID, sale.Caller{Buyer: buyer.Of(1)}); err != nil || o.Status != store.StatusPaid {
 		t.Errorf("an order: %+v, %v", o, err)
 	}
-	if list, err := f.svc.ListOrders(ctx, sale.Caller{Buyer: buyer.Of(3)}); err != nil || len(list) != 1 || list[0].ID != os[2].ID {
+	if list, err := f.svc.Orders.ListOrders(ctx, sale.Caller{Buyer: buyer.Of(3)}); err != nil || len(list) != 1 || list[0].ID != os[2].ID {
 		t.Errorf("a buyer's orders: %+v, %v", list, err)
 	}
 	limit := 9
-	if _, err := f.svc.PatchActivity(ctx, a.ID, sale.ActivityPatch{PerUserLimit: &limit}); !errors.Is(err, sale.ErrArchived) {
+	if _, err := f.svc.Catalog.PatchActivity(ctx, a.ID, sale.ActivityPatch{PerUserLimit: &limit}); !errors.Is(err, sale.ErrArchived) {
 		t.Errorf("a PATCH: %v, want ErrArchived", err)
 	}
-	if _, err := f.svc.Rebuild(ctx, a.ID); !errors.Is(err, sale.ErrArchived) {
+	if _, err := f.svc.Catalog.Rebuild(ctx, a.ID); !errors.Is(err, sale.ErrArchived) {
 		t.Errorf("a rebuild: %v, want ErrArchived", err)
 	}
 	if _, err := upkeep.NewRebuilder(f.st.Upkeep, f.st.Activities, f.sk.Stock).RebuildLost(ctx, time.Now().Add(-2*time.Hour)); err != nil {
@@ -382,7 +382,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 			}
 			task := f.persistAll(t, a)
 			for _, o := range os {
-				if _, err := f.svc.Pay(ctx, o.ID, sale.Caller{Admin: true}); err != nil {
+				if _, err := f.svc.Orders.Pay(ctx, o.ID, sale.Caller{Admin: true}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -439,7 +439,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 			for u := int64(1); u <= 4; u++ {
 				loop(func() {
 					r := sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, IdempotencyKey: fmt.Sprintf("key-%d", u)}}
-					o, replayed, err := f.svc.Buy(ctx, r)
+					o, replayed, err := f.svc.Purchases.Buy(ctx, r)
 					switch {
 					case errors.Is(err, sale.ErrUnavailable): // closed, before MySQL answers for it
 					case err != nil || !replayed || o.ID != os[u-1].ID:
@@ -447,7 +447,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 					}
 				})
 				loop(func() {
-					_, _, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(100 + u), Quantity: 1}})
+					_, _, err := f.svc.Purchases.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(100 + u), Quantity: 1}})
 					if !errors.Is(err, stock.ErrEnded) && !errors.Is(err, sale.ErrUnavailable) {
 						report("a purchase: %v, want sale ended", err)
 					}
@@ -480,12 +480,12 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 			if len(counts) != 1 || counts[store.StatusPaid].Orders != buyers {
 				t.Errorf("orders in MySQL %+v, want the %d paid ones only", counts, buyers)
 			}
-			if l, err := f.svc.Ledger(ctx, a.ID); err != nil || !l.Balanced || !l.Archived {
+			if l, err := f.svc.Catalog.Ledger(ctx, a.ID); err != nil || !l.Balanced || !l.Archived {
 				t.Errorf("ledger %+v, %v; want balanced and archived", l, err)
 			}
 			for u := int64(1); u <= buyers; u++ { // and once it is archived, every replay gets its order
 				r := sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(u), Quantity: 1, IdempotencyKey: fmt.Sprintf("key-%d", u)}}
-				if o, replayed, err := f.svc.Buy(ctx, r); err != nil || !replayed || o.ID != os[u-1].ID {
+				if o, replayed, err := f.svc.Purchases.Buy(ctx, r); err != nil || !replayed || o.ID != os[u-1].ID {
 					t.Errorf("a replay of buyer %d after the archive: %+v, %v, %v", u, o, replayed, err)
 				}
 			}
@@ -499,7 +499,7 @@ func TestArchiveRacesRebuildsSettlesAndReplays(t *testing.T) {
 func TestArchivedSaleOfVariantsBalances(t *testing.T) {
 	ctx := context.Background()
 	f := newArchiveFixture(t, testutil.MySQL(t))
-	a, err := f.svc.CreateActivity(ctx, sale.NewActivity{Name: "sizes", ProductName: "p", PriceCents: 100, PerUserLimit: 2,
+	a, err := f.svc.Catalog.CreateActivity(ctx, sale.NewActivity{Name: "sizes", ProductName: "p", PriceCents: 100, PerUserLimit: 2,
 		Variants: []sale.NewVariant{{Name: "S", Stock: 10}, {Name: "M", Stock: 5}},
 		StartsAt: time.Now().Add(-3 * time.Hour), EndsAt: time.Now().Add(time.Hour)})
 	if err != nil {
@@ -507,7 +507,7 @@ func TestArchivedSaleOfVariantsBalances(t *testing.T) {
 	}
 	var os []sale.Order
 	for u, v := range []int{0, 1, 1} {
-		o, _, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(int64(u + 1)), Quantity: 1,
+		o, _, err := f.svc.Purchases.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(int64(u + 1)), Quantity: 1,
 			IdempotencyKey: fmt.Sprintf("key-%d", u+1), Variant: stock.VariantAt(v)}})
 		if err != nil {
 			t.Fatal(err)
@@ -516,31 +516,31 @@ func TestArchivedSaleOfVariantsBalances(t *testing.T) {
 	}
 	f.persistAll(t, a)
 	for _, o := range os {
-		if _, err := f.svc.Pay(ctx, o.ID, sale.Caller{Service: true}); err != nil {
+		if _, err := f.svc.Orders.Pay(ctx, o.ID, sale.Caller{Service: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.svc.Refund(ctx, os[2].ID, sale.Caller{Service: true}, false); err != nil { // M's unit stays off sale
+	if _, err := f.svc.Orders.Refund(ctx, os[2].ID, sale.Caller{Service: true}, false); err != nil { // M's unit stays off sale
 		t.Fatal(err)
 	}
 	f.end(t, a, time.Now())
-	live, err := f.svc.GetActivity(ctx, a.ID)
+	live, err := f.svc.Catalog.GetActivity(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l, err := f.svc.Ledger(ctx, a.ID); err != nil || !l.Balanced || l.OffSaleUnits != 1 {
+	if l, err := f.svc.Catalog.Ledger(ctx, a.ID); err != nil || !l.Balanced || l.OffSaleUnits != 1 {
 		t.Fatalf("the live ledger %+v, %v; want balanced, 1 unit off sale", l, err)
 	}
 	f.archiveOne(t)
 
-	got, err := f.svc.GetActivity(ctx, a.ID)
+	got, err := f.svc.Catalog.GetActivity(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.ArchivedAt == nil || got.StockAvailable != live.StockAvailable || !reflect.DeepEqual(got.Variants, live.Variants) {
 		t.Errorf("the archived activity: %+v; want archived_at, and as live: %+v", got, live)
 	}
-	l, err := f.svc.Ledger(ctx, a.ID)
+	l, err := f.svc.Catalog.Ledger(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +579,7 @@ func TestArchivedSaleListsItsOrdersAndReplaysExactKeys(t *testing.T) {
 	keys := []string{"abc", "ABC", "Abc"}
 	made := map[string]string{} // key -> order id
 	for _, k := range keys {
-		o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: k}})
+		o, replayed, err := f.svc.Purchases.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: k}})
 		if err != nil || replayed {
 			t.Fatalf("buyer 1's purchase with key %q: %+v, %v (replayed %v); want a new order", k, o, err, replayed)
 		}
@@ -588,14 +588,14 @@ func TestArchivedSaleListsItsOrdersAndReplaysExactKeys(t *testing.T) {
 	ids := []string{f.buy(t, a, 2).ID, made["abc"], made["ABC"], made["Abc"]}
 	f.persistAll(t, a)
 	for _, id := range ids {
-		if _, err := f.svc.Pay(ctx, id, sale.Caller{Service: true}); err != nil {
+		if _, err := f.svc.Orders.Pay(ctx, id, sale.Caller{Service: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	replays := func(when string) {
 		t.Helper()
 		for _, k := range keys {
-			o, replayed, err := f.svc.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: k}})
+			o, replayed, err := f.svc.Purchases.Buy(ctx, sale.BuyRequest{Purchase: stock.Purchase{ActivityID: a.ID, Buyer: buyer.Of(1), Quantity: 1, IdempotencyKey: k}})
 			if err != nil || !replayed || o.ID != made[k] {
 				t.Errorf("%s, a replay of key %q: %s (replayed %v), %v; want %s", when, k, o.ID, replayed, err, made[k])
 			}
@@ -607,7 +607,7 @@ func TestArchivedSaleListsItsOrdersAndReplaysExactKeys(t *testing.T) {
 	replays("archived")
 	// The back office finds last month's paid order and refunds it: the units stay off
 	// sale (the sale is over), and its return is settled (nothing left pending).
-	refunded, err := f.svc.Refund(ctx, made["ABC"], sale.Caller{Service: true}, true)
+	refunded, err := f.svc.Orders.Refund(ctx, made["ABC"], sale.Caller{Service: true}, true)
 	if err != nil || refunded.Status != store.StatusRefunded || refunded.Restock == nil || *refunded.Restock {
 		t.Errorf("a refund of an archived sale's paid order: %+v, %v; want refunded, restock false", refunded, err)
 	}
@@ -632,7 +632,7 @@ func TestArchivedSaleListsItsOrdersAndReplaysExactKeys(t *testing.T) {
 			var got []sale.Order
 			p := sale.OrderPage{ActivityID: a.ID, Status: tc.status, Limit: 2}
 			for {
-				page, err := f.svc.SaleOrders(ctx, tc.caller, p)
+				page, err := f.svc.Orders.SaleOrders(ctx, tc.caller, p)
 				if err != nil {
 					t.Fatalf("the archived sale's orders after %q: %v", p.After, err)
 				}
@@ -663,7 +663,7 @@ func TestRefundRestartsTheRetention(t *testing.T) {
 	a := f.newSale(t, 1, false)
 	o := f.buy(t, a, 1)
 	f.persistAll(t, a)
-	if _, err := f.svc.Pay(ctx, o.ID, sale.Caller{Service: true}); err != nil {
+	if _, err := f.svc.Orders.Pay(ctx, o.ID, sale.Caller{Service: true}); err != nil {
 		t.Fatal(err)
 	}
 	f.end(t, a, time.Now())
@@ -677,7 +677,7 @@ func TestRefundRestartsTheRetention(t *testing.T) {
 	run(retention-10*time.Minute, 0) // not due: the archive remembers when the payment came
 	f.orders.SetClock(func() time.Time { return time.Now().Add(30 * time.Minute) })
 	defer f.orders.SetClock(time.Now)
-	if r, err := f.svc.Refund(ctx, o.ID, sale.Caller{Service: true}, true); err != nil || r.Status != store.StatusRefunded {
+	if r, err := f.svc.Orders.Refund(ctx, o.ID, sale.Caller{Service: true}, true); err != nil || r.Status != store.StatusRefunded {
 		t.Fatalf("the refund 30 min after the payment: %+v, %v", r, err)
 	}
 	run(retention+10*time.Minute, 0) // 40 min after the refund

@@ -38,7 +38,7 @@ type Persister struct {
 	orders     *store.Orders
 	activities *store.Activities
 	stock      *stock.Stock
-	sales      *lifecycle.Sales
+	sales      *lifecycle.Rebuilds
 	settle     *settle.Settler
 	outages    Outages
 	metrics    *metrics
@@ -61,7 +61,7 @@ type Persister struct {
 // (SECKILL_PERSIST_BATCH; config.Load has its default), each with the deadline in force
 // of its pay window as MySQL outages extended it.
 func NewPersister(st *store.Batches, orders *store.Orders, activities *store.Activities, sk *stock.Stock, outages Outages, batch int) *Persister {
-	return &Persister{store: st, orders: orders, activities: activities, stock: sk, sales: lifecycle.New(sk), settle: settle.New(sk), outages: outages, Batch: batch}
+	return &Persister{store: st, orders: orders, activities: activities, stock: sk, sales: lifecycle.NewRebuilds(sk), settle: settle.New(sk), outages: outages, Batch: batch}
 }
 
 // HandleTask is the asynq handler of queue.TypePersist, and of queue.TypePersistV1 (the

@@ -41,7 +41,7 @@ func TestPersistAcrossARebuild(t *testing.T) {
 			st, sk := store.New(db.Gorm, sale.EventViews{}), stocktest.New(rdb)
 			svc := sale.New(st, sk.Stock, nil, nil, nil, nil) // the ledger needs neither orders nor a queue
 			now := time.Now()
-			a, err := svc.CreateActivity(ctx, sale.NewActivity{Name: "s", ProductName: "p", PriceCents: 100, Stock: 10,
+			a, err := svc.Catalog.CreateActivity(ctx, sale.NewActivity{Name: "s", ProductName: "p", PriceCents: 100, Stock: 10,
 				PerUserLimit: 3, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), StockBuckets: tc.buckets})
 			if err != nil {
 				t.Fatal(err)
@@ -86,7 +86,7 @@ func TestPersistAcrossARebuild(t *testing.T) {
 			if err != nil || stored[id].Status != store.StatusCreated {
 				t.Errorf("the order in MySQL: %+v, %v; want created", stored[id], err)
 			}
-			l, err := svc.Ledger(ctx, a.ID)
+			l, err := svc.Catalog.Ledger(ctx, a.ID)
 			if err != nil || !l.Balanced {
 				t.Errorf("ledger after the rebuild: %+v, %v; want balanced", l, err)
 			}

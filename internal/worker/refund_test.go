@@ -37,7 +37,7 @@ func TestRebuildKeepsRefundsOffSale(t *testing.T) {
 			life := order.New(st.Lifecycle, st.Activities, sk.Stock, outages)
 			svc := sale.New(st, sk.Stock, life, outages, nil, nil)
 			now := time.Now()
-			a, err := svc.CreateActivity(ctx, sale.NewActivity{Name: "s", ProductName: "p", PriceCents: 100, Stock: 10,
+			a, err := svc.Catalog.CreateActivity(ctx, sale.NewActivity{Name: "s", ProductName: "p", PriceCents: 100, Stock: 10,
 				PerUserLimit: 3, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), StockBuckets: buckets})
 			if err != nil {
 				t.Fatal(err)
@@ -85,11 +85,11 @@ func TestRebuildKeepsRefundsOffSale(t *testing.T) {
 			if n, err := life.ReturnPending(ctx, 10); err != nil || n != 1 {
 				t.Fatalf("the pending give-back: %d, %v; want 1", n, err)
 			}
-			l, err := svc.Ledger(ctx, a.ID)
+			l, err := svc.Catalog.Ledger(ctx, a.ID)
 			if err != nil || !l.Balanced || l.Available != 4 || l.OffSaleUnits != 4 || l.PaidUnits != 2 || l.SoldColumn != 6 {
 				t.Errorf("ledger: %+v, %v; want balanced, 4 available, 4 off sale, 2 paid, sold 6", l, err)
 			}
-			figures, err := svc.Stats(ctx, a.ID)
+			figures, err := svc.Catalog.Stats(ctx, a.ID)
 			if err != nil || figures.StockAvailable != 4 || figures.Sold != 2 || figures.OffSale != 4 || figures.Orders.Refunded != 3 ||
 				figures.StockTotal != figures.StockAvailable+figures.Sold+figures.OffSale {
 				t.Errorf("stats: %+v, %v; want 4 available, 2 sold, 4 off sale, 3 refunded", figures, err)

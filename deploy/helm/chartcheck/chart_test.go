@@ -26,6 +26,7 @@ import (
 
 	"seckill/internal/config"
 	"seckill/internal/handler"
+	"seckill/internal/handler/handlertest"
 )
 
 // root is the repository's top directory; chart the chart's.
@@ -458,13 +459,10 @@ func listenPort(t *testing.T, addr string) string {
 	return port
 }
 
-// stub is the service behind the router: its routes are listed, never called.
-type stub struct{ handler.Service }
-
 // apiRoutes are the API's GET routes.
 func apiRoutes(t *testing.T) map[string]bool {
 	t.Helper()
-	engine, ok := handler.New(stub{}, handler.Options{JWTSecret: strings.Repeat("x", 32)}).Routes().(*gin.Engine)
+	engine, ok := handler.New(handlertest.Services(handlertest.Unserved{}), handler.Options{JWTSecret: strings.Repeat("x", 32)}).Routes().(*gin.Engine)
 	if !ok {
 		t.Fatal("handler.Routes() is no longer a *gin.Engine; adapt this test to list its routes")
 	}

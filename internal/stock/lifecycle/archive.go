@@ -46,7 +46,7 @@ var markCodes = []stock.Code{{Lua: "MARKED", Value: 1}, {Lua: "NOT_IN_REDIS", Va
 // closed by closing (Close). A bucket Redis does not have stays missing. ErrRebuilding
 // when the closing is no longer the archive's (its lease ran out and a rebuild took the
 // sale): nothing more is marked, and the archive tries again later.
-func (s *Sales) MarkArchived(ctx context.Context, activityID int64, buckets int, closing Closing) error {
+func (s *Rebuilds) MarkArchived(ctx context.Context, activityID int64, buckets int, closing Closing) error {
 	for _, b := range stock.Whole(activityID, buckets).All() {
 		n, err := markScript.Run(ctx, s.rdb, []string{stock.SaleKey(b)}, closing.token).Int64()
 		if err == nil {
@@ -85,7 +85,7 @@ const (
 // sale hash; bucket 0's sale hash goes last. Every command is an UNLINK of at most
 // unlinkChunk keys of one slot, so it runs on a Redis Cluster as on one server and
 // never holds Redis long. It may be run again after a failure: a key gone is skipped.
-func (s *Sales) Remove(ctx context.Context, activityID int64, buckets int, n Names) (int64, error) {
+func (s *Rebuilds) Remove(ctx context.Context, activityID int64, buckets int, n Names) (int64, error) {
 	all := stock.Whole(activityID, buckets).All()
 	byBucket := make([][]string, len(all))
 	for _, who := range n.Buyers {

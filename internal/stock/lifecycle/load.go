@@ -17,7 +17,8 @@ import (
 	"seckill/internal/stock/moves"
 )
 
-// Sales are every sale's state in Redis, on a stock.Stock.
+// Sales load, change and read every sale's state in Redis, on a stock.Stock;
+// Rebuilds close, rebuild and archive it.
 type Sales struct {
 	sk    *stock.Stock
 	rdb   redis.UniversalClient

@@ -13,6 +13,7 @@ import (
 
 	"seckill/internal/buyer"
 	"seckill/internal/stock"
+	"seckill/internal/stock/moves"
 )
 
 // A sale's generation (the field gen of its hash) tells current Redis state from stale.
@@ -31,6 +32,19 @@ import (
 // reads MySQL and writes it into the state it builds; a claim returns the epoch of the
 // state it was made in, and MySQL refuses to write orders claimed in an older epoch than
 // its own. The worker claims those again, or adopts them (Adopt), on the rebuilt state.
+// Rebuilds close, rebuild, adopt into and archive sales' Redis state, on a
+// stock.Stock; Sales load, change and read it.
+type Rebuilds struct {
+	sk    *stock.Stock
+	rdb   redis.UniversalClient
+	moves *moves.Mover
+}
+
+// NewRebuilds returns the Rebuilds of sk.
+func NewRebuilds(sk *stock.Stock) *Rebuilds {
+	return &Rebuilds{sk: sk, rdb: sk.Redis(), moves: moves.New(sk)}
+}
+
 // RebuildPoint is what a rebuild starts from: whether Redis has the sale, its
 // generation (the highest of its buckets'), and the orders it holds as queued; for a
 // sale of several buckets, read after it was closed to purchases (Close).
@@ -48,7 +62,7 @@ type RebuildPoint struct {
 // RebuildPoint reads, atomically per bucket, what Rebuild needs to know of a sale's
 // Redis state. buckets is the sale's K as MySQL has it (Redis may have lost it). A sale
 // of several buckets exists when every bucket does and it is not closed for a rebuild.
-func (s *Sales) RebuildPoint(ctx context.Context, activityID int64, buckets int) (RebuildPoint, error) {
+func (s *Rebuilds) RebuildPoint(ctx context.Context, activityID int64, buckets int) (RebuildPoint, error) {
 	pt := RebuildPoint{Exists: true, Whole: true}
 	for _, b := range stock.Whole(activityID, buckets).All() {
 		var sale *redis.SliceCmd
@@ -128,7 +142,7 @@ type Closing struct{ token string }
 // holds it (for less than RebuildLease), ErrArchived when it is being archived. A
 // rebuild whose process dies leaves the sale closed, to the next rebuild after the
 // lease (the worker's periodic check, or a purchase that meets it).
-func (s *Sales) Close(ctx context.Context, activityID int64, buckets int) (Closing, error) {
+func (s *Rebuilds) Close(ctx context.Context, activityID int64, buckets int) (Closing, error) {
 	token := stock.NewToken()
 	sale := stock.Whole(activityID, buckets)
 	n, err := closeScript.Run(ctx, s.rdb, []string{stock.SaleKey(stock.One(activityID))}, token, RebuildLease.Milliseconds()).Int64()
@@ -152,12 +166,12 @@ func (s *Sales) Close(ctx context.Context, activityID int64, buckets int) (Closi
 }
 
 // Reopen ends a closing without a rebuild (one that found the sale rebuilt meanwhile).
-func (s *Sales) Reopen(ctx context.Context, activityID int64, buckets int, closing Closing) error {
+func (s *Rebuilds) Reopen(ctx context.Context, activityID int64, buckets int, closing Closing) error {
 	return s.reopen(ctx, stock.Whole(activityID, buckets), closing.token)
 }
 
 // reopen ends a rebuild's closing of every bucket (bucket 0, the lease, last).
-func (s *Sales) reopen(ctx context.Context, sale stock.Bucket, token string) error {
+func (s *Rebuilds) reopen(ctx context.Context, sale stock.Bucket, token string) error {
 	all := sale.All()
 	for i := len(all) - 1; i >= 0; i-- {
 		if err := reopenScript.Run(ctx, s.rdb, []string{stock.SaleKey(all[i])}, token).Err(); err != nil {
@@ -208,7 +222,7 @@ var ErrMoved = errors.New("the sale changed in Redis during the rebuild")
 // from before from was read (Close), so no purchase nor move came between, and what a
 // worker or a return does in a bucket already written is counted once: as queued in its
 // bucket, or as held in MySQL, where the reserve's figure took it.
-func (s *Sales) Rebuild(ctx context.Context, from RebuildPoint, closing Closing, sale stock.Sale, users, parts map[buyer.ID]int64, held int64, stored []stock.QueuedOrder, variants map[buyer.ID]map[int]int64) error {
+func (s *Rebuilds) Rebuild(ctx context.Context, from RebuildPoint, closing Closing, sale stock.Sale, users, parts map[buyer.ID]int64, held int64, stored []stock.QueuedOrder, variants map[buyer.ID]map[int]int64) error {
 	whole := stock.Whole(sale.ActivityID, sale.Buckets)
 	stamp := time.Now().UnixMilli() // the same in every bucket: see Adopt and applyScript
 	fields := append(sale.Fields(), "rebuilt", stamp, "epoch", sale.Epoch)
@@ -296,7 +310,7 @@ type bucketShare struct {
 
 // rebuildBucket runs rebuildScript on bucket b (see it for into, total and held) and
 // returns the units of the orders that stay queued there, then those of each variant.
-func (s *Sales) rebuildBucket(ctx context.Context, from RebuildPoint, closing Closing, b stock.Bucket, sale stock.Sale, fields []any, into string,
+func (s *Rebuilds) rebuildBucket(ctx context.Context, from RebuildPoint, closing Closing, b stock.Bucket, sale stock.Sale, fields []any, into string,
 	total, held int64, sh bucketShare) ([]int64, error) {
 	expect := ""
 	if b.N() < len(from.gens) {
@@ -350,7 +364,7 @@ type KeptKey struct {
 // none (SET NX), each until it would have expired, in its buyer's home bucket of the
 // sale's buckets (as MySQL has them), so that a replay after a rebuild of the sale gets
 // its order, not a second one. A key found in Redis is left as it is.
-func (s *Sales) RestoreKeys(ctx context.Context, activityID int64, buckets int, keys []KeptKey) error {
+func (s *Rebuilds) RestoreKeys(ctx context.Context, activityID int64, buckets int, keys []KeptKey) error {
 	now := time.Now()
 	for start := 0; start < len(keys); start += stageChunk {
 		cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -378,7 +392,7 @@ const stageChunk = 5000
 // stageUsers writes the users hash a rebuild will put in place (what each buyer holds:
 // HoldingFields) under a key of its own in bucket b's slot, in pipelined chunks, and
 // returns that key. The key expires in a minute should the rebuild not take it.
-func (s *Sales) stageUsers(ctx context.Context, sale stock.Sale, b stock.Bucket, sh bucketShare) (string, error) {
+func (s *Rebuilds) stageUsers(ctx context.Context, sale stock.Sale, b stock.Bucket, sh bucketShare) (string, error) {
 	key := stock.Prefix(b) + "users:rebuild:" + strconv.FormatInt(sale.Gen, 10) + ":" + stock.NewToken()
 	fields := make([]any, 0, 2*stageChunk)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -415,7 +429,7 @@ func (s *Sales) stageUsers(ctx context.Context, sale stock.Sale, b stock.Bucket,
 // its allowance is full again, as one an attempt writes. The hash is read with HSCAN,
 // a page of up to 1,000 fields per script call, so a sale of many buyers does not block
 // Redis; an allowance written after that is a queued order's, kept by rebuildScript.
-func (s *Sales) keepAllowances(ctx context.Context, b stock.Bucket) error {
+func (s *Rebuilds) keepAllowances(ctx context.Context, b stock.Bucket) error {
 	now, err := s.rdb.Time(ctx).Result()
 	if err != nil {
 		return fmt.Errorf("keep allowances: %w", err)
@@ -493,7 +507,7 @@ var adoptCodes = []stock.Code{{Lua: "NOT_ORPHAN", Value: int64(NotOrphan)}, {Lua
 // are not adopted (their group's state went with them: OrphanSeat). It returns each
 // order's outcome by id, and the epoch of the state the adopted ones are claimed in
 // (the lowest of the buckets', which a rebuild writes alike).
-func (s *Sales) Adopt(ctx context.Context, activityID int64, orders []stock.QueuedOrder) (map[string]Adoption, int64, error) {
+func (s *Rebuilds) Adopt(ctx context.Context, activityID int64, orders []stock.QueuedOrder) (map[string]Adoption, int64, error) {
 	out := make(map[string]Adoption, len(orders))
 	sale, err := s.sk.SaleOf(ctx, activityID)
 	if err != nil {
@@ -544,7 +558,7 @@ func (s *Sales) Adopt(ctx context.Context, activityID int64, orders []stock.Queu
 
 // adoptIn runs adoptScript on bucket b for its orders qs, and returns their outcomes in
 // order and the bucket's epoch.
-func (s *Sales) adoptIn(ctx context.Context, b stock.Bucket, qs []stock.QueuedOrder) ([]Adoption, int64, error) {
+func (s *Rebuilds) adoptIn(ctx context.Context, b stock.Bucket, qs []stock.QueuedOrder) ([]Adoption, int64, error) {
 	args := make([]any, 0, 2*len(qs))
 	for _, q := range qs {
 		args = append(args, q.OrderID, stock.QueuedValue(q))

@@ -15,10 +15,12 @@ type side struct {
 	*stock.Stock
 	*Reserver
 	*lifecycle.Sales
+	*lifecycle.Rebuilds
 	*settle.Settler
 }
 
 func newSide(rdb redis.UniversalClient) *side {
 	sk := stock.New(rdb)
-	return &side{Stock: sk, Reserver: New(sk), Sales: lifecycle.New(sk), Settler: settle.New(sk)}
+	return &side{Stock: sk, Reserver: New(sk), Sales: lifecycle.New(sk), Rebuilds: lifecycle.NewRebuilds(sk),
+		Settler: settle.New(sk)}
 }

@@ -27,6 +27,7 @@ type Side struct {
 	*stock.Stock
 	*reserve.Reserver
 	*lifecycle.Sales
+	*lifecycle.Rebuilds
 	*group.Groups
 	*moves.Mover
 	*settle.Settler
@@ -38,7 +39,8 @@ func New(rdb redis.UniversalClient) *Side { return Of(stock.New(rdb)) }
 // Of returns the families of scripts on sk: a second process's purchase path, say,
 // beside the one a service built on sk.
 func Of(sk *stock.Stock) *Side {
-	return &Side{Stock: sk, Reserver: reserve.New(sk), Sales: lifecycle.New(sk), Groups: group.New(sk),
+	return &Side{Stock: sk, Reserver: reserve.New(sk), Sales: lifecycle.New(sk),
+		Rebuilds: lifecycle.NewRebuilds(sk), Groups: group.New(sk),
 		Mover: moves.New(sk), Settler: settle.New(sk)}
 }
 
