@@ -31,7 +31,7 @@ var (
 
 // Binaries builds cmd/api and cmd/worker once per test binary and returns their paths.
 // They live in a temporary folder (about 140 MB) that RemoveBinaries deletes: call it
-// from the package's TestMain after m.Run.
+// from the package's TestMain after m.Run (or make TestMain Main).
 func Binaries(t testing.TB) (api, worker string) {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -61,6 +61,14 @@ func RemoveBinaries() {
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 	}
+}
+
+// Main runs a package's tests and then removes the binaries they built: the TestMain of
+// a package that starts stacks, whose own TestMain has nothing else to do.
+func Main(m *testing.M) {
+	code := m.Run()
+	RemoveBinaries()
+	os.Exit(code)
 }
 
 // Process is a cmd/api or cmd/worker process owned by a test.
