@@ -223,10 +223,8 @@ func (s *Service) Close(ctx context.Context) int { return s.Purchases.commits.cl
 // SetClock replaces the clock of the service and of its order lifecycle, and judges
 // sale windows by it instead of Redis' clock (tests).
 func (s *Service) SetClock(now func() time.Time) {
-	s.base.now = now
+	s.SetProcessClock(now)
 	s.base.judgeByNow = true
-	s.base.orders.SetClock(now)
-	s.base.stock.SetClock(now)
 }
 
 // SetProcessClock replaces this process's own clock (the times orders record, the

@@ -114,12 +114,3 @@ func (s *Waitlists) entryView(ctx context.Context, e settle.Entry) (WaitlistEntr
 	}
 	return v, nil
 }
-
-// WaitlistLength returns how many entries wait on a sale's waitlist (of every variant).
-func (s *Waitlists) WaitlistLength(ctx context.Context, activityID int64) (int64, error) {
-	vs, err := s.variants.variantsOf(ctx, activityID)
-	if err != nil {
-		return 0, err
-	}
-	return s.settle.WaitlistLength(ctx, activityID, len(vs))
-}

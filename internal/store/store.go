@@ -260,15 +260,6 @@ func New(db *gorm.DB, views Views) *Store {
 // SetClock replaces the clock every part stamps rows with (tests).
 func (s *Store) SetClock(now func() time.Time) { s.conn.now = now }
 
-// Ping checks that MySQL answers.
-func (s *Store) Ping(ctx context.Context) error {
-	sqlDB, err := s.conn.db.DB()
-	if err != nil {
-		return err
-	}
-	return sqlDB.PingContext(ctx)
-}
-
 // CreateActivity inserts a and sets its ID and timestamps. Before it returns, ready
 // runs inside the transaction with the stored row; if ready fails the row is not kept.
 func (s *Activities) CreateActivity(ctx context.Context, a *Activity, ready func(Activity) error) error {
