@@ -118,7 +118,11 @@ func newStack(t testing.TB, o handler.Options) *stack {
 	if o.Ready == nil { // as cmd/api: Redis needed, MySQL reported
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
-		o.Ready = health.NewProbe([]*health.Check{health.Watch(ctx, "redis", sk.Ping)}, health.Watch(ctx, "mysql", st.Ping))
+		sqlDB, err := db.Gorm.DB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Ready = health.NewProbe([]*health.Check{health.Watch(ctx, "redis", sk.Ping)}, health.Watch(ctx, "mysql", sqlDB.PingContext))
 	}
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
