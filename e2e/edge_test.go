@@ -142,7 +142,8 @@ func TestPublicReadsCrowdStraightAtOneAPI(t *testing.T) {
 	selects, calls = comSelect(t, db), redis.Calls(t)
 	stop := make(chan struct{})
 	start := time.Now()
-	crowd, wg := startReadCrowd(t, s.URL, paths, 64, stop)
+	const clients = 64
+	crowd, wg := startReadCrowd(t, s.URL, paths, clients, stop)
 	time.Sleep(span)
 	close(stop)
 	wg.Wait()
@@ -158,7 +159,9 @@ func TestPublicReadsCrowdStraightAtOneAPI(t *testing.T) {
 			t.Errorf("%d answers of status %d (0: no answer) %v", k, status, crowd.failures)
 		}
 	}
-	if want := 3 * n / 4; crowd.statuses[http.StatusOK] < want || crowd.statuses[http.StatusNotFound] < n/8 {
+	// Each client asks the paths in turn from its own offset, so its last, unfinished
+	// turn may hold one 404 more than its share: up to one per client off three in four.
+	if want := 3*n/4 - clients; crowd.statuses[http.StatusOK] < want || crowd.statuses[http.StatusNotFound] < n/8 {
 		t.Errorf("answers %v: want three in four 200 and one in four 404", crowd.statuses)
 	}
 	if p99 := crowd.p99(); p99 >= time.Second {
