@@ -156,9 +156,10 @@ case ${LOADTEST_MYSQL:-private} in
 private)
 	mysql_dir=$(mktemp -d)
 	free_port
-	mariadb-install-db --no-defaults --datadir="$mysql_dir/db" --user="$(id -un)" \
+	mkdir "$mysql_dir/tmp" # its own tmpdir: bootstraps side by side in /tmp can clash
+	mariadb-install-db --no-defaults --datadir="$mysql_dir/db" --tmpdir="$mysql_dir/tmp" --user="$(id -un)" \
 		--auth-root-authentication-method=socket --skip-test-db >"$mysql_dir/install.log" 2>&1
-	mariadbd --no-defaults --datadir="$mysql_dir/db" --socket="$mysql_dir/mysqld.sock" \
+	mariadbd --no-defaults --datadir="$mysql_dir/db" --tmpdir="$mysql_dir/tmp" --socket="$mysql_dir/mysqld.sock" \
 		--port="$port" --bind-address=127.0.0.1 --user="$(id -un)" --log-error="$mysql_dir/error.log" \
 		--innodb-buffer-pool-size=256M --max-connections=500 --skip-log-bin 9>&- &
 	pids+=($!)

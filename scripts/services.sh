@@ -79,15 +79,16 @@ start_mariadb() {
 		return 0
 	fi
 	local dir="$data/mariadb"
-	mkdir -p "$dir"
+	# its own tmpdir: bootstraps side by side in /tmp can clash on temporary tables' names
+	mkdir -p "$dir/tmp"
 	if [ ! -d "$dir/db/mysql" ]; then
 		log "creating a MariaDB data directory in .data/mariadb"
-		mariadb-install-db --no-defaults --datadir="$dir/db" --user="$(id -un)" \
+		mariadb-install-db --no-defaults --datadir="$dir/db" --tmpdir="$dir/tmp" --user="$(id -un)" \
 			--auth-root-authentication-method=socket --skip-test-db >"$dir/install.log" 2>&1
 	fi
 	log "starting mariadbd on $mysql_host:$mysql_port (data in .data/mariadb)"
 	# setsid: the server outlives the make target that started it; `make stop` ends it.
-	setsid mariadbd --no-defaults --datadir="$dir/db" --socket="$mysql_socket" \
+	setsid mariadbd --no-defaults --datadir="$dir/db" --tmpdir="$dir/tmp" --socket="$mysql_socket" \
 		--port="$mysql_port" --bind-address="$mysql_host" --user="$(id -un)" \
 		--pid-file="$dir/mariadbd.pid" --log-error="$dir/error.log" \
 		--innodb-buffer-pool-size=256M --max-connections=500 \

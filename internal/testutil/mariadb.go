@@ -71,15 +71,21 @@ func StartMariaDB(t testing.TB, opts ...MariaDBOptions) *MariaDBServer {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	me, _ := user.Current()
+	// A private tmpdir: bootstraps running side by side in one /tmp have clashed on
+	// their temporary tables' names ("Could not remove temporary table").
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	install := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+filepath.Join(dir, "db"),
-		"--user="+me.Username, "--auth-root-authentication-method=socket", "--skip-test-db")
+		"--tmpdir="+tmp, "--user="+me.Username, "--auth-root-authentication-method=socket", "--skip-test-db")
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
 	port := freePort(t)
 	s := &MariaDBServer{t: t, dir: dir, socket: filepath.Join(dir, "mysqld.sock")}
 	s.args = []string{"--no-defaults", "--datadir=" + filepath.Join(dir, "db"), "--socket=" + s.socket,
-		"--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1", "--user=" + me.Username,
+		"--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1", "--user=" + me.Username, "--tmpdir=" + tmp,
 		"--log-error=" + filepath.Join(dir, "error.log"), "--innodb-buffer-pool-size=64M",
 		"--skip-log-bin", "--max-connections=300"}
 	require := ""
