@@ -22,18 +22,7 @@ import (
 // rows of version 11 exactly.
 func TestBuyersMigrationKeepsRows(t *testing.T) {
 	ctx := context.Background()
-	db := testutil.EmptyMySQLOn(t, testutil.Env("SECKILL_MYSQL_DSN", testutil.DefaultMySQLDSN))
-	conn, err := db.Gorm.DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectMySQL, conn, migrations.Files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 11); err != nil {
-		t.Fatal(err)
-	}
+	conn, p := migratedTo(t, 11)
 	exec := func(query string, args ...any) {
 		t.Helper()
 		if _, err := conn.ExecContext(ctx, query, args...); err != nil {
@@ -179,4 +168,23 @@ func indexColumns(t *testing.T, conn *sql.DB, table, index string) string {
 		cols = append(cols, r["Column_name"])
 	}
 	return strings.Join(cols, " ")
+}
+
+// migratedTo is a fresh database migrated up to version, and the provider that migrates
+// it on.
+func migratedTo(t *testing.T, version int64) (*sql.DB, *goose.Provider) {
+	t.Helper()
+	db := testutil.EmptyMySQLOn(t, testutil.Env("SECKILL_MYSQL_DSN", testutil.DefaultMySQLDSN))
+	conn, err := db.Gorm.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectMySQL, conn, migrations.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(context.Background(), version); err != nil {
+		t.Fatal(err)
+	}
+	return conn, p
 }

@@ -52,8 +52,8 @@ func (s *Upkeep) ArchiveCandidates(ctx context.Context, endedBy time.Time, limit
 }
 
 // Unsettled reports whether an order of the sale is not final yet, or is cancelled with
-// its units still on their way back, through the indexes orders_by_activity and
-// orders_return_pending.
+// its units still on their way back, through the index orders_by_activity and an index
+// that leads with return_pending or activity_id.
 func (s *Upkeep) Unsettled(ctx context.Context, activityID int64) (bool, error) {
 	return unsettledOrder(s.db.WithContext(ctx), activityID)
 }
@@ -93,8 +93,9 @@ func lastRefund(db *gorm.DB, activityID int64) (time.Time, error) {
 // unsettledOrder reports whether an order of the sale is not final, or is cancelled
 // with its units still on their way back.
 func unsettledOrder(db *gorm.DB, activityID int64) (bool, error) {
-	// Two queries, each on its index (orders_by_activity, orders_return_pending): their
-	// OR would read every order of the sale.
+	// Two queries, each on an index (orders_by_activity; orders_sweeps, which leads with
+	// return_pending, or an index on the sale's orders): their OR would read every order
+	// of the sale.
 	for _, q := range []struct {
 		where string
 		arg   any

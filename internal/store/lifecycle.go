@@ -273,7 +273,7 @@ func (s *Lifecycle) cancelCreated(tx *gorm.DB, orders []Order, now time.Time) er
 // Redis) with the deadline in force. An order whose extended window is still open gets
 // that deadline written instead, and is counted in extended. An order paid or cancelled
 // meanwhile is left out. The rows are locked by their ids alone: a condition on status
-// and expiry let MySQL lock through the (status, expires_at) index instead, every due
+// and expiry let MySQL lock through the expiry's index (orders_sweeps) instead, every due
 // order in the range and its gaps, which deadlocked with payments of orders outside the
 // batch.
 func (s *Lifecycle) ExpireOrders(ctx context.Context, ids []string, now time.Time, w Windows) (expired []Order, extended int, err error) {
@@ -377,16 +377,19 @@ func (s *Lifecycle) FailGroup(ctx context.Context, activityID int64, id string, 
 	return cancelled, err
 }
 
-// DueOrders returns up to limit created orders whose pay window ended by now, oldest first.
+// DueOrders returns up to limit created orders whose pay window ended by now, oldest
+// first: a range of the index orders_sweeps (return_pending, status, expires_at). A
+// created order is never return_pending (only cancelCreated and RefundOrder set it, with
+// a status that does not change again), so NOT return_pending leaves none out.
 func (s *Lifecycle) DueOrders(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	var ids []string
-	err := s.db.WithContext(ctx).Model(&Order{}).Where("status = ? AND expires_at <= ?", StatusCreated, now).
+	err := s.db.WithContext(ctx).Model(&Order{}).Where("NOT return_pending AND status = ? AND expires_at <= ?", StatusCreated, now).
 		Order("expires_at").Limit(limit).Pluck("id", &ids).Error
 	return ids, err
 }
 
-// PendingReturns returns up to limit cancelled orders whose units are not yet
-// confirmed back in Redis.
+// PendingReturns returns up to limit cancelled or refunded orders whose units are not
+// yet confirmed back in Redis, through the index orders_sweeps.
 func (s *Lifecycle) PendingReturns(ctx context.Context, limit int) ([]Order, error) {
 	var os []Order
 	err := s.db.WithContext(ctx).Where("return_pending = ?", true).Limit(limit).Find(&os).Error

@@ -651,10 +651,11 @@ type GroupSeat struct {
 
 // KeyedOrders returns a sale's orders made with an Idempotency-Key since since (id,
 // buyer, created_at and the key's two columns only), whatever their status: the keys a
-// rebuild of the sale's Redis state writes back.
+// rebuild of the sale's Redis state writes back. It reads the sale's orders through the
+// index orders_by_activity, named, as OrderFacts does.
 func (s *Upkeep) KeyedOrders(ctx context.Context, activityID int64, since time.Time) ([]Order, error) {
 	var orders []Order
-	err := s.db.WithContext(ctx).Select("id", "buyer", "created_at", "idempotency_key", "request_fingerprint").
+	err := s.db.WithContext(ctx).Table("orders FORCE INDEX (orders_by_activity)").Select("id", "buyer", "created_at", "idempotency_key", "request_fingerprint").
 		Where("activity_id = ? AND created_at >= ? AND idempotency_key IS NOT NULL", activityID, since).
 		Find(&orders).Error
 	if err != nil {
