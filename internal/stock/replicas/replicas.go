@@ -182,7 +182,7 @@ func (r *Replicas) run(q *barrierQueue) {
 // barrier runs one barrier script per bucket of batch and one WAIT, pipelined on one
 // connection of node, and sets each confirmation's outcome.
 func (r *Replicas) barrier(node *redis.Client, batch []*confirmation) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout+time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*r.timeout+time.Second)
 	defer cancel()
 	ids := map[stock.Bucket][]any{}
 	var sales []stock.Bucket
@@ -205,6 +205,12 @@ func (r *Replicas) barrier(node *redis.Client, batch []*confirmation) {
 		return nil
 	})
 	acked, waitErr := wait.Int64()
+	if waitErr == nil && acked < int64(r.n) {
+		// Asked once more before a purchase answers 503: a master blocked a moment (a
+		// slot's MIGRATE waits for its target) handles a replica's acknowledgement only
+		// after WAIT's timeout has passed.
+		acked, waitErr = node.Do(ctx, "WAIT", r.n, r.timeout.Milliseconds()).Int64()
+	}
 	missing := map[string]bool{}
 	for _, c := range batch {
 		check := checks[c.b]
@@ -224,7 +230,7 @@ func (r *Replicas) barrier(node *redis.Client, batch []*confirmation) {
 		case c.orderID != "" && missing[c.orderID]:
 			c.err = ErrReservationLost
 		case acked < int64(r.n):
-			c.err = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, r.n, r.timeout)
+			c.err = fmt.Errorf("%w: %d of %d replicas within two waits of %v", ErrNotReplicated, acked, r.n, r.timeout)
 		}
 	}
 }
