@@ -126,7 +126,7 @@ func changeUserPurchases(tx *gorm.DB, sum map[buyerOf]*userUnits, keys []buyerOf
 	if op == "+" {
 		q.WriteString(", units_limit = VALUES(units_limit), participation_cap = VALUES(participation_cap)")
 	}
-	res := tx.Exec(q.String(), args...)
+	res := execBuilt(tx, q.String(), args)
 	return res.RowsAffected, res.Error
 }
 

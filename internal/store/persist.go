@@ -300,10 +300,23 @@ func insertOrders(tx *gorm.DB, rows []Order) error {
 			o.PersistedAt, orNull(o.GroupID), orNull(o.Variant), orNull(o.VariantIndex), o.Offered, o.EarlyAccess,
 			orNull(o.IdempotencyKey), orNull(o.RequestFingerprint))
 	}
-	if err := tx.Exec(q.String(), args...).Error; err != nil {
+	if err := execBuilt(tx, q.String(), args).Error; err != nil {
 		return fmt.Errorf("insert orders: %w", err)
 	}
 	return nil
+}
+
+// execBuilt runs query, whose placeholders ('?' only) take args in order, as tx.Exec
+// does, GORM's callbacks and all (the schema gate, tracing, the log of a failure), but
+// without GORM building it again a character and an argument at a time
+// (clause.Expr.Build): for the batch inserts of the worker, whose statements are built
+// here, that was about a tenth of the worker's CPU.
+func execBuilt(tx *gorm.DB, query string, args []any) *gorm.DB {
+	t := tx.Session(&gorm.Session{Context: tx.Statement.Context}) // a Statement of its own
+	t.Statement.SQL.Reset()
+	t.Statement.SQL.WriteString(query)
+	t.Statement.Vars = args
+	return t.Callback().Raw().Execute(t)
 }
 
 // The statement of insertOrders: its head, and one row's placeholders.
