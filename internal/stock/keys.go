@@ -26,8 +26,12 @@ func UsersKey(b Bucket) string { return Prefix(b) + "users" }
 // stock and not yet settled by the worker.
 func QueuedKey(b Bucket) string { return Prefix(b) + "queued" }
 
-// QueuedSinceKey is a sorted set of the queued order ids by the time they were taken
-// (unix ms), so the worker's repair pass finds the old ones without reading them all.
+// QueuedSinceKey is a sorted set of queued order ids by the time they were taken (unix
+// ms), so the worker's repair pass finds the old ones without reading them all. A
+// member is one or more order ids separated by single spaces: a reserve call writes one
+// member of all its reservations, scored by the earliest, and the waitlist's offer one
+// of a single order. Nothing removes an id when its order leaves the queue: the repair
+// pass (settle's stale.lua) drops a member once none of its orders is queued.
 func QueuedSinceKey(b Bucket) string { return Prefix(b) + "queued:since" }
 
 // Keys of one buyer end with the buyer's key (buyer.ID.Key), which holds no space.

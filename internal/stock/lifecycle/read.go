@@ -224,9 +224,10 @@ func (s *Sales) QueuedTotals(ctx context.Context, activityID int64) (orders, uni
 
 // OldestQueued returns when the oldest order of a sale still queued was taken (by the
 // clock of the API that took it; zero with none queued), read from each bucket's
-// queued-since index. An index entry whose order is no longer queued is dropped by the
-// repair pass (Stale) once 10 s old, so the answer may be that much too early, never
-// too late.
+// queued-since index. The index's members leave it lazily: the worker's repair pass
+// (settle.Stale) drops one once none of its orders is queued and it is MinAge old (10
+// s), every interval (2 s), so during a sale the answer may be too early by up to
+// their sum, never too late.
 func (s *Sales) OldestQueued(ctx context.Context, activityID int64) (time.Time, error) {
 	sale, err := s.sk.SaleOf(ctx, activityID)
 	if err != nil {

@@ -326,7 +326,7 @@ func (s *Rebuilds) rebuildBucket(ctx context.Context, from RebuildPoint, closing
 	if err != nil {
 		return nil, err
 	}
-	keys := []string{stock.SaleKey(b), stock.UsersKey(b), stock.QueuedKey(b), stock.ClaimedKey(b), stock.QueuedSinceKey(b), stock.ReturnedKey(b), staged,
+	keys := []string{stock.SaleKey(b), stock.UsersKey(b), stock.QueuedKey(b), stock.ClaimedKey(b), stock.ReturnedKey(b), staged,
 		stock.MovesKey(b)}
 	for _, q := range sh.stored {
 		args = append(args, q.OrderID)

@@ -5,11 +5,11 @@
 -- nothing.
 --
 -- KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] queued: queued hash
--- KEYS[4] claimed: claimed set  KEYS[5] since: queued-since sorted set
--- KEYS[6] returned: returned set  KEYS[7] staged: the users hash as MySQL's orders make
--- it (units, and participations), written beforehand in chunks (it becomes the users
--- hash; it may not exist when no buyer holds any)  KEYS[8] moves: moves hash
--- KEYS[8+i] sets[i]: the queued set of the buyer of stored order i
+-- KEYS[4] claimed: claimed set  KEYS[5] returned: returned set  KEYS[6] staged: the
+-- users hash as MySQL's orders make it (units, and participations), written beforehand
+-- in chunks (it becomes the users hash; it may not exist when no buyer holds any)
+-- KEYS[7] moves: moves hash  KEYS[7+i] sets[i]: the queued set of the buyer of stored
+-- order i
 -- ARGV[1] gen: the generation read, "" when the sale was missing
 -- ARGV[2] total  ARGV[3] held: the units out of the stock in MySQL (its orders' and
 -- those kept off sale)  ARGV[4] new_gen: the new generation
@@ -184,12 +184,13 @@ end
 --
 --   each(cmd, key, list): runs cmd on key with the values of list as arguments, in
 --     calls of at most 1000 (Lua's stack bounds unpack).
---   unqueue(sale, queued, claimed, since, ids, user_sets): ends the queued state of the
+--   unqueue(sale, queued, claimed, ids, user_sets): ends the queued state of the
 --     orders ids (user_sets[i] is the queued set of order i's buyer) and returns, by
 --     position, each one's buyer key, quantity and variant (nil for none); nil for an id
 --     not queued (or seen before in ids). The queued hash is read once, and it, the
---     claimed set, the since index and the sale's qunits are each written once, for all
---     of them: a command inside a script costs the server more than its own work.
+--     claimed set and the sale's qunits are each written once, for all of them: a
+--     command inside a script costs the server more than its own work. The since index
+--     keeps the ids: the repair pass drops its members lazily (stale.lua).
 --   give_back(sale, users, user, qty, variant): qty units (of variant, nil for none) back
 --     to stock, and the order they made out of what the buyer of key user holds
 --     (free_buyer)
@@ -204,7 +205,7 @@ local function each(cmd, key, list)
     redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
   end
 end
-local function unqueue(sale, queued, claimed, since, ids, user_sets)
+local function unqueue(sale, queued, claimed, ids, user_sets)
   local users, qtys, variants, gone, seen, units = {}, {}, {}, {}, {}, 0
   for first = 1, #ids, 1000 do
     local values = redis.call('HMGET', queued, unpack(ids, first, math.min(first + 999, #ids)))
@@ -223,7 +224,6 @@ local function unqueue(sale, queued, claimed, since, ids, user_sets)
   if #gone > 0 then
     each('HDEL', queued, gone)
     each('SREM', claimed, gone)
-    each('ZREM', since, gone)
     redis.call('HINCRBY', sale, 'qunits', string.format('%d', -units))
   end
   return users, qtys, variants
@@ -245,8 +245,8 @@ local function give_back(sale, users, user, qty, variant)
 end
 ---- end units.lua
 
-local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], claimed = KEYS[4], since = KEYS[5], returned = KEYS[6],
-  staged = KEYS[7], moves = KEYS[8]}
+local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], claimed = KEYS[4], returned = KEYS[5], staged = KEYS[6],
+  moves = KEYS[7]}
 local ARG = {gen = ARGV[1], total = ARGV[2], held = ARGV[3], new_gen = ARGV[4], activity = ARGV[5], channel = ARGV[6],
   into = ARGV[7], token = ARGV[8]}
 local at = 9 -- the count of the part that comes next
@@ -254,7 +254,7 @@ local settings = {}
 for i = 1, tonumber(ARGV[at]) do settings[i] = ARGV[at + i] end
 at = at + #settings + 1
 local stored, sets = {}, {}
-for i = 1, tonumber(ARGV[at]) do stored[i], sets[i] = ARGV[at + i], KEYS[8 + i] end
+for i = 1, tonumber(ARGV[at]) do stored[i], sets[i] = ARGV[at + i], KEYS[7 + i] end
 at = at + #stored + 1
 local variants, vlimit = {}, tonumber(ARGV[at + 1])
 for i = 1, tonumber(ARGV[at]) do variants[i] = {total = ARGV[at + 2 * i], held = ARGV[at + 2 * i + 1]} end
@@ -268,7 +268,7 @@ end
 if ARG.token ~= '' and string.match(redis.call('HGET', K.sale, 'closed') or '', '^(%S+)') ~= ARG.token then
   return {MOVED}
 end
-unqueue(K.sale, K.queued, K.claimed, K.since, stored, sets)
+unqueue(K.sale, K.queued, K.claimed, stored, sets)
 local queued = redis.call('HVALS', K.queued)
 -- the buyer locks of the purchases whose orders stay queued (their commits may be under
 -- way) stay held, and their buyers' attempts allowances stay (they may have reserved

@@ -347,8 +347,75 @@ func TestErrorHalfwayLeavesEarlierPurchasesWhole(t *testing.T) {
 	if err != nil || fmt.Sprint(sale) != "[10 0]" {
 		t.Errorf("after the roll-backs: avail and qunits %v (%v), want [10 0]", sale, err)
 	}
+	// The index's member leaves lazily: the repair pass drops it, none of its orders queued.
+	if stale, err := s.Stale(ctx, 1, first.Now, 10); err != nil || len(stale) != 0 {
+		t.Errorf("stale after the roll-backs = %+v, %v; want none", stale, err)
+	}
 	if n, err := s.rdb.ZCard(ctx, stock.QueuedSinceKey(stock.One(1))).Result(); err != nil || n != 0 {
-		t.Errorf("since index holds %d orders after the roll-backs (%v), want 0", n, err)
+		t.Errorf("since index holds %d members after the roll-backs and the repair pass (%v), want 0", n, err)
+	}
+}
+
+// A call indexes its reservations as one member of the queued-since index: their order
+// ids in the call's order, scored by the earliest (a refused purchase is not in it).
+// Settling an order leaves the member; the repair pass lists the orders still queued and
+// drops the member once none is.
+func TestCallIndexesItsOrdersAsOneMember(t *testing.T) {
+	s := newSide(testutil.StartRedis(t).Client(t))
+	ctx := context.Background()
+	loadSale(t, s, 1, 10, 2)
+	a, refused, b, c := purchase(1, 1, 1), purchase(1, 2, 3), purchase(1, 3, 1), purchase(1, 4, 2)
+	a.Now, b.Now, c.Now = start.Add(2*time.Minute), start.Add(time.Minute), start.Add(3*time.Minute)
+	var calls []*reserveCall
+	for _, r := range []Reservation{a, refused, b, c} {
+		calls = append(calls, &reserveCall{ctx: ctx, r: r, b: stock.One(1)})
+	}
+	s.reserveAll(ctx, calls)
+	for i, call := range calls {
+		if call.err != nil {
+			t.Fatalf("purchase %d: %v", i+1, call.err)
+		}
+	}
+	since := stock.QueuedSinceKey(stock.One(1))
+	index := func() []string {
+		t.Helper()
+		zs, err := s.rdb.ZRangeWithScores(ctx, since, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, z := range zs {
+			out = append(out, fmt.Sprintf("%v@%d", z.Member, int64(z.Score)))
+		}
+		return out
+	}
+	member := fmt.Sprintf("%s %s %s@%d", a.OrderID, b.OrderID, c.OrderID, b.Now.UnixMilli())
+	if got := index(); fmt.Sprint(got) != "["+member+"]" {
+		t.Fatalf("since index %v, want [%s]", got, member)
+	}
+
+	if err := s.Settle(ctx, 1, []settle.Settlement{{OrderID: b.OrderID, Buyer: b.Buyer}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := index(); fmt.Sprint(got) != "["+member+"]" {
+		t.Errorf("after settling b: since index %v, want [%s] still", got, member)
+	}
+	stale, err := s.Stale(ctx, 1, c.Now, 10)
+	if err != nil || len(stale) != 2 || stale[0].OrderID != a.OrderID || stale[1].OrderID != c.OrderID {
+		t.Errorf("stale = %+v, %v; want a and c", stale, err)
+	}
+	if err := s.Settle(ctx, 1, []settle.Settlement{{OrderID: a.OrderID, Buyer: a.Buyer},
+		{OrderID: c.OrderID, Buyer: c.Buyer}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := index(); fmt.Sprint(got) != "["+member+"]" {
+		t.Errorf("after settling all: since index %v, want [%s] until the repair pass", got, member)
+	}
+	if stale, err := s.Stale(ctx, 1, c.Now, 10); err != nil || len(stale) != 0 {
+		t.Errorf("stale = %+v, %v; want none", stale, err)
+	}
+	if got := index(); len(got) != 0 {
+		t.Errorf("after the repair pass: since index %v, want empty", got)
 	}
 }
 

@@ -246,7 +246,9 @@ end
 local function put(h, f, v)
   h.v[f], h.w[#h.w + 1], h.w[#h.w + 2] = v, f, v
 end
-local since = {} -- score, order id of each reservation of the call, for one ZADD
+-- the call's entry in the since index: the order ids of its reservations, in order, as
+-- one member scored by the earliest of their nows (keys.go, QueuedSinceKey), one ZADD
+local since = {ids = {}}
 -- a sale of variants: the units left of each variant the call's purchases named, by its
 -- field (avail:<i>), read at its first purchase and written once after the last
 local variants, variants_w = {}, {}
@@ -409,7 +411,8 @@ local function take(p, allow, g, held, parts)
   end
   put(queued, p.order, queued_value(p, sale.limit_text, sale.cap, group, size, expires))
   redis.call('SADD', p.user_queued_key, p.order)
-  since[#since + 1], since[#since + 2] = p.now, p.order
+  since.ids[#since.ids + 1] = p.order
+  if not since.at or tonumber(p.now) < tonumber(since.at) then since.at = p.now end
   if p.fingerprint ~= '' then
     redis.call('SET', p.idempotency_key, p.fingerprint .. ' ' .. p.order, 'EX', ARG.key_ttl)
   end
@@ -454,13 +457,13 @@ local function taken()
   for _, h in ipairs({users, queued}) do
     if #h.w > 0 then redis.call('HSET', h.key, unpack(h.w)) end
   end
-  if #since > 0 then
+  if #since.ids > 0 then
     -- counts computed in Lua go out with '%d': Redis 7.2.0-7.2.4 writes 900000000 as
     -- "9e+08", which HINCRBY then refuses
     local fields = {'avail', string.format('%d', sale.avail), 'qunits', string.format('%d', sale.qunits)}
     for f in pairs(variants_w) do fields[#fields + 1], fields[#fields + 2] = f, string.format('%d', variants[f]) end
     redis.call('HSET', K.sale, unpack(fields))
-    redis.call('ZADD', K.since, unpack(since))
+    redis.call('ZADD', K.since, since.at, table.concat(since.ids, ' '))
   end
 end
 

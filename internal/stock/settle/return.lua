@@ -159,12 +159,13 @@ end
 --
 --   each(cmd, key, list): runs cmd on key with the values of list as arguments, in
 --     calls of at most 1000 (Lua's stack bounds unpack).
---   unqueue(sale, queued, claimed, since, ids, user_sets): ends the queued state of the
+--   unqueue(sale, queued, claimed, ids, user_sets): ends the queued state of the
 --     orders ids (user_sets[i] is the queued set of order i's buyer) and returns, by
 --     position, each one's buyer key, quantity and variant (nil for none); nil for an id
 --     not queued (or seen before in ids). The queued hash is read once, and it, the
---     claimed set, the since index and the sale's qunits are each written once, for all
---     of them: a command inside a script costs the server more than its own work.
+--     claimed set and the sale's qunits are each written once, for all of them: a
+--     command inside a script costs the server more than its own work. The since index
+--     keeps the ids: the repair pass drops its members lazily (stale.lua).
 --   give_back(sale, users, user, qty, variant): qty units (of variant, nil for none) back
 --     to stock, and the order they made out of what the buyer of key user holds
 --     (free_buyer)
@@ -179,7 +180,7 @@ local function each(cmd, key, list)
     redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
   end
 end
-local function unqueue(sale, queued, claimed, since, ids, user_sets)
+local function unqueue(sale, queued, claimed, ids, user_sets)
   local users, qtys, variants, gone, seen, units = {}, {}, {}, {}, {}, 0
   for first = 1, #ids, 1000 do
     local values = redis.call('HMGET', queued, unpack(ids, first, math.min(first + 999, #ids)))
@@ -198,7 +199,6 @@ local function unqueue(sale, queued, claimed, since, ids, user_sets)
   if #gone > 0 then
     each('HDEL', queued, gone)
     each('SREM', claimed, gone)
-    each('ZREM', since, gone)
     redis.call('HINCRBY', sale, 'qunits', string.format('%d', -units))
   end
   return users, qtys, variants

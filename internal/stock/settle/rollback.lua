@@ -4,7 +4,7 @@
 -- KEYS[1] sale: sale hash  KEYS[2] users: users hash  KEYS[3] queued: queued hash
 -- KEYS[4] user_queued: the buyer's queued set  KEYS[5] claimed: claimed set
 -- KEYS[6] idempotency: idempotency key (any key when the purchase had none)
--- KEYS[7] since: queued-since sorted set  KEYS[8] given_back: given-back set
+-- KEYS[7] given_back: given-back set
 -- ARGV[1] order: order id  ARGV[2] activity: activity id (published on the
 -- returned-units channel)  ARGV[3] channel: the returned-units channel
 --
@@ -155,12 +155,13 @@ end
 --
 --   each(cmd, key, list): runs cmd on key with the values of list as arguments, in
 --     calls of at most 1000 (Lua's stack bounds unpack).
---   unqueue(sale, queued, claimed, since, ids, user_sets): ends the queued state of the
+--   unqueue(sale, queued, claimed, ids, user_sets): ends the queued state of the
 --     orders ids (user_sets[i] is the queued set of order i's buyer) and returns, by
 --     position, each one's buyer key, quantity and variant (nil for none); nil for an id
 --     not queued (or seen before in ids). The queued hash is read once, and it, the
---     claimed set, the since index and the sale's qunits are each written once, for all
---     of them: a command inside a script costs the server more than its own work.
+--     claimed set and the sale's qunits are each written once, for all of them: a
+--     command inside a script costs the server more than its own work. The since index
+--     keeps the ids: the repair pass drops its members lazily (stale.lua).
 --   give_back(sale, users, user, qty, variant): qty units (of variant, nil for none) back
 --     to stock, and the order they made out of what the buyer of key user holds
 --     (free_buyer)
@@ -175,7 +176,7 @@ local function each(cmd, key, list)
     redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
   end
 end
-local function unqueue(sale, queued, claimed, since, ids, user_sets)
+local function unqueue(sale, queued, claimed, ids, user_sets)
   local users, qtys, variants, gone, seen, units = {}, {}, {}, {}, {}, 0
   for first = 1, #ids, 1000 do
     local values = redis.call('HMGET', queued, unpack(ids, first, math.min(first + 999, #ids)))
@@ -194,7 +195,6 @@ local function unqueue(sale, queued, claimed, since, ids, user_sets)
   if #gone > 0 then
     each('HDEL', queued, gone)
     each('SREM', claimed, gone)
-    each('ZREM', since, gone)
     redis.call('HINCRBY', sale, 'qunits', string.format('%d', -units))
   end
   return users, qtys, variants
@@ -228,7 +228,7 @@ end
 ---- end bump_gen.lua
 
 local K = {sale = KEYS[1], users = KEYS[2], queued = KEYS[3], user_queued = KEYS[4], claimed = KEYS[5],
-  idempotency = KEYS[6], since = KEYS[7], given_back = KEYS[8]}
+  idempotency = KEYS[6], given_back = KEYS[7]}
 local ARG = {order = ARGV[1], activity = ARGV[2], channel = ARGV[3]}
 
 if redis.call('SISMEMBER', K.claimed, ARG.order) == 1 then return STANDS end
@@ -236,7 +236,7 @@ local prior = redis.call('GET', K.idempotency)
 -- a replay answered with this order (reserveScript marked its key): it stands, and the
 -- repair pass enqueues it
 if prior and string.sub(prior, -#ARG.order - 3) == ' ' .. ARG.order .. ' r' then return STANDS end
-local users, qtys, variants = unqueue(K.sale, K.queued, K.claimed, K.since, {ARG.order}, {K.user_queued})
+local users, qtys, variants = unqueue(K.sale, K.queued, K.claimed, {ARG.order}, {K.user_queued})
 if not users[1] then return NOT_QUEUED end
 give_back(K.sale, K.users, users[1], qtys[1], variants[1])
 bump_gen(K.sale)
