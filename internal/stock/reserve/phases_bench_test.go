@@ -21,8 +21,9 @@ import (
 // the reserve script (purchases of new buyers from 64 goroutines through Reserve,
 // coalesced), the release of their user locks (ReleaseUserLocks), asynq's enqueue of
 // their orders (one task per commit batch, task.Enqueuer), asynq's dequeue and
-// completion of those tasks (an asynq server whose handler does nothing), and the
-// worker's claim and settle. Commits and tasks are of -commit purchases (100, what a
+// completion of those tasks (an asynq server whose handler does nothing), the
+// worker's claim and settle, and the repair pass that then drops the settled orders'
+// entries of the queued-since index (Stale, one pass over them all). Commits and tasks are of -commit purchases (100, what a
 // crowd of `make loadtest` on this machine gets), each task claimed and settled whole.
 // A server with AOF and appendfsync always; clients auto-pipelined as the service's.
 //
@@ -129,9 +130,17 @@ func BenchmarkPurchasePhases(b *testing.B) {
 			}
 		})
 	})
+	step(b, plain, "repair", func() {
+		if stale, err := s.Stale(ctx, act, warm.Now, 500); err != nil || len(stale) != 1 || stale[0].OrderID != warm.OrderID {
+			b.Fatalf("stale = %+v, %v; want the warm-up's order alone", stale, err)
+		}
+	})
 	b.StopTimer()
 	if left, err := plain.HLen(ctx, stock.QueuedKey(stock.One(act))).Result(); err != nil || left != 1 { // the warm-up's
 		b.Fatalf("%d orders left queued, want 1 (%v)", left, err)
+	}
+	if left, err := plain.ZCard(ctx, stock.QueuedSinceKey(stock.One(act))).Result(); err != nil || left != 1 {
+		b.Fatalf("%d members left in the since index, want the warm-up's (%v)", left, err)
 	}
 }
 
