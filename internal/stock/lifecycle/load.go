@@ -15,18 +15,22 @@ import (
 
 	"seckill/internal/stock"
 	"seckill/internal/stock/moves"
+	"seckill/internal/stock/settle"
 )
 
 // Sales load, change and read every sale's state in Redis, on a stock.Stock;
 // Rebuilds close, rebuild and archive it.
 type Sales struct {
-	sk    *stock.Stock
-	rdb   redis.UniversalClient
-	moves *moves.Mover
+	sk     *stock.Stock
+	rdb    redis.UniversalClient
+	moves  *moves.Mover
+	settle *settle.Settler
 }
 
 // New returns the Sales of sk.
-func New(sk *stock.Stock) *Sales { return &Sales{sk: sk, rdb: sk.Redis(), moves: moves.New(sk)} }
+func New(sk *stock.Stock) *Sales {
+	return &Sales{sk: sk, rdb: sk.Redis(), moves: moves.New(sk), settle: settle.New(sk)}
+}
 
 // SetRoom changes a sale's waiting room; every API instance and the line see it at
 // their next script, and every API process drops its sold-out flag of the sale

@@ -222,37 +222,11 @@ func (s *Sales) QueuedTotals(ctx context.Context, activityID int64) (orders, uni
 	return orders, units, nil
 }
 
-// OldestQueued returns when the oldest order of a sale still queued was taken (by the
-// clock of the API that took it; zero with none queued), read from each bucket's
-// queued-since index. The index's members leave it lazily: the worker's repair pass
-// (settle.Stale) drops one once none of its orders is queued and it is MinAge old (10
-// s), every interval (2 s), so during a sale the answer may be too early by up to
-// their sum, never too late.
+// OldestQueued returns a time no later than when the oldest order of a sale still
+// queued was taken (zero with none queued): settle's Settler.Oldest, which reads each
+// bucket's queued-since index and drops on the way the members whose orders all left.
 func (s *Sales) OldestQueued(ctx context.Context, activityID int64) (time.Time, error) {
-	sale, err := s.sk.SaleOf(ctx, activityID)
-	if err != nil {
-		return time.Time{}, err
-	}
-	all := sale.All()
-	cmds := make([]*redis.ZSliceCmd, len(all))
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, b := range all {
-			cmds[i] = p.ZRangeWithScores(ctx, stock.QueuedSinceKey(b), 0, 0)
-		}
-		return nil
-	})
-	if err != nil {
-		return time.Time{}, fmt.Errorf("read the oldest queued order: %w", err)
-	}
-	var oldest time.Time
-	for _, c := range cmds {
-		for _, z := range c.Val() {
-			if at := time.UnixMilli(int64(z.Score)); oldest.IsZero() || at.Before(oldest) {
-				oldest = at
-			}
-		}
-	}
-	return oldest, nil
+	return s.settle.Oldest(ctx, activityID)
 }
 
 // UserQueued returns a buyer's queued orders in the given sales, in two round trips

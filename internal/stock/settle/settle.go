@@ -11,6 +11,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -341,8 +342,8 @@ var staleScript = stock.NewScript(staleLua, nil)
 
 // StaleWalk bounds the members of a bucket's queued-since index one call of staleScript
 // looks at, each of at most 64 orders (a reserve call's): the work Redis does in one
-// step, about 4 ms on a loaded machine of two cores (BenchmarkStaleWalk). Stale calls it
-// again, from where it stopped, until it is done.
+// step, about 4 ms on a loaded machine of two cores (BenchmarkStaleWalk). Stale and
+// Oldest call it again, from where it stopped, until they are done.
 const StaleWalk = 100
 
 // Stale returns up to limit queued orders of a sale per bucket taken at or before
@@ -357,36 +358,84 @@ func (s *Settler) Stale(ctx context.Context, activityID int64, before time.Time,
 	}
 	var out []stock.QueuedOrder
 	for _, b := range sale.All() {
-		listed := 0
-		for skip := int64(0); skip >= 0 && listed < limit; {
-			res, err := staleScript.Run(ctx, s.rdb, []string{stock.QueuedSinceKey(b), stock.QueuedKey(b), stock.ClaimedKey(b)},
-				before.UnixMilli(), limit-listed, skip, StaleWalk).Slice()
-			if err != nil {
-				return nil, fmt.Errorf("stale queued orders: %w", err)
-			}
-			var ok bool
-			if len(res)%3 == 1 {
-				skip, ok = res[0].(int64)
-			}
-			if !ok {
-				return nil, fmt.Errorf("stale queued orders: unexpected reply %v", res)
-			}
-			for i := 1; i < len(res); i += 3 {
-				id, ok1 := res[i].(string)
-				v, ok2 := res[i+1].(string)
-				claimed, ok3 := res[i+2].(int64)
-				if !ok1 || !ok2 || !ok3 {
-					return nil, fmt.Errorf("stale queued orders: unexpected reply %v", res[i:i+3])
-				}
-				q, err := stock.ParseQueued(activityID, id, v)
-				if err != nil {
-					return nil, err
-				}
-				q.Claimed = claimed == 1
-				out = append(out, q)
-				listed++
-			}
+		_, orders, err := s.walk(ctx, activityID, b, strconv.FormatInt(before.UnixMilli(), 10), limit)
+		if err != nil {
+			return nil, fmt.Errorf("stale queued orders: %w", err)
 		}
+		out = append(out, orders...)
 	}
 	return out, nil
+}
+
+// Oldest returns a time no later than when any order of a sale still queued was taken,
+// and as late as the index knows (by the clock of the API that took it; zero with none
+// queued): the score of the first member of a bucket's queued-since index with an
+// order still queued, the earliest of its reserve call's. The members before it, whose
+// orders all left the queue, are dropped on the way, as the repair pass does.
+func (s *Settler) Oldest(ctx context.Context, activityID int64) (time.Time, error) {
+	sale, err := s.sk.SaleOf(ctx, activityID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var oldest time.Time
+	for _, b := range sale.All() {
+		first, _, err := s.walk(ctx, activityID, b, "+inf", 1)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("read the oldest queued order: %w", err)
+		}
+		if !first.IsZero() && (oldest.IsZero() || first.Before(oldest)) {
+			oldest = first
+		}
+	}
+	return oldest, nil
+}
+
+// walk runs staleScript over bucket b until it has listed limit orders taken at or
+// before before (unix ms, or +inf) or has read every member that far, and returns
+// them and the score of the first member it kept (zero for none).
+func (s *Settler) walk(ctx context.Context, activityID int64, b stock.Bucket, before string, limit int) (time.Time, []stock.QueuedOrder, error) {
+	var (
+		first time.Time
+		out   []stock.QueuedOrder
+	)
+	for skip := int64(0); skip >= 0 && len(out) < limit; {
+		res, err := staleScript.Run(ctx, s.rdb, []string{stock.QueuedSinceKey(b), stock.QueuedKey(b), stock.ClaimedKey(b)},
+			before, limit-len(out), skip, StaleWalk).Slice()
+		if err != nil {
+			return time.Time{}, nil, err
+		}
+		var score string
+		ok := len(res)%3 == 2
+		if ok {
+			skip, ok = res[0].(int64)
+		}
+		if ok {
+			score, ok = res[1].(string)
+		}
+		if !ok {
+			return time.Time{}, nil, fmt.Errorf("unexpected reply %v", res)
+		}
+		if score != "" && first.IsZero() {
+			ms, err := strconv.ParseFloat(score, 64)
+			if err != nil {
+				return time.Time{}, nil, fmt.Errorf("score %q: %w", score, err)
+			}
+			first = time.UnixMilli(int64(ms))
+		}
+		for i := 2; i < len(res); i += 3 {
+			id, ok1 := res[i].(string)
+			v, ok2 := res[i+1].(string)
+			claimed, ok3 := res[i+2].(int64)
+			if !ok1 || !ok2 || !ok3 {
+				return time.Time{}, nil, fmt.Errorf("unexpected reply %v", res[i:i+3])
+			}
+			q, err := stock.ParseQueued(activityID, id, v)
+			if err != nil {
+				return time.Time{}, nil, err
+			}
+			q.Claimed = claimed == 1
+			out = append(out, q)
+		}
+	}
+	return first, out, nil
 }

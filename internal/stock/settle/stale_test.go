@@ -134,6 +134,38 @@ func TestStaleReadsMembersOfOneOrMoreOrders(t *testing.T) {
 	}
 }
 
+// The oldest queued order a sale's pages stop before (OldestQueued) is the score of the
+// first member with an order still queued: no later than any queued order, and not held
+// back by members whose orders all left, which it drops on the way (the API reads it,
+// whether or not a repair pass runs); zero, and an empty index, once none is queued.
+func TestOldestQueuedPassesSettledMembers(t *testing.T) {
+	x := newStaleIndex(t, 4)
+	ctx := context.Background()
+	o := x.reserve(5)
+	x.index(5*time.Second, o[0:2]) // wholly settled
+	x.index(3*time.Second, o[2:4]) // partly settled: o[2]
+	x.index(time.Second, o[4:5])
+	x.settle(o[0], o[1], o[2])
+	for _, tc := range []struct {
+		settle  []string
+		want    time.Time
+		members int
+	}{
+		{nil, stocktest.T0.Add(-3 * time.Second), 2},
+		{[]string{o[3]}, stocktest.T0.Add(-time.Second), 1},
+		{[]string{o[4]}, time.Time{}, 0},
+	} {
+		x.settle(tc.settle...)
+		got, err := x.s.OldestQueued(ctx, 4)
+		if err != nil || !got.Equal(tc.want) {
+			t.Errorf("after settling %v: oldest queued %v, %v; want %v", tc.settle, got, err, tc.want)
+		}
+		if ms := x.members(); len(ms) != tc.members {
+			t.Errorf("after settling %v: index %q, want %d members", tc.settle, ms, tc.members)
+		}
+	}
+}
+
 // A pass walks past any number of members whose orders all left the queue, in script
 // calls of at most settle.StaleWalk members each: behind 4,999 members of 64 orders
 // gone (as many as a reserve call writes) and one whose last order is still queued,
