@@ -342,7 +342,7 @@ var staleScript = stock.NewScript(staleLua, nil)
 
 // StaleWalk bounds the members of a bucket's queued-since index one call of staleScript
 // looks at, each of at most 64 orders (a reserve call's): the work Redis does in one
-// step, about 4 ms on a loaded machine of two cores (BenchmarkStaleWalk). Stale and
+// step, 4-7 ms on a loaded machine of two cores (BenchmarkStaleWalk). Stale and
 // Oldest call it again, from where it stopped, until they are done.
 const StaleWalk = 100
 
@@ -392,7 +392,9 @@ func (s *Settler) Oldest(ctx context.Context, activityID int64) (time.Time, erro
 
 // walk runs staleScript over bucket b until it has listed limit orders taken at or
 // before before (unix ms, or +inf) or has read every member that far, and returns
-// them and the score of the first member it kept (zero for none).
+// them and the score of the first member it kept (zero for none). A member that
+// another walk drops between two calls (its orders left meanwhile) moves the ones after
+// it: this walk may then pass over one, which the next reads.
 func (s *Settler) walk(ctx context.Context, activityID int64, b stock.Bucket, before string, limit int) (time.Time, []stock.QueuedOrder, error) {
 	var (
 		first time.Time
