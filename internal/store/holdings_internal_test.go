@@ -14,32 +14,31 @@ import (
 // meet, TestPersistBatchUserRuleInMySQL) and from MySQL 8's, whose number and wording
 // differ; any other error is no refusal.
 func TestOverLimitReadsEitherServersCheck(t *testing.T) {
-	one := buyerOf{1, buyer.Of(7)}
-	sum := map[buyerOf]*userUnits{one: {units: 2, orders: 2, limit: 1, cap: 1}}
+	one := userUnits{activityID: 1, buyer: buyer.Of(7), units: 2, orders: 2, limit: 1, cap: 1}
 	tests := []struct {
-		name string
-		err  error
-		keys []buyerOf
-		want string // "" for no refusal
+		name   string
+		err    error
+		buyers []userUnits
+		want   string // "" for no refusal
 	}{
 		{"mariadb, limit", &mysql.MySQLError{Number: 4025,
-			Message: "CONSTRAINT `user_purchases_within_limit` failed for `db`.`user_purchases`"}, []buyerOf{one},
+			Message: "CONSTRAINT `user_purchases_within_limit` failed for `db`.`user_purchases`"}, []userUnits{one},
 			"over the per-user limit of 1 in MySQL"},
 		{"mysql 8, cap", &mysql.MySQLError{Number: 3819,
-			Message: "Check constraint 'user_purchases_within_cap' is violated."}, []buyerOf{one},
+			Message: "Check constraint 'user_purchases_within_cap' is violated."}, []userUnits{one},
 			"over the cap of 1 participations in MySQL"},
 		{"mysql 8, limit, several buyers", fmt.Errorf("add: %w", &mysql.MySQLError{Number: 3819,
-			Message: "Check constraint 'user_purchases_within_limit' is violated."}), []buyerOf{one, {1, buyer.Of(8)}},
+			Message: "Check constraint 'user_purchases_within_limit' is violated."}), []userUnits{one, {activityID: 1, buyer: buyer.Of(8)}},
 			"over a per-user limit in MySQL"},
 		{"another table's check", &mysql.MySQLError{Number: 4025,
-			Message: "CONSTRAINT `user_purchases_units` failed for `db`.`user_purchases`"}, []buyerOf{one}, ""},
-		{"a duplicate key", &mysql.MySQLError{Number: 1062, Message: "Duplicate entry"}, []buyerOf{one}, ""},
-		{"not mysql's", errors.New("user_purchases_within_limit"), []buyerOf{one}, ""},
-		{"none", nil, []buyerOf{one}, ""},
+			Message: "CONSTRAINT `user_purchases_units` failed for `db`.`user_purchases`"}, []userUnits{one}, ""},
+		{"a duplicate key", &mysql.MySQLError{Number: 1062, Message: "Duplicate entry"}, []userUnits{one}, ""},
+		{"not mysql's", errors.New("user_purchases_within_limit"), []userUnits{one}, ""},
+		{"none", nil, []userUnits{one}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := overLimit(tt.err, sum, tt.keys)
+			got := overLimit(tt.err, tt.buyers)
 			switch {
 			case tt.want == "" && got != nil:
 				t.Errorf("overLimit = %q, want no refusal", got.reason)
