@@ -76,7 +76,8 @@ func (s *Purchases) buy(ctx context.Context, r BuyRequest) (o Order, g *group.Gr
 		res.Group = newOrderID(r.ActivityID, now) // a group id has an order id's form
 	}
 	rctx, span := telemetry.Child(ctx, "redis reserve", trace.SpanKindClient, telemetry.Redis...)
-	if span.IsRecording() {
+	traced := span.IsRecording() // the request's trace is sampled: the order carries it on
+	if traced {
 		span.SetAttributes(attribute.String("order.id", res.OrderID), attribute.Int64("activity.id", r.ActivityID))
 	}
 	got, err := s.reserve(rctx, &res)
@@ -110,7 +111,10 @@ func (s *Purchases) buy(ctx context.Context, r BuyRequest) (o Order, g *group.Gr
 	}
 
 	q := got.Order
-	c := &commit{order: q, res: res, traceparent: telemetry.Traceparent(ctx), done: make(chan struct{})}
+	c := &commit{order: q, res: res, done: make(chan struct{})}
+	if traced { // else Traceparent would look through ctx again to find no sampled span
+		c.traceparent = telemetry.Traceparent(ctx)
+	}
 	if s.commits.add(c) {
 		<-c.done
 	}
@@ -151,10 +155,9 @@ func (s *Purchases) reserve(ctx context.Context, res *reserve.Reservation) (rese
 			s.metrics.waited(time.Since(start))
 		}
 	}()
+	res.Timeout = s.IOTimeout
 	for {
-		rctx, cancel := context.WithTimeout(ctx, s.IOTimeout)
-		got, err := s.reserver.Reserve(rctx, *res)
-		cancel()
+		got, err := s.reserver.Reserve(ctx, *res)
 		switch {
 		case errors.Is(err, stock.ErrBusy): // wait for the lock, below
 		case err == nil, stock.IsRefusal(err):

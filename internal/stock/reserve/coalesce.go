@@ -25,6 +25,7 @@ const (
 // reserveCall is one purchase on its way through the coalescer.
 type reserveCall struct {
 	ctx         context.Context
+	deadline    time.Time // Reservation.Timeout's, zero for none: it ends the call as ctx's would
 	r           Reservation
 	fingerprint string
 	b           stock.Bucket // the bucket it goes to
@@ -81,8 +82,13 @@ func (b *coalescer) do(c *reserveCall) {
 // run sends one call for batch, answers its purchases, and passes what waits on.
 func (b *coalescer) run(id stock.Bucket, q *saleCalls, batch []*reserveCall) {
 	ready := batch[:0:0]
+	now := time.Now()
 	for _, c := range batch { // a purchase whose time ran out while waiting is not sent
-		if err := c.ctx.Err(); err != nil {
+		err := c.ctx.Err()
+		if err == nil && !c.deadline.IsZero() && !now.Before(c.deadline) {
+			err = context.DeadlineExceeded
+		}
+		if err != nil {
 			c.err = err
 			close(c.done)
 			continue
@@ -116,13 +122,18 @@ func (b *coalescer) run(id stock.Bucket, q *saleCalls, batch []*reserveCall) {
 }
 
 // batchContext is a context for one call of calls: it ends at the earliest of their
-// deadlines, and nothing of theirs cancels it before.
+// deadlines (their contexts' and their own), and nothing of theirs cancels it before.
 func batchContext(calls []*reserveCall) (context.Context, context.CancelFunc) {
 	var deadline time.Time
-	for _, c := range calls {
-		if d, ok := c.ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+	earliest := func(d time.Time) {
+		if !d.IsZero() && (deadline.IsZero() || d.Before(deadline)) {
 			deadline = d
 		}
+	}
+	for _, c := range calls {
+		d, _ := c.ctx.Deadline()
+		earliest(d)
+		earliest(c.deadline)
 	}
 	ctx := context.WithoutCancel(calls[0].ctx)
 	if deadline.IsZero() {

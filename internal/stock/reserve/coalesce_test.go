@@ -196,8 +196,13 @@ func TestCoalescedInArrivalOrder(t *testing.T) {
 	c := reserve(gone, purchase(1, 11, 1))
 	waitFor(3)
 	cancel()
-	d := reserve(ctx, purchase(1, 12, 1))
+	late := purchase(1, 13, 1)
+	late.Timeout = 20 * time.Millisecond // past before the calls in flight come back
+	e := reserve(ctx, late)
 	waitFor(4)
+	d := reserve(ctx, purchase(1, 12, 1))
+	waitFor(5)
+	time.Sleep(2 * late.Timeout)
 	close(release)
 
 	for i, ch := range []<-chan answer{first, second, a} {
@@ -211,6 +216,9 @@ func TestCoalescedInArrivalOrder(t *testing.T) {
 	if got := <-c; !errors.Is(got.err, context.Canceled) {
 		t.Errorf("a purchase cancelled while waiting: %v, want context.Canceled", got.err)
 	}
+	if got := <-e; !errors.Is(got.err, context.DeadlineExceeded) {
+		t.Errorf("a purchase whose Timeout passed while waiting: %v, want context.DeadlineExceeded", got.err)
+	}
 	if got := <-d; !errors.Is(got.err, stock.ErrSoldOut) {
 		t.Errorf("the purchase after the last unit: %v, want ErrSoldOut", got.err)
 	}
@@ -223,8 +231,41 @@ func TestCoalescedInArrivalOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.Users["11"] != 0 || snap.Users["10"] != 1 {
-		t.Errorf("holdings %v: user 10 should hold 1 and user 11 nothing", snap.Users)
+	if snap.Users["11"] != 0 || snap.Users["13"] != 0 || snap.Users["10"] != 1 {
+		t.Errorf("holdings %v: user 10 should hold 1 and users 11 and 13 nothing", snap.Users)
+	}
+}
+
+// A call's context ends at the earliest deadline of its purchases, their contexts' or
+// their own (Reservation.Timeout), and has none when none of them has one.
+func TestBatchContextEndsAtEarliestDeadline(t *testing.T) {
+	now := time.Now()
+	at := func(d time.Duration) time.Time { return now.Add(d) }
+	ctxBy := func(d time.Duration) context.Context {
+		ctx, cancel := context.WithDeadline(context.Background(), at(d))
+		t.Cleanup(cancel)
+		return ctx
+	}
+	for _, tc := range []struct {
+		name  string
+		calls []*reserveCall
+		want  time.Time // zero: no deadline
+	}{
+		{"none", []*reserveCall{{ctx: context.Background()}, {ctx: context.Background()}}, time.Time{}},
+		{"a context's", []*reserveCall{{ctx: context.Background()}, {ctx: ctxBy(time.Hour)}}, at(time.Hour)},
+		{"a purchase's own", []*reserveCall{{ctx: context.Background(), deadline: at(time.Minute)}, {ctx: ctxBy(time.Hour)}},
+			at(time.Minute)},
+		{"a context's before the purchase's own", []*reserveCall{{ctx: ctxBy(time.Second), deadline: at(time.Minute)},
+			{ctx: context.Background(), deadline: at(time.Hour)}}, at(time.Second)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := batchContext(tc.calls)
+			defer cancel()
+			got, ok := ctx.Deadline()
+			if ok != !tc.want.IsZero() || !got.Equal(tc.want) {
+				t.Errorf("deadline %v (%v), want %v", got, ok, tc.want)
+			}
+		})
 	}
 }
 

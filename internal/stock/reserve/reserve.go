@@ -84,6 +84,10 @@ type Reservation struct {
 	// bursts of ratelimit.Burst(PerSecond); 0 counts this attempt against none (no
 	// limit, or the retry of an attempt that met the user's lock).
 	PerSecond float64
+	// Timeout bounds Reserve's work in Redis from its start, as a deadline of its ctx
+	// would (0: ctx's alone), without a timer of its own per purchase: the script call
+	// that carries it ends at the earliest deadline of its purchases.
+	Timeout time.Duration
 }
 
 // allowance is the interval between two attempts of the user's allowance and its
@@ -231,10 +235,14 @@ const maxRefills = 3
 // tries again; it answers sold out with errNoneLeft (the answer that sets the sold-out
 // flag) only once the refill found no unit anywhere.
 func (s *Reserver) reserveRouted(ctx context.Context, r Reservation, fingerprint string) (Reserved, error) {
+	var deadline time.Time
+	if r.Timeout > 0 {
+		deadline = time.Now().Add(r.Timeout)
+	}
 	refills := 0
 	for {
 		b := stock.Home(r.ActivityID, r.Buyer, s.sk.KnownBuckets(r.ActivityID))
-		got, err := s.reserve(ctx, r, fingerprint, b)
+		got, err := s.reserve(ctx, deadline, r, fingerprint, b)
 		got.Bucket = b
 		var wrong *wrongBucketsError
 		switch {
@@ -256,7 +264,7 @@ func (s *Reserver) reserveRouted(ctx context.Context, r Reservation, fingerprint
 			return got, notFlagged
 		}
 		refills++
-		moved, empty, rerr := s.moves.Refill(ctx, b, int64(r.Quantity), r.Variant)
+		moved, empty, rerr := s.refill(ctx, deadline, b, r)
 		switch {
 		case rerr != nil: // a bucket closed for a rebuild or lost (ErrNoSale), or Redis failing
 			return got, fmt.Errorf("move units to bucket %d: %w", b.N(), rerr)
@@ -274,8 +282,19 @@ type wrongBucketsError struct{ k int }
 
 func (e *wrongBucketsError) Error() string { return fmt.Sprintf("the sale has %d buckets", e.k) }
 
-func (s *Reserver) reserve(ctx context.Context, r Reservation, fingerprint string, b stock.Bucket) (Reserved, error) {
-	c := &reserveCall{ctx: ctx, r: r, fingerprint: fingerprint, b: b, done: make(chan struct{})}
+// refill moves units into bucket b for purchase r (reserveRouted), by deadline (zero:
+// ctx's alone).
+func (s *Reserver) refill(ctx context.Context, deadline time.Time, b stock.Bucket, r Reservation) (moved int64, empty bool, err error) {
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	return s.moves.Refill(ctx, b, int64(r.Quantity), r.Variant)
+}
+
+func (s *Reserver) reserve(ctx context.Context, deadline time.Time, r Reservation, fingerprint string, b stock.Bucket) (Reserved, error) {
+	c := &reserveCall{ctx: ctx, deadline: deadline, r: r, fingerprint: fingerprint, b: b, done: make(chan struct{})}
 	s.reserving.do(c)
 	if c.err != nil {
 		return Reserved{}, fmt.Errorf("reserve: %w", c.err)
