@@ -406,7 +406,8 @@ func TestPersistBatchKeepsTheMarks(t *testing.T) {
 // text and leave the rest to the driver (a quote, a backslash, a control character),
 // which escapes by the sql_mode. The handles interpolate arguments, as the service's do.
 func TestPersistBatchWritesValuesAsGiven(t *testing.T) {
-	odd := []string{"it's", `back\slash`, `ends\`, `\'`, "'; DROP TABLE orders; -- ", "?", `"q" ünï`, "a\tb\x00c", "é?'\\%_"}
+	odd := []string{"it's", `back\slash`, `ends\`, `\'`, "'; DROP TABLE orders; -- ", "?", `"q" ünï`, "a\tb\x00c", "é?'\\%_",
+		"? /* # -- `x`"}
 	for _, mode := range []string{"@@sql_mode", "CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')"} {
 		t.Run(mode, func(t *testing.T) {
 			db := testutil.MySQL(t)
