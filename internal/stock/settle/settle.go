@@ -11,7 +11,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -193,7 +192,6 @@ func (s *Settler) Settle(ctx context.Context, activityID int64, orders []Settlem
 		ids := offerIDs(activityID, now, min(failing, maxOffers))
 		args := append(make([]any, 0, 5+len(ids)+3*len(os)), activityID, stock.ReturnedChannel, stock.Prefix(b), now.UnixMilli(), len(ids))
 		args = append(args, ids...)
-		keys = slices.Grow(keys, 4*len(os))
 		// the keys of an order outside a group and of no variant, the most, made once
 		noGroup, noSeats, noVariant := stock.GroupKey(b, ""), stock.GroupSeatsKey(b, ""), stock.WaitlistKey(b, 0)
 		for _, o := range os {
