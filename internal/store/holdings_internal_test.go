@@ -48,3 +48,33 @@ func TestOverLimitReadsEitherServersCheck(t *testing.T) {
 		})
 	}
 }
+
+// byBuyer sums a batch's rows by buyer of a sale, whatever their order, each buyer's
+// limit and cap the highest of theirs, in the order batches lock user_purchases: by
+// sale, then by the buyer's bytes.
+func TestByBuyerSumsEachBuyerInLockOrder(t *testing.T) {
+	row := func(act int64, who string, units int64, limit, cap int) userUnits {
+		return userUnits{activityID: act, buyer: buyer.ID(who), units: units, orders: 1, limit: limit, cap: cap}
+	}
+	tests := []struct {
+		name string
+		rows []userUnits
+		want []userUnits
+	}{
+		{"none", nil, []userUnits{}},
+		{"one", []userUnits{row(1, "a", 2, 3, 0)}, []userUnits{row(1, "a", 2, 3, 0)}},
+		{"a buyer's orders apart, sales mixed",
+			[]userUnits{row(2, "b", 1, 1, 0), row(1, "b", 1, 2, 1), row(1, "a", 2, 5, 0), row(2, "b", 3, 4, 2), row(1, "b", 1, 1, 3)},
+			[]userUnits{row(1, "a", 2, 5, 0), {activityID: 1, buyer: "b", units: 2, orders: 2, limit: 2, cap: 3},
+				{activityID: 2, buyer: "b", units: 4, orders: 2, limit: 4, cap: 2}}},
+		{"by bytes", []userUnits{row(1, "b", 1, 1, 0), row(1, "B", 1, 1, 0), row(1, "ab", 1, 1, 0), row(1, "a", 1, 1, 0)},
+			[]userUnits{row(1, "B", 1, 1, 0), row(1, "a", 1, 1, 0), row(1, "ab", 1, 1, 0), row(1, "b", 1, 1, 0)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := byBuyer(tt.rows); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("byBuyer = %v\nwant %v", got, tt.want)
+			}
+		})
+	}
+}
