@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -78,8 +77,8 @@ func BenchmarkSoldOutAnswer(b *testing.B) {
 				b.Fatalf("Access-Control-Allow-Origin %q for Origin %q", w.Header().Get("Access-Control-Allow-Origin"), bc.origin)
 			}
 			b.ResetTimer()
-			cpu := cpuTime()
-			defer func() { b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op") }()
+			cpu := testutil.OwnCPU()
+			defer func() { b.ReportMetric(float64((testutil.OwnCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op") }()
 			b.RunParallel(func(pb *testing.PB) {
 				i := 0
 				for pb.Next() {
@@ -92,16 +91,6 @@ func BenchmarkSoldOutAnswer(b *testing.B) {
 			})
 		})
 	}
-}
-
-// cpuTime is the CPU this process has used: a benchmark's cost that other work on a
-// shared machine does not inflate as it does the time per operation.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkPurchaseAnswer is the API's own work for an accepted purchase (the 202 of a
@@ -135,7 +124,7 @@ func BenchmarkPurchaseAnswer(b *testing.B) {
 	var next atomic.Int64
 	b.SetParallelism(32) // 64 goroutines on two cores
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := testutil.OwnCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if w := buy(int(next.Add(1) - 1)); w.Code != http.StatusAccepted {
@@ -144,5 +133,5 @@ func BenchmarkPurchaseAnswer(b *testing.B) {
 			}
 		}
 	})
-	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((testutil.OwnCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -29,25 +28,19 @@ type userUnits struct {
 	limit, cap    int
 }
 
-// buyerOf is a buyer of an activity: the key of user_purchases.
-type buyerOf struct {
-	activityID int64
-	buyer      buyer.ID
-}
-
 // overLimit is the refusal of a batch whose additions to user_purchases the per-user
 // rule refused (err, the CHECK user_purchases_within_limit or _within_cap: a buyer's
 // units past the per-user limit, or orders past the cap on participations, its orders
 // were accepted under), or nil for any other error. A batch of one buyer names that
 // buyer's limit or cap.
-func overLimit(err error, sum map[buyerOf]*userUnits, keys []buyerOf) *guardError {
+func overLimit(err error, buyers []userUnits) *guardError {
 	refused, ok := checkRefused(err)
 	if !ok {
 		return nil
 	}
 	var one *userUnits
-	if len(keys) == 1 {
-		one = sum[keys[0]]
+	if len(buyers) == 1 {
+		one = &buyers[0]
 	}
 	switch {
 	case strings.Contains(refused, "user_purchases_within_cap") && one != nil:
@@ -75,58 +68,56 @@ func checkRefused(err error) (string, bool) {
 
 // byBuyer sums rows by buyer (activity, buyer), each buyer's limit and cap the highest
 // of their rows', and returns the buyers in the order the worker's batches lock their
-// rows (activity, then buyer by its bytes, as the primary key orders them).
-func byBuyer(rows []userUnits) (map[buyerOf]*userUnits, []buyerOf) {
-	sum := map[buyerOf]*userUnits{}
+// rows (activity, then buyer by its bytes, as the primary key orders them). It sorts
+// rows, and sums them in place.
+func byBuyer(rows []userUnits) []userUnits {
+	slices.SortFunc(rows, func(a, b userUnits) int {
+		return cmp.Or(cmp.Compare(a.activityID, b.activityID), strings.Compare(string(a.buyer), string(b.buyer)))
+	})
+	buyers := rows[:0]
 	for _, r := range rows {
-		k := buyerOf{r.activityID, r.buyer}
-		if u, ok := sum[k]; ok {
+		if n := len(buyers); n > 0 && buyers[n-1].activityID == r.activityID && buyers[n-1].buyer == r.buyer {
+			u := &buyers[n-1]
 			u.units += r.units
 			u.orders += r.orders
 			u.limit = max(u.limit, r.limit)
 			u.cap = max(u.cap, r.cap)
 			continue
 		}
-		r := r
-		sum[k] = &r
+		buyers = append(buyers, r)
 	}
-	return sum, slices.SortedFunc(maps.Keys(sum), func(a, b buyerOf) int {
-		return cmp.Or(cmp.Compare(a.activityID, b.activityID), strings.Compare(string(a.buyer), string(b.buyer)))
-	})
+	return buyers
 }
 
 // changeUserPurchases adds (op "+") or takes back (op "-") the buyers' units and orders
-// in user_purchases, in one statement, rows in keys' order; a buyer without a row gets
-// one. An addition also writes each buyer's limit and cap, which the table's CHECKs
-// hold the new totals to. It returns the rows affected, as MySQL counts them: 1 a row
-// inserted, 2 updated.
-func changeUserPurchases(tx *gorm.DB, sum map[buyerOf]*userUnits, keys []buyerOf, op string) (int64, error) {
-	var q strings.Builder
-	q.WriteString("INSERT INTO user_purchases (activity_id, buyer, units, participations")
-	row := "(?, ?, ?, ?)"
+// in user_purchases, in one statement, rows in their order (byBuyer's); a buyer without
+// a row gets one. An addition also writes each buyer's limit and cap, which the table's
+// CHECKs hold the new totals to. It returns the rows affected, as MySQL counts them: 1 a
+// row inserted, 2 updated.
+func changeUserPurchases(tx *gorm.DB, buyers []userUnits, op string) (int64, error) {
+	head := "INSERT INTO user_purchases (activity_id, buyer, units, participations) VALUES "
 	if op == "+" {
-		q.WriteString(", units_limit, participation_cap")
-		row = "(?, ?, ?, ?, ?, ?)"
+		head = "INSERT INTO user_purchases (activity_id, buyer, units, participations, units_limit, participation_cap) VALUES "
 	}
-	q.WriteString(") VALUES ")
-	args := make([]any, 0, 6*len(keys))
-	for i, k := range keys {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString(row)
-		u := sum[k]
-		args = append(args, k.activityID, string(k.buyer), u.units, u.orders)
+	s := newRowsStatement(head, len(head)+96*len(buyers)+200, 0)
+	for _, u := range buyers {
+		s.row()
+		s.int(u.activityID)
+		s.str(string(u.buyer))
+		s.int(u.units)
+		s.int(u.orders)
 		if op == "+" {
-			args = append(args, u.limit, u.cap)
+			s.int(int64(u.limit))
+			s.int(int64(u.cap))
 		}
+		s.endRow()
 	}
-	q.WriteString(" ON DUPLICATE KEY UPDATE units = units " + op + " VALUES(units), " +
+	s.write(" ON DUPLICATE KEY UPDATE units = units " + op + " VALUES(units), " +
 		"participations = participations " + op + " VALUES(participations)")
 	if op == "+" {
-		q.WriteString(", units_limit = VALUES(units_limit), participation_cap = VALUES(participation_cap)")
+		s.write(", units_limit = VALUES(units_limit), participation_cap = VALUES(participation_cap)")
 	}
-	res := execBuilt(tx, q.String(), args)
+	res := s.exec(tx)
 	return res.RowsAffected, res.Error
 }
 
@@ -135,9 +126,9 @@ func changeUserPurchases(tx *gorm.DB, sum map[buyerOf]*userUnits, keys []buyerOf
 // participations, of the orders being added: the CHECKs of the rows refuse them, so
 // nothing is read back.
 func addUserUnits(tx *gorm.DB, rows []userUnits) error {
-	sum, keys := byBuyer(rows)
-	_, err := changeUserPurchases(tx, sum, keys, "+")
-	if guard := overLimit(err, sum, keys); guard != nil {
+	buyers := byBuyer(rows)
+	_, err := changeUserPurchases(tx, buyers, "+")
+	if guard := overLimit(err, buyers); guard != nil {
 		return guard
 	}
 	if err != nil {
@@ -156,13 +147,13 @@ func takeBackFromUsers(tx *gorm.DB, orders []Order) error {
 	for i, o := range orders {
 		rows[i] = userUnits{activityID: o.ActivityID, buyer: o.Buyer, units: int64(o.Quantity), orders: 1}
 	}
-	sum, keys := byBuyer(rows)
-	affected, err := changeUserPurchases(tx, sum, keys, "-")
+	buyers := byBuyer(rows)
+	affected, err := changeUserPurchases(tx, buyers, "-")
 	if err != nil {
 		return fmt.Errorf("take back user units: %w", err)
 	}
-	if affected != 2*int64(len(keys)) {
-		return fmt.Errorf("take back user units: %d of %d buyers had no totals", 2*int64(len(keys))-affected, len(keys))
+	if affected != 2*int64(len(buyers)) {
+		return fmt.Errorf("take back user units: %d of %d buyers had no totals", 2*int64(len(buyers))-affected, len(buyers))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -98,4 +99,45 @@ func TestExecBuiltAsExec(t *testing.T) {
 		}
 	}
 	gate.Open()
+}
+
+// uniqueByID keeps the first order of each id, in the batch's order, and leaves a
+// batch without a repeat as it is.
+func TestUniqueByID(t *testing.T) {
+	of := func(ids ...string) []NewOrder {
+		out := make([]NewOrder, len(ids))
+		for i, id := range ids {
+			out[i] = NewOrder{Order: Order{ID: id, Quantity: i + 1}}
+		}
+		return out
+	}
+	quantities := func(orders []NewOrder) string {
+		var b strings.Builder
+		for _, o := range orders {
+			fmt.Fprintf(&b, "%s%d ", o.ID, o.Quantity)
+		}
+		return b.String()
+	}
+	tests := []struct {
+		ids  []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"a", "b", "c"}, "a1 b2 c3 "},
+		{[]string{"a", "b", "a", "c", "b"}, "a1 b2 c4 "},
+		{[]string{"a", "a", "a"}, "a1 "},
+	}
+	for _, tt := range tests {
+		orders := of(tt.ids...)
+		got := uniqueByID(orders)
+		if quantities(got) != tt.want {
+			t.Errorf("uniqueByID(%v) = %q, want %q", tt.ids, quantities(got), tt.want)
+		}
+		if len(got) == len(orders) && len(got) > 0 && &got[0] != &orders[0] {
+			t.Errorf("uniqueByID(%v) copied a batch without a repeat", tt.ids)
+		}
+		if len(got) < len(orders) && quantities(orders) != quantities(of(tt.ids...)) {
+			t.Errorf("uniqueByID(%v) changed the caller's batch", tt.ids)
+		}
+	}
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -120,6 +120,7 @@ func (s *Batches) PersistBatch(ctx context.Context, orders []NewOrder, w Windows
 	if len(orders) == 1 {
 		return s.persistFailed(ctx, orders[0], guard.reason)
 	}
+	orders = slices.Clone(orders) // the caller's, unsorted
 	sort.SliceStable(orders, func(i, j int) bool { return orders[i].CreatedAt.Before(orders[j].CreatedAt) })
 	out = make(map[string]Outcome, len(orders))
 	for _, o := range orders {
@@ -208,7 +209,7 @@ func (s *Batches) persist(ctx context.Context, orders []NewOrder, w Windows, sto
 			}
 		}
 		fresh := make([]NewOrder, 0, len(orders))
-		var held []userUnits
+		held := make([]userUnits, 0, len(orders))
 		now := s.now()
 		for _, o := range orders {
 			if _, ok := out[o.ID]; ok {
@@ -235,6 +236,7 @@ func (s *Batches) persist(ctx context.Context, orders []NewOrder, w Windows, sto
 			return err
 		}
 		rows := make([]Order, len(fresh))
+		events = slices.Grow(events, len(fresh))
 		for i, o := range fresh {
 			out[o.ID] = Outcome{Status: o.Status}
 			rows[i] = o.Order
@@ -274,33 +276,44 @@ func storedOutcomes(tx *gorm.DB, orders []NewOrder, out map[string]Outcome) erro
 	return nil
 }
 
-// insertOrders inserts new orders in one statement, written out here rather than by
-// GORM's reflection over every field: a new order has no payment, cancellation, refund
-// or return yet, and such a row is refused.
+// insertOrders inserts new orders in one statement, written out here (rowsStatement)
+// rather than by GORM's reflection over every field: a new order has no payment,
+// cancellation, refund or return yet, and such a row is refused.
 func insertOrders(tx *gorm.DB, rows []Order) error {
-	var q strings.Builder
-	q.Grow(len(insertOrdersHead) + len(rows)*(len(orderRow)+2))
-	q.WriteString(insertOrdersHead)
-	args := make([]any, 0, orderColumns*len(rows))
+	s := newRowsStatement(insertOrdersHead, len(insertOrdersHead)+len(rows)*orderRowSize, orderArgs*len(rows))
 	for i := range rows {
 		o := &rows[i]
 		if o.PaidAt != nil || o.PaidBy != nil || o.CancelledAt != nil || o.RefundedAt != nil || o.Restock != nil {
 			return fmt.Errorf("insert orders: order %s is not new", o.ID)
 		}
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString(orderRow)
-		var userID any
+		s.row()
+		s.str(o.ID)
+		s.int(o.ActivityID)
+		s.str(string(o.Buyer))
 		if n, ok := o.Buyer.UserID(); ok {
-			userID = n
+			s.int(n)
+		} else {
+			s.null()
 		}
-		args = append(args, o.ID, o.ActivityID, string(o.Buyer), userID, o.Quantity, o.AmountCents, o.Status,
-			orNull(o.FailureReason), o.CreatedAt, o.ExpiresAt, orNull(o.WindowStartsAt), orNull(o.WindowEndsAt),
-			o.PersistedAt, orNull(o.GroupID), orNull(o.Variant), orNull(o.VariantIndex), o.Offered, o.EarlyAccess,
-			orNull(o.IdempotencyKey), orNull(o.RequestFingerprint))
+		s.int(int64(o.Quantity))
+		s.int(o.AmountCents)
+		s.str(o.Status)
+		s.strOrNull(o.FailureReason)
+		s.time(o.CreatedAt)
+		s.time(o.ExpiresAt)
+		s.timeOrNull(o.WindowStartsAt)
+		s.timeOrNull(o.WindowEndsAt)
+		s.time(o.PersistedAt)
+		s.strOrNull(o.GroupID)
+		s.strOrNull(o.Variant)
+		s.intOrNull(o.VariantIndex)
+		s.bool(o.Offered)
+		s.bool(o.EarlyAccess)
+		s.strOrNull(o.IdempotencyKey)
+		s.strOrNull(o.RequestFingerprint)
+		s.endRow()
 	}
-	if err := execBuilt(tx, q.String(), args).Error; err != nil {
+	if err := s.exec(tx).Error; err != nil {
 		return fmt.Errorf("insert orders: %w", err)
 	}
 	return nil
@@ -314,27 +327,22 @@ func insertOrders(tx *gorm.DB, rows []Order) error {
 func execBuilt(tx *gorm.DB, query string, args []any) *gorm.DB {
 	t := tx.Session(&gorm.Session{Context: tx.Statement.Context}) // a Statement of its own
 	t.Statement.SQL.Reset()
+	t.Statement.SQL.Grow(len(query))
 	t.Statement.SQL.WriteString(query)
 	t.Statement.Vars = args
 	return t.Callback().Raw().Execute(t)
 }
 
-// The statement of insertOrders: its head, and one row's placeholders.
+// The statement of insertOrders: its head, the columns it writes, and about the text
+// and the arguments (its times: rowsStatement) of one row.
 const (
 	insertOrdersHead = "INSERT INTO orders (id, activity_id, buyer, user_id, quantity, amount_cents, status, " +
 		"failure_reason, created_at, expires_at, window_starts_at, window_ends_at, persisted_at, group_id, variant, " +
 		"variant_index, offered, early_access, idempotency_key, request_fingerprint) VALUES "
-	orderRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	orderColumns = 20
+	orderRowSize = 256
+	orderArgs    = 5
 )
-
-// orNull is *p, or NULL for nil.
-func orNull[T any](p *T) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
 
 // takeSeats records the seats of the group orders among orders (in place: their
 // Status and ExpiresAt) in sale_groups, whose CHECK refuses a seat past the group's
@@ -561,14 +569,25 @@ func storedOutcome(o Order) Outcome {
 	return Outcome{Status: o.Status, Reason: deref(o.FailureReason), Existed: true}
 }
 
+// uniqueByID returns orders without the repeats of an id, the first kept: orders
+// itself when no id repeats, else a copy.
 func uniqueByID(orders []NewOrder) []NewOrder {
-	seen := make(map[string]bool, len(orders))
-	out := orders[:0:0]
-	for _, o := range orders {
-		if !seen[o.ID] {
-			seen[o.ID] = true
-			out = append(out, o)
+	seen := make(map[string]struct{}, len(orders))
+	var out []NewOrder // nil while no id repeats
+	for i, o := range orders {
+		if _, repeat := seen[o.ID]; !repeat {
+			seen[o.ID] = struct{}{}
+			if out != nil {
+				out = append(out, o)
+			}
+			continue
 		}
+		if out == nil {
+			out = append(make([]NewOrder, 0, len(orders)), orders[:i]...)
+		}
+	}
+	if out == nil {
+		return orders
 	}
 	return out
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -95,11 +94,11 @@ func BenchmarkPersistBatch(b *testing.B) {
 	}
 	write(batch) // the statements' first runs
 	counters0 := globalStatus(b, status)
-	server0, own0 := procCPU(b, srv.PID()), ownCPU()
+	server0, own0 := procCPU(b, srv.PID()), testutil.OwnCPU()
 	b.ResetTimer()
 	write(b.N)
 	b.StopTimer()
-	server1, own1 := procCPU(b, srv.PID()), ownCPU()
+	server1, own1 := procCPU(b, srv.PID()), testutil.OwnCPU()
 	counters1 := globalStatus(b, status)
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
 	b.ReportMetric(per(server1-server0), "mysqld-µs/order")
@@ -164,11 +163,4 @@ func procCPU(b *testing.B, pid int) time.Duration {
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ 100
-}
-
-// ownCPU is this process's CPU time so far.
-func ownCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -9,6 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
 	"seckill/internal/buyer"
 	"seckill/internal/outage"
 	"seckill/internal/sale"
@@ -393,5 +398,89 @@ func TestPersistBatchKeepsTheMarks(t *testing.T) {
 			t.Errorf("order %s stored early_access %v, offered %v; want %v, %v", tc.o.ID, row.EarlyAccess, row.Offered,
 				tc.early, tc.offered)
 		}
+	}
+}
+
+// A batch's values reach MySQL as given, whatever they hold and whatever the
+// connection's sql_mode: the batch inserts write plain strings and numbers into their
+// text and leave the rest to the driver (a quote, a backslash, a control character),
+// which escapes by the sql_mode. The handles interpolate arguments, as the service's do.
+func TestPersistBatchWritesValuesAsGiven(t *testing.T) {
+	odd := []string{"it's", `back\slash`, `ends\`, `\'`, "'; DROP TABLE orders; -- ", "?", `"q" ünï`, "a\tb\x00c", "é?'\\%_",
+		"? /* # -- `x`"}
+	for _, mode := range []string{"@@sql_mode", "CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')"} {
+		t.Run(mode, func(t *testing.T) {
+			db := testutil.MySQL(t)
+			cfg, err := mysql.ParseDSN(db.DSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.InterpolateParams, cfg.Params = true, map[string]string{"sql_mode": mode}
+			gdb, err := gorm.Open(gormmysql.Open(cfg.FormatDSN()), &gorm.Config{Logger: logger.Discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := store.New(gdb, sale.EventViews{})
+			ctx := context.Background()
+			a := newActivity(t, s, 100, 5)
+			var batch []store.NewOrder
+			for i, v := range odd {
+				o := order(a, int64(i+1), 1)
+				o.Buyer = buyer.ID("buyer " + strings.ReplaceAll(v, "\x00", "")) // a subject has no control character
+				key, fp := v, "fp "+v
+				o.IdempotencyKey, o.RequestFingerprint = &key, &fp
+				if i%3 == 0 {
+					g := "group " + v
+					o.GroupID, o.GroupSize, o.GroupExpiresAt = &g, 2, o.CreatedAt.Add(time.Minute)
+				}
+				batch = append(batch, o)
+			}
+			batch = append(batch, order(a, 42, 2)) // a decimal buyer: user_id 42
+			out, err := s.Batches.PersistBatch(ctx, batch, outage.Outages{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := order(a, 43, 1)
+			reason := odd[0] + odd[1] + odd[2]
+			if _, err := s.Batches.StoreFailed(ctx, failed, reason); err != nil {
+				t.Fatal(err)
+			}
+			failed.Status, failed.FailureReason = store.StatusFailed, &reason
+			batch = append(batch, failed)
+			for _, want := range batch {
+				got, err := s.Orders.GetOrder(ctx, want.ID)
+				if err != nil {
+					t.Fatalf("order %s: %v (outcome %+v)", want.ID, err, out[want.ID])
+				}
+				if got.Buyer != want.Buyer || deref(got.IdempotencyKey) != deref(want.IdempotencyKey) ||
+					deref(got.RequestFingerprint) != deref(want.RequestFingerprint) || deref(got.GroupID) != deref(want.GroupID) ||
+					deref(got.FailureReason) != deref(want.FailureReason) || got.Quantity != want.Quantity ||
+					got.AmountCents != want.AmountCents || !got.CreatedAt.Equal(want.CreatedAt) {
+					t.Errorf("stored %+v\nwant %+v", got, want)
+				}
+				if n, ok := want.Buyer.UserID(); ok != (got.UserID != nil) || ok && *got.UserID != n {
+					t.Errorf("order %s of buyer %q: user_id %v", want.ID, want.Buyer, got.UserID)
+				}
+			}
+			var held []struct {
+				Buyer buyer.ID
+				Units int64
+			}
+			if err := gdb.Raw("SELECT buyer, units FROM user_purchases WHERE activity_id = ?", a.ID).Scan(&held).Error; err != nil {
+				t.Fatal(err)
+			}
+			units := map[buyer.ID]int64{}
+			for _, h := range held {
+				units[h.Buyer] = h.Units
+			}
+			for _, o := range batch[:len(batch)-1] { // the failed order counts nowhere
+				if units[o.Buyer] != int64(o.Quantity) {
+					t.Errorf("user_purchases of %q: %d units, want %d", o.Buyer, units[o.Buyer], o.Quantity)
+				}
+			}
+			if len(units) != len(batch)-1 {
+				t.Errorf("user_purchases has %d buyers, want %d", len(units), len(batch)-1)
+			}
+		})
 	}
 }

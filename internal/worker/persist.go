@@ -145,10 +145,10 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 	results := make(map[string]error, len(batch))
 	byActivity := map[int64][]stock.QueuedOrder{}
 	for _, o := range batch {
-		byActivity[o.ActivityID] = append(byActivity[o.ActivityID], o)
+		byActivity[o.ActivityID] = appendSized(byActivity[o.ActivityID], o, len(batch))
 	}
 
-	var claimed []store.NewOrder
+	claimed := make([]store.NewOrder, 0, len(batch))
 	var notQueued []stock.QueuedOrder
 	for act, os := range byActivity {
 		refs := make([]settle.OrderRef, len(os))
@@ -202,23 +202,27 @@ func (p *Persister) persistBatch(ctx context.Context, batch []stock.QueuedOrder)
 	}
 	p.metrics.batchWritten(len(claimed))
 	settling := map[int64][]settle.Settlement{}
+	handled := map[string]int{} // orders by outcome, counted once per batch
 	for _, o := range claimed {
 		out := outcomes[o.ID]
 		switch {
 		case out.Existed:
-			p.metrics.handled("existed", 1)
+			handled["existed"]++
 		case out.Status == store.StatusFailed:
 			slog.WarnContext(traced.Context(ctx, o.ID), "order refused by MySQL", "order", o.ID, "reason", out.Reason)
 			fallthrough
 		default:
-			p.metrics.handled(out.Status, 1)
+			handled[out.Status]++
 			p.metrics.stored(o.CreatedAt)
 		}
 		s := settle.Settlement{OrderID: o.ID, Buyer: o.Buyer, Failed: out.Status == store.StatusFailed, Group: deref(o.GroupID)}
 		if o.VariantIndex != nil {
 			s.Variant = stock.VariantAt(*o.VariantIndex)
 		}
-		settling[o.ActivityID] = append(settling[o.ActivityID], s)
+		settling[o.ActivityID] = appendSized(settling[o.ActivityID], s, len(claimed))
+	}
+	for outcome, n := range handled {
+		p.metrics.handled(outcome, n)
 	}
 	for act, ss := range settling {
 		ids := make([]string, len(ss))
@@ -330,6 +334,15 @@ var orphanReasons = map[lifecycle.Adoption]string{
 // OrphanReasonPrefix begins the failure reason of an acknowledged order that Redis lost
 // with its sale's state and that could not be adopted on the rebuilt sale.
 const OrphanReasonPrefix = "Redis lost this"
+
+// appendSized appends v to s, which it makes with room for n when it has none: a
+// batch's orders of one sale, most often all of them, without growing their slice.
+func appendSized[T any](s []T, v T, n int) []T {
+	if s == nil {
+		s = make([]T, 0, n)
+	}
+	return append(s, v)
+}
 
 // orderIDs are the ids of orders.
 func orderIDs(orders []stock.QueuedOrder) []string {

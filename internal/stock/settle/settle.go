@@ -191,10 +191,19 @@ func (s *Settler) Settle(ctx context.Context, activityID int64, orders []Settlem
 			}
 		}
 		ids := offerIDs(activityID, now, min(failing, maxOffers))
-		args := append([]any{activityID, stock.ReturnedChannel, stock.Prefix(b), now.UnixMilli(), len(ids)}, ids...)
+		args := append(make([]any, 0, 5+len(ids)+3*len(os)), activityID, stock.ReturnedChannel, stock.Prefix(b), now.UnixMilli(), len(ids))
+		args = append(args, ids...)
+		// the keys of an order outside a group and of no variant, the most, made once
+		noGroup, noSeats, noVariant := stock.GroupKey(b, ""), stock.GroupSeatsKey(b, ""), stock.WaitlistKey(b, 0)
 		for _, o := range os {
-			keys = append(keys, stock.UserQueuedKey(b, o.Buyer), stock.GroupKey(b, o.Group), stock.GroupSeatsKey(b, o.Group),
-				stock.WaitlistKey(b, o.Variant))
+			group, seats, waiting := noGroup, noSeats, noVariant
+			if o.Group != "" {
+				group, seats = stock.GroupKey(b, o.Group), stock.GroupSeatsKey(b, o.Group)
+			}
+			if _, ok := o.Variant.Index(); ok {
+				waiting = stock.WaitlistKey(b, o.Variant)
+			}
+			keys = append(keys, stock.UserQueuedKey(b, o.Buyer), group, seats, waiting)
 			failed := "0"
 			if o.Failed {
 				failed = "1"
