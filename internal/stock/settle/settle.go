@@ -351,9 +351,11 @@ var staleScript = stock.NewScript(staleLua, nil)
 
 // StaleWalk bounds the members of a bucket's queued-since index one call of staleScript
 // looks at, each of at most 64 orders (a reserve call's): the work Redis does in one
-// step, 4-7 ms on a loaded machine of two cores (BenchmarkStaleWalk). Stale and
-// Oldest call it again, from where it stopped, until they are done.
-const StaleWalk = 100
+// step, about 1 ms on a loaded machine of two cores (BenchmarkStaleWalk): Redis answers
+// nothing else meanwhile, so a step stays as short as the pass's of single orders was
+// (500 a call). Stale and Oldest call it again, from where it stopped, until they are
+// done.
+const StaleWalk = 16
 
 // Stale returns up to limit queued orders of a sale per bucket taken at or before
 // before, oldest first in each bucket (by the reserve call that took them; in one call's
