@@ -56,3 +56,45 @@ func TestYearOutOfRange(t *testing.T) {
 		t.Errorf("year 10000: %s, want an error (RFC 3339 has four digits)", b)
 	}
 }
+
+// AppendJSON writes every time as time.AppendFormat does with Layout, in UTC and cut to
+// the millisecond: times of every field's edges and spread over the years it writes.
+func TestAppendJSONAsLayout(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.FixedZone("CET", 3600), time.FixedZone("-0930", -(9*3600 + 1800))}
+	times := []time.Time{
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(2026, 2, 28, 23, 59, 59, 999_000_000, time.UTC),
+		time.Date(2028, 2, 29, 12, 0, 0, 1_000_000, time.UTC),
+		time.Date(999, 10, 9, 8, 7, 6, 54_321_000, time.UTC),
+	}
+	for i := range 5000 { // a time every ~23 days and ~7 hours over the years written
+		times = append(times, time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i)*(559*time.Hour+7*time.Minute+13*time.Second+987_654_321)))
+	}
+	for _, tt := range times {
+		for _, z := range zones {
+			in := tt.In(z)
+			if in.UTC().Year() > 9999 || in.UTC().Year() < 0 {
+				continue
+			}
+			got, err := apitime.Time{Time: in}.AppendJSON(nil)
+			want := `"` + in.UTC().Truncate(time.Millisecond).Format(apitime.Layout) + `"`
+			if err != nil || string(got) != want {
+				t.Fatalf("%v: %s, %v; want %s", in, got, err, want)
+			}
+		}
+	}
+	for _, y := range []int{-1, 10000} {
+		if b, err := (apitime.Time{Time: time.Date(y, 6, 1, 0, 0, 0, 0, time.UTC)}).AppendJSON(nil); err == nil {
+			t.Errorf("year %d: %s, want an error", y, b)
+		}
+	}
+}
+
+func BenchmarkAppendJSON(b *testing.B) {
+	v := apitime.Of(time.Date(2026, 11, 26, 21, 20, 45, 947_000_000, time.UTC))
+	buf := make([]byte, 0, 64)
+	for b.Loop() {
+		buf, _ = v.AppendJSON(buf[:0])
+	}
+}
