@@ -56,12 +56,12 @@ func (t Time) AppendJSON(b []byte) ([]byte, error) {
 	return append(b, 'Z', '"'), nil
 }
 
-// digits appends n (0 <= n < 10^width) in width decimal digits, zeros first.
+// digits appends n (0 <= n < 10^width, width at most 4) in width decimal digits, zeros
+// first.
 func digits(b []byte, n, width int) []byte {
-	for i := width - 1; i >= 0; i-- {
-		b = append(b, 0)
-	}
-	for i := len(b) - 1; i >= len(b)-width; i-- {
+	start := len(b)
+	b = append(b, "0000"[:width]...)
+	for i := len(b) - 1; i >= start; i-- {
 		b[i] = byte('0' + n%10)
 		n /= 10
 	}
