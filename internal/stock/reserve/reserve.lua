@@ -95,16 +95,33 @@ local RESERVED, REPLAYED, NO_SALE, BUSY, NOT_STARTED, ENDED, SOLD_OUT, OVER_LIMI
 -- key (buyer.ID.Key), never its subject (buyerfields.go is the one home of these names,
 -- for Go and for Lua): the units field is the key itself, the others the key after the
 -- constants PARTS (participations), LOCK, ALLOWANCE (PARTS .. key: a constant costs the
--- script what a literal does, a function call more), and a variant's units
--- VARIANT .. index .. ':' .. key.
+-- script what a literal does, a function call more), a variant's units
+-- VARIANT .. index .. ':' .. key, and the ids of the buyer's queued orders QUEUED .. key
+-- (separated by single spaces).
 --
 --   counted(cap, group): whether a sale keeps its buyers' orders (participations) beside
 --     their units, of a cap (a number, 0: none) and a group (any true value: the sale
 --     sells in groups); Go's counted (buyerfields.go) is the same rule
+--   queued_with(ids, id): a queued ids field's value ids (false or nil: no field) with
+--     order id added
+--   queued_without(ids, gone): the value ids without the ids that are keys of the table
+--     gone, nil when none is left
 ---- begin marks: written by go generate from the marks of buyerfields.go
-local PARTS, LOCK, ALLOWANCE, VARIANT = 'p', 'l', 'a', 'v'
+local PARTS, LOCK, ALLOWANCE, VARIANT, QUEUED = 'p', 'l', 'a', 'v', 'q'
 ---- end marks
 local function counted(cap, group) return cap > 0 or (group and true or false) end
+local function queued_with(ids, id)
+  if ids then return ids .. ' ' .. id end
+  return id
+end
+local function queued_without(ids, gone)
+  if gone[ids] then return nil end -- the one id, as most buyers have
+  local kept = {}
+  for id in string.gmatch(ids, '%S+') do
+    if not gone[id] then kept[#kept + 1] = id end
+  end
+  if #kept > 0 then return table.concat(kept, ' ') end
+end
 ---- end buyer_fields.lua
 ---- begin holdings.lua: a copy; edit holdings.lua, then run go generate
 -- What a buyer holds in a sale (holdings.go): user is the buyer's key, which is also the
@@ -194,8 +211,8 @@ local ARG = {key_ttl = ARGV[1], buckets = ARGV[2]}
 local function unpack_purchases()
   local out, k = {}, 8
   for a = 2, #ARGV - 1, 15 do
-    local p = {now = ARGV[a + 1], user = ARGV[a + 2], qty = ARGV[a + 3], order = ARGV[a + 4], variant = ARGV[a + 5], fingerprint = ARGV[a + 6], lock_token = ARGV[a + 7], lock_ttl = tonumber(ARGV[a + 8]), mode = ARGV[a + 9], group = ARGV[a + 10], interval = tonumber(ARGV[a + 11]), tolerance = tonumber(ARGV[a + 12]), redis_clock = ARGV[a + 13] == '1', pass_expires = tonumber(ARGV[a + 14]), access_code = ARGV[a + 15], user_queued_key = KEYS[k + 1], idempotency_key = KEYS[k + 2], allowance_key = KEYS[k + 3]}
-    k = k + 3
+    local p = {now = ARGV[a + 1], user = ARGV[a + 2], qty = ARGV[a + 3], order = ARGV[a + 4], variant = ARGV[a + 5], fingerprint = ARGV[a + 6], lock_token = ARGV[a + 7], lock_ttl = tonumber(ARGV[a + 8]), mode = ARGV[a + 9], group = ARGV[a + 10], interval = tonumber(ARGV[a + 11]), tolerance = tonumber(ARGV[a + 12]), redis_clock = ARGV[a + 13] == '1', pass_expires = tonumber(ARGV[a + 14]), access_code = ARGV[a + 15], idempotency_key = KEYS[k + 1], allowance_key = KEYS[k + 2]}
+    k = k + 2
     if p.mode ~= '' then
       p.group_key = KEYS[k + 1]
       p.seats_key = KEYS[k + 2]
@@ -230,7 +247,7 @@ local function clock_us()
 end
 
 -- A command inside a script costs the server far more than its own work, so the users
--- hash's fields (a buyer's units, lock, allowance, participations) and the
+-- hash's fields (a buyer's units, lock, allowance, participations, queued orders) and the
 -- orders of a call are read with one HMGET each before its first purchase and written
 -- with one HSET each after its last (taken); each purchase sees what the ones before it
 -- wrote. h.v holds a field's value (false: absent), h.w the fields to write.
@@ -258,6 +275,7 @@ if not shut and #purchases > 0 then -- a call carries at most maxCoalesced: the 
   local fields, ids = {}, {}
   for _, p in ipairs(purchases) do
     fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = p.user, LOCK .. p.user, ALLOWANCE .. p.user
+    fields[#fields + 1] = QUEUED .. p.user
     ids[#ids + 1] = p.order
   end
   read(users, fields)
@@ -410,7 +428,7 @@ local function take(p, allow, g, held, parts)
     group, size, expires = p.group, g[2], g[3]
   end
   put(queued, p.order, queued_value(p, sale.limit_text, sale.cap, group, size, expires))
-  redis.call('SADD', p.user_queued_key, p.order)
+  put(users, QUEUED .. p.user, queued_with(get(users, QUEUED .. p.user), p.order))
   since.ids[#since.ids + 1] = p.order
   if not since.at or tonumber(p.now) < tonumber(since.at) then since.at = p.now end
   if p.fingerprint ~= '' then
