@@ -270,12 +270,18 @@ local since = {ids = {}}
 -- field (avail:<i>), read at its first purchase and written once after the last
 local variants, variants_w = {}, {}
 
+-- Each purchase's fields of its buyer (buyer_fields.lua) are named once, here: p.lock_field,
+-- p.queued_field, and p.allowance_field, read only when its attempts count (interval).
 local purchases = unpack_purchases()
 if not shut and #purchases > 0 then -- a call carries at most maxCoalesced: the unpacks stay small
   local fields, ids = {}, {}
   for _, p in ipairs(purchases) do
-    fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = p.user, LOCK .. p.user, ALLOWANCE .. p.user
-    fields[#fields + 1] = QUEUED .. p.user
+    p.lock_field, p.queued_field = LOCK .. p.user, QUEUED .. p.user
+    fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = p.user, p.lock_field, p.queued_field
+    if p.interval ~= 0 then
+      p.allowance_field = ALLOWANCE .. p.user
+      fields[#fields + 1] = p.allowance_field
+    end
     ids[#ids + 1] = p.order
   end
   read(users, fields)
@@ -283,11 +289,11 @@ if not shut and #purchases > 0 then -- a call carries at most maxCoalesced: the 
 end
 
 -- The reply of a reservation: units left, and a seat's group as this seat left it;
--- RESERVED_EARLY for one of the early window (p.early, or its queued value's mark when
--- this call runs again).
-local function reserved(p, avail)
+-- RESERVED_EARLY for one of the early window (p.early, or when this call runs again
+-- (again true) its queued value's mark).
+local function reserved(p, avail, again)
   local code = RESERVED
-  if p.early or string.sub(get(queued, p.order) or '', -2) == ' e' then code = RESERVED_EARLY end
+  if p.early or again and string.sub(get(queued, p.order), -2) == ' e' then code = RESERVED_EARLY end
   if p.mode == '' then return {code, avail} end
   local g = redis.call('HMGET', p.group_key, 'members', 'size', 'expires', 'status')
   return {code, avail, g[1], g[2], g[3], g[4]}
@@ -312,7 +318,7 @@ end
 
 -- The buyer's lock (userlock.go): held while its expiry, by Redis' clock, has not passed.
 local function locked(p)
-  local lock = get(users, LOCK .. p.user)
+  local lock = get(users, p.lock_field)
   if lock and tonumber(string.match(lock, ' (%d+)$')) > clock_us() / 1000 then return {BUSY} end
 end
 
@@ -412,8 +418,8 @@ local function take(p, allow, g, held, parts)
     if p.vheld then put(users, VARIANT .. p.variant .. ':' .. p.user, string.format('%d', p.vheld + qty)) end
   end
   hold(users, put, p.user, held, parts, qty, sale.counted)
-  put(users, LOCK .. p.user, p.lock_token .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + p.lock_ttl))
-  if allow then put(users, ALLOWANCE .. p.user, allow) end
+  put(users, p.lock_field, p.lock_token .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + p.lock_ttl))
+  if allow then put(users, p.allowance_field, allow) end
   if sale.room and held == 0 then redis.call('HINCRBY', K.sale, 'rused', 1) end -- a pass's first use
   if p.mode == 'open' then
     g = {1, sale.group_size, string.format('%d', tonumber(p.now) + sale.group_window * 1000), '0'}
@@ -428,7 +434,7 @@ local function take(p, allow, g, held, parts)
     group, size, expires = p.group, g[2], g[3]
   end
   put(queued, p.order, queued_value(p, sale.limit_text, sale.cap, group, size, expires))
-  put(users, QUEUED .. p.user, queued_with(get(users, QUEUED .. p.user), p.order))
+  put(users, p.queued_field, queued_with(get(users, p.queued_field), p.order))
   since.ids[#since.ids + 1] = p.order
   if not since.at or tonumber(p.now) < tonumber(since.at) then since.at = p.now end
   if p.fingerprint ~= '' then
@@ -453,10 +459,10 @@ end
 -- gets the reply of the run that reserved, not its own lock.
 local function reserve(p)
   if shut then return shut end
-  if get(queued, p.order) then return reserved(p, sale.avail) end
+  if get(queued, p.order) then return reserved(p, sale.avail, true) end
   if p.interval == 0 then return decide(p) end
   local t = clock_us()
-  local nxt = math.max(tonumber(get(users, ALLOWANCE .. p.user) or '0'), tonumber(redis.call('GET', p.allowance_key) or '0'),
+  local nxt = math.max(tonumber(get(users, p.allowance_field) or '0'), tonumber(redis.call('GET', p.allowance_key) or '0'),
     t) + p.interval
   local wait = nxt - p.tolerance - t
   if wait > 0 then return {RATE_LIMITED, string.format('%d', wait)} end
