@@ -16,9 +16,11 @@ import (
 // while fewer than callsPerSale calls of its sale are in flight, and those that arrive
 // meanwhile go together in the next call when one comes back, so a quiet sale sees no
 // added latency and a crowded one gets batches as large as its arrival rate times one
-// round trip (at most maxCoalesced).
+// round trip (at most maxCoalesced). One call in flight rather than two makes the calls
+// of a crowd twice as large and half as many, and each call that writes costs Redis the
+// fsync of its turn, about 85 µs on the machine of docs/benchmarks.md.
 const (
-	callsPerSale = 2
+	callsPerSale = 1
 	maxCoalesced = 64
 )
 

@@ -132,7 +132,7 @@ func TestCoalescedCrowd(t *testing.T) {
 func TestCoalescedInArrivalOrder(t *testing.T) {
 	s := newSide(testutil.StartRedis(t).Client(t))
 	ctx := context.Background()
-	loadSale(t, s, 1, 3, 5)
+	loadSale(t, s, 1, callsPerSale+1, 5) // a unit for each call held in flight, and one
 
 	// The first callsPerSale purchases are held in flight, after their script ran, until
 	// release is closed.
@@ -181,11 +181,13 @@ func TestCoalescedInArrivalOrder(t *testing.T) {
 		}
 	}
 
-	first := reserve(ctx, purchase(1, 1, 1))
-	second := reserve(ctx, purchase(1, 2, 1))
-	for deadline := time.Now().Add(5 * time.Second); held.Load() < callsPerSale; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls held, want %d", held.Load(), callsPerSale)
+	var inFlight []<-chan answer
+	for i := range callsPerSale {
+		inFlight = append(inFlight, reserve(ctx, purchase(1, int64(i+1), 1)))
+		for deadline := time.Now().Add(5 * time.Second); held.Load() < int64(i+1); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d calls held, want %d", held.Load(), i+1)
+			}
 		}
 	}
 	a := reserve(ctx, purchase(1, 10, 1))
@@ -205,7 +207,7 @@ func TestCoalescedInArrivalOrder(t *testing.T) {
 	time.Sleep(2 * late.Timeout)
 	close(release)
 
-	for i, ch := range []<-chan answer{first, second, a} {
+	for i, ch := range append(inFlight, a) {
 		if got := <-ch; got.err != nil {
 			t.Errorf("purchase %d: %v", i+1, got.err)
 		}
