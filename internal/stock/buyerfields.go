@@ -16,6 +16,9 @@ import (
 //	        (Counted)
 //	l<key>  the buyer's lock (reserve's userlock.go)
 //	a<key>  the buyer's attempts allowance as their last reservation left it (the reserve script)
+//	q<key>  the ids of the buyer's queued orders, separated by single spaces (the reserve
+//	        script and the waitlist's offer add an id, unqueue in units.lua takes it
+//	        out; Sales.UserQueued reads it)
 //	v<i>:<key>  the units of variant i the buyer holds, where the sale sets a
 //	        per-variant limit (variants.go)
 //
@@ -29,6 +32,7 @@ const (
 	lockMark      = "l"
 	allowanceMark = "a"
 	variantMark   = "v"
+	queuedMark    = "q"
 )
 
 // UnitsField is the field of the units a buyer holds.
@@ -39,6 +43,9 @@ func PartsField(who buyer.ID) string { return partsMark + who.Key() }
 
 // AllowanceField is the field of a buyer's attempts allowance.
 func AllowanceField(who buyer.ID) string { return allowanceMark + who.Key() }
+
+// QueuedField is the field of the ids of a buyer's queued orders.
+func QueuedField(who buyer.ID) string { return queuedMark + who.Key() }
 
 // VariantUnitsField is the field of the units of variant v a buyer holds.
 func VariantUnitsField(who buyer.ID, v Variant) string {
@@ -58,6 +65,7 @@ const (
 	LockKind
 	AllowanceKind
 	VariantKind
+	QueuedKind
 	OtherKind // a field of no buyer's kind above
 )
 
@@ -73,6 +81,8 @@ func BuyerField(field string) (FieldKind, buyer.ID, error) {
 			kind, key = LockKind, field[1:]
 		case allowanceMark:
 			kind, key = AllowanceKind, field[1:]
+		case queuedMark:
+			kind, key = QueuedKind, field[1:]
 		case variantMark:
 			_, rest, ok := strings.Cut(field, ":")
 			if !ok {
@@ -97,9 +107,9 @@ func BuyerField(field string) (FieldKind, buyer.ID, error) {
 // scripts apply as counted (buyer_fields.lua) and a rebuild as this.
 func Counted(cap int, group bool) bool { return cap > 0 || group }
 
-// marksLua defines the marks as the Lua constants PARTS, LOCK, ALLOWANCE and VARIANT: the
-// section "marks" of buyer_fields.lua.
+// marksLua defines the marks as the Lua constants PARTS, LOCK, ALLOWANCE, VARIANT and
+// QUEUED: the section "marks" of buyer_fields.lua.
 func marksLua() string {
-	return "local PARTS, LOCK, ALLOWANCE, VARIANT = '" + partsMark + "', '" + lockMark + "', '" + allowanceMark +
-		"', '" + variantMark + "'\n"
+	return "local PARTS, LOCK, ALLOWANCE, VARIANT, QUEUED = '" + partsMark + "', '" + lockMark + "', '" + allowanceMark +
+		"', '" + variantMark + "', '" + queuedMark + "'\n"
 }

@@ -35,7 +35,11 @@ func QueuedKey(b Bucket) string { return Prefix(b) + "queued" }
 func QueuedSinceKey(b Bucket) string { return Prefix(b) + "queued:since" }
 
 // Keys of one buyer end with the buyer's key (buyer.ID.Key), which holds no space.
-// UserQueuedKey is the set of one buyer's queued order ids.
+// UserQueuedKey is the set of one buyer's queued order ids that the release before this
+// one kept, where the buyer's queued ids field of the users hash (buyerfields.go) keeps
+// them now. Nothing writes it: Sales.UserQueued reads it for the orders that APIs of the
+// release before queued during a rolling deploy (a settled id left in it reads as not
+// queued), and Rebuilds.Remove deletes it with the sale.
 func UserQueuedKey(b Bucket, who buyer.ID) string {
 	return Prefix(b) + "queued:user:" + who.Key()
 }

@@ -3,13 +3,14 @@
 --
 --   each(cmd, key, list): runs cmd on key with the values of list as arguments, in
 --     calls of at most 1000 (Lua's stack bounds unpack).
---   unqueue(sale, queued, claimed, ids, user_sets): ends the queued state of the
---     orders ids (user_sets[i] is the queued set of order i's buyer) and returns, by
---     position, each one's buyer key, quantity and variant (nil for none); nil for an id
---     not queued (or seen before in ids). The queued hash is read once, and it, the
---     claimed set and the sale's qunits are each written once, for all of them: a
---     command inside a script costs the server more than its own work. The since index
---     keeps the ids: the repair pass drops its members lazily (stale.lua).
+--   unqueue(sale, users, queued, claimed, ids): ends the queued state of the orders ids
+--     (out of the queued hash and their buyers' queued ids fields in the users hash) and
+--     returns, by position, each one's buyer key, quantity and variant (nil for none);
+--     nil for an id not queued (or seen before in ids). The queued hash and the buyers'
+--     fields are read once, and they, the claimed set and the sale's qunits are each
+--     written once, for all of them: a command inside a script costs the server more
+--     than its own work. The since index keeps the ids: the repair pass drops its
+--     members lazily (stale.lua).
 --   give_back(sale, users, user, qty, variant): qty units (of variant, nil for none) back
 --     to stock, and the order they made out of what the buyer of key user holds
 --     (free_buyer)
@@ -18,14 +19,15 @@
 --     release_variant, variant_holdings.lua); a buyer who holds nothing any more loses
 --     the field of their attempts' allowance too, once that allowance is full again (as
 --     its key would have expired)
--- needs: queued.lua, holdings.lua, variant_holdings.lua
+-- needs: queued.lua, buyer_fields.lua, holdings.lua, variant_holdings.lua
 local function each(cmd, key, list)
   for i = 1, #list, 1000 do
     redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
   end
 end
-local function unqueue(sale, queued, claimed, ids, user_sets)
+local function unqueue(sale, users_hash, queued, claimed, ids)
   local users, qtys, variants, gone, seen, units = {}, {}, {}, {}, {}, 0
+  local fields, listed = {}, {} -- the queued ids fields of the orders' buyers, each once
   for first = 1, #ids, 1000 do
     local values = redis.call('HMGET', queued, unpack(ids, first, math.min(first + 999, #ids)))
     for j, v in ipairs(values) do
@@ -36,7 +38,7 @@ local function unqueue(sale, queued, claimed, ids, user_sets)
         users[i], qtys[i], variants[i] = user, tonumber(qty), variant
         units = units + qtys[i]
         gone[#gone + 1] = ids[i]
-        redis.call('SREM', user_sets[i], ids[i])
+        if not listed[user] then listed[user], fields[#fields + 1] = true, QUEUED .. user end
       end
     end
   end
@@ -44,6 +46,17 @@ local function unqueue(sale, queued, claimed, ids, user_sets)
     each('HDEL', queued, gone)
     each('SREM', claimed, gone)
     redis.call('HINCRBY', sale, 'qunits', string.format('%d', -units))
+    local left, emptied = {}, {}
+    for first = 1, #fields, 1000 do
+      local values = redis.call('HMGET', users_hash, unpack(fields, first, math.min(first + 999, #fields)))
+      for j, v in ipairs(values) do
+        local kept = v and queued_without(v, seen)
+        if kept then left[#left + 1], left[#left + 2] = fields[first + j - 1], kept
+        elseif v then emptied[#emptied + 1] = fields[first + j - 1] end
+      end
+    end
+    if #left > 0 then each('HSET', users_hash, left) end
+    if #emptied > 0 then each('HDEL', users_hash, emptied) end
   end
   return users, qtys, variants
 end

@@ -67,16 +67,33 @@ end
 -- key (buyer.ID.Key), never its subject (buyerfields.go is the one home of these names,
 -- for Go and for Lua): the units field is the key itself, the others the key after the
 -- constants PARTS (participations), LOCK, ALLOWANCE (PARTS .. key: a constant costs the
--- script what a literal does, a function call more), and a variant's units
--- VARIANT .. index .. ':' .. key.
+-- script what a literal does, a function call more), a variant's units
+-- VARIANT .. index .. ':' .. key, and the ids of the buyer's queued orders QUEUED .. key
+-- (separated by single spaces).
 --
 --   counted(cap, group): whether a sale keeps its buyers' orders (participations) beside
 --     their units, of a cap (a number, 0: none) and a group (any true value: the sale
 --     sells in groups); Go's counted (buyerfields.go) is the same rule
+--   queued_with(ids, id): a queued ids field's value ids (false or nil: no field) with
+--     order id added
+--   queued_without(ids, gone): the value ids without the ids that are keys of the table
+--     gone, nil when none is left
 ---- begin marks: written by go generate from the marks of buyerfields.go
-local PARTS, LOCK, ALLOWANCE, VARIANT = 'p', 'l', 'a', 'v'
+local PARTS, LOCK, ALLOWANCE, VARIANT, QUEUED = 'p', 'l', 'a', 'v', 'q'
 ---- end marks
 local function counted(cap, group) return cap > 0 or (group and true or false) end
+local function queued_with(ids, id)
+  if ids then return ids .. ' ' .. id end
+  return id
+end
+local function queued_without(ids, gone)
+  if gone[ids] then return nil end -- the one id, as most buyers have
+  local kept = {}
+  for id in string.gmatch(ids, '%S+') do
+    if not gone[id] then kept[#kept + 1] = id end
+  end
+  if #kept > 0 then return table.concat(kept, ' ') end
+end
 ---- end buyer_fields.lua
 ---- begin holdings.lua: a copy; edit holdings.lua, then run go generate
 -- What a buyer holds in a sale (holdings.go): user is the buyer's key, which is also the
@@ -155,13 +172,14 @@ end
 --
 --   each(cmd, key, list): runs cmd on key with the values of list as arguments, in
 --     calls of at most 1000 (Lua's stack bounds unpack).
---   unqueue(sale, queued, claimed, ids, user_sets): ends the queued state of the
---     orders ids (user_sets[i] is the queued set of order i's buyer) and returns, by
---     position, each one's buyer key, quantity and variant (nil for none); nil for an id
---     not queued (or seen before in ids). The queued hash is read once, and it, the
---     claimed set and the sale's qunits are each written once, for all of them: a
---     command inside a script costs the server more than its own work. The since index
---     keeps the ids: the repair pass drops its members lazily (stale.lua).
+--   unqueue(sale, users, queued, claimed, ids): ends the queued state of the orders ids
+--     (out of the queued hash and their buyers' queued ids fields in the users hash) and
+--     returns, by position, each one's buyer key, quantity and variant (nil for none);
+--     nil for an id not queued (or seen before in ids). The queued hash and the buyers'
+--     fields are read once, and they, the claimed set and the sale's qunits are each
+--     written once, for all of them: a command inside a script costs the server more
+--     than its own work. The since index keeps the ids: the repair pass drops its
+--     members lazily (stale.lua).
 --   give_back(sale, users, user, qty, variant): qty units (of variant, nil for none) back
 --     to stock, and the order they made out of what the buyer of key user holds
 --     (free_buyer)
@@ -170,14 +188,15 @@ end
 --     release_variant, variant_holdings.lua); a buyer who holds nothing any more loses
 --     the field of their attempts' allowance too, once that allowance is full again (as
 --     its key would have expired)
--- needs: queued.lua, holdings.lua, variant_holdings.lua
+-- needs: queued.lua, buyer_fields.lua, holdings.lua, variant_holdings.lua
 local function each(cmd, key, list)
   for i = 1, #list, 1000 do
     redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
   end
 end
-local function unqueue(sale, queued, claimed, ids, user_sets)
+local function unqueue(sale, users_hash, queued, claimed, ids)
   local users, qtys, variants, gone, seen, units = {}, {}, {}, {}, {}, 0
+  local fields, listed = {}, {} -- the queued ids fields of the orders' buyers, each once
   for first = 1, #ids, 1000 do
     local values = redis.call('HMGET', queued, unpack(ids, first, math.min(first + 999, #ids)))
     for j, v in ipairs(values) do
@@ -188,7 +207,7 @@ local function unqueue(sale, queued, claimed, ids, user_sets)
         users[i], qtys[i], variants[i] = user, tonumber(qty), variant
         units = units + qtys[i]
         gone[#gone + 1] = ids[i]
-        redis.call('SREM', user_sets[i], ids[i])
+        if not listed[user] then listed[user], fields[#fields + 1] = true, QUEUED .. user end
       end
     end
   end
@@ -196,6 +215,17 @@ local function unqueue(sale, queued, claimed, ids, user_sets)
     each('HDEL', queued, gone)
     each('SREM', claimed, gone)
     redis.call('HINCRBY', sale, 'qunits', string.format('%d', -units))
+    local left, emptied = {}, {}
+    for first = 1, #fields, 1000 do
+      local values = redis.call('HMGET', users_hash, unpack(fields, first, math.min(first + 999, #fields)))
+      for j, v in ipairs(values) do
+        local kept = v and queued_without(v, seen)
+        if kept then left[#left + 1], left[#left + 2] = fields[first + j - 1], kept
+        elseif v then emptied[#emptied + 1] = fields[first + j - 1] end
+      end
+    end
+    if #left > 0 then each('HSET', users_hash, left) end
+    if #emptied > 0 then each('HDEL', users_hash, emptied) end
   end
   return users, qtys, variants
 end

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -230,7 +231,9 @@ func (s *Sales) OldestQueued(ctx context.Context, activityID int64) (time.Time, 
 }
 
 // UserQueued returns a buyer's queued orders in the given sales, in two round trips
-// (and one more for the sales whose buckets this process has not read yet).
+// (and one more for the sales whose buckets this process has not read yet): the ids in
+// the buyer's queued ids field (buyerfields.go) and in the set of the release before
+// (UserQueuedKey), then their values.
 func (s *Sales) UserQueued(ctx context.Context, activityIDs []int64, who buyer.ID) ([]stock.QueuedOrder, error) {
 	ks, err := s.sk.BucketsOfAll(ctx, activityIDs)
 	if err != nil {
@@ -240,21 +243,35 @@ func (s *Sales) UserQueued(ctx context.Context, activityIDs []int64, who buyer.I
 	for i, id := range activityIDs {
 		homes[i] = stock.Home(id, who, ks[id])
 	}
+	fields := make([]*redis.StringCmd, len(activityIDs))
 	sets := make([]*redis.StringSliceCmd, len(activityIDs))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range homes {
+			fields[i] = p.HGet(ctx, stock.UsersKey(b), stock.QueuedField(who))
 			sets[i] = p.SMembers(ctx, stock.UserQueuedKey(b, who))
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("read user's queued orders: %w", err)
+	ids := make([][]string, len(activityIDs))
+	for i := range homes {
+		if err := fields[i].Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("read user's queued orders: %w", err)
+		}
+		if err := sets[i].Err(); err != nil {
+			return nil, fmt.Errorf("read user's queued orders: %w", err)
+		}
+		ids[i] = strings.Fields(fields[i].Val())
+		for _, id := range sets[i].Val() { // queued by an API of the release before
+			if !slices.Contains(ids[i], id) {
+				ids[i] = append(ids[i], id)
+			}
+		}
 	}
 	values := make([]*redis.SliceCmd, len(activityIDs))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range homes {
-			if ids := sets[i].Val(); len(ids) > 0 {
-				values[i] = p.HMGet(ctx, stock.QueuedKey(b), ids...)
+			if len(ids[i]) > 0 {
+				values[i] = p.HMGet(ctx, stock.QueuedKey(b), ids[i]...)
 			}
 		}
 		return nil
@@ -272,7 +289,7 @@ func (s *Sales) UserQueued(ctx context.Context, activityIDs []int64, who buyer.I
 			if !ok {
 				continue // settled meanwhile
 			}
-			q, err := stock.ParseQueued(id, sets[i].Val()[j], str)
+			q, err := stock.ParseQueued(id, ids[i][j], str)
 			if err != nil {
 				return nil, err
 			}

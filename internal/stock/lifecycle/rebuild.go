@@ -330,7 +330,6 @@ func (s *Rebuilds) rebuildBucket(ctx context.Context, from RebuildPoint, closing
 		stock.MovesKey(b)}
 	for _, q := range sh.stored {
 		args = append(args, q.OrderID)
-		keys = append(keys, stock.UserQueuedKey(b, q.Buyer))
 	}
 	args = append(args, len(sale.Variants), sale.VariantLimit)
 	for i := range sale.Variants {

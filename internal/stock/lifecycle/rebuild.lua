@@ -8,8 +8,7 @@
 -- KEYS[4] claimed: claimed set  KEYS[5] returned: returned set  KEYS[6] staged: the
 -- users hash as MySQL's orders make it (units, and participations), written beforehand
 -- in chunks (it becomes the users hash; it may not exist when no buyer holds any)
--- KEYS[7] moves: moves hash  KEYS[7+i] sets[i]: the queued set of the buyer of stored
--- order i
+-- KEYS[7] moves: moves hash
 -- ARGV[1] gen: the generation read, "" when the sale was missing
 -- ARGV[2] total  ARGV[3] held: the units out of the stock in MySQL (its orders' and
 -- those kept off sale)  ARGV[4] new_gen: the new generation
@@ -29,7 +28,7 @@
 --   - the users hash the caller staged (in chunks, so that a sale of many buyers never
 --     blocks Redis for long), renamed into place, with the units (and participations,
 --     and units of a variant where the sale keeps them) of the orders that stay queued
---     added; the locks and allowances of those orders' buyers stay, the other buyers'
+--     added, and their ids in their buyers' queued ids fields; the locks and allowances of those orders' buyers stay, the other buyers'
 --     locks go with the old hash (their allowances were copied to keys of their own
 --     beforehand: keepAllowances);
 --   - the units left, total minus held minus the queued orders' units, into the field
@@ -96,16 +95,33 @@ end
 -- key (buyer.ID.Key), never its subject (buyerfields.go is the one home of these names,
 -- for Go and for Lua): the units field is the key itself, the others the key after the
 -- constants PARTS (participations), LOCK, ALLOWANCE (PARTS .. key: a constant costs the
--- script what a literal does, a function call more), and a variant's units
--- VARIANT .. index .. ':' .. key.
+-- script what a literal does, a function call more), a variant's units
+-- VARIANT .. index .. ':' .. key, and the ids of the buyer's queued orders QUEUED .. key
+-- (separated by single spaces).
 --
 --   counted(cap, group): whether a sale keeps its buyers' orders (participations) beside
 --     their units, of a cap (a number, 0: none) and a group (any true value: the sale
 --     sells in groups); Go's counted (buyerfields.go) is the same rule
+--   queued_with(ids, id): a queued ids field's value ids (false or nil: no field) with
+--     order id added
+--   queued_without(ids, gone): the value ids without the ids that are keys of the table
+--     gone, nil when none is left
 ---- begin marks: written by go generate from the marks of buyerfields.go
-local PARTS, LOCK, ALLOWANCE, VARIANT = 'p', 'l', 'a', 'v'
+local PARTS, LOCK, ALLOWANCE, VARIANT, QUEUED = 'p', 'l', 'a', 'v', 'q'
 ---- end marks
 local function counted(cap, group) return cap > 0 or (group and true or false) end
+local function queued_with(ids, id)
+  if ids then return ids .. ' ' .. id end
+  return id
+end
+local function queued_without(ids, gone)
+  if gone[ids] then return nil end -- the one id, as most buyers have
+  local kept = {}
+  for id in string.gmatch(ids, '%S+') do
+    if not gone[id] then kept[#kept + 1] = id end
+  end
+  if #kept > 0 then return table.concat(kept, ' ') end
+end
 ---- end buyer_fields.lua
 ---- begin holdings.lua: a copy; edit holdings.lua, then run go generate
 -- What a buyer holds in a sale (holdings.go): user is the buyer's key, which is also the
@@ -184,13 +200,14 @@ end
 --
 --   each(cmd, key, list): runs cmd on key with the values of list as arguments, in
 --     calls of at most 1000 (Lua's stack bounds unpack).
---   unqueue(sale, queued, claimed, ids, user_sets): ends the queued state of the
---     orders ids (user_sets[i] is the queued set of order i's buyer) and returns, by
---     position, each one's buyer key, quantity and variant (nil for none); nil for an id
---     not queued (or seen before in ids). The queued hash is read once, and it, the
---     claimed set and the sale's qunits are each written once, for all of them: a
---     command inside a script costs the server more than its own work. The since index
---     keeps the ids: the repair pass drops its members lazily (stale.lua).
+--   unqueue(sale, users, queued, claimed, ids): ends the queued state of the orders ids
+--     (out of the queued hash and their buyers' queued ids fields in the users hash) and
+--     returns, by position, each one's buyer key, quantity and variant (nil for none);
+--     nil for an id not queued (or seen before in ids). The queued hash and the buyers'
+--     fields are read once, and they, the claimed set and the sale's qunits are each
+--     written once, for all of them: a command inside a script costs the server more
+--     than its own work. The since index keeps the ids: the repair pass drops its
+--     members lazily (stale.lua).
 --   give_back(sale, users, user, qty, variant): qty units (of variant, nil for none) back
 --     to stock, and the order they made out of what the buyer of key user holds
 --     (free_buyer)
@@ -199,14 +216,15 @@ end
 --     release_variant, variant_holdings.lua); a buyer who holds nothing any more loses
 --     the field of their attempts' allowance too, once that allowance is full again (as
 --     its key would have expired)
--- needs: queued.lua, holdings.lua, variant_holdings.lua
+-- needs: queued.lua, buyer_fields.lua, holdings.lua, variant_holdings.lua
 local function each(cmd, key, list)
   for i = 1, #list, 1000 do
     redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
   end
 end
-local function unqueue(sale, queued, claimed, ids, user_sets)
+local function unqueue(sale, users_hash, queued, claimed, ids)
   local users, qtys, variants, gone, seen, units = {}, {}, {}, {}, {}, 0
+  local fields, listed = {}, {} -- the queued ids fields of the orders' buyers, each once
   for first = 1, #ids, 1000 do
     local values = redis.call('HMGET', queued, unpack(ids, first, math.min(first + 999, #ids)))
     for j, v in ipairs(values) do
@@ -217,7 +235,7 @@ local function unqueue(sale, queued, claimed, ids, user_sets)
         users[i], qtys[i], variants[i] = user, tonumber(qty), variant
         units = units + qtys[i]
         gone[#gone + 1] = ids[i]
-        redis.call('SREM', user_sets[i], ids[i])
+        if not listed[user] then listed[user], fields[#fields + 1] = true, QUEUED .. user end
       end
     end
   end
@@ -225,6 +243,17 @@ local function unqueue(sale, queued, claimed, ids, user_sets)
     each('HDEL', queued, gone)
     each('SREM', claimed, gone)
     redis.call('HINCRBY', sale, 'qunits', string.format('%d', -units))
+    local left, emptied = {}, {}
+    for first = 1, #fields, 1000 do
+      local values = redis.call('HMGET', users_hash, unpack(fields, first, math.min(first + 999, #fields)))
+      for j, v in ipairs(values) do
+        local kept = v and queued_without(v, seen)
+        if kept then left[#left + 1], left[#left + 2] = fields[first + j - 1], kept
+        elseif v then emptied[#emptied + 1] = fields[first + j - 1] end
+      end
+    end
+    if #left > 0 then each('HSET', users_hash, left) end
+    if #emptied > 0 then each('HDEL', users_hash, emptied) end
   end
   return users, qtys, variants
 end
@@ -253,8 +282,8 @@ local at = 9 -- the count of the part that comes next
 local settings = {}
 for i = 1, tonumber(ARGV[at]) do settings[i] = ARGV[at + i] end
 at = at + #settings + 1
-local stored, sets = {}, {}
-for i = 1, tonumber(ARGV[at]) do stored[i], sets[i] = ARGV[at + i], KEYS[7 + i] end
+local stored = {}
+for i = 1, tonumber(ARGV[at]) do stored[i] = ARGV[at + i] end
 at = at + #stored + 1
 local variants, vlimit = {}, tonumber(ARGV[at + 1])
 for i = 1, tonumber(ARGV[at]) do variants[i] = {total = ARGV[at + 2 * i], held = ARGV[at + 2 * i + 1]} end
@@ -268,8 +297,9 @@ end
 if ARG.token ~= '' and string.match(redis.call('HGET', K.sale, 'closed') or '', '^(%S+)') ~= ARG.token then
   return {MOVED}
 end
-unqueue(K.sale, K.queued, K.claimed, stored, sets)
-local queued = redis.call('HVALS', K.queued)
+unqueue(K.sale, K.users, K.queued, K.claimed, stored)
+local queued, queued_ids, all = {}, {}, redis.call('HGETALL', K.queued)
+for i = 1, #all, 2 do queued_ids[#queued_ids + 1], queued[#queued + 1] = all[i], all[i + 1] end
 -- the buyer locks of the purchases whose orders stay queued (their commits may be under
 -- way) stay held, and their buyers' attempts allowances stay (they may have reserved
 -- since keepAllowances read the others)
@@ -293,11 +323,12 @@ for i, v in ipairs(held) do
 end
 local qunits, vqunits = 0, {}
 for i = 1, #variants do vqunits[i] = 0 end
-for _, v in ipairs(queued) do
+for i, v in ipairs(queued) do
   local user, qty, _, _, cap, group, _, _, variant = parse_queued(v)
   local count = counted(tonumber(cap or '0'), group)
   local units, parts = holding(K.users, hget, user, count)
   hold(K.users, hset, user, units, parts, tonumber(qty), count)
+  hset(K.users, QUEUED .. user, queued_with(hget(K.users, QUEUED .. user), queued_ids[i]))
   qunits = qunits + tonumber(qty)
   if variant and tonumber(variant) < #variants then
     vqunits[tonumber(variant) + 1] = vqunits[tonumber(variant) + 1] + tonumber(qty)

@@ -199,6 +199,9 @@ func TestAdoptOrphans(t *testing.T) {
 	if snap.Sale.Available != 3 || len(snap.Queued) != 2 || snap.Users["1"] != 3 || snap.Users["2"] != 4 {
 		t.Errorf("after adopting: %+v; want 3 available, lost-1 and lost-2 queued with their users' units", snap)
 	}
+	if mine, err := s.UserQueued(ctx, []int64{5}, "1"); err != nil || len(mine) != 1 || mine[0].OrderID != "lost-1" {
+		t.Errorf("buyer 1's queued orders after adopting: %+v, %v; want lost-1", mine, err)
+	}
 	claimed, _, err := stocktest.Claim(ctx, s, 5, "lost-1", "lost-2")
 	if err != nil || !claimed["lost-1"] || !claimed["lost-2"] {
 		t.Errorf("the adopted orders are queued: claim %v, %v", claimed, err)

@@ -53,7 +53,6 @@ var callArgs = []struct {
 
 // purchaseKeys are each purchase's keys; seatKeys follow them for a seat (mode not "").
 var purchaseKeys, seatKeys = []purchaseKey{
-	{"user_queued_key", func(b stock.Bucket, r Reservation) string { return stock.UserQueuedKey(b, r.Buyer) }},
 	{"idempotency_key", func(b stock.Bucket, r Reservation) string { return stock.IdempotencyKey(b, r.Buyer, r.IdempotencyKey) }},
 	{"allowance_key", func(b stock.Bucket, r Reservation) string { return stock.RateKey(b, r.Buyer) }},
 }, []purchaseKey{

@@ -336,22 +336,25 @@ func BenchmarkReserveCoalesced(b *testing.B) {
 	}
 }
 
-// A purchase that fails with an error in the middle of a call (here its buyer's queued
-// set is of the wrong type) fails the call, and the purchases before it in the call stay
-// whole: their units taken from avail and counted in qunits, their orders queued and in
-// the since index, where the repair pass and their roll-backs find them. Those are
-// written once per call (reserve.go), so they must be written before the error.
+// A purchase that fails with an error in the middle of a call (here the key of its
+// Idempotency-Key is of the wrong type) fails the call, and the purchases before it in
+// the call stay whole: their units taken from avail and counted in qunits, their orders
+// queued and in the since index, where the repair pass and their roll-backs find them.
+// Those are written once per call (reserve.go), so they must be written before the
+// error.
 func TestErrorHalfwayLeavesEarlierPurchasesWhole(t *testing.T) {
 	s := newSide(testutil.StartRedis(t).Client(t))
 	ctx := context.Background()
 	loadSale(t, s, 1, 10, 5)
-	if err := s.rdb.Set(ctx, stock.UserQueuedKey(stock.One(1), "2"), "not a set", 0).Err(); err != nil {
+	first, broken, last := purchase(1, 1, 2), purchase(1, 2, 1), purchase(1, 3, 1)
+	broken.IdempotencyKey = "k1"
+	badKey := stock.IdempotencyKey(stock.One(1), broken.Buyer, broken.IdempotencyKey)
+	if err := s.rdb.HSet(ctx, badKey, "not", "a string").Err(); err != nil {
 		t.Fatal(err)
 	}
-	first, broken, last := purchase(1, 1, 2), purchase(1, 2, 1), purchase(1, 3, 1)
 	var calls []*reserveCall
 	for _, r := range []Reservation{first, broken, last} {
-		calls = append(calls, &reserveCall{ctx: ctx, r: r, b: stock.One(1)})
+		calls = append(calls, &reserveCall{ctx: ctx, r: r, fingerprint: r.Fingerprint(), b: stock.One(1)})
 	}
 	s.reserveAll(ctx, calls)
 	for i, c := range calls {
@@ -364,36 +367,37 @@ func TestErrorHalfwayLeavesEarlierPurchasesWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The broken purchase took its unit before its queued set failed, as it did when
-	// avail was written per purchase; its roll-back gives it back.
-	if fmt.Sprint(sale) != "[7 3]" {
-		t.Errorf("avail and qunits %v, want [7 3]", sale)
+	if fmt.Sprint(sale) != "[8 2]" { // the first purchase's two units
+		t.Errorf("avail and qunits %v, want [8 2]", sale)
 	}
 	if _, err := s.rdb.ZScore(ctx, stock.QueuedSinceKey(stock.One(1)), first.OrderID).Result(); err != nil {
 		t.Errorf("the first purchase's order is not in the since index: %v", err)
 	}
-	if q, err := s.Queued(ctx, 1, last.OrderID); err == nil {
-		t.Errorf("the purchase after the error is queued: %+v", q)
+	if q, err := s.UserQueued(ctx, []int64{1}, first.Buyer); err != nil || len(q) != 1 || q[0].OrderID != first.OrderID {
+		t.Errorf("the first buyer's queued orders = %+v, %v; want its order", q, err)
+	}
+	for _, r := range []Reservation{broken, last} {
+		if q, err := s.Queued(ctx, 1, r.OrderID); err == nil {
+			t.Errorf("the purchase of buyer %s, at or after the error, is queued: %+v", r.Buyer, q)
+		}
 	}
 
-	if err := s.rdb.Del(ctx, stock.UserQueuedKey(stock.One(1), "2")).Err(); err != nil { // mended, for its roll-back
-		t.Fatal(err)
-	}
-	for _, r := range []Reservation{first, broken} {
-		if got, err := s.Rollback(ctx, 1, r.Buyer, r.OrderID, ""); err != nil || got != settle.RolledBack {
-			t.Errorf("roll back buyer %s: %v %v, want settle.RolledBack", r.Buyer, got, err)
-		}
+	if got, err := s.Rollback(ctx, 1, first.Buyer, first.OrderID, ""); err != nil || got != settle.RolledBack {
+		t.Errorf("roll back the first purchase: %v %v, want settle.RolledBack", got, err)
 	}
 	sale, err = s.rdb.HMGet(ctx, stock.SaleKey(stock.One(1)), "avail", "qunits").Result()
 	if err != nil || fmt.Sprint(sale) != "[10 0]" {
-		t.Errorf("after the roll-backs: avail and qunits %v (%v), want [10 0]", sale, err)
+		t.Errorf("after the roll-back: avail and qunits %v (%v), want [10 0]", sale, err)
+	}
+	if q, err := s.UserQueued(ctx, []int64{1}, first.Buyer); err != nil || len(q) != 0 {
+		t.Errorf("the first buyer's queued orders after the roll-back = %+v, %v; want none", q, err)
 	}
 	// The index's member leaves lazily: the repair pass drops it, none of its orders queued.
 	if stale, err := s.Stale(ctx, 1, first.Now, 10); err != nil || len(stale) != 0 {
-		t.Errorf("stale after the roll-backs = %+v, %v; want none", stale, err)
+		t.Errorf("stale after the roll-back = %+v, %v; want none", stale, err)
 	}
 	if n, err := s.rdb.ZCard(ctx, stock.QueuedSinceKey(stock.One(1))).Result(); err != nil || n != 0 {
-		t.Errorf("since index holds %d members after the roll-backs and the repair pass (%v), want 0", n, err)
+		t.Errorf("since index holds %d members after the roll-back and the repair pass (%v), want 0", n, err)
 	}
 }
 

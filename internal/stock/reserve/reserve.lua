@@ -95,16 +95,33 @@ local RESERVED, REPLAYED, NO_SALE, BUSY, NOT_STARTED, ENDED, SOLD_OUT, OVER_LIMI
 -- key (buyer.ID.Key), never its subject (buyerfields.go is the one home of these names,
 -- for Go and for Lua): the units field is the key itself, the others the key after the
 -- constants PARTS (participations), LOCK, ALLOWANCE (PARTS .. key: a constant costs the
--- script what a literal does, a function call more), and a variant's units
--- VARIANT .. index .. ':' .. key.
+-- script what a literal does, a function call more), a variant's units
+-- VARIANT .. index .. ':' .. key, and the ids of the buyer's queued orders QUEUED .. key
+-- (separated by single spaces).
 --
 --   counted(cap, group): whether a sale keeps its buyers' orders (participations) beside
 --     their units, of a cap (a number, 0: none) and a group (any true value: the sale
 --     sells in groups); Go's counted (buyerfields.go) is the same rule
+--   queued_with(ids, id): a queued ids field's value ids (false or nil: no field) with
+--     order id added
+--   queued_without(ids, gone): the value ids without the ids that are keys of the table
+--     gone, nil when none is left
 ---- begin marks: written by go generate from the marks of buyerfields.go
-local PARTS, LOCK, ALLOWANCE, VARIANT = 'p', 'l', 'a', 'v'
+local PARTS, LOCK, ALLOWANCE, VARIANT, QUEUED = 'p', 'l', 'a', 'v', 'q'
 ---- end marks
 local function counted(cap, group) return cap > 0 or (group and true or false) end
+local function queued_with(ids, id)
+  if ids then return ids .. ' ' .. id end
+  return id
+end
+local function queued_without(ids, gone)
+  if gone[ids] then return nil end -- the one id, as most buyers have
+  local kept = {}
+  for id in string.gmatch(ids, '%S+') do
+    if not gone[id] then kept[#kept + 1] = id end
+  end
+  if #kept > 0 then return table.concat(kept, ' ') end
+end
 ---- end buyer_fields.lua
 ---- begin holdings.lua: a copy; edit holdings.lua, then run go generate
 -- What a buyer holds in a sale (holdings.go): user is the buyer's key, which is also the
@@ -194,8 +211,8 @@ local ARG = {key_ttl = ARGV[1], buckets = ARGV[2]}
 local function unpack_purchases()
   local out, k = {}, 8
   for a = 2, #ARGV - 1, 15 do
-    local p = {now = ARGV[a + 1], user = ARGV[a + 2], qty = ARGV[a + 3], order = ARGV[a + 4], variant = ARGV[a + 5], fingerprint = ARGV[a + 6], lock_token = ARGV[a + 7], lock_ttl = tonumber(ARGV[a + 8]), mode = ARGV[a + 9], group = ARGV[a + 10], interval = tonumber(ARGV[a + 11]), tolerance = tonumber(ARGV[a + 12]), redis_clock = ARGV[a + 13] == '1', pass_expires = tonumber(ARGV[a + 14]), access_code = ARGV[a + 15], user_queued_key = KEYS[k + 1], idempotency_key = KEYS[k + 2], allowance_key = KEYS[k + 3]}
-    k = k + 3
+    local p = {now = ARGV[a + 1], user = ARGV[a + 2], qty = ARGV[a + 3], order = ARGV[a + 4], variant = ARGV[a + 5], fingerprint = ARGV[a + 6], lock_token = ARGV[a + 7], lock_ttl = tonumber(ARGV[a + 8]), mode = ARGV[a + 9], group = ARGV[a + 10], interval = tonumber(ARGV[a + 11]), tolerance = tonumber(ARGV[a + 12]), redis_clock = ARGV[a + 13] == '1', pass_expires = tonumber(ARGV[a + 14]), access_code = ARGV[a + 15], idempotency_key = KEYS[k + 1], allowance_key = KEYS[k + 2]}
+    k = k + 2
     if p.mode ~= '' then
       p.group_key = KEYS[k + 1]
       p.seats_key = KEYS[k + 2]
@@ -230,7 +247,7 @@ local function clock_us()
 end
 
 -- A command inside a script costs the server far more than its own work, so the users
--- hash's fields (a buyer's units, lock, allowance, participations) and the
+-- hash's fields (a buyer's units, lock, allowance, participations, queued orders) and the
 -- orders of a call are read with one HMGET each before its first purchase and written
 -- with one HSET each after its last (taken); each purchase sees what the ones before it
 -- wrote. h.v holds a field's value (false: absent), h.w the fields to write.
@@ -253,11 +270,18 @@ local since = {ids = {}}
 -- field (avail:<i>), read at its first purchase and written once after the last
 local variants, variants_w = {}, {}
 
+-- Each purchase's fields of its buyer (buyer_fields.lua) are named once, here: p.lock_field,
+-- p.queued_field, and p.allowance_field, read only when its attempts count (interval).
 local purchases = unpack_purchases()
 if not shut and #purchases > 0 then -- a call carries at most maxCoalesced: the unpacks stay small
   local fields, ids = {}, {}
   for _, p in ipairs(purchases) do
-    fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = p.user, LOCK .. p.user, ALLOWANCE .. p.user
+    p.lock_field, p.queued_field = LOCK .. p.user, QUEUED .. p.user
+    fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = p.user, p.lock_field, p.queued_field
+    if p.interval ~= 0 then
+      p.allowance_field = ALLOWANCE .. p.user
+      fields[#fields + 1] = p.allowance_field
+    end
     ids[#ids + 1] = p.order
   end
   read(users, fields)
@@ -265,11 +289,11 @@ if not shut and #purchases > 0 then -- a call carries at most maxCoalesced: the 
 end
 
 -- The reply of a reservation: units left, and a seat's group as this seat left it;
--- RESERVED_EARLY for one of the early window (p.early, or its queued value's mark when
--- this call runs again).
-local function reserved(p, avail)
+-- RESERVED_EARLY for one of the early window (p.early, or when this call runs again
+-- (again true) its queued value's mark).
+local function reserved(p, avail, again)
   local code = RESERVED
-  if p.early or string.sub(get(queued, p.order) or '', -2) == ' e' then code = RESERVED_EARLY end
+  if p.early or again and string.sub(get(queued, p.order), -2) == ' e' then code = RESERVED_EARLY end
   if p.mode == '' then return {code, avail} end
   local g = redis.call('HMGET', p.group_key, 'members', 'size', 'expires', 'status')
   return {code, avail, g[1], g[2], g[3], g[4]}
@@ -294,7 +318,7 @@ end
 
 -- The buyer's lock (userlock.go): held while its expiry, by Redis' clock, has not passed.
 local function locked(p)
-  local lock = get(users, LOCK .. p.user)
+  local lock = get(users, p.lock_field)
   if lock and tonumber(string.match(lock, ' (%d+)$')) > clock_us() / 1000 then return {BUSY} end
 end
 
@@ -394,8 +418,8 @@ local function take(p, allow, g, held, parts)
     if p.vheld then put(users, VARIANT .. p.variant .. ':' .. p.user, string.format('%d', p.vheld + qty)) end
   end
   hold(users, put, p.user, held, parts, qty, sale.counted)
-  put(users, LOCK .. p.user, p.lock_token .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + p.lock_ttl))
-  if allow then put(users, ALLOWANCE .. p.user, allow) end
+  put(users, p.lock_field, p.lock_token .. ' ' .. string.format('%d', math.floor(clock_us() / 1000) + p.lock_ttl))
+  if allow then put(users, p.allowance_field, allow) end
   if sale.room and held == 0 then redis.call('HINCRBY', K.sale, 'rused', 1) end -- a pass's first use
   if p.mode == 'open' then
     g = {1, sale.group_size, string.format('%d', tonumber(p.now) + sale.group_window * 1000), '0'}
@@ -410,7 +434,7 @@ local function take(p, allow, g, held, parts)
     group, size, expires = p.group, g[2], g[3]
   end
   put(queued, p.order, queued_value(p, sale.limit_text, sale.cap, group, size, expires))
-  redis.call('SADD', p.user_queued_key, p.order)
+  put(users, p.queued_field, queued_with(get(users, p.queued_field), p.order))
   since.ids[#since.ids + 1] = p.order
   if not since.at or tonumber(p.now) < tonumber(since.at) then since.at = p.now end
   if p.fingerprint ~= '' then
@@ -435,10 +459,10 @@ end
 -- gets the reply of the run that reserved, not its own lock.
 local function reserve(p)
   if shut then return shut end
-  if get(queued, p.order) then return reserved(p, sale.avail) end
+  if get(queued, p.order) then return reserved(p, sale.avail, true) end
   if p.interval == 0 then return decide(p) end
   local t = clock_us()
-  local nxt = math.max(tonumber(get(users, ALLOWANCE .. p.user) or '0'), tonumber(redis.call('GET', p.allowance_key) or '0'),
+  local nxt = math.max(tonumber(get(users, p.allowance_field) or '0'), tonumber(redis.call('GET', p.allowance_key) or '0'),
     t) + p.interval
   local wait = nxt - p.tolerance - t
   if wait > 0 then return {RATE_LIMITED, string.format('%d', wait)} end

@@ -2,16 +2,13 @@
 -- gave them back.
 --
 --   offer(w, variant): w = {sale, users, queued, since, entries, set (the variant's
---     waiting set), prefix (the bucket's key prefix), now (ms, a string), ids (order
---     ids minted for offers), next (the first unused id), offers (out: id, value, ...)};
+--     waiting set), now (ms, a string), ids (order ids minted for offers), next (the
+--     first unused id), offers (out: id, value, ...)};
 --     offers the units of variant (nil: the sale's) left in the sale to the waiting
 --     entries in join order while they last: each entry whose quantity fits, and whose
 --     buyer's holding stays within the limits with it, gets a queued order of them
 --     (marked offered), its status offered with the order's id. An entry that does not
 --     fit stays waiting. Nothing happens once the sale has ended, or without an id left.
---
--- The queued set of the buyer offered units is named here from the bucket's prefix: the
--- buyer is known only once the script has read the waitlist.
 -- needs: entry.lua, queued.lua, buyer_fields.lua, holdings.lua, user_limit.lua
 -- needs: variants.lua, variant_holdings.lua
 local function offer(w, variant)
@@ -50,7 +47,7 @@ local function offer(w, variant)
         local v = queued_value({user = user, qty = string.format('%d', e.qty), now = w.now, variant = variant or '',
           offered = true}, limit_text, cap)
         redis.call('HSET', w.queued, id, v)
-        redis.call('SADD', w.prefix .. 'queued:user:' .. user, id)
+        hset(w.users, QUEUED .. user, queued_with(hget(w.users, QUEUED .. user), id))
         redis.call('ZADD', w.since, w.now, id)
         redis.call('HINCRBY', w.sale, 'qunits', string.format('%d', e.qty))
         e.status, e.order = 'o', id

@@ -6,8 +6,8 @@
 -- (order ids already returned)  KEYS[4] queued: queued hash  KEYS[5] since: queued-since
 -- sorted set  KEYS[6] entries: waitlist entries
 -- ARGV[1] activity: activity id  ARGV[2] channel: the returned-units channel
--- ARGV[3] retention: ReturnedRetention in ms  ARGV[4] prefix: the bucket's key prefix
--- ARGV[5] now: now (ms)  ARGV[6] m, then ARGV[7..6+m] offer_ids: order ids for offers
+-- ARGV[3] retention: ReturnedRetention in ms  ARGV[4] now: now (ms)
+-- ARGV[5] m, then ARGV[6..5+m] offer_ids: order ids for offers
 -- then per order i (from 1) five ARGV, orders[i].id, .user (its buyer's key), .qty,
 -- .off_sale ("1" when its units stay off sale: Returning.OffSale), .variant (its
 -- variant's index, "" for none), and KEYS[6+i] orders[i].waiting (the waiting set of its
@@ -71,16 +71,33 @@ end
 -- key (buyer.ID.Key), never its subject (buyerfields.go is the one home of these names,
 -- for Go and for Lua): the units field is the key itself, the others the key after the
 -- constants PARTS (participations), LOCK, ALLOWANCE (PARTS .. key: a constant costs the
--- script what a literal does, a function call more), and a variant's units
--- VARIANT .. index .. ':' .. key.
+-- script what a literal does, a function call more), a variant's units
+-- VARIANT .. index .. ':' .. key, and the ids of the buyer's queued orders QUEUED .. key
+-- (separated by single spaces).
 --
 --   counted(cap, group): whether a sale keeps its buyers' orders (participations) beside
 --     their units, of a cap (a number, 0: none) and a group (any true value: the sale
 --     sells in groups); Go's counted (buyerfields.go) is the same rule
+--   queued_with(ids, id): a queued ids field's value ids (false or nil: no field) with
+--     order id added
+--   queued_without(ids, gone): the value ids without the ids that are keys of the table
+--     gone, nil when none is left
 ---- begin marks: written by go generate from the marks of buyerfields.go
-local PARTS, LOCK, ALLOWANCE, VARIANT = 'p', 'l', 'a', 'v'
+local PARTS, LOCK, ALLOWANCE, VARIANT, QUEUED = 'p', 'l', 'a', 'v', 'q'
 ---- end marks
 local function counted(cap, group) return cap > 0 or (group and true or false) end
+local function queued_with(ids, id)
+  if ids then return ids .. ' ' .. id end
+  return id
+end
+local function queued_without(ids, gone)
+  if gone[ids] then return nil end -- the one id, as most buyers have
+  local kept = {}
+  for id in string.gmatch(ids, '%S+') do
+    if not gone[id] then kept[#kept + 1] = id end
+  end
+  if #kept > 0 then return table.concat(kept, ' ') end
+end
 ---- end buyer_fields.lua
 ---- begin holdings.lua: a copy; edit holdings.lua, then run go generate
 -- What a buyer holds in a sale (holdings.go): user is the buyer's key, which is also the
@@ -159,13 +176,14 @@ end
 --
 --   each(cmd, key, list): runs cmd on key with the values of list as arguments, in
 --     calls of at most 1000 (Lua's stack bounds unpack).
---   unqueue(sale, queued, claimed, ids, user_sets): ends the queued state of the
---     orders ids (user_sets[i] is the queued set of order i's buyer) and returns, by
---     position, each one's buyer key, quantity and variant (nil for none); nil for an id
---     not queued (or seen before in ids). The queued hash is read once, and it, the
---     claimed set and the sale's qunits are each written once, for all of them: a
---     command inside a script costs the server more than its own work. The since index
---     keeps the ids: the repair pass drops its members lazily (stale.lua).
+--   unqueue(sale, users, queued, claimed, ids): ends the queued state of the orders ids
+--     (out of the queued hash and their buyers' queued ids fields in the users hash) and
+--     returns, by position, each one's buyer key, quantity and variant (nil for none);
+--     nil for an id not queued (or seen before in ids). The queued hash and the buyers'
+--     fields are read once, and they, the claimed set and the sale's qunits are each
+--     written once, for all of them: a command inside a script costs the server more
+--     than its own work. The since index keeps the ids: the repair pass drops its
+--     members lazily (stale.lua).
 --   give_back(sale, users, user, qty, variant): qty units (of variant, nil for none) back
 --     to stock, and the order they made out of what the buyer of key user holds
 --     (free_buyer)
@@ -174,14 +192,15 @@ end
 --     release_variant, variant_holdings.lua); a buyer who holds nothing any more loses
 --     the field of their attempts' allowance too, once that allowance is full again (as
 --     its key would have expired)
--- needs: queued.lua, holdings.lua, variant_holdings.lua
+-- needs: queued.lua, buyer_fields.lua, holdings.lua, variant_holdings.lua
 local function each(cmd, key, list)
   for i = 1, #list, 1000 do
     redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
   end
 end
-local function unqueue(sale, queued, claimed, ids, user_sets)
+local function unqueue(sale, users_hash, queued, claimed, ids)
   local users, qtys, variants, gone, seen, units = {}, {}, {}, {}, {}, 0
+  local fields, listed = {}, {} -- the queued ids fields of the orders' buyers, each once
   for first = 1, #ids, 1000 do
     local values = redis.call('HMGET', queued, unpack(ids, first, math.min(first + 999, #ids)))
     for j, v in ipairs(values) do
@@ -192,7 +211,7 @@ local function unqueue(sale, queued, claimed, ids, user_sets)
         users[i], qtys[i], variants[i] = user, tonumber(qty), variant
         units = units + qtys[i]
         gone[#gone + 1] = ids[i]
-        redis.call('SREM', user_sets[i], ids[i])
+        if not listed[user] then listed[user], fields[#fields + 1] = true, QUEUED .. user end
       end
     end
   end
@@ -200,6 +219,17 @@ local function unqueue(sale, queued, claimed, ids, user_sets)
     each('HDEL', queued, gone)
     each('SREM', claimed, gone)
     redis.call('HINCRBY', sale, 'qunits', string.format('%d', -units))
+    local left, emptied = {}, {}
+    for first = 1, #fields, 1000 do
+      local values = redis.call('HMGET', users_hash, unpack(fields, first, math.min(first + 999, #fields)))
+      for j, v in ipairs(values) do
+        local kept = v and queued_without(v, seen)
+        if kept then left[#left + 1], left[#left + 2] = fields[first + j - 1], kept
+        elseif v then emptied[#emptied + 1] = fields[first + j - 1] end
+      end
+    end
+    if #left > 0 then each('HSET', users_hash, left) end
+    if #emptied > 0 then each('HDEL', users_hash, emptied) end
   end
   return users, qtys, variants
 end
@@ -290,16 +320,13 @@ end
 -- gave them back.
 --
 --   offer(w, variant): w = {sale, users, queued, since, entries, set (the variant's
---     waiting set), prefix (the bucket's key prefix), now (ms, a string), ids (order
---     ids minted for offers), next (the first unused id), offers (out: id, value, ...)};
+--     waiting set), now (ms, a string), ids (order ids minted for offers), next (the
+--     first unused id), offers (out: id, value, ...)};
 --     offers the units of variant (nil: the sale's) left in the sale to the waiting
 --     entries in join order while they last: each entry whose quantity fits, and whose
 --     buyer's holding stays within the limits with it, gets a queued order of them
 --     (marked offered), its status offered with the order's id. An entry that does not
 --     fit stays waiting. Nothing happens once the sale has ended, or without an id left.
---
--- The queued set of the buyer offered units is named here from the bucket's prefix: the
--- buyer is known only once the script has read the waitlist.
 -- needs: entry.lua, queued.lua, buyer_fields.lua, holdings.lua, user_limit.lua
 -- needs: variants.lua, variant_holdings.lua
 local function offer(w, variant)
@@ -338,7 +365,7 @@ local function offer(w, variant)
         local v = queued_value({user = user, qty = string.format('%d', e.qty), now = w.now, variant = variant or '',
           offered = true}, limit_text, cap)
         redis.call('HSET', w.queued, id, v)
-        redis.call('SADD', w.prefix .. 'queued:user:' .. user, id)
+        hset(w.users, QUEUED .. user, queued_with(hget(w.users, QUEUED .. user), id))
         redis.call('ZADD', w.since, w.now, id)
         redis.call('HINCRBY', w.sale, 'qunits', string.format('%d', e.qty))
         e.status, e.order = 'o', id
@@ -378,11 +405,11 @@ end
 ---- end sale_live.lua
 
 local K = {sale = KEYS[1], users = KEYS[2], returned = KEYS[3], queued = KEYS[4], since = KEYS[5], entries = KEYS[6]}
-local ARG = {activity = ARGV[1], channel = ARGV[2], retention = tonumber(ARGV[3]), prefix = ARGV[4], now = ARGV[5]}
+local ARG = {activity = ARGV[1], channel = ARGV[2], retention = tonumber(ARGV[3]), now = ARGV[4]}
 local offer_ids = {}
-for j = 1, tonumber(ARGV[6]) do offer_ids[j] = ARGV[6 + j] end
+for j = 1, tonumber(ARGV[5]) do offer_ids[j] = ARGV[5 + j] end
 local orders = {}
-for a = 7 + #offer_ids, #ARGV, 5 do
+for a = 6 + #offer_ids, #ARGV, 5 do
   local o = {id = ARGV[a], user = ARGV[a + 1], qty = tonumber(ARGV[a + 2]), off_sale = ARGV[a + 3] == '1',
     variant = ARGV[a + 4], waiting = KEYS[7 + #orders]}
   if o.variant == '' then o.variant = nil end
@@ -391,8 +418,8 @@ end
 
 if not sale_live(K.sale) then return {0, '0', '0'} end
 trim_returned(K.returned, ARG.retention)
-local w = {sale = K.sale, users = K.users, queued = K.queued, since = K.since, entries = K.entries, prefix = ARG.prefix,
-  now = ARG.now, ids = offer_ids, next = 1, offers = {}}
+local w = {sale = K.sale, users = K.users, queued = K.queued, since = K.since, entries = K.entries, now = ARG.now,
+  ids = offer_ids, next = 1, offers = {}}
 local back = 0
 local waitlist = redis.call('HLEN', K.entries) > 0
 for _, o in ipairs(orders) do

@@ -59,7 +59,7 @@ var rollbackCodes = []stock.Code{{Lua: "ROLLED_BACK", Value: int64(RolledBack)},
 // worker already claimed its order.
 func (s *Settler) Rollback(ctx context.Context, activityID int64, who buyer.ID, orderID, idemKey string) (RollbackResult, error) {
 	b := stock.Home(activityID, who, s.sk.KnownBuckets(activityID))
-	keys := []string{stock.SaleKey(b), stock.UsersKey(b), stock.QueuedKey(b), stock.UserQueuedKey(b, who), stock.ClaimedKey(b),
+	keys := []string{stock.SaleKey(b), stock.UsersKey(b), stock.QueuedKey(b), stock.ClaimedKey(b),
 		stock.IdempotencyKey(b, who, idemKey), stock.GivenBackKey(b)}
 	var n int64
 	err := stock.WhileMoving(ctx, s.rdb, func() (err error) {
@@ -139,19 +139,9 @@ func (s *Settler) Claim(ctx context.Context, activityID int64, orders []OrderRef
 	return claimed, nil
 }
 
-// settleScript ends the queued state of orders the worker has written to MySQL. KEYS[1]
-// sale: sale hash KEYS[2] users: users hash KEYS[3] queued: queued hash KEYS[4]
-// claimed: claimed set KEYS[5] since: queued-since sorted set KEYS[6] open_groups: open
-// groups sorted set KEYS[7] fill_groups: open groups, fullest first KEYS[8] entries:
-// waitlist entries ARGV[1] activity: activity id ARGV[2] channel: the returned-units
-// channel ARGV[3] prefix: the bucket's key prefix ARGV[4] now: now (ms) ARGV[5] m, then
-// ARGV[6..5+m] offer_ids: order ids for offers then per order i (from 1) three ARGV,
-// orders[i].id, .failed ("1" when it failed: its units come back, else "0"), .group
-// (its group's id, "" outside a group), and four KEYS, KEYS[5+4i] orders[i].user_queued
-// (the queued set of its buyer), KEYS[6+4i] and KEYS[7+4i] .group_key and .seats (the
-// hash and the seats of its group: any key of the sale's slot outside a group),
-// KEYS[8+4i] .waiting (the waiting set of its variant, WaitlistKey) Each order is
-// settled once: an order no longer queued is skipped (settle.lua).
+// settleScript ends the queued state of orders the worker has written to MySQL; each
+// order is settled once: an order no longer queued is skipped (settle.lua, whose head
+// gives its KEYS and ARGV).
 //
 //go:embed settle.lua
 var settleLua string
@@ -191,7 +181,7 @@ func (s *Settler) Settle(ctx context.Context, activityID int64, orders []Settlem
 			}
 		}
 		ids := offerIDs(activityID, now, min(failing, maxOffers))
-		args := append(make([]any, 0, 5+len(ids)+3*len(os)), activityID, stock.ReturnedChannel, stock.Prefix(b), now.UnixMilli(), len(ids))
+		args := append(make([]any, 0, 4+len(ids)+3*len(os)), activityID, stock.ReturnedChannel, now.UnixMilli(), len(ids))
 		args = append(args, ids...)
 		// the keys of an order outside a group and of no variant, the most, made once
 		noGroup, noSeats, noVariant := stock.GroupKey(b, ""), stock.GroupSeatsKey(b, ""), stock.WaitlistKey(b, 0)
@@ -203,7 +193,7 @@ func (s *Settler) Settle(ctx context.Context, activityID int64, orders []Settlem
 			if _, ok := o.Variant.Index(); ok {
 				waiting = stock.WaitlistKey(b, o.Variant)
 			}
-			keys = append(keys, stock.UserQueuedKey(b, o.Buyer), group, seats, waiting)
+			keys = append(keys, group, seats, waiting)
 			failed := "0"
 			if o.Failed {
 				failed = "1"
@@ -282,8 +272,8 @@ func (s *Settler) Return(ctx context.Context, activityID int64, orders ...Return
 			units += o.Quantity
 		}
 		ids := offerIDs(activityID, now, min(units, maxOffers))
-		args := make([]any, 0, 6+len(ids)+5*len(os))
-		args = append(append(args, activityID, stock.ReturnedChannel, ReturnedRetention.Milliseconds(), stock.Prefix(b), now.UnixMilli(),
+		args := make([]any, 0, 5+len(ids)+5*len(os))
+		args = append(append(args, activityID, stock.ReturnedChannel, ReturnedRetention.Milliseconds(), now.UnixMilli(),
 			len(ids)), ids...)
 		for _, o := range os {
 			offSale := "0"

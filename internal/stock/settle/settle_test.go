@@ -2,14 +2,18 @@ package settle_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/buyer"
+	"seckill/internal/stock"
 	"seckill/internal/stock/reserve"
 	"seckill/internal/stock/settle"
 	"seckill/internal/stock/stocktest"
@@ -217,5 +221,90 @@ func TestRollbackAfterReplayLeavesOrder(t *testing.T) {
 	fresh, err := s.Reserve(ctx, stocktest.Reservation(1, 8, 1, "solo", in))
 	if err != nil || fresh.Replayed || fresh.OrderID == other.OrderID {
 		t.Errorf("the key after its roll-back: %+v, %v; want a new purchase", fresh, err)
+	}
+}
+
+// A buyer's queued ids field (stock.QueuedField) holds the ids of exactly the buyer's
+// orders still queued: each reservation adds its id, and a settle, failed or not, and a
+// roll-back take theirs out; the field goes once none is left. Orders queued in the set
+// the release before kept (stock.UserQueuedKey) are still listed by UserQueued.
+func TestQueuedIDsFieldFollowsOrders(t *testing.T) {
+	rdb := testutil.StartRedis(t).Client(t)
+	s := stocktest.New(rdb)
+	ctx := context.Background()
+	stocktest.NewSale(t, s, 1, 10, 5)
+	b := stock.One(1)
+	var rs []reserve.Reservation
+	for range 4 {
+		r := stocktest.Reservation(1, 1, 1, "", stocktest.T0)
+		if _, err := s.Reserve(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // the 1 ms user lock runs out
+		rs = append(rs, r)
+	}
+	other := stocktest.Reservation(1, 2, 1, "", stocktest.T0)
+	if _, err := s.Reserve(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	field := func(who buyer.ID) string {
+		t.Helper()
+		v, err := rdb.HGet(ctx, stock.UsersKey(b), stock.QueuedField(who)).Result()
+		if errors.Is(err, redis.Nil) {
+			return "(none)"
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	ids := func(rs ...reserve.Reservation) string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.OrderID)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, step := range []struct {
+		name string
+		do   func() error
+		want string
+	}{
+		{"reserved", func() error { return nil }, ids(rs...)},
+		{"the second settled", func() error {
+			return s.Settle(ctx, 1, []settle.Settlement{{OrderID: rs[1].OrderID, Buyer: "1"}})
+		}, ids(rs[0], rs[2], rs[3])},
+		{"the fourth failed", func() error {
+			return s.Settle(ctx, 1, []settle.Settlement{{OrderID: rs[3].OrderID, Buyer: "1", Failed: true}})
+		}, ids(rs[0], rs[2])},
+		{"the first rolled back", func() error {
+			_, err := s.Rollback(ctx, 1, "1", rs[0].OrderID, "")
+			return err
+		}, ids(rs[2])},
+		{"the last settled, twice in a batch with another buyer's", func() error {
+			return s.Settle(ctx, 1, []settle.Settlement{{OrderID: rs[2].OrderID, Buyer: "1"},
+				{OrderID: rs[2].OrderID, Buyer: "1"}, {OrderID: rs[1].OrderID, Buyer: "1"}})
+		}, "(none)"},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if got := field("1"); got != step.want {
+			t.Errorf("%s: buyer 1's queued ids %q, want %q", step.name, got, step.want)
+		}
+		if got := field("2"); got != other.OrderID {
+			t.Errorf("%s: buyer 2's queued ids %q, want %q", step.name, got, other.OrderID)
+		}
+	}
+
+	// an order an API of the release before queued: its id in the buyer's set
+	if err := rdb.SAdd(ctx, stock.UserQueuedKey(b, "2"), other.OrderID, "gone").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HDel(ctx, stock.UsersKey(b), stock.QueuedField("2")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := s.UserQueued(ctx, []int64{1}, "2"); err != nil || len(q) != 1 || q[0].OrderID != other.OrderID {
+		t.Errorf("buyer 2's queued orders from the set of the release before = %+v, %v; want %s", q, err, other.OrderID)
 	}
 }

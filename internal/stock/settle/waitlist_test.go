@@ -119,6 +119,9 @@ func TestWaitlistOffersInJoinOrder(t *testing.T) {
 	if err != nil || !q.Offered || q.Buyer != "11" {
 		t.Errorf("the offered order queued: %+v, %v", q, err)
 	}
+	if mine, err := s.UserQueued(ctx, []int64{1}, "11"); err != nil || len(mine) != 1 || mine[0].OrderID != offered[0].OrderID {
+		t.Errorf("buyer 11's queued orders: %+v, %v; want the offered order", mine, err)
+	}
 
 	// Buyer 2's unit: buyer 12 gets it.
 	if offered := giveBack(bought[1]); len(offered) != 1 || offered[0].Buyer != "12" {
