@@ -32,7 +32,7 @@ import (
 const (
 	maxCommitBatch = 500
 	lingerBelow    = 250
-	commitLinger   = 5 * time.Millisecond
+	commitLinger   = 20 * time.Millisecond
 	maxBacklog     = 5000
 )
 
