@@ -245,7 +245,9 @@ func (s *Sales) UserQueued(ctx context.Context, activityIDs []int64, who buyer.I
 	}
 	fields := make([]*redis.StringCmd, len(activityIDs))
 	sets := make([]*redis.StringSliceCmd, len(activityIDs))
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// each command's error is read below: a buyer without the field is redis.Nil, which
+	// the pipeline's first error could be while another command failed
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range homes {
 			fields[i] = p.HGet(ctx, stock.UsersKey(b), stock.QueuedField(who))
 			sets[i] = p.SMembers(ctx, stock.UserQueuedKey(b, who))
