@@ -115,6 +115,8 @@ end
 --   release(h, user, qty): one order of qty units of user comes back (in Redis at once);
 --     true when user holds nothing any more
 --   holds_any(key, user): whether user holds anything in the sale (a pass was used)
+--   add_queued(key, user, id): order id into the queued ids field of user (in Redis at
+--     once; the reserve script writes its own in its one HSET)
 -- needs: buyer_fields.lua
 local function hget(key, f) return redis.call('HGET', key, f) end
 local function hset(key, f, v)
@@ -139,6 +141,9 @@ local function release(h, user, qty)
 end
 local function holds_any(key, user)
   return holding(key, hget, user, false) > 0
+end
+local function add_queued(key, user, id)
+  hset(key, QUEUED .. user, queued_with(hget(key, QUEUED .. user), id))
 end
 ---- end holdings.lua
 ---- begin user_limit.lua: a copy; edit user_limit.lua, then run go generate
@@ -232,7 +237,7 @@ for _, o in ipairs(orders) do
       redis.call('HINCRBY', K.sale, 'qunits', qty)
       hold(K.users, hset, user, held, parts, qty, count)
       redis.call('HSET', K.queued, id, v)
-      hset(K.users, QUEUED .. user, queued_with(hget(K.users, QUEUED .. user), id))
+      add_queued(K.users, user, id)
       redis.call('SADD', K.claimed, id)
       r = ADOPTED
     else

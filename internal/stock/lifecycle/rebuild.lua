@@ -137,6 +137,8 @@ end
 --   release(h, user, qty): one order of qty units of user comes back (in Redis at once);
 --     true when user holds nothing any more
 --   holds_any(key, user): whether user holds anything in the sale (a pass was used)
+--   add_queued(key, user, id): order id into the queued ids field of user (in Redis at
+--     once; the reserve script writes its own in its one HSET)
 -- needs: buyer_fields.lua
 local function hget(key, f) return redis.call('HGET', key, f) end
 local function hset(key, f, v)
@@ -161,6 +163,9 @@ local function release(h, user, qty)
 end
 local function holds_any(key, user)
   return holding(key, hget, user, false) > 0
+end
+local function add_queued(key, user, id)
+  hset(key, QUEUED .. user, queued_with(hget(key, QUEUED .. user), id))
 end
 ---- end holdings.lua
 ---- begin variants.lua: a copy; edit variants.lua, then run go generate
@@ -328,7 +333,7 @@ for i, v in ipairs(queued) do
   local count = counted(tonumber(cap or '0'), group)
   local units, parts = holding(K.users, hget, user, count)
   hold(K.users, hset, user, units, parts, tonumber(qty), count)
-  hset(K.users, QUEUED .. user, queued_with(hget(K.users, QUEUED .. user), queued_ids[i]))
+  add_queued(K.users, user, queued_ids[i])
   qunits = qunits + tonumber(qty)
   if variant and tonumber(variant) < #variants then
     vqunits[tonumber(variant) + 1] = vqunits[tonumber(variant) + 1] + tonumber(qty)

@@ -47,7 +47,7 @@ local function offer(w, variant)
         local v = queued_value({user = user, qty = string.format('%d', e.qty), now = w.now, variant = variant or '',
           offered = true}, limit_text, cap)
         redis.call('HSET', w.queued, id, v)
-        hset(w.users, QUEUED .. user, queued_with(hget(w.users, QUEUED .. user), id))
+        add_queued(w.users, user, id)
         redis.call('ZADD', w.since, w.now, id)
         redis.call('HINCRBY', w.sale, 'qunits', string.format('%d', e.qty))
         e.status, e.order = 'o', id

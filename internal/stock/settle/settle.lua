@@ -110,6 +110,8 @@ end
 --   release(h, user, qty): one order of qty units of user comes back (in Redis at once);
 --     true when user holds nothing any more
 --   holds_any(key, user): whether user holds anything in the sale (a pass was used)
+--   add_queued(key, user, id): order id into the queued ids field of user (in Redis at
+--     once; the reserve script writes its own in its one HSET)
 -- needs: buyer_fields.lua
 local function hget(key, f) return redis.call('HGET', key, f) end
 local function hset(key, f, v)
@@ -134,6 +136,9 @@ local function release(h, user, qty)
 end
 local function holds_any(key, user)
   return holding(key, hget, user, false) > 0
+end
+local function add_queued(key, user, id)
+  hset(key, QUEUED .. user, queued_with(hget(key, QUEUED .. user), id))
 end
 ---- end holdings.lua
 ---- begin variants.lua: a copy; edit variants.lua, then run go generate
@@ -369,7 +374,7 @@ local function offer(w, variant)
         local v = queued_value({user = user, qty = string.format('%d', e.qty), now = w.now, variant = variant or '',
           offered = true}, limit_text, cap)
         redis.call('HSET', w.queued, id, v)
-        hset(w.users, QUEUED .. user, queued_with(hget(w.users, QUEUED .. user), id))
+        add_queued(w.users, user, id)
         redis.call('ZADD', w.since, w.now, id)
         redis.call('HINCRBY', w.sale, 'qunits', string.format('%d', e.qty))
         e.status, e.order = 'o', id
