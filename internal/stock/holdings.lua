@@ -11,8 +11,6 @@
 --   release(h, user, qty): one order of qty units of user comes back (in Redis at once);
 --     true when user holds nothing any more
 --   holds_any(key, user): whether user holds anything in the sale (a pass was used)
---   add_queued(key, user, id): order id into the queued ids field of user (in Redis at
---     once; the reserve script writes its own in its one HSET)
 -- needs: buyer_fields.lua
 local function hget(key, f) return redis.call('HGET', key, f) end
 local function hset(key, f, v)
@@ -37,7 +35,4 @@ local function release(h, user, qty)
 end
 local function holds_any(key, user)
   return holding(key, hget, user, false) > 0
-end
-local function add_queued(key, user, id)
-  hset(key, QUEUED .. user, queued_with(hget(key, QUEUED .. user), id))
 end

@@ -19,7 +19,7 @@
 --     release_variant, variant_holdings.lua); a buyer who holds nothing any more loses
 --     the field of their attempts' allowance too, once that allowance is full again (as
 --     its key would have expired)
--- needs: queued.lua, buyer_fields.lua, holdings.lua, variant_holdings.lua
+-- needs: queued.lua, buyer_fields.lua, holdings.lua, variant_holdings.lua, queued_ids.lua
 local function each(cmd, key, list)
   for i = 1, #list, 1000 do
     redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))

@@ -12,31 +12,15 @@ local JOINED, TICKET, CHALLENGE, ADVANCED, STATUS, NO_SALE, NO_ROOM, ENDED, SOLD
 -- constants PARTS (participations), LOCK, ALLOWANCE (PARTS .. key: a constant costs the
 -- script what a literal does, a function call more), a variant's units
 -- VARIANT .. index .. ':' .. key, and the ids of the buyer's queued orders QUEUED .. key
--- (separated by single spaces).
+-- (queued_ids.lua).
 --
 --   counted(cap, group): whether a sale keeps its buyers' orders (participations) beside
 --     their units, of a cap (a number, 0: none) and a group (any true value: the sale
 --     sells in groups); Go's counted (buyerfields.go) is the same rule
---   queued_with(ids, id): a queued ids field's value ids (false or nil: no field) with
---     order id added
---   queued_without(ids, gone): the value ids without the ids that are keys of the table
---     gone, nil when none is left
 ---- begin marks: written by go generate from the marks of buyerfields.go
 local PARTS, LOCK, ALLOWANCE, VARIANT, QUEUED = 'p', 'l', 'a', 'v', 'q'
 ---- end marks
 local function counted(cap, group) return cap > 0 or (group and true or false) end
-local function queued_with(ids, id)
-  if ids then return ids .. ' ' .. id end
-  return id
-end
-local function queued_without(ids, gone)
-  if gone[ids] then return nil end -- the one id, as most buyers have
-  local kept = {}
-  for id in string.gmatch(ids, '%S+') do
-    if not gone[id] then kept[#kept + 1] = id end
-  end
-  if #kept > 0 then return table.concat(kept, ' ') end
-end
 ---- end buyer_fields.lua
 ---- begin holdings.lua: a copy; edit holdings.lua, then run go generate
 -- What a buyer holds in a sale (holdings.go): user is the buyer's key, which is also the
@@ -52,8 +36,6 @@ end
 --   release(h, user, qty): one order of qty units of user comes back (in Redis at once);
 --     true when user holds nothing any more
 --   holds_any(key, user): whether user holds anything in the sale (a pass was used)
---   add_queued(key, user, id): order id into the queued ids field of user (in Redis at
---     once; the reserve script writes its own in its one HSET)
 -- needs: buyer_fields.lua
 local function hget(key, f) return redis.call('HGET', key, f) end
 local function hset(key, f, v)
@@ -78,9 +60,6 @@ local function release(h, user, qty)
 end
 local function holds_any(key, user)
   return holding(key, hget, user, false) > 0
-end
-local function add_queued(key, user, id)
-  hset(key, QUEUED .. user, queued_with(hget(key, QUEUED .. user), id))
 end
 ---- end holdings.lua
 ---- begin sale_state.lua: a copy; edit sale_state.lua, then run go generate

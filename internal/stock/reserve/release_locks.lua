@@ -23,31 +23,15 @@ local RELEASED, NOT_HELD = 1, -2
 -- constants PARTS (participations), LOCK, ALLOWANCE (PARTS .. key: a constant costs the
 -- script what a literal does, a function call more), a variant's units
 -- VARIANT .. index .. ':' .. key, and the ids of the buyer's queued orders QUEUED .. key
--- (separated by single spaces).
+-- (queued_ids.lua).
 --
 --   counted(cap, group): whether a sale keeps its buyers' orders (participations) beside
 --     their units, of a cap (a number, 0: none) and a group (any true value: the sale
 --     sells in groups); Go's counted (buyerfields.go) is the same rule
---   queued_with(ids, id): a queued ids field's value ids (false or nil: no field) with
---     order id added
---   queued_without(ids, gone): the value ids without the ids that are keys of the table
---     gone, nil when none is left
 ---- begin marks: written by go generate from the marks of buyerfields.go
 local PARTS, LOCK, ALLOWANCE, VARIANT, QUEUED = 'p', 'l', 'a', 'v', 'q'
 ---- end marks
 local function counted(cap, group) return cap > 0 or (group and true or false) end
-local function queued_with(ids, id)
-  if ids then return ids .. ' ' .. id end
-  return id
-end
-local function queued_without(ids, gone)
-  if gone[ids] then return nil end -- the one id, as most buyers have
-  local kept = {}
-  for id in string.gmatch(ids, '%S+') do
-    if not gone[id] then kept[#kept + 1] = id end
-  end
-  if #kept > 0 then return table.concat(kept, ' ') end
-end
 ---- end buyer_fields.lua
 
 local users, waiters, locks = KEYS[1], {}, {}

@@ -9,7 +9,7 @@
 --     buyer's holding stays within the limits with it, gets a queued order of them
 --     (marked offered), its status offered with the order's id. An entry that does not
 --     fit stays waiting. Nothing happens once the sale has ended, or without an id left.
--- needs: entry.lua, queued.lua, buyer_fields.lua, holdings.lua, user_limit.lua
+-- needs: entry.lua, queued.lua, buyer_fields.lua, holdings.lua, user_limit.lua, queued_ids.lua
 -- needs: variants.lua, variant_holdings.lua
 local function offer(w, variant)
   if redis.call('ZCARD', w.set) == 0 then return end

@@ -68,31 +68,15 @@ end
 -- constants PARTS (participations), LOCK, ALLOWANCE (PARTS .. key: a constant costs the
 -- script what a literal does, a function call more), a variant's units
 -- VARIANT .. index .. ':' .. key, and the ids of the buyer's queued orders QUEUED .. key
--- (separated by single spaces).
+-- (queued_ids.lua).
 --
 --   counted(cap, group): whether a sale keeps its buyers' orders (participations) beside
 --     their units, of a cap (a number, 0: none) and a group (any true value: the sale
 --     sells in groups); Go's counted (buyerfields.go) is the same rule
---   queued_with(ids, id): a queued ids field's value ids (false or nil: no field) with
---     order id added
---   queued_without(ids, gone): the value ids without the ids that are keys of the table
---     gone, nil when none is left
 ---- begin marks: written by go generate from the marks of buyerfields.go
 local PARTS, LOCK, ALLOWANCE, VARIANT, QUEUED = 'p', 'l', 'a', 'v', 'q'
 ---- end marks
 local function counted(cap, group) return cap > 0 or (group and true or false) end
-local function queued_with(ids, id)
-  if ids then return ids .. ' ' .. id end
-  return id
-end
-local function queued_without(ids, gone)
-  if gone[ids] then return nil end -- the one id, as most buyers have
-  local kept = {}
-  for id in string.gmatch(ids, '%S+') do
-    if not gone[id] then kept[#kept + 1] = id end
-  end
-  if #kept > 0 then return table.concat(kept, ' ') end
-end
 ---- end buyer_fields.lua
 ---- begin holdings.lua: a copy; edit holdings.lua, then run go generate
 -- What a buyer holds in a sale (holdings.go): user is the buyer's key, which is also the
@@ -108,8 +92,6 @@ end
 --   release(h, user, qty): one order of qty units of user comes back (in Redis at once);
 --     true when user holds nothing any more
 --   holds_any(key, user): whether user holds anything in the sale (a pass was used)
---   add_queued(key, user, id): order id into the queued ids field of user (in Redis at
---     once; the reserve script writes its own in its one HSET)
 -- needs: buyer_fields.lua
 local function hget(key, f) return redis.call('HGET', key, f) end
 local function hset(key, f, v)
@@ -135,10 +117,35 @@ end
 local function holds_any(key, user)
   return holding(key, hget, user, false) > 0
 end
+---- end holdings.lua
+---- begin queued_ids.lua: a copy; edit queued_ids.lua, then run go generate
+-- The ids of a buyer's queued orders, in the buyer's field QUEUED .. key of the users
+-- hash (buyer_fields.lua), separated by single spaces: the scripts that queue an order
+-- add its id, the ones that end its queued state take it out (unqueue, units.lua).
+--
+--   queued_with(ids, id): a queued ids field's value ids (false or nil: no field) with
+--     order id added
+--   queued_without(ids, gone): the value ids without the ids that are keys of the table
+--     gone, nil when none is left
+--   add_queued(key, user, id): order id into the queued ids field of user (in Redis at
+--     once; the reserve script writes its own in its one HSET)
+-- needs: buyer_fields.lua, holdings.lua
+local function queued_with(ids, id)
+  if ids then return ids .. ' ' .. id end
+  return id
+end
+local function queued_without(ids, gone)
+  if gone[ids] then return nil end -- the one id, as most buyers have
+  local kept = {}
+  for id in string.gmatch(ids, '%S+') do
+    if not gone[id] then kept[#kept + 1] = id end
+  end
+  if #kept > 0 then return table.concat(kept, ' ') end
+end
 local function add_queued(key, user, id)
   hset(key, QUEUED .. user, queued_with(hget(key, QUEUED .. user), id))
 end
----- end holdings.lua
+---- end queued_ids.lua
 ---- begin variants.lua: a copy; edit variants.lua, then run go generate
 -- The fields of a sale of variants (variants.go): vfield(field, variant) is field's
 -- share of the variant of index variant (a string or number; nil or '' for none: the
@@ -192,7 +199,7 @@ end
 --     release_variant, variant_holdings.lua); a buyer who holds nothing any more loses
 --     the field of their attempts' allowance too, once that allowance is full again (as
 --     its key would have expired)
--- needs: queued.lua, buyer_fields.lua, holdings.lua, variant_holdings.lua
+-- needs: queued.lua, buyer_fields.lua, holdings.lua, variant_holdings.lua, queued_ids.lua
 local function each(cmd, key, list)
   for i = 1, #list, 1000 do
     redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
