@@ -29,7 +29,8 @@
 #                                         SECKILL_SALE_RETENTION 1s then) to archive them; its
 #                                         report follows the scenarios' (logs/drops.txt)
 #   LOADTEST_OTHER_URL                    compare: another service's purchase endpoint, running on this
-#                                         machine (started by you); LOADTEST_OTHER_NAME [other],
+#                                         machine (started by you; {user} in it or the body: a number
+#                                         of its own per request); LOADTEST_OTHER_NAME [other],
 #                                         LOADTEST_OTHER_METHOD [POST],
 #                                         LOADTEST_OTHER_BODY, LOADTEST_OTHER_OK (a substring of its
 #                                         successful answer), LOADTEST_OTHER_SOLD_OUT (the same endpoint of

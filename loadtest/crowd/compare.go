@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,11 +39,34 @@ type otherEndpoint struct {
 	url, method string
 	body        []byte
 	ok          string // a substring of a successful answer's body; "" counts every 2xx
+	// users numbers the {user} of url and body, one number per request, so that a
+	// service that sells each user once sees a new buyer in every request.
+	users *atomic.Int64
 }
 
-// call sends the request and labels its answer "200 ok" or "200 refused" by ok.
+// userMark is replaced, in the other service's URL and body, by a number no other
+// request of this run or of an earlier one carries: the numbers start at the run's
+// start time in microseconds, and no run sends a request per microsecond.
+const userMark = "{user}"
+
+func newUsers() *atomic.Int64 {
+	var n atomic.Int64
+	n.Store(time.Now().UnixMicro())
+	return &n
+}
+
+// call sends the request and labels its answer "200 ok" or "200 refused" by ok. The
+// client c has "" as its base URL: the request's whole URL is the endpoint's.
 func (e otherEndpoint) call(ctx context.Context, c *api) answer {
-	r := c.do(ctx, e.method, "", "", "", e.body)
+	url, body := e.url, e.body
+	if e.users != nil {
+		user := strconv.FormatInt(e.users.Add(1), 10)
+		url = strings.ReplaceAll(url, userMark, user)
+		if body != nil {
+			body = bytes.ReplaceAll(body, []byte(userMark), []byte(user))
+		}
+	}
+	r := c.do(ctx, e.method, url, "", "", body)
 	if r.err == nil && r.status < 300 {
 		r.code = "ok"
 		if e.ok != "" && !bytes.Contains(r.body, []byte(e.ok)) {
@@ -66,8 +90,8 @@ func runCompare(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg compar
 	if err != nil {
 		return false, err
 	}
-	other := newAPI([]string{cfg.Other.url}, cfg.Conns, a.http.Timeout, "")
-	otherSold := newAPI([]string{cfg.OtherSoldOut.url}, cfg.Conns, a.http.Timeout, "")
+	other := newAPI([]string{""}, cfg.Conns, a.http.Timeout, "")
+	otherSold := newAPI([]string{""}, cfg.Conns, a.http.Timeout, "")
 	healthz := func(ctx context.Context, _ int) (answer, bool) {
 		return a.do(ctx, http.MethodGet, "/healthz", "", "", nil), true
 	}

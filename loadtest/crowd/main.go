@@ -235,7 +235,7 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 		fs.IntVar(&cfg.Buyers, "buyers", 400_000, "distinct users signed for this API's purchases")
 		fs.Int64Var(&cfg.FirstUser, "first-user", 40_000_000, "user id of the first buyer")
 		fs.DurationVar(&cfg.Drain, "drain", 2*time.Minute, "longest wait for MySQL to hold this API's accepted orders after a phase")
-		fs.StringVar(&cfg.Other.url, "other", "", "the other service's purchase URL (required)")
+		fs.StringVar(&cfg.Other.url, "other", "", "the other service's purchase URL (required); "+userMark+" in it or in its body is a number distinct for each request")
 		fs.StringVar(&cfg.Other.method, "other-method", http.MethodPost, "its method")
 		fs.StringVar(&cfg.OtherName, "other-name", "other", "the other service's name, in the output and the record")
 		otherBody := fs.String("other-body", "", "its request body (none when empty)")
@@ -258,6 +258,8 @@ func run(ctx context.Context, args []string, w io.Writer) (bool, error) {
 			cfg.Other.body = []byte(*otherBody)
 		}
 		cfg.OtherSoldOut.method, cfg.OtherSoldOut.body, cfg.OtherSoldOut.ok = cfg.Other.method, cfg.Other.body, cfg.Other.ok
+		cfg.Other.users = newUsers()
+		cfg.OtherSoldOut.users = cfg.Other.users
 		cfg.Conns, cfg.Record = c.conns, newRecorder(*series, "compare", *label, cfg.Watch)
 		return withAPI(ctx, c, func(a *api, db *sql.DB) (bool, error) { return runCompare(ctx, w, a, db, cfg) })
 	case "overload":
