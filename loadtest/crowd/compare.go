@@ -55,8 +55,10 @@ func newUsers() *atomic.Int64 {
 	return &n
 }
 
-// call sends the request and labels its answer "200 ok" or "200 refused" by ok. The
-// client c has "" as its base URL: the request's whole URL is the endpoint's.
+// call sends the request and labels its answer: "200 ok" when it is a 2xx with ok in
+// its body, "200 refused" or "409 refused" (its status) when it is any other answer
+// below 500, as a sold-out answer is. The client c has "" as its base URL: the
+// request's whole URL is the endpoint's.
 func (e otherEndpoint) call(ctx context.Context, c *api) answer {
 	url, body := e.url, e.body
 	if e.users != nil {
@@ -67,13 +69,24 @@ func (e otherEndpoint) call(ctx context.Context, c *api) answer {
 		}
 	}
 	r := c.do(ctx, e.method, url, "", "", body)
-	if r.err == nil && r.status < 300 {
-		r.code = "ok"
-		if e.ok != "" && !bytes.Contains(r.body, []byte(e.ok)) {
-			r.code = "refused"
+	if r.err == nil && r.status < 500 {
+		r.code = "refused"
+		if r.status < 300 && (e.ok == "" || bytes.Contains(r.body, []byte(e.ok))) {
+			r.code = "ok"
 		}
 	}
 	return r
+}
+
+// refusedRate is the rate of the other service's refusals, whatever their status.
+func (p phase) refusedRate() float64 {
+	n := 0
+	for label, c := range p.tally.counts {
+		if strings.HasSuffix(label, " refused") {
+			n += c
+		}
+	}
+	return float64(n) / p.elapsed.Seconds()
 }
 
 // runCompare measures, in this order and Rounds times: healthz, this API's purchases
@@ -155,11 +168,11 @@ func runCompare(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg compar
 	buyOther := func(ctx context.Context, _ int) (answer, bool) { return cfg.Other.call(ctx, other), true }
 
 	var figures []figure
-	ratio := func(name string, p phase, label string, before, after phase) float64 {
+	ratio := func(name string, p phase, rate float64, before, after phase) float64 {
 		yard := (before.rate() + after.rate()) / 2
-		r := p.rateOf(label) / yard
+		r := rate / yard
 		_, p99, _ := p.tally.percentiles()
-		figures = append(figures, figure{name: name, measured: fmt.Sprintf("%.0f/s, p99 %s", p.rateOf(label), ms(p99)), ratio: r, ok: true})
+		figures = append(figures, figure{name: name, measured: fmt.Sprintf("%.0f/s, p99 %s", rate, ms(p99)), ratio: r, ok: true})
 		return r
 	}
 	var ours, theirs []float64
@@ -173,8 +186,8 @@ func runCompare(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg compar
 		their, _ := measure(cfg.OtherName+" purchase", buyOther, nil)
 		h3, _ := measure("healthz", healthz, nil)
 		suffix := " (round " + strconv.Itoa(round+1) + ")"
-		ours = append(ours, ratio("purchases/s vs healthz"+suffix, mine, "202", h1, h2))
-		theirs = append(theirs, ratio(cfg.OtherName+" purchases/s vs healthz"+suffix, their, "200 ok", h2, h3))
+		ours = append(ours, ratio("purchases/s vs healthz"+suffix, mine, mine.rateOf("202"), h1, h2))
+		theirs = append(theirs, ratio(cfg.OtherName+" purchases/s vs healthz"+suffix, their, their.rateOf("200 ok"), h2, h3))
 	}
 	if cfg.OtherSoldOut.url != "" {
 		soldID, err := a.createSale(ctx, "compare sold out", 1, 1)
@@ -195,8 +208,8 @@ func runCompare(ctx context.Context, w io.Writer, a *api, db *sql.DB, cfg compar
 		h2, _ := measure("healthz", healthz, nil)
 		their, _ := measure(cfg.OtherName+" sold out", theirSold, nil)
 		h3, _ := measure("healthz", healthz, nil)
-		ratio("sold-out answers/s vs healthz", mine, "409 sold_out", h1, h2)
-		ratio(cfg.OtherName+" sold-out answers/s vs healthz", their, "200 refused", h2, h3)
+		ratio("sold-out answers/s vs healthz", mine, mine.rateOf("409 sold_out"), h1, h2)
+		ratio(cfg.OtherName+" sold-out answers/s vs healthz", their, their.refusedRate(), h2, h3)
 	}
 	for i := range ours {
 		figures = append(figures, figure{name: fmt.Sprintf("purchases/s vs %s's (round %d)", cfg.OtherName, i+1),
