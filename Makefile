@@ -4,7 +4,7 @@
 #                    two workers (scripts/cluster.sh; docs/topologies.md)
 SHELL := /bin/bash
 
-.PHONY: run run-cluster test services stop build vet tidy helm jaeger
+.PHONY: run run-cluster test services stop build vet tidy helm jaeger disk
 
 services:
 	scripts/services.sh up
@@ -32,9 +32,13 @@ tidy:
 	go mod tidy -diff
 	cd deploy/helm/chartcheck && go mod tidy -diff
 
-test: tidy services vet helm jaeger
+# scripts/disk.sh first: a full disk fails here with its reason, not as scattered failures.
+test: disk tidy services vet helm jaeger
 	go test -race -count=1 -timeout 60m ./...
 	cd deploy/helm/chartcheck && go vet ./... && go test -count=1 ./...
+
+disk:
+	scripts/disk.sh
 
 # helm, for the chart's checks (deploy/helm/chartcheck); go install builds it from source.
 HELM_VERSION := v3.22.0
