@@ -78,15 +78,21 @@ func (e otherEndpoint) call(ctx context.Context, c *api) answer {
 	return r
 }
 
-// refusedRate is the rate of the other service's refusals, whatever their status.
-func (p phase) refusedRate() float64 {
+// refusals counts the other service's refusals among counts by label, whatever their
+// status.
+func refusals(counts map[string]int) int {
 	n := 0
-	for label, c := range p.tally.counts {
+	for label, c := range counts {
 		if strings.HasSuffix(label, " refused") {
 			n += c
 		}
 	}
-	return float64(n) / p.elapsed.Seconds()
+	return n
+}
+
+// refusedRate is the rate of the other service's refusals.
+func (p phase) refusedRate() float64 {
+	return float64(refusals(p.tally.counts)) / p.elapsed.Seconds()
 }
 
 // runCompare measures, in this order and Rounds times: healthz, this API's purchases

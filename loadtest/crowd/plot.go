@@ -196,7 +196,7 @@ func cpuChart(r runRecord) string {
 	}
 	for _, k := range order {
 		p := byLoad[k]
-		events := p.Counts["202"] + p.Counts["200 ok"] + p.Counts["409 sold_out"] + p.Counts["200 refused"]
+		events := p.Counts["202"] + p.Counts["200 ok"] + p.Counts["409 sold_out"] + refusals(p.Counts)
 		if events == 0 {
 			continue
 		}
