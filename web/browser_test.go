@@ -63,11 +63,7 @@ func TestPagesInBrowser(t *testing.T) {
 
 	// Fixed, and sent with Enter from the focused field, as a keyboard user would.
 	// The sale starts in a few seconds, so the buyer sees the countdown first.
-	startsAt := admin.eval(`(() => {
-		const d = new Date(Date.now() + 8000), two = (n) => String(n).padStart(2, '0');
-		return d.getFullYear() + '-' + two(d.getMonth() + 1) + '-' + two(d.getDate()) + 'T' +
-			two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds());
-	})()`)
+	startsAt := admin.localTime(8 * time.Second)
 	// Its stock in two buckets: the buyers below take units from either (docs/sales.md,
 	// "Stock buckets").
 	admin.do("correct the price, start in 8s, two stock buckets, and press Enter",
@@ -381,6 +377,18 @@ func (tb *tab) eval(expr string) string {
 		tb.fail("evaluate %s: %v", expr, err)
 	}
 	return strings.TrimSpace(got)
+}
+
+// localTime is the page's local time d from now, as a datetime-local field holds it:
+// to the second, without ":00" when the seconds are zero, since the field reads back
+// that shorter form and chromedp.SetValue fails when the value read back differs.
+func (tb *tab) localTime(d time.Duration) string {
+	tb.t.Helper()
+	return tb.eval(fmt.Sprintf(`(() => {
+		const d = new Date(Date.now() + %d), two = (n) => String(n).padStart(2, '0');
+		return d.getFullYear() + '-' + two(d.getMonth() + 1) + '-' + two(d.getDate()) + 'T' +
+			two(d.getHours()) + ':' + two(d.getMinutes()) + (d.getSeconds() ? ':' + two(d.getSeconds()) : '');
+	})()`, d.Milliseconds()))
 }
 
 // screenshot writes the whole page as <dir>/<name>.png.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -26,21 +27,14 @@ func TestEarlyAccessInBrowser(t *testing.T) {
 	admin := b.open(t, "admin", 1280, 900)
 	admin.do("open the admin page", chromedp.Navigate(s.URL+"/admin#token="+testutil.Token(t, 1, true)))
 	admin.waitFor("the create form", `!document.querySelector('#console').hidden`)
-	local := func(ms string) string { // the form's local time, ms from now
-		return admin.eval(`(() => {
-			const d = new Date(Date.now() + ` + ms + `), two = (n) => String(n).padStart(2, '0');
-			return d.getFullYear() + '-' + two(d.getMonth() + 1) + '-' + two(d.getDate()) + 'T' +
-				two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds());
-		})()`)
-	}
 	admin.do("fill a sale that starts in an hour, open to code holders two hours before",
 		chromedp.SendKeys(chromedp.CSS("#f-name"), "Members first"),
 		chromedp.SendKeys(chromedp.CSS("#f-product"), "Sneaker"),
 		chromedp.SetValue(chromedp.CSS("#f-price"), "120.00"),
 		chromedp.SetValue(chromedp.CSS("#f-stock"), "5"),
 		chromedp.SetValue(chromedp.CSS("#f-limit"), "1"),
-		chromedp.SetValue(chromedp.CSS("#f-starts"), local("3600000")),
-		chromedp.SetValue(chromedp.CSS("#f-ends"), local("7200000")),
+		chromedp.SetValue(chromedp.CSS("#f-starts"), admin.localTime(time.Hour)),
+		chromedp.SetValue(chromedp.CSS("#f-ends"), admin.localTime(2*time.Hour)),
 		chromedp.SetValue(chromedp.CSS("#f-early"), "7200"),
 		chromedp.Click(chromedp.CSS("#create-button")),
 	)
