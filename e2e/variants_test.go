@@ -127,24 +127,15 @@ func variantStocks(vs []variantStock) []int64 {
 	return out
 }
 
-// mostLeft names the size with the most units left, leaving out the one at index skip.
-func mostLeft(vs []variantView, skip int) string {
+// mostLeft names the size with the most units left, other than the one named skip.
+func mostLeft(vs []variantView, skip string) string {
 	best := -1
 	for i, v := range vs {
-		if i != skip && (best < 0 || v.StockAvailable > vs[best].StockAvailable) {
+		if v.Name != skip && (best < 0 || v.StockAvailable > vs[best].StockAvailable) {
 			best = i
 		}
 	}
 	return vs[best].Name
-}
-
-func indexOf(vs []variantView, name string) int {
-	for i, v := range vs {
-		if v.Name == name {
-			return i
-		}
-	}
-	return -1
 }
 
 // variantView is a variant as the activity shows it.
@@ -216,7 +207,7 @@ func TestVariantsCrowdAcrossTwoAPIs(t *testing.T) {
 	// A buyer at the per-size limit of the size with the most units left, below the limit
 	// across sizes. The crowd chose its sizes at random, so any one size may be sold out.
 	const atLimit = 7100
-	full, other := mostLeft(vs, -1), ""
+	full := mostLeft(vs, "")
 	if r := buy(atLimit, full, perVariant); r.Status != http.StatusAccepted {
 		t.Fatalf("buyer %d buys %d of %s: %d %s", atLimit, perVariant, full, r.Status, r.Body)
 	} else {
@@ -226,7 +217,7 @@ func TestVariantsCrowdAcrossTwoAPIs(t *testing.T) {
 	}
 	c.waitDrained(admin, a.ID, time.Minute)
 	_, vs = c.variantsOf(a.ID)
-	other = mostLeft(vs, indexOf(vs, full))
+	other := mostLeft(vs, full)
 
 	if err := srv.Client(t).FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
