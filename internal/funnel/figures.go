@@ -122,27 +122,29 @@ func ordersOf(f *Figures, facts []store.OrderFact, queued []stock.QueuedOrder, s
 	var changes []change
 	var pays []int64 // ms
 	stored := make(map[string]bool, len(facts))
-	first := func(at time.Time) {
-		if f.FirstPurchaseAt == nil || at.Before(f.FirstPurchaseAt.Time) {
-			t := apitime.Of(at)
-			f.FirstPurchaseAt = &t
+	// taken counts an order that took units, in MySQL or queued: a purchase or a
+	// waitlist's offer, bought in the early window or not.
+	taken := func(at time.Time, q int64, offered, early bool) {
+		changes = append(changes, change{at, q})
+		if offered {
+			f.Orders.Offered++
+			f.Units.ToWaitlist += q
+		} else {
+			f.Purchases.Accepted++
+			if f.FirstPurchaseAt == nil || at.Before(f.FirstPurchaseAt.Time) {
+				t := apitime.Of(at)
+				f.FirstPurchaseAt = &t
+			}
+		}
+		if early {
+			f.Purchases.AcceptedEarly++
+			f.Orders.EarlyAccess++
 		}
 	}
 	for _, o := range facts {
 		stored[o.ID] = true
 		q := int64(o.Quantity)
-		changes = append(changes, change{o.CreatedAt, q})
-		if o.Offered {
-			f.Orders.Offered++
-			f.Units.ToWaitlist += q
-		} else {
-			f.Purchases.Accepted++
-			first(o.CreatedAt)
-		}
-		if o.EarlyAccess {
-			f.Purchases.AcceptedEarly++
-			f.Orders.EarlyAccess++
-		}
+		taken(o.CreatedAt, q, o.Offered, o.EarlyAccess)
 		// created: every order that became payable (a group's seat only once its group
 		// filled); a failed order never was
 		payable := o.Status != store.StatusFailed && o.Status != store.StatusGrouping &&
@@ -189,19 +191,8 @@ func ordersOf(f *Figures, facts []store.OrderFact, queued []stock.QueuedOrder, s
 			continue
 		}
 		q := int64(o.Quantity)
-		changes = append(changes, change{o.CreatedAt, q})
+		taken(o.CreatedAt, q, o.Offered, o.EarlyAccess)
 		f.Units.Sold += q
-		if o.Offered {
-			f.Orders.Offered++
-			f.Units.ToWaitlist += q
-		} else {
-			f.Purchases.Accepted++
-			first(o.CreatedAt)
-		}
-		if o.EarlyAccess {
-			f.Purchases.AcceptedEarly++
-			f.Orders.EarlyAccess++
-		}
 	}
 
 	// Sold out: the first instant the units held reach the stock; a return and a

@@ -23,8 +23,8 @@ func TestOrdersOf(t *testing.T) {
 		// paid after 2 s, then refunded with restock: created, paid, refunded; 1 unit back
 		{ID: "a", Quantity: 1, Status: store.StatusRefunded, CreatedAt: at(100), WindowStartsAt: ptr(at(100)),
 			ExpiresAt: at(60_100), PaidAt: ptr(at(2100)), RefundedAt: ptr(at(9000)), Restock: ptr(true), PersistedAt: at(110)},
-		// paid after 4 s
-		{ID: "b", Quantity: 2, Status: store.StatusPaid, CreatedAt: at(200), WindowStartsAt: ptr(at(200)),
+		// bought in the early window, paid after 4 s
+		{ID: "b", Quantity: 2, Status: store.StatusPaid, EarlyAccess: true, CreatedAt: at(200), WindowStartsAt: ptr(at(200)),
 			ExpiresAt: at(60_200), PaidAt: ptr(at(4200)), PersistedAt: at(210)},
 		// cancelled by its buyer: 1 unit back at 3 s
 		{ID: "c", Quantity: 1, Status: store.StatusCancelled, CreatedAt: at(300), WindowStartsAt: ptr(at(300)),
@@ -42,15 +42,16 @@ func TestOrdersOf(t *testing.T) {
 			ExpiresAt: at(60_600), PaidAt: ptr(at(1600)), RefundedAt: ptr(at(9500)), Restock: ptr(false), PersistedAt: at(610)},
 	}
 	queued := []stock.QueuedOrder{
-		{OrderID: "h", Quantity: 1, CreatedAt: at(700)},               // not in MySQL yet
-		{OrderID: "b", Quantity: 2, CreatedAt: at(200)},               // written, not yet settled: counted once
-		{OrderID: "i", Quantity: 1, CreatedAt: at(50), Offered: true}, // the waitlist's, queued
+		{OrderID: "h", Quantity: 1, CreatedAt: at(700), EarlyAccess: true}, // not in MySQL yet, early
+		{OrderID: "b", Quantity: 2, CreatedAt: at(200), EarlyAccess: true}, // written, not yet settled: counted once
+		{OrderID: "i", Quantity: 1, CreatedAt: at(50), Offered: true},      // the waitlist's, queued
 	}
 	var f Figures
 	ordersOf(&f, facts, queued, 5, at(0))
 	want := Figures{
-		Purchases: Purchases{Accepted: 7}, // a b c d f g h
-		Orders:    Orders{Created: 6, Paid: 3, Cancelled: 2, Expired: 1, Failed: 1, Refunded: 2, Offered: 2},
+		Purchases: Purchases{Accepted: 7, AcceptedEarly: 2}, // a b c d f g h; early: b h
+		Orders: Orders{Created: 6, Paid: 3, Cancelled: 2, Expired: 1, Failed: 1, Refunded: 2, Offered: 2,
+			EarlyAccess: 2},
 		// b (2), e (1), h (1), i (1) held
 		Units:           Units{Sold: 5, Returned: 4, ToWaitlist: 2},
 		FirstPurchaseAt: ptr(apitime.Of(at(100))),
