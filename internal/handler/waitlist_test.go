@@ -99,6 +99,11 @@ func TestWaitlistContract(t *testing.T) {
 	if got, e := join(43, 2); got.status != http.StatusOK || e.Quantity != 1 || e.Position != 1 {
 		t.Errorf("buyer 43 joins again: %d %s; want 200 and the same entry", got.status, got.body)
 	}
+	again := s.do(call{method: "POST", path: waitlist(sold), token: tok(43), body: `{"quantity":1,"variant":"M"}`})
+	if e := (entryView{}); again.status != http.StatusOK || json.Unmarshal([]byte(again.body), &e) != nil || e.Position != 1 {
+		t.Errorf("buyer 43 joins again naming a variant of a sale without: %d %s; want 200 and the same entry",
+			again.status, again.body)
+	}
 
 	// Buyer 42 cancels the 2 units: buyers 43 and 44 are offered one each, as created
 	// orders marked offered; buyer 45 waits, first now.
@@ -200,3 +205,56 @@ func TestWaitlistOfALineSale(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A buyer with an entry on a sale of variants who joins again gets that entry as it is
+// (its own variant and position), whatever variant the join names: another of the
+// sale's, one it does not have, or none. A buyer without an entry naming no variant or
+// an unknown one is 400 naming the field.
+func TestWaitlistSecondJoinWhateverVariant(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	admin := testutil.Token(t, 1, true)
+	created := s.do(call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: variantSale(nil)})
+	var a activityView
+	if err := json.Unmarshal([]byte(created.body), &a); created.status != http.StatusCreated || err != nil {
+		t.Fatalf("create a sale of variants: %d %s", created.status, created.body)
+	}
+	tok := func(u int64) string { return testutil.Token(t, u, false) }
+	waitlist := fmt.Sprintf("/api/v1/activities/%d/waitlist", a.ID)
+	if got := s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/orders", a.ID), token: tok(42),
+		body: `{"quantity":1,"variant":"EU 43"}`}); got.status != http.StatusAccepted {
+		t.Fatalf("buy the last EU 43: %d %s", got.status, got.body)
+	}
+	if got := s.do(call{method: "POST", path: waitlist, token: tok(43), body: `{"quantity":1,"variant":"EU 43"}`}); got.status != http.StatusCreated {
+		t.Fatalf("join the waitlist of EU 43: %d %s", got.status, got.body)
+	}
+	for _, tt := range []struct {
+		name, body string
+	}{
+		{"another variant of the sale", `{"quantity":1,"variant":"EU 44"}`},
+		{"a variant the sale does not have", `{"quantity":1,"variant":"EU 99"}`},
+		{"no variant", `{"quantity":1}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := s.do(call{method: "POST", path: waitlist, token: tok(43), body: tt.body})
+			var e entryView
+			if got.status != http.StatusOK || json.Unmarshal([]byte(got.body), &e) != nil || e.Variant != "EU 43" ||
+				e.Position != 1 || e.Status != "waiting" {
+				t.Errorf("join again: %d %s; want 200 and the entry of EU 43, first", got.status, got.body)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		name, body string
+	}{
+		{"a new buyer naming a variant the sale does not have", `{"quantity":1,"variant":"EU 99"}`},
+		{"a new buyer naming no variant", `{"quantity":1}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := s.do(call{method: "POST", path: waitlist, token: tok(44), body: tt.body})
+			wantError(t, got, http.StatusBadRequest, "invalid_request")
+			if !strings.Contains(got.body, `"message":"variant `) {
+				t.Errorf("message of %s does not begin with the field variant", got.body)
+			}
+		})
+	}
+}

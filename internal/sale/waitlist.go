@@ -44,6 +44,9 @@ func (s *Waitlists) JoinWaitlist(ctx context.Context, activityID int64, who buye
 	if variant != nil {
 		var err error
 		if v, err = s.variants.Variant(ctx, activityID, *variant); err != nil {
+			if fe := (*FieldError)(nil); errors.As(err, &fe) {
+				return s.entryOr(ctx, activityID, who, err)
+			}
 			return WaitlistEntry{}, false, err
 		}
 	}
@@ -52,7 +55,7 @@ func (s *Waitlists) JoinWaitlist(ctx context.Context, activityID int64, who buye
 	case errors.Is(err, stock.ErrNoSale):
 		return WaitlistEntry{}, false, s.catalog.MissingSale(ctx, activityID)
 	case errors.Is(err, stock.ErrNoVariant):
-		return WaitlistEntry{}, false, &FieldError{"variant", "is required in a sale of variants, and must name one of them"}
+		return s.entryOr(ctx, activityID, who, &FieldError{"variant", "is required in a sale of variants, and must name one of them"})
 	case errors.Is(err, stock.ErrQuantityOverLimit): // the body's field, named as it is spelled
 		var d *stock.DetailError
 		if errors.As(err, &d) {
@@ -64,6 +67,23 @@ func (s *Waitlists) JoinWaitlist(ctx context.Context, activityID int64, who buye
 	}
 	view, err := s.entryView(ctx, e)
 	return view, created, err
+}
+
+// entryOr answers a join whose variant the sale refuses (none named in a sale of
+// variants, or a name it does not have): a buyer with an entry gets it as it is, whatever
+// variant the join named, as any second join does; anyone else gets refused.
+func (s *Waitlists) entryOr(ctx context.Context, activityID int64, who buyer.ID, refused error) (WaitlistEntry, bool, error) {
+	e, err := s.settle.WaitlistEntry(ctx, activityID, who)
+	switch {
+	case errors.Is(err, settle.ErrNoEntry):
+		return WaitlistEntry{}, false, refused
+	case err != nil:
+		return WaitlistEntry{}, false, err
+	case e.Status == settle.EntryEnded: // a join makes a new entry: its variant counts
+		return WaitlistEntry{}, false, refused
+	}
+	view, err := s.entryView(ctx, e)
+	return view, false, err
 }
 
 // Waitlist returns a buyer's entry on a sale's waitlist, or ErrNotFound.

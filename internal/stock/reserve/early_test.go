@@ -36,9 +36,10 @@ var t0 = stocktest.T0
 
 // A sale that starts at t0 with an early window from t0 - 10 min, 6 units, limit 2, and
 // codes CODE-0 to CODE-9: in the window a purchase with a valid code is one of the start,
-// marked early, and its code becomes the buyer's; anything else is refused and takes
-// nothing. The limit counts the window's purchases and the start's together, and from the
-// start a code changes nothing.
+// marked early, and its code becomes the buyer's; anything else is refused and takes no
+// unit (a valid code presented with a purchase refused for another reason, a quantity over
+// the limit here, is the presenter's all the same). The limit counts the window's
+// purchases and the start's together, and from the start a code changes nothing.
 func TestEarlyAccessReserve(t *testing.T) {
 	rdb := testutil.StartRedis(t).Client(t)
 	s := stocktest.New(rdb)
