@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -102,7 +103,7 @@ func (e *earlyCrowd) record(t *testing.T, user int64, inWindow bool, r response,
 // A crowd in a sale's early window, over two APIs: 200 members each buy with their own
 // code (a double click: two requests with one Idempotency-Key), 200 buyers without a
 // code are refused until the start, 30 codes are shared by two buyers at once (one of
-// each pair buys, the other is refused access_code_taken), unknown codes are refused,
+// each pair buys, the other is refused access_code_taken; the members' codes hold a space), unknown codes are refused,
 // and a code revoked mid-window serves nobody. From the start everyone buys, a code
 // changes nothing, and the limit counts the window's units: a member who bought one may
 // buy one more, not two. Then MySQL: nothing oversold, nobody past the limit, every
@@ -122,7 +123,7 @@ func TestEarlyAccessCrowd(t *testing.T) {
 	const members, public, pairs = 200, 200, 30
 	var codes []string
 	for u := int64(1000); u < 1000+members; u++ {
-		codes = append(codes, fmt.Sprintf("MEMBER-%d", u))
+		codes = append(codes, fmt.Sprintf("MEMBER %d", u))
 	}
 	for i := range pairs {
 		codes = append(codes, fmt.Sprintf("SHARED-%d", i))
@@ -147,7 +148,7 @@ func TestEarlyAccessCrowd(t *testing.T) {
 		})
 	}
 	for u := int64(1000); u < 1000+members; u++ {
-		code := fmt.Sprintf("MEMBER-%d", u)
+		code := fmt.Sprintf("MEMBER %d", u)
 		key := fmt.Sprintf("m%d", u)
 		for range 2 { // a double click
 			fire(u, func(c *client) (response, error) { return c.buyWith(a.ID, u, 1, key, "X-Access-Code", code) }, true)
@@ -195,11 +196,11 @@ func TestEarlyAccessCrowd(t *testing.T) {
 	}
 
 	// A member's code revoked in the window serves them no more; their order stays.
-	r := clients[0].must("DELETE", fmt.Sprintf("/api/v1/admin/activities/%d/access-codes/MEMBER-1000", a.ID), admin, nil)
+	r := clients[0].must("DELETE", fmt.Sprintf("/api/v1/admin/activities/%d/access-codes/%s", a.ID, url.PathEscape("MEMBER 1000")), admin, nil)
 	if r.Status != http.StatusNoContent {
 		t.Fatalf("revoke: %d %s", r.Status, r.Body)
 	}
-	if r, _ := clients[1].buyWith(a.ID, 1000, 1, "", "X-Access-Code", "MEMBER-1000"); r.errorCode() != "access_code_invalid" {
+	if r, _ := clients[1].buyWith(a.ID, 1000, 1, "", "X-Access-Code", "MEMBER 1000"); r.errorCode() != "access_code_invalid" {
 		t.Errorf("a revoked code in the window: %d %s, want 403 access_code_invalid", r.Status, r.Body)
 	}
 
@@ -214,7 +215,7 @@ func TestEarlyAccessCrowd(t *testing.T) {
 	}
 	for u := int64(1001); u < 1000+members; u++ { // members past the limit, then within it
 		fire(u, func(c *client) (response, error) {
-			return c.buyWith(a.ID, u, 2, "", "X-Access-Code", fmt.Sprintf("MEMBER-%d", u))
+			return c.buyWith(a.ID, u, 2, "", "X-Access-Code", fmt.Sprintf("MEMBER %d", u))
 		}, false)
 	}
 	wg.Wait()

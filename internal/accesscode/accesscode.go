@@ -64,14 +64,15 @@ func CheckPresented(code string) error {
 func isControl(r rune) bool { return r < 0x20 || r >= 0x7f && r < 0xa0 }
 
 // checkImported checks a code the shop imports: MinLength to MaxLength bytes, each a
-// visible ASCII character (! to ~), so that it travels unchanged in a header, a CSV
-// and a URL's path (escaped), and a buyer can type it.
+// printable ASCII character (space to ~), neither the first nor the last a space, so
+// that it travels unchanged in a header (which drops the spaces around its value), a
+// CSV and a URL's path (escaped), and a buyer can type it.
 func checkImported(code string) bool {
-	if len(code) < MinLength || len(code) > MaxLength {
+	if len(code) < MinLength || len(code) > MaxLength || code[0] == ' ' || code[len(code)-1] == ' ' {
 		return false
 	}
 	for i := range len(code) {
-		if code[i] < '!' || code[i] > '~' {
+		if code[i] < ' ' || code[i] > '~' {
 			return false
 		}
 	}

@@ -58,7 +58,9 @@ func TestCheckCodes(t *testing.T) {
 		{"abc", true, false}, // too short to import: presented, it is only unknown
 		{strings.Repeat("x", 64), true, true},
 		{strings.Repeat("x", 65), false, false},
-		{"with space", true, false},
+		{"with space", true, true},
+		{" lead", true, false}, // a header drops the space: never presented as it is
+		{"trail ", true, false},
 		{"tab\there", false, false},
 		{"line\nbreak", false, false},
 		{"del\x7f", false, false},

@@ -95,7 +95,7 @@ func (c *Codes) Add(ctx context.Context, activityID int64, codes []string) (int,
 	for i, code := range codes {
 		if !checkImported(code) {
 			return 0, &FieldError{fmt.Sprintf("codes[%d]", i),
-				"must be 4 to 64 bytes of visible ASCII characters (! to ~, no space)"}
+				"must be 4 to 64 bytes of printable ASCII characters (space to ~), neither the first nor the last a space"}
 		}
 	}
 	if err := c.open(ctx, activityID); err != nil {

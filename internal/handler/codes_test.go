@@ -34,8 +34,9 @@ func TestAccessCodeRoutes(t *testing.T) {
 		{`{"count": "3"}`, "count must be"},
 		{`{"codes": []}`, "codes must hold 1 to 100000 codes"},
 		{`{"codes": "ABCD"}`, "codes must be"},
-		{`{"codes": ["GOOD1", "bad"]}`, "codes[1] must be 4 to 64 bytes of visible ASCII"},
-		{`{"codes": ["a space"]}`, "codes[0] must be"},
+		{`{"codes": ["GOOD1", "bad"]}`, "codes[1] must be 4 to 64 bytes of printable ASCII"},
+		{`{"codes": [" lead"]}`, "neither the first nor the last a space"},
+		{`{"codes": ["trail "]}`, "codes[0] must be"},
 		{`{"codes": ["tab\there"]}`, "codes[0] must be"},
 		{`{"codes": ["` + strings.Repeat("x", 65) + `"]}`, "codes[0] must be"},
 	} {
@@ -45,7 +46,7 @@ func TestAccessCodeRoutes(t *testing.T) {
 			t.Errorf("%s: %s, want a message with %q", tc.body, a.body, tc.message)
 		}
 	}
-	if a := post(`{"codes": ["MEMBER1", "MEMBER2", "A/B%C?D"]}`); a.status != http.StatusCreated || a.body != `{"added":3}` {
+	if a := post(`{"codes": ["MEMBER1", "MEMBER2", "A/B%C?D", "VIP 2027"]}`); a.status != http.StatusCreated || a.body != `{"added":4}` {
 		t.Fatalf("import: %d %s", a.status, a.body)
 	}
 	if a := s.do(call{method: "POST", path: path, token: service, body: `{"codes": ["MEMBER1", "MEMBER2", "MEMBER3"]}`}); a.status != http.StatusCreated || a.body != `{"added":1}` {
@@ -82,8 +83,8 @@ func TestAccessCodeRoutes(t *testing.T) {
 		}
 		next = *page.Next
 	}
-	if len(listed) != 9 {
-		t.Errorf("listed %v, want the 9 codes", listed)
+	if len(listed) != 10 {
+		t.Errorf("listed %v, want the 10 codes", listed)
 	}
 	other := s.sale(10, 1, now.Add(time.Hour), now.Add(2*time.Hour))
 	for _, c := range []call{
@@ -103,8 +104,8 @@ func TestAccessCodeRoutes(t *testing.T) {
 			t.Errorf("revoke a code holding / %% ?: %d %q", a.status, a.body)
 		}
 	}
-	if n, err := s.codes.Counts(context.Background(), id); err != nil || n.Issued != 8 || n.Revoked != 1 {
-		t.Errorf("counts after the revoke: %+v, %v; want 8 issued, 1 revoked", n, err)
+	if n, err := s.codes.Counts(context.Background(), id); err != nil || n.Issued != 9 || n.Revoked != 1 {
+		t.Errorf("counts after the revoke: %+v, %v; want 9 issued, 1 revoked", n, err)
 	}
 	for _, c := range []call{
 		{method: "DELETE", path: path + "/NEVER"},
