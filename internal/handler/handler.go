@@ -163,6 +163,9 @@ func (h *Handler) Routes() http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	// A path with a trailing slash is 404 as any other unknown path: gin's redirect of it
+	// would be answered past the middleware (no Cache-Control, no CORS, an HTML body).
+	r.RedirectTrailingSlash = false
 	// The client IP is the peer's, or, from a trusted proxy only, the last address of
 	// X-Forwarded-For that is not itself a trusted proxy. config.Load checked the CIDRs;
 	// one gin still refuses is said in the log (gin then trusts the entries before it).
@@ -258,6 +261,5 @@ func (h *Handler) Routes() http.Handler {
 
 // openAPI answers the API's own OpenAPI document, the bytes committed in api/openapi.yaml.
 func openAPI(c *gin.Context) {
-	c.Header("Cache-Control", "no-cache")
 	c.Data(http.StatusOK, "application/yaml; charset=utf-8", apidoc.OpenAPI)
 }

@@ -177,6 +177,10 @@ type answer struct {
 	header http.Header
 }
 
+// answerAsIs is the tests' client: it follows no redirect, so a test reads the API's
+// own answer.
+var answerAsIs = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
 func (s *stack) do(c call) answer {
 	s.t.Helper()
 	var body io.Reader = strings.NewReader(c.body)
@@ -195,7 +199,7 @@ func (s *stack) do(c call) answer {
 			req.Header.Add(k, v)
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := answerAsIs.Do(req)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", c.method, c.path, err)
 	}

@@ -22,15 +22,19 @@ import (
 
 // The public reads a crowd repeats (the sale list, a sale, a line's status) are the same
 // for everyone, so a shared cache (the project's nginx front, a CDN) may keep them for a
-// second and answer the crowd in the APIs' place. Every other answer of /api/v1 is
-// never to be kept, nor is any answer to a request with a token.
+// second and answer the crowd in the APIs' place, and for one second more answer the
+// copy it has while one request gets the next (stale-while-revalidate), so that a crowd
+// is not all sent on at once when a copy expires; past that second a copy is never
+// answered. Every other answer of /api/v1 is never to be kept, nor is any answer to a
+// request with a token.
 var (
-	sharedCache  = []string{"public, max-age=1"}
+	sharedCache  = []string{"public, max-age=1, stale-while-revalidate=1"}
 	privateCache = []string{"private, no-store"}
 )
 
 // noStore marks every answer of /api/v1 as never to be kept by any cache; the public
-// reads replace it (answerShared, sharedError) for a request without a token.
+// reads replace it (answerShared, sharedError) for a request without a token. The
+// engine makes no answer of its own past it (Routes: no redirects of a trailing slash).
 func noStore(c *gin.Context) {
 	if apiPath(c) {
 		c.Writer.Header()["Cache-Control"] = privateCache

@@ -41,7 +41,7 @@ func TestCacheControlOfEachRoute(t *testing.T) {
 	if a := s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/line", room), token: buyer, body: "{}"}); a.status != http.StatusCreated {
 		t.Fatalf("join: %d %s", a.status, a.body)
 	}
-	const shared, private = "public, max-age=1", "private, no-store"
+	const shared, private = "public, max-age=1, stale-while-revalidate=1", "private, no-store"
 	for _, tc := range []struct {
 		name   string
 		c      call
@@ -69,6 +69,8 @@ func TestCacheControlOfEachRoute(t *testing.T) {
 		{"the admin's list", call{method: "GET", path: "/api/v1/admin/activities", token: admin}, 200, private, false},
 		{"a group list", call{method: "GET", path: fmt.Sprintf("/api/v1/activities/%d/groups", plain)}, 409, private, false},
 		{"no such route", call{method: "GET", path: "/api/v1/nowhere"}, 404, private, false},
+		{"a path with a trailing slash", call{method: "GET", path: "/api/v1/activities/"}, 404, private, false},
+		{"the API's reference", call{method: "GET", path: "/api/v1/openapi.yaml"}, 200, private, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := s.do(tc.c)
@@ -121,7 +123,7 @@ func TestETagNotModified(t *testing.T) {
 			if a.status != tc.status && !(a.status == 200 && a.header.Get("ETag") != etag) {
 				t.Errorf("%s If-None-Match %s: %d, want %d", path, tc.inm, a.status, tc.status)
 			}
-			if a.status == 304 && a.header.Get("Cache-Control") != "public, max-age=1" {
+			if a.status == 304 && a.header.Get("Cache-Control") != "public, max-age=1, stale-while-revalidate=1" {
 				t.Errorf("%s: a 304 with Cache-Control %q", path, a.header.Get("Cache-Control"))
 			}
 		}

@@ -1,8 +1,12 @@
 // Package snapshot keeps what a crowd reads and a store answers: a value loaded at most
 // once per interval however many ask for it, by one of them while the others get the
-// last value (or, before the first, wait for it), with a failed load answered (and
-// logged) once for the interval rather than tried again, and said again, by every
-// request. Nobody but the one loading waits on a slow store.
+// last value if it is at most an interval old (else, or before the first, they wait for
+// the load), with a failed load answered (and logged) once for the interval rather than
+// tried again, and said again, by every request. So no answer is older than an
+// interval, and in a steady crowd nobody but the one loading waits: the last value is
+// then the one of the interval before, loaded at its start. A slow store is the one
+// exception: a load that takes longer than StaleWait leaves those waiting for it the
+// last value, however old, rather than a wait of up to LoadTimeout.
 //
 // A value belongs to the interval of the clock it was loaded in (for a second: the
 // second of the clock, 12:00:07.000 to .999) and is loaded again in the next one asked
@@ -35,6 +39,12 @@ func (e *Failed) Logged() bool { return true }
 // its failure, rather than waiting on a store that does not answer.
 const LoadTimeout = 5 * time.Second
 
+// StaleWait bounds the wait for a load of those who ask while it runs and whose last
+// value is too old to answer: past it they get the last value all the same (a store
+// that does not answer in that time is failing, and the last value is the best there
+// is). A load takes milliseconds when the store is well.
+const StaleWait = 250 * time.Millisecond
+
 // Value is one value loaded at most once per interval (its zero value is not ready:
 // use New).
 type Value[T any] struct {
@@ -42,19 +52,20 @@ type Value[T any] struct {
 	every time.Duration
 	now   func() time.Time
 
-	mu  sync.Mutex // held by the one loading
-	cur atomic.Pointer[loaded[T]]
+	loading chan struct{} // holds a token while one caller loads (a lock that can be waited for with a bound)
+	cur     atomic.Pointer[loaded[T]]
 }
 
 type loaded[T any] struct {
-	v   T
-	err error
-	at  time.Time // the start of the interval it was loaded in; zero: expired
+	v    T
+	err  error
+	at   time.Time // the start of the interval it was loaded in; zero: expired
+	read time.Time // when its load began, which its age counts from; zero: expired
 }
 
 // New returns a Value loaded at most once per every, named name in the log.
 func New[T any](name string, every time.Duration) *Value[T] {
-	return &Value[T]{name: name, every: every, now: time.Now}
+	return &Value[T]{name: name, every: every, now: time.Now, loading: make(chan struct{}, 1)}
 }
 
 // SetClock replaces the clock that ages the value (tests).
@@ -63,32 +74,46 @@ func (s *Value[T]) SetClock(now func() time.Time) { s.now = now }
 // Get returns the value, loaded with load first when the last load was in an earlier
 // interval of the clock, or there is none: one caller loads, with a context that its
 // own end does not cancel (its result may serve others) bounded by LoadTimeout; while
-// it does, the others get the last answer at once (before the first load, they wait
-// for it). A failed load is logged once and answered as a *Failed until the next
-// interval.
+// it does, the others get the last answer at once if it is at most an interval old,
+// else they wait for the load (before the first load, and after Expire, too). A failed
+// load is logged once and answered as a *Failed until the next interval.
 func (s *Value[T]) Get(ctx context.Context, load func(context.Context) (T, error)) (T, error) {
 	l := s.cur.Load()
 	if l != nil && s.current(l) {
 		return l.v, l.err
 	}
-	if l == nil {
-		s.mu.Lock()
-	} else if !s.mu.TryLock() { // another caller is loading the next: the last meanwhile
-		return l.v, l.err
+	switch {
+	case l == nil: // none yet: wait for the first
+		s.loading <- struct{}{}
+	case l.read.IsZero() || s.now().Sub(l.read) > s.every: // too old: wait for the load under way, or load
+		wait := time.NewTimer(StaleWait)
+		defer wait.Stop()
+		select {
+		case s.loading <- struct{}{}:
+		case <-wait.C: // a slow store: the last value, however old
+			return l.v, l.err
+		}
+	default: // the last, at most an interval old, while another caller loads the next
+		select {
+		case s.loading <- struct{}{}:
+		default:
+			return l.v, l.err
+		}
 	}
-	defer s.mu.Unlock()
+	defer func() { <-s.loading }()
 	if l := s.cur.Load(); l != nil && s.current(l) { // loaded while this one waited
 		return l.v, l.err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), LoadTimeout)
 	defer cancel()
+	read := s.now()
 	v, err := load(ctx)
 	if err != nil {
 		slog.Warn("snapshot: load failed; answered as failed until the next load", "snapshot", s.name,
 			"interval", s.every, "err", err)
 		err = &Failed{Err: err}
 	}
-	s.cur.Store(&loaded[T]{v: v, err: err, at: s.now().Truncate(s.every)})
+	s.cur.Store(&loaded[T]{v: v, err: err, at: s.now().Truncate(s.every), read: read})
 	return v, err
 }
 
@@ -106,11 +131,12 @@ func (s *Value[T]) Last() (T, bool) {
 	return l.v, true
 }
 
-// Expire makes the next Get load, whatever the age of the value: this process has
-// changed what it holds (an admin's create or patch answered here).
+// Expire makes the next Get load, whatever the age of the value, and every Get wait for
+// that load: this process has changed what it holds (an admin's create or patch
+// answered here).
 func (s *Value[T]) Expire() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.loading <- struct{}{}
+	defer func() { <-s.loading }()
 	if l := s.cur.Load(); l != nil {
 		s.cur.Store(&loaded[T]{v: l.v, err: l.err})
 	}

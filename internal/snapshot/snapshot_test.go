@@ -152,36 +152,44 @@ func TestMapLoadsPerKey(t *testing.T) {
 	}
 }
 
-// While one caller loads the next value (a slow store), the others get the last one at
-// once, not a wait; and once that load is in, they get the new one.
-func TestLastValueWhileLoading(t *testing.T) {
-	c := &clock{}
+// loadedOnce returns a Value of a second on clock c, with 1 loaded.
+func loadedOnce(t *testing.T, c *clock) *snapshot.Value[int] {
+	t.Helper()
 	v := snapshot.New[int]("test", time.Second)
 	v.SetClock(c.now)
 	if n, err := v.Get(context.Background(), func(context.Context) (int, error) { return 1, nil }); n != 1 || err != nil {
 		t.Fatalf("first load: %d %v", n, err)
 	}
-	c.add(time.Second)
-	started, release := make(chan struct{}), make(chan struct{})
-	loaded := make(chan int)
+	return v
+}
+
+// slowLoad starts a Get of v whose load (of 2) waits for release, and returns once the
+// load has begun; the loader's answer comes on loaded.
+func slowLoad(v *snapshot.Value[int]) (release chan<- struct{}, loaded <-chan int) {
+	started, rel, got := make(chan struct{}), make(chan struct{}), make(chan int, 1)
 	go func() {
 		n, _ := v.Get(context.Background(), func(context.Context) (int, error) {
 			close(started)
-			<-release
+			<-rel
 			return 2, nil
 		})
-		loaded <- n
+		got <- n
 	}()
 	<-started
-	for range 100 {
-		n, err := v.Get(context.Background(), func(context.Context) (int, error) {
-			t.Error("a second load began while one was under way")
-			return 0, nil
-		})
-		if n != 1 || err != nil {
-			t.Fatalf("during the load: %d %v, want the last value 1", n, err)
-		}
+	return rel, got
+}
+
+// noSecondLoad is a load that must not run: one is under way.
+func noSecondLoad(t *testing.T) func(context.Context) (int, error) {
+	return func(context.Context) (int, error) {
+		t.Error("a second load began while one was under way")
+		return 0, nil
 	}
+}
+
+// afterLoad closes release and checks that the loader, then anyone, gets 2.
+func afterLoad(t *testing.T, v *snapshot.Value[int], release chan<- struct{}, loaded <-chan int) {
+	t.Helper()
 	close(release)
 	if n := <-loaded; n != 2 {
 		t.Fatalf("the loader got %d, want 2", n)
@@ -189,4 +197,73 @@ func TestLastValueWhileLoading(t *testing.T) {
 	if n, _ := v.Get(context.Background(), nil); n != 2 {
 		t.Errorf("after the load: %d, want 2", n)
 	}
+}
+
+// While one caller loads the next value (a slow store), the others get the last one at
+// once, not a wait; and once that load is in, they get the new one.
+func TestLastValueWhileLoading(t *testing.T) {
+	c := &clock{}
+	v := loadedOnce(t, c)
+	c.add(time.Second)
+	release, loaded := slowLoad(v)
+	for range 100 {
+		if n, err := v.Get(context.Background(), noSecondLoad(t)); n != 1 || err != nil {
+			t.Fatalf("during the load: %d %v, want the last value 1", n, err)
+		}
+	}
+	afterLoad(t, v, release, loaded)
+}
+
+// No answer is older than an interval: once the last value is (a crowd that came back
+// after a quiet spell), or after Expire, those who ask while one caller loads the next
+// wait for that load rather than get the last value.
+func TestNoAnswerOlderThanAnInterval(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		stale func(*snapshot.Value[int], *clock)
+	}{
+		{"a quiet spell", func(_ *snapshot.Value[int], c *clock) { c.add(1500 * time.Millisecond) }},
+		{"expired", func(v *snapshot.Value[int], _ *clock) { v.Expire() }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &clock{}
+			v := loadedOnce(t, c)
+			tt.stale(v, c)
+			release, loaded := slowLoad(v)
+			got := make(chan int, 10)
+			for range cap(got) {
+				go func() {
+					n, _ := v.Get(context.Background(), noSecondLoad(t))
+					got <- n
+				}()
+			}
+			select {
+			case n := <-got:
+				t.Fatalf("during the load: %d at once, want a wait for the load", n)
+			case <-time.After(50 * time.Millisecond): // well within StaleWait
+			}
+			afterLoad(t, v, release, loaded)
+			for range cap(got) {
+				if n := <-got; n != 2 {
+					t.Errorf("after the load: %d, want 2", n)
+				}
+			}
+		})
+	}
+}
+
+// A slow store: those who wait for a load that takes longer than StaleWait get the last
+// value, however old, rather than a wait of up to LoadTimeout; the load goes on, and its
+// value is answered once in.
+func TestSlowStoreAnswersTheLast(t *testing.T) {
+	c := &clock{}
+	v := loadedOnce(t, c)
+	c.add(5 * time.Second)
+	release, loaded := slowLoad(v)
+	asked := time.Now()
+	n, err := v.Get(context.Background(), noSecondLoad(t))
+	if waited := time.Since(asked); n != 1 || err != nil || waited < snapshot.StaleWait {
+		t.Errorf("during a slow load: %d %v after %v; want the last value 1 after StaleWait (%v)", n, err, waited, snapshot.StaleWait)
+	}
+	afterLoad(t, v, release, loaded)
 }

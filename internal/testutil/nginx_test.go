@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -572,7 +574,9 @@ func TestNginxRealIPBehindABalancer(t *testing.T) {
 
 // The front keeps the public reads (the sale list, a sale, a line's status) as the APIs
 // mark them: a crowd of each costs the backend about one request per path per second,
-// their 404 and 409 too, and a page of the list is kept apart from another. Nothing
+// their 404 and 409 too, and a page of the list is kept apart from another, while a
+// query the list does not read (a client's own, new each time) shares the list's copy.
+// Nothing
 // else is kept: an answer marked private, a request with a token, a write, any other
 // route. A listed origin's answer is kept apart from the others', and Origins the list
 // does not hold share one copy.
@@ -588,7 +592,7 @@ func TestNginxKeepsPublicReads(t *testing.T) {
 		if r.Header.Get("Authorization") != "" || strings.Contains(r.URL.Path, "private") {
 			h.Set("Cache-Control", "private, no-store")
 		} else { // as the APIs mark a public read (internal/handler/shared.go)
-			h.Set("Cache-Control", "public, max-age=1")
+			h.Set("Cache-Control", "public, max-age=1, stale-while-revalidate=1")
 			h.Set("X-Accel-Expires", fmt.Sprintf("@%d", time.Now().Add(500*time.Millisecond).Unix()))
 		}
 		h.Set("Vary", "Origin")
@@ -618,6 +622,7 @@ func TestNginxKeepsPublicReads(t *testing.T) {
 	kept := []ask{
 		{"GET", "/api/v1/activities", nil},
 		{"GET", "/api/v1/activities?limit=5", nil},
+		{"GET", "/api/v1/activities?x=", nil}, // and the round's number: a query of its own each time
 		{"GET", "/api/v1/activities/7", nil},
 		{"GET", "/api/v1/activities/7/line/status", nil},
 		{"GET", "/api/v1/activities/404", nil},
@@ -641,8 +646,12 @@ func TestNginxKeepsPublicReads(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range rounds {
-				resp, body := send(t, a.method, url+a.path, a.header...)
+			for i := range rounds {
+				path := a.path
+				if strings.HasSuffix(path, "=") {
+					path += strconv.Itoa(i)
+				}
+				resp, body := send(t, a.method, url+path, a.header...)
 				if resp.StatusCode >= 500 || !strings.HasPrefix(string(body), `{"at":`) {
 					t.Errorf("%s %s: %d %s", a.method, a.path, resp.StatusCode, body)
 					return
@@ -666,7 +675,7 @@ func TestNginxKeepsPublicReads(t *testing.T) {
 	atBackend := func(a ask) int {
 		n := 0
 		for k, v := range seen {
-			if strings.HasPrefix(k, a.method+" "+a.path+" ") {
+			if strings.HasPrefix(k, a.method+" "+a.path+" ") || strings.HasSuffix(a.path, "=") && strings.HasPrefix(k, a.method+" "+a.path) {
 				n += v
 			}
 		}
@@ -684,12 +693,49 @@ func TestNginxKeepsPublicReads(t *testing.T) {
 				rounds, seconds, most)
 		}
 	}
+	if n := atBackend(ask{"GET", "/api/v1/activities", nil}) + atBackend(ask{"GET", "/api/v1/activities?x=", nil}); n > int(seconds)+2 {
+		t.Errorf("a query the list does not read was kept apart: %d requests of the list reached the backend", n)
+	}
 	if n := atBackend(ask{"GET", "/api/v1/activities/9", nil}); n > int(seconds)+2 {
 		t.Errorf("the answer without a listed origin was kept apart per Origin: %d requests reached the backend", n)
 	}
 	for _, a := range passed {
 		if n := atBackend(a); n != rounds {
 			t.Errorf("%s %s %v: %d of %d requests reached the backend, want all", a.method, a.path, a.header, n, rounds)
+		}
+	}
+}
+
+// The front answers a public read's copy past its lifetime for one second at most (the
+// APIs' stale-while-revalidate), while one request gets the next: a crowd that comes
+// back after a quiet spell gets a fresh answer, never the copy of a second long gone.
+func TestNginxAnswersNoCopyPastItsSecond(t *testing.T) {
+	b := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Cache-Control", "public, max-age=1, stale-while-revalidate=1")
+		h.Set("X-Accel-Expires", fmt.Sprintf("@%d", time.Now().Add(500*time.Millisecond).Unix()))
+		fmt.Fprintf(w, `{"at":%d}`, time.Now().UnixNano())
+	})
+	ngx := StartNginxLogged(t, []string{b}, Front{RateIP: 1_000_000, InFlight: 65535})
+	at := func() (time.Time, string) {
+		t.Helper()
+		resp, body := send(t, "GET", ngx.URL+"/api/v1/activities/7")
+		var v struct{ At int64 }
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &v) != nil {
+			t.Fatalf("GET: %d %s", resp.StatusCode, body)
+		}
+		return time.Unix(0, v.At), resp.Header.Get("X-Cache-Status")
+	}
+	first, _ := at()
+	if again, status := at(); !again.Equal(first) {
+		t.Errorf("asked again at once: %s, an answer of %v after the first; want the copy", status, again.Sub(first))
+	}
+	for _, quiet := range []time.Duration{3 * time.Second, 5 * time.Second} {
+		time.Sleep(quiet)
+		asked := time.Now()
+		got, status := at()
+		if got.Before(asked) {
+			t.Errorf("after %v without a request: %s, a copy %v old; want a fresh answer", quiet, status, asked.Sub(got))
 		}
 	}
 }
