@@ -259,12 +259,12 @@ func serve(ctx context.Context, cfg config.Config) error {
 	answers := presence.NewAnswers()
 	// The purchases each sale refused, counted here and added to Redis in batches for
 	// its funnel; the last batch is flushed at exit.
-	refusals := funnel.NewRefusals()
+	refusals, funnels := funnel.NewRefusals(), funnel.New(db, ap, st.Activities, st.Orders, sk, waitingRoom)
 	flushCtx, stopFlush := context.WithCancel(context.Background())
 	flushed := make(chan struct{})
 	go func() {
 		defer close(flushed)
-		refusals.Run(flushCtx, ap)
+		refusals.Run(flushCtx, ap, funnels)
 	}()
 	defer func() { stopFlush(); <-flushed }()
 	var idp *auth.IdP
@@ -281,7 +281,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		RateIP: cfg.RateIP, APIs: apis.Count, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins, Registry: reg, Instances: live,
 		Answers: answers, Rooms: waitingRoom, Passes: passes, Now: now,
 		InFlight: cfg.InFlight, SaleInFlight: cfg.SaleInFlight, BodyTimeout: cfg.BodyTimeout, Webhooks: outbox.NewWebhooks(db, cfg.WebhookAllowPrivate),
-		Ready: probe, Trace: tracing.Gin(), Refusals: refusals, Funnel: funnel.New(db, ap, st.Activities, st.Orders, sk, waitingRoom), Codes: codes})
+		Ready: probe, Trace: tracing.Gin(), Refusals: refusals, Funnel: funnels, Codes: codes})
 
 	notDurable, err := durability(ctx, cfg, rdb, probe)
 	if err != nil {

@@ -187,5 +187,38 @@ func (f *Funnel) Keep(ctx context.Context, a store.Activity) error {
 	return nil
 }
 
+// AddRefused adds refusals of a sale to what MySQL keeps of its funnel once it is
+// archived: those its APIs answered after the archive (a crowd still asking). A sale
+// without a kept funnel (not archived, or not yet: its refusals in that instant are lost;
+// or no such sale) changes nothing.
+func (f *Funnel) AddRefused(ctx context.Context, activityID int64, byCode map[string]int64) error {
+	err := f.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var k kept
+		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select("activity_id", "refused").Take(&k, activityID).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		refused := map[string]int64{}
+		if err := json.Unmarshal([]byte(k.Refused), &refused); err != nil {
+			return err
+		}
+		for code, n := range byCode {
+			refused[code] += n
+		}
+		b, err := json.Marshal(refused)
+		if err != nil {
+			return err
+		}
+		return tx.Model(&kept{}).Where("activity_id = ?", activityID).Update("refused", string(b)).Error
+	})
+	if err != nil {
+		return fmt.Errorf("add refusals to the kept funnel of activity %d: %w", activityID, err)
+	}
+	return nil
+}
+
 // Keys are the funnel's keys of a sale, for the archive to remove.
 func (f *Funnel) Keys(activityID int64) []string { return []string{refusedKey(activityID)} }

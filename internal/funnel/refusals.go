@@ -139,9 +139,16 @@ func (r *Refusals) giveBack(activityID int64, byCode map[string]int64) {
 // within it (the contract allows 5 s).
 const FlushEvery = 2 * time.Second
 
+// Kept adds refusals to what MySQL keeps of an archived sale's funnel (*Funnel).
+type Kept interface {
+	AddRefused(ctx context.Context, activityID int64, byCode map[string]int64) error
+}
+
+var _ Kept = (*Funnel)(nil)
+
 // Run flushes every FlushEvery until ctx ends, then once more (a clean shutdown loses
 // nothing; a killed process loses its last interval).
-func (r *Refusals) Run(ctx context.Context, rdb redis.Scripter) {
+func (r *Refusals) Run(ctx context.Context, rdb redis.Scripter, kept Kept) {
 	t := time.NewTicker(FlushEvery)
 	defer t.Stop()
 	for {
@@ -149,28 +156,33 @@ func (r *Refusals) Run(ctx context.Context, rdb redis.Scripter) {
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			r.Flush(fctx, rdb)
+			r.Flush(fctx, rdb, kept)
 			return
 		case <-t.C:
-			r.Flush(ctx, rdb)
+			r.Flush(ctx, rdb, kept)
 		}
 	}
 }
 
-// Flush adds what was counted since the last flush to Redis, one script per sale. The
-// counts of a flush that fails (Redis does not answer) wait for the next; those of a
-// sale Redis does not hold live (unknown, lost, archived) are dropped.
-func (r *Refusals) Flush(ctx context.Context, rdb redis.Scripter) {
+// Flush adds what was counted since the last flush to Redis, one script per sale, and
+// those of a sale Redis does not hold live to kept: an archived sale's go to MySQL, any
+// other's (unknown, lost, being archived) are dropped. The counts of a flush that fails
+// (Redis or MySQL does not answer) wait for the next.
+func (r *Refusals) Flush(ctx context.Context, rdb redis.Scripter, kept Kept) {
 	failed := 0
 	for id, byCode := range r.take() {
 		args := make([]any, 0, 2*len(byCode))
 		for code, n := range byCode {
 			args = append(args, code, strconv.FormatInt(n, 10))
 		}
-		if err := flushScript.Run(ctx, rdb, []string{stock.SaleKey(stock.One(id)), refusedKey(id)}, args...).Err(); err != nil {
+		live, err := flushScript.Run(ctx, rdb, []string{stock.SaleKey(stock.One(id)), refusedKey(id)}, args...).Int()
+		if err == nil && live == 0 {
+			err = kept.AddRefused(ctx, id, byCode)
+		}
+		if err != nil {
 			r.giveBack(id, byCode)
 			if failed++; failed == 1 {
-				slog.Warn("funnel: refusals not flushed to Redis; tried again next time", "err", err)
+				slog.Warn("funnel: refusals not flushed; tried again next time", "err", err)
 			}
 		}
 	}

@@ -14,13 +14,20 @@ import (
 )
 
 // Refusals counted by many goroutines reach Redis exactly, summed over several
-// processes' counts; those of a sale Redis does not hold live are dropped without a
-// key; a flush that fails keeps its counts for the next.
+// processes' counts; those of an archived sale are added to its kept funnel in MySQL,
+// and those of a sale neither holds (no such sale) are dropped without a key or a row;
+// a flush that fails keeps its counts for the next.
 func TestRefusalsFlush(t *testing.T) {
 	srv := testutil.StartRedis(t, "--appendonly", "yes")
 	rdb := srv.Client(t)
 	ctx := context.Background()
 	sk := stocktest.New(rdb)
+	db := testutil.MySQL(t).Gorm
+	f := New(db, rdb, nil, nil, sk.Stock, nil)
+	const archived = 98 // its Redis state gone, its funnel kept with 2 refusals
+	if err := db.Create(&kept{ActivityID: archived, Refused: `{"sale_ended":2}`, KeptAt: time.Now()}).Error; err != nil {
+		t.Fatal(err)
+	}
 	if err := sk.Load(ctx, stock.Sale{ActivityID: 1, Available: 10, Total: 10, Limit: 1, StartsAt: time.Now(),
 		EndsAt: time.Now().Add(time.Hour), PriceCents: 1, PayWindow: time.Minute}); err != nil {
 		t.Fatal(err)
@@ -35,12 +42,13 @@ func TestRefusalsFlush(t *testing.T) {
 			for i := range 500 {
 				r.Count(1, []string{"sold_out", "limit_exceeded", "not_admitted", "rate_limited", "busy"}[i%5])
 				r.Count(99, "sale_ended") // no such sale in Redis
+				r.Count(archived, "sale_ended")
 			}
 		}()
 	}
 	wg.Wait()
 	for _, r := range apis {
-		r.Flush(ctx, rdb)
+		r.Flush(ctx, rdb, f)
 	}
 	got, err := rdb.HGetAll(ctx, refusedKey(1)).Result()
 	if err != nil {
@@ -53,12 +61,20 @@ func TestRefusalsFlush(t *testing.T) {
 	if n, _ := rdb.Exists(ctx, refusedKey(99)).Result(); n != 0 {
 		t.Error("a sale Redis does not hold got a key of refusals")
 	}
+	var k kept
+	if err := db.Take(&k, archived).Error; err != nil || k.Refused != `{"sale_ended":4002}` {
+		t.Errorf("the archived sale's kept refusals: %q, %v; want 4002 sale_ended (2 kept, 4000 since)", k.Refused, err)
+	}
+	var rows int64
+	if err := db.Model(&kept{}).Where("activity_id = ?", 99).Count(&rows).Error; err != nil || rows != 0 {
+		t.Errorf("a sale MySQL does not keep: %d rows, %v; want none", rows, err)
+	}
 
 	// Redis stopped: the counts wait for the next flush.
 	apis[0].Count(1, "sold_out")
 	srv.Kill()
 	fctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	apis[0].Flush(fctx, rdb)
+	apis[0].Flush(fctx, rdb, f)
 	cancel()
 	srv.Start()
 	for deadline := time.Now().Add(10 * time.Second); rdb.Ping(ctx).Err() != nil; time.Sleep(50 * time.Millisecond) {
@@ -66,7 +82,7 @@ func TestRefusalsFlush(t *testing.T) {
 			t.Fatal("redis not back within 10 s")
 		}
 	}
-	apis[0].Flush(ctx, rdb)
+	apis[0].Flush(ctx, rdb, f)
 	if n, _ := rdb.HGet(ctx, refusedKey(1), "sold_out").Int(); n != 801 {
 		t.Errorf("sold_out %d after a failed flush and a good one, want 801", n)
 	}
