@@ -53,8 +53,9 @@ type Archiver struct {
 	mu sync.Mutex
 	// final is, by sale, when its last order became final, read once the sale was
 	// found settled (store.Upkeep.LastFinal reads all its orders); dropped once it is
-	// archived, or found unsettled again.
-	final   map[int64]time.Time
+	// archived, or found unsettled again, and read again once its end has moved (a sale
+	// reopened by a PATCH of ends_at takes orders again while it is no candidate).
+	final   map[int64]finalAt
 	metrics *archiveMetrics
 
 	// Keeper, when set, keeps in MySQL what only a sale's Redis state holds (the
@@ -73,8 +74,12 @@ type Keeper interface {
 
 // NewArchiver returns an Archiver of the sales over for retention.
 func NewArchiver(st *store.Upkeep, sk *stock.Stock, retention time.Duration) *Archiver {
-	return &Archiver{store: st, sales: lifecycle.NewRebuilds(sk), Retention: retention, Batch: 100, now: time.Now, final: map[int64]time.Time{}}
+	return &Archiver{store: st, sales: lifecycle.NewRebuilds(sk), Retention: retention, Batch: 100, now: time.Now, final: map[int64]finalAt{}}
 }
+
+// finalAt is when a sale's last order became final, as read while the sale ended at
+// endsAt.
+type finalAt struct{ at, endsAt time.Time }
 
 // SetClock replaces the Archiver's clock (tests).
 func (a *Archiver) SetClock(now func() time.Time) { a.now = now }
@@ -182,7 +187,7 @@ func (a *Archiver) due(ctx context.Context, s store.Activity, now time.Time) (bo
 		return false, err
 	}
 	a.mu.Lock()
-	last, known := a.final[s.ID]
+	f, known := a.final[s.ID]
 	if unsettled {
 		delete(a.final, s.ID)
 	}
@@ -190,12 +195,13 @@ func (a *Archiver) due(ctx context.Context, s store.Activity, now time.Time) (bo
 	if unsettled {
 		return false, nil
 	}
-	if !known {
+	last := f.at
+	if !known || !f.endsAt.Equal(s.EndsAt) {
 		if last, err = a.store.LastFinal(ctx, s.ID); err != nil {
 			return false, err
 		}
 		a.mu.Lock()
-		a.final[s.ID] = last
+		a.final[s.ID] = finalAt{at: last, endsAt: s.EndsAt}
 		a.mu.Unlock()
 	}
 	refunded, err := a.store.LastRefund(ctx, s.ID)

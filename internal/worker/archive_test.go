@@ -663,10 +663,11 @@ func TestRefundRestartsTheRetention(t *testing.T) {
 	a := f.newSale(t, 1, false)
 	o := f.buy(t, a, 1)
 	f.persistAll(t, a)
+	f.end(t, a, time.Now())
+	f.orders.SetClock(func() time.Time { return time.Now().Add(5 * time.Minute) }) // paid after the end
 	if _, err := f.svc.Orders.Pay(ctx, o.ID, sale.Caller{Service: true}); err != nil {
 		t.Fatal(err)
 	}
-	f.end(t, a, time.Now())
 	run := func(after time.Duration, want int) {
 		t.Helper()
 		f.archiver.SetClock(func() time.Time { return time.Now().Add(after) })
@@ -674,7 +675,9 @@ func TestRefundRestartsTheRetention(t *testing.T) {
 			t.Fatalf("the archive %v after the end: archived %d, %v; want %d", after, n, err, want)
 		}
 	}
-	run(retention-10*time.Minute, 0) // not due: the archive remembers when the payment came
+	// Past the retention of the end, not of the payment: the archive looks at the sale
+	// and remembers when the payment came.
+	run(retention+3*time.Minute, 0)
 	f.orders.SetClock(func() time.Time { return time.Now().Add(30 * time.Minute) })
 	defer f.orders.SetClock(time.Now)
 	if r, err := f.svc.Orders.Refund(ctx, o.ID, sale.Caller{Service: true}, true); err != nil || r.Status != store.StatusRefunded {
@@ -687,4 +690,43 @@ func TestRefundRestartsTheRetention(t *testing.T) {
 		t.Errorf("MySQL marks archived a sale refunded after the retention's start: %v, want ErrNotSettled", err)
 	}
 	run(retention+31*time.Minute, 1)
+}
+
+// A sale reopened after the archive looked at it (a PATCH of ends_at once it had ended
+// and settled) takes orders again: the retention counts from when the last of those
+// became final, not from what the archive remembered of the sale's first end.
+func TestReopenedSaleRestartsTheRetention(t *testing.T) {
+	ctx := context.Background()
+	f := newArchiveFixture(t, testutil.MySQL(t))
+	a := f.newSale(t, 1, false)
+	pay := func(o sale.Order, after time.Duration) { // within the order's pay window of 15 min
+		t.Helper()
+		f.orders.SetClock(func() time.Time { return time.Now().Add(after) })
+		defer f.orders.SetClock(time.Now)
+		if p, err := f.svc.Orders.Pay(ctx, o.ID, sale.Caller{Service: true}); err != nil || p.Status != store.StatusPaid {
+			t.Fatalf("pay %v on: %+v, %v", after, p, err)
+		}
+	}
+	run := func(after time.Duration, want int) {
+		t.Helper()
+		f.archiver.SetClock(func() time.Time { return time.Now().Add(after) })
+		if n, err := f.archiver.Run(ctx); err != nil || n != want {
+			t.Fatalf("the archive %v after the end: archived %d, %v; want %d", after, n, err, want)
+		}
+	}
+	first := f.buy(t, a, 1)
+	f.persistAll(t, a)
+	f.end(t, a, time.Now())
+	pay(first, 5*time.Minute)
+	// Past the retention of the end, not of the payment: the archive remembers when the
+	// payment came.
+	run(retention+3*time.Minute, 0)
+
+	f.end(t, a, time.Now().Add(time.Hour)) // reopened
+	second := f.buy(t, a, 2)
+	f.persistAll(t, a)
+	f.end(t, a, time.Now())
+	pay(second, 12*time.Minute)
+	run(retention+7*time.Minute, 0) // past the first payment's retention, not the second's
+	run(retention+13*time.Minute, 1)
 }
