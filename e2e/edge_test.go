@@ -23,6 +23,7 @@ type lineStatus struct {
 	AdmittedThrough int64     `json:"admitted_through"`
 	Joined          int64     `json:"joined"`
 	Admitted        int64     `json:"admitted"`
+	UnitsLeft       int64     `json:"units_left"`
 	AsOf            time.Time `json:"as_of"`
 }
 

@@ -66,7 +66,8 @@ func (c *client) funnel(token string, id int64) funnelBody {
 // a worker, and holds the funnel to it: every figure exact, the refusals (counted by
 // each API, flushed every 2 s) within 5 s; the waits within what the test could see of
 // each buyer's join and admission. Then the sale ends, is archived, and MySQL answers
-// the same funnel; the CSV holds the same figures.
+// the same funnel, and the line's public status as it was; a purchase refused after the
+// archive is counted all the same; the CSV holds the same figures.
 func TestFunnelOfAScriptedDrop(t *testing.T) {
 	s := testutil.StartStackOnRedis(t, testutil.MySQL(t), testutil.StartRedis(t, "--appendonly", "yes").Topology(), 2, 1,
 		"SECKILL_SALE_RETENTION=1s")
@@ -272,7 +273,9 @@ func TestFunnelOfAScriptedDrop(t *testing.T) {
 		t.Errorf("a buyer reads the funnel: %d, want 403", r.Status)
 	}
 
-	// The sale ends and is archived: MySQL answers the same funnel.
+	// The sale ends and is archived: MySQL answers the same funnel, and the line's status.
+	var status lineStatus
+	c.must("GET", fmt.Sprintf("/api/v1/activities/%d/line/status", a.ID), "", nil).decode(t, &status)
 	end := time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
 	if r := c.must("PATCH", fmt.Sprintf("/api/v1/admin/activities/%d", a.ID), admin, map[string]any{"ends_at": end}); r.Status != http.StatusOK {
 		t.Fatalf("end the sale: %d %s", r.Status, r.Body)
@@ -283,6 +286,31 @@ func TestFunnelOfAScriptedDrop(t *testing.T) {
 	live.AsOf, archived.AsOf = time.Time{}, time.Time{}
 	if diff := cmp.Diff(live, archived); diff != "" {
 		t.Errorf("the archived sale's funnel differs from the live one (-live +archived):\n%s", diff)
+	}
+	var after lineStatus
+	var view struct {
+		StockAvailable int64 `json:"stock_available"`
+	}
+	c.must("GET", fmt.Sprintf("/api/v1/activities/%d/line/status", a.ID), "", nil).decode(t, &after)
+	c.must("GET", fmt.Sprintf("/api/v1/activities/%d", a.ID), "", nil).decode(t, &view)
+	if after.State != "ended" || after.AdmittedThrough < status.AdmittedThrough || after.AdmittedThrough == 0 ||
+		after.Joined != archived.Line.Joined || after.Admitted != archived.Line.Admitted || after.UnitsLeft != view.StockAvailable {
+		t.Errorf("the archived line's status %+v (before the end %+v); want ended, its admissions and joins as kept "+
+			"(%d joined, %d admitted), %d units left", after, status, archived.Line.Joined, archived.Line.Admitted, view.StockAvailable)
+	}
+	if r := c.must("POST", fmt.Sprintf("/api/v1/activities/%d/orders", a.ID), testutil.Token(t, 5, false),
+		map[string]any{"quantity": 1}); r.errorCode() != "sale_ended" {
+		t.Fatalf("a purchase after the archive: %d %s", r.Status, r.Body)
+	}
+	for deadline := time.Now().Add(6 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		got := apis[0].funnel(admin, a.ID).Purchases.Refused["sale_ended"]
+		if got == archived.Purchases.Refused["sale_ended"]+1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("refused sale_ended %d within 6 s of a refusal after the archive, want %d", got,
+				archived.Purchases.Refused["sale_ended"]+1)
+		}
 	}
 
 	r := c.must("GET", fmt.Sprintf("/api/v1/admin/activities/%d/funnel?format=csv", a.ID), admin, nil)

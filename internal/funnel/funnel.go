@@ -24,6 +24,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"seckill/internal/apitime"
+	"seckill/internal/snapshot"
 	"seckill/internal/stock"
 	"seckill/internal/stock/lifecycle"
 	"seckill/internal/store"
@@ -46,11 +47,38 @@ type Funnel struct {
 	sales      *lifecycle.Sales
 	lines      Rooms
 	now        func() time.Time
+	// archivedLines are the archived sales' lines as kept, read at most once a second
+	// each however many ask (their public status).
+	archivedLines *snapshot.Map[int64, ArchivedLine]
 }
 
 // New returns a Funnel over MySQL (db, activities, orders), Redis (rdb, sk) and the lines.
 func New(db *gorm.DB, rdb redis.UniversalClient, activities *store.Activities, orders *store.Orders, sk *stock.Stock, lines Rooms) *Funnel {
-	return &Funnel{db: db, rdb: rdb, activities: activities, orders: orders, sales: lifecycle.New(sk), lines: lines, now: time.Now}
+	return &Funnel{db: db, rdb: rdb, activities: activities, orders: orders, sales: lifecycle.New(sk), lines: lines, now: time.Now,
+		archivedLines: snapshot.NewMap[int64, ArchivedLine]("archived lines", time.Second)}
+}
+
+// ArchivedLine is what an archived sale's line showed when the archive kept it: the
+// highest place admitted, the buyers who joined and those admitted (all 0 for a sale
+// archived before they were kept, or without a line).
+type ArchivedLine struct{ AdmittedThrough, Joined, Admitted int64 }
+
+// ArchivedLine returns an archived sale's line as kept, from a snapshot of it read from
+// MySQL at most once a second however many ask.
+func (f *Funnel) ArchivedLine(ctx context.Context, activityID int64) (ArchivedLine, error) {
+	return f.archivedLines.Get(ctx, activityID, func(ctx context.Context) (ArchivedLine, error) {
+		var k kept
+		err := f.db.WithContext(ctx).Select("activity_id", "line_admitted_through", "line_joined", "line_admitted").
+			Take(&k, activityID).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return ArchivedLine{}, nil
+		}
+		if err != nil {
+			return ArchivedLine{}, fmt.Errorf("read the kept line of activity %d: %w", activityID, err)
+		}
+		return ArchivedLine{AdmittedThrough: deref(k.LineAdmittedThrough), Joined: deref(k.LineJoined),
+			Admitted: deref(k.LineAdmitted)}, nil
+	})
 }
 
 // kept is a row of sale_funnels: what a sale's Redis state told its funnel when the sale
@@ -60,6 +88,7 @@ type kept struct {
 	LineJoined            *int64
 	LineJoinedBeforeStart *int64
 	LineAdmitted          *int64
+	LineAdmittedThrough   *int64
 	LinePassesExpired     *int64
 	LineWaits             *string // JSON: wait ms -> buyers
 	Refused               string  // JSON: error code -> requests
@@ -178,8 +207,8 @@ func (f *Funnel) Keep(ctx context.Context, a store.Activity) error {
 			return err
 		}
 		w := string(waits)
-		k.LineJoined, k.LineJoinedBeforeStart, k.LineAdmitted, k.LinePassesExpired, k.LineWaits =
-			&c.Joined, &c.JoinedBeforeStart, &c.Admitted, &c.PassesExpired, &w
+		k.LineJoined, k.LineJoinedBeforeStart, k.LineAdmitted, k.LineAdmittedThrough, k.LinePassesExpired, k.LineWaits =
+			&c.Joined, &c.JoinedBeforeStart, &c.Admitted, &c.AdmittedThrough, &c.PassesExpired, &w
 	}
 	if err := f.db.WithContext(ctx).Clauses(clause.Insert{Modifier: "IGNORE"}).Create(&k).Error; err != nil {
 		return fmt.Errorf("keep the funnel of activity %d: %w", a.ID, err)

@@ -37,6 +37,8 @@ type saleRoutes struct {
 	svc   Catalog
 	mw    *middleware
 	rooms Rooms
+	// funnels keep the lines of archived sales (nil: their status reads no figures).
+	funnels Funnel
 	// statuses are the lines' public statuses as last encoded (shared.go).
 	statuses answers[waitingroom.Status]
 }

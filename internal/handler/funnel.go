@@ -13,6 +13,8 @@ import (
 // Funnel answers a sale's funnel (internal/funnel).
 type Funnel interface {
 	Funnel(ctx context.Context, activityID int64) (funnel.Figures, error)
+	// ArchivedLine is an archived sale's line as kept, for its public status.
+	ArchivedLine(ctx context.Context, activityID int64) (funnel.ArchivedLine, error)
 }
 
 var _ Funnel = (*funnel.Funnel)(nil)

@@ -148,7 +148,7 @@ func New(s Services, o Options) *Handler {
 		metrics: newMetrics(o.Registry, o.Answers, o.Refusals), now: o.Now, bodyTimeout: o.BodyTimeout}
 	cursors := auth.NewCursors(o.JWTSecret)
 	return &Handler{mw: mw,
-		sales:     &saleRoutes{svc: s.Catalog, mw: mw, rooms: o.Rooms},
+		sales:     &saleRoutes{svc: s.Catalog, mw: mw, rooms: o.Rooms, funnels: o.Funnel},
 		purchases: &purchaseRoutes{svc: s.Purchases, mw: mw, passes: o.Passes},
 		groups:    &groupRoutes{svc: s.Groups, mw: mw},
 		orders:    &orderRoutes{svc: s.Orders, mw: mw, cursors: cursors},

@@ -192,7 +192,8 @@ func (sr *saleRoutes) lineStatus(c *gin.Context) {
 
 // lineStatusOf is the public status of a sale's line: the sale from the public list's
 // snapshot (no sale: 404; no line: 409 no_waiting_room), its line's from the line's
-// snapshot; neither asks a store per request.
+// snapshot, or an archived sale's from the snapshot of what its archive kept (its
+// figures as of its archive); none asks a store per request.
 func (sr *saleRoutes) lineStatusOf(ctx context.Context, id int64) (waitingroom.Status, error) {
 	a, err := sr.svc.PublicActivity(ctx, id)
 	switch {
@@ -200,9 +201,17 @@ func (sr *saleRoutes) lineStatusOf(ctx context.Context, id int64) (waitingroom.S
 		return waitingroom.Status{}, err
 	case !a.WaitingRoom:
 		return waitingroom.Status{}, waitingroom.ErrNoWaitingRoom
-	case a.ArchivedAt != nil: // its line left Redis with it: over
-		return waitingroom.Status{ActivityID: id, State: waitingroom.StateEnded, AdmitPerSecond: int64(a.AdmitPerSecond),
-			AsOf: *a.ArchivedAt}, nil
+	case a.ArchivedAt != nil: // its line left Redis with it: over, as the archive kept it
+		s := waitingroom.Status{ActivityID: id, State: waitingroom.StateEnded, AdmitPerSecond: int64(a.AdmitPerSecond),
+			UnitsLeft: a.StockAvailable, AsOf: *a.ArchivedAt}
+		if sr.funnels != nil {
+			l, err := sr.funnels.ArchivedLine(ctx, id)
+			if err != nil {
+				return waitingroom.Status{}, err
+			}
+			s.AdmittedThrough, s.Joined, s.Admitted = l.AdmittedThrough, l.Joined, l.Admitted
+		}
+		return s, nil
 	}
 	s, err := sr.rooms.Status(ctx, id)
 	if errors.Is(err, waitingroom.ErrNoSale) { // MySQL has it (the list), Redis not: its rebuild brings it back

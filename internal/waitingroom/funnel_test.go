@@ -47,6 +47,9 @@ func TestCountsAndWaits(t *testing.T) {
 	if got.Joined != early+late || got.JoinedBeforeStart != early || got.Admitted != early+late || got.PassesExpired != 0 {
 		t.Errorf("counts %+v, want %d joined, %d before the start, all admitted, no pass expired", got, early+late, early)
 	}
+	if st, err := f.rooms.ReadStatus(ctx, 1); err != nil || got.AdmittedThrough == 0 || got.AdmittedThrough != st.AdmittedThrough {
+		t.Errorf("admitted through %d, the status' %d (%v); want the same, above 0", got.AdmittedThrough, st.AdmittedThrough, err)
+	}
 	if !cmp.Equal(got.Waits, want) {
 		t.Errorf("waits (ms -> buyers) %v, want %v", got.Waits, want)
 	}
