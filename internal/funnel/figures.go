@@ -271,17 +271,25 @@ func rank(sorted []int64, p float64) int64 {
 func seconds(ms int64) float64 { return float64(ms) / 1000 }
 
 // Rows are the figures as the CSV's rows (figure, value), every figure once, in the
-// body's order: absent ones (a sale without a line, no payment yet) have no row.
+// body's order: a null one (the line of a sale without one, its waits before any
+// admission, the pay times before any payment) with an empty value, as the JSON has it;
+// those the JSON leaves out (first_purchase_at, sold_out_at, sell_out_seconds before
+// they happen) have no row.
 func (f Figures) Rows() [][2]string {
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	s := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	rows := [][2]string{{"activity_id", n(f.ActivityID)}, {"as_of", f.AsOf.Format(apitime.Layout)}}
-	if l := f.Line; l != nil {
+	switch l := f.Line; {
+	case l == nil:
+		rows = append(rows, [2]string{"line", ""})
+	default:
 		rows = append(rows, [][2]string{{"line.joined", n(l.Joined)}, {"line.joined_before_start", n(l.JoinedBeforeStart)},
 			{"line.admitted", n(l.Admitted)}, {"line.passes_expired", n(l.PassesExpired)}}...)
 		if w := l.WaitSeconds; w != nil {
 			rows = append(rows, [][2]string{{"line.wait_seconds.p50", s(w.P50)}, {"line.wait_seconds.p90", s(w.P90)},
 				{"line.wait_seconds.p99", s(w.P99)}, {"line.wait_seconds.max", s(w.Max)}}...)
+		} else {
+			rows = append(rows, [2]string{"line.wait_seconds", ""})
 		}
 	}
 	rows = append(rows, [2]string{"purchases.accepted", n(f.Purchases.Accepted)},
@@ -303,6 +311,8 @@ func (f Figures) Rows() [][2]string {
 	}
 	if p := f.PaySeconds; p != nil {
 		rows = append(rows, [][2]string{{"pay_seconds.p50", s(p.P50)}, {"pay_seconds.p90", s(p.P90)}, {"pay_seconds.p99", s(p.P99)}}...)
+	} else {
+		rows = append(rows, [2]string{"pay_seconds", ""})
 	}
 	return rows
 }

@@ -1,7 +1,7 @@
 package funnel
 
 import (
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -128,11 +128,11 @@ func TestRows(t *testing.T) {
 	for _, r := range f.Rows() {
 		got = append(got, r[0]+","+r[1])
 	}
-	want := []string{"activity_id,7", "as_of,2026-12-01T12:00:00.000Z", "purchases.accepted,3",
+	want := []string{"activity_id,7", "as_of,2026-12-01T12:00:00.000Z", "line,", "purchases.accepted,3",
 		"purchases.accepted_early,1", "purchases.refused.limit_exceeded,2", "purchases.refused.sold_out,12",
 		"orders.created,3", "orders.paid,1", "orders.cancelled,0", "orders.expired,0", "orders.failed,0",
 		"orders.refunded,0", "orders.offered,0", "orders.early_access,1", "units.sold,0", "units.returned,0",
-		"units.to_waitlist,0"}
+		"units.to_waitlist,0", "pay_seconds,"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
@@ -144,8 +144,17 @@ func TestRows(t *testing.T) {
 		all = append(all, r[0])
 	}
 	for _, name := range []string{"line.joined", "line.wait_seconds.p50", "line.wait_seconds.max", "pay_seconds.p99"} {
-		if !strings.Contains(strings.Join(all, " "), name) {
+		if !slices.Contains(all, name) {
 			t.Errorf("no row %s among %v", name, all)
 		}
+	}
+	for _, name := range []string{"line", "pay_seconds"} {
+		if slices.Contains(all, name) {
+			t.Errorf("a row %s, null, beside its figures: %v", name, all)
+		}
+	}
+	f.Line = lineOf(1, 1, 0, 0, map[int64]int64{}) // nobody admitted yet: no waits
+	if rows := f.Rows(); !slices.Contains(rows, [2]string{"line.wait_seconds", ""}) {
+		t.Errorf("no row line.wait_seconds, null, before any admission: %v", rows)
 	}
 }
