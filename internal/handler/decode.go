@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -92,8 +93,12 @@ func readDeadline(w http.ResponseWriter) deadliner {
 	}
 }
 
-// decodeBody is decode of a body already read.
+// decodeBody is decode of a body already read. A body that is not UTF-8 is refused:
+// encoding/json would replace its bytes with U+FFFD and store what was not sent.
 func decodeBody(body []byte, v any) error {
+	if !utf8.Valid(body) {
+		return errNotUTF8
+	}
 	body = exactNames(body, v)
 	if json.Unmarshal(body, v) == nil {
 		return nil
@@ -223,7 +228,7 @@ func timeField(name string, v *string) (*time.Time, error) {
 	if v == nil {
 		return nil, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, *v)
+	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(*v)) // RFC 3339 takes a lower-case t and z too
 	if err != nil {
 		return nil, &invalidRequest{name + " must be an RFC 3339 time with a zone, such as 2026-11-21T20:00:00Z"}
 	}

@@ -48,6 +48,7 @@ type invalidRequest struct{ msg string }
 func (e *invalidRequest) Error() string { return e.msg }
 
 var (
+	errNotUTF8        = &invalidRequest{"the body must be JSON in UTF-8"}
 	errInvalidIdemKey = &invalidRequest{"Idempotency-Key must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -"}
 	errCodeRepeated   = &invalidRequest{"X-Access-Code must be sent once: one code a request"}
 	errMalformedJSON  = &invalidRequest{"the body must be a JSON object"}

@@ -84,6 +84,8 @@ func TestContractErrors(t *testing.T) {
 		{"quantity above the limit", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":3}`}, 400, "invalid_request", "quantity"},
 		{"bad Idempotency-Key", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1}`, header: map[string]string{"Idempotency-Key": "no spaces!"}}, 400, "invalid_request", "Idempotency-Key"},
 		{"trailing data", call{method: "POST", path: buy(open), token: buyer, body: `{"quantity":1} {}`}, 400, "invalid_request", "JSON"},
+		{"a body not UTF-8", call{method: "POST", path: buy(open), token: buyer, body: "{\"quantity\":1,\"x\":\"\xff\xfe\"}"}, 400, "invalid_request", "UTF-8"},
+		{"admin: a name not UTF-8", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: strings.Replace(validSale(map[string]any{"name": "NAME"}), "NAME", "a\xffb", 1)}, 400, "invalid_request", "UTF-8"},
 		{"admin: missing name", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"name": nil})}, 400, "invalid_request", "name"},
 		{"admin: price out of range", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"price_cents": 1000000000001})}, 400, "invalid_request", "price_cents"},
 		{"admin: stock too big for int64", call{method: "POST", path: "/api/v1/admin/activities", token: admin, body: validSale(map[string]any{"stock": json.Number("1e30")})}, 400, "invalid_request", "stock"},
@@ -624,4 +626,27 @@ func errorCode(body string) string {
 	}
 	rest := body[i+8:]
 	return rest[:strings.Index(rest, `"`)]
+}
+
+// What the standards the contract names allow is taken: the scheme of an Authorization
+// header in any case (RFC 9110), and an RFC 3339 time with a lower-case t and z.
+func TestStandardSpellings(t *testing.T) {
+	s := newStack(t, handler.Options{})
+	now := time.Now()
+	open := s.sale(10, 3, now.Add(-time.Minute), now.Add(time.Hour))
+	buyer := testutil.Token(t, 42, false)
+	for _, scheme := range []string{"bearer", "BEARER", "beaRer"} {
+		a := s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/orders", open), body: `{"quantity":1}`,
+			header: map[string]string{"Authorization": scheme + " " + buyer, "Idempotency-Key": "k-" + scheme}})
+		if a.status != http.StatusAccepted && a.status != http.StatusOK {
+			t.Errorf("a purchase with the scheme %q: %d %s, want 202", scheme, a.status, a.body)
+		}
+	}
+	wantError(t, s.do(call{method: "GET", path: "/api/v1/orders", header: map[string]string{"Authorization": "Basic " + buyer}}),
+		http.StatusUnauthorized, "unauthorized")
+	body := fmt.Sprintf(`{"name":"n","product_name":"p","price_cents":100,"stock":10,"per_user_limit":1,"starts_at":%q,"ends_at":%q}`,
+		strings.ToLower(now.UTC().Format(time.RFC3339)), strings.ToLower(now.Add(time.Hour).UTC().Format(time.RFC3339)))
+	if a := s.do(call{method: "POST", path: "/api/v1/admin/activities", token: testutil.Token(t, 1, true), body: body}); a.status != http.StatusCreated {
+		t.Errorf("a sale with times in lower case (%s): %d %s, want 201", body, a.status, a.body)
+	}
 }

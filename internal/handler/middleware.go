@@ -101,14 +101,25 @@ func (m *middleware) authenticate(c *gin.Context) {
 
 // bearer is the request's bearer token, "" for none.
 func bearer(c *gin.Context) string {
-	token, _ := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	token, _ := bearerToken(c)
 	return token
+}
+
+// bearerToken is the token of the request's Authorization header and whether it names
+// the scheme Bearer, in any case (RFC 9110: a scheme is case-insensitive).
+func bearerToken(c *gin.Context) (string, bool) {
+	h := c.GetHeader("Authorization")
+	const scheme = "Bearer "
+	if len(h) < len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
+		return "", false
+	}
+	return h[len(scheme):], true
 }
 
 // identify checks the bearer token and stores the caller; errUnauthorized when there
 // is no valid one.
 func (m *middleware) identify(c *gin.Context) error {
-	token, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	token, ok := bearerToken(c)
 	if !ok || token == "" {
 		return errUnauthorized
 	}
@@ -265,7 +276,7 @@ func (m *middleware) purchaseError(c *gin.Context, err, refused error) {
 
 // fromService reports whether the request carries a valid token of role service.
 func (m *middleware) fromService(c *gin.Context) bool {
-	token, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	token, ok := bearerToken(c)
 	if !ok || token == "" {
 		return false
 	}
