@@ -236,29 +236,56 @@ func TestChunkedBodyReadOnlyAfterTheToken(t *testing.T) {
 	}
 }
 
-// Purchases whose token is refused count toward their address's limit: past it, the
-// address's purchases are answered 429 before their token costs a verification, with a
-// forged token or a valid one, while another address buys.
-func TestRefusedTokensCountTowardTheAddress(t *testing.T) {
-	s := newStack(t, handler.Options{RateIP: 1, TrustedProxies: []string{"127.0.0.1/32"}})
+// A request counts toward its address's limit only once its token is verified and its
+// body has arrived (the contract's door): purchases and a buyer's requests with a forged
+// token from one address are all 401, never 429, and uploads with a valid token that
+// stall on a buyer's route count toward nothing; a whole request from that address then
+// gets its answer. Requests that arrived do count: past the burst, 429.
+func TestOnlyArrivedRequestsCountTowardTheAddress(t *testing.T) {
+	s := newStack(t, handler.Options{RateIP: 1, TrustedProxies: []string{"127.0.0.1/32"}, BodyTimeout: 30 * time.Second})
 	now := time.Now()
 	act := s.sale(100, 5, now.Add(-time.Minute), now.Add(time.Hour))
+	room := s.roomSale(now.Add(-time.Minute), 10)
 	path := fmt.Sprintf("/api/v1/activities/%d/orders", act)
 	forged := forgedToken(t)
 	from := func(ip string) map[string]string { return map[string]string{"X-Forwarded-For": ip} }
 	statuses := map[int]int{}
-	for range 20 {
-		a := s.do(call{method: "POST", path: path, token: forged, body: `{"quantity":1}`, header: from("198.51.100.7")})
-		statuses[a.status]++
+	for range 10 {
+		statuses[s.do(call{method: "POST", path: path, token: forged, body: `{"quantity":1}`, header: from("198.51.100.7")}).status]++
+		statuses[s.do(call{method: "GET", path: "/api/v1/orders", token: forged, header: from("198.51.100.7")}).status]++
 	}
-	if statuses[http.StatusUnauthorized] > ratelimit.Burst(1)+1 || statuses[http.StatusTooManyRequests] == 0 {
-		t.Errorf("20 purchases with a forged token from one address: %v, want 429s once past the burst of %d", statuses, ratelimit.Burst(1))
+	if statuses[http.StatusUnauthorized] != 20 {
+		t.Errorf("20 requests with a forged token from one address: %v, want 401 each", statuses)
 	}
-	wantError(t, s.do(call{method: "POST", path: path, token: testutil.Token(t, 2, false), body: `{"quantity":1}`,
-		header: from("198.51.100.7")}), http.StatusTooManyRequests, "rate_limited")
-	if a := s.do(call{method: "POST", path: path, token: testutil.Token(t, 3, false), body: `{"quantity":1}`,
-		header: from("198.51.100.8")}); a.status != http.StatusAccepted {
-		t.Errorf("a purchase from another address: %d %s, want 202", a.status, a.body)
+	if a := s.do(call{method: "POST", path: path, token: testutil.Token(t, 2, false), body: `{"quantity":1}`,
+		header: from("198.51.100.7")}); a.status != http.StatusAccepted {
+		t.Errorf("a purchase from the address after the forged tokens: %d %s, want 202", a.status, a.body)
+	}
+
+	// Six joins of the line with a valid token whose bodies stall, from another address.
+	addr := strings.TrimPrefix(s.url, "http://")
+	for range 6 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		head := fmt.Sprintf("POST /api/v1/activities/%d/line HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"+
+			"X-Forwarded-For: 198.51.100.9\r\nAuthorization: Bearer %s\r\n\r\n{", room, testutil.Token(t, 3, false))
+		if _, err := conn.Write([]byte(head)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the stalled requests are in, their bodies waited for
+	if a := s.do(call{method: "GET", path: "/api/v1/orders", token: testutil.Token(t, 4, false), header: from("198.51.100.9")}); a.status != http.StatusOK {
+		t.Errorf("a whole request from the address of six stalled uploads: %d %s, want 200", a.status, a.body)
+	}
+	statuses = map[int]int{}
+	for range 6 {
+		statuses[s.do(call{method: "GET", path: "/api/v1/orders", token: testutil.Token(t, 4, false), header: from("198.51.100.9")}).status]++
+	}
+	if statuses[http.StatusTooManyRequests] == 0 {
+		t.Errorf("six more whole requests from the address: %v, want 429s past its burst of %d", statuses, ratelimit.Burst(1))
 	}
 }
 

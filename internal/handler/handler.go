@@ -220,8 +220,11 @@ func (h *Handler) Routes() http.Handler {
 	buying.POST("/activities/:id/orders", mw.arrived(buy.buy))
 	buying.POST("/activities/:id/groups", mw.arrived(groups.seat(true)))
 	buying.POST("/groups/:gid/join", mw.arrived(groups.seat(false)))
-	signedIn := r.Group("/api/v1", mw.limitIP)
-	buyer := signedIn.Group("", mw.authenticate, mw.wholeBody, mw.limitUser)
+	// The routes with a token count toward the per-IP limit once the token is verified
+	// and the body has arrived (the contract's door): an upload that stalls, or a forged
+	// token, counts toward no bound.
+	signedIn := r.Group("/api/v1")
+	buyer := signedIn.Group("", mw.authenticate, mw.wholeBody, mw.limitIP, mw.limitUser)
 	buyer.POST("/activities/:id/line", requireBuyer, sales.joinLine)
 	buyer.GET("/activities/:id/line", requireBuyer, sales.ticket)
 	buyer.POST("/activities/:id/waitlist", requireBuyer, waitlists.joinWaitlist)
@@ -233,7 +236,7 @@ func (h *Handler) Routes() http.Handler {
 	buyer.POST("/orders/:id/cancel", byOrder(orders.svc.Cancel))
 	buyer.POST("/orders/:id/refund", requireShop, orders.refund)
 
-	admin := signedIn.Group("/admin", mw.authenticate, mw.wholeBody, requireAdmin)
+	admin := signedIn.Group("/admin", mw.authenticate, mw.wholeBody, mw.limitIP, requireAdmin)
 	admin.POST("/activities", sales.createActivity)
 	admin.GET("/activities", listActivities(sales.svc.ListActivities, func(c *gin.Context, v any) { c.JSON(http.StatusOK, v) }))
 	admin.PATCH("/activities/:id", sales.patchActivity)
@@ -246,13 +249,13 @@ func (h *Handler) Routes() http.Handler {
 	}))
 	admin.GET("/instances", office.instances)
 	// The shop's back end reads a drop's funnel too.
-	api.GET("/admin/activities/:id/funnel", mw.authenticate, requireShop, office.funnel)
+	signedIn.GET("/admin/activities/:id/funnel", mw.authenticate, mw.wholeBody, mw.limitIP, requireShop, office.funnel)
 	admin.POST("/webhooks", office.createWebhook)
 	admin.GET("/webhooks", office.listWebhooks)
 	admin.DELETE("/webhooks/:id", office.deleteWebhook)
 	admin.GET("/webhooks/:id/deliveries", office.webhookDeliveries)
 	// The shop's back end keeps a sale's access codes too.
-	shop := signedIn.Group("", mw.authenticate, requireShop, mw.wholeBody, office.haveCodes)
+	shop := signedIn.Group("", mw.authenticate, requireShop, mw.wholeBody, mw.limitIP, office.haveCodes)
 	shop.POST(strings.TrimPrefix(codesPath, "/api/v1"), office.addCodes)
 	shop.GET(strings.TrimPrefix(codesPath, "/api/v1"), office.listCodes)
 	shop.DELETE(strings.TrimPrefix(codesPath, "/api/v1")+"/*code", office.revokeCode)

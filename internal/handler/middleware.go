@@ -65,11 +65,12 @@ func (m *middleware) limitBody(c *gin.Context) {
 	c.Next()
 }
 
-// wholeBody reads a body of unknown length (chunked) whole, within the body timeout
-// (readBody), so that a route that reads no body refuses one over 64 KiB too; a body
-// of known length is left to the route.
+// wholeBody reads the body whole, within the body timeout (readBody), before the route
+// and the limits after it run: a route that reads no body refuses one over 64 KiB too,
+// and a request counts toward the per-IP limit only once its body has arrived (an
+// upload that stalls counts toward nothing, and is answered 408).
 func (m *middleware) wholeBody(c *gin.Context) {
-	if c.Request.ContentLength < 0 {
+	if c.Request.ContentLength != 0 {
 		b, err := m.readBody(c)
 		if err == errTooLarge && c.FullPath() == codesPath {
 			err = errCodesTooLarge
@@ -160,9 +161,9 @@ func requireShop(c *gin.Context) {
 // or stalled, with a token or without, holds no place and counts toward no bound. The
 // place is taken last and held while next answers: past the process's or the sale's
 // bound the purchase is refused 429 at once. A purchase whose token is refused counts
-// toward its address's limit, and past the limit an address's purchases are refused
-// before a token not verified already (Verified) costs a check: a flood of forged
-// tokens from one address costs a signature check each only up to the limit.
+// toward no bound (401, and its body is not waited for); past its address's limit, of
+// purchases that arrived, an address's purchases are refused before a token not
+// verified already (Verified) costs a check.
 func (m *middleware) arrived(next func(c *gin.Context, body []byte)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		ip := m.ipKey(c)
@@ -172,7 +173,6 @@ func (m *middleware) arrived(next func(c *gin.Context, body []byte)) gin.Handler
 			return
 		}
 		if err := m.identify(c); err != nil {
-			m.perIP.Allow(ip, m.now())
 			// Its body is not waited for: the connection closes after the answer.
 			c.Header("Connection", "close")
 			respondError(c, err)

@@ -202,8 +202,9 @@ func (s *Orders) horizon(ctx context.Context, activityID int64) (string, error) 
 // Pay marks a created order paid: a shop's confirmation of its payment (an admin or
 // service caller, for any buyer's order), or, with BuyerPays, the buyer's own
 // simulated payment. A paid order is returned as it is (a confirmation sent again).
-// Errors: ErrNotFound (also for an id not as issued, before any other answer),
-// ErrPaymentByShop (a buyer, without BuyerPays; nothing is read),
+// Errors: ErrNotFound (also for an id not as issued, before any other answer, and for
+// another buyer's order), ErrPaymentByShop (a buyer's own order, without BuyerPays;
+// nothing is written),
 // store.ErrNotPayable (including a queued order, not yet in MySQL), store.ErrExpired:
 // the pay window ended first, and the order is cancelled.
 func (s *Orders) Pay(ctx context.Context, id string, c Caller) (Order, error) {
@@ -211,6 +212,9 @@ func (s *Orders) Pay(ctx context.Context, id string, c Caller) (Order, error) {
 		return Order{}, ErrNotFound // a path that names no order, whoever calls
 	}
 	if !c.actsOnAnyOrder() && !s.BuyerPays {
+		if _, err := s.GetOrder(ctx, id, c); err != nil { // not theirs: 404, as for any order
+			return Order{}, err
+		}
 		return Order{}, ErrPaymentByShop
 	}
 	return s.afterCreated(ctx, id, c, store.ErrNotPayable, s.orders.Pay)
