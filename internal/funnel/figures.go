@@ -279,10 +279,9 @@ func (f Figures) Rows() [][2]string {
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	s := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	rows := [][2]string{{"activity_id", n(f.ActivityID)}, {"as_of", f.AsOf.Format(apitime.Layout)}}
-	switch l := f.Line; {
-	case l == nil:
+	if l := f.Line; l == nil {
 		rows = append(rows, [2]string{"line", ""})
-	default:
+	} else {
 		rows = append(rows, [][2]string{{"line.joined", n(l.Joined)}, {"line.joined_before_start", n(l.JoinedBeforeStart)},
 			{"line.admitted", n(l.Admitted)}, {"line.passes_expired", n(l.PassesExpired)}}...)
 		if w := l.WaitSeconds; w != nil {
