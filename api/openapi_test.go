@@ -369,12 +369,27 @@ func TestRoutesMatchRouter(t *testing.T) {
 		isPage[r.Method+" "+r.Path] = true
 	}
 
-	real := map[string]bool{}
+	real, heads := map[string]bool{}, map[string]bool{}
 	for _, r := range router(t, stub{}).Routes() {
 		if isPage[r.Method+" "+r.Path] {
 			continue
 		}
-		real[r.Method+" "+ginParam.ReplaceAllString(r.Path, "{$1}")] = true
+		path := ginParam.ReplaceAllString(r.Path, "{$1}")
+		if r.Method == http.MethodHead { // documented once, in info.description: every GET answers HEAD
+			heads[path] = true
+			continue
+		}
+		real[r.Method+" "+path] = true
+	}
+	for r := range real {
+		if path, ok := strings.CutPrefix(r, "GET "); ok && !heads[path] {
+			t.Errorf("GET %s is served without its HEAD", path)
+		}
+	}
+	for path := range heads {
+		if !real["GET "+path] {
+			t.Errorf("HEAD %s is served without its GET", path)
+		}
 	}
 	if len(real) < 10 {
 		t.Fatalf("the router lists only %d API routes: %v", len(real), real)
@@ -604,8 +619,8 @@ func TestSecurityMatchesRouter(t *testing.T) {
 func TestEveryPathResponses(t *testing.T) {
 	r := router(t, stub{})
 	got := call(t, r, http.MethodDelete, "/api/v1/activities/1", "", "", nil)
-	if got.status != http.StatusMethodNotAllowed || got.code != "method_not_allowed" || got.header.Get("Allow") != "GET" {
-		t.Errorf("DELETE /api/v1/activities/1: got %d %s Allow %q, want 405 method_not_allowed Allow GET",
+	if got.status != http.StatusMethodNotAllowed || got.code != "method_not_allowed" || got.header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("DELETE /api/v1/activities/1: got %d %s Allow %q, want 405 method_not_allowed Allow GET, HEAD",
 			got.status, got.code, got.header.Get("Allow"))
 	}
 	if got := call(t, r, http.MethodGet, "/api/v1/no-such-thing", "", "", nil); got.status != 404 || got.code != "not_found" {
@@ -635,6 +650,9 @@ func TestPreflightMatchesRouter(t *testing.T) {
 	for _, o := range d.operations() {
 		if strings.HasPrefix(o.path, "/api/v1/") {
 			methods[o.path] = append(methods[o.path], o.method)
+			if o.method == http.MethodGet {
+				methods[o.path] = append(methods[o.path], http.MethodHead)
+			}
 		}
 	}
 	for path, want := range methods {

@@ -195,19 +195,19 @@ func (h *Handler) Routes() http.Handler {
 		}
 	})
 
-	open.GET("/healthz", gin.WrapF(health.Live))
-	open.GET("/readyz", gin.WrapH(h.ready))
+	get(open, "/healthz", gin.WrapF(health.Live))
+	get(open, "/readyz", gin.WrapH(h.ready))
 	// /metrics is not here: it is on the operations port (health.Operations).
 
 	api := r.Group("/api/v1", mw.wholeBody, mw.limitIP)
 	// The public reads a crowd repeats, which a shared cache may keep (shared.go).
-	api.GET("/activities", listActivities(sales.svc.PublicActivities, answerShared))
-	api.GET("/activities/:id", sharedByActivity(sales.svc.PublicActivity))
-	api.GET("/activities/:id/line/status", sales.lineStatus)
-	api.GET("/activities/:id/groups", groups.listGroups(false))
-	api.GET("/groups/:gid", groups.getGroup)
-	api.GET("/openapi.yaml", openAPI) // the reference at /docs renders it
-	api.GET("/activities/:id/line/challenge", byActivity(func(ctx context.Context, id int64) (altcha.Challenge, error) {
+	get(api, "/activities", listActivities(sales.svc.PublicActivities, answerShared))
+	get(api, "/activities/:id", sharedByActivity(sales.svc.PublicActivity))
+	get(api, "/activities/:id/line/status", sales.lineStatus)
+	get(api, "/activities/:id/groups", groups.listGroups(false))
+	get(api, "/groups/:gid", groups.getGroup)
+	get(api, "/openapi.yaml", openAPI) // the reference at /docs renders it
+	get(api, "/activities/:id/line/challenge", byActivity(func(ctx context.Context, id int64) (altcha.Challenge, error) {
 		ch, err := h.rooms.Challenge(ctx, id)
 		return ch, sales.lineError(ctx, id, err)
 	}))
@@ -226,41 +226,50 @@ func (h *Handler) Routes() http.Handler {
 	signedIn := r.Group("/api/v1")
 	buyer := signedIn.Group("", mw.authenticate, mw.wholeBody, mw.limitIP, mw.limitUser)
 	buyer.POST("/activities/:id/line", requireBuyer, sales.joinLine)
-	buyer.GET("/activities/:id/line", requireBuyer, sales.ticket)
+	get(buyer, "/activities/:id/line", requireBuyer, sales.ticket)
 	buyer.POST("/activities/:id/waitlist", requireBuyer, waitlists.joinWaitlist)
-	buyer.GET("/activities/:id/waitlist", requireBuyer, waitlists.waitlistEntry)
+	get(buyer, "/activities/:id/waitlist", requireBuyer, waitlists.waitlistEntry)
 	buyer.DELETE("/activities/:id/waitlist", requireBuyer, waitlists.leaveWaitlist)
-	buyer.GET("/orders", orders.listOrders)
-	buyer.GET("/orders/:id", byOrder(orders.svc.GetOrder))
+	get(buyer, "/orders", orders.listOrders)
+	get(buyer, "/orders/:id", byOrder(orders.svc.GetOrder))
 	buyer.POST("/orders/:id/pay", byOrder(orders.svc.Pay))
 	buyer.POST("/orders/:id/cancel", byOrder(orders.svc.Cancel))
 	buyer.POST("/orders/:id/refund", requireShop, orders.refund)
 
 	admin := signedIn.Group("/admin", mw.authenticate, mw.wholeBody, mw.limitIP, requireAdmin)
 	admin.POST("/activities", sales.createActivity)
-	admin.GET("/activities", listActivities(sales.svc.ListActivities, func(c *gin.Context, v any) { c.JSON(http.StatusOK, v) }))
+	get(admin, "/activities", listActivities(sales.svc.ListActivities, func(c *gin.Context, v any) { c.JSON(http.StatusOK, v) }))
 	admin.PATCH("/activities/:id", sales.patchActivity)
-	admin.GET("/activities/:id/stats", byActivity(sales.svc.Stats))
-	admin.GET("/activities/:id/ledger", byActivity(sales.svc.Ledger))
+	get(admin, "/activities/:id/stats", byActivity(sales.svc.Stats))
+	get(admin, "/activities/:id/ledger", byActivity(sales.svc.Ledger))
 	admin.POST("/activities/:id/rebuild", byActivity(sales.svc.Rebuild))
-	admin.GET("/activities/:id/groups", groups.listGroups(true))
-	admin.GET("/activities/:id/line", byActivity(func(ctx context.Context, id int64) (waitingroom.Figures, error) {
+	get(admin, "/activities/:id/groups", groups.listGroups(true))
+	get(admin, "/activities/:id/line", byActivity(func(ctx context.Context, id int64) (waitingroom.Figures, error) {
 		return h.rooms.Figures(ctx, id)
 	}))
-	admin.GET("/instances", office.instances)
+	get(admin, "/instances", office.instances)
 	// The shop's back end reads a drop's funnel too.
-	signedIn.GET("/admin/activities/:id/funnel", mw.authenticate, mw.wholeBody, mw.limitIP, requireShop, office.funnel)
+	get(signedIn, "/admin/activities/:id/funnel", mw.authenticate, mw.wholeBody, mw.limitIP, requireShop, office.funnel)
 	admin.POST("/webhooks", office.createWebhook)
-	admin.GET("/webhooks", office.listWebhooks)
+	get(admin, "/webhooks", office.listWebhooks)
 	admin.DELETE("/webhooks/:id", office.deleteWebhook)
-	admin.GET("/webhooks/:id/deliveries", office.webhookDeliveries)
+	get(admin, "/webhooks/:id/deliveries", office.webhookDeliveries)
 	// The shop's back end keeps a sale's access codes too.
 	shop := signedIn.Group("", mw.authenticate, requireShop, mw.wholeBody, mw.limitIP, office.haveCodes)
 	shop.POST(strings.TrimPrefix(codesPath, "/api/v1"), office.addCodes)
-	shop.GET(strings.TrimPrefix(codesPath, "/api/v1"), office.listCodes)
+	get(shop, strings.TrimPrefix(codesPath, "/api/v1"), office.listCodes)
 	shop.DELETE(strings.TrimPrefix(codesPath, "/api/v1")+"/*code", office.revokeCode)
 	return r
 }
+
+// get registers a GET route and its HEAD: every GET of the API answers HEAD too, as RFC
+// 9110 has a server do, with the same status and headers and no body (net/http drops
+// what the handler writes).
+func get(g gin.IRoutes, path string, handlers ...gin.HandlerFunc) {
+	g.Match(getAndHead, path, handlers...)
+}
+
+var getAndHead = []string{http.MethodGet, http.MethodHead}
 
 // openAPI answers the API's own OpenAPI document, the bytes committed in api/openapi.yaml.
 func openAPI(c *gin.Context) {
