@@ -60,7 +60,11 @@ func (s *Groups) Seat(ctx context.Context, r BuyRequest) (Group, Order, bool, er
 	case err != nil:
 		return Group{}, Order{}, false, err
 	case g != nil:
-		return groupView(*g), o, replayed, nil
+		gv := groupView(*g)
+		if g.Status == group.Open { // the seat's deadline in force is its group's (Orders.inForce)
+			o.ExpiresAt = gv.ExpiresAt
+		}
+		return gv, o, replayed, nil
 	}
 	if o.GroupID == "" { // a replayed key of a purchase of another kind: cannot happen in one sale
 		return Group{}, Order{}, false, fmt.Errorf("order %s has no group", o.ID)

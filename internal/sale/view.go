@@ -118,18 +118,25 @@ func queuedView(q stock.QueuedOrder, variants []store.Variant) Order {
 
 // inForce shows, in the views of orders whose window may still run, the deadline in
 // force: for a created order, its pay window as set extended by the time MySQL outages
-// took from it (and the shop's checkout URL); for a seat waiting in its group
-// (grouping), the end in force of the group's window; for a queued order, whose pay
-// window starts only once MySQL has it, the earliest it can end: a whole window from
-// now. stored has, by id, the rows of the stored orders among them (their windows as
-// set). The outages are read only when an order needs them.
+// took from it (and the shop's checkout URL); for a seat waiting in its group (grouping,
+// or queued in a group still open), the end in force of the group's window; for any
+// other queued order, whose pay window starts only once MySQL has it, the earliest it
+// can end: a whole window from now. stored has, by id, the rows of the stored orders
+// among them (their windows as set). The outages are read only when an order needs
+// them.
 func (s *Orders) inForce(ctx context.Context, views []Order, stored map[string]store.Order) error {
 	var w store.Windows
 	for i := range views {
 		v := &views[i]
 		switch v.Status {
 		case store.StatusQueued:
-			if earliest := s.now().Add(v.ExpiresAt.Sub(v.CreatedAt.Time)); v.GroupID == "" && earliest.After(v.ExpiresAt.Time) {
+			if v.GroupID != "" {
+				if end := s.groupBuys.groupEnd(ctx, v.ActivityID, v.GroupID); !end.IsZero() {
+					v.ExpiresAt = apitime.Of(end)
+					continue
+				}
+			}
+			if earliest := s.now().Add(v.ExpiresAt.Sub(v.CreatedAt.Time)); earliest.After(v.ExpiresAt.Time) {
 				v.ExpiresAt = apitime.Of(earliest)
 			}
 		case store.StatusGrouping:
