@@ -417,21 +417,20 @@ func (s *Catalog) publicList(ctx context.Context) ([]Activity, error) {
 	return s.list.Get(ctx, s.loadPublicList)
 }
 
-// loadPublicList reads every sale from MySQL and shows each with the state Redis has
-// now. While MySQL does not answer, the sales it last read are shown (a sale's own
-// fields seldom change; its units, status and window are Redis'), and that is said in
-// the log once per load, not once per request: buyers keep seeing the sales, and the
-// lines' status, through a MySQL outage, as purchases go on through it.
+// loadPublicList reads the sales from MySQL (store.ActivityList) and shows each with
+// the state Redis has now. While MySQL does not answer, the sales it last read are shown
+// (a sale's own fields seldom change; its units, status and window are Redis'), and that
+// is said in the log once per load, not once per request: buyers keep seeing the sales,
+// and the lines' status, through a MySQL outage, as purchases go on through it.
 func (s *Catalog) loadPublicList(ctx context.Context) ([]Activity, error) {
-	as, err := s.store.Activities.ListActivities(ctx)
-	switch last := s.listRows.Load(); {
+	as, err := s.listRows.Read(ctx)
+	switch last := s.listRows.Last(); {
 	case err == nil:
-		s.listRows.Store(&as)
 	case last == nil:
 		return nil, fmt.Errorf("list activities: %w", err)
 	default:
 		slog.Warn("public sales: MySQL did not answer; showing the sales it last listed, with Redis' figures", "err", err)
-		as = *last
+		as = last
 	}
 	return s.views(ctx, as)
 }

@@ -58,13 +58,13 @@ type fixture struct {
 
 // newFixture is the purchase service over a private Redis and a fresh database, with
 // no worker: orders stay in the queue to be read back.
-func newFixture(t *testing.T, units int64, limit int) *fixture {
+func newFixture(t testing.TB, units int64, limit int) *fixture {
 	t.Helper()
 	return newFixtureOn(t, testutil.MySQL(t).Gorm, units, limit)
 }
 
 // newFixtureOn is newFixture over the database db.
-func newFixtureOn(t *testing.T, db *gorm.DB, units int64, limit int) *fixture {
+func newFixtureOn(t testing.TB, db *gorm.DB, units int64, limit int) *fixture {
 	t.Helper()
 	rdb := testutil.StartRedis(t).Client(t)
 	st, sk := store.New(db, sale.EventViews{}), stocktest.New(rdb)

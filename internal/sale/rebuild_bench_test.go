@@ -58,15 +58,7 @@ func benchmarkRebuild(b *testing.B, orders int) {
 	scripts := &scriptTimer{}
 	rdb.AddHook(scripts)
 	testDB := testutil.MySQL(b)
-	db, err := config.Config{MySQLDSN: testDB.DSN}.MySQL()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if s, err := db.DB(); err == nil {
-			_ = s.Close()
-		}
-	})
+	db := testDB.ServiceGorm(b)
 	st, sk := store.New(db, sale.EventViews{}), stocktest.New(rdb)
 	rebuilder := upkeep.NewRebuilder(st.Upkeep, st.Activities, sk.Stock)
 
@@ -160,7 +152,7 @@ func seedOrders(b *testing.B, db *gorm.DB, st *store.Store, n int) seeded {
 	sold := int64(0)
 	for first := 0; first < n; first += batch {
 		sql.Reset()
-		sql.WriteString("INSERT INTO orders (id, activity_id, user_id, quantity, amount_cents, status, " +
+		sql.WriteString("INSERT INTO orders (id, activity_id, user_id, buyer, quantity, amount_cents, status, " +
 			"created_at, expires_at, paid_at, cancelled_at, persisted_at, return_pending) VALUES ")
 		for i := first; i < min(first+batch, n); i++ {
 			user := 1 + rng.Int64N(int64(max(1, n/2)))
@@ -188,7 +180,7 @@ func seedOrders(b *testing.B, db *gorm.DB, st *store.Store, n int) seeded {
 			if i > first {
 				sql.WriteByte(',')
 			}
-			fmt.Fprintf(&sql, "('bench-%d-%09d',%d,%d,%d,%d,'%s',%s,%s,%s,%s,%s,%d)", a.ID, i, a.ID, user, qty,
+			fmt.Fprintf(&sql, "('bench-%d-%09d',%d,%d,'%d',%d,%d,'%s',%s,%s,%s,%s,%s,%d)", a.ID, i, a.ID, user, user, qty,
 				qty*a.PriceCents, status, at, expires, paidAt, cancelledAt, at, pending)
 		}
 		if err := db.WithContext(ctx).Exec(sql.String()).Error; err != nil {

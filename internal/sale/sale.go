@@ -10,7 +10,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -175,8 +174,8 @@ type Settings struct {
 type Catalog struct {
 	*base
 	list *snapshot.Value[[]Activity] // the public list of sales (PublicActivities)
-	// listRows are the sales MySQL last listed for it.
-	listRows atomic.Pointer[[]store.Activity]
+	// listRows reads its sales from MySQL, and keeps those it read last.
+	listRows *store.ActivityList
 	// newerProbe bounds the MySQL reads of sales newer than the list (listed).
 	newerProbe probe
 }
@@ -204,7 +203,8 @@ func New(st *store.Store, sk *stock.Stock, orders *order.Lifecycle, outages Outa
 	b := &base{store: st, stock: sk, reserver: reserve.New(sk), sales: lifecycle.New(sk), groups: group.New(sk), settle: settle.New(sk), orders: orders, outages: outages, queue: q, locks: locks, now: time.Now,
 		Settings: &Settings{LockWait: 500 * time.Millisecond, LockTTL: 5 * time.Second, IOTimeout: 2 * time.Second, ListMargin: 10 * time.Second},
 		rebuild:  upkeep.NewRebuilder(st.Upkeep, st.Activities, sk), archived: archivedSales{stock: sk}}
-	b.catalog = &Catalog{base: b, list: snapshot.New[[]Activity]("public sales", CatalogAge)}
+	b.catalog = &Catalog{base: b, list: snapshot.New[[]Activity]("public sales", CatalogAge),
+		listRows: st.Activities.NewList()}
 	b.purchases = &Purchases{base: b}
 	b.purchases.commits.flush = b.purchases.commitBatch
 	b.groupBuys, b.orderViews, b.variants = &Groups{b}, &Orders{b}, &Variants{base: b}

@@ -41,7 +41,7 @@ func TestGateHoldsStatementsUntilOpen(t *testing.T) {
 			act := store.Activity{Name: "sale", ProductName: "phone", PriceCents: 100, StockTotal: 5, PerUserLimit: 1}
 			return s.Activities.CreateActivity(ctx, &act, func(store.Activity) error { return nil })
 		}},
-		{"list activities", func() error { _, err := s.Activities.ListActivities(ctx); return err }},
+		{"list activities", func() error { _, err := s.Activities.NewList().Read(ctx); return err }},
 		{"read an order", func() error { _, err := s.Orders.GetOrder(ctx, "o1"); return err }},
 		{"persist orders (a transaction)", func() error {
 			_, err := s.Batches.PersistBatch(ctx, []store.NewOrder{order(store.Activity{ID: 1, PerUserLimit: 1, PriceCents: 100}, 1, 1)}, outage.Outages{})

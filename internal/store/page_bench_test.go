@@ -14,7 +14,6 @@ import (
 	"gorm.io/gorm/logger"
 
 	"seckill/internal/buyer"
-	"seckill/internal/config"
 	"seckill/internal/sale"
 	"seckill/internal/store"
 	"seckill/internal/testutil"
@@ -33,15 +32,7 @@ import (
 func BenchmarkSaleOrdersPage(b *testing.B) {
 	ctx := context.Background()
 	testDB := testutil.MySQL(b)
-	db, err := config.Config{MySQLDSN: testDB.DSN}.MySQL()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if s, err := db.DB(); err == nil {
-			_ = s.Close()
-		}
-	})
+	db := testDB.ServiceGorm(b)
 	st := store.New(db, sale.EventViews{})
 	const n = 1_000_000
 	start := time.Now()

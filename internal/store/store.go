@@ -283,13 +283,6 @@ func (s *Activities) GetActivity(ctx context.Context, id int64) (Activity, error
 	return a, err
 }
 
-// ListActivities returns every activity, newest first.
-func (s *Activities) ListActivities(ctx context.Context) ([]Activity, error) {
-	var as []Activity
-	err := s.db.WithContext(ctx).Preload("Variants", variantsInOrder).Order("id DESC").Find(&as).Error
-	return as, err
-}
-
 // ActivitiesBefore returns at most limit activities whose id is below before (0: from
 // the newest), newest first.
 func (s *Activities) ActivitiesBefore(ctx context.Context, before int64, limit int) ([]Activity, error) {

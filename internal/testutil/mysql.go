@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"seckill/internal/config"
 	"seckill/migrations"
 )
 
@@ -145,6 +147,39 @@ func openGorm(t testing.TB, dsn string) *gorm.DB {
 	db, err := gorm.Open(gormmysql.Open(dsn), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatalf("gorm open: %v", err)
+	}
+	t.Cleanup(func() {
+		if s, err := db.DB(); err == nil {
+			_ = s.Close()
+		}
+	})
+	return db
+}
+
+// DoubleRows doubles the rows of table n times, to 2^n times as many, each copy with
+// its own id: a history to measure against, made in seconds.
+func (d *MySQLDB) DoubleRows(t testing.TB, table string, n int) {
+	t.Helper()
+	var cols []string
+	if err := d.Gorm.Raw("SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE() "+
+		"AND table_name = ? AND column_name <> 'id' ORDER BY ordinal_position", table).Scan(&cols).Error; err != nil {
+		t.Fatal(err)
+	}
+	c := strings.Join(cols, ", ")
+	for range n {
+		if err := d.Gorm.Exec("INSERT INTO " + table + " (" + c + ") SELECT " + c + " FROM " + table).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// ServiceGorm is a handle on the database with the service's own MySQL client
+// (config.MySQL: its pool, its bounds, its driver settings), closed at cleanup.
+func (d *MySQLDB) ServiceGorm(t testing.TB) *gorm.DB {
+	t.Helper()
+	db, err := config.Config{MySQLDSN: d.DSN}.MySQL()
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if s, err := db.DB(); err == nil {
