@@ -644,18 +644,43 @@ type GroupSeat struct {
 
 // KeyedOrders returns a sale's orders made with an Idempotency-Key since since (id,
 // buyer, created_at and the key's two columns only), whatever their status: the keys a
-// rebuild of the sale's Redis state writes back. It reads the sale's orders through the
-// index orders_by_activity, named, as OrderFacts does.
+// rebuild of the sale's Redis state writes back. It reads the sale's orders in id
+// order, keyedPage at a time through the index orders_by_sale (named), so that each
+// statement answers within a read's bound (config.MySQL) however large the sale: one
+// that looked at a million orders at once, most of them without a key, ran past it
+// before its first row.
 func (s *Upkeep) KeyedOrders(ctx context.Context, activityID int64, since time.Time) ([]Order, error) {
 	var orders []Order
-	err := s.db.WithContext(ctx).Table("orders FORCE INDEX (orders_by_activity)").Select("id", "buyer", "created_at", "idempotency_key", "request_fingerprint").
-		Where("activity_id = ? AND created_at >= ? AND idempotency_key IS NOT NULL", activityID, since).
-		Find(&orders).Error
-	if err != nil {
-		return nil, fmt.Errorf("keyed orders of activity %d: %w", activityID, err)
+	for after := ""; ; {
+		var last []string // the last id of the page, from the index alone
+		err := s.db.WithContext(ctx).Table("orders FORCE INDEX (orders_by_sale)").
+			Where("activity_id = ? AND id > ?", activityID, after).Order("id").
+			Offset(keyedPage-1).Limit(1).Pluck("id", &last).Error
+		if err != nil {
+			return nil, fmt.Errorf("keyed orders of activity %d: %w", activityID, err)
+		}
+		q := s.db.WithContext(ctx).Table("orders FORCE INDEX (orders_by_sale)").
+			Select("id", "buyer", "created_at", "idempotency_key", "request_fingerprint").
+			Where("activity_id = ? AND id > ? AND created_at >= ? AND idempotency_key IS NOT NULL",
+				activityID, after, since)
+		if len(last) > 0 {
+			q = q.Where("id <= ?", last[0])
+		}
+		var page []Order
+		if err := q.Find(&page).Error; err != nil {
+			return nil, fmt.Errorf("keyed orders of activity %d: %w", activityID, err)
+		}
+		orders = append(orders, page...)
+		if len(last) == 0 {
+			return orders, nil
+		}
+		after = last[0]
 	}
-	return orders, nil
 }
+
+// keyedPage is how many of a sale's orders one statement of KeyedOrders looks at (a
+// variable for a test of its pages).
+var keyedPage = 50_000
 
 // RebuildFacts reads, in one consistent snapshot, what a sale's Redis state is rebuilt
 // from, given the ids of the orders Redis holds as queued.
