@@ -60,17 +60,23 @@ func (s *Upkeep) Unsettled(ctx context.Context, activityID int64) (bool, error) 
 
 // LastFinal returns when the last order of a sale became final (paid, cancelled,
 // refunded, or stored failed; the zero time for a sale without orders). It reads every
-// order of the sale: ask it once the sale is settled (Unsettled), and remember it; a
+// order of the sale, page by page (salePages): ask it once the sale is settled (Unsettled), and remember it; a
 // settled sale changes after that only by a refund, which LastRefund tells.
 func (s *Upkeep) LastFinal(ctx context.Context, activityID int64) (time.Time, error) {
-	var at sql.NullTime
-	err := s.db.WithContext(ctx).Model(&Order{}).Select("MAX(GREATEST(persisted_at, COALESCE(paid_at, persisted_at), "+
-		"COALESCE(cancelled_at, persisted_at), COALESCE(refunded_at, persisted_at)))").
-		Where("activity_id = ?", activityID).Row().Scan(&at)
+	var last time.Time
+	err := salePages(s.db.WithContext(ctx), activityID, func(page *gorm.DB) error {
+		var at sql.NullTime
+		err := page.Select("MAX(GREATEST(persisted_at, COALESCE(paid_at, persisted_at), " +
+			"COALESCE(cancelled_at, persisted_at), COALESCE(refunded_at, persisted_at)))").Row().Scan(&at)
+		if at.Time.After(last) {
+			last = at.Time
+		}
+		return err
+	})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("when the orders of activity %d became final: %w", activityID, err)
 	}
-	return at.Time, nil
+	return last, nil
 }
 
 // LastRefund returns when the last refund of a sale's orders was recorded (the zero

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // OrderFact is what the funnel of a sale (internal/funnel) reads of one of its orders:
@@ -28,15 +30,18 @@ type OrderFact struct {
 	PersistedAt    time.Time
 }
 
-// OrderFacts returns the facts of every order of a sale in MySQL, through the index
-// orders_by_activity, named: left to itself MariaDB reads the whole table once a sale
-// holds a tenth of it (TestOrdersQueriesReadThroughIndexes). It reads the whole sale: an
-// admin's question, not a buyer's.
+// OrderFacts returns the facts of every order of a sale in MySQL, page by page
+// (salePages). It reads the whole sale: an admin's question, not a buyer's.
 func (s *Orders) OrderFacts(ctx context.Context, activityID int64) ([]OrderFact, error) {
 	var facts []OrderFact
-	err := s.db.WithContext(ctx).Table("orders FORCE INDEX (orders_by_activity)").Select("id, quantity, status, offered, early_access, group_id IS NOT NULL AS `group`, "+
-		"created_at, window_starts_at, expires_at, paid_at, cancelled_at, refunded_at, restock, persisted_at").
-		Where("activity_id = ?", activityID).Scan(&facts).Error
+	err := salePages(s.db.WithContext(ctx), activityID, func(page *gorm.DB) error {
+		var got []OrderFact
+		err := page.Select("id, quantity, status, offered, early_access, group_id IS NOT NULL AS `group`, " +
+			"created_at, window_starts_at, expires_at, paid_at, cancelled_at, refunded_at, restock, persisted_at").
+			Scan(&got).Error
+		facts = append(facts, got...)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read the orders of activity %d: %w", activityID, err)
 	}

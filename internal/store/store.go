@@ -494,19 +494,24 @@ func (s *Orders) CountOrders(ctx context.Context, activityID int64) (map[string]
 	return countOrders(s.db.WithContext(ctx), activityID)
 }
 
-// countOrders is CountOrders on db, which may be a transaction.
+// countOrders is CountOrders on db, which may be a transaction, page by page
+// (salePages).
 func countOrders(db *gorm.DB, activityID int64) (map[string]StatusCount, error) {
-	var rows []StatusCount
-	err := db.Model(&Order{}).Select("status, COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units, "+
-		"COALESCE(SUM(CASE WHEN "+offSale+" THEN quantity ELSE 0 END), 0) AS off_sale, "+
-		"COALESCE(SUM(early_access), 0) AS early").
-		Where("activity_id = ?", activityID).Group("status").Scan(&rows).Error
+	counts := map[string]StatusCount{}
+	err := salePages(db, activityID, func(page *gorm.DB) error {
+		var rows []StatusCount
+		err := page.Select("status, COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units, " +
+			"COALESCE(SUM(CASE WHEN " + offSale + " THEN quantity ELSE 0 END), 0) AS off_sale, " +
+			"COALESCE(SUM(early_access), 0) AS early").Group("status").Scan(&rows).Error
+		for _, r := range rows {
+			c := counts[r.Status]
+			counts[r.Status] = StatusCount{Status: r.Status, Orders: c.Orders + r.Orders, Units: c.Units + r.Units,
+				OffSale: c.OffSale + r.OffSale, Early: c.Early + r.Early}
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	counts := make(map[string]StatusCount, len(rows))
-	for _, r := range rows {
-		counts[r.Status] = r
 	}
 	return counts, nil
 }
@@ -582,9 +587,13 @@ type VariantFigures struct {
 	Held, ReturnPending, OffSale int64
 }
 
-// Figures reads an activity's totals in one consistent read.
+// Figures reads an activity's totals in one consistent read, of up to figuresTimeout:
+// a transaction's default bound (config.MySQL: 2 s) is too short for a sale of a
+// million orders, which its statements read page by page (salePages).
 func (s *Orders) Figures(ctx context.Context, activityID int64) (Figures, error) {
 	f := Figures{Units: map[string]int64{}}
+	ctx, cancel := context.WithTimeout(ctx, figuresTimeout)
+	defer cancel()
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		counts, err := countOrders(tx, activityID)
 		if err != nil {
@@ -609,6 +618,9 @@ func (s *Orders) Figures(ctx context.Context, activityID int64) (Figures, error)
 	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	return f, err
 }
+
+// figuresTimeout bounds Figures: below the API's 15 s bound on writing an answer.
+const figuresTimeout = 10 * time.Second
 
 // RebuildFacts are what a sale's Redis state is rebuilt from.
 type RebuildFacts struct {
@@ -644,43 +656,22 @@ type GroupSeat struct {
 
 // KeyedOrders returns a sale's orders made with an Idempotency-Key since since (id,
 // buyer, created_at and the key's two columns only), whatever their status: the keys a
-// rebuild of the sale's Redis state writes back. It reads the sale's orders in id
-// order, keyedPage at a time through the index orders_by_sale (named), so that each
-// statement answers within a read's bound (config.MySQL) however large the sale: one
-// that looked at a million orders at once, most of them without a key, ran past it
-// before its first row.
+// rebuild of the sale's Redis state writes back. It reads the sale page by page
+// (salePages).
 func (s *Upkeep) KeyedOrders(ctx context.Context, activityID int64, since time.Time) ([]Order, error) {
 	var orders []Order
-	for after := ""; ; {
-		var last []string // the last id of the page, from the index alone
-		err := s.db.WithContext(ctx).Table("orders FORCE INDEX (orders_by_sale)").
-			Where("activity_id = ? AND id > ?", activityID, after).Order("id").
-			Offset(keyedPage-1).Limit(1).Pluck("id", &last).Error
-		if err != nil {
-			return nil, fmt.Errorf("keyed orders of activity %d: %w", activityID, err)
-		}
-		q := s.db.WithContext(ctx).Table("orders FORCE INDEX (orders_by_sale)").
-			Select("id", "buyer", "created_at", "idempotency_key", "request_fingerprint").
-			Where("activity_id = ? AND id > ? AND created_at >= ? AND idempotency_key IS NOT NULL",
-				activityID, after, since)
-		if len(last) > 0 {
-			q = q.Where("id <= ?", last[0])
-		}
-		var page []Order
-		if err := q.Find(&page).Error; err != nil {
-			return nil, fmt.Errorf("keyed orders of activity %d: %w", activityID, err)
-		}
-		orders = append(orders, page...)
-		if len(last) == 0 {
-			return orders, nil
-		}
-		after = last[0]
+	err := salePages(s.db.WithContext(ctx), activityID, func(page *gorm.DB) error {
+		var keyed []Order
+		err := page.Select("id", "buyer", "created_at", "idempotency_key", "request_fingerprint").
+			Where("created_at >= ? AND idempotency_key IS NOT NULL", since).Find(&keyed).Error
+		orders = append(orders, keyed...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("keyed orders of activity %d: %w", activityID, err)
 	}
+	return orders, nil
 }
-
-// keyedPage is how many of a sale's orders one statement of KeyedOrders looks at (a
-// variable for a test of its pages).
-var keyedPage = 50_000
 
 // RebuildFacts reads, in one consistent snapshot, what a sale's Redis state is rebuilt
 // from, given the ids of the orders Redis holds as queued.
