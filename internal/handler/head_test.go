@@ -4,20 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
-	"time"
-
-	"seckill/internal/handler"
-	"seckill/internal/testutil"
 )
 
 // Every GET answers HEAD with the status and headers its GET has, and no body: a
 // monitor or a cache that asks HEAD gets what a GET would tell it.
 func TestHeadAnswersAsGet(t *testing.T) {
-	s := newStack(t, handler.Options{})
-	now := time.Now()
-	plain := s.sale(10, 1, now.Add(-time.Minute), now.Add(time.Hour))
-	room := s.roomSale(now.Add(-time.Minute), 10)
-	buyer, admin := testutil.Token(t, 42, false), testutil.Token(t, 1, true)
+	s, plain, room, buyer, admin := routesStack(t)
 	for _, tc := range []struct {
 		name   string
 		c      call

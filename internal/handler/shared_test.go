@@ -29,15 +29,22 @@ func (s *stack) roomSale(starts time.Time, rate int) int64 {
 	return a.ID
 }
 
+// routesStack is a stack with a sale on now (plain) and one with a line (room), and a
+// buyer's and an admin's tokens: what the tests of each route's answer ask for.
+func routesStack(t *testing.T) (s *stack, plain, room int64, buyer, admin string) {
+	t.Helper()
+	s = newStack(t, handler.Options{})
+	now := time.Now()
+	plain = s.sale(10, 1, now.Add(-time.Minute), now.Add(time.Hour))
+	room = s.roomSale(now.Add(-time.Minute), 10)
+	return s, plain, room, testutil.Token(t, 42, false), testutil.Token(t, 1, true)
+}
+
 // The public reads (the list, a sale, a line's status) may be kept by a shared cache for
 // a second, their 404 and 409 too; an answer to a request with a token, and every other
 // route's, never.
 func TestCacheControlOfEachRoute(t *testing.T) {
-	s := newStack(t, handler.Options{})
-	now := time.Now()
-	plain := s.sale(10, 1, now.Add(-time.Minute), now.Add(time.Hour))
-	room := s.roomSale(now.Add(-time.Minute), 10)
-	buyer, admin := testutil.Token(t, 42, false), testutil.Token(t, 1, true)
+	s, plain, room, buyer, admin := routesStack(t)
 	if a := s.do(call{method: "POST", path: fmt.Sprintf("/api/v1/activities/%d/line", room), token: buyer, body: "{}"}); a.status != http.StatusCreated {
 		t.Fatalf("join: %d %s", a.status, a.body)
 	}

@@ -60,8 +60,9 @@ func (s *Upkeep) Unsettled(ctx context.Context, activityID int64) (bool, error) 
 
 // LastFinal returns when the last order of a sale became final (paid, cancelled,
 // refunded, or stored failed; the zero time for a sale without orders). It reads every
-// order of the sale, page by page (salePages): ask it once the sale is settled (Unsettled), and remember it; a
-// settled sale changes after that only by a refund, which LastRefund tells.
+// order of the sale, page by page (salePages): ask it once the sale is settled
+// (Unsettled), and remember it; a settled sale changes after that only by a refund,
+// which LastRefund tells.
 func (s *Upkeep) LastFinal(ctx context.Context, activityID int64) (time.Time, error) {
 	var last time.Time
 	err := salePages(s.db.WithContext(ctx), activityID, func(page *gorm.DB) error {

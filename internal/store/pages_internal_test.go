@@ -46,7 +46,10 @@ func TestSaleReadsPageByPage(t *testing.T) {
 		if i%5 == 0 {
 			created = since.Add(-time.Second) // before the bound
 		}
-		id, status, persisted := fmt.Sprintf("o-%02d", i), []string{StatusCreated, StatusFailed}[i%4/3], now.Add(time.Duration(i)*time.Second)
+		id, status, persisted := fmt.Sprintf("o-%02d", i), StatusCreated, now.Add(time.Duration(i)*time.Second)
+		if i%4 == 3 {
+			status = StatusFailed
+		}
 		rows = append(rows, Order{ID: id, ActivityID: act, Buyer: buyer.Of(int64(i + 1)), Quantity: 1 + i%3, AmountCents: 100,
 			Status: status, CreatedAt: created, ExpiresAt: created.Add(time.Hour), PersistedAt: persisted,
 			IdempotencyKey: key, RequestFingerprint: fingerprint})
